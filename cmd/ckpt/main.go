@@ -1,0 +1,28 @@
+// Command ckpt inspects, verifies, compares, maps and converts safetensors
+// checkpoints (Qwen3.5-style hybrid, block-FP8) for serving on Tenstorrent
+// hardware. See README.md and shared/spec/cli.md for the contract.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+func main() {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	app := &App{
+		In:       os.Stdin,
+		Out:      os.Stdout,
+		Err:      os.Stderr,
+		Terminal: term.IsTerminal(int(os.Stdout.Fd())),
+		ErrTerm:  term.IsTerminal(int(os.Stderr.Fd())),
+		Getenv:   os.Getenv,
+	}
+	code := app.Run(ctx, os.Args[1:])
+	cancel()
+	os.Exit(code)
+}

@@ -1,0 +1,181 @@
+package output
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// Formats a command can print.
+const (
+	Auto     = "auto"
+	Table    = "table"
+	Text     = "text"
+	JSON     = "json"
+	JSONL    = "jsonl"
+	CSV      = "csv"
+	Markdown = "markdown"
+)
+
+// Resolve turns "auto" (or "") into table on a terminal and text
+// otherwise, and checks that the format is one of allowed.
+func Resolve(format string, terminal bool, allowed ...string) (string, error) {
+	if format == "" || format == Auto {
+		if terminal {
+			return Table, nil
+		}
+		return Text, nil
+	}
+	for _, a := range allowed {
+		if a == format {
+			return format, nil
+		}
+	}
+	return "", fmt.Errorf("unknown --format %q (want one of auto, %s)", format, strings.Join(allowed, ", "))
+}
+
+// Grid is a table of strings: a title (optional), a header and rows.
+// Right lists the columns that are right-aligned (numbers).
+type Grid struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Right  map[int]bool
+}
+
+// Render writes g in format (table, text, markdown or csv).
+func (g *Grid) Render(w io.Writer, format string) error {
+	switch format {
+	case CSV:
+		cw := csv.NewWriter(w)
+		if err := cw.Write(g.Header); err != nil {
+			return err
+		}
+		if err := cw.WriteAll(g.Rows); err != nil {
+			return err
+		}
+		cw.Flush()
+		return cw.Error()
+	case Text:
+		if g.Title != "" {
+			fmt.Fprintf(w, "%s\n", g.Title)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(g.Header, "\t"))
+		for _, r := range g.Rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		return tw.Flush()
+	case Table, Markdown:
+		if g.Title != "" {
+			if format == Markdown {
+				fmt.Fprintf(w, "### %s\n\n", g.Title)
+			} else {
+				fmt.Fprintf(w, "%s\n", g.Title)
+			}
+		}
+		opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft)}
+		if format == Markdown {
+			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
+		}
+		aligns := make([]tw.Align, len(g.Header))
+		for i := range aligns {
+			aligns[i] = tw.AlignLeft
+			if g.Right[i] {
+				aligns[i] = tw.AlignRight
+			}
+		}
+		opts = append(opts, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}))
+		t := tablewriter.NewTable(w, opts...)
+		hdr := make([]any, len(g.Header))
+		for i, h := range g.Header {
+			hdr[i] = h
+		}
+		t.Header(hdr...)
+		for _, r := range g.Rows {
+			row := make([]any, len(r))
+			for i, c := range r {
+				row[i] = c
+			}
+			if err := t.Append(row...); err != nil {
+				return err
+			}
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+		if format == Markdown {
+			fmt.Fprintln(w)
+		}
+		return nil
+	}
+	return fmt.Errorf("format %q cannot render a table", format)
+}
+
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// WriteJSONL writes each element as one line of JSON.
+func WriteJSONL[T any](w io.Writer, items []T) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Int formats an integer with thousands separators.
+func Int(n int64) string {
+	s := fmt.Sprintf("%d", n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Bytes formats a byte count in binary units (exact below 1 KiB).
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Shape formats a shape as [a, b, c].
+func Shape(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprintf("%d", d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
