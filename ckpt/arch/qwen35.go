@@ -1,0 +1,276 @@
+package arch
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Tensor is one expected tensor.
+type Tensor struct {
+	Name  string
+	Shape []int64
+	DType ckpt.DType
+	// Alt lists every accepted dtype (DType included).
+	Alt []ckpt.DType
+	// FP8 marks weights stored as F8_E4M3 with a block scale in an FP8
+	// release; ScaleOf names the weight of a scale tensor.
+	FP8     bool
+	ScaleOf string
+	Group   string // "text", "mtp" or "visual"
+	Role    string // embedding, vector, linear, conv, ssm_param, gated_norm, lm_head, vision, fp8_block_scale
+	// Keys names the config keys (JSON paths) that determine the shape.
+	Keys []string
+}
+
+// Qwen35 holds the settings of a Qwen3.5-style hybrid config.
+type Qwen35 struct {
+	TextPrefix   string // "model.language_model."
+	TextPath     string // "text_config." for the nested form, "" for flat
+	Hidden       int64
+	Intermediate int64
+	Layers       int64
+	LayerTypes   []string // "linear_attention" / "full_attention", one per layer
+	Heads        int64
+	KVHeads      int64
+	HeadDim      int64
+	LinKHeads    int64
+	LinVHeads    int64
+	LinKDim      int64
+	LinVDim      int64
+	ConvKernel   int64
+	Vocab        int64
+	MTPLayers    int64
+	TieEmbed     bool
+	Vision       *Vision
+}
+
+// Vision holds the vision tower settings.
+type Vision struct {
+	Depth, Hidden, Intermediate, InChannels, Patch, TemporalPatch, Merge, PosEmbeds, OutHidden int64
+}
+
+// Is reports whether a config describes this architecture.
+func Is(cfg *ckpt.Config) bool {
+	if cfg == nil {
+		return false
+	}
+	switch cfg.ModelType() {
+	case "qwen3_5", "qwen3_5_text":
+		return true
+	}
+	for _, a := range cfg.Architectures() {
+		switch a {
+		case "Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM":
+			return true
+		}
+	}
+	return false
+}
+
+// ParseQwen35 reads the settings from a nested or flat config. Missing
+// required keys are reported together, by their JSON path.
+func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("no config.json: the qwen3_5 profile derives the expected tensors from it")
+	}
+	tc := cfg.Text()
+	q := &Qwen35{TextPath: cfg.TextPath(), TextPrefix: "model.language_model."}
+	if q.TextPath == "" && cfg.ModelType() == "qwen3_5_text" {
+		q.TextPrefix = "model."
+	}
+	var missing []string
+	get := func(key string, dst *int64, def int64, required bool) {
+		if v, ok := ckpt.AsInt(tc[key]); ok {
+			*dst = v
+			return
+		}
+		if required {
+			missing = append(missing, q.TextPath+key)
+		}
+		*dst = def
+	}
+	get("hidden_size", &q.Hidden, 0, true)
+	get("intermediate_size", &q.Intermediate, 0, true)
+	get("num_hidden_layers", &q.Layers, 0, true)
+	get("num_attention_heads", &q.Heads, 0, true)
+	get("num_key_value_heads", &q.KVHeads, 0, true)
+	get("head_dim", &q.HeadDim, 0, false)
+	get("linear_num_key_heads", &q.LinKHeads, 0, true)
+	get("linear_num_value_heads", &q.LinVHeads, 0, true)
+	get("linear_key_head_dim", &q.LinKDim, 0, true)
+	get("linear_value_head_dim", &q.LinVDim, 0, true)
+	get("linear_conv_kernel_dim", &q.ConvKernel, 4, false)
+	get("vocab_size", &q.Vocab, 0, true)
+	get("mtp_num_hidden_layers", &q.MTPLayers, 0, false)
+	if q.HeadDim == 0 && q.Heads > 0 {
+		q.HeadDim = q.Hidden / q.Heads
+	}
+	if b, ok := tc["tie_word_embeddings"].(bool); ok {
+		q.TieEmbed = b
+	} else if b, ok := cfg.Raw["tie_word_embeddings"].(bool); ok {
+		q.TieEmbed = b
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s: qwen3_5 config lacks %v", cfg.File, missing)
+	}
+	if q.Layers < 0 || q.Layers > 100000 {
+		return nil, fmt.Errorf("%s: %snum_hidden_layers = %d is not plausible", cfg.File, q.TextPath, q.Layers)
+	}
+	if lt := ckpt.AsStrings(tc["layer_types"]); lt != nil {
+		if int64(len(lt)) != q.Layers {
+			return nil, fmt.Errorf("%s: %slayer_types has %d entries but num_hidden_layers is %d", cfg.File, q.TextPath, len(lt), q.Layers)
+		}
+		q.LayerTypes = lt
+	} else {
+		interval := int64(4)
+		if v, ok := ckpt.AsInt(tc["full_attention_interval"]); ok && v > 0 {
+			interval = v
+		}
+		for i := int64(0); i < q.Layers; i++ {
+			if (i+1)%interval == 0 {
+				q.LayerTypes = append(q.LayerTypes, "full_attention")
+			} else {
+				q.LayerTypes = append(q.LayerTypes, "linear_attention")
+			}
+		}
+	}
+	if vc, ok := cfg.Raw["vision_config"].(map[string]any); ok {
+		v := &Vision{}
+		vget := func(key string, dst *int64, def int64) {
+			if n, ok := ckpt.AsInt(vc[key]); ok {
+				*dst = n
+			} else {
+				*dst = def
+			}
+		}
+		vget("depth", &v.Depth, 0)
+		vget("hidden_size", &v.Hidden, 0)
+		vget("intermediate_size", &v.Intermediate, 0)
+		vget("in_channels", &v.InChannels, 3)
+		vget("patch_size", &v.Patch, 16)
+		vget("temporal_patch_size", &v.TemporalPatch, 2)
+		vget("spatial_merge_size", &v.Merge, 2)
+		vget("num_position_embeddings", &v.PosEmbeds, 0)
+		vget("out_hidden_size", &v.OutHidden, q.Hidden)
+		if v.Depth > 0 && v.Hidden > 0 {
+			q.Vision = v
+		}
+	}
+	return q, nil
+}
+
+// Tensors lists the expected tensors in a deterministic order (text, mtp,
+// visual). With fp8, the large projections are F8_E4M3 and each is followed
+// by its weight_scale_inv of shape [ceil(R/bm), ceil(C/bn)].
+func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
+	var out []Tensor
+	tp := q.TextPath
+	bf := []ckpt.DType{ckpt.BF16}
+	add := func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
+		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: keys}
+		if t.Alt == nil {
+			t.Alt = bf
+		}
+		if fp8 && fp8able {
+			t.DType, t.Alt, t.FP8 = ckpt.F8E4M3, []ckpt.DType{ckpt.F8E4M3}, true
+			out = append(out, t)
+			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: []int64{ceil(shape[0], bm), ceil(shape[1], bn)},
+				DType: ckpt.BF16, Alt: []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: keys})
+			return
+		}
+		out = append(out, t)
+	}
+	H, P := q.Hidden, q.TextPrefix
+	K, Vd := q.LinKHeads*q.LinKDim, q.LinVHeads*q.LinVDim
+	kH, kI, kV := tp+"hidden_size", tp+"intermediate_size", tp+"vocab_size"
+	add("text", P+"embed_tokens.weight", "embedding", []int64{q.Vocab, H}, false, nil, kV, kH)
+	attnLayer := func(group, pre string) {
+		add(group, pre+"self_attn.q_proj.weight", "linear", []int64{2 * q.Heads * q.HeadDim, H}, true, nil, tp+"num_attention_heads", tp+"head_dim", kH)
+		add(group, pre+"self_attn.k_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", kH)
+		add(group, pre+"self_attn.v_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", kH)
+		add(group, pre+"self_attn.o_proj.weight", "linear", []int64{H, q.Heads * q.HeadDim}, true, nil, kH, tp+"num_attention_heads", tp+"head_dim")
+		add(group, pre+"self_attn.q_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
+		add(group, pre+"self_attn.k_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
+	}
+	common := func(group, pre string) {
+		add(group, pre+"input_layernorm.weight", "vector", []int64{H}, false, nil, kH)
+		add(group, pre+"post_attention_layernorm.weight", "vector", []int64{H}, false, nil, kH)
+		add(group, pre+"mlp.gate_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, kH)
+		add(group, pre+"mlp.up_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, kH)
+		add(group, pre+"mlp.down_proj.weight", "linear", []int64{H, q.Intermediate}, true, nil, kH, kI)
+	}
+	f32ok := []ckpt.DType{ckpt.BF16, ckpt.F32}
+	for i := int64(0); i < q.Layers; i++ {
+		pre := P + "layers." + strconv.FormatInt(i, 10) + "."
+		common("text", pre)
+		if q.LayerTypes[i] == "full_attention" {
+			attnLayer("text", pre)
+			continue
+		}
+		la := pre + "linear_attn."
+		lk := []string{tp + "linear_num_key_heads", tp + "linear_key_head_dim", tp + "linear_num_value_heads", tp + "linear_value_head_dim"}
+		add("text", la+"in_proj_qkv.weight", "linear", []int64{2*K + Vd, H}, true, nil, append(lk, kH)...)
+		add("text", la+"in_proj_z.weight", "linear", []int64{Vd, H}, true, nil, lk[2], lk[3], kH)
+		add("text", la+"in_proj_b.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], kH)
+		add("text", la+"in_proj_a.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], kH)
+		add("text", la+"conv1d.weight", "conv", []int64{2*K + Vd, 1, q.ConvKernel}, false, nil, append(lk, tp+"linear_conv_kernel_dim")...)
+		add("text", la+"A_log", "ssm_param", []int64{q.LinVHeads}, false, f32ok, lk[2])
+		add("text", la+"dt_bias", "ssm_param", []int64{q.LinVHeads}, false, nil, lk[2])
+		add("text", la+"norm.weight", "gated_norm", []int64{q.LinVDim}, false, f32ok, lk[3])
+		add("text", la+"out_proj.weight", "linear", []int64{H, Vd}, true, nil, kH, lk[2], lk[3])
+	}
+	add("text", P+"norm.weight", "vector", []int64{H}, false, nil, kH)
+	if !q.TieEmbed {
+		add("text", "lm_head.weight", "lm_head", []int64{q.Vocab, H}, false, nil, kV, kH)
+	}
+	if q.MTPLayers > 0 {
+		add("mtp", "mtp.fc.weight", "linear", []int64{H, 2 * H}, false, nil, kH)
+		add("mtp", "mtp.pre_fc_norm_embedding.weight", "vector", []int64{H}, false, nil, kH)
+		add("mtp", "mtp.pre_fc_norm_hidden.weight", "vector", []int64{H}, false, nil, kH)
+		for i := int64(0); i < q.MTPLayers; i++ {
+			pre := "mtp.layers." + strconv.FormatInt(i, 10) + "."
+			common("mtp", pre)
+			attnLayer("mtp", pre)
+		}
+		add("mtp", "mtp.norm.weight", "vector", []int64{H}, false, nil, kH)
+	}
+	if v := q.Vision; v != nil {
+		vp, vk := "model.visual.", "vision_config."
+		vh := vk + "hidden_size"
+		add("visual", vp+"patch_embed.proj.weight", "vision", []int64{v.Hidden, v.InChannels, v.TemporalPatch, v.Patch, v.Patch}, false, nil, vh, vk+"in_channels", vk+"temporal_patch_size", vk+"patch_size")
+		add("visual", vp+"patch_embed.proj.bias", "vision", []int64{v.Hidden}, false, nil, vh)
+		add("visual", vp+"pos_embed.weight", "vision", []int64{v.PosEmbeds, v.Hidden}, false, nil, vk+"num_position_embeddings", vh)
+		for b := int64(0); b < v.Depth; b++ {
+			bp := vp + "blocks." + strconv.FormatInt(b, 10) + "."
+			for _, n := range []string{"norm1", "norm2"} {
+				add("visual", bp+n+".weight", "vision", []int64{v.Hidden}, false, nil, vh)
+				add("visual", bp+n+".bias", "vision", []int64{v.Hidden}, false, nil, vh)
+			}
+			add("visual", bp+"attn.qkv.weight", "vision", []int64{3 * v.Hidden, v.Hidden}, false, nil, vh)
+			add("visual", bp+"attn.qkv.bias", "vision", []int64{3 * v.Hidden}, false, nil, vh)
+			add("visual", bp+"attn.proj.weight", "vision", []int64{v.Hidden, v.Hidden}, false, nil, vh)
+			add("visual", bp+"attn.proj.bias", "vision", []int64{v.Hidden}, false, nil, vh)
+			add("visual", bp+"mlp.linear_fc1.weight", "vision", []int64{v.Intermediate, v.Hidden}, false, nil, vk+"intermediate_size", vh)
+			add("visual", bp+"mlp.linear_fc1.bias", "vision", []int64{v.Intermediate}, false, nil, vk+"intermediate_size")
+			add("visual", bp+"mlp.linear_fc2.weight", "vision", []int64{v.Hidden, v.Intermediate}, false, nil, vh, vk+"intermediate_size")
+			add("visual", bp+"mlp.linear_fc2.bias", "vision", []int64{v.Hidden}, false, nil, vh)
+		}
+		m := v.Hidden * v.Merge * v.Merge
+		add("visual", vp+"merger.norm.weight", "vision", []int64{v.Hidden}, false, nil, vh)
+		add("visual", vp+"merger.norm.bias", "vision", []int64{v.Hidden}, false, nil, vh)
+		add("visual", vp+"merger.linear_fc1.weight", "vision", []int64{m, m}, false, nil, vh, vk+"spatial_merge_size")
+		add("visual", vp+"merger.linear_fc1.bias", "vision", []int64{m}, false, nil, vh, vk+"spatial_merge_size")
+		add("visual", vp+"merger.linear_fc2.weight", "vision", []int64{v.OutHidden, m}, false, nil, vk+"out_hidden_size", vh, vk+"spatial_merge_size")
+		add("visual", vp+"merger.linear_fc2.bias", "vision", []int64{v.OutHidden}, false, nil, vk+"out_hidden_size")
+	}
+	return out
+}
+
+func ceil(a, b int64) int64 {
+	if b <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}

@@ -1,0 +1,406 @@
+package ckpt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// File is one safetensors file of a checkpoint.
+type File struct {
+	Name     string // relative to the checkpoint root
+	Location string // path or URL for messages
+	Size     int64
+	Header   *Header
+	blob     Blob
+}
+
+// Tensor is a tensor of a checkpoint together with the file that holds it.
+type Tensor struct {
+	TensorInfo
+	File *File
+}
+
+// Offset is the absolute byte offset of the tensor's data in its file.
+func (t *Tensor) Offset() int64 { return t.File.Header.DataStart() + int64(t.Begin) }
+
+// Section returns a reader over the tensor's raw bytes.
+func (t *Tensor) Section() *io.SectionReader {
+	return io.NewSectionReader(t.File.blob, t.Offset(), int64(t.NBytes()))
+}
+
+// ReadAt reads raw tensor bytes at off (relative to the tensor's start).
+func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > int64(t.NBytes()) {
+		return 0, fmt.Errorf("reading tensor %s of %s: range [%d, %d) outside its %d bytes", Quote(t.Name), t.File.Location, off, off+int64(len(p)), t.NBytes())
+	}
+	n, err := t.File.blob.ReadAt(p, t.Offset()+off)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(p)) {
+		return n, fmt.Errorf("reading tensor %s of %s at byte %d: %w", Quote(t.Name), t.File.Location, t.Offset()+off, err)
+	}
+	return n, nil
+}
+
+// Issue is an integrity problem found while opening a checkpoint. Open fails
+// on fatal issues unless Options.Lenient is set; verify reports them all.
+type Issue struct {
+	ID      string // e.g. "index.shard_missing"
+	Fatal   bool
+	Message string
+	Files   []string
+	Tensors []string
+}
+
+// Options tune Open.
+type Options struct {
+	// Lenient keeps going past integrity problems (missing shards, tensors
+	// missing from their shard) and records them in Checkpoint.Issues.
+	Lenient bool
+	// Workers bounds concurrent header reads (default 16).
+	Workers int
+}
+
+// Checkpoint is an opened checkpoint: headers, index and config, no data.
+type Checkpoint struct {
+	Source    string
+	Store     Store
+	Sharded   bool
+	Index     *Index  // nil for a single file
+	Config    *Config // nil when there is no config.json
+	Files     []*File
+	Tensors   []*Tensor // natural order by name
+	Issues    []Issue
+	byName    map[string]*Tensor
+	ownsStore io.Closer
+}
+
+// Lookup returns the tensor named name.
+func (c *Checkpoint) Lookup(name string) (*Tensor, bool) {
+	t, ok := c.byName[name]
+	return t, ok
+}
+
+// Close closes every open file.
+func (c *Checkpoint) Close() error {
+	var errs []error
+	for _, f := range c.Files {
+		if f.blob != nil {
+			errs = append(errs, f.blob.Close())
+		}
+	}
+	if c.ownsStore != nil {
+		errs = append(errs, c.ownsStore.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// SourceOpener resolves source strings that are not local paths (hf:,
+// hf://, https://) to a Store and the entry file within it ("" to detect).
+// It returns ok=false for sources it does not handle.
+type SourceOpener func(ctx context.Context, src string) (store Store, entry string, ok bool, err error)
+
+// Open opens a checkpoint from a local path: a .safetensors file, or a
+// directory with model.safetensors.index.json or a single .safetensors
+// file. Use OpenStore for other stores; see also SourceOpener.
+func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener) (*Checkpoint, error) {
+	for _, op := range openers {
+		store, entry, ok, err := op(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c, err := OpenStore(ctx, store, entry, opt)
+			if c != nil {
+				c.Source = src
+				if cl, ok := store.(io.Closer); ok {
+					c.ownsStore = cl
+				}
+			}
+			return c, err
+		}
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", src, err)
+	}
+	dir, entry := src, ""
+	if !st.IsDir() {
+		dir, entry = filepath.Dir(src), filepath.Base(src)
+	}
+	ds, err := NewDirStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := OpenStore(ctx, ds, entry, opt)
+	if c == nil {
+		ds.Close()
+		return nil, err
+	}
+	c.Source = src
+	c.ownsStore = ds
+	return c, err
+}
+
+// OpenStore opens the checkpoint in store. entry names the index or the
+// single .safetensors file; "" means detect (the index if present, else the
+// store's only .safetensors file).
+func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Checkpoint, error) {
+	c := &Checkpoint{Source: store.Location(entry), Store: store, byName: map[string]*Tensor{}}
+	if entry == "" {
+		var err error
+		entry, err = detectEntry(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if data, err := readSmallFile(ctx, store, "config.json", 64<<20); err == nil {
+		cfg, err := ParseConfig(data, store.Location("config.json"))
+		if err != nil {
+			return nil, err
+		}
+		c.Config = cfg
+	} else if !isNotExist(err) {
+		return nil, err
+	}
+	var err error
+	if strings.HasSuffix(entry, ".json") {
+		err = c.openSharded(ctx, entry, opt)
+	} else {
+		err = c.openSingle(ctx, entry)
+	}
+	var unknown *UnknownDTypeError
+	if err != nil && !errors.As(err, &unknown) {
+		c.Close()
+		return nil, err
+	}
+	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
+	return c, err
+}
+
+func detectEntry(ctx context.Context, store Store) (string, error) {
+	names, err := store.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	if names == nil { // store cannot list: try the index, then model.safetensors
+		if b, err := store.Open(ctx, IndexFile); err == nil {
+			b.Close()
+			return IndexFile, nil
+		}
+		return "model.safetensors", nil
+	}
+	var st []string
+	for _, n := range names {
+		if n == IndexFile {
+			return IndexFile, nil
+		}
+		if strings.HasSuffix(n, ".safetensors") {
+			st = append(st, n)
+		}
+	}
+	switch len(st) {
+	case 1:
+		return st[0], nil
+	case 0:
+		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file (found %d other file(s))", IndexFile, len(names))}
+	default:
+		sort.Slice(st, func(i, j int) bool { return NaturalLess(st[i], st[j]) })
+		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(st), strings.Join(st, ", "), IndexFile)}
+	}
+}
+
+func (c *Checkpoint) openFile(ctx context.Context, name string) (*File, error) {
+	b, err := c.Store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), blob: b}
+	h, err := ReadHeader(b, b.Size(), f.Location)
+	if h == nil {
+		b.Close()
+		return nil, err
+	}
+	f.Header = h
+	return f, err
+}
+
+func (c *Checkpoint) openSingle(ctx context.Context, entry string) error {
+	f, err := c.openFile(ctx, entry)
+	if f == nil {
+		return err
+	}
+	c.Files = []*File{f}
+	for i := range f.Header.Tensors {
+		t := &Tensor{TensorInfo: f.Header.Tensors[i], File: f}
+		c.Tensors = append(c.Tensors, t)
+		c.byName[t.Name] = t
+	}
+	return err
+}
+
+func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options) error {
+	data, err := readSmallFile(ctx, c.Store, entry, 256<<20)
+	if err != nil {
+		return err
+	}
+	idx, err := ParseIndex(data, c.Store.Location(entry))
+	if err != nil {
+		return err
+	}
+	c.Index, c.Sharded = idx, true
+	if len(idx.Duplicates) > 0 {
+		c.Issues = append(c.Issues, Issue{ID: "index.duplicate_key", Fatal: true, Files: []string{entry},
+			Message: fmt.Sprintf("%s lists %d tensor(s) more than once in weight_map", entry, len(idx.Duplicates)), Tensors: idx.Duplicates})
+	}
+	dirPrefix := ""
+	if i := strings.LastIndex(entry, "/"); i >= 0 {
+		dirPrefix = entry[:i+1]
+	}
+	shards := idx.Shards()
+	tensorsOf := map[string][]string{}
+	for _, e := range idx.WeightMap {
+		tensorsOf[e.File] = append(tensorsOf[e.File], e.Tensor)
+	}
+	files := make([]*File, len(shards))
+	errs := make([]error, len(shards))
+	g, gctx := errgroup.WithContext(ctx)
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = 16
+	}
+	g.SetLimit(workers)
+	for i, name := range shards {
+		if err := CheckName(name); err != nil {
+			errs[i] = err
+			continue
+		}
+		g.Go(func() error {
+			f, err := c.openFile(gctx, dirPrefix+name)
+			files[i], errs[i] = f, err
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var fatal []error
+	var unknown *UnknownDTypeError
+	for i, name := range shards {
+		err := errs[i]
+		if err == nil || (files[i] != nil && errors.As(err, new(*UnknownDTypeError))) {
+			if err != nil {
+				errors.As(err, &unknown)
+			}
+			continue
+		}
+		var fe *FormatError
+		switch {
+		case CheckName(name) != nil:
+			c.Issues = append(c.Issues, Issue{ID: "index.shard_name", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
+		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
+			c.Issues = append(c.Issues, Issue{ID: "index.shard_missing", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
+		case errors.As(err, &fe):
+			fatal = append(fatal, err)
+		default:
+			fatal = append(fatal, err)
+		}
+	}
+	if len(fatal) > 0 {
+		for _, f := range files {
+			if f != nil {
+				f.blob.Close()
+			}
+		}
+		return errors.Join(fatal...)
+	}
+	byShard := map[string]*File{}
+	for i, name := range shards {
+		if files[i] != nil {
+			byShard[name] = files[i]
+			c.Files = append(c.Files, files[i])
+		}
+	}
+	sort.Slice(c.Files, func(i, j int) bool { return NaturalLess(c.Files[i].Name, c.Files[j].Name) })
+	listed := map[string]bool{}
+	var missing []string
+	var missingFiles []string
+	for _, e := range idx.WeightMap {
+		listed[e.Tensor] = true
+		f := byShard[e.File]
+		if f == nil {
+			continue
+		}
+		ti, ok := f.Header.Lookup(e.Tensor)
+		if !ok {
+			missing = append(missing, e.Tensor)
+			missingFiles = append(missingFiles, e.File)
+			continue
+		}
+		t := &Tensor{TensorInfo: *ti, File: f}
+		c.Tensors = append(c.Tensors, t)
+		c.byName[t.Name] = t
+	}
+	if len(missing) > 0 {
+		c.Issues = append(c.Issues, Issue{ID: "index.tensor_missing", Fatal: true, Files: uniq(missingFiles), Tensors: missing,
+			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0])})
+	}
+	seenIn := map[string]string{}
+	var unlisted, unlistedFiles, dups []string
+	for _, f := range c.Files {
+		for _, ti := range f.Header.Tensors {
+			if prev, ok := seenIn[ti.Name]; ok {
+				dups = append(dups, fmt.Sprintf("%s (%s and %s)", ti.Name, prev, f.Name))
+			}
+			seenIn[ti.Name] = f.Name
+			if !listed[ti.Name] {
+				unlisted = append(unlisted, ti.Name)
+				unlistedFiles = append(unlistedFiles, f.Name)
+			}
+		}
+	}
+	if len(unlisted) > 0 {
+		c.Issues = append(c.Issues, Issue{ID: "index.tensor_unlisted", Files: uniq(unlistedFiles), Tensors: unlisted,
+			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
+	}
+	if len(dups) > 0 {
+		c.Issues = append(c.Issues, Issue{ID: "index.tensor_duplicate", Tensors: dups,
+			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard (first: %s)", len(dups), dups[0])})
+	}
+	if !opt.Lenient {
+		var errs []error
+		for _, is := range c.Issues {
+			if is.Fatal {
+				errs = append(errs, &FormatError{File: idx.File, Offset: -1, Reason: strings.TrimPrefix(is.Message, idx.File+": ")})
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+	}
+	if unknown != nil {
+		return unknown
+	}
+	return nil
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

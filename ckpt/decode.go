@@ -1,0 +1,235 @@
+package ckpt
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Decode tables for the one-byte float formats; built once, never written.
+var (
+	e4m3Table = buildTable(DecodeE4M3)
+	e5m2Table = buildTable(DecodeE5M2)
+	e8m0Table = buildTable(DecodeE8M0)
+)
+
+func buildTable(f func(byte) float32) *[256]float32 {
+	var t [256]float32
+	for i := range t {
+		t[i] = f(byte(i))
+	}
+	return &t
+}
+
+// DecodeE4M3 decodes an F8_E4M3 (E4M3FN) code: bias 7, no infinities,
+// 0x7f and 0xff are NaN, largest finite 448.
+func DecodeE4M3(c byte) float32 {
+	sign := float32(1)
+	if c&0x80 != 0 {
+		sign = -1
+	}
+	e := int(c>>3) & 0xf
+	m := float32(c & 7)
+	switch {
+	case e == 0xf && c&7 == 7:
+		return float32(math.NaN())
+	case e == 0:
+		return sign * m / 8 * (1.0 / 64)
+	}
+	return sign * (1 + m/8) * float32(math.Ldexp(1, e-7))
+}
+
+// DecodeE5M2 decodes an F8_E5M2 code: bias 15, with infinities and NaN.
+func DecodeE5M2(c byte) float32 {
+	return F16ToF32(uint16(c) << 8)
+}
+
+// DecodeE8M0 decodes an F8_E8M0 code: 2^(e-127); 0xff is NaN.
+func DecodeE8M0(c byte) float32 {
+	if c == 0xff {
+		return float32(math.NaN())
+	}
+	return float32(math.Ldexp(1, int(c)-127))
+}
+
+// BF16ToF32 widens a bfloat16 bit pattern exactly.
+func BF16ToF32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// F32ToBF16 rounds to bfloat16, nearest even; NaN stays NaN (quiet).
+func F32ToBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 0x40
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// F16ToF32 widens an IEEE half bit pattern exactly.
+func F16ToF32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	e := uint32(h>>10) & 0x1f
+	m := uint32(h & 0x3ff)
+	switch {
+	case e == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | m<<13)
+	case e == 0:
+		if m == 0 {
+			return math.Float32frombits(sign)
+		}
+		f := float32(m) * (1.0 / (1 << 24))
+		if sign != 0 {
+			return -f
+		}
+		return f
+	}
+	return math.Float32frombits(sign | (e+112)<<23 | m<<13)
+}
+
+// F32ToF16 rounds to IEEE half, nearest even, overflowing to infinity.
+func F32ToF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	sign := uint16(u>>16) & 0x8000
+	a := u & 0x7fffffff
+	switch {
+	case a > 0x7f800000:
+		return sign | 0x7e00 | uint16(a>>13)&0x3ff
+	case a >= 0x477ff000: // rounds to >= 65536
+		return sign | 0x7c00
+	case a < 0x38800000: // below the smallest normal half: subnormal
+		// value in units of 2^-24, rounded half to even
+		v := math.RoundToEven(float64(math.Float32frombits(a)) * (1 << 24))
+		return sign | uint16(v)
+	}
+	e := a>>23 - 112
+	m := a & 0x7fffff
+	r := m >> 13
+	rem := m & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && r&1 == 1) {
+		r++
+		if r == 0x400 {
+			r = 0
+			e++
+		}
+	}
+	return sign | uint16(e<<10) | uint16(r)
+}
+
+// E4M3MaxFinite is the largest finite F8_E4M3 value.
+const E4M3MaxFinite = 448
+
+// EncodeE4M3 rounds f to F8_E4M3 (E4M3FN), nearest even, saturating to
+// ±448; NaN becomes 0x7f.
+func EncodeE4M3(f float32) byte {
+	u := math.Float32bits(f)
+	sign := byte(u>>24) & 0x80
+	a := u & 0x7fffffff
+	if a > 0x7f800000 {
+		return 0x7f
+	}
+	af := math.Float32frombits(a)
+	if af >= E4M3MaxFinite {
+		return sign | 0x7e
+	}
+	if af < 1.0/64 { // subnormal range: quantum 2^-9
+		q := math.RoundToEven(float64(af) * 512)
+		return sign | byte(q) // q == 8 is the smallest normal, code 0x08
+	}
+	e := int(a>>23) - 127
+	m := a & 0x7fffff
+	r := m >> 20
+	rem := m & 0xfffff
+	if rem > 0x80000 || (rem == 0x80000 && r&1 == 1) {
+		r++
+		if r == 8 {
+			r = 0
+			e++
+		}
+	}
+	if e > 8 || (e == 8 && r > 6) {
+		return sign | 0x7e
+	}
+	return sign | byte(e+7)<<3 | byte(r)
+}
+
+// DecodeFloat32 decodes n = len(dst) elements of dtype dt from src into dst.
+// Supported: BF16, F16, F32, F64, F8_E4M3, F8_E5M2, F8_E8M0.
+func DecodeFloat32(dt DType, src []byte, dst []float32) error {
+	n := len(dst)
+	need := n * dt.Bits() / 8
+	if len(src) < need {
+		return fmt.Errorf("decoding %d %s values: have %d bytes, need %d", n, dt, len(src), need)
+	}
+	switch dt {
+	case BF16:
+		for i := range dst {
+			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+		}
+	case F16:
+		for i := range dst {
+			dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))
+		}
+	case F32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
+		}
+	case F64:
+		for i := range dst {
+			dst[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(src[8*i:])))
+		}
+	case F8E4M3:
+		decodeTable(e4m3Table, src, dst)
+	case F8E5M2:
+		decodeTable(e5m2Table, src, dst)
+	case F8E8M0:
+		decodeTable(e8m0Table, src, dst)
+	default:
+		return fmt.Errorf("cannot decode dtype %s to float32", dt)
+	}
+	return nil
+}
+
+func decodeTable(t *[256]float32, src []byte, dst []float32) {
+	src = src[:len(dst)]
+	for i, c := range src {
+		dst[i] = t[c]
+	}
+}
+
+// EncodeFloat32 encodes float32 values into dtype dt (BF16 and F16 rounded
+// to nearest even, F32 as is, F8_E4M3 saturating). dst must hold
+// len(src)*dt.Bits()/8 bytes.
+func EncodeFloat32(dt DType, src []float32, dst []byte) error {
+	switch dt {
+	case BF16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16(v))
+		}
+	case F16:
+		for i, v := range src {
+			binary.LittleEndian.PutUint16(dst[2*i:], F32ToF16(v))
+		}
+	case F32:
+		for i, v := range src {
+			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(v))
+		}
+	case F8E4M3:
+		for i, v := range src {
+			dst[i] = EncodeE4M3(v)
+		}
+	default:
+		return fmt.Errorf("cannot encode float32 as %s", dt)
+	}
+	return nil
+}
+
+// RoundTo rounds f to the nearest value representable in dt (BF16, F16 or
+// F32), as storing and reloading it would.
+func RoundTo(dt DType, f float32) float32 {
+	switch dt {
+	case BF16:
+		return BF16ToF32(F32ToBF16(f))
+	case F16:
+		return F16ToF32(F32ToF16(f))
+	}
+	return f
+}

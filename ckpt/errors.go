@@ -1,0 +1,78 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// FormatError reports malformed input: a file that breaks a rule of the
+// safetensors format, an index or a config. It names the file and, where
+// they apply, the tensor and the absolute byte offset in that file.
+type FormatError struct {
+	File   string // path or URL of the file
+	Tensor string // tensor name, if the error concerns one
+	Offset int64  // absolute byte offset in File, or -1
+	Reason string // what was expected and what was found
+}
+
+func (e *FormatError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Tensor != "" {
+		fmt.Fprintf(&b, ": tensor %s", Quote(e.Tensor))
+	}
+	if e.Offset >= 0 {
+		fmt.Fprintf(&b, ": at byte %d", e.Offset)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// ErrMalformed is matched (with errors.Is) by every *FormatError and by
+// *UnknownDTypeError: the input could not be read as a valid checkpoint.
+var ErrMalformed = errors.New("malformed checkpoint")
+
+// Is makes errors.Is(err, ErrMalformed) true for format errors.
+func (e *FormatError) Is(target error) bool { return target == ErrMalformed }
+
+// UnknownDTypeError reports tensors whose dtype string is not in the
+// safetensors table. The header that carries them is still returned, so that
+// what could be read can be listed.
+type UnknownDTypeError struct {
+	File    string
+	Tensors []string // names, in file order
+	DTypes  []string // the unknown dtype of each, parallel to Tensors
+}
+
+func (e *UnknownDTypeError) Error() string {
+	parts := make([]string, 0, len(e.Tensors))
+	for i, t := range e.Tensors {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Tensors)-5))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", Quote(t), Quote(e.DTypes[i])))
+	}
+	return fmt.Sprintf("%s: unknown dtype for %d tensor(s): %s", e.File, len(e.Tensors), strings.Join(parts, ", "))
+}
+
+// Is makes errors.Is(err, ErrMalformed) true.
+func (e *UnknownDTypeError) Is(target error) bool { return target == ErrMalformed }
+
+// Quote returns s in double quotes with control characters and invalid UTF-8
+// escaped, so that hostile tensor names cannot corrupt a terminal.
+func Quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// EscapeName returns s with control characters and invalid UTF-8 escaped
+// (Go syntax) but without surrounding quotes when nothing needs escaping.
+func EscapeName(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' || (r >= 0x80 && r < 0xa0) {
+			q := Quote(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
+}

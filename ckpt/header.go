@@ -1,0 +1,498 @@
+package ckpt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MaxHeaderSize is the largest header the reference implementation accepts.
+const MaxHeaderSize = 100_000_000
+
+// TensorInfo is one header entry. Begin and End are relative to the start of
+// the data section, End exclusive.
+type TensorInfo struct {
+	Name       string
+	DType      DType
+	Shape      []int64
+	Begin, End uint64
+}
+
+// Numel is the number of elements (1 for a rank-0 tensor). It saturates at
+// math.MaxUint64 on overflow, which ReadHeader rejects.
+func (t *TensorInfo) Numel() uint64 {
+	n := uint64(1)
+	for _, d := range t.Shape {
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 {
+			return math.MaxUint64
+		}
+		n = lo
+	}
+	return n
+}
+
+// NBytes is End - Begin.
+func (t *TensorInfo) NBytes() uint64 { return t.End - t.Begin }
+
+// Lint is a deviation from the strict format that the reference reader
+// tolerates (reported by verify as a warning).
+type Lint struct {
+	ID      string // "header.start", "header.padding", "header.order"
+	Message string
+}
+
+// Header is a parsed safetensors header.
+type Header struct {
+	File        string // name used in errors
+	FileSize    int64
+	Size        uint64 // N, the JSON length
+	Metadata    map[string]string
+	HasMetadata bool
+	Tensors     []TensorInfo // in the order of the JSON
+	Lints       []Lint
+	byName      map[string]int
+}
+
+// DataStart is the absolute offset of the data section (8 + N).
+func (h *Header) DataStart() int64 { return 8 + int64(h.Size) }
+
+// Lookup returns the tensor named name.
+func (h *Header) Lookup(name string) (*TensorInfo, bool) {
+	i, ok := h.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &h.Tensors[i], true
+}
+
+// ReadHeader reads and validates the header of a safetensors file of the
+// given size. name is used in error messages. It never reads tensor data and
+// allocates at most the header's length, after checking it against size.
+//
+// If some dtypes are unknown, the header is returned together with an
+// *UnknownDTypeError; any other error returns a nil header.
+func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
+	ferr := func(off int64, format string, args ...any) error {
+		return &FormatError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
+	}
+	if size < 8 {
+		return nil, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
+	}
+	var lenBuf [8]byte
+	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
+		return nil, fmt.Errorf("reading header length of %s: %w", name, err)
+	}
+	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > MaxHeaderSize {
+		return nil, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
+	}
+	if int64(n) > size-8 {
+		return nil, ferr(0, "invalid header length: length field says %d bytes but the file has only %d after it (truncated?)", n, size-8)
+	}
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, 8); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size-8) {
+		return nil, fmt.Errorf("reading header of %s: %w", name, err)
+	}
+	h, err := ParseHeader(buf, name)
+	if h == nil {
+		return nil, err
+	}
+	h.FileSize = size
+	if verr := h.validate(size); verr != nil {
+		return nil, verr
+	}
+	return h, err
+}
+
+// ParseHeader parses the JSON header bytes (without the 8-byte length) and
+// checks the schema, but not offsets against a file size; ReadHeader does
+// both. Offsets in errors are absolute file offsets (8 + position).
+func ParseHeader(buf []byte, name string) (*Header, error) {
+	h := &Header{File: name, Size: uint64(len(buf)), byName: map[string]int{}}
+	if !utf8.Valid(buf) {
+		bad := 0
+		for bad < len(buf) {
+			r, sz := utf8.DecodeRune(buf[bad:])
+			if r == utf8.RuneError && sz <= 1 {
+				break
+			}
+			bad += sz
+		}
+		return nil, &FormatError{File: name, Offset: 8 + int64(bad), Reason: "invalid UTF-8 in header"}
+	}
+	p := &headerParser{dec: json.NewDecoder(bytes.NewReader(buf)), h: h, name: name}
+	p.dec.UseNumber()
+	if err := p.parse(); err != nil {
+		return nil, err
+	}
+	// Lints: leading byte and trailing padding.
+	trimmed := bytes.TrimLeft(buf, " \t\r\n")
+	if len(buf) > 0 && buf[0] != '{' && len(trimmed) > 0 && trimmed[0] == '{' {
+		h.Lints = append(h.Lints, Lint{"header.start", fmt.Sprintf("header starts with %d byte(s) of whitespace, not '{'", len(buf)-len(trimmed))})
+	}
+	end := int(p.dec.InputOffset())
+	for i, c := range buf[end:] {
+		if c != ' ' {
+			h.Lints = append(h.Lints, Lint{"header.padding", fmt.Sprintf("header padding at byte %d is 0x%02x, not a space", 8+end+i, c)})
+			break
+		}
+	}
+	var unknown *UnknownDTypeError
+	for _, t := range h.Tensors {
+		if !t.DType.Known() {
+			if unknown == nil {
+				unknown = &UnknownDTypeError{File: name}
+			}
+			unknown.Tensors = append(unknown.Tensors, t.Name)
+			unknown.DTypes = append(unknown.DTypes, string(t.DType))
+		}
+	}
+	if unknown != nil {
+		return h, unknown
+	}
+	return h, nil
+}
+
+type headerParser struct {
+	dec  *json.Decoder
+	h    *Header
+	name string
+}
+
+func (p *headerParser) errf(format string, args ...any) error {
+	return &FormatError{File: p.name, Offset: 8 + p.dec.InputOffset(), Reason: "invalid JSON in header: " + fmt.Sprintf(format, args...)}
+}
+
+func (p *headerParser) tensorErr(tensor, format string, args ...any) error {
+	return &FormatError{File: p.name, Tensor: tensor, Offset: 8 + p.dec.InputOffset(), Reason: fmt.Sprintf(format, args...)}
+}
+
+func (p *headerParser) token() (json.Token, error) {
+	t, err := p.dec.Token()
+	if err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &FormatError{File: p.name, Offset: 8 + se.Offset, Reason: "invalid JSON in header: " + se.Error()}
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, p.errf("unexpected end of header")
+		}
+		return nil, p.errf("%v", err)
+	}
+	return t, nil
+}
+
+func (p *headerParser) expectDelim(want json.Delim, what string) error {
+	t, err := p.token()
+	if err != nil {
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return p.errf("expected %q to start %s, found %s", string(want), what, describeToken(t))
+	}
+	return nil
+}
+
+func describeToken(t json.Token) string {
+	switch v := t.(type) {
+	case json.Delim:
+		return fmt.Sprintf("%q", string(v))
+	case string:
+		return "string " + Quote(v)
+	case json.Number:
+		return "number " + string(v)
+	case bool:
+		return fmt.Sprintf("%v", v)
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%v", t)
+}
+
+func (p *headerParser) parse() error {
+	if err := p.expectDelim('{', "the header"); err != nil {
+		return err
+	}
+	for p.dec.More() {
+		kt, err := p.token()
+		if err != nil {
+			return err
+		}
+		key, ok := kt.(string)
+		if !ok {
+			return p.errf("expected a tensor name, found %s", describeToken(kt))
+		}
+		if key == "__metadata__" {
+			if p.h.HasMetadata {
+				return p.tensorErr(key, "duplicate key __metadata__ in header")
+			}
+			if err := p.parseMetadata(); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, dup := p.h.byName[key]; dup {
+			return p.tensorErr(key, "duplicate tensor name in header (parsers disagree on which entry wins)")
+		}
+		ti, err := p.parseTensor(key)
+		if err != nil {
+			return err
+		}
+		p.h.byName[key] = len(p.h.Tensors)
+		p.h.Tensors = append(p.h.Tensors, ti)
+	}
+	if _, err := p.token(); err != nil { // closing '}'
+		return err
+	}
+	// Only whitespace may follow.
+	if _, err := p.dec.Token(); err != io.EOF {
+		return p.errf("unexpected data after the header object")
+	}
+	return nil
+}
+
+func (p *headerParser) parseMetadata() error {
+	p.h.HasMetadata = true
+	t, err := p.token()
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return nil // "__metadata__": null is accepted as no metadata
+	}
+	if d, ok := t.(json.Delim); !ok || d != '{' {
+		return p.tensorErr("__metadata__", "__metadata__ must be an object of strings, found %s", describeToken(t))
+	}
+	p.h.Metadata = map[string]string{}
+	for p.dec.More() {
+		kt, err := p.token()
+		if err != nil {
+			return err
+		}
+		k, _ := kt.(string)
+		vt, err := p.token()
+		if err != nil {
+			return err
+		}
+		v, ok := vt.(string)
+		if !ok {
+			return p.tensorErr("__metadata__", "value of __metadata__ key %s must be a string, found %s", Quote(k), describeToken(vt))
+		}
+		p.h.Metadata[k] = v
+	}
+	_, err = p.token()
+	return err
+}
+
+func (p *headerParser) parseTensor(name string) (TensorInfo, error) {
+	ti := TensorInfo{Name: name}
+	if err := p.expectDelim('{', "tensor "+Quote(name)); err != nil {
+		return ti, err
+	}
+	var haveDType, haveShape, haveOffsets bool
+	for p.dec.More() {
+		kt, err := p.token()
+		if err != nil {
+			return ti, err
+		}
+		field, _ := kt.(string)
+		switch field {
+		case "dtype":
+			t, err := p.token()
+			if err != nil {
+				return ti, err
+			}
+			s, ok := t.(string)
+			if !ok {
+				return ti, p.tensorErr(name, "dtype must be a string, found %s", describeToken(t))
+			}
+			ti.DType, haveDType = DType(s), true
+		case "shape":
+			dims, err := p.parseUints(name, "shape", -1)
+			if err != nil {
+				return ti, err
+			}
+			ti.Shape = make([]int64, len(dims))
+			for i, d := range dims {
+				if d > math.MaxInt64 {
+					return ti, p.tensorErr(name, "shape dimension %d is too large (%d)", i, d)
+				}
+				ti.Shape[i] = int64(d)
+			}
+			haveShape = true
+		case "data_offsets":
+			offs, err := p.parseUints(name, "data_offsets", 2)
+			if err != nil {
+				return ti, err
+			}
+			ti.Begin, ti.End, haveOffsets = offs[0], offs[1], true
+		default:
+			if err := p.skipValue(); err != nil {
+				return ti, err
+			}
+		}
+	}
+	if _, err := p.token(); err != nil {
+		return ti, err
+	}
+	switch {
+	case !haveDType:
+		return ti, p.tensorErr(name, "missing field dtype")
+	case !haveShape:
+		return ti, p.tensorErr(name, "missing field shape")
+	case !haveOffsets:
+		return ti, p.tensorErr(name, "missing field data_offsets")
+	}
+	return ti, nil
+}
+
+// parseUints reads an array of non-negative integers; want < 0 means any length.
+func (p *headerParser) parseUints(tensor, field string, want int) ([]uint64, error) {
+	if err := p.expectDelim('[', field+" of tensor "+Quote(tensor)); err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for p.dec.More() {
+		t, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		num, ok := t.(json.Number)
+		if !ok {
+			return nil, p.tensorErr(tensor, "%s must hold non-negative integers, found %s", field, describeToken(t))
+		}
+		v, err := strconv.ParseUint(string(num), 10, 64)
+		if err != nil {
+			return nil, p.tensorErr(tensor, "%s must hold non-negative integers that fit in 64 bits, found %s", field, string(num))
+		}
+		if len(out) >= 4096 {
+			return nil, p.tensorErr(tensor, "%s has more than 4096 entries", field)
+		}
+		out = append(out, v)
+	}
+	if _, err := p.token(); err != nil {
+		return nil, err
+	}
+	if want >= 0 && len(out) != want {
+		return nil, p.tensorErr(tensor, "%s must have %d entries, found %d", field, want, len(out))
+	}
+	return out, nil
+}
+
+func (p *headerParser) skipValue() error {
+	depth := 0
+	for {
+		t, err := p.token()
+		if err != nil {
+			return err
+		}
+		if d, ok := t.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// validate applies the reference crate's offset and size rules against the
+// file size.
+func (h *Header) validate(size int64) error {
+	order := make([]int, len(h.Tensors))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ta, tb := &h.Tensors[order[a]], &h.Tensors[order[b]]
+		if ta.Begin != tb.Begin {
+			return ta.Begin < tb.Begin
+		}
+		return ta.End < tb.End
+	})
+	data := h.DataStart()
+	abs := func(off uint64) int64 {
+		if off > uint64(math.MaxInt64-data) {
+			return -1
+		}
+		return data + int64(off)
+	}
+	var end uint64
+	for _, i := range order {
+		t := &h.Tensors[i]
+		if t.End < t.Begin {
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid offset: data_offsets [%d, %d] end before begin", t.Begin, t.End)}
+		}
+		if t.Begin != end {
+			what := "a gap"
+			if t.Begin < end {
+				what = "an overlap"
+			}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid offset: data begins at %d but the previous tensor ends at %d (%s)", t.Begin, end, what)}
+		}
+		end = t.End
+		if !t.DType.Known() {
+			continue
+		}
+		numel := uint64(1)
+		overflow := false
+		for _, d := range t.Shape {
+			hi, lo := bits.Mul64(numel, uint64(d))
+			overflow = overflow || hi != 0
+			numel = lo
+		}
+		hi, nbits := bits.Mul64(numel, uint64(t.DType.Bits()))
+		if overflow || hi != 0 {
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("overflow computing byte size from shape %v and dtype %s", t.Shape, t.DType)}
+		}
+		if nbits%8 != 0 {
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("misaligned slice: %d elements of %s (%d bits) do not fill whole bytes", numel, t.DType, t.DType.Bits())}
+		}
+		if t.End-t.Begin != nbits/8 {
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid tensor info: shape %v of %s needs %d bytes, data_offsets [%d, %d] span %d", t.Shape, t.DType, nbits/8, t.Begin, t.End, t.End-t.Begin)}
+		}
+	}
+	dataLen := uint64(size - data)
+	if end != dataLen {
+		if end > dataLen {
+			return &FormatError{File: h.File, Offset: size, Reason: fmt.Sprintf("incomplete file: tensors need %d data bytes (file size %d) but the file has %d (%d bytes missing; truncated download?)", end, data+int64(min(end, uint64(math.MaxInt64/2))), size, end-dataLen)}
+		}
+		return &FormatError{File: h.File, Offset: data + int64(end), Reason: fmt.Sprintf("metadata incomplete: %d trailing bytes after the last tensor are not covered by any tensor", dataLen-end)}
+	}
+	// Lint: the reference writer's order (dtype descending, then name).
+	for k := 1; k < len(order); k++ {
+		a, b := &h.Tensors[order[k-1]], &h.Tensors[order[k]]
+		if !writerLess(a, b) {
+			h.Lints = append(h.Lints, Lint{"header.order", fmt.Sprintf("tensor %s is stored after %s, not in the reference writer's order (dtype alignment descending, then name)", Quote(b.Name), Quote(a.Name))})
+			break
+		}
+	}
+	return nil
+}
+
+// writerLess is the reference writer's order: dtype descending in enum
+// order, then name ascending.
+func writerLess(a, b *TensorInfo) bool {
+	if a.DType.Order() != b.DType.Order() {
+		return a.DType.Order() > b.DType.Order()
+	}
+	return a.Name < b.Name
+}
+
+// SortWriterOrder sorts tensors in the order the reference safetensors
+// writer lays them out.
+func SortWriterOrder(ts []TensorInfo) {
+	sort.SliceStable(ts, func(i, j int) bool { return writerLess(&ts[i], &ts[j]) })
+}

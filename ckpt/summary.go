@@ -1,0 +1,179 @@
+package ckpt
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Group names used in summaries.
+const (
+	GroupMTP    = "mtp.*"
+	GroupVisual = "model.visual.*"
+	GroupOther  = "other"
+)
+
+// GroupOf classifies a tensor name: the MTP head, the vision tower, a
+// decoder layer stack (returned with its layer index), or other.
+// For "model.language_model.layers.12.mlp.up_proj.weight" it returns
+// ("model.language_model.layers", 12).
+func GroupOf(name string) (group string, layer int) {
+	switch {
+	case strings.HasPrefix(name, "mtp."):
+		return GroupMTP, -1
+	case strings.HasPrefix(name, "model.visual.") || strings.HasPrefix(name, "visual."):
+		return GroupVisual, -1
+	}
+	if i := strings.Index(name, "layers."); i >= 0 && (i == 0 || name[i-1] == '.') {
+		rest := name[i+len("layers."):]
+		j := 0
+		for j < len(rest) && isDigit(rest[j]) {
+			j++
+		}
+		if j > 0 && j < 10 && (j == len(rest) || rest[j] == '.') {
+			n, _ := strconv.Atoi(rest[:j])
+			return name[:i+len("layers")], n
+		}
+	}
+	return GroupOther, -1
+}
+
+// Ranges renders sorted distinct integers as "{0..3,5,7..9}".
+func Ranges(ns []int) string {
+	if len(ns) == 0 {
+		return "{}"
+	}
+	s := append([]int(nil), ns...)
+	sort.Ints(s)
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j+1 < len(s) && s[j+1] <= s[j]+1 {
+			j++
+		}
+		if s[j] == s[i] {
+			parts = append(parts, strconv.Itoa(s[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d..%d", s[i], s[j]))
+		}
+		i = j + 1
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// DTypeStat sums tensors of one dtype.
+type DTypeStat struct {
+	DType      DType `json:"dtype"`
+	Tensors    int64 `json:"tensors"`
+	Parameters int64 `json:"parameters"`
+	Bytes      int64 `json:"bytes"`
+}
+
+// GroupStat sums tensors of one group.
+type GroupStat struct {
+	Group      string `json:"group"` // e.g. "model.language_model.layers.{0..63}"
+	Tensors    int64  `json:"tensors"`
+	Parameters int64  `json:"parameters"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// Summary totals a list of tensors.
+type Summary struct {
+	Tensors           int64            `json:"tensors"`
+	Bytes             int64            `json:"bytes"`
+	Parameters        int64            `json:"parameters"`
+	ParametersByDType map[string]int64 `json:"parameters_by_dtype"`
+	ByDType           []DTypeStat      `json:"by_dtype"`
+	ByGroup           []GroupStat      `json:"by_group"`
+}
+
+// CountsAsParameter applies the Hugging Face Hub's parameter-count rule:
+// rank-0 tensors and F8_E8M0 tensors never count; quantisation bookkeeping
+// (IsBookkeeping) does not count when the checkpoint is quantised.
+func CountsAsParameter(t *TensorInfo, quantized bool) bool {
+	if len(t.Shape) == 0 || t.DType == F8E8M0 {
+		return false
+	}
+	return !(quantized && IsBookkeeping(t.Name))
+}
+
+// Summarize totals tensors by dtype and by group. quantized says whether the
+// checkpoint has a quantization_config (see CountsAsParameter).
+func Summarize(ts []*Tensor, quantized bool) Summary {
+	s := Summary{ParametersByDType: map[string]int64{}}
+	byD := map[DType]*DTypeStat{}
+	type gacc struct {
+		stat   GroupStat
+		layers map[int]bool
+		first  int
+	}
+	byG := map[string]*gacc{}
+	var gorder []string
+	for i, t := range ts {
+		nb := int64(t.NBytes())
+		var params int64
+		if CountsAsParameter(&t.TensorInfo, quantized) {
+			params = int64(t.Numel())
+			s.ParametersByDType[string(t.DType)] += params
+		}
+		s.Tensors++
+		s.Bytes += nb
+		s.Parameters += params
+		d := byD[t.DType]
+		if d == nil {
+			d = &DTypeStat{DType: t.DType}
+			byD[t.DType] = d
+		}
+		d.Tensors++
+		d.Bytes += nb
+		d.Parameters += params
+		g, layer := GroupOf(t.Name)
+		ga := byG[g]
+		if ga == nil {
+			ga = &gacc{layers: map[int]bool{}, first: i}
+			byG[g] = ga
+			gorder = append(gorder, g)
+		}
+		if layer >= 0 {
+			ga.layers[layer] = true
+		}
+		ga.stat.Tensors++
+		ga.stat.Bytes += nb
+		ga.stat.Parameters += params
+	}
+	for _, d := range byD {
+		s.ByDType = append(s.ByDType, *d)
+	}
+	sort.Slice(s.ByDType, func(i, j int) bool { return s.ByDType[i].DType.Order() > s.ByDType[j].DType.Order() })
+	rank := func(g string) int {
+		switch g {
+		case GroupMTP:
+			return 2
+		case GroupVisual:
+			return 3
+		case GroupOther:
+			return 4
+		}
+		return 1
+	}
+	sort.SliceStable(gorder, func(i, j int) bool {
+		if rank(gorder[i]) != rank(gorder[j]) {
+			return rank(gorder[i]) < rank(gorder[j])
+		}
+		return NaturalLess(gorder[i], gorder[j])
+	})
+	for _, g := range gorder {
+		ga := byG[g]
+		ga.stat.Group = g
+		if len(ga.layers) > 0 {
+			ns := make([]int, 0, len(ga.layers))
+			for n := range ga.layers {
+				ns = append(ns, n)
+			}
+			ga.stat.Group = g + "." + Ranges(ns)
+		}
+		s.ByGroup = append(s.ByGroup, ga.stat)
+	}
+	return s
+}

@@ -1,0 +1,179 @@
+package ckpt
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ScaleSuffix is appended to an FP8 weight's name to name its block scale.
+const ScaleSuffix = "_scale_inv"
+
+// ScaleName returns the name of the block-scale companion of a weight
+// ("x.weight" → "x.weight_scale_inv").
+func ScaleName(weight string) string { return weight + ScaleSuffix }
+
+// Values streams a tensor's values as float32, row block by row block. An
+// F8_E4M3 weight with a block scale is dequantised (code × scale). The
+// tensor is seen as a matrix: Rows = shape[0] (1 for rank 0), Cols = the
+// product of the other dimensions. Values is safe for concurrent use.
+type Values struct {
+	T      *Tensor
+	Rows   int64
+	Cols   int64
+	Scale  *Tensor   // nil unless dequantising
+	BM, BN int64     // block size when Scale is set
+	scale  []float32 // decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
+	sCols  int64
+}
+
+// Matrix returns the rows×cols view of a tensor's shape.
+func Matrix(shape []int64) (rows, cols int64) {
+	if len(shape) == 0 {
+		return 1, 1
+	}
+	rows, cols = shape[0], 1
+	for _, d := range shape[1:] {
+		cols *= d
+	}
+	if rows == 0 {
+		cols = 0
+	}
+	return rows, cols
+}
+
+// NewValues prepares to read t as float32. If scale is non-nil, t must be a
+// 2-D F8_E4M3 tensor and scale its [ceil(R/bm), ceil(C/bn)] block scale
+// (F32, BF16 or F16); the scale is read whole (it is small).
+func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
+	if !t.DType.IsFloat() {
+		return nil, fmt.Errorf("tensor %s of %s: dtype %s cannot be read as float values", Quote(t.Name), t.File.Location, t.DType)
+	}
+	v := &Values{T: t}
+	v.Rows, v.Cols = Matrix(t.Shape)
+	if scale == nil {
+		return v, nil
+	}
+	if len(t.Shape) != 2 {
+		return nil, fmt.Errorf("tensor %s of %s: block-FP8 weight must be 2-D, has shape %v", Quote(t.Name), t.File.Location, t.Shape)
+	}
+	if bm <= 0 || bn <= 0 {
+		return nil, fmt.Errorf("tensor %s: invalid block size [%d, %d]", Quote(t.Name), bm, bn)
+	}
+	want := []int64{ceilDiv(v.Rows, bm), ceilDiv(v.Cols, bn)}
+	if len(scale.Shape) != 2 || scale.Shape[0] != want[0] || scale.Shape[1] != want[1] {
+		return nil, fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
+	}
+	switch scale.DType {
+	case F32, BF16, F16:
+	default:
+		return nil, fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16 or F16", Quote(scale.Name), scale.File.Location, scale.DType)
+	}
+	raw := make([]byte, scale.NBytes())
+	if _, err := scale.ReadAt(raw, 0); err != nil {
+		return nil, err
+	}
+	v.scale = make([]float32, want[0]*want[1])
+	if err := DecodeFloat32(scale.DType, raw, v.scale); err != nil {
+		return nil, err
+	}
+	v.Scale, v.BM, v.BN, v.sCols = scale, bm, bn, want[1]
+	return v, nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// Values prepares to read t as float32, dequantising it with its
+// weight_scale_inv companion when it is a block-FP8 weight. It fails when a
+// block-FP8 weight has a scale but the config gives no weight_block_size.
+func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
+	if t.DType == F8E4M3 {
+		if s, ok := c.Lookup(ScaleName(t.Name)); ok {
+			q := c.Config.Quantization()
+			if !q.IsBlockFP8() {
+				return nil, fmt.Errorf("tensor %s has a block scale %s but the config has no fp8 quantization_config with weight_block_size", Quote(t.Name), Quote(s.Name))
+			}
+			return NewValues(t, s, q.BlockSize[0], q.BlockSize[1])
+		}
+	}
+	return NewValues(t, nil, 0, 0)
+}
+
+// Dequantized reports whether values are multiplied by a block scale.
+func (v *Values) Dequantized() bool { return v.Scale != nil }
+
+// RowBytes is the byte size of one row of the raw tensor.
+func (v *Values) RowBytes() int64 { return v.Cols * int64(v.T.DType.Bits()) / 8 }
+
+// ReadRows decodes rows [r0, r0+n) into dst (len ≥ n*Cols), using raw as the
+// read buffer (len ≥ n*RowBytes; allocated when too small). It returns the
+// raw bytes read, so that callers can also compare or hash them.
+func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error) {
+	if r0 < 0 || n < 0 || r0+n > v.Rows {
+		return nil, fmt.Errorf("tensor %s: rows [%d, %d) out of range (%d rows)", Quote(v.T.Name), r0, r0+n, v.Rows)
+	}
+	need := n * v.RowBytes()
+	if int64(cap(raw)) < need {
+		raw = make([]byte, need)
+	}
+	raw = raw[:need]
+	if _, err := v.T.ReadAt(raw, r0*v.RowBytes()); err != nil {
+		return nil, err
+	}
+	cnt := n * v.Cols
+	dst = dst[:cnt]
+	if err := DecodeFloat32(v.T.DType, raw, dst); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", Quote(v.T.Name), err)
+	}
+	if v.Scale != nil {
+		v.applyScale(r0, n, dst)
+	}
+	return raw, nil
+}
+
+func (v *Values) applyScale(r0, n int64, dst []float32) {
+	for r := int64(0); r < n; r++ {
+		srow := v.scale[((r0+r)/v.BM)*v.sCols:]
+		row := dst[r*v.Cols : (r+1)*v.Cols]
+		for b := int64(0); b < v.sCols; b++ {
+			s := srow[b]
+			end := min((b+1)*v.BN, v.Cols)
+			seg := row[b*v.BN : end]
+			for i := range seg {
+				seg[i] *= s
+			}
+		}
+	}
+}
+
+// ScaleAt returns the block scale for element (i, j).
+func (v *Values) ScaleAt(i, j int64) float32 { return v.scale[(i/v.BM)*v.sCols+j/v.BN] }
+
+// ChunkRows is how many rows to read at a time so that one chunk holds
+// about maxBytes of float32 values, rounded down to whole scale blocks when
+// dequantising (at least one row, or one block).
+func (v *Values) ChunkRows(maxBytes int64) int64 {
+	if v.Cols == 0 {
+		return max(v.Rows, 1)
+	}
+	rows := max(maxBytes/(v.Cols*4), 1)
+	if v.BM > 0 {
+		rows = max(rows/v.BM, 1) * v.BM
+	}
+	return min(rows, max(v.Rows, 1))
+}
+
+// IsBookkeeping reports whether a tensor name is quantisation bookkeeping
+// (scales, zero points and the like) rather than a model parameter, by its
+// last dotted segment, as the Hugging Face Hub's parameter count does.
+func IsBookkeeping(name string) bool {
+	last := name
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		last = name[i+1:]
+	}
+	switch last {
+	case "weight_scale", "weight_scale_inv", "weight_scale_2", "weight_global_scale", "weight_zero_point",
+		"input_scale", "input_global_scale", "input_zero_point", "zero_point", "weight_shape", "weight_g_idx":
+		return true
+	}
+	return false
+}
