@@ -22,20 +22,21 @@ func bfpExp(src *[FaceDim]float32) uint32 {
 	return e
 }
 
-// bfpMag returns the rounded, saturated magnitude of fp32 bits b under
-// shared exponent e, keeping 24-drop significant bits (7 for drop=17, 3 for
-// drop=21). The significand (implicit one made explicit) is shifted right by
-// e minus the value's exponent, dropping the shifted-out bits (Go shifts of 32
-// or more give 0), then rounded half to even and clamped to limit. Zeros and
-// denormals give 0.
-func bfpMag(b, e, drop, limit uint32) uint32 {
+// bfpCode returns the code of fp32 bits b under shared exponent e: a
+// magnitude of 24-drop bits (7 for drop=17, 3 for drop=21) plus the sign at
+// bit signBit. The significand (implicit one made explicit) is shifted right
+// by e minus the value's exponent, dropping the shifted-out bits (Go shifts of
+// 32 or more give 0), then rounded half to even and clamped to limit. Zeros
+// and denormals give 0; the sign is set only on a non-zero magnitude. The
+// body is branch-free so that it compiles to straight-line code.
+func bfpCode(b, e, drop, limit, signBit uint32) uint32 {
 	x := b >> 23 & 0xff
-	if x == 0 {
-		return 0
-	}
 	m := (b&0x7fffff | 0x800000) >> (e - x)
 	m = (m + (1<<(drop-1) - 1) + (m>>drop)&1) >> drop
-	return min(m, limit)
+	m = min(m, limit)
+	m &= -((x + 0xff) >> 8) // zero when x == 0
+	nz := (m + limit) >> (24 - drop)
+	return m | (b>>31)&nz<<signBit
 }
 
 // bfp8FaceRow encodes 16 values into 16 BFLOAT8_B codes and returns the
@@ -43,12 +44,7 @@ func bfpMag(b, e, drop, limit uint32) uint32 {
 func bfp8FaceRow(out *[FaceDim]byte, src *[FaceDim]float32) byte {
 	e := bfpExp(src)
 	for i, f := range src {
-		b := math.Float32bits(f)
-		m := bfpMag(b, e, 17, 127)
-		if m != 0 {
-			m |= b >> 24 & 0x80
-		}
-		out[i] = byte(m)
+		out[i] = byte(bfpCode(math.Float32bits(f), e, 17, 127, 7))
 	}
 	return byte(e)
 }
@@ -59,17 +55,9 @@ func bfp8FaceRow(out *[FaceDim]byte, src *[FaceDim]float32) byte {
 func bfp4FaceRow(out *[FaceDim / 2]byte, src *[FaceDim]float32) byte {
 	e := bfpExp(src)
 	for k := range out {
-		b0 := math.Float32bits(src[2*k])
-		b1 := math.Float32bits(src[2*k+1])
-		m0 := bfpMag(b0, e, 21, 7)
-		m1 := bfpMag(b1, e, 21, 7)
-		if m0 != 0 {
-			m0 |= b0 >> 28 & 0x8
-		}
-		if m1 != 0 {
-			m1 |= b1 >> 28 & 0x8
-		}
-		out[k] = byte(m0 | m1<<4)
+		c0 := bfpCode(math.Float32bits(src[2*k]), e, 21, 7, 3)
+		c1 := bfpCode(math.Float32bits(src[2*k+1]), e, 21, 7, 3)
+		out[k] = byte(c0 | c1<<4)
 	}
 	return byte(e)
 }

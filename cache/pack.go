@@ -17,35 +17,30 @@ func TilesBytes(dt DType, h, w int) int {
 	return RoundUp(h, TileDim) / TileDim * StripBytes(dt, w)
 }
 
-// rowSource yields face row data: the 16 values of matrix row `row`, columns
-// col..col+15, zero padded past the valid region. It may return a pointer
-// into the source or fill and return tmp.
-type rowSource func(row, col int, tmp *[FaceDim]float32) *[FaceDim]float32
-
-func f32Rows(src []float32, rows, cols, stride int) rowSource {
-	return func(row, col int, tmp *[FaceDim]float32) *[FaceDim]float32 {
-		if row < rows && col+FaceDim <= cols {
-			return (*[FaceDim]float32)(src[row*stride+col:])
-		}
-		clear(tmp[:])
-		if row < rows && col < cols {
-			copy(tmp[:], src[row*stride+col:row*stride+cols])
-		}
-		return tmp
+// loadF32 returns the face row of matrix row `row`, columns col..col+15, of
+// a strip of `rows` rows with `cols` valid columns. Inside the valid region it
+// points into src; otherwise it fills tmp with the valid part and zeros.
+func loadF32(src []float32, rows, cols, stride, row, col int, tmp *[FaceDim]float32) *[FaceDim]float32 {
+	if row < rows && col+FaceDim <= cols {
+		return (*[FaceDim]float32)(src[row*stride+col:])
 	}
+	clear(tmp[:])
+	if row < rows && col < cols {
+		copy(tmp[:], src[row*stride+col:row*stride+cols])
+	}
+	return tmp
 }
 
-func bf16Rows(src []uint16, rows, cols, stride int) rowSource {
-	return func(row, col int, tmp *[FaceDim]float32) *[FaceDim]float32 {
-		clear(tmp[:])
-		if row < rows && col < cols {
-			in := src[row*stride+col : row*stride+min(cols, col+FaceDim)]
-			for i, h := range in {
-				tmp[i] = math.Float32frombits(uint32(h) << 16)
-			}
+// loadBF16 widens the face row of a bfloat16 strip into tmp (see loadF32).
+func loadBF16(src []uint16, rows, cols, stride, row, col int, tmp *[FaceDim]float32) *[FaceDim]float32 {
+	clear(tmp[:])
+	if row < rows && col < cols {
+		in := src[row*stride+col : row*stride+min(cols, col+FaceDim)]
+		for i, h := range in {
+			tmp[i] = math.Float32frombits(uint32(h) << 16)
 		}
-		return tmp
 	}
+	return tmp
 }
 
 func checkStrip(dt DType, dstLen, srcLen, rows, cols, stride int) error {
@@ -84,7 +79,7 @@ func PackStrip(dt DType, dst []byte, src []float32, rows, cols, stride int) (int
 	if err := checkStrip(dt, len(dst), len(src), rows, cols, stride); err != nil {
 		return 0, err
 	}
-	return packStrip(dt, dst, f32Rows(src, rows, cols, stride), cols), nil
+	return packStrip(dt, dst, src, nil, rows, cols, stride), nil
 }
 
 // PackStripBF16 is PackStrip for a source of bfloat16 bits. Block-float
@@ -97,10 +92,11 @@ func PackStripBF16(dt DType, dst []byte, src []uint16, rows, cols, stride int) (
 	if dt == BFLOAT16 {
 		return packStripBF16Tile(dst, src, rows, cols, stride), nil
 	}
-	return packStrip(dt, dst, bf16Rows(src, rows, cols, stride), cols), nil
+	return packStrip(dt, dst, nil, src, rows, cols, stride), nil
 }
 
-func packStrip(dt DType, dst []byte, rs rowSource, cols int) int {
+// packStrip packs a strip from f32 (when non-nil) or else from b16.
+func packStrip(dt DType, dst []byte, f32 []float32, b16 []uint16, rows, cols, stride int) int {
 	tb := dt.TileBytes()
 	ntiles := RoundUp(cols, TileDim) / TileDim
 	var tmp [FaceDim]float32
@@ -108,7 +104,12 @@ func packStrip(dt DType, dst []byte, rs rowSource, cols int) int {
 		tile := dst[t*tb : (t+1)*tb]
 		for r := range FaceRows {
 			fr, fc := faceRowOrigin(r)
-			p := rs(fr, t*TileDim+fc, &tmp)
+			var p *[FaceDim]float32
+			if f32 != nil {
+				p = loadF32(f32, rows, cols, stride, fr, t*TileDim+fc, &tmp)
+			} else {
+				p = loadBF16(b16, rows, cols, stride, fr, t*TileDim+fc, &tmp)
+			}
 			switch dt {
 			case BFLOAT8_B:
 				tile[r] = bfp8FaceRow((*[FaceDim]byte)(tile[FaceRows+r*FaceDim:]), p)
