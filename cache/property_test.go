@@ -129,10 +129,10 @@ func TestPackErrors(t *testing.T) {
 	buf := make([]byte, BFP8TileBytes)
 	src := make([]float32, 32*32)
 	tests := []struct {
-		name                string
-		dt                  DType
-		dst                 []byte
-		src                 []float32
+		name               string
+		dt                 DType
+		dst                []byte
+		src                []float32
 		rows, cols, stride int
 	}{
 		{"dtype", UINT32, buf, src, 32, 32, 32},
