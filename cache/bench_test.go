@@ -54,3 +54,10 @@ func BenchmarkPackStrip(b *testing.B) {
 		b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
 	})
 }
+
+// Figures on the 2-core dev machine (AMD EPYC VM, Go 1.26, one goroutine,
+// 32x5120 strip). Quiet machine, single runs: BFLOAT8_B ~338 Melem/s,
+// BFLOAT4_B ~345, BFLOAT16 (rounding from f32) ~900, FLOAT32 ~2000,
+// BFLOAT16 from bf16 ~1170, BFLOAT8_B from bf16 ~310. Under load average ~9
+// from parallel work the medians of 7 runs were 115, 168, 286, 474, 405 and
+// 120 Melem/s.

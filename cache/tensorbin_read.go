@@ -39,8 +39,9 @@ func ReadTensorbinFile(path string) (*Header, error) {
 	return ReadTensorbinHeader(f, st.Size())
 }
 
-// ShardSection returns a reader over the bytes of shard i of a file whose
-// header is h.
+// ShardSection returns a reader over the bytes of shard i (0 <= i <
+// len(h.Shards), else it panics like an index out of range) of a file whose
+// header h came from ReadTensorbinHeader, which checked the bounds.
 func ShardSection(r io.ReaderAt, h *Header, i int) *io.SectionReader {
 	s := h.Shards[i]
 	return io.NewSectionReader(r, int64(h.DataOffset+s.Offset), int64(s.Size))
