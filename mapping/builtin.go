@@ -39,7 +39,7 @@ var (
 	colParallel = Placement{Kind: "shard", Dim: -1, Split: "rows"}
 	rowParallel = Placement{Kind: "shard", Dim: 0, Split: "cols"}
 	replicated  = Placement{Kind: "replicate"}
-	mtpPresent  = &Condition{Key: "mtp_num_hidden_layers", Op: "gt", Value: 0}
+	mtpPresent  = &Condition{Key: "mtp_num_hidden_layers", Op: "gt", Value: 0.0}
 )
 
 const (
