@@ -229,3 +229,19 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	_, err = mapping.Build(c, nil, mapping.Mesh{Rows: 1, Cols: 2})
 	require.Error(t, err)
 }
+
+// BenchmarkBuild27B plans the full-scale FP8 27B layout (1606 tensors,
+// headers only) on a 1x2 mesh.
+func BenchmarkBuild27B(b *testing.B) {
+	dir, _ := writeInventory(b, "fp8", nil)
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(b, err)
+	defer c.Close()
+	p, _ := mapping.Builtin(mapping.BuiltinName)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
