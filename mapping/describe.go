@@ -1,0 +1,65 @@
+package mapping
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Describe lists the entry's transform chain in words, in order, e.g.
+// ["dequantize(fp8 block)", "round(bf16)", "fuse(per device [q|k|v|z|a|b])",
+// "transpose"]. Placement, dtype and layout are reported separately.
+func (e *Entry) Describe() []string {
+	var out []string
+	for _, s := range e.Sources {
+		if s.Scale != nil {
+			out = append(out, "dequantize(fp8 block)")
+			break
+		}
+	}
+	for _, s := range e.Steps {
+		switch s.Op {
+		case "round":
+			out = append(out, "round("+strings.ToLower(s.DType)+")")
+		case "add":
+			out = append(out, fmt.Sprintf("add(%g)", *s.Value))
+		case "select_cols":
+			out = append(out, fmt.Sprintf("select_cols(start=%s, count=%s)", s.Start, s.Count))
+		case "fuse":
+			var labels []string
+			for _, p := range s.Parts {
+				l, _, _ := strings.Cut(p.Label, " ")
+				labels = append(labels, l)
+			}
+			kind := "per device"
+			if e.Placement.Kind == "replicate" {
+				kind = "whole"
+			}
+			if s.Interleave {
+				kind += " tile-interleaved"
+			}
+			out = append(out, fmt.Sprintf("fuse(%s [%s])", kind, strings.Join(labels, "|")))
+		case "transpose":
+			out = append(out, "transpose")
+		case "reshape":
+			out = append(out, "reshape("+FormatShape(e.Shape)+")")
+		}
+	}
+	return out
+}
+
+// String is "shard(dim=-1)" or "replicate".
+func (p Placement) String() string {
+	if p.Kind == "shard" {
+		return fmt.Sprintf("shard(dim=%d)", p.Dim)
+	}
+	return p.Kind
+}
+
+// FormatShape is "[a, b, c]".
+func FormatShape(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

@@ -1,0 +1,121 @@
+package mapping
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// MaxMaterialize bounds the number of values Materialize produces over all
+// shards (it holds them in memory).
+const MaxMaterialize = 1 << 27
+
+// Materialize computes the entry's shards in memory, following the recipe
+// of Entry: one row-major float32 slice per stored shard (N for a sharded
+// target, 1 for a replicated one) and the per-shard logical shape. Values
+// are what the serving code hands to ttnn.as_tensor before the device dtype
+// conversion: FP8 dequantised in float32, then the entry's value ops (e.g.
+// rounded to bf16 nearest-even, +1.0 for unit-offset norms). It is a slow
+// reference for small tensors and for verifying a cache; it refuses
+// entries of more than MaxMaterialize values.
+func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float32, []int64, error) {
+	per := e.MatrixRows * e.MatrixCols
+	if per*int64(len(e.Shards)) > MaxMaterialize {
+		return nil, nil, fmt.Errorf("target %s: %d values are too many to materialise in memory", e.Target, per*int64(len(e.Shards)))
+	}
+	readers := make([]*ckpt.Values, len(e.Sources))
+	reader := func(i int) (*ckpt.Values, error) {
+		if readers[i] != nil {
+			return readers[i], nil
+		}
+		s := e.Sources[i]
+		var v *ckpt.Values
+		var err error
+		if s.Scale != nil {
+			v, err = c.Values(s.Tensor)
+		} else {
+			v, err = ckpt.NewValues(s.Tensor, nil, 0, 0)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", e.Target, err)
+		}
+		readers[i] = v
+		return v, nil
+	}
+	out := make([][]float32, len(e.Shards))
+	var raw []byte
+	var rowBuf []float32
+	for s, pieces := range e.Shards {
+		block := make([]float32, per)
+		at := int64(0)
+		for _, p := range pieces {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			v, err := reader(p.Source)
+			if err != nil {
+				return nil, nil, err
+			}
+			if p.Cols != e.MatrixCols || p.Col < 0 || p.Col+p.Cols > v.Cols || p.Row < 0 || p.Row+p.Rows > v.Rows {
+				return nil, nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d) or the block width %d", e.Target, p, e.Sources[p.Source].Name, v.Rows, v.Cols, e.MatrixCols)
+			}
+			need := p.Rows * v.Cols
+			if int64(cap(rowBuf)) < need {
+				rowBuf = make([]float32, need)
+			}
+			if raw, err = v.ReadRows(p.Row, p.Rows, raw, rowBuf[:need]); err != nil {
+				return nil, nil, fmt.Errorf("target %s: reading %s: %w", e.Target, e.Sources[p.Source].Name, err)
+			}
+			for r := int64(0); r < p.Rows; r++ {
+				copy(block[(at+r)*e.MatrixCols:(at+r+1)*e.MatrixCols], rowBuf[r*v.Cols+p.Col:r*v.Cols+p.Col+p.Cols])
+			}
+			at += p.Rows
+		}
+		if at != e.MatrixRows {
+			return nil, nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", e.Target, s, at, e.MatrixRows)
+		}
+		if err := ApplyValues(e.Values, block); err != nil {
+			return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
+		}
+		if e.Transpose {
+			block = transpose(block, e.MatrixRows, e.MatrixCols)
+		}
+		out[s] = block
+	}
+	return out, append([]int64(nil), e.DeviceShape...), nil
+}
+
+// ApplyValues applies value ops to vals in place, in order. Converters that
+// stream an entry apply it to each chunk of values they read.
+func ApplyValues(ops []ValueOp, vals []float32) error {
+	for _, op := range ops {
+		switch op.Op {
+		case "round":
+			if op.DType != "BF16" {
+				return fmt.Errorf("round to %q is not supported", op.DType)
+			}
+			for i, x := range vals {
+				vals[i] = ckpt.RoundTo(ckpt.BF16, x)
+			}
+		case "add":
+			a := float32(op.Value)
+			for i := range vals {
+				vals[i] += a
+			}
+		default:
+			return fmt.Errorf("unknown value op %q", op.Op)
+		}
+	}
+	return nil
+}
+
+func transpose(m []float32, rows, cols int64) []float32 {
+	t := make([]float32, len(m))
+	for r := int64(0); r < rows; r++ {
+		for c := int64(0); c < cols; c++ {
+			t[c*rows+r] = m[r*cols+c]
+		}
+	}
+	return t
+}

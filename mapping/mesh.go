@@ -1,0 +1,48 @@
+package mapping
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Mesh is a device mesh shape. The plans here support 1×N meshes (tensor
+// parallelism over N devices along the columns).
+type Mesh struct {
+	Rows, Cols int
+}
+
+// ParseMesh parses "1x2" (or "1X2").
+func ParseMesh(s string) (Mesh, error) {
+	r, c, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
+	if !ok {
+		return Mesh{}, fmt.Errorf("mesh %q: want ROWSxCOLS, e.g. 1x2", s)
+	}
+	rows, err1 := strconv.Atoi(r)
+	cols, err2 := strconv.Atoi(c)
+	if err1 != nil || err2 != nil || rows < 1 || cols < 1 || rows > 64 || cols > 64 {
+		return Mesh{}, fmt.Errorf("mesh %q: want ROWSxCOLS with 1..64 devices each, e.g. 1x2", s)
+	}
+	return Mesh{Rows: rows, Cols: cols}, nil
+}
+
+// String is "1x2".
+func (m Mesh) String() string { return fmt.Sprintf("%dx%d", m.Rows, m.Cols) }
+
+// Devices is the number of devices.
+func (m Mesh) Devices() int { return m.Rows * m.Cols }
+
+// MarshalText makes a Mesh a JSON string.
+func (m Mesh) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// CacheDir is the cache directory of a profile on this mesh, relative to
+// the cache root: <device>/tensor_cache_<tag>_mesh<R>x<C>.
+func CacheDir(device, tag string, m Mesh) string {
+	return fmt.Sprintf("%s/tensor_cache_%s_mesh%dx%d", device, tag, m.Rows, m.Cols)
+}
+
+// FileName is the file ttnn.as_tensor reads or writes for a cache name:
+// <name>_dtype_<DTYPE>_layout_<LAYOUT>.tensorbin.
+func FileName(name, dtype, layout string) string {
+	return fmt.Sprintf("%s_dtype_%s_layout_%s.tensorbin", name, dtype, layout)
+}

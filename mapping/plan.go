@@ -1,0 +1,482 @@
+package mapping
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/arch"
+)
+
+// Plan is the resolved mapping of one checkpoint onto a mesh: one Entry per
+// cache file, the tensors left out on purpose, and what could not be mapped.
+type Plan struct {
+	Profile *Profile
+	Mesh    Mesh
+	Source  string
+	// CacheDir is the cache directory relative to the cache root
+	// (<device>/tensor_cache_<tag>_mesh<R>x<C>); every Entry.File is under it.
+	CacheDir string
+	Entries  []*Entry // in natural order of target
+	Ignored  []Ignored
+	// Unmapped lists source tensors that no applicable rule or ignore rule
+	// matches (scales count with their weight). Tensors of targets that
+	// failed (indivisible, incomplete...) are named by those problems instead.
+	Unmapped []string
+	Problems []Problem
+	Warnings []string
+}
+
+// Ignored is a tensor left out with the reason of its ignore rule.
+type Ignored struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// Problem is why a plan cannot be executed. Kind is one of "unmapped",
+// "missing" (a required rule or layer matched nothing), "incomplete" (a
+// fused target lacks some of its sources), "indivisible" (a sharded
+// dimension does not divide by the mesh), "shape" (the checkpoint's shapes
+// disagree with the config), "config" (a rule's expressions or assertions
+// fail on this config) or "duplicate" (two entries write the same file).
+type Problem struct {
+	Kind    string   `json:"kind"`
+	Rule    string   `json:"rule,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	Tensors []string `json:"tensors,omitempty"`
+	Message string   `json:"message"`
+}
+
+// PlanError is returned with a plan that has problems.
+type PlanError struct{ Problems []Problem }
+
+func (e *PlanError) Error() string {
+	if len(e.Problems) == 1 {
+		return "mapping plan: " + e.Problems[0].Message
+	}
+	return fmt.Sprintf("mapping plan: %d problems, first: %s", len(e.Problems), e.Problems[0].Message)
+}
+
+// Source is one input tensor of an entry, with its FP8 block scale when it
+// has one (values are then code × scale, dequantised in float32).
+type Source struct {
+	Name   string
+	Tensor *ckpt.Tensor
+	Scale  *ckpt.Tensor
+}
+
+// Piece is a rectangle of a source's matrix view (shape[0] rows × product
+// of the other dimensions): rows [Row, Row+Rows), columns [Col, Col+Cols).
+type Piece struct {
+	Source int   `json:"source"`
+	Row    int64 `json:"row"`
+	Rows   int64 `json:"rows"`
+	Col    int64 `json:"col"`
+	Cols   int64 `json:"cols"`
+}
+
+// ValueOp is an elementwise operation on float32 values: "round" to DType
+// (nearest-even) or "add" Value (in float32).
+type ValueOp struct {
+	Op    string  `json:"op"`
+	DType string  `json:"dtype,omitempty"`
+	Value float64 `json:"value,omitempty"`
+}
+
+// MemoryConfig is what the target file records as its memory config.
+// For DRAM width sharding, ShardShape is [k, roundup(n, 256)/8] of the
+// per-device [k, n] matrix over the 8 DRAM banks, cores (0,0)..(7,0),
+// row-major orientation.
+type MemoryConfig struct {
+	Kind        string  `json:"kind"`
+	ShardShape  []int64 `json:"shard_shape,omitempty"`
+	Grid        [][]int `json:"grid,omitempty"`
+	Orientation string  `json:"orientation,omitempty"`
+}
+
+// Entry says exactly how to produce one cache file.
+//
+// For each stored shard s (Shards[s]; N shards for a sharded target in mesh
+// order, 1 for a replicated target, which the serving stack caches
+// unsharded and loads onto every device):
+//
+//  1. Read each Piece of the source matrices as float32 values — an FP8
+//     source is dequantised, code × block scale in float32 — and stack the
+//     pieces vertically, in order: a MatrixRows × MatrixCols block (all
+//     pieces have MatrixCols columns).
+//  2. Apply Values elementwise, in order.
+//  3. If Transpose, transpose the block (it becomes MatrixCols × MatrixRows).
+//  4. The row-major result is the shard's logical tensor of DeviceShape,
+//     to be stored as DType in Layout (TILE pads the last two dimensions to
+//     multiples of 32) with Memory as its recorded memory config.
+//
+// Shape is the full logical tensor the serving code hands to
+// ttnn.as_tensor: the shards concatenated along Placement.Dim.
+type Entry struct {
+	Rule        string
+	Target      string
+	File        string
+	Sources     []Source
+	Steps       []Step
+	Values      []ValueOp
+	Transpose   bool
+	Placement   Placement
+	Devices     int
+	DType       string
+	Layout      string
+	Memory      MemoryConfig
+	Shape       []int64
+	DeviceShape []int64
+	MatrixRows  int64
+	MatrixCols  int64
+	Shards      [][]Piece
+	Warnings    []string
+}
+
+// Build maps a checkpoint with a profile onto a mesh. It returns the plan
+// and, when the plan has problems (unmapped tensors, missing required
+// targets, sharded dimensions that do not divide by the mesh...), a
+// *PlanError listing them together with the plan, so that callers can show
+// what was mapped. Other errors (invalid profile, no config, a mesh that is
+// not 1×N) come with a nil plan.
+func Build(c *ckpt.Checkpoint, p *Profile, mesh Mesh) (*Plan, error) {
+	if p == nil {
+		return nil, fmt.Errorf("no profile")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	if mesh.Rows != 1 || mesh.Cols < 1 {
+		return nil, fmt.Errorf("mesh %s: only 1xN meshes are supported", mesh)
+	}
+	if c.Config == nil {
+		return nil, fmt.Errorf("%s has no config.json: the %s profile derives shapes and layer types from it", c.Source, p.Name)
+	}
+	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.Devices())}
+	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, CacheDir: CacheDir(p.Device, p.Tag, mesh)}
+	b.readConfig()
+	if err := b.compile(); err != nil {
+		return nil, err
+	}
+	b.run()
+	if len(b.plan.Problems) > 0 {
+		return b.plan, &PlanError{Problems: b.plan.Problems}
+	}
+	return b.plan, nil
+}
+
+type builder struct {
+	c          *ckpt.Checkpoint
+	p          *Profile
+	mesh       Mesh
+	n          int64
+	plan       *Plan
+	vars       Vars
+	layerTypes []string
+	rules      *trie
+	ignores    *trie
+	applies    []bool
+}
+
+func (b *builder) problem(kind, rule, target, msg string, tensors ...string) {
+	b.plan.Problems = append(b.plan.Problems, Problem{Kind: kind, Rule: rule, Target: target, Tensors: tensors, Message: msg})
+}
+
+func (b *builder) readConfig() {
+	b.vars = Vars{}
+	for k, v := range b.c.Config.Raw {
+		if n, ok := ckpt.AsInt(v); ok {
+			b.vars[k] = n
+		}
+	}
+	for k, v := range b.c.Config.Text() {
+		if n, ok := ckpt.AsInt(v); ok {
+			b.vars[k] = n
+		}
+	}
+	b.vars["N"] = b.n
+	if arch.Is(b.c.Config) {
+		if q, err := arch.ParseQwen35(b.c.Config); err == nil {
+			b.layerTypes = q.LayerTypes
+			if _, ok := b.vars["head_dim"]; !ok && q.HeadDim > 0 {
+				b.vars["head_dim"] = q.HeadDim
+			}
+			return
+		}
+	}
+	b.layerTypes = ckpt.AsStrings(b.c.Config.Text()["layer_types"])
+}
+
+func (b *builder) compile() error {
+	b.rules, b.ignores = newTrie(), newTrie()
+	b.applies = make([]bool, len(b.p.Rules))
+	for i := range b.p.Rules {
+		r := &b.p.Rules[i]
+		ok, err := b.condition(r.When)
+		if err != nil {
+			return fmt.Errorf("rule %q: %w", r.ID, err)
+		}
+		b.applies[i] = ok
+		for j, s := range r.Sources {
+			t, err := parseTemplate(s)
+			if err != nil {
+				return err
+			}
+			b.rules.add(t, leaf{rule: i, src: j, ignore: -1})
+		}
+	}
+	for i, ig := range b.p.Ignore {
+		if ig.Template == "" {
+			continue
+		}
+		t, err := parseTemplate(ig.Template)
+		if err != nil {
+			return err
+		}
+		b.ignores.add(t, leaf{rule: -1, ignore: i})
+	}
+	return nil
+}
+
+func (b *builder) configValue(key string) (any, bool) {
+	if v, ok := b.c.Config.Text()[key]; ok {
+		return v, true
+	}
+	v, ok := b.c.Config.Raw[key]
+	return v, ok
+}
+
+func (b *builder) condition(c *Condition) (bool, error) {
+	if c == nil {
+		return true, nil
+	}
+	v, present := b.configValue(c.Key)
+	truthy := func(x any) bool {
+		switch t := x.(type) {
+		case bool:
+			return t
+		case nil:
+			return false
+		}
+		n, ok := ckpt.AsInt(x)
+		return ok && n != 0
+	}
+	switch c.Op {
+	case "true":
+		return present && truthy(v), nil
+	case "false":
+		return !present || !truthy(v), nil
+	case "gt", "eq", "ne":
+		if bv, ok := c.Value.(bool); ok {
+			eq := present && truthy(v) == bv
+			if c.Op == "gt" {
+				return false, fmt.Errorf("condition on %s: gt needs a number", c.Key)
+			}
+			return eq == (c.Op == "eq"), nil
+		}
+		want, ok := ckpt.AsInt(c.Value)
+		if !ok {
+			return false, fmt.Errorf("condition on %s: value %v is not an integer or boolean", c.Key, c.Value)
+		}
+		got, ok := ckpt.AsInt(v)
+		if !present || !ok {
+			got = 0
+		}
+		switch c.Op {
+		case "gt":
+			return got > want, nil
+		case "eq":
+			return got == want, nil
+		default:
+			return got != want, nil
+		}
+	}
+	return false, fmt.Errorf("condition op %q", c.Op)
+}
+
+type group struct {
+	rule int
+	bind binding
+	srcs []*ckpt.Tensor
+}
+
+func (b *builder) run() {
+	groups := map[string]*group{}
+	var order []string
+	ignoredBy := map[string]int{}
+	for _, t := range b.c.Tensors {
+		if w, ok := strings.CutSuffix(t.Name, ckpt.ScaleSuffix); ok {
+			if _, has := b.c.Lookup(w); has {
+				continue // consumed with its weight
+			}
+		}
+		for _, m := range b.rules.lookup(t.Name) {
+			r := &b.p.Rules[m.rule]
+			if !b.applies[m.rule] || !b.layerOK(r, m.bind) {
+				continue
+			}
+			k := strconv.Itoa(m.rule) + "|" + m.bind.key()
+			g := groups[k]
+			if g == nil {
+				g = &group{rule: m.rule, bind: m.bind, srcs: make([]*ckpt.Tensor, len(r.Sources))}
+				groups[k] = g
+				order = append(order, k)
+			}
+			g.srcs[m.src] = t
+		}
+		if ms := b.ignores.lookup(t.Name); len(ms) > 0 {
+			ignoredBy[t.Name] = ms[0].ignore
+		} else {
+			for i, ig := range b.p.Ignore {
+				if ig.Prefix != "" && strings.HasPrefix(t.Name, ig.Prefix) {
+					ignoredBy[t.Name] = i
+					break
+				}
+			}
+		}
+	}
+	mapped := map[string]bool{}
+	attempted := map[string]bool{} // in a group whose target failed: its problem names them
+	produced := make([]map[string]bool, len(b.p.Rules))
+	for _, k := range order {
+		g := groups[k]
+		r := &b.p.Rules[g.rule]
+		if produced[g.rule] == nil {
+			produced[g.rule] = map[string]bool{}
+		}
+		var missing []string
+		for i, s := range g.srcs {
+			if s == nil {
+				missing = append(missing, g.bind.expand(r.Sources[i]))
+			}
+		}
+		target := g.bind.expand(r.Target)
+		for _, s := range g.srcs {
+			if s != nil {
+				attempted[s.Name] = true
+				if sc, ok := b.c.Lookup(ckpt.ScaleName(s.Name)); ok {
+					attempted[sc.Name] = true
+				}
+			}
+		}
+		if len(missing) > 0 {
+			produced[g.rule][g.bind["L"]] = true // reported here, not again as missing
+			b.problem("incomplete", r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), missing...)
+			continue
+		}
+		e := b.entry(r, g.bind, g.srcs)
+		produced[g.rule][g.bind["L"]] = true
+		if e == nil {
+			continue
+		}
+		for _, s := range e.Sources {
+			mapped[s.Name] = true
+			if s.Scale != nil {
+				mapped[s.Scale.Name] = true
+			}
+		}
+		b.plan.Entries = append(b.plan.Entries, e)
+	}
+	b.checkRequired(produced)
+	b.checkDuplicates()
+	sort.SliceStable(b.plan.Entries, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Entries[i].Target, b.plan.Entries[j].Target) })
+	for _, t := range b.c.Tensors {
+		if mapped[t.Name] {
+			continue
+		}
+		name := t.Name
+		if w, ok := strings.CutSuffix(name, ckpt.ScaleSuffix); ok {
+			if _, has := b.c.Lookup(w); has {
+				name = w // a scale follows its weight
+			}
+		}
+		if i, ok := ignoredBy[name]; ok {
+			reason := b.p.Ignore[i].Reason
+			if name != t.Name {
+				reason = "block scale of an ignored weight: " + reason
+			}
+			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: reason})
+			continue
+		}
+		if !attempted[t.Name] {
+			b.plan.Unmapped = append(b.plan.Unmapped, t.Name)
+		}
+	}
+	sort.SliceStable(b.plan.Ignored, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Ignored[i].Name, b.plan.Ignored[j].Name) })
+	sort.SliceStable(b.plan.Unmapped, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Unmapped[i], b.plan.Unmapped[j]) })
+	if len(b.plan.Unmapped) > 0 {
+		b.problem("unmapped", "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped), abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
+	}
+	for name, i := range ignoredBy {
+		if mapped[name] {
+			b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s is both mapped and matched by ignore rule %d (%s); it stays mapped", name, i, b.p.Ignore[i].Reason))
+		}
+	}
+	sort.Strings(b.plan.Warnings)
+}
+
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", ... (%d more)", len(names)-n)
+}
+
+// layerOK reports whether a match's {L} is a decoder layer of the rule's
+// layer type.
+func (b *builder) layerOK(r *Rule, bind binding) bool {
+	if r.LayerType == "" {
+		return true
+	}
+	l, err := strconv.Atoi(bind["L"])
+	if err != nil || l < 0 || l >= len(b.layerTypes) {
+		return false
+	}
+	return r.LayerType == AnyLayer || b.layerTypes[l] == r.LayerType
+}
+
+func (b *builder) checkRequired(produced []map[string]bool) {
+	for i := range b.p.Rules {
+		r := &b.p.Rules[i]
+		if !r.Required || !b.applies[i] {
+			continue
+		}
+		if r.LayerType != "" {
+			var lost []string
+			for l, typ := range b.layerTypes {
+				if (typ == r.LayerType || r.LayerType == AnyLayer) && !produced[i][strconv.Itoa(l)] {
+					lost = append(lost, strconv.Itoa(l))
+				}
+			}
+			if len(lost) > 0 {
+				bind := binding{"L": lost[0]}
+				var names []string
+				for _, s := range r.Sources {
+					names = append(names, bind.expand(s))
+				}
+				b.problem("missing", r.ID, r.Target, fmt.Sprintf("rule %s (%s) is required for every %s layer but matched nothing for layer(s) %s; expected e.g. %s",
+					r.ID, r.Target, r.LayerType, strings.Join(lost, ", "), strings.Join(names, ", ")), names...)
+			}
+			continue
+		}
+		if len(produced[i]) == 0 {
+			why := ""
+			if r.When != nil {
+				why = fmt.Sprintf(" (the config has %s %s %v)", r.When.Key, r.When.Op, r.When.Value)
+			}
+			b.problem("missing", r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why, strings.Join(r.Sources, ", ")), r.Sources...)
+		}
+	}
+}
+
+func (b *builder) checkDuplicates() {
+	seen := map[string]string{}
+	for _, e := range b.plan.Entries {
+		if other, ok := seen[e.File]; ok {
+			b.problem("duplicate", e.Rule, e.Target, fmt.Sprintf("rules %s and %s both write %s", other, e.Rule, e.File))
+		}
+		seen[e.File] = e.Rule
+	}
+}

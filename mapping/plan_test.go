@@ -1,0 +1,247 @@
+package mapping_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Expected targets of the 27B (48 GDN + 16 full-attention layers + MTP) on
+// a 1xN mesh with the built-in profile, the same for FP8 and bf16 and for
+// N = 2 and 4:
+//
+//	GDN layer:        qkvzab, out, dt_bias, A_log, norm_w, tap0..3   9 × 48 = 432
+//	attention layer:  wqkv_fused_qkvg, wo                            2 × 16 =  32
+//	MLP, every layer: gate, up, down, gate_up.swiglu                 4 × 64 = 256
+//	norms, every layer: input/post_attention (+ _distributed)        4 × 64 = 256
+//	tok_embeddings, norm.weight (+ _distributed), output.weight.vshard     4
+//	MTP head (15 tensors, all replicated)                                 15
+//	                                                                     ---
+//	                                                                     995
+//
+// Ignored: the 333 vision tensors and the 16 × 2 q_norm / k_norm of the
+// full-attention layers (not cached) = 365.
+const (
+	targets27B = 995
+	ignored27B = 365
+)
+
+func open(t *testing.T, dir string) *ckpt.Checkpoint {
+	t.Helper()
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func builtin(t *testing.T) *mapping.Profile {
+	t.Helper()
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	return p
+}
+
+func entryByTarget(pl *mapping.Plan, target string) *mapping.Entry {
+	for _, e := range pl.Entries {
+		if e.Target == target {
+			return e
+		}
+	}
+	return nil
+}
+
+func TestBuild27BMapsCompletely(t *testing.T) {
+	t.Parallel()
+	for _, variant := range []string{"fp8", "bf16"} {
+		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
+			dir, n := writeInventory(t, variant, nil)
+			c := open(t, dir)
+			require.Len(t, c.Tensors, n)
+			for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 2}, {Rows: 1, Cols: 4}} {
+				pl, err := mapping.Build(c, builtin(t), mesh)
+				require.NoError(t, err, "mesh %s", mesh)
+				assert.Len(t, pl.Entries, targets27B, "mesh %s", mesh)
+				assert.Len(t, pl.Ignored, ignored27B)
+				assert.Empty(t, pl.Unmapped)
+				assert.Empty(t, pl.Problems)
+
+				// 100% coverage: every tensor is a source, a consumed scale or ignored.
+				covered := map[string]bool{}
+				for _, e := range pl.Entries {
+					for _, s := range e.Sources {
+						covered[s.Name] = true
+						if s.Scale != nil {
+							covered[s.Scale.Name] = true
+						}
+					}
+				}
+				for _, ig := range pl.Ignored {
+					assert.False(t, covered[ig.Name], "%s both mapped and ignored", ig.Name)
+					assert.True(t, hasPrefix(ig.Name, "model.visual.") || strings.HasSuffix(ig.Name, "_norm.weight"), ig.Name)
+					covered[ig.Name] = true
+				}
+				mtp := 0
+				for _, tn := range c.Tensors {
+					assert.True(t, covered[tn.Name], "%s is not covered", tn.Name)
+					if strings.HasPrefix(tn.Name, "mtp.") {
+						mtp++
+						assert.NotContains(t, pl.Ignored, mapping.Ignored{Name: tn.Name}, "mtp tensors are mapped")
+					}
+				}
+				if variant == "fp8" {
+					assert.Equal(t, 22, mtp) // 15 tensors + 7 scales
+				} else {
+					assert.Equal(t, 15, mtp)
+				}
+
+				// Per-device shapes of the fused and sharded targets.
+				N := int64(mesh.Cols)
+				shapes := map[string][2][]int64{
+					"layers.0/tp/qkvzab.dramshard":                {{5120, 16384 + 96}, {5120, (16384 + 96) / N}},
+					"layers.3/tp/wqkv_fused_qkvg.dramshard":       {{5120, 14336}, {5120, 14336 / N}},
+					"layers.0/tp/out":                             {{6144, 5120}, {6144 / N, 5120}},
+					"layers.3/tp/wo":                              {{6144, 5120}, {6144 / N, 5120}},
+					"layers.5/mlp.down_proj.weight.tp":            {{17408, 5120}, {17408 / N, 5120}},
+					"layers.5/mlp.gate_up.weight.swiglu.tp":       {{5120, 34816}, {5120, 34816 / N}},
+					"layers.0/tp/tap2":                            {{1, 1, 10240}, {1, 1, 10240 / N}},
+					"layers.0/tp/dt_bias":                         {{1, 1, 48}, {1, 1, 48 / N}},
+					"layers.0/tp/norm_w":                          {{1, 1, 128}, {1, 1, 128}},
+					"layers.7.input_layernorm.weight":             {{1, 1, 160, 32}, {1, 1, 160, 32}},
+					"layers.7.input_layernorm.weight_distributed": {{1, 1, 160, 32}, {1, 1, 160 / N, 32}},
+					"tok_embeddings.weight":                       {{1, 1, 248320, 5120}, {1, 1, 248320, 5120 / N}},
+					"output.weight.vshard":                        {{5120, 248320}, {5120, 248320 / N}},
+					"mtp/mtp.fc":                                  {{10240, 5120}, {10240, 5120}},
+					"mtp/mtp.attn.wqg":                            {{5120, 12288}, {5120, 12288}},
+					"mtp/mtp.final_norm":                          {{5120}, {5120}},
+				}
+				for target, want := range shapes {
+					e := entryByTarget(pl, target)
+					require.NotNil(t, e, target)
+					assert.Equal(t, want[0], e.Shape, "%s full shape", target)
+					assert.Equal(t, want[1], e.DeviceShape, "%s per-device shape", target)
+				}
+				qkvzab := entryByTarget(pl, "layers.0/tp/qkvzab.dramshard")
+				assert.Equal(t, mapping.BFloat8B, qkvzab.DType)
+				assert.Equal(t, mapping.DRAMWidthSharded, qkvzab.Memory.Kind)
+				w := (16384 + 96) / N
+				assert.Equal(t, []int64{5120, (w + 255) / 256 * 256 / 8}, qkvzab.Memory.ShardShape)
+				assert.NotEmpty(t, qkvzab.Warnings, "8240 / 4120 wide shards are not tile multiples")
+				assert.Len(t, qkvzab.Shards, mesh.Cols)
+				assert.Len(t, qkvzab.Shards[0], 6, "q, k, v, z, a, b pieces")
+				assert.Equal(t, "P300/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.dramshard_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
+				gateUp := entryByTarget(pl, "layers.5/mlp.gate_up.weight.swiglu.tp")
+				assert.Equal(t, mapping.BFloat4B, gateUp.DType)
+				assert.Len(t, gateUp.Shards[0], 2*17408/32/mesh.Cols, "alternating 32-row tiles of gate and up")
+				if variant == "fp8" {
+					require.NotNil(t, qkvzab.Sources[0].Scale)
+					assert.Nil(t, qkvzab.Sources[2].Scale, "in_proj_a is not quantised")
+				}
+			}
+		})
+	}
+}
+
+func TestBuildFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		variant string
+		mesh    mapping.Mesh
+		edit    func(ts []invTensor, text map[string]any) []invTensor
+		kind    string
+		mention []string
+	}{
+		{name: "unknown tensor", variant: "fp8", mesh: mapping.Mesh{Rows: 1, Cols: 2},
+			edit: func(ts []invTensor, _ map[string]any) []invTensor {
+				return append(ts, invTensor{Name: "model.language_model.layers.0.mlp.shared_expert_gate.weight", DType: "BF16", Shape: []int64{1, 5120}})
+			},
+			kind: "unmapped", mention: []string{"model.language_model.layers.0.mlp.shared_expert_gate.weight"}},
+		{name: "non-dividing mesh", variant: "bf16", mesh: mapping.Mesh{Rows: 1, Cols: 3},
+			kind: "indivisible", mention: []string{"num_key_value_heads", "linear_num_key_heads", "mesh 1x3"}},
+		{name: "mtp configured but absent", variant: "fp8", mesh: mapping.Mesh{Rows: 1, Cols: 2},
+			edit: func(ts []invTensor, _ map[string]any) []invTensor {
+				var out []invTensor
+				for _, x := range ts {
+					if !strings.HasPrefix(x.Name, "mtp.") {
+						out = append(out, x)
+					}
+				}
+				return out
+			},
+			kind: "missing", mention: []string{"mtp.fc.weight", "mtp_num_hidden_layers"}},
+		{name: "mtp present but not configured", variant: "bf16", mesh: mapping.Mesh{Rows: 1, Cols: 2},
+			edit: func(ts []invTensor, text map[string]any) []invTensor {
+				text["mtp_num_hidden_layers"] = 0
+				return ts
+			},
+			kind: "unmapped", mention: []string{"mtp.fc.weight"}},
+		{name: "fused source missing", variant: "fp8", mesh: mapping.Mesh{Rows: 1, Cols: 2},
+			edit: func(ts []invTensor, _ map[string]any) []invTensor {
+				var out []invTensor
+				for _, x := range ts {
+					if !strings.HasPrefix(x.Name, "model.language_model.layers.4.linear_attn.in_proj_z.weight") {
+						out = append(out, x)
+					}
+				}
+				return out
+			},
+			kind: "incomplete", mention: []string{"layers.4/tp/qkvzab.dramshard", "layers.4.linear_attn.in_proj_z.weight"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, _ := writeInventory(t, tc.variant, tc.edit)
+			pl, err := mapping.Build(open(t, dir), builtin(t), tc.mesh)
+			var pe *mapping.PlanError
+			require.ErrorAs(t, err, &pe)
+			require.NotNil(t, pl, "the plan comes with its problems")
+			var msgs []string
+			kinds := map[string]bool{}
+			for _, p := range pe.Problems {
+				kinds[p.Kind] = true
+				msgs = append(msgs, p.Message)
+			}
+			assert.True(t, kinds[tc.kind], "want a %s problem in %v", tc.kind, msgs)
+			all := strings.Join(msgs, "\n")
+			for _, m := range tc.mention {
+				assert.Contains(t, all, m)
+			}
+		})
+	}
+}
+
+func TestBuildRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	dir, _ := writeInventory(t, "bf16", nil)
+	c := open(t, dir)
+	_, err := mapping.Build(c, builtin(t), mapping.Mesh{Rows: 2, Cols: 2})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "1xN")
+	var pe *mapping.PlanError
+	assert.False(t, errors.As(err, &pe))
+	_, err = mapping.Build(c, nil, mapping.Mesh{Rows: 1, Cols: 2})
+	require.Error(t, err)
+}
+
+// BenchmarkBuild27B plans the full-scale FP8 27B layout (1606 tensors,
+// headers only) on a 1x2 mesh.
+func BenchmarkBuild27B(b *testing.B) {
+	dir, _ := writeInventory(b, "fp8", nil)
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(b, err)
+	defer c.Close()
+	p, _ := mapping.Builtin(mapping.BuiltinName)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
