@@ -206,7 +206,9 @@ func (cmp *Comparison) Same() bool {
 }
 
 // Compare holds cur against the contract want. Only tensors selected by m
-// (nil: all) are compared; config and FP8 scheme are always compared.
+// (nil: all) are compared, and only the modules_to_not_convert entries
+// that m selects (as a module or as its .weight); the architecture config
+// and the FP8 scheme parameters are always compared.
 func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	cmp := &Comparison{Source: want.Source}
 	wantBy := map[string]*ContractEntry{}
@@ -331,7 +333,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: "every common tensor has the contract's content (xxh3)"})
 	}
 	out = append(out, compareConfig(want, cur)...)
-	out = append(out, compareScheme(want.FP8, cur.FP8)...)
+	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
 	cmp.Checks = out
 	return cmp
 }
@@ -408,7 +410,7 @@ func orUnset(s string) string {
 	return s
 }
 
-func compareScheme(want, cur *Scheme) []Check {
+func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 	switch {
 	case want == nil && cur == nil:
 		return []Check{{ID: "contract.fp8_scheme", Status: Pass, Message: "no FP8 in the contract nor now"}, {ID: "contract.fp8_not_convert", Status: Skip, Message: "no FP8"}}
@@ -427,14 +429,15 @@ func compareScheme(want, cur *Scheme) []Check {
 	}
 	cm := map[string]bool{}
 	var add, rem []string
+	sel := func(e string) bool { return m.Match(e) || m.Match(e+".weight") }
 	for _, e := range cur.ModulesToNotConvert {
 		cm[e] = true
-		if !wm[e] {
+		if !wm[e] && sel(e) {
 			add = append(add, e)
 		}
 	}
 	for _, e := range want.ModulesToNotConvert {
-		if !cm[e] {
+		if !cm[e] && sel(e) {
 			rem = append(rem, e)
 		}
 	}
