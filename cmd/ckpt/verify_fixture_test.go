@@ -14,10 +14,10 @@ import (
 )
 
 var (
-	pairOnce           sync.Once
-	pairDir            string
-	pairBase, pairFT   string
-	pairErr            error
+	pairOnce         sync.Once
+	pairDir          string
+	pairBase, pairFT string
+	pairErr          error
 )
 
 // fixturePair writes the small base / fine-tune pair once per test binary.
@@ -123,4 +123,3 @@ func editIndex(t testing.TB, dir string, f func(wm map[string]any, meta map[stri
 		f(m["weight_map"].(map[string]any), m["metadata"].(map[string]any))
 	})
 }
-

@@ -63,7 +63,9 @@ func TestVerifyDefects(t *testing.T) {
 			editIndex(t, dir, func(wm, _ map[string]any) { wm[mt.Name] = shard })
 		}
 		// keep total_size right so that only the intended check fails
-		editIndex(t, dir, func(_, meta map[string]any) { meta["total_size"] = meta["total_size"].(float64) + float64(len(mt.Data)) })
+		editIndex(t, dir, func(_, meta map[string]any) {
+			meta["total_size"] = meta["total_size"].(float64) + float64(len(mt.Data))
+		})
 	}
 	dropTensor := func(dir, name string, index bool) {
 		var n int
