@@ -123,3 +123,11 @@ func editIndex(t testing.TB, dir string, f func(wm map[string]any, meta map[stri
 		f(m["weight_map"].(map[string]any), m["metadata"].(map[string]any))
 	})
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pairDir != "" {
+		os.RemoveAll(pairDir)
+	}
+	os.Exit(code)
+}
