@@ -5,5 +5,6 @@ package main
 func (a *App) demoSteps(dir, base, ft string) []demoStep {
 	var steps []demoStep
 	steps = append(steps, a.demoMap(dir, base, ft)...)
+	steps = append(steps, a.demoVerify(dir, base, ft)...)
 	return steps
 }
