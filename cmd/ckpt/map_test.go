@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,48 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// The -update flag may be defined by another test file of this package;
-// define it here only when it is not (package variables initialise before
-// init functions).
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
-
-func runApp(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	out, errb := &bytes.Buffer{}, &bytes.Buffer{}
-	app := &App{Out: out, Err: errb, Getenv: os.Getenv}
-	code := app.Run(context.Background(), args)
-	return code, out.String(), errb.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updateGolden() {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./cmd/ckpt -run %s -update to create it", t.Name())
-	assert.Equal(t, string(want), got)
-}
 
 func smallBase(t *testing.T) string {
 	t.Helper()

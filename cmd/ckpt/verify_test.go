@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,16 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func runApp(t testing.TB, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
-	code = app.Run(context.Background(), args)
-	return code, out.String(), errb.String()
-}
 
 func verifyJSON(t testing.TB, args ...string) (int, VerifyResult, string) {
 	t.Helper()
@@ -387,18 +374,6 @@ func normalize(s string, repl map[string]string) string {
 		s = strings.ReplaceAll(s, from, to)
 	}
 	return regexp.MustCompile(`[ \t]+\n`).ReplaceAllString(s, "\n")
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "run go test -update")
-	assert.Equal(t, string(want), got)
 }
 
 func TestVerifyGolden(t *testing.T) {
