@@ -168,7 +168,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 			return s.ctxErr(ctx)
 		}
 		if wd.fired.Load() {
-			return &retryable{fmt.Errorf("no response for %v", s.opt.IdleTimeout)}
+			return &retryable{fmt.Errorf("no response for %v (idle timeout)", s.opt.IdleTimeout)}
 		}
 		return &retryable{err}
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -69,13 +68,13 @@ type Hub struct {
 	Conns       atomic.Int64
 
 	mu     sync.Mutex
-	etags  map[string]string
+	files  map[string]served
 	hangCh chan struct{}
 }
 
 // NewHub starts a hub serving dir as repo (e.g. "org/model").
 func NewHub(dir, repo string) *Hub {
-	h := &Hub{Dir: dir, Repo: repo, Commit: strings.Repeat("c0ffee", 7)[:40], etags: map[string]string{}, hangCh: make(chan struct{})}
+	h := &Hub{Dir: dir, Repo: repo, Commit: strings.Repeat("c0ffee", 7)[:40], files: map[string]served{}, hangCh: make(chan struct{})}
 	h.Server = httptest.NewUnstartedServer(h)
 	h.Server.Config.ConnState = func(c net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -114,23 +113,30 @@ func (h *Hub) FileURL(name string) string { return h.URL + "/files/" + name }
 
 // ETag returns the quoted SHA-256 of a served file.
 func (h *Hub) ETag(name string) (string, error) {
+	_, e, err := h.content(name)
+	return e, err
+}
+
+// content returns a file's bytes and ETag (cached until Update).
+func (h *Hub) content(name string) ([]byte, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e, ok := h.etags[name]; ok {
-		return e, nil
+	if c, ok := h.files[name]; ok {
+		return c.data, c.etag, nil
 	}
-	f, err := os.Open(filepath.Join(h.Dir, filepath.FromSlash(name)))
+	data, err := os.ReadFile(filepath.Join(h.Dir, filepath.FromSlash(name)))
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	defer f.Close()
-	sum := sha256.New()
-	if _, err := io.Copy(sum, f); err != nil {
-		return "", err
-	}
-	e := `"` + hex.EncodeToString(sum.Sum(nil)) + `"`
-	h.etags[name] = e
-	return e, nil
+	sum := sha256.Sum256(data)
+	c := served{data: data, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	h.files[name] = c
+	return c.data, c.etag, nil
+}
+
+type served struct {
+	data []byte
+	etag string
 }
 
 func notFound(w http.ResponseWriter, code, msg string) {
@@ -176,14 +182,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "EntryNotFound", "Entry not found")
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(h.Dir, filepath.FromSlash(file)))
+	data, etag, err := h.content(file)
 	if err != nil {
 		notFound(w, "EntryNotFound", "Entry not found")
-		return
-	}
-	etag, err := h.ETag(file)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	var f Fault
@@ -342,4 +343,12 @@ func parseRange(v string, size int64) (start, end int64, ok, present bool) {
 		return 0, 0, false, true
 	}
 	return start, end, true, true
+}
+
+// Update replaces a served file's content (and so its ETag).
+func (h *Hub) Update(name string, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.files, name)
+	return os.WriteFile(filepath.Join(h.Dir, filepath.FromSlash(name)), data, 0o644)
 }
