@@ -320,7 +320,7 @@ func (e *PartialError) Error() string {
 	var detail string
 	switch {
 	case e.Blob != "" && e.Incomplete >= 0:
-		detail = fmt.Sprintf("its blob blobs/%s is still downloading (%s.incomplete has %d bytes)", e.Blob, e.Blob, e.Incomplete)
+		detail = fmt.Sprintf("its blob is still downloading (blobs/%s.incomplete, %d bytes so far)", e.Blob, e.Incomplete)
 	case e.Blob != "":
 		detail = fmt.Sprintf("the snapshot links it to blobs/%s, which is missing", e.Blob)
 	default:

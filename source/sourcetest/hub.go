@@ -66,6 +66,7 @@ type Hub struct {
 	Requests    atomic.Int64
 	BytesServed atomic.Int64
 	Conns       atomic.Int64
+	inflight    atomic.Int64
 
 	mu     sync.Mutex
 	files  map[string]served
@@ -98,8 +99,17 @@ func (h *Hub) Close() {
 	h.Server.Close()
 }
 
-// ResetCounters zeroes the counters.
+// Quiesce waits (up to 5 s) until no handler is running, so that the
+// counters include the last bytes of responses a client has already read.
+func (h *Hub) Quiesce() {
+	for i := 0; i < 500 && h.inflight.Load() > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ResetCounters waits for running handlers and zeroes the counters.
 func (h *Hub) ResetCounters() {
+	h.Quiesce()
 	h.Requests.Store(0)
 	h.BytesServed.Store(0)
 	h.Conns.Store(0)
@@ -147,6 +157,8 @@ func notFound(w http.ResponseWriter, code, msg string) {
 
 // ServeHTTP implements the routes.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
 	h.Requests.Add(1)
 	if h.Token != "" && r.Header.Get("Authorization") != "Bearer "+h.Token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
