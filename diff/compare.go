@@ -47,9 +47,9 @@ type plan struct {
 	row      *Tensor
 	b, f     *ckpt.Tensor
 	base, ft *ckpt.Checkpoint
-	kind kind
-	bs   *side
-	fs   *side
+	kind     kind
+	bs       *side
+	fs       *side
 	// q is the FP8 side and w the wide side of a requant plan.
 	q, w       *side
 	scalesSame bool
