@@ -3,6 +3,7 @@ package arch
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -22,6 +23,9 @@ type Tensor struct {
 	Role    string // embedding, vector, linear, conv, ssm_param, gated_norm, lm_head, vision, fp8_block_scale
 	// Keys names the config keys (JSON paths) that determine the shape.
 	Keys []string
+	// DimKeys names, for each dimension of Shape, the config keys its
+	// value is computed from (nil for a constant dimension).
+	DimKeys [][]string
 }
 
 // Qwen35 holds the settings of a Qwen3.5-style hybrid config.
@@ -165,19 +169,31 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 // visual). With fp8, the large projections are F8_E4M3 and each is followed
 // by its weight_scale_inv of shape [ceil(R/bm), ceil(C/bn)].
 func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
+	return q.TensorsExcept(fp8, bm, bn, nil)
+}
+
+// TensorsExcept is Tensors for an FP8 release whose quantization_config
+// keeps some modules unconverted: a projection whose module name (the
+// weight's name without ".weight") satisfies notConvert is expected in
+// BF16 without a scale. A nil notConvert converts every projection.
+func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module string) bool) []Tensor {
 	var out []Tensor
 	tp := q.TextPath
 	bf := []ckpt.DType{ckpt.BF16}
 	add := func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
-		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: keys}
+		dimKeys := splitDimKeys(len(shape), keys)
+		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: flatKeys(dimKeys), DimKeys: dimKeys}
 		if t.Alt == nil {
 			t.Alt = bf
+		}
+		if fp8able && notConvert != nil && notConvert(strings.TrimSuffix(name, ".weight")) {
+			fp8able = false
 		}
 		if fp8 && fp8able {
 			t.DType, t.Alt, t.FP8 = ckpt.F8E4M3, []ckpt.DType{ckpt.F8E4M3}, true
 			out = append(out, t)
 			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: []int64{ceil(shape[0], bm), ceil(shape[1], bn)},
-				DType: ckpt.BF16, Alt: []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: keys})
+				DType: ckpt.BF16, Alt: []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys, DimKeys: dimKeys})
 			return
 		}
 		out = append(out, t)
@@ -185,21 +201,21 @@ func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
 	H, P := q.Hidden, q.TextPrefix
 	K, Vd := q.LinKHeads*q.LinKDim, q.LinVHeads*q.LinVDim
 	kH, kI, kV := tp+"hidden_size", tp+"intermediate_size", tp+"vocab_size"
-	add("text", P+"embed_tokens.weight", "embedding", []int64{q.Vocab, H}, false, nil, kV, kH)
+	add("text", P+"embed_tokens.weight", "embedding", []int64{q.Vocab, H}, false, nil, kV, sep, kH)
 	attnLayer := func(group, pre string) {
-		add(group, pre+"self_attn.q_proj.weight", "linear", []int64{2 * q.Heads * q.HeadDim, H}, true, nil, tp+"num_attention_heads", tp+"head_dim", kH)
-		add(group, pre+"self_attn.k_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", kH)
-		add(group, pre+"self_attn.v_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", kH)
-		add(group, pre+"self_attn.o_proj.weight", "linear", []int64{H, q.Heads * q.HeadDim}, true, nil, kH, tp+"num_attention_heads", tp+"head_dim")
+		add(group, pre+"self_attn.q_proj.weight", "linear", []int64{2 * q.Heads * q.HeadDim, H}, true, nil, tp+"num_attention_heads", tp+"head_dim", sep, kH)
+		add(group, pre+"self_attn.k_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", sep, kH)
+		add(group, pre+"self_attn.v_proj.weight", "linear", []int64{q.KVHeads * q.HeadDim, H}, true, nil, tp+"num_key_value_heads", tp+"head_dim", sep, kH)
+		add(group, pre+"self_attn.o_proj.weight", "linear", []int64{H, q.Heads * q.HeadDim}, true, nil, kH, sep, tp+"num_attention_heads", tp+"head_dim")
 		add(group, pre+"self_attn.q_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
 		add(group, pre+"self_attn.k_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
 	}
 	common := func(group, pre string) {
 		add(group, pre+"input_layernorm.weight", "vector", []int64{H}, false, nil, kH)
 		add(group, pre+"post_attention_layernorm.weight", "vector", []int64{H}, false, nil, kH)
-		add(group, pre+"mlp.gate_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, kH)
-		add(group, pre+"mlp.up_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, kH)
-		add(group, pre+"mlp.down_proj.weight", "linear", []int64{H, q.Intermediate}, true, nil, kH, kI)
+		add(group, pre+"mlp.gate_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, sep, kH)
+		add(group, pre+"mlp.up_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, sep, kH)
+		add(group, pre+"mlp.down_proj.weight", "linear", []int64{H, q.Intermediate}, true, nil, kH, sep, kI)
 	}
 	f32ok := []ckpt.DType{ckpt.BF16, ckpt.F32}
 	for i := int64(0); i < q.Layers; i++ {
@@ -211,22 +227,22 @@ func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
 		}
 		la := pre + "linear_attn."
 		lk := []string{tp + "linear_num_key_heads", tp + "linear_key_head_dim", tp + "linear_num_value_heads", tp + "linear_value_head_dim"}
-		add("text", la+"in_proj_qkv.weight", "linear", []int64{2*K + Vd, H}, true, nil, append(lk, kH)...)
-		add("text", la+"in_proj_z.weight", "linear", []int64{Vd, H}, true, nil, lk[2], lk[3], kH)
-		add("text", la+"in_proj_b.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], kH)
-		add("text", la+"in_proj_a.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], kH)
-		add("text", la+"conv1d.weight", "conv", []int64{2*K + Vd, 1, q.ConvKernel}, false, nil, append(lk, tp+"linear_conv_kernel_dim")...)
+		add("text", la+"in_proj_qkv.weight", "linear", []int64{2*K + Vd, H}, true, nil, lk[0], lk[1], lk[2], lk[3], sep, kH)
+		add("text", la+"in_proj_z.weight", "linear", []int64{Vd, H}, true, nil, lk[2], lk[3], sep, kH)
+		add("text", la+"in_proj_b.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], sep, kH)
+		add("text", la+"in_proj_a.weight", "linear", []int64{q.LinVHeads, H}, false, nil, lk[2], sep, kH)
+		add("text", la+"conv1d.weight", "conv", []int64{2*K + Vd, 1, q.ConvKernel}, false, nil, lk[0], lk[1], lk[2], lk[3], sep, sep, tp+"linear_conv_kernel_dim")
 		add("text", la+"A_log", "ssm_param", []int64{q.LinVHeads}, false, f32ok, lk[2])
 		add("text", la+"dt_bias", "ssm_param", []int64{q.LinVHeads}, false, nil, lk[2])
 		add("text", la+"norm.weight", "gated_norm", []int64{q.LinVDim}, false, f32ok, lk[3])
-		add("text", la+"out_proj.weight", "linear", []int64{H, Vd}, true, nil, kH, lk[2], lk[3])
+		add("text", la+"out_proj.weight", "linear", []int64{H, Vd}, true, nil, kH, sep, lk[2], lk[3])
 	}
 	add("text", P+"norm.weight", "vector", []int64{H}, false, nil, kH)
 	if !q.TieEmbed {
-		add("text", "lm_head.weight", "lm_head", []int64{q.Vocab, H}, false, nil, kV, kH)
+		add("text", "lm_head.weight", "lm_head", []int64{q.Vocab, H}, false, nil, kV, sep, kH)
 	}
 	if q.MTPLayers > 0 {
-		add("mtp", "mtp.fc.weight", "linear", []int64{H, 2 * H}, false, nil, kH)
+		add("mtp", "mtp.fc.weight", "linear", []int64{H, 2 * H}, false, nil, kH, sep, kH)
 		add("mtp", "mtp.pre_fc_norm_embedding.weight", "vector", []int64{H}, false, nil, kH)
 		add("mtp", "mtp.pre_fc_norm_hidden.weight", "vector", []int64{H}, false, nil, kH)
 		for i := int64(0); i < q.MTPLayers; i++ {
@@ -239,31 +255,65 @@ func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
 	if v := q.Vision; v != nil {
 		vp, vk := "model.visual.", "vision_config."
 		vh := vk + "hidden_size"
-		add("visual", vp+"patch_embed.proj.weight", "vision", []int64{v.Hidden, v.InChannels, v.TemporalPatch, v.Patch, v.Patch}, false, nil, vh, vk+"in_channels", vk+"temporal_patch_size", vk+"patch_size")
+		add("visual", vp+"patch_embed.proj.weight", "vision", []int64{v.Hidden, v.InChannels, v.TemporalPatch, v.Patch, v.Patch}, false, nil, vh, sep, vk+"in_channels", sep, vk+"temporal_patch_size", sep, vk+"patch_size", sep, vk+"patch_size")
 		add("visual", vp+"patch_embed.proj.bias", "vision", []int64{v.Hidden}, false, nil, vh)
-		add("visual", vp+"pos_embed.weight", "vision", []int64{v.PosEmbeds, v.Hidden}, false, nil, vk+"num_position_embeddings", vh)
+		add("visual", vp+"pos_embed.weight", "vision", []int64{v.PosEmbeds, v.Hidden}, false, nil, vk+"num_position_embeddings", sep, vh)
 		for b := int64(0); b < v.Depth; b++ {
 			bp := vp + "blocks." + strconv.FormatInt(b, 10) + "."
 			for _, n := range []string{"norm1", "norm2"} {
 				add("visual", bp+n+".weight", "vision", []int64{v.Hidden}, false, nil, vh)
 				add("visual", bp+n+".bias", "vision", []int64{v.Hidden}, false, nil, vh)
 			}
-			add("visual", bp+"attn.qkv.weight", "vision", []int64{3 * v.Hidden, v.Hidden}, false, nil, vh)
+			add("visual", bp+"attn.qkv.weight", "vision", []int64{3 * v.Hidden, v.Hidden}, false, nil, vh, sep, vh)
 			add("visual", bp+"attn.qkv.bias", "vision", []int64{3 * v.Hidden}, false, nil, vh)
-			add("visual", bp+"attn.proj.weight", "vision", []int64{v.Hidden, v.Hidden}, false, nil, vh)
+			add("visual", bp+"attn.proj.weight", "vision", []int64{v.Hidden, v.Hidden}, false, nil, vh, sep, vh)
 			add("visual", bp+"attn.proj.bias", "vision", []int64{v.Hidden}, false, nil, vh)
-			add("visual", bp+"mlp.linear_fc1.weight", "vision", []int64{v.Intermediate, v.Hidden}, false, nil, vk+"intermediate_size", vh)
+			add("visual", bp+"mlp.linear_fc1.weight", "vision", []int64{v.Intermediate, v.Hidden}, false, nil, vk+"intermediate_size", sep, vh)
 			add("visual", bp+"mlp.linear_fc1.bias", "vision", []int64{v.Intermediate}, false, nil, vk+"intermediate_size")
-			add("visual", bp+"mlp.linear_fc2.weight", "vision", []int64{v.Hidden, v.Intermediate}, false, nil, vh, vk+"intermediate_size")
+			add("visual", bp+"mlp.linear_fc2.weight", "vision", []int64{v.Hidden, v.Intermediate}, false, nil, vh, sep, vk+"intermediate_size")
 			add("visual", bp+"mlp.linear_fc2.bias", "vision", []int64{v.Hidden}, false, nil, vh)
 		}
 		m := v.Hidden * v.Merge * v.Merge
 		add("visual", vp+"merger.norm.weight", "vision", []int64{v.Hidden}, false, nil, vh)
 		add("visual", vp+"merger.norm.bias", "vision", []int64{v.Hidden}, false, nil, vh)
-		add("visual", vp+"merger.linear_fc1.weight", "vision", []int64{m, m}, false, nil, vh, vk+"spatial_merge_size")
+		add("visual", vp+"merger.linear_fc1.weight", "vision", []int64{m, m}, false, nil, vh, vk+"spatial_merge_size", sep, vh, vk+"spatial_merge_size")
 		add("visual", vp+"merger.linear_fc1.bias", "vision", []int64{m}, false, nil, vh, vk+"spatial_merge_size")
-		add("visual", vp+"merger.linear_fc2.weight", "vision", []int64{v.OutHidden, m}, false, nil, vk+"out_hidden_size", vh, vk+"spatial_merge_size")
+		add("visual", vp+"merger.linear_fc2.weight", "vision", []int64{v.OutHidden, m}, false, nil, vk+"out_hidden_size", sep, vh, vk+"spatial_merge_size")
 		add("visual", vp+"merger.linear_fc2.bias", "vision", []int64{v.OutHidden}, false, nil, vk+"out_hidden_size")
+	}
+	return out
+}
+
+// sep separates the keys of consecutive dimensions in the key lists of
+// TensorsExcept.
+const sep = "|"
+
+// splitDimKeys splits a key list on sep into one list per dimension.
+func splitDimKeys(rank int, keys []string) [][]string {
+	out := make([][]string, rank)
+	d := 0
+	for _, k := range keys {
+		if k == sep {
+			d++
+			continue
+		}
+		if d < rank {
+			out[d] = append(out[d], k)
+		}
+	}
+	return out
+}
+
+func flatKeys(dimKeys [][]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ks := range dimKeys {
+		for _, k := range ks {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
 	}
 	return out
 }

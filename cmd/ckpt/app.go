@@ -89,6 +89,8 @@ func (a *App) newRootCmd() *cobra.Command {
 	root.AddCommand(
 		a.newInspectCmd(),
 		a.newDemoCmd(),
+		a.newVerifyCmd(), a.newContractCmd(),
+		a.newDiffCmd(),
 	)
 	return root
 }

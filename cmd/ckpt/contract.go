@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/verify"
+	"github.com/spf13/cobra"
+)
+
+type contractOptions struct {
+	Source   string
+	Out      string
+	ReadData bool
+	Workers  int
+	Progress string
+}
+
+func (a *App) newContractCmd() *cobra.Command {
+	o := &contractOptions{}
+	cmd := &cobra.Command{
+		Use:   "contract SRC",
+		Short: "Write the checkpoint's structural contract (keys, dtypes, shapes, FP8 scheme, architecture config; --read-data: xxh3 per tensor) as JSON",
+		Long: `contract writes what a later checkpoint must keep to replace this one: every key with its
+dtype and shape, the FP8 scheme (method, fmt, block size, scale dtypes, modules_to_not_convert,
+which tensors are FP8), the architecture-relevant config fields, and with --read-data the xxh3
+of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FILE.`,
+		Example: `  ckpt contract ./base -o base.contract.json
+  ckpt verify ./finetune --against base.contract.json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Source = args[0]
+			return a.runContract(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Out, "output", "o", "", "write the contract to this file (atomically) instead of stdout")
+	f.BoolVar(&o.ReadData, "read-data", false, "also hash every tensor (xxh3-64 of the raw bytes)")
+	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
+	return cmd
+}
+
+func (a *App) runContract(ctx context.Context, o *contractOptions) error {
+	c, err := a.openForVerify(ctx, o.Source, o.Workers)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, is := range c.Issues {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
+	}
+	var hashes map[string]string
+	if o.ReadData {
+		p := ckpt.NewProgress()
+		stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", p)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		hashes, err = verify.Hashes(ctx, c, verify.Options{Workers: o.Workers, Progress: p})
+		stop()
+		if err != nil {
+			return err
+		}
+	}
+	k := verify.NewContract(c, hashes)
+	if o.Out == "" {
+		return verify.WriteContract(a.Out, k)
+	}
+	af, err := ckpt.CreateAtomic(o.Out)
+	if err != nil {
+		return err
+	}
+	defer af.Abort()
+	if err := verify.WriteContract(af, k); err != nil {
+		return fmt.Errorf("writing %s: %w", o.Out, err)
+	}
+	if err := af.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Err, "ckpt: wrote the contract of %s (%d tensors) to %s\n", ckpt.EscapeName(c.Source), len(k.Tensors), o.Out)
+	return nil
+}

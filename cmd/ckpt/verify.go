@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/verify"
+	"github.com/spf13/cobra"
+)
+
+type verifyOptions struct {
+	Source   string
+	Format   string
+	Profile  string
+	Against  string
+	Progress string
+	ReadData bool
+	Workers  int
+	Match    []string
+	Exclude  []string
+}
+
+func (a *App) newVerifyCmd() *cobra.Command {
+	o := &verifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "verify SRC",
+		Short: "Check a checkpoint's contract (index, headers, FP8 block scales, architecture; --read-data: values and hashes) and report every finding",
+		Long: `verify runs every check and reports all findings, each with a stable id, a status
+(pass, fail, warn, skip), a message naming the tensor, file or config key, and the
+tensors concerned. Exit 0 when no check fails (warnings allowed), 1 when one fails,
+2 when the input cannot be read.
+
+With --against FILE (written by "ckpt contract"), it also compares the checkpoint with
+that structural contract: added/removed keys, dtype and shape changes, config and
+FP8-scheme changes, content hashes (when both sides have them), with a summary per
+group (text layers, mtp, visual, other). Any difference exits 1.`,
+		Example: `  ckpt verify ./Qwen3.5-27B-FP8
+  ckpt verify ./model --read-data --format json
+  ckpt contract ./base -o base.contract.json && ckpt verify ./finetune --against base.contract.json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Source = args[0]
+			return a.runVerify(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Profile, "profile", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
+	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
+	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
+	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
+	return cmd
+}
+
+// VerifyResult is the verify JSON document (cli.md), plus the comparison
+// with a contract when --against is given.
+type VerifyResult struct {
+	Source  string                `json:"source"`
+	OK      bool                  `json:"ok"`
+	Checks  []verify.Check        `json:"checks"`
+	Against *verify.Comparison    `json:"against,omitempty"`
+	Counts  map[verify.Status]int `json:"-"`
+}
+
+// openForVerify opens src leniently; unknown dtypes are findings, other
+// open errors make the input unreadable.
+func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt.Checkpoint, error) {
+	c, err := verify.Open(ctx, src, ckpt.Options{Workers: workers}, a.Openers...)
+	var unknown *ckpt.UnknownDTypeError
+	if err != nil && !(c != nil && errors.As(err, &unknown)) {
+		if c != nil {
+			c.Close()
+		}
+		return nil, inputError(err)
+	}
+	return c, nil
+}
+
+func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	switch o.Profile {
+	case verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone:
+	default:
+		return usageError("unknown --profile %q (want auto, qwen3_5 or none)", o.Profile)
+	}
+	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if (len(o.Match) > 0 || len(o.Exclude) > 0) && o.Against == "" {
+		return usageError("--match and --exclude select tensors for --against; give --against FILE")
+	}
+	var want *verify.Contract
+	if o.Against != "" {
+		f, err := os.Open(o.Against)
+		if err != nil {
+			return inputError(fmt.Errorf("opening contract: %w", err))
+		}
+		want, err = verify.ReadContract(f, o.Against)
+		f.Close()
+		if err != nil {
+			return inputError(err)
+		}
+	}
+	c, err := a.openForVerify(ctx, o.Source, o.Workers)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	opt := verify.Options{Profile: o.Profile, ReadData: o.ReadData, Workers: o.Workers}
+	var stop func()
+	if o.ReadData {
+		opt.Progress = ckpt.NewProgress()
+		stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "verify", opt.Progress)
+		if err != nil {
+			return usageError("%v", err)
+		}
+	}
+	rep, err := verify.Run(ctx, c, opt)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		return err
+	}
+	res := VerifyResult{Source: rep.Source, Checks: rep.Checks}
+	if want != nil {
+		cmp := verify.Compare(want, verify.NewContract(c, rep.Hashes), m)
+		cmp.Contract = o.Against
+		rep.Add(cmp.Checks...)
+		res.Checks = rep.Checks
+		res.Against = cmp
+	}
+	res.OK = rep.OK
+	res.Counts = rep.Counts()
+	if err := printVerify(a.Out, format, &res); err != nil {
+		return err
+	}
+	if !res.OK {
+		return silentExit(1)
+	}
+	return nil
+}
+
+func printVerify(w io.Writer, format string, res *VerifyResult) error {
+	if format == output.JSON {
+		return output.WriteJSON(w, res)
+	}
+	g := &output.Grid{Header: []string{"status", "check", "message"}}
+	for _, c := range res.Checks {
+		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
+	}
+	if err := g.Render(w, format); err != nil {
+		return err
+	}
+	if cmp := res.Against; cmp != nil {
+		fmt.Fprintf(w, "\nagainst %s (contract of %s):\n", ckpt.EscapeName(cmp.Contract), ckpt.EscapeName(cmp.Source))
+		for _, gd := range cmp.Groups {
+			fmt.Fprintf(w, "  %s\n", gd.Summary())
+		}
+		for _, c := range res.Checks {
+			switch c.ID {
+			case "contract.config", "contract.fp8_scheme", "contract.fp8_not_convert", "contract.hash":
+				fmt.Fprintf(w, "  %s: %s\n", c.ID, c.Message)
+			}
+		}
+	}
+	verdict := "OK"
+	if !res.OK {
+		verdict = "FAILED"
+	}
+	n := res.Counts
+	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", ckpt.EscapeName(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
+	return nil
+}

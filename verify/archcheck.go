@@ -1,0 +1,368 @@
+package verify
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/arch"
+)
+
+var archIDs = []string{"arch.config", "arch.missing", "arch.unexpected", "arch.shape", "arch.dtype"}
+
+func skipArch(msg string) []Check {
+	out := make([]Check, len(archIDs))
+	for i, id := range archIDs {
+		out[i] = Check{ID: id, Status: Skip, Message: msg}
+	}
+	return out
+}
+
+// textPrefixes are the text-model prefixes a Qwen3.5 checkpoint may use.
+var textPrefixes = []string{"model.language_model.", "model.", "language_model.model."}
+
+// detectTextPrefix picks the prefix under which most decoder layers are
+// stored, keeping def when none is found.
+func detectTextPrefix(c *ckpt.Checkpoint, def string) string {
+	best, bestN := def, 0
+	for _, p := range textPrefixes {
+		n := 0
+		for _, t := range c.Tensors {
+			if strings.HasPrefix(t.Name, p+"layers.") || t.Name == p+"embed_tokens.weight" {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = p, n
+		}
+	}
+	return best
+}
+
+func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, string) {
+	switch profile {
+	case ProfileNone:
+		return skipArch("architecture profile: none (--profile none)"), ""
+	case "", ProfileAuto:
+		if !arch.Is(c.Config) {
+			if c.Config == nil {
+				return skipArch("no architecture profile: no config.json"), ""
+			}
+			return skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures())), ""
+		}
+	}
+	q, err := arch.ParseQwen35(c.Config)
+	if err != nil {
+		out := skipArch("not checked: the config cannot be read by the qwen3_5 profile")
+		out[0] = Check{ID: "arch.config", Status: Fail, Message: "qwen3_5 profile: " + err.Error()}
+		return out, ProfileQwen35
+	}
+	q.TextPrefix = detectTextPrefix(c, q.TextPrefix)
+	f := in.fp8Facts()
+	fp8 := in.isFP8(f)
+	var bm, bn int64
+	if f.block != nil {
+		bm, bn = f.block[0], f.block[1]
+	}
+	var notConvert func(string) bool
+	if fp8 && in.quant != nil && len(in.quant.ModulesToNotConvert) > 0 {
+		notConvert = func(m string) bool { return notConvertEntry(in.quant, m) != "" }
+	}
+	expected := q.TensorsExcept(fp8, bm, bn, notConvert)
+	exp := make(map[string]*arch.Tensor, len(expected))
+	for i := range expected {
+		exp[expected[i].Name] = &expected[i]
+	}
+	cfg := c.Config
+	var missing, unexpected []string
+	var shapeFails, dtypeFails []Check
+	type keyHit struct {
+		found  int64
+		tensor string
+		shape  []int64
+	}
+	keyHits := map[string][]keyHit{}
+	for i := range expected {
+		e := &expected[i]
+		t, ok := in.byName[e.Name]
+		if !ok {
+			if e.ScaleOf != "" {
+				if w, ok := in.byName[e.ScaleOf]; ok && w.DType != ckpt.F8E4M3 {
+					continue // reported as the weight's dtype
+				}
+			}
+			missing = append(missing, e.Name)
+			continue
+		}
+		if e.ScaleOf != "" {
+			continue // shape and dtype: fp8.scale_shape, fp8.scale_dtype
+		}
+		if !sameShape(t.Shape, e.Shape) {
+			shapeFails = append(shapeFails, Check{ID: "arch.shape", Status: Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
+			if len(t.Shape) == len(e.Shape) {
+				for d := range e.Shape {
+					if t.Shape[d] != e.Shape[d] && len(e.DimKeys[d]) == 1 {
+						if v, ok := cfg.Get(e.DimKeys[d][0]); ok {
+							if n, ok := ckpt.AsInt(v); ok && n == e.Shape[d] {
+								keyHits[e.DimKeys[d][0]] = append(keyHits[e.DimKeys[d][0]], keyHit{t.Shape[d], e.Name, t.Shape})
+							}
+						}
+					}
+				}
+			}
+		}
+		if !dtypeIn(t.DType, e.Alt) {
+			dtypeFails = append(dtypeFails, Check{ID: "arch.dtype", Status: Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
+		}
+	}
+	for _, t := range c.Tensors {
+		if _, ok := exp[t.Name]; !ok {
+			unexpected = append(unexpected, t.Name)
+		}
+	}
+
+	var out []Check
+	// arch.config
+	var cfgFails []Check
+	keys := make([]string, 0, len(keyHits))
+	for k := range keyHits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		hits := keyHits[k]
+		agree := true
+		for _, h := range hits {
+			agree = agree && h.found == hits[0].found
+		}
+		if !agree {
+			continue
+		}
+		v, _ := cfg.Get(k)
+		ts := make([]string, len(hits))
+		for i, h := range hits {
+			ts[i] = h.tensor
+		}
+		cfgFails = append(cfgFails, Check{ID: "arch.config", Status: Fail, Tensors: ts,
+			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), shapeStr(hits[0].shape))})
+	}
+	cfgFails = append(cfgFails, layerChecks(c, q)...)
+	if len(cfgFails) == 0 {
+		out = append(out, Check{ID: "arch.config", Status: Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
+	} else {
+		out = append(out, cfgFails...)
+	}
+	if len(missing) > 0 {
+		out = append(out, Check{ID: "arch.missing", Status: Fail, Tensors: missing,
+			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
+	} else {
+		out = append(out, Check{ID: "arch.missing", Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies are present", len(expected))})
+	}
+	if len(unexpected) > 0 {
+		out = append(out, Check{ID: "arch.unexpected", Status: Fail, Tensors: unexpected,
+			Message: fmt.Sprintf("%s not implied by the config: %s", plural(len(unexpected), "tensor is", "tensors are"), names(unexpected, 8))})
+	} else {
+		out = append(out, Check{ID: "arch.unexpected", Status: Pass, Message: "no tensor beyond those the config implies"})
+	}
+	out = appendOr(out, shapeFails, Check{ID: "arch.shape", Status: Pass, Message: "every expected tensor has the shape the config implies"})
+	out = appendOr(out, dtypeFails, Check{ID: "arch.dtype", Status: Pass, Message: "every expected tensor has an accepted dtype"})
+	return out, ProfileQwen35
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func dtypeIn(d ckpt.DType, alt []ckpt.DType) bool {
+	for _, a := range alt {
+		if a == d {
+			return true
+		}
+	}
+	return false
+}
+
+func keyValue(cfg *ckpt.Config, key string) string {
+	if v, ok := cfg.Get(key); ok {
+		return fmt.Sprintf("%s = %v", key, v)
+	}
+	return key + " (unset, default)"
+}
+
+// shapeMessage names the config keys behind the dimensions that disagree:
+// "text_config.intermediate_size = 320 implies [320, 128], found [336, 128]".
+func shapeMessage(cfg *ckpt.Config, e *arch.Tensor, t *ckpt.Tensor) string {
+	var ks []string
+	seen := map[string]bool{}
+	addKeys := func(list []string) {
+		for _, k := range list {
+			if !seen[k] {
+				seen[k] = true
+				ks = append(ks, keyValue(cfg, k))
+			}
+		}
+	}
+	if len(t.Shape) == len(e.Shape) {
+		for d := range e.Shape {
+			if t.Shape[d] != e.Shape[d] {
+				addKeys(e.DimKeys[d])
+			}
+		}
+	} else {
+		addKeys(e.Keys)
+	}
+	verb := "implies"
+	if len(ks) > 1 {
+		verb = "imply"
+	}
+	src := strings.Join(ks, ", ")
+	if src == "" {
+		src, verb = "the architecture", "implies"
+	}
+	return fmt.Sprintf("%s: %s %s %s, found %s", ckpt.EscapeName(e.Name), src, verb, shapeStr(e.Shape), shapeStr(t.Shape))
+}
+
+func dtypeMessage(in *inventory, e *arch.Tensor, t *ckpt.Tensor) string {
+	alts := make([]string, len(e.Alt))
+	for i, a := range e.Alt {
+		alts[i] = string(a)
+	}
+	want := strings.Join(alts, " or ")
+	why := ""
+	switch {
+	case e.FP8:
+		why = " with a weight_scale_inv (FP8 release; module not in modules_to_not_convert)"
+		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
+			why += "; it has no scale either"
+		}
+	case t.DType == ckpt.F8E4M3 && in.quant != nil:
+		if e := notConvertEntry(in.quant, moduleOf(t.Name)); e != "" {
+			why = fmt.Sprintf(" (modules_to_not_convert lists %s)", ckpt.Quote(e))
+		} else {
+			why = " (this projection stays unquantised in FP8 releases)"
+		}
+	}
+	return fmt.Sprintf("%s is %s, expected %s%s", ckpt.EscapeName(e.Name), t.DType, want, why)
+}
+
+func describeProfile(q *arch.Qwen35, fp8 bool, block []int64, n int) string {
+	form := "flat config"
+	if q.TextPath != "" {
+		form = "nested config (text_config)"
+	}
+	lin, full := 0, 0
+	for _, lt := range q.LayerTypes {
+		if lt == "full_attention" {
+			full++
+		} else {
+			lin++
+		}
+	}
+	kind := "bf16"
+	if fp8 {
+		kind = "block-FP8 " + shapeStr(block)
+	}
+	vis := "no vision tower"
+	if q.Vision != nil {
+		vis = fmt.Sprintf("vision depth %d", q.Vision.Depth)
+	}
+	return fmt.Sprintf("qwen3_5 profile, %s, prefix %s: %d layers (%d linear_attention + %d full_attention), %d mtp, %s; %s: %d tensors expected, config agrees with the tensors",
+		form, q.TextPrefix, q.Layers, lin, full, q.MTPLayers, vis, kind, n)
+}
+
+// layerChecks compares layer counts and layer kinds with the tensors.
+func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35) []Check {
+	tp := q.TextPath
+	type stack struct {
+		prefix string
+		count  int64
+		key    string
+		seen   map[int]bool
+	}
+	stacks := []*stack{{q.TextPrefix + "layers.", q.Layers, tp + "num_hidden_layers", map[int]bool{}},
+		{"mtp.layers.", q.MTPLayers, tp + "mtp_num_hidden_layers", map[int]bool{}}}
+	if q.Vision != nil {
+		stacks = append(stacks, &stack{"model.visual.blocks.", q.Vision.Depth, "vision_config.depth", map[int]bool{}})
+	}
+	kinds := map[int]map[string]bool{} // text layer -> "linear_attn"/"self_attn"
+	for _, t := range c.Tensors {
+		for _, s := range stacks {
+			if !strings.HasPrefix(t.Name, s.prefix) {
+				continue
+			}
+			rest := t.Name[len(s.prefix):]
+			dot := strings.IndexByte(rest, '.')
+			if dot <= 0 {
+				continue
+			}
+			n, err := strconv.Atoi(rest[:dot])
+			if err != nil || n < 0 {
+				continue
+			}
+			s.seen[n] = true
+			if s == stacks[0] {
+				for _, k := range []string{"linear_attn.", "self_attn."} {
+					if strings.HasPrefix(rest[dot+1:], k) {
+						if kinds[n] == nil {
+							kinds[n] = map[string]bool{}
+						}
+						kinds[n][k[:len(k)-1]] = true
+					}
+				}
+			}
+		}
+	}
+	var out []Check
+	for _, s := range stacks {
+		var extra, absent []int
+		for n := range s.seen {
+			if int64(n) >= s.count {
+				extra = append(extra, n)
+			}
+		}
+		for n := int64(0); n < s.count; n++ {
+			if !s.seen[int(n)] {
+				absent = append(absent, int(n))
+			}
+		}
+		if len(extra) > 0 {
+			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
+		}
+		if len(absent) > 0 {
+			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
+		}
+	}
+	layerKey := tp + "layer_types"
+	if _, ok := c.Config.Get(layerKey); !ok {
+		layerKey = tp + "full_attention_interval"
+	}
+	for i, lt := range q.LayerTypes {
+		k := kinds[i]
+		if k == nil {
+			continue
+		}
+		want := "linear_attn"
+		if lt == "full_attention" {
+			want = "self_attn"
+		}
+		other := "self_attn"
+		if want == "self_attn" {
+			other = "linear_attn"
+		}
+		if !k[want] && k[other] {
+			where := layerKey
+			if strings.HasSuffix(layerKey, "layer_types") {
+				where = fmt.Sprintf("%s[%d] = %s", layerKey, i, ckpt.Quote(lt))
+			} else if v, ok := c.Config.Get(layerKey); ok {
+				where = fmt.Sprintf("%s = %v makes layer %d %s", layerKey, v, i, lt)
+			}
+			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
+		}
+	}
+	return out
+}

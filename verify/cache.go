@@ -1,0 +1,122 @@
+package verify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"golang.org/x/sync/errgroup"
+)
+
+func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, error) {
+	inner := innerStore(c.Store)
+	var out []Check
+	if ps, ok := inner.(ckpt.PartialStore); ok {
+		partial, err := ps.Partial(ctx)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			out = append(out, Check{ID: "cache.partial", Status: Fail, Message: fmt.Sprintf("cannot tell partial downloads: %v", err)})
+		case len(partial) == 0:
+			out = append(out, Check{ID: "cache.partial", Status: Pass, Message: "no partial downloads in the cache snapshot"})
+		default:
+			for _, p := range partial {
+				out = append(out, Check{ID: "cache.partial", Status: Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
+			}
+		}
+	} else {
+		out = append(out, Check{ID: "cache.partial", Status: Skip, Message: "not a Hugging Face cache snapshot"})
+	}
+	ds, ok := inner.(ckpt.DigestStore)
+	switch {
+	case !ok:
+		out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "the source does not record file digests"})
+		return out, nil
+	case !opt.ReadData:
+		out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "not checked: file digests are checked only with --read-data"})
+		return out, nil
+	}
+	type job struct {
+		name, want, got string
+		err             error
+	}
+	var jobs []*job
+	cand := []string{"config.json"}
+	if c.Index != nil {
+		cand = append(cand, ckpt.IndexFile)
+	}
+	for _, f := range c.Files {
+		cand = append(cand, f.Name)
+	}
+	for _, n := range cand {
+		if want, ok := ds.ExpectedSHA256(n); ok {
+			jobs = append(jobs, &job{name: n, want: strings.ToLower(want)})
+		}
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = defaultWorkers
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, j := range jobs {
+		g.Go(func() error {
+			j.got, j.err = fileSHA256(gctx, inner, j.name, opt.Progress)
+			return gctx.Err()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	bad := 0
+	for _, j := range jobs {
+		switch {
+		case j.err != nil:
+			bad++
+			out = append(out, Check{ID: "cache.sha256", Status: Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
+		case j.got != j.want:
+			bad++
+			out = append(out, Check{ID: "cache.sha256", Status: Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
+		}
+	}
+	if bad == 0 {
+		if len(jobs) == 0 {
+			out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "no file has a recorded SHA-256"})
+		} else {
+			out = append(out, Check{ID: "cache.sha256", Status: Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
+		}
+	}
+	return out, nil
+}
+
+func fileSHA256(ctx context.Context, s ckpt.Store, name string, p *ckpt.Progress) (string, error) {
+	b, err := s.Open(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	defer b.Close()
+	p.AddTotal(b.Size())
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	var off int64
+	for off < b.Size() {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n := min(int64(len(buf)), b.Size()-off)
+		m, err := b.ReadAt(buf[:n], off)
+		if err != nil && !(err == io.EOF && int64(m) == n) {
+			return "", fmt.Errorf("reading %s at byte %d: %w", s.Location(name), off, err)
+		}
+		h.Write(buf[:n])
+		off += n
+		p.Add(n)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

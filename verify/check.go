@@ -1,0 +1,186 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Status is the outcome of one check.
+type Status string
+
+// The statuses of a check. Only Fail makes a report not OK.
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Warn Status = "warn"
+	Skip Status = "skip"
+)
+
+// Check is one finding: a check id (stable, see the package doc), its
+// status, a message that names the tensor, file or config key and says what
+// was expected and what was found, and the tensors concerned.
+type Check struct {
+	ID      string   `json:"id"`
+	Status  Status   `json:"status"`
+	Message string   `json:"message"`
+	Tensors []string `json:"tensors"`
+}
+
+// Profiles for Options.Profile.
+const (
+	ProfileAuto    = "auto"
+	ProfileQwen35  = "qwen3_5"
+	ProfileNone    = "none"
+	defaultChunk   = 4 << 20
+	defaultWorkers = 4
+)
+
+// Options tune Run.
+type Options struct {
+	// Profile selects the architecture profile: "auto" (default: chosen
+	// from model_type / architectures), "qwen3_5" or "none".
+	Profile string
+	// ReadData also reads tensor data: scale values, FP8 NaN codes,
+	// NaN/Inf in float tensors, per-tensor xxh3, and file SHA-256 against
+	// a DigestStore.
+	ReadData bool
+	// Workers bounds concurrent reads (default 4).
+	Workers int
+	// ChunkSize is the read size per worker in bytes (default 4 MiB);
+	// peak memory for data checks is about Workers × ChunkSize.
+	ChunkSize int
+	// Progress, if set, counts bytes read by the data checks.
+	Progress *ckpt.Progress
+}
+
+// Report is the result of Run: every finding, in check order.
+type Report struct {
+	Source string  `json:"source"`
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
+	// ReadData was set and the tensor could be read.
+	Hashes map[string]string `json:"-"`
+	// Profile is the architecture profile used ("" for none).
+	Profile string `json:"-"`
+}
+
+// Counts returns how many checks have each status.
+func (r *Report) Counts() map[Status]int {
+	m := map[Status]int{}
+	for _, c := range r.Checks {
+		m[c.Status]++
+	}
+	return m
+}
+
+// Add appends findings (such as a Comparison's) and keeps OK up to date.
+func (r *Report) Add(cs ...Check) {
+	for _, c := range cs {
+		if c.Tensors == nil {
+			c.Tensors = []string{}
+		}
+		if c.Status == Fail {
+			r.OK = false
+		}
+		r.Checks = append(r.Checks, c)
+	}
+}
+
+// Run runs every check on an opened checkpoint and returns all findings.
+// It returns an error only when the context is cancelled or the options are
+// invalid; problems of the checkpoint are findings. Open the checkpoint with
+// Open (or ckpt.Options{Lenient: true}) so that integrity problems become
+// findings instead of open errors.
+func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) {
+	r := &Report{Source: c.Source, OK: true}
+	switch opt.Profile {
+	case "", ProfileAuto, ProfileQwen35, ProfileNone:
+	default:
+		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(opt.Profile))
+	}
+	in := newInventory(c)
+	r.Add(integrityChecks(c)...)
+	r.Add(headerChecks(c)...)
+	r.Add(fp8Checks(c, in)...)
+	arch, profile := archChecks(c, in, opt.Profile)
+	r.Profile = profile
+	r.Add(arch...)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, hashes, err := dataChecks(ctx, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	r.Hashes = hashes
+	r.Add(data...)
+	cache, err := cacheChecks(ctx, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	r.Add(cache...)
+	return r, nil
+}
+
+// inventory indexes the checkpoint's tensors for the checks.
+type inventory struct {
+	c      *ckpt.Checkpoint
+	byName map[string]*ckpt.Tensor
+	quant  *ckpt.QuantConfig
+}
+
+func newInventory(c *ckpt.Checkpoint) *inventory {
+	in := &inventory{c: c, byName: make(map[string]*ckpt.Tensor, len(c.Tensors))}
+	for _, t := range c.Tensors {
+		in.byName[t.Name] = t
+	}
+	in.quant = c.Config.Quantization()
+	return in
+}
+
+// names lists up to max quoted names, with "and N more".
+func names(ns []string, max int) string {
+	var b strings.Builder
+	for i, n := range ns {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(ns)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(ckpt.EscapeName(n))
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func shapeStr(s []int64) string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprint(d)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,270 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/zeebo/xxh3"
+	"golang.org/x/sync/errgroup"
+)
+
+var dataIDs = []string{"data.scale_values", "data.fp8_nan", "data.float_nonfinite", "data.hash"}
+
+// kinds of data scan.
+const (
+	kindOther = iota
+	kindScale
+	kindE4M3
+	kindFloat
+)
+
+func kindOf(t *ckpt.Tensor) int {
+	isScale := strings.HasSuffix(t.Name, ckpt.ScaleSuffix) || isCompressedScale(t.Name)
+	switch {
+	case isScale && (t.DType == ckpt.F32 || t.DType == ckpt.BF16 || t.DType == ckpt.F16 || t.DType == ckpt.F64 || t.DType == ckpt.F8E4M3 || t.DType == ckpt.F8E8M0):
+		return kindScale
+	case t.DType == ckpt.F8E4M3:
+		return kindE4M3
+	case t.DType == ckpt.BF16 || t.DType == ckpt.F16 || t.DType == ckpt.F32 || t.DType == ckpt.F64 || t.DType == ckpt.F8E5M2:
+		return kindFloat
+	}
+	return kindOther
+}
+
+// tensorData is the outcome of reading one tensor.
+type tensorData struct {
+	t      *ckpt.Tensor
+	kind   int
+	c      counts
+	hasher *xxh3.Hasher
+	hash   string
+	err    error
+	cut    bool // not read: its file is truncated
+}
+
+// scanChunk scans one chunk; off is the byte offset in the tensor.
+func scanChunk(td *tensorData, p []byte, off int64, c *counts, tmp []float32) []float32 {
+	bits := int64(td.t.DType.Bits())
+	if bits == 0 {
+		return tmp
+	}
+	base := off * 8 / bits
+	switch td.kind {
+	case kindScale:
+		tmp = scanScales(td.t.DType, p, base, c, tmp)
+	case kindE4M3:
+		scanE4M3(p, base, c)
+	case kindFloat:
+		switch td.t.DType {
+		case ckpt.BF16:
+			scanHalf(p, base, 0x7f80, c)
+		case ckpt.F16:
+			scanHalf(p, base, 0x7c00, c)
+		case ckpt.F32:
+			scanF32(p, base, c)
+		case ckpt.F64:
+			scanF64(p, base, c)
+		case ckpt.F8E5M2:
+			scanE5M2(p, base, c)
+		}
+	}
+	return tmp
+}
+
+// readAll streams every tensor once: chunks are read and scanned in
+// parallel (at most workers at a time, each with one chunk-sized buffer),
+// and each tensor's hash is fed in chunk order.
+func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorData, error) {
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = defaultWorkers
+	}
+	chunk := int64(opt.ChunkSize)
+	if chunk <= 0 {
+		chunk = defaultChunk
+	}
+	chunk = max(chunk/8*8, 8)
+	realSize := map[*ckpt.File]int64{}
+	if ss, ok := c.Store.(*sizeStore); ok {
+		byName := map[string]int64{}
+		for _, m := range ss.mismatches() {
+			byName[m.Name] = m.Real
+		}
+		for _, f := range c.Files {
+			if r, ok := byName[f.Name]; ok {
+				realSize[f] = r
+			}
+		}
+	}
+	out := make([]*tensorData, len(c.Tensors))
+	var total int64
+	for i, t := range c.Tensors {
+		td := &tensorData{t: t, kind: kindOf(t), hasher: xxh3.New()}
+		td.c.first = -1
+		if r, ok := realSize[t.File]; ok && t.Offset()+int64(t.NBytes()) > r {
+			td.cut = true
+		} else {
+			total += int64(t.NBytes())
+		}
+		out[i] = td
+	}
+	opt.Progress.AddTotal(total)
+	bufs := make(chan []byte, workers)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	closed := make(chan struct{})
+	close(closed)
+	for _, td := range out {
+		if td.cut {
+			continue
+		}
+		n := int64(td.t.NBytes())
+		nChunks := max((n+chunk-1)/chunk, 1)
+		prev := (<-chan struct{})(closed)
+		for k := int64(0); k < nChunks; k++ {
+			if gctx.Err() != nil {
+				break
+			}
+			done := make(chan struct{})
+			wait, off := prev, k*chunk
+			size := min(chunk, n-off)
+			last := k == nChunks-1
+			g.Go(func() error {
+				defer close(done)
+				var buf []byte
+				select {
+				case buf = <-bufs:
+				default:
+					buf = make([]byte, chunk)
+				}
+				defer func() {
+					select {
+					case bufs <- buf:
+					default:
+					}
+				}()
+				p := buf[:size]
+				var cc counts
+				cc.first = -1
+				_, rerr := td.t.ReadAt(p, off)
+				if rerr == nil {
+					scanChunk(td, p, off, &cc, nil)
+				}
+				select { // hash in chunk order
+				case <-wait:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				if td.err == nil && rerr != nil {
+					td.err = rerr
+				}
+				if td.err == nil {
+					td.hasher.Write(p)
+					td.c.merge(&cc)
+				}
+				opt.Progress.Add(size)
+				if last {
+					if td.err == nil {
+						td.hash = fmt.Sprintf("%016x", td.hasher.Sum64())
+					}
+					td.hasher = nil
+					opt.Progress.ItemDone()
+				}
+				return nil
+			})
+			prev = done
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, map[string]string, error) {
+	if !opt.ReadData {
+		out := make([]Check, len(dataIDs))
+		for i, id := range dataIDs {
+			out[i] = Check{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}
+		}
+		return out, nil, nil
+	}
+	res, err := readAll(ctx, c, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	hashes := make(map[string]string, len(res))
+	var scales, fp8, floats []Check
+	var nScale, nFP8, nFloat, nHash int
+	var bytes int64
+	var readFails []Check
+	var cut []string
+	for _, td := range res {
+		t := td.t
+		switch {
+		case td.cut:
+			cut = append(cut, t.Name)
+			continue
+		case td.err != nil:
+			readFails = append(readFails, Check{ID: "data.read", Status: Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
+			continue
+		}
+		hashes[t.Name] = td.hash
+		nHash++
+		bytes += int64(t.NBytes())
+		cc := &td.c
+		switch td.kind {
+		case kindScale:
+			nScale++
+			if cc.bad() > 0 {
+				scales = append(scales, Check{ID: "data.scale_values", Status: Fail, Tensors: []string{t.Name},
+					Message: fmt.Sprintf("%s: %d of %d scale values are not finite and > 0 (NaN %d, Inf %d, zero %d, negative %d; first at element %d = %s)",
+						ckpt.EscapeName(t.Name), cc.bad(), cc.n, cc.nan, cc.inf, cc.zero, cc.neg, cc.first, cc.firstValue)})
+			}
+		case kindE4M3:
+			nFP8++
+			if cc.nan > 0 {
+				fp8 = append(fp8, Check{ID: "data.fp8_nan", Status: Fail, Tensors: []string{t.Name},
+					Message: fmt.Sprintf("%s: %d of %d F8_E4M3 codes are NaN (0x7f/0xff); first at element %d", ckpt.EscapeName(t.Name), cc.nan, cc.n, cc.first)})
+			}
+		case kindFloat:
+			nFloat++
+			if cc.nan+cc.inf > 0 {
+				floats = append(floats, Check{ID: "data.float_nonfinite", Status: Fail, Tensors: []string{t.Name},
+					Message: fmt.Sprintf("%s (%s): %d NaN and %d Inf of %d values; first at element %d = %s", ckpt.EscapeName(t.Name), t.DType, cc.nan, cc.inf, cc.n, cc.first, cc.firstValue)})
+			}
+		}
+	}
+	var out []Check
+	out = appendOr(out, scales, Check{ID: "data.scale_values", Status: Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
+	out = appendOr(out, fp8, Check{ID: "data.fp8_nan", Status: Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	out = appendOr(out, floats, Check{ID: "data.float_nonfinite", Status: Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
+	out = append(out, Check{ID: "data.hash", Status: Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
+	if len(cut) > 0 {
+		out = append(out, Check{ID: "data.read", Status: Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
+	}
+	out = appendOr(out, readFails, Check{ID: "data.read", Status: Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
+	return out, hashes, nil
+}
+
+// Hashes reads every tensor once (streamed, parallel, bounded memory as in
+// Run with ReadData) and returns tensor name → xxh3-64 (16 hex digits) for
+// the tensors that could be read.
+func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt Options) (map[string]string, error) {
+	res, err := readAll(ctx, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(res))
+	for _, td := range res {
+		if td.hash != "" {
+			out[td.t.Name] = td.hash
+		}
+	}
+	return out, nil
+}

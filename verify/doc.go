@@ -1,0 +1,58 @@
+// Package verify checks a safetensors checkpoint's contract and reports
+// every finding, not just the first: shard/index integrity, the strict
+// header format, the block-FP8 scale rules, the tensors an architecture's
+// config implies (profile qwen3_5), and with Options.ReadData the tensor
+// data (scale values, NaN codes, NaN/Inf, per-tensor xxh3) and the file
+// digests of a Hugging Face cache snapshot. It also writes and compares
+// structural contracts (Contract, Compare). It never prints.
+//
+// Open a checkpoint with Open (lenient, and tolerant of shards whose size
+// disagrees with their header), then call Run. Each Check has a stable id:
+//
+//	index.shard_name        a weight_map shard name escapes the directory
+//	index.shard_missing     a shard named by weight_map cannot be opened
+//	index.duplicate_key     a tensor is listed twice in weight_map
+//	index.tensor_missing    a weight_map tensor is not in its shard
+//	index.tensor_unlisted   a stored tensor is not in weight_map
+//	index.tensor_duplicate  a tensor is stored in two shards
+//	index.total_size        metadata.total_size differs from the payload bytes
+//	file.size               a file's size differs from 8 + header + data (truncated download)
+//	header.dtype            a tensor has an unknown dtype
+//	header.lint             strict-format deviations (warn): header not starting
+//	                        with '{', padding other than spaces, tensors not in
+//	                        the reference writer's order
+//	fp8.config              F8_E4M3 tensors without an fp8 quantization_config
+//	                        with a valid weight_block_size (or a wrong fmt)
+//	fp8.scale_missing       an F8_E4M3 weight without <name>_scale_inv
+//	fp8.scale_shape         a scale not of shape [ceil(R/bm), ceil(C/bn)]
+//	fp8.scale_dtype         a scale not F32, BF16 or F16
+//	fp8.scale_orphan        a scale whose weight is absent or not F8_E4M3
+//	fp8.rank                an F8_E4M3 tensor that is not 2-D
+//	fp8.not_convert         an F8_E4M3 weight listed in modules_to_not_convert
+//	                        (whole dotted segments); warn for entries that only
+//	                        substring-match (transformers' pitfall)
+//	fp8.compressed_tensors  compressed-tensors naming (weight_scale, input_scale)
+//	arch.config             the profile cannot read the config, or a config
+//	                        value disagrees with the tensors (layer counts,
+//	                        layer kinds, a dimension all tensors agree on)
+//	arch.missing            tensors the config implies that are absent
+//	arch.unexpected         tensors the config does not imply
+//	arch.shape              a tensor's shape differs from the config's, naming
+//	                        the config keys behind the differing dimensions
+//	arch.dtype              a tensor's dtype is not an accepted one
+//	data.scale_values       scale values not finite and > 0 (--read-data)
+//	data.fp8_nan            NaN codes 0x7f/0xff in F8_E4M3 tensors
+//	data.float_nonfinite    NaN/Inf in BF16/F16/F32/F64/F8_E5M2 tensors
+//	data.hash               per-tensor xxh3-64 of the raw bytes
+//	data.read               tensors that could not be read
+//	cache.partial           a partial download in a cache snapshot (PartialStore)
+//	cache.sha256            a file whose SHA-256 differs from the recorded one
+//	                        (DigestStore, --read-data)
+//
+// Compare adds contract.key_added, contract.key_removed, contract.dtype,
+// contract.shape, contract.hash, contract.config, contract.fp8_scheme and
+// contract.fp8_not_convert.
+//
+// A check that found nothing appears once with status pass; a check that
+// does not apply appears with status skip and says why.
+package verify

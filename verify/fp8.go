@@ -1,0 +1,310 @@
+package verify
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// MatchModule reports whether a modules_to_not_convert entry names module
+// (or a parent of it) on whole dotted segments: "mlp.gate" matches
+// "model.layers.0.mlp.gate" but not "model.layers.0.mlp.gate_proj", and
+// "layers.1" does not match "layers.10". Transformers matches by substring,
+// which is how dropped scales have shipped; a checker must not.
+func MatchModule(entry, module string) bool {
+	if entry == "" {
+		return false
+	}
+	for i := 0; i+len(entry) <= len(module); {
+		j := strings.Index(module[i:], entry)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(entry)
+		if (j == 0 || module[j-1] == '.') && (end == len(module) || module[end] == '.') {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// notConvertEntry returns the first modules_to_not_convert entry that
+// matches module, or "".
+func notConvertEntry(q *ckpt.QuantConfig, module string) string {
+	if q == nil {
+		return ""
+	}
+	for _, e := range q.ModulesToNotConvert {
+		if strings.HasPrefix(e, "re:") {
+			continue
+		}
+		if MatchModule(e, module) {
+			return e
+		}
+	}
+	return ""
+}
+
+func moduleOf(weight string) string { return strings.TrimSuffix(weight, ".weight") }
+
+// compressedSuffixes are the compressed-tensors / ModelOpt scale names.
+var compressedSuffixes = []string{".weight_scale", ".input_scale"}
+
+func isCompressedScale(name string) bool {
+	for _, s := range compressedSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func isScaleDType(d ckpt.DType) bool { return d == ckpt.F32 || d == ckpt.BF16 || d == ckpt.F16 }
+
+// fp8Facts is what the FP8 checks learn about the checkpoint.
+type fp8Facts struct {
+	weights    []*ckpt.Tensor // F8_E4M3 tensors
+	scales     []*ckpt.Tensor // *_scale_inv tensors
+	compressed []*ckpt.Tensor // *.weight_scale / *.input_scale tensors
+	ctMethod   bool           // quant_method is compressed-tensors
+	block      []int64        // valid weight_block_size or nil
+}
+
+func (in *inventory) fp8Facts() *fp8Facts {
+	f := &fp8Facts{}
+	for _, t := range in.c.Tensors {
+		switch {
+		case t.DType == ckpt.F8E4M3:
+			f.weights = append(f.weights, t)
+		}
+		if strings.HasSuffix(t.Name, ckpt.ScaleSuffix) {
+			f.scales = append(f.scales, t)
+		} else if isCompressedScale(t.Name) {
+			f.compressed = append(f.compressed, t)
+		}
+	}
+	q := in.quant
+	f.ctMethod = q != nil && q.Method == "compressed-tensors"
+	if q.IsBlockFP8() {
+		f.block = q.BlockSize
+	}
+	return f
+}
+
+// IsFP8 reports whether the checkpoint is a block-FP8 release, decided from
+// the tensors present (an F8_E4M3 weight with its _scale_inv sibling) plus
+// the config (a block fp8 quantization_config).
+func (in *inventory) isFP8(f *fp8Facts) bool {
+	if in.quant.IsBlockFP8() {
+		return true
+	}
+	for _, w := range f.weights {
+		if _, ok := in.byName[ckpt.ScaleName(w.Name)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
+	f := in.fp8Facts()
+	q := in.quant
+	ids := []string{"fp8.config", "fp8.scale_missing", "fp8.scale_shape", "fp8.scale_dtype", "fp8.scale_orphan", "fp8.rank", "fp8.not_convert", "fp8.compressed_tensors"}
+	if len(f.weights) == 0 && len(f.scales) == 0 && len(f.compressed) == 0 && q == nil {
+		out := make([]Check, len(ids))
+		for i, id := range ids {
+			out[i] = Check{ID: id, Status: Skip, Message: "no F8_E4M3 tensors, no scales and no quantization_config"}
+		}
+		return out
+	}
+	var out []Check
+	out = append(out, fp8ConfigCheck(c, f, q)...)
+
+	// Weights with a compressed-tensors scale follow that scheme instead.
+	ctWeight := map[string]bool{}
+	for _, s := range f.compressed {
+		if strings.HasSuffix(s.Name, ".weight_scale") {
+			ctWeight[strings.TrimSuffix(s.Name, "_scale")] = true
+		}
+	}
+	// scale_missing, scale_shape, scale_dtype
+	var missing, shape, dtype []Check
+	nPairs := 0
+	for _, w := range f.weights {
+		sname := ckpt.ScaleName(w.Name)
+		s, ok := in.byName[sname]
+		if !ok {
+			if ctWeight[w.Name] {
+				continue
+			}
+			want := "a [ceil(R/bm), ceil(C/bn)] scale"
+			if f.block != nil && len(w.Shape) == 2 {
+				want = fmt.Sprintf("shape %s", shapeStr(scaleShape(w.Shape, f.block)))
+			}
+			missing = append(missing, Check{ID: "fp8.scale_missing", Status: Fail, Tensors: []string{w.Name},
+				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), shapeStr(w.Shape), ckpt.EscapeName(sname), want)})
+			continue
+		}
+		nPairs++
+		if !isScaleDType(s.DType) {
+			dtype = append(dtype, Check{ID: "fp8.scale_dtype", Status: Fail, Tensors: []string{s.Name},
+				Message: fmt.Sprintf("%s has dtype %s, expected F32, BF16 or F16", ckpt.EscapeName(s.Name), s.DType)})
+		}
+		if f.block != nil && len(w.Shape) == 2 {
+			want := scaleShape(w.Shape, f.block)
+			if !sameShape(s.Shape, want) {
+				shape = append(shape, Check{ID: "fp8.scale_shape", Status: Fail, Tensors: []string{s.Name, w.Name},
+					Message: fmt.Sprintf("%s has shape %s, expected %s = [ceil(%d/%d), ceil(%d/%d)] for weight %s and %s.weight_block_size %s",
+						ckpt.EscapeName(s.Name), shapeStr(s.Shape), shapeStr(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], shapeStr(w.Shape), q.Path, shapeStr(f.block))})
+			}
+		}
+	}
+	out = appendOr(out, missing, Check{ID: "fp8.scale_missing", Status: Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
+	switch {
+	case len(shape) > 0:
+		out = append(out, shape...)
+	case f.block == nil && nPairs > 0:
+		out = append(out, Check{ID: "fp8.scale_shape", Status: Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
+	default:
+		out = append(out, Check{ID: "fp8.scale_shape", Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), shapeStr(f.block))})
+	}
+	out = appendOr(out, dtype, Check{ID: "fp8.scale_dtype", Status: Pass, Message: fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)})
+
+	// scale_orphan
+	var orphans []Check
+	for _, s := range f.scales {
+		wname := strings.TrimSuffix(s.Name, ckpt.ScaleSuffix)
+		w, ok := in.byName[wname]
+		switch {
+		case !ok:
+			orphans = append(orphans, Check{ID: "fp8.scale_orphan", Status: Fail, Tensors: []string{s.Name},
+				Message: fmt.Sprintf("%s has no weight: %s does not exist", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname))})
+		case w.DType != ckpt.F8E4M3:
+			orphans = append(orphans, Check{ID: "fp8.scale_orphan", Status: Fail, Tensors: []string{s.Name, wname},
+				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
+		}
+	}
+	out = appendOr(out, orphans, Check{ID: "fp8.scale_orphan", Status: Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
+
+	// rank
+	var rank []Check
+	for _, w := range f.weights {
+		if len(w.Shape) != 2 {
+			rank = append(rank, Check{ID: "fp8.rank", Status: Fail, Tensors: []string{w.Name},
+				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight", ckpt.EscapeName(w.Name), shapeStr(w.Shape), len(w.Shape))})
+		}
+	}
+	out = appendOr(out, rank, Check{ID: "fp8.rank", Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
+
+	out = append(out, notConvertChecks(f, q)...)
+	out = append(out, compressedCheck(f, q))
+	return out
+}
+
+func appendOr(out, found []Check, pass Check) []Check {
+	if len(found) > 0 {
+		return append(out, found...)
+	}
+	return append(out, pass)
+}
+
+func scaleShape(w, block []int64) []int64 {
+	return []int64{(w[0] + block[0] - 1) / block[0], (w[1] + block[1] - 1) / block[1]}
+}
+
+func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Check {
+	id := "fp8.config"
+	n := len(f.weights)
+	if f.ctMethod {
+		return []Check{{ID: id, Status: Skip, Message: fmt.Sprintf("%s.quant_method is compressed-tensors: see fp8.compressed_tensors", q.Path)}}
+	}
+	if n == 0 && len(f.scales) == 0 {
+		if q == nil {
+			return []Check{{ID: id, Status: Skip, Message: "no F8_E4M3 tensors and no quantization_config"}}
+		}
+		if q.IsBlockFP8() {
+			return []Check{{ID: id, Status: Warn, Message: fmt.Sprintf("%s says block fp8 but no tensor is F8_E4M3", q.Path)}}
+		}
+		return []Check{{ID: id, Status: Skip, Message: fmt.Sprintf("no F8_E4M3 tensors (%s.quant_method %s)", q.Path, ckpt.Quote(q.Method))}}
+	}
+	switch {
+	case c.Config == nil:
+		return []Check{{ID: id, Status: Fail, Message: fmt.Sprintf("%s F8_E4M3 but there is no config.json with an fp8 quantization_config", plural(n, "tensor is", "tensors are"))}}
+	case q == nil:
+		return []Check{{ID: id, Status: Fail, Message: fmt.Sprintf("%s F8_E4M3 but config.json has no quantization_config (expected quant_method \"fp8\" with weight_block_size)", plural(n, "tensor is", "tensors are"))}}
+	case q.Method != "fp8":
+		return []Check{{ID: id, Status: Fail, Message: fmt.Sprintf("%s F8_E4M3 but %s.quant_method is %s, expected \"fp8\"", plural(n, "tensor is", "tensors are"), q.Path, ckpt.Quote(q.Method))}}
+	case !q.IsBlockFP8():
+		return []Check{{ID: id, Status: Fail, Message: fmt.Sprintf("%s.weight_block_size is %v, expected two positive integers [bm, bn] (never inferred from shapes)", q.Path, q.Raw["weight_block_size"])}}
+	}
+	var out []Check
+	if q.Fmt != "" && q.Fmt != "e4m3" {
+		out = append(out, Check{ID: id, Status: Fail, Message: fmt.Sprintf("%s.fmt is %s but the weights are F8_E4M3 (expected \"e4m3\")", q.Path, ckpt.Quote(q.Fmt))})
+	}
+	if q.ActivationScheme != "" && q.ActivationScheme != "dynamic" {
+		out = append(out, Check{ID: id, Status: Warn, Message: fmt.Sprintf("%s.activation_scheme is %s; block FP8 loaders (vLLM) require \"dynamic\"", q.Path, ckpt.Quote(q.ActivationScheme))})
+	}
+	if len(out) == 0 {
+		fmtS := q.Fmt
+		if fmtS == "" {
+			fmtS = "(unset)"
+		}
+		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, shapeStr(q.BlockSize), plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	}
+	return out
+}
+
+func notConvertChecks(f *fp8Facts, q *ckpt.QuantConfig) []Check {
+	id := "fp8.not_convert"
+	if q == nil || len(q.ModulesToNotConvert) == 0 {
+		return []Check{{ID: id, Status: Skip, Message: "no modules_to_not_convert in quantization_config"}}
+	}
+	var out, warns []Check
+	for _, w := range f.weights {
+		mod := moduleOf(w.Name)
+		if e := notConvertEntry(q, mod); e != "" {
+			out = append(out, Check{ID: id, Status: Fail, Tensors: []string{w.Name},
+				Message: fmt.Sprintf("%s is F8_E4M3, but %s.modules_to_not_convert lists %s, expected an unconverted (BF16) module", ckpt.EscapeName(w.Name), q.Path, ckpt.Quote(e))})
+			continue
+		}
+		for _, e := range q.ModulesToNotConvert {
+			if !strings.HasPrefix(e, "re:") && strings.Contains(mod, e) {
+				warns = append(warns, Check{ID: id, Status: Warn, Tensors: []string{w.Name},
+					Message: fmt.Sprintf("modules_to_not_convert entry %s is a substring of %s but not on dotted-segment boundaries: transformers' substring matching would leave this FP8 module unconverted and drop its scale", ckpt.Quote(e), ckpt.EscapeName(mod))})
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("no F8_E4M3 weight is in modules_to_not_convert (%d entries, matched on whole dotted segments)", len(q.ModulesToNotConvert))})
+	}
+	return append(out, warns...)
+}
+
+func compressedCheck(f *fp8Facts, q *ckpt.QuantConfig) Check {
+	id := "fp8.compressed_tensors"
+	var ws, is []string
+	var all []string
+	for _, t := range f.compressed {
+		all = append(all, t.Name)
+		if strings.HasSuffix(t.Name, ".weight_scale") {
+			ws = append(ws, t.Name)
+		} else {
+			is = append(is, t.Name)
+		}
+	}
+	desc := fmt.Sprintf("%s and %s (compressed-tensors / ModelOpt naming: scales are multipliers, no _inv suffix)", plural(len(ws), "weight_scale", "weight_scale tensors"), plural(len(is), "input_scale", "input_scale tensors"))
+	switch {
+	case f.ctMethod:
+		return Check{ID: id, Status: Warn, Tensors: all, Message: fmt.Sprintf("compressed-tensors checkpoint (%s.quant_method): %s; the block-FP8 weight_scale_inv rules do not apply and this scheme is not verified further", q.Path, desc)}
+	case len(all) == 0:
+		return Check{ID: id, Status: Pass, Message: "no compressed-tensors scales (weight_scale, input_scale)"}
+	case q.IsBlockFP8():
+		return Check{ID: id, Status: Fail, Tensors: all, Message: fmt.Sprintf("%s, but %s is block fp8, which expects weight_scale_inv: %s", desc, q.Path, names(all, 5))}
+	default:
+		return Check{ID: id, Status: Warn, Tensors: all, Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, names(all, 5))}
+	}
+}
