@@ -69,6 +69,7 @@ type Hub struct {
 	inflight    atomic.Int64
 
 	mu     sync.Mutex
+	repos  map[string]string // more repositories: id → directory
 	files  map[string]served
 	hangCh chan struct{}
 }
@@ -127,14 +128,29 @@ func (h *Hub) ETag(name string) (string, error) {
 	return e, err
 }
 
-// content returns a file's bytes and ETag (cached until Update).
+// AddRepo serves dir as another repository id (resolve URLs only).
+func (h *Hub) AddRepo(id, dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.repos == nil {
+		h.repos = map[string]string{}
+	}
+	h.repos[id] = dir
+}
+
+// content returns a file's bytes and ETag (cached until Update). name is
+// relative to Dir, or "\x00<dir>\x00<name>" for another repository.
 func (h *Hub) content(name string) ([]byte, string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c, ok := h.files[name]; ok {
 		return c.data, c.etag, nil
 	}
-	data, err := os.ReadFile(filepath.Join(h.Dir, filepath.FromSlash(name)))
+	dir, rel := h.Dir, name
+	if parts := strings.Split(name, "\x00"); len(parts) == 3 {
+		dir, rel = parts[1], parts[2]
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, "", err
 	}
@@ -175,6 +191,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		file = strings.TrimPrefix(p, "/files/")
 	default:
 		rest, ok := strings.CutPrefix(p, "/"+h.Repo+"/resolve/")
+		key := ""
+		if !ok {
+			h.mu.Lock()
+			for id, dir := range h.repos {
+				if r, found := strings.CutPrefix(p, "/"+id+"/resolve/"); found {
+					rest, ok, key = r, true, "\x00"+dir+"\x00"
+				}
+			}
+			h.mu.Unlock()
+		}
 		if !ok {
 			notFound(w, "RepoNotFound", "Repository not found")
 			return
@@ -188,9 +214,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			notFound(w, "RevisionNotFound", "Invalid rev id: "+rev)
 			return
 		}
-		file = f
+		file = key + f
 	}
-	if file == "" || path.Clean(file) != file || strings.HasPrefix(file, "../") || strings.Contains(file, "/../") {
+	if rel := file[strings.LastIndex(file, "\x00")+1:]; rel == "" || path.Clean(rel) != rel || strings.HasPrefix(rel, "../") || strings.Contains(rel, "/../") {
 		notFound(w, "EntryNotFound", "Entry not found")
 		return
 	}
@@ -201,7 +227,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var f Fault
 	if h.Inject != nil {
-		f = h.Inject(r, file)
+		f = h.Inject(r, file[strings.LastIndex(file, "\x00")+1:])
 	}
 	h.serve(w, r, data, etag, f)
 }
