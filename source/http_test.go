@@ -272,8 +272,9 @@ func TestHTTPConcurrentOpenReusesConnections(t *testing.T) {
 	defer hub.Close()
 	o := source.Options{Getenv: mapEnv(map[string]string{"HF_ENDPOINT": hub.URL}), MaxConcurrent: 3}
 	ctx := context.Background()
+	openers := source.Openers(o) // one client, as in one command
 	for range 3 {
-		c, err := ckpt.Open(ctx, "hf://org/model", ckpt.Options{}, source.Openers(o)...)
+		c, err := ckpt.Open(ctx, "hf://org/model", ckpt.Options{}, openers...)
 		require.NoError(t, err)
 		require.Len(t, c.Files, 4)
 		require.NoError(t, c.Close())
@@ -281,7 +282,10 @@ func TestHTTPConcurrentOpenReusesConnections(t *testing.T) {
 	// index + config + 4 shards per open, one request each: the index
 	// probe is answered from the store's cache of small files.
 	assert.Equal(t, int64(3*6), hub.Requests.Load())
-	assert.LessOrEqual(t, hub.Conns.Load(), int64(3*3), "connections are reused within a store")
+	// Without reuse this would be 18 connections; the transport may dial
+	// a spare while another request finishes, hence the slack.
+	t.Logf("%d requests over %d connections", hub.Requests.Load(), hub.Conns.Load())
+	assert.LessOrEqual(t, hub.Conns.Load(), int64(2*3), "connections are reused")
 }
 
 func TestHTTPToken(t *testing.T) {
@@ -332,4 +336,29 @@ func TestHTTPCancel(t *testing.T) {
 	_, err = b.ReadAt(make([]byte, 1000), 100000)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), time.Second)
+}
+
+// A header larger than the speculative prefix takes exactly one more
+// request; one that fits takes none.
+func TestHTTPHeaderTakesAtMostTwoRequests(t *testing.T) {
+	t.Parallel()
+	dir := smallFixture(t)
+	for _, prefix := range []int64{1 << 10, 64 << 10} {
+		hub := sourcetest.NewHub(dir, "org/model")
+		o := fastOpts()
+		o.PrefixSize = prefix
+		s, err := source.NewHTTPStore(context.Background(), hub.URL+"/files/", "", o)
+		require.NoError(t, err)
+		b, err := s.Open(context.Background(), shard)
+		require.NoError(t, err)
+		h, err := ckpt.ReadHeader(b, b.Size(), shard)
+		require.NoError(t, err)
+		require.Greater(t, int64(h.Size), int64(1<<10), "the header must outgrow the small prefix")
+		want := int64(1)
+		if int64(h.Size)+8 > prefix {
+			want = 2
+		}
+		assert.Equal(t, want, hub.Requests.Load(), "prefix %d, header %d bytes", prefix, h.Size)
+		hub.Close()
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -154,6 +155,31 @@ func TestSourcesVerifyPartialDownloadFails(t *testing.T) {
 	assert.Contains(t, joined, "cache.partial")
 	assert.Contains(t, joined, shard)
 	assert.Contains(t, joined, "partial download")
+}
+
+func TestSourcesVerifyReadDataCorruptBlob(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	const shard = "model-00003-of-00004.safetensors"
+	blob := filepath.Join(f.repoBase.Dir, "blobs", f.repoBase.Blobs[shard])
+	data, err := os.ReadFile(blob)
+	require.NoError(t, err)
+	data[len(data)-3] ^= 0x01 // a bit flip in tensor data: headers still fine
+	require.NoError(t, os.WriteFile(blob, data, 0o644))
+	code, _, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--format", "json")
+	assert.Equal(t, 0, code, "structural verify does not read data: %s", errs)
+	code, out, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--read-data", "--progress", "none", "--format", "json")
+	assert.Equal(t, 1, code, errs)
+	var msgs []string
+	for _, c := range decodeJSON(t, out)["checks"].([]any) {
+		m := c.(map[string]any)
+		if m["id"] == "cache.sha256" {
+			msgs = append(msgs, m["status"].(string)+": "+m["message"].(string))
+		}
+	}
+	joined := strings.Join(msgs, "\n")
+	assert.Contains(t, joined, "fail: "+shard)
+	assert.Contains(t, joined, f.repoBase.Blobs[shard])
 }
 
 func TestSourcesDiffEveryForm(t *testing.T) {
