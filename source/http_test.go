@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -361,4 +363,50 @@ func TestHTTPHeaderTakesAtMostTwoRequests(t *testing.T) {
 		assert.Equal(t, want, hub.Requests.Load(), "prefix %d, header %d bytes", prefix, h.Size)
 		hub.Close()
 	}
+}
+
+// The hub answers resolve URLs of LFS files with a redirect to a CDN on
+// another host; reads follow it, keep the token to the hub, and stay
+// pinned by checking every response's ETag.
+func TestHTTPRedirectToCDN(t *testing.T) {
+	t.Parallel()
+	dir := smallFixture(t)
+	cdn := sourcetest.NewHub(dir, "org/model")
+	defer cdn.Close()
+	var sawAuthAtCDN atomic.Bool
+	cdn.Inject = func(r *http.Request, file string) sourcetest.Fault {
+		if r.Header.Get("Authorization") != "" {
+			sawAuthAtCDN.Store(true)
+		}
+		return sourcetest.Fault{}
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		name := r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]
+		// localhost: another host name for the same machine.
+		http.Redirect(w, r, strings.Replace(cdn.FileURL(name), "127.0.0.1", "localhost", 1), http.StatusFound)
+	}))
+	defer front.Close()
+	env := mapEnv(map[string]string{"HF_ENDPOINT": front.URL, "HF_TOKEN": "tok"})
+	c, err := ckpt.Open(context.Background(), "hf://org/model", ckpt.Options{}, source.Openers(source.Options{Getenv: env})...)
+	require.NoError(t, err)
+	defer c.Close()
+	local, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	defer local.Close()
+	for _, name := range []string{"model.language_model.embed_tokens.weight", "mtp.fc.weight"} {
+		a, ok := c.Lookup(name)
+		require.True(t, ok, name)
+		b, _ := local.Lookup(name)
+		x, y := make([]byte, a.NBytes()), make([]byte, b.NBytes())
+		_, err = a.ReadAt(x, 0)
+		require.NoError(t, err)
+		_, err = b.ReadAt(y, 0)
+		require.NoError(t, err)
+		require.Equal(t, y, x, name)
+	}
+	assert.False(t, sawAuthAtCDN.Load(), "the token must not follow a redirect to another host")
 }
