@@ -91,6 +91,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newDemoCmd(),
 		a.newMapCmd(),
 		a.newVerifyCmd(), a.newContractCmd(),
+		a.newDiffCmd(),
 	)
 	return root
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ckpt-dev/ckpt/source"
 	"golang.org/x/term"
 )
 
@@ -21,6 +22,7 @@ func main() {
 		Terminal: term.IsTerminal(int(os.Stdout.Fd())),
 		ErrTerm:  term.IsTerminal(int(os.Stderr.Fd())),
 		Getenv:   os.Getenv,
+		Openers:  source.Openers(source.Options{Getenv: os.Getenv, UserAgent: "ckpt/" + Version}),
 	}
 	code := app.Run(ctx, os.Args[1:])
 	cancel()

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/diff"
+	"github.com/ckpt-dev/ckpt/internal/output"
+	"github.com/spf13/cobra"
+)
+
+type diffOptions struct {
+	Base, FT string
+	Format   string
+	Mode     string
+	Match    []string
+	Exclude  []string
+	Sample   int
+	Seed     uint64
+	Workers  int
+	Progress string
+	All      bool
+}
+
+func (a *App) newDiffCmd() *cobra.Command {
+	o := &diffOptions{}
+	cmd := &cobra.Command{
+		Use:   "diff BASE FT",
+		Short: "Compare two checkpoints: keys, config, then tensor by tensor (FP8-aware, streamed)",
+		Long: `Compare a fine-tune FT against its BASE: the key sets, config.json (as JSON paths), then every
+tensor of either checkpoint, with one relation each: identical, changed, requant_identical
+(one side block FP8, the other a wider float that re-quantises to exactly its codes and scales),
+dtype_changed, shape_changed, only_in_base, only_in_ft. In values mode (the default) the
+statistics changed_elems, max_abs_diff, rel_l2 and cosine are computed over dequantised values
+in float64. Data is streamed in chunks with bounded memory.
+
+Exit status: 0 no differences, 1 differences, 2 unreadable input or bad command line.`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Base, o.FT = args[0], args[1]
+			return a.runDiff(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Mode, "mode", "values", "header (keys, dtypes, shapes; no data), bytes (identity only), values (statistics)")
+	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
+	f.IntVar(&o.Sample, "sample", 0, "compare a deterministic subset of N tensors (plus their scale companions)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
+	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	f.BoolVar(&o.All, "all", false, "table/text: list identical tensors too")
+	return cmd
+}
+
+func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	mode, ok := diff.ParseMode(o.Mode)
+	if !ok {
+		return usageError("unknown --mode %q (want header, bytes or values)", o.Mode)
+	}
+	if o.Sample < 0 || o.Workers < 0 {
+		return usageError("--sample and --workers must not be negative")
+	}
+	switch o.Progress {
+	case output.ProgressAuto, output.ProgressBar, output.ProgressPlain, output.ProgressNone:
+	default:
+		return usageError("unknown --progress %q (want auto, bar, plain or none)", o.Progress)
+	}
+	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	var cks [2]*ckpt.Checkpoint
+	for i, src := range []string{o.Base, o.FT} {
+		c, err := a.open(ctx, src, ckpt.Options{Workers: o.Workers})
+		var unknown *ckpt.UnknownDTypeError
+		if err != nil && !errors.As(err, &unknown) {
+			return inputError(err)
+		}
+		if err != nil {
+			fmt.Fprintf(a.Err, "ckpt: warning: %v (compared as bytes)\n", err)
+		}
+		defer c.Close()
+		cks[i] = c
+	}
+	p := ckpt.NewProgress()
+	stop := func() {}
+	if mode != diff.ModeHeader {
+		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "diff", p); err != nil {
+			return usageError("%v", err)
+		}
+	}
+	res, err := diff.Compare(ctx, cks[0], cks[1], diff.Options{Mode: mode, Match: m, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, Progress: p})
+	stop()
+	if err != nil {
+		return inputError(err)
+	}
+	if err := printDiff(a.Out, format, res, o.All); err != nil {
+		return err
+	}
+	if res.Differs() {
+		return silentExit(1)
+	}
+	return nil
+}
+
+func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, res.Tensors)
+	}
+	fmt.Fprintf(w, "base: %s\nft:   %s\nmode: %s", ckpt.EscapeName(res.Base), ckpt.EscapeName(res.FT), res.Mode)
+	if res.Sampled {
+		fmt.Fprintf(w, " (sample of %d tensors)", len(res.Tensors))
+	}
+	fmt.Fprint(w, "\n\n")
+	k := res.Keys
+	fmt.Fprintf(w, "keys: %d in base, %d in ft, %d common, %d only in base, %d only in ft\n\n", k.Base, k.FT, k.Common, len(k.OnlyInBase), len(k.OnlyInFT))
+
+	fmt.Fprintf(w, "config: %d difference(s)\n", len(res.Config))
+	for _, c := range res.Config {
+		fmt.Fprintf(w, "  %s: %s\n", ckpt.EscapeName(c.Path), describeConfigChange(c))
+	}
+	fmt.Fprintln(w)
+
+	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape", "changed", "max_abs_diff", "rel_l2", "cosine", "note"},
+		Right: map[int]bool{5: true, 6: true, 7: true, 8: true}}
+	hidden := 0
+	for _, t := range res.Tensors {
+		if !all && (t.Relation == diff.Identical || t.Relation == diff.SameHeader) {
+			hidden++
+			continue
+		}
+		g.Rows = append(g.Rows, []string{ckpt.EscapeName(t.Name), string(t.Relation), dtypeCell(t.BaseDType), dtypeCell(t.FTDType),
+			output.Shape(t.Shape), intCell(t.ChangedElems), floatCell(t.MaxAbsDiff, 4), floatCell(t.RelL2, 4), floatCell(t.Cosine, 6), tensorNote(t)})
+	}
+	title := fmt.Sprintf("tensors: %d listed", len(g.Rows))
+	if hidden > 0 {
+		title += fmt.Sprintf(", %d identical not listed (--all lists them)", hidden)
+		if res.Mode == diff.ModeHeader {
+			title = fmt.Sprintf("tensors: %d listed, %d with the same dtype and shape not listed (--all lists them)", len(g.Rows), hidden)
+		}
+	}
+	g.Title = title
+	if len(g.Rows) > 0 {
+		if err := g.Render(w, format); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(w, title)
+	}
+	fmt.Fprintln(w)
+
+	rels := []diff.Relation{diff.Identical, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT}
+	if res.Mode == diff.ModeHeader {
+		rels = append([]diff.Relation{diff.SameHeader}, rels[3:]...)
+	}
+	gg := &output.Grid{Title: "by group", Header: []string{"group", "tensors"}, Right: map[int]bool{}}
+	for i, r := range rels {
+		gg.Header = append(gg.Header, string(r))
+		gg.Right[i+1], gg.Right[i+2] = true, true
+	}
+	for _, s := range res.Groups {
+		row := []string{s.Group, output.Int(s.Total())}
+		for _, r := range rels {
+			row = append(row, output.Int(s.Count(r)))
+		}
+		gg.Rows = append(gg.Rows, row)
+	}
+	if err := gg.Render(w, format); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	var parts []string
+	for _, r := range rels {
+		parts = append(parts, fmt.Sprintf("%d %s", res.Summary.Count(r), r))
+	}
+	verdict := "no differences"
+	if res.Differs() {
+		verdict = "differences found"
+	}
+	fmt.Fprintf(w, "summary: %s; %s\n", strings.Join(parts, ", "), verdict)
+	return nil
+}
+
+func dtypeCell(d ckpt.DType) string {
+	if d == "" {
+		return "-"
+	}
+	return ckpt.EscapeName(string(d))
+}
+
+func intCell(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return output.Int(*p)
+}
+
+func floatCell(p *diff.Float, digits int) string {
+	if p == nil {
+		return "-"
+	}
+	v := float64(*p)
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 0):
+		return "inf"
+	}
+	return fmt.Sprintf("%.*g", digits, v)
+}
+
+func tensorNote(t diff.Tensor) string {
+	switch {
+	case t.Relation == diff.ShapeChanged:
+		return "ft shape " + output.Shape(t.FTShape)
+	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdentical:
+		return "re-quantises exactly"
+	case t.RequantMismatchElems != nil:
+		return fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))
+	}
+	return ""
+}
+
+// describeConfigChange renders one config difference for text output.
+func describeConfigChange(c diff.ConfigChange) string {
+	switch c.Change {
+	case string(diff.OnlyInBase):
+		return compactJSON(c.Base) + " → (absent)"
+	case string(diff.OnlyInFT):
+		return "(absent) → " + compactJSON(c.FT)
+	}
+	ba, okB := c.Base.([]any)
+	fa, okF := c.FT.([]any)
+	if okB && okF {
+		added, removed := setDiff(fa, ba), setDiff(ba, fa)
+		s := fmt.Sprintf("%d items → %d items", len(ba), len(fa))
+		if len(added) > 0 {
+			s += fmt.Sprintf("; +%d: %s", len(added), listSome(added))
+		}
+		if len(removed) > 0 {
+			s += fmt.Sprintf("; -%d: %s", len(removed), listSome(removed))
+		}
+		return s
+	}
+	return compactJSON(c.Base) + " → " + compactJSON(c.FT)
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	s := ckpt.EscapeName(string(b))
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// setDiff lists the elements of a (rendered as JSON) that b lacks.
+func setDiff(a, b []any) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[compactJSON(x)] = true
+	}
+	var out []string
+	for _, x := range a {
+		if s := compactJSON(x); !in[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func listSome(s []string) string {
+	if len(s) > 3 {
+		return strings.Join(s[:3], ", ") + fmt.Sprintf(", ... (%d more)", len(s)-3)
+	}
+	return strings.Join(s, ", ")
+}
+
+// demoDiff is the demo step of ckpt diff: the MTP head of the fine-tune is
+// its base's pre-quantisation bf16 form (requant_identical).
+func (a *App) demoDiff(dir, base, ft string) []demoStep {
+	return []demoStep{{"Compare the fine-tune with its base (the MTP head re-quantises to the base's FP8 exactly)",
+		[]string{"diff", base, ft, "--progress", "none"}, []int{1}}}
+}

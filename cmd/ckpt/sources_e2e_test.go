@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/source"
+	"github.com/ckpt-dev/ckpt/source/sourcetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sourceForms serves the base/fine-tune pair every way a SRC can name it.
+type sourceForms struct {
+	base, ft string // local directories
+	hub      *sourcetest.Hub
+	env      map[string]string
+	repoBase *sourcetest.CacheRepo
+	cache    string
+}
+
+const formsCommit = "fedcba9876543210fedcba9876543210fedcba98"
+
+func newSourceForms(t *testing.T) *sourceForms {
+	t.Helper()
+	dir := t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	hub := sourcetest.NewHub(base, "org/base")
+	hub.AddRepo("org/ft", ft)
+	t.Cleanup(hub.Close)
+	cache := filepath.Join(dir, "hfcache")
+	rb, err := sourcetest.WriteCache(cache, "org/base", formsCommit, base, false)
+	require.NoError(t, err)
+	_, err = sourcetest.WriteCache(cache, "org/ft", formsCommit, ft, false)
+	require.NoError(t, err)
+	return &sourceForms{base: base, ft: ft, hub: hub, repoBase: rb, cache: cache,
+		env: map[string]string{"HF_ENDPOINT": hub.URL, "HF_HUB_CACHE": cache}}
+}
+
+// forms lists the base's sources: local, hf:, hf://, and the index URL.
+func (f *sourceForms) forms() []string {
+	return []string{f.base, "hf:org/base", "hf://org/base", "hf://org/base@" + f.hub.Commit, f.hub.FileURL(ckpt.IndexFile)}
+}
+
+// fastSourceOpts keeps retries quick in tests that inject faults.
+func fastSourceOpts() source.Options {
+	return source.Options{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, ChunkSize: 32 << 10, MaxAttempts: 8}
+}
+
+func decodeJSON(t *testing.T, out string) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	return doc
+}
+
+// checkSummary reduces verify checks to id/status/tensors (messages name
+// locations, which differ between forms), leaving out cache.* checks.
+func checkSummary(doc map[string]any) (kept []any, cache map[string]string) {
+	cache = map[string]string{}
+	for _, c := range doc["checks"].([]any) {
+		m := c.(map[string]any)
+		id := m["id"].(string)
+		if strings.HasPrefix(id, "cache.") {
+			cache[id] = m["status"].(string)
+			continue
+		}
+		kept = append(kept, []any{id, m["status"], m["tensors"]})
+	}
+	return kept, cache
+}
+
+func TestSourcesVerifyAndContractEveryForm(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	for _, readData := range []bool{false, true} {
+		args := func(cmd, src string) []string {
+			a := []string{cmd, src}
+			if cmd == "verify" {
+				a = append(a, "--format", "json")
+			}
+			if readData {
+				a = append(a, "--read-data", "--progress", "none")
+			}
+			return a
+		}
+		code, out, errs := runSources(t, f.env, source.Options{}, args("verify", f.base)...)
+		require.Equal(t, 0, code, errs)
+		wantChecks, _ := checkSummary(decodeJSON(t, out))
+		code, out, errs = runSources(t, f.env, source.Options{}, args("contract", f.base)...)
+		require.Equal(t, 0, code, errs)
+		wantContract := decodeJSON(t, out)
+		delete(wantContract, "source")
+		for _, src := range f.forms()[1:] {
+			code, out, errs := runSources(t, f.env, source.Options{}, args("verify", src)...)
+			assert.Equal(t, 0, code, "verify %s: %s", src, errs)
+			doc := decodeJSON(t, out)
+			assert.Equal(t, src, doc["source"])
+			got, cache := checkSummary(doc)
+			assert.Equal(t, wantChecks, got, "verify %s (read-data %v)", src, readData)
+			if strings.HasPrefix(src, "hf:org") {
+				assert.Equal(t, "pass", cache["cache.partial"], src)
+				if readData {
+					assert.Equal(t, "pass", cache["cache.sha256"], "blob digests checked for %s", src)
+				}
+			}
+			code, out, errs = runSources(t, f.env, source.Options{}, args("contract", src)...)
+			assert.Equal(t, 0, code, "contract %s: %s", src, errs)
+			doc = decodeJSON(t, out)
+			delete(doc, "source")
+			assert.Equal(t, wantContract, doc, "contract %s (read-data %v)", src, readData)
+		}
+	}
+}
+
+func TestSourcesVerifyAgainstRemoteContract(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	contract := filepath.Join(t.TempDir(), "contract.json")
+	code, _, errs := runSources(t, f.env, source.Options{}, "contract", "hf://org/base", "-o", contract)
+	require.Equal(t, 0, code, errs)
+	code, out, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--against", contract, "--format", "json")
+	assert.Equal(t, 0, code, errs)
+	assert.Equal(t, true, decodeJSON(t, out)["ok"])
+	code, _, _ = runSources(t, f.env, source.Options{}, "verify", f.hub.URL+"/org/ft/resolve/main/"+ckpt.IndexFile, "--against", contract, "--format", "json")
+	assert.Equal(t, 1, code, "the fine-tune breaks the base's contract")
+}
+
+func TestSourcesVerifyPartialDownloadFails(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	const shard = "model-00002-of-00004.safetensors"
+	require.NoError(t, f.repoBase.MakeIncomplete(shard, false))
+	code, out, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--format", "json")
+	assert.Equal(t, 1, code, errs)
+	doc := decodeJSON(t, out)
+	assert.Equal(t, false, doc["ok"])
+	var failed []string
+	for _, c := range doc["checks"].([]any) {
+		m := c.(map[string]any)
+		if m["status"] == "fail" {
+			failed = append(failed, m["id"].(string)+": "+m["message"].(string))
+		}
+	}
+	joined := strings.Join(failed, "\n")
+	assert.Contains(t, joined, "cache.partial")
+	assert.Contains(t, joined, shard)
+	assert.Contains(t, joined, "partial download")
+}
+
+func TestSourcesVerifyReadDataCorruptBlob(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	const shard = "model-00003-of-00004.safetensors"
+	blob := filepath.Join(f.repoBase.Dir, "blobs", f.repoBase.Blobs[shard])
+	data, err := os.ReadFile(blob)
+	require.NoError(t, err)
+	data[len(data)-3] ^= 0x01 // a bit flip in tensor data: headers still fine
+	require.NoError(t, os.WriteFile(blob, data, 0o644))
+	code, _, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--format", "json")
+	assert.Equal(t, 0, code, "structural verify does not read data: %s", errs)
+	code, out, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--read-data", "--progress", "none", "--format", "json")
+	assert.Equal(t, 1, code, errs)
+	var msgs []string
+	for _, c := range decodeJSON(t, out)["checks"].([]any) {
+		m := c.(map[string]any)
+		if m["id"] == "cache.sha256" {
+			msgs = append(msgs, m["status"].(string)+": "+m["message"].(string))
+		}
+	}
+	joined := strings.Join(msgs, "\n")
+	assert.Contains(t, joined, "fail: "+shard)
+	assert.Contains(t, joined, f.repoBase.Blobs[shard])
+}
+
+func TestSourcesDiffEveryForm(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	ftForms := []string{"hf:org/ft", "hf://org/ft", f.hub.URL + "/org/ft/resolve/main/" + ckpt.IndexFile}
+	for _, mode := range []string{"header", "bytes", "values"} {
+		code, out, errs := runSources(t, f.env, source.Options{}, "diff", f.base, f.ft, "--mode", mode, "--format", "json", "--progress", "none")
+		require.Equal(t, 1, code, errs)
+		want := decodeJSON(t, out)
+		delete(want, "base")
+		delete(want, "ft")
+		for i, b := range f.forms()[1:] {
+			ft := ftForms[i%len(ftForms)]
+			f.hub.ResetCounters()
+			code, out, errs := runSources(t, f.env, source.Options{}, "diff", b, ft, "--mode", mode, "--format", "json", "--progress", "none")
+			assert.Equal(t, 1, code, "diff %s %s: %s", b, ft, errs)
+			got := decodeJSON(t, out)
+			assert.Equal(t, b, got["base"])
+			assert.Equal(t, ft, got["ft"])
+			delete(got, "base")
+			delete(got, "ft")
+			assert.Equal(t, want, got, "diff --mode %s %s %s", mode, b, ft)
+			f.hub.Quiesce()
+			if mode == "header" && !strings.HasPrefix(b, "hf:org") && !strings.HasPrefix(ft, "hf:org") {
+				t.Logf("diff --mode header %s %s: %d requests, %d bytes", b, ft, f.hub.Requests.Load(), f.hub.BytesServed.Load())
+			}
+		}
+	}
+}
+
+// TestSourcesDiffUnderFaults streams every tensor of both checkpoints over
+// a hub that drops connections, answers 500 and 429 and sends short bodies
+// and wrong ranges on a share of the requests: the result must equal the
+// local one.
+func TestSourcesDiffUnderFaults(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	kinds := []sourcetest.FaultKind{sourcetest.Drop, sourcetest.Status500, sourcetest.TooMany, sourcetest.Short, sourcetest.WrongRange}
+	var n, faults atomic.Int64
+	f.hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+		k := n.Add(1)
+		if k%3 != 0 {
+			return sourcetest.Fault{}
+		}
+		faults.Add(1)
+		return sourcetest.Fault{Kind: kinds[(k/3)%int64(len(kinds))], RetryAfter: "0"}
+	}
+	code, out, errs := runSources(t, f.env, source.Options{}, "diff", f.base, f.ft, "--format", "json", "--progress", "none")
+	require.Equal(t, 1, code, errs)
+	want := decodeJSON(t, out)
+	code, out, errs = runSources(t, f.env, fastSourceOpts(), "diff", "hf://org/base", "hf://org/ft", "--format", "json", "--progress", "none")
+	require.Equal(t, 1, code, errs)
+	got := decodeJSON(t, out)
+	for _, d := range []map[string]any{want, got} {
+		delete(d, "base")
+		delete(d, "ft")
+	}
+	assert.Equal(t, want, got)
+	t.Logf("%d requests, %d with faults", n.Load(), faults.Load())
+	assert.Greater(t, faults.Load(), int64(10))
+
+	// A file that changes mid-read ends in an error, never in a result.
+	var m atomic.Int64
+	f.hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+		if strings.HasSuffix(file, ".safetensors") && m.Add(1) > 8 {
+			return sourcetest.Fault{Kind: sourcetest.NewVersion}
+		}
+		return sourcetest.Fault{}
+	}
+	code, out, errs = runSources(t, f.env, fastSourceOpts(), "diff", "hf://org/base", "hf://org/ft", "--format", "json", "--progress", "none")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, errs, "changed while it was being read")
+}

@@ -1,0 +1,244 @@
+package diff
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Mode selects how much data Compare reads.
+type Mode string
+
+// Modes of Compare.
+const (
+	// ModeHeader compares keys, dtypes and shapes only; no tensor data is read.
+	ModeHeader Mode = "header"
+	// ModeBytes compares raw bytes only, stopping at the first differing
+	// chunk of a tensor; relations are identical or changed (or
+	// dtype_changed/shape_changed from the headers).
+	ModeBytes Mode = "bytes"
+	// ModeValues compares dequantised values with statistics (the default).
+	ModeValues Mode = "values"
+)
+
+// ParseMode checks a --mode value ("" means values).
+func ParseMode(s string) (Mode, bool) {
+	switch Mode(s) {
+	case "", ModeValues:
+		return ModeValues, true
+	case ModeHeader, ModeBytes:
+		return Mode(s), true
+	}
+	return "", false
+}
+
+// Relation is how a tensor of the fine-tune relates to the base's.
+type Relation string
+
+// Relations, as the command contract defines them.
+const (
+	Identical        Relation = "identical"
+	Changed          Relation = "changed"
+	RequantIdentical Relation = "requant_identical"
+	DTypeChanged     Relation = "dtype_changed"
+	ShapeChanged     Relation = "shape_changed"
+	OnlyInBase       Relation = "only_in_base"
+	OnlyInFT         Relation = "only_in_ft"
+	// SameHeader is used in header mode only, for tensors whose dtype and
+	// shape agree: without reading data it cannot tell identical from
+	// changed.
+	SameHeader Relation = "same_header"
+)
+
+// Relations lists the relations in report order.
+var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader}
+
+// Float is a float64 that encodes NaN and ±Inf as JSON null.
+type Float float64
+
+// MarshalJSON encodes finite values as numbers and the rest as null.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+// Tensor is one row of the comparison: a tensor of the base, the
+// fine-tune or both.
+type Tensor struct {
+	Name      string     `json:"name"`
+	Relation  Relation   `json:"relation"`
+	BaseDType ckpt.DType `json:"base_dtype,omitempty"`
+	FTDType   ckpt.DType `json:"ft_dtype,omitempty"`
+	// Shape is the base's shape (the fine-tune's for only_in_ft).
+	Shape []int64 `json:"shape"`
+	// FTShape is the fine-tune's shape when it differs (shape_changed).
+	FTShape []int64 `json:"ft_shape,omitempty"`
+	Numel   int64   `json:"numel"`
+	// ChangedElems counts elements whose stored value differs (values
+	// mode). Across dtypes, elements whose decoded values differ.
+	ChangedElems *int64 `json:"changed_elems,omitempty"`
+	MaxAbsDiff   *Float `json:"max_abs_diff,omitempty"`
+	RelL2        *Float `json:"rel_l2,omitempty"`
+	Cosine       *Float `json:"cosine,omitempty"`
+	// RequantMismatchElems and RequantMismatchBlocks are set when one side
+	// is block FP8 and the other a wider float: how many FP8 codes and how
+	// many blocks (a differing scale or any differing code) re-quantising
+	// the wider side fails to reproduce. Both zero means requant_identical.
+	RequantMismatchElems  *int64 `json:"requant_mismatch_elems,omitempty"`
+	RequantMismatchBlocks *int64 `json:"requant_mismatch_blocks,omitempty"`
+	// Group is the summary group: text_layers, mtp, visual or other.
+	Group string `json:"group"`
+}
+
+// Summary counts tensors by relation.
+type Summary struct {
+	Identical        int64 `json:"identical"`
+	Changed          int64 `json:"changed"`
+	RequantIdentical int64 `json:"requant_identical"`
+	DTypeChanged     int64 `json:"dtype_changed"`
+	ShapeChanged     int64 `json:"shape_changed"`
+	OnlyInBase       int64 `json:"only_in_base"`
+	OnlyInFT         int64 `json:"only_in_ft"`
+	// SameHeader is non-zero in header mode only.
+	SameHeader int64 `json:"same_header,omitempty"`
+}
+
+// Add counts one relation.
+func (s *Summary) Add(r Relation) {
+	switch r {
+	case Identical:
+		s.Identical++
+	case Changed:
+		s.Changed++
+	case RequantIdentical:
+		s.RequantIdentical++
+	case DTypeChanged:
+		s.DTypeChanged++
+	case ShapeChanged:
+		s.ShapeChanged++
+	case OnlyInBase:
+		s.OnlyInBase++
+	case OnlyInFT:
+		s.OnlyInFT++
+	case SameHeader:
+		s.SameHeader++
+	}
+}
+
+// Count returns the count of one relation.
+func (s *Summary) Count(r Relation) int64 {
+	switch r {
+	case Identical:
+		return s.Identical
+	case Changed:
+		return s.Changed
+	case RequantIdentical:
+		return s.RequantIdentical
+	case DTypeChanged:
+		return s.DTypeChanged
+	case ShapeChanged:
+		return s.ShapeChanged
+	case OnlyInBase:
+		return s.OnlyInBase
+	case OnlyInFT:
+		return s.OnlyInFT
+	case SameHeader:
+		return s.SameHeader
+	}
+	return 0
+}
+
+// Total is the number of tensors counted.
+func (s *Summary) Total() int64 {
+	var n int64
+	for _, r := range Relations {
+		n += s.Count(r)
+	}
+	return n
+}
+
+// Differs reports whether any tensor differs (anything but identical and,
+// in header mode, same_header).
+func (s *Summary) Differs() bool {
+	return s.Total()-s.Identical-s.SameHeader > 0
+}
+
+// Summary groups.
+const (
+	GroupText   = "text_layers"
+	GroupMTP    = "mtp"
+	GroupVisual = "visual"
+	GroupOther  = "other"
+)
+
+// Groups lists the summary groups in report order.
+var Groups = []string{GroupText, GroupMTP, GroupVisual, GroupOther}
+
+// GroupOf returns the summary group of a tensor name: the decoder layers
+// of the text model, the MTP head, the vision tower, or other (embeddings,
+// final norm, lm_head...).
+func GroupOf(name string) string {
+	g, layer := ckpt.GroupOf(name)
+	switch {
+	case g == ckpt.GroupMTP:
+		return GroupMTP
+	case g == ckpt.GroupVisual:
+		return GroupVisual
+	case layer >= 0:
+		return GroupText
+	}
+	return GroupOther
+}
+
+// GroupSummary counts relations within one group.
+type GroupSummary struct {
+	Group string `json:"group"`
+	Summary
+}
+
+// Keys is the key-set comparison.
+type Keys struct {
+	Base       int      `json:"base"`
+	FT         int      `json:"ft"`
+	Common     int      `json:"common"`
+	OnlyInBase []string `json:"only_in_base"`
+	OnlyInFT   []string `json:"only_in_ft"`
+}
+
+// ConfigChange is one differing config.json path. Base or FT is absent
+// (and Change says so) when the path exists on one side only.
+type ConfigChange struct {
+	Path   string `json:"path"`
+	Base   any    `json:"base,omitempty"`
+	FT     any    `json:"ft,omitempty"`
+	Change string `json:"change"` // changed, only_in_base, only_in_ft
+}
+
+// Result is the whole comparison. Tensors are in natural name order.
+type Result struct {
+	Base    string         `json:"base"`
+	FT      string         `json:"ft"`
+	Mode    Mode           `json:"mode"`
+	Summary Summary        `json:"summary"`
+	Config  []ConfigChange `json:"config"`
+	Tensors []Tensor       `json:"tensors"`
+	// Extras beyond the contract's fields.
+	Keys    Keys           `json:"keys"`
+	Groups  []GroupSummary `json:"groups"`
+	Sampled bool           `json:"sampled,omitempty"`
+	// BytesCompared is the tensor data read from both sides.
+	BytesRead int64 `json:"bytes_read"`
+}
+
+// Differs reports whether the checkpoints differ in keys, config or any
+// tensor (the exit status 1 of ckpt diff).
+func (r *Result) Differs() bool {
+	return r.Summary.Differs() || len(r.Config) > 0
+}
+
+var _ json.Marshaler = Float(0)

@@ -1,0 +1,450 @@
+package diff
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"golang.org/x/sync/errgroup"
+)
+
+// segMax is the number of elements decoded at a time for statistics: two
+// float32 buffers of this size stay in the L2 cache.
+const segMax = 16384
+
+// engine streams tensor pairs in chunks. A fixed pool of scratch buffers
+// (tokens) bounds both the memory and the number of chunks in flight;
+// tensors run concurrently and large tensors are split into chunks that
+// run concurrently too.
+type engine struct {
+	mode      Mode
+	target    int64
+	tokens    chan *scratch
+	parallel  int
+	progress  *ckpt.Progress
+	bytesRead atomic.Int64
+}
+
+// scratch is the working memory of one chunk in flight.
+type scratch struct {
+	bRaw, fRaw []byte
+	bF, fF     []float32
+	codes      []byte
+	scales     []float32
+	sRaw       []byte
+}
+
+func grow[T any](s []T, n int64) []T {
+	if int64(cap(s)) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+func newEngine(opt Options, mode Mode) *engine {
+	w := defaultWorkers(opt.Workers)
+	ra := opt.ReadAhead
+	if ra == 0 {
+		ra = 2
+	}
+	n := w + max(ra, 0)
+	e := &engine{mode: mode, target: opt.ChunkBytes, tokens: make(chan *scratch, n), parallel: n, progress: opt.Progress}
+	if e.target <= 0 {
+		e.target = 1 << 20
+	}
+	for range n {
+		e.tokens <- &scratch{}
+	}
+	return e
+}
+
+// geom splits a tensor into chunks of whole elements: chunk k covers flat
+// elements [k*chunk, min((k+1)*chunk, numel)).
+type geom struct {
+	numel, chunk int64
+	// esizeB, esizeF are the bytes per unit on each side; for raw
+	// comparison of sub-byte dtypes the unit is a byte.
+	esizeB, esizeF int64
+	countable      bool // units are elements (changed_elems can be counted)
+}
+
+func (g geom) count() int {
+	if g.numel == 0 {
+		return 0
+	}
+	return int((g.numel + g.chunk - 1) / g.chunk)
+}
+
+func (g geom) bounds(k int) (int64, int64) {
+	e0 := int64(k) * g.chunk
+	return e0, min(e0+g.chunk, g.numel)
+}
+
+func lcm(a, b int64) int64 {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
+
+// geometry chooses chunks of about target raw bytes per side; when a side
+// has block scales, chunks are whole rows of scale blocks.
+func (e *engine) geometry(p *plan) geom {
+	if p.kind == kindRaw {
+		bits := int64(p.b.DType.Bits())
+		if bits > 0 && bits%8 == 0 {
+			es := bits / 8
+			return geom{numel: int64(p.b.Numel()), chunk: max(e.target/es, 1), esizeB: es, esizeF: es, countable: true}
+		}
+		return geom{numel: int64(p.b.NBytes()), chunk: e.target, esizeB: 1, esizeF: 1}
+	}
+	g := geom{numel: int64(p.b.Numel()), esizeB: p.bs.esize, esizeF: p.fs.esize, countable: true}
+	maxE := max(g.esizeB, g.esizeF)
+	var align int64
+	for _, s := range []*side{p.bs, p.fs} {
+		if s.scaled() {
+			if align == 0 {
+				align = s.bm
+			} else {
+				align = lcm(align, s.bm)
+			}
+		}
+	}
+	cols := p.bs.cols
+	if align > 0 && cols > 0 {
+		rows := max(e.target/(cols*maxE), 1)
+		rows = max(rows/align, 1) * align
+		g.chunk = rows * cols
+	} else {
+		g.chunk = max(e.target/maxE, 1)
+	}
+	return g
+}
+
+// run compares every planned pair.
+func (e *engine) run(ctx context.Context, plans []*plan) error {
+	g, gctx := errgroup.WithContext(ctx)
+	sem := make(chan struct{}, e.parallel)
+	for _, p := range plans {
+		select {
+		case sem <- struct{}{}:
+		case <-gctx.Done():
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			return ctx.Err()
+		}
+		g.Go(func() error {
+			defer func() { <-sem }()
+			return e.tensor(gctx, p)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// forChunks runs fn on chunks ks, each with a scratch token, at most as
+// many at once as there are tokens (shared with every other tensor).
+func (e *engine) forChunks(ctx context.Context, ks []int, fn func(k int, sc *scratch) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, k := range ks {
+		var sc *scratch
+		select {
+		case sc = <-e.tokens:
+		case <-gctx.Done():
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			return ctx.Err()
+		}
+		g.Go(func() error {
+			defer func() { e.tokens <- sc }()
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return fn(k, sc)
+		})
+	}
+	return g.Wait()
+}
+
+// chunkResult is what one chunk found.
+type chunkResult struct {
+	equal   bool // raw bytes equal and same scales: no decoding was needed
+	rawDiff bool
+	skipped bool // bytes mode: not read because an earlier chunk differed
+	p       partial
+}
+
+func seq(n int) []int {
+	ks := make([]int, n)
+	for i := range ks {
+		ks[i] = i
+	}
+	return ks
+}
+
+// tensor compares one pair and fills its row.
+func (e *engine) tensor(ctx context.Context, p *plan) error {
+	if err := p.prepare(); err != nil {
+		return err
+	}
+	p.geom = e.geometry(p)
+	n := p.geom.count()
+	res := make([]chunkResult, n)
+	var stop atomic.Bool
+	err := e.forChunks(ctx, seq(n), func(k int, sc *scratch) error {
+		return e.chunk(p, k, sc, &res[k], &stop)
+	})
+	if err != nil {
+		return err
+	}
+	defer e.progress.ItemDone()
+	row := p.row
+	differs := false
+	for i := range res {
+		differs = differs || res[i].rawDiff
+	}
+	switch p.kind {
+	case kindRaw:
+		row.Relation = Identical
+		if differs {
+			row.Relation = Changed
+		}
+		if e.mode == ModeValues && p.geom.countable {
+			var total partial
+			for i := range res {
+				total.merge(&res[i].p)
+			}
+			ch := total.changed
+			row.ChangedElems = &ch
+		}
+		return nil
+	case kindSame:
+		var equal []int
+		for i := range res {
+			if res[i].equal {
+				equal = append(equal, i)
+			}
+		}
+		if len(equal) == n {
+			row.Relation = Identical
+			identicalStats(row)
+			return nil
+		}
+		// Identical chunks still count towards the norms.
+		if len(equal) > 0 {
+			err := e.forChunks(ctx, equal, func(k int, sc *scratch) error {
+				return e.normChunk(p, k, sc, &res[k].p)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		total := mergeAll(res)
+		if total.changed == 0 && !differs {
+			row.Relation = Identical
+			identicalStats(row)
+			return nil
+		}
+		row.Relation = Changed
+		total.finish(row)
+	case kindCross:
+		total := mergeAll(res)
+		row.Relation = DTypeChanged
+		total.finish(row)
+	case kindRequant:
+		total := mergeAll(res)
+		total.finish(row)
+		qe, qb := total.qElems, total.qBlocks
+		row.RequantMismatchElems, row.RequantMismatchBlocks = &qe, &qb
+		row.Relation = DTypeChanged
+		if qe == 0 && qb == 0 {
+			row.Relation = RequantIdentical
+		}
+	}
+	return nil
+}
+
+func mergeAll(res []chunkResult) partial {
+	var total partial
+	for i := range res {
+		total.merge(&res[i].p)
+	}
+	return total
+}
+
+// read reads the raw bytes of units [e0, e1) of t into buf.
+func (e *engine) read(t *ckpt.Tensor, e0, e1, esize int64, buf []byte) ([]byte, error) {
+	buf = grow(buf, (e1-e0)*esize)
+	if _, err := t.ReadAt(buf, e0*esize); err != nil {
+		return buf, err
+	}
+	e.bytesRead.Add(int64(len(buf)))
+	return buf, nil
+}
+
+// chunk compares chunk k of a pair.
+func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic.Bool) error {
+	e0, e1 := p.geom.bounds(k)
+	gm := p.geom
+	defer e.progress.Add((e1 - e0) * (gm.esizeB + gm.esizeF))
+	if e.mode == ModeBytes && stop.Load() {
+		r.skipped = true
+		return nil
+	}
+	var err error
+	if sc.bRaw, err = e.read(p.b, e0, e1, gm.esizeB, sc.bRaw); err != nil {
+		return err
+	}
+	if sc.fRaw, err = e.read(p.f, e0, e1, gm.esizeF, sc.fRaw); err != nil {
+		return err
+	}
+	bRaw, fRaw := sc.bRaw, sc.fRaw
+	switch p.kind {
+	case kindRaw, kindSame:
+		eq := bytes.Equal(bRaw, fRaw)
+		r.rawDiff = !eq
+		if eq && (p.kind == kindRaw || p.scalesSame) {
+			r.equal = true
+			return nil
+		}
+		if e.mode == ModeBytes {
+			stop.Store(true)
+			return nil
+		}
+		if p.kind == kindRaw {
+			if gm.countable {
+				r.p.changed = countRawDiff(bRaw, fRaw, int(gm.esizeB))
+			}
+			return nil
+		}
+		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, true)
+	case kindCross:
+		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false)
+	case kindRequant:
+		return e.requant(p, bRaw, fRaw, e0, e1, sc, &r.p)
+	}
+	return fmt.Errorf("tensor %s: internal error: unknown comparison kind %d", ckpt.Quote(p.b.Name), p.kind)
+}
+
+// segments decodes a chunk segment by segment and accumulates statistics.
+// same says both sides have one dtype, so that changed elements are
+// counted on the raw bytes.
+func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial, same bool) error {
+	bs, fs := p.bs, p.fs
+	scaled := bs.scaled() || fs.scaled()
+	for g := e0; g < e1; {
+		n := min(e1-g, segMax)
+		if scaled {
+			n = min(n, bs.cols-g%bs.cols)
+		}
+		o := g - e0
+		bseg := bRaw[o*bs.esize : (o+n)*bs.esize]
+		fseg := fRaw[o*fs.esize : (o+n)*fs.esize]
+		sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
+		if err := bs.decode(bseg, g, sc.bF); err != nil {
+			return err
+		}
+		if err := fs.decode(fseg, g, sc.fF); err != nil {
+			return err
+		}
+		if same {
+			r.changed += countRawDiff(bseg, fseg, int(bs.esize))
+			if !p.scalesSame {
+				r.changed += countValueDiffWhereRawSame(sc.bF, sc.fF, bseg, fseg, int(bs.esize))
+			}
+		} else {
+			r.changed += countValueDiff(sc.bF, sc.fF)
+		}
+		r.accumulate(sc.bF, sc.fF)
+		g += n
+	}
+	return nil
+}
+
+// normChunk computes the statistics of a chunk whose two sides are
+// byte-identical from the base alone; the sums come out exactly as
+// segments would compute them.
+func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
+	e0, e1 := p.geom.bounds(k)
+	var err error
+	if sc.bRaw, err = e.read(p.b, e0, e1, p.geom.esizeB, sc.bRaw); err != nil {
+		return err
+	}
+	bs := p.bs
+	for g := e0; g < e1; {
+		n := min(e1-g, segMax)
+		if bs.scaled() {
+			n = min(n, bs.cols-g%bs.cols)
+		}
+		o := g - e0
+		sc.bF = grow(sc.bF, n)
+		if err := bs.decode(sc.bRaw[o*bs.esize:(o+n)*bs.esize], g, sc.bF); err != nil {
+			return err
+		}
+		r.accumulate(sc.bF, sc.bF)
+		g += n
+	}
+	return nil
+}
+
+// requant compares a chunk of block-FP8 values with a wider float: the
+// statistics over dequantised values, then the recipe applied to the
+// wider side, block by block, against the FP8 codes and scales.
+func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial) error {
+	q, w := p.q, p.w
+	qRaw, wRaw := bRaw, fRaw
+	if q == p.fs {
+		qRaw, wRaw = fRaw, bRaw
+	}
+	n := e1 - e0
+	sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
+	qF, wF := sc.bF, sc.fF // decoded FP8 side, decoded wide side
+	if err := q.decodeRows(qRaw, e0, qF); err != nil {
+		return err
+	}
+	if err := w.decodeRows(wRaw, e0, wF); err != nil {
+		return err
+	}
+	bF, fF := qF, wF
+	if q == p.fs {
+		bF, fF = wF, qF
+	}
+	r.changed = countValueDiff(bF, fF)
+	r.accumulate(bF, fF)
+
+	cols := q.cols
+	rows, r0 := n/cols, e0/cols
+	sRows := (rows + q.bm - 1) / q.bm
+	sc.codes = grow(sc.codes, n)
+	sc.scales = grow(sc.scales, sRows*q.sCols)
+	ckpt.QuantizeBlockFP8(wF, rows, cols, q.bm, q.bn, q.scaleDType, sc.codes, sc.scales)
+	ses := int64(q.scaleDType.Bits() / 8)
+	sc.sRaw = grow(sc.sRaw, sRows*q.sCols*ses)
+	if err := ckpt.EncodeFloat32(q.scaleDType, sc.scales, sc.sRaw); err != nil {
+		return fmt.Errorf("tensor %s: %w", ckpt.Quote(q.t.Name), err)
+	}
+	sr0 := r0 / q.bm
+	for bi := int64(0); bi < sRows; bi++ {
+		for bj := int64(0); bj < q.sCols; bj++ {
+			li, gi := bi*q.sCols+bj, (sr0+bi)*q.sCols+bj
+			bad := !bytes.Equal(sc.sRaw[li*ses:(li+1)*ses], q.scaleRaw[gi*ses:(gi+1)*ses])
+			c0, c1 := bj*q.bn, min((bj+1)*q.bn, cols)
+			var cnt int64
+			for rr := bi * q.bm; rr < min((bi+1)*q.bm, rows); rr++ {
+				cnt += countRawDiff(sc.codes[rr*cols+c0:rr*cols+c1], qRaw[rr*cols+c0:rr*cols+c1], 1)
+			}
+			r.qElems += cnt
+			if bad || cnt > 0 {
+				r.qBlocks++
+			}
+		}
+	}
+	return nil
+}

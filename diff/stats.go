@@ -1,0 +1,203 @@
+package diff
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// partial holds the statistics of a run of elements, in float64. Partials
+// of consecutive runs are merged in order, so the totals do not depend on
+// how the work was scheduled.
+type partial struct {
+	changed   int64
+	maxAbs    float64
+	sumSqDiff float64 // Σ (f−b)²
+	normB     float64 // Σ b²
+	normF     float64 // Σ f²
+	dot       float64 // Σ b·f
+	nan       bool    // a NaN difference was seen
+	// requant mismatches
+	qElems, qBlocks int64
+}
+
+// merge adds o (the following run) into p.
+func (p *partial) merge(o *partial) {
+	p.changed += o.changed
+	if o.maxAbs > p.maxAbs {
+		p.maxAbs = o.maxAbs
+	}
+	p.nan = p.nan || o.nan
+	p.sumSqDiff += o.sumSqDiff
+	p.normB += o.normB
+	p.normF += o.normF
+	p.dot += o.dot
+	p.qElems += o.qElems
+	p.qBlocks += o.qBlocks
+}
+
+// accumulate adds the statistics of the element pairs (b[i], f[i]). Two
+// lanes of partial sums break the dependency chains; the explicit float64
+// conversions keep the compiler from fusing multiply-adds, so that results
+// are the same on every platform.
+func (p *partial) accumulate(b, f []float32) {
+	f = f[:len(b)]
+	var ss0, ss1, nb0, nb1, nf0, nf1, d0, d1 float64
+	mx := p.maxAbs
+	nan := false
+	n := len(b) &^ 1
+	for i := 0; i < n; i += 2 {
+		x0, y0 := float64(b[i]), float64(f[i])
+		x1, y1 := float64(b[i+1]), float64(f[i+1])
+		e0, e1 := y0-x0, y1-x1
+		a0, a1 := math.Abs(e0), math.Abs(e1)
+		if a0 > mx {
+			mx = a0
+		}
+		if a1 > mx {
+			mx = a1
+		}
+		if e0 != e0 || e1 != e1 {
+			nan = true
+		}
+		ss0 += float64(e0 * e0)
+		ss1 += float64(e1 * e1)
+		nb0 += float64(x0 * x0)
+		nb1 += float64(x1 * x1)
+		nf0 += float64(y0 * y0)
+		nf1 += float64(y1 * y1)
+		d0 += float64(x0 * y0)
+		d1 += float64(x1 * y1)
+	}
+	if n < len(b) {
+		x0, y0 := float64(b[n]), float64(f[n])
+		e0 := y0 - x0
+		if a0 := math.Abs(e0); a0 > mx {
+			mx = a0
+		}
+		if e0 != e0 {
+			nan = true
+		}
+		ss0 += float64(e0 * e0)
+		nb0 += float64(x0 * x0)
+		nf0 += float64(y0 * y0)
+		d0 += float64(x0 * y0)
+	}
+	p.maxAbs = mx
+	p.nan = p.nan || nan
+	p.sumSqDiff += ss0 + ss1
+	p.normB += nb0 + nb1
+	p.normF += nf0 + nf1
+	p.dot += d0 + d1
+}
+
+// countValueDiff counts elements whose float32 bit patterns differ.
+func countValueDiff(b, f []float32) int64 {
+	f = f[:len(b)]
+	var n int64
+	for i := range b {
+		if math.Float32bits(b[i]) != math.Float32bits(f[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// countValueDiffWhereRawSame counts elements whose raw bytes agree but
+// whose decoded values differ (a changed block scale).
+func countValueDiffWhereRawSame(b, f []float32, rb, rf []byte, esize int) int64 {
+	var n int64
+	for i := range b {
+		o := i * esize
+		if string(rb[o:o+esize]) == string(rf[o:o+esize]) && math.Float32bits(b[i]) != math.Float32bits(f[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// countRawDiff counts the elements of esize bytes (1, 2, 4 or 8) that
+// differ between a and b, skipping equal 8-byte words quickly.
+func countRawDiff(a, b []byte, esize int) int64 {
+	b = b[:len(a)]
+	var n int64
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		if x == 0 {
+			continue
+		}
+		switch esize {
+		case 1:
+			for k := 0; k < 8; k++ {
+				if byte(x>>(8*k)) != 0 {
+					n++
+				}
+			}
+		case 2:
+			for k := 0; k < 4; k++ {
+				if uint16(x>>(16*k)) != 0 {
+					n++
+				}
+			}
+		case 4:
+			if uint32(x) != 0 {
+				n++
+			}
+			if uint32(x>>32) != 0 {
+				n++
+			}
+		default:
+			n++
+		}
+	}
+	for ; i+esize <= len(a); i += esize {
+		if string(a[i:i+esize]) != string(b[i:i+esize]) {
+			n++
+		}
+	}
+	return n
+}
+
+// finish writes the statistics of p into the row.
+func (p *partial) finish(t *Tensor) {
+	ch := p.changed
+	t.ChangedElems = &ch
+	mx := Float(p.maxAbs)
+	if p.nan {
+		mx = Float(math.NaN())
+	}
+	t.MaxAbsDiff = &mx
+	var rel float64
+	switch {
+	case p.sumSqDiff == 0 && !p.nan:
+		rel = 0
+	default:
+		rel = math.Sqrt(p.sumSqDiff) / math.Sqrt(p.normB) // +Inf when the base is all zeros
+	}
+	r := Float(rel)
+	t.RelL2 = &r
+	var cos float64
+	nb, nf := math.Sqrt(p.normB), math.Sqrt(p.normF)
+	switch {
+	case nb == 0 && nf == 0:
+		cos = 1
+	case nb == 0 || nf == 0:
+		cos = 0
+	default:
+		cos = p.dot / (nb * nf)
+		if cos > 1 {
+			cos = 1
+		} else if cos < -1 {
+			cos = -1
+		}
+	}
+	c := Float(cos)
+	t.Cosine = &c
+}
+
+// identicalStats sets the statistics of an identical tensor.
+func identicalStats(t *Tensor) {
+	var zero int64
+	mx, rel, cos := Float(0), Float(0), Float(1)
+	t.ChangedElems, t.MaxAbsDiff, t.RelL2, t.Cosine = &zero, &mx, &rel, &cos
+}

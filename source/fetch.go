@@ -1,0 +1,344 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// pin is what every response for one file must agree with.
+type pin struct {
+	etag    string // "" when the server sent none
+	lastMod string // used only without an ETag
+	size    int64  // -1 until known
+	ifMatch bool   // send If-Match (not after a cross-host redirect)
+}
+
+// result describes one successful response.
+type result struct {
+	n       int   // bytes written to dst
+	size    int64 // total file size
+	etag    string
+	lastMod string
+	noRange bool // the server answered 200 to a Range request
+	redir   bool // the response came from another host
+}
+
+// fetch reads len(dst) bytes at start (fewer only if the file ends first
+// and p.size is unknown), retrying transient failures with backoff and
+// resuming after the bytes already received, within opt.Timeout.
+func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, dst []byte) (result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
+	defer cancel()
+	var res result
+	got := 0
+	var last error
+	for attempt := 1; ; attempt++ {
+		r, retryAfter, err := s.once(ctx, url, p, start+int64(got), dst[got:])
+		if got == 0 {
+			res = r
+		} else {
+			res.noRange = res.noRange || r.noRange
+		}
+		got += r.n
+		res.n = got
+		if err == nil {
+			return res, nil
+		}
+		if p.size < 0 && r.size >= 0 && got > 0 {
+			// Learned the size on a first attempt that broke off: pin it,
+			// and ask only for what the file has.
+			p.size, p.etag, p.lastMod = r.size, r.etag, r.lastMod
+			if rest := p.size - start; rest < int64(len(dst)) {
+				dst = dst[:max(rest, int64(got))]
+			}
+		}
+		last = err
+		if !isRetryable(err) {
+			return res, err
+		}
+		if attempt >= s.opt.MaxAttempts {
+			return res, fmt.Errorf("giving up after %d attempts: %w", attempt, last)
+		}
+		wait := s.backoff(attempt, retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return res, fmt.Errorf("giving up: the next attempt (in %v) would pass the %v time limit: %w", wait.Round(time.Millisecond), s.opt.Timeout, last)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("%w (last error: %v)", s.ctxErr(ctx), last)
+		case <-t.C:
+		}
+	}
+}
+
+func (s *HTTPStore) ctxErr(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timed out after %v (total time limit per read)", s.opt.Timeout)
+	}
+	return ctx.Err()
+}
+
+// backoff is exponential with jitter, or the server's Retry-After (capped).
+func (s *HTTPStore) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, s.opt.MaxRetryAfter)
+	}
+	d := s.opt.BackoffBase << (attempt - 1)
+	if d > s.opt.BackoffMax || d <= 0 {
+		d = s.opt.BackoffMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// parseRetryAfter reads seconds or an HTTP date.
+func parseRetryAfter(v string) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0
+		}
+		if n > 1<<20 {
+			n = 1 << 20
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// watchdog cancels a request that makes no progress for d.
+type watchdog struct {
+	t     *time.Timer
+	d     time.Duration
+	fired atomic.Bool
+}
+
+func newWatchdog(d time.Duration, cancel context.CancelFunc) *watchdog {
+	w := &watchdog{d: d}
+	w.t = time.AfterFunc(d, func() { w.fired.Store(true); cancel() })
+	return w
+}
+
+func (w *watchdog) kick() { w.t.Reset(w.d) }
+func (w *watchdog) stop() { w.t.Stop() }
+
+type kickReader struct {
+	r io.Reader
+	w *watchdog
+}
+
+func (k kickReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if n > 0 {
+		k.w.kick()
+	}
+	return n, err
+}
+
+// once makes one request for [start, start+len(dst)).
+func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, dst []byte) (res result, retryAfter time.Duration, err error) {
+	res.size = -1
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return res, 0, s.ctxErr(ctx)
+	}
+	defer func() { <-s.sem }()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wd := newWatchdog(s.opt.IdleTimeout, cancel)
+	defer wd.stop()
+	transient := func(err error) error {
+		if ctx.Err() != nil {
+			return s.ctxErr(ctx)
+		}
+		if wd.fired.Load() {
+			return &retryable{fmt.Errorf("no response for %v (idle timeout)", s.opt.IdleTimeout)}
+		}
+		return &retryable{err}
+	}
+
+	end := start + int64(len(dst)) - 1
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return res, 0, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", start, end))
+	req.Header.Set("Accept-Encoding", "identity")
+	req.Header.Set("User-Agent", s.opt.UserAgent)
+	if p.etag != "" && p.ifMatch {
+		req.Header.Set("If-Match", p.etag)
+	}
+	if s.auth != "" {
+		req.Header.Set("Authorization", s.auth)
+	}
+	s.requests.Add(1)
+	resp, err := s.opt.Client.Do(req)
+	if err != nil {
+		return res, 0, transient(err)
+	}
+	defer func() {
+		// Drain a little so the connection can be reused; a long remainder
+		// (a server ignoring Range) is cut off by closing.
+		io.CopyN(io.Discard, resp.Body, 64<<10)
+		resp.Body.Close()
+	}()
+	res.redir = resp.Request != nil && resp.Request.URL.Host != req.URL.Host
+	res.etag = resp.Header.Get("ETag")
+	res.lastMod = resp.Header.Get("Last-Modified")
+
+	switch code := resp.StatusCode; {
+	case code == http.StatusPartialContent || code == http.StatusOK:
+	case code == http.StatusPreconditionFailed:
+		return res, 0, fmt.Errorf("%w: the server no longer has version %s (412 Precondition Failed)", ErrChanged, p.etag)
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		total, ok := parseUnsatisfied(resp.Header.Get("Content-Range"))
+		if ok && total == 0 && p.size <= 0 && start == 0 {
+			res.size = 0
+			return res, 0, nil
+		}
+		if ok && p.size >= 0 && total != p.size {
+			return res, 0, fmt.Errorf("%w: size %d, was %d", ErrChanged, total, p.size)
+		}
+		return res, 0, fmt.Errorf("server refused bytes %d-%d (416 Range Not Satisfiable, Content-Range %q)", start, end, resp.Header.Get("Content-Range"))
+	case code == http.StatusTooManyRequests || code >= 500:
+		return res, parseRetryAfter(resp.Header.Get("Retry-After")), &retryable{s.httpError(resp, url)}
+	default:
+		return res, 0, s.httpError(resp, url)
+	}
+	// The same version as before?
+	if p.etag != "" && res.etag != p.etag {
+		return res, 0, fmt.Errorf("%w: ETag is now %s, was %s", ErrChanged, orNone(res.etag), p.etag)
+	}
+	if p.etag == "" && p.lastMod != "" && res.lastMod != p.lastMod {
+		return res, 0, fmt.Errorf("%w: Last-Modified is now %s, was %s", ErrChanged, orNone(res.lastMod), p.lastMod)
+	}
+	body := io.Reader(kickReader{resp.Body, wd})
+	want := dst
+	if resp.StatusCode == http.StatusPartialContent {
+		cr := resp.Header.Get("Content-Range")
+		a, b, total, ok := parseContentRange(cr)
+		if !ok {
+			return res, 0, &retryable{fmt.Errorf("response to Range bytes=%d-%d has no valid Content-Range (%q)", start, end, cr)}
+		}
+		if p.size >= 0 && total != p.size {
+			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
+		}
+		wantEnd := end
+		if p.size < 0 && total >= 0 && total-1 < end {
+			wantEnd = total - 1 // first request of a file smaller than the prefix
+		}
+		if a != start || b != wantEnd {
+			return res, 0, &retryable{fmt.Errorf("asked for bytes %d-%d, server sent Content-Range %q", start, end, cr)}
+		}
+		res.size = total
+		want = dst[:wantEnd-start+1]
+	} else { // 200: the whole file, Range ignored
+		res.noRange = true
+		total := resp.ContentLength
+		if total < 0 {
+			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, url)
+		}
+		if p.size >= 0 && total != p.size {
+			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
+		}
+		res.size = total
+		if start > 0 {
+			if start > s.opt.MaxDiscard {
+				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, url, start, s.opt.MaxDiscard)
+			}
+			if _, err := io.CopyN(io.Discard, body, start); err != nil {
+				return res, 0, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
+			}
+		}
+		if start+int64(len(dst)) > total {
+			if p.size >= 0 {
+				return res, 0, fmt.Errorf("%w: bytes %d-%d are past its end (%d)", ErrChanged, start, end, total)
+			}
+			want = dst[:max(total-start, 0)]
+		}
+	}
+	n, err := io.ReadFull(body, want)
+	res.n = n
+	if err != nil {
+		return res, 0, transient(fmt.Errorf("body ended after %d of %d bytes (at byte %d): %w", n, len(want), start+int64(n), err))
+	}
+	s.received.Add(int64(n))
+	return res, 0, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// parseContentRange parses "bytes A-B/TOTAL" (TOTAL may be "*": -1).
+func parseContentRange(v string) (a, b, total int64, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(v), "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	as, bs, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	a, err1 = strconv.ParseInt(as, 10, 64)
+	b, err2 = strconv.ParseInt(bs, 10, 64)
+	total = -1
+	if tot != "*" {
+		total, err3 = strconv.ParseInt(tot, 10, 64)
+	}
+	if err1 != nil || err2 != nil || err3 != nil || a < 0 || b < a || (total >= 0 && b >= total) {
+		return 0, 0, 0, false
+	}
+	return a, b, total, true
+}
+
+// parseUnsatisfied parses "bytes */TOTAL".
+func parseUnsatisfied(v string) (int64, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(v), "bytes */")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(rest, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func (s *HTTPStore) httpError(resp *http.Response, url string) error {
+	e := &HTTPError{URL: url, Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
+		if s.auth == "" {
+			e.Hint = "the repository may be private or gated: set HF_TOKEN"
+		} else {
+			e.Hint = "the token in HF_TOKEN was not accepted for this repository"
+		}
+	case e.Code == "RepoNotFound":
+		e.Hint = "no such repository (or it is private: set HF_TOKEN)"
+	case e.Code == "RevisionNotFound":
+		e.Hint = "no such revision"
+	}
+	return e
+}

@@ -1,0 +1,191 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// HTTPStore is a ckpt.Store over a directory URL: file NAME is read from
+// BASE/NAME with HTTP Range requests. It cannot list (List returns nil), so
+// ckpt.OpenStore probes the index and then model.safetensors.
+type HTTPStore struct {
+	ctx      context.Context
+	base     *url.URL // ends in "/"
+	opt      Options
+	auth     string // Authorization header value, "" for none
+	sem      chan struct{}
+	requests atomic.Int64
+	received atomic.Int64
+
+	mu    sync.Mutex
+	small map[string]*httpBlob // files that fit in their prefix, by name
+}
+
+// NewHTTPStore returns a store for the files under base, a directory URL
+// (a trailing "/" is added if missing). token, if not empty, is sent as
+// "Authorization: Bearer <token>". ctx bounds every request of the store,
+// including reads of its blobs (io.ReaderAt takes no context): cancel it to
+// abort them.
+func NewHTTPStore(ctx context.Context, base string, token string, opt Options) (*HTTPStore, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("source URL %s: %w", ckpt.Quote(base), err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("source URL %s: want http:// or https:// with a host", ckpt.Quote(base))
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
+		}
+	}
+	opt = opt.withDefaults()
+	s := &HTTPStore{ctx: ctx, base: u, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), small: map[string]*httpBlob{}}
+	if token != "" {
+		s.auth = "Bearer " + token
+	}
+	return s, nil
+}
+
+// URL returns the URL of a file.
+func (s *HTTPStore) URL(name string) string {
+	segs := strings.Split(name, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	u := *s.base
+	u.Path = s.base.Path + name
+	u.RawPath = s.base.EscapedPath() + strings.Join(segs, "/")
+	return u.String()
+}
+
+// Location is the file's URL, without credentials.
+func (s *HTTPStore) Location(name string) string {
+	u, err := url.Parse(s.URL(name))
+	if err != nil {
+		return s.URL(name)
+	}
+	return u.Redacted()
+}
+
+// List returns nil: an HTTP directory cannot be listed.
+func (s *HTTPStore) List(ctx context.Context) ([]string, error) { return nil, nil }
+
+// Stats reports the requests made and the body bytes received so far.
+func (s *HTTPStore) Stats() (requests, bytes int64) {
+	return s.requests.Load(), s.received.Load()
+}
+
+// Open fetches the first Options.PrefixSize bytes of name, which gives its
+// size and ETag, and returns a Blob reading the rest with Range requests
+// pinned to that ETag. A missing file (404) matches fs.ErrNotExist.
+func (s *HTTPStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
+	if err := ckpt.CheckName(name); err != nil {
+		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
+	}
+	s.mu.Lock()
+	if b, ok := s.small[name]; ok {
+		s.mu.Unlock()
+		return b, nil
+	}
+	s.mu.Unlock()
+	b := &httpBlob{s: s, name: name, url: s.URL(name), loc: s.Location(name), pin: pin{size: -1}}
+	buf := make([]byte, s.opt.PrefixSize)
+	ctx, stop := mergeCancel(ctx, s.ctx)
+	defer stop()
+	res, err := s.fetch(ctx, b.url, &b.pin, 0, buf)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", b.loc, err)
+	}
+	b.pin = pin{etag: res.etag, lastMod: res.lastMod, size: res.size, ifMatch: !res.redir}
+	b.prefix = buf[:res.n:res.n]
+	b.noRange = res.noRange
+	if int64(len(b.prefix)) == b.pin.size {
+		s.mu.Lock()
+		s.small[name] = b
+		s.mu.Unlock()
+	}
+	return b, nil
+}
+
+// mergeCancel returns a context that ends when either ctx or other does.
+func mergeCancel(ctx, other context.Context) (context.Context, context.CancelFunc) {
+	if other == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(other, func() { cancel(context.Cause(other)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// httpBlob reads one remote file. After Open it is immutable, so ReadAt is
+// safe for concurrent use.
+type httpBlob struct {
+	s       *HTTPStore
+	name    string
+	url     string
+	loc     string
+	pin     pin
+	prefix  []byte // bytes [0, len(prefix)) from the first response
+	noRange bool   // the server ignored Range on the first request
+}
+
+func (b *httpBlob) Size() int64 { return b.pin.size }
+
+// Close does nothing: connections belong to the store's client.
+func (b *httpBlob) Close() error { return nil }
+
+// ETag is the version the blob is pinned to ("" if the server sent none).
+func (b *httpBlob) ETag() string { return b.pin.etag }
+
+// ReadAt reads len(p) bytes at off: from the cached prefix where possible,
+// the rest with Range requests of at most Options.ChunkSize bytes.
+func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("reading %s: negative offset %d", b.loc, off)
+	}
+	if off >= b.pin.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want, eof := p, false
+	if rest := b.pin.size - off; int64(len(p)) > rest {
+		want, eof = p[:rest], true
+	}
+	n := 0
+	if off < int64(len(b.prefix)) {
+		n = copy(want, b.prefix[off:])
+	}
+	for n < len(want) {
+		if err := b.s.ctx.Err(); err != nil {
+			return n, fmt.Errorf("reading %s at byte %d: %w", b.loc, off+int64(n), err)
+		}
+		chunk := min(int64(len(want)-n), b.s.opt.ChunkSize)
+		start := off + int64(n)
+		pn := b.pin
+		res, err := b.s.fetch(b.s.ctx, b.url, &pn, start, want[n:n+int(chunk)])
+		n += res.n
+		if err != nil {
+			return n, fmt.Errorf("reading bytes %d-%d of %s: %w", start, start+chunk-1, b.loc, err)
+		}
+		if res.n != int(chunk) {
+			return n, fmt.Errorf("reading bytes %d-%d of %s: got %d bytes: %w", start, start+chunk-1, b.loc, res.n, io.ErrUnexpectedEOF)
+		}
+	}
+	if eof {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+var _ ckpt.Store = (*HTTPStore)(nil)

@@ -1,0 +1,113 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// DefaultEndpoint is the Hugging Face hub.
+const DefaultEndpoint = "https://huggingface.co"
+
+// Openers returns the openers for every non-local source form: hf: (the
+// local cache), hf:// (the hub) and http(s):// URLs. They share one HTTP
+// client, so connections are reused across the sources of a command.
+func Openers(opt Options) []ckpt.SourceOpener {
+	opt = opt.withDefaults()
+	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt)}
+}
+
+// CacheOpener opens hf:ORG/NAME[@REV] from the local Hugging Face cache.
+func CacheOpener(getenv func(string) string) ckpt.SourceOpener {
+	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
+		rest, ok := strings.CutPrefix(src, "hf:")
+		if !ok || strings.HasPrefix(rest, "//") {
+			return nil, "", false, nil
+		}
+		repo, err := ParseRepo(rest)
+		if err != nil {
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+		}
+		root, err := CacheRoot(getenv)
+		if err != nil {
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+		}
+		s, err := OpenCache(root, repo)
+		if err != nil {
+			return nil, "", true, err
+		}
+		return s, "", true, nil
+	}
+}
+
+// Endpoint is $HF_ENDPOINT without a trailing slash, or DefaultEndpoint.
+func Endpoint(getenv func(string) string) string {
+	if getenv != nil {
+		if e := strings.TrimRight(getenv("HF_ENDPOINT"), "/"); e != "" {
+			return e
+		}
+	}
+	return DefaultEndpoint
+}
+
+// HubURL is the resolve URL of a repository revision's root:
+// ENDPOINT/ORG/NAME/resolve/REV/.
+func HubURL(endpoint string, repo Repo) string {
+	return strings.TrimRight(endpoint, "/") + "/" + repo.ID + "/resolve/" + url.PathEscape(repo.Rev()) + "/"
+}
+
+// HubOpener opens hf://ORG/NAME[@REV] from the hub at $HF_ENDPOINT, with
+// $HF_TOKEN as bearer token when set.
+func HubOpener(opt Options) ckpt.SourceOpener {
+	opt = opt.withDefaults()
+	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
+		rest, ok := strings.CutPrefix(src, "hf://")
+		if !ok {
+			return nil, "", false, nil
+		}
+		repo, err := ParseRepo(rest)
+		if err != nil {
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+		}
+		s, err := NewHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), opt.getenv("HF_TOKEN"), opt)
+		if err != nil {
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+		}
+		return s, "", true, nil
+	}
+}
+
+// URLOpener opens http:// and https:// URLs of a .safetensors file or an
+// index (.json); a URL ending in "/" is a directory (index, else
+// model.safetensors). $HF_TOKEN is sent only to the host of $HF_ENDPOINT.
+func URLOpener(opt Options) ckpt.SourceOpener {
+	opt = opt.withDefaults()
+	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
+		if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
+			return nil, "", false, nil
+		}
+		u, err := url.Parse(src)
+		if err != nil || u.Host == "" {
+			return nil, "", true, fmt.Errorf("source %s: not a valid URL", ckpt.Quote(src))
+		}
+		dir, entry := path.Split(u.Path)
+		if entry != "" && !strings.HasSuffix(entry, ".safetensors") && !strings.HasSuffix(entry, ".json") {
+			return nil, "", true, fmt.Errorf("source %s: a URL must name a .safetensors file, an index .json or a directory ending in /", ckpt.Quote(src))
+		}
+		base := *u
+		base.Path, base.RawPath = dir, ""
+		token := ""
+		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && strings.EqualFold(ep.Host, u.Host) && ep.Scheme == u.Scheme {
+			token = opt.getenv("HF_TOKEN")
+		}
+		s, err := NewHTTPStore(ctx, base.String(), token, opt)
+		if err != nil {
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+		}
+		return s, entry, true, nil
+	}
+}

@@ -1,0 +1,392 @@
+// Package sourcetest provides test doubles for the remote and cached
+// sources of package source: a fake Hugging Face hub (an HTTP server with
+// Range, ETag, Content-Range, hub 404 error codes and fault injection) and
+// a generator of Hugging Face cache trees.
+package sourcetest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FaultKind is a way for the fake hub to misbehave on one request.
+type FaultKind int
+
+const (
+	None        FaultKind = iota
+	Drop                  // send headers and half the body, then close the connection
+	Status500             // 500 Internal Server Error
+	Status503             // 503 with Retry-After
+	TooMany               // 429 Too Many Requests with Retry-After
+	WrongRange            // 206 with bytes shifted by one and a Content-Range for them
+	Short                 // 206 whose body (and Content-Length) is shorter than its Content-Range
+	NewVersion            // serve a changed file (other bytes, other ETag), ignoring If-Match
+	IgnoreRange           // 200 with the whole file
+	Hang                  // never answer (until the client gives up)
+	HangBody              // send headers and part of the body, then stall
+)
+
+// Fault is what Hub.Inject returns for a request.
+type Fault struct {
+	Kind       FaultKind
+	RetryAfter string // for TooMany / Status503
+}
+
+// Hub is a fake hub serving the files of Dir as
+//
+//	GET /{Repo}/resolve/{rev}/{path}   (rev "main" or Commit)
+//	GET /files/{path}                  (plain URLs)
+//
+// with single byte ranges, strong ETags (the SHA-256 of the content,
+// quoted, as the hub does for LFS files), If-Match, 404 + X-Error-Code
+// (EntryNotFound, RepoNotFound, RevisionNotFound) and faults chosen by
+// Inject. It counts requests, connections and body bytes served.
+type Hub struct {
+	*httptest.Server
+	Dir    string
+	Repo   string // "org/name"
+	Commit string
+	Token  string // if set, requests must carry "Authorization: Bearer Token"
+	// Inject chooses a fault for a request (nil: none). It may be called
+	// concurrently.
+	Inject func(r *http.Request, file string) Fault
+
+	Requests    atomic.Int64
+	BytesServed atomic.Int64
+	Conns       atomic.Int64
+	inflight    atomic.Int64
+
+	mu     sync.Mutex
+	repos  map[string]string // more repositories: id → directory
+	files  map[string]served
+	hangCh chan struct{}
+}
+
+// NewHub starts a hub serving dir as repo (e.g. "org/model").
+func NewHub(dir, repo string) *Hub {
+	h := &Hub{Dir: dir, Repo: repo, Commit: strings.Repeat("c0ffee", 7)[:40], files: map[string]served{}, hangCh: make(chan struct{})}
+	h.Server = httptest.NewUnstartedServer(h)
+	h.Server.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			h.Conns.Add(1)
+		}
+	}
+	h.Server.Start()
+	return h
+}
+
+// Close releases hanging handlers and stops the server.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	select {
+	case <-h.hangCh:
+	default:
+		close(h.hangCh)
+	}
+	h.mu.Unlock()
+	h.Server.CloseClientConnections()
+	h.Server.Close()
+}
+
+// Quiesce waits (up to 5 s) until no handler is running, so that the
+// counters include the last bytes of responses a client has already read.
+func (h *Hub) Quiesce() {
+	for i := 0; i < 500 && h.inflight.Load() > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ResetCounters waits for running handlers and zeroes the counters.
+func (h *Hub) ResetCounters() {
+	h.Quiesce()
+	h.Requests.Store(0)
+	h.BytesServed.Store(0)
+	h.Conns.Store(0)
+}
+
+// HubSource is "hf://Repo" for this hub (set HF_ENDPOINT to h.URL).
+func (h *Hub) HubSource() string { return "hf://" + h.Repo }
+
+// FileURL is the plain URL of a file.
+func (h *Hub) FileURL(name string) string { return h.URL + "/files/" + name }
+
+// ETag returns the quoted SHA-256 of a served file.
+func (h *Hub) ETag(name string) (string, error) {
+	_, e, err := h.content(name)
+	return e, err
+}
+
+// AddRepo serves dir as another repository id (resolve URLs only).
+func (h *Hub) AddRepo(id, dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.repos == nil {
+		h.repos = map[string]string{}
+	}
+	h.repos[id] = dir
+}
+
+// content returns a file's bytes and ETag (cached until Update). name is
+// relative to Dir, or "\x00<dir>\x00<name>" for another repository.
+func (h *Hub) content(name string) ([]byte, string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c, ok := h.files[name]; ok {
+		return c.data, c.etag, nil
+	}
+	dir, rel := h.Dir, name
+	if parts := strings.Split(name, "\x00"); len(parts) == 3 {
+		dir, rel = parts[1], parts[2]
+	}
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(data)
+	c := served{data: data, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	h.files[name] = c
+	return c.data, c.etag, nil
+}
+
+type served struct {
+	data []byte
+	etag string
+}
+
+func notFound(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("X-Error-Code", code)
+	w.Header().Set("X-Error-Message", msg)
+	http.Error(w, msg, http.StatusNotFound)
+}
+
+// ServeHTTP implements the routes.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
+	h.Requests.Add(1)
+	if h.Token != "" && r.Header.Get("Authorization") != "Bearer "+h.Token {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	p := r.URL.Path
+	var file string
+	switch {
+	case strings.HasPrefix(p, "/files/"):
+		file = strings.TrimPrefix(p, "/files/")
+	default:
+		rest, ok := strings.CutPrefix(p, "/"+h.Repo+"/resolve/")
+		key := ""
+		if !ok {
+			h.mu.Lock()
+			for id, dir := range h.repos {
+				if r, found := strings.CutPrefix(p, "/"+id+"/resolve/"); found {
+					rest, ok, key = r, true, "\x00"+dir+"\x00"
+				}
+			}
+			h.mu.Unlock()
+		}
+		if !ok {
+			notFound(w, "RepoNotFound", "Repository not found")
+			return
+		}
+		rev, f, ok := strings.Cut(rest, "/")
+		if !ok {
+			notFound(w, "EntryNotFound", "Entry not found")
+			return
+		}
+		if rev != "main" && rev != h.Commit {
+			notFound(w, "RevisionNotFound", "Invalid rev id: "+rev)
+			return
+		}
+		file = key + f
+	}
+	if rel := file[strings.LastIndex(file, "\x00")+1:]; rel == "" || path.Clean(rel) != rel || strings.HasPrefix(rel, "../") || strings.Contains(rel, "/../") {
+		notFound(w, "EntryNotFound", "Entry not found")
+		return
+	}
+	data, etag, err := h.content(file)
+	if err != nil {
+		notFound(w, "EntryNotFound", "Entry not found")
+		return
+	}
+	var f Fault
+	if h.Inject != nil {
+		f = h.Inject(r, file[strings.LastIndex(file, "\x00")+1:])
+	}
+	h.serve(w, r, data, etag, f)
+}
+
+func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, etag string, f Fault) {
+	switch f.Kind {
+	case Status500:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	case Status503, TooMany:
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		code := http.StatusTooManyRequests
+		if f.Kind == Status503 {
+			code = http.StatusServiceUnavailable
+		}
+		http.Error(w, "slow down", code)
+		return
+	case Hang:
+		h.hang(r)
+		return
+	case NewVersion:
+		changed := make([]byte, len(data))
+		for i, b := range data {
+			changed[i] = b ^ 0x5a
+		}
+		data, etag = changed, `"v2-`+strings.Trim(etag, `"`)[:8]+`"`
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Accept-Ranges", "bytes")
+	if f.Kind != NewVersion {
+		if im := r.Header.Get("If-Match"); im != "" && im != "*" && im != etag {
+			w.WriteHeader(http.StatusPreconditionFailed)
+			return
+		}
+	}
+	size := int64(len(data))
+	start, end, ok, hasRange := parseRange(r.Header.Get("Range"), size)
+	if !hasRange || f.Kind == IgnoreRange {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		w.WriteHeader(http.StatusOK)
+		h.write(w, r, data, f)
+		return
+	}
+	if !ok {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
+		w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+		return
+	}
+	body := data[start : end+1]
+	cr := fmt.Sprintf("bytes %d-%d/%d", start, end, size)
+	switch f.Kind {
+	case WrongRange:
+		s2, e2 := start+1, end+1
+		if e2 >= size {
+			s2, e2 = start-1, end-1
+		}
+		if s2 >= 0 {
+			body = data[s2 : e2+1]
+			cr = fmt.Sprintf("bytes %d-%d/%d", s2, e2, size)
+		}
+	case Short:
+		body = body[:len(body)/2]
+	}
+	w.Header().Set("Content-Range", cr)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusPartialContent)
+	h.write(w, r, body, f)
+}
+
+func (h *Hub) write(w http.ResponseWriter, r *http.Request, body []byte, f Fault) {
+	if r.Method == http.MethodHead {
+		return
+	}
+	switch f.Kind {
+	case Drop:
+		half := body[:len(body)/2]
+		n, _ := w.Write(half)
+		h.BytesServed.Add(int64(n))
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+		return
+	case HangBody:
+		n, _ := w.Write(body[:len(body)/2])
+		h.BytesServed.Add(int64(n))
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		h.hang(r)
+		return
+	}
+	// Write in pieces so that a client that stops reading (a server that
+	// ignored Range) is not charged for bytes it never took.
+	for len(body) > 0 {
+		k := min(len(body), 32<<10)
+		n, err := w.Write(body[:k])
+		h.BytesServed.Add(int64(n))
+		if err != nil {
+			return
+		}
+		body = body[k:]
+	}
+}
+
+func (h *Hub) hang(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-h.hangCh:
+	case <-time.After(time.Minute):
+	}
+}
+
+// parseRange parses a single "bytes=a-b", "bytes=a-" or "bytes=-n".
+func parseRange(v string, size int64) (start, end int64, ok, present bool) {
+	spec, found := strings.CutPrefix(v, "bytes=")
+	if !found || strings.Contains(spec, ",") {
+		return 0, 0, false, false
+	}
+	as, bs, found := strings.Cut(spec, "-")
+	if !found {
+		return 0, 0, false, false
+	}
+	var err error
+	switch {
+	case as == "":
+		n, err := strconv.ParseInt(bs, 10, 64)
+		if err != nil || n <= 0 {
+			return 0, 0, false, true
+		}
+		start, end = max(size-n, 0), size-1
+	default:
+		if start, err = strconv.ParseInt(as, 10, 64); err != nil {
+			return 0, 0, false, true
+		}
+		end = size - 1
+		if bs != "" {
+			if end, err = strconv.ParseInt(bs, 10, 64); err != nil {
+				return 0, 0, false, true
+			}
+			end = min(end, size-1)
+		}
+	}
+	if start < 0 || start >= size || end < start {
+		return 0, 0, false, true
+	}
+	return start, end, true, true
+}
+
+// Update replaces a served file's content (and so its ETag).
+func (h *Hub) Update(name string, data []byte) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.files, name)
+	return os.WriteFile(filepath.Join(h.Dir, filepath.FromSlash(name)), data, 0o644)
+}
