@@ -31,8 +31,6 @@ type engine struct {
 type scratch struct {
 	bRaw, fRaw []byte
 	bF, fF     []float32
-	codes      []byte
-	scales     []float32
 	sRaw       []byte
 }
 
@@ -357,7 +355,7 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 		if same {
 			r.changed += countRawDiff(bseg, fseg, int(bs.esize))
 			if !p.scalesSame {
-				r.changed += countValueDiffWhereRawSame(sc.bF, sc.fF, bseg, fseg, int(bs.esize))
+				r.changed += countValueDiffWhereRawSame(sc.bF, sc.fF, bseg, fseg, bs.esize)
 			}
 		} else {
 			r.changed += countValueDiff(sc.bF, sc.fF)
@@ -420,31 +418,9 @@ func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, 
 	r.accumulate(bF, fF)
 
 	cols := q.cols
-	rows, r0 := n/cols, e0/cols
-	sRows := (rows + q.bm - 1) / q.bm
-	sc.codes = grow(sc.codes, n)
-	sc.scales = grow(sc.scales, sRows*q.sCols)
-	ckpt.QuantizeBlockFP8(wF, rows, cols, q.bm, q.bn, q.scaleDType, sc.codes, sc.scales)
-	ses := int64(q.scaleDType.Bits() / 8)
-	sc.sRaw = grow(sc.sRaw, sRows*q.sCols*ses)
-	if err := ckpt.EncodeFloat32(q.scaleDType, sc.scales, sc.sRaw); err != nil {
-		return fmt.Errorf("tensor %s: %w", ckpt.Quote(q.t.Name), err)
-	}
-	sr0 := r0 / q.bm
-	for bi := int64(0); bi < sRows; bi++ {
-		for bj := int64(0); bj < q.sCols; bj++ {
-			li, gi := bi*q.sCols+bj, (sr0+bi)*q.sCols+bj
-			bad := !bytes.Equal(sc.sRaw[li*ses:(li+1)*ses], q.scaleRaw[gi*ses:(gi+1)*ses])
-			c0, c1 := bj*q.bn, min((bj+1)*q.bn, cols)
-			var cnt int64
-			for rr := bi * q.bm; rr < min((bi+1)*q.bm, rows); rr++ {
-				cnt += countRawDiff(sc.codes[rr*cols+c0:rr*cols+c1], qRaw[rr*cols+c0:rr*cols+c1], 1)
-			}
-			r.qElems += cnt
-			if bad || cnt > 0 {
-				r.qBlocks++
-			}
-		}
-	}
+	sc.sRaw = grow(sc.sRaw, 8)
+	qe, qb := requantBlocks(q, wF, qRaw, e0/cols, n/cols, sc.sRaw)
+	r.qElems += qe
+	r.qBlocks += qb
 	return nil
 }
