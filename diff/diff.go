@@ -131,7 +131,7 @@ func (s *Summary) Add(r Relation) {
 }
 
 // Count returns the count of one relation.
-func (s *Summary) Count(r Relation) int64 {
+func (s Summary) Count(r Relation) int64 {
 	switch r {
 	case Identical:
 		return s.Identical
@@ -154,7 +154,7 @@ func (s *Summary) Count(r Relation) int64 {
 }
 
 // Total is the number of tensors counted.
-func (s *Summary) Total() int64 {
+func (s Summary) Total() int64 {
 	var n int64
 	for _, r := range Relations {
 		n += s.Count(r)
@@ -164,7 +164,7 @@ func (s *Summary) Total() int64 {
 
 // Differs reports whether any tensor differs (anything but identical and,
 // in header mode, same_header).
-func (s *Summary) Differs() bool {
+func (s Summary) Differs() bool {
 	return s.Total()-s.Identical-s.SameHeader > 0
 }
 
