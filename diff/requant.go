@@ -29,59 +29,39 @@ func encodeE4M3(f float32) byte {
 	return sign | byte(r-120<<3)
 }
 
-// requantBlocks applies the quantisation recipe of the command contract to
-// the wide-side values w (whole rows [r0, r0+rows) of a [*, cols] matrix,
-// r0 a multiple of q.bm) and compares the result with the FP8 side's codes
-// qRaw and its stored scales: it returns how many codes differ and how
-// many blocks have a differing scale or code. Per block: s = float32(amax)
-// / 448 rounded to the scale dtype; each code = e4m3(w / s) in float32
-// (zero when s is zero) — the recipe of ckpt.QuantizeBlockFP8.
-func requantBlocks(q *side, w []float32, qRaw []byte, r0, rows int64, sRaw []byte) (elems, blocks int64) {
-	cols, bm, bn := q.cols, q.bm, q.bn
-	ses := int64(q.scaleDType.Bits() / 8)
-	sRaw = sRaw[:ses]
-	sr0 := r0 / bm
-	for bi := int64(0); bi*bm < rows; bi++ {
-		ra, rb := bi*bm, min((bi+1)*bm, rows)
-		for bj := int64(0); bj < q.sCols; bj++ {
-			c0, c1 := bj*bn, min((bj+1)*bn, cols)
-			var amax float32
-			for r := ra; r < rb; r++ {
-				for _, x := range w[r*cols+c0 : r*cols+c1] {
-					x = float32(math.Abs(float64(x)))
-					if x > amax {
-						amax = x
-					}
-				}
-			}
-			s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
-			_ = ckpt.EncodeFloat32(q.scaleDType, []float32{s}, sRaw)
-			gi := (sr0+bi)*q.sCols + bj
-			bad := !bytes.Equal(sRaw, q.scaleRaw[gi*ses:(gi+1)*ses])
-			var cnt int64
-			for r := ra; r < rb; r++ {
-				ws := w[r*cols+c0 : r*cols+c1]
-				cs := qRaw[r*cols+c0 : r*cols+c1]
-				cs = cs[:len(ws)]
-				if s == 0 {
-					for i := range ws {
-						if cs[i] != 0 {
-							cnt++
-						}
-					}
-					continue
-				}
-				for i, x := range ws {
-					if encodeE4M3(x/s) != cs[i] {
-						cnt++
-					}
-				}
-			}
-			elems += cnt
-			if bad || cnt > 0 {
-				blocks++
-			}
+// requantBlock applies the quantisation recipe of the command contract to
+// one block of wide-side values w and compares the result with the FP8
+// side's codes and its stored scale for block (bi, bj): it returns how many
+// codes differ and whether the scale differs. s = float32(amax) / 448
+// rounded to the scale dtype; each code = e4m3(w / s) in float32 (zero
+// when s is zero) — the recipe of ckpt.QuantizeBlockFP8.
+func requantBlock(q *side, w []float32, codes []byte, bi, bj int64, sRaw []byte) (cnt int64, scaleDiffers bool) {
+	var amax float32
+	for _, x := range w {
+		x = float32(math.Abs(float64(x)))
+		if x > amax {
+			amax = x
 		}
 	}
-	return elems, blocks
+	s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
+	ses := int64(q.scaleDType.Bits() / 8)
+	sRaw = sRaw[:ses]
+	_ = ckpt.EncodeFloat32(q.scaleDType, []float32{s}, sRaw)
+	gi := bi*q.sCols + bj
+	scaleDiffers = !bytes.Equal(sRaw, q.scaleRaw[gi*ses:(gi+1)*ses])
+	codes = codes[:len(w)]
+	if s == 0 {
+		for _, c := range codes {
+			if c != 0 {
+				cnt++
+			}
+		}
+		return cnt, scaleDiffers
+	}
+	for i, x := range w {
+		if encodeE4M3(x/s) != codes[i] {
+			cnt++
+		}
+	}
+	return cnt, scaleDiffers
 }
