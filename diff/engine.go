@@ -361,9 +361,10 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 			return err
 		}
 		if same {
-			r.changed += countRawDiff(bseg, fseg, int(bs.esize))
-			if !p.scalesSame {
-				r.changed += countValueDiffWhereRawSame(sc.bF, sc.fF, bseg, fseg, bs.esize)
+			if p.scalesSame {
+				r.changed += countRawDiff(bseg, fseg, int(bs.esize))
+			} else {
+				r.changed += countChanged(sc.bF, sc.fF, bseg, fseg, bs.esize)
 			}
 		} else {
 			r.changed += countValueDiff(sc.bF, sc.fF)
