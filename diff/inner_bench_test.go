@@ -93,3 +93,23 @@ func BenchmarkEncodeE4M3Core(b *testing.B) {
 	}
 	_ = sink
 }
+
+func TestCountChanged(t *testing.T) {
+	t.Parallel()
+	// raw codes differ but values agree (0x00/0x80 are ±0 → different bits;
+	// use a zero scale so that every value is +0·s... ) and the reverse.
+	b := []float32{1, 2, 3, 4, 0}
+	f := []float32{1, 2.5, 3, 4, 0}
+	rb := []byte{1, 2, 3, 0x10, 5}
+	rf := []byte{1, 2, 3, 0x11, 5}
+	// element 1: value differs, raw same; element 3: raw differs, value same
+	if got := countChanged(b, f, rb, rf, 1); got != 2 {
+		t.Fatalf("countChanged = %d, want 2", got)
+	}
+	if got := countChanged(b, f, []byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, []byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0}, 2); got != 2 {
+		t.Fatalf("countChanged (2-byte) = %d, want 2", got)
+	}
+	if got := countRawDiff([]byte("abcdefghijklmnopq"), []byte("abcdefghijklmnopQ"), 1); got != 1 {
+		t.Fatalf("countRawDiff = %d, want 1", got)
+	}
+}

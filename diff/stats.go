@@ -110,7 +110,7 @@ func countChanged(b, f []float32, rb, rf []byte, esize int64) int64 {
 	if esize == 1 {
 		rb, rf = rb[:len(b)], rf[:len(b)]
 		for i := range b {
-			x := uint32(rb[i]^rf[i]) | math.Float32bits(b[i]) ^ math.Float32bits(f[i])
+			x := uint32(rb[i]^rf[i]) | (math.Float32bits(b[i]) ^ math.Float32bits(f[i]))
 			n += int64((x | -x) >> 31)
 		}
 		return n
