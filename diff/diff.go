@@ -231,7 +231,7 @@ type Result struct {
 	Keys    Keys           `json:"keys"`
 	Groups  []GroupSummary `json:"groups"`
 	Sampled bool           `json:"sampled,omitempty"`
-	// BytesCompared is the tensor data read from both sides.
+	// BytesRead is the tensor data read from both sides (0 in header mode).
 	BytesRead int64 `json:"bytes_read"`
 }
 
