@@ -3,6 +3,8 @@ package diff_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -240,4 +242,32 @@ func TestCancel(t *testing.T) {
 	cancel()
 	_, err := diff.Compare(ctx, bc, fc, diff.Options{})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestNaNAndZeroBase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	nan := float32(math.NaN())
+	bc := writeCkpt(t, filepath.Join(dir, "b"), []ckpt.MemTensor{
+		bf16T(t, "n", []int64{4}, []float32{1, 2, 3, 4}),
+		bf16T(t, "z", []int64{4}, []float32{0, 0, 0, 0}),
+		bf16T(t, "e", []int64{0, 4}, nil),
+	}, 0, nil)
+	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{
+		bf16T(t, "n", []int64{4}, []float32{1, nan, 3, 4}),
+		bf16T(t, "z", []int64{4}, []float32{0, 1, 0, 0}),
+		bf16T(t, "e", []int64{0, 4}, nil),
+	}, 0, nil)
+	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+	require.NoError(t, err)
+	by := rows(res)
+	assert.Equal(t, diff.Changed, by["n"].Relation)
+	assert.Equal(t, int64(1), *by["n"].ChangedElems)
+	assert.True(t, math.IsNaN(float64(*by["n"].MaxAbsDiff)), "a NaN difference is reported as NaN (null in JSON)")
+	assert.True(t, math.IsInf(float64(*by["z"].RelL2), 1), "rel_l2 against an all-zero base is +Inf (null in JSON)")
+	assert.Equal(t, diff.Float(0), *by["z"].Cosine)
+	assert.Equal(t, diff.Identical, by["e"].Relation, "empty tensors are identical")
+	raw, err := json.Marshal(by["n"])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"max_abs_diff":null`)
 }
