@@ -131,7 +131,7 @@ func (s *Summary) Add(r Relation) {
 }
 
 // Count returns the count of one relation.
-func (s *Summary) Count(r Relation) int64 {
+func (s Summary) Count(r Relation) int64 {
 	switch r {
 	case Identical:
 		return s.Identical
@@ -154,7 +154,7 @@ func (s *Summary) Count(r Relation) int64 {
 }
 
 // Total is the number of tensors counted.
-func (s *Summary) Total() int64 {
+func (s Summary) Total() int64 {
 	var n int64
 	for _, r := range Relations {
 		n += s.Count(r)
@@ -164,7 +164,7 @@ func (s *Summary) Total() int64 {
 
 // Differs reports whether any tensor differs (anything but identical and,
 // in header mode, same_header).
-func (s *Summary) Differs() bool {
+func (s Summary) Differs() bool {
 	return s.Total()-s.Identical-s.SameHeader > 0
 }
 
@@ -231,7 +231,7 @@ type Result struct {
 	Keys    Keys           `json:"keys"`
 	Groups  []GroupSummary `json:"groups"`
 	Sampled bool           `json:"sampled,omitempty"`
-	// BytesCompared is the tensor data read from both sides.
+	// BytesRead is the tensor data read from both sides (0 in header mode).
 	BytesRead int64 `json:"bytes_read"`
 }
 

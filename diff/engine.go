@@ -14,6 +14,9 @@ import (
 // float32 buffers of this size stay in the L2 cache.
 const segMax = 16384
 
+// maxTokens caps the chunks in flight.
+const maxTokens = 16
+
 // engine streams tensor pairs in chunks. A fixed pool of scratch buffers
 // (tokens) bounds both the memory and the number of chunks in flight;
 // tensors run concurrently and large tensors are split into chunks that
@@ -32,7 +35,6 @@ type scratch struct {
 	bRaw, fRaw []byte
 	bF, fF     []float32
 	codes      []byte
-	scales     []float32
 	sRaw       []byte
 }
 
@@ -49,7 +51,11 @@ func newEngine(opt Options, mode Mode) *engine {
 	if ra == 0 {
 		ra = 2
 	}
-	n := w + max(ra, 0)
+	// The tokens bound memory: each holds one chunk of each side (at
+	// most about a row of scale blocks, a few MiB for the largest weights
+	// of a 27B model) and small decode buffers; cap them so that peak
+	// memory stays well under 256 MiB on machines with many cores.
+	n := min(w+max(ra, 0), maxTokens)
 	e := &engine{mode: mode, target: opt.ChunkBytes, tokens: make(chan *scratch, n), parallel: n, progress: opt.Progress}
 	if e.target <= 0 {
 		e.target = 1 << 20
@@ -355,9 +361,10 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 			return err
 		}
 		if same {
-			r.changed += countRawDiff(bseg, fseg, int(bs.esize))
-			if !p.scalesSame {
-				r.changed += countValueDiffWhereRawSame(sc.bF, sc.fF, bseg, fseg, int(bs.esize))
+			if p.scalesSame {
+				r.changed += countRawDiff(bseg, fseg, int(bs.esize))
+			} else {
+				r.changed += countChanged(sc.bF, sc.fF, bseg, fseg, bs.esize)
 			}
 		} else {
 			r.changed += countValueDiff(sc.bF, sc.fF)
@@ -394,52 +401,47 @@ func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 	return nil
 }
 
-// requant compares a chunk of block-FP8 values with a wider float: the
-// statistics over dequantised values, then the recipe applied to the
-// wider side, block by block, against the FP8 codes and scales.
+// requant compares a chunk of block-FP8 values with a wider float, block
+// by block (row-major blocks, so that two bm×bn float buffers suffice):
+// the statistics over dequantised values, then the recipe applied to the
+// wider side against the FP8 codes and stored scales.
 func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial) error {
 	q, w := p.q, p.w
 	qRaw, wRaw := bRaw, fRaw
 	if q == p.fs {
 		qRaw, wRaw = fRaw, bRaw
 	}
-	n := e1 - e0
-	sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
-	qF, wF := sc.bF, sc.fF // decoded FP8 side, decoded wide side
-	if err := q.decodeRows(qRaw, e0, qF); err != nil {
-		return err
-	}
-	if err := w.decodeRows(wRaw, e0, wF); err != nil {
-		return err
-	}
-	bF, fF := qF, wF
-	if q == p.fs {
-		bF, fF = wF, qF
-	}
-	r.changed = countValueDiff(bF, fF)
-	r.accumulate(bF, fF)
-
 	cols := q.cols
-	rows, r0 := n/cols, e0/cols
-	sRows := (rows + q.bm - 1) / q.bm
-	sc.codes = grow(sc.codes, n)
-	sc.scales = grow(sc.scales, sRows*q.sCols)
-	ckpt.QuantizeBlockFP8(wF, rows, cols, q.bm, q.bn, q.scaleDType, sc.codes, sc.scales)
-	ses := int64(q.scaleDType.Bits() / 8)
-	sc.sRaw = grow(sc.sRaw, sRows*q.sCols*ses)
-	if err := ckpt.EncodeFloat32(q.scaleDType, sc.scales, sc.sRaw); err != nil {
-		return fmt.Errorf("tensor %s: %w", ckpt.Quote(q.t.Name), err)
-	}
-	sr0 := r0 / q.bm
-	for bi := int64(0); bi < sRows; bi++ {
+	rows, r0 := (e1-e0)/cols, e0/cols
+	sc.sRaw = grow(sc.sRaw, 8)
+	for ra := int64(0); ra < rows; ra += q.bm {
+		rb := min(ra+q.bm, rows)
 		for bj := int64(0); bj < q.sCols; bj++ {
-			li, gi := bi*q.sCols+bj, (sr0+bi)*q.sCols+bj
-			bad := !bytes.Equal(sc.sRaw[li*ses:(li+1)*ses], q.scaleRaw[gi*ses:(gi+1)*ses])
 			c0, c1 := bj*q.bn, min((bj+1)*q.bn, cols)
-			var cnt int64
-			for rr := bi * q.bm; rr < min((bi+1)*q.bm, rows); rr++ {
-				cnt += countRawDiff(sc.codes[rr*cols+c0:rr*cols+c1], qRaw[rr*cols+c0:rr*cols+c1], 1)
+			nc := c1 - c0
+			n := (rb - ra) * nc
+			sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
+			qF, wF := sc.bF, sc.fF
+			codes := grow(sc.codes, n)
+			sc.codes = codes
+			for rr := ra; rr < rb; rr++ {
+				o := rr*cols + c0 // element offset within the chunk
+				d := (rr - ra) * nc
+				if err := q.decode(qRaw[o*q.esize:(o+nc)*q.esize], e0+o, qF[d:d+nc]); err != nil {
+					return err
+				}
+				if err := w.decode(wRaw[o*w.esize:(o+nc)*w.esize], e0+o, wF[d:d+nc]); err != nil {
+					return err
+				}
+				copy(codes[d:d+nc], qRaw[o:o+nc])
 			}
+			bF, fF := qF, wF
+			if q == p.fs {
+				bF, fF = wF, qF
+			}
+			r.changed += countValueDiff(bF, fF)
+			r.accumulate(bF, fF)
+			cnt, bad := requantBlock(q, wF, codes, (r0+ra)/q.bm, bj, sc.sRaw)
 			r.qElems += cnt
 			if bad || cnt > 0 {
 				r.qBlocks++

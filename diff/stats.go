@@ -102,13 +102,22 @@ func countValueDiff(b, f []float32) int64 {
 	return n
 }
 
-// countValueDiffWhereRawSame counts elements whose raw bytes agree but
-// whose decoded values differ (a changed block scale).
-func countValueDiffWhereRawSame(b, f []float32, rb, rf []byte, esize int) int64 {
+// countChanged counts elements whose raw bytes or decoded values differ
+// (the count for two sides whose block scales differ).
+func countChanged(b, f []float32, rb, rf []byte, esize int64) int64 {
+	f = f[:len(b)]
 	var n int64
+	if esize == 1 {
+		rb, rf = rb[:len(b)], rf[:len(b)]
+		for i := range b {
+			x := uint32(rb[i]^rf[i]) | (math.Float32bits(b[i]) ^ math.Float32bits(f[i]))
+			n += int64((x | -x) >> 31)
+		}
+		return n
+	}
 	for i := range b {
-		o := i * esize
-		if string(rb[o:o+esize]) == string(rf[o:o+esize]) && math.Float32bits(b[i]) != math.Float32bits(f[i]) {
+		o := int64(i) * esize
+		if math.Float32bits(b[i]) != math.Float32bits(f[i]) || string(rb[o:o+esize]) != string(rf[o:o+esize]) {
 			n++
 		}
 	}

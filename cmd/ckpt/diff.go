@@ -136,16 +136,24 @@ func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
 	}
 	fmt.Fprintln(w)
 
-	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape", "changed", "max_abs_diff", "rel_l2", "cosine", "note"},
-		Right: map[int]bool{5: true, 6: true, 7: true, 8: true}}
+	stats := res.Mode == diff.ModeValues
+	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}}
+	if stats {
+		g.Header = append(g.Header, "changed", "max_abs_diff", "rel_l2", "cosine")
+		g.Right = map[int]bool{5: true, 6: true, 7: true, 8: true}
+	}
+	g.Header = append(g.Header, "note")
 	hidden := 0
 	for _, t := range res.Tensors {
 		if !all && (t.Relation == diff.Identical || t.Relation == diff.SameHeader) {
 			hidden++
 			continue
 		}
-		g.Rows = append(g.Rows, []string{ckpt.EscapeName(t.Name), string(t.Relation), dtypeCell(t.BaseDType), dtypeCell(t.FTDType),
-			output.Shape(t.Shape), intCell(t.ChangedElems), floatCell(t.MaxAbsDiff, 4), floatCell(t.RelL2, 4), floatCell(t.Cosine, 6), tensorNote(t)})
+		row := []string{ckpt.EscapeName(t.Name), string(t.Relation), dtypeCell(t.BaseDType), dtypeCell(t.FTDType), output.Shape(t.Shape)}
+		if stats {
+			row = append(row, intCell(t.ChangedElems), floatCell(t.MaxAbsDiff, 4), floatCell(t.RelL2, 4), floatCell(t.Cosine, 6))
+		}
+		g.Rows = append(g.Rows, append(row, tensorNote(t)))
 	}
 	title := fmt.Sprintf("tensors: %d listed", len(g.Rows))
 	if hidden > 0 {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The -update flag rewrites golden files; it is defined here unless
+// another test file of the package already did.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the testdata/*.golden files")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden() {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create %s", path)
+	assert.Equal(t, string(want), got)
+}
+
+func runApp(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
+	code = app.Run(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+func TestDiffGolden(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	for _, c := range []struct{ golden, format, mode string }{
+		{"diff_values.txt.golden", "text", "values"},
+		{"diff_values.json.golden", "json", "values"},
+		{"diff_bytes.txt.golden", "text", "bytes"},
+		{"diff_header.txt.golden", "text", "header"},
+	} {
+		code, out, stderr := runApp(t, "diff", base, ft, "--format", c.format, "--mode", c.mode, "--progress", "none")
+		assert.Equal(t, 1, code, stderr)
+		assert.Empty(t, stderr)
+		golden(t, c.golden, strings.ReplaceAll(out, dir, "DIR"))
+	}
+}
+
+func TestDiffJSONContract(t *testing.T) {
+	t.Parallel()
+	base, ft, err := ckpttest.Pair(t.TempDir())
+	require.NoError(t, err)
+	code, out, _ := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none")
+	require.Equal(t, 1, code)
+	var doc struct {
+		Base, FT string
+		Summary  map[string]int64
+		Config   []map[string]any
+		Tensors  []map[string]any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, base, doc.Base)
+	for _, k := range []string{"identical", "changed", "requant_identical", "dtype_changed", "shape_changed", "only_in_base", "only_in_ft"} {
+		assert.Contains(t, doc.Summary, k)
+	}
+	assert.Equal(t, int64(7), doc.Summary["requant_identical"])
+	row := doc.Tensors[0]
+	for _, k := range []string{"name", "relation", "base_dtype", "ft_dtype", "shape", "numel", "changed_elems", "max_abs_diff", "rel_l2", "cosine"} {
+		assert.Contains(t, row, k)
+	}
+	assert.Equal(t, "quantization_config.modules_to_not_convert", doc.Config[0]["path"])
+
+	code, out, _ = runApp(t, "diff", base, ft, "--format", "jsonl", "--progress", "none")
+	require.Equal(t, 1, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Len(t, lines, len(doc.Tensors))
+	for _, l := range lines {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		assert.Contains(t, m, "relation")
+	}
+}
+
+func TestDiffExitCodes(t *testing.T) {
+	t.Parallel()
+	base, ft, err := ckpttest.Pair(t.TempDir())
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"same checkpoint", []string{"diff", base, base}, 0, ""},
+		{"same checkpoint, header", []string{"diff", base, base, "--mode", "header"}, 0, ""},
+		{"differences", []string{"diff", base, ft}, 1, ""},
+		{"identical tensors, but the config differs", []string{"diff", base, ft, "--match", "model.visual.**"}, 1, ""},
+		{"same checkpoint, selection", []string{"diff", base, base, "--match", "mtp.**", "--exclude", "**.weight_scale_inv"}, 0, ""},
+		{"sample", []string{"diff", base, ft, "--sample", "3", "--seed", "5", "--mode", "bytes"}, -1, ""},
+		{"missing", []string{"diff", base, filepath.Join(base, "nope")}, 2, "nope"},
+		{"bad mode", []string{"diff", base, ft, "--mode", "fast"}, 2, "--mode"},
+		{"bad format", []string{"diff", base, ft, "--format", "yaml"}, 2, "--format"},
+		{"bad progress", []string{"diff", base, ft, "--progress", "loud"}, 2, "--progress"},
+		{"one argument", []string{"diff", base}, 2, "2 argument"},
+	} {
+		code, _, stderr := runApp(t, append(c.args, "--progress", "none")...)
+		if c.name == "bad progress" {
+			code, _, stderr = runApp(t, c.args...)
+		}
+		if c.code >= 0 {
+			assert.Equal(t, c.code, code, "%s: %s", c.name, stderr)
+		} else {
+			assert.Contains(t, []int{0, 1}, code, c.name)
+		}
+		assert.Contains(t, stderr, c.stderr, c.name)
+	}
+}
+
+func TestDiffProgress(t *testing.T) {
+	t.Parallel()
+	base, ft, err := ckpttest.Pair(t.TempDir())
+	require.NoError(t, err)
+	code, out, stderr := runApp(t, "diff", base, ft, "--progress", "plain", "--format", "json")
+	require.Equal(t, 1, code)
+	assert.Contains(t, stderr, "diff: 100.0%")
+	assert.NotContains(t, out, "diff:", "progress never on stdout")
+}

@@ -1,0 +1,42 @@
+// Command genfixture writes a generated base / fine-tune checkpoint pair
+// (package ckpttest) for benchmarks: `go run ./internal/cmd/genfixture
+// -size large -out DIR` writes DIR/base and DIR/ft (~1.2 GB each).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+)
+
+func main() {
+	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
+	size := flag.String("size", "large", "small (the demo pair) or large (~1.2 GB per checkpoint)")
+	flag.Parse()
+	if *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large]")
+		os.Exit(2)
+	}
+	var o ckpttest.Options
+	switch *size {
+	case "small":
+		o = ckpttest.Small()
+	case "large":
+		o = ckpttest.Large()
+	default:
+		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small or large)\n", *size)
+		os.Exit(2)
+	}
+	if err := ckpttest.Write(filepath.Join(*out, "base"), o); err != nil {
+		fmt.Fprintf(os.Stderr, "genfixture: writing base: %v\n", err)
+		os.Exit(2)
+	}
+	o.FineTune = true
+	if err := ckpttest.Write(filepath.Join(*out, "ft"), o); err != nil {
+		fmt.Fprintf(os.Stderr, "genfixture: writing fine-tune: %v\n", err)
+		os.Exit(2)
+	}
+}
