@@ -10,7 +10,8 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$root"
 go build -o "$tmp/ckpt" ./cmd/ckpt
 echo "generating ckpttest.Large() in $tmp/large ..."
-go run ./scripts/genfixture "$tmp/large" large
+go run ./internal/cmd/genfixture -size large -out "$tmp/pair"
+ln -s "$tmp/pair/base" "$tmp/large"
 files=("$tmp"/large/*.safetensors)
 bytes=$(cat "${files[@]}" | wc -c)
 cat "${files[@]}" >/dev/null # warm the page cache
