@@ -89,6 +89,7 @@ func (a *App) newRootCmd() *cobra.Command {
 	root.AddCommand(
 		a.newInspectCmd(),
 		a.newDemoCmd(),
+		a.newExtractCmd(),
 	)
 	return root
 }
