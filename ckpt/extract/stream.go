@@ -85,23 +85,27 @@ func (s *streamer) copyRaw(ctx context.Context, t *ckpt.Tensor, w io.Writer) err
 	return nil
 }
 
-// convert decodes the tensor to float32 a chunk of elements at a time,
-// multiplies dequantised weights by their block scales, and encodes the
-// values in the output dtype (nearest even).
+// subElems bounds the values converted in one pass, so that the float32
+// and encoded buffers stay in the CPU cache while reads stay large.
+const subElems = 32 << 10
+
+// convert reads the tensor a chunk at a time and converts each chunk in
+// cache-sized pieces: decode to float32, multiply dequantised weights by
+// their block scales, encode in the output dtype (nearest even).
 func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 	t := it.Source
 	sb, db := int64(t.DType.Bits()/8), int64(it.DType.Bits()/8)
 	if sb == 0 || db == 0 {
 		return fmt.Errorf("tensor %s: cannot convert %s to %s", ckpt.Quote(t.Name), t.DType, it.DType)
 	}
-	per := max(s.chunk/max(4, sb, db), 1)
 	numel := int64(t.Numel())
-	per = min(per, numel)
-	if int64(cap(s.vals)) < per {
-		s.vals = make([]float32, per)
+	per := min(max(s.chunk/sb, 1), numel)                        // elements per read
+	sub := min(max(s.chunk/max(4, db), 1), per, int64(subElems)) // elements per conversion pass
+	if int64(cap(s.vals)) < sub {
+		s.vals = make([]float32, sub)
 	}
-	if int64(cap(s.enc)) < per*db {
-		s.enc = make([]byte, per*db)
+	if int64(cap(s.enc)) < sub*db {
+		s.enc = make([]byte, sub*db)
 	}
 	for e := int64(0); e < numel; e += per {
 		if err := ctx.Err(); err != nil {
@@ -112,21 +116,24 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 		if _, err := t.ReadAt(raw, e*sb); err != nil {
 			return err
 		}
-		vals := s.vals[:m]
-		if err := ckpt.DecodeFloat32(t.DType, raw, vals); err != nil {
-			return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+e*sb, err)
+		for k := int64(0); k < m; k += sub {
+			q := min(sub, m-k)
+			vals := s.vals[:q]
+			if err := ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals); err != nil {
+				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
+			}
+			if it.Values != nil {
+				applyScale(it.Values, e+k, vals)
+			}
+			enc := s.enc[:q*db]
+			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
+				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+			}
+			if _, err := w.Write(enc); err != nil {
+				return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
+			}
+			s.prog.Add(int64(len(enc)))
 		}
-		if it.Values != nil {
-			applyScale(it.Values, e, vals)
-		}
-		enc := s.enc[:m*db]
-		if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
-			return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
-		}
-		if _, err := w.Write(enc); err != nil {
-			return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
-		}
-		s.prog.Add(int64(len(enc)))
 	}
 	return nil
 }
