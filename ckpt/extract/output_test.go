@@ -171,6 +171,14 @@ func TestShardedRoundTrip(t *testing.T) {
 			assert.Equal(t, p.TotalBytes, oc.Index.TotalSize)
 			assert.Len(t, oc.Files, n)
 			assert.ElementsMatch(t, append(shardNames(n), ckpt.IndexFile, "config.json"), listDir(t, out))
+			for _, name := range listDir(t, out) {
+				st, err := os.Stat(filepath.Join(out, name))
+				require.NoError(t, err)
+				assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), name)
+			}
+			st, err := os.Stat(out)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o755), st.Mode().Perm())
 			if mode == Keep {
 				require.Len(t, oc.Tensors, len(c.Tensors))
 				for _, x := range c.Tensors {

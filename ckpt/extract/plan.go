@@ -35,8 +35,9 @@ type Options struct {
 	// weights that have a block scale are dequantised (and the scales
 	// dropped), and every other tensor that ckpt can decode as floats (BF16,
 	// F16, F32, F64, F8_E4M3, F8_E5M2, F8_E8M0) is rounded to the dtype
-	// (nearest even); integer, bool, F4/F6, FNUZ and complex tensors are
-	// copied as they are.
+	// (nearest even; F64 goes through float32 first); integer, bool, F4/F6,
+	// FNUZ and complex tensors are copied as they are. A tensor already in
+	// the dtype is copied byte for byte.
 	DType string
 	// WithScales adds, under Keep, the weight_scale_inv companion of every
 	// selected FP8 weight even when the globs do not select it (or exclude it).

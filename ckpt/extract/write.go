@@ -15,6 +15,10 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
+// outputMode is the permission of written files (temporary files are
+// created 0600).
+const outputMode = 0o644
+
 // ErrNeedsDirectory is returned by Write when the output is sharded but the
 // target names a .safetensors file.
 var ErrNeedsDirectory = errors.New("sharded output needs a directory")
@@ -78,6 +82,9 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 		return OutputFile{}, err
 	}
 	defer af.Abort()
+	if err := af.Chmod(outputMode); err != nil {
+		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
+	}
 	cw := &countWriter{w: af.File}
 	bw := bufio.NewWriterSize(cw, int(min(p.chunk, 1<<20)))
 	if err := p.WriteShard(ctx, i, bw); err != nil {
@@ -129,6 +136,9 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 			os.RemoveAll(tmp)
 		}
 	}()
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
+		return nil, fmt.Errorf("creating output directory beside %s: %w", out, err)
+	}
 	res = &Result{Out: out, Dir: true}
 	for i, sh := range p.Shards {
 		name := sh.Name
@@ -182,6 +192,9 @@ func writeSmall(path string, data []byte) error {
 		return err
 	}
 	defer af.Abort()
+	if err := af.Chmod(outputMode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	if _, err := af.Write(data); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
