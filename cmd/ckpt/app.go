@@ -92,6 +92,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newMapCmd(),
 		a.newVerifyCmd(), a.newContractCmd(),
 		a.newDiffCmd(),
+		a.newExtractCmd(),
 	)
 	return root
 }

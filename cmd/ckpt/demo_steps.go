@@ -6,6 +6,7 @@ func (a *App) demoSteps(dir, base, ft string) []demoStep {
 	var steps []demoStep
 	steps = append(steps, a.demoVerify(dir, base, ft)...)
 	steps = append(steps, a.demoDiff(dir, base, ft)...)
+	steps = append(steps, a.demoExtract(dir, base, ft)...)
 	steps = append(steps, a.demoMap(dir, base, ft)...)
 	return steps
 }

@@ -1,0 +1,318 @@
+package extract
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Output dtype modes (Options.DType, the CLI's --dtype).
+const (
+	Keep = "keep" // every tensor as stored; FP8 weights stay FP8
+	BF16 = "bf16"
+	F16  = "f16"
+	F32  = "f32"
+)
+
+// DefaultChunkBytes bounds each buffer used while streaming one tensor.
+const DefaultChunkBytes = 8 << 20
+
+// minChunkBytes keeps one element of the widest dtype (F64) in a chunk.
+const minChunkBytes = 16
+
+// ErrNoMatch is returned by NewPlan when the globs select no tensor.
+var ErrNoMatch = errors.New("no tensor matches")
+
+// Options select and convert the tensors to extract.
+type Options struct {
+	// Match and Exclude are ckpt.NewMatcher globs; no Match selects all.
+	Match, Exclude []string
+	// DType is Keep (default), BF16, F16 or F32. With a float dtype, FP8
+	// weights that have a block scale are dequantised (and the scales
+	// dropped), and every other tensor that ckpt can decode as floats (BF16,
+	// F16, F32, F64, F8_E4M3, F8_E5M2, F8_E8M0) is rounded to the dtype
+	// (nearest even; F64 goes through float32 first); integer, bool, F4/F6,
+	// FNUZ and complex tensors are copied as they are. A tensor already in
+	// the dtype is copied byte for byte.
+	DType string
+	// WithScales adds, under Keep, the weight_scale_inv companion of every
+	// selected FP8 weight even when the globs do not select it (or exclude it).
+	WithScales bool
+	// MaxShardSize, when positive and smaller than the payload, splits the
+	// output into shards of at most this many payload bytes (a weight and its
+	// scale stay together; a larger tensor gets a shard of its own).
+	MaxShardSize int64
+	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes).
+	ChunkBytes int64
+	// Progress, if set, counts output bytes and finished tensors.
+	Progress *ckpt.Progress
+}
+
+// Action says how a tensor is produced.
+type Action string
+
+// Actions.
+const (
+	Copy       Action = "copy"       // raw bytes, unchanged
+	Convert    Action = "convert"    // decoded to float32 and re-encoded
+	Dequantize Action = "dequantize" // FP8 code × block scale, encoded
+)
+
+// Item is one output tensor.
+type Item struct {
+	ckpt.WriteSpec              // output name, dtype and shape
+	Source         *ckpt.Tensor // the tensor it is made from
+	Action         Action
+	// Values holds the block scale of a dequantised weight.
+	Values *ckpt.Values
+	// Shard is the index in Plan.Shards of the file that holds it.
+	Shard int
+}
+
+// NBytes is the size of the output tensor's data.
+func (it *Item) NBytes() int64 {
+	return int64(it.Source.Numel()) * int64(it.DType.Bits()) / 8
+}
+
+// Shard is one output file.
+type Shard struct {
+	// Name is the shard file name (model-0000k-of-0000n.safetensors) when
+	// the output is sharded; "" for a single file (named by Write).
+	Name  string
+	Items []*Item // natural order by name
+	Bytes int64   // payload bytes
+}
+
+// Plan is what Write will produce: decided from headers and scales only.
+type Plan struct {
+	Source   string
+	DType    string  // the Options.DType mode
+	Items    []*Item // natural order by name
+	Shards   []Shard
+	Sharded  bool
+	Metadata map[string]string // __metadata__ of every output file
+	// TotalBytes is the payload (sum of tensor bytes), the index's total_size.
+	TotalBytes int64
+	// Config is the source config (nil if none); copied into a directory output.
+	Config *ckpt.Config
+	// DropQuantization is set when the output has no FP8 weights left
+	// (every one dequantised or converted), so that the copied config.json
+	// loses its quantization_config.
+	DropQuantization bool
+	// Warnings are things the user should know (an FP8 weight extracted
+	// under keep without its scale).
+	Warnings []string
+	chunk    int64
+	progress *ckpt.Progress
+}
+
+// Counts returns how many items are copied, converted and dequantised.
+func (p *Plan) Counts() (copied, converted, dequantized int) {
+	for _, it := range p.Items {
+		switch it.Action {
+		case Copy:
+			copied++
+		case Convert:
+			converted++
+		case Dequantize:
+			dequantized++
+		}
+	}
+	return
+}
+
+// TargetDType maps a dtype mode to the output float dtype ("" for Keep).
+func TargetDType(mode string) (ckpt.DType, error) {
+	switch strings.ToLower(mode) {
+	case "", Keep:
+		return "", nil
+	case BF16:
+		return ckpt.BF16, nil
+	case F16:
+		return ckpt.F16, nil
+	case F32:
+		return ckpt.F32, nil
+	}
+	return "", fmt.Errorf("invalid dtype %q (want keep, bf16, f16 or f32)", mode)
+}
+
+// NewPlan selects and plans the tensors of c to extract. It reads headers
+// and, for dequantised weights, their (small) block scales; no other data.
+func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
+	target, err := TargetDType(opt.DType)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ckpt.NewMatcher(opt.Match, opt.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxShardSize < 0 {
+		return nil, fmt.Errorf("invalid max shard size %d", opt.MaxShardSize)
+	}
+	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress}
+	if p.DType == "" {
+		p.DType = Keep
+	}
+	if p.chunk <= 0 {
+		p.chunk = DefaultChunkBytes
+	}
+	p.chunk = max(p.chunk, minChunkBytes)
+
+	selected := map[string]bool{}
+	for _, t := range c.Tensors {
+		if m.Match(t.Name) {
+			selected[t.Name] = true
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
+	}
+	scaleOf := func(t *ckpt.Tensor) (*ckpt.Tensor, bool) {
+		if !t.DType.IsFP8() {
+			return nil, false
+		}
+		return c.Lookup(ckpt.ScaleName(t.Name))
+	}
+	if target == "" && opt.WithScales {
+		for _, t := range c.Tensors {
+			if s, ok := scaleOf(t); ok && selected[t.Name] {
+				selected[s.Name] = true
+			}
+		}
+	}
+	// dropped: scales consumed by the dequantisation of their weight.
+	dropped := map[string]bool{}
+	for _, t := range c.Tensors {
+		if !selected[t.Name] {
+			continue
+		}
+		if !t.DType.Known() {
+			return nil, fmt.Errorf("tensor %s of %s: unknown dtype %s cannot be written", ckpt.Quote(t.Name), t.File.Location, ckpt.Quote(string(t.DType)))
+		}
+		it := &Item{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: t.DType, Shape: t.Shape}, Source: t, Action: Copy}
+		s, hasScale := scaleOf(t)
+		switch {
+		case target != "" && hasScale && t.DType == ckpt.F8E4M3:
+			v, err := c.Values(t)
+			if err != nil {
+				return nil, err
+			}
+			if !v.Dequantized() {
+				return nil, fmt.Errorf("tensor %s of %s: has block scale %s but cannot be dequantised", ckpt.Quote(t.Name), t.File.Location, ckpt.Quote(s.Name))
+			}
+			it.DType, it.Action, it.Values = target, Dequantize, v
+			dropped[s.Name] = true
+		case target != "" && t.DType.IsFloat():
+			it.DType = target
+			if t.DType != target {
+				it.Action = Convert
+			}
+		case target == "" && hasScale && !selected[s.Name]:
+			p.Warnings = append(p.Warnings, fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(s.Name)))
+		}
+		p.Items = append(p.Items, it)
+	}
+	kept := p.Items[:0]
+	for _, it := range p.Items {
+		if !dropped[it.Name] {
+			kept = append(kept, it)
+		}
+	}
+	p.Items = kept
+	for _, it := range p.Items {
+		p.TotalBytes += it.NBytes()
+	}
+	p.DropQuantization = target != "" && c.Config.Quantization() != nil
+	p.Metadata = commonMetadata(p.Items)
+	p.shard(opt.MaxShardSize)
+	return p, nil
+}
+
+func describeGlobs(match, exclude []string) string {
+	s := "--match " + strings.Join(match, ", ")
+	if len(match) == 0 {
+		s = "(all)"
+	}
+	if len(exclude) > 0 {
+		s += " --exclude " + strings.Join(exclude, ", ")
+	}
+	return s
+}
+
+// commonMetadata is the source __metadata__ when every output tensor comes
+// from files with the same one, else {"format": "pt"}.
+func commonMetadata(items []*Item) map[string]string {
+	var md map[string]string
+	for i, it := range items {
+		h := it.Source.File.Header
+		if !h.HasMetadata || (i > 0 && !maps.Equal(md, h.Metadata)) {
+			return map[string]string{"format": "pt"}
+		}
+		md = h.Metadata
+	}
+	if md == nil {
+		return map[string]string{"format": "pt"}
+	}
+	return maps.Clone(md)
+}
+
+// shard assigns items to shards, greedily in natural order of units (a
+// weight together with its scale).
+func (p *Plan) shard(maxSize int64) {
+	inOut := map[string]bool{}
+	for _, it := range p.Items {
+		inOut[it.Name] = true
+	}
+	unitOf := func(it *Item) string {
+		if w, ok := strings.CutSuffix(it.Name, ckpt.ScaleSuffix); ok && inOut[w] {
+			return w
+		}
+		return it.Name
+	}
+	var keys []string
+	units := map[string][]*Item{}
+	for _, it := range p.Items {
+		k := unitOf(it)
+		if _, ok := units[k]; !ok {
+			keys = append(keys, k)
+		}
+		units[k] = append(units[k], it)
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return ckpt.NaturalLess(keys[i], keys[j]) })
+	p.Sharded = maxSize > 0 && p.TotalBytes > maxSize
+	p.Shards = []Shard{{}}
+	for _, k := range keys {
+		var b int64
+		for _, it := range units[k] {
+			b += it.NBytes()
+		}
+		cur := &p.Shards[len(p.Shards)-1]
+		if p.Sharded && len(cur.Items) > 0 && cur.Bytes+b > maxSize {
+			p.Shards = append(p.Shards, Shard{})
+			cur = &p.Shards[len(p.Shards)-1]
+		}
+		for _, it := range units[k] {
+			it.Shard = len(p.Shards) - 1
+			cur.Items = append(cur.Items, it)
+		}
+		cur.Bytes += b
+	}
+	for i := range p.Shards {
+		sort.SliceStable(p.Shards[i].Items, func(a, b int) bool {
+			return ckpt.NaturalLess(p.Shards[i].Items[a].Name, p.Shards[i].Items[b].Name)
+		})
+		if p.Sharded {
+			p.Shards[i].Name = ShardName(i, len(p.Shards))
+		}
+	}
+}
+
+// ShardName is the conventional name of shard i (0-based) of n.
+func ShardName(i, n int) string {
+	return fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
+}

@@ -1,0 +1,157 @@
+package extract
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// streamer moves tensor data from the source to a writer through three
+// buffers of at most chunk bytes each, allocated once per shard.
+type streamer struct {
+	chunk int64
+	raw   []byte    // source bytes
+	vals  []float32 // decoded values
+	enc   []byte    // encoded output
+	prog  *ckpt.Progress
+}
+
+func newStreamer(chunk int64, prog *ckpt.Progress) *streamer {
+	return &streamer{chunk: chunk, prog: prog}
+}
+
+func (s *streamer) rawBuf(n int64) []byte {
+	if int64(cap(s.raw)) < n {
+		s.raw = make([]byte, n)
+	}
+	return s.raw[:n]
+}
+
+// WriteShard streams shard i of the plan to w: the 8-byte length, the
+// header, then every tensor's data in the reference writer's order. No
+// buffer holds more than the plan's chunk size of tensor data.
+func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
+	if i < 0 || i >= len(p.Shards) {
+		return fmt.Errorf("shard %d out of range (%d shards)", i, len(p.Shards))
+	}
+	sh := &p.Shards[i]
+	specs := make([]ckpt.WriteSpec, len(sh.Items))
+	byName := make(map[string]*Item, len(sh.Items))
+	for k, it := range sh.Items {
+		specs[k] = it.WriteSpec
+		byName[it.Name] = it
+	}
+	wr, err := ckpt.NewWriter(w, specs, p.Metadata)
+	if err != nil {
+		return err
+	}
+	s := newStreamer(p.chunk, p.progress)
+	for _, ti := range wr.Order() {
+		it := byName[ti.Name]
+		if err := s.item(ctx, it, wr); err != nil {
+			return err
+		}
+		s.prog.ItemDone()
+	}
+	return wr.Finish()
+}
+
+func (s *streamer) item(ctx context.Context, it *Item, w io.Writer) error {
+	if it.Action == Copy {
+		return s.copyRaw(ctx, it.Source, w)
+	}
+	return s.convert(ctx, it, w)
+}
+
+// copyRaw copies the tensor's bytes unchanged.
+func (s *streamer) copyRaw(ctx context.Context, t *ckpt.Tensor, w io.Writer) error {
+	n := int64(t.NBytes())
+	for off := int64(0); off < n; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		buf := s.rawBuf(min(n-off, s.chunk))
+		if _, err := t.ReadAt(buf, off); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+		off += int64(len(buf))
+		s.prog.Add(int64(len(buf)))
+	}
+	return nil
+}
+
+// subElems bounds the values converted in one pass, so that the float32
+// and encoded buffers stay in the CPU cache while reads stay large.
+const subElems = 32 << 10
+
+// convert reads the tensor a chunk at a time and converts each chunk in
+// cache-sized pieces: decode to float32, multiply dequantised weights by
+// their block scales, encode in the output dtype (nearest even).
+func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
+	t := it.Source
+	sb, db := int64(t.DType.Bits()/8), int64(it.DType.Bits()/8)
+	if sb == 0 || db == 0 {
+		return fmt.Errorf("tensor %s: cannot convert %s to %s", ckpt.Quote(t.Name), t.DType, it.DType)
+	}
+	numel := int64(t.Numel())
+	per := min(max(s.chunk/sb, 1), numel)                        // elements per read
+	sub := min(max(s.chunk/max(4, db), 1), per, int64(subElems)) // elements per conversion pass
+	if int64(cap(s.vals)) < sub {
+		s.vals = make([]float32, sub)
+	}
+	if int64(cap(s.enc)) < sub*db {
+		s.enc = make([]byte, sub*db)
+	}
+	for e := int64(0); e < numel; e += per {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m := min(per, numel-e)
+		raw := s.rawBuf(m * sb)
+		if _, err := t.ReadAt(raw, e*sb); err != nil {
+			return err
+		}
+		for k := int64(0); k < m; k += sub {
+			q := min(sub, m-k)
+			vals := s.vals[:q]
+			if err := ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals); err != nil {
+				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
+			}
+			if it.Values != nil {
+				applyScale(it.Values, e+k, vals)
+			}
+			enc := s.enc[:q*db]
+			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
+				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+			}
+			if _, err := w.Write(enc); err != nil {
+				return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
+			}
+			s.prog.Add(int64(len(enc)))
+		}
+	}
+	return nil
+}
+
+// applyScale multiplies vals, the elements [e0, e0+len(vals)) of a row-major
+// matrix, by their block scales. A chunk may start and end anywhere in a
+// row; each run of elements sharing one scale is multiplied in one loop.
+func applyScale(v *ckpt.Values, e0 int64, vals []float32) {
+	cols := v.Cols
+	for k := int64(0); k < int64(len(vals)); {
+		e := e0 + k
+		i, j := e/cols, e%cols
+		run := min(min((j/v.BN+1)*v.BN, cols)-j, int64(len(vals))-k)
+		sc := v.ScaleAt(i, j)
+		seg := vals[k : k+run]
+		for x := range seg {
+			seg[x] *= sc
+		}
+		k += run
+	}
+}

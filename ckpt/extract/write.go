@@ -1,0 +1,271 @@
+package extract
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// outputMode is the permission of written files (temporary files are
+// created 0600).
+const outputMode = 0o644
+
+// ErrNeedsDirectory is returned by Write when the output is sharded but the
+// target names a .safetensors file.
+var ErrNeedsDirectory = errors.New("sharded output needs a directory")
+
+// OutputFile is one file Write produced.
+type OutputFile struct {
+	Path    string // as written (the target path joined with the file name)
+	Size    int64  // file size
+	Tensors int
+	Bytes   int64 // payload bytes
+}
+
+// Result describes what Write produced.
+type Result struct {
+	Out   string       // the target path
+	Dir   bool         // Out is a directory
+	Files []OutputFile // the safetensors files, in shard order
+	Index string       // path of model.safetensors.index.json, or ""
+	// Config is the path of the config.json copy, or "".
+	Config string
+}
+
+// IsDirTarget reports whether out is written as a directory: it exists as a
+// directory, or it does not end in ".safetensors".
+func IsDirTarget(out string) bool {
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return true
+	}
+	return !strings.HasSuffix(out, ".safetensors")
+}
+
+// Write writes the plan to out. A target ending in .safetensors (that is
+// not an existing directory) receives a single file, replaced atomically;
+// a sharded plan then fails with ErrNeedsDirectory. Any other target is a
+// directory, which must not exist or be empty: it receives
+// model.safetensors (or the shards and model.safetensors.index.json) and,
+// when the source has one, config.json — without quantization_config if
+// DropQuantization is set. The directory is assembled under a temporary
+// name beside it and renamed into place, so that an error or a cancelled
+// ctx leaves no output behind.
+func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
+	p.progress.AddTotal(p.TotalBytes)
+	if !IsDirTarget(out) {
+		if p.Sharded {
+			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but --out %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
+		}
+		f, err := p.writeFile(ctx, 0, out)
+		if err != nil {
+			return nil, err
+		}
+		f.Path = out
+		return &Result{Out: out, Files: []OutputFile{f}}, nil
+	}
+	return p.writeDir(ctx, out)
+}
+
+// writeFile writes shard i to path atomically.
+func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, error) {
+	af, err := ckpt.CreateAtomic(path)
+	if err != nil {
+		return OutputFile{}, err
+	}
+	defer af.Abort()
+	if err := af.Chmod(outputMode); err != nil {
+		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
+	}
+	cw := &countWriter{w: af.File}
+	bw := bufio.NewWriterSize(cw, int(min(p.chunk, 1<<20)))
+	if err := p.WriteShard(ctx, i, bw); err != nil {
+		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return OutputFile{}, err
+	}
+	if err := af.Commit(); err != nil {
+		return OutputFile{}, err
+	}
+	return OutputFile{Path: path, Size: cw.n, Tensors: len(p.Shards[i].Items), Bytes: p.Shards[i].Bytes}, nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error) {
+	if st, err := os.Stat(out); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("output %s exists and is not a directory", out)
+		}
+		ents, err := os.ReadDir(out)
+		if err != nil {
+			return nil, fmt.Errorf("reading output directory %s: %w", out, err)
+		}
+		if len(ents) > 0 {
+			return nil, fmt.Errorf("output directory %s is not empty (%d entries): refusing to mix files", out, len(ents))
+		}
+	}
+	parent := filepath.Dir(filepath.Clean(out))
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating output directory beside %s: %w", out, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
+		return nil, fmt.Errorf("creating output directory beside %s: %w", out, err)
+	}
+	res = &Result{Out: out, Dir: true}
+	for i, sh := range p.Shards {
+		name := sh.Name
+		if name == "" {
+			name = "model.safetensors"
+		}
+		f, err := p.writeFile(ctx, i, filepath.Join(tmp, name))
+		if err != nil {
+			return nil, err
+		}
+		f.Path = filepath.Join(out, name)
+		res.Files = append(res.Files, f)
+	}
+	if p.Sharded {
+		if err := writeSmall(filepath.Join(tmp, ckpt.IndexFile), p.IndexJSON()); err != nil {
+			return nil, err
+		}
+		res.Index = filepath.Join(out, ckpt.IndexFile)
+	}
+	if p.Config != nil {
+		data, err := p.ConfigJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := writeSmall(filepath.Join(tmp, "config.json"), data); err != nil {
+			return nil, err
+		}
+		res.Config = filepath.Join(out, "config.json")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := syncDir(tmp); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(out); err == nil {
+		if err := os.Remove(out); err != nil { // empty, checked above
+			return nil, fmt.Errorf("replacing empty directory %s: %w", out, err)
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return nil, fmt.Errorf("renaming output into %s: %w", out, err)
+	}
+	syncDir(parent)
+	return res, nil
+}
+
+func writeSmall(path string, data []byte) error {
+	af, err := ckpt.CreateAtomic(path)
+	if err != nil {
+		return err
+	}
+	defer af.Abort()
+	if err := af.Chmod(outputMode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if _, err := af.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return af.Commit()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// IndexJSON is model.safetensors.index.json for a sharded plan:
+// metadata.total_size is the payload in bytes, weight_map lists tensors in
+// natural order.
+func (p *Plan) IndexJSON() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "{\n  \"metadata\": {\n    \"total_size\": %d\n  },\n  \"weight_map\": {", p.TotalBytes)
+	for i, it := range p.Items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(it.Name)
+		v, _ := json.Marshal(p.Shards[it.Shard].Name)
+		fmt.Fprintf(&b, "\n    %s: %s", k, v)
+	}
+	b.WriteString("\n  }\n}\n")
+	return b.Bytes()
+}
+
+// ConfigJSON is the config.json written beside a directory output: the
+// source config (re-encoded with sorted keys, numbers as written), without
+// its quantization_config when DropQuantization is set.
+func (p *Plan) ConfigJSON() ([]byte, error) {
+	if p.Config == nil {
+		return nil, errors.New("the source has no config.json")
+	}
+	q := p.Config.Quantization()
+	raw := p.Config.Raw
+	if p.DropQuantization && q != nil {
+		raw = dropKey(raw, strings.Split(q.Path, "."))
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(raw); err != nil {
+		return nil, fmt.Errorf("encoding config of %s: %w", p.Config.File, err)
+	}
+	return b.Bytes(), nil
+}
+
+// dropKey returns a copy of m without the key at path (copying only the
+// maps along the path).
+func dropKey(m map[string]any, path []string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	if len(path) == 1 {
+		delete(out, path[0])
+		return out
+	}
+	if sub, ok := m[path[0]].(map[string]any); ok {
+		out[path[0]] = dropKey(sub, path[1:])
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/extract"
+	"github.com/ckpt-dev/ckpt/internal/output"
+	"github.com/spf13/cobra"
+)
+
+type extractOptions struct {
+	Source       string
+	Out          string
+	Match        []string
+	Exclude      []string
+	DType        string
+	WithScales   bool
+	MaxShardSize string
+	Format       string
+	Progress     string
+	ChunkBytes   int64 // tests only
+}
+
+func (a *App) newExtractCmd() *cobra.Command {
+	o := &extractOptions{}
+	cmd := &cobra.Command{
+		Use:   "extract SRC --match GLOB --out PATH",
+		Short: "Write a subset of a checkpoint as a valid safetensors file (or sharded directory), optionally dequantised to bf16/f32",
+		Long: `Write the tensors selected by --match/--exclude as a new safetensors file, streaming
+tensor data in bounded chunks. --out FILE.safetensors writes one file; any other --out is a
+directory (new or empty) that receives model.safetensors, or model-0000k-of-0000n.safetensors
+shards with model.safetensors.index.json when the payload exceeds --max-shard-size, plus the
+source config.json (without quantization_config when everything was dequantised).
+With --dtype bf16|f16|f32, block-FP8 weights are dequantised with their weight_scale_inv
+companions (the scales are dropped) and other float tensors are rounded to that dtype (nearest
+even); integer and bool tensors are copied. With --dtype keep (default) every tensor is copied
+byte for byte; --with-scales adds the scales of selected FP8 weights.`,
+		Example: "  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 --out mtp.safetensors",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Source = args[0]
+			return a.runExtract(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Match, "match", nil, "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
+	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
+	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
+	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
+	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this (e.g. 2GB, 500MiB) into shards; --out must then be a directory")
+	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	return cmd
+}
+
+// ExtractFile is one written file in the extract JSON.
+type ExtractFile struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	Tensors int    `json:"tensors"`
+	Bytes   int64  `json:"bytes"`
+}
+
+// ExtractTensor is one written tensor in the extract JSON.
+type ExtractTensor struct {
+	Name        string  `json:"name"`
+	DType       string  `json:"dtype"`
+	Shape       []int64 `json:"shape"`
+	SourceDType string  `json:"source_dtype"`
+	Action      string  `json:"action"`
+	File        string  `json:"file"`
+	NBytes      int64   `json:"nbytes"`
+}
+
+// ExtractSummary counts what extract wrote.
+type ExtractSummary struct {
+	Tensors     int   `json:"tensors"`
+	Bytes       int64 `json:"bytes"`
+	Files       int   `json:"files"`
+	Copied      int   `json:"copied"`
+	Converted   int   `json:"converted"`
+	Dequantized int   `json:"dequantized"`
+}
+
+// ExtractResult is the extract JSON document.
+type ExtractResult struct {
+	Source   string          `json:"source"`
+	Out      string          `json:"out"`
+	DType    string          `json:"dtype"`
+	Sharded  bool            `json:"sharded"`
+	Files    []ExtractFile   `json:"files"`
+	Index    string          `json:"index,omitempty"`
+	Config   string          `json:"config,omitempty"`
+	Tensors  []ExtractTensor `json:"tensors"`
+	Summary  ExtractSummary  `json:"summary"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if o.Out == "" {
+		return usageError("extract needs --out FILE.safetensors or --out DIR")
+	}
+	if len(o.Match) == 0 {
+		return usageError("extract needs --match GLOB (use --match '**' to extract everything)")
+	}
+	o.DType = strings.ToLower(o.DType)
+	if _, err := extract.TargetDType(o.DType); err != nil {
+		return usageError("--dtype: %v", err)
+	}
+	if o.WithScales && o.DType != extract.Keep {
+		return usageError("--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales")
+	}
+	var maxShard int64
+	if o.MaxShardSize != "" {
+		if maxShard, err = extract.ParseSize(o.MaxShardSize); err != nil {
+			return usageError("--max-shard-size: %v", err)
+		}
+	}
+	if _, err := ckpt.NewMatcher(o.Match, o.Exclude); err != nil {
+		return usageError("%v", err)
+	}
+	c, err := a.open(ctx, o.Source, ckpt.Options{})
+	var unknown *ckpt.UnknownDTypeError
+	if err != nil && !(c != nil && errors.As(err, &unknown)) {
+		return inputError(err)
+	}
+	defer c.Close()
+	prog := ckpt.NewProgress()
+	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
+		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog})
+	if err != nil {
+		return inputError(err)
+	}
+	if plan.Sharded && !extract.IsDirTarget(o.Out) {
+		return usageError("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), o.MaxShardSize, o.Out)
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+	}
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "extract", prog)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := plan.Write(ctx, o.Out)
+	stop()
+	if err != nil {
+		return inputError(err)
+	}
+	out := extractResult(plan, res)
+	return printExtract(a.Out, format, &out)
+}
+
+func extractResult(p *extract.Plan, r *extract.Result) ExtractResult {
+	out := ExtractResult{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
+		Files: []ExtractFile{}, Tensors: []ExtractTensor{}, Warnings: p.Warnings}
+	for _, f := range r.Files {
+		out.Files = append(out.Files, ExtractFile{Path: f.Path, Size: f.Size, Tensors: f.Tensors, Bytes: f.Bytes})
+	}
+	for _, it := range p.Items {
+		shape := it.Shape
+		if shape == nil {
+			shape = []int64{}
+		}
+		out.Tensors = append(out.Tensors, ExtractTensor{Name: it.Name, DType: string(it.DType), Shape: shape,
+			SourceDType: string(it.Source.DType), Action: string(it.Action), File: r.Files[it.Shard].Path, NBytes: it.NBytes()})
+	}
+	cp, cv, dq := p.Counts()
+	out.Summary = ExtractSummary{Tensors: len(p.Items), Bytes: p.TotalBytes, Files: len(r.Files), Copied: cp, Converted: cv, Dequantized: dq}
+	return out
+}
+
+func printExtract(w io.Writer, format string, r *ExtractResult) error {
+	if format == output.JSON {
+		return output.WriteJSON(w, r)
+	}
+	g := &output.Grid{Header: []string{"file", "tensors", "bytes", "size"}, Right: map[int]bool{1: true, 2: true, 3: true}}
+	for _, f := range r.Files {
+		g.Rows = append(g.Rows, []string{ckpt.EscapeName(f.Path), output.Int(int64(f.Tensors)), output.Int(f.Bytes), output.Bytes(f.Size)})
+	}
+	if err := g.Render(w, format); err != nil {
+		return err
+	}
+	s := r.Summary
+	fmt.Fprintf(w, "\nextracted %s tensors (%d dequantised, %d converted, %d copied), %s of data (%s bytes) in %d file(s), dtype %s\n",
+		output.Int(int64(s.Tensors)), s.Dequantized, s.Converted, s.Copied, output.Bytes(s.Bytes), output.Int(s.Bytes), s.Files, r.DType)
+	if r.Index != "" {
+		fmt.Fprintf(w, "index: %s\n", ckpt.EscapeName(r.Index))
+	}
+	if r.Config != "" {
+		fmt.Fprintf(w, "config: %s\n", ckpt.EscapeName(r.Config))
+	}
+	return nil
+}
+
+// demoExtract extracts the base's MTP head dequantised to bf16 (the serving
+// sidecar) and inspects the result.
+func (a *App) demoExtract(dir, base, ft string) []demoStep {
+	out := filepath.Join(dir, "mtp-bf16.safetensors")
+	return []demoStep{
+		{"Extract the base's MTP head as a bf16 sidecar (FP8 weights dequantised, scales dropped)",
+			[]string{"extract", base, "--match", "mtp.**", "--dtype", "bf16", "--out", out, "--progress", "none"}, []int{0}},
+		{"Inspect the sidecar", []string{"inspect", out}, []int{0}},
+	}
+}
