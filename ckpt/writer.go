@@ -160,6 +160,13 @@ func CreateAtomic(path string) (*AtomicFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
+	// os.CreateTemp makes 0600 files; a checkpoint or cache file is as
+	// readable as one written by os.Create.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
 	return &AtomicFile{File: f, target: path}, nil
 }
 
