@@ -95,22 +95,22 @@ type SourceRecord struct {
 // entryKey is the canonical form of a plan entry that its fingerprint
 // covers.
 type entryKey struct {
-	Rule        string              `json:"rule"`
-	Target      string              `json:"target"`
-	File        string              `json:"file"`
-	Sources     []string            `json:"sources"`
-	Values      []mapping.ValueOp   `json:"values"`
-	Transpose   bool                `json:"transpose"`
-	Placement   mapping.Placement   `json:"placement"`
-	Devices     int                 `json:"devices"`
-	DType       string              `json:"dtype"`
-	Layout      string              `json:"layout"`
+	Rule        string               `json:"rule"`
+	Target      string               `json:"target"`
+	File        string               `json:"file"`
+	Sources     []string             `json:"sources"`
+	Values      []mapping.ValueOp    `json:"values"`
+	Transpose   bool                 `json:"transpose"`
+	Placement   mapping.Placement    `json:"placement"`
+	Devices     int                  `json:"devices"`
+	DType       string               `json:"dtype"`
+	Layout      string               `json:"layout"`
 	Memory      mapping.MemoryConfig `json:"memory"`
-	Shape       []int64             `json:"shape"`
-	DeviceShape []int64             `json:"device_shape"`
-	MatrixRows  int64               `json:"matrix_rows"`
-	MatrixCols  int64               `json:"matrix_cols"`
-	Shards      [][]mapping.Piece   `json:"shards"`
+	Shape       []int64              `json:"shape"`
+	DeviceShape []int64              `json:"device_shape"`
+	MatrixRows  int64                `json:"matrix_rows"`
+	MatrixCols  int64                `json:"matrix_cols"`
+	Shards      [][]mapping.Piece    `json:"shards"`
 }
 
 // EntryHash returns the fingerprint of a plan entry: the xxh3-64 (hex) of
