@@ -90,6 +90,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newInspectCmd(),
 		a.newDemoCmd(),
 		a.newMapCmd(),
+		a.newCacheCmd(),
 	)
 	return root
 }

@@ -3,5 +3,7 @@ package main
 // demoSteps lists the demo steps that later commands add (verify, diff,
 // cache, extract). Each command's file contributes through this list.
 func (a *App) demoSteps(dir, base, ft string) []demoStep {
-	return nil
+	var steps []demoStep
+	steps = append(steps, a.demoCache(dir, base, ft)...)
+	return steps
 }
