@@ -117,6 +117,7 @@ type builder struct {
 	rmu     sync.Mutex
 	todo    []*sink
 	journal *os.File
+	commits chan<- *sink
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -408,7 +409,24 @@ func (b *builder) stream(ctx context.Context) error {
 		b.res.SourceBytes += int64(st.t.NBytes())
 		b.opt.Progress.AddTotal(int64(st.t.NBytes()))
 	}
+	// Finished targets are hashed, fsynced and renamed by committers, so
+	// that conversion never waits for the disk.
+	commits := make(chan *sink, 4096)
+	var cg errgroup.Group
+	var cerrOnce sync.Once
+	var cerr error
+	for range 2 {
+		cg.Go(func() error {
+			for s := range commits {
+				if err := b.finalize(s); err != nil {
+					cerrOnce.Do(func() { cerr = err })
+				}
+			}
+			return nil
+		})
+	}
 	g, ctx := errgroup.WithContext(ctx)
+	b.commits = commits
 	jobs := make(chan job)
 	g.Go(func() error {
 		defer close(jobs)
@@ -444,8 +462,14 @@ func (b *builder) stream(ctx context.Context) error {
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	close(commits)
+	cg.Wait()
+	if err != nil {
 		return err
+	}
+	if cerr != nil {
+		return cerr
 	}
 	for _, s := range b.todo {
 		if n := s.remaining.Load(); n != 0 {
@@ -517,8 +541,10 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 			return fmt.Errorf("target %s: %w", u.s.e.Target, err)
 		}
 		if complete {
-			if err := b.finalize(u.s); err != nil {
-				return err
+			select {
+			case b.commits <- u.s:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
 	}

@@ -86,6 +86,7 @@ type sink struct {
 	rows   int     // MatrixRows
 	cols   int     // MatrixCols
 	ops    []mapping.ValueOp
+	vops   valueOps
 
 	mu     sync.Mutex
 	stages map[stageKey]*stage
@@ -103,7 +104,11 @@ func newSink(e *mapping.Entry, hdr *Header, path string) (*sink, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path,
+	vops, err := compileOps(e.Values)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", e.Target, err)
+	}
+	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops,
 		rows: int(e.MatrixRows), cols: int(e.MatrixCols), ops: e.Values, stages: map[stageKey]*stage{}}
 	for _, sh := range hdr.Shards {
 		s.base = append(s.base, int64(hdr.DataOffset+sh.Offset))
@@ -118,8 +123,8 @@ func newSink(e *mapping.Entry, hdr *Header, path string) (*sink, error) {
 
 // scratch holds a worker's reusable buffers.
 type scratch struct {
-	x, t []float32
-	out  []byte
+	x   []float32
+	out []byte
 }
 
 func growF(b []float32, n int) []float32 {
@@ -189,17 +194,13 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 		u := a / unitRows
 		us, ue := u*unitRows, min(u*unitRows+unitRows, s.rows)
 		if a == us && end >= ue {
-			// A run of complete units [u, u1).
+			// A run of complete units [u, u1): packed straight from src.
 			u1 := u + 1
 			for u1*unitRows < s.rows && min(u1*unitRows+unitRows, s.rows) <= end {
 				u1++
 			}
 			m := min(u1*unitRows, s.rows) - a
-			w.x = growF(w.x, m*s.cols)
-			if err := s.extract(w.x, src[(a-b0)*stride:], m, stride, col); err != nil {
-				return false, err
-			}
-			c, err := s.writeUnits(w, sh, u, w.x, m)
+			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, s.vops)
 			if err != nil {
 				return false, err
 			}
@@ -218,8 +219,8 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 	return complete, nil
 }
 
-// stage copies m rows into the staging buffer of unit u (at row off) and
-// writes the unit once all its rows arrived.
+// stage copies m rows into the staging buffer of unit u (at row off),
+// applying the value ops, and writes the unit once all its rows arrived.
 func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col int) (bool, error) {
 	k := stageKey{sh, u}
 	valid := min(unitRows, s.rows-u*unitRows)
@@ -239,42 +240,32 @@ func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col i
 	if err != nil || !full {
 		return false, err
 	}
-	return s.writeUnits(w, sh, u, st.buf, valid)
+	return s.writeUnits(w, sh, u, st.buf, s.cols, 0, valid, nil)
 }
 
-// writeUnits packs m block rows starting at unit u0 (x holds them,
-// row-major, value ops applied) and writes them.
-func (s *sink) writeUnits(w *scratch, sh, u0 int, x []float32, m int) (bool, error) {
+// writeUnits packs m block rows starting at unit u0 — row k is
+// src[k*stride+col : ...+cols], ops still to be applied — and writes them.
+func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m int, ops valueOps) (bool, error) {
 	tb := s.dt.TileBytes()
 	switch s.kind {
 	case kindStrip:
 		sb := StripBytes(s.dt, s.cols)
 		strips := (m + unitRows - 1) / unitRows
 		w.out = growB(w.out, strips*sb)
-		for i := 0; i < strips; i++ {
-			if _, err := PackStrip(s.dt, w.out[i*sb:], x[i*unitRows*s.cols:], min(unitRows, m-i*unitRows), s.cols, s.cols); err != nil {
-				return false, err
-			}
-		}
+		packRowTiles(s.dt, w.out, src, stride, col, m, s.cols, ops)
 		if err := s.writeAt(w.out, s.base[sh]+int64(u0)*int64(sb)); err != nil {
 			return false, err
 		}
 	case kindTransposed:
-		// Logical matrix: H = cols rows, W = rows columns; x holds logical
-		// columns [u0*32, u0*32+m) as its rows.
+		// Logical matrix: H = cols rows, W = rows columns; the m block rows
+		// are logical columns [u0*32, u0*32+m).
 		h := s.cols
-		w.t = growF(w.t, h*m)
-		transpose(w.t, x, m, h)
 		nt := (m + TileDim - 1) / TileDim // tile columns written
 		ntc := (s.rows + TileDim - 1) / TileDim
 		ntr := (h + TileDim - 1) / TileDim
 		chunk := nt * tb
 		w.out = growB(w.out, ntr*chunk)
-		for t := 0; t < ntr; t++ {
-			if _, err := PackStrip(s.dt, w.out[t*chunk:], w.t[t*TileDim*m:], min(TileDim, h-t*TileDim), m, m); err != nil {
-				return false, err
-			}
-		}
+		packTransposedTiles(s.dt, w.out, src, stride, col, m, h, ops)
 		if nt == ntc {
 			if err := s.writeAt(w.out, s.base[sh]); err != nil {
 				return false, err
