@@ -1,44 +1,42 @@
-// Command genfixture writes a generated Qwen3.5-style checkpoint for
-// benchmarks and scripts: genfixture -size large|small|medium DIR.
+// Command genfixture writes a generated base / fine-tune checkpoint pair
+// (package ckpttest) for benchmarks: `go run ./internal/cmd/genfixture
+// -size large -out DIR` writes DIR/base and DIR/ft (~1.2 GB each).
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 )
 
 func main() {
-	size := flag.String("size", "large", "fixture: large (~1.2 GB FP8, ckpttest.Large), medium (~50 MB FP8) or small (ckpttest.Small)")
+	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
+	size := flag.String("size", "large", "small (the demo pair) or large (~1.2 GB per checkpoint)")
 	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: genfixture [-size large|medium|small] DIR")
+	if *out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large]")
 		os.Exit(2)
 	}
 	var o ckpttest.Options
 	switch *size {
-	case "large":
-		o = ckpttest.Large()
-	case "medium":
-		o = Medium()
 	case "small":
 		o = ckpttest.Small()
+	case "large":
+		o = ckpttest.Large()
 	default:
-		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q\n", *size)
+		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small or large)\n", *size)
 		os.Exit(2)
 	}
-	if err := ckpttest.Write(flag.Arg(0), o); err != nil {
-		fmt.Fprintf(os.Stderr, "genfixture: %v\n", err)
-		os.Exit(1)
+	if err := ckpttest.Write(filepath.Join(*out, "base"), o); err != nil {
+		fmt.Fprintf(os.Stderr, "genfixture: writing base: %v\n", err)
+		os.Exit(2)
 	}
-}
-
-// Medium is a ~50 MB FP8 checkpoint: Large's shape at hidden 512.
-func Medium() ckpttest.Options {
-	o := ckpttest.Large()
-	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 512, 2048, 8, 8, 2, 64
-	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 64, 64, 8192
-	return o
+	o.FineTune = true
+	if err := ckpttest.Write(filepath.Join(*out, "ft"), o); err != nil {
+		fmt.Fprintf(os.Stderr, "genfixture: writing fine-tune: %v\n", err)
+		os.Exit(2)
+	}
 }
