@@ -106,6 +106,9 @@ func packFile(tw *tar.Writer, root string, rec FileRecord, p *ckpt.Progress) err
 	if h := rh.sum(); h != rec.DataXXH3 {
 		return fmt.Errorf("packing %s: data hash %s, manifest records %s: the cache is damaged (run cache verify)", path, h, rec.DataXXH3)
 	}
+	if h := rh.headerSum(); h != rec.HeaderXXH3 {
+		return fmt.Errorf("packing %s: header hash %s, manifest records %s: the cache is damaged (run cache verify)", path, h, rec.HeaderXXH3)
+	}
 	return nil
 }
 
@@ -120,18 +123,20 @@ func (w progressWriter) Write(b []byte) (int, error) {
 // after 8 + the u64 header size at its start.
 type regionHasher struct {
 	h    *xxh3.Hasher
+	hh   *xxh3.Hasher // header region
 	n    int64
 	hdr  [8]byte
 	skip int64
 }
 
-func newRegionHasher() *regionHasher { return &regionHasher{h: xxh3.New(), skip: -1} }
+func newRegionHasher() *regionHasher { return &regionHasher{h: xxh3.New(), hh: xxh3.New(), skip: -1} }
 
 func (r *regionHasher) Write(p []byte) (int, error) {
 	total := len(p)
 	for len(p) > 0 {
 		if r.n < 8 {
 			k := copy(r.hdr[r.n:], p)
+			r.hh.Write(p[:k])
 			r.n += int64(k)
 			p = p[k:]
 			if r.n == 8 {
@@ -142,6 +147,7 @@ func (r *regionHasher) Write(p []byte) (int, error) {
 		}
 		if r.n < r.skip {
 			k := int(min(int64(len(p)), r.skip-r.n))
+			r.hh.Write(p[:k])
 			r.n += int64(k)
 			p = p[k:]
 			continue
@@ -154,6 +160,8 @@ func (r *regionHasher) Write(p []byte) (int, error) {
 }
 
 func (r *regionHasher) sum() string { return hexHash(r.h.Sum64()) }
+
+func (r *regionHasher) headerSum() string { return hexHash(r.hh.Sum64()) }
 
 // UnpackOptions tune Unpack.
 type UnpackOptions struct {
@@ -184,9 +192,10 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 	defer zr.Close()
 	tr := tar.NewReader(zr)
 	type got struct {
-		size int64
-		hash string
-		hs   uint64
+		size  int64
+		hash  string
+		hhash string
+		hs    uint64
 	}
 	files := map[string]got{}
 	var order []string
@@ -245,7 +254,7 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		if err != nil {
 			return nil, fmt.Errorf("extracting %s: %w", h.Name, err)
 		}
-		files[h.Name] = got{size: n, hash: rh.sum(), hs: binary.LittleEndian.Uint64(rh.hdr[:])}
+		files[h.Name] = got{size: n, hash: rh.sum(), hhash: rh.headerSum(), hs: binary.LittleEndian.Uint64(rh.hdr[:])}
 		order = append(order, h.Name)
 	}
 	if mb == nil {
@@ -276,9 +285,19 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 			return nil, fmt.Errorf("archive entry %s: header size %d, manifest records %d", rec.Path, g.hs, rec.HeaderSize)
 		case g.hash != rec.DataXXH3:
 			return nil, fmt.Errorf("archive entry %s: data hash %s, manifest records %s", rec.Path, g.hash, rec.DataXXH3)
+		case g.hhash != rec.HeaderXXH3:
+			return nil, fmt.Errorf("archive entry %s: header hash %s, manifest records %s", rec.Path, g.hhash, rec.HeaderXXH3)
 		}
-		if _, err := ReadTensorbinFile(filepath.Join(tmp, filepath.FromSlash(rec.Path))); err != nil {
+		fp := filepath.Join(tmp, filepath.FromSlash(rec.Path))
+		if _, err := ReadTensorbinFile(fp); err != nil {
 			return nil, fmt.Errorf("archive entry %s: %w", rec.Path, err)
+		}
+		if rec.MTimeNS != 0 {
+			// Keep the recorded mtime so that a rebuild here skips the file.
+			mt := time.Unix(0, rec.MTimeNS)
+			if err := os.Chtimes(fp, mt, mt); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, n := range order {

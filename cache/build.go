@@ -64,7 +64,7 @@ type BuildResult struct {
 // atomically. Memory stays bounded by the band size, not by tensor sizes.
 //
 // A rebuild skips a file when its plan entry is unchanged, the file exists
-// with the recorded size and a header matching the plan, and each of its
+// with the recorded size and mtime and a header matching the plan, and each of its
 // source tensors has the recorded cheap identity (file name, size and
 // mtime, tensor offset, dtype, shape) — or, when the identity changed, the
 // same xxh3 of its raw bytes. Source tensors are only re-read for hashing
@@ -202,7 +202,7 @@ func (b *builder) prepare(ctx context.Context) error {
 			builds = append(builds, c)
 			continue
 		}
-		c.rec.DataXXH3 = old.DataXXH3
+		c.rec.HeaderXXH3, c.rec.DataXXH3, c.rec.MTimeNS = old.HeaderXXH3, old.DataXXH3, old.MTimeNS
 		b.records[c.e.File] = c.rec
 		b.res.Skipped = append(b.res.Skipped, c.e.File)
 	}
@@ -237,12 +237,12 @@ func (b *builder) prepare(ctx context.Context) error {
 // as the output goes: same plan entry, file present with the recorded
 // size, and a header that parses and matches the plan.
 func (b *builder) outputIntact(old, rec FileRecord, hdr *Header) bool {
-	if old.EntryXXH3 != rec.EntryXXH3 || old.Size != rec.Size || old.DataXXH3 == "" || len(old.Sources) != len(rec.Sources) {
+	if old.EntryXXH3 != rec.EntryXXH3 || old.Size != rec.Size || old.DataXXH3 == "" || old.HeaderXXH3 == "" || len(old.Sources) != len(rec.Sources) {
 		return false
 	}
 	p := filepath.Join(b.out, filepath.FromSlash(old.Path))
 	st, err := os.Stat(p)
-	if err != nil || !st.Mode().IsRegular() || st.Size() != rec.Size {
+	if err != nil || !st.Mode().IsRegular() || st.Size() != rec.Size || st.ModTime().UnixNano() != old.MTimeNS {
 		return false
 	}
 	got, err := ReadTensorbinFile(p)
@@ -557,7 +557,7 @@ func (b *builder) finalize(s *sink) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	h, err := HashData(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize())
+	hh, h, err := HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize())
 	if err != nil {
 		return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
 	}
@@ -565,7 +565,10 @@ func (b *builder) finalize(s *sink) error {
 		return err
 	}
 	rec := s.rec
-	rec.DataXXH3 = h
+	rec.HeaderXXH3, rec.DataXXH3 = hh, h
+	if st, err := os.Stat(s.path); err == nil {
+		rec.MTimeNS = st.ModTime().UnixNano()
+	}
 	b.hmu.Lock()
 	for i := range rec.Sources {
 		rec.Sources[i].XXH3 = b.hashes[rec.Sources[i].Name]

@@ -47,14 +47,19 @@ type Manifest struct {
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and
-// relative to the cache root. DataXXH3 is the xxh3-64 (hex) of the file's
-// data region (everything after the header), EntryXXH3 the xxh3-64 of the
-// canonical plan entry (EntryKey), including every piece.
+// relative to the cache root. HeaderXXH3 is the xxh3-64 (hex) of the
+// bytes before the data region (size word, FlatBuffer, padding), DataXXH3
+// that of the data region (everything after it), EntryXXH3 the xxh3-64 of the
+// canonical plan entry (EntryKey), including every piece. MTimeNS is the
+// file's modification time after the build: a rebuild rebuilds files whose
+// size or mtime changed (verify also checks the hashes).
 type FileRecord struct {
 	Path       string         `json:"path"`
 	Target     string         `json:"target"`
 	Size       int64          `json:"size"`
+	MTimeNS    int64          `json:"mtime_ns"`
 	HeaderSize uint64         `json:"header_size"`
+	HeaderXXH3 string         `json:"header_xxh3"`
 	DataXXH3   string         `json:"data_xxh3"`
 	EntryXXH3  string         `json:"entry_xxh3"`
 	Entry      EntrySummary   `json:"entry"`
@@ -205,14 +210,19 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 	return hexHash(h.Sum64()), nil
 }
 
-// HashData computes the xxh3-64 (hex) of the data region of a .tensorbin
-// file: the bytes from dataOffset to the end of the file.
-func HashData(f io.ReaderAt, dataOffset, size int64) (string, error) {
-	h := xxh3.New()
-	if _, err := io.Copy(h, io.NewSectionReader(f, dataOffset, size-dataOffset)); err != nil {
-		return "", err
+// HashFile computes the xxh3-64 (hex) of the header region [0,
+// dataOffset) and of the data region [dataOffset, size) of a .tensorbin
+// file.
+func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err error) {
+	hh, hd := xxh3.New(), xxh3.New()
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(hh, io.NewSectionReader(f, 0, dataOffset), buf); err != nil {
+		return "", "", err
 	}
-	return hexHash(h.Sum64()), nil
+	if _, err := io.CopyBuffer(hd, io.NewSectionReader(f, dataOffset, size-dataOffset), buf); err != nil {
+		return "", "", err
+	}
+	return hexHash(hh.Sum64()), hexHash(hd.Sum64()), nil
 }
 
 // ReadManifest reads DIR/manifest.json. A missing manifest is an error

@@ -232,15 +232,18 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		add(FindingCorrupted, "header differs from the plan: %s", d)
 		return out, 0, nil
 	}
-	h, err := HashData(f, int64(got.DataOffset), st.Size())
+	hh, h, err := HashFile(f, int64(got.DataOffset), st.Size())
 	if err != nil {
 		add(FindingCorrupted, "reading data: %v", err)
 		return out, 0, nil
 	}
 	opt.Progress.Add(st.Size())
 	opt.Progress.ItemDone()
-	if h != rec.DataXXH3 {
+	switch {
+	case h != rec.DataXXH3:
 		add(FindingCorrupted, "data hash %s, manifest records %s", h, rec.DataXXH3)
+	case hh != rec.HeaderXXH3:
+		add(FindingCorrupted, "header bytes hash %s, manifest records %s (the header parses and matches the plan, but its bytes changed)", hh, rec.HeaderXXH3)
 	}
 	// Sources.
 	ts := entryTensors(e)
