@@ -63,10 +63,17 @@ func List(dir string) ([]ListEntry, error) {
 
 func sortEntries(es []ListEntry) {
 	for i := 1; i < len(es); i++ {
-		for j := i; j > 0 && ckpt.NaturalLess(es[j].Path, es[j-1].Path); j-- {
+		for j := i; j > 0 && entryLess(es[j], es[j-1]); j-- {
 			es[j], es[j-1] = es[j-1], es[j]
 		}
 	}
+}
+
+func entryLess(a, b ListEntry) bool {
+	if a.Name != b.Name {
+		return ckpt.NaturalLess(a.Name, b.Name)
+	}
+	return ckpt.NaturalLess(a.Path, b.Path)
 }
 
 // cacheName strips the _dtype_<D>_layout_<L>.tensorbin suffix.
