@@ -87,7 +87,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if err := removeTemps(out); err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, opt: opt, res: &BuildResult{}, idents: map[string]SourceRecord{}, hashes: map[string]string{}}
+	b := &builder{c: c, plan: plan, out: out, opt: opt, res: &BuildResult{}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -116,6 +116,7 @@ type builder struct {
 	records map[string]FileRecord // records of this build by path
 	rmu     sync.Mutex
 	todo    []*sink
+	e4m3    [256]float32
 	journal *os.File
 	commits chan<- *sink
 }
@@ -327,6 +328,9 @@ type srcState struct {
 	sum    string
 	mu     sync.Mutex
 	uses   []use
+	// roundFirst: every target using this source rounds to bf16 first, so
+	// values may be decoded already rounded (see readBand).
+	roundFirst bool
 }
 
 // use is a contiguous run of a source's rows that lands in one shard of
@@ -381,6 +385,12 @@ func (b *builder) stream(ctx context.Context) error {
 			if block != s.e.MatrixRows {
 				return fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
 			}
+		}
+	}
+	for _, st := range srcs {
+		st.roundFirst = true
+		for _, u := range st.uses {
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
 		}
 	}
 	// Sources in file order, then offset: sequential reads.
@@ -482,6 +492,7 @@ func (b *builder) stream(ctx context.Context) error {
 type worker struct {
 	raw []byte
 	f32 []float32
+	tab []float32 // per scale block: the 256 e4m3 codes × scale, rounded to bf16
 	sc  scratch
 }
 
@@ -502,11 +513,11 @@ func (b *builder) bandRows(v *ckpt.Values) int64 {
 func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	st := j.src
 	w.f32 = growF(w.f32, int(j.n*st.v.Cols))
-	raw, err := st.v.ReadRows(j.r0, j.n, w.raw, w.f32)
+	rounded, err := b.readBand(st, j.r0, j.n, w)
 	if err != nil {
 		return err
 	}
-	w.raw = raw
+	raw := w.raw
 	select {
 	case <-j.prev:
 	case <-ctx.Done():
@@ -535,7 +546,7 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 			return err
 		}
 		src := w.f32[(a-j.r0)*st.v.Cols:]
-		complete, err := u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), src, cols, int(u.col))
+		complete, err := u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), src, cols, int(u.col), u.s.opsFor(rounded))
 		if err != nil {
 			u.s.failed.Store(true)
 			return fmt.Errorf("target %s: %w", u.s.e.Target, err)

@@ -85,7 +85,6 @@ type sink struct {
 	base   []int64 // absolute file offset of each shard buffer
 	rows   int     // MatrixRows
 	cols   int     // MatrixCols
-	ops    []mapping.ValueOp
 	vops   valueOps
 
 	mu     sync.Mutex
@@ -109,7 +108,7 @@ func newSink(e *mapping.Entry, hdr *Header, path string) (*sink, error) {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
 	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops,
-		rows: int(e.MatrixRows), cols: int(e.MatrixCols), ops: e.Values, stages: map[stageKey]*stage{}}
+		rows: int(e.MatrixRows), cols: int(e.MatrixCols), stages: map[stageKey]*stage{}}
 	for _, sh := range hdr.Shards {
 		s.base = append(s.base, int64(hdr.DataOffset+sh.Offset))
 	}
@@ -143,24 +142,36 @@ func growB(b []byte, n int) []byte {
 
 // extract copies n rows of cols values (starting at column col of rows of
 // `stride` values in src) into dst and applies the entry's value ops.
-func (s *sink) extract(dst, src []float32, n, stride, col int) error {
+func (s *sink) extract(dst, src []float32, n, stride, col int, ops valueOps) error {
 	for r := 0; r < n; r++ {
 		copy(dst[r*s.cols:(r+1)*s.cols], src[r*stride+col:r*stride+col+s.cols])
 	}
-	return mapping.ApplyValues(s.ops, dst[:n*s.cols])
+	if len(ops) > 0 {
+		ops.apply(dst[:n*s.cols])
+	}
+	return nil
+}
+
+// opsFor returns the value ops still to apply to values that are already
+// bf16-exact (rounded) or not: a leading bf16 rounding is a no-op on them.
+func (s *sink) opsFor(rounded bool) valueOps {
+	if rounded && len(s.vops) > 0 && s.vops[0].Op == "round" {
+		return s.vops[1:]
+	}
+	return s.vops
 }
 
 // put delivers block rows [b0, b0+n) of shard sh: row r is
 // src[(r-b0)*stride+col : ...+cols]. It reports whether the target is now
 // completely written.
-func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (bool, error) {
+func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, ops valueOps) (bool, error) {
 	if n <= 0 {
 		return false, nil
 	}
 	switch s.kind {
 	case kindRowMajor:
 		w.x = growF(w.x, n*s.cols)
-		if err := s.extract(w.x, src, n, stride, col); err != nil {
+		if err := s.extract(w.x, src, n, stride, col, ops); err != nil {
 			return false, err
 		}
 		es := s.dt.ElementSize()
@@ -179,7 +190,7 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 			s.whole[sh] = make([]float32, s.rows*s.cols)
 		}
 		dst := s.whole[sh][b0*s.cols:]
-		err := s.extract(dst, src, n, stride, col)
+		err := s.extract(dst, src, n, stride, col, ops)
 		s.filled[sh] += n
 		full := s.filled[sh] == s.rows
 		s.mu.Unlock()
@@ -200,7 +211,7 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 				u1++
 			}
 			m := min(u1*unitRows, s.rows) - a
-			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, s.vops)
+			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
 			if err != nil {
 				return false, err
 			}
@@ -209,7 +220,7 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 			continue
 		}
 		m := min(end, ue) - a
-		c, err := s.stage(w, sh, u, a-us, src[(a-b0)*stride:], m, stride, col)
+		c, err := s.stage(w, sh, u, a-us, src[(a-b0)*stride:], m, stride, col, ops)
 		if err != nil {
 			return false, err
 		}
@@ -221,7 +232,7 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int) (b
 
 // stage copies m rows into the staging buffer of unit u (at row off),
 // applying the value ops, and writes the unit once all its rows arrived.
-func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col int) (bool, error) {
+func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col int, ops valueOps) (bool, error) {
 	k := stageKey{sh, u}
 	valid := min(unitRows, s.rows-u*unitRows)
 	s.mu.Lock()
@@ -230,7 +241,7 @@ func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col i
 		st = &stage{buf: make([]float32, valid*s.cols)}
 		s.stages[k] = st
 	}
-	err := s.extract(st.buf[off*s.cols:], src, m, stride, col)
+	err := s.extract(st.buf[off*s.cols:], src, m, stride, col, ops)
 	st.filled += m
 	full := st.filled == valid
 	if full {
