@@ -39,7 +39,6 @@ var (
 	colParallel = Placement{Kind: "shard", Dim: -1, Split: "rows"}
 	rowParallel = Placement{Kind: "shard", Dim: 0, Split: "cols"}
 	replicated  = Placement{Kind: "replicate"}
-	mtpPresent  = &Condition{Key: "mtp_num_hidden_layers", Op: "gt", Value: 0}
 )
 
 const (
@@ -84,10 +83,13 @@ func layerNorm(id, target, src string, layerType string) []Rule {
 	return []Rule{rep, dist}
 }
 
+// mtpPresent is the condition of the MTP rules (a fresh value per rule).
+func mtpPresent() *Condition { return &Condition{Key: "mtp_num_hidden_layers", Op: "gt", Value: 0.0} }
+
 // mtpWeight is an MTP projection as tt/mtp.py caches it: replicated, bfp8
 // TILE, the transposed float32 of the (bf16 or dequantised) weight.
 func mtpWeight(name, src string) Rule {
-	return Rule{ID: "mtp." + name, Target: "mtp/mtp." + name, Sources: []string{src}, When: mtpPresent, Required: true,
+	return Rule{ID: "mtp." + name, Target: "mtp/mtp." + name, Sources: []string{src}, When: mtpPresent(), Required: true,
 		Transform: []Step{roundBF16(), transposeStep()}, Placement: replicated, DType: BFloat8B, Layout: Tile, Memory: DRAMInterleaved}
 }
 
@@ -98,7 +100,7 @@ func mtpNorm(name, src string, offset bool) Rule {
 	if offset {
 		steps = append(steps, addOne())
 	}
-	r := Rule{ID: "mtp." + name, Target: "mtp/mtp." + name, Sources: []string{src}, When: mtpPresent, Required: true,
+	r := Rule{ID: "mtp." + name, Target: "mtp/mtp." + name, Sources: []string{src}, When: mtpPresent(), Required: true,
 		Transform: steps, Placement: replicated, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved}
 	if offset {
 		r.Note = "+1.0 in float32; the float32→bf16 conversion is the device dtype step (host rounding mode: tt-cache.md open item 9)"

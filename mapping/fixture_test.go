@@ -15,7 +15,7 @@ import (
 
 // sharedDir finds shared/ by walking up from the test's directory; it
 // skips the test when it is absent.
-func sharedDir(t *testing.T) string {
+func sharedDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ type inventory struct {
 // regions left as holes (ftruncate). edit may change the tensor list and
 // the text config before writing. It returns the directory and the number
 // of tensors written.
-func writeInventory(t *testing.T, variant string, edit func(ts []invTensor, text map[string]any) []invTensor) (string, int) {
+func writeInventory(t testing.TB, variant string, edit func(ts []invTensor, text map[string]any) []invTensor) (string, int) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(sharedDir(t), "spec", "qwen3_5-27b-inventory.json"))
 	require.NoError(t, err)

@@ -480,4 +480,3 @@ func (b *builder) checkDuplicates() {
 		seen[e.File] = e.Rule
 	}
 }
-

@@ -104,22 +104,22 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 				// Per-device shapes of the fused and sharded targets.
 				N := int64(mesh.Cols)
 				shapes := map[string][2][]int64{
-					"layers.0/tp/qkvzab.dramshard":         {{5120, 16384 + 96}, {5120, (16384 + 96) / N}},
-					"layers.3/tp/wqkv_fused_qkvg.dramshard": {{5120, 14336}, {5120, 14336 / N}},
-					"layers.0/tp/out":                      {{6144, 5120}, {6144 / N, 5120}},
-					"layers.3/tp/wo":                       {{6144, 5120}, {6144 / N, 5120}},
-					"layers.5/mlp.down_proj.weight.tp":     {{17408, 5120}, {17408 / N, 5120}},
-					"layers.5/mlp.gate_up.weight.swiglu.tp": {{5120, 34816}, {5120, 34816 / N}},
-					"layers.0/tp/tap2":                     {{1, 1, 10240}, {1, 1, 10240 / N}},
-					"layers.0/tp/dt_bias":                  {{1, 1, 48}, {1, 1, 48 / N}},
-					"layers.0/tp/norm_w":                   {{1, 1, 128}, {1, 1, 128}},
-					"layers.7.input_layernorm.weight":      {{1, 1, 160, 32}, {1, 1, 160, 32}},
+					"layers.0/tp/qkvzab.dramshard":                {{5120, 16384 + 96}, {5120, (16384 + 96) / N}},
+					"layers.3/tp/wqkv_fused_qkvg.dramshard":       {{5120, 14336}, {5120, 14336 / N}},
+					"layers.0/tp/out":                             {{6144, 5120}, {6144 / N, 5120}},
+					"layers.3/tp/wo":                              {{6144, 5120}, {6144 / N, 5120}},
+					"layers.5/mlp.down_proj.weight.tp":            {{17408, 5120}, {17408 / N, 5120}},
+					"layers.5/mlp.gate_up.weight.swiglu.tp":       {{5120, 34816}, {5120, 34816 / N}},
+					"layers.0/tp/tap2":                            {{1, 1, 10240}, {1, 1, 10240 / N}},
+					"layers.0/tp/dt_bias":                         {{1, 1, 48}, {1, 1, 48 / N}},
+					"layers.0/tp/norm_w":                          {{1, 1, 128}, {1, 1, 128}},
+					"layers.7.input_layernorm.weight":             {{1, 1, 160, 32}, {1, 1, 160, 32}},
 					"layers.7.input_layernorm.weight_distributed": {{1, 1, 160, 32}, {1, 1, 160 / N, 32}},
-					"tok_embeddings.weight":                {{1, 1, 248320, 5120}, {1, 1, 248320, 5120 / N}},
-					"output.weight.vshard":                 {{5120, 248320}, {5120, 248320 / N}},
-					"mtp/mtp.fc":                           {{10240, 5120}, {10240, 5120}},
-					"mtp/mtp.attn.wqg":                     {{5120, 12288}, {5120, 12288}},
-					"mtp/mtp.final_norm":                   {{5120}, {5120}},
+					"tok_embeddings.weight":                       {{1, 1, 248320, 5120}, {1, 1, 248320, 5120 / N}},
+					"output.weight.vshard":                        {{5120, 248320}, {5120, 248320 / N}},
+					"mtp/mtp.fc":                                  {{10240, 5120}, {10240, 5120}},
+					"mtp/mtp.attn.wqg":                            {{5120, 12288}, {5120, 12288}},
+					"mtp/mtp.final_norm":                          {{5120}, {5120}},
 				}
 				for target, want := range shapes {
 					e := entryByTarget(pl, target)
@@ -228,4 +228,20 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	assert.False(t, errors.As(err, &pe))
 	_, err = mapping.Build(c, nil, mapping.Mesh{Rows: 1, Cols: 2})
 	require.Error(t, err)
+}
+
+// BenchmarkBuild27B plans the full-scale FP8 27B layout (1606 tensors,
+// headers only) on a 1x2 mesh.
+func BenchmarkBuild27B(b *testing.B) {
+	dir, _ := writeInventory(b, "fp8", nil)
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(b, err)
+	defer c.Close()
+	p, _ := mapping.Builtin(mapping.BuiltinName)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -4,6 +4,7 @@ package main
 // cache, extract). Each command's file contributes through this list.
 func (a *App) demoSteps(dir, base, ft string) []demoStep {
 	var steps []demoStep
+	steps = append(steps, a.demoMap(dir, base, ft)...)
 	steps = append(steps, a.demoCache(dir, base, ft)...)
 	return steps
 }

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The -update flag may be defined by another test file of this package;
+// define it here only when it is not (package variables initialise before
+// init functions).
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	b, _ := g.Get().(bool)
+	return b
+}
+
+func runApp(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	out, errb := &bytes.Buffer{}, &bytes.Buffer{}
+	app := &App{Out: out, Err: errb, Getenv: os.Getenv}
+	code := app.Run(context.Background(), args)
+	return code, out.String(), errb.String()
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden() {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./cmd/ckpt -run %s -update to create it", t.Name())
+	assert.Equal(t, string(want), got)
+}
+
+func smallBase(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	return dir
+}
+
+func TestMapGolden(t *testing.T) {
+	t.Parallel()
+	base := smallBase(t)
+	for _, tc := range []struct{ format, file string }{{"text", "map_small_1x2.txt.golden"}, {"json", "map_small_1x2.json.golden"}} {
+		code, out, stderr := runApp(t, "map", base, "--mesh", "1x2", "--format", tc.format)
+		require.Equal(t, 0, code, stderr)
+		golden(t, tc.file, strings.ReplaceAll(out, base, "SRC"))
+	}
+}
+
+func TestMapJSONContract(t *testing.T) {
+	t.Parallel()
+	base := smallBase(t)
+	code, out, _ := runApp(t, "map", base, "--format", "json")
+	require.Equal(t, 0, code)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	for _, k := range []string{"profile", "mesh", "entries", "ignored", "unmapped"} {
+		assert.Contains(t, doc, k)
+	}
+	assert.Equal(t, "1x2", doc["mesh"])
+	entries := doc["entries"].([]any)
+	require.Len(t, entries, 80)
+	for _, k := range []string{"target", "file", "sources", "transform", "placement", "dtype", "layout", "shape", "device_shape", "memory_config"} {
+		assert.Contains(t, entries[0].(map[string]any), k)
+	}
+	// Every mtp.* tensor is some entry's source.
+	var res MapResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	srcs := map[string]bool{}
+	for _, e := range res.Entries {
+		for _, s := range e.Sources {
+			srcs[s] = true
+		}
+	}
+	code, inspect, _ := runApp(t, "inspect", base, "--match", "mtp.**", "--format", "json")
+	require.Equal(t, 0, code)
+	var ins InspectResult
+	require.NoError(t, json.Unmarshal([]byte(inspect), &ins))
+	require.Len(t, ins.Tensors, 22)
+	for _, tn := range ins.Tensors {
+		assert.True(t, srcs[tn.Name], "%s is in no entry", tn.Name)
+	}
+}
+
+func TestMapExitCodes(t *testing.T) {
+	t.Parallel()
+	base := smallBase(t)
+	dir := t.TempDir()
+	// A profile without the embedding rule leaves embed_tokens unmapped... except
+	// for the tied rule, which does not apply (tie_word_embeddings is false).
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	var rules []mapping.Rule
+	for _, r := range p.Rules {
+		if r.ID != "embed" && r.ID != "lm_head.tied" {
+			rules = append(rules, r)
+		}
+	}
+	p.Rules = rules
+	b, err := p.JSON()
+	require.NoError(t, err)
+	noEmbed := filepath.Join(dir, "noembed.json")
+	require.NoError(t, os.WriteFile(noEmbed, b, 0o644))
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"name":"x","rules":[{"id":"a","target":"t","sources":["s"],"placement":{"kind":"spread"},"dtype":"BFLOAT16","layout":"TILE","memory":"dram_interleaved"}]}`), 0o644))
+	tests := []struct {
+		name    string
+		args    []string
+		code    int
+		mention string
+	}{
+		{"ok", []string{"map", base}, 0, "complete"},
+		{"indivisible mesh", []string{"map", base, "--mesh", "1x4"}, 1, "linear_num_key_heads"},
+		{"non-dividing 1x3", []string{"map", base, "--mesh", "1x3", "--summary"}, 1, "mesh 1x3"},
+		{"unmapped tensor", []string{"map", base, "--rules", noEmbed}, 1, "model.language_model.embed_tokens.weight"},
+		{"bad rules", []string{"map", base, "--rules", bad}, 2, "placement kind"},
+		{"missing rules file", []string{"map", base, "--rules", filepath.Join(dir, "nope.json")}, 2, "opening rules"},
+		{"bad mesh", []string{"map", base, "--mesh", "2"}, 2, "ROWSxCOLS"},
+		{"2-D mesh", []string{"map", base, "--mesh", "2x2"}, 2, "1xN"},
+		{"unknown profile", []string{"map", base, "--profile", "llama"}, 2, "unknown profile"},
+		{"no source", []string{"map"}, 2, "takes 1 argument"},
+		{"missing source", []string{"map", filepath.Join(dir, "absent")}, 2, "absent"},
+		{"device and tag", []string{"map", base, "--device", "N300", "--tag", "bf16", "--format", "json"}, 0, "N300/tensor_cache_bf16_mesh1x2/layers.0/tp/qkvzab.dramshard_dtype_BFLOAT8_B_layout_TILE.tensorbin"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, stderr := runApp(t, tc.args...)
+			assert.Equal(t, tc.code, code, "stdout: %s\nstderr: %s", out, stderr)
+			assert.Contains(t, out+stderr, tc.mention)
+		})
+	}
+}
+
+func TestMapDumpRoundTrip(t *testing.T) {
+	t.Parallel()
+	code, dump, _ := runApp(t, "map", "--dump")
+	require.Equal(t, 0, code)
+	p, err := mapping.LoadProfile(strings.NewReader(dump), "dump")
+	require.NoError(t, err)
+	assert.Equal(t, mapping.BuiltinName, p.Name)
+	require.NotNil(t, p.Pinned)
+	assert.Equal(t, "tenstorrent/tt-metal", p.Pinned.Repo)
+	// The dumped profile maps exactly like the built-in one.
+	base := smallBase(t)
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(rules, []byte(dump), 0o644))
+	_, viaBuiltin, _ := runApp(t, "map", base, "--format", "json")
+	code, viaRules, _ := runApp(t, "map", base, "--rules", rules, "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Equal(t, viaBuiltin, viaRules)
+}
+
+func TestDemoRunsMap(t *testing.T) {
+	t.Parallel()
+	code, out, stderr := runApp(t, "demo", "--dir", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "$ ckpt map ")
+	assert.Contains(t, out, "80 targets")
+}

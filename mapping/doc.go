@@ -1,0 +1,25 @@
+// Package mapping turns a checkpoint into the plan of a serving stack's
+// tensor cache: which cache file each source tensor goes to, through which
+// transforms (dequantise, round, per-device fuse/reorder, transpose, unit
+// offset, reshape), with which placement on a 1×N device mesh, device dtype,
+// layout and memory config — and which tensors are left out, and why.
+//
+// A Profile is declarative and JSON-serialisable. Its rules match source
+// names by templates with captures ({L} for a layer index), compiled into a
+// segment trie so each tensor is looked up once, without scanning rules.
+// Build resolves a profile against a checkpoint and a mesh into a Plan:
+// one Entry per cache file with its full and per-device shapes and, per
+// stored shard, the exact source rectangles (Pieces) to stack, the value
+// operations and whether to transpose — enough for a converter to stream
+// the file. Entry.Materialize is the slow in-memory reference of that
+// recipe.
+//
+// A plan fails (PlanError) when any source tensor is neither mapped nor
+// ignored, when a required rule (or layer) matches nothing, when a fused
+// target lacks a source, or when a sharded dimension (heads, tiles) does
+// not divide by the mesh. The built-in profile "qwen3_5-tt" transcribes the
+// tt-metal qwen36 demo's cache conventions (see Profile.Notes for what was
+// read at which revision and what is assumed).
+//
+// The package does not print; cmd/ckpt's "map" command renders plans.
+package mapping
