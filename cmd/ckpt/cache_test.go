@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,28 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var updateCacheGolden = flag.Bool("update-cache", false, "rewrite testdata/cache_*.golden")
-
-// runApp runs the CLI in-process and returns exit code, stdout, stderr.
-func runApp(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
-	code := app.Run(context.Background(), args)
-	return code, out.String(), errb.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *updateCacheGolden {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "run go test -run %s -update-cache to create it", t.Name())
-	require.Equal(t, string(want), got)
-}
+// runApp and golden (-update) are shared with map_test.go.
 
 func TestCacheCommands(t *testing.T) {
 	t.Parallel()
