@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/gobwas/glob v1.1.0
 	github.com/google/flatbuffers v25.12.19+incompatible
+	github.com/klauspost/compress v1.20.4
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/spf13/cobra v1.10.2

@@ -93,6 +93,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newVerifyCmd(), a.newContractCmd(),
 		a.newDiffCmd(),
 		a.newExtractCmd(),
+		a.newCacheCmd(),
 	)
 	return root
 }

@@ -8,5 +8,6 @@ func (a *App) demoSteps(dir, base, ft string) []demoStep {
 	steps = append(steps, a.demoDiff(dir, base, ft)...)
 	steps = append(steps, a.demoExtract(dir, base, ft)...)
 	steps = append(steps, a.demoMap(dir, base, ft)...)
+	steps = append(steps, a.demoCache(dir, base, ft)...)
 	return steps
 }

@@ -1,0 +1,338 @@
+package cache
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/xxh3"
+)
+
+// maxManifestBytes bounds the manifest read from an archive.
+const maxManifestBytes = 256 << 20
+
+// PackOptions tune Pack.
+type PackOptions struct {
+	// Workers is the zstd encoder concurrency (default GOMAXPROCS).
+	Workers int
+	// Progress counts cache bytes archived (nil-safe).
+	Progress *ckpt.Progress
+}
+
+// Pack writes the built cache at root as a zstd-compressed tar stream to
+// w: every file of the manifest, in manifest order, then manifest.json
+// last. Each file's data hash is checked against the manifest while it is
+// read, so a damaged cache is never shipped. It returns the manifest.
+func Pack(ctx context.Context, root string, w io.Writer, opt PackOptions) (*Manifest, error) {
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	m, err := ReadManifest(root)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := os.ReadFile(filepath.Join(root, ManifestName))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range m.Files {
+		opt.Progress.AddTotal(f.Size)
+	}
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderConcurrency(opt.Workers), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	for _, rec := range m.Files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := packFile(tw, root, rec, opt.Progress); err != nil {
+			zw.Close()
+			return nil, err
+		}
+	}
+	hdr := &tar.Header{Name: ManifestName, Mode: 0o644, Size: int64(len(mb)), ModTime: time.Now(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(mb); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compressing: %w", err)
+	}
+	return m, nil
+}
+
+func packFile(tw *tar.Writer, root string, rec FileRecord, p *ckpt.Progress) error {
+	path := filepath.Join(root, filepath.FromSlash(rec.Path))
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("packing: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != rec.Size {
+		return fmt.Errorf("packing %s: %d bytes, manifest records %d", path, st.Size(), rec.Size)
+	}
+	hdr := &tar.Header{Name: rec.Path, Mode: 0o644, Size: rec.Size, ModTime: st.ModTime(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	rh := newRegionHasher()
+	if _, err := io.Copy(io.MultiWriter(tw, rh, progressWriter{p}), f); err != nil {
+		return fmt.Errorf("packing %s: %w", path, err)
+	}
+	if h := rh.sum(); h != rec.DataXXH3 {
+		return fmt.Errorf("packing %s: data hash %s, manifest records %s: the cache is damaged (run cache verify)", path, h, rec.DataXXH3)
+	}
+	if h := rh.headerSum(); h != rec.HeaderXXH3 {
+		return fmt.Errorf("packing %s: header hash %s, manifest records %s: the cache is damaged (run cache verify)", path, h, rec.HeaderXXH3)
+	}
+	return nil
+}
+
+type progressWriter struct{ p *ckpt.Progress }
+
+func (w progressWriter) Write(b []byte) (int, error) {
+	w.p.Add(int64(len(b)))
+	return len(b), nil
+}
+
+// regionHasher hashes the data region of a .tensorbin stream: everything
+// after 8 + the u64 header size at its start.
+type regionHasher struct {
+	h    *xxh3.Hasher
+	hh   *xxh3.Hasher // header region
+	n    int64
+	hdr  [8]byte
+	skip int64
+}
+
+func newRegionHasher() *regionHasher { return &regionHasher{h: xxh3.New(), hh: xxh3.New(), skip: -1} }
+
+func (r *regionHasher) Write(p []byte) (int, error) {
+	total := len(p)
+	for len(p) > 0 {
+		if r.n < 8 {
+			k := copy(r.hdr[r.n:], p)
+			r.hh.Write(p[:k])
+			r.n += int64(k)
+			p = p[k:]
+			if r.n == 8 {
+				hs := binary.LittleEndian.Uint64(r.hdr[:])
+				r.skip = 8 + int64(min(hs, 1<<62))
+			}
+			continue
+		}
+		if r.n < r.skip {
+			k := int(min(int64(len(p)), r.skip-r.n))
+			r.hh.Write(p[:k])
+			r.n += int64(k)
+			p = p[k:]
+			continue
+		}
+		r.h.Write(p)
+		r.n += int64(len(p))
+		p = nil
+	}
+	return total, nil
+}
+
+func (r *regionHasher) sum() string { return hexHash(r.h.Sum64()) }
+
+func (r *regionHasher) headerSum() string { return hexHash(r.hh.Sum64()) }
+
+// UnpackOptions tune Unpack.
+type UnpackOptions struct {
+	Progress *ckpt.Progress // counts bytes extracted (nil-safe)
+}
+
+// Unpack extracts an archive written by Pack into the cache root dest.
+// Files are extracted into a temporary directory under dest and hashed on
+// the way; the manifest (last in the archive) must list exactly the
+// extracted files with matching sizes, header sizes and data hashes. Only
+// then are the files renamed into place — after removing any manifest in
+// dest, so that a half-replaced cache never looks complete — and the
+// manifest is written last. On any error nothing in dest looks complete
+// and the temporary directory is removed.
+func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*Manifest, error) {
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dest, err)
+	}
+	tmp, err := os.MkdirTemp(dest, ".unpack-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	tr := tar.NewReader(zr)
+	type got struct {
+		size  int64
+		hash  string
+		hhash string
+		hs    uint64
+	}
+	files := map[string]got{}
+	var order []string
+	var mb []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading archive: %w", err)
+		}
+		if mb != nil {
+			return nil, fmt.Errorf("reading archive: entry %s after %s (the manifest must be last)", strconv.Quote(h.Name), ManifestName)
+		}
+		if h.Typeflag == tar.TypeDir {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("reading archive: entry %s is not a regular file", strconv.Quote(h.Name))
+		}
+		if err := checkRelPath(h.Name); err != nil {
+			return nil, fmt.Errorf("reading archive: %w", err)
+		}
+		if h.Name == ManifestName {
+			if h.Size > maxManifestBytes {
+				return nil, fmt.Errorf("reading archive: manifest of %d bytes is too large", h.Size)
+			}
+			if mb, err = io.ReadAll(tr); err != nil {
+				return nil, fmt.Errorf("reading archive: %s: %w", ManifestName, err)
+			}
+			continue
+		}
+		if _, dup := files[h.Name]; dup {
+			return nil, fmt.Errorf("reading archive: %s appears twice", strconv.Quote(h.Name))
+		}
+		p := filepath.Join(tmp, filepath.FromSlash(h.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		rh := newRegionHasher()
+		n, err := io.Copy(io.MultiWriter(f, rh, progressWriter{opt.Progress}), tr)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("extracting %s: %w", h.Name, err)
+		}
+		files[h.Name] = got{size: n, hash: rh.sum(), hhash: rh.headerSum(), hs: binary.LittleEndian.Uint64(rh.hdr[:])}
+		order = append(order, h.Name)
+	}
+	if mb == nil {
+		return nil, fmt.Errorf("reading archive: no %s (the archive is incomplete)", ManifestName)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(mb))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("reading archive: %s: %w", ManifestName, err)
+	}
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("reading archive: manifest format %q, want %q", m.Format, ManifestFormat)
+	}
+	listed := map[string]bool{}
+	for _, rec := range m.Files {
+		if err := checkRelPath(rec.Path); err != nil {
+			return nil, fmt.Errorf("reading archive: manifest: %w", err)
+		}
+		listed[rec.Path] = true
+		g, ok := files[rec.Path]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("archive lacks %s, which the manifest lists", rec.Path)
+		case g.size != rec.Size:
+			return nil, fmt.Errorf("archive entry %s: %d bytes, manifest records %d", rec.Path, g.size, rec.Size)
+		case g.hs != rec.HeaderSize:
+			return nil, fmt.Errorf("archive entry %s: header size %d, manifest records %d", rec.Path, g.hs, rec.HeaderSize)
+		case g.hash != rec.DataXXH3:
+			return nil, fmt.Errorf("archive entry %s: data hash %s, manifest records %s", rec.Path, g.hash, rec.DataXXH3)
+		case g.hhash != rec.HeaderXXH3:
+			return nil, fmt.Errorf("archive entry %s: header hash %s, manifest records %s", rec.Path, g.hhash, rec.HeaderXXH3)
+		}
+		fp := filepath.Join(tmp, filepath.FromSlash(rec.Path))
+		if _, err := ReadTensorbinFile(fp); err != nil {
+			return nil, fmt.Errorf("archive entry %s: %w", rec.Path, err)
+		}
+		if rec.MTimeNS != 0 {
+			// Keep the recorded mtime so that a rebuild here skips the file.
+			mt := time.Unix(0, rec.MTimeNS)
+			if err := os.Chtimes(fp, mt, mt); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, n := range order {
+		if !listed[n] {
+			return nil, fmt.Errorf("archive entry %s is not in the manifest", n)
+		}
+	}
+	// Everything checks out: move into place, manifest last.
+	for _, n := range []string{ManifestName, JournalName} {
+		if err := os.Remove(filepath.Join(dest, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	syncDir(dest)
+	for _, n := range order {
+		to := filepath.Join(dest, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(n)), to); err != nil {
+			return nil, fmt.Errorf("moving %s into place: %w", n, err)
+		}
+		syncDir(filepath.Dir(to))
+	}
+	mp := filepath.Join(tmp, ManifestName)
+	if err := os.WriteFile(mp, mb, 0o644); err != nil {
+		return nil, err
+	}
+	if f, err := os.Open(mp); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	if err := os.Rename(mp, filepath.Join(dest, ManifestName)); err != nil {
+		return nil, err
+	}
+	syncDir(dest)
+	return &m, nil
+}

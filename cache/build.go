@@ -1,0 +1,670 @@
+package cache
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/zeebo/xxh3"
+	"golang.org/x/sync/errgroup"
+)
+
+// BuildOptions tune Build.
+type BuildOptions struct {
+	// Workers is the number of conversion goroutines (default: GOMAXPROCS).
+	Workers int
+	// Progress counts source bytes streamed and files finished (nil-safe).
+	Progress *ckpt.Progress
+	// Tool and ToolVersion are recorded in the manifest.
+	Tool, ToolVersion string
+	// Force rebuilds every file even when its sources and plan entry are
+	// unchanged.
+	Force bool
+	// BandBytes is the float32 size of one band of source rows that a
+	// worker converts at a time (default 8 MiB). Memory use is about
+	// 6 × BandBytes per worker plus partially filled tile columns.
+	BandBytes int64
+}
+
+// BuildResult says what a build did. Paths are relative to the cache root.
+type BuildResult struct {
+	Manifest *Manifest
+	Built    []string
+	Skipped  []string
+	Removed  []string
+	// Streamed source tensors (weights) and their elements and raw bytes.
+	SourceTensors  int
+	SourceElements int64
+	SourceBytes    int64
+	// Rehashed counts source tensors whose cheap identity changed and that
+	// were hashed to decide whether their files are still current.
+	Rehashed int
+}
+
+// Build executes a mapping plan: it writes every entry's .tensorbin file
+// under the cache root `out` (entry File paths are relative to it) and
+// finally out/manifest.json.
+//
+// Each source tensor that a file to build needs is streamed once, in bands
+// of rows (FP8 dequantised to float32, then the entry's value ops, e.g.
+// bf16 rounding), and every band is cut into the pieces of every target
+// and shard that use it. Targets are written at computed offsets into a
+// temporary file (tile positions are known in advance), which is fsynced
+// and renamed into place once complete; the manifest is written last,
+// atomically. Memory stays bounded by the band size, not by tensor sizes.
+//
+// A rebuild skips a file when its plan entry is unchanged, the file exists
+// with the recorded size and mtime and a header matching the plan, and each of its
+// source tensors has the recorded cheap identity (file name, size and
+// mtime, tensor offset, dtype, shape) — or, when the identity changed, the
+// same xxh3 of its raw bytes. Source tensors are only re-read for hashing
+// when their identity changed.
+//
+// Crash safety: a build that changes anything first removes the manifest
+// (a cache without one never verifies), writes finished files through
+// temporary names, and records them in a journal (JournalName) so that the
+// next build resumes instead of starting over.
+func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt BuildOptions) (*BuildResult, error) {
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opt.BandBytes <= 0 {
+		opt.BandBytes = 8 << 20
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("creating cache root: %w", err)
+	}
+	if err := removeTemps(out); err != nil {
+		return nil, err
+	}
+	b := &builder{c: c, plan: plan, out: out, opt: opt, res: &BuildResult{}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
+	if err := b.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.startJournal(); err != nil {
+		return nil, err
+	}
+	if err := b.stream(ctx); err != nil {
+		b.abortAll()
+		return nil, err
+	}
+	return b.finish()
+}
+
+type builder struct {
+	c    *ckpt.Checkpoint
+	plan *mapping.Plan
+	out  string
+	opt  BuildOptions
+	res  *BuildResult
+
+	idents map[string]SourceRecord // cheap identity by tensor name
+	hashes map[string]string       // known xxh3 by tensor name (this build)
+	hmu    sync.Mutex
+
+	old     map[string]FileRecord // previous records by path
+	records map[string]FileRecord // records of this build by path
+	rmu     sync.Mutex
+	todo    []*sink
+	e4m3    [256]float32
+	journal *os.File
+	commits chan<- *sink
+}
+
+func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
+	r, ok := b.idents[t.Name]
+	if !ok {
+		r = Identity(t)
+		b.idents[t.Name] = r
+	}
+	return r
+}
+
+// prepare decides which entries to build and creates their sinks.
+func (b *builder) prepare(ctx context.Context) error {
+	b.old = map[string]FileRecord{}
+	if m, err := ReadManifest(b.out); err == nil {
+		for _, f := range m.Files {
+			b.old[f.Path] = f
+		}
+	}
+	jr, err := readJournal(b.out)
+	if err != nil {
+		return err
+	}
+	for _, f := range jr {
+		b.old[f.Path] = f
+	}
+	b.records = map[string]FileRecord{}
+	type cand struct {
+		e   *mapping.Entry
+		hdr *Header
+		rec FileRecord
+	}
+	var cands []cand
+	var builds []cand
+	rehash := map[string]*ckpt.Tensor{}
+	for _, e := range b.plan.Entries {
+		if err := checkRelPath(e.File); err != nil {
+			return fmt.Errorf("target %s: %w", e.Target, err)
+		}
+		hdr, err := HeaderFor(e)
+		if err != nil {
+			return err
+		}
+		rec := FileRecord{Path: e.File, Target: e.Target, Size: hdr.FileSize(), HeaderSize: hdr.HeaderSize,
+			EntryXXH3: EntryHash(e), Entry: summarize(e)}
+		for _, t := range entryTensors(e) {
+			rec.Sources = append(rec.Sources, b.ident(t))
+		}
+		c := cand{e, hdr, rec}
+		old, ok := b.old[e.File]
+		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) {
+			builds = append(builds, c)
+			continue
+		}
+		for i, s := range rec.Sources {
+			if i >= len(old.Sources) || !SameIdentity(old.Sources[i], s) {
+				t, _ := b.c.Lookup(s.Name)
+				rehash[s.Name] = t
+			}
+		}
+		cands = append(cands, c)
+	}
+	// Hash sources whose cheap identity changed.
+	if err := b.hashAll(ctx, rehash); err != nil {
+		return err
+	}
+	b.res.Rehashed = len(rehash)
+	for _, c := range cands {
+		old := b.old[c.e.File]
+		same := true
+		for i, s := range c.rec.Sources {
+			h := old.Sources[i].XXH3
+			if _, ok := rehash[s.Name]; ok {
+				h = b.hashes[s.Name]
+			}
+			if h != old.Sources[i].XXH3 || h == "" {
+				same = false
+			}
+			c.rec.Sources[i].XXH3 = h
+		}
+		if !same {
+			builds = append(builds, c)
+			continue
+		}
+		c.rec.HeaderXXH3, c.rec.DataXXH3, c.rec.MTimeNS = old.HeaderXXH3, old.DataXXH3, old.MTimeNS
+		b.records[c.e.File] = c.rec
+		b.res.Skipped = append(b.res.Skipped, c.e.File)
+	}
+	// Scales are small: hash them up front.
+	scales := map[string]*ckpt.Tensor{}
+	for _, c := range builds {
+		for _, s := range c.e.Sources {
+			if s.Scale != nil {
+				if _, ok := b.hashes[s.Scale.Name]; !ok {
+					scales[s.Scale.Name] = s.Scale
+				}
+			}
+		}
+	}
+	if err := b.hashAll(ctx, scales); err != nil {
+		return err
+	}
+	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
+	for _, c := range builds {
+		s, err := newSink(c.e, c.hdr, filepath.Join(b.out, filepath.FromSlash(c.e.File)))
+		if err != nil {
+			return err
+		}
+		s.rec = c.rec
+		b.todo = append(b.todo, s)
+	}
+	sort.Strings(b.res.Skipped)
+	return nil
+}
+
+// outputIntact reports whether a previously built file can be kept as far
+// as the output goes: same plan entry, file present with the recorded
+// size, and a header that parses and matches the plan.
+func (b *builder) outputIntact(old, rec FileRecord, hdr *Header) bool {
+	if old.EntryXXH3 != rec.EntryXXH3 || old.Size != rec.Size || old.DataXXH3 == "" || old.HeaderXXH3 == "" || len(old.Sources) != len(rec.Sources) {
+		return false
+	}
+	p := filepath.Join(b.out, filepath.FromSlash(old.Path))
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != rec.Size || st.ModTime().UnixNano() != old.MTimeNS {
+		return false
+	}
+	got, err := ReadTensorbinFile(p)
+	return err == nil && DiffHeaders(hdr, got) == ""
+}
+
+func (b *builder) hashAll(ctx context.Context, ts map[string]*ckpt.Tensor) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(b.opt.Workers)
+	for name, t := range ts {
+		if t == nil {
+			continue // gone from the checkpoint: the entry no longer maps
+		}
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			h, err := HashTensor(t, nil)
+			if err != nil {
+				return err
+			}
+			b.hmu.Lock()
+			b.hashes[name] = h
+			b.hmu.Unlock()
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// startJournal removes the manifest, removes files of the previous build
+// that the plan no longer has, and starts a journal holding the kept
+// records.
+func (b *builder) startJournal() error {
+	inPlan := map[string]bool{}
+	for _, e := range b.plan.Entries {
+		inPlan[e.File] = true
+	}
+	if err := os.Remove(filepath.Join(b.out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing old manifest: %w", err)
+	}
+	syncDir(b.out)
+	for p := range b.old {
+		if !inPlan[p] {
+			if err := os.Remove(filepath.Join(b.out, filepath.FromSlash(p))); err == nil {
+				b.res.Removed = append(b.res.Removed, p)
+			}
+		}
+	}
+	sort.Strings(b.res.Removed)
+	f, err := os.Create(filepath.Join(b.out, JournalName))
+	if err != nil {
+		return fmt.Errorf("creating build journal: %w", err)
+	}
+	b.journal = f
+	for _, p := range b.res.Skipped {
+		if err := b.appendJournal(b.records[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) appendJournal(r FileRecord) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if _, err := b.journal.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("writing build journal: %w", err)
+	}
+	return nil
+}
+
+// srcState is one streamed source tensor.
+type srcState struct {
+	t      *ckpt.Tensor
+	v      *ckpt.Values
+	bands  int
+	hasher *xxh3.Hasher
+	hashed int
+	sum    string
+	mu     sync.Mutex
+	uses   []use
+	// roundFirst: every target using this source rounds to bf16 first, so
+	// values may be decoded already rounded (see readBand).
+	roundFirst bool
+}
+
+// use is a contiguous run of a source's rows that lands in one shard of
+// one target: source rows [row, row+rows), columns from col, block row
+// block.
+type use struct {
+	s                     *sink
+	shard                 int
+	row, rows, block, col int64
+}
+
+type job struct {
+	src        *srcState
+	r0, n      int64
+	prev, mine chan struct{}
+}
+
+// stream reads every needed source once and feeds the sinks.
+func (b *builder) stream(ctx context.Context) error {
+	bySrc := map[*ckpt.Tensor]*srcState{}
+	var srcs []*srcState
+	for _, s := range b.todo {
+		if s.remaining.Load() == 0 {
+			continue
+		}
+		for sh, pieces := range s.e.Shards {
+			var block int64
+			for _, p := range pieces {
+				src := s.e.Sources[p.Source]
+				st := bySrc[src.Tensor]
+				if st == nil {
+					var v *ckpt.Values
+					var err error
+					if src.Scale != nil {
+						v, err = b.c.Values(src.Tensor)
+					} else {
+						v, err = ckpt.NewValues(src.Tensor, nil, 0, 0)
+					}
+					if err != nil {
+						return fmt.Errorf("target %s: %w", s.e.Target, err)
+					}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3.New()}
+					bySrc[src.Tensor] = st
+					srcs = append(srcs, st)
+				}
+				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
+					return fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
+				}
+				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
+				block += p.Rows
+			}
+			if block != s.e.MatrixRows {
+				return fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+			}
+		}
+	}
+	for _, st := range srcs {
+		st.roundFirst = true
+		for _, u := range st.uses {
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
+		}
+	}
+	// Sources in file order, then offset: sequential reads.
+	fileIdx := map[*ckpt.File]int{}
+	for i, f := range b.c.Files {
+		fileIdx[f] = i
+	}
+	sort.Slice(srcs, func(i, j int) bool {
+		a, c := srcs[i].t, srcs[j].t
+		if fileIdx[a.File] != fileIdx[c.File] {
+			return fileIdx[a.File] < fileIdx[c.File]
+		}
+		return a.Offset() < c.Offset()
+	})
+	// Zero-sized targets are complete at once.
+	for _, s := range b.todo {
+		if s.remaining.Load() == 0 {
+			if err := b.finalize(s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, st := range srcs {
+		b.res.SourceTensors++
+		b.res.SourceElements += int64(st.t.Numel())
+		b.res.SourceBytes += int64(st.t.NBytes())
+		b.opt.Progress.AddTotal(int64(st.t.NBytes()))
+	}
+	// Finished targets are hashed, fsynced and renamed by committers, so
+	// that conversion never waits for the disk.
+	commits := make(chan *sink, 4096)
+	var cg errgroup.Group
+	var cerrOnce sync.Once
+	var cerr error
+	for range 2 {
+		cg.Go(func() error {
+			for s := range commits {
+				if err := b.finalize(s); err != nil {
+					cerrOnce.Do(func() { cerr = err })
+				}
+			}
+			return nil
+		})
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	b.commits = commits
+	jobs := make(chan job)
+	g.Go(func() error {
+		defer close(jobs)
+		for _, st := range srcs {
+			band := b.bandRows(st.v)
+			st.bands = int((st.v.Rows + band - 1) / band)
+			prev := make(chan struct{})
+			close(prev)
+			if st.bands == 0 {
+				st.sum = hexHash(st.hasher.Sum64())
+				continue
+			}
+			for r0 := int64(0); r0 < st.v.Rows; r0 += band {
+				mine := make(chan struct{})
+				select {
+				case jobs <- job{src: st, r0: r0, n: min(band, st.v.Rows-r0), prev: prev, mine: mine}:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				prev = mine
+			}
+		}
+		return nil
+	})
+	for range b.opt.Workers {
+		g.Go(func() error {
+			w := &worker{}
+			for j := range jobs {
+				if err := b.runJob(ctx, w, j); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	close(commits)
+	cg.Wait()
+	if err != nil {
+		return err
+	}
+	if cerr != nil {
+		return cerr
+	}
+	for _, s := range b.todo {
+		if n := s.remaining.Load(); n != 0 {
+			return fmt.Errorf("target %s: internal error: %d values were never written", s.e.Target, n)
+		}
+	}
+	return nil
+}
+
+type worker struct {
+	raw []byte
+	f32 []float32
+	tab []float32 // per scale block: the 256 e4m3 codes × scale, rounded to bf16
+	sc  scratch
+}
+
+// bandRows is the number of source rows per band: about BandBytes of
+// float32, a multiple of 32 rows and of the FP8 scale block.
+func (b *builder) bandRows(v *ckpt.Values) int64 {
+	unit := int64(TileDim)
+	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
+		unit = v.BM * TileDim
+	} else if v.BM > unit {
+		unit = v.BM
+	}
+	rows := b.opt.BandBytes / max(v.Cols*4, 1)
+	rows = max(rows/unit, 1) * unit
+	return max(min(rows, v.Rows), 1)
+}
+
+func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
+	st := j.src
+	w.f32 = growF(w.f32, int(j.n*st.v.Cols))
+	rounded, err := b.readBand(st, j.r0, j.n, w)
+	if err != nil {
+		return err
+	}
+	raw := w.raw
+	select {
+	case <-j.prev:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	st.mu.Lock()
+	st.hasher.Write(raw)
+	st.hashed++
+	if st.hashed == st.bands {
+		st.sum = hexHash(st.hasher.Sum64())
+		b.hmu.Lock()
+		b.hashes[st.t.Name] = st.sum
+		b.hmu.Unlock()
+	}
+	st.mu.Unlock()
+	close(j.mine)
+	b.opt.Progress.Add(int64(len(raw)))
+	r1 := j.r0 + j.n
+	cols := int(st.v.Cols)
+	for _, u := range st.uses {
+		a, e := max(j.r0, u.row), min(r1, u.row+u.rows)
+		if a >= e {
+			continue
+		}
+		if err := u.s.open(); err != nil {
+			return err
+		}
+		src := w.f32[(a-j.r0)*st.v.Cols:]
+		complete, err := u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), src, cols, int(u.col), u.s.opsFor(rounded))
+		if err != nil {
+			u.s.failed.Store(true)
+			return fmt.Errorf("target %s: %w", u.s.e.Target, err)
+		}
+		if complete {
+			select {
+			case b.commits <- u.s:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// finalize hashes the data region of a complete target, commits its file
+// and journals its record.
+func (b *builder) finalize(s *sink) error {
+	if err := s.open(); err != nil {
+		return err
+	}
+	hh, h, err := HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize())
+	if err != nil {
+		return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+	}
+	if err := s.af.Commit(); err != nil {
+		return err
+	}
+	rec := s.rec
+	rec.HeaderXXH3, rec.DataXXH3 = hh, h
+	if st, err := os.Stat(s.path); err == nil {
+		rec.MTimeNS = st.ModTime().UnixNano()
+	}
+	b.hmu.Lock()
+	for i := range rec.Sources {
+		rec.Sources[i].XXH3 = b.hashes[rec.Sources[i].Name]
+	}
+	b.hmu.Unlock()
+	b.rmu.Lock()
+	defer b.rmu.Unlock()
+	b.records[rec.Path] = rec
+	b.res.Built = append(b.res.Built, rec.Path)
+	b.opt.Progress.ItemDone()
+	return b.appendJournal(rec)
+}
+
+func (b *builder) abortAll() {
+	for _, s := range b.todo {
+		s.abort()
+	}
+	if b.journal != nil {
+		b.journal.Close()
+	}
+}
+
+// finish writes the manifest and removes the journal.
+func (b *builder) finish() (*BuildResult, error) {
+	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
+		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
+		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}}
+	for _, e := range b.plan.Entries {
+		r, ok := b.records[e.File]
+		if !ok {
+			return nil, fmt.Errorf("target %s: internal error: no record", e.Target)
+		}
+		m.Files = append(m.Files, r)
+	}
+	if err := b.journal.Sync(); err != nil {
+		return nil, fmt.Errorf("syncing build journal: %w", err)
+	}
+	b.journal.Close()
+	if err := writeManifest(b.out, m); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(filepath.Join(b.out, JournalName)); err != nil {
+		return nil, fmt.Errorf("removing build journal: %w", err)
+	}
+	syncDir(b.out)
+	sort.Strings(b.res.Built)
+	b.res.Manifest = m
+	return b.res, nil
+}
+
+// removeTemps deletes temporary files that an interrupted build or unpack
+// left under root (".<name>.tmp-*" files and ".unpack-*" directories).
+func removeTemps(root string) error {
+	var del []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		n := d.Name()
+		if p != root && isTempName(n) {
+			del = append(del, p)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scanning %s: %w", root, err)
+	}
+	for _, p := range del {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("removing leftover %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func isTempName(n string) bool {
+	return strings.HasPrefix(n, ".") && (strings.Contains(n, ".tmp-") || strings.HasPrefix(n, ".unpack-"))
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

@@ -1,0 +1,162 @@
+package cache_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/require"
+)
+
+// fixture writes a checkpoint with opts, opens it and builds its plan.
+func fixture(t *testing.T, opts ckpttest.Options) (string, *ckpt.Checkpoint, *mapping.Plan) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "src")
+	require.NoError(t, ckpttest.Write(dir, opts))
+	c, plan := openPlan(t, dir)
+	return dir, c, plan
+}
+
+func openPlan(t *testing.T, dir string) (*ckpt.Checkpoint, *mapping.Plan) {
+	t.Helper()
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+	require.NoError(t, err)
+	return c, plan
+}
+
+// checkAgainstMaterialize decodes every file of a built cache and compares
+// it with Entry.Materialize: bytes equal to packing the materialised shard
+// with the same packer, and decoded values within the format's error.
+func checkAgainstMaterialize(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, e := range plan.Entries {
+		path := filepath.Join(out, filepath.FromSlash(e.File))
+		f, err := os.Open(path)
+		require.NoError(t, err, e.Target)
+		st, err := f.Stat()
+		require.NoError(t, err)
+		h, err := cache.ReadTensorbinHeader(f, st.Size())
+		require.NoError(t, err, e.Target)
+		want, err := cache.HeaderFor(e)
+		require.NoError(t, err)
+		require.Empty(t, cache.DiffHeaders(want, h), e.Target)
+		require.Equal(t, want.FileSize(), st.Size(), e.Target)
+		shards, shape, err := e.Materialize(ctx, c)
+		require.NoError(t, err, e.Target)
+		require.Len(t, h.Shards, len(shards), e.Target)
+		for i, vals := range shards {
+			got, err := io.ReadAll(cache.ShardSection(f, h, i))
+			require.NoError(t, err)
+			exp, err := cache.PackShard(e, vals)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(exp, got), "%s shard %d: bytes differ from packing Materialize's output", e.Target, i)
+			checkDecoded(t, e, h.Spec.DType, h.Spec.Layout, shape, vals, got)
+		}
+		f.Close()
+	}
+}
+
+// checkDecoded decodes a shard (untilizing TILE data) and checks each
+// value against the materialised one within the format's error: exact for
+// bf16-representable values in BFLOAT16, else one unit in the last place
+// of the 16-value face row's shared exponent (bounded by the row's largest
+// magnitude times 2^-6 for BFLOAT8_B, 2^-2 for BFLOAT4_B).
+func checkDecoded(t *testing.T, e *mapping.Entry, dt cache.DType, layout cache.Layout, shape []int64, want []float32, data []byte) {
+	t.Helper()
+	n := len(want)
+	got := make([]float32, n)
+	if layout == cache.ROW_MAJOR {
+		require.Equal(t, cache.BFLOAT16, dt)
+		for i := range got {
+			got[i] = cache.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
+		}
+	} else {
+		h, w, outer := 1, int(shape[len(shape)-1]), 1
+		if len(shape) >= 2 {
+			h = int(shape[len(shape)-2])
+			for _, d := range shape[:len(shape)-2] {
+				outer *= int(d)
+			}
+		}
+		per := cache.TilesBytes(dt, h, w)
+		for o := 0; o < outer; o++ {
+			require.NoError(t, cache.UnpackTiles(dt, got[o*h*w:(o+1)*h*w], data[o*per:], h, w))
+		}
+	}
+	w := int(shape[len(shape)-1])
+	rel := map[cache.DType]float64{cache.BFLOAT16: 1.0 / 256, cache.BFLOAT8_B: 1.0 / 64, cache.BFLOAT4_B: 1.0 / 4}[dt]
+	for i0 := 0; i0 < n; i0 += 16 {
+		row := i0 / w
+		end := min(i0+16, (row+1)*w, n)
+		var amax float64
+		for i := i0; i < end; i++ {
+			amax = math.Max(amax, math.Abs(float64(want[i])))
+		}
+		for i := i0; i < end; i++ {
+			d := math.Abs(float64(got[i]) - float64(want[i]))
+			if dt == cache.BFLOAT16 {
+				require.LessOrEqual(t, d, math.Abs(float64(want[i]))*rel, "%s value %d", e.Target, i)
+				continue
+			}
+			require.LessOrEqual(t, d, amax*rel, "%s value %d: got %v want %v", e.Target, i, got[i], want[i])
+		}
+	}
+}
+
+func TestBuildMatchesMaterialize(t *testing.T) {
+	t.Parallel()
+	_, c, plan := fixture(t, ckpttest.Small())
+	out := filepath.Join(t.TempDir(), "cache")
+	// Small bands force staging across band boundaries and partial tiles.
+	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 3, BandBytes: 2048, ToolVersion: "test"})
+	require.NoError(t, err)
+	require.Len(t, res.Built, len(plan.Entries))
+	require.Empty(t, res.Skipped)
+	checkAgainstMaterialize(t, c, plan, out)
+
+	m, err := cache.ReadManifest(out)
+	require.NoError(t, err)
+	require.Len(t, m.Files, len(plan.Entries))
+	require.Equal(t, "qwen3_5-tt", m.Profile)
+	require.NotNil(t, m.Pinned)
+	for _, f := range m.Files {
+		require.NotEmpty(t, f.DataXXH3)
+		for _, s := range f.Sources {
+			require.Len(t, s.XXH3, 16, "%s source %s", f.Path, s.Name)
+		}
+	}
+	_, err = os.Stat(filepath.Join(out, cache.JournalName))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestBuildBandSizesAgree(t *testing.T) {
+	t.Parallel()
+	_, c, plan := fixture(t, ckpttest.Small())
+	var first *cache.Manifest
+	for _, band := range []int64{512, 4096, 1 << 20} {
+		out := filepath.Join(t.TempDir(), "cache")
+		res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, BandBytes: band})
+		require.NoError(t, err)
+		if first == nil {
+			first = res.Manifest
+			continue
+		}
+		for i, f := range res.Manifest.Files {
+			require.Equal(t, first.Files[i].DataXXH3, f.DataXXH3, "band %d: %s", band, f.Path)
+		}
+	}
+}

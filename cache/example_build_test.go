@@ -1,0 +1,62 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// ExampleBuild maps a small generated checkpoint onto a 1x2 mesh, builds
+// its tensor cache, rebuilds it (nothing to do) and verifies it.
+func ExampleBuild() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "cache-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	src := filepath.Join(dir, "base")
+	if err := ckpttest.Write(src, ckpttest.Small()); err != nil {
+		panic(err)
+	}
+	c, err := ckpt.Open(ctx, src, ckpt.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	prof, _ := mapping.Builtin(mapping.BuiltinName)
+	plan, err := mapping.Build(c, prof, mapping.Mesh{Rows: 1, Cols: 2})
+	if err != nil {
+		panic(err)
+	}
+	out := filepath.Join(dir, "tt-cache")
+	res, err := cache.Build(ctx, c, plan, out, cache.BuildOptions{Tool: "example", ToolVersion: "0"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("built", len(res.Built), "files from", res.SourceTensors, "source tensors")
+	res, _ = cache.Build(ctx, c, plan, out, cache.BuildOptions{})
+	fmt.Println("rebuild: built", len(res.Built), "kept", len(res.Skipped))
+
+	m, err := cache.ReadManifest(out)
+	if err != nil {
+		panic(err)
+	}
+	rep, err := cache.Verify(ctx, out, m, c, plan, cache.VerifyOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("verify ok:", rep.OK(), "files:", rep.Files)
+	fmt.Println(m.Files[0].Path)
+	// Output:
+	// built 80 files from 69 source tensors
+	// rebuild: built 0 kept 80
+	// verify ok: true files: 80
+	// P300/tensor_cache_bfp8_mesh1x2/layers.0.input_layernorm.weight_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin
+}

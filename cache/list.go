@@ -1,0 +1,100 @@
+package cache
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// ListEntry describes one .tensorbin file of a cache directory.
+type ListEntry struct {
+	Path       string   `json:"path"` // relative to the listed directory
+	Name       string   `json:"name"` // the cache name (path without the _dtype_..._layout_....tensorbin suffix)
+	DType      string   `json:"dtype"`
+	Layout     string   `json:"layout"`
+	ShardShape []uint32 `json:"shard_shape"`
+	Placement  string   `json:"placement"`
+	Mesh       []uint32 `json:"mesh_shape"`
+	Shards     int      `json:"shards"`
+	Memory     string   `json:"memory"`
+	Bytes      int64    `json:"bytes"`
+	Error      string   `json:"error,omitempty"`
+}
+
+// List reads the header of every .tensorbin file under dir, in natural
+// order of path. A file whose header cannot be read is listed with Error.
+func List(dir string) ([]ListEntry, error) {
+	var out []ListEntry
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tensorbin") || isTempName(d.Name()) {
+			return nil
+		}
+		r := rel(dir, p)
+		e := ListEntry{Path: r, Name: cacheName(r)}
+		if st, err := os.Stat(p); err == nil {
+			e.Bytes = st.Size()
+		}
+		h, err := ReadTensorbinFile(p)
+		if err != nil {
+			e.Error = err.Error()
+			out = append(out, e)
+			return nil
+		}
+		e.DType, e.Layout = h.Spec.DType.String(), h.Spec.Layout.String()
+		e.ShardShape, e.Mesh, e.Shards = h.Spec.Shape, h.MeshShape, len(h.Shards)
+		e.Placement = describePlacement(h)
+		e.Memory = describeMemory(h.Spec.Memory)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+func sortEntries(es []ListEntry) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && entryLess(es[j], es[j-1]); j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+func entryLess(a, b ListEntry) bool {
+	if a.Name != b.Name {
+		return ckpt.NaturalLess(a.Name, b.Name)
+	}
+	return ckpt.NaturalLess(a.Path, b.Path)
+}
+
+// cacheName strips the _dtype_<D>_layout_<L>.tensorbin suffix.
+func cacheName(p string) string {
+	if i := strings.LastIndex(p, "_dtype_"); i >= 0 {
+		return p[:i]
+	}
+	return strings.TrimSuffix(p, ".tensorbin")
+}
+
+func describePlacement(h *Header) string {
+	if h.Topology == nil {
+		return "replicate (no topology)"
+	}
+	var parts []string
+	for _, p := range h.Topology.Placements {
+		if p.Shard {
+			parts = append(parts, fmt.Sprintf("shard(%d)", p.Dim))
+		} else {
+			parts = append(parts, "replicate")
+		}
+	}
+	return strings.Join(parts, ",")
+}

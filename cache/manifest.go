@@ -1,0 +1,308 @@
+package cache
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/zeebo/xxh3"
+)
+
+// ManifestName is the manifest file at the root of a built cache. It is
+// written last, atomically, by a build that completed; a cache without it
+// is incomplete.
+const ManifestName = "manifest.json"
+
+// JournalName is the build journal: one FileRecord per line, appended as
+// files are finished. It lets a build that was killed resume without
+// redoing finished files. Verify never accepts a cache that has one.
+const JournalName = ".ckpt-cache-journal.jsonl"
+
+// ManifestFormat identifies the manifest schema.
+const ManifestFormat = "ckpt-tt-cache/1"
+
+// Manifest describes a built cache: the tool and profile that built it and
+// every file with what it was built from.
+type Manifest struct {
+	Format      string          `json:"format"`
+	Tool        string          `json:"tool"`
+	ToolVersion string          `json:"tool_version"`
+	Profile     string          `json:"profile"`
+	Pinned      *mapping.Pinned `json:"pinned,omitempty"`
+	Mesh        string          `json:"mesh"`
+	Device      string          `json:"device"`
+	Tag         string          `json:"tag"`
+	CacheDir    string          `json:"cache_dir"`
+	Source      string          `json:"source"`
+	Files       []FileRecord    `json:"files"`
+}
+
+// FileRecord is one cache file of a manifest. Path is slash-separated and
+// relative to the cache root. HeaderXXH3 is the xxh3-64 (hex) of the
+// bytes before the data region (size word, FlatBuffer, padding), DataXXH3
+// that of the data region (everything after it), EntryXXH3 the xxh3-64 of the
+// canonical plan entry (EntryKey), including every piece. MTimeNS is the
+// file's modification time after the build: a rebuild rebuilds files whose
+// size or mtime changed (verify also checks the hashes).
+type FileRecord struct {
+	Path       string         `json:"path"`
+	Target     string         `json:"target"`
+	Size       int64          `json:"size"`
+	MTimeNS    int64          `json:"mtime_ns"`
+	HeaderSize uint64         `json:"header_size"`
+	HeaderXXH3 string         `json:"header_xxh3"`
+	DataXXH3   string         `json:"data_xxh3"`
+	EntryXXH3  string         `json:"entry_xxh3"`
+	Entry      EntrySummary   `json:"entry"`
+	Sources    []SourceRecord `json:"sources"`
+}
+
+// EntrySummary is the readable part of a plan entry recorded per file (the
+// pieces are covered by FileRecord.EntryXXH3 only).
+type EntrySummary struct {
+	Rule        string               `json:"rule"`
+	Transform   []string             `json:"transform"`
+	Placement   string               `json:"placement"`
+	Devices     int                  `json:"devices"`
+	DType       string               `json:"dtype"`
+	Layout      string               `json:"layout"`
+	Memory      mapping.MemoryConfig `json:"memory_config"`
+	Shape       []int64              `json:"shape"`
+	DeviceShape []int64              `json:"device_shape"`
+}
+
+// SourceRecord identifies one source tensor (weights and their block
+// scales) a file was built from. FileSize, MTimeNS and Offset form the
+// cheap identity that a rebuild and verify compare first; XXH3 is the
+// xxh3-64 (hex) of the tensor's raw bytes, computed while streaming, and is
+// only recomputed when the cheap identity changed.
+type SourceRecord struct {
+	Name     string  `json:"name"`
+	File     string  `json:"file"`
+	FileSize int64   `json:"file_size"`
+	MTimeNS  int64   `json:"mtime_ns"`
+	Offset   int64   `json:"offset"`
+	NBytes   int64   `json:"nbytes"`
+	DType    string  `json:"dtype"`
+	Shape    []int64 `json:"shape"`
+	XXH3     string  `json:"xxh3"`
+}
+
+// entryKey is the canonical form of a plan entry that its fingerprint
+// covers.
+type entryKey struct {
+	Rule        string               `json:"rule"`
+	Target      string               `json:"target"`
+	File        string               `json:"file"`
+	Sources     []string             `json:"sources"`
+	Values      []mapping.ValueOp    `json:"values"`
+	Transpose   bool                 `json:"transpose"`
+	Placement   mapping.Placement    `json:"placement"`
+	Devices     int                  `json:"devices"`
+	DType       string               `json:"dtype"`
+	Layout      string               `json:"layout"`
+	Memory      mapping.MemoryConfig `json:"memory"`
+	Shape       []int64              `json:"shape"`
+	DeviceShape []int64              `json:"device_shape"`
+	MatrixRows  int64                `json:"matrix_rows"`
+	MatrixCols  int64                `json:"matrix_cols"`
+	Shards      [][]mapping.Piece    `json:"shards"`
+}
+
+// EntryHash returns the fingerprint of a plan entry: the xxh3-64 (hex) of
+// its canonical JSON (rule, target, file, source names including scales,
+// value ops, transpose, placement, dtype, layout, memory config, shapes and
+// every piece of every shard).
+func EntryHash(e *mapping.Entry) string {
+	k := entryKey{Rule: e.Rule, Target: e.Target, File: e.File, Values: e.Values, Transpose: e.Transpose,
+		Placement: e.Placement, Devices: e.Devices, DType: e.DType, Layout: e.Layout, Memory: e.Memory,
+		Shape: e.Shape, DeviceShape: e.DeviceShape, MatrixRows: e.MatrixRows, MatrixCols: e.MatrixCols, Shards: e.Shards}
+	for _, s := range e.Sources {
+		k.Sources = append(k.Sources, s.Name)
+		if s.Scale != nil {
+			k.Sources = append(k.Sources, s.Scale.Name)
+		}
+	}
+	b, _ := json.Marshal(k) // plain data: cannot fail
+	return hexHash(xxh3.Hash(b))
+}
+
+func summarize(e *mapping.Entry) EntrySummary {
+	return EntrySummary{Rule: e.Rule, Transform: e.Describe(), Placement: e.Placement.String(), Devices: e.Devices,
+		DType: e.DType, Layout: e.Layout, Memory: e.Memory, Shape: e.Shape, DeviceShape: e.DeviceShape}
+}
+
+func hexHash(h uint64) string { return fmt.Sprintf("%016x", h) }
+
+// entryTensors lists the tensors an entry reads: each source and its scale.
+func entryTensors(e *mapping.Entry) []*ckpt.Tensor {
+	var ts []*ckpt.Tensor
+	for _, s := range e.Sources {
+		ts = append(ts, s.Tensor)
+		if s.Scale != nil {
+			ts = append(ts, s.Scale)
+		}
+	}
+	return ts
+}
+
+// Identity returns the cheap identity of a source tensor (no data read):
+// its file's name, size and modification time (when the file is a local
+// path that can be stat'ed, else 0) and the tensor's offset, size, dtype
+// and shape. XXH3 is left empty.
+func Identity(t *ckpt.Tensor) SourceRecord {
+	r := SourceRecord{Name: t.Name, File: t.File.Name, FileSize: t.File.Size, Offset: t.Offset(),
+		NBytes: int64(t.NBytes()), DType: string(t.DType), Shape: append([]int64(nil), t.Shape...)}
+	if st, err := os.Stat(t.File.Location); err == nil {
+		r.MTimeNS = st.ModTime().UnixNano()
+	}
+	return r
+}
+
+// SameIdentity reports whether two records have the same cheap identity.
+// A zero modification time (a source that is not a local file) never
+// matches, so such sources are always re-hashed.
+func SameIdentity(a, b SourceRecord) bool {
+	if a.MTimeNS == 0 || b.MTimeNS == 0 {
+		return false
+	}
+	return a.Name == b.Name && a.File == b.File && a.FileSize == b.FileSize && a.MTimeNS == b.MTimeNS &&
+		a.Offset == b.Offset && a.NBytes == b.NBytes && a.DType == b.DType && equalI64(a.Shape, b.Shape)
+}
+
+func equalI64(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// HashTensor computes the xxh3-64 (hex) of a tensor's raw bytes, reading
+// it in chunks of at most 4 MiB.
+func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
+	if len(buf) == 0 {
+		buf = make([]byte, 4<<20)
+	}
+	h := xxh3.New()
+	n := int64(t.NBytes())
+	for off := int64(0); off < n; {
+		k := min(int64(len(buf)), n-off)
+		if _, err := t.ReadAt(buf[:k], off); err != nil {
+			return "", err
+		}
+		h.Write(buf[:k])
+		off += k
+	}
+	return hexHash(h.Sum64()), nil
+}
+
+// HashFile computes the xxh3-64 (hex) of the header region [0,
+// dataOffset) and of the data region [dataOffset, size) of a .tensorbin
+// file.
+func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err error) {
+	hh, hd := xxh3.New(), xxh3.New()
+	buf := make([]byte, 1<<20)
+	if _, err := io.CopyBuffer(hh, io.NewSectionReader(f, 0, dataOffset), buf); err != nil {
+		return "", "", err
+	}
+	if _, err := io.CopyBuffer(hd, io.NewSectionReader(f, dataOffset, size-dataOffset), buf); err != nil {
+		return "", "", err
+	}
+	return hexHash(hh.Sum64()), hexHash(hd.Sum64()), nil
+}
+
+// ReadManifest reads DIR/manifest.json. A missing manifest is an error
+// matching fs.ErrNotExist.
+func ReadManifest(dir string) (*Manifest, error) {
+	p := filepath.Join(dir, ManifestName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("reading manifest %s: %w", p, err)
+	}
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("reading manifest %s: format %q, want %q", p, m.Format, ManifestFormat)
+	}
+	for _, f := range m.Files {
+		if err := checkRelPath(f.Path); err != nil {
+			return nil, fmt.Errorf("reading manifest %s: %w", p, err)
+		}
+	}
+	return &m, nil
+}
+
+// checkRelPath rejects manifest paths that would escape the cache root.
+func checkRelPath(p string) error {
+	if err := ckpt.CheckName(p); err != nil {
+		return fmt.Errorf("file path %s: %w", strconv.Quote(p), err)
+	}
+	return nil
+}
+
+// encodeManifest is the manifest's JSON, indented.
+func encodeManifest(m *Manifest) ([]byte, error) {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// writeManifest writes DIR/manifest.json atomically (temp, fsync, rename).
+func writeManifest(dir string, m *Manifest) error {
+	b, err := encodeManifest(m)
+	if err != nil {
+		return err
+	}
+	af, err := ckpt.CreateAtomic(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return err
+	}
+	if _, err := af.Write(b); err != nil {
+		af.Abort()
+		return fmt.Errorf("writing manifest: %w", err)
+	}
+	return af.Commit()
+}
+
+// readJournal returns the records of a build journal; a torn last line (a
+// build killed mid-write) is ignored.
+func readJournal(dir string) ([]FileRecord, error) {
+	f, err := os.Open(filepath.Join(dir, JournalName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []FileRecord
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r FileRecord
+		if json.Unmarshal(sc.Bytes(), &r) == nil && checkRelPath(r.Path) == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,453 @@
+package cache
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// sinkKind is how a target is assembled from streamed block rows.
+type sinkKind int
+
+const (
+	// kindTransposed: a TILE target that is the transposed block
+	// ([MatrixCols, MatrixRows] per device). 32 block rows are one tile
+	// column; a run of complete tile columns is packed and written with
+	// one pwrite per tile row.
+	kindTransposed sinkKind = iota
+	// kindStrip: a TILE target that is the block itself ([MatrixRows,
+	// MatrixCols]); 32 block rows are one contiguous tile strip.
+	kindStrip
+	// kindRowMajor: a ROW_MAJOR target that is the block in any shape;
+	// block rows map to contiguous bytes.
+	kindRowMajor
+	// kindWhole: anything else (reshaped small vectors); the block is
+	// assembled in memory, bounded by maxWholeValues.
+	kindWhole
+)
+
+// maxWholeValues bounds the per-entry memory of kindWhole targets (64 MiB
+// of float32 over all shards).
+const maxWholeValues = 16 << 20
+
+// unitRows is the block-row granularity of tiled sinks: one tile.
+const unitRows = TileDim
+
+func chooseKind(e *mapping.Entry, layout Layout) (sinkKind, error) {
+	ds := e.DeviceShape
+	leadingOnes := func(n int) bool {
+		for _, d := range ds[:len(ds)-n] {
+			if d != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case layout == ROW_MAJOR && !e.Transpose:
+		return kindRowMajor, nil
+	case layout == TILE && e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
+		return kindTransposed, nil
+	case layout == TILE && !e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
+		return kindStrip, nil
+	}
+	if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {
+		return 0, fmt.Errorf("target %s: device shape %v of a %dx%d block (transpose %v) cannot be streamed and is too large to assemble in memory",
+			e.Target, ds, e.MatrixRows, e.MatrixCols, e.Transpose)
+	}
+	return kindWhole, nil
+}
+
+type stageKey struct{ shard, unit int }
+
+type stage struct {
+	buf    []float32
+	filled int
+}
+
+// sink receives the block rows of one target and writes its temp file.
+type sink struct {
+	e      *mapping.Entry
+	kind   sinkKind
+	dt     DType
+	layout Layout
+	hdr    *Header
+	path   string // final path
+	rec    FileRecord
+	once   sync.Once
+	oerr   error
+	af     *ckpt.AtomicFile
+	base   []int64 // absolute file offset of each shard buffer
+	rows   int     // MatrixRows
+	cols   int     // MatrixCols
+	vops   valueOps
+
+	mu     sync.Mutex
+	stages map[stageKey]*stage
+	whole  [][]float32
+	filled []int
+
+	remaining atomic.Int64 // block values not yet written
+	failed    atomic.Bool
+}
+
+func newSink(e *mapping.Entry, hdr *Header, path string) (*sink, error) {
+	dt, _ := ParseDType(e.DType)
+	layout, _ := ParseLayout(e.Layout)
+	kind, err := chooseKind(e, layout)
+	if err != nil {
+		return nil, err
+	}
+	vops, err := compileOps(e.Values)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", e.Target, err)
+	}
+	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops,
+		rows: int(e.MatrixRows), cols: int(e.MatrixCols), stages: map[stageKey]*stage{}}
+	for _, sh := range hdr.Shards {
+		s.base = append(s.base, int64(hdr.DataOffset+sh.Offset))
+	}
+	if kind == kindWhole {
+		s.whole = make([][]float32, len(e.Shards))
+		s.filled = make([]int, len(e.Shards))
+	}
+	s.remaining.Store(int64(len(e.Shards)) * e.MatrixRows * e.MatrixCols)
+	return s, nil
+}
+
+// scratch holds a worker's reusable buffers.
+type scratch struct {
+	x   []float32
+	out []byte
+}
+
+func growF(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func growB(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// extract copies n rows of cols values (starting at column col of rows of
+// `stride` values in src) into dst and applies the entry's value ops.
+func (s *sink) extract(dst, src []float32, n, stride, col int, ops valueOps) error {
+	for r := 0; r < n; r++ {
+		copy(dst[r*s.cols:(r+1)*s.cols], src[r*stride+col:r*stride+col+s.cols])
+	}
+	if len(ops) > 0 {
+		ops.apply(dst[:n*s.cols])
+	}
+	return nil
+}
+
+// opsFor returns the value ops still to apply to values that are already
+// bf16-exact (rounded) or not: a leading bf16 rounding is a no-op on them.
+func (s *sink) opsFor(rounded bool) valueOps {
+	if rounded && len(s.vops) > 0 && s.vops[0].Op == "round" {
+		return s.vops[1:]
+	}
+	return s.vops
+}
+
+// put delivers block rows [b0, b0+n) of shard sh: row r is
+// src[(r-b0)*stride+col : ...+cols]. It reports whether the target is now
+// completely written.
+func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, ops valueOps) (bool, error) {
+	if n <= 0 {
+		return false, nil
+	}
+	switch s.kind {
+	case kindRowMajor:
+		w.x = growF(w.x, n*s.cols)
+		if err := s.extract(w.x, src, n, stride, col, ops); err != nil {
+			return false, err
+		}
+		es := s.dt.ElementSize()
+		w.out = growB(w.out, n*s.cols*es)
+		k, err := PackRowMajor(s.dt, w.out, w.x)
+		if err != nil {
+			return false, err
+		}
+		if err := s.writeAt(w.out[:k], s.base[sh]+int64(b0)*int64(s.cols*es)); err != nil {
+			return false, err
+		}
+		return s.done(int64(n) * int64(s.cols)), nil
+	case kindWhole:
+		s.mu.Lock()
+		if s.whole[sh] == nil {
+			s.whole[sh] = make([]float32, s.rows*s.cols)
+		}
+		dst := s.whole[sh][b0*s.cols:]
+		err := s.extract(dst, src, n, stride, col, ops)
+		s.filled[sh] += n
+		full := s.filled[sh] == s.rows
+		s.mu.Unlock()
+		if err != nil || !full {
+			return false, err
+		}
+		return s.flushWhole(sh)
+	}
+	complete := false
+	end := b0 + n
+	for a := b0; a < end; {
+		u := a / unitRows
+		us, ue := u*unitRows, min(u*unitRows+unitRows, s.rows)
+		if a == us && end >= ue {
+			// A run of complete units [u, u1): packed straight from src.
+			u1 := u + 1
+			for u1*unitRows < s.rows && min(u1*unitRows+unitRows, s.rows) <= end {
+				u1++
+			}
+			m := min(u1*unitRows, s.rows) - a
+			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
+			if err != nil {
+				return false, err
+			}
+			complete = complete || c
+			a += m
+			continue
+		}
+		m := min(end, ue) - a
+		c, err := s.stage(w, sh, u, a-us, src[(a-b0)*stride:], m, stride, col, ops)
+		if err != nil {
+			return false, err
+		}
+		complete = complete || c
+		a += m
+	}
+	return complete, nil
+}
+
+// stage copies m rows into the staging buffer of unit u (at row off),
+// applying the value ops, and writes the unit once all its rows arrived.
+func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col int, ops valueOps) (bool, error) {
+	k := stageKey{sh, u}
+	valid := min(unitRows, s.rows-u*unitRows)
+	s.mu.Lock()
+	st := s.stages[k]
+	if st == nil {
+		st = &stage{buf: make([]float32, valid*s.cols)}
+		s.stages[k] = st
+	}
+	err := s.extract(st.buf[off*s.cols:], src, m, stride, col, ops)
+	st.filled += m
+	full := st.filled == valid
+	if full {
+		delete(s.stages, k)
+	}
+	s.mu.Unlock()
+	if err != nil || !full {
+		return false, err
+	}
+	return s.writeUnits(w, sh, u, st.buf, s.cols, 0, valid, nil)
+}
+
+// writeUnits packs m block rows starting at unit u0 — row k is
+// src[k*stride+col : ...+cols], ops still to be applied — and writes them.
+func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m int, ops valueOps) (bool, error) {
+	tb := s.dt.TileBytes()
+	switch s.kind {
+	case kindStrip:
+		sb := StripBytes(s.dt, s.cols)
+		strips := (m + unitRows - 1) / unitRows
+		w.out = growB(w.out, strips*sb)
+		packRowTiles(s.dt, w.out, src, stride, col, m, s.cols, ops)
+		if err := s.writeAt(w.out, s.base[sh]+int64(u0)*int64(sb)); err != nil {
+			return false, err
+		}
+	case kindTransposed:
+		// Logical matrix: H = cols rows, W = rows columns; the m block rows
+		// are logical columns [u0*32, u0*32+m).
+		h := s.cols
+		nt := (m + TileDim - 1) / TileDim // tile columns written
+		ntc := (s.rows + TileDim - 1) / TileDim
+		ntr := (h + TileDim - 1) / TileDim
+		chunk := nt * tb
+		w.out = growB(w.out, ntr*chunk)
+		packTransposedTiles(s.dt, w.out, src, stride, col, m, h, ops)
+		if nt == ntc {
+			if err := s.writeAt(w.out, s.base[sh]); err != nil {
+				return false, err
+			}
+		} else {
+			for t := 0; t < ntr; t++ {
+				off := s.base[sh] + int64(t*ntc+u0)*int64(tb)
+				if err := s.writeAt(w.out[t*chunk:(t+1)*chunk], off); err != nil {
+					return false, err
+				}
+			}
+		}
+	default:
+		return false, fmt.Errorf("target %s: internal error: writeUnits on sink kind %d", s.e.Target, s.kind)
+	}
+	return s.done(int64(m) * int64(s.cols)), nil
+}
+
+// flushWhole converts and writes a fully assembled shard of a kindWhole
+// target.
+func (s *sink) flushWhole(sh int) (bool, error) {
+	s.mu.Lock()
+	block := s.whole[sh]
+	s.whole[sh] = nil
+	s.mu.Unlock()
+	buf, err := packLogical(s.e, s.dt, s.layout, block)
+	if err != nil {
+		return false, err
+	}
+	if err := s.writeAt(buf, s.base[sh]); err != nil {
+		return false, err
+	}
+	return s.done(int64(s.rows) * int64(s.cols)), nil
+}
+
+// PackShard converts one materialised shard of a plan entry — the
+// row-major block values with value ops applied, as mapping's
+// Entry.Materialize returns them (already transposed when the entry
+// transposes) — into the host buffer bytes of the entry's dtype and layout:
+// TILE pads each [H, W] matrix of the device shape (leading dimensions
+// folded) to whole tiles with zeros, ROW_MAJOR stores the values as they
+// are.
+func PackShard(e *mapping.Entry, values []float32) ([]byte, error) {
+	dt, err := ParseDType(e.DType)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := ParseLayout(e.Layout)
+	if err != nil {
+		return nil, err
+	}
+	return packDevice(e.DeviceShape, dt, layout, values)
+}
+
+// packLogical packs an untransposed block (rows × cols) of e.
+func packLogical(e *mapping.Entry, dt DType, layout Layout, block []float32) ([]byte, error) {
+	if e.Transpose {
+		t := make([]float32, len(block))
+		transpose(t, block, int(e.MatrixRows), int(e.MatrixCols))
+		block = t
+	}
+	return packDevice(e.DeviceShape, dt, layout, block)
+}
+
+func packDevice(ds []int64, dt DType, layout Layout, vals []float32) ([]byte, error) {
+	shape := make([]int, len(ds))
+	n := 1
+	for i, d := range ds {
+		shape[i] = int(d)
+		n *= int(d)
+	}
+	if len(vals) != n {
+		return nil, fmt.Errorf("packing shard of shape %v: have %d values, need %d", ds, len(vals), n)
+	}
+	size, err := ShardBytes(shape, dt, layout)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, size)
+	if layout == ROW_MAJOR {
+		_, err := PackRowMajor(dt, out, vals)
+		return out, err
+	}
+	h, w, outer := 1, 1, 1
+	switch len(shape) {
+	case 0:
+	case 1:
+		w = shape[0]
+	default:
+		h, w = shape[len(shape)-2], shape[len(shape)-1]
+		for _, d := range shape[:len(shape)-2] {
+			outer *= d
+		}
+	}
+	if h == 0 || w == 0 || outer == 0 {
+		return out, nil
+	}
+	per := TilesBytes(dt, h, w)
+	for o := 0; o < outer; o++ {
+		if _, err := PackTiles(dt, out[o*per:], vals[o*h*w:(o+1)*h*w], h, w); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// transpose writes the transpose of the rows×cols matrix src into dst
+// (cols×rows), in cache-friendly blocks.
+func transpose(dst, src []float32, rows, cols int) {
+	const b = 32
+	for r0 := 0; r0 < rows; r0 += b {
+		r1 := min(r0+b, rows)
+		for c0 := 0; c0 < cols; c0 += b {
+			c1 := min(c0+b, cols)
+			for r := r0; r < r1; r++ {
+				row := src[r*cols : r*cols+c1]
+				for c := c0; c < c1; c++ {
+					dst[c*rows+r] = row[c]
+				}
+			}
+		}
+	}
+}
+
+func (s *sink) writeAt(p []byte, off int64) error {
+	if _, err := s.af.WriteAt(p, off); err != nil {
+		return fmt.Errorf("writing %s at byte %d: %w", s.af.Name(), off, err)
+	}
+	return nil
+}
+
+// open creates the temporary file on first use: sized to the final file
+// (gaps read as zeros) with the header written at offset 0.
+func (s *sink) open() error {
+	s.once.Do(func() {
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
+			s.oerr = fmt.Errorf("creating directory of %s: %w", s.path, err)
+			return
+		}
+		af, err := ckpt.CreateAtomic(s.path)
+		if err != nil {
+			s.oerr = err
+			return
+		}
+		prefix, err := EncodeHeader(s.hdr)
+		if err == nil {
+			err = af.Truncate(s.hdr.FileSize())
+		}
+		if err == nil {
+			_, err = af.WriteAt(prefix, 0)
+		}
+		if err != nil {
+			af.Abort()
+			s.oerr = fmt.Errorf("creating %s: %w", s.path, err)
+			return
+		}
+		s.af = af
+	})
+	return s.oerr
+}
+
+// abort removes the temporary file of an unfinished target.
+func (s *sink) abort() {
+	s.once.Do(func() { s.oerr = fmt.Errorf("aborted") })
+	if s.af != nil {
+		s.af.Abort()
+	}
+}
+
+// done records n written block values and reports whether the target is
+// complete.
+func (s *sink) done(n int64) bool {
+	return s.remaining.Add(-n) == 0
+}

@@ -1,0 +1,277 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"golang.org/x/sync/errgroup"
+)
+
+// Kinds of verify findings.
+const (
+	FindingMissing   = "missing"   // a planned file is absent (or not in the manifest)
+	FindingExtra     = "extra"     // a file that is neither planned nor recorded, or a leftover of an interrupted build
+	FindingTruncated = "truncated" // shorter than its header says
+	FindingCorrupted = "corrupted" // header unreadable or not the plan's, wrong size, or data hash mismatch
+	FindingStale     = "stale"     // built from source tensors (or a plan entry) that changed since
+	FindingManifest  = "manifest"  // the manifest is absent, unreadable or for another plan
+)
+
+// Finding is one problem verify found. File is relative to the cache root.
+type Finding struct {
+	Kind    string   `json:"kind"`
+	File    string   `json:"file,omitempty"`
+	Message string   `json:"message"`
+	Tensors []string `json:"tensors,omitempty"`
+}
+
+// VerifyOptions tune Verify.
+type VerifyOptions struct {
+	Workers int
+	// Rehash re-reads every source tensor and compares its xxh3 instead
+	// of trusting an unchanged cheap identity (file size, mtime, offset).
+	Rehash bool
+	// Progress counts cache bytes hashed (nil-safe).
+	Progress *ckpt.Progress
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	Files    int       `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Findings []Finding `json:"findings"`
+	// Rehashed counts source tensors that were re-hashed.
+	Rehashed int `json:"rehashed"`
+}
+
+// OK reports whether the cache passed.
+func (r *VerifyReport) OK() bool { return len(r.Findings) == 0 }
+
+// Verify checks a built cache at root against its manifest m and the plan
+// of the current source checkpoint c, fail-closed: every planned file must
+// exist, be recorded in the manifest with the plan's entry fingerprint,
+// have the plan's header and size and the recorded data hash, and have been
+// built from source tensors that still have the recorded contents (cheap
+// identity, else xxh3; always xxh3 with Rehash). Files that are neither
+// planned nor recorded, leftovers of an interrupted build and a build
+// journal are reported as extra. Findings are sorted by file.
+func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt VerifyOptions) (*VerifyReport, error) {
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	rep := &VerifyReport{Findings: []Finding{}}
+	var mu sync.Mutex
+	add := func(f Finding) {
+		mu.Lock()
+		rep.Findings = append(rep.Findings, f)
+		mu.Unlock()
+	}
+	if m.Mesh != plan.Mesh.String() || m.CacheDir != plan.CacheDir {
+		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest is for mesh %s in %s, the plan for mesh %s in %s", m.Mesh, m.CacheDir, plan.Mesh, plan.CacheDir)})
+	}
+	recs := map[string]FileRecord{}
+	for _, f := range m.Files {
+		recs[f.Path] = f
+	}
+	planned := map[string]bool{}
+	for _, e := range plan.Entries {
+		planned[e.File] = true
+	}
+	// Source hashes, computed at most once per tensor.
+	var hmu sync.Mutex
+	hashes := map[string]string{}
+	hashOf := func(t *ckpt.Tensor) (string, error) {
+		hmu.Lock()
+		h, ok := hashes[t.Name]
+		hmu.Unlock()
+		if ok {
+			return h, nil
+		}
+		h, err := HashTensor(t, nil)
+		if err != nil {
+			return "", err
+		}
+		hmu.Lock()
+		if _, ok := hashes[t.Name]; !ok {
+			rep.Rehashed++
+		}
+		hashes[t.Name] = h
+		hmu.Unlock()
+		return h, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opt.Workers)
+	for _, e := range plan.Entries {
+		rec, ok := recs[e.File]
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			fs, n, err := verifyEntry(root, e, rec, ok, hashOf, opt)
+			for _, f := range fs {
+				add(f)
+			}
+			mu.Lock()
+			rep.Files++
+			rep.Bytes += n
+			mu.Unlock()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, f := range m.Files {
+		if !planned[f.Path] {
+			add(Finding{Kind: FindingExtra, File: f.Path, Message: "recorded in the manifest but not in the current plan"})
+		}
+	}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && isTempName(d.Name()) {
+				add(Finding{Kind: FindingExtra, File: rel(root, p), Message: "leftover directory of an interrupted unpack"})
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		r := rel(root, p)
+		switch {
+		case r == ManifestName || planned[r]:
+		case r == JournalName:
+			add(Finding{Kind: FindingExtra, File: r, Message: "build journal: a build was interrupted; run cache build again"})
+		case isTempName(d.Name()):
+			add(Finding{Kind: FindingExtra, File: r, Message: "temporary file of an interrupted build"})
+		case recs[r].Path == "":
+			add(Finding{Kind: FindingExtra, File: r, Message: "not part of the plan nor the manifest"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("scanning %s: %w", root, err)
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		a, b := rep.Findings[i], rep.Findings[j]
+		if a.File != b.File {
+			return ckpt.NaturalLess(a.File, b.File)
+		}
+		return a.Kind < b.Kind
+	})
+	return rep, nil
+}
+
+func rel(root, p string) string {
+	r, err := filepath.Rel(root, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(r)
+}
+
+// verifyEntry checks one planned file; it returns the findings and the
+// bytes hashed.
+func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]Finding, int64, error) {
+	var out []Finding
+	add := func(kind, format string, args ...any) {
+		out = append(out, Finding{Kind: kind, File: e.File, Message: fmt.Sprintf(format, args...)})
+	}
+	want, err := HeaderFor(e)
+	if err != nil {
+		return nil, 0, err
+	}
+	path := filepath.Join(root, filepath.FromSlash(e.File))
+	st, err := os.Stat(path)
+	if err != nil {
+		add(FindingMissing, "file is missing (target %s)", e.Target)
+		return out, 0, nil
+	}
+	if !recorded {
+		add(FindingMissing, "not recorded in the manifest (target %s): the build did not finish it", e.Target)
+		return out, 0, nil
+	}
+	if rec.EntryXXH3 != EntryHash(e) {
+		add(FindingStale, "the plan entry of target %s changed since the build (rule, sources, pieces, dtype, layout or shape)", e.Target)
+	}
+	size := want.FileSize()
+	switch {
+	case !st.Mode().IsRegular():
+		add(FindingCorrupted, "not a regular file")
+		return out, 0, nil
+	case st.Size() < size:
+		add(FindingTruncated, "%d bytes, the plan's header and shards need %d", st.Size(), size)
+		return out, 0, nil
+	case st.Size() > size:
+		add(FindingCorrupted, "%d bytes, %d more than the plan's %d", st.Size(), st.Size()-size, size)
+		return out, 0, nil
+	case rec.Size != size:
+		add(FindingStale, "manifest records %d bytes, the plan needs %d", rec.Size, size)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		add(FindingCorrupted, "cannot open: %v", err)
+		return out, 0, nil
+	}
+	defer f.Close()
+	got, err := ReadTensorbinHeader(f, st.Size())
+	if err != nil {
+		add(FindingCorrupted, "%v", err)
+		return out, 0, nil
+	}
+	if d := DiffHeaders(want, got); d != "" {
+		add(FindingCorrupted, "header differs from the plan: %s", d)
+		return out, 0, nil
+	}
+	hh, h, err := HashFile(f, int64(got.DataOffset), st.Size())
+	if err != nil {
+		add(FindingCorrupted, "reading data: %v", err)
+		return out, 0, nil
+	}
+	opt.Progress.Add(st.Size())
+	opt.Progress.ItemDone()
+	switch {
+	case h != rec.DataXXH3:
+		add(FindingCorrupted, "data hash %s, manifest records %s", h, rec.DataXXH3)
+	case hh != rec.HeaderXXH3:
+		add(FindingCorrupted, "header bytes hash %s, manifest records %s (the header parses and matches the plan, but its bytes changed)", hh, rec.HeaderXXH3)
+	}
+	// Sources.
+	ts := entryTensors(e)
+	var changed []string
+	if len(ts) != len(rec.Sources) {
+		add(FindingStale, "built from %d source tensors, the plan now reads %d", len(rec.Sources), len(ts))
+		return out, st.Size(), nil
+	}
+	for i, t := range ts {
+		r := rec.Sources[i]
+		if r.Name != t.Name {
+			changed = append(changed, t.Name)
+			continue
+		}
+		if !opt.Rehash && SameIdentity(r, Identity(t)) {
+			continue
+		}
+		sh, err := hashOf(t)
+		if err != nil {
+			return out, st.Size(), err
+		}
+		if sh != r.XXH3 {
+			changed = append(changed, t.Name)
+		}
+	}
+	if len(changed) > 0 {
+		out = append(out, Finding{Kind: FindingStale, File: e.File, Tensors: changed,
+			Message: fmt.Sprintf("source tensor(s) changed since the build: %s", strings.Join(changed, ", "))})
+	}
+	return out, st.Size(), nil
+}

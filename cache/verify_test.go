@@ -1,0 +1,272 @@
+package cache_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/require"
+)
+
+// built writes the small fixture, builds its cache and returns the
+// source dir, cache root and plan.
+func built(t *testing.T) (string, string, *mapping.Plan) {
+	t.Helper()
+	src, c, plan := fixture(t, ckpttest.Small())
+	out := filepath.Join(t.TempDir(), "cache")
+	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
+	require.NoError(t, err)
+	return src, out, plan
+}
+
+// verify reopens the source and verifies the cache.
+func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.VerifyReport {
+	t.Helper()
+	c, plan := openPlan(t, src)
+	m, err := cache.ReadManifest(out)
+	require.NoError(t, err)
+	rep, err := cache.Verify(context.Background(), out, m, c, plan, opt)
+	require.NoError(t, err)
+	return rep
+}
+
+func kinds(rep *cache.VerifyReport) map[string]string {
+	k := map[string]string{}
+	for _, f := range rep.Findings {
+		k[f.File] = f.Kind
+	}
+	return k
+}
+
+func entryFile(t *testing.T, plan *mapping.Plan, target string) string {
+	t.Helper()
+	for _, e := range plan.Entries {
+		if e.Target == target {
+			return e.File
+		}
+	}
+	t.Fatalf("no target %s", target)
+	return ""
+}
+
+func TestVerifyFindsDamage(t *testing.T) {
+	t.Parallel()
+	src, out, plan := built(t)
+	rep := verify(t, src, out, cache.VerifyOptions{})
+	require.True(t, rep.OK(), "%+v", rep.Findings)
+	require.Equal(t, len(plan.Entries), rep.Files)
+
+	path := func(target string) string {
+		return filepath.Join(out, filepath.FromSlash(entryFile(t, plan, target)))
+	}
+	trunc := path("layers.0/tp/out")
+	st, err := os.Stat(trunc)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(trunc, st.Size()-100))
+
+	data := path("layers.1/tp/out")
+	b, err := os.ReadFile(data)
+	require.NoError(t, err)
+	b[len(b)-7] ^= 0x40
+	require.NoError(t, os.WriteFile(data, b, 0o644))
+
+	hdr := path("layers.2/tp/out")
+	b, err = os.ReadFile(hdr)
+	require.NoError(t, err)
+	b[8] ^= 0xff // the FlatBuffer root offset
+	require.NoError(t, os.WriteFile(hdr, b, 0o644))
+
+	pad := path("layers.2/tp/norm_w")
+	b, err = os.ReadFile(pad)
+	require.NoError(t, err)
+	h, err := cache.ReadTensorbinHeader(bytes.NewReader(b), int64(len(b)))
+	require.NoError(t, err)
+	b[h.DataOffset-1] ^= 0x01 // header padding: parses the same
+	require.NoError(t, os.WriteFile(pad, b, 0o644))
+
+	longer := path("layers.3/mlp.down_proj.weight.tp")
+	f, err := os.OpenFile(longer, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("junk"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	missing := path("layers.0/tp/A_log")
+	require.NoError(t, os.Remove(missing))
+	extra := filepath.Join(out, plan.CacheDir, "layers.0/tp/stray_dtype_BFLOAT16_layout_TILE.tensorbin")
+	require.NoError(t, os.WriteFile(extra, []byte("x"), 0o644))
+	leftover := filepath.Join(out, plan.CacheDir, ".x.tensorbin.tmp-123")
+	require.NoError(t, os.WriteFile(leftover, nil, 0o644))
+
+	rep = verify(t, src, out, cache.VerifyOptions{})
+	k := kinds(rep)
+	rel := func(p string) string { r, _ := filepath.Rel(out, p); return filepath.ToSlash(r) }
+	require.Equal(t, map[string]string{
+		rel(trunc):    cache.FindingTruncated,
+		rel(data):     cache.FindingCorrupted,
+		rel(hdr):      cache.FindingCorrupted,
+		rel(pad):      cache.FindingCorrupted,
+		rel(longer):   cache.FindingCorrupted,
+		rel(missing):  cache.FindingMissing,
+		rel(extra):    cache.FindingExtra,
+		rel(leftover): cache.FindingExtra,
+	}, k)
+	for _, f := range rep.Findings {
+		if f.File == rel(data) {
+			require.Contains(t, f.Message, "data hash")
+		}
+	}
+
+	// A rebuild repairs every planned file; the stray file stays extra.
+	c, plan2 := openPlan(t, src)
+	res, err := cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{rel(trunc), rel(data), rel(hdr), rel(pad), rel(longer), rel(missing)}, res.Built)
+	rep = verify(t, src, out, cache.VerifyOptions{})
+	require.Equal(t, map[string]string{rel(extra): cache.FindingExtra}, kinds(rep))
+}
+
+// changeTensor rewrites one byte of a tensor's data in its safetensors file.
+func changeTensor(t *testing.T, src, name string) {
+	t.Helper()
+	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
+	require.NoError(t, err)
+	tn, ok := c.Lookup(name)
+	require.True(t, ok, name)
+	loc, off := tn.File.Location, tn.Offset()
+	require.NoError(t, c.Close())
+	f, err := os.OpenFile(loc, os.O_RDWR, 0)
+	require.NoError(t, err)
+	var b [1]byte
+	_, err = f.ReadAt(b[:], off)
+	require.NoError(t, err)
+	b[0] ^= 0x01
+	_, err = f.WriteAt(b[:], off)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	// Make sure the mtime moves even on coarse-grained file systems.
+	later := time.Now().Add(2 * time.Second)
+	require.NoError(t, os.Chtimes(loc, later, later))
+}
+
+func TestVerifyStaleAndRebuild(t *testing.T) {
+	t.Parallel()
+	src, out, plan := built(t)
+	// Touching a file (mtime only) re-hashes but is not stale.
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(src, "model-00001-of-00004.safetensors"), later, later))
+	rep := verify(t, src, out, cache.VerifyOptions{})
+	require.True(t, rep.OK(), "%+v", rep.Findings)
+	require.Positive(t, rep.Rehashed)
+
+	const tensor = "model.language_model.layers.1.mlp.down_proj.weight"
+	changeTensor(t, src, tensor)
+	rep = verify(t, src, out, cache.VerifyOptions{})
+	var stale []string
+	for _, f := range rep.Findings {
+		require.Equal(t, cache.FindingStale, f.Kind)
+		require.Equal(t, []string{tensor}, f.Tensors)
+		stale = append(stale, f.File)
+	}
+	require.Equal(t, []string{entryFile(t, plan, "layers.1/mlp.down_proj.weight.tp")}, stale)
+
+	// The rebuild rebuilds exactly that file.
+	c, plan2 := openPlan(t, src)
+	res, err := cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	require.NoError(t, err)
+	require.Equal(t, stale, res.Built)
+	require.Len(t, res.Skipped, len(plan.Entries)-1)
+	require.True(t, verify(t, src, out, cache.VerifyOptions{Rehash: true}).OK())
+	checkAgainstMaterialize(t, c, plan2, out)
+
+	// Unchanged rebuild: nothing built, nothing re-hashed.
+	res, err = cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	require.NoError(t, err)
+	require.Empty(t, res.Built)
+	require.Zero(t, res.Rehashed)
+	require.Zero(t, res.SourceTensors)
+}
+
+func TestPackUnpack(t *testing.T) {
+	t.Parallel()
+	src, out, _ := built(t)
+	var arch bytes.Buffer
+	m, err := cache.Pack(context.Background(), out, &arch, cache.PackOptions{Workers: 2})
+	require.NoError(t, err)
+
+	dest := filepath.Join(t.TempDir(), "shipped")
+	m2, err := cache.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, cache.UnpackOptions{})
+	require.NoError(t, err)
+	require.Equal(t, m.Files, m2.Files)
+	for _, f := range m.Files {
+		a, err := os.ReadFile(filepath.Join(out, f.Path))
+		require.NoError(t, err)
+		b, err := os.ReadFile(filepath.Join(dest, f.Path))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(a, b), f.Path)
+	}
+	require.True(t, verify(t, src, dest, cache.VerifyOptions{}).OK())
+
+	// Damaged archives never yield a complete-looking cache.
+	damaged := map[string][]byte{
+		"truncated": arch.Bytes()[:arch.Len()*2/3],
+		"no-tail":   arch.Bytes()[:arch.Len()-40],
+	}
+	flipped := bytes.Clone(arch.Bytes())
+	flipped[len(flipped)/2] ^= 0x10
+	damaged["flipped"] = flipped
+	for name, b := range damaged {
+		d := filepath.Join(t.TempDir(), name)
+		_, err := cache.Unpack(context.Background(), bytes.NewReader(b), d, cache.UnpackOptions{})
+		require.Error(t, err, name)
+		_, err = os.Stat(filepath.Join(d, cache.ManifestName))
+		require.ErrorIs(t, err, os.ErrNotExist, name)
+		ents, err := os.ReadDir(d)
+		require.NoError(t, err)
+		require.Empty(t, ents, "%s: leftovers in the destination", name)
+	}
+}
+
+// TestPackRefusesDamagedCache: pack checks hashes while reading.
+func TestPackRefusesDamagedCache(t *testing.T) {
+	t.Parallel()
+	_, out, plan := built(t)
+	p := filepath.Join(out, filepath.FromSlash(plan.Entries[5].File))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	_, err = cache.Pack(context.Background(), out, &bytes.Buffer{}, cache.PackOptions{})
+	require.ErrorContains(t, err, "data hash")
+}
+
+func TestMemAvailableAndParseBytes(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "meminfo")
+	require.NoError(t, os.WriteFile(p, []byte("MemTotal:       24684132 kB\nMemFree:  1 kB\nMemAvailable:    4194304 kB\n"), 0o644))
+	n, err := cache.MemAvailable(p)
+	require.NoError(t, err)
+	require.Equal(t, int64(4<<30), n)
+	require.NoError(t, os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o644))
+	_, err = cache.MemAvailable(p)
+	require.ErrorContains(t, err, "no MemAvailable")
+
+	for in, want := range map[string]int64{"4GiB": 4 << 30, "4G": 4 << 30, "1.5GB": 1500000000, "512MiB": 512 << 20, "100": 100, " 2 kib ": 2048} {
+		got, err := cache.ParseBytes(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "GiB", "4 parsecs", "-1G", "1e30TiB"} {
+		_, err := cache.ParseBytes(in)
+		require.Error(t, err, in)
+		require.True(t, strings.Contains(err.Error(), "size"), in)
+	}
+}
