@@ -140,7 +140,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		res.BytesRead = e.bytesRead.Load()
 	}
 	groups := map[string]*GroupSummary{}
-	for _, g := range Groups {
+	for _, g := range ckpt.SummaryGroups() {
 		groups[g] = &GroupSummary{Group: g}
 	}
 	for i := range res.Tensors {
@@ -148,7 +148,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		res.Summary.Add(t.Relation)
 		groups[t.Group].Add(t.Relation)
 	}
-	for _, g := range Groups {
+	for _, g := range ckpt.SummaryGroups() {
 		if groups[g].Total() > 0 {
 			res.Groups = append(res.Groups, *groups[g])
 		}

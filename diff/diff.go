@@ -168,32 +168,16 @@ func (s Summary) Differs() bool {
 	return s.Total()-s.Identical-s.SameHeader > 0
 }
 
-// Summary groups.
+// Summary groups (see ckpt.SummaryGroup).
 const (
-	GroupText   = "text_layers"
-	GroupMTP    = "mtp"
-	GroupVisual = "visual"
-	GroupOther  = "other"
+	GroupText   = ckpt.SummaryText
+	GroupMTP    = ckpt.SummaryMTP
+	GroupVisual = ckpt.SummaryVisual
+	GroupOther  = ckpt.SummaryOther
 )
 
-// Groups lists the summary groups in report order.
-var Groups = []string{GroupText, GroupMTP, GroupVisual, GroupOther}
-
-// GroupOf returns the summary group of a tensor name: the decoder layers
-// of the text model, the MTP head, the vision tower, or other (embeddings,
-// final norm, lm_head...).
-func GroupOf(name string) string {
-	g, layer := ckpt.GroupOf(name)
-	switch {
-	case g == ckpt.GroupMTP:
-		return GroupMTP
-	case g == ckpt.GroupVisual:
-		return GroupVisual
-	case layer >= 0:
-		return GroupText
-	}
-	return GroupOther
-}
+// GroupOf returns the summary group of a tensor name.
+func GroupOf(name string) string { return ckpt.SummaryGroup(name) }
 
 // GroupSummary counts relations within one group.
 type GroupSummary struct {

@@ -145,28 +145,6 @@ func ReadContract(r io.Reader, name string) (*Contract, error) {
 	return &k, nil
 }
 
-// Group names of the per-group summary.
-const (
-	GroupText   = "text layers"
-	GroupMTP    = "mtp"
-	GroupVisual = "visual"
-	GroupOther  = "other"
-)
-
-// groupOf classifies a tensor for the per-group summary.
-func groupOf(name string) string {
-	g, layer := ckpt.GroupOf(name)
-	switch {
-	case g == ckpt.GroupMTP:
-		return GroupMTP
-	case g == ckpt.GroupVisual:
-		return GroupVisual
-	case layer >= 0:
-		return GroupText
-	}
-	return GroupOther
-}
-
 // GroupDiff summarises the comparison of one group of tensors.
 type GroupDiff struct {
 	Group         string         `json:"group"`
@@ -234,7 +212,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	hashes := hasHashes(want) && hasHashes(cur)
 	cmp.HashesCompared = hashes
 	groups := map[string]*GroupDiff{}
-	for _, g := range []string{GroupText, GroupMTP, GroupVisual, GroupOther} {
+	for _, g := range ckpt.SummaryGroups() {
 		groups[g] = &GroupDiff{Group: g}
 	}
 	var added, removed, hashChanged []string
@@ -243,7 +221,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	var dtypeOrder []string
 	var shapeChecks []Check
 	for _, n := range all {
-		g := groups[groupOf(n)]
+		g := groups[ckpt.SummaryGroup(n)]
 		w, c := wantBy[n], curBy[n]
 		if w != nil {
 			g.ContractKeys++
@@ -297,7 +275,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			g.Identical++
 		}
 	}
-	for _, g := range []string{GroupText, GroupMTP, GroupVisual, GroupOther} {
+	for _, g := range ckpt.SummaryGroups() {
 		if gd := groups[g]; gd.ContractKeys+gd.Keys > 0 {
 			cmp.Groups = append(cmp.Groups, *gd)
 		}

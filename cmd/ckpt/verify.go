@@ -169,7 +169,7 @@ func printVerify(w io.Writer, format string, res *VerifyResult) error {
 		outside, outsideSame := 0, true
 		for _, gd := range cmp.Groups {
 			fmt.Fprintf(w, "  %s\n", gd.Summary())
-			if gd.Group != verify.GroupMTP {
+			if gd.Group != ckpt.SummaryMTP {
 				outside += gd.ContractKeys
 				outsideSame = outsideSame && gd.ContractKeys == gd.Keys && gd.Identical == gd.Keys
 			}

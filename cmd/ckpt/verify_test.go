@@ -346,7 +346,7 @@ func TestVerifyAgainst(t *testing.T) {
 		groups[g.Group] = g.Summary()
 	}
 	assert.Equal(t, "mtp: 22 keys in the contract, 15 now: 8 identical, 7 removed (7 weight_scale_inv), dtype changed: 7 F8_E4M3 → BF16", groups["mtp"])
-	assert.Equal(t, "text layers: 78 keys in the contract, 78 now: identical", groups["text layers"])
+	assert.Equal(t, "text_layers: 78 keys in the contract, 78 now: identical", groups["text_layers"])
 	assert.Equal(t, "visual: 21 keys in the contract, 21 now: identical", groups["visual"])
 
 	// with hashes: the three fine-tuned tensors (and the changed FP8 weight's scale) differ
