@@ -5,24 +5,22 @@
 # Reports medians of RUNS runs: source elements/s, peak RSS, the
 # rebuild/build ratio and a projection for the 27B (its element count from
 # shared/spec/qwen3_5-27b-inventory.json / the measured rate).
-# Usage: scripts/bench-cache.sh [RUNS]     (targets: >= 150 M elements/s,
+# Usage: scripts/bench-cache.sh [DIR]  (RUNS=3)     (targets: >= 150 M elements/s,
 # peak RSS <= 512 MiB, rebuild <= 10% of the build)
-set -euo pipefail
-runs=${1:-3}
-root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+root=$(pwd)
+DIR=${1:-${TMPDIR:-/tmp}/ckpt-bench}
+runs=${RUNS:-3}
+bench_setup "$DIR"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cd "$root"
-go build -o "$tmp/ckpt" ./cmd/ckpt
-echo "generating ckpttest.Large() in $tmp/large ..."
-go run ./internal/cmd/genfixture -size large -out "$tmp/pair" >/dev/null
-ln -s "$tmp/pair/base" "$tmp/large"
+cp "$DIR/ckpt" "$tmp/ckpt"
+ln -s "$DIR/base" "$tmp/large"
 files=("$tmp"/large/*.safetensors)
 bytes=$(cat "${files[@]}" | wc -c)
 cat "${files[@]}" >/dev/null # warm the page cache
 now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-med() { printf '%s\n' "$@" | median; }
 build() { "$tmp/ckpt" cache build "$tmp/large" --out "$tmp/cache" --mesh 1x2 --progress none --format json "$@"; }
 cats=(); fulls=(); rebuilds=(); elems=0
 for _ in $(seq "$runs"); do
@@ -35,8 +33,7 @@ for _ in $(seq "$runs"); do
 done
 "$tmp/ckpt" cache verify "$tmp/cache" --source "$tmp/large" --progress none | tail -1
 rm -rf "$tmp/cache"
-rss=$(/usr/bin/time -v "$tmp/ckpt" cache build "$tmp/large" --out "$tmp/cache" --progress none 2>&1 >/dev/null |
-	awk -F: '/Maximum resident set size/ {gsub(/ /,"",$2); print $2/1024}')
+rss=$(peak_rss "$tmp/ckpt" cache build "$tmp/large" --out "$tmp/cache" --progress none)
 cat_med=$(med "${cats[@]}"); full_med=$(med "${fulls[@]}"); re_med=$(med "${rebuilds[@]}")
 rate=$(echo "$elems / $full_med" | bc -l)
 inv=""
