@@ -111,7 +111,7 @@ func (s *DirStore) List(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.dir, err)
 	}
-	var out []string
+	out := []string{} // non-nil: an empty directory is listed, not "cannot list"
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
