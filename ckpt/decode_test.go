@@ -333,11 +333,11 @@ func TestEncodeE4M3(t *testing.T) {
 	}{
 		{0, 0x00}, {float32(math.Copysign(0, -1)), 0x80}, {1, 0x38}, {-1, 0xb8}, {448, 0x7e}, {-448, 0xfe},
 		{449, 0x7e}, {464, 0x7e}, {480, 0x7e}, {1e9, 0x7e}, {float32(math.Inf(1)), 0x7e}, {float32(math.Inf(-1)), 0xfe},
-		{1.0625, 0x38},  // tie between 1 (even) and 1.125 → 1
-		{1.1875, 0x3a},  // tie between 1.125 and 1.25 (even) → 1.25
-		{1.0626, 0x39},  // above the tie
-		{432, 0x7e},     // tie between 416 (0x7d) and 448 (0x7e, even) → 448
-		{1.0 / 1024, 0}, // half the smallest subnormal: tie to 0
+		{1.0625, 0x38},                                                        // tie between 1 (even) and 1.125 → 1
+		{1.1875, 0x3a},                                                        // tie between 1.125 and 1.25 (even) → 1.25
+		{1.0626, 0x39},                                                        // above the tie
+		{432, 0x7e},                                                           // tie between 416 (0x7d) and 448 (0x7e, even) → 448
+		{1.0 / 1024, 0},                                                       // half the smallest subnormal: tie to 0
 		{3.0 / 1024, 0x02}, {1.0/1024 + 1.0/65536, 0x01}, {15.0 / 1024, 0x08}, // 7.5 × 2^-9 rounds up to the smallest normal
 		{float32(math.Ldexp(1, -20)), 0},
 	}

@@ -95,6 +95,13 @@ func Inspect(c *ckpt.Checkpoint, m *ckpt.Matcher) InspectResult {
 	for _, is := range c.Issues {
 		res.Warnings = append(res.Warnings, is.Message)
 	}
+	for _, f := range c.Files {
+		for _, l := range f.Header.Lints {
+			if l.ID != "header.order" { // the writer's order is style, not a format deviation
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s (%s)", f.Location, l.Message, l.ID))
+			}
+		}
+	}
 	return res
 }
 
@@ -114,6 +121,9 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	}
 	defer c.Close()
 	res := Inspect(c, m)
+	if len(res.Tensors) == 0 && len(c.Tensors) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no tensor matches --match %q --exclude %q (`*` stays inside one dotted segment; use `**` to cross segments)", o.Match, o.Exclude))
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
 	}
