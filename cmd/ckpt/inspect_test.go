@@ -181,6 +181,13 @@ func TestInspectEscapesControlCharacters(t *testing.T) {
 	code, stdout, _ := runApp(t, "inspect", p, "--format", "json")
 	require.Equal(t, 0, code)
 	assert.NotContains(t, stdout, "\x1b")
+
+	// A '|' in a name must not split a markdown column.
+	pipe := filepath.Join(t.TempDir(), "pipe.safetensors")
+	writeNamed(t, pipe, "a|b")
+	code, md, _ := runApp(t, "inspect", pipe, "--format", "markdown")
+	require.Equal(t, 0, code)
+	assert.Contains(t, md, `| a\|b |`)
 	var res InspectResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	var names []string
