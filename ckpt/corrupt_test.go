@@ -174,3 +174,40 @@ func TestErrorsWrap(t *testing.T) {
 	assert.Equal(t, "x.safetensors", fe.File)
 	assert.True(t, errors.Is(err, ckpt.ErrMalformed))
 }
+
+// TestDeepNestingBoundedMemory: 20 MB of '[' in an unknown field fails
+// fast without growing the decoder's stack (it would reach ~8 bytes per
+// level without the nesting limit).
+func TestDeepNestingBoundedMemory(t *testing.T) {
+	hdr := append([]byte(`{"a":{"x":`), bytes.Repeat([]byte("["), 20<<20)...)
+	data := ckpttest.Frame(string(hdr), 0)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ckpt.ReadHeader(bytes.NewReader(data), int64(len(data)), "deep.safetensors")
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ckpt.ErrMalformed)
+	assert.Contains(t, err.Error(), "nested deeper")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(data))+8<<20)
+}
+
+func TestTensorReadAtBounds(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "m.safetensors")
+	require.NoError(t, ckpt.WriteFile(p, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.U8, Shape: []int64{4}}, Data: []byte{1, 2, 3, 4}}}, nil))
+	c, err := ckpt.Open(context.Background(), p, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	a, _ := c.Lookup("a")
+	buf := make([]byte, 2)
+	_, err = a.ReadAt(buf, 2)
+	require.NoError(t, err)
+	assert.Equal(t, []byte{3, 4}, buf)
+	for _, off := range []int64{-1, 3, 1 << 62, 1<<63 - 1} {
+		_, err = a.ReadAt(buf, off)
+		assert.Error(t, err, "offset %d", off)
+	}
+	v, err := c.Values(a)
+	assert.Error(t, err, "U8 is not a float dtype")
+	assert.Nil(t, v)
+}

@@ -227,3 +227,19 @@ func TestValuesStreamBounded(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<10), "streaming must reuse the caller's buffers")
 }
+
+func TestReadRowsShortDestination(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFP8Checkpoint(t, dir, 70, 45, 32, 16)
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	wt, _ := c.Lookup("w.weight")
+	v, err := c.Values(wt)
+	require.NoError(t, err)
+	_, err = v.ReadRows(0, 2, nil, make([]float32, 45))
+	assert.ErrorContains(t, err, "destination")
+	_, err = v.ReadRows(0, 2, nil, make([]float32, 0, 90)) // capacity is enough
+	assert.NoError(t, err)
+}

@@ -46,6 +46,9 @@ type Corrupt struct {
 	// Want are further substrings the error message must contain (tensor
 	// names, byte offsets, the reason).
 	Want []string
+	// Listed are strings inspect must still print for UnknownDType
+	// variants (what could be read).
+	Listed []string
 }
 
 // Write materialises the variant under dir/<Name> and returns the source
@@ -226,10 +229,15 @@ func CorruptFiles() []Corrupt {
 		b := Frame(hdr, 4)
 		add(single("truncated-header", "§3.2.3 file cut inside the header", b[:8+len(hdr)/2], "invalid header length"))
 	}
+	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit of 128",
+		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 128"))
+	add(single("deep-nesting-unclosed", "100 KB of '[' in an unknown field",
+		Frame(`{"a":{"x":`+strings.Repeat("[", 100_000), 0), "nested deeper"))
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4), entry("b\x1b[2J", "F7_E3M3", "[4]", 4, 8), entry("c", "BF16", "[2]", 8, 12))
 		c := single("unknown-dtype", "§3.3 dtype not in the table", Frame(hdr, 12), `"F7_E3M3"`, `b\x1b[2J`)
 		c.Kind = UnknownDType
+		c.Listed = []string{"U8", "F7_E3M3", "BF16"}
 		add(c)
 	}
 	return out
@@ -291,6 +299,12 @@ func CorruptDirs() []Corrupt {
 			File: "config.json", Want: []string{"invalid JSON in config"}},
 		{Name: "corrupt-shard", Rule: "a shard behind a valid index breaks §3.2", Files: with(with(good, s2, Frame(obj(entry("b", "U8", "[4]", 4, 8)), 8)), idx, index(map[string]any{"a": s1, "b": s2})),
 			File: s2, Want: []string{`tensor "b"`, "gap"}},
+		{Name: "shard-is-directory", Rule: "a shard named by the index is a directory", Files: with(with(good, s2+"/x", []byte("x")), idx, index(map[string]any{"a": s1, "b": s2})),
+			File: s2, Want: []string{"not a regular file"}},
+		{Name: "unknown-dtype-two-shards", Rule: "unknown dtypes in two shards are all listed", Kind: UnknownDType,
+			Files: with(with(with(good, s2, Frame(obj(entry("b", "F7", "[4]", 0, 4)), 4)), "model-00003.safetensors", Frame(obj(entry("c", "Q4_K", "[4]", 0, 4)), 4)), idx,
+				index(map[string]any{"a": s1, "b": s2, "c": "model-00003.safetensors"})),
+			File: s2, Want: []string{`"F7"`, `"Q4_K"`, "model-00003.safetensors"}, Listed: []string{"U8", "F7", "Q4_K"}},
 		{Name: "missing-path", Rule: "source does not exist", Kind: NotExist, Entry: "nope.safetensors", File: "nope.safetensors"},
 	}
 }

@@ -43,9 +43,10 @@ func TestInspectCorrupt(t *testing.T) {
 				assert.NotContains(t, stderr+stdout, "\x1b", "control characters must be escaped")
 				if c.Kind == ckpttest.UnknownDType {
 					// What could be read is listed before the exit.
-					assert.Contains(t, stdout, "U8")
-					assert.Contains(t, stdout, "F7_E3M3")
-					assert.Contains(t, stdout, "BF16")
+					require.NotEmpty(t, c.Listed)
+					for _, l := range c.Listed {
+						assert.Contains(t, stdout, l)
+					}
 				} else {
 					assert.Empty(t, stdout)
 				}
