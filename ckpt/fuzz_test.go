@@ -28,16 +28,12 @@ func (r *paddedReader) ReadAt(p []byte, off int64) (int, error) {
 	if off >= r.size {
 		return 0, io.EOF
 	}
-	n := 0
-	for n < len(p) && off+int64(n) < r.size {
-		i := off + int64(n)
-		if i < int64(len(r.data)) {
-			n += copy(p[n:], r.data[i:])
-			continue
-		}
-		p[n] = 0
-		n++
+	n := int(min(int64(len(p)), r.size-off))
+	c := 0
+	if off < int64(len(r.data)) {
+		c = copy(p[:n], r.data[off:])
 	}
+	clear(p[c:n])
 	if n < len(p) {
 		return n, io.EOF
 	}
