@@ -147,3 +147,38 @@ func checkHeaderInvariants(t *testing.T, h *ckpt.Header, size int64, unknownOK b
 		t.Fatalf("tensors end at %d but the data section has %d bytes", end, size-h.DataStart())
 	}
 }
+
+// FuzzParseIndex: an index never panics the parser; a parsed index has
+// unique tensor names and every duplicate recorded.
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":8},"weight_map":{"a":"s1.safetensors","b":"s2.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"x","a":"y"}}`))
+	f.Add([]byte(`{"metadata":{"total_size":"12"},"weight_map":{}}`))
+	for _, c := range ckpttest.CorruptDirs() {
+		if b, ok := c.Files[ckpt.IndexFile]; ok {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		idx, err := ckpt.ParseIndex(data, "idx.json")
+		if err != nil {
+			if !errors.Is(err, ckpt.ErrMalformed) || !strings.Contains(err.Error(), "idx.json") {
+				t.Fatalf("bad error: %v", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, e := range idx.WeightMap {
+			if seen[e.Tensor] {
+				t.Fatalf("duplicate %q in WeightMap", e.Tensor)
+			}
+			seen[e.Tensor] = true
+		}
+		for _, d := range idx.Duplicates {
+			if !seen[d] {
+				t.Fatalf("duplicate %q not in WeightMap", d)
+			}
+		}
+		_ = idx.Shards()
+	})
+}
