@@ -17,6 +17,7 @@ type inspectOptions struct {
 	Match       []string
 	Exclude     []string
 	SummaryOnly bool
+	Workers     int
 }
 
 func (a *App) newInspectCmd() *cobra.Command {
@@ -35,6 +36,7 @@ func (a *App) newInspectCmd() *cobra.Command {
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
+	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
 	return cmd
 }
 
@@ -114,7 +116,10 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	c, openErr := a.open(ctx, o.Source, ckpt.Options{})
+	if o.Workers < 1 {
+		return usageError("--workers must be at least 1, got %d", o.Workers)
+	}
+	c, openErr := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
 	var unknown *ckpt.UnknownDTypeError
 	if openErr != nil && !errors.As(openErr, &unknown) {
 		return inputError(openErr)

@@ -221,6 +221,7 @@ func TestInspectMatch(t *testing.T) {
 		{[]string{"--match", "**.layers.?.self_attn.q_proj.weight"}, 2},
 		{[]string{"--match", "mtp.fc.weight", "--match", "lm_head.weight"}, 2},
 		{[]string{"--match", "model.visual.**"}, 21},
+		{[]string{"--workers", "1", "--match", "lm_head.weight"}, 1},
 	} {
 		n, stderr := count(tc.args...)
 		assert.Equal(t, tc.want, n, "%v", tc.args)
@@ -267,6 +268,7 @@ func TestInspectUsageErrors(t *testing.T) {
 		{"inspect", base, base},
 		{"inspect", base, "--format", "yaml"},
 		{"inspect", base, "--no-such-flag"},
+		{"inspect", base, "--workers", "0"},
 	} {
 		code, stdout, stderr := runApp(t, args...)
 		assert.Equal(t, 2, code, "%v", args)
