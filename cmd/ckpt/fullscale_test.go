@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,43 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	fullScaleOnce sync.Once
-	fullScaleDirs = map[string]string{}
-	fullScaleErr  error
-)
-
-// fullScale writes both 27B layouts once per test binary (sparse: headers
-// only on disk) and returns the directory of variant.
+// fullScale writes the 27B layout of variant (sparse: headers only on
+// disk) into a temporary directory.
 func fullScale(tb testing.TB, variant string) string {
 	tb.Helper()
 	if ckpttest.SharedDir() == "" {
 		tb.Skip("shared/spec not found above the working directory")
 	}
-	fullScaleOnce.Do(func() {
-		root, err := os.MkdirTemp("", "ckpt-fullscale-")
-		if err != nil {
-			fullScaleErr = err
-			return
-		}
-		for _, v := range []string{"fp8", "bf16"} {
-			d := filepath.Join(root, v)
-			if fullScaleErr = ckpttest.WriteInventory(d, v); fullScaleErr != nil {
-				return
-			}
-			fullScaleDirs[v] = d
-		}
-	})
-	require.NoError(tb, fullScaleErr)
-	return fullScaleDirs[variant]
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if d, ok := fullScaleDirs["fp8"]; ok {
-		os.RemoveAll(filepath.Dir(d))
-	}
-	os.Exit(code)
+	dir := tb.TempDir()
+	require.NoError(tb, ckpttest.WriteInventory(dir, variant))
+	return dir
 }
 
 func TestInspectFullScale(t *testing.T) {

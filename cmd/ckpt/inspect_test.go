@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -17,23 +16,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
 
-var (
-	smallOnce sync.Once
-	smallDir  string
-	smallErr  error
-)
-
-// small writes the small FP8 fixture pair once per test binary.
-func small(t *testing.T) (base, ft string) {
+// small writes the small FP8 fixture pair into a temporary directory.
+func small(t *testing.T) (dir, base, ft string) {
 	t.Helper()
-	smallOnce.Do(func() {
-		smallDir, smallErr = os.MkdirTemp("", "ckpt-inspect-test-")
-		if smallErr == nil {
-			_, _, smallErr = ckpttest.Pair(smallDir)
-		}
-	})
-	require.NoError(t, smallErr)
-	return filepath.Join(smallDir, "base"), filepath.Join(smallDir, "ft")
+	dir = t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	return dir, base, ft
 }
 
 // golden compares got with testdata/name.golden (or rewrites it with
@@ -53,7 +42,7 @@ func golden(t *testing.T, name, got string) {
 
 func TestInspectGolden(t *testing.T) {
 	t.Parallel()
-	base, ft := small(t)
+	dir, base, ft := small(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -71,7 +60,7 @@ func TestInspectGolden(t *testing.T) {
 			code, stdout, stderr := runApp(t, tc.args...)
 			require.Equal(t, 0, code, stderr)
 			assert.Empty(t, stderr)
-			golden(t, tc.name, strings.ReplaceAll(stdout, smallDir, "$DIR"))
+			golden(t, tc.name, strings.ReplaceAll(stdout, dir, "$DIR"))
 		})
 	}
 }
@@ -79,7 +68,7 @@ func TestInspectGolden(t *testing.T) {
 // TestInspectJSONContract pins the cli.md fields of the inspect JSON.
 func TestInspectJSONContract(t *testing.T) {
 	t.Parallel()
-	base, _ := small(t)
+	_, base, _ := small(t)
 	code, stdout, stderr := runApp(t, "inspect", base, "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	var doc map[string]any
@@ -199,7 +188,7 @@ func TestInspectEscapesControlCharacters(t *testing.T) {
 
 func TestInspectMatch(t *testing.T) {
 	t.Parallel()
-	base, _ := small(t)
+	_, base, _ := small(t)
 	count := func(args ...string) (int, string) {
 		code, stdout, stderr := runApp(t, append([]string{"inspect", base, "--format", "json"}, args...)...)
 		require.Equal(t, 0, code, stderr)
@@ -262,7 +251,7 @@ func TestInspectWarnings(t *testing.T) {
 
 func TestInspectUsageErrors(t *testing.T) {
 	t.Parallel()
-	base, _ := small(t)
+	_, base, _ := small(t)
 	for _, args := range [][]string{
 		{"inspect"},
 		{"inspect", base, base},
