@@ -3,6 +3,7 @@ package ckpt_test
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
 	"sort"
 	"testing"
 
@@ -232,4 +233,36 @@ func TestConfigForms(t *testing.T) {
 	var nilCfg *ckpt.Config
 	assert.Nil(t, nilCfg.Quantization())
 	assert.Nil(t, nilCfg.Text())
+}
+
+func TestAtomicFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target := dir + "/out.safetensors"
+	af, err := ckpt.CreateAtomic(target)
+	require.NoError(t, err)
+	_, err = af.Write([]byte("partial"))
+	require.NoError(t, err)
+	af.Abort()
+	ents, _ := os.ReadDir(dir)
+	assert.Empty(t, ents, "abort leaves nothing behind")
+
+	af, err = ckpt.CreateAtomic(target)
+	require.NoError(t, err)
+	_, err = af.Write([]byte("done"))
+	require.NoError(t, err)
+	_, err = os.Stat(target)
+	assert.True(t, os.IsNotExist(err), "target appears only on commit")
+	require.NoError(t, af.Commit())
+	af.Abort() // no-op after commit
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "done", string(got))
+	ents, _ = os.ReadDir(dir)
+	assert.Len(t, ents, 1)
+
+	err = ckpt.WriteFile(target, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.F32, Shape: []int64{2}}, Data: make([]byte, 4)}}, nil)
+	assert.ErrorContains(t, err, "needs 8")
+	got, _ = os.ReadFile(target)
+	assert.Equal(t, "done", string(got), "a failed write keeps the old file")
 }
