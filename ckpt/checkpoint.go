@@ -38,7 +38,7 @@ func (t *Tensor) Section() *io.SectionReader {
 
 // ReadAt reads raw tensor bytes at off (relative to the tensor's start).
 func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off+int64(len(p)) > int64(t.NBytes()) {
+	if off < 0 || off > int64(t.NBytes())-int64(len(p)) {
 		return 0, fmt.Errorf("reading tensor %s of %s: range [%d, %d) outside its %d bytes", Quote(t.Name), t.File.Location, off, off+int64(len(p)), t.NBytes())
 	}
 	n, err := t.File.blob.ReadAt(p, t.Offset()+off)
@@ -291,13 +291,12 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var fatal []error
-	var unknown *UnknownDTypeError
+	var fatal, unknown []error
 	for i, name := range shards {
 		err := errs[i]
 		if err == nil || (files[i] != nil && errors.As(err, new(*UnknownDTypeError))) {
 			if err != nil {
-				errors.As(err, &unknown)
+				unknown = append(unknown, err)
 			}
 			continue
 		}
@@ -387,10 +386,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 			return errors.Join(errs...)
 		}
 	}
-	if unknown != nil {
-		return unknown
-	}
-	return nil
+	return errors.Join(unknown...)
 }
 
 func uniq(s []string) []string {

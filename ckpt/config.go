@@ -1,7 +1,6 @@
 package ckpt
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -17,11 +16,9 @@ type Config struct {
 
 // ParseConfig parses config.json bytes.
 func ParseConfig(data []byte, file string) (*Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var raw map[string]any
-	if err := dec.Decode(&raw); err != nil {
-		return nil, &FormatError{File: file, Offset: dec.InputOffset(), Reason: "invalid JSON in config: " + err.Error()}
+	if err := decodeObject(data, &raw); err != nil {
+		return nil, &FormatError{File: file, Offset: jsonErrOffset(err), Reason: "invalid JSON in config: " + err.Error()}
 	}
 	if raw == nil {
 		return nil, &FormatError{File: file, Offset: 0, Reason: "config is not a JSON object"}

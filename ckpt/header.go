@@ -388,6 +388,11 @@ func (p *headerParser) parseUints(tensor, field string, want int) ([]uint64, err
 	return out, nil
 }
 
+// maxSkipDepth bounds the nesting of unknown fields, as serde_json's
+// recursion limit does for the reference crate; without it a header of
+// 100 MB of '[' would grow the decoder's stack without bound.
+const maxSkipDepth = 128
+
 func (p *headerParser) skipValue() error {
 	depth := 0
 	for {
@@ -398,6 +403,9 @@ func (p *headerParser) skipValue() error {
 		if d, ok := t.(json.Delim); ok {
 			if d == '{' || d == '[' {
 				depth++
+				if depth > maxSkipDepth {
+					return p.errf("values nested deeper than %d levels", maxSkipDepth)
+				}
 			} else {
 				depth--
 			}

@@ -3,7 +3,9 @@ package ckpt
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // IndexFile is the conventional name of a sharded checkpoint's index.
@@ -32,10 +34,8 @@ func ParseIndex(data []byte, file string) (*Index, error) {
 		Metadata  map[string]any  `json:"metadata"`
 		WeightMap json.RawMessage `json:"weight_map"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&top); err != nil {
-		return nil, &FormatError{File: file, Offset: dec.InputOffset(), Reason: "invalid JSON in index: " + err.Error()}
+	if err := decodeObject(data, &top); err != nil {
+		return nil, &FormatError{File: file, Offset: jsonErrOffset(err), Reason: "invalid JSON in index: " + err.Error()}
 	}
 	if top.WeightMap == nil {
 		return nil, &FormatError{File: file, Offset: -1, Reason: "index has no weight_map"}
@@ -73,6 +73,58 @@ func ParseIndex(data []byte, file string) (*Index, error) {
 		idx.WeightMap = append(idx.WeightMap, IndexEntry{Tensor: k, File: v})
 	}
 	return idx, nil
+}
+
+// decodeObject decodes a JSON document that must be one object (numbers as
+// json.Number), with messages that do not mention Go types.
+func decodeObject(data []byte, v any) error {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 {
+		return errors.New("empty document, expected a JSON object")
+	}
+	if trimmed[0] != '{' {
+		var x any
+		if json.Unmarshal(trimmed, &x) != nil {
+			return &json.SyntaxError{Offset: int64(len(data) - len(trimmed))}
+		}
+		return fmt.Errorf("expected a JSON object, found %s", jsonKind(x))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s must not be a JSON %s", te.Field, te.Value)
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return &json.SyntaxError{Offset: dec.InputOffset()}
+	}
+	return nil
+}
+
+func jsonKind(x any) string {
+	switch x.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// jsonErrOffset is the byte offset a JSON error points at, or -1.
+func jsonErrOffset(err error) int64 {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return se.Offset
+	}
+	return -1
 }
 
 // Shards lists the distinct shard names in first-seen order.

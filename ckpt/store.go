@@ -111,7 +111,7 @@ func (s *DirStore) List(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.dir, err)
 	}
-	var out []string
+	out := []string{} // non-nil: an empty directory is listed, not "cannot list"
 	for _, e := range ents {
 		if e.IsDir() {
 			continue
@@ -134,7 +134,7 @@ func newFileBlob(f *os.File, loc string) (Blob, error) {
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("opening %s: not a regular file (%s)", loc, st.Mode().Type())
+		return nil, &FormatError{File: loc, Offset: -1, Reason: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}
 	}
 	return &fileBlob{File: f, size: st.Size()}, nil
 }

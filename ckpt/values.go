@@ -120,6 +120,9 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 		return nil, err
 	}
 	cnt := n * v.Cols
+	if int64(cap(dst)) < cnt {
+		return nil, fmt.Errorf("tensor %s: destination holds %d values, rows [%d, %d) need %d", Quote(v.T.Name), len(dst), r0, r0+n, cnt)
+	}
 	dst = dst[:cnt]
 	if err := DecodeFloat32(v.T.DType, raw, dst); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", Quote(v.T.Name), err)

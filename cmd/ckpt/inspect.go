@@ -17,6 +17,7 @@ type inspectOptions struct {
 	Match       []string
 	Exclude     []string
 	SummaryOnly bool
+	Workers     int
 }
 
 func (a *App) newInspectCmd() *cobra.Command {
@@ -35,6 +36,7 @@ func (a *App) newInspectCmd() *cobra.Command {
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
+	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
 	return cmd
 }
 
@@ -95,6 +97,13 @@ func Inspect(c *ckpt.Checkpoint, m *ckpt.Matcher) InspectResult {
 	for _, is := range c.Issues {
 		res.Warnings = append(res.Warnings, is.Message)
 	}
+	for _, f := range c.Files {
+		for _, l := range f.Header.Lints {
+			if l.ID != "header.order" { // the writer's order is style, not a format deviation
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s (%s)", f.Location, l.Message, l.ID))
+			}
+		}
+	}
 	return res
 }
 
@@ -107,13 +116,19 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	c, openErr := a.open(ctx, o.Source, ckpt.Options{})
+	if o.Workers < 1 {
+		return usageError("--workers must be at least 1, got %d", o.Workers)
+	}
+	c, openErr := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
 	var unknown *ckpt.UnknownDTypeError
 	if openErr != nil && !errors.As(openErr, &unknown) {
 		return inputError(openErr)
 	}
 	defer c.Close()
 	res := Inspect(c, m)
+	if len(res.Tensors) == 0 && len(c.Tensors) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("no tensor matches --match %q --exclude %q (`*` stays inside one dotted segment; use `**` to cross segments)", o.Match, o.Exclude))
+	}
 	for _, w := range res.Warnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
 	}

@@ -102,6 +102,9 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		for _, r := range g.Rows {
 			row := make([]any, len(r))
 			for i, c := range r {
+				if format == Markdown { // a '|' in a cell would split the column
+					c = strings.ReplaceAll(c, "|", `\|`)
+				}
 				row[i] = c
 			}
 			if err := t.Append(row...); err != nil {
