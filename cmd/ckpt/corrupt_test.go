@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -11,14 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func runApp(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
-	code = app.Run(context.Background(), args)
-	return code, out.String(), errb.String()
-}
 
 // TestInspectCorrupt: every corrupt variant exits 2 with a message on
 // stderr that names the file, in every output format, without a panic.

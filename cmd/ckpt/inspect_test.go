@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
-
 // small writes the small FP8 fixture pair into a temporary directory.
 func small(t *testing.T) (dir, base, ft string) {
 	t.Helper()
@@ -23,21 +20,6 @@ func small(t *testing.T) (dir, base, ft string) {
 	base, ft, err := ckpttest.Pair(dir)
 	require.NoError(t, err)
 	return dir, base, ft
-}
-
-// golden compares got with testdata/name.golden (or rewrites it with
-// -update).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name+".golden")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(p)
-	require.NoError(t, err, "run go test ./cmd/ckpt -run %s -update to create it", t.Name())
-	assert.Equal(t, string(want), got, "output differs from %s (rerun with -update if intended)", p)
 }
 
 func TestInspectGolden(t *testing.T) {
@@ -60,7 +42,7 @@ func TestInspectGolden(t *testing.T) {
 			code, stdout, stderr := runApp(t, tc.args...)
 			require.Equal(t, 0, code, stderr)
 			assert.Empty(t, stderr)
-			golden(t, tc.name, strings.ReplaceAll(stdout, dir, "$DIR"))
+			golden(t, tc.name+".golden", strings.ReplaceAll(stdout, dir, "$DIR"))
 		})
 	}
 }
