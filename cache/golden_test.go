@@ -7,27 +7,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/require"
 )
 
-// goldenDir finds shared/testdata/ttbfp by walking up from the working
-// directory (the repository is checked out beside shared/). It skips the test
-// when the directory is absent.
+// goldenDir is shared/testdata/ttbfp beside the repository; the test is
+// skipped when it is absent.
 func goldenDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		p := filepath.Join(dir, "shared", "testdata", "ttbfp")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("shared/testdata/ttbfp not found in any parent of the working directory")
-		}
-		dir = parent
+	shared := ckpttest.SharedDir()
+	if shared == "" {
+		t.Skip("shared/ not found in any parent of the working directory")
 	}
+	return filepath.Join(shared, "testdata", "ttbfp")
 }
 
 func readGolden(t testing.TB, name string) []byte {

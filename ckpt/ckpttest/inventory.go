@@ -176,57 +176,72 @@ func inventoryShard(name string) string {
 // (fp8) or ~56 GB (bf16) apparent and almost nothing on disk. It also writes
 // the index, with the correct total_size, and config.json.
 func WriteInventory(dir, variant string) error {
+	_, err := WriteInventoryEdited(dir, variant, nil)
+	return err
+}
+
+// WriteInventoryEdited is WriteInventory with a hook: edit may change the
+// tensor list and the text_config before anything is written (to inject a
+// defect). It returns the number of tensors written. A missing inventory is
+// an error matching os.ErrNotExist, so that tests can skip.
+func WriteInventoryEdited(dir, variant string, edit func(ts []InventoryTensor, text map[string]any) []InventoryTensor) (int, error) {
 	inv, err := LoadInventory()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ck := inv.Checkpoints[variant]
 	if ck == nil {
-		return fmt.Errorf("inventory has no %q checkpoint", variant)
+		return 0, fmt.Errorf("inventory has no %q checkpoint", variant)
 	}
 	cfg, err := inv.InventoryConfig(variant)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	ts := append([]InventoryTensor(nil), ck.Tensors...)
+	if edit != nil {
+		ts = edit(ts, cfg["text_config"].(map[string]any))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return 0, err
 	}
 	specs := map[string][]ckpt.WriteSpec{}
 	weightMap := map[string]string{}
 	var total int64
-	for _, t := range ck.Tensors {
+	for _, t := range ts {
 		s := inventoryShard(t.Name)
 		specs[s] = append(specs[s], ckpt.WriteSpec{Name: t.Name, DType: t.DType, Shape: t.Shape})
 		weightMap[t.Name] = s
-		total += t.NBytes
 	}
 	for shard, ss := range specs {
 		var meta map[string]string
 		if shard != "outside.safetensors" { // as in the audited copy
 			meta = map[string]string{"format": "pt"}
 		}
-		if err := writeSparse(filepath.Join(dir, shard), ss, meta); err != nil {
-			return err
+		n, err := writeSparse(filepath.Join(dir, shard), ss, meta)
+		if err != nil {
+			return 0, err
 		}
+		total += n
 	}
 	idx, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, ckpt.IndexFile), idx, 0o644); err != nil {
-		return err
+		return 0, err
 	}
 	c, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return os.WriteFile(filepath.Join(dir, "config.json"), c, 0o644)
+	return len(ts), os.WriteFile(filepath.Join(dir, "config.json"), c, 0o644)
 }
 
-func writeSparse(path string, specs []ckpt.WriteSpec, meta map[string]string) error {
+// writeSparse writes one sparse shard and returns its data length.
+func writeSparse(path string, specs []ckpt.WriteSpec, meta map[string]string) (int64, error) {
 	hdr, order, err := ckpt.LayoutHeader(specs, meta)
 	if err != nil {
-		return fmt.Errorf("laying out %s: %w", path, err)
+		return 0, fmt.Errorf("laying out %s: %w", path, err)
 	}
 	var dataLen uint64
 	if len(order) > 0 {
@@ -234,7 +249,7 @@ func writeSparse(path string, specs []ckpt.WriteSpec, meta map[string]string) er
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var lenBuf [8]byte
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
@@ -249,7 +264,7 @@ func writeSparse(path string, specs []ckpt.WriteSpec, meta map[string]string) er
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return 0, fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	return int64(dataLen), nil
 }
