@@ -28,8 +28,8 @@ for i in $(seq "$RUNS"); do
 	echo "run $i: cat ${cats[-1]} s, values ${values[-1]} s, bytes ${bytes[-1]} s" >&2
 done
 CAT=$(med "${cats[@]}")
-rss_values=$(peak_rss diffcmd --mode values)
-rss_bytes=$(peak_rss diffcmd --mode bytes)
+rss_values=$(peak_rss "$DIR/ckpt" diff "$DIR/base" "$DIR/ft" --progress none --format json --mode values)
+rss_bytes=$(peak_rss "$DIR/ckpt" diff "$DIR/base" "$DIR/ft" --progress none --format json --mode bytes)
 printf '\n%-10s %10s %8s %10s %14s\n' "what" "median s" "x cat" "GB/s" "peak RSS MiB"
 row() { printf '%-10s %10.3f %8.2f %10.2f %14s\n' "$1" "$2" "$(ratio "$2" "$CAT")" "$(gbps "$BYTES" "$2")" "$3"; }
 row cat "$CAT" -

@@ -26,7 +26,8 @@ for _ in $(seq "$RUNS"); do
 	mtps+=("$(seconds ext --match 'mtp.**' --dtype bf16)")
 done
 cat_med=$(med "${cats[@]}"); catf_med=$(med "${catfs[@]}"); keep_med=$(med "${keeps[@]}"); bf16_med=$(med "${bf16s[@]}"); mtp_med=$(med "${mtps[@]}")
-rss_bf16=$(peak_rss ext --match '**' --dtype bf16)
+rm -f "$out/out.safetensors"
+rss_bf16=$(peak_rss "$DIR/ckpt" extract "$DIR/base" --progress none --out "$out/out.safetensors" --match '**' --dtype bf16)
 ext --match '**' --dtype bf16 --format text | tail -1
 printf 'source: %d bytes in %d files, %d runs (medians; load %s)\n' "$bytes" "${#files[@]}" "$RUNS" "$(load)"
 printf 'cat >/dev/null:                  %.3f s  %.2f GB/s\n' "$cat_med" "$(gbps "$bytes" "$cat_med")"

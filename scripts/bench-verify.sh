@@ -23,4 +23,4 @@ ver --format text | tail -1
 printf 'data: %d bytes in %d files, %d runs (medians; load %s)\n' "$bytes" "${#files[@]}" "$RUNS" "$(load)"
 printf 'cat:                 %.3f s  %.2f GB/s\n' "$cat_med" "$(gbps "$bytes" "$cat_med")"
 printf 'verify --read-data:  %.3f s  %.2f GB/s  (%.2f x cat; target >= 1 GB/s)\n' "$ver_med" "$(gbps "$bytes" "$ver_med")" "$(ratio "$ver_med" "$cat_med")"
-printf 'peak RSS:            %.1f MiB  (target <= 256)\n' "$(peak_rss ver)"
+printf 'peak RSS:            %.1f MiB  (target <= 256)\n' "$(peak_rss "$DIR/ckpt" verify "$DIR/base" --read-data --progress none)"

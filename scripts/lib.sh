@@ -5,7 +5,8 @@
 #   median            median of numbers on stdin
 #   med A B ...       median of the arguments
 #   seconds CMD...    wall seconds of CMD (exit 0 or 1 accepted)
-#   peak_rss CMD...   peak RSS of CMD in MiB (/usr/bin/time, else VmHWM polling)
+#   peak_rss CMD...   peak RSS of CMD in MiB (/usr/bin/time, else VmHWM polling);
+#                     CMD must be a program, not a shell function
 #   ratio A B         A / B
 #   gbps BYTES SECS   GB/s
 set -euo pipefail

@@ -32,6 +32,9 @@ type Options struct {
 	// a few tensors changed, the MTP head shipped as its bf16 master values
 	// (no scales), everything else byte-identical.
 	FineTune bool
+	// FineTuneAll (with FineTune) perturbs every tensor instead, keeping
+	// the base's dtypes: the worst case for diff, where nothing is identical.
+	FineTuneAll bool
 }
 
 // Small is the default tiny base: 4 layers (3 linear-attention, 1 full),
@@ -95,7 +98,7 @@ func Config(o Options) map[string]any {
 		}
 		// An MoE leftover that names no tensor: it must not match mlp.gate_proj.
 		skip = append(skip, "model.language_model.layers.0.mlp.gate")
-		if o.FineTune && o.MTP {
+		if o.FineTune && !o.FineTuneAll && o.MTP {
 			for _, t := range expected(o, false) {
 				if t.Group == "mtp" && isFP8Module(t) {
 					skip = append(skip, strings.TrimSuffix(t.Name, ".weight"))
@@ -190,12 +193,12 @@ func fineTuneChanged(name string) bool {
 // weight and, for FP8, its scale.
 func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	vals := Master(o, t)
-	if o.FineTune && fineTuneChanged(t.Name) {
+	if o.FineTune && (o.FineTuneAll || fineTuneChanged(t.Name)) {
 		for i := 0; i < len(vals); i += 7 {
 			vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
 		}
 	}
-	shipBF16 := !t.FP8 || (o.FineTune && strings.HasPrefix(t.Name, "mtp."))
+	shipBF16 := !t.FP8 || (o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp."))
 	if shipBF16 {
 		data := make([]byte, 2*len(vals))
 		ckpt.EncodeFloat32(ckpt.BF16, vals, data)
@@ -277,7 +280,7 @@ func Write(dir string, o Options) error {
 	for i, k := range keys {
 		for _, t := range byShard[k] {
 			weightMap[t.Name] = names[k]
-			if t.FP8 && !(o.FineTune && strings.HasPrefix(t.Name, "mtp.")) {
+			if t.FP8 && !(o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp.")) {
 				weightMap[ckpt.ScaleName(t.Name)] = names[k]
 			}
 		}

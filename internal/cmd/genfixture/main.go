@@ -15,6 +15,7 @@ import (
 func main() {
 	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
 	size := flag.String("size", "large", "small (the demo pair) or large (~1.2 GB per checkpoint)")
+	all := flag.Bool("all-changed", false, "the fine-tune perturbs every tensor (diff's worst case)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large]")
@@ -34,7 +35,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "genfixture: writing base: %v\n", err)
 		os.Exit(2)
 	}
-	o.FineTune = true
+	o.FineTune, o.FineTuneAll = true, *all
 	if err := ckpttest.Write(filepath.Join(*out, "ft"), o); err != nil {
 		fmt.Fprintf(os.Stderr, "genfixture: writing fine-tune: %v\n", err)
 		os.Exit(2)
