@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -128,6 +129,10 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 	}
 	st, err := os.Stat(src)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is named once, below
+		}
 		return nil, fmt.Errorf("opening %s: %w", src, err)
 	}
 	dir, entry := src, ""

@@ -14,11 +14,12 @@ import (
 const DefaultEndpoint = "https://huggingface.co"
 
 // Openers returns the openers for every non-local source form: hf: (the
-// local cache), hf:// (the hub) and http(s):// URLs. They share one HTTP
+// local cache), hf:// (the hub), http(s):// URLs, and local paths inside
+// a cache snapshot. They share one HTTP
 // client, so connections are reused across the sources of a command.
 func Openers(opt Options) []ckpt.SourceOpener {
 	opt = opt.withDefaults()
-	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt)}
+	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt), SnapshotPathOpener()}
 }
 
 // CacheOpener opens hf:ORG/NAME[@REV] from the local Hugging Face cache.
