@@ -254,3 +254,45 @@ func TestSourcesDiffUnderFaults(t *testing.T) {
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, errs, "changed while it was being read")
 }
+
+// map, extract and cache build take every source form too: their output
+// equals what the local checkpoint gives.
+func TestSourcesMapExtractCacheEveryForm(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	code, wantMap, errs := runSources(t, f.env, source.Options{}, "map", f.base, "--mesh", "1x2", "--format", "json")
+	require.Equal(t, 0, code, errs)
+	stripSource := func(out string) map[string]any {
+		doc := decodeJSON(t, out)
+		delete(doc, "source")
+		return doc
+	}
+	dir := t.TempDir()
+	code, _, errs = runSources(t, f.env, source.Options{}, "extract", f.base, "--match", "mtp.**", "--dtype", "bf16",
+		"--out", filepath.Join(dir, "local.safetensors"), "--progress", "none")
+	require.Equal(t, 0, code, errs)
+	wantMTP, err := os.ReadFile(filepath.Join(dir, "local.safetensors"))
+	require.NoError(t, err)
+	code, _, errs = runSources(t, f.env, source.Options{}, "cache", "build", f.base, "--out", filepath.Join(dir, "cache-local"), "--progress", "none")
+	require.Equal(t, 0, code, errs)
+	for i, src := range []string{"hf:org/base", "hf://org/base", f.repoBase.Snapshot} {
+		code, out, errs := runSources(t, f.env, source.Options{}, "map", src, "--mesh", "1x2", "--format", "json")
+		assert.Equal(t, 0, code, "map %s: %s", src, errs)
+		assert.Equal(t, stripSource(wantMap), stripSource(out), "map %s", src)
+
+		p := filepath.Join(dir, "mtp"+string(rune('a'+i))+".safetensors")
+		code, _, errs = runSources(t, f.env, source.Options{}, "extract", src, "--match", "mtp.**", "--dtype", "bf16", "--out", p, "--progress", "none")
+		require.Equal(t, 0, code, "extract %s: %s", src, errs)
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, wantMTP, got, "extract %s writes the same bytes", src)
+
+		out2 := filepath.Join(dir, "cache"+string(rune('a'+i)))
+		code, _, errs = runSources(t, f.env, source.Options{}, "cache", "build", src, "--out", out2, "--progress", "none")
+		require.Equal(t, 0, code, "cache build %s: %s", src, errs)
+		code, _, errs = runSources(t, f.env, source.Options{}, "cache", "verify", out2, "--source", src)
+		assert.Equal(t, 0, code, "cache verify %s: %s", src, errs)
+		code, _, errs = runSources(t, f.env, source.Options{}, "cache", "verify", out2, "--source", f.base)
+		assert.Equal(t, 0, code, "a cache built from %s is the local checkpoint's: %s", src, errs)
+	}
+}
