@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -82,22 +83,22 @@ func DiffHeaders(want, got *Header) string {
 		return fmt.Sprintf("dtype %v, want %v", b.DType, a.DType)
 	case a.Layout != b.Layout:
 		return fmt.Sprintf("layout %v, want %v", b.Layout, a.Layout)
-	case !equalU32(a.Shape, b.Shape):
+	case !slices.Equal(a.Shape, b.Shape):
 		return fmt.Sprintf("shard shape %v, want %v", b.Shape, a.Shape)
 	case a.Tile != b.Tile:
 		return fmt.Sprintf("tile %+v, want %+v", b.Tile, a.Tile)
-	case !equalU32(a.Alignment, b.Alignment):
+	case !slices.Equal(a.Alignment, b.Alignment):
 		return fmt.Sprintf("alignment %v, want %v", b.Alignment, a.Alignment)
 	case !equalMemory(a.Memory, b.Memory):
 		return fmt.Sprintf("memory config %s, want %s", describeMemory(b.Memory), describeMemory(a.Memory))
-	case !equalU32(want.MeshShape, got.MeshShape):
+	case !slices.Equal(want.MeshShape, got.MeshShape):
 		return fmt.Sprintf("mesh shape %v, want %v", got.MeshShape, want.MeshShape)
 	case len(want.Shards) != len(got.Shards):
 		return fmt.Sprintf("%d shards, want %d", len(got.Shards), len(want.Shards))
 	}
 	for i := range want.Shards {
 		w, g := want.Shards[i], got.Shards[i]
-		if w.Offset != g.Offset || w.Size != g.Size || !equalU32(w.Coord, g.Coord) {
+		if w.Offset != g.Offset || w.Size != g.Size || !slices.Equal(w.Coord, g.Coord) {
 			return fmt.Sprintf("shard %d at offset %d size %d coord %v, want offset %d size %d coord %v", i, g.Offset, g.Size, g.Coord, w.Offset, w.Size, w.Coord)
 		}
 	}
@@ -106,7 +107,7 @@ func DiffHeaders(want, got *Header) string {
 	}
 	if want.Topology != nil {
 		wt, gt := want.Topology, got.Topology
-		if !equalU32(wt.DistributionShape, gt.DistributionShape) || len(wt.Placements) != len(gt.Placements) || len(wt.MeshCoords) != len(gt.MeshCoords) {
+		if !slices.Equal(wt.DistributionShape, gt.DistributionShape) || len(wt.Placements) != len(gt.Placements) || len(wt.MeshCoords) != len(gt.MeshCoords) {
 			return fmt.Sprintf("topology %+v, want %+v", *gt, *wt)
 		}
 		for i := range wt.Placements {
@@ -115,24 +116,12 @@ func DiffHeaders(want, got *Header) string {
 			}
 		}
 		for i := range wt.MeshCoords {
-			if !equalU32(wt.MeshCoords[i], gt.MeshCoords[i]) {
+			if !slices.Equal(wt.MeshCoords[i], gt.MeshCoords[i]) {
 				return fmt.Sprintf("topology mesh coord %d %v, want %v", i, gt.MeshCoords[i], wt.MeshCoords[i])
 			}
 		}
 	}
 	return ""
-}
-
-func equalU32(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalMemory(a, b MemoryConfig) bool {
@@ -144,25 +133,13 @@ func equalMemory(a, b MemoryConfig) bool {
 	}
 	if a.ShardSpec != nil {
 		x, y := a.ShardSpec, b.ShardSpec
-		if x.ShapeH != y.ShapeH || x.ShapeW != y.ShapeW || x.Orientation != y.Orientation || !equalRanges(x.Grid, y.Grid) {
+		if x.ShapeH != y.ShapeH || x.ShapeW != y.ShapeW || x.Orientation != y.Orientation || !slices.Equal(x.Grid, y.Grid) {
 			return false
 		}
 	}
 	if a.NdShardSpec != nil {
 		x, y := a.NdShardSpec, b.NdShardSpec
-		if !equalU32(x.ShardShape, y.ShardShape) || x.Orientation != y.Orientation || x.DistributionStrategy != y.DistributionStrategy || !equalRanges(x.Grid, y.Grid) {
-			return false
-		}
-	}
-	return true
-}
-
-func equalRanges(a, b []CoreRange) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
+		if !slices.Equal(x.ShardShape, y.ShardShape) || x.Orientation != y.Orientation || x.DistributionStrategy != y.DistributionStrategy || !slices.Equal(x.Grid, y.Grid) {
 			return false
 		}
 	}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -58,26 +57,6 @@ func roundBF16(x float32) float32 {
 		r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign kept
 	}
 	return math.Float32frombits(r)
-}
-
-// encodeFaceRow encodes 16 values of a tile's face row r into tile.
-func encodeFaceRow(dt DType, tile []byte, r int, p *[FaceDim]float32) {
-	switch dt {
-	case BFLOAT8_B:
-		tile[r] = bfp8FaceRow((*[FaceDim]byte)(tile[FaceRows+r*FaceDim:]), p)
-	case BFLOAT4_B:
-		tile[r] = bfp4FaceRow((*[FaceDim / 2]byte)(tile[FaceRows+r*FaceDim/2:]), p)
-	case BFLOAT16:
-		out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
-		for i, f := range p {
-			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(f))
-		}
-	case FLOAT32:
-		out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])
-		for i, f := range p {
-			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-		}
-	}
 }
 
 // packTransposedTiles packs the transpose of a block of m rows (block rows

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -176,19 +177,7 @@ func SameIdentity(a, b SourceRecord) bool {
 		return false
 	}
 	return a.Name == b.Name && a.File == b.File && a.FileSize == b.FileSize && a.MTimeNS == b.MTimeNS &&
-		a.Offset == b.Offset && a.NBytes == b.NBytes && a.DType == b.DType && equalI64(a.Shape, b.Shape)
-}
-
-func equalI64(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+		a.Offset == b.Offset && a.NBytes == b.NBytes && a.DType == b.DType && slices.Equal(a.Shape, b.Shape)
 }
 
 // HashTensor computes the xxh3-64 (hex) of a tensor's raw bytes, reading

@@ -110,22 +110,7 @@ func packStrip(dt DType, dst []byte, f32 []float32, b16 []uint16, rows, cols, st
 			} else {
 				p = loadBF16(b16, rows, cols, stride, fr, t*TileDim+fc, &tmp)
 			}
-			switch dt {
-			case BFLOAT8_B:
-				tile[r] = bfp8FaceRow((*[FaceDim]byte)(tile[FaceRows+r*FaceDim:]), p)
-			case BFLOAT4_B:
-				tile[r] = bfp4FaceRow((*[FaceDim / 2]byte)(tile[FaceRows+r*FaceDim/2:]), p)
-			case BFLOAT16:
-				out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
-				for i, f := range p {
-					binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(f))
-				}
-			case FLOAT32:
-				out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])
-				for i, f := range p {
-					binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-				}
-			}
+			encodeFaceRow(dt, tile, r, p)
 		}
 	}
 	return ntiles * tb
@@ -278,6 +263,26 @@ func decodeFaceRow(dt DType, out *[FaceDim]float32, tile []byte, r int) {
 	case FLOAT32:
 		for i := range out {
 			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(tile[4*(r*FaceDim+i):]))
+		}
+	}
+}
+
+// encodeFaceRow encodes 16 values of a tile's face row r into tile.
+func encodeFaceRow(dt DType, tile []byte, r int, p *[FaceDim]float32) {
+	switch dt {
+	case BFLOAT8_B:
+		tile[r] = bfp8FaceRow((*[FaceDim]byte)(tile[FaceRows+r*FaceDim:]), p)
+	case BFLOAT4_B:
+		tile[r] = bfp4FaceRow((*[FaceDim / 2]byte)(tile[FaceRows+r*FaceDim/2:]), p)
+	case BFLOAT16:
+		out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
+		for i, f := range p {
+			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(f))
+		}
+	case FLOAT32:
+		out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])
+		for i, f := range p {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		if e.ScaleOf != "" {
 			continue // shape and dtype: fp8.scale_shape, fp8.scale_dtype
 		}
-		if !sameShape(t.Shape, e.Shape) {
+		if !slices.Equal(t.Shape, e.Shape) {
 			shapeFails = append(shapeFails, Check{ID: "arch.shape", Status: Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
 			if len(t.Shape) == len(e.Shape) {
 				for d := range e.Shape {

@@ -172,15 +172,3 @@ func shapeStr(s []int64) string {
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
-
-func sameShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -260,13 +261,13 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			}
 			dtypeBy[key].names = append(dtypeBy[key].names, n)
 		}
-		if !sameShape(w.Shape, c.Shape) {
+		if !slices.Equal(w.Shape, c.Shape) {
 			same = false
 			g.ShapeChanged++
 			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
 				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), shapeStr(w.Shape), shapeStr(c.Shape))})
 		}
-		if hashes && w.DType == c.DType && sameShape(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
+		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
 			same = false
 			g.HashChanged++
 			hashChanged = append(hashChanged, n)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -155,7 +156,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 		}
 		if f.block != nil && len(w.Shape) == 2 {
 			want := scaleShape(w.Shape, f.block)
-			if !sameShape(s.Shape, want) {
+			if !slices.Equal(s.Shape, want) {
 				shape = append(shape, Check{ID: "fp8.scale_shape", Status: Fail, Tensors: []string{s.Name, w.Name},
 					Message: fmt.Sprintf("%s has shape %s, expected %s = [ceil(%d/%d), ceil(%d/%d)] for weight %s and %s.weight_block_size %s",
 						ckpt.EscapeName(s.Name), shapeStr(s.Shape), shapeStr(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], shapeStr(w.Shape), q.Path, shapeStr(f.block))})
