@@ -2,10 +2,8 @@ package cache
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,20 +258,12 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 	if mb == nil {
 		return nil, fmt.Errorf("reading archive: no %s (the archive is incomplete)", ManifestName)
 	}
-	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(mb))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("reading archive: %s: %w", ManifestName, err)
-	}
-	if m.Format != ManifestFormat {
-		return nil, fmt.Errorf("reading archive: manifest format %q, want %q", m.Format, ManifestFormat)
+	m, err := ParseManifest(mb, "in the archive")
+	if err != nil {
+		return nil, fmt.Errorf("reading archive: %w", err)
 	}
 	listed := map[string]bool{}
 	for _, rec := range m.Files {
-		if err := checkRelPath(rec.Path); err != nil {
-			return nil, fmt.Errorf("reading archive: manifest: %w", err)
-		}
 		listed[rec.Path] = true
 		g, ok := files[rec.Path]
 		switch {
@@ -334,5 +324,5 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		return nil, err
 	}
 	syncDir(dest)
-	return &m, nil
+	return m, nil
 }

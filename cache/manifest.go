@@ -222,18 +222,24 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
+	return ParseManifest(b, p)
+}
+
+// ParseManifest parses manifest bytes (name is used in errors): the format
+// must be this tool's and no file path may escape the cache root.
+func ParseManifest(b []byte, name string) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("reading manifest %s: %w", p, err)
+		return nil, fmt.Errorf("reading manifest %s: %w", name, err)
 	}
 	if m.Format != ManifestFormat {
-		return nil, fmt.Errorf("reading manifest %s: format %q, want %q", p, m.Format, ManifestFormat)
+		return nil, fmt.Errorf("reading manifest %s: format %q, want %q", name, m.Format, ManifestFormat)
 	}
 	for _, f := range m.Files {
 		if err := checkRelPath(f.Path); err != nil {
-			return nil, fmt.Errorf("reading manifest %s: %w", p, err)
+			return nil, fmt.Errorf("reading manifest %s: %w", name, err)
 		}
 	}
 	return &m, nil
