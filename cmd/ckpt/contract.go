@@ -44,9 +44,15 @@ of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FI
 }
 
 func (a *App) runContract(ctx context.Context, o *contractOptions) error {
-	c, err := a.openForVerify(ctx, o.Source, o.Workers)
+	// A contract is what later checkpoints are held against, so it is
+	// written only from a checkpoint that opens cleanly: a missing shard, a
+	// truncated file or an unknown dtype is an error (run verify to see all).
+	c, err := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
 	if err != nil {
-		return err
+		if c != nil {
+			c.Close()
+		}
+		return inputError(fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err))
 	}
 	defer c.Close()
 	for _, is := range c.Issues {

@@ -82,6 +82,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		return usageError("%v", err)
 	}
 	var cks [2]*ckpt.Checkpoint
+	var unknownErr error // unknown dtypes: compared as bytes, then exit 2
 	for i, src := range []string{o.Base, o.FT} {
 		c, err := a.open(ctx, src, ckpt.Options{Workers: o.Workers})
 		var unknown *ckpt.UnknownDTypeError
@@ -90,6 +91,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		}
 		if err != nil {
 			fmt.Fprintf(a.Err, "ckpt: warning: %v (compared as bytes)\n", err)
+			unknownErr = err
 		}
 		defer c.Close()
 		cks[i] = c
@@ -108,6 +110,9 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	}
 	if err := printDiff(a.Out, format, res, o.All); err != nil {
 		return err
+	}
+	if unknownErr != nil {
+		return inputError(unknownErr)
 	}
 	if res.Differs() {
 		return silentExit(1)
