@@ -143,26 +143,17 @@ func packStripBF16Tile(dst []byte, src []uint16, rows, cols, stride int) int {
 // TilesBytes(dt, h, w) bytes; the count written is returned. See PackStrip
 // for the encodings.
 func PackTiles(dt DType, dst []byte, src []float32, h, w int) (int, error) {
-	if h < 1 || w < 1 || len(src) < h*w {
-		return 0, fmt.Errorf("packing tiles: bad matrix %dx%d with %d values", h, w, len(src))
-	}
-	if need := TilesBytes(dt, h, w); len(dst) < need {
-		return 0, fmt.Errorf("packing tiles: destination has %d bytes, need %d", len(dst), need)
-	}
-	n := 0
-	for r0 := 0; r0 < h; r0 += TileDim {
-		rows := min(TileDim, h-r0)
-		k, err := PackStrip(dt, dst[n:], src[r0*w:], rows, w, w)
-		if err != nil {
-			return n, err
-		}
-		n += k
-	}
-	return n, nil
+	return packTiles(dt, dst, src, h, w, PackStrip)
 }
 
 // PackTilesBF16 is PackTiles for a source of bfloat16 bits.
 func PackTilesBF16(dt DType, dst []byte, src []uint16, h, w int) (int, error) {
+	return packTiles(dt, dst, src, h, w, PackStripBF16)
+}
+
+// packTiles packs a whole matrix strip by strip of 32 rows.
+func packTiles[T float32 | uint16](dt DType, dst []byte, src []T, h, w int,
+	strip func(dt DType, dst []byte, src []T, rows, cols, stride int) (int, error)) (int, error) {
 	if h < 1 || w < 1 || len(src) < h*w {
 		return 0, fmt.Errorf("packing tiles: bad matrix %dx%d with %d values", h, w, len(src))
 	}
@@ -171,8 +162,7 @@ func PackTilesBF16(dt DType, dst []byte, src []uint16, h, w int) (int, error) {
 	}
 	n := 0
 	for r0 := 0; r0 < h; r0 += TileDim {
-		rows := min(TileDim, h-r0)
-		k, err := PackStripBF16(dt, dst[n:], src[r0*w:], rows, w, w)
+		k, err := strip(dt, dst[n:], src[r0*w:], min(TileDim, h-r0), w, w)
 		if err != nil {
 			return n, err
 		}
