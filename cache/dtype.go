@@ -121,18 +121,8 @@ func ShardBytes(shape []int, dt DType, layout Layout) (int64, error) {
 		if dt.TileBytes() == 0 {
 			return 0, fmt.Errorf("no tile size for dtype %v", dt)
 		}
-		h, w := 1, 1
-		outer := int64(1)
-		switch len(shape) {
-		case 0:
-		case 1:
-			w = shape[0]
-		default:
-			h, w = shape[len(shape)-2], shape[len(shape)-1]
-			for _, d := range shape[:len(shape)-2] {
-				outer *= int64(d)
-			}
-		}
+		o, h, w := TileView(shape)
+		outer := int64(o)
 		tiles := outer * int64(RoundUp(h, TileDim)/TileDim) * int64(RoundUp(w, TileDim)/TileDim)
 		return tiles * int64(dt.TileBytes()), nil
 	case ROW_MAJOR:
@@ -147,4 +137,22 @@ func ShardBytes(shape []int, dt DType, layout Layout) (int64, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("unknown layout %v", layout)
+}
+
+// TileView is how a TILE tensor of the given shape is laid out: outer
+// matrices (the product of all but the last two dims) of h rows and w
+// columns; a rank-1 shape is one row, a rank-0 shape one element.
+func TileView(shape []int) (outer, h, w int) {
+	outer, h, w = 1, 1, 1
+	switch len(shape) {
+	case 0:
+	case 1:
+		w = shape[0]
+	default:
+		h, w = shape[len(shape)-2], shape[len(shape)-1]
+		for _, d := range shape[:len(shape)-2] {
+			outer *= d
+		}
+	}
+	return outer, h, w
 }

@@ -360,17 +360,7 @@ func packDevice(ds []int64, dt DType, layout Layout, vals []float32) ([]byte, er
 		_, err := PackRowMajor(dt, out, vals)
 		return out, err
 	}
-	h, w, outer := 1, 1, 1
-	switch len(shape) {
-	case 0:
-	case 1:
-		w = shape[0]
-	default:
-		h, w = shape[len(shape)-2], shape[len(shape)-1]
-		for _, d := range shape[:len(shape)-2] {
-			outer *= d
-		}
-	}
+	outer, h, w := TileView(shape)
 	if h == 0 || w == 0 || outer == 0 {
 		return out, nil
 	}
