@@ -47,9 +47,13 @@ func (e *Entry) Describe() []string {
 	return out
 }
 
-// String is "shard(dim=-1)" or "replicate".
+// String is "shard(dim=-1)", "shard2d(dim=2, mesh=[replicate, shard])"
+// for a 2-D mesh mapper, or "replicate".
 func (p Placement) String() string {
 	if p.Kind == "shard" {
+		if p.Is2D() {
+			return fmt.Sprintf("shard2d(dim=%d, mesh=[%s])", p.Dim, strings.Join(p.MeshAxes, ", "))
+		}
 		return fmt.Sprintf("shard(dim=%d)", p.Dim)
 	}
 	return p.Kind

@@ -18,8 +18,10 @@
 // ignored, when a required rule (or layer) matches nothing, when a fused
 // target lacks a source, or when a sharded dimension (heads, tiles) does
 // not divide by the mesh. The built-in profile "qwen3_5-tt" transcribes the
-// tt-metal qwen36 demo's cache conventions (see Profile.Notes for what was
-// read at which revision and what is assumed).
+// tt-metal qwen36 tensor-parallel loader of the MTP spec-decode line (see
+// Profile.Pinned for the revision of every file read and Profile.Notes for
+// what is assumed). Profile variables stand for the serving stack's
+// configuration switches (proj_1d_decode, ...); BuildWith overrides them.
 //
 // The package does not print; cmd/ckpt's "map" command renders plans.
 package mapping

@@ -16,7 +16,7 @@ type resolvedPart struct {
 // entry resolves one binding of a rule; it records problems and returns
 // nil when the target cannot be produced.
 func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
-	target := bind.expand(r.Target)
+	target, _ := b.target(r, bind) // run checked it
 	fail := func(kind, format string, args ...any) *Entry {
 		var names []string
 		for _, s := range srcs {
@@ -223,6 +223,9 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		e.DeviceShape = append([]int64(nil), srcs[0].Shape...)
 	default:
 		e.Shape, e.DeviceShape = []int64{fr, fc}, []int64{dr, dc}
+	}
+	if r.Placement.Is2D() && r.Placement.MeshAxes[0] == AxisShard {
+		return fail("config", "rule %s shards mesh axis 0 (rows), which has one device on mesh %s; shard the columns axis", r.ID, b.mesh)
 	}
 	if r.Placement.Kind == "shard" {
 		dim := r.Placement.Dim

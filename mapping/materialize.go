@@ -87,7 +87,10 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 }
 
 // ApplyValues applies value ops to vals in place, in order. Converters that
-// stream an entry apply it to each chunk of values they read.
+// stream an entry apply it to each chunk of values they read. "round" to
+// BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
+// nearest even, and every NaN becomes the one pattern 0x7FC0
+// (ckpt.F32ToBF16Host).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
 		switch op.Op {
@@ -96,7 +99,7 @@ func ApplyValues(ops []ValueOp, vals []float32) error {
 				return fmt.Errorf("round to %q is not supported", op.DType)
 			}
 			for i, x := range vals {
-				vals[i] = ckpt.RoundTo(ckpt.BF16, x)
+				vals[i] = ckpt.BF16ToF32(ckpt.F32ToBF16Host(x))
 			}
 		case "add":
 			a := float32(op.Value)

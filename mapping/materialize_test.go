@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -75,7 +76,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		z := source(t, c, P+"0.linear_attn.in_proj_z.weight")
 		a := source(t, c, P+"0.linear_attn.in_proj_a.weight")
 		b := source(t, c, P+"0.linear_attn.in_proj_b.weight")
-		vals, shape := materialize(t, c, pl, "layers.0/tp/qkvzab.dramshard")
+		vals, shape := materialize(t, c, pl, "layers.0/tp/qkvzab.il")
 		require.Equal(t, []int64{128, 196}, shape)
 		require.Len(t, vals, 2)
 		for d := 0; d < 2; d++ {
@@ -93,7 +94,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		q := source(t, c, P+"3.self_attn.q_proj.weight")
 		k := source(t, c, P+"3.self_attn.k_proj.weight")
 		v := source(t, c, P+"3.self_attn.v_proj.weight")
-		vals, shape := materialize(t, c, pl, "layers.3/tp/wqkv_fused_qkvg.dramshard")
+		vals, shape := materialize(t, c, pl, "layers.3/tp/wqkv_fused_qkvg.il")
 		require.Equal(t, []int64{128, 192}, shape)
 		for d := 0; d < 2; d++ {
 			var rows [][]float32
@@ -164,13 +165,19 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		assert.Equal(t, want[:64], dist[0])
 		assert.Equal(t, want[64:], dist[1])
 	})
-	t.Run("mtp norm: w + 1 in float32, not rounded", func(t *testing.T) {
+	t.Run("mtp norm: an RMSNorm like the decoder norms, under mtp/", func(t *testing.T) {
 		w := source(t, c, "mtp.norm.weight")
-		vals, shape := materialize(t, c, pl, "mtp/mtp.final_norm")
-		require.Equal(t, []int64{128}, shape)
-		for i, r := range w {
-			require.Equal(t, r[0]+1, vals[0][i])
+		var want []float32
+		for _, r := range w {
+			want = append(want, ckpt.RoundTo(ckpt.BF16, r[0]+1))
 		}
+		vals, shape := materialize(t, c, pl, "mtp/mtp.norm.weight")
+		require.Equal(t, []int64{1, 1, 4, 32}, shape)
+		assert.Equal(t, want, vals[0])
+		dist, dshape := materialize(t, c, pl, "mtp/mtp.norm.weight_distributed")
+		require.Equal(t, []int64{1, 1, 2, 32}, dshape)
+		assert.Equal(t, want[:64], dist[0])
+		assert.Equal(t, want[64:], dist[1])
 	})
 	t.Run("embedding: hidden columns split across devices", func(t *testing.T) {
 		w := source(t, c, "model.language_model.embed_tokens.weight")
@@ -182,11 +189,25 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 			}
 		}
 	})
-	t.Run("mtp weight: replicated transpose of the dequantised weight", func(t *testing.T) {
+	t.Run("mtp decoder layer: text layer 3's row-parallel down_proj, from mtp.layers.0", func(t *testing.T) {
 		w := source(t, c, "mtp.layers.0.mlp.down_proj.weight")
-		vals, shape := materialize(t, c, pl, "mtp/mtp.mlp.down")
-		require.Equal(t, []int64{320, 128}, shape)
-		assert.Equal(t, transposedRows(w), vals[0])
+		vals, shape := materialize(t, c, pl, "mtp/layers.3/mlp.down_proj.weight.tp")
+		require.Equal(t, []int64{160, 128}, shape)
+		for d := 0; d < 2; d++ {
+			for i := 0; i < 160; i++ {
+				for o := 0; o < 128; o++ {
+					require.Equal(t, w[o][d*160+i], vals[d][i*128+o])
+				}
+			}
+		}
+	})
+	t.Run("mtp fc: column-parallel transpose, device d holds output rows d", func(t *testing.T) {
+		w := source(t, c, "mtp.fc.weight") // [128, 256]
+		vals, shape := materialize(t, c, pl, "mtp/fc")
+		require.Equal(t, []int64{256, 64}, shape)
+		for d := 0; d < 2; d++ {
+			assert.Equal(t, transposedRows(w[d*64:(d+1)*64]), vals[d], "device %d", d)
+		}
 	})
 }
 
@@ -196,4 +217,19 @@ func TestApplyValues(t *testing.T) {
 	require.NoError(t, mapping.ApplyValues([]mapping.ValueOp{{Op: "round", DType: "BF16"}, {Op: "add", Value: 1}}, vals))
 	assert.Equal(t, []float32{2, -1.5, 1}, vals) // 1.00390625 is a bf16 tie: rounds to even (1.0)
 	require.Error(t, mapping.ApplyValues([]mapping.ValueOp{{Op: "scale"}}, vals))
+}
+
+// TestApplyValuesNaN: the round to bf16 turns every NaN into 0x7FC0, as
+// torch and tt-metal's host conversion do (sign and payload dropped).
+func TestApplyValuesNaN(t *testing.T) {
+	t.Parallel()
+	nans := []uint32{0x7fc00000, 0xffc00000, 0x7f800001, 0xff812345, 0x7fffffff}
+	vals := make([]float32, len(nans))
+	for i, b := range nans {
+		vals[i] = math.Float32frombits(b)
+	}
+	require.NoError(t, mapping.ApplyValues([]mapping.ValueOp{{Op: "round", DType: "BF16"}}, vals))
+	for i, v := range vals {
+		assert.Equal(t, uint32(0x7fc00000), math.Float32bits(v), "NaN %#x", nans[i])
+	}
 }

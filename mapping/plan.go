@@ -16,6 +16,9 @@ type Plan struct {
 	Profile *Profile
 	Mesh    Mesh
 	Source  string
+	// Settings holds the value of every profile variable the plan was
+	// built with (defaults for the mesh, then overrides).
+	Settings Settings
 	// CacheDir is the cache directory relative to the cache root
 	// (<device>/tensor_cache_<tag>_mesh<R>x<C>); every Entry.File is under it.
 	CacheDir string
@@ -135,13 +138,79 @@ type Entry struct {
 	Warnings    []string
 }
 
-// Build maps a checkpoint with a profile onto a mesh. It returns the plan
-// and, when the plan has problems (unmapped tensors, missing required
-// targets, sharded dimensions that do not divide by the mesh...), a
-// *PlanError listing them together with the plan, so that callers can show
-// what was mapped. Other errors (invalid profile, no config, a mesh that is
-// not 1×N) come with a nil plan.
+// Settings are values of profile variables, by name.
+type Settings map[string]bool
+
+// ParseSettings parses NAME=VALUE assignments (ckpt map --set); VALUE is
+// true/false, 1/0, on/off or yes/no. A name given twice is an error.
+func ParseSettings(assign []string) (Settings, error) {
+	out := Settings{}
+	for _, a := range assign {
+		name, val, ok := strings.Cut(a, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return nil, fmt.Errorf("setting %q: want NAME=VALUE", a)
+		}
+		var v bool
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "true", "1", "on", "yes":
+			v = true
+		case "false", "0", "off", "no":
+		default:
+			return nil, fmt.Errorf("setting %q: value %q is not a boolean (true/false)", a, val)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("setting %q is given twice", name)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// Resolve returns the value of every variable of p on mesh m: its default
+// for the mesh, overridden by set. Naming an unknown variable, or changing
+// one the profile cannot plan otherwise, is an error.
+func (p *Profile) Resolve(m Mesh, set Settings) (Settings, error) {
+	out := Settings{}
+	for i := range p.Variables {
+		out[p.Variables[i].Name] = p.Variables[i].DefaultFor(m)
+	}
+	names := make([]string, 0, len(set))
+	for k := range set {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := p.Variable(k)
+		if v == nil {
+			var known []string
+			for _, x := range p.Variables {
+				known = append(known, x.Name)
+			}
+			return nil, fmt.Errorf("profile %s has no variable %q (it has: %s)", p.Name, k, strings.Join(known, ", "))
+		}
+		if v.Unsupported != "" && set[k] != v.DefaultFor(m) {
+			return nil, fmt.Errorf("variable %s=%v cannot be planned: %s", k, set[k], v.Unsupported)
+		}
+		out[k] = set[k]
+	}
+	return out, nil
+}
+
+// Build maps a checkpoint with a profile onto a mesh, with every profile
+// variable at its default for the mesh (see BuildWith).
 func Build(c *ckpt.Checkpoint, p *Profile, mesh Mesh) (*Plan, error) {
+	return BuildWith(c, p, mesh, nil)
+}
+
+// BuildWith maps a checkpoint with a profile onto a mesh, with the profile
+// variables in set overriding their defaults. It returns the plan and,
+// when the plan has problems (unmapped tensors, missing required targets,
+// sharded dimensions that do not divide by the mesh...), a *PlanError
+// listing them together with the plan, so that callers can show what was
+// mapped. Other errors (invalid profile or settings, no config, a mesh
+// that is not 1×N) come with a nil plan.
+func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no profile")
 	}
@@ -151,11 +220,15 @@ func Build(c *ckpt.Checkpoint, p *Profile, mesh Mesh) (*Plan, error) {
 	if mesh.Rows != 1 || mesh.Cols < 1 {
 		return nil, fmt.Errorf("mesh %s: only 1xN meshes are supported", mesh)
 	}
+	settings, err := p.Resolve(mesh, set)
+	if err != nil {
+		return nil, err
+	}
 	if c.Config == nil {
 		return nil, fmt.Errorf("%s has no config.json: the %s profile derives shapes and layer types from it", c.Source, p.Name)
 	}
 	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.Devices())}
-	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, CacheDir: CacheDir(p.Device, p.Tag, mesh)}
+	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, CacheDir: CacheDir(p.Device, p.Tag, mesh)}
 	b.readConfig()
 	if err := b.compile(); err != nil {
 		return nil, err
@@ -197,16 +270,54 @@ func (b *builder) readConfig() {
 		}
 	}
 	b.vars["N"] = b.n
+	b.layerTypes = ckpt.AsStrings(b.c.Config.Text()["layer_types"])
 	if arch.Is(b.c.Config) {
 		if q, err := arch.ParseQwen35(b.c.Config); err == nil {
 			b.layerTypes = q.LayerTypes
 			if _, ok := b.vars["head_dim"]; !ok && q.HeadDim > 0 {
 				b.vars["head_dim"] = q.HeadDim
 			}
-			return
 		}
 	}
-	b.layerTypes = ckpt.AsStrings(b.c.Config.Text()["layer_types"])
+	// first_full_attention_layer: the decoder layer the qwen36 MTP head is
+	// built as (its cache files carry that layer's names).
+	for i, t := range b.layerTypes {
+		if t == "full_attention" {
+			b.vars[FirstFullAttentionLayer] = int64(i)
+			break
+		}
+	}
+}
+
+// FirstFullAttentionLayer is the derived config variable holding the index
+// of the first "full_attention" entry of layer_types (absent when there is
+// none). Rule targets may use it, e.g. mtp/layers.{first_full_attention_layer}/tp/wo.
+const FirstFullAttentionLayer = "first_full_attention_layer"
+
+// target expands a rule's target for a binding: captures first, then
+// placeholders that are expressions over config variables.
+func (b *builder) target(r *Rule, bind binding) (string, error) {
+	t := bind.expand(r.Target)
+	var sb strings.Builder
+	rest := t
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			sb.WriteString(rest)
+			return sb.String(), nil
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return t, fmt.Errorf("target %q: unclosed {", t)
+		}
+		v, err := Eval(rest[i+1:i+j], b.vars)
+		if err != nil {
+			return t, fmt.Errorf("target %s: %w", r.Target, err)
+		}
+		sb.WriteString(rest[:i])
+		sb.WriteString(strconv.FormatInt(v, 10))
+		rest = rest[i+j+1:]
+	}
 }
 
 func (b *builder) compile() error {
@@ -214,9 +325,13 @@ func (b *builder) compile() error {
 	b.applies = make([]bool, len(b.p.Rules))
 	for i := range b.p.Rules {
 		r := &b.p.Rules[i]
-		ok, err := b.condition(r.When)
-		if err != nil {
-			return fmt.Errorf("rule %q: %w", r.ID, err)
+		ok := true
+		for _, c := range r.When {
+			holds, err := b.condition(c)
+			if err != nil {
+				return fmt.Errorf("rule %q: %w", r.ID, err)
+			}
+			ok = ok && holds
 		}
 		b.applies[i] = ok
 		for j, s := range r.Sources {
@@ -248,11 +363,14 @@ func (b *builder) configValue(key string) (any, bool) {
 	return v, ok
 }
 
-func (b *builder) condition(c *Condition) (bool, error) {
-	if c == nil {
-		return true, nil
+func (b *builder) condition(c Condition) (bool, error) {
+	var v any
+	var present bool
+	if c.Var != "" {
+		v, present = b.plan.Settings[c.Var]
+	} else {
+		v, present = b.configValue(c.Key)
 	}
-	v, present := b.configValue(c.Key)
 	truthy := func(x any) bool {
 		switch t := x.(type) {
 		case bool:
@@ -352,7 +470,7 @@ func (b *builder) run() {
 				missing = append(missing, g.bind.expand(r.Sources[i]))
 			}
 		}
-		target := g.bind.expand(r.Target)
+		target, terr := b.target(r, g.bind)
 		for _, s := range g.srcs {
 			if s != nil {
 				attempted[s.Name] = true
@@ -360,6 +478,11 @@ func (b *builder) run() {
 					attempted[sc.Name] = true
 				}
 			}
+		}
+		if terr != nil {
+			produced[g.rule][g.bind["L"]] = true
+			b.problem("config", r.ID, target, fmt.Sprintf("rule %s: %v", r.ID, terr))
+			continue
 		}
 		if len(missing) > 0 {
 			produced[g.rule][g.bind["L"]] = true // reported here, not again as missing
@@ -463,8 +586,12 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 		}
 		if len(produced[i]) == 0 {
 			why := ""
-			if r.When != nil {
-				why = fmt.Sprintf(" (the config has %s %s %v)", r.When.Key, r.When.Op, r.When.Value)
+			if len(r.When) > 0 {
+				var cs []string
+				for _, c := range r.When {
+					cs = append(cs, c.String())
+				}
+				why = fmt.Sprintf(" (it applies because %s)", strings.Join(cs, " and "))
 			}
 			b.problem("missing", r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why, strings.Join(r.Sources, ", ")), r.Sources...)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,15 +22,16 @@ import (
 //	MLP, every layer: gate, up, down, gate_up.swiglu                 4 × 64 = 256
 //	norms, every layer: input/post_attention (+ _distributed)        4 × 64 = 256
 //	tok_embeddings, norm.weight (+ _distributed), output.weight.vshard     4
-//	MTP head (15 tensors, all replicated)                                 15
+//	MTP head under mtp/: fc, 3 norms (+ _distributed), and the decoder
+//	layer as layer 3: wqkv, wo, 4 MLP files, 2 norms (+ _distributed)     17
 //	                                                                     ---
-//	                                                                     995
+//	                                                                     997
 //
-// Ignored: the 333 vision tensors and the 16 × 2 q_norm / k_norm of the
-// full-attention layers (not cached) = 365.
+// Ignored: the 333 vision tensors and the 17 × 2 q_norm / k_norm of the
+// full-attention layers and the MTP layer (not cached) = 367.
 const (
-	targets27B = 995
-	ignored27B = 365
+	targets27B = 997
+	ignored27B = 367
 )
 
 func open(t *testing.T, dir string) *ckpt.Checkpoint {
@@ -67,8 +69,8 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 			for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 2}, {Rows: 1, Cols: 4}} {
 				pl, err := mapping.Build(c, builtin(t), mesh)
 				require.NoError(t, err, "mesh %s", mesh)
-				assert.Len(t, pl.Entries, targets27B, "mesh %s", mesh)
-				assert.Len(t, pl.Ignored, ignored27B)
+				assert.Equal(t, targets27B, len(pl.Entries), "mesh %s", mesh)
+				assert.Equal(t, ignored27B, len(pl.Ignored))
 				assert.Empty(t, pl.Unmapped)
 				assert.Empty(t, pl.Problems)
 
@@ -104,8 +106,8 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 				// Per-device shapes of the fused and sharded targets.
 				N := int64(mesh.Cols)
 				shapes := map[string][2][]int64{
-					"layers.0/tp/qkvzab.dramshard":                {{5120, 16384 + 96}, {5120, (16384 + 96) / N}},
-					"layers.3/tp/wqkv_fused_qkvg.dramshard":       {{5120, 14336}, {5120, 14336 / N}},
+					"layers.0/tp/qkvzab.il":                       {{5120, 16384 + 96}, {5120, (16384 + 96) / N}},
+					"layers.3/tp/wqkv_fused_qkvg.il":              {{5120, 14336}, {5120, 14336 / N}},
 					"layers.0/tp/out":                             {{6144, 5120}, {6144 / N, 5120}},
 					"layers.3/tp/wo":                              {{6144, 5120}, {6144 / N, 5120}},
 					"layers.5/mlp.down_proj.weight.tp":            {{17408, 5120}, {17408 / N, 5120}},
@@ -117,9 +119,11 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 					"layers.7.input_layernorm.weight_distributed": {{1, 1, 160, 32}, {1, 1, 160 / N, 32}},
 					"tok_embeddings.weight":                       {{1, 1, 248320, 5120}, {1, 1, 248320, 5120 / N}},
 					"output.weight.vshard":                        {{5120, 248320}, {5120, 248320 / N}},
-					"mtp/mtp.fc":                                  {{10240, 5120}, {10240, 5120}},
-					"mtp/mtp.attn.wqg":                            {{5120, 12288}, {5120, 12288}},
-					"mtp/mtp.final_norm":                          {{5120}, {5120}},
+					"mtp/fc":                                      {{10240, 5120}, {10240, 5120 / N}},
+					"mtp/mtp.norm.weight_distributed":             {{1, 1, 160, 32}, {1, 1, 160 / N, 32}},
+					"mtp/layers.3/tp/wqkv_fused_qkvg.il":          {{5120, 14336}, {5120, 14336 / N}},
+					"mtp/layers.3/mlp.gate_up.weight.swiglu.tp":   {{5120, 34816}, {5120, 34816 / N}},
+					"mtp/layers.3.input_layernorm.weight":         {{1, 1, 160, 32}, {1, 1, 160, 32}},
 				}
 				for target, want := range shapes {
 					e := entryByTarget(pl, target)
@@ -127,15 +131,21 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 					assert.Equal(t, want[0], e.Shape, "%s full shape", target)
 					assert.Equal(t, want[1], e.DeviceShape, "%s per-device shape", target)
 				}
-				qkvzab := entryByTarget(pl, "layers.0/tp/qkvzab.dramshard")
+				qkvzab := entryByTarget(pl, "layers.0/tp/qkvzab.il")
 				assert.Equal(t, mapping.BFloat8B, qkvzab.DType)
-				assert.Equal(t, mapping.DRAMWidthSharded, qkvzab.Memory.Kind)
-				w := (16384 + 96) / N
-				assert.Equal(t, []int64{5120, (w + 255) / 256 * 256 / 8}, qkvzab.Memory.ShardShape)
+				assert.Equal(t, mapping.DRAMInterleaved, qkvzab.Memory.Kind)
 				assert.NotEmpty(t, qkvzab.Warnings, "8240 / 4120 wide shards are not tile multiples")
 				assert.Len(t, qkvzab.Shards, mesh.Cols)
 				assert.Len(t, qkvzab.Shards[0], 6, "q, k, v, z, a, b pieces")
-				assert.Equal(t, "P300/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.dramshard_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
+				assert.Equal(t, "P300/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
+				for _, e := range pl.Entries {
+					assert.NotContains(t, e.Target, "dramshard", "proj_1d_decode and mlp_1d_decode are on for a 1x%d mesh", mesh.Cols)
+					if strings.HasSuffix(e.Target, "_distributed") || e.Target == "tok_embeddings.weight" {
+						assert.True(t, e.Placement.Is2D(), "%s uses ShardTensor2dMesh", e.Target)
+					} else {
+						assert.False(t, e.Placement.Is2D(), e.Target)
+					}
+				}
 				gateUp := entryByTarget(pl, "layers.5/mlp.gate_up.weight.swiglu.tp")
 				assert.Equal(t, mapping.BFloat4B, gateUp.DType)
 				assert.Len(t, gateUp.Shards[0], 2*17408/32/mesh.Cols, "alternating 32-row tiles of gate and up")
@@ -175,7 +185,7 @@ func TestBuildFailures(t *testing.T) {
 				}
 				return out
 			},
-			kind: "missing", mention: []string{"mtp.fc.weight", "mtp_num_hidden_layers"}},
+			kind: "missing", mention: []string{"mtp.fc.weight", "mtp_num_hidden_layers gt 0"}},
 		{name: "mtp present but not configured", variant: "bf16", mesh: mapping.Mesh{Rows: 1, Cols: 2},
 			edit: func(ts []invTensor, text map[string]any) []invTensor {
 				text["mtp_num_hidden_layers"] = 0
@@ -192,7 +202,17 @@ func TestBuildFailures(t *testing.T) {
 				}
 				return out
 			},
-			kind: "incomplete", mention: []string{"layers.4/tp/qkvzab.dramshard", "layers.4.linear_attn.in_proj_z.weight"}},
+			kind: "incomplete", mention: []string{"layers.4/tp/qkvzab.il", "layers.4.linear_attn.in_proj_z.weight"}},
+		{name: "no full-attention layer to host the MTP layer", variant: "bf16", mesh: mapping.Mesh{Rows: 1, Cols: 2},
+			edit: func(ts []invTensor, text map[string]any) []invTensor {
+				lt := make([]string, 64)
+				for i := range lt {
+					lt[i] = "linear_attention"
+				}
+				text["layer_types"] = lt
+				return ts
+			},
+			kind: "config", mention: []string{"first_full_attention_layer"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,4 +264,132 @@ func BenchmarkBuild27B(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestVariablesChangeExactlyTheirFiles: each switch of the qwen36 config
+// changes only the files its upstream branch changes, on the small
+// fixture at 1x2.
+func TestVariablesChangeExactlyTheirFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	c := open(t, dir)
+	mesh := mapping.Mesh{Rows: 1, Cols: 2}
+	plan := func(set mapping.Settings) map[string]*mapping.Entry {
+		t.Helper()
+		pl, err := mapping.BuildWith(c, builtin(t), mesh, set)
+		require.NoError(t, err)
+		for k, v := range set {
+			assert.Equal(t, v, pl.Settings[k])
+		}
+		out := map[string]*mapping.Entry{}
+		for _, e := range pl.Entries {
+			out[e.Target] = e
+		}
+		return out
+	}
+	base := plan(nil)
+	// Small: layers 0-2 GDN, layer 3 full attention, MTP hosted as layer 3.
+	tests := []struct {
+		set     mapping.Settings
+		renamed map[string]string // default target -> target with the switch flipped
+		memory  string            // memory config of the renamed targets
+		dropped []string
+	}{
+		{set: mapping.Settings{"proj_1d_decode": false}, memory: mapping.DRAMWidthSharded, renamed: map[string]string{
+			"layers.0/tp/qkvzab.il": "layers.0/tp/qkvzab.dramshard", "layers.1/tp/qkvzab.il": "layers.1/tp/qkvzab.dramshard",
+			"layers.2/tp/qkvzab.il": "layers.2/tp/qkvzab.dramshard", "layers.3/tp/wqkv_fused_qkvg.il": "layers.3/tp/wqkv_fused_qkvg.dramshard",
+			"mtp/layers.3/tp/wqkv_fused_qkvg.il": "mtp/layers.3/tp/wqkv_fused_qkvg.dramshard"}},
+		{set: mapping.Settings{"mlp_1d_decode": false}, memory: mapping.DRAMWidthSharded, renamed: func() map[string]string {
+			m := map[string]string{}
+			for _, l := range []string{"layers.0", "layers.1", "layers.2", "layers.3", "mtp/layers.3"} {
+				for _, n := range []string{"gate_proj", "up_proj"} {
+					m[l+"/mlp."+n+".weight.tp"] = l + "/mlp." + n + ".weight.dramshard.tp"
+				}
+			}
+			return m
+		}()},
+		{set: mapping.Settings{"mlp_gateup_agmm_enabled": false}, dropped: []string{"layers.0/mlp.gate_up.weight.swiglu.tp",
+			"layers.1/mlp.gate_up.weight.swiglu.tp", "layers.2/mlp.gate_up.weight.swiglu.tp", "layers.3/mlp.gate_up.weight.swiglu.tp",
+			"mtp/layers.3/mlp.gate_up.weight.swiglu.tp"}},
+	}
+	for _, tc := range tests {
+		got := plan(tc.set)
+		want := map[string]bool{}
+		for from, to := range tc.renamed {
+			b, g := base[from], got[to]
+			require.NotNil(t, b, from)
+			require.NotNil(t, g, "%v: %s", tc.set, to)
+			assert.Nil(t, got[from], "%v still plans %s", tc.set, from)
+			assert.Equal(t, tc.memory, g.Memory.Kind, to)
+			assert.Equal(t, b.DeviceShape, g.DeviceShape, to)
+			assert.Equal(t, b.DType, g.DType, to)
+			assert.Equal(t, b.Shards, g.Shards, "%s: same data as %s", to, from)
+			want[to] = true
+		}
+		for _, d := range tc.dropped {
+			require.NotNil(t, base[d], d)
+			assert.Nil(t, got[d], "%v still plans %s", tc.set, d)
+		}
+		assert.Equal(t, len(base)-len(tc.dropped), len(got), "%v", tc.set)
+		for name, e := range got {
+			if want[name] {
+				continue
+			}
+			b := base[name]
+			require.NotNil(t, b, "%v plans %s, which the default does not", tc.set, name)
+			assert.Equal(t, describeEntry(b), describeEntry(e), "%v changed %s", tc.set, name)
+		}
+	}
+}
+
+func TestSettingsErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	c := open(t, dir)
+	mesh := mapping.Mesh{Rows: 1, Cols: 2}
+	_, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"proj_1d": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no variable "proj_1d"`)
+	assert.Contains(t, err.Error(), "proj_1d_decode")
+	_, err = mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": true})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not transcribed")
+	pl, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": false})
+	require.NoError(t, err)
+	assert.Equal(t, mapping.Settings{"proj_1d_decode": true, "mlp_1d_decode": true, "mlp_gateup_agmm_enabled": true, "rope_permuted_enabled": false}, pl.Settings)
+	// On one device the multi-device switches are off (model_config sets them only for TP).
+	pl, err = mapping.Build(c, builtin(t), mapping.Mesh{Rows: 1, Cols: 1})
+	require.NoError(t, err)
+	assert.False(t, pl.Settings["proj_1d_decode"])
+
+	set, err := mapping.ParseSettings([]string{"proj_1d_decode=false", " mlp_1d_decode = On"})
+	require.NoError(t, err)
+	assert.Equal(t, mapping.Settings{"proj_1d_decode": false, "mlp_1d_decode": true}, set)
+	for _, bad := range [][]string{{"proj_1d_decode"}, {"=true"}, {"x=maybe"}, {"x=1", "x=0"}} {
+		_, err := mapping.ParseSettings(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestTargetExpressions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	c := open(t, dir)
+	p := &mapping.Profile{Name: "expr", Device: "D", Tag: "t", Rules: []mapping.Rule{{ID: "w", Target: "layer{first_full_attention_layer + 1}/fc.{num_hidden_layers}",
+		Sources: []string{"mtp.fc.weight"}, Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: mapping.Tile, Memory: mapping.DRAMInterleaved}}}
+	pl, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+	var pe *mapping.PlanError
+	require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
+	e := entryByTarget(pl, "layer4/fc.4")
+	require.NotNil(t, e, "first_full_attention_layer is 3 in the small fixture")
+	p.Rules[0].Target = "layer{no_such_var}/fc"
+	pl, _ = mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+	var found bool
+	for _, pr := range pl.Problems {
+		found = found || pr.Kind == "config" && strings.Contains(pr.Message, "no_such_var")
+	}
+	assert.True(t, found, "an unknown variable in a target is a config problem")
 }

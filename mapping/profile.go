@@ -19,18 +19,50 @@ type Profile struct {
 	Device string   `json:"device"`
 	Tag    string   `json:"tag"`
 	Notes  []string `json:"notes,omitempty"`
-	Rules  []Rule   `json:"rules"`
-	Ignore []Ignore `json:"ignore,omitempty"`
+	// Variables are the serving stack's configuration switches that change
+	// a file's name, dtype, layout or memory config. Rules test them with
+	// a Condition on Var; BuildWith takes overrides (ckpt map --set).
+	Variables []Variable `json:"variables,omitempty"`
+	Rules     []Rule     `json:"rules"`
+	Ignore    []Ignore   `json:"ignore,omitempty"`
 }
 
 // Pinned records the upstream revision a profile transcribes.
 type Pinned struct {
-	Repo   string `json:"repo"`
+	Repo string `json:"repo"`
+	// Commit is the revision the profile stands for (e.g. the head of the
+	// branch the serving stack runs).
 	Commit string `json:"commit"`
 	Path   string `json:"path"`
-	// Files maps each file read to the stored revision it was read at,
-	// where that differs from Commit.
+	// Files maps every upstream file the profile transcribes to the
+	// revision it was actually read at.
 	Files map[string]string `json:"files,omitempty"`
+}
+
+// Variable is a boolean switch of the serving stack, named after the
+// upstream setting (e.g. proj_1d_decode of the qwen36 model config).
+type Variable struct {
+	Name string `json:"name"`
+	// Default is the value the upstream config gives the switch on a mesh
+	// of more than one device; SingleDevice its value on one device
+	// (multi-device switches are usually unset there, i.e. false).
+	Default      bool `json:"default"`
+	SingleDevice bool `json:"single_device,omitempty"`
+	// Doc says what the switch changes, and Upstream where it is set
+	// (file@commit).
+	Doc      string `json:"doc"`
+	Upstream string `json:"upstream,omitempty"`
+	// Unsupported, when set, says why only the default can be planned:
+	// overriding the switch is then an error with this reason.
+	Unsupported string `json:"unsupported,omitempty"`
+}
+
+// DefaultFor is the variable's value on a mesh when nothing overrides it.
+func (v *Variable) DefaultFor(m Mesh) bool {
+	if m.Devices() > 1 {
+		return v.Default
+	}
+	return v.SingleDevice
 }
 
 // Rule produces one cache target per binding of its captures.
@@ -49,9 +81,9 @@ type Rule struct {
 	// for every decoder layer). With Required, every such layer must
 	// produce the target.
 	LayerType string `json:"layer_type,omitempty"`
-	// When makes the rule conditional on the config; a rule whose
-	// condition is false maps nothing.
-	When *Condition `json:"when,omitempty"`
+	// When makes the rule conditional on the config or on profile
+	// variables; a rule whose conditions are not all true maps nothing.
+	When Conditions `json:"when,omitempty"`
 	// Required: when the rule applies, matching nothing is an error.
 	Required bool `json:"required,omitempty"`
 	// Assert lists "lhs == rhs" checks over config variables that must
@@ -68,7 +100,7 @@ type Rule struct {
 // Step is one transform of a rule's chain. Ops:
 //
 //   - "round" (DType "BF16"): round every value to that dtype, nearest-even,
-//     as torch's .to(torch.bfloat16) does. FP8 sources are dequantised first
+//     as torch's .to(torch.bfloat16) does (every NaN becomes 0x7FC0). FP8 sources are dequantised first
 //     (code × block scale, in float32) — implicitly, before any step.
 //   - "add" (Value): add a constant in float32 (the unit offset of
 //     zero-centred norms). Put a "round" after it when the serving code
@@ -115,7 +147,7 @@ type Part struct {
 
 // Placement says how a target is laid over a 1×N mesh.
 type Placement struct {
-	// Kind is "shard" (ShardTensorToMesh along Dim) or "replicate"
+	// Kind is "shard" (split along Dim over the devices) or "replicate"
 	// (cached unsharded: one stored shard, loaded onto every device).
 	Kind string `json:"kind"`
 	// Dim is the target dimension that is split (negative counts from the end).
@@ -123,15 +155,80 @@ type Placement struct {
 	// Split names the source axis that Dim corresponds to: "rows" (the
 	// fused parts' units, i.e. HF out features) or "cols" (HF in features).
 	Split string `json:"split,omitempty"`
+	// MeshAxes, when set, makes a sharded target's mapper a 2-D one
+	// (ttnn ShardTensor2dMesh): one placement per mesh axis (rows,
+	// columns), "replicate" or "shard" (the sharded axis splits Dim). The
+	// file then records a [rows, cols] distribution shape and one
+	// placement per axis. Empty: the 1-D ShardTensorToMesh (distribution
+	// [N], placements [Shard(Dim)]).
+	MeshAxes []string `json:"mesh_axes,omitempty"`
 }
 
-// Condition tests a config setting: Key is looked up in the text settings,
-// then at the top level. Op: "gt", "eq", "ne" (numbers or booleans) or
-// "true" / "false" (a missing key is false).
+// Mesh-axis placements of a 2-D mapper.
+const (
+	AxisReplicate = "replicate"
+	AxisShard     = "shard"
+)
+
+// Is2D reports whether the placement is a 2-D mesh mapper.
+func (p Placement) Is2D() bool { return len(p.MeshAxes) > 0 }
+
+// Condition tests a config setting or a profile variable. Key is looked
+// up in the text settings, then at the top level; Var names a profile
+// variable (exactly one of the two). Op: "gt", "eq", "ne" (numbers or
+// booleans) or "true" / "false" (a missing key is false).
 type Condition struct {
-	Key   string `json:"key"`
+	Key   string `json:"key,omitempty"`
+	Var   string `json:"var,omitempty"`
 	Op    string `json:"op"`
 	Value any    `json:"value,omitempty"`
+}
+
+// String is e.g. "mtp_num_hidden_layers gt 0" or "proj_1d_decode true".
+func (c Condition) String() string {
+	name := c.Key
+	if c.Var != "" {
+		name = c.Var
+	}
+	if c.Op == "true" || c.Op == "false" {
+		return name + " " + c.Op
+	}
+	return fmt.Sprintf("%s %s %v", name, c.Op, c.Value)
+}
+
+// Conditions must all hold. In JSON it is one condition object or an
+// array of them.
+type Conditions []Condition
+
+// UnmarshalJSON accepts one condition object or an array.
+func (cs *Conditions) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '{' {
+		var c Condition
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return err
+		}
+		*cs = Conditions{c}
+		return nil
+	}
+	var list []Condition
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&list); err != nil {
+		return err
+	}
+	*cs = list
+	return nil
+}
+
+// MarshalJSON writes a single condition as an object, several as an array.
+func (cs Conditions) MarshalJSON() ([]byte, error) {
+	if len(cs) == 1 {
+		return json.Marshal(cs[0])
+	}
+	return json.Marshal([]Condition(cs))
 }
 
 // Ignore leaves tensors out of the plan on purpose, with a reason. Either
@@ -198,6 +295,16 @@ func (p *Profile) Validate() error {
 	if len(p.Rules) == 0 {
 		return fmt.Errorf("profile has no rules")
 	}
+	vars := map[string]bool{}
+	for i, v := range p.Variables {
+		if !isIdent(v.Name) {
+			return fmt.Errorf("variable %d: name %q is not an identifier", i, v.Name)
+		}
+		if vars[v.Name] {
+			return fmt.Errorf("variable %q is declared twice", v.Name)
+		}
+		vars[v.Name] = true
+	}
 	ids := map[string]bool{}
 	targets := map[string]string{}
 	for i := range p.Rules {
@@ -209,11 +316,11 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("rule id %q is used twice", r.ID)
 		}
 		ids[r.ID] = true
-		if err := r.validate(); err != nil {
+		if err := r.validate(vars); err != nil {
 			return fmt.Errorf("rule %q: %w", r.ID, err)
 		}
 		key := r.Target + "|" + r.DType + "|" + r.Layout
-		if r.When != nil {
+		if len(r.When) > 0 {
 			continue // conditional rules may share a target; Build checks the files it produces
 		}
 		if other, ok := targets[key]; ok {
@@ -237,7 +344,29 @@ func (p *Profile) Validate() error {
 	return nil
 }
 
-func (r *Rule) validate() error {
+// Variable returns the profile variable of that name, or nil.
+func (p *Profile) Variable(name string) *Variable {
+	for i := range p.Variables {
+		if p.Variables[i].Name == name {
+			return &p.Variables[i]
+		}
+	}
+	return nil
+}
+
+func isIdent(s string) bool {
+	if s == "" || !isIdentByte(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentByte(s[i]) && (s[i] < '0' || s[i] > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Rule) validate(vars map[string]bool) error {
 	if r.Target == "" {
 		return fmt.Errorf("no target")
 	}
@@ -270,14 +399,17 @@ func (r *Rule) validate() error {
 			return err
 		}
 	}
-	if r.When != nil {
-		switch r.When.Op {
+	for _, c := range r.When {
+		switch c.Op {
 		case "gt", "eq", "ne", "true", "false":
 		default:
-			return fmt.Errorf("condition op %q: want gt, eq, ne, true or false", r.When.Op)
+			return fmt.Errorf("condition op %q: want gt, eq, ne, true or false", c.Op)
 		}
-		if r.When.Key == "" {
-			return fmt.Errorf("condition has no key")
+		if (c.Key == "") == (c.Var == "") {
+			return fmt.Errorf("condition %s needs exactly one of key and var", c)
+		}
+		if c.Var != "" && !vars[c.Var] {
+			return fmt.Errorf("condition on %q: the profile declares no such variable", c.Var)
 		}
 	}
 	if err := r.validateSteps(); err != nil {
@@ -285,9 +417,27 @@ func (r *Rule) validate() error {
 	}
 	switch r.Placement.Kind {
 	case "replicate":
+		if r.Placement.Is2D() {
+			return fmt.Errorf("mesh_axes needs a shard placement")
+		}
 	case "shard":
 		if r.Placement.Split != "rows" && r.Placement.Split != "cols" {
 			return fmt.Errorf("shard placement needs split \"rows\" or \"cols\", got %q", r.Placement.Split)
+		}
+		if r.Placement.Is2D() {
+			shards := 0
+			for _, a := range r.Placement.MeshAxes {
+				switch a {
+				case AxisShard:
+					shards++
+				case AxisReplicate:
+				default:
+					return fmt.Errorf("mesh axis placement %q: want replicate or shard", a)
+				}
+			}
+			if len(r.Placement.MeshAxes) != 2 || shards != 1 {
+				return fmt.Errorf("mesh_axes %v: want two axes (rows, columns), exactly one of them shard", r.Placement.MeshAxes)
+			}
 		}
 	default:
 		return fmt.Errorf("placement kind %q: want shard or replicate", r.Placement.Kind)
@@ -377,8 +527,9 @@ func (r *Rule) validateSteps() error {
 	return nil
 }
 
-// checkTargetName checks that a target's captures are those of its sources
-// and that it stays inside the cache root.
+// checkTargetName checks that a target's placeholders are captures of its
+// sources or expressions over config variables, and that it stays inside
+// the cache root.
 func checkTargetName(target string, caps map[string]bool) error {
 	if strings.HasPrefix(target, "/") || strings.Contains(target, "\\") {
 		return fmt.Errorf("target %q must be a relative path", target)
@@ -400,9 +551,36 @@ func checkTargetName(target string, caps map[string]bool) error {
 		}
 		name := rest[i+1 : i+j]
 		if !caps[name] {
-			return fmt.Errorf("target %q uses {%s}, which no source captures", target, name)
+			if err := checkTargetExpr(name); err != nil {
+				return fmt.Errorf("target %q uses {%s}, which no source captures (%v)", target, name, err)
+			}
 		}
 		rest = rest[i+j+1:]
+	}
+	return nil
+}
+
+// checkTargetExpr accepts a target placeholder that is an integer
+// expression over config variables: lower-case identifiers only, so that a
+// misspelt capture ({M} for {L}) is not taken for a variable.
+func checkTargetExpr(expr string) error {
+	if err := checkSyntax(expr); err != nil {
+		return err
+	}
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		if !isIdentByte(c) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(expr) && (isIdentByte(expr[j]) || expr[j] >= '0' && expr[j] <= '9') {
+			j++
+		}
+		if c < 'a' || c > 'z' {
+			return fmt.Errorf("%q is not a config variable", expr[i:j])
+		}
+		i = j
 	}
 	return nil
 }

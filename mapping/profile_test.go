@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,6 +42,13 @@ func TestValidateRejects(t *testing.T) {
 		{"part source out of range", `{"name":"p","rules":[` + ok + `,"transform":[{"op":"fuse","parts":[{"source":3,"label":"x"}]}]}]}`, "names source 3"},
 		{"ignore without reason", `{"name":"p","rules":[` + ok + `}],"ignore":[{"prefix":"model.visual."}]}`, "no reason"},
 		{"duplicate id", `{"name":"p","rules":[` + ok + `},` + ok + `}]}`, "used twice"},
+		{"condition on an undeclared variable", `{"name":"p","rules":[` + ok + `,"when":{"var":"proj_1d_decode","op":"true"}}]}`, "no such variable"},
+		{"condition with key and var", `{"name":"p","variables":[{"name":"v","default":true,"doc":"d"}],"rules":[` + ok + `,"when":[{"key":"k","var":"v","op":"true"}]}]}`, "exactly one of key and var"},
+		{"bad variable name", `{"name":"p","variables":[{"name":"1v","default":true,"doc":"d"}],"rules":[` + ok + `}]}`, "not an identifier"},
+		{"mesh axes on replicate", `{"name":"p","rules":[` + strings.Replace(ok, `{"kind":"replicate"}`, `{"kind":"replicate","mesh_axes":["replicate","shard"]}`, 1) + `}]}`, "needs a shard placement"},
+		{"mesh axes without a shard", `{"name":"p","rules":[` + strings.Replace(ok, `{"kind":"replicate"}`, `{"kind":"shard","dim":2,"split":"rows","mesh_axes":["replicate","replicate"]}`, 1) + `}]}`, "exactly one of them shard"},
+		{"unknown mesh axis placement", `{"name":"p","rules":[` + strings.Replace(ok, `{"kind":"replicate"}`, `{"kind":"shard","dim":2,"split":"rows","mesh_axes":["replicate","split"]}`, 1) + `}]}`, "want replicate or shard"},
+		{"upper-case target variable", `{"name":"p","rules":[` + strings.Replace(ok, "layers.{L}/x", "layers.{L}/x{N + 1}", 1) + `}]}`, "not a config variable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +58,26 @@ func TestValidateRejects(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestConditionsJSON: a rule's conditions are one object or an array.
+func TestConditionsJSON(t *testing.T) {
+	t.Parallel()
+	rule := `{"id":"a","target":"x","sources":["m.w"],"placement":{"kind":"replicate"},"dtype":"BFLOAT16","layout":"TILE","memory":"dram_interleaved","when":%s}`
+	vars := `"variables":[{"name":"v","default":true,"doc":"d"}]`
+	one, err := mapping.LoadProfile(strings.NewReader(`{"name":"p",`+vars+`,"rules":[`+fmt.Sprintf(rule, `{"key":"k","op":"true"}`)+`]}`), "one")
+	require.NoError(t, err)
+	assert.Equal(t, mapping.Conditions{{Key: "k", Op: "true"}}, one.Rules[0].When)
+	two, err := mapping.LoadProfile(strings.NewReader(`{"name":"p",`+vars+`,"rules":[`+fmt.Sprintf(rule, `[{"key":"k","op":"true"},{"var":"v","op":"false"}]`)+`]}`), "two")
+	require.NoError(t, err)
+	assert.Equal(t, mapping.Conditions{{Key: "k", Op: "true"}, {Var: "v", Op: "false"}}, two.Rules[0].When)
+	b, err := two.JSON()
+	require.NoError(t, err)
+	back, err := mapping.LoadProfile(bytes.NewReader(b), "back")
+	require.NoError(t, err)
+	assert.Equal(t, two, back)
+	_, err = mapping.LoadProfile(strings.NewReader(`{"name":"p","rules":[`+fmt.Sprintf(rule, `{"key":"k","op":"true","colour":1}`)+`]}`), "bad")
+	assert.ErrorContains(t, err, "unknown field")
 }
 
 func TestEval(t *testing.T) {
