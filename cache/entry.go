@@ -12,8 +12,9 @@ import (
 // HeaderFor returns the .tensorbin header of the file a plan entry
 // produces: the per-device logical shape, dtype, layout and memory config
 // of the entry, one shard per device at 64-aligned offsets for a sharded
-// target (ShardTensorToMesh along the entry's placement dim), or one
-// unsharded shard for a replicated one. The returned header has its
+// target (ShardTensorToMesh along the entry's placement dim, or a 2-D mesh
+// mapper such as ShardTensor2dMesh when the placement has mesh axes), or
+// one unsharded shard for a replicated one. The returned header has its
 // HeaderSize and DataOffset filled in, so that the file size is
 // DataOffset + DataSize().
 func HeaderFor(e *mapping.Entry) (*tensorbin.Header, error) {
@@ -53,6 +54,24 @@ func HeaderFor(e *mapping.Entry) (*tensorbin.Header, error) {
 	switch {
 	case e.Placement.Kind == "replicate" || len(e.Shards) == 1 && e.Placement.Kind != "shard":
 		h = tensorbin.NewReplicatedHeader(spec, uint64(size))
+	case e.Placement.Kind == "shard" && e.Placement.Is2D():
+		var pl [2]tensorbin.Placement
+		if len(e.Placement.MeshAxes) != 2 {
+			return nil, fmt.Errorf("target %s: mesh axes %v: want 2", e.Target, e.Placement.MeshAxes)
+		}
+		for a, ax := range e.Placement.MeshAxes {
+			pl[a] = tensorbin.PlacementReplicate
+			if ax == mapping.AxisShard {
+				pl[a] = tensorbin.PlacementShard(e.Placement.Dim)
+			}
+		}
+		sizes := make([]uint64, len(e.Shards))
+		for i := range sizes {
+			sizes[i] = uint64(size)
+		}
+		if h, err = tensorbin.NewMeshMappedHeader(spec, 1, e.Devices, pl, sizes); err != nil {
+			return nil, fmt.Errorf("target %s: %w", e.Target, err)
+		}
 	case e.Placement.Kind == "shard":
 		sizes := make([]uint64, len(e.Shards))
 		for i := range sizes {

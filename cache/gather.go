@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -37,7 +36,7 @@ func (ops valueOps) apply(v []float32) {
 			continue
 		}
 		for i, x := range v {
-			v[i] = ckpt.BF16ToF32(ckpt.F32ToBF16(x))
+			v[i] = tile.BF16ToF32(tile.F32ToBF16(x))
 		}
 	}
 }
@@ -48,14 +47,14 @@ func (ops valueOps) roundOnly() bool {
 	return len(ops) == 1 && ops[0].Op == "round"
 }
 
-// roundBF16 rounds to bfloat16, nearest even, as ckpt.RoundTo(BF16, x).
-// It is written branch-free (the NaN case is a select), which the compiler
-// turns into a conditional move.
+// roundBF16 is BF16ToF32(F32ToBF16(x)): nearest even, every NaN becomes
+// 0x7FC0 (tile.F32ToBF16). It is written branch-free (the NaN case is a
+// select), which the compiler turns into a conditional move.
 func roundBF16(x float32) float32 {
 	u := math.Float32bits(x)
 	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
 	if u&0x7fffffff > 0x7f800000 {
-		r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign kept
+		r = tile.NaNBF16 << 16
 	}
 	return math.Float32frombits(r)
 }

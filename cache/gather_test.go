@@ -4,12 +4,13 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/stretchr/testify/require"
 )
 
-// TestRoundBF16 checks the branch-free rounding against ckpt.RoundTo on
-// edge cases and a sweep of bit patterns.
+// TestRoundBF16 checks the branch-free rounding against the host
+// conversion tile.F32ToBF16 on edge cases (NaNs of every sign and payload
+// become 0x7FC0) and a sweep of bit patterns.
 func TestRoundBF16(t *testing.T) {
 	t.Parallel()
 	cases := []uint32{0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0xffbfffff, 0x7f7fffff, 0x3f808000, 0x3f818000, 0x3f80ffff, 0x00008000, 0x00018000}
@@ -18,7 +19,10 @@ func TestRoundBF16(t *testing.T) {
 	}
 	for _, u := range cases {
 		x := math.Float32frombits(u)
-		want := math.Float32bits(ckpt.RoundTo(ckpt.BF16, x))
+		want := math.Float32bits(tile.BF16ToF32(tile.F32ToBF16(x)))
 		require.Equal(t, want, math.Float32bits(roundBF16(x)), "bits %#08x", u)
+	}
+	for _, nan := range []uint32{0x7f800001, 0xffbfffff, 0xffc00000, 0x7fffffff} {
+		require.Equal(t, uint32(0x7fc00000), math.Float32bits(roundBF16(math.Float32frombits(nan))), "NaN %#08x", nan)
 	}
 }

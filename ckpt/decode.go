@@ -64,24 +64,6 @@ func F32ToBF16(f float32) uint16 {
 	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }
 
-// BF16NaN is the one NaN pattern tt-metal's host conversion produces.
-const BF16NaN = 0x7FC0
-
-// F32ToBF16Host rounds to bfloat16 like F32ToBF16 (nearest even) but turns
-// every NaN, whatever its sign and payload, into BF16NaN (0x7FC0), as
-// tt-metal's host fp32→bf16 conversion does
-// (tt_metal/impl/data_format/bfloat16.cpp@0266e6f1,
-// fp32_to_bf16_bits_round_to_nearest_even) and torch's c10::BFloat16
-// round_to_nearest_even. The Tenstorrent cache path uses it; extraction
-// keeps F32ToBF16's sign and payload.
-func F32ToBF16Host(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return BF16NaN
-	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
-}
-
 // F16ToF32 widens an IEEE half bit pattern exactly.
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -90,7 +91,7 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 // stream an entry apply it to each chunk of values they read. "round" to
 // BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
 // nearest even, and every NaN becomes the one pattern 0x7FC0
-// (ckpt.F32ToBF16Host).
+// (tile.F32ToBF16).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
 		switch op.Op {
@@ -99,7 +100,7 @@ func ApplyValues(ops []ValueOp, vals []float32) error {
 				return fmt.Errorf("round to %q is not supported", op.DType)
 			}
 			for i, x := range vals {
-				vals[i] = ckpt.BF16ToF32(ckpt.F32ToBF16Host(x))
+				vals[i] = tile.BF16ToF32(tile.F32ToBF16(x))
 			}
 		case "add":
 			a := float32(op.Value)

@@ -132,6 +132,77 @@ func NewMeshShardedHeader(spec TensorSpec, dim int, sizes []uint64) Header {
 	return h
 }
 
+// NewMeshMappedHeader returns the header of a 2-D mesh mapper (ttnn
+// create_mesh_mapper, e.g. ShardTensor2dMesh(dims=(None, d))) on a
+// rows×cols mesh: placements holds one Placement per mesh axis (Replicate
+// with Dim -1, or Shard along a tensor dim). Following distributed_tensor.cpp
+// (TensorToMesh) and tensor_flatbuffer.cpp: the distribution shape is the
+// mesh shape, the mesh coordinates are every coordinate in row-major order,
+// and coordinates that differ only along replicated axes share one buffer
+// (stored once). sizes holds the size of each distinct buffer, in the
+// row-major order of the sharded axes; buffers sit at successive 64-aligned
+// offsets. On a 1×N mesh with [Replicate, Shard(d)] that is N shards at
+// [0,i], distribution [1, N].
+func NewMeshMappedHeader(spec TensorSpec, rows, cols int, placements [2]Placement, sizes []uint64) (Header, error) {
+	dims := [2]int{rows, cols}
+	want := 1
+	for a, p := range placements {
+		if dims[a] < 1 {
+			return Header{}, fmt.Errorf("mesh %dx%d has an empty axis", rows, cols)
+		}
+		if p.Shard {
+			want *= dims[a]
+		}
+	}
+	if len(sizes) != want {
+		return Header{}, fmt.Errorf("mesh %dx%d with placements %v has %d distinct buffers, got %d sizes", rows, cols, placements, want, len(sizes))
+	}
+	h := Header{
+		Spec:      spec,
+		MeshShape: []uint32{uint32(rows), uint32(cols)},
+		Topology: &Topology{
+			DistributionShape: []uint32{uint32(rows), uint32(cols)},
+			Placements:        placements[:],
+		},
+	}
+	offs := make([]uint64, len(sizes))
+	var off uint64
+	for i, sz := range sizes {
+		offs[i] = off
+		off = alignUp(off + sz)
+	}
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			coord := [2]int{r, c}
+			buf := 0 // row-major index over the sharded axes
+			for a, p := range placements {
+				if p.Shard {
+					buf = buf*dims[a] + coord[a]
+				}
+			}
+			h.Shards = append(h.Shards, Shard{Offset: offs[buf], Size: sizes[buf], Coord: []uint32{uint32(r), uint32(c)}})
+			h.Topology.MeshCoords = append(h.Topology.MeshCoords, []uint32{uint32(r), uint32(c)})
+		}
+	}
+	return h, nil
+}
+
+// PlacementReplicate is the placement of a replicated distribution axis
+// (ttnn.PlacementReplicate; tt-metal stores Dim -1).
+var PlacementReplicate = Placement{Shard: false, Dim: -1}
+
+// PlacementShard is the placement of a distribution axis that splits
+// tensor dimension dim (ttnn.PlacementShard).
+func PlacementShard(dim int) Placement { return Placement{Shard: true, Dim: int32(dim)} }
+
+// String is "Replicate" or "Shard(d)".
+func (p Placement) String() string {
+	if p.Shard {
+		return fmt.Sprintf("Shard(%d)", p.Dim)
+	}
+	return "Replicate"
+}
+
 // DataSize returns the size of the data region: the end of the furthest
 // shard buffer.
 func (h *Header) DataSize() uint64 {

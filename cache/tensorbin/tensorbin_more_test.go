@@ -258,3 +258,65 @@ func TestNames(t *testing.T) {
 		assert.Equal(t, l, p)
 	}
 }
+
+// TestMeshMappedHeader: a 2-D mesh mapper (ShardTensor2dMesh) writes the
+// mesh as its distribution shape, one placement per mesh axis and every
+// mesh coordinate, and the header parses back to the same fields.
+func TestMeshMappedHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		rows, cols int
+		pl         [2]Placement
+		sizes      []uint64
+		offsets    []uint64 // per shard, in coordinate order
+	}{
+		{"norm_distributed on 1x2: [Replicate, Shard(2)]", 1, 2, [2]Placement{PlacementReplicate, PlacementShard(2)},
+			[]uint64{5120, 5120}, []uint64{0, 5120}},
+		{"embedding on 1x4: [Replicate, Shard(3)]", 1, 4, [2]Placement{PlacementReplicate, PlacementShard(3)},
+			[]uint64{100, 100, 100, 100}, []uint64{0, 128, 256, 384}},
+		{"2x2 [Shard(0), Replicate]: rows share a buffer", 2, 2, [2]Placement{PlacementShard(0), PlacementReplicate},
+			[]uint64{64, 64}, []uint64{0, 0, 64, 64}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			spec := NewTensorSpec([]int{1, 1, 80, 32}, tile.BFLOAT16, tile.ROW_MAJOR, DRAMInterleaved())
+			h, err := NewMeshMappedHeader(spec, tc.rows, tc.cols, tc.pl, tc.sizes)
+			require.NoError(t, err)
+			var coords [][]uint32
+			for r := 0; r < tc.rows; r++ {
+				for c := 0; c < tc.cols; c++ {
+					coords = append(coords, []uint32{uint32(r), uint32(c)})
+				}
+			}
+			require.Len(t, h.Shards, len(coords))
+			for i, s := range h.Shards {
+				assert.Equal(t, coords[i], s.Coord)
+				assert.Equal(t, tc.offsets[i], s.Offset, "shard %d", i)
+			}
+			// Write each distinct buffer once, then parse the file back.
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, &h)
+			require.NoError(t, err)
+			for i, sz := range tc.sizes {
+				_, err := w.Write(bytes.Repeat([]byte{byte(i + 1)}, int(sz)))
+				require.NoError(t, err)
+			}
+			require.NoError(t, w.Close())
+			got, err := ReadTensorbinHeader(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+			require.NoError(t, err)
+			assert.Equal(t, []uint32{uint32(tc.rows), uint32(tc.cols)}, got.MeshShape)
+			require.NotNil(t, got.Topology)
+			assert.Equal(t, []uint32{uint32(tc.rows), uint32(tc.cols)}, got.Topology.DistributionShape)
+			assert.Equal(t, tc.pl[:], got.Topology.Placements)
+			assert.Equal(t, coords, got.Topology.MeshCoords)
+			assert.Equal(t, &h, got)
+		})
+	}
+	_, err := NewMeshMappedHeader(NewTensorSpec([]int{32}, tile.BFLOAT16, tile.ROW_MAJOR, DRAMInterleaved()), 1, 2,
+		[2]Placement{PlacementReplicate, PlacementShard(0)}, []uint64{64})
+	assert.ErrorContains(t, err, "2 distinct buffers")
+	assert.Equal(t, "Replicate", PlacementReplicate.String())
+	assert.Equal(t, "Shard(-1)", PlacementShard(-1).String())
+}

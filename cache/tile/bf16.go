@@ -2,13 +2,22 @@ package tile
 
 import "math"
 
-// F32ToBF16 rounds f to bfloat16 bits, round to nearest with ties to even
-// (the rounding of torch's .to(torch.bfloat16)). NaNs stay NaN (quiet, with
-// the sign kept); infinities and overflow to infinity behave as in IEEE.
+// NaNBF16 is the one NaN tt-metal's host conversion produces: positive,
+// quiet, no payload.
+const NaNBF16 = 0x7FC0
+
+// F32ToBF16 rounds f to bfloat16 bits as tt-metal's host conversion does
+// (tt_metal/impl/data_format/bfloat16.cpp@0266e6f1,
+// fp32_to_bf16_bits_round_to_nearest_even), which is also the rounding of
+// torch's .to(torch.bfloat16) (c10::BFloat16 round_to_nearest_even): round
+// to nearest with ties to even, and every NaN, whatever its sign and
+// payload, becomes NaNBF16 (0x7FC0). Infinities and overflow to infinity
+// behave as in IEEE. (Extraction to safetensors keeps NaN sign and payload:
+// ckpt.F32ToBF16.)
 func F32ToBF16(f float32) uint16 {
 	b := math.Float32bits(f)
 	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x0040
+		return NaNBF16
 	}
 	b += 0x7fff + (b>>16)&1
 	return uint16(b >> 16)
