@@ -607,7 +607,7 @@ func (b *builder) abortAll() {
 // finish writes the manifest and removes the journal.
 func (b *builder) finish() (*BuildResult, error) {
 	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
-		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
+		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
 		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}}
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]

@@ -55,8 +55,8 @@ func ExampleBuild() {
 	fmt.Println("verify ok:", rep.OK(), "files:", rep.Files)
 	fmt.Println(m.Files[0].Path)
 	// Output:
-	// built 80 files from 69 source tensors
-	// rebuild: built 0 kept 80
-	// verify ok: true files: 80
+	// built 82 files from 67 source tensors
+	// rebuild: built 0 kept 82
+	// verify ok: true files: 82
 	// P300/tensor_cache_bfp8_mesh1x2/layers.0.input_layernorm.weight_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin
 }

@@ -51,7 +51,7 @@ func List(dir string) ([]ListEntry, error) {
 		e.DType, e.Layout = h.Spec.DType.String(), h.Spec.Layout.String()
 		e.ShardShape, e.Mesh, e.Shards = h.Spec.Shape, h.MeshShape, len(h.Shards)
 		e.Placement = describePlacement(h)
-		e.Memory = describeMemory(h.Spec.Memory)
+		e.Memory = DescribeMemory(h.Spec.Memory)
 		out = append(out, e)
 		return nil
 	})

@@ -40,11 +40,13 @@ type Manifest struct {
 	Profile     string          `json:"profile"`
 	Pinned      *mapping.Pinned `json:"pinned,omitempty"`
 	Mesh        string          `json:"mesh"`
-	Device      string          `json:"device"`
-	Tag         string          `json:"tag"`
-	CacheDir    string          `json:"cache_dir"`
-	Source      string          `json:"source"`
-	Files       []FileRecord    `json:"files"`
+	// Settings are the profile variables the plan was built with.
+	Settings mapping.Settings `json:"settings,omitempty"`
+	Device   string           `json:"device"`
+	Tag      string           `json:"tag"`
+	CacheDir string           `json:"cache_dir"`
+	Source   string           `json:"source"`
+	Files    []FileRecord     `json:"files"`
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and

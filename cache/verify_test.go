@@ -271,3 +271,31 @@ func TestMemAvailableAndParseBytes(t *testing.T) {
 		require.True(t, strings.Contains(err.Error(), "size"), in)
 	}
 }
+
+// TestVerifySettingsMismatch: a cache built with one value of a profile
+// variable does not verify against a plan built with another.
+func TestVerifySettingsMismatch(t *testing.T) {
+	t.Parallel()
+	src, out, _ := built(t)
+	m, err := cache.ReadManifest(out)
+	require.NoError(t, err)
+	require.Equal(t, true, m.Settings["proj_1d_decode"])
+	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
+	require.NoError(t, err)
+	rep, err := cache.Verify(context.Background(), out, m, c, plan, cache.VerifyOptions{})
+	require.NoError(t, err)
+	var msgs []string
+	for _, f := range rep.Findings {
+		if f.Kind == cache.FindingManifest {
+			msgs = append(msgs, f.Message)
+		}
+	}
+	require.Len(t, msgs, 1)
+	require.Contains(t, msgs[0], "proj_1d_decode=true")
+	require.Contains(t, msgs[0], "proj_1d_decode=false")
+}

@@ -51,5 +51,5 @@ func Example() {
 	// shape [32 32] mesh [1 2] data at 448
 	// shard [0 0] offset 0 size 1088
 	// shard [0 1] offset 1088 size 1088
-	// placements [{Shard:true Dim:-1}]
+	// placements [Shard(-1)]
 }

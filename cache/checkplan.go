@@ -1,0 +1,110 @@
+package cache
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// CheckPlan holds a mapping plan against an existing cache directory —
+// typically the one the serving stack wrote for the base checkpoint —
+// reading only file names and headers, never data: every planned file
+// missing there (DiffMissing), every .tensorbin file there that the plan
+// does not produce (DiffExtra), and every header field of a common file
+// that differs from the header the plan would write (DiffHeader, A = plan,
+// B = cache; shard offsets are not compared). A header that cannot be read
+// is DiffUnreadable.
+//
+// dir is either the cache root (holding the plan's
+// <device>/tensor_cache_<tag>_mesh<R>x<C> directory) or that cache
+// directory itself; the report's B names the directory used. Paths in the
+// report are relative to it.
+func CheckPlan(plan *mapping.Plan, dir string) (*CompareReport, error) {
+	cdir := dir
+	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
+		cdir = filepath.Join(dir, filepath.FromSlash(plan.CacheDir))
+	}
+	files, err := tensorbinFiles(cdir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CompareReport{A: plan.CacheDir, B: cdir, FilesA: len(plan.Entries), FilesB: len(files), Diffs: []Difference{}}
+	planned := map[string]*mapping.Entry{}
+	for _, e := range plan.Entries {
+		p := strings.TrimPrefix(e.File, plan.CacheDir+"/")
+		planned[p] = e
+		if !contains(files, p) {
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: p, Target: e.Target,
+				Message: fmt.Sprintf("planned (target %s, rule %s), not in the cache", e.Target, e.Rule)})
+		}
+	}
+	for _, p := range files {
+		e, ok := planned[p]
+		if !ok {
+			msg := "in the cache, not produced by the plan"
+			if alt := similarPlanned(p, planned); alt != "" {
+				msg += "; the plan has " + alt
+			}
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffExtra, File: p, Message: msg})
+			continue
+		}
+		rep.Common++
+		want, err := HeaderFor(e)
+		if err != nil {
+			return nil, err
+		}
+		f, got, err := openHeader(filepath.Join(cdir, filepath.FromSlash(p)))
+		if err != nil {
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffUnreadable, File: p, Target: e.Target, B: "unreadable", Message: err.Error()})
+			continue
+		}
+		f.Close()
+		diffs := headerDiffs(p, want, got)
+		for i := range diffs {
+			diffs[i].Target = e.Target
+		}
+		if len(diffs) == 0 {
+			rep.Identical++
+		}
+		rep.Diffs = append(rep.Diffs, diffs...)
+	}
+	sortDiffs(rep.Diffs)
+	return rep, nil
+}
+
+// similarPlanned names the planned files that look like p renamed (e.g.
+// qkvzab.dramshard for qkvzab.il): those in the same directory whose cache
+// name shares the longest dotted prefix with p's, at most three of them.
+func similarPlanned(p string, planned map[string]*mapping.Entry) string {
+	dir, base := path.Split(cacheName(p))
+	segs := strings.Split(base, ".")
+	best, cands := 0, []string(nil)
+	for q := range planned {
+		qd, qb := path.Split(cacheName(q))
+		if qd != dir {
+			continue
+		}
+		qs := strings.Split(qb, ".")
+		n := 0
+		for n < len(segs) && n < len(qs) && segs[n] == qs[n] {
+			n++
+		}
+		switch {
+		case n == 0 || n < best:
+		case n > best:
+			best, cands = n, []string{q}
+		default:
+			cands = append(cands, q)
+		}
+	}
+	if len(cands) == 0 || len(cands) > 3 {
+		return ""
+	}
+	sort.Strings(cands)
+	return strings.Join(cands, ", ")
+}

@@ -1,0 +1,443 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"golang.org/x/sync/errgroup"
+)
+
+// Kinds of differences between two caches (Compare) or between a plan and
+// a cache (CheckPlan).
+const (
+	DiffMissing    = "missing"    // in the first (reference) cache or the plan, not in the second
+	DiffExtra      = "extra"      // in the second cache, not in the first or the plan
+	DiffHeader     = "header"     // a header field differs (Field names it)
+	DiffData       = "data"       // a shard's bytes differ
+	DiffUnreadable = "unreadable" // a file's header cannot be read
+)
+
+// Difference is one difference found by Compare or CheckPlan. File is the
+// .tensorbin path relative to the compared cache directories. For header
+// differences Field, A and B name the field and its two values (A: the
+// first cache or the plan). For data differences Shard is the index of the
+// stored shard, Device its mesh coordinate, FirstByte the offset of the
+// first differing byte in the shard, Tile the index of the first differing
+// tile (TILE layout; row-major over the padded tile grid, TileRow/TileCol
+// its position in that grid) or Element the first differing element
+// (ROW_MAJOR), DiffUnits the number of differing tiles (or elements), and
+// MaxAbsDiff the largest absolute difference of the decoded values over
+// every differing unit (NonFinite counts value pairs where one side is NaN
+// or infinite and the other is not the same value; those are not in
+// MaxAbsDiff).
+type Difference struct {
+	Kind       string   `json:"kind"`
+	File       string   `json:"file"`
+	Target     string   `json:"target,omitempty"`
+	Field      string   `json:"field,omitempty"`
+	A          string   `json:"a,omitempty"`
+	B          string   `json:"b,omitempty"`
+	Shard      *int     `json:"shard,omitempty"`
+	Device     []uint32 `json:"device,omitempty"`
+	FirstByte  *int64   `json:"first_byte,omitempty"`
+	Tile       *int64   `json:"tile,omitempty"`
+	TileRow    *int64   `json:"tile_row,omitempty"`
+	TileCol    *int64   `json:"tile_col,omitempty"`
+	Element    *int64   `json:"element,omitempty"`
+	DiffUnits  int64    `json:"differing_units,omitempty"`
+	MaxAbsDiff *float64 `json:"max_abs_diff,omitempty"`
+	NonFinite  int64    `json:"non_finite,omitempty"`
+	Message    string   `json:"message"`
+}
+
+// CompareReport is the outcome of Compare or CheckPlan.
+type CompareReport struct {
+	// A and B are the compared cache directories (A is the plan's cache
+	// directory name for CheckPlan).
+	A string `json:"a"`
+	B string `json:"b"`
+	// FilesA and FilesB count the .tensorbin files (or planned files) on
+	// each side, Common those on both, Identical the common files without
+	// a difference, Bytes the shard bytes compared.
+	FilesA    int          `json:"files_a"`
+	FilesB    int          `json:"files_b"`
+	Common    int          `json:"common"`
+	Identical int          `json:"identical"`
+	Bytes     int64        `json:"bytes_compared"`
+	Diffs     []Difference `json:"differences"`
+}
+
+// Same reports whether no difference was found.
+func (r *CompareReport) Same() bool { return len(r.Diffs) == 0 }
+
+// Unreadable reports whether a file on either side could not be read.
+func (r *CompareReport) Unreadable() bool {
+	for _, d := range r.Diffs {
+		if d.Kind == DiffUnreadable {
+			return true
+		}
+	}
+	return false
+}
+
+// CompareOptions tune Compare.
+type CompareOptions struct {
+	// Workers is the number of files compared at once (default: GOMAXPROCS).
+	Workers int
+	// ChunkBytes is the size of the read buffers, two per worker (default
+	// 1 MiB, rounded to whole tiles).
+	ChunkBytes int
+	// Progress counts shard bytes compared (nil-safe).
+	Progress *ckpt.Progress
+}
+
+// Compare compares the .tensorbin files of two cache directories: files
+// only in a (missing) or only in b (extra), every header field of each
+// common file (HeaderDiffs, shard offsets excepted), and the bytes of each
+// shard, streamed in chunks (memory is bounded by Workers × 2 × ChunkBytes,
+// whatever the file sizes), naming the first differing tile and the decoded
+// maximum absolute difference. A file whose header cannot be read is a
+// DiffUnreadable difference; an error is returned only when a directory
+// cannot be listed or a file cannot be read after its header. Differences
+// are sorted by file.
+func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareReport, error) {
+	if opt.Workers <= 0 {
+		opt.Workers = runtime.GOMAXPROCS(0)
+	}
+	fa, err := tensorbinFiles(a)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := tensorbinFiles(b)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CompareReport{A: a, B: b, FilesA: len(fa), FilesB: len(fb), Diffs: []Difference{}}
+	var common []string
+	for _, p := range fa {
+		if !contains(fb, p) {
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: p, Message: "in " + a + " only"})
+			continue
+		}
+		common = append(common, p)
+	}
+	for _, p := range fb {
+		if !contains(fa, p) {
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffExtra, File: p, Message: "in " + b + " only"})
+		}
+	}
+	rep.Common = len(common)
+	var mu sync.Mutex
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(opt.Workers)
+	for _, p := range common {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			diffs, n, err := compareFile(ctx, filepath.Join(a, filepath.FromSlash(p)), filepath.Join(b, filepath.FromSlash(p)), p, opt)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rep.Bytes += n
+			if len(diffs) == 0 {
+				rep.Identical++
+			}
+			rep.Diffs = append(rep.Diffs, diffs...)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sortDiffs(rep.Diffs)
+	return rep, nil
+}
+
+func contains(sorted []string, p string) bool {
+	i := sort.SearchStrings(sorted, p)
+	return i < len(sorted) && sorted[i] == p
+}
+
+// sortDiffs orders differences by file (natural order), keeping the order
+// of the differences of one file.
+func sortDiffs(ds []Difference) {
+	sort.SliceStable(ds, func(i, j int) bool {
+		if ds[i].File != ds[j].File {
+			return ckpt.NaturalLess(ds[i].File, ds[j].File)
+		}
+		return false
+	})
+}
+
+// tensorbinFiles lists the .tensorbin files under dir (temporary files of
+// an interrupted build excepted) as sorted slash-separated relative paths.
+func tensorbinFiles(dir string) ([]string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading cache directory: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("reading cache directory %s: not a directory", dir)
+	}
+	var out []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tensorbin") || isTempName(d.Name()) {
+			return nil
+		}
+		out = append(out, rel(dir, p))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// openHeader opens a .tensorbin file and reads its header.
+func openHeader(path string) (*os.File, *tensorbin.Header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading header of %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("reading header of %s: %w", path, err)
+	}
+	h, err := tensorbin.ReadTensorbinHeader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, h, nil
+}
+
+func headerDiffs(file string, a, b *tensorbin.Header) []Difference {
+	var out []Difference
+	for _, fd := range HeaderDiffs(a, b, false) {
+		out = append(out, Difference{Kind: DiffHeader, File: file, Field: fd.Field, A: fd.A, B: fd.B,
+			Message: fmt.Sprintf("%s %s vs %s", fd.Field, fd.A, fd.B)})
+	}
+	return out
+}
+
+// compareFile compares one common file: header fields, then the data of
+// each shard when both sides have shards of the same sizes.
+func compareFile(ctx context.Context, pa, pb, file string, opt CompareOptions) ([]Difference, int64, error) {
+	fa, ha, err := openHeader(pa)
+	if err != nil {
+		return []Difference{{Kind: DiffUnreadable, File: file, A: "unreadable", Message: err.Error()}}, 0, nil
+	}
+	defer fa.Close()
+	fb, hb, err := openHeader(pb)
+	if err != nil {
+		return []Difference{{Kind: DiffUnreadable, File: file, B: "unreadable", Message: err.Error()}}, 0, nil
+	}
+	defer fb.Close()
+	diffs := headerDiffs(file, ha, hb)
+	if !sameShardSizes(ha, hb) {
+		return diffs, 0, nil // the header differences say why the data is not compared
+	}
+	var n int64
+	for i := range ha.Shards {
+		d, err := compareShard(ctx, fa, fb, ha, hb, i, opt)
+		if err != nil {
+			return nil, n, fmt.Errorf("comparing %s shard %d: %w", file, i, err)
+		}
+		n += int64(ha.Shards[i].Size)
+		if d != nil {
+			d.File = file
+			diffs = append(diffs, *d)
+		}
+	}
+	return diffs, n, nil
+}
+
+// unitBytes is the comparison unit of a shard: one tile for TILE layouts,
+// one element for ROW_MAJOR, one byte otherwise.
+func unitBytes(s *tensorbin.TensorSpec) int {
+	if s.Layout == tile.TILE && s.DType.TileBytes() > 0 {
+		return s.DType.TileBytes()
+	}
+	if s.Layout == tile.ROW_MAJOR && s.DType.ElementSize() > 0 {
+		return s.DType.ElementSize()
+	}
+	return 1
+}
+
+// compareShard streams shard i of both files in chunks of whole units and
+// returns a data difference, or nil when the bytes are equal. The decoded
+// difference uses A's spec (dtype and layout are equal when the headers
+// agree; when they do not, the header differences already say so and the
+// decoded values are A's reading of both sides).
+func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Header, i int, opt CompareOptions) (*Difference, error) {
+	spec := &ha.Spec
+	unit := unitBytes(spec)
+	chunk := opt.ChunkBytes
+	if chunk <= 0 {
+		chunk = 1 << 20
+	}
+	chunk = max(chunk/unit, 1) * unit
+	size := int64(ha.Shards[i].Size)
+	ra := tensorbin.ShardSection(fa, ha, i)
+	rb := tensorbin.ShardSection(fb, hb, i)
+	ba, bb := make([]byte, chunk), make([]byte, chunk)
+	var d *Difference
+	acc := newDiffAcc(spec)
+	for off := int64(0); off < size; off += int64(chunk) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := int(min(int64(chunk), size-off))
+		if _, err := ra.ReadAt(ba[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if _, err := rb.ReadAt(bb[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		opt.Progress.Add(int64(n))
+		if bytes.Equal(ba[:n], bb[:n]) {
+			continue
+		}
+		for u := 0; u < n; u += unit {
+			e := min(u+unit, n)
+			if bytes.Equal(ba[u:e], bb[u:e]) {
+				continue
+			}
+			if d == nil {
+				d = firstDifference(spec, ha.Shards[i], i, off+int64(u)+int64(firstByte(ba[u:e], bb[u:e])), (off+int64(u))/int64(unit))
+			}
+			d.DiffUnits++
+			acc.add(ba[u:e], bb[u:e])
+		}
+	}
+	if d != nil {
+		acc.finish(d)
+	}
+	return d, nil
+}
+
+func firstByte(a, b []byte) int {
+	for k := range a {
+		if a[k] != b[k] {
+			return k
+		}
+	}
+	return len(a)
+}
+
+func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byteOff, unit int64) *Difference {
+	shard := i
+	d := &Difference{Kind: DiffData, Shard: &shard, Device: sh.Coord, FirstByte: &byteOff}
+	switch {
+	case spec.Layout == tile.TILE && spec.DType.TileBytes() > 0:
+		shape := make([]int, len(spec.Shape))
+		for k, v := range spec.Shape {
+			shape[k] = int(v)
+		}
+		_, _, w := tile.TileView(shape)
+		perRow := int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
+		r, c := unit/perRow, unit%perRow
+		d.Tile, d.TileRow, d.TileCol = &unit, &r, &c
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, fmtDims(sh.Coord), byteOff, unit, r, c)
+	case spec.Layout == tile.ROW_MAJOR && spec.DType.ElementSize() > 0:
+		d.Element = &unit
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, fmtDims(sh.Coord), byteOff, unit)
+	default:
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, fmtDims(sh.Coord), byteOff)
+	}
+	return d
+}
+
+// diffAcc accumulates the decoded maximum absolute difference of the
+// differing units of a shard.
+type diffAcc struct {
+	dt        tile.DType
+	layout    tile.Layout
+	va, vb    []float32
+	max       float64
+	nonFinite int64
+	decoded   bool
+}
+
+func newDiffAcc(s *tensorbin.TensorSpec) *diffAcc {
+	return &diffAcc{dt: s.DType, layout: s.Layout}
+}
+
+// add decodes one differing unit of both sides (a TILE tile or a ROW_MAJOR
+// element) when the dtype is a float format.
+func (a *diffAcc) add(x, y []byte) {
+	switch {
+	case a.layout == tile.TILE && len(x) == a.dt.TileBytes():
+		switch a.dt {
+		case tile.BFLOAT16, tile.FLOAT32, tile.BFLOAT8_B, tile.BFLOAT4_B:
+		default:
+			return
+		}
+		if a.va == nil {
+			a.va, a.vb = make([]float32, tile.TileElems), make([]float32, tile.TileElems)
+		}
+		if tile.UnpackTiles(a.dt, a.va, x, tile.TileDim, tile.TileDim) != nil || tile.UnpackTiles(a.dt, a.vb, y, tile.TileDim, tile.TileDim) != nil {
+			return
+		}
+		for k := range a.va {
+			a.pair(a.va[k], a.vb[k])
+		}
+	case a.layout == tile.ROW_MAJOR && a.dt == tile.BFLOAT16 && len(x) == 2:
+		a.pair(tile.BF16ToF32(binary.LittleEndian.Uint16(x)), tile.BF16ToF32(binary.LittleEndian.Uint16(y)))
+	case a.layout == tile.ROW_MAJOR && a.dt == tile.FLOAT32 && len(x) == 4:
+		a.pair(math.Float32frombits(binary.LittleEndian.Uint32(x)), math.Float32frombits(binary.LittleEndian.Uint32(y)))
+	}
+}
+
+func (a *diffAcc) pair(x, y float32) {
+	a.decoded = true
+	fx, fy := float64(x), float64(y)
+	finite := !math.IsNaN(fx) && !math.IsInf(fx, 0) && !math.IsNaN(fy) && !math.IsInf(fy, 0)
+	if !finite {
+		if math.Float32bits(x) != math.Float32bits(y) && !(math.IsNaN(fx) && math.IsNaN(fy)) {
+			a.nonFinite++
+		}
+		return
+	}
+	a.max = max(a.max, math.Abs(fx-fy))
+}
+
+func (a *diffAcc) finish(d *Difference) {
+	if !a.decoded {
+		return
+	}
+	m := a.max
+	d.MaxAbsDiff = &m
+	d.NonFinite = a.nonFinite
+	unit := "tiles"
+	if a.layout == tile.ROW_MAJOR {
+		unit = "elements"
+	}
+	d.Message += fmt.Sprintf("; %d differing %s, decoded max abs difference %g", d.DiffUnits, unit, m)
+	if a.nonFinite > 0 {
+		d.Message += fmt.Sprintf(" (and %d NaN/Inf mismatches)", a.nonFinite)
+	}
+}
