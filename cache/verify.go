@@ -3,8 +3,8 @@ package cache
 import (
 	"context"
 	"fmt"
-	"maps"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
