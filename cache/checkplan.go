@@ -33,7 +33,7 @@ func CheckPlan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CompareReport{A: plan.CacheDir, B: cdir, FilesA: len(plan.Entries), FilesB: len(files), Diffs: []Difference{}}
+	rep := &CompareReport{A: plan.CacheDir, B: cdir, FilesA: len(plan.Entries), FilesB: len(files), HeadersOnly: true, Diffs: []Difference{}}
 	planned := map[string]*mapping.Entry{}
 	for _, e := range plan.Entries {
 		p := strings.TrimPrefix(e.File, plan.CacheDir+"/")

@@ -74,12 +74,14 @@ type CompareReport struct {
 	// FilesA and FilesB count the .tensorbin files (or planned files) on
 	// each side, Common those on both, Identical the common files without
 	// a difference, Bytes the shard bytes compared.
-	FilesA    int          `json:"files_a"`
-	FilesB    int          `json:"files_b"`
-	Common    int          `json:"common"`
-	Identical int          `json:"identical"`
-	Bytes     int64        `json:"bytes_compared"`
-	Diffs     []Difference `json:"differences"`
+	FilesA    int   `json:"files_a"`
+	FilesB    int   `json:"files_b"`
+	Common    int   `json:"common"`
+	Identical int   `json:"identical"`
+	Bytes     int64 `json:"bytes_compared"`
+	// HeadersOnly: no data was read (CheckPlan).
+	HeadersOnly bool         `json:"headers_only"`
+	Diffs       []Difference `json:"differences"`
 }
 
 // Same reports whether no difference was found.
@@ -361,12 +363,12 @@ func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byte
 		perRow := int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
 		r, c := unit/perRow, unit%perRow
 		d.Tile, d.TileRow, d.TileCol = &unit, &r, &c
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, fmtDims(sh.Coord), byteOff, unit, r, c)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, FormatDims(sh.Coord), byteOff, unit, r, c)
 	case spec.Layout == tile.ROW_MAJOR && spec.DType.ElementSize() > 0:
 		d.Element = &unit
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, fmtDims(sh.Coord), byteOff, unit)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, FormatDims(sh.Coord), byteOff, unit)
 	default:
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, fmtDims(sh.Coord), byteOff)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, FormatDims(sh.Coord), byteOff)
 	}
 	return d
 }

@@ -2,112 +2,31 @@ package cache_test
 
 import (
 	"context"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// copyTree copies a directory tree (regular files only).
+// copyTree copies a directory tree into a temporary directory.
 func copyTree(t *testing.T, src string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "copy")
-	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		r, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, r), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, r), b, 0o644)
-	}))
+	require.NoError(t, cachetest.CopyTree(src, dst))
 	return dst
 }
 
-// rewriteHeader rewrites a .tensorbin file with an edited header and the
-// same shard bytes.
-func rewriteHeader(t *testing.T, path string, edit func(h *tensorbin.Header)) {
+func inject(t *testing.T, cdir string, plan *mapping.Plan) cachetest.Injected {
 	t.Helper()
-	f, err := os.Open(path)
+	inj, err := cachetest.Inject(cdir, plan)
 	require.NoError(t, err)
-	st, err := f.Stat()
-	require.NoError(t, err)
-	h, err := tensorbin.ReadTensorbinHeader(f, st.Size())
-	require.NoError(t, err)
-	var shards [][]byte
-	for i := range h.Shards {
-		b, err := io.ReadAll(tensorbin.ShardSection(f, h, i))
-		require.NoError(t, err)
-		shards = append(shards, b)
-	}
-	f.Close()
-	edit(h)
-	out, err := os.Create(path)
-	require.NoError(t, err)
-	require.NoError(t, tensorbin.WriteTensorbin(out, h, shards))
-	require.NoError(t, out.Close())
-}
-
-// injected names the five differences the tests inject into a copy of a
-// built cache, by file relative to the cache directory.
-type injected struct {
-	renamedFrom, renamedTo, topology, dtype, memory, flipped string
-	flippedShard, flippedTile                                int
-}
-
-// inject damages a copy of the cache directory cdir (the plan's
-// tensor_cache_... directory) in five ways, one file each.
-func inject(t *testing.T, cdir string, plan *mapping.Plan) injected {
-	t.Helper()
-	rel := func(target string) string {
-		return strings.TrimPrefix(entryFile(t, plan, target), plan.CacheDir+"/")
-	}
-	inj := injected{
-		renamedFrom: rel("layers.0/tp/qkvzab.il"),
-		topology:    rel("layers.2.input_layernorm.weight_distributed"),
-		dtype:       rel("layers.1/tp/out"),
-		memory:      rel("layers.3/tp/wqkv_fused_qkvg.il"),
-		flipped:     rel("layers.1/mlp.down_proj.weight.tp"),
-		// layers.1 down_proj: [160, 128] bfp8 per device = 5 x 4 tiles.
-		flippedShard: 1, flippedTile: 6,
-	}
-	inj.renamedTo = strings.Replace(inj.renamedFrom, "qkvzab.il", "qkvzab.dramshard", 1)
-	p := func(r string) string { return filepath.Join(cdir, filepath.FromSlash(r)) }
-	require.NoError(t, os.Rename(p(inj.renamedFrom), p(inj.renamedTo)))
-	rewriteHeader(t, p(inj.topology), func(h *tensorbin.Header) {
-		// The 1-D ShardTensorToMesh topology instead of ShardTensor2dMesh's.
-		h.Topology.DistributionShape = []uint32{2}
-		h.Topology.Placements = []tensorbin.Placement{tensorbin.PlacementShard(2)}
-	})
-	rewriteHeader(t, p(inj.dtype), func(h *tensorbin.Header) { h.Spec.DType = 4 }) // BFLOAT4_B
-	rewriteHeader(t, p(inj.memory), func(h *tensorbin.Header) {
-		h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[0]), int(h.Spec.Shape[1]))
-	})
-	h, err := tensorbin.ReadTensorbinFile(p(inj.flipped))
-	require.NoError(t, err)
-	f, err := os.OpenFile(p(inj.flipped), os.O_RDWR, 0)
-	require.NoError(t, err)
-	at := int64(h.DataOffset+h.Shards[inj.flippedShard].Offset) + int64(inj.flippedTile)*1088 + 64 + 300 // a code byte of tile 6
-	var b [1]byte
-	_, err = f.ReadAt(b[:], at)
-	require.NoError(t, err)
-	b[0] ^= 0x11
-	_, err = f.WriteAt(b[:], at)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 	return inj
 }
 
@@ -150,26 +69,26 @@ func TestCompareCaches(t *testing.T) {
 	assert.False(t, rep.Unreadable())
 	got := byFile(rep)
 	assert.Len(t, got, 6, "%v", rep.Diffs)
-	assert.Equal(t, []string{"missing:"}, fields(got[inj.renamedFrom]))
-	assert.Equal(t, []string{"extra:"}, fields(got[inj.renamedTo]))
-	assert.Equal(t, []string{"header:topology.distribution_shape", "header:topology.placements"}, fields(got[inj.topology]))
-	assert.Equal(t, "[Replicate, Shard(2)]", got[inj.topology][1].A)
-	assert.Equal(t, "[Shard(2)]", got[inj.topology][1].B)
-	assert.Equal(t, []string{"header:dtype"}, fields(got[inj.dtype]))
-	assert.Equal(t, "BFLOAT8_B", got[inj.dtype][0].A)
-	assert.Equal(t, "BFLOAT4_B", got[inj.dtype][0].B)
-	assert.Equal(t, []string{"header:memory_config"}, fields(got[inj.memory]))
-	assert.Contains(t, got[inj.memory][0].B, "WidthSharded")
-	require.Equal(t, []string{"data:"}, fields(got[inj.flipped]))
-	d := got[inj.flipped][0]
+	assert.Equal(t, []string{"missing:"}, fields(got[inj.RenamedFrom]))
+	assert.Equal(t, []string{"extra:"}, fields(got[inj.RenamedTo]))
+	assert.Equal(t, []string{"header:topology.distribution_shape", "header:topology.placements"}, fields(got[inj.Topology]))
+	assert.Equal(t, "[Replicate, Shard(2)]", got[inj.Topology][1].A)
+	assert.Equal(t, "[Shard(2)]", got[inj.Topology][1].B)
+	assert.Equal(t, []string{"header:dtype"}, fields(got[inj.DType]))
+	assert.Equal(t, "BFLOAT8_B", got[inj.DType][0].A)
+	assert.Equal(t, "BFLOAT4_B", got[inj.DType][0].B)
+	assert.Equal(t, []string{"header:memory_config"}, fields(got[inj.Memory]))
+	assert.Contains(t, got[inj.Memory][0].B, "WidthSharded")
+	require.Equal(t, []string{"data:"}, fields(got[inj.Flipped]))
+	d := got[inj.Flipped][0]
 	require.NotNil(t, d.Shard)
-	assert.Equal(t, inj.flippedShard, *d.Shard)
+	assert.Equal(t, inj.FlippedShard, *d.Shard)
 	assert.Equal(t, []uint32{0, 1}, d.Device)
 	require.NotNil(t, d.Tile)
-	assert.Equal(t, int64(inj.flippedTile), *d.Tile)
+	assert.Equal(t, int64(inj.FlippedTile), *d.Tile)
 	assert.Equal(t, int64(1), *d.TileRow, "tiles are row-major over a 5 x 4 grid")
 	assert.Equal(t, int64(2), *d.TileCol)
-	assert.Equal(t, int64(inj.flippedTile*1088+64+300), *d.FirstByte)
+	assert.Equal(t, inj.FlippedByte, *d.FirstByte)
 	assert.Equal(t, int64(1), d.DiffUnits)
 	require.NotNil(t, d.MaxAbsDiff)
 	assert.Positive(t, *d.MaxAbsDiff)
@@ -177,7 +96,7 @@ func TestCompareCaches(t *testing.T) {
 
 	// The dtype change also makes the data decode differently, but the
 	// bytes are equal: no data difference for that file.
-	for _, x := range got[inj.dtype] {
+	for _, x := range got[inj.DType] {
 		assert.NotEqual(t, cache.DiffData, x.Kind)
 	}
 }
@@ -216,17 +135,17 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	require.NoError(t, err)
 	got := byFile(rep)
 	assert.Len(t, got, 5, "%v", rep.Diffs)
-	assert.Equal(t, []string{"missing:"}, fields(got[inj.renamedFrom]))
-	assert.Equal(t, "layers.0/tp/qkvzab.il", got[inj.renamedFrom][0].Target)
-	require.Equal(t, []string{"extra:"}, fields(got[inj.renamedTo]))
-	assert.Contains(t, got[inj.renamedTo][0].Message, "the plan has "+inj.renamedFrom, "a renamed file names its planned twin")
-	assert.Equal(t, []string{"header:topology.distribution_shape", "header:topology.placements"}, fields(got[inj.topology]))
-	assert.Equal(t, "[1, 2]", got[inj.topology][0].A, "the plan's 2-D distribution")
-	assert.Equal(t, []string{"header:dtype"}, fields(got[inj.dtype]))
-	assert.Equal(t, []string{"header:memory_config"}, fields(got[inj.memory]))
+	assert.Equal(t, []string{"missing:"}, fields(got[inj.RenamedFrom]))
+	assert.Equal(t, "layers.0/tp/qkvzab.il", got[inj.RenamedFrom][0].Target)
+	require.Equal(t, []string{"extra:"}, fields(got[inj.RenamedTo]))
+	assert.Contains(t, got[inj.RenamedTo][0].Message, "the plan has "+inj.RenamedFrom, "a renamed file names its planned twin")
+	assert.Equal(t, []string{"header:topology.distribution_shape", "header:topology.placements"}, fields(got[inj.Topology]))
+	assert.Equal(t, "[1, 2]", got[inj.Topology][0].A, "the plan's 2-D distribution")
+	assert.Equal(t, []string{"header:dtype"}, fields(got[inj.DType]))
+	assert.Equal(t, []string{"header:memory_config"}, fields(got[inj.Memory]))
 	// No data is read: a flipped byte in a shard is invisible to the plan
 	// check (cache compare finds it).
-	assert.Empty(t, got[inj.flipped])
+	assert.Empty(t, got[inj.Flipped])
 
 	// A plan built with other switches names exactly the renamed files.
 	c, _ := openPlan(t, filepath.Join(filepath.Dir(plan.Source), filepath.Base(plan.Source)))

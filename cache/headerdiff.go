@@ -37,16 +37,16 @@ func HeaderDiffs(a, b *tensorbin.Header, offsets bool) []FieldDiff {
 	sa, sb := &a.Spec, &b.Spec
 	add("dtype", sa.DType.String(), sb.DType.String())
 	add("layout", sa.Layout.String(), sb.Layout.String())
-	add("shape", fmtDims(sa.Shape), fmtDims(sb.Shape))
+	add("shape", FormatDims(sa.Shape), FormatDims(sb.Shape))
 	add("tile", fmtTile(sa), fmtTile(sb))
-	add("alignment", fmtDims(sa.Alignment), fmtDims(sb.Alignment))
+	add("alignment", FormatDims(sa.Alignment), FormatDims(sb.Alignment))
 	add("memory_config", DescribeMemory(sa.Memory), DescribeMemory(sb.Memory))
-	add("mesh_shape", fmtDims(a.MeshShape), fmtDims(b.MeshShape))
+	add("mesh_shape", FormatDims(a.MeshShape), FormatDims(b.MeshShape))
 	add("shards", fmt.Sprint(len(a.Shards)), fmt.Sprint(len(b.Shards)))
 	for i := range min(len(a.Shards), len(b.Shards)) {
 		x, y := a.Shards[i], b.Shards[i]
 		add(fmt.Sprintf("shard[%d].size", i), fmt.Sprint(x.Size), fmt.Sprint(y.Size))
-		add(fmt.Sprintf("shard[%d].coord", i), fmtDims(x.Coord), fmtDims(y.Coord))
+		add(fmt.Sprintf("shard[%d].coord", i), FormatDims(x.Coord), FormatDims(y.Coord))
 		if offsets {
 			add(fmt.Sprintf("shard[%d].offset", i), fmt.Sprint(x.Offset), fmt.Sprint(y.Offset))
 		}
@@ -57,7 +57,7 @@ func HeaderDiffs(a, b *tensorbin.Header, offsets bool) []FieldDiff {
 		return out
 	}
 	if ta != nil {
-		add("topology.distribution_shape", fmtDims(ta.DistributionShape), fmtDims(tb.DistributionShape))
+		add("topology.distribution_shape", FormatDims(ta.DistributionShape), FormatDims(tb.DistributionShape))
 		add("topology.placements", FormatPlacements(ta.Placements), FormatPlacements(tb.Placements))
 		add("topology.mesh_coords", fmtCoords(ta.MeshCoords), fmtCoords(tb.MeshCoords))
 	}
@@ -71,7 +71,8 @@ func presence(p bool) string {
 	return "absent"
 }
 
-func fmtDims(d []uint32) string {
+// FormatDims is a shape or mesh coordinate, e.g. "[1, 2]".
+func FormatDims(d []uint32) string {
 	parts := make([]string, len(d))
 	for i, v := range d {
 		parts[i] = fmt.Sprint(v)
@@ -82,7 +83,7 @@ func fmtDims(d []uint32) string {
 func fmtCoords(cs [][]uint32) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
-		parts[i] = fmtDims(c)
+		parts[i] = FormatDims(c)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -116,7 +117,7 @@ func DescribeMemory(m tensorbin.MemoryConfig) string {
 		s += fmt.Sprintf(" shard [%d, %d] grid %s %s", ss.ShapeH, ss.ShapeW, fmtGrid(ss.Grid), orientation(ss.Orientation))
 	}
 	if nd := m.NdShardSpec; nd != nil {
-		s += fmt.Sprintf(" nd_shard %s grid %s %s strategy %d", fmtDims(nd.ShardShape), fmtGrid(nd.Grid), orientation(nd.Orientation), nd.DistributionStrategy)
+		s += fmt.Sprintf(" nd_shard %s grid %s %s strategy %d", FormatDims(nd.ShardShape), fmtGrid(nd.Grid), orientation(nd.Orientation), nd.DistributionStrategy)
 	}
 	if m.CreatedWithNdShardSpec {
 		s += " created_with_nd_shard_spec"

@@ -25,21 +25,26 @@ func (a *App) newCacheCmd() *cobra.Command {
 		Short: "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("cache needs a subcommand: build, verify, ls, pack or unpack (see %s --help)", cmd.CommandPath())
+			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack or compare (see %s --help)", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(a.newCacheBuildCmd(), a.newCacheVerifyCmd(), a.newCacheLsCmd(), a.newCachePackCmd(), a.newCacheUnpackCmd())
+	cmd.AddCommand(a.newCacheBuildCmd(), a.newCacheVerifyCmd(), a.newCacheLsCmd(), a.newCachePackCmd(), a.newCacheUnpackCmd(), a.newCacheCompareCmd())
 	return cmd
 }
 
-// planFlags are the mapping flags shared by build and verify.
+// planFlags are the mapping flags shared by build and verify. Set holds
+// the --set NAME=VALUE overrides of profile variables, applied over Base.
 type planFlags struct {
 	Profile, Rules, Mesh, Device, Tag string
+	Set                               []string
+	Base                              mapping.Settings
 }
 
 func (p *planFlags) add(f interface {
 	StringVar(*string, string, string, string)
+	StringArrayVar(*[]string, string, []string, string)
 }, meshDefault string) {
+	addSetFlag(f, &p.Set)
 	f.StringVar(&p.Profile, "profile", mapping.BuiltinName, "built-in mapping profile ("+strings.Join(mapping.BuiltinNames(), ", ")+")")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
 	f.StringVar(&p.Mesh, "mesh", meshDefault, "device mesh, 1xN")
@@ -61,6 +66,15 @@ func (a *App) plan(ctx context.Context, src string, pf planFlags, w io.Writer) (
 	if mesh.Rows != 1 {
 		return nil, nil, usageError("mesh %s: only 1xN meshes are supported", mesh)
 	}
+	set, err := mapping.ParseSettings(pf.Set)
+	if err != nil {
+		return nil, nil, usageError("--set: %v", err)
+	}
+	for k, v := range pf.Base {
+		if _, over := set[k]; !over {
+			set[k] = v
+		}
+	}
 	p := *prof
 	if pf.Device != "" {
 		p.Device = pf.Device
@@ -68,11 +82,14 @@ func (a *App) plan(ctx context.Context, src string, pf planFlags, w io.Writer) (
 	if pf.Tag != "" {
 		p.Tag = pf.Tag
 	}
+	if _, err := p.Resolve(mesh, set); err != nil {
+		return nil, nil, usageError("--set: %v", err)
+	}
 	c, err := a.open(ctx, src, ckpt.Options{})
 	if err != nil {
 		return nil, nil, inputError(err)
 	}
-	plan, err := mapping.Build(c, &p, mesh)
+	plan, err := mapping.BuildWith(c, &p, mesh, set)
 	if err != nil {
 		var pe *mapping.PlanError
 		if !errors.As(err, &pe) {
@@ -221,6 +238,7 @@ func groupEntryWarnings(plan *mapping.Plan) []string {
 type cacheVerifyOptions struct {
 	Dir, Source string
 	Rules       string
+	Set         []string
 	MinMem      string
 	MemInfo     string
 	Rehash      bool
@@ -243,6 +261,7 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
+	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size, e.g. 4GiB")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
@@ -320,7 +339,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return finish()
 	}
 	res.Profile, res.Mesh = m.Profile, m.Mesh
-	pf := planFlags{Profile: m.Profile, Rules: o.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag}
+	pf := planFlags{Profile: m.Profile, Rules: o.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: o.Set, Base: m.Settings}
 	if o.Rules == "" {
 		if _, err := mapping.Builtin(m.Profile); err != nil {
 			return usageError("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)

@@ -43,14 +43,14 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var res CacheBuildResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	require.Equal(t, 80, res.Files)
-	require.Len(t, res.Built, 80)
+	require.Equal(t, 82, res.Files)
+	require.Len(t, res.Built, 82)
 	require.Equal(t, "1x2", res.Mesh)
 	require.NotEmpty(t, res.Warnings)
 
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 0, code, stdout)
-	require.Contains(t, stdout, "ok: 80 files")
+	require.Contains(t, stdout, "ok: 82 files")
 
 	// ls, text and JSON (golden).
 	code, stdout, _ = runApp(t, "cache", "ls", filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2"), "--format", "text")
@@ -75,11 +75,11 @@ func TestCacheCommands(t *testing.T) {
 	arch := filepath.Join(dir, "cache.tar.zst")
 	code, stdout, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stdout, "packed 80 files")
+	require.Contains(t, stdout, "packed 82 files")
 	shipped := filepath.Join(dir, "shipped")
 	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-C", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stdout, "unpacked 80 files")
+	require.Contains(t, stdout, "unpacked 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
 	require.Equal(t, 0, code, stdout)
 	// The unpacked cache keeps the recorded mtimes: a rebuild there skips everything.
@@ -87,7 +87,7 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Empty(t, res.Built)
-	require.Equal(t, 80, res.Skipped)
+	require.Equal(t, 82, res.Skipped)
 
 	// A corrupted archive: exit 2 and no complete-looking cache.
 	b, err := os.ReadFile(arch)

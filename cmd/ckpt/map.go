@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -16,15 +19,17 @@ import (
 )
 
 type mapOptions struct {
-	Source  string
-	Profile string
-	Rules   string
-	Mesh    string
-	Device  string
-	Tag     string
-	Format  string
-	Dump    bool
-	Summary bool
+	Source       string
+	Profile      string
+	Rules        string
+	Mesh         string
+	Device       string
+	Tag          string
+	Set          []string
+	AgainstCache string
+	Format       string
+	Dump         bool
+	Summary      bool
 }
 
 func (a *App) newMapCmd() *cobra.Command {
@@ -51,17 +56,22 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
+	addSetFlag(f, &o.Set)
+	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	return cmd
 }
 
-// MapPlacement is the placement of a target in the map JSON.
+// MapPlacement is the placement of a target in the map JSON. MeshAxes is
+// set for a 2-D mesh mapper (ShardTensor2dMesh): one placement per mesh
+// axis, rows then columns.
 type MapPlacement struct {
-	Kind    string `json:"kind"`
-	Dim     *int   `json:"dim,omitempty"`
-	Devices int    `json:"devices"`
+	Kind     string   `json:"kind"`
+	Dim      *int     `json:"dim,omitempty"`
+	MeshAxes []string `json:"mesh_axes,omitempty"`
+	Devices  int      `json:"devices"`
 }
 
 // MapEntry is one target of the map JSON.
@@ -97,6 +107,7 @@ type MapResult struct {
 	Profile  string            `json:"profile"`
 	Pinned   *mapping.Pinned   `json:"pinned,omitempty"`
 	Mesh     string            `json:"mesh"`
+	Settings mapping.Settings  `json:"settings"`
 	Source   string            `json:"source"`
 	CacheDir string            `json:"cache_dir"`
 	Entries  []MapEntry        `json:"entries"`
@@ -151,6 +162,10 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if mesh.Rows != 1 {
 		return usageError("mesh %s: only 1xN meshes are supported", mesh)
 	}
+	set, err := mapping.ParseSettings(o.Set)
+	if err != nil {
+		return usageError("--set: %v", err)
+	}
 	p := *prof
 	if o.Device != "" {
 		p.Device = o.Device
@@ -158,15 +173,32 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if o.Tag != "" {
 		p.Tag = o.Tag
 	}
+	if _, err := p.Resolve(mesh, set); err != nil {
+		return usageError("--set: %v", err)
+	}
 	c, err := a.open(ctx, o.Source, ckpt.Options{})
 	if err != nil {
 		return inputError(err)
 	}
 	defer c.Close()
-	plan, err := mapping.Build(c, &p, mesh)
+	plan, err := mapping.BuildWith(c, &p, mesh, set)
 	var pe *mapping.PlanError
 	if err != nil && !errors.As(err, &pe) {
 		return inputError(err)
+	}
+	if o.AgainstCache != "" {
+		if pe != nil {
+			for _, pr := range pe.Problems {
+				fmt.Fprintf(a.Out, "problem (%s): %s\n", pr.Kind, ckpt.EscapeName(pr.Message))
+			}
+			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n", p.Name, o.Source, mesh, len(pe.Problems), o.AgainstCache)
+			return silentExit(1)
+		}
+		rep, err := cache.CheckPlan(plan, o.AgainstCache)
+		if err != nil {
+			return inputError(err)
+		}
+		return renderCompare(a.Out, format, rep, "plan", "cache")
 	}
 	res := mapResult(plan)
 	if err := printMap(a.Out, format, &res, o.Summary); err != nil {
@@ -179,14 +211,14 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 }
 
 func mapResult(pl *mapping.Plan) MapResult {
-	res := MapResult{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Source: pl.Source, CacheDir: pl.CacheDir,
+	res := MapResult{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Settings: pl.Settings, Source: pl.Source, CacheDir: pl.CacheDir,
 		Entries: []MapEntry{}, Ignored: pl.Ignored, Unmapped: pl.Unmapped, Problems: pl.Problems, Warnings: pl.Warnings}
 	sources := map[string]bool{}
 	scales := map[string]bool{}
 	for _, e := range pl.Entries {
 		me := MapEntry{Target: e.Target, File: e.File, Rule: e.Rule, Transform: e.Describe(), DType: e.DType, Layout: e.Layout,
 			Shape: e.Shape, DeviceShape: e.DeviceShape, Shards: len(e.Shards), MemoryConfig: e.Memory, Warnings: e.Warnings,
-			Placement: MapPlacement{Kind: e.Placement.Kind, Devices: e.Devices}}
+			Placement: MapPlacement{Kind: e.Placement.Kind, MeshAxes: e.Placement.MeshAxes, Devices: e.Devices}}
 		if e.Placement.Kind == "shard" {
 			d := e.Placement.Dim
 			me.Placement.Dim = &d
@@ -231,6 +263,9 @@ func printMap(w io.Writer, format string, res *MapResult, summaryOnly bool) erro
 			pl := "replicate"
 			if e.Placement.Dim != nil {
 				pl = fmt.Sprintf("shard %d", *e.Placement.Dim)
+				if len(e.Placement.MeshAxes) > 0 {
+					pl += " (2-D: " + strings.Join(e.Placement.MeshAxes, ", ") + ")"
+				}
 			}
 			mem := "dram"
 			if e.MemoryConfig.Kind == mapping.DRAMWidthSharded {
@@ -285,9 +320,28 @@ func printMap(w io.Writer, format string, res *MapResult, summaryOnly bool) erro
 	if s.Problems > 0 {
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)
 	}
-	fmt.Fprintf(w, "%s%s on mesh %s: %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
-		res.Profile, pin, res.Mesh, s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
+		res.Profile, pin, res.Mesh, formatSettings(res.Settings), s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
 	return nil
+}
+
+// formatSettings is "a=true b=false" in name order.
+func formatSettings(s mapping.Settings) string {
+	if len(s) == 0 {
+		return "no settings"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, s[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// addSetFlag registers the repeatable --set NAME=VALUE flag.
+func addSetFlag(f interface {
+	StringArrayVar(*[]string, string, []string, string)
+}, dst *[]string) {
+	f.StringArrayVar(dst, "set", nil, "override a profile variable, NAME=true|false (repeatable; ckpt map --dump lists them with their defaults)")
 }
 
 // groupWarnings collapses per-entry warnings by rule and message.

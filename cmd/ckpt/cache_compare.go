@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/spf13/cobra"
+)
+
+type cacheCompareOptions struct {
+	A, B     string
+	Workers  int
+	Progress string
+	Format   string
+}
+
+func (a *App) newCacheCompareCmd() *cobra.Command {
+	o := &cacheCompareOptions{}
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Compare two cache directories (e.g. ours and the one the serving stack wrote): missing/extra files, every header field, shard bytes; exit 0 identical, 1 different, 2 unreadable",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.A, o.B = args[0], args[1]
+			return a.runCacheCompare(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	return cmd
+}
+
+// CacheCompareResult is the JSON document of cache compare and of
+// map --against-cache.
+type CacheCompareResult struct {
+	*cache.CompareReport
+	Same       bool `json:"same"`
+	Unreadable bool `json:"unreadable"`
+}
+
+func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	prog := ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache compare", prog)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	rep, err := cache.Compare(ctx, o.A, o.B, cache.CompareOptions{Workers: o.Workers, Progress: prog})
+	stop()
+	if err != nil {
+		return inputError(err)
+	}
+	return renderCompare(a.Out, format, rep, "A", "B")
+}
+
+// renderCompare prints a comparison report (labelA / labelB head the two
+// value columns) and returns the exit: 2 when a file was unreadable, 1 on
+// any difference, else nil.
+func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
+	res := CacheCompareResult{CompareReport: rep, Same: rep.Same(), Unreadable: rep.Unreadable()}
+	if format == output.JSON {
+		if err := output.WriteJSON(w, res); err != nil {
+			return err
+		}
+	} else {
+		if len(rep.Diffs) > 0 {
+			g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
+			for _, d := range rep.Diffs {
+				field, detail := d.Field, ""
+				switch d.Kind {
+				case cache.DiffData:
+					field = fmt.Sprintf("shard %d device %s", *d.Shard, cache.FormatDims(d.Device))
+					detail = d.Message
+				case cache.DiffMissing, cache.DiffExtra, cache.DiffUnreadable:
+					detail = d.Message
+				}
+				g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
+			}
+			if err := g.Render(w, format); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+	}
+	switch {
+	case res.Unreadable:
+		return silentExit(2)
+	case !res.Same:
+		return silentExit(1)
+	}
+	return nil
+}
+
+// compareSummary is the verdict line of a comparison.
+func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
+	count := map[string]int{}
+	files := map[string]map[string]bool{}
+	for _, d := range rep.Diffs {
+		count[d.Kind]++
+		if files[d.Kind] == nil {
+			files[d.Kind] = map[string]bool{}
+		}
+		files[d.Kind][d.File] = true
+	}
+	verdict := "identical"
+	switch {
+	case rep.Unreadable():
+		verdict = "UNREADABLE files"
+	case !rep.Same():
+		verdict = "DIFFERENT"
+	}
+	parts := []string{
+		fmt.Sprintf("%d missing in %s", count[cache.DiffMissing], labelB),
+		fmt.Sprintf("%d extra in %s", count[cache.DiffExtra], labelB),
+		fmt.Sprintf("%d header field(s) differ in %d file(s)", count[cache.DiffHeader], len(files[cache.DiffHeader])),
+	}
+	data := "headers only (no data read)"
+	if !rep.HeadersOnly {
+		parts = append(parts, fmt.Sprintf("%d shard(s) differ in %d file(s)", count[cache.DiffData], len(files[cache.DiffData])))
+		data = output.Int(rep.Bytes) + " bytes compared"
+	}
+	if n := count[cache.DiffUnreadable]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d unreadable", n))
+	}
+	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %d identical, %s; %s: %s",
+		labelA, ckpt.EscapeName(rep.A), rep.FilesA, labelB, ckpt.EscapeName(rep.B), rep.FilesB, rep.Common, rep.Identical,
+		data, strings.Join(parts, ", "), verdict)
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stackCache builds the small fixture's cache twice: "ours" and a copy
+// standing for the one the serving stack wrote, damaged by
+// cachetest.Inject. It returns the source, both cache roots, the damaged
+// cache directory and what was injected.
+func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.Injected) {
+	t.Helper()
+	dir := t.TempDir()
+	src = filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	ours, stack = filepath.Join(dir, "ours"), filepath.Join(dir, "stack")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", ours, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, cachetest.CopyTree(ours, stack))
+	stackDir = filepath.Join(stack, "P300", "tensor_cache_bfp8_mesh1x2")
+	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+	require.NoError(t, err)
+	inj, err = cachetest.Inject(stackDir, plan)
+	require.NoError(t, err)
+	return src, ours, stack, stackDir, inj
+}
+
+func TestCacheCompareCommand(t *testing.T) {
+	t.Parallel()
+	_, ours, _, stackDir, inj := stackCache(t)
+	oursDir := filepath.Join(ours, "P300", "tensor_cache_bfp8_mesh1x2")
+
+	// A cache compared with itself: exit 0.
+	code, stdout, stderr := runApp(t, "cache", "compare", oursDir, oursDir, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "82 in both, 82 identical")
+	assert.Contains(t, stdout, ": identical")
+
+	// Every injected difference is named; exit 1. Text output is golden.
+	code, stdout, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none", "--format", "text")
+	require.Equal(t, 1, code)
+	golden(t, "cache_compare_damaged.golden", strings.NewReplacer(oursDir, "$OURS", stackDir, "$STACK").Replace(stdout))
+
+	code, stdout, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none", "--format", "json")
+	require.Equal(t, 1, code)
+	var res CacheCompareResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.False(t, res.Same)
+	got := map[string][]string{}
+	for _, d := range res.Diffs {
+		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
+		if d.Kind == cache.DiffData {
+			require.NotNil(t, d.Tile)
+			assert.Equal(t, int64(inj.FlippedTile), *d.Tile)
+			assert.Equal(t, []uint32{0, 1}, d.Device)
+			require.NotNil(t, d.MaxAbsDiff)
+			assert.Positive(t, *d.MaxAbsDiff)
+		}
+	}
+	assert.Equal(t, map[string][]string{
+		inj.RenamedFrom: {"missing:"},
+		inj.RenamedTo:   {"extra:"},
+		inj.Topology:    {"header:topology.distribution_shape", "header:topology.placements"},
+		inj.DType:       {"header:dtype"},
+		inj.Memory:      {"header:memory_config"},
+		inj.Flipped:     {"data:"},
+	}, got)
+
+	// Unreadable: a file that is not a tensorbin, or a directory that does not exist: exit 2.
+	require.NoError(t, os.WriteFile(filepath.Join(stackDir, strings.TrimSuffix(inj.DType, "")), []byte("junk"), 0o644))
+	code, _, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none")
+	assert.Equal(t, 2, code)
+	code, _, stderr = runApp(t, "cache", "compare", oursDir, filepath.Join(stackDir, "absent"), "--progress", "none")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "absent")
+	code, _, _ = runApp(t, "cache", "compare", oursDir)
+	assert.Equal(t, 2, code)
+}
+
+func TestMapAgainstCache(t *testing.T) {
+	t.Parallel()
+	src, ours, stack, _, inj := stackCache(t)
+
+	// Our plan against our own build (the root or the cache directory): exit 0.
+	for _, dir := range []string{ours, filepath.Join(ours, "P300", "tensor_cache_bfp8_mesh1x2")} {
+		code, stdout, stderr := runApp(t, "map", src, "--against-cache", dir)
+		require.Equal(t, 0, code, stdout+stderr)
+		assert.Contains(t, stdout, "82 identical")
+	}
+
+	// Against the damaged stack cache: names the rename (with its planned
+	// twin), the topology, dtype and memory config; exit 1. The flipped data
+	// byte is not seen: no data is read.
+	code, stdout, _ := runApp(t, "map", src, "--against-cache", stack, "--format", "json")
+	require.Equal(t, 1, code)
+	var res CacheCompareResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	got := map[string][]string{}
+	for _, d := range res.Diffs {
+		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
+	}
+	assert.Equal(t, map[string][]string{
+		inj.RenamedFrom: {"missing:"},
+		inj.RenamedTo:   {"extra:"},
+		inj.Topology:    {"header:topology.distribution_shape", "header:topology.placements"},
+		inj.DType:       {"header:dtype"},
+		inj.Memory:      {"header:memory_config"},
+	}, got)
+	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--format", "text")
+	require.Equal(t, 1, code)
+	golden(t, "map_against_cache.golden", strings.ReplaceAll(stdout, stack, "$STACK"))
+
+	// With --set proj_1d_decode=false the plan has the .dramshard name of
+	// the renamed file, and names the memory config its header still has
+	// (a rename alone does not make a DRAM-width-sharded file).
+	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--set", "proj_1d_decode=false", "--format", "json")
+	require.Equal(t, 1, code)
+	res = CacheCompareResult{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	var renamed []string
+	for _, d := range res.Diffs {
+		if d.File == inj.RenamedTo {
+			renamed = append(renamed, d.Kind+":"+d.Field)
+		}
+	}
+	assert.Equal(t, []string{"header:memory_config"}, renamed)
+
+	code, _, stderr := runApp(t, "map", src, "--against-cache", filepath.Join(stack, "absent"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "absent")
+}
+
+func TestSetFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+
+	code, stdout, _ := runApp(t, "map", src, "--set", "mlp_1d_decode=false", "--set", "proj_1d_decode=false", "--format", "json")
+	require.Equal(t, 0, code)
+	var m MapResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &m))
+	assert.Equal(t, false, m.Settings["proj_1d_decode"])
+	var names []string
+	for _, e := range m.Entries {
+		names = append(names, e.Target)
+	}
+	assert.Contains(t, names, "layers.0/tp/qkvzab.dramshard")
+	assert.Contains(t, names, "layers.1/mlp.gate_proj.weight.dramshard.tp")
+	assert.NotContains(t, names, "layers.0/tp/qkvzab.il")
+
+	for _, bad := range [][]string{
+		{"map", src, "--set", "nope=true"},
+		{"map", src, "--set", "proj_1d_decode=maybe"},
+		{"map", src, "--set", "rope_permuted_enabled=true"},
+		{"cache", "build", src, "--out", filepath.Join(dir, "x"), "--set", "nope=1"},
+	} {
+		code, _, stderr := runApp(t, bad...)
+		assert.Equal(t, 2, code, "%v: %s", bad, stderr)
+		assert.Contains(t, stderr, "--set", "%v", bad)
+	}
+
+	// cache build records the settings; verify uses them, and --set on
+	// verify checks the cache against another plan.
+	out := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--set", "mlp_gateup_agmm_enabled=false", "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	man, err := cache.ReadManifest(out)
+	require.NoError(t, err)
+	assert.Equal(t, false, man.Settings["mlp_gateup_agmm_enabled"])
+	assert.Len(t, man.Files, 82-5, "no fused-SwiGLU files")
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none")
+	assert.Equal(t, 0, code, stdout)
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--set", "mlp_gateup_agmm_enabled=true", "--progress", "none")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "mlp_gateup_agmm_enabled=false")
+}
