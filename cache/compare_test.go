@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -185,4 +186,37 @@ func TestBuild2DMapperHeaders(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint32{2}, h.Topology.DistributionShape)
 	assert.Equal(t, []tensorbin.Placement{{Shard: true, Dim: -1}}, h.Topology.Placements)
+}
+
+// TestHeaders27BMesh1x2: the header cache build writes for every file of the
+// 27B FP8 plan at 1x2 (HeaderFor): DRAM interleaved everywhere (no
+// .dramshard layout), the 2-D topology on tok_embeddings.weight and every
+// _distributed norm, the 1-D one on the other sharded files.
+func TestHeaders27BMesh1x2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := ckpttest.WriteInventoryEdited(dir, "fp8", nil)
+	require.NoError(t, err)
+	_, plan := openPlan(t, dir)
+	require.Len(t, plan.Entries, 997)
+	twoD := 0
+	for _, e := range plan.Entries {
+		h, err := cache.HeaderFor(e)
+		require.NoError(t, err, e.Target)
+		assert.Equal(t, tensorbin.DRAMInterleaved(), h.Spec.Memory, e.Target)
+		assert.NotContains(t, e.File, "dramshard")
+		switch {
+		case e.Target == "tok_embeddings.weight" || strings.HasSuffix(e.Target, "_distributed"):
+			twoD++
+			assert.Equal(t, []uint32{1, 2}, h.Topology.DistributionShape, e.Target)
+			assert.Equal(t, "[Replicate, Shard("+map[bool]string{true: "3", false: "2"}[e.Target == "tok_embeddings.weight"]+")]",
+				cache.FormatPlacements(h.Topology.Placements), e.Target)
+		case e.Placement.Kind == "shard":
+			assert.Equal(t, []uint32{2}, h.Topology.DistributionShape, e.Target)
+		default:
+			assert.Equal(t, []uint32{1}, h.Topology.DistributionShape, e.Target)
+		}
+	}
+	// 64 layers x 2 norms + final norm + 3 MTP norms + 2 MTP layer norms, + the embedding.
+	assert.Equal(t, 64*2+1+3+2+1, twoD)
 }
