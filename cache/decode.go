@@ -34,8 +34,7 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (bool, error) {
 			return false, err
 		}
 		w.raw = raw
-		dt := v.T.DType
-		return !v.Dequantized() && (dt == ckpt.BF16 || dt == ckpt.F8E4M3 || dt == ckpt.F8E5M2), nil
+		return v.BF16Exact(), nil
 	}
 	cols := v.Cols
 	need := n * cols

@@ -155,12 +155,9 @@ func (s *sink) extract(dst, src []float32, n, stride, col int, ops valueOps) err
 }
 
 // opsFor returns the value ops still to apply to values that are already
-// bf16-exact (rounded) or not: a leading bf16 rounding is a no-op on them.
+// bf16-exact (rounded) or not (mapping.OpsAfterRead).
 func (s *sink) opsFor(rounded bool) valueOps {
-	if rounded && len(s.vops) > 0 && s.vops[0].Op == "round" {
-		return s.vops[1:]
-	}
-	return s.vops
+	return valueOps(mapping.OpsAfterRead(s.vops, rounded))
 }
 
 // put delivers block rows [b0, b0+n) of shard sh: row r is

@@ -101,6 +101,14 @@ func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
 // Dequantized reports whether values are multiplied by a block scale.
 func (v *Values) Dequantized() bool { return v.Scale != nil }
 
+// BF16Exact reports whether the values read are the stored values of a
+// tensor whose dtype bf16 holds exactly (BF16, or an F8 format without a
+// block scale), so that rounding them to bf16 changes nothing.
+func (v *Values) BF16Exact() bool {
+	dt := v.T.DType
+	return !v.Dequantized() && (dt == BF16 || dt == F8E4M3 || dt == F8E5M2)
+}
+
 // RowBytes is the byte size of one row of the raw tensor.
 func (v *Values) RowBytes() int64 { return v.Cols * int64(v.T.DType.Bits()) / 8 }
 

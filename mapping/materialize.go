@@ -71,13 +71,13 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			for r := int64(0); r < p.Rows; r++ {
 				copy(block[(at+r)*e.MatrixCols:(at+r+1)*e.MatrixCols], rowBuf[r*v.Cols+p.Col:r*v.Cols+p.Col+p.Cols])
 			}
+			if err := ApplyValues(OpsAfterRead(e.Values, v.BF16Exact()), block[at*e.MatrixCols:(at+p.Rows)*e.MatrixCols]); err != nil {
+				return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
+			}
 			at += p.Rows
 		}
 		if at != e.MatrixRows {
 			return nil, nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", e.Target, s, at, e.MatrixRows)
-		}
-		if err := ApplyValues(e.Values, block); err != nil {
-			return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
 		}
 		if e.Transpose {
 			block = transpose(block, e.MatrixRows, e.MatrixCols)
@@ -85,6 +85,17 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 		out[s] = block
 	}
 	return out, append([]int64(nil), e.DeviceShape...), nil
+}
+
+// OpsAfterRead returns the value ops to apply to values read from a
+// source: all of ops, or without a leading bf16 round when the values are
+// already stored as bf16 (ckpt.Values.BF16Exact) — torch's .to(bfloat16)
+// leaves a bf16 tensor as it is, NaN bits included.
+func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
+	if bf16Exact && len(ops) > 0 && ops[0].Op == "round" {
+		return ops[1:]
+	}
+	return ops
 }
 
 // ApplyValues applies value ops to vals in place, in order. Converters that
