@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest is for mesh %s in %s, the plan for mesh %s in %s", m.Mesh, m.CacheDir, plan.Mesh, plan.CacheDir)})
 	}
 	if !maps.Equal(m.Settings, plan.Settings) {
-		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest was built with settings %s, the plan has %s", formatSettings(m.Settings), formatSettings(plan.Settings))})
+		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest was built with settings %s, the plan has %s", m.Settings, plan.Settings)})
 	}
 	recs := map[string]FileRecord{}
 	for _, f := range m.Files {
@@ -280,16 +279,4 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 			Message: fmt.Sprintf("source tensor(s) changed since the build: %s", strings.Join(changed, ", "))})
 	}
 	return out, st.Size(), nil
-}
-
-// formatSettings is "a=true, b=false" in name order, or "none".
-func formatSettings(s mapping.Settings) string {
-	if len(s) == 0 {
-		return "none"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(s)) {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, s[k]))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -125,16 +125,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		}
 	})
 	t.Run("row-parallel down_proj: device d holds input columns d", func(t *testing.T) {
-		w := source(t, c, P+"1.mlp.down_proj.weight") // [128, 320], FP8 in the fixture
-		vals, shape := materialize(t, c, pl, "layers.1/mlp.down_proj.weight.tp")
-		require.Equal(t, []int64{160, 128}, shape)
-		for d := 0; d < 2; d++ {
-			for i := 0; i < 160; i++ {
-				for o := 0; o < 128; o++ {
-					require.Equal(t, w[o][d*160+i], vals[d][i*128+o])
-				}
-			}
-		}
+		checkDownProj(t, c, pl, P+"1.mlp.down_proj.weight", "layers.1/mlp.down_proj.weight.tp") // FP8 in the fixture
 	})
 	t.Run("conv tap 2: channel j of [q_d|k_d|v_d]", func(t *testing.T) {
 		conv := source(t, c, P+"2.linear_attn.conv1d.weight") // [256, 4] matrix view
@@ -190,16 +181,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		}
 	})
 	t.Run("mtp decoder layer: text layer 3's row-parallel down_proj, from mtp.layers.0", func(t *testing.T) {
-		w := source(t, c, "mtp.layers.0.mlp.down_proj.weight")
-		vals, shape := materialize(t, c, pl, "mtp/layers.3/mlp.down_proj.weight.tp")
-		require.Equal(t, []int64{160, 128}, shape)
-		for d := 0; d < 2; d++ {
-			for i := 0; i < 160; i++ {
-				for o := 0; o < 128; o++ {
-					require.Equal(t, w[o][d*160+i], vals[d][i*128+o])
-				}
-			}
-		}
+		checkDownProj(t, c, pl, "mtp.layers.0.mlp.down_proj.weight", "mtp/layers.3/mlp.down_proj.weight.tp")
 	})
 	t.Run("mtp fc: column-parallel transpose, device d holds output rows d", func(t *testing.T) {
 		w := source(t, c, "mtp.fc.weight") // [128, 256]
@@ -209,6 +191,22 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 			assert.Equal(t, transposedRows(w[d*64:(d+1)*64]), vals[d], "device %d", d)
 		}
 	})
+}
+
+// checkDownProj checks a row-parallel [128, 320] down_proj of the small
+// fixture at 1x2: device d holds input columns [160d, 160d+160), transposed.
+func checkDownProj(t *testing.T, c *ckpt.Checkpoint, pl *mapping.Plan, src, target string) {
+	t.Helper()
+	w := source(t, c, src)
+	vals, shape := materialize(t, c, pl, target)
+	require.Equal(t, []int64{160, 128}, shape)
+	for d := 0; d < 2; d++ {
+		for i := 0; i < 160; i++ {
+			for o := 0; o < 128; o++ {
+				require.Equal(t, w[o][d*160+i], vals[d][i*128+o])
+			}
+		}
+	}
 }
 
 func TestApplyValues(t *testing.T) {

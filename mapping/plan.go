@@ -2,6 +2,8 @@ package mapping
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,6 +142,18 @@ type Entry struct {
 
 // Settings are values of profile variables, by name.
 type Settings map[string]bool
+
+// String is "a=true, b=false" in name order, or "none".
+func (s Settings) String() string {
+	if len(s) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, s[k]))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // ParseSettings parses NAME=VALUE assignments (ckpt map --set); VALUE is
 // true/false, 1/0, on/off or yes/no. A name given twice is an error.

@@ -49,6 +49,14 @@ func builtin(t *testing.T) *mapping.Profile {
 	return p
 }
 
+// openSmall writes and opens the small fixture (ckpttest.Small).
+func openSmall(t *testing.T) *ckpt.Checkpoint {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	return open(t, dir)
+}
+
 func entryByTarget(pl *mapping.Plan, target string) *mapping.Entry {
 	for _, e := range pl.Entries {
 		if e.Target == target {
@@ -271,9 +279,7 @@ func BenchmarkBuild27B(b *testing.B) {
 // fixture at 1x2.
 func TestVariablesChangeExactlyTheirFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
-	c := open(t, dir)
+	c := openSmall(t)
 	mesh := mapping.Mesh{Rows: 1, Cols: 2}
 	plan := func(set mapping.Settings) map[string]*mapping.Entry {
 		t.Helper()
@@ -345,9 +351,7 @@ func TestVariablesChangeExactlyTheirFiles(t *testing.T) {
 
 func TestSettingsErrors(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
-	c := open(t, dir)
+	c := openSmall(t)
 	mesh := mapping.Mesh{Rows: 1, Cols: 2}
 	_, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"proj_1d": true})
 	require.Error(t, err)
@@ -375,9 +379,7 @@ func TestSettingsErrors(t *testing.T) {
 
 func TestTargetExpressions(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
-	c := open(t, dir)
+	c := openSmall(t)
 	p := &mapping.Profile{Name: "expr", Device: "D", Tag: "t", Rules: []mapping.Rule{{ID: "w", Target: "layer{first_full_attention_layer + 1}/fc.{num_hidden_layers}",
 		Sources: []string{"mtp.fc.weight"}, Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: mapping.Tile, Memory: mapping.DRAMInterleaved}}}
 	pl, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})

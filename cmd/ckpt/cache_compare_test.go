@@ -43,6 +43,22 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	return src, ours, stack, stackDir, inj
 }
 
+func decodeCompare(t *testing.T, out string) CacheCompareResult {
+	t.Helper()
+	var res CacheCompareResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	return res
+}
+
+// diffFields lists each file's differences as kind:field.
+func diffFields(res CacheCompareResult) map[string][]string {
+	got := map[string][]string{}
+	for _, d := range res.Diffs {
+		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
+	}
+	return got
+}
+
 func TestCacheCompareCommand(t *testing.T) {
 	t.Parallel()
 	_, ours, _, stackDir, inj := stackCache(t)
@@ -61,12 +77,10 @@ func TestCacheCompareCommand(t *testing.T) {
 
 	code, stdout, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none", "--format", "json")
 	require.Equal(t, 1, code)
-	var res CacheCompareResult
-	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	res := decodeCompare(t, stdout)
 	assert.False(t, res.Same)
-	got := map[string][]string{}
+	got := diffFields(res)
 	for _, d := range res.Diffs {
-		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
 		if d.Kind == cache.DiffData {
 			require.NotNil(t, d.Tile)
 			assert.Equal(t, int64(inj.FlippedTile), *d.Tile)
@@ -111,19 +125,13 @@ func TestMapAgainstCache(t *testing.T) {
 	// byte is not seen: no data is read.
 	code, stdout, _ := runApp(t, "map", src, "--against-cache", stack, "--format", "json")
 	require.Equal(t, 1, code)
-	var res CacheCompareResult
-	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	got := map[string][]string{}
-	for _, d := range res.Diffs {
-		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
-	}
 	assert.Equal(t, map[string][]string{
 		inj.RenamedFrom: {"missing:"},
 		inj.RenamedTo:   {"extra:"},
 		inj.Topology:    {"header:topology.distribution_shape", "header:topology.placements"},
 		inj.DType:       {"header:dtype"},
 		inj.Memory:      {"header:memory_config"},
-	}, got)
+	}, diffFields(decodeCompare(t, stdout)))
 	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--format", "text")
 	require.Equal(t, 1, code)
 	golden(t, "map_against_cache.golden", strings.ReplaceAll(stdout, stack, "$STACK"))
@@ -133,15 +141,7 @@ func TestMapAgainstCache(t *testing.T) {
 	// (a rename alone does not make a DRAM-width-sharded file).
 	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--set", "proj_1d_decode=false", "--format", "json")
 	require.Equal(t, 1, code)
-	res = CacheCompareResult{}
-	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	var renamed []string
-	for _, d := range res.Diffs {
-		if d.File == inj.RenamedTo {
-			renamed = append(renamed, d.Kind+":"+d.Field)
-		}
-	}
-	assert.Equal(t, []string{"header:memory_config"}, renamed)
+	assert.Equal(t, []string{"header:memory_config"}, diffFields(decodeCompare(t, stdout))[inj.RenamedTo])
 
 	code, _, stderr := runApp(t, "map", src, "--against-cache", filepath.Join(stack, "absent"))
 	assert.Equal(t, 2, code)

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -321,20 +319,8 @@ func printMap(w io.Writer, format string, res *MapResult, summaryOnly bool) erro
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
-		res.Profile, pin, res.Mesh, formatSettings(res.Settings), s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+		res.Profile, pin, res.Mesh, res.Settings, s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
 	return nil
-}
-
-// formatSettings is "a=true b=false" in name order.
-func formatSettings(s mapping.Settings) string {
-	if len(s) == 0 {
-		return "no settings"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(s)) {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, s[k]))
-	}
-	return strings.Join(parts, " ")
 }
 
 // addSetFlag registers the repeatable --set NAME=VALUE flag.
