@@ -159,3 +159,20 @@ func Inject(cdir string, plan *mapping.Plan) (Injected, error) {
 	}
 	return inj, f.Close()
 }
+
+// Want is what a comparison must report for the injected damage, per file
+// as "kind:field": with data, the flipped byte too (cache compare); without,
+// only names and headers (a plan held against the cache).
+func (i Injected) Want(data bool) map[string][]string {
+	w := map[string][]string{
+		i.RenamedFrom: {"missing:"},
+		i.RenamedTo:   {"extra:"},
+		i.Topology:    {"header:topology.distribution_shape", "header:topology.placements"},
+		i.DType:       {"header:dtype"},
+		i.Memory:      {"header:memory_config"},
+	}
+	if data {
+		w[i.Flipped] = []string{"data:"}
+	}
+	return w
+}
