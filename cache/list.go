@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,15 +28,13 @@ type ListEntry struct {
 // List reads the header of every .tensorbin file under dir, in natural
 // order of path. A file whose header cannot be read is listed with Error.
 func List(dir string) ([]ListEntry, error) {
+	files, err := tensorbinFiles(dir)
+	if err != nil {
+		return nil, err
+	}
 	var out []ListEntry
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tensorbin") || isTempName(d.Name()) {
-			return nil
-		}
-		r := rel(dir, p)
+	for _, r := range files {
+		p := filepath.Join(dir, filepath.FromSlash(r))
 		e := ListEntry{Path: r, Name: cacheName(r)}
 		if st, err := os.Stat(p); err == nil {
 			e.Bytes = st.Size()
@@ -46,17 +43,13 @@ func List(dir string) ([]ListEntry, error) {
 		if err != nil {
 			e.Error = err.Error()
 			out = append(out, e)
-			return nil
+			continue
 		}
 		e.DType, e.Layout = h.Spec.DType.String(), h.Spec.Layout.String()
 		e.ShardShape, e.Mesh, e.Shards = h.Spec.Shape, h.MeshShape, len(h.Shards)
 		e.Placement = describePlacement(h)
 		e.Memory = DescribeMemory(h.Spec.Memory)
 		out = append(out, e)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
 	sortEntries(out)
 	return out, nil
