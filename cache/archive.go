@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/klauspost/compress/zstd"
 	"github.com/zeebo/xxh3"
@@ -279,7 +280,7 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 			return nil, fmt.Errorf("archive entry %s: header hash %s, manifest records %s", rec.Path, g.hhash, rec.HeaderXXH3)
 		}
 		fp := filepath.Join(tmp, filepath.FromSlash(rec.Path))
-		if _, err := ReadTensorbinFile(fp); err != nil {
+		if _, err := tensorbin.ReadTensorbinFile(fp); err != nil {
 			return nil, fmt.Errorf("archive entry %s: %w", rec.Path, err)
 		}
 		if rec.MTimeNS != 0 {

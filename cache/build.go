@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/zeebo/xxh3"
@@ -148,7 +150,7 @@ func (b *builder) prepare(ctx context.Context) error {
 	b.records = map[string]FileRecord{}
 	type cand struct {
 		e   *mapping.Entry
-		hdr *Header
+		hdr *tensorbin.Header
 		rec FileRecord
 	}
 	var cands []cand
@@ -237,7 +239,7 @@ func (b *builder) prepare(ctx context.Context) error {
 // outputIntact reports whether a previously built file can be kept as far
 // as the output goes: same plan entry, file present with the recorded
 // size, and a header that parses and matches the plan.
-func (b *builder) outputIntact(old, rec FileRecord, hdr *Header) bool {
+func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool {
 	if old.EntryXXH3 != rec.EntryXXH3 || old.Size != rec.Size || old.DataXXH3 == "" || old.HeaderXXH3 == "" || len(old.Sources) != len(rec.Sources) {
 		return false
 	}
@@ -246,7 +248,7 @@ func (b *builder) outputIntact(old, rec FileRecord, hdr *Header) bool {
 	if err != nil || !st.Mode().IsRegular() || st.Size() != rec.Size || st.ModTime().UnixNano() != old.MTimeNS {
 		return false
 	}
-	got, err := ReadTensorbinFile(p)
+	got, err := tensorbin.ReadTensorbinFile(p)
 	return err == nil && DiffHeaders(hdr, got) == ""
 }
 
@@ -499,9 +501,9 @@ type worker struct {
 // bandRows is the number of source rows per band: about BandBytes of
 // float32, a multiple of 32 rows and of the FP8 scale block.
 func (b *builder) bandRows(v *ckpt.Values) int64 {
-	unit := int64(TileDim)
+	unit := int64(tile.TileDim)
 	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
-		unit = v.BM * TileDim
+		unit = v.BM * tile.TileDim
 	} else if v.BM > unit {
 		unit = v.BM
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -49,7 +51,7 @@ func checkAgainstMaterialize(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Pla
 		require.NoError(t, err, e.Target)
 		st, err := f.Stat()
 		require.NoError(t, err)
-		h, err := cache.ReadTensorbinHeader(f, st.Size())
+		h, err := tensorbin.ReadTensorbinHeader(f, st.Size())
 		require.NoError(t, err, e.Target)
 		want, err := cache.HeaderFor(e)
 		require.NoError(t, err)
@@ -59,7 +61,7 @@ func checkAgainstMaterialize(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Pla
 		require.NoError(t, err, e.Target)
 		require.Len(t, h.Shards, len(shards), e.Target)
 		for i, vals := range shards {
-			got, err := io.ReadAll(cache.ShardSection(f, h, i))
+			got, err := io.ReadAll(tensorbin.ShardSection(f, h, i))
 			require.NoError(t, err)
 			exp, err := cache.PackShard(e, vals)
 			require.NoError(t, err)
@@ -75,14 +77,14 @@ func checkAgainstMaterialize(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Pla
 // bf16-representable values in BFLOAT16, else one unit in the last place
 // of the 16-value face row's shared exponent (bounded by the row's largest
 // magnitude times 2^-6 for BFLOAT8_B, 2^-2 for BFLOAT4_B).
-func checkDecoded(t *testing.T, e *mapping.Entry, dt cache.DType, layout cache.Layout, shape []int64, want []float32, data []byte) {
+func checkDecoded(t *testing.T, e *mapping.Entry, dt tile.DType, layout tile.Layout, shape []int64, want []float32, data []byte) {
 	t.Helper()
 	n := len(want)
 	got := make([]float32, n)
-	if layout == cache.ROW_MAJOR {
-		require.Equal(t, cache.BFLOAT16, dt)
+	if layout == tile.ROW_MAJOR {
+		require.Equal(t, tile.BFLOAT16, dt)
 		for i := range got {
-			got[i] = cache.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
+			got[i] = tile.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
 		}
 	} else {
 		h, w, outer := 1, int(shape[len(shape)-1]), 1
@@ -92,13 +94,13 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt cache.DType, layout cache.L
 				outer *= int(d)
 			}
 		}
-		per := cache.TilesBytes(dt, h, w)
+		per := tile.TilesBytes(dt, h, w)
 		for o := 0; o < outer; o++ {
-			require.NoError(t, cache.UnpackTiles(dt, got[o*h*w:(o+1)*h*w], data[o*per:], h, w))
+			require.NoError(t, tile.UnpackTiles(dt, got[o*h*w:(o+1)*h*w], data[o*per:], h, w))
 		}
 	}
 	w := int(shape[len(shape)-1])
-	rel := map[cache.DType]float64{cache.BFLOAT16: 1.0 / 256, cache.BFLOAT8_B: 1.0 / 64, cache.BFLOAT4_B: 1.0 / 4}[dt]
+	rel := map[tile.DType]float64{tile.BFLOAT16: 1.0 / 256, tile.BFLOAT8_B: 1.0 / 64, tile.BFLOAT4_B: 1.0 / 4}[dt]
 	for i0 := 0; i0 < n; i0 += 16 {
 		row := i0 / w
 		end := min(i0+16, (row+1)*w, n)
@@ -108,7 +110,7 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt cache.DType, layout cache.L
 		}
 		for i := i0; i < end; i++ {
 			d := math.Abs(float64(got[i]) - float64(want[i]))
-			if dt == cache.BFLOAT16 {
+			if dt == tile.BFLOAT16 {
 				require.LessOrEqual(t, d, math.Abs(float64(want[i]))*rel, "%s value %d", e.Target, i)
 				continue
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -14,12 +16,12 @@ import (
 // unsharded shard for a replicated one. The returned header has its
 // HeaderSize and DataOffset filled in, so that the file size is
 // DataOffset + DataSize().
-func HeaderFor(e *mapping.Entry) (*Header, error) {
-	dt, err := ParseDType(e.DType)
+func HeaderFor(e *mapping.Entry) (*tensorbin.Header, error) {
+	dt, err := tile.ParseDType(e.DType)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
-	layout, err := ParseLayout(e.Layout)
+	layout, err := tile.ParseLayout(e.Layout)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
@@ -30,53 +32,49 @@ func HeaderFor(e *mapping.Entry) (*Header, error) {
 		}
 		shape[i] = int(d)
 	}
-	var mem MemoryConfig
+	var mem tensorbin.MemoryConfig
 	switch e.Memory.Kind {
 	case "", mapping.DRAMInterleaved:
-		mem = DRAMInterleaved()
+		mem = tensorbin.DRAMInterleaved()
 	case mapping.DRAMWidthSharded:
 		if len(shape) != 2 {
 			return nil, fmt.Errorf("target %s: DRAM width sharding needs a 2-D shape, got %v", e.Target, e.DeviceShape)
 		}
-		mem = DRAMWidthSharded(shape[0], shape[1])
+		mem = tensorbin.DRAMWidthSharded(shape[0], shape[1])
 	default:
 		return nil, fmt.Errorf("target %s: unknown memory config %q", e.Target, e.Memory.Kind)
 	}
-	size, err := ShardBytes(shape, dt, layout)
+	size, err := tile.ShardBytes(shape, dt, layout)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
-	spec := NewTensorSpec(shape, dt, layout, mem)
-	var h Header
+	spec := tensorbin.NewTensorSpec(shape, dt, layout, mem)
+	var h tensorbin.Header
 	switch {
 	case e.Placement.Kind == "replicate" || len(e.Shards) == 1 && e.Placement.Kind != "shard":
-		h = NewReplicatedHeader(spec, uint64(size))
+		h = tensorbin.NewReplicatedHeader(spec, uint64(size))
 	case e.Placement.Kind == "shard":
 		sizes := make([]uint64, len(e.Shards))
 		for i := range sizes {
 			sizes[i] = uint64(size)
 		}
-		h = NewMeshShardedHeader(spec, e.Placement.Dim, sizes)
+		h = tensorbin.NewMeshShardedHeader(spec, e.Placement.Dim, sizes)
 	default:
 		return nil, fmt.Errorf("target %s: unknown placement %q", e.Target, e.Placement.Kind)
 	}
 	if len(h.Shards) != len(e.Shards) {
 		return nil, fmt.Errorf("target %s: %d stored shards in the plan, %d in the header", e.Target, len(e.Shards), len(h.Shards))
 	}
-	if _, err := EncodeHeader(&h); err != nil {
+	if _, err := tensorbin.EncodeHeader(&h); err != nil {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
 	return &h, nil
 }
 
-// FileSize is the size of the .tensorbin file of h: its data offset plus
-// the end of the furthest shard buffer.
-func (h *Header) FileSize() int64 { return int64(h.DataOffset + h.DataSize()) }
-
 // DiffHeaders describes the first semantic difference between two headers
 // (spec, mesh shape, shards, topology; header sizes and byte layout are
 // ignored), or returns "" when they describe the same tensor file.
-func DiffHeaders(want, got *Header) string {
+func DiffHeaders(want, got *tensorbin.Header) string {
 	a, b := &want.Spec, &got.Spec
 	switch {
 	case a.DType != b.DType:
@@ -124,7 +122,7 @@ func DiffHeaders(want, got *Header) string {
 	return ""
 }
 
-func equalMemory(a, b MemoryConfig) bool {
+func equalMemory(a, b tensorbin.MemoryConfig) bool {
 	if a.Layout != b.Layout || a.Buffer != b.Buffer || a.CreatedWithNdShardSpec != b.CreatedWithNdShardSpec {
 		return false
 	}
@@ -146,7 +144,7 @@ func equalMemory(a, b MemoryConfig) bool {
 	return true
 }
 
-func describeMemory(m MemoryConfig) string {
+func describeMemory(m tensorbin.MemoryConfig) string {
 	s := m.Buffer.String() + " " + m.Layout.String()
 	if m.ShardSpec != nil {
 		s += fmt.Sprintf(" shard [%d, %d]", m.ShardSpec.ShapeH, m.ShardSpec.ShapeW)

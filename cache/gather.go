@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -70,20 +71,20 @@ func roundBF16(x float32) float32 {
 // local buffer (sequential reads, ops applied there), and the face rows are
 // gathered from that buffer: gathering straight from src would read with a
 // stride of a whole source row, which thrashes the L1 cache sets and TLB.
-func packTransposedTiles(dt DType, dst []byte, src []float32, stride, col, m, h int, ops valueOps) {
+func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, m, h int, ops valueOps) {
 	tb := dt.TileBytes()
-	ntc := (m + TileDim - 1) / TileDim
-	ntr := (h + TileDim - 1) / TileDim
+	ntc := (m + tile.TileDim - 1) / tile.TileDim
+	ntr := (h + tile.TileDim - 1) / tile.TileDim
 	roundOnly := ops.roundOnly()
-	var blk [TileDim * TileDim]float32 // blk[k*32+j]: block row c*32+k, column t*32+j
-	var tmp [FaceDim]float32
+	var blk [tile.TileDim * tile.TileDim]float32 // blk[k*32+j]: block row c*32+k, column t*32+j
+	var tmp [tile.FaceDim]float32
 	for c := 0; c < ntc; c++ {
-		rows := min(TileDim, m-c*TileDim)
+		rows := min(tile.TileDim, m-c*tile.TileDim)
 		for t := 0; t < ntr; t++ {
-			cols := min(TileDim, h-t*TileDim)
+			cols := min(tile.TileDim, h-t*tile.TileDim)
 			for k := 0; k < rows; k++ {
-				in := src[(c*TileDim+k)*stride+col+t*TileDim:][:cols]
-				out := blk[k*TileDim : k*TileDim+cols]
+				in := src[(c*tile.TileDim+k)*stride+col+t*tile.TileDim:][:cols]
+				out := blk[k*tile.TileDim : k*tile.TileDim+cols]
 				if roundOnly {
 					for j, x := range in {
 						out[j] = roundBF16(x)
@@ -94,18 +95,18 @@ func packTransposedTiles(dt DType, dst []byte, src []float32, stride, col, m, h 
 						ops.apply(out)
 					}
 				}
-				clear(blk[k*TileDim+cols : (k+1)*TileDim])
+				clear(blk[k*tile.TileDim+cols : (k+1)*tile.TileDim])
 			}
-			clear(blk[rows*TileDim:])
-			tile := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
-			for r := 0; r < FaceRows; r++ {
-				fr, fc := faceRowOrigin(r)
+			clear(blk[rows*tile.TileDim:])
+			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
 				// Logical row fr, logical columns fc..fc+15 = blk rows fc.., column fr.
-				b := blk[fc*TileDim+fr:]
+				b := blk[fc*tile.TileDim+fr:]
 				for k := range tmp {
-					tmp[k] = b[k*TileDim]
+					tmp[k] = b[k*tile.TileDim]
 				}
-				encodeFaceRow(dt, tile, r, &tmp)
+				tile.EncodeFaceRow(dt, tb1, r, &tmp)
 			}
 		}
 	}
@@ -114,20 +115,20 @@ func packTransposedTiles(dt DType, dst []byte, src []float32, stride, col, m, h 
 // packRowTiles packs rows (≤ 32 per strip, any count) of w values
 // (src[k*stride+col+j]) into TILE bytes of dt, applying ops to the valid
 // values; strips follow each other in dst.
-func packRowTiles(dt DType, dst []byte, src []float32, stride, col, rows, w int, ops valueOps) {
+func packRowTiles(dt tile.DType, dst []byte, src []float32, stride, col, rows, w int, ops valueOps) {
 	tb := dt.TileBytes()
-	ntc := (w + TileDim - 1) / TileDim
-	var tmp [FaceDim]float32
-	for s := 0; s*TileDim < rows; s++ {
+	ntc := (w + tile.TileDim - 1) / tile.TileDim
+	var tmp [tile.FaceDim]float32
+	for s := 0; s*tile.TileDim < rows; s++ {
 		for c := 0; c < ntc; c++ {
-			tile := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
-			for r := 0; r < FaceRows; r++ {
-				fr, fc := faceRowOrigin(r)
-				i := s*TileDim + fr
-				j0 := c*TileDim + fc
+			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
+				i := s*tile.TileDim + fr
+				j0 := c*tile.TileDim + fc
 				n := 0
 				if i < rows {
-					n = min(FaceDim, max(0, w-j0))
+					n = min(tile.FaceDim, max(0, w-j0))
 				}
 				if n > 0 {
 					copy(tmp[:n], src[i*stride+col+j0:i*stride+col+j0+n])
@@ -136,7 +137,7 @@ func packRowTiles(dt DType, dst []byte, src []float32, stride, col, rows, w int,
 				if len(ops) > 0 && n > 0 {
 					ops.apply(tmp[:n])
 				}
-				encodeFaceRow(dt, tile, r, &tmp)
+				tile.EncodeFaceRow(dt, tb1, r, &tmp)
 			}
 		}
 	}

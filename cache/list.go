@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -41,7 +42,7 @@ func List(dir string) ([]ListEntry, error) {
 		if st, err := os.Stat(p); err == nil {
 			e.Bytes = st.Size()
 		}
-		h, err := ReadTensorbinFile(p)
+		h, err := tensorbin.ReadTensorbinFile(p)
 		if err != nil {
 			e.Error = err.Error()
 			out = append(out, e)
@@ -84,7 +85,7 @@ func cacheName(p string) string {
 	return strings.TrimSuffix(p, ".tensorbin")
 }
 
-func describePlacement(h *Header) string {
+func describePlacement(h *tensorbin.Header) string {
 	if h.Topology == nil {
 		return "replicate (no topology)"
 	}

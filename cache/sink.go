@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -36,9 +38,9 @@ const (
 const maxWholeValues = 16 << 20
 
 // unitRows is the block-row granularity of tiled sinks: one tile.
-const unitRows = TileDim
+const unitRows = tile.TileDim
 
-func chooseKind(e *mapping.Entry, layout Layout) (sinkKind, error) {
+func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 	ds := e.DeviceShape
 	leadingOnes := func(n int) bool {
 		for _, d := range ds[:len(ds)-n] {
@@ -49,11 +51,11 @@ func chooseKind(e *mapping.Entry, layout Layout) (sinkKind, error) {
 		return true
 	}
 	switch {
-	case layout == ROW_MAJOR && !e.Transpose:
+	case layout == tile.ROW_MAJOR && !e.Transpose:
 		return kindRowMajor, nil
-	case layout == TILE && e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
+	case layout == tile.TILE && e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
 		return kindTransposed, nil
-	case layout == TILE && !e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
+	case layout == tile.TILE && !e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
 		return kindStrip, nil
 	}
 	if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {
@@ -74,9 +76,9 @@ type stage struct {
 type sink struct {
 	e      *mapping.Entry
 	kind   sinkKind
-	dt     DType
-	layout Layout
-	hdr    *Header
+	dt     tile.DType
+	layout tile.Layout
+	hdr    *tensorbin.Header
 	path   string // final path
 	rec    FileRecord
 	once   sync.Once
@@ -96,9 +98,9 @@ type sink struct {
 	failed    atomic.Bool
 }
 
-func newSink(e *mapping.Entry, hdr *Header, path string) (*sink, error) {
-	dt, _ := ParseDType(e.DType)
-	layout, _ := ParseLayout(e.Layout)
+func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string) (*sink, error) {
+	dt, _ := tile.ParseDType(e.DType)
+	layout, _ := tile.ParseLayout(e.Layout)
 	kind, err := chooseKind(e, layout)
 	if err != nil {
 		return nil, err
@@ -176,7 +178,7 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, op
 		}
 		es := s.dt.ElementSize()
 		w.out = growB(w.out, n*s.cols*es)
-		k, err := PackRowMajor(s.dt, w.out, w.x)
+		k, err := tile.PackRowMajor(s.dt, w.out, w.x)
 		if err != nil {
 			return false, err
 		}
@@ -260,7 +262,7 @@ func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m 
 	tb := s.dt.TileBytes()
 	switch s.kind {
 	case kindStrip:
-		sb := StripBytes(s.dt, s.cols)
+		sb := tile.StripBytes(s.dt, s.cols)
 		strips := (m + unitRows - 1) / unitRows
 		w.out = growB(w.out, strips*sb)
 		packRowTiles(s.dt, w.out, src, stride, col, m, s.cols, ops)
@@ -271,9 +273,9 @@ func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m 
 		// Logical matrix: H = cols rows, W = rows columns; the m block rows
 		// are logical columns [u0*32, u0*32+m).
 		h := s.cols
-		nt := (m + TileDim - 1) / TileDim // tile columns written
-		ntc := (s.rows + TileDim - 1) / TileDim
-		ntr := (h + TileDim - 1) / TileDim
+		nt := (m + tile.TileDim - 1) / tile.TileDim // tile columns written
+		ntc := (s.rows + tile.TileDim - 1) / tile.TileDim
+		ntr := (h + tile.TileDim - 1) / tile.TileDim
 		chunk := nt * tb
 		w.out = growB(w.out, ntr*chunk)
 		packTransposedTiles(s.dt, w.out, src, stride, col, m, h, ops)
@@ -320,11 +322,11 @@ func (s *sink) flushWhole(sh int) (bool, error) {
 // folded) to whole tiles with zeros, ROW_MAJOR stores the values as they
 // are.
 func PackShard(e *mapping.Entry, values []float32) ([]byte, error) {
-	dt, err := ParseDType(e.DType)
+	dt, err := tile.ParseDType(e.DType)
 	if err != nil {
 		return nil, err
 	}
-	layout, err := ParseLayout(e.Layout)
+	layout, err := tile.ParseLayout(e.Layout)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +334,7 @@ func PackShard(e *mapping.Entry, values []float32) ([]byte, error) {
 }
 
 // packLogical packs an untransposed block (rows × cols) of e.
-func packLogical(e *mapping.Entry, dt DType, layout Layout, block []float32) ([]byte, error) {
+func packLogical(e *mapping.Entry, dt tile.DType, layout tile.Layout, block []float32) ([]byte, error) {
 	if e.Transpose {
 		t := make([]float32, len(block))
 		transpose(t, block, int(e.MatrixRows), int(e.MatrixCols))
@@ -341,7 +343,7 @@ func packLogical(e *mapping.Entry, dt DType, layout Layout, block []float32) ([]
 	return packDevice(e.DeviceShape, dt, layout, block)
 }
 
-func packDevice(ds []int64, dt DType, layout Layout, vals []float32) ([]byte, error) {
+func packDevice(ds []int64, dt tile.DType, layout tile.Layout, vals []float32) ([]byte, error) {
 	shape := make([]int, len(ds))
 	n := 1
 	for i, d := range ds {
@@ -351,22 +353,22 @@ func packDevice(ds []int64, dt DType, layout Layout, vals []float32) ([]byte, er
 	if len(vals) != n {
 		return nil, fmt.Errorf("packing shard of shape %v: have %d values, need %d", ds, len(vals), n)
 	}
-	size, err := ShardBytes(shape, dt, layout)
+	size, err := tile.ShardBytes(shape, dt, layout)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]byte, size)
-	if layout == ROW_MAJOR {
-		_, err := PackRowMajor(dt, out, vals)
+	if layout == tile.ROW_MAJOR {
+		_, err := tile.PackRowMajor(dt, out, vals)
 		return out, err
 	}
-	outer, h, w := TileView(shape)
+	outer, h, w := tile.TileView(shape)
 	if h == 0 || w == 0 || outer == 0 {
 		return out, nil
 	}
-	per := TilesBytes(dt, h, w)
+	per := tile.TilesBytes(dt, h, w)
 	for o := 0; o < outer; o++ {
-		if _, err := PackTiles(dt, out[o*per:], vals[o*h*w:(o+1)*h*w], h, w); err != nil {
+		if _, err := tile.PackTiles(dt, out[o*per:], vals[o*h*w:(o+1)*h*w], h, w); err != nil {
 			return nil, err
 		}
 	}
@@ -411,7 +413,7 @@ func (s *sink) open() error {
 			s.oerr = err
 			return
 		}
-		prefix, err := EncodeHeader(s.hdr)
+		prefix, err := tensorbin.EncodeHeader(s.hdr)
 		if err == nil {
 			err = af.Truncate(s.hdr.FileSize())
 		}

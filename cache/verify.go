@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"golang.org/x/sync/errgroup"
@@ -223,7 +224,7 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		return out, 0, nil
 	}
 	defer f.Close()
-	got, err := ReadTensorbinHeader(f, st.Size())
+	got, err := tensorbin.ReadTensorbinHeader(f, st.Size())
 	if err != nil {
 		add(FindingCorrupted, "%v", err)
 		return out, 0, nil

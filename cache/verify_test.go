@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -87,7 +88,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	pad := path("layers.2/tp/norm_w")
 	b, err = os.ReadFile(pad)
 	require.NoError(t, err)
-	h, err := cache.ReadTensorbinHeader(bytes.NewReader(b), int64(len(b)))
+	h, err := tensorbin.ReadTensorbinHeader(bytes.NewReader(b), int64(len(b)))
 	require.NoError(t, err)
 	b[h.DataOffset-1] ^= 0x01 // header padding: parses the same
 	require.NoError(t, os.WriteFile(pad, b, 0o644))

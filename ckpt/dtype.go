@@ -36,7 +36,7 @@ type dtypeInfo struct {
 	order int
 }
 
-// dtypeTable is the complete table of checkpoint-conventions §3.3. It is
+// dtypeTable is the complete table of safetensors dtypes. It is
 // never written after initialisation.
 var dtypeTable = map[DType]dtypeInfo{
 	BOOL: {8, 0}, F4: {4, 1}, F6E2M3: {6, 2}, F6E3M2: {6, 3}, U8: {8, 4}, I8: {8, 5},

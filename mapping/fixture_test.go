@@ -1,8 +1,6 @@
 package mapping_test
 
 import (
-	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -15,15 +13,11 @@ type invTensor = ckpttest.InventoryTensor
 // writeInventory writes the full-scale 27B layout of the inventory
 // ("fp8" or "bf16") as a sparse sharded checkpoint (ckpttest.WriteInventory);
 // edit may change the tensor list and the text config before writing. It
-// returns the directory and the number of tensors written, and skips the
-// test when shared/spec is absent.
+// returns the directory and the number of tensors written.
 func writeInventory(t testing.TB, variant string, edit func(ts []invTensor, text map[string]any) []invTensor) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
 	n, err := ckpttest.WriteInventoryEdited(dir, variant, edit)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skip("shared/spec not found above the test directory")
-	}
 	require.NoError(t, err)
 	return dir, n
 }

@@ -140,7 +140,7 @@ func single(name, rule string, data []byte, want ...string) Corrupt {
 }
 
 // CorruptFiles returns single-file variants that break each rule of the
-// safetensors format (checkpoint-conventions §3.2) and the schema.
+// safetensors format (the safetensors format rules) and the schema.
 func CorruptFiles() []Corrupt {
 	var out []Corrupt
 	add := func(c Corrupt) { out = append(out, c) }

@@ -2,6 +2,8 @@ package ckpttest
 
 import (
 	"bytes"
+	"compress/gzip"
+	_ "embed"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -13,30 +15,13 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// InventoryFile is the name of the real 27B layout in shared/spec.
+// InventoryFile is the name of the embedded real 27B layout: every tensor of
+// the bf16 and FP8 Qwen3.5-27B checkpoints with its dtype, shape and role, and
+// the configs they come with (gzip-compressed in testdata/).
 const InventoryFile = "qwen3_5-27b-inventory.json"
 
-// SharedDir finds the project's shared directory (the one holding
-// spec/checkpoint-conventions.md) by walking up from the working directory;
-// the repository is checked out beside it. It returns "" when there is none,
-// and tests that need it should t.Skip.
-func SharedDir() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	for {
-		cand := filepath.Join(dir, "shared")
-		if st, err := os.Stat(filepath.Join(cand, "spec")); err == nil && st.IsDir() {
-			return cand
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
+//go:embed testdata/qwen3_5-27b-inventory.json.gz
+var inventoryGz []byte
 
 // InventoryTensor is one tensor of the inventory.
 type InventoryTensor struct {
@@ -62,7 +47,7 @@ type InventoryCheckpoint struct {
 	Tensors        []InventoryTensor `json:"tensors"`
 }
 
-// Inventory is the parsed shared/spec/qwen3_5-27b-inventory.json.
+// Inventory is the parsed 27B inventory (see InventoryFile).
 type Inventory struct {
 	Config struct {
 		TopLevel       map[string]any `json:"top_level"`
@@ -73,22 +58,18 @@ type Inventory struct {
 	Checkpoints map[string]*InventoryCheckpoint `json:"checkpoints"`
 }
 
-// LoadInventory reads the inventory from the shared spec directory.
+// LoadInventory parses the embedded 27B inventory. Each call returns a
+// fresh copy, so callers may modify it.
 func LoadInventory() (*Inventory, error) {
-	shared := SharedDir()
-	if shared == "" {
-		return nil, fmt.Errorf("shared/spec not found above the working directory: %w", os.ErrNotExist)
-	}
-	p := filepath.Join(shared, "spec", InventoryFile)
-	data, err := os.ReadFile(p)
+	zr, err := gzip.NewReader(bytes.NewReader(inventoryGz))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("opening embedded %s: %w", InventoryFile, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec := json.NewDecoder(zr)
 	dec.UseNumber()
 	var inv Inventory
 	if err := dec.Decode(&inv); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", p, err)
+		return nil, fmt.Errorf("parsing embedded %s: %w", InventoryFile, err)
 	}
 	return &inv, nil
 }

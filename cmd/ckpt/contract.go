@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/output"
-	"github.com/ckpt-dev/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
 

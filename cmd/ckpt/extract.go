@@ -10,7 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
-	"github.com/ckpt-dev/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
 

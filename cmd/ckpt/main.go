@@ -1,6 +1,6 @@
 // Command ckpt inspects, verifies, compares, maps and converts safetensors
 // checkpoints (Qwen3.5-style hybrid, block-FP8) for serving on Tenstorrent
-// hardware. See README.md and shared/spec/cli.md for the contract.
+// hardware. See README.md and docs/ for the contract.
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ckpt-dev/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"golang.org/x/term"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
-	"github.com/ckpt-dev/ckpt/source"
-	"github.com/ckpt-dev/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

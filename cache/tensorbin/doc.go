@@ -1,0 +1,13 @@
+// Package tensorbin reads and writes the .tensorbin container of the
+// Tenstorrent tensor cache: a little-endian u64 header size, a FlatBuffer
+// Tensor header (tensor spec: logical shape, data type, layout, tile,
+// memory config, alignment; mesh shape; topology: distribution shape,
+// placements, mesh coordinates; one shard record per device buffer), and a
+// 64-byte aligned data region holding one buffer per shard, whose bytes are
+// produced by package tile.
+//
+// The reader bounds every length and offset by the file size, so a hostile
+// or truncated file yields an error naming the byte offset, never a panic.
+// FileName and CacheDir give the names ttnn uses for a cached tensor and the
+// cache directory of a device, data type tag and mesh.
+package tensorbin

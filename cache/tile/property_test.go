@@ -1,0 +1,224 @@
+package tile
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// randMatrix returns h*w normal-ish values with a per-row scale spread over
+// many binades, plus a few exact zeros.
+func randMatrix(rng *rand.Rand, h, w int) []float32 {
+	v := make([]float32, h*w)
+	for i := range v {
+		scale := math.Ldexp(1, rng.IntN(40)-20)
+		v[i] = float32(rng.NormFloat64() * scale)
+		if rng.IntN(50) == 0 {
+			v[i] = 0
+		}
+	}
+	return v
+}
+
+func TestBFPRoundTripErrorBound(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		dt    DType
+		width int // magnitude bits
+	}{{BFLOAT8_B, 7}, {BFLOAT4_B, 3}}
+	dims := [][2]int{{32, 32}, {1, 1}, {33, 70}, {64, 96}, {5, 300}}
+	for _, tc := range tests {
+		t.Run(tc.dt.String(), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(1, uint64(tc.dt)))
+			for _, d := range dims {
+				h, w := d[0], d[1]
+				in := randMatrix(rng, h, w)
+				packed := make([]byte, TilesBytes(tc.dt, h, w))
+				_, err := PackTiles(tc.dt, packed, in, h, w)
+				require.NoError(t, err)
+				out := make([]float32, h*w)
+				require.NoError(t, UnpackTiles(tc.dt, out, packed, h, w))
+				for y := range h {
+					for x := range w {
+						// Shared exponent of the face row holding (y, x).
+						c0 := x / FaceDim * FaceDim
+						var e int
+						for _, v := range in[y*w+c0 : y*w+min(w, c0+FaceDim)] {
+							e = max(e, int(math.Float32bits(v)>>23&0xff))
+						}
+						quantum := math.Ldexp(1, e-127-(tc.width-1))
+						got, want := float64(out[y*w+x]), float64(in[y*w+x])
+						require.LessOrEqual(t, math.Abs(got-want), quantum,
+							"%dx%d at (%d,%d): in %g out %g E=%d", h, w, y, x, want, got, e)
+						if got != 0 {
+							require.Equal(t, math.Signbit(want), math.Signbit(got))
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestTileRoundTrip(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(2, 3))
+	for _, d := range [][2]int{{1, 1}, {31, 33}, {32, 32}, {64, 17}, {100, 65}} {
+		h, w := d[0], d[1]
+		in := randMatrix(rng, h, w)
+		tiled := make([]float32, TiledLen(h, w))
+		for i := range tiled {
+			tiled[i] = 42 // must be overwritten, padding included
+		}
+		Tilize(tiled, in, h, w)
+		nonzero := 0
+		for _, v := range tiled {
+			require.NotEqual(t, float32(42), v)
+			if v != 0 {
+				nonzero++
+			}
+		}
+		back := make([]float32, h*w)
+		Untilize(back, tiled, h, w)
+		require.Equal(t, in, back, "%dx%d", h, w)
+
+		for _, dt := range []DType{FLOAT32, BFLOAT16} {
+			packed := make([]byte, TilesBytes(dt, h, w))
+			_, err := PackTiles(dt, packed, in, h, w)
+			require.NoError(t, err)
+			out := make([]float32, h*w)
+			require.NoError(t, UnpackTiles(dt, out, packed, h, w))
+			for i := range in {
+				want := in[i]
+				if dt == BFLOAT16 {
+					want = BF16ToF32(F32ToBF16(want))
+				}
+				require.Equal(t, want, out[i])
+			}
+		}
+	}
+}
+
+func TestPackStripStride(t *testing.T) {
+	t.Parallel()
+	// Packing a sub-matrix through a stride equals packing a compact copy.
+	rng := rand.New(rand.NewPCG(4, 5))
+	const H, W, w = 32, 100, 45
+	in := randMatrix(rng, H, W)
+	sub := make([]float32, 0, 20*w)
+	for y := range 20 {
+		sub = append(sub, in[y*W+7:y*W+7+w]...)
+	}
+	for _, dt := range []DType{BFLOAT16, FLOAT32, BFLOAT8_B, BFLOAT4_B} {
+		a := make([]byte, StripBytes(dt, w))
+		b := make([]byte, StripBytes(dt, w))
+		_, err := PackStrip(dt, a, in[7:], 20, w, W)
+		require.NoError(t, err)
+		_, err = PackTiles(dt, b, sub, 20, w)
+		require.NoError(t, err)
+		require.Equal(t, b, a, dt.String())
+	}
+}
+
+func TestPackErrors(t *testing.T) {
+	t.Parallel()
+	buf := make([]byte, BFP8TileBytes)
+	src := make([]float32, 32*32)
+	tests := []struct {
+		name               string
+		dt                 DType
+		dst                []byte
+		src                []float32
+		rows, cols, stride int
+	}{
+		{"dtype", UINT32, buf, src, 32, 32, 32},
+		{"rows", BFLOAT8_B, buf, src, 33, 32, 32},
+		{"zero rows", BFLOAT8_B, buf, src, 0, 32, 32},
+		{"stride", BFLOAT8_B, buf, src, 32, 32, 31},
+		{"short src", BFLOAT8_B, buf, src[:100], 32, 32, 32},
+		{"short dst", BFLOAT8_B, buf[:100], src, 32, 32, 32},
+	}
+	for _, tc := range tests {
+		_, err := PackStrip(tc.dt, tc.dst, tc.src, tc.rows, tc.cols, tc.stride)
+		assert.Error(t, err, tc.name)
+	}
+}
+
+func TestBF16Rounding(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   uint32
+		want uint16
+	}{
+		{0x3f800000, 0x3f80},
+		{0x3f808000, 0x3f80}, // tie, even stays
+		{0x3f818000, 0x3f82}, // tie, odd rounds up
+		{0x3f808001, 0x3f81},
+		{0x3f807fff, 0x3f80},
+		{0xbf808001, 0xbf81},
+		{0x7f7fffff, 0x7f80}, // overflow to +Inf
+		{0x7f800000, 0x7f80},
+		{0xff800000, 0xff80},
+		{0x7fc00000, 0x7fc0},
+		{0x7f800001, 0x7fc0}, // signalling NaN stays NaN
+		{0xffffffff, 0xffff},
+		{0x00000001, 0x0000},
+		{0x80000000, 0x8000},
+	}
+	for _, tc := range tests {
+		got := F32ToBF16(math.Float32frombits(tc.in))
+		assert.Equalf(t, tc.want, got, "F32ToBF16(%#08x)", tc.in)
+	}
+	// Random finite values: the result is the nearest bf16.
+	rng := rand.New(rand.NewPCG(6, 7))
+	for range 100000 {
+		b := rng.Uint32()
+		if b&0x7f800000 == 0x7f800000 {
+			continue
+		}
+		f := math.Float32frombits(b)
+		h := F32ToBF16(f)
+		got := float64(BF16ToF32(h))
+		if math.IsInf(got, 0) {
+			// Only values past the largest bf16 plus half an ulp overflow.
+			require.GreaterOrEqual(t, b&0x7fffffff, uint32(0x7f7f8000))
+			continue
+		}
+		lo := float64(BF16ToF32(uint16(b >> 16)))
+		hi := float64(BF16ToF32(uint16(b>>16) + 1))
+		d := math.Abs(got - float64(f))
+		require.LessOrEqual(t, d, math.Abs(lo-float64(f)))
+		if !math.IsInf(hi, 0) && !math.IsNaN(hi) {
+			require.LessOrEqual(t, d, math.Abs(hi-float64(f)))
+		}
+	}
+}
+
+func TestShardBytes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		shape  []int
+		dt     DType
+		layout Layout
+		want   int64
+	}{
+		{[]int{8704, 5120}, BFLOAT8_B, TILE, 47349760},
+		{[]int{32, 32}, BFLOAT4_B, TILE, 576},
+		{[]int{64, 32}, BFLOAT16, TILE, 4096},
+		{[]int{1, 1, 24}, BFLOAT16, TILE, 2048},
+		{[]int{2, 33, 1}, FLOAT32, TILE, 2 * 2 * 4096},
+		{[]int{248320, 5120}, BFLOAT16, ROW_MAJOR, 2542796800},
+		{[]int{1, 1, 160, 32}, BFLOAT16, ROW_MAJOR, 10240},
+	}
+	for _, tc := range tests {
+		got, err := ShardBytes(tc.shape, tc.dt, tc.layout)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got, "%v %v %v", tc.shape, tc.dt, tc.layout)
+	}
+	_, err := ShardBytes([]int{32, 32}, BFLOAT8_B, ROW_MAJOR)
+	assert.Error(t, err)
+}

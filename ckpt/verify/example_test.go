@@ -1,0 +1,43 @@
+package verify_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+)
+
+// Verify a checkpoint and list the checks that did not pass.
+func ExampleRun() {
+	dir, _ := os.MkdirTemp("", "verify-example-")
+	defer os.RemoveAll(dir)
+	o := ckpttest.Small()
+	o.Vision = false
+	if err := ckpttest.Write(dir, o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := verify.Open(context.Background(), dir, ckpt.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("ok:", rep.OK)
+	for _, ch := range rep.Checks {
+		if ch.Status == verify.Fail || ch.Status == verify.Warn {
+			fmt.Println(ch.Status, ch.ID)
+		}
+	}
+	// Output:
+	// ok: true
+	// warn fp8.not_convert
+}

@@ -1,0 +1,139 @@
+package verify_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMatchModule(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		entry, module string
+		want          bool
+	}{
+		{"mlp.gate", "model.layers.0.mlp.gate", true},
+		{"mlp.gate", "model.layers.0.mlp.gate_proj", false},
+		{"model.language_model.layers.0.mlp.gate", "model.language_model.layers.0.mlp.gate_proj", false},
+		{"layers.1", "model.layers.10.mlp", false},
+		{"layers.1", "model.layers.1.mlp", true},
+		{"lm_head", "lm_head", true},
+		{"visual", "model.visual.blocks.0.attn.qkv", true},
+		{"", "x", false},
+		{"gate_proj.x", "gate_proj", false},
+	} {
+		assert.Equal(t, tc.want, verify.MatchModule(tc.entry, tc.module), "%s vs %s", tc.entry, tc.module)
+	}
+}
+
+// fakeCache is a store from a Hugging Face cache: it knows the expected
+// SHA-256 of files and which files are partial downloads.
+type fakeCache struct {
+	ckpt.Store
+	sums    map[string]string
+	partial []string
+}
+
+func (f *fakeCache) ExpectedSHA256(name string) (string, bool)     { s, ok := f.sums[name]; return s, ok }
+func (f *fakeCache) Partial(ctx context.Context) ([]string, error) { return f.partial, nil }
+
+func fileSum(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+func TestCacheStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	ds, err := ckpt.NewDirStore(dir)
+	require.NoError(t, err)
+	defer ds.Close()
+	shards, _ := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
+	require.NotEmpty(t, shards)
+	sums := map[string]string{}
+	for _, s := range shards {
+		sums[filepath.Base(s)] = fileSum(t, s)
+	}
+	bad := filepath.Base(shards[1])
+	sums[bad] = strings.Repeat("0", 64)
+	fc := &fakeCache{Store: ds, sums: sums, partial: []string{"model-00009-of-00009.safetensors"}}
+	c, err := verify.OpenStore(context.Background(), fc, "", ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+
+	rep, err := verify.Run(ctx, c, verify.Options{})
+	require.NoError(t, err)
+	assert.False(t, rep.OK)
+	st := statuses(rep)
+	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.partial"])
+	assert.Equal(t, []verify.Status{verify.Skip}, st["cache.sha256"])
+	assert.Contains(t, message(rep, "cache.partial"), "model-00009-of-00009.safetensors")
+
+	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	require.NoError(t, err)
+	st = statuses(rep)
+	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.sha256"])
+	assert.Contains(t, message(rep, "cache.sha256"), bad)
+	assert.Contains(t, message(rep, "cache.sha256"), strings.Repeat("0", 64))
+
+	fc.partial, sums[bad] = nil, fileSum(t, filepath.Join(dir, bad))
+	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	require.NoError(t, err)
+	assert.True(t, rep.OK, rep.Checks)
+	assert.Contains(t, message(rep, "cache.sha256"), "4 files match")
+}
+
+func statuses(r *verify.Report) map[string][]verify.Status {
+	m := map[string][]verify.Status{}
+	for _, c := range r.Checks {
+		m[c.ID] = append(m[c.ID], c.Status)
+	}
+	return m
+}
+
+func message(r *verify.Report, id string) string {
+	var ms []string
+	for _, c := range r.Checks {
+		if c.ID == id {
+			ms = append(ms, c.Message)
+		}
+	}
+	return strings.Join(ms, "\n")
+}
+
+// TestHashesIndependentOfChunking: the per-tensor xxh3 is over the whole
+// raw bytes, whatever the chunk size and worker count.
+func TestHashesIndependentOfChunking(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	c, err := verify.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	ref, err := verify.Hashes(context.Background(), c, verify.Options{Workers: 1, ChunkSize: 1 << 30})
+	require.NoError(t, err)
+	require.Len(t, ref, len(c.Tensors))
+	for _, o := range []verify.Options{{Workers: 3, ChunkSize: 64}, {Workers: 8, ChunkSize: 4096}} {
+		got, err := verify.Hashes(context.Background(), c, o)
+		require.NoError(t, err)
+		assert.Equal(t, ref, got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = verify.Hashes(ctx, c, verify.Options{ChunkSize: 64})
+	assert.Error(t, err)
+}
