@@ -40,8 +40,7 @@ type SparseFineTune struct {
 }
 
 // WriteSparseFineTune writes the pair into dir/base and dir/ft and returns
-// the two directories. A missing inventory is an error matching
-// os.ErrNotExist, so that tests can skip.
+// the two directories.
 func WriteSparseFineTune(dir string, o SparseFineTune) (base, ft string, err error) {
 	keep := func(name string) bool {
 		g, layer := ckpt.GroupOf(name)
