@@ -7,36 +7,10 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// countingStore records every ReadAt made on its blobs.
-type countingStore struct {
-	*ckpt.DirStore
-	mu    sync.Mutex
-	reads [][2]int64 // [off, len]
-}
-
-func (s *countingStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
-	b, err := s.DirStore.Open(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return &countingBlob{Blob: b, s: s}, nil
-}
-
-type countingBlob struct {
-	ckpt.Blob
-	s *countingStore
-}
-
-func (b *countingBlob) ReadAt(p []byte, off int64) (int, error) {
-	b.s.mu.Lock()
-	b.s.reads = append(b.s.reads, [2]int64{off, int64(len(p))})
-	b.s.mu.Unlock()
-	return b.Blob.ReadAt(p, off)
-}
 
 func TestReadSpans(t *testing.T) {
 	t.Parallel()
@@ -58,8 +32,14 @@ func TestReadSpans(t *testing.T) {
 	ds, err := ckpt.NewDirStore(dir)
 	require.NoError(t, err)
 	defer ds.Close()
-	cs := &countingStore{DirStore: ds}
-	c, err := ckpt.OpenStore(context.Background(), cs, "", ckpt.Options{})
+	var mu sync.Mutex
+	var reads [][2]int64 // [off, len] of every ReadAt
+	hs := &ckpttest.HookStore{Store: ds, OnRead: func(_ string, off int64, n int) {
+		mu.Lock()
+		reads = append(reads, [2]int64{off, int64(n)})
+		mu.Unlock()
+	}}
+	c, err := ckpt.OpenStore(context.Background(), hs, "", ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
 	ta, _ := c.Lookup("a")
@@ -86,20 +66,20 @@ func TestReadSpans(t *testing.T) {
 		{"the same span twice is read once",
 			[]ckpt.Span{{Tensor: tc, Len: 500}, {Tensor: tc, Len: 500}}, ckpt.SpanOptions{Workers: 1}, 1, 500},
 	} {
-		cs.mu.Lock()
-		cs.reads = nil
-		cs.mu.Unlock()
+		mu.Lock()
+		reads = nil
+		mu.Unlock()
 		res, err := ckpt.ReadSpans(context.Background(), tc.spans, tc.opt)
 		require.NoError(t, err, tc.name)
-		cs.mu.Lock()
-		reads := cs.reads
-		cs.mu.Unlock()
+		mu.Lock()
+		got := reads
+		mu.Unlock()
 		var n int64
-		for _, r := range reads {
+		for _, r := range got {
 			n += r[1]
 		}
 		assert.Equal(t, tc.readBytes, n, "%s: bytes the blob served", tc.name)
-		assert.Len(t, reads, int(tc.reads), tc.name)
+		assert.Len(t, got, int(tc.reads), tc.name)
 		for i, s := range tc.spans {
 			want := make([]byte, s.Len)
 			_, err := s.Tensor.ReadAt(want, s.Off)

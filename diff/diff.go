@@ -111,10 +111,12 @@ type Tensor struct {
 	// both sides.
 	SampledRanges [][2]int64 `json:"sampled_ranges,omitempty"`
 	// ChangedFraction is ChangedElems over the elements compared (set in
-	// sampled diffs), and ChangedFractionCI95 its 95 % Wilson score interval
-	// for a sampled tensor: the range of changed fractions of the whole
-	// tensor that the sample is consistent with, treating the sampled
-	// elements as independent draws.
+	// sampled diffs; for a block-FP8 / wider-float pair,
+	// RequantMismatchElems over them), and ChangedFractionCI95 its 95 %
+	// Wilson score interval for a sampled tensor: the range of changed
+	// fractions of the whole tensor that the sample is consistent with,
+	// treating the sampled elements as independent draws (they are
+	// contiguous runs, so the interval is optimistic when changes cluster).
 	ChangedFraction     *Float    `json:"changed_fraction,omitempty"`
 	ChangedFractionCI95 *[2]Float `json:"changed_fraction_ci95,omitempty"`
 	// Group is the summary group: text_layers, mtp, visual or other.

@@ -41,13 +41,19 @@ func (l LayerSummary) Label() string {
 }
 
 // ChangedFractionOf returns the fraction of a row's elements that changed:
-// of the sample for a sampled row, else changed_elems / numel; false when
-// elements were not counted.
+// ChangedFraction when set (sampled diffs), else changed_elems / numel or,
+// for a block-FP8 / wider-float pair, the fraction of codes re-quantising
+// fails to reproduce (requant_mismatch_elems / numel); false when elements
+// were not counted.
 func (t *Tensor) ChangedFractionOf() (float64, bool) {
-	if t.ChangedFraction != nil {
+	switch {
+	case t.ChangedFraction != nil:
 		return float64(*t.ChangedFraction), true
-	}
-	if t.ChangedElems != nil && t.Numel > 0 {
+	case t.Numel <= 0:
+		return 0, false
+	case t.RequantMismatchElems != nil:
+		return float64(*t.RequantMismatchElems) / float64(t.Numel), true
+	case t.ChangedElems != nil:
 		return float64(*t.ChangedElems) / float64(t.Numel), true
 	}
 	return 0, false

@@ -225,9 +225,9 @@ func (m *memSrc) ReadAt(p []byte, off int64) (int, error) {
 func (p *plan) finishSample() {
 	row := p.row
 	if p.sample.whole {
-		if row.ChangedElems != nil && row.Numel > 0 {
-			f := Float(float64(*row.ChangedElems) / float64(row.Numel))
-			row.ChangedFraction = &f
+		if f, ok := row.ChangedFractionOf(); ok {
+			ff := Float(f)
+			row.ChangedFraction = &ff
 		}
 		return
 	}
@@ -243,6 +243,9 @@ func (p *plan) finishSample() {
 	n := p.sample.units(p.geom)
 	row.SampledElems = &n
 	k := *row.ChangedElems
+	if row.RequantMismatchElems != nil {
+		k = *row.RequantMismatchElems // what re-quantising fails to reproduce
+	}
 	f := Float(float64(k) / float64(n))
 	lo, hi := Wilson(k, n)
 	row.ChangedFraction, row.ChangedFractionCI95 = &f, &[2]Float{Float(lo), Float(hi)}

@@ -33,6 +33,20 @@ func zeroSignWeights(t *testing.T) (w []float32, codes []byte, scales []float32)
 	return w, codes, scales
 }
 
+// replaceCode returns a copy of codes with every from replaced by to, and
+// how many were.
+func replaceCode(codes []byte, from, to byte) ([]byte, int64) {
+	out := append([]byte(nil), codes...)
+	var n int64
+	for i, c := range out {
+		if c == from {
+			out[i] = to
+			n++
+		}
+	}
+	return out, n
+}
+
 func fp8Tensors(t *testing.T, name string, codes []byte, scales []float32) []ckpt.MemTensor {
 	return []ckpt.MemTensor{
 		{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F8E4M3, Shape: []int64{64, 64}}, Data: codes},
@@ -48,22 +62,8 @@ func fp8Tensors(t *testing.T, name string, codes []byte, scales []float32) []ckp
 func TestZeroSignRequantIdentical(t *testing.T) {
 	t.Parallel()
 	w, codes, scales := zeroSignWeights(t)
-	numpy := append([]byte(nil), codes...)
-	var nNumpy int64
-	for i, c := range numpy {
-		if c == 0x80 {
-			numpy[i] = 0x00
-			nNumpy++
-		}
-	}
-	flipped := append([]byte(nil), codes...)
-	var nFlipped int64
-	for i, c := range flipped {
-		if c == 0x00 {
-			flipped[i] = 0x80
-			nFlipped++
-		}
-	}
+	numpy, nNumpy := replaceCode(codes, 0x80, 0x00)
+	flipped, nFlipped := replaceCode(codes, 0x00, 0x80)
 	require.Positive(t, nNumpy)
 	require.Greater(t, nFlipped, int64(32*32), "the zero block is flipped too")
 	for _, tc := range []struct {
