@@ -3,10 +3,15 @@ package diff_test
 import (
 	"context"
 	"math"
+	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,4 +132,58 @@ func TestSampleBytesSmallPair(t *testing.T) {
 
 	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, Mode: diff.ModeBytes})
 	assert.ErrorContains(t, err, "values mode")
+}
+
+// TestSampleBytesReads: the reads of a sampled diff run concurrently, at
+// most Workers at a time, and never read a byte of a file twice.
+func TestSampleBytesReads(t *testing.T) {
+	t.Parallel()
+	b, f, err := ckpttest.Pair(t.TempDir())
+	require.NoError(t, err)
+	var armed atomic.Bool
+	var cur, most atomic.Int64
+	var mu sync.Mutex
+	seen := map[string][][2]int64{}
+	open := func(dir, side string) *ckpt.Checkpoint {
+		ds, err := ckpt.NewDirStore(dir)
+		require.NoError(t, err)
+		t.Cleanup(func() { ds.Close() })
+		hs := &ckpttest.HookStore{Store: ds, OnRead: func(name string, off int64, n int) {
+			if !armed.Load() {
+				return
+			}
+			c := cur.Add(1)
+			for m := most.Load(); c > m && !most.CompareAndSwap(m, c); m = most.Load() {
+			}
+			mu.Lock()
+			seen[side+"/"+name] = append(seen[side+"/"+name], [2]int64{off, off + int64(n)})
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			cur.Add(-1)
+		}}
+		c, err := ckpt.OpenStore(context.Background(), hs, "", ckpt.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	bc, fc := open(b, "base"), open(f, "ft")
+	armed.Store(true)
+	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{SampleBytes: 4 << 10, Workers: 3})
+	require.NoError(t, err)
+	armed.Store(false)
+	assert.Equal(t, int64(3), most.Load(), "reads in flight: concurrent, at most --workers")
+	var reads int64
+	for file, rs := range seen {
+		sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+		for i := 1; i < len(rs); i++ {
+			assert.LessOrEqual(t, rs[i-1][1], rs[i][0], "%s: bytes read twice", file)
+		}
+		reads += int64(len(rs))
+	}
+	assert.Equal(t, res.Sample.Base.Reads+res.Sample.FT.Reads, reads)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10})
+	assert.ErrorIs(t, err, context.Canceled)
 }
