@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -95,10 +97,43 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 		}
 	}
 
+	// The same over HTTP (the loopback hub), whole and sampled: a sample
+	// of a requant pair that re-quantises exactly is no_change_seen.
+	dir := t.TempDir()
+	writeCkpt(t, filepath.Join(dir, "b"), fp8Tensors(t, "m.weight", numpy, scales), blk, nil)
+	writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{64, 64}, w)}, blk, nil)
+	hub := sourcetest.NewHub(filepath.Join(dir, "b"), "org/base")
+	hub.AddRepo("org/ft", filepath.Join(dir, "f"))
+	t.Cleanup(hub.Close)
+	openers := source.Openers(source.Options{Getenv: func(k string) string {
+		if k == "HF_ENDPOINT" {
+			return hub.URL
+		}
+		return ""
+	}})
+	hb, err := ckpt.Open(context.Background(), "hf://org/base", ckpt.Options{}, openers...)
+	require.NoError(t, err)
+	t.Cleanup(func() { hb.Close() })
+	hf, err := ckpt.Open(context.Background(), "hf://org/ft", ckpt.Options{}, openers...)
+	require.NoError(t, err)
+	t.Cleanup(func() { hf.Close() })
+	for _, opt := range []diff.Options{{}, {SampleBytes: 1 << 10, SampleSeed: 2}} {
+		res, err := diff.Compare(context.Background(), hb, hf, opt)
+		require.NoError(t, err)
+		row := rows(res)["m.weight"]
+		want := diff.RequantIdentical
+		if opt.SampleBytes > 0 {
+			want = diff.NoChangeSeen
+			require.True(t, row.Sampled)
+		}
+		assert.Equal(t, want, row.Relation, "over HTTP, %+v", opt)
+		assert.Equal(t, int64(0), *row.RequantMismatchElems)
+	}
+
 	// A real mismatch is still one, next to the sign differences.
 	bad := append([]byte(nil), numpy...)
 	bad[1] ^= 0x01
-	dir := t.TempDir()
+	dir = t.TempDir()
 	bc := writeCkpt(t, filepath.Join(dir, "b"), fp8Tensors(t, "m.weight", bad, scales), blk, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{64, 64}, w)}, blk, nil)
 	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
