@@ -15,14 +15,21 @@ func SummaryGroups() []string {
 
 // SummaryGroup returns the summary group of a tensor name.
 func SummaryGroup(name string) string {
+	g, _ := SummaryGroupLayer(name)
+	return g
+}
+
+// SummaryGroupLayer returns the summary group of a tensor name and, for
+// text_layers, the index of its decoder layer (-1 for the other groups).
+func SummaryGroupLayer(name string) (group string, layer int) {
 	g, layer := GroupOf(name)
 	switch {
 	case g == GroupMTP:
-		return SummaryMTP
+		return SummaryMTP, -1
 	case g == GroupVisual:
-		return SummaryVisual
+		return SummaryVisual, -1
 	case layer >= 0:
-		return SummaryText
+		return SummaryText, layer
 	}
-	return SummaryOther
+	return SummaryOther, -1
 }

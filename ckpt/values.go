@@ -53,21 +53,10 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	if scale == nil {
 		return v, nil
 	}
-	if len(t.Shape) != 2 {
-		return nil, fmt.Errorf("tensor %s of %s: block-FP8 weight must be 2-D, has shape %v", Quote(t.Name), t.File.Location, t.Shape)
-	}
-	if bm <= 0 || bn <= 0 {
-		return nil, fmt.Errorf("tensor %s: invalid block size [%d, %d]", Quote(t.Name), bm, bn)
+	if err := checkBlockScale(t, scale, bm, bn); err != nil {
+		return nil, err
 	}
 	want := []int64{ceilDiv(v.Rows, bm), ceilDiv(v.Cols, bn)}
-	if len(scale.Shape) != 2 || scale.Shape[0] != want[0] || scale.Shape[1] != want[1] {
-		return nil, fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
-	}
-	switch scale.DType {
-	case F32, BF16, F16:
-	default:
-		return nil, fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16 or F16", Quote(scale.Name), scale.File.Location, scale.DType)
-	}
 	raw := make([]byte, scale.NBytes())
 	if _, err := scale.ReadAt(raw, 0); err != nil {
 		return nil, err
@@ -80,22 +69,64 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	return v, nil
 }
 
+// checkBlockScale checks that scale can be the [bm, bn] block scale of the
+// block-FP8 weight t: t is 2-D, the scale has shape [ceil(R/bm), ceil(C/bn)]
+// and a float dtype a scale may have.
+func checkBlockScale(t, scale *Tensor, bm, bn int64) error {
+	if len(t.Shape) != 2 {
+		return fmt.Errorf("tensor %s of %s: block-FP8 weight must be 2-D, has shape %v", Quote(t.Name), t.File.Location, t.Shape)
+	}
+	if bm <= 0 || bn <= 0 {
+		return fmt.Errorf("tensor %s: invalid block size [%d, %d]", Quote(t.Name), bm, bn)
+	}
+	rows, cols := Matrix(t.Shape)
+	want := []int64{ceilDiv(rows, bm), ceilDiv(cols, bn)}
+	if len(scale.Shape) != 2 || scale.Shape[0] != want[0] || scale.Shape[1] != want[1] {
+		return fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
+	}
+	switch scale.DType {
+	case F32, BF16, F16:
+	default:
+		return fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16 or F16", Quote(scale.Name), scale.File.Location, scale.DType)
+	}
+	return nil
+}
+
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// BlockScale returns the weight_scale_inv companion of t and the block
+// size [bm, bn] when t is a block-FP8 weight, or a nil scale when it is
+// not, checked as Values checks them but without reading any data (for
+// callers that fetch the scale bytes themselves). It fails when a block-FP8
+// weight has a scale but the config gives no weight_block_size.
+func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err error) {
+	if t.DType != F8E4M3 {
+		return nil, 0, 0, nil
+	}
+	s, ok := c.Lookup(ScaleName(t.Name))
+	if !ok {
+		return nil, 0, 0, nil
+	}
+	q := c.Config.Quantization()
+	if !q.IsBlockFP8() {
+		return nil, 0, 0, fmt.Errorf("tensor %s has a block scale %s but the config has no fp8 quantization_config with weight_block_size", Quote(t.Name), Quote(s.Name))
+	}
+	bm, bn = q.BlockSize[0], q.BlockSize[1]
+	if err := checkBlockScale(t, s, bm, bn); err != nil {
+		return nil, 0, 0, err
+	}
+	return s, bm, bn, nil
+}
 
 // Values prepares to read t as float32, dequantising it with its
 // weight_scale_inv companion when it is a block-FP8 weight. It fails when a
 // block-FP8 weight has a scale but the config gives no weight_block_size.
 func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
-	if t.DType == F8E4M3 {
-		if s, ok := c.Lookup(ScaleName(t.Name)); ok {
-			q := c.Config.Quantization()
-			if !q.IsBlockFP8() {
-				return nil, fmt.Errorf("tensor %s has a block scale %s but the config has no fp8 quantization_config with weight_block_size", Quote(t.Name), Quote(s.Name))
-			}
-			return NewValues(t, s, q.BlockSize[0], q.BlockSize[1])
-		}
+	s, bm, bn, err := c.BlockScale(t)
+	if err != nil {
+		return nil, err
 	}
-	return NewValues(t, nil, 0, 0)
+	return NewValues(t, s, bm, bn)
 }
 
 // Dequantized reports whether values are multiplied by a block scale.

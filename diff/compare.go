@@ -29,6 +29,18 @@ type Options struct {
 	ChunkBytes int64
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
+	// SampleBytes, when > 0 (values mode only), compares every common
+	// tensor on a deterministic sample of about this many bytes per side,
+	// drawn by SampleSeed: byte ranges spread over the tensor (block-FP8
+	// weights: whole rows of scale blocks, at least one, and their scale
+	// tensors whole). Tensors no larger than SampleBytes are read whole and
+	// classified exactly. The ranges of both sides are coalesced and read
+	// with Workers reads in flight (default 8), each byte at most once;
+	// see Result.Sample.
+	SampleBytes int64
+	SampleSeed  uint64
+	// ByLayer fills Result.Layers, the per-layer picture.
+	ByLayer bool
 }
 
 // kind is how a pair of tensors is compared.
@@ -53,7 +65,21 @@ type plan struct {
 	// q is the FP8 side and w the wide side of a requant plan.
 	q, w       *side
 	scalesSame bool
-	geom       geom
+	// fp8 is set when both sides are the same one-byte float format:
+	// codes are compared by decoded value (±0 equal, NaN equal to NaN).
+	fp8  bool
+	geom geom
+	// rb and rf are where the raw bytes of b and f are read from: the
+	// tensors themselves, or the bytes a sampled diff fetched ahead.
+	rb, rf src
+	// sample, in a sampled diff, is the part of the tensor compared.
+	sample *samplePlan
+	ready  bool // sides and scales loaded
+}
+
+// src is what tensor bytes are read from (offsets relative to the tensor).
+type src interface {
+	ReadAt(p []byte, off int64) (int, error)
 }
 
 // Compare compares ft against base. Tensor rows come out in natural name
@@ -65,6 +91,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 	}
 	if _, ok := ParseMode(string(mode)); !ok {
 		return nil, fmt.Errorf("unknown diff mode %q (want header, bytes or values)", mode)
+	}
+	if opt.SampleBytes > 0 && mode != ModeValues {
+		return nil, fmt.Errorf("sampling bytes (SampleBytes) needs values mode, not %s", mode)
 	}
 	res := &Result{Base: base.Source, FT: ft.Source, Mode: mode, Tensors: []Tensor{}}
 	res.Config = DiffConfig(base.Config, ft.Config)
@@ -129,7 +158,15 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft})
 	}
-	if len(plans) > 0 {
+	for _, p := range plans {
+		p.rb, p.rf = p.b, p.f
+	}
+	switch {
+	case opt.SampleBytes > 0:
+		if err := compareSampled(ctx, base, ft, plans, opt, res); err != nil {
+			return nil, err
+		}
+	case len(plans) > 0:
 		e := newEngine(opt, mode)
 		for _, p := range plans {
 			opt.Progress.AddTotal(int64(p.b.NBytes() + p.f.NBytes()))
@@ -153,6 +190,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 			res.Groups = append(res.Groups, *groups[g])
 		}
 	}
+	if opt.ByLayer {
+		res.Layers = ByLayer(res.Tensors)
+	}
 	return res, nil
 }
 
@@ -164,23 +204,69 @@ func shapeOf(t *ckpt.Tensor) []int64 {
 }
 
 // prepare decides how to compare the values of two float tensors of the
-// same shape; it reads the block scales (small) of FP8 weights.
+// same shape; it reads the block scales (small) of FP8 weights, unless a
+// sampled diff has loaded them already.
 func (p *plan) prepare() error {
+	if p.kind == kindRaw || p.ready {
+		return nil
+	}
+	if err := p.layout(); err != nil {
+		return err
+	}
+	return p.load(func(t *ckpt.Tensor) ([]byte, error) {
+		raw := make([]byte, t.NBytes())
+		_, err := t.ReadAt(raw, 0)
+		return raw, err
+	})
+}
+
+// load gives the block-scaled sides their scales, read by read, and
+// decides whether both sides apply the same scales.
+func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
+	if p.kind == kindRaw {
+		return nil
+	}
+	for _, s := range []struct {
+		sd  *side
+		who string
+		c   *ckpt.Checkpoint
+	}{{p.bs, "base", p.base}, {p.fs, "fine-tune", p.ft}} {
+		if !s.sd.scaled() {
+			continue
+		}
+		raw, err := read(s.sd.scaleT)
+		if err == nil {
+			err = s.sd.setScale(raw)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", s.who, s.c.Source, err)
+		}
+	}
+	if p.kind == kindSame {
+		p.scalesSame = p.bs.scaled() == p.fs.scaled() && (!p.bs.scaled() || p.bs.sameScale(p.fs))
+	}
+	p.ready = true
+	return nil
+}
+
+// layout describes both sides (without reading data) and decides how to
+// compare them.
+func (p *plan) layout() error {
 	if p.kind == kindRaw {
 		return nil
 	}
 	b, f := p.b, p.f
 	var err error
-	if p.bs, err = newSide(p.base, b); err != nil {
+	if p.bs, err = sideLayout(p.base, b); err != nil {
 		return fmt.Errorf("base %s: %w", p.base.Source, err)
 	}
-	if p.fs, err = newSide(p.ft, f); err != nil {
+	if p.fs, err = sideLayout(p.ft, f); err != nil {
 		return fmt.Errorf("fine-tune %s: %w", p.ft.Source, err)
 	}
 	switch {
 	case b.DType == f.DType:
 		p.kind = kindSame
-		p.scalesSame = p.bs.scaled() == p.fs.scaled() && (!p.bs.scaled() || p.bs.sameScale(p.fs))
+		p.fp8 = b.DType == ckpt.F8E4M3 || b.DType == ckpt.F8E5M2
 	case p.bs.scaled() && !p.fs.scaled() && isWide(f.DType):
 		p.kind, p.q, p.w = kindRequant, p.bs, p.fs
 	case p.fs.scaled() && !p.bs.scaled() && isWide(b.DType):

@@ -50,10 +50,15 @@ const (
 	// shape agree: without reading data it cannot tell identical from
 	// changed.
 	SameHeader Relation = "same_header"
+	// NoChangeSeen is used for sampled tensors (Options.SampleBytes) only:
+	// no sampled element differs (for a block-FP8 / wider-float pair: every
+	// sampled block re-quantises exactly), which a sample cannot turn into
+	// identical.
+	NoChangeSeen Relation = "no_change_seen"
 )
 
 // Relations lists the relations in report order.
-var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader}
+var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader, NoChangeSeen}
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null.
 type Float float64
@@ -91,6 +96,29 @@ type Tensor struct {
 	// the wider side fails to reproduce. Both zero means requant_identical.
 	RequantMismatchElems  *int64 `json:"requant_mismatch_elems,omitempty"`
 	RequantMismatchBlocks *int64 `json:"requant_mismatch_blocks,omitempty"`
+	// ZeroSignCodes counts FP8 codes that differ only in the sign of zero
+	// (+0 on one side, -0 on the other). FP8 codes are compared by decoded
+	// value, so these count as equal (as do two NaN codes), both for the
+	// identical check of two FP8 tensors and for requant_identical.
+	ZeroSignCodes int64 `json:"zero_sign_codes,omitempty"`
+	// Sampled is set when only a sample of the tensor was compared
+	// (Options.SampleBytes): the statistics are over SampledElems elements
+	// and the relation is changed, no_change_seen or dtype_changed.
+	Sampled      bool   `json:"sampled,omitempty"`
+	SampledElems *int64 `json:"sampled_elems,omitempty"`
+	// SampledRanges are the compared ranges [start, end) of flat element
+	// indices (of bytes, for dtypes narrower than a byte), the same on
+	// both sides.
+	SampledRanges [][2]int64 `json:"sampled_ranges,omitempty"`
+	// ChangedFraction is ChangedElems over the elements compared (set in
+	// sampled diffs; for a block-FP8 / wider-float pair,
+	// RequantMismatchElems over them), and ChangedFractionCI95 its 95 %
+	// Wilson score interval for a sampled tensor: the range of changed
+	// fractions of the whole tensor that the sample is consistent with,
+	// treating the sampled elements as independent draws (they are
+	// contiguous runs, so the interval is optimistic when changes cluster).
+	ChangedFraction     *Float    `json:"changed_fraction,omitempty"`
+	ChangedFractionCI95 *[2]Float `json:"changed_fraction_ci95,omitempty"`
 	// Group is the summary group: text_layers, mtp, visual or other.
 	Group string `json:"group"`
 }
@@ -106,6 +134,8 @@ type Summary struct {
 	OnlyInFT         int64 `json:"only_in_ft"`
 	// SameHeader is non-zero in header mode only.
 	SameHeader int64 `json:"same_header,omitempty"`
+	// NoChangeSeen is non-zero in sampled diffs only.
+	NoChangeSeen int64 `json:"no_change_seen,omitempty"`
 }
 
 // Add counts one relation.
@@ -127,6 +157,8 @@ func (s *Summary) Add(r Relation) {
 		s.OnlyInFT++
 	case SameHeader:
 		s.SameHeader++
+	case NoChangeSeen:
+		s.NoChangeSeen++
 	}
 }
 
@@ -149,6 +181,8 @@ func (s Summary) Count(r Relation) int64 {
 		return s.OnlyInFT
 	case SameHeader:
 		return s.SameHeader
+	case NoChangeSeen:
+		return s.NoChangeSeen
 	}
 	return 0
 }
@@ -163,9 +197,10 @@ func (s Summary) Total() int64 {
 }
 
 // Differs reports whether any tensor differs (anything but identical and,
-// in header mode, same_header).
+// in header mode, same_header; in a sampled diff, no_change_seen is no
+// difference found either).
 func (s Summary) Differs() bool {
-	return s.Total()-s.Identical-s.SameHeader > 0
+	return s.Total()-s.Identical-s.SameHeader-s.NoChangeSeen > 0
 }
 
 // Summary groups (see ckpt.SummaryGroup).
@@ -217,6 +252,39 @@ type Result struct {
 	Sampled bool           `json:"sampled,omitempty"`
 	// BytesRead is the tensor data read from both sides (0 in header mode).
 	BytesRead int64 `json:"bytes_read"`
+	// Sample describes a sampled diff (Options.SampleBytes): what was read
+	// of each side.
+	Sample *SampleInfo `json:"sample,omitempty"`
+	// Layers is the per-layer picture (Options.ByLayer).
+	Layers []LayerSummary `json:"layers,omitempty"`
+}
+
+// SampleInfo describes a sampled diff.
+type SampleInfo struct {
+	// BytesPerTensor is Options.SampleBytes: the bytes sampled per tensor
+	// and side (block-FP8 weights: at least one row of scale blocks).
+	BytesPerTensor int64  `json:"bytes_per_tensor"`
+	Seed           uint64 `json:"seed"`
+	// SampledTensors were compared on a sample; WholeTensors were read
+	// whole (no larger than BytesPerTensor, or a scale tensor) and
+	// classified exactly.
+	SampledTensors int `json:"sampled_tensors"`
+	WholeTensors   int `json:"whole_tensors"`
+	// Base and FT say what was read of each side.
+	Base SideRead `json:"base"`
+	FT   SideRead `json:"ft"`
+}
+
+// SideRead is what a sampled diff read of one checkpoint.
+type SideRead struct {
+	// BytesRead counts the bytes of tensor data read (gaps between
+	// coalesced ranges included; headers not included), Reads the
+	// coalesced reads (over HTTP, one Range request each per 8 MiB).
+	BytesRead int64 `json:"bytes_read"`
+	Reads     int64 `json:"reads"`
+	// BytesTotal is the data size of the side's selected tensors: what a
+	// full comparison would read at most.
+	BytesTotal int64 `json:"bytes_total"`
 }
 
 // Differs reports whether the checkpoints differ in keys, config or any

@@ -12,9 +12,23 @@
 // recipe of the command contract (ckpt.QuantizeBlockFP8) reproduces the
 // FP8 codes and scales exactly.
 //
+// FP8 codes are compared by the value they decode to: +0 and -0 are
+// equal, and so are two NaN codes, both for identical and for
+// requant_identical (quantisers disagree on the sign of a zero); rows
+// count such codes in zero_sign_codes.
+//
 // Data is streamed in chunks aligned to the scale blocks, with bounded
 // memory, on several goroutines across tensors and inside large ones; the
 // statistics are merged in chunk order, so results do not depend on
 // scheduling. Raw bytes are compared first and only differing chunks are
 // decoded. The package never prints; cmd/ckpt renders a Result.
+//
+// With Options.SampleBytes a comparison reads only a seeded sample of
+// every tensor larger than that (whole rows of scale blocks for block-FP8
+// weights), which makes diffs over HTTP practical: the ranges of a batch
+// of tensors are coalesced and read concurrently with ckpt.ReadSpans,
+// then compared by the same engine from memory. A sampled tensor is
+// changed or no_change_seen, never identical, and reports the changed
+// fraction of its sample with a Wilson interval. ByLayer aggregates the
+// rows per decoder layer and for the mtp, visual and other groups.
 package diff

@@ -35,7 +35,6 @@ type scratch struct {
 	bRaw, fRaw []byte
 	bF, fF     []float32
 	codes      []byte
-	sRaw       []byte
 }
 
 func grow[T any](s []T, n int64) []T {
@@ -74,9 +73,15 @@ type geom struct {
 	// comparison of sub-byte dtypes the unit is a byte.
 	esizeB, esizeF int64
 	countable      bool // units are elements (changed_elems can be counted)
+	// ranges, when set (sampled diffs), are the chunks instead: unit
+	// ranges [ranges[k][0], ranges[k][1]).
+	ranges [][2]int64
 }
 
 func (g geom) count() int {
+	if g.ranges != nil {
+		return len(g.ranges)
+	}
 	if g.numel == 0 {
 		return 0
 	}
@@ -84,6 +89,9 @@ func (g geom) count() int {
 }
 
 func (g geom) bounds(k int) (int64, int64) {
+	if g.ranges != nil {
+		return g.ranges[k][0], g.ranges[k][1]
+	}
 	e0 := int64(k) * g.chunk
 	return e0, min(e0+g.chunk, g.numel)
 }
@@ -201,6 +209,7 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 		return err
 	}
 	p.geom = e.geometry(p)
+	p.geom.ranges = p.sample.chunks(p.geom) // nil unless sampled
 	n := p.geom.count()
 	res := make([]chunkResult, n)
 	var stop atomic.Bool
@@ -253,7 +262,8 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 			}
 		}
 		total := mergeAll(res)
-		if total.changed == 0 && !differs {
+		row.ZeroSignCodes = total.zeroSign
+		if total.changed == 0 && (!differs || p.fp8) { // FP8: codes equal by value
 			row.Relation = Identical
 			identicalStats(row)
 			return nil
@@ -267,6 +277,7 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 	case kindRequant:
 		total := mergeAll(res)
 		total.finish(row)
+		row.ZeroSignCodes = total.zeroSign
 		qe, qb := total.qElems, total.qBlocks
 		row.RequantMismatchElems, row.RequantMismatchBlocks = &qe, &qb
 		row.Relation = DTypeChanged
@@ -285,8 +296,8 @@ func mergeAll(res []chunkResult) partial {
 	return total
 }
 
-// read reads the raw bytes of units [e0, e1) of t into buf.
-func (e *engine) read(t *ckpt.Tensor, e0, e1, esize int64, buf []byte) ([]byte, error) {
+// read reads the raw bytes of units [e0, e1) of a tensor into buf.
+func (e *engine) read(t src, e0, e1, esize int64, buf []byte) ([]byte, error) {
 	buf = grow(buf, (e1-e0)*esize)
 	if _, err := t.ReadAt(buf, e0*esize); err != nil {
 		return buf, err
@@ -305,10 +316,10 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 		return nil
 	}
 	var err error
-	if sc.bRaw, err = e.read(p.b, e0, e1, gm.esizeB, sc.bRaw); err != nil {
+	if sc.bRaw, err = e.read(p.rb, e0, e1, gm.esizeB, sc.bRaw); err != nil {
 		return err
 	}
-	if sc.fRaw, err = e.read(p.f, e0, e1, gm.esizeF, sc.fRaw); err != nil {
+	if sc.fRaw, err = e.read(p.rf, e0, e1, gm.esizeF, sc.fRaw); err != nil {
 		return err
 	}
 	bRaw, fRaw := sc.bRaw, sc.fRaw
@@ -360,7 +371,11 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 		if err := fs.decode(fseg, g, sc.fF); err != nil {
 			return err
 		}
-		if same {
+		if same && p.fp8 {
+			ch, zs := countFP8Diff(bs.dt, bseg, fseg, sc.bF, sc.fF, p.scalesSame)
+			r.changed += ch
+			r.zeroSign += zs
+		} else if same {
 			if p.scalesSame {
 				r.changed += countRawDiff(bseg, fseg, int(bs.esize))
 			} else {
@@ -381,7 +396,7 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 	e0, e1 := p.geom.bounds(k)
 	var err error
-	if sc.bRaw, err = e.read(p.b, e0, e1, p.geom.esizeB, sc.bRaw); err != nil {
+	if sc.bRaw, err = e.read(p.rb, e0, e1, p.geom.esizeB, sc.bRaw); err != nil {
 		return err
 	}
 	bs := p.bs
@@ -413,7 +428,6 @@ func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, 
 	}
 	cols := q.cols
 	rows, r0 := (e1-e0)/cols, e0/cols
-	sc.sRaw = grow(sc.sRaw, 8)
 	for ra := int64(0); ra < rows; ra += q.bm {
 		rb := min(ra+q.bm, rows)
 		for bj := int64(0); bj < q.sCols; bj++ {
@@ -441,8 +455,9 @@ func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, 
 			}
 			r.changed += countValueDiff(bF, fF)
 			r.accumulate(bF, fF)
-			cnt, bad := requantBlock(q, wF, codes, (r0+ra)/q.bm, bj, sc.sRaw)
+			cnt, zs, bad := requantBlock(q, wF, codes, (r0+ra)/q.bm, bj)
 			r.qElems += cnt
+			r.zeroSign += zs
 			if bad || cnt > 0 {
 				r.qBlocks++
 			}

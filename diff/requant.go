@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"bytes"
 	"math"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -34,8 +33,10 @@ func encodeE4M3(f float32) byte {
 // side's codes and its stored scale for block (bi, bj): it returns how many
 // codes differ and whether the scale differs. s = float32(amax) / 448
 // rounded to the scale dtype; each code = e4m3(w / s) in float32 (zero
-// when s is zero) — the recipe of ckpt.QuantizeBlockFP8.
-func requantBlock(q *side, w []float32, codes []byte, bi, bj int64, sRaw []byte) (cnt int64, scaleDiffers bool) {
+// when s is zero) — the recipe of ckpt.QuantizeBlockFP8. Codes and scales
+// are compared by decoded value (see sameCode): zeroSign counts the codes
+// that differ only in the sign of zero, which are not mismatches.
+func requantBlock(q *side, w []float32, codes []byte, bi, bj int64) (cnt, zeroSign int64, scaleDiffers bool) {
 	var amax float32
 	for _, x := range w {
 		x = float32(math.Abs(float64(x)))
@@ -44,24 +45,28 @@ func requantBlock(q *side, w []float32, codes []byte, bi, bj int64, sRaw []byte)
 		}
 	}
 	s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
-	ses := int64(q.scaleDType.Bits() / 8)
-	sRaw = sRaw[:ses]
-	_ = ckpt.EncodeFloat32(q.scaleDType, []float32{s}, sRaw)
-	gi := bi*q.sCols + bj
-	scaleDiffers = !bytes.Equal(sRaw, q.scaleRaw[gi*ses:(gi+1)*ses])
+	scaleDiffers = !sameValue(s, q.scale[bi*q.sCols+bj])
 	codes = codes[:len(w)]
 	if s == 0 {
 		for _, c := range codes {
 			if c != 0 {
-				cnt++
+				if c == 0x80 {
+					zeroSign++
+				} else {
+					cnt++
+				}
 			}
 		}
-		return cnt, scaleDiffers
+		return cnt, zeroSign, scaleDiffers
 	}
 	for i, x := range w {
-		if encodeE4M3(x/s) != codes[i] {
-			cnt++
+		if c := encodeE4M3(x / s); c != codes[i] {
+			if same, zs := sameCode(c, codes[i]); !same {
+				cnt++
+			} else if zs {
+				zeroSign++
+			}
 		}
 	}
-	return cnt, scaleDiffers
+	return cnt, zeroSign, scaleDiffers
 }

@@ -14,36 +14,61 @@ type side struct {
 	dt         ckpt.DType
 	esize      int64 // bytes per element
 	rows, cols int64
-	scale      []float32 // decoded block scales, row-major [sRows, sCols]
+	scaleT     *ckpt.Tensor // the block scale of a block-FP8 weight, else nil
+	scale      []float32    // decoded block scales, row-major [sRows, sCols]
 	scaleRaw   []byte
 	scaleDType ckpt.DType
 	bm, bn     int64
 	sCols      int64
 }
 
-func newSide(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
-	v, err := c.Values(t)
+// sideLayout describes t without reading data: its matrix view and, for a
+// block-FP8 weight, its scale tensor and block size (the scale is loaded
+// by setScale).
+func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
+	if !t.DType.IsFloat() {
+		return nil, fmt.Errorf("tensor %s of %s: dtype %s cannot be read as float values", ckpt.Quote(t.Name), t.File.Location, t.DType)
+	}
+	st, bm, bn, err := c.BlockScale(t)
 	if err != nil {
 		return nil, err
 	}
-	s := &side{t: t, dt: t.DType, esize: int64(t.DType.Bits() / 8), rows: v.Rows, cols: v.Cols}
-	if !v.Dequantized() {
-		return s, nil
+	s := &side{t: t, dt: t.DType, esize: int64(t.DType.Bits() / 8)}
+	s.rows, s.cols = ckpt.Matrix(t.Shape)
+	if st != nil {
+		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, bm, bn, st.Shape[1]
 	}
-	st := v.Scale
-	s.scaleRaw = make([]byte, st.NBytes())
-	if _, err := st.ReadAt(s.scaleRaw, 0); err != nil {
-		return nil, err
-	}
-	s.scale = make([]float32, st.Numel())
-	if err := ckpt.DecodeFloat32(st.DType, s.scaleRaw, s.scale); err != nil {
-		return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(st.Name), err)
-	}
-	s.scaleDType, s.bm, s.bn, s.sCols = st.DType, v.BM, v.BN, st.Shape[1]
 	return s, nil
 }
 
-func (s *side) scaled() bool { return s.scale != nil }
+// newSide describes t and reads its block scale, if any.
+func newSide(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
+	s, err := sideLayout(c, t)
+	if err != nil || s.scaleT == nil {
+		return s, err
+	}
+	raw := make([]byte, s.scaleT.NBytes())
+	if _, err := s.scaleT.ReadAt(raw, 0); err != nil {
+		return nil, err
+	}
+	return s, s.setScale(raw)
+}
+
+// setScale decodes the raw bytes of the side's block scale.
+func (s *side) setScale(raw []byte) error {
+	st := s.scaleT
+	if int64(len(raw)) != int64(st.NBytes()) {
+		return fmt.Errorf("tensor %s: internal error: %d scale bytes for %d", ckpt.Quote(st.Name), len(raw), st.NBytes())
+	}
+	s.scaleRaw = raw
+	s.scale = make([]float32, st.Numel())
+	if err := ckpt.DecodeFloat32(st.DType, raw, s.scale); err != nil {
+		return fmt.Errorf("tensor %s: %w", ckpt.Quote(st.Name), err)
+	}
+	return nil
+}
+
+func (s *side) scaled() bool { return s.scaleT != nil }
 
 // sameScale reports whether two scaled sides apply the same scales to
 // every element: same block size, scale dtype and scale bytes.

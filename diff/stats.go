@@ -18,6 +18,7 @@ type partial struct {
 	nan       bool    // a NaN difference was seen
 	// requant mismatches
 	qElems, qBlocks int64
+	zeroSign        int64 // FP8 codes differing only in the sign of zero
 }
 
 // merge adds o (the following run) into p.
@@ -33,6 +34,7 @@ func (p *partial) merge(o *partial) {
 	p.dot += o.dot
 	p.qElems += o.qElems
 	p.qBlocks += o.qBlocks
+	p.zeroSign += o.zeroSign
 }
 
 // accumulate adds the statistics of the element pairs (b[i], f[i]). Two

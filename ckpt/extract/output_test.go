@@ -14,39 +14,26 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// countingStore wraps a store to record the largest read and to call
-// onRead (e.g. cancel a context) on every read once armed.
+// countingStore records the largest read and calls onRead (e.g. cancel a
+// context) on every read once armed.
 type countingStore struct {
-	ckpt.Store
+	ckpttest.HookStore
 	armed   atomic.Bool
 	reads   atomic.Int64
 	maxRead atomic.Int64
 	onRead  func(n int64)
 }
 
-func (s *countingStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
-	b, err := s.Store.Open(ctx, name)
-	if err != nil {
-		return nil, err
+func (s *countingStore) read(_ string, _ int64, size int) {
+	if !s.armed.Load() {
+		return
 	}
-	return &countingBlob{Blob: b, s: s}, nil
-}
-
-type countingBlob struct {
-	ckpt.Blob
-	s *countingStore
-}
-
-func (b *countingBlob) ReadAt(p []byte, off int64) (int, error) {
-	if b.s.armed.Load() {
-		n := b.s.reads.Add(1)
-		for m := b.s.maxRead.Load(); int64(len(p)) > m && !b.s.maxRead.CompareAndSwap(m, int64(len(p))); m = b.s.maxRead.Load() {
-		}
-		if b.s.onRead != nil {
-			b.s.onRead(n)
-		}
+	n := s.reads.Add(1)
+	for m := s.maxRead.Load(); int64(size) > m && !s.maxRead.CompareAndSwap(m, int64(size)); m = s.maxRead.Load() {
 	}
-	return b.Blob.ReadAt(p, off)
+	if s.onRead != nil {
+		s.onRead(n)
+	}
 }
 
 func openCounting(t *testing.T, dir string) (*ckpt.Checkpoint, *countingStore) {
@@ -54,8 +41,9 @@ func openCounting(t *testing.T, dir string) (*ckpt.Checkpoint, *countingStore) {
 	ds, err := ckpt.NewDirStore(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { ds.Close() })
-	cs := &countingStore{Store: ds}
-	c, err := ckpt.OpenStore(context.Background(), cs, "", ckpt.Options{})
+	cs := &countingStore{}
+	cs.HookStore = ckpttest.HookStore{Store: ds, OnRead: cs.read}
+	c, err := ckpt.OpenStore(context.Background(), &cs.HookStore, "", ckpt.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c, cs

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/spf13/cobra"
@@ -26,6 +28,11 @@ type diffOptions struct {
 	Workers  int
 	Progress string
 	All      bool
+	// SampleBytes and SampleSeed sample byte ranges of every tensor; By
+	// is "tensor" or "layer".
+	SampleBytes string
+	SampleSeed  uint64
+	By          string
 }
 
 func (a *App) newDiffCmd() *cobra.Command {
@@ -40,7 +47,16 @@ dtype_changed, shape_changed, only_in_base, only_in_ft. In values mode (the defa
 statistics changed_elems, max_abs_diff, rel_l2 and cosine are computed over dequantised values
 in float64. Data is streamed in chunks with bounded memory.
 
-Exit status: 0 no differences, 1 differences, 2 unreadable input or bad command line.`,
+--sample-bytes SIZE compares every tensor larger than SIZE on a seeded sample of about SIZE
+bytes per side (block-FP8 weights: whole rows of scale blocks, at least one; their scales are
+read whole), all of it over HTTP Range for hf:// and https:// sources, coalesced and --workers
+requests at a time. Smaller tensors are read whole and classified exactly. A sampled tensor is
+changed when a sampled element differs, else no_change_seen (never identical); its row gives
+sampled_elems, the changed fraction with a 95 % Wilson interval and the statistics of the sample,
+and the summary says how many bytes of each side were read. --by layer aggregates per decoder
+layer, mtp, visual and other.
+
+Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]
@@ -54,7 +70,10 @@ Exit status: 0 no differences, 1 differences, 2 unreadable input or bad command 
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare a deterministic subset of N tensors (plus their scale companions)")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
-	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs)")
+	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes also the reads in flight (default 8)")
+	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of about SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
+	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes")
+	f.StringVar(&o.By, "by", "tensor", "table/text/jsonl rows: tensor, or layer (per decoder layer, mtp, visual, other)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.BoolVar(&o.All, "all", false, "table/text: list identical tensors too")
 	return cmd
@@ -71,6 +90,18 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	}
 	if o.Sample < 0 || o.Workers < 0 {
 		return usageError("--sample and --workers must not be negative")
+	}
+	var sampleBytes int64
+	if o.SampleBytes != "" {
+		if sampleBytes, err = extract.ParseSize(o.SampleBytes); err != nil {
+			return usageError("--sample-bytes: %v", err)
+		}
+		if mode != diff.ModeValues {
+			return usageError("--sample-bytes needs --mode values, not %s", mode)
+		}
+	}
+	if o.By != "tensor" && o.By != "layer" {
+		return usageError("unknown --by %q (want tensor or layer)", o.By)
 	}
 	switch o.Progress {
 	case output.ProgressAuto, output.ProgressBar, output.ProgressPlain, output.ProgressNone:
@@ -103,12 +134,13 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 			return usageError("%v", err)
 		}
 	}
-	res, err := diff.Compare(ctx, cks[0], cks[1], diff.Options{Mode: mode, Match: m, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, Progress: p})
+	res, err := diff.Compare(ctx, cks[0], cks[1], diff.Options{Mode: mode, Match: m, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, Progress: p,
+		SampleBytes: sampleBytes, SampleSeed: o.SampleSeed, ByLayer: o.By == "layer"})
 	stop()
 	if err != nil {
 		return inputError(err)
 	}
-	if err := printDiff(a.Out, format, res, o.All); err != nil {
+	if err := printDiff(a.Out, format, res, o.All, o.By == "layer"); err != nil {
 		return err
 	}
 	if unknownErr != nil {
@@ -120,16 +152,21 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	return nil
 }
 
-func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
-	switch format {
-	case output.JSON:
+func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) error {
+	switch {
+	case format == output.JSON:
 		return output.WriteJSON(w, res)
-	case output.JSONL:
+	case format == output.JSONL && byLayer:
+		return output.WriteJSONL(w, res.Layers)
+	case format == output.JSONL:
 		return output.WriteJSONL(w, res.Tensors)
 	}
 	fmt.Fprintf(w, "base: %s\nft:   %s\nmode: %s", ckpt.EscapeName(res.Base), ckpt.EscapeName(res.FT), res.Mode)
 	if res.Sampled {
 		fmt.Fprintf(w, " (sample of %d tensors)", len(res.Tensors))
+	}
+	if s := res.Sample; s != nil {
+		fmt.Fprintf(w, ", sampled: %s per tensor and side (seed %d)", output.Bytes(s.BytesPerTensor), s.Seed)
 	}
 	fmt.Fprint(w, "\n\n")
 	k := res.Keys
@@ -141,45 +178,21 @@ func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
 	}
 	fmt.Fprintln(w)
 
-	stats := res.Mode == diff.ModeValues
-	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}}
-	if stats {
-		g.Header = append(g.Header, "changed", "max_abs_diff", "rel_l2", "cosine")
-		g.Right = map[int]bool{5: true, 6: true, 7: true, 8: true}
-	}
-	g.Header = append(g.Header, "note")
-	hidden := 0
-	for _, t := range res.Tensors {
-		if !all && (t.Relation == diff.Identical || t.Relation == diff.SameHeader) {
-			hidden++
-			continue
-		}
-		row := []string{ckpt.EscapeName(t.Name), string(t.Relation), dtypeCell(t.BaseDType), dtypeCell(t.FTDType), output.Shape(t.Shape)}
-		if stats {
-			row = append(row, intCell(t.ChangedElems), floatCell(t.MaxAbsDiff, 4), floatCell(t.RelL2, 4), floatCell(t.Cosine, 6))
-		}
-		g.Rows = append(g.Rows, append(row, tensorNote(t)))
-	}
-	title := fmt.Sprintf("tensors: %d listed", len(g.Rows))
-	if hidden > 0 {
-		title += fmt.Sprintf(", %d identical not listed (--all lists them)", hidden)
-		if res.Mode == diff.ModeHeader {
-			title = fmt.Sprintf("tensors: %d listed, %d with the same dtype and shape not listed (--all lists them)", len(g.Rows), hidden)
-		}
-	}
-	g.Title = title
-	if len(g.Rows) > 0 {
-		if err := g.Render(w, format); err != nil {
+	if byLayer {
+		if err := layerGrid(res).Render(w, format); err != nil {
 			return err
 		}
-	} else {
-		fmt.Fprintln(w, title)
+	} else if err := printTensors(w, format, res, all); err != nil {
+		return err
 	}
 	fmt.Fprintln(w)
 
 	rels := []diff.Relation{diff.Identical, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT}
 	if res.Mode == diff.ModeHeader {
 		rels = append([]diff.Relation{diff.SameHeader}, rels[3:]...)
+	}
+	if res.Sample != nil {
+		rels = append([]diff.Relation{diff.Changed, diff.NoChangeSeen, diff.Identical}, rels[2:]...)
 	}
 	gg := &output.Grid{Title: "by group", Header: []string{"group", "tensors"}, Right: map[int]bool{}}
 	for i, r := range rels {
@@ -202,11 +215,122 @@ func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
 		parts = append(parts, fmt.Sprintf("%d %s", res.Summary.Count(r), r))
 	}
 	verdict := "no differences"
-	if res.Differs() {
+	switch {
+	case res.Differs():
 		verdict = "differences found"
+	case res.Summary.NoChangeSeen > 0:
+		verdict = "no differences found (a sample cannot prove identity)"
 	}
 	fmt.Fprintf(w, "summary: %s; %s\n", strings.Join(parts, ", "), verdict)
+	if s := res.Sample; s != nil {
+		fmt.Fprintf(w, "sample: %d tensor(s) sampled, %d read whole; read %s, %s\n", s.SampledTensors, s.WholeTensors,
+			sideRead("base", s.Base), sideRead("ft", s.FT))
+	}
 	return nil
+}
+
+func sideRead(name string, s diff.SideRead) string {
+	pct := 0.0
+	if s.BytesTotal > 0 {
+		pct = 100 * float64(s.BytesRead) / float64(s.BytesTotal)
+	}
+	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads))
+}
+
+// printTensors renders the tensor rows; identical ones (and, in a sampled
+// diff, no_change_seen ones) only with --all.
+func printTensors(w io.Writer, format string, res *diff.Result, all bool) error {
+	stats := res.Mode == diff.ModeValues
+	sampled := res.Sample != nil
+	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}}
+	if stats {
+		g.Header = append(g.Header, "changed")
+		if sampled {
+			g.Header = append(g.Header, "of", "changed %", "95 % interval")
+		}
+		g.Header = append(g.Header, "max_abs_diff", "rel_l2", "cosine")
+		for i := 5; i < len(g.Header); i++ {
+			g.Right[i] = true
+		}
+	}
+	g.Header = append(g.Header, "note")
+	hidden := 0
+	for _, t := range res.Tensors {
+		if !all && (t.Relation == diff.Identical || t.Relation == diff.SameHeader || t.Relation == diff.NoChangeSeen) {
+			hidden++
+			continue
+		}
+		row := []string{ckpt.EscapeName(t.Name), string(t.Relation), dtypeCell(t.BaseDType), dtypeCell(t.FTDType), output.Shape(t.Shape)}
+		if stats {
+			row = append(row, intCell(t.ChangedElems))
+			if sampled {
+				row = append(row, sampledCells(t)...)
+			}
+			row = append(row, floatCell(t.MaxAbsDiff, 4), floatCell(t.RelL2, 4), floatCell(t.Cosine, 6))
+		}
+		g.Rows = append(g.Rows, append(row, tensorNote(t)))
+	}
+	title := fmt.Sprintf("tensors: %d listed", len(g.Rows))
+	if hidden > 0 {
+		what := "identical"
+		if sampled {
+			what = "identical or no_change_seen"
+		}
+		title += fmt.Sprintf(", %d %s not listed (--all lists them)", hidden, what)
+		if res.Mode == diff.ModeHeader {
+			title = fmt.Sprintf("tensors: %d listed, %d with the same dtype and shape not listed (--all lists them)", len(g.Rows), hidden)
+		}
+	}
+	g.Title = title
+	if len(g.Rows) == 0 {
+		_, err := fmt.Fprintln(w, title)
+		return err
+	}
+	return g.Render(w, format)
+}
+
+// sampledCells are the "of", "changed %" and interval cells of a row of a
+// sampled diff: the elements compared ("all" when read whole).
+func sampledCells(t diff.Tensor) []string {
+	if t.ChangedElems == nil {
+		return []string{"-", "-", "-"}
+	}
+	of, ci := "all", "exact"
+	if t.Sampled && t.SampledElems != nil {
+		of = output.Int(*t.SampledElems)
+		ci = fmt.Sprintf("%s–%s", percent(float64(t.ChangedFractionCI95[0])), percent(float64(t.ChangedFractionCI95[1])))
+	}
+	frac := "-"
+	if f, ok := t.ChangedFractionOf(); ok {
+		frac = percent(f)
+	}
+	return []string{of, frac, ci}
+}
+
+// percent renders a fraction as a percentage with three significant digits.
+func percent(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(100*f, 'g', 3, 64)
+}
+
+// layerGrid is the per-layer table of --by layer.
+func layerGrid(res *diff.Result) *output.Grid {
+	g := &output.Grid{Title: "by layer", Header: []string{"layer", "tensors", "changed", "no_change_seen", "identical", "changed %", "mean rel_l2"},
+		Right: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true}}
+	for _, l := range res.Layers {
+		frac := "-"
+		if r := l.ChangedFractionRange; r != nil {
+			frac = percent(float64(r[0]))
+			if r[1] != r[0] {
+				frac += "–" + percent(float64(r[1]))
+			}
+		}
+		g.Rows = append(g.Rows, []string{strings.TrimPrefix(l.Label(), "layer "), output.Int(l.Tensors), output.Int(l.Changed),
+			output.Int(l.NoChangeSeen), output.Int(l.Identical), frac, floatCell(l.MeanRelL2, 4)})
+	}
+	return g
 }
 
 func dtypeCell(d ckpt.DType) string {
@@ -238,15 +362,24 @@ func floatCell(p *diff.Float, digits int) string {
 }
 
 func tensorNote(t diff.Tensor) string {
+	var note string
 	switch {
 	case t.Relation == diff.ShapeChanged:
-		return "ft shape " + output.Shape(t.FTShape)
+		note = "ft shape " + output.Shape(t.FTShape)
 	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdentical:
-		return "re-quantises exactly"
+		note = "re-quantises exactly"
+	case t.RequantMismatchElems != nil && t.Relation == diff.NoChangeSeen:
+		note = "the sample re-quantises exactly"
 	case t.RequantMismatchElems != nil:
-		return fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))
+		note = fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))
 	}
-	return ""
+	if t.ZeroSignCodes > 0 {
+		if note != "" {
+			note += "; "
+		}
+		note += fmt.Sprintf("%s code(s) differ only in the sign of zero", output.Int(t.ZeroSignCodes))
+	}
+	return note
 }
 
 // describeConfigChange renders one config difference for text output.

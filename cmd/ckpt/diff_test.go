@@ -108,3 +108,76 @@ func TestDiffProgress(t *testing.T) {
 	assert.Contains(t, stderr, "diff: 100.0%")
 	assert.NotContains(t, out, "diff:", "progress never on stdout")
 }
+
+func TestDiffSampleBytes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	sample := []string{"--sample-bytes", "4KiB", "--sample-seed", "1", "--progress", "none"}
+	for _, c := range []struct{ golden, by string }{
+		{"diff_sampled.txt.golden", "tensor"},
+		{"diff_sampled_layer.txt.golden", "layer"},
+	} {
+		code, out, stderr := runApp(t, append([]string{"diff", base, ft, "--format", "text", "--by", c.by}, sample...)...)
+		assert.Equal(t, 1, code, stderr)
+		golden(t, c.golden, strings.ReplaceAll(out, dir, "DIR"))
+	}
+
+	code, out, _ := runApp(t, append([]string{"diff", base, ft, "--format", "json", "--by", "layer"}, sample...)...)
+	require.Equal(t, 1, code)
+	var doc struct {
+		Sample struct {
+			BytesPerTensor int64 `json:"bytes_per_tensor"`
+			Base, FT       struct {
+				BytesRead  int64 `json:"bytes_read"`
+				BytesTotal int64 `json:"bytes_total"`
+			}
+		}
+		Tensors []struct {
+			Name, Relation string
+			Sampled        bool
+			SampledElems   *int64     `json:"sampled_elems"`
+			CI             []*float64 `json:"changed_fraction_ci95"`
+		}
+		Layers []map[string]any
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, int64(4096), doc.Sample.BytesPerTensor)
+	assert.Positive(t, doc.Sample.Base.BytesRead)
+	assert.Less(t, doc.Sample.Base.BytesRead, doc.Sample.Base.BytesTotal)
+	sampled := 0
+	for _, r := range doc.Tensors {
+		if !r.Sampled {
+			continue
+		}
+		sampled++
+		assert.Contains(t, []string{"changed", "no_change_seen"}, r.Relation, r.Name)
+		assert.NotNil(t, r.SampledElems, r.Name)
+		assert.Len(t, r.CI, 2, r.Name)
+	}
+	assert.Positive(t, sampled)
+	assert.Len(t, doc.Layers, 7, "layers 0-3, mtp, visual, other")
+
+	code, out, _ = runApp(t, append([]string{"diff", base, ft, "--format", "jsonl", "--by", "layer"}, sample...)...)
+	require.Equal(t, 1, code)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 7)
+
+	code, out, stderr := runApp(t, append([]string{"diff", base, base, "--format", "text"}, sample...)...)
+	assert.Equal(t, 0, code, "nothing seen to differ: %s", stderr)
+	assert.Contains(t, out, "no differences found (a sample cannot prove identity)")
+
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--sample-bytes", "lots"}, "--sample-bytes"},
+		{[]string{"--sample-bytes", "0"}, "--sample-bytes"},
+		{[]string{"--sample-bytes", "4KiB", "--mode", "bytes"}, "--mode values"},
+		{[]string{"--by", "file"}, "--by"},
+	} {
+		code, _, stderr := runApp(t, append([]string{"diff", base, ft, "--progress", "none"}, c.args...)...)
+		assert.Equal(t, 2, code, "%v", c.args)
+		assert.Contains(t, stderr, c.stderr, "%v", c.args)
+	}
+}

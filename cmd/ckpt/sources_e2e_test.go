@@ -186,8 +186,12 @@ func TestSourcesDiffEveryForm(t *testing.T) {
 	t.Parallel()
 	f := newSourceForms(t)
 	ftForms := []string{"hf:org/ft", "hf://org/ft", f.hub.URL + "/org/ft/resolve/main/" + ckpt.IndexFile}
-	for _, mode := range []string{"header", "bytes", "values"} {
-		code, out, errs := runSources(t, f.env, source.Options{}, "diff", f.base, f.ft, "--mode", mode, "--format", "json", "--progress", "none")
+	for _, mode := range [][]string{{"--mode", "header"}, {"--mode", "bytes"}, {"--mode", "values"},
+		{"--sample-bytes", "4KiB", "--sample-seed", "3", "--by", "layer", "--workers", "3"}} {
+		args := func(b, ft string) []string {
+			return append([]string{"diff", b, ft, "--format", "json", "--progress", "none"}, mode...)
+		}
+		code, out, errs := runSources(t, f.env, source.Options{}, args(f.base, f.ft)...)
 		require.Equal(t, 1, code, errs)
 		want := decodeJSON(t, out)
 		delete(want, "base")
@@ -195,16 +199,16 @@ func TestSourcesDiffEveryForm(t *testing.T) {
 		for i, b := range f.forms()[1:] {
 			ft := ftForms[i%len(ftForms)]
 			f.hub.ResetCounters()
-			code, out, errs := runSources(t, f.env, source.Options{}, "diff", b, ft, "--mode", mode, "--format", "json", "--progress", "none")
+			code, out, errs := runSources(t, f.env, source.Options{}, args(b, ft)...)
 			assert.Equal(t, 1, code, "diff %s %s: %s", b, ft, errs)
 			got := decodeJSON(t, out)
 			assert.Equal(t, b, got["base"])
 			assert.Equal(t, ft, got["ft"])
 			delete(got, "base")
 			delete(got, "ft")
-			assert.Equal(t, want, got, "diff --mode %s %s %s", mode, b, ft)
+			assert.Equal(t, want, got, "diff %v %s %s", mode, b, ft)
 			f.hub.Quiesce()
-			if mode == "header" && !strings.HasPrefix(b, "hf:org") && !strings.HasPrefix(ft, "hf:org") {
+			if mode[1] == "header" && !strings.HasPrefix(b, "hf:org") && !strings.HasPrefix(ft, "hf:org") {
 				t.Logf("diff --mode header %s %s: %d requests, %d bytes", b, ft, f.hub.Requests.Load(), f.hub.BytesServed.Load())
 			}
 		}

@@ -122,10 +122,11 @@ func (h *Hub) HubSource() string { return "hf://" + h.Repo }
 // FileURL is the plain URL of a file.
 func (h *Hub) FileURL(name string) string { return h.URL + "/files/" + name }
 
-// ETag returns the quoted SHA-256 of a served file.
+// ETag returns the quoted SHA-256 of a served file (for files above 64
+// MiB, an ETag made of its size and modification time).
 func (h *Hub) ETag(name string) (string, error) {
-	_, e, err := h.content(name)
-	return e, err
+	c, err := h.content(name)
+	return c.etag, err
 }
 
 // AddRepo serves dir as another repository id (resolve URLs only).
@@ -138,31 +139,78 @@ func (h *Hub) AddRepo(id, dir string) {
 	h.repos[id] = dir
 }
 
-// content returns a file's bytes and ETag (cached until Update). name is
-// relative to Dir, or "\x00<dir>\x00<name>" for another repository.
-func (h *Hub) content(name string) ([]byte, string, error) {
+// content returns a file's content and ETag (cached until Update). name
+// is relative to Dir, or "\x00<dir>\x00<name>" for another repository.
+// Files up to largeFile bytes are held in memory with the SHA-256 of their
+// content as ETag; larger ones (such as sparse full-scale fixtures) are
+// read from disk range by range, with an ETag made of their size and
+// modification time.
+func (h *Hub) content(name string) (served, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c, ok := h.files[name]; ok {
-		return c.data, c.etag, nil
+		return c, nil
 	}
 	dir, rel := h.Dir, name
 	if parts := strings.Split(name, "\x00"); len(parts) == 3 {
 		dir, rel = parts[1], parts[2]
 	}
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	st, err := os.Stat(p)
 	if err != nil {
-		return nil, "", err
+		return served{}, err
 	}
-	sum := sha256.Sum256(data)
-	c := served{data: data, etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	var c served
+	if st.Size() > largeFile {
+		c = served{path: p, size: st.Size(), etag: fmt.Sprintf(`"big-%x-%x"`, st.Size(), st.ModTime().UnixNano())}
+	} else {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return served{}, err
+		}
+		sum := sha256.Sum256(data)
+		c = served{data: data, size: int64(len(data)), etag: `"` + hex.EncodeToString(sum[:]) + `"`}
+	}
 	h.files[name] = c
-	return c.data, c.etag, nil
+	return c, nil
 }
 
+// largeFile is the size above which the hub serves a file from disk.
+const largeFile = 64 << 20
+
+// served is a file's content: in memory (data), or on disk (path).
 type served struct {
 	data []byte
+	path string
+	size int64
 	etag string
+	xor  bool // NewVersion: every byte XOR 0x5a
+}
+
+// bytes returns the content's bytes [a, b).
+func (c served) bytes(a, b int64) ([]byte, error) {
+	var out []byte
+	if c.path == "" {
+		out = c.data[a:b]
+	} else {
+		f, err := os.Open(c.path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		out = make([]byte, b-a)
+		if _, err := f.ReadAt(out, a); err != nil {
+			return nil, err
+		}
+	}
+	if c.xor {
+		changed := make([]byte, len(out))
+		for i, x := range out {
+			changed[i] = x ^ 0x5a
+		}
+		out = changed
+	}
+	return out, nil
 }
 
 func notFound(w http.ResponseWriter, code, msg string) {
@@ -220,7 +268,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		notFound(w, "EntryNotFound", "Entry not found")
 		return
 	}
-	data, etag, err := h.content(file)
+	c, err := h.content(file)
 	if err != nil {
 		notFound(w, "EntryNotFound", "Entry not found")
 		return
@@ -229,10 +277,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Inject != nil {
 		f = h.Inject(r, file[strings.LastIndex(file, "\x00")+1:])
 	}
-	h.serve(w, r, data, etag, f)
+	h.serve(w, r, c, f)
 }
 
-func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, etag string, f Fault) {
+func (h *Hub) serve(w http.ResponseWriter, r *http.Request, c served, f Fault) {
+	etag := c.etag
 	switch f.Kind {
 	case Status500:
 		http.Error(w, "internal error", http.StatusInternalServerError)
@@ -251,11 +300,7 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, etag st
 		h.hang(r)
 		return
 	case NewVersion:
-		changed := make([]byte, len(data))
-		for i, b := range data {
-			changed[i] = b ^ 0x5a
-		}
-		data, etag = changed, `"v2-`+strings.Trim(etag, `"`)[:8]+`"`
+		c.xor, etag = true, `"v2-`+strings.Trim(etag, `"`)[:8]+`"`
 	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Accept-Ranges", "bytes")
@@ -265,9 +310,14 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, etag st
 			return
 		}
 	}
-	size := int64(len(data))
+	size := c.size
 	start, end, ok, hasRange := parseRange(r.Header.Get("Range"), size)
 	if !hasRange || f.Kind == IgnoreRange {
+		data, err := c.bytes(0, size)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 		w.WriteHeader(http.StatusOK)
 		h.write(w, r, data, f)
@@ -278,19 +328,23 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, data []byte, etag st
 		w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
 		return
 	}
-	body := data[start : end+1]
 	cr := fmt.Sprintf("bytes %d-%d/%d", start, end, size)
-	switch f.Kind {
-	case WrongRange:
+	if f.Kind == WrongRange {
 		s2, e2 := start+1, end+1
 		if e2 >= size {
 			s2, e2 = start-1, end-1
 		}
 		if s2 >= 0 {
-			body = data[s2 : e2+1]
+			start, end = s2, e2
 			cr = fmt.Sprintf("bytes %d-%d/%d", s2, e2, size)
 		}
-	case Short:
+	}
+	body, err := c.bytes(start, end+1)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if f.Kind == Short {
 		body = body[:len(body)/2]
 	}
 	w.Header().Set("Content-Range", cr)

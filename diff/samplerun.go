@@ -1,0 +1,276 @@
+package diff
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"golang.org/x/sync/errgroup"
+)
+
+// sampleBatchBytes bounds the bytes (both sides) fetched for one batch of
+// tensors; a batch is compared while the next one is fetched, so that
+// memory stays near three batches whatever the checkpoint's size.
+const sampleBatchBytes = 32 << 20
+
+// defaultSampleReads is the number of reads in flight when
+// Options.Workers is not set: sampled diffs are bound by latency (HTTP),
+// not by the CPU.
+const defaultSampleReads = 8
+
+// compareSampled runs a sampled diff of the planned pairs: it plans the
+// ranges of every pair, then, batch by batch, reads the ranges of both
+// sides in one coalesced, concurrent ckpt.ReadSpans call and compares the
+// batch from memory with the engine, while the next batch is read.
+func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, opt Options, res *Result) error {
+	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, Seed: opt.SampleSeed}
+	res.Sample = info
+	for _, row := range res.Tensors {
+		if t, ok := base.Lookup(row.Name); ok {
+			info.Base.BytesTotal += int64(t.NBytes())
+		}
+		if t, ok := ft.Lookup(row.Name); ok {
+			info.FT.BytesTotal += int64(t.NBytes())
+		}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	e := newEngine(opt, ModeValues)
+	// Lay out every pair (no I/O) and note the scale tensors that weights
+	// need whole: a pair of such tensors is compared whole too.
+	needB, needF := map[*ckpt.Tensor]bool{}, map[*ckpt.Tensor]bool{}
+	for _, p := range plans {
+		if err := p.layout(); err != nil {
+			return err
+		}
+		if p.bs != nil && p.bs.scaled() {
+			needB[p.bs.scaleT] = true
+		}
+		if p.fs != nil && p.fs.scaled() {
+			needF[p.fs.scaleT] = true
+		}
+	}
+	for _, p := range plans {
+		g := e.geometry(p)
+		if needB[p.b] && needF[p.f] {
+			p.sample = &samplePlan{whole: true}
+		} else {
+			p.sample = planSample(p, g, opt.SampleBytes, opt.SampleSeed)
+		}
+		if p.sample.whole {
+			info.WholeTensors++
+		} else {
+			info.SampledTensors++
+		}
+		opt.Progress.AddTotal(p.sample.units(g) * (g.esizeB + g.esizeF))
+	}
+	batches := sampleBatches(plans, e)
+	baseFiles := map[*ckpt.File]bool{}
+	for _, f := range base.Files {
+		baseFiles[f] = true
+	}
+	reads := opt.Workers
+	if reads <= 0 {
+		reads = defaultSampleReads
+	}
+
+	ready := make(chan []*plan, 1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { // read
+		defer close(ready)
+		for _, batch := range batches {
+			st, err := fetchBatch(gctx, e, batch, reads)
+			if err != nil {
+				return err
+			}
+			for f, s := range st {
+				side := &info.FT
+				if baseFiles[f] {
+					side = &info.Base
+				}
+				side.BytesRead += s.Bytes
+				side.Reads += s.Reads
+			}
+			select {
+			case ready <- batch:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	g.Go(func() error { // compare
+		for batch := range ready {
+			if err := e.run(gctx, batch); err != nil {
+				return err
+			}
+			for _, p := range batch {
+				p.finishSample()
+				p.rb, p.rf, p.bs, p.fs, p.q, p.w = nil, nil, nil, nil, nil, nil // release the batch's memory
+			}
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	res.BytesRead = info.Base.BytesRead + info.FT.BytesRead
+	return ctx.Err()
+}
+
+// sampleBatches groups the plans into batches of about sampleBatchBytes,
+// keeping the pair of a weight's scale tensors in the weight's batch so
+// that the scale bytes, which both need, are read once.
+func sampleBatches(plans []*plan, e *engine) [][]*plan {
+	byName := make(map[string]*plan, len(plans))
+	for _, p := range plans {
+		byName[p.row.Name] = p
+	}
+	attached := map[*plan]bool{}
+	var batches [][]*plan
+	var cur []*plan
+	var bytes int64
+	for _, p := range plans {
+		if attached[p] {
+			continue
+		}
+		unit := []*plan{p}
+		if !strings.HasSuffix(p.row.Name, ckpt.ScaleSuffix) {
+			if sp, ok := byName[ckpt.ScaleName(p.row.Name)]; ok {
+				unit = append(unit, sp)
+				attached[sp] = true
+			}
+		}
+		for _, q := range unit {
+			g := e.geometry(q)
+			bytes += q.sample.units(g) * (g.esizeB + g.esizeF)
+		}
+		cur = append(cur, unit...)
+		if bytes >= sampleBatchBytes {
+			batches = append(batches, cur)
+			cur, bytes = nil, 0
+		}
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// fetchBatch reads every range the batch needs, of both sides, with one
+// ckpt.ReadSpans call, and points the plans at the bytes.
+func fetchBatch(ctx context.Context, e *engine, batch []*plan, reads int) (map[*ckpt.File]ckpt.SpanStats, error) {
+	var spans []ckpt.Span
+	for _, p := range batch {
+		g := e.geometry(p)
+		spans = append(spans, p.sample.spans(p.b, p.bs, g.esizeB)...)
+		spans = append(spans, p.sample.spans(p.f, p.fs, g.esizeF)...)
+	}
+	got, err := ckpt.ReadSpans(ctx, spans, ckpt.SpanOptions{Workers: reads})
+	if err != nil {
+		return nil, err
+	}
+	mem := map[*ckpt.Tensor]*memSrc{}
+	for i, s := range spans {
+		m := mem[s.Tensor]
+		if m == nil {
+			m = &memSrc{t: s.Tensor}
+			mem[s.Tensor] = m
+		}
+		m.frags = append(m.frags, memFrag{off: s.Off, data: got.Data[i]})
+	}
+	for _, p := range batch {
+		p.rb, p.rf = mem[p.b], mem[p.f]
+		err := p.load(func(t *ckpt.Tensor) ([]byte, error) {
+			raw := make([]byte, t.NBytes())
+			_, err := mem[t].ReadAt(raw, 0)
+			return raw, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return got.ByFile, nil
+}
+
+// memSrc serves a tensor's bytes from the fragments a sampled diff read.
+type memSrc struct {
+	t     *ckpt.Tensor
+	frags []memFrag
+}
+
+type memFrag struct {
+	off  int64
+	data []byte
+}
+
+func (m *memSrc) ReadAt(p []byte, off int64) (int, error) {
+	end := off + int64(len(p))
+	for _, f := range m.frags {
+		if off >= f.off && end <= f.off+int64(len(f.data)) {
+			return copy(p, f.data[off-f.off:]), nil
+		}
+	}
+	return 0, fmt.Errorf("tensor %s: internal error: bytes [%d, %d) were not read", ckpt.Quote(m.t.Name), off, end)
+}
+
+// finishSample turns the engine's verdict on a sampled pair into an
+// honest one: no difference in a sample is no_change_seen, never
+// identical (nor requant_identical), and the row says how much was
+// compared, the changed fraction and its 95 % Wilson interval. Pairs read
+// whole keep their exact relation and get the changed fraction.
+func (p *plan) finishSample() {
+	row := p.row
+	if p.sample.whole {
+		if f, ok := row.ChangedFractionOf(); ok {
+			ff := Float(f)
+			row.ChangedFraction = &ff
+		}
+		return
+	}
+	row.Sampled = true
+	row.SampledRanges = p.sample.ranges
+	switch row.Relation {
+	case Identical, RequantIdentical:
+		row.Relation = NoChangeSeen
+	}
+	if !p.geom.countable || row.ChangedElems == nil {
+		return
+	}
+	n := p.sample.units(p.geom)
+	row.SampledElems = &n
+	k := *row.ChangedElems
+	if row.RequantMismatchElems != nil {
+		k = *row.RequantMismatchElems // what re-quantising fails to reproduce
+	}
+	f := Float(float64(k) / float64(n))
+	lo, hi := Wilson(k, n)
+	row.ChangedFraction, row.ChangedFractionCI95 = &f, &[2]Float{Float(lo), Float(hi)}
+}
+
+// Wilson returns the 95 % Wilson score interval for a proportion of k
+// successes in n trials ([0, 1] when n is 0). Unlike the normal
+// approximation it stays inside [0, 1] and is informative for k = 0: then
+// the upper bound is about 3.84 / n.
+func Wilson(k, n int64) (lo, hi float64) {
+	if n <= 0 {
+		return 0, 1
+	}
+	const z = 1.959963984540054 // the 97.5th percentile of the standard normal
+	nf, p := float64(n), float64(k)/float64(n)
+	z2 := z * z
+	den := 1 + z2/nf
+	c := (p + z2/(2*nf)) / den
+	h := z / den * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	lo, hi = max(c-h, 0), min(c+h, 1)
+	if k == 0 {
+		lo = 0
+	}
+	if k == n {
+		hi = 1
+	}
+	return lo, hi
+}
