@@ -142,7 +142,7 @@ func printDiff(w io.Writer, format string, res *diff.Result, all bool) error {
 	fmt.Fprintln(w)
 
 	stats := res.Mode == diff.ModeValues
-	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}}
+	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}, Color: map[int]bool{1: true}}
 	if stats {
 		g.Header = append(g.Header, "changed", "max_abs_diff", "rel_l2", "cosine")
 		g.Right = map[int]bool{5: true, 6: true, 7: true, 8: true}
