@@ -78,38 +78,28 @@ func startBar(w io.Writer, label string, p *ckpt.Progress, period time.Duration)
 		bar.SetCurrent(min(done, total))
 		return done, total
 	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				if done, total := update(); total > 0 && done >= total {
-					bar.SetTotal(-1, true) // complete: the last frame shows 100 %
-				} else {
-					bar.Abort(true) // unfinished: the bar is removed
-				}
-				pb.Wait()
-				return
-			case <-t.C:
-				update()
-			}
+	return every(period, func() { update() }, func() {
+		if done, total := update(); total > 0 && done >= total {
+			bar.SetTotal(-1, true) // complete: the last frame shows 100 %
+		} else {
+			bar.Abort(true) // unfinished: the bar is removed
 		}
-	}()
-	return func() { close(quit); <-finished }
+		pb.Wait()
+	})
 }
 
 // startPlain prints one line about p every period and a last one at stop.
 func startPlain(w io.Writer, label string, p *ckpt.Progress, period time.Duration) (stop func()) {
+	start := time.Now()
+	line := func() { fmt.Fprintln(w, plainLine(label, p, time.Since(start))) }
+	return every(period, line, line)
+}
+
+// every calls tick every period on its own goroutine until stop is called;
+// stop calls last there and returns when it is done.
+func every(period time.Duration, tick, last func()) (stop func()) {
 	quit := make(chan struct{})
 	finished := make(chan struct{})
-	start := time.Now()
-	line := func() {
-		fmt.Fprintln(w, plainLine(label, p, time.Since(start)))
-	}
 	go func() {
 		defer close(finished)
 		t := time.NewTicker(period)
@@ -117,10 +107,10 @@ func startPlain(w io.Writer, label string, p *ckpt.Progress, period time.Duratio
 		for {
 			select {
 			case <-quit:
-				line()
+				last()
 				return
 			case <-t.C:
-				line()
+				tick()
 			}
 		}
 	}()
