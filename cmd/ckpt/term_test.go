@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,10 +58,12 @@ func TestTerminalTables(t *testing.T) {
 		name := c.args[0] + "@" + c.width
 		code, out := runTerminal(t, map[string]string{"COLUMNS": c.width}, c.args...)
 		assert.Contains(t, []int{0, 1}, code, name)
+		width, err := strconv.Atoi(c.width)
+		require.NoError(t, err)
 		lines := tableLines(out)
 		require.NotEmpty(t, lines, name)
 		for _, l := range lines {
-			assert.LessOrEqual(t, twwidth.Width(l), atoi(c.width), "%s: %q", name, l)
+			assert.LessOrEqual(t, twwidth.Width(l), width, "%s: %q", name, l)
 		}
 		if c.color != "" {
 			assert.Contains(t, out, c.color, name)
@@ -74,12 +80,22 @@ func TestTerminalTables(t *testing.T) {
 	assert.NotContains(t, piped, "\x1b")
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
+// TestPaletteCoversVocabulary keeps the colours in step with the statuses
+// and relations the libraries define.
+func TestPaletteCoversVocabulary(t *testing.T) {
+	t.Parallel()
+	g := &output.Grid{Header: []string{"word"}, Color: map[int]bool{0: true}}
+	for _, s := range []verify.Status{verify.Pass, verify.Warn, verify.Fail, verify.Skip} {
+		g.Rows = append(g.Rows, []string{string(s)})
 	}
-	return n
+	for _, r := range []diff.Relation{diff.Identical, diff.SameHeader, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT} {
+		g.Rows = append(g.Rows, []string{string(r)})
+	}
+	var b bytes.Buffer
+	require.NoError(t, g.Render(&output.Term{Writer: &b, Color: true}, output.Table))
+	for _, r := range g.Rows {
+		assert.Regexp(t, `\x1b\[[0-9;]+m`+r[0]+`\x1b\[0m`, b.String(), "%s has a colour", r[0])
+	}
 }
 
 // TestPipedTextIsMachineFriendly checks what awk, cut and sort -n see.

@@ -317,15 +317,6 @@ func shrink(w, cols, mins []int, avail int) {
 	}
 }
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // cellWidth is the display width of a cell's widest line.
 func cellWidth(s string) int {
 	m := 0
