@@ -341,8 +341,9 @@ func ellipsize(s string, w int) string {
 	return string(rs[:head]) + "…" + string(rs[len(rs)-tail:])
 }
 
-// wrap breaks s into lines of at most w runes at spaces; a word longer
-// than w is cut.
+// wrap breaks s into lines of at most w runes at spaces. A word longer
+// than w (a tensor name in a message) is broken after its dots, slashes and
+// underscores, and cut only where a part is still too long.
 func wrap(s string, w int) string {
 	if w < 1 {
 		return s
@@ -360,13 +361,39 @@ func wrap(s string, w int) string {
 				lines = append(lines, string(line))
 				line = line[:0:0]
 			}
-			for len(wr) > w {
-				lines = append(lines, string(wr[:w]))
-				wr = wr[w:]
+			if len(wr) <= w {
+				line = wr
+				continue
 			}
-			line = append(line, wr...)
+			for _, part := range nameParts(wr) {
+				if len(line)+len(part) > w && len(line) > 0 {
+					lines = append(lines, string(line))
+					line = line[:0:0]
+				}
+				for len(part) > w {
+					lines = append(lines, string(part[:w]))
+					part = part[w:]
+				}
+				line = append(line, part...)
+			}
 		}
 		lines = append(lines, string(line))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// nameParts splits a name after each '.', '/' and '_'.
+func nameParts(r []rune) [][]rune {
+	var parts [][]rune
+	start := 0
+	for i, c := range r {
+		if c == '.' || c == '/' || c == '_' {
+			parts = append(parts, r[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(r) {
+		parts = append(parts, r[start:])
+	}
+	return parts
 }

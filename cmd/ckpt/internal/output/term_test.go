@@ -194,6 +194,9 @@ func TestEllipsizeWrap(t *testing.T) {
 	}
 	assert.Equal(t, "one two\nthree\nfour", wrap("one two three four", 7))
 	assert.Equal(t, "abcd\nefgh\nij k", wrap("abcdefghij k", 4), "long words are cut")
+	assert.Equal(t, "tensor\nmodel.language_model.\nlayers.3.mlp.down_proj.\nweight (+1 scales)",
+		wrap("tensor model.language_model.layers.3.mlp.down_proj.weight (+1 scales)", 24), "names break after dots and underscores")
+	assert.Equal(t, "a.\nbcdefgh\nij", wrap("a.bcdefghij", 7), "a part longer than the line is cut")
 	assert.Equal(t, "a\nb", wrap("a\nb", 10), "line breaks kept")
 }
 
