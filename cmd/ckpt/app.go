@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
 
@@ -55,10 +56,12 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 			code = 2
 		}
 	}()
-	root := a.newRootCmd()
+	run := *a // tables on a terminal fit its width and use colour
+	run.Out = output.ForTerminal(a.Out, a.Terminal, a.Getenv)
+	root := run.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.In)
-	root.SetOut(a.Out)
+	root.SetOut(run.Out)
 	root.SetErr(a.Err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

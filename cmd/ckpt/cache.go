@@ -442,7 +442,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			return err
 		}
 	default:
-		g := &output.Grid{Header: []string{"name", "dtype", "layout", "shard shape", "placement", "shards", "memory", "bytes"}, Right: map[int]bool{5: true, 7: true}}
+		g := &output.Grid{Header: []string{"name", "dtype", "layout", "shard shape", "placement", "shards", "memory", "bytes"}, Right: map[int]bool{5: true, 7: true}, Sizes: map[int]bool{7: true}}
 		var total int64
 		for _, e := range es {
 			total += e.Bytes

@@ -242,7 +242,7 @@ func sideRead(name string, s diff.SideRead) string {
 func printTensors(w io.Writer, format string, res *diff.Result, all bool) error {
 	stats := res.Mode == diff.ModeValues
 	sampled := res.Sample != nil
-	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}}
+	g := &output.Grid{Header: []string{"name", "relation", "base", "ft", "shape"}, Right: map[int]bool{}, Color: map[int]bool{1: true}}
 	if stats {
 		g.Header = append(g.Header, "changed")
 		if sampled {

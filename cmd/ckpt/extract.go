@@ -184,9 +184,9 @@ func printExtract(w io.Writer, format string, r *ExtractResult) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, r)
 	}
-	g := &output.Grid{Header: []string{"file", "tensors", "bytes", "size"}, Right: map[int]bool{1: true, 2: true, 3: true}}
+	g := &output.Grid{Header: []string{"file", "tensors", "bytes", "size"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{2: true, 3: true}}
 	for _, f := range r.Files {
-		g.Rows = append(g.Rows, []string{ckpt.EscapeName(f.Path), output.Int(int64(f.Tensors)), output.Int(f.Bytes), output.Bytes(f.Size)})
+		g.Rows = append(g.Rows, []string{ckpt.EscapeName(f.Path), output.Int(int64(f.Tensors)), output.Int(f.Bytes), output.Int(f.Size)})
 	}
 	if err := g.Render(w, format); err != nil {
 		return err

@@ -148,7 +148,7 @@ func printInspect(w io.Writer, format string, res *InspectResult, summaryOnly bo
 	case output.JSONL:
 		return output.WriteJSONL(w, res.Tensors)
 	}
-	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}}
+	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	for _, t := range res.Tensors {
 		tensors.Rows = append(tensors.Rows, []string{ckpt.EscapeName(t.Name), ckpt.EscapeName(t.DType), output.Shape(t.Shape), output.Int(t.Parameters), output.Int(t.NBytes), ckpt.EscapeName(t.File)})
 	}
@@ -165,11 +165,11 @@ func printInspect(w io.Writer, format string, res *InspectResult, summaryOnly bo
 		fmt.Fprintln(w)
 	}
 	s := res.Summary
-	byD := &output.Grid{Title: "by dtype", Header: []string{"dtype", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}}
+	byD := &output.Grid{Title: "by dtype", Header: []string{"dtype", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
 	for _, d := range s.ByDType {
 		byD.Rows = append(byD.Rows, []string{ckpt.EscapeName(string(d.DType)), output.Int(d.Tensors), output.Int(d.Parameters), output.Int(d.Bytes)})
 	}
-	byG := &output.Grid{Title: "by group", Header: []string{"group", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}}
+	byG := &output.Grid{Title: "by group", Header: []string{"group", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
 	for _, g := range s.ByGroup {
 		byG.Rows = append(byG.Rows, []string{ckpt.EscapeName(g.Group), output.Int(g.Tensors), output.Int(g.Parameters), output.Int(g.Bytes)})
 	}

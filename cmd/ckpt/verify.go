@@ -157,7 +157,7 @@ func printVerify(w io.Writer, format string, res *VerifyResult) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, res)
 	}
-	g := &output.Grid{Header: []string{"status", "check", "message"}}
+	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
 	for _, c := range res.Checks {
 		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
 	}

@@ -18,10 +18,25 @@ const (
 	ProgressNone  = "none"
 )
 
+// Refresh periods of the two renderers.
+const (
+	barRefresh   = 150 * time.Millisecond
+	plainRefresh = 2 * time.Second
+)
+
 // StartProgress renders p on w (stderr) until the returned stop function is
 // called: a bar on a terminal (or with mode "bar"), a plain line every few
 // seconds otherwise (mode "plain", or "auto" off a terminal), nothing with
 // "none". Units are bytes.
+//
+// The library grows p's total while it works (tensors are planned as they
+// are reached), so the bar follows both the total and the work done and
+// never completes on its own. stop ends it at 100 % when all the work was
+// done, and otherwise (an error, an interrupt, a check that stopped early)
+// removes it, so that no stale bar is left on the terminal.
+//
+// A w that implements mpb.ConsoleWriter is used as the terminal itself
+// (tests drive the bar through a fake one).
 func StartProgress(mode string, terminal bool, w io.Writer, label string, p *ckpt.Progress) (stop func(), err error) {
 	if mode == "" || mode == ProgressAuto {
 		mode = ProgressPlain
@@ -29,68 +44,89 @@ func StartProgress(mode string, terminal bool, w io.Writer, label string, p *ckp
 			mode = ProgressBar
 		}
 	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
 	switch mode {
 	case ProgressNone:
 		return func() {}, nil
 	case ProgressBar:
-		pb := mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(150*time.Millisecond), mpb.WithWidth(40))
-		_, total, _ := p.Snapshot()
-		bar := pb.AddBar(max(total, 1),
-			mpb.PrependDecorators(decor.Name(label+" "), decor.CountersKibiByte("% .1f / % .1f")),
-			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageSpeed(decor.SizeB1024(0), "% .1f")))
-		go func() {
-			defer close(finished)
-			t := time.NewTicker(100 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					d, tot, _ := p.Snapshot()
-					bar.SetTotal(max(tot, 1), false)
-					bar.SetCurrent(min(d, max(tot, 1)))
-					bar.SetTotal(-1, true)
-					pb.Wait()
-					return
-				case <-t.C:
-					d, tot, _ := p.Snapshot()
-					bar.SetTotal(max(tot, 1), false)
-					bar.SetCurrent(min(d, max(tot, 1)))
-				}
-			}
-		}()
+		return startBar(w, label, p, barRefresh), nil
 	case ProgressPlain:
-		go func() {
-			defer close(finished)
-			start := time.Now()
-			t := time.NewTicker(2 * time.Second)
-			defer t.Stop()
-			line := func() {
-				d, tot, items := p.Snapshot()
-				pct := 0.0
-				if tot > 0 {
-					pct = 100 * float64(d) / float64(tot)
-				}
-				el := time.Since(start).Seconds()
-				rate := 0.0
-				if el > 0 {
-					rate = float64(d) / el / (1 << 20)
-				}
-				fmt.Fprintf(w, "%s: %.1f%% (%s of %s, %d items, %.0f MiB/s)\n", label, pct, Bytes(d), Bytes(tot), items, rate)
-			}
-			for {
-				select {
-				case <-done:
-					line()
-					return
-				case <-t.C:
-					line()
-				}
-			}
-		}()
-	default:
-		return nil, fmt.Errorf("unknown --progress %q (want auto, bar, plain or none)", mode)
+		return startPlain(w, label, p, plainRefresh), nil
 	}
-	return func() { close(done); <-finished }, nil
+	return nil, fmt.Errorf("unknown --progress %q (want auto, bar, plain or none)", mode)
+}
+
+// startBar draws p as a bar refreshed every period.
+func startBar(w io.Writer, label string, p *ckpt.Progress, period time.Duration) (stop func()) {
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(period), mpb.WithWidth(40)}
+	if cw, ok := w.(mpb.ConsoleWriter); ok {
+		opts = append(opts, mpb.WithConsoleWriter(cw))
+	}
+	pb := mpb.New(opts...)
+	// Total 0 leaves mpb's completion trigger off: SetTotal(n, false) only
+	// moves the displayed total, so a total that grows after the first
+	// Add never freezes the bar at a low percentage (the bar used to be
+	// created with the total known at start, often 0 → 1, and mpb then
+	// marked it complete as soon as one byte was done).
+	bar := pb.AddBar(0,
+		mpb.PrependDecorators(decor.Name(label+" "), decor.CountersKibiByte("% .1f / % .1f")),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "),
+			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), ""),
+			decor.Name(" "), decor.AverageSpeed(decor.SizeB1024(0), "% .1f")))
+	update := func() (done, total int64) {
+		done, total, _ = p.Snapshot()
+		bar.SetTotal(total, false)
+		bar.SetCurrent(min(done, total))
+		return done, total
+	}
+	return every(period, func() { update() }, func() {
+		if done, total := update(); total > 0 && done >= total {
+			bar.SetTotal(-1, true) // complete: the last frame shows 100 %
+		} else {
+			bar.Abort(true) // unfinished: the bar is removed
+		}
+		pb.Wait()
+	})
+}
+
+// startPlain prints one line about p every period and a last one at stop.
+func startPlain(w io.Writer, label string, p *ckpt.Progress, period time.Duration) (stop func()) {
+	start := time.Now()
+	line := func() { fmt.Fprintln(w, plainLine(label, p, time.Since(start))) }
+	return every(period, line, line)
+}
+
+// every calls tick every period on its own goroutine until stop is called;
+// stop calls last there and returns when it is done.
+func every(period time.Duration, tick, last func()) (stop func()) {
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				last()
+				return
+			case <-t.C:
+				tick()
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// plainLine is one line of plain progress (a log line for people, in
+// binary units).
+func plainLine(label string, p *ckpt.Progress, elapsed time.Duration) string {
+	d, tot, items := p.Snapshot()
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(d) / s / (1 << 20)
+	}
+	if tot <= 0 {
+		return fmt.Sprintf("%s: %s, %d items, %.0f MiB/s", label, Bytes(d), items, rate)
+	}
+	return fmt.Sprintf("%s: %.1f%% (%s of %s, %d items, %.0f MiB/s)", label, 100*float64(min(d, tot))/float64(tot), Bytes(d), Bytes(tot), items, rate)
 }

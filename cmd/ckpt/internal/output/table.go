@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -42,12 +43,25 @@ func Resolve(format string, terminal bool, allowed ...string) (string, error) {
 }
 
 // Grid is a table of strings: a title (optional), a header and rows.
-// Right lists the columns that are right-aligned (numbers).
+// Cells hold exact, machine-friendly values (Int, Shape); the table format
+// adapts them for people:
+//   - Right lists the columns that are right-aligned (numbers); their
+//     integers get thousands separators in a table;
+//   - Sizes lists the columns that hold byte counts, shown in binary units
+//     (28.7 GiB) in a table;
+//   - Color lists the columns that hold statuses (pass, warn, fail, skip)
+//     or diff relations, coloured in a table on a colour terminal.
+//
+// On a terminal (a *Term) a table fits the terminal's width: prose cells
+// (those of a column with spaces) wrap inside their cell, names lose their
+// middle to an ellipsis. Text, CSV and Markdown keep the cells as they are.
 type Grid struct {
 	Title  string
 	Header []string
 	Rows   [][]string
 	Right  map[int]bool
+	Sizes  map[int]bool
+	Color  map[int]bool
 }
 
 // Render writes g in format (table, text, markdown or csv).
@@ -94,12 +108,16 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		}
 		opts = append(opts, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}))
 		t := tablewriter.NewTable(w, opts...)
-		hdr := make([]any, len(g.Header))
-		for i, h := range g.Header {
+		header, rows := g.Header, g.Rows
+		if format == Table {
+			header, rows = g.forPeople(TermOf(w))
+		}
+		hdr := make([]any, len(header))
+		for i, h := range header {
 			hdr[i] = h
 		}
 		t.Header(hdr...)
-		for _, r := range g.Rows {
+		for _, r := range rows {
 			row := make([]any, len(r))
 			for i, c := range r {
 				if format == Markdown { // a '|' in a cell would split the column
@@ -142,20 +160,24 @@ func WriteJSONL[T any](w io.Writer, items []T) error {
 	return nil
 }
 
-// Int formats an integer with thousands separators.
-func Int(n int64) string {
-	s := fmt.Sprintf("%d", n)
+// Int formats an integer as plain digits (machine-friendly; a table adds
+// thousands separators in its right-aligned columns).
+func Int(n int64) string { return strconv.FormatInt(n, 10) }
+
+// grouped inserts thousands separators into a string of decimal digits
+// (with an optional sign).
+func grouped(s string) string {
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
 	for i, c := range s {
 		if i > 0 && (len(s)-i)%3 == 0 {
 			b.WriteByte(',')
 		}
 		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
 	}
 	return b.String()
 }
@@ -174,11 +196,11 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// Shape formats a shape as [a, b, c].
+// Shape formats a shape as [a,b,c]: one field for awk, cut and sort.
 func Shape(s []int64) string {
 	parts := make([]string, len(s))
 	for i, d := range s {
-		parts[i] = fmt.Sprintf("%d", d)
+		parts[i] = strconv.FormatInt(d, 10)
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return "[" + strings.Join(parts, ",") + "]"
 }

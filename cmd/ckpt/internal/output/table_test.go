@@ -10,14 +10,17 @@ import (
 
 func TestNumbers(t *testing.T) {
 	t.Parallel()
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", -1234567: "-1,234,567", 24699207680: "24,699,207,680"} {
-		assert.Equal(t, want, Int(n))
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1000", -1234567: "-1234567", 24699207680: "24699207680"} {
+		assert.Equal(t, want, Int(n), "plain digits")
+	}
+	for s, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "-1234567": "-1,234,567", "24699207680": "24,699,207,680", "-100": "-100"} {
+		assert.Equal(t, want, grouped(s))
 	}
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 30866663264: "28.7 GiB"} {
 		assert.Equal(t, want, Bytes(n))
 	}
 	assert.Equal(t, "[]", Shape(nil))
-	assert.Equal(t, "[248320, 5120]", Shape([]int64{248320, 5120}))
+	assert.Equal(t, "[248320,5120]", Shape([]int64{248320, 5120}), "one field, no inner spaces")
 }
 
 func TestResolve(t *testing.T) {

@@ -1,0 +1,399 @@
+package output
+
+import (
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"golang.org/x/term"
+)
+
+// Term is an output stream that is a terminal: tables written to it fit
+// Width columns (0: no limit) and colour statuses when Color is set.
+type Term struct {
+	io.Writer
+	Width int
+	Color bool
+}
+
+// defaultWidth is the width of a terminal whose size is unknown.
+const defaultWidth = 80
+
+// ForTerminal returns w as a *Term when terminal is true, and w unchanged
+// otherwise. The width is $COLUMNS when set, else the size of the terminal
+// when w is one, else 80. Colour is on unless $NO_COLOR is set to a
+// non-empty value (https://no-color.org) or $TERM is "dumb".
+func ForTerminal(w io.Writer, terminal bool, getenv func(string) string) io.Writer {
+	if !terminal {
+		return w
+	}
+	if t, ok := w.(*Term); ok {
+		return t
+	}
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	width := 0
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv("COLUMNS"))); err == nil && n > 0 {
+		width = n
+	} else if f, ok := w.(*os.File); ok {
+		if n, _, err := term.GetSize(int(f.Fd())); err == nil && n > 0 {
+			width = n
+		}
+	}
+	if width == 0 {
+		width = defaultWidth
+	}
+	return &Term{Writer: w, Width: width, Color: getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"}
+}
+
+// TermOf returns w's terminal, or nil when w is not one.
+func TermOf(w io.Writer) *Term {
+	t, _ := w.(*Term)
+	return t
+}
+
+// ANSI colours (SGR parameters) of statuses and diff relations.
+var palette = map[string]string{
+	// verify statuses
+	"pass": "32",   // green
+	"warn": "33",   // yellow
+	"fail": "1;31", // bold red
+	"skip": "2",    // dim
+	// diff relations
+	"identical":         "32", // green
+	"same_header":       "32",
+	"requant_identical": "36", // cyan
+	"changed":           "33", // yellow
+	"dtype_changed":     "35", // magenta
+	"shape_changed":     "35",
+	"only_in_base":      "31", // red
+	"only_in_ft":        "34", // blue
+}
+
+// colorize wraps a status or relation word in its colour.
+func colorize(s string) string {
+	if c, ok := palette[s]; ok {
+		return "\x1b[" + c + "m" + s + "\x1b[0m"
+	}
+	return s
+}
+
+// forPeople returns the header and rows as a terminal table shows them:
+// sizes in binary units, thousands separators, cells fitted to t's width,
+// colours. t may be nil (a table that is not on a terminal: no fitting, no
+// colour).
+func (g *Grid) forPeople(t *Term) (header []string, rows [][]string) {
+	header = append([]string(nil), g.Header...)
+	rows = make([][]string, len(g.Rows))
+	for i, r := range g.Rows {
+		row := make([]string, len(r))
+		for j, c := range r {
+			if n, err := strconv.ParseInt(c, 10, 64); err == nil {
+				switch {
+				case g.Sizes[j]:
+					c = Bytes(n)
+				case g.Right[j]:
+					c = grouped(c)
+				}
+			}
+			row[j] = c
+		}
+		rows[i] = row
+	}
+	if t == nil {
+		return header, rows
+	}
+	if t.Width > 0 {
+		g.fit(header, rows, t.Width)
+	}
+	if t.Color {
+		for _, r := range rows {
+			for j := range r {
+				if g.Color[j] {
+					r[j] = colorize(r[j])
+				}
+			}
+		}
+	}
+	return header, rows
+}
+
+// fit shrinks header and rows in place so that the table (with
+// tablewriter's borders: "│ " before each cell, " │" after the last, " │ "
+// between) is at most width columns wide. Columns give way in this order:
+//
+//  1. prose (a column with spaces; its cells wrap) down to 24 columns;
+//  2. names other than the first column (they lose their middle) to 12;
+//  3. the first column (the tensor or target name) to 24;
+//  4. prose to 12;
+//  5. headers of numbers and statuses, wrapped after "_" or at spaces (the
+//     numbers and statuses themselves are never cut);
+//  6. the first column to 16, prose to 8.
+//
+// Shapes are never cut, and a column is never narrower than its header
+// except in step 5. A table that does not fit even so is left wider.
+func (g *Grid) fit(header []string, rows [][]string, width int) {
+	n := len(header)
+	avail := width - (3*n + 1)
+	nat := make([]int, n)     // natural width
+	hdrW := make([]int, n)    // header width
+	cellMax := make([]int, n) // widest cell
+	prose := make([]bool, n)
+	shapes := make([]bool, n) // a column of shapes only
+	for j := range shapes {
+		shapes[j] = len(rows) > 0
+	}
+	for j, h := range header {
+		hdrW[j] = twwidth.Width(h)
+	}
+	for _, r := range rows {
+		for j, c := range r[:min(len(r), n)] {
+			cellMax[j] = max(cellMax[j], cellWidth(c))
+			prose[j] = prose[j] || strings.Contains(c, " ")
+			shapes[j] = shapes[j] && (c == "-" || shapeRE.MatchString(c))
+		}
+	}
+	var fixed, names, proses, first []int
+	for j := range n {
+		nat[j] = max(hdrW[j], cellMax[j])
+		switch {
+		case g.Right[j] || g.Color[j] || shapes[j]:
+			fixed = append(fixed, j)
+		case j == 0:
+			first = append(first, j)
+			if prose[j] {
+				proses = append(proses, j)
+			}
+		case prose[j]:
+			proses = append(proses, j)
+		default:
+			names = append(names, j)
+		}
+	}
+	w := append([]int(nil), nat...)
+	at := func(x int) func(j int) int { // at least x or the header, at most all of it
+		return func(j int) int { return min(nat[j], max(hdrW[j], x)) }
+	}
+	steps := []struct {
+		cols []int
+		min  func(j int) int
+	}{
+		{proses, at(24)},
+		{names, at(12)},
+		{first, at(24)},
+		{proses, at(12)},
+		{fixed, func(j int) int { return max(cellMax[j], headerSegment(header[j])) }},
+		{first, at(16)},
+		{proses, at(8)},
+	}
+	for _, s := range steps {
+		if sum(w) <= avail {
+			break
+		}
+		mins := make([]int, n)
+		for _, j := range s.cols {
+			mins[j] = s.min(j)
+		}
+		shrink(w, s.cols, mins, avail)
+	}
+	for j := range n {
+		if w[j] >= nat[j] {
+			continue
+		}
+		if hdrW[j] > w[j] {
+			header[j] = wrapHeader(header[j], w[j])
+		}
+		if g.Right[j] || g.Color[j] || shapes[j] {
+			continue
+		}
+		for _, r := range rows {
+			if j >= len(r) || cellWidth(r[j]) <= w[j] {
+				continue
+			}
+			if prose[j] {
+				r[j] = wrap(r[j], w[j])
+			} else {
+				r[j] = ellipsize(r[j], w[j])
+			}
+		}
+	}
+}
+
+// shapeRE matches a shape cell (Shape).
+var shapeRE = regexp.MustCompile(`^\[[0-9,]*\]$`)
+
+func sum(w []int) int {
+	t := 0
+	for _, x := range w {
+		t += x
+	}
+	return t
+}
+
+// headerSegments splits a header after each "_" and at spaces.
+func headerSegments(h string) []string {
+	var segs []string
+	for _, f := range strings.Fields(h) {
+		for len(f) > 0 {
+			i := strings.IndexByte(f, '_')
+			if i < 0 || i == len(f)-1 {
+				segs = append(segs, f)
+				break
+			}
+			segs = append(segs, f[:i+1])
+			f = f[i+1:]
+		}
+	}
+	return segs
+}
+
+// headerSegment is the width of a header's widest segment.
+func headerSegment(h string) int {
+	m := 0
+	for _, s := range headerSegments(h) {
+		m = max(m, twwidth.Width(s))
+	}
+	return m
+}
+
+// wrapHeader puts a header's segments on lines of at most w columns (a
+// segment wider than w gets a line of its own).
+func wrapHeader(h string, w int) string {
+	var lines []string
+	line := ""
+	for _, s := range headerSegments(h) {
+		sep := ""
+		if line != "" && !strings.HasSuffix(line, "_") {
+			sep = " "
+		}
+		if line != "" && twwidth.Width(line+sep+s) > w {
+			lines = append(lines, line)
+			line, sep = "", ""
+		}
+		line += sep + s
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
+// shrink lowers the widths of cols, widest first (water-filling), not below
+// mins, until the sum of all widths is at most avail or every column of
+// cols is at its minimum. It never widens a column.
+func shrink(w, cols, mins []int, avail int) {
+	floor := func(j int) int { return min(mins[j], w[j]) }
+	total := func(c int) int { // total width with cols capped at c
+		t := sum(w)
+		for _, j := range cols {
+			t += max(floor(j), min(w[j], c)) - w[j]
+		}
+		return t
+	}
+	if len(cols) == 0 || total(1<<30) <= avail {
+		return
+	}
+	lo, hi := 0, 0 // the largest cap with total(cap) <= avail
+	for _, j := range cols {
+		hi = max(hi, w[j])
+	}
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if total(mid) <= avail {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	slack := avail - total(lo)
+	for _, j := range cols {
+		c := max(floor(j), min(w[j], lo))
+		if c < w[j] && c == lo && slack > 0 { // hand out what the integer cap left over
+			c++
+			slack--
+		}
+		w[j] = c
+	}
+}
+
+// cellWidth is the display width of a cell's widest line.
+func cellWidth(s string) int {
+	m := 0
+	for l := range strings.SplitSeq(s, "\n") {
+		m = max(m, twwidth.Width(l))
+	}
+	return m
+}
+
+// ellipsize shortens s to width w by replacing its middle with "…", so
+// that both the start and the end of a name stay readable.
+func ellipsize(s string, w int) string {
+	rs := []rune(s)
+	if len(rs) <= w || w < 1 {
+		return s
+	}
+	if w == 1 {
+		return "…"
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return string(rs[:head]) + "…" + string(rs[len(rs)-tail:])
+}
+
+// wrap breaks s into lines of at most w runes at spaces. A word longer
+// than w (a tensor name in a message) is broken after its dots, slashes and
+// underscores, and cut only where a part is still too long.
+func wrap(s string, w int) string {
+	if w < 1 {
+		return s
+	}
+	var lines []string
+	for para := range strings.SplitSeq(s, "\n") {
+		line := []rune{}
+		for _, word := range strings.Fields(para) {
+			wr := []rune(word)
+			if len(line) > 0 && len(line)+1+len(wr) <= w {
+				line = append(append(line, ' '), wr...)
+				continue
+			}
+			if len(line) > 0 {
+				lines = append(lines, string(line))
+				line = line[:0:0]
+			}
+			if len(wr) <= w {
+				line = wr
+				continue
+			}
+			for _, part := range nameParts(wr) {
+				if len(line)+len(part) > w && len(line) > 0 {
+					lines = append(lines, string(line))
+					line = line[:0:0]
+				}
+				for len(part) > w {
+					lines = append(lines, string(part[:w]))
+					part = part[w:]
+				}
+				line = append(line, part...)
+			}
+		}
+		lines = append(lines, string(line))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// nameParts splits a name after each '.', '/' and '_'.
+func nameParts(r []rune) [][]rune {
+	var parts [][]rune
+	start := 0
+	for i, c := range r {
+		if c == '.' || c == '/' || c == '_' {
+			parts = append(parts, r[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(r) {
+		parts = append(parts, r[start:])
+	}
+	return parts
+}
