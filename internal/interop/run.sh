@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=internal/interop
+export PYTHONDONTWRITEBYTECODE=1 # nothing written into the work tree
 start=$SECONDS
 python=${PYTHON:-python3}
 if ! command -v "$python" >/dev/null; then
@@ -27,20 +28,25 @@ if [ ! -f "$venv/.installed" ]; then
 	# (one large index page per package, fetched one after the other).
 	echo "interop: creating $venv"
 	rm -rf "$venv"
-	"$python" -m venv --without-pip "$venv"
-	"$python" -m pip --python "$venv/bin/python" install --quiet --disable-pip-version-check --no-input \
-		--only-binary=:all: "uv==$uv_version"
+	if "$python" -m pip --version >/dev/null 2>&1; then
+		"$python" -m venv --without-pip "$venv"
+		pip=("$python" -m pip --python "$venv/bin/python")
+	else
+		"$python" -m venv "$venv"
+		pip=("$venv/bin/python" -m pip)
+	fi
+	"${pip[@]}" install --quiet --disable-pip-version-check --no-input --only-binary=:all: "uv==$uv_version"
 	"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --only-binary :all: -r "$here/requirements.txt"
 	touch "$venv/.installed"
 fi
-echo "interop: venv ready ($((SECONDS - start)) s)"
+echo "interop: venv ready ($((SECONDS - start)) s): $(cd "$here" && "$venv/bin/python" -c \
+	'from stlib import versions; print(", ".join(f"{k} {v}" for k, v in versions().items()))')"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
-go build -o "$work/bin/ckpt" ./cmd/ckpt
-go build -o "$work/bin/convdump" ./$here/convdump
-go build -o "$work/bin/genfixture" ./internal/cmd/genfixture
+go build -o "$work/bin/" ./cmd/ckpt ./$here/convdump ./internal/cmd/genfixture
+echo "interop: built ckpt, convdump, genfixture ($((SECONDS - start)) s)"
 
 # The tests pass endpoints and cache directories explicitly; nothing of the
 # caller's Hugging Face set-up may leak in.

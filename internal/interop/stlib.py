@@ -80,11 +80,23 @@ def ref_write(path, tensors, metadata=None):
     serialize_file(_specs(tensors, keep), str(path), metadata=metadata)
 
 
-def ref_read(path):
-    """{name: (dtype, shape, bytes)} of a file as the reference reader sees it."""
-    with open(path, "rb") as f:
-        raw = f.read()
+def ref_parse(raw):
+    """{name: (dtype, shape, bytes)} of a file's bytes as the reference reader sees them."""
     return {name: (v["dtype"], list(v["shape"]), bytes(v["data"])) for name, v in deserialize(raw)}
+
+
+def ref_read(path):
+    """ref_parse of a file."""
+    with open(path, "rb") as f:
+        return ref_parse(f.read())
+
+
+def ref_read_dir(d):
+    """ref_read of every .safetensors file of a checkpoint directory, merged."""
+    out = {}
+    for p in sorted(d.glob("*.safetensors")):
+        out.update(ref_read(p))
+    return out
 
 
 def handmade_write(path, tensors, metadata=None):

@@ -4,6 +4,7 @@ resolved as huggingface_hub resolves them, an interrupted download named,
 LFS SHA-256 checked by verify --read-data. The same hub serves ckpt's hf://
 reader, checked against huggingface_hub's own header parser."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import pytest
 from huggingface_hub import HfApi, hf_hub_download, scan_cache_dir, snapshot_download
 
 from hubserver import Hub
-from stlib import ref_read, ref_serialize
+from stlib import ref_parse, ref_serialize
 
 REPO = "interop-org/tiny-fp8"
 FOLDER = "models--interop-org--tiny-fp8"
@@ -34,7 +35,7 @@ def dev_files(ft):
     one 10 MiB download chunk of huggingface_hub, so that an interrupted
     download leaves bytes in its .incomplete file)."""
     files = dict(ft)
-    tensors = ref_read_bytes(files[BIG_SHARD])
+    tensors = ref_parse(files[BIG_SHARD])
     tensors["pad.dev"] = ("F32", [3 << 20], np.zeros(3 << 20, np.float32).tobytes())
     files[BIG_SHARD] = ref_serialize(tensors, {"format": "pt"})
     index = json.loads(files["model.safetensors.index.json"])
@@ -44,20 +45,12 @@ def dev_files(ft):
     return files
 
 
-def ref_read_bytes(raw):
-    import tempfile
-    with tempfile.NamedTemporaryFile(suffix=".safetensors") as f:
-        f.write(raw)
-        f.flush()
-        return ref_read(f.name)
-
-
 class Cache:
     """What the module fixture built."""
 
 
 @pytest.fixture(scope="module")
-def hf(pair, tmp_path_factory):  # noqa
+def hf(pair, tmp_path_factory):
     base, ft = pair
     c = Cache()
     c.base, c.ft = base, ft
@@ -115,7 +108,7 @@ def test_the_cache_is_huggingface_hubs(hf):
     assert Path(hf.v1_path) == hf.repo_dir / "snapshots" / hf.commit["v1.0"]
     dev = hf.repo_dir / "snapshots" / hf.commit["dev"]
     assert not (dev / BIG_SHARD).exists() and (dev / "model.safetensors.index.json").exists()
-    assert hf.incomplete.name.startswith(__import__("hashlib").sha256(hf.files["dev"][BIG_SHARD]).hexdigest())
+    assert hf.incomplete.name.startswith(hashlib.sha256(hf.files["dev"][BIG_SHARD]).hexdigest())
     info = {r.repo_id: r for r in scan_cache_dir(hf.root).repos}[REPO]
     assert {rv.commit_hash: set(rv.refs) for rv in info.revisions} == {c: {r} for r, c in hf.commit.items()}
     # unchanged shards of the fine-tune link to the base's blobs
