@@ -15,9 +15,10 @@ from stlib import (BITS, CKPT_FLOAT, NP, SPEC, assert_same_floats, assert_same_l
                    ref_read_dir, ref_serialize, ref_write, values)
 
 META = {"format": "np", "origin": "interop suite"}
-# dtypes safe_open(framework="np") turns into arrays (safetensors 0.8.0 has
-# no numpy type for the F8 kinds, F4 and F6; their bytes are checked through
-# deserialize and their dtype and shape through get_slice).
+# dtypes safe_open(framework="np") turns into arrays. safetensors 0.8.0 looks
+# the F8 kinds up as numpy attributes that do not exist (upstream
+# safetensors/safetensors#682, open) and has none for F4 and F6: their bytes
+# are checked through deserialize and their dtype and shape through get_slice.
 NP_LOADABLE = {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "C64", "F64", "I64", "U64"}
 TARGET = {"bf16": "BF16", "f16": "F16", "f32": "F32"}
 

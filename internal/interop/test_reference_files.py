@@ -231,8 +231,9 @@ def changed_elements(dt, a, b):
     return int((ea != eb).any(axis=1).sum())
 
 
-def test_diff_matches_numpy(ckpt, refdir, tmp_path):
-    d, base = refdir
+@pytest.mark.parametrize("which", ["refdir", "npsharded"])
+def test_diff_matches_numpy(ckpt, request, tmp_path, which):
+    d, base = request.getfixturevalue(which)[:2]
     ft = perturbed(base, 9)
     (tmp_path / "ft").mkdir()
     ref_write(tmp_path / "ft" / "model.safetensors", ft, {"format": "pt"})
