@@ -162,7 +162,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		var err error
 		entry, err = detectEntry(ctx, store)
 		if err != nil {
-			return nil, err
+			return nil, withPartialDownloads(ctx, store, err)
 		}
 	}
 	if data, err := readSmallFile(ctx, store, "config.json", 64<<20); err == nil {
@@ -187,6 +187,25 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	}
 	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
 	return c, err
+}
+
+// withPartialDownloads adds the store's unfinished downloads, if it knows
+// any, to an error about what the store holds: a Hugging Face snapshot
+// whose index has not arrived yet looks like a directory of loose shards.
+func withPartialDownloads(ctx context.Context, store Store, err error) error {
+	ps, ok := UnwrapStore(store).(PartialStore)
+	if !ok {
+		return err
+	}
+	p, perr := ps.Partial(ctx)
+	if perr != nil || len(p) == 0 {
+		return err
+	}
+	names := make([]string, len(p))
+	for i, n := range p {
+		names[i] = EscapeName(n)
+	}
+	return fmt.Errorf("%w (the snapshot has partial downloads: %s)", err, strings.Join(names, ", "))
 }
 
 func detectEntry(ctx context.Context, store Store) (string, error) {

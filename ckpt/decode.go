@@ -22,7 +22,8 @@ func buildTable(f func(byte) float32) *[256]float32 {
 }
 
 // DecodeE4M3 decodes an F8_E4M3 (E4M3FN) code: bias 7, no infinities,
-// 0x7f and 0xff are NaN, largest finite 448.
+// 0x7f and 0xff are NaN (a quiet float32 NaN with the code's sign, as
+// ml_dtypes and torch decode them), largest finite 448.
 func DecodeE4M3(c byte) float32 {
 	sign := float32(1)
 	if c&0x80 != 0 {
@@ -32,7 +33,7 @@ func DecodeE4M3(c byte) float32 {
 	m := float32(c & 7)
 	switch {
 	case e == 0xf && c&7 == 7:
-		return float32(math.NaN())
+		return math.Float32frombits(uint32(c&0x80)<<24 | 0x7fc00000)
 	case e == 0:
 		return sign * m / 8 * (1.0 / 64)
 	}
@@ -118,13 +119,14 @@ func F32ToF16(f float32) uint16 {
 const E4M3MaxFinite = 448
 
 // EncodeE4M3 rounds f to F8_E4M3 (E4M3FN), nearest even, saturating to
-// ±448; NaN becomes 0x7f.
+// ±448 (infinities included); NaN becomes the NaN code of its sign, 0x7f or
+// 0xff, as in ml_dtypes and torch.
 func EncodeE4M3(f float32) byte {
 	u := math.Float32bits(f)
 	sign := byte(u>>24) & 0x80
 	a := u & 0x7fffffff
 	if a > 0x7f800000 {
-		return 0x7f
+		return sign | 0x7f
 	}
 	af := math.Float32frombits(a)
 	if af >= E4M3MaxFinite {

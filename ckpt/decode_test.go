@@ -344,8 +344,12 @@ func TestEncodeE4M3(t *testing.T) {
 	for _, c := range cases {
 		assert.Equal(t, c.want, ckpt.EncodeE4M3(c.in), "EncodeE4M3(%v)", c.in)
 	}
-	assert.Equal(t, byte(0x7f), ckpt.EncodeE4M3(float32(math.NaN()))&0x7f)
-	assert.True(t, math.IsNaN(float64(ckpt.DecodeE4M3(ckpt.EncodeE4M3(float32(math.NaN()))))))
+	// NaN keeps its sign both ways (ml_dtypes, torch).
+	negNaN := float32(math.Copysign(math.NaN(), -1))
+	assert.Equal(t, byte(0x7f), ckpt.EncodeE4M3(float32(math.NaN())))
+	assert.Equal(t, byte(0xff), ckpt.EncodeE4M3(negNaN))
+	assert.Equal(t, uint32(0x7fc00000), math.Float32bits(ckpt.DecodeE4M3(0x7f)))
+	assert.Equal(t, uint32(0xffc00000), math.Float32bits(ckpt.DecodeE4M3(0xff)))
 	// Every finite code round-trips.
 	for c := 0; c < 256; c++ {
 		if c&0x7f == 0x7f {

@@ -177,6 +177,19 @@ type DigestStore interface {
 	ExpectedSHA256(name string) (string, bool)
 }
 
+// UnwrapStore returns the store under any wrappers (stores with an
+// Unwrap() Store method), to reach the optional interfaces of the
+// innermost one (PartialStore, DigestStore).
+func UnwrapStore(s Store) Store {
+	for {
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return s
+		}
+		s = u.Unwrap()
+	}
+}
+
 // PartialStore is implemented by stores that can tell files whose download
 // is incomplete (a blob still *.incomplete, a snapshot link to a missing
 // blob). Structural commands name them; verify fails on them.

@@ -7,7 +7,7 @@ import (
 )
 
 // encodeE4M3 rounds f to an F8_E4M3 code exactly as ckpt.EncodeE4M3 does
-// (nearest even, saturating to ±448, NaN → 0x7f), with integer arithmetic
+// (nearest even, saturating to ±448, NaN → 0x7f or 0xff by its sign), with integer arithmetic
 // on the normal range instead of branches per rounding case. A test checks
 // the two agree on every float32 of the ranges that matter.
 func encodeE4M3(f float32) byte {
@@ -16,7 +16,7 @@ func encodeE4M3(f float32) byte {
 	a := u & 0x7fffffff
 	switch {
 	case a > 0x7f800000: // NaN
-		return 0x7f
+		return sign | 0x7f
 	case a >= 0x43e00000: // ≥ 448
 		return sign | 0x7e
 	case a < 0x3c800000: // < 2^-6: subnormal codes, quantum 2^-9

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -13,7 +14,7 @@ import (
 )
 
 func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, error) {
-	inner := innerStore(c.Store)
+	inner := ckpt.UnwrapStore(c.Store)
 	var out []Check
 	if ps, ok := inner.(ckpt.PartialStore); ok {
 		partial, err := ps.Partial(ctx)
@@ -26,7 +27,17 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check,
 		case len(partial) == 0:
 			out = append(out, Check{ID: "cache.partial", Status: Pass, Message: "no partial downloads in the cache snapshot"})
 		default:
+			// An unfinished download that no file of the snapshot links to
+			// (blobs/<etag>.incomplete; blobs/ is shared by every revision)
+			// can be one of this checkpoint's only while a file it needs is
+			// missing; otherwise it is another revision's, or a file the
+			// checkpoint does not read: worth a warning, not a failure.
+			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Issue) bool { return is.ID == "index.shard_missing" })
 			for _, p := range partial {
+				if strings.HasPrefix(p, "blobs/") && complete {
+					out = append(out, Check{ID: "cache.partial", Status: Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
+					continue
+				}
 				out = append(out, Check{ID: "cache.partial", Status: Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
 			}
 		}

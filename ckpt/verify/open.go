@@ -160,14 +160,3 @@ func (b *sizedBlob) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, err
 }
-
-// innerStore unwraps sizeStore layers.
-func innerStore(s ckpt.Store) ckpt.Store {
-	for {
-		u, ok := s.(interface{ Unwrap() ckpt.Store })
-		if !ok {
-			return s
-		}
-		s = u.Unwrap()
-	}
-}

@@ -97,6 +97,39 @@ func TestCacheStore(t *testing.T) {
 	assert.Contains(t, message(rep, "cache.sha256"), "4 files match")
 }
 
+// An unfinished download that no snapshot file links to fails verify only
+// while a file of the checkpoint is missing: blobs/ is shared by every
+// revision, and huggingface_hub leaves blobs/<etag>.<id>.incomplete behind
+// when a download of another revision is interrupted.
+func TestCacheOrphanIncomplete(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	const orphan = "blobs/66391e1a76319cea153f2862675e678231f975005738907256f22cf87cdc5b3e.3d893dd1.incomplete"
+	for _, missing := range []bool{false, true} {
+		if missing {
+			shards, _ := filepath.Glob(filepath.Join(dir, "model-*.safetensors"))
+			require.NoError(t, os.Remove(shards[0]))
+		}
+		ds, err := ckpt.NewDirStore(dir)
+		require.NoError(t, err)
+		c, err := verify.OpenStore(context.Background(), &fakeCache{Store: ds, partial: []string{orphan}}, "", ckpt.Options{})
+		require.NoError(t, err)
+		rep, err := verify.Run(context.Background(), c, verify.Options{})
+		require.NoError(t, err)
+		c.Close()
+		ds.Close()
+		if missing {
+			assert.Equal(t, []verify.Status{verify.Fail}, statuses(rep)["cache.partial"])
+			assert.False(t, rep.OK)
+			continue
+		}
+		assert.Equal(t, []verify.Status{verify.Warn}, statuses(rep)["cache.partial"])
+		assert.Contains(t, message(rep, "cache.partial"), orphan)
+		assert.True(t, rep.OK, rep.Checks)
+	}
+}
+
 func statuses(r *verify.Report) map[string][]verify.Status {
 	m := map[string][]verify.Status{}
 	for _, c := range r.Checks {

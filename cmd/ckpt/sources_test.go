@@ -145,6 +145,24 @@ func TestSourcesInspectPartialDownload(t *testing.T) {
 	}
 }
 
+// A snapshot whose index has not arrived yet (huggingface_hub downloads a
+// snapshot's files in parallel) names the unfinished download instead of
+// only calling the directory ambiguous.
+func TestSourcesInspectPartialIndex(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "model")
+	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	root := t.TempDir()
+	repo, err := sourcetest.WriteCache(root, "org/model", "89abcdef0123456789abcdef0123456789abcdef", dir, false)
+	require.NoError(t, err)
+	require.NoError(t, repo.MakeIncomplete(ckpt.IndexFile, true))
+	code, out, errs := runSources(t, map[string]string{"HF_HUB_CACHE": root}, source.Options{}, "inspect", "hf:org/model")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "ambiguous checkpoint directory")
+	assert.Contains(t, errs, "partial downloads: blobs/"+repo.Blobs[ckpt.IndexFile]+".incomplete")
+}
+
 func TestSourcesHTTPMissingShard(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
