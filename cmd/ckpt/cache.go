@@ -243,7 +243,7 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
-	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size, e.g. 4GiB")
+	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
@@ -276,7 +276,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	}
 	var minMem int64
 	if o.MinMem != "" {
-		if minMem, err = cache.ParseBytes(o.MinMem); err != nil {
+		if minMem, err = ckpt.ParseSize(o.MinMem); err != nil {
 			return usageError("--min-mem: %v", err)
 		}
 	}

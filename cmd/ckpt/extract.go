@@ -54,7 +54,7 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
-	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this (e.g. 2GB, 500MiB) into shards; --out must then be a directory")
+	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
@@ -123,8 +123,11 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	}
 	var maxShard int64
 	if o.MaxShardSize != "" {
-		if maxShard, err = extract.ParseSize(o.MaxShardSize); err != nil {
+		if maxShard, err = ckpt.ParseSize(o.MaxShardSize); err != nil {
 			return usageError("--max-shard-size: %v", err)
+		}
+		if maxShard < 1 {
+			return usageError("--max-shard-size: invalid size %q: must be at least 1 byte", o.MaxShardSize)
 		}
 	}
 	if _, err := ckpt.NewMatcher(o.Match, o.Exclude); err != nil {
