@@ -41,7 +41,7 @@ func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.Verif
 func kinds(rep *cache.VerifyReport) map[string]string {
 	k := map[string]string{}
 	for _, f := range rep.Findings {
-		k[f.File] = f.Kind
+		k[f.File()] = f.ID
 	}
 	return k
 }
@@ -120,7 +120,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		rel(leftover): cache.FindingExtra,
 	}, k)
 	for _, f := range rep.Findings {
-		if f.File == rel(data) {
+		if f.File() == rel(data) {
 			require.Contains(t, f.Message, "data hash")
 		}
 	}
@@ -172,9 +172,9 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 	rep = verify(t, src, out, cache.VerifyOptions{})
 	var stale []string
 	for _, f := range rep.Findings {
-		require.Equal(t, cache.FindingStale, f.Kind)
+		require.Equal(t, cache.FindingStale, f.ID)
 		require.Equal(t, []string{tensor}, f.Tensors)
-		stale = append(stale, f.File)
+		stale = append(stale, f.File())
 	}
 	require.Equal(t, []string{entryFile(t, plan, "layers.1/mlp.down_proj.weight.tp")}, stale)
 

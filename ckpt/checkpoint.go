@@ -49,16 +49,6 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Issue is an integrity problem found while opening a checkpoint. Open fails
-// on fatal issues unless Options.Lenient is set; verify reports them all.
-type Issue struct {
-	ID      string // e.g. "index.shard_missing"
-	Fatal   bool
-	Message string
-	Files   []string
-	Tensors []string
-}
-
 // Options tune Open.
 type Options struct {
 	// Lenient keeps going past integrity problems (missing shards, tensors
@@ -70,14 +60,17 @@ type Options struct {
 
 // Checkpoint is an opened checkpoint: headers, index and config, no data.
 type Checkpoint struct {
-	Source    string
-	Store     Store
-	Sharded   bool
-	Index     *Index  // nil for a single file
-	Config    *Config // nil when there is no config.json
-	Files     []*File
-	Tensors   []*Tensor // natural order by name
-	Issues    []Issue
+	Source  string
+	Store   Store
+	Sharded bool
+	Index   *Index  // nil for a single file
+	Config  *Config // nil when there is no config.json
+	Files   []*File
+	Tensors []*Tensor // natural order by name
+	// Issues are the integrity problems found while opening (ids
+	// "index.*"): Open fails on those with Status Fail unless
+	// Options.Lenient is set; verify reports them all.
+	Issues    []Finding
 	byName    map[string]*Tensor
 	ownsStore io.Closer
 }
@@ -261,7 +254,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	c.Index, c.Sharded = idx, true
 	if len(idx.Duplicates) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.duplicate_key", Fatal: true, Files: []string{entry},
+		c.Issues = append(c.Issues, Finding{ID: "index.duplicate_key", Status: Fail, Files: []string{entry},
 			Message: fmt.Sprintf("%s lists %d tensor(s) more than once in weight_map", entry, len(idx.Duplicates)), Tensors: idx.Duplicates})
 	}
 	dirPrefix := ""
@@ -308,10 +301,10 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		var fe *FormatError
 		switch {
 		case CheckName(name) != nil:
-			c.Issues = append(c.Issues, Issue{ID: "index.shard_name", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: "index.shard_name", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
 		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
-			c.Issues = append(c.Issues, Issue{ID: "index.shard_missing", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: "index.shard_missing", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
 		case errors.As(err, &fe):
 			fatal = append(fatal, err)
@@ -355,7 +348,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		c.byName[t.Name] = t
 	}
 	if len(missing) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_missing", Fatal: true, Files: uniq(missingFiles), Tensors: missing,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_missing", Status: Fail, Files: uniq(missingFiles), Tensors: missing,
 			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0])})
 	}
 	seenIn := map[string]string{}
@@ -373,17 +366,17 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		}
 	}
 	if len(unlisted) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_unlisted", Files: uniq(unlistedFiles), Tensors: unlisted,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_unlisted", Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
 			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
 	}
 	if len(dups) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_duplicate", Tensors: dups,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Warn, Tensors: dups,
 			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard (first: %s)", len(dups), dups[0])})
 	}
 	if !opt.Lenient {
 		var errs []error
 		for _, is := range c.Issues {
-			if is.Fatal {
+			if is.Status == Fail {
 				errs = append(errs, &FormatError{File: idx.File, Offset: -1, Reason: strings.TrimPrefix(is.Message, idx.File+": ")})
 			}
 		}

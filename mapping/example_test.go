@@ -33,7 +33,7 @@ func ExampleBuild() {
 	for _, e := range plan.Entries {
 		if e.Target == "layers.0/tp/qkvzab.dramshard" {
 			fmt.Println(e.File)
-			fmt.Println(e.Describe(), e.Placement, mapping.FormatShape(e.Shape), "->", mapping.FormatShape(e.DeviceShape))
+			fmt.Println(e.Describe(), e.Placement, ckpt.FormatShape(e.Shape), "->", ckpt.FormatShape(e.DeviceShape))
 		}
 	}
 	// Output:

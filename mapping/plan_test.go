@@ -205,7 +205,7 @@ func TestBuildFailures(t *testing.T) {
 			var msgs []string
 			kinds := map[string]bool{}
 			for _, p := range pe.Problems {
-				kinds[p.Kind] = true
+				kinds[p.ID] = true
 				msgs = append(msgs, p.Message)
 			}
 			assert.True(t, kinds[tc.kind], "want a %s problem in %v", tc.kind, msgs)

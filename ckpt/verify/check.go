@@ -8,26 +8,22 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Status is the outcome of one check.
-type Status string
+// Status is the outcome of one check (ckpt.Status).
+type Status = ckpt.Status
 
 // The statuses of a check. Only Fail makes a report not OK.
 const (
-	Pass Status = "pass"
-	Fail Status = "fail"
-	Warn Status = "warn"
-	Skip Status = "skip"
+	Pass = ckpt.Pass
+	Fail = ckpt.Fail
+	Warn = ckpt.Warn
+	Skip = ckpt.Skip
 )
 
-// Check is one finding: a check id (stable, see the package doc), its
-// status, a message that names the tensor, file or config key and says what
-// was expected and what was found, and the tensors concerned.
-type Check struct {
-	ID      string   `json:"id"`
-	Status  Status   `json:"status"`
-	Message string   `json:"message"`
-	Tensors []string `json:"tensors"`
-}
+// Check is one finding of verify: the project's one finding type,
+// ckpt.Finding, with a check id (stable, see the package doc), its status,
+// a message that names the tensor, file or config key and says what was
+// expected and what was found, and the tensors concerned.
+type Check = ckpt.Finding
 
 // Profiles for Options.Profile.
 const (
@@ -163,12 +159,4 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-func shapeStr(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -265,7 +265,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			same = false
 			g.ShapeChanged++
 			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
-				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), shapeStr(w.Shape), shapeStr(c.Shape))})
+				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
 		}
 		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
 			same = false
@@ -379,7 +379,7 @@ func SchemeString(s *Scheme) string {
 	if sd == "" {
 		sd = "none"
 	}
-	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), shapeStr(s.BlockSize), sd)
+	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), ckpt.FormatShape(s.BlockSize), sd)
 }
 
 func orUnset(s string) string {

@@ -48,11 +48,7 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 				known = known || x.id == is.ID
 			}
 			if !known {
-				st := Warn
-				if is.Fatal {
-					st = Fail
-				}
-				out = append(out, Check{ID: is.ID, Status: st, Message: issueMessage(is), Tensors: is.Tensors})
+				out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors})
 			}
 		}
 		out = append(out, totalSizeCheck(c))
@@ -63,7 +59,7 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 
 // issueMessage is the issue's message with every tensor named when there
 // are few of them.
-func issueMessage(is ckpt.Issue) string {
+func issueMessage(is ckpt.Finding) string {
 	msg := is.Message
 	if len(is.Tensors) > 1 {
 		msg += ": " + names(is.Tensors, 8)

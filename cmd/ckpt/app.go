@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/spf13/cobra"
@@ -24,8 +22,17 @@ type App struct {
 	Openers []ckpt.SourceOpener
 }
 
-// exitError carries an exit code: 1 for "differences / failed checks", 2
-// for unreadable input or a wrong command line.
+// The exit codes (docs/cli.md): like diff(1) for 0, 1 and 2, plus 3 for a
+// failure on our own side.
+const (
+	exitOK         = 0 // success, no differences, every check passed
+	exitFailed     = 1 // a check failed, differences found, the cache is stale
+	exitUnreadable = 2 // the input could not be read, or the command line is wrong
+	exitWrite      = 3 // the output could not be written (ckpt.ErrWrite: disk full, permission, ...)
+)
+
+// exitError carries an exit code chosen by the command itself: 1 for
+// "differences / failed checks", 2 for a wrong command line.
 type exitError struct {
 	code int
 	err  error
@@ -44,7 +51,27 @@ func (e *exitError) Unwrap() error { return e.err }
 func silentExit(code int) error { return &exitError{code: code} }
 
 func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUnreadable, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error that a command returned to its exit code and the
+// message to print ("" for none), by its type: an *exitError carries its
+// code, a ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3),
+// anything else means the input could not be read (2).
+func exitCode(err error) (int, string) {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK, ""
+	case errors.As(err, &ee):
+		if ee.err == nil {
+			return ee.code, ""
+		}
+		return ee.code, ee.err.Error()
+	case errors.Is(err, ckpt.ErrWrite):
+		return exitWrite, fmt.Sprintf("%v: %v", ckpt.ErrWrite, err)
+	}
+	return exitUnreadable, err.Error()
 }
 
 // Run executes the command line and returns the exit code.
@@ -52,7 +79,7 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(a.Err, "ckpt: internal error: %v\n", r)
-			code = 2
+			code = exitUnreadable
 		}
 	}()
 	root := a.newRootCmd()
@@ -60,19 +87,11 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	root.SetIn(a.In)
 	root.SetOut(a.Out)
 	root.SetErr(a.Err)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return 0
+	code, msg := exitCode(root.ExecuteContext(ctx))
+	if msg != "" {
+		fmt.Fprintf(a.Err, "ckpt: %s\n", msg)
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(a.Err, "ckpt: %v\n", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(a.Err, "ckpt: %v\n", err)
-	return 2
+	return code
 }
 
 func (a *App) newRootCmd() *cobra.Command {
@@ -84,7 +103,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: 2, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+		return &exitError{code: exitUnreadable, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	root.AddCommand(
 		a.newInspectCmd(),
@@ -104,24 +123,6 @@ const Version = "0.1.0"
 // open opens a source with the app's openers.
 func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Checkpoint, error) {
 	return ckpt.Open(ctx, src, opt, a.Openers...)
-}
-
-// inputError wraps an error about unreadable input as exit code 2.
-func inputError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &exitError{code: 2, err: err}
-}
-
-// isInputError reports whether err is about the input (malformed or
-// missing), as opposed to a failure of the tool itself.
-func isInputError(err error) bool {
-	return errors.Is(err, ckpt.ErrMalformed) || errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "opening")
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2.

@@ -52,7 +52,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		if c != nil {
 			c.Close()
 		}
-		return inputError(fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err))
+		return fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
 	}
 	defer c.Close()
 	for _, is := range c.Issues {

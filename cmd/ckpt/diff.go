@@ -87,7 +87,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		c, err := a.open(ctx, src, ckpt.Options{Workers: o.Workers})
 		var unknown *ckpt.UnknownDTypeError
 		if err != nil && !errors.As(err, &unknown) {
-			return inputError(err)
+			return err
 		}
 		if err != nil {
 			fmt.Fprintf(a.Err, "ckpt: warning: %v (compared as bytes)\n", err)
@@ -106,16 +106,16 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	res, err := diff.Compare(ctx, cks[0], cks[1], diff.Options{Mode: mode, Match: m, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, Progress: p})
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	if err := printDiff(a.Out, format, res, o.All); err != nil {
 		return err
 	}
 	if unknownErr != nil {
-		return inputError(unknownErr)
+		return unknownErr
 	}
 	if res.Differs() {
-		return silentExit(1)
+		return silentExit(exitFailed)
 	}
 	return nil
 }

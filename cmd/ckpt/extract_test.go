@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,7 +63,7 @@ func TestExtractJSONContract(t *testing.T) {
 	code, stdout, stderr := runExtractApp(context.Background(), "extract", base, "--match", "**", "--exclude", "model.visual.**", "--dtype", "f32",
 		"--max-shard-size", "500KB", "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res ExtractResult
+	var res extract.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.True(t, res.Sharded)
 	assert.Equal(t, "f32", res.DType)
@@ -110,7 +111,7 @@ func TestExtractKeepWarns(t *testing.T) {
 		"--out", filepath.Join(dir, "b.safetensors"), "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stderr)
-	var res ExtractResult
+	var res extract.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Tensors, 2)
 	assert.Equal(t, "mtp.layers.0.mlp.up_proj.weight_scale_inv", res.Tensors[1].Name)
@@ -193,4 +194,28 @@ func collapseSpaces(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestWriteErrorExitCode: a failure to write our own output (here a
+// missing output directory; disk full and permission errors take the same
+// path) exits 3 and says so, instead of blaming the input (exit 2).
+func TestWriteErrorExitCode(t *testing.T) {
+	t.Parallel()
+	dir, base := extractBase(t)
+	noDir := filepath.Join(dir, "no", "such", "dir")
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"extract to a file", []string{"extract", base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp.safetensors"), "--progress", "none"}},
+		{"extract to a directory", []string{"extract", base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp"), "--progress", "none"}},
+		{"contract", []string{"contract", base, "-o", filepath.Join(noDir, "base.contract.json")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runExtractApp(context.Background(), tc.args...)
+			assert.Equal(t, exitWrite, code, stderr)
+			assert.Contains(t, stderr, "ckpt: cannot write output: ")
+			assert.Contains(t, stderr, "no such file or directory")
+		})
+	}
 }

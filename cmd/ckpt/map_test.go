@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -47,7 +48,7 @@ func TestMapJSONContract(t *testing.T) {
 		assert.Contains(t, entries[0].(map[string]any), k)
 	}
 	// Every mtp.* tensor is some entry's source.
-	var res MapResult
+	var res mapping.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	srcs := map[string]bool{}
 	for _, e := range res.Entries {
@@ -57,7 +58,7 @@ func TestMapJSONContract(t *testing.T) {
 	}
 	code, inspect, _ := runApp(t, "inspect", base, "--match", "mtp.**", "--format", "json")
 	require.Equal(t, 0, code)
-	var ins InspectResult
+	var ins ckpt.InspectResult
 	require.NoError(t, json.Unmarshal([]byte(inspect), &ins))
 	require.Len(t, ins.Tensors, 22)
 	for _, tn := range ins.Tensors {

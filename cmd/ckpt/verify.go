@@ -79,7 +79,7 @@ func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt
 		if c != nil {
 			c.Close()
 		}
-		return nil, inputError(err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -105,12 +105,12 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.Against != "" {
 		f, err := os.Open(o.Against)
 		if err != nil {
-			return inputError(fmt.Errorf("opening contract: %w", err))
+			return fmt.Errorf("opening contract: %w", err)
 		}
 		want, err = verify.ReadContract(f, o.Against)
 		f.Close()
 		if err != nil {
-			return inputError(err)
+			return err
 		}
 	}
 	c, err := a.openForVerify(ctx, o.Source, o.Workers)
@@ -148,7 +148,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if !res.OK {
-		return silentExit(1)
+		return silentExit(exitFailed)
 	}
 	return nil
 }
