@@ -18,7 +18,11 @@ import (
 type File struct {
 	Name     string // relative to the checkpoint root
 	Location string // path or URL for messages
-	Size     int64
+	Size     int64  // the size the header implies (8 + header + data)
+	// RealSize is the size of the file as stored. It differs from Size
+	// only when Options.Lenient opened a truncated or over-long file; reads
+	// past the real end then fail with io.ErrUnexpectedEOF.
+	RealSize int64
 	Header   *Header
 	blob     Blob
 }
@@ -52,7 +56,9 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 // Options tune Open.
 type Options struct {
 	// Lenient keeps going past integrity problems (missing shards, tensors
-	// missing from their shard) and records them in Checkpoint.Issues.
+	// missing from their shard, a file whose size differs from the size its
+	// header implies) and records them in Checkpoint.Issues. Header format
+	// errors remain errors.
 	Lenient bool
 	// Workers bounds concurrent header reads (default 16).
 	Workers int
@@ -68,7 +74,7 @@ type Checkpoint struct {
 	Files   []*File
 	Tensors []*Tensor // natural order by name
 	// Issues are the integrity problems found while opening (ids
-	// "index.*"): Open fails on those with Status Fail unless
+	// "index.*" and, with Options.Lenient, "file.size"): Open fails on those with Status Fail unless
 	// Options.Lenient is set; verify reports them all.
 	Issues    []Finding
 	byName    map[string]*Tensor
@@ -171,7 +177,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	if strings.HasSuffix(entry, ".json") {
 		err = c.openSharded(ctx, entry, opt)
 	} else {
-		err = c.openSingle(ctx, entry)
+		err = c.openSingle(ctx, entry, opt)
 	}
 	var unknown *UnknownDTypeError
 	if err != nil && !errors.As(err, &unknown) {
@@ -179,7 +185,53 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		return nil, err
 	}
 	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
+	for _, f := range c.Files {
+		if f.RealSize != f.Size {
+			c.Issues = append(c.Issues, sizeFinding(f))
+		}
+	}
 	return c, err
+}
+
+// sizeFinding is the file.size finding of a file opened leniently whose
+// real size differs from the size its header implies.
+func sizeFinding(f *File) Finding {
+	data := f.Size - 8 - int64(f.Header.Size)
+	if f.RealSize > f.Size {
+		return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name},
+			Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d trailing bytes not covered by any tensor",
+				f.Name, f.RealSize, f.Size, f.Header.Size, data, f.RealSize-f.Size)}
+	}
+	var tensors []string
+	for _, t := range f.Header.Tensors {
+		if f.Header.DataStart()+int64(t.End) > f.RealSize {
+			tensors = append(tensors, t.Name)
+		}
+	}
+	what := fmt.Sprintf("%d tensors", len(tensors))
+	if len(tensors) == 1 {
+		what = "1 tensor"
+	}
+	return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name}, Tensors: tensors,
+		Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d bytes missing, truncated download? %s cut off",
+			f.Name, f.RealSize, f.Size, f.Header.Size, data, f.Size-f.RealSize, what)}
+}
+
+// sizedBlob presents a blob with the size its header implies; reads past
+// the real end fail with io.ErrUnexpectedEOF.
+type sizedBlob struct {
+	Blob
+	size, real int64
+}
+
+func (b *sizedBlob) Size() int64 { return b.size }
+
+func (b *sizedBlob) ReadAt(p []byte, off int64) (int, error) {
+	n, err := b.Blob.ReadAt(p, off)
+	if n < len(p) && off+int64(len(p)) > b.real && (err == nil || errors.Is(err, io.EOF)) {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 func detectEntry(ctx context.Context, store Store) (string, error) {
@@ -214,23 +266,27 @@ func detectEntry(ctx context.Context, store Store) (string, error) {
 	}
 }
 
-func (c *Checkpoint) openFile(ctx context.Context, name string) (*File, error) {
+func (c *Checkpoint) openFile(ctx context.Context, name string, lenient bool) (*File, error) {
 	b, err := c.Store.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), blob: b}
-	h, err := ReadHeader(b, b.Size(), f.Location)
+	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), RealSize: b.Size(), blob: b}
+	h, implied, err := readHeader(b, b.Size(), f.Location, lenient)
 	if h == nil {
 		b.Close()
 		return nil, err
 	}
 	f.Header = h
+	if implied != f.RealSize {
+		f.Size = implied
+		f.blob = &sizedBlob{Blob: b, size: implied, real: f.RealSize}
+	}
 	return f, err
 }
 
-func (c *Checkpoint) openSingle(ctx context.Context, entry string) error {
-	f, err := c.openFile(ctx, entry)
+func (c *Checkpoint) openSingle(ctx context.Context, entry string, opt Options) error {
+	f, err := c.openFile(ctx, entry, opt.Lenient)
 	if f == nil {
 		return err
 	}
@@ -280,7 +336,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 			continue
 		}
 		g.Go(func() error {
-			f, err := c.openFile(gctx, dirPrefix+name)
+			f, err := c.openFile(gctx, dirPrefix+name, opt.Lenient)
 			files[i], errs[i] = f, err
 			return nil
 		})

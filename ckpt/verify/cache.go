@@ -13,7 +13,7 @@ import (
 )
 
 func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, error) {
-	inner := innerStore(c.Store)
+	inner := c.Store
 	var out []Check
 	if ps, ok := inner.(ckpt.PartialStore); ok {
 		partial, err := ps.Partial(ctx)

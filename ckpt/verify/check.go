@@ -89,8 +89,8 @@ func (r *Report) Add(cs ...Check) {
 // Run runs every check on an opened checkpoint and returns all findings.
 // It returns an error only when the context is cancelled or the options are
 // invalid; problems of the checkpoint are findings. Open the checkpoint with
-// Open (or ckpt.Options{Lenient: true}) so that integrity problems become
-// findings instead of open errors.
+// ckpt.Options{Lenient: true} so that integrity problems (missing shards,
+// truncated files) become findings instead of open errors.
 func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) {
 	r := &Report{Source: c.Source, OK: true}
 	switch opt.Profile {

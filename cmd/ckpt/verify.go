@@ -73,7 +73,7 @@ type VerifyResult struct {
 // openForVerify opens src leniently; unknown dtypes are findings, other
 // open errors make the input unreadable.
 func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt.Checkpoint, error) {
-	c, err := verify.Open(ctx, src, ckpt.Options{Workers: workers}, a.Openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Workers: workers, Lenient: true}, a.Openers...)
 	var unknown *ckpt.UnknownDTypeError
 	if err != nil && !(c != nil && errors.As(err, &unknown)) {
 		if c != nil {
