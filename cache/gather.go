@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -48,18 +47,6 @@ func (ops valueOps) roundOnly() bool {
 	return len(ops) == 1 && ops[0].Op == "round"
 }
 
-// roundBF16 rounds to bfloat16, nearest even, as ckpt.RoundTo(BF16, x).
-// It is written branch-free (the NaN case is a select), which the compiler
-// turns into a conditional move.
-func roundBF16(x float32) float32 {
-	u := math.Float32bits(x)
-	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
-	if u&0x7fffffff > 0x7f800000 {
-		r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign kept
-	}
-	return math.Float32frombits(r)
-}
-
 // packTransposedTiles packs the transpose of a block of m rows (block rows
 // = logical columns) and h columns (= logical rows) into TILE bytes of dt,
 // without a transposed copy of the block: block row k, column j is
@@ -87,7 +74,7 @@ func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, 
 				out := blk[k*tile.TileDim : k*tile.TileDim+cols]
 				if roundOnly {
 					for j, x := range in {
-						out[j] = roundBF16(x)
+						out[j] = ckpt.RoundBF16(x)
 					}
 				} else {
 					copy(out, in)

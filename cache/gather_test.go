@@ -19,6 +19,6 @@ func TestRoundBF16(t *testing.T) {
 	for _, u := range cases {
 		x := math.Float32frombits(u)
 		want := math.Float32bits(ckpt.RoundTo(ckpt.BF16, x))
-		require.Equal(t, want, math.Float32bits(roundBF16(x)), "bits %#08x", u)
+		require.Equal(t, want, math.Float32bits(ckpt.RoundBF16(x)), "bits %#08x", u)
 	}
 }
