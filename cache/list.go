@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 // ListEntry describes one .tensorbin file of a cache directory.
@@ -34,11 +35,11 @@ func List(dir string) ([]ListEntry, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tensorbin") || isTempName(d.Name()) {
+		if d.IsDir() || !strings.HasSuffix(d.Name(), mapping.FileExt) || isTempName(d.Name()) {
 			return nil
 		}
 		r := rel(dir, p)
-		e := ListEntry{Path: r, Name: cacheName(r)}
+		e := ListEntry{Path: r, Name: mapping.CacheName(r)}
 		if st, err := os.Stat(p); err == nil {
 			e.Bytes = st.Size()
 		}
@@ -75,14 +76,6 @@ func entryLess(a, b ListEntry) bool {
 		return ckpt.NaturalLess(a.Name, b.Name)
 	}
 	return ckpt.NaturalLess(a.Path, b.Path)
-}
-
-// cacheName strips the _dtype_<D>_layout_<L>.tensorbin suffix.
-func cacheName(p string) string {
-	if i := strings.LastIndex(p, "_dtype_"); i >= 0 {
-		return p[:i]
-	}
-	return strings.TrimSuffix(p, ".tensorbin")
 }
 
 func describePlacement(h *tensorbin.Header) string {
