@@ -306,10 +306,3 @@ func listSome(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
-
-// demoDiff is the demo step of ckpt diff: the MTP head of the fine-tune is
-// its base's pre-quantisation bf16 form (requant_identical).
-func (a *App) demoDiff(dir, base, ft string) []demoStep {
-	return []demoStep{{"Compare the fine-tune with its base (the MTP head re-quantises to the base's FP8 exactly)",
-		[]string{"diff", base, ft, "--progress", "none"}, []int{1}}}
-}

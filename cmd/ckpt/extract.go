@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -142,15 +141,4 @@ func printExtract(w io.Writer, format string, r *extract.Report) error {
 		fmt.Fprintf(w, "config: %s\n", ckpt.EscapeName(r.Config))
 	}
 	return nil
-}
-
-// demoExtract extracts the base's MTP head dequantised to bf16 (the serving
-// sidecar) and inspects the result.
-func (a *App) demoExtract(dir, base, ft string) []demoStep {
-	out := filepath.Join(dir, "mtp-bf16.safetensors")
-	return []demoStep{
-		{"Extract the base's MTP head as a bf16 sidecar (FP8 weights dequantised, scales dropped)",
-			[]string{"extract", base, "--match", "mtp.**", "--dtype", "bf16", "--out", out, "--progress", "none"}, []int{0}},
-		{"Inspect the sidecar", []string{"inspect", out}, []int{0}},
-	}
 }
