@@ -57,6 +57,9 @@ type Report struct {
 	Source string  `json:"source"`
 	OK     bool    `json:"ok"`
 	Checks []Check `json:"checks"`
+	// Against is the comparison with a contract, when AddComparison was
+	// called (verify --against).
+	Against *Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
 	Hashes map[string]string `json:"-"`
@@ -84,6 +87,13 @@ func (r *Report) Add(cs ...Check) {
 		}
 		r.Checks = append(r.Checks, c)
 	}
+}
+
+// AddComparison adds the checks of a comparison with a contract and keeps
+// the comparison for the report.
+func (r *Report) AddComparison(cmp *Comparison) {
+	r.Add(cmp.Checks...)
+	r.Against = cmp
 }
 
 // Run runs every check on an opened checkpoint and returns all findings.

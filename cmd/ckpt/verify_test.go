@@ -11,14 +11,15 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func verifyJSON(t testing.TB, args ...string) (int, VerifyResult, string) {
+func verifyJSON(t testing.TB, args ...string) (int, verify.Report, string) {
 	t.Helper()
 	code, out, errs := runApp(t, append(args, "--format", "json", "--progress", "none")...)
-	var res VerifyResult
+	var res verify.Report
 	if code != 2 {
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "stdout: %s\nstderr: %s", out, errs)
 	}
