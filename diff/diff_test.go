@@ -142,10 +142,10 @@ func TestPairValues(t *testing.T) {
 		for _, g := range res.Groups {
 			groups[g.Group] = g.Summary
 		}
-		assert.Equal(t, int64(7), groups[diff.GroupMTP].RequantIdentical)
-		assert.Equal(t, int64(7), groups[diff.GroupMTP].OnlyInBase)
-		assert.Equal(t, int64(4), groups[diff.GroupText].Changed)
-		assert.Equal(t, int64(0), groups[diff.GroupVisual].Total()-groups[diff.GroupVisual].Identical)
+		assert.Equal(t, int64(7), groups[ckpt.GroupMTP].RequantIdentical)
+		assert.Equal(t, int64(7), groups[ckpt.GroupMTP].OnlyInBase)
+		assert.Equal(t, int64(4), groups[ckpt.GroupText].Changed)
+		assert.Equal(t, int64(0), groups[ckpt.GroupVisual].Total()-groups[ckpt.GroupVisual].Identical)
 	}
 }
 

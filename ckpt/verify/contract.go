@@ -213,7 +213,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	hashes := hasHashes(want) && hasHashes(cur)
 	cmp.HashesCompared = hashes
 	groups := map[string]*GroupDiff{}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		groups[g] = &GroupDiff{Group: g}
 	}
 	var added, removed, hashChanged []string
@@ -222,7 +222,8 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	var dtypeOrder []string
 	var shapeChecks []Check
 	for _, n := range all {
-		g := groups[ckpt.SummaryGroup(n)]
+		gn, _, _ := ckpt.GroupOf(n)
+		g := groups[gn]
 		w, c := wantBy[n], curBy[n]
 		if w != nil {
 			g.ContractKeys++
@@ -276,7 +277,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			g.Identical++
 		}
 	}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		if gd := groups[g]; gd.ContractKeys+gd.Keys > 0 {
 			cmp.Groups = append(cmp.Groups, *gd)
 		}

@@ -154,7 +154,7 @@ func printVerify(w io.Writer, format string, res *verify.Report) error {
 		outside, outsideSame := 0, true
 		for _, gd := range cmp.Groups {
 			fmt.Fprintf(w, "  %s\n", gd.Summary())
-			if gd.Group != ckpt.SummaryMTP {
+			if gd.Group != ckpt.GroupMTP {
 				outside += gd.ContractKeys
 				outsideSame = outsideSame && gd.ContractKeys == gd.Keys && gd.Identical == gd.Keys
 			}
