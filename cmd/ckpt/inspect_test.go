@@ -47,7 +47,7 @@ func TestInspectGolden(t *testing.T) {
 	}
 }
 
-// TestInspectJSONContract pins the cli.md fields of the inspect JSON.
+// TestInspectJSONContract pins the docs/cli.md fields of the inspect JSON.
 func TestInspectJSONContract(t *testing.T) {
 	t.Parallel()
 	_, base, _ := small(t)
