@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,19 @@ var (
 	textConfigKeys   = []string{"model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "full_attention_interval", "num_attention_heads", "num_key_value_heads", "head_dim", "attn_output_gate", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "vocab_size", "mtp_num_hidden_layers", "tie_word_embeddings"}
 	visionConfigKeys = []string{"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size"}
 )
+
+// ContractOf is the workflow of `ckpt contract`: the contract of c, with
+// the xxh3 of every tensor when opt.ReadData is set (read as Hashes does).
+func ContractOf(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Contract, error) {
+	var hashes map[string]string
+	if opt.ReadData {
+		var err error
+		if hashes, err = Hashes(ctx, c, opt); err != nil {
+			return nil, err
+		}
+	}
+	return NewContract(c, hashes), nil
+}
 
 // NewContract builds the contract of an opened checkpoint. hashes (tensor
 // name → xxh3, from Report.Hashes) may be nil.
