@@ -71,6 +71,13 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code)
 	code, _, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "lots")
 	require.Equal(t, 2, code)
+	// One size parser: 4G is 4·10⁹ bytes (as for --max-shard-size), 4Gi is 4·2³⁰.
+	require.NoError(t, os.WriteFile(mi, []byte("MemAvailable:    4003907 kB\n"), 0o644)) // 4,100,000,768 bytes
+	code, _, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "4G", "--meminfo", mi, "--progress", "none")
+	require.Equal(t, 0, code)
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "4Gi", "--meminfo", mi, "--progress", "none")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "below --min-mem 4.0 GiB")
 
 	// pack / unpack round trip, then verify the unpacked copy.
 	arch := filepath.Join(dir, "cache.tar.zst")

@@ -203,19 +203,24 @@ func TestWriteErrorExitCode(t *testing.T) {
 	t.Parallel()
 	dir, base := extractBase(t)
 	noDir := filepath.Join(dir, "no", "such", "dir")
+	aFile := filepath.Join(dir, "a-file")
+	require.NoError(t, os.WriteFile(aFile, []byte("x"), 0o644))
 	for _, tc := range []struct {
-		name string
-		args []string
+		name, args0 string
+		args        []string
+		why         string
 	}{
-		{"extract to a file", []string{"extract", base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp.safetensors"), "--progress", "none"}},
-		{"extract to a directory", []string{"extract", base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp"), "--progress", "none"}},
-		{"contract", []string{"contract", base, "-o", filepath.Join(noDir, "base.contract.json")}},
+		{"extract to a file", "extract", []string{base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp.safetensors"), "--progress", "none"}, "no such file or directory"},
+		{"extract to a directory", "extract", []string{base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp"), "--progress", "none"}, "no such file or directory"},
+		{"contract", "contract", []string{base, "-o", filepath.Join(noDir, "base.contract.json")}, "no such file or directory"},
+		{"cache build", "cache", []string{"build", base, "--out", filepath.Join(aFile, "cache"), "--progress", "none"}, "not a directory"},
+		{"cache pack", "cache", []string{"pack", dir, "-o", filepath.Join(noDir, "cache.tar.zst"), "--progress", "none"}, "no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runExtractApp(context.Background(), tc.args...)
+			code, _, stderr := runExtractApp(context.Background(), append([]string{tc.args0}, tc.args...)...)
 			assert.Equal(t, exitWrite, code, stderr)
 			assert.Contains(t, stderr, "ckpt: cannot write output: ")
-			assert.Contains(t, stderr, "no such file or directory")
+			assert.Contains(t, stderr, tc.why)
 		})
 	}
 }
