@@ -82,6 +82,11 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 			code = exitUnreadable
 		}
 	}()
+	if _, ok := a.Out.(stdoutWriter); !ok && a.Out != nil {
+		c := *a
+		c.Out = stdoutWriter{a.Out}
+		a = &c
+	}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.In)
@@ -123,6 +128,18 @@ const Version = "0.1.0"
 // open opens a source with the app's openers.
 func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Checkpoint, error) {
 	return ckpt.Open(ctx, src, opt, a.Openers...)
+}
+
+// stdoutWriter marks a failure to write the report itself (stdout
+// redirected to a full disk) as our own side's (*ckpt.WriteError, exit 3).
+type stdoutWriter struct{ w io.Writer }
+
+func (s stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = &ckpt.WriteError{Op: "writing to stdout", Err: err}
+	}
+	return n, err
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2.

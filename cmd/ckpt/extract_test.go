@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,4 +224,21 @@ func TestWriteErrorExitCode(t *testing.T) {
 			assert.Contains(t, stderr, tc.why)
 		})
 	}
+}
+
+// failingWriter fails every write, like stdout redirected to a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestStdoutWriteErrorExitCode: a report that cannot be written is our
+// side's failure (exit 3), not the input's.
+func TestStdoutWriteErrorExitCode(t *testing.T) {
+	t.Parallel()
+	_, base := extractBase(t)
+	var errb bytes.Buffer
+	app := &App{Out: failingWriter{}, Err: &errb, Getenv: os.Getenv}
+	code := app.Run(context.Background(), []string{"inspect", base, "--format", "json"})
+	assert.Equal(t, exitWrite, code, errb.String())
+	assert.Contains(t, errb.String(), "ckpt: cannot write output: writing to stdout: no space left on device")
 }
