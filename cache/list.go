@@ -92,3 +92,36 @@ func describePlacement(h *tensorbin.Header) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// ListResult is the cache ls JSON document (docs/cli.md).
+type ListResult struct {
+	Dir   string      `json:"dir"`
+	Files []ListEntry `json:"files"`
+}
+
+// Unreadable counts the files whose header could not be read.
+func (r *ListResult) Unreadable() int {
+	n := 0
+	for _, e := range r.Files {
+		if e.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// ListDir is the workflow of `ckpt cache ls`: List of a directory that
+// must exist.
+func ListDir(dir string) (*ListResult, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("listing %s: not a directory", dir)
+	}
+	es, err := List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if es == nil {
+		es = []ListEntry{}
+	}
+	return &ListResult{Dir: dir, Files: es}, nil
+}

@@ -250,25 +250,14 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("listing %s: not a directory", o.Dir)
-	}
-	es, err := cache.List(o.Dir)
+	res, err := cache.ListDir(o.Dir)
 	if err != nil {
 		return err
 	}
-	if es == nil {
-		es = []cache.ListEntry{}
-	}
-	bad := 0
-	for _, e := range es {
-		if e.Error != "" {
-			bad++
-		}
-	}
+	es := res.Files
 	switch format {
 	case output.JSON:
-		if err := output.WriteJSON(a.Out, map[string]any{"dir": o.Dir, "files": es}); err != nil {
+		if err := output.WriteJSON(a.Out, res); err != nil {
 			return err
 		}
 	case output.JSONL:
@@ -297,7 +286,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			fmt.Fprintf(a.Out, "%d files, %s\n", len(es), output.Bytes(total))
 		}
 	}
-	if bad > 0 {
+	if res.Unreadable() > 0 {
 		return silentExit(exitFailed)
 	}
 	return nil
