@@ -177,11 +177,11 @@ type UnpackOptions struct {
 // and the temporary directory is removed.
 func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*Manifest, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dest, err)
+		return nil, &ckpt.WriteError{Op: "creating", Path: dest, Err: err}
 	}
 	tmp, err := os.MkdirTemp(dest, ".unpack-")
 	if err != nil {
-		return nil, err
+		return nil, &ckpt.WriteError{Err: err}
 	}
 	defer os.RemoveAll(tmp)
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
@@ -236,19 +236,21 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		}
 		p := filepath.Join(tmp, filepath.FromSlash(h.Name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
+			return nil, &ckpt.WriteError{Err: err}
 		}
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return nil, err
+			return nil, &ckpt.WriteError{Err: err}
 		}
 		rh := newRegionHasher()
-		n, err := io.Copy(io.MultiWriter(f, rh, progressWriter{opt.Progress}), tr)
+		n, err := io.Copy(io.MultiWriter(outputWriter{f}, rh, progressWriter{opt.Progress}), tr)
 		if err == nil {
-			err = f.Sync()
+			if err = f.Sync(); err != nil {
+				err = &ckpt.WriteError{Op: "syncing", Err: err}
+			}
 		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = &ckpt.WriteError{Op: "closing", Err: cerr}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("extracting %s: %w", h.Name, err)
@@ -287,7 +289,7 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 			// Keep the recorded mtime so that a rebuild here skips the file.
 			mt := time.Unix(0, rec.MTimeNS)
 			if err := os.Chtimes(fp, mt, mt); err != nil {
-				return nil, err
+				return nil, &ckpt.WriteError{Err: err}
 			}
 		}
 	}
@@ -299,31 +301,43 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 	// Everything checks out: move into place, manifest last.
 	for _, n := range []string{ManifestName, JournalName} {
 		if err := os.Remove(filepath.Join(dest, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return nil, &ckpt.WriteError{Err: err}
 		}
 	}
 	syncDir(dest)
 	for _, n := range order {
 		to := filepath.Join(dest, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return nil, err
+			return nil, &ckpt.WriteError{Err: err}
 		}
 		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(n)), to); err != nil {
-			return nil, fmt.Errorf("moving %s into place: %w", n, err)
+			return nil, &ckpt.WriteError{Op: "moving " + n + " into place", Err: err}
 		}
 		syncDir(filepath.Dir(to))
 	}
 	mp := filepath.Join(tmp, ManifestName)
 	if err := os.WriteFile(mp, mb, 0o644); err != nil {
-		return nil, err
+		return nil, &ckpt.WriteError{Err: err}
 	}
 	if f, err := os.Open(mp); err == nil {
 		f.Sync()
 		f.Close()
 	}
 	if err := os.Rename(mp, filepath.Join(dest, ManifestName)); err != nil {
-		return nil, err
+		return nil, &ckpt.WriteError{Err: err}
 	}
 	syncDir(dest)
 	return m, nil
+}
+
+// outputWriter marks the errors of writing an extracted file as our own
+// side's (*ckpt.WriteError), not the archive's.
+type outputWriter struct{ w io.Writer }
+
+func (o outputWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		err = &ckpt.WriteError{Err: err}
+	}
+	return n, err
 }

@@ -84,7 +84,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 		opt.BandBytes = 8 << 20
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("creating cache root: %w", err)
+		return nil, &ckpt.WriteError{Op: "creating cache root", Err: err}
 	}
 	if err := removeTemps(out); err != nil {
 		return nil, err
@@ -298,7 +298,7 @@ func (b *builder) startJournal() error {
 	sort.Strings(b.res.Removed)
 	f, err := os.Create(filepath.Join(b.out, JournalName))
 	if err != nil {
-		return fmt.Errorf("creating build journal: %w", err)
+		return &ckpt.WriteError{Op: "creating build journal", Err: err}
 	}
 	b.journal = f
 	for _, p := range b.res.Skipped {
@@ -315,7 +315,7 @@ func (b *builder) appendJournal(r FileRecord) error {
 		return err
 	}
 	if _, err := b.journal.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("writing build journal: %w", err)
+		return &ckpt.WriteError{Op: "writing build journal", Err: err}
 	}
 	return nil
 }
@@ -617,7 +617,7 @@ func (b *builder) finish() (*BuildResult, error) {
 		m.Files = append(m.Files, r)
 	}
 	if err := b.journal.Sync(); err != nil {
-		return nil, fmt.Errorf("syncing build journal: %w", err)
+		return nil, &ckpt.WriteError{Op: "syncing build journal", Err: err}
 	}
 	b.journal.Close()
 	if err := writeManifest(b.out, m); err != nil {

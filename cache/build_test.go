@@ -84,7 +84,7 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt tile.DType, layout tile.Lay
 	if layout == tile.ROW_MAJOR {
 		require.Equal(t, tile.BFLOAT16, dt)
 		for i := range got {
-			got[i] = tile.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
+			got[i] = ckpt.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
 		}
 	} else {
 		h, w, outer := 1, int(shape[len(shape)-1]), 1

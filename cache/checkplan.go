@@ -81,11 +81,11 @@ func CheckPlan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 // qkvzab.dramshard for qkvzab.il): those in the same directory whose cache
 // name shares the longest dotted prefix with p's, at most three of them.
 func similarPlanned(p string, planned map[string]*mapping.Entry) string {
-	dir, base := path.Split(cacheName(p))
+	dir, base := path.Split(mapping.CacheName(p))
 	segs := strings.Split(base, ".")
 	best, cands := 0, []string(nil)
 	for q := range planned {
-		qd, qb := path.Split(cacheName(q))
+		qd, qb := path.Split(mapping.CacheName(q))
 		if qd != dir {
 			continue
 		}

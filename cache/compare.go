@@ -19,6 +19,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -204,7 +205,7 @@ func tensorbinFiles(dir string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".tensorbin") || isTempName(d.Name()) {
+		if d.IsDir() || !strings.HasSuffix(d.Name(), mapping.FileExt) || isTempName(d.Name()) {
 			return nil
 		}
 		out = append(out, rel(dir, p))
@@ -408,7 +409,7 @@ func (a *diffAcc) add(x, y []byte) {
 			a.pair(a.va[k], a.vb[k])
 		}
 	case a.layout == tile.ROW_MAJOR && a.dt == tile.BFLOAT16 && len(x) == 2:
-		a.pair(tile.BF16ToF32(binary.LittleEndian.Uint16(x)), tile.BF16ToF32(binary.LittleEndian.Uint16(y)))
+		a.pair(ckpt.BF16ToF32(binary.LittleEndian.Uint16(x)), ckpt.BF16ToF32(binary.LittleEndian.Uint16(y)))
 	case a.layout == tile.ROW_MAJOR && a.dt == tile.FLOAT32 && len(x) == 4:
 		a.pair(math.Float32frombits(binary.LittleEndian.Uint32(x)), math.Float32frombits(binary.LittleEndian.Uint32(y)))
 	}

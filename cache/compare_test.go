@@ -137,7 +137,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	assert.Equal(t, inj.Want(false), fieldsByFile(got))
 	assert.Equal(t, "layers.0/tp/qkvzab.il", got[inj.RenamedFrom][0].Target)
 	assert.Contains(t, got[inj.RenamedTo][0].Message, "the plan has "+inj.RenamedFrom, "a renamed file names its planned twin")
-	assert.Equal(t, "[1, 2]", got[inj.Topology][0].A, "the plan's 2-D distribution")
+	assert.Equal(t, "[1,2]", got[inj.Topology][0].A, "the plan's 2-D distribution")
 
 	// A plan built with other switches names exactly the renamed files.
 	c, _ := openPlan(t, filepath.Join(filepath.Dir(plan.Source), filepath.Base(plan.Source)))

@@ -55,7 +55,7 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (bool, error) {
 				s := v.ScaleAt(r0+r, blk*v.BN)
 				t := w.tab[blk*256 : blk*256+256]
 				for c := range t {
-					t[c] = roundBF16(b.e4m3[c] * s)
+					t[c] = ckpt.RoundBF16TT(b.e4m3[c] * s)
 				}
 			}
 		}

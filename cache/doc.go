@@ -12,6 +12,15 @@
 // truncated, corrupted or stale file as a finding. Pack and Unpack move a
 // cache as one zstd-compressed tar with the manifest last.
 //
+// The workflows of the commands: mapping.Resolve then Build (cache build;
+// BuildResult.Summary is its JSON document); Check (cache verify: memory,
+// manifest, plan and Verify, every problem a ckpt.Finding in CheckResult);
+// List (cache ls); Pack and Unpack. Files of this package: build.go, sink.go,
+// gather.go, decode.go (the streaming build), verify.go, manifest.go,
+// archive.go, list.go, meminfo.go, workflow.go (Check and the JSON
+// documents). Cache file and directory names are mapping.FileName and
+// mapping.CacheDir; failures to write are *ckpt.WriteError.
+//
 // The package never prints; long operations report through a nil-safe
 // progress counter and honour context cancellation.
 package cache

@@ -2,9 +2,9 @@ package cache
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -36,7 +36,7 @@ func (ops valueOps) apply(v []float32) {
 			continue
 		}
 		for i, x := range v {
-			v[i] = tile.BF16ToF32(tile.F32ToBF16(x))
+			v[i] = ckpt.RoundBF16TT(x)
 		}
 	}
 }
@@ -45,18 +45,6 @@ func (ops valueOps) apply(v []float32) {
 // common case: FP8 or bf16 weights as shard_w hands them over).
 func (ops valueOps) roundOnly() bool {
 	return len(ops) == 1 && ops[0].Op == "round"
-}
-
-// roundBF16 is BF16ToF32(F32ToBF16(x)): nearest even, every NaN becomes
-// 0x7FC0 (tile.F32ToBF16). It is written branch-free (the NaN case is a
-// select), which the compiler turns into a conditional move.
-func roundBF16(x float32) float32 {
-	u := math.Float32bits(x)
-	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
-	if u&0x7fffffff > 0x7f800000 {
-		r = tile.NaNBF16 << 16
-	}
-	return math.Float32frombits(r)
 }
 
 // packTransposedTiles packs the transpose of a block of m rows (block rows
@@ -86,7 +74,7 @@ func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, 
 				out := blk[k*tile.TileDim : k*tile.TileDim+cols]
 				if roundOnly {
 					for j, x := range in {
-						out[j] = roundBF16(x)
+						out[j] = ckpt.RoundBF16TT(x)
 					}
 				} else {
 					copy(out, in)

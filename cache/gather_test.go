@@ -4,12 +4,12 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
 
 // TestRoundBF16 checks the branch-free rounding against the host
-// conversion tile.F32ToBF16 on edge cases (NaNs of every sign and payload
+// conversion ckpt.F32ToBF16TT on edge cases (NaNs of every sign and payload
 // become 0x7FC0) and a sweep of bit patterns.
 func TestRoundBF16(t *testing.T) {
 	t.Parallel()
@@ -19,10 +19,10 @@ func TestRoundBF16(t *testing.T) {
 	}
 	for _, u := range cases {
 		x := math.Float32frombits(u)
-		want := math.Float32bits(tile.BF16ToF32(tile.F32ToBF16(x)))
-		require.Equal(t, want, math.Float32bits(roundBF16(x)), "bits %#08x", u)
+		want := math.Float32bits(ckpt.BF16ToF32(ckpt.F32ToBF16TT(x)))
+		require.Equal(t, want, math.Float32bits(ckpt.RoundBF16TT(x)), "bits %#08x", u)
 	}
 	for _, nan := range []uint32{0x7f800001, 0xffbfffff, 0xffc00000, 0x7fffffff} {
-		require.Equal(t, uint32(0x7fc00000), math.Float32bits(roundBF16(math.Float32frombits(nan))), "NaN %#08x", nan)
+		require.Equal(t, uint32(0x7fc00000), math.Float32bits(ckpt.RoundBF16TT(math.Float32frombits(nan))), "NaN %#08x", nan)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // FieldDiff is one header field that differs between two .tensorbin
@@ -73,11 +74,11 @@ func presence(p bool) string {
 
 // FormatDims is a shape or mesh coordinate, e.g. "[1, 2]".
 func FormatDims(d []uint32) string {
-	parts := make([]string, len(d))
+	s := make([]int64, len(d))
 	for i, v := range d {
-		parts[i] = fmt.Sprint(v)
+		s[i] = int64(v)
 	}
-	return "[" + strings.Join(parts, ", ") + "]"
+	return ckpt.FormatShape(s)
 }
 
 func fmtCoords(cs [][]uint32) string {

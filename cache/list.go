@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 // ListEntry describes one .tensorbin file of a cache directory.
@@ -35,7 +36,7 @@ func List(dir string) ([]ListEntry, error) {
 	var out []ListEntry
 	for _, r := range files {
 		p := filepath.Join(dir, filepath.FromSlash(r))
-		e := ListEntry{Path: r, Name: cacheName(r)}
+		e := ListEntry{Path: r, Name: mapping.CacheName(r)}
 		if st, err := os.Stat(p); err == nil {
 			e.Bytes = st.Size()
 		}
@@ -70,14 +71,6 @@ func entryLess(a, b ListEntry) bool {
 	return ckpt.NaturalLess(a.Path, b.Path)
 }
 
-// cacheName strips the _dtype_<D>_layout_<L>.tensorbin suffix.
-func cacheName(p string) string {
-	if i := strings.LastIndex(p, "_dtype_"); i >= 0 {
-		return p[:i]
-	}
-	return strings.TrimSuffix(p, ".tensorbin")
-}
-
 func describePlacement(h *tensorbin.Header) string {
 	if h.Topology == nil {
 		return "replicate (no topology)"
@@ -91,4 +84,37 @@ func describePlacement(h *tensorbin.Header) string {
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// ListResult is the cache ls JSON document (docs/cli.md).
+type ListResult struct {
+	Dir   string      `json:"dir"`
+	Files []ListEntry `json:"files"`
+}
+
+// Unreadable counts the files whose header could not be read.
+func (r *ListResult) Unreadable() int {
+	n := 0
+	for _, e := range r.Files {
+		if e.Error != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// ListDir is the workflow of `ckpt cache ls`: List of a directory that
+// must exist.
+func ListDir(dir string) (*ListResult, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("listing %s: not a directory", dir)
+	}
+	es, err := List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if es == nil {
+		es = []ListEntry{}
+	}
+	return &ListResult{Dir: dir, Files: es}, nil
 }

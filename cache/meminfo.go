@@ -49,29 +49,3 @@ func MemAvailable(path string) (int64, error) {
 	}
 	return 0, fmt.Errorf("reading available memory from %s: no MemAvailable line", path)
 }
-
-// ParseBytes parses a size such as "4GiB", "512MiB", "4G", "1.5GB" or
-// "1048576" (bytes). Binary (KiB, MiB, GiB, TiB) and decimal (KB, MB, GB,
-// TB) suffixes are accepted; single letters K, M, G, T are binary.
-func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit, e.g. 4GiB", s)
-	}
-	mul := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1e3, "m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9, "t": 1 << 40, "tib": 1 << 40, "tb": 1e12}
-	m, ok := mul[unit]
-	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q", s, t[i:])
-	}
-	if v*m > 1<<62 {
-		return 0, fmt.Errorf("size %q is too large", s)
-	}
-	return int64(v * m), nil
-}

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Kinds of verify findings.
+// The ids of cache verify findings (ckpt.Finding.ID; every one fails).
 const (
 	FindingMissing   = "missing"   // a planned file is absent (or not in the manifest)
 	FindingExtra     = "extra"     // a file that is neither planned nor recorded, or a leftover of an interrupted build
@@ -26,14 +26,17 @@ const (
 	FindingCorrupted = "corrupted" // header unreadable or not the plan's, wrong size, or data hash mismatch
 	FindingStale     = "stale"     // built from source tensors (or a plan entry) that changed since
 	FindingManifest  = "manifest"  // the manifest is absent, unreadable or for another plan
+	FindingMemory    = "memory"    // MemAvailable is below the minimum asked for, or unreadable
 )
 
-// Finding is one problem verify found. File is relative to the cache root.
-type Finding struct {
-	Kind    string   `json:"kind"`
-	File    string   `json:"file,omitempty"`
-	Message string   `json:"message"`
-	Tensors []string `json:"tensors,omitempty"`
+// fail is a failing finding about file (relative to the cache root; ""
+// for none).
+func fail(id, file, msg string, tensors ...string) ckpt.Finding {
+	f := ckpt.Finding{ID: id, Status: ckpt.Fail, Message: msg, Tensors: tensors}
+	if file != "" {
+		f.Files = []string{file}
+	}
+	return f
 }
 
 // VerifyOptions tune Verify.
@@ -48,9 +51,9 @@ type VerifyOptions struct {
 
 // VerifyReport is the outcome of Verify.
 type VerifyReport struct {
-	Files    int       `json:"files"`
-	Bytes    int64     `json:"bytes"`
-	Findings []Finding `json:"findings"`
+	Files    int            `json:"files"`
+	Bytes    int64          `json:"bytes"`
+	Findings []ckpt.Finding `json:"findings"`
 	// Rehashed counts source tensors that were re-hashed.
 	Rehashed int `json:"rehashed"`
 }
@@ -70,18 +73,18 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	rep := &VerifyReport{Findings: []Finding{}}
+	rep := &VerifyReport{Findings: []ckpt.Finding{}}
 	var mu sync.Mutex
-	add := func(f Finding) {
+	add := func(f ckpt.Finding) {
 		mu.Lock()
 		rep.Findings = append(rep.Findings, f)
 		mu.Unlock()
 	}
 	if m.Mesh != plan.Mesh.String() || m.CacheDir != plan.CacheDir {
-		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest is for mesh %s in %s, the plan for mesh %s in %s", m.Mesh, m.CacheDir, plan.Mesh, plan.CacheDir)})
+		add(fail(FindingManifest, "", fmt.Sprintf("manifest is for mesh %s in %s, the plan for mesh %s in %s", m.Mesh, m.CacheDir, plan.Mesh, plan.CacheDir)))
 	}
 	if !maps.Equal(m.Settings, plan.Settings) {
-		add(Finding{Kind: FindingManifest, Message: fmt.Sprintf("manifest was built with settings %s, the plan has %s", m.Settings, plan.Settings)})
+		add(fail(FindingManifest, "", fmt.Sprintf("manifest was built with settings %s, the plan has %s", m.Settings, plan.Settings)))
 	}
 	recs := map[string]FileRecord{}
 	for _, f := range m.Files {
@@ -137,7 +140,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	}
 	for _, f := range m.Files {
 		if !planned[f.Path] {
-			add(Finding{Kind: FindingExtra, File: f.Path, Message: "recorded in the manifest but not in the current plan"})
+			add(fail(FindingExtra, f.Path, "recorded in the manifest but not in the current plan"))
 		}
 	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -146,7 +149,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		}
 		if d.IsDir() {
 			if p != root && isTempName(d.Name()) {
-				add(Finding{Kind: FindingExtra, File: rel(root, p), Message: "leftover directory of an interrupted unpack"})
+				add(fail(FindingExtra, rel(root, p), "leftover directory of an interrupted unpack"))
 				return filepath.SkipDir
 			}
 			return nil
@@ -155,11 +158,11 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		switch {
 		case r == ManifestName || planned[r]:
 		case r == JournalName:
-			add(Finding{Kind: FindingExtra, File: r, Message: "build journal: a build was interrupted; run cache build again"})
+			add(fail(FindingExtra, r, "build journal: a build was interrupted; run cache build again"))
 		case isTempName(d.Name()):
-			add(Finding{Kind: FindingExtra, File: r, Message: "temporary file of an interrupted build"})
+			add(fail(FindingExtra, r, "temporary file of an interrupted build"))
 		case recs[r].Path == "":
-			add(Finding{Kind: FindingExtra, File: r, Message: "not part of the plan nor the manifest"})
+			add(fail(FindingExtra, r, "not part of the plan nor the manifest"))
 		}
 		return nil
 	})
@@ -168,10 +171,10 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]
-		if a.File != b.File {
-			return ckpt.NaturalLess(a.File, b.File)
+		if a.File() != b.File() {
+			return ckpt.NaturalLess(a.File(), b.File())
 		}
-		return a.Kind < b.Kind
+		return a.ID < b.ID
 	})
 	return rep, nil
 }
@@ -186,10 +189,10 @@ func rel(root, p string) string {
 
 // verifyEntry checks one planned file; it returns the findings and the
 // bytes hashed.
-func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]Finding, int64, error) {
-	var out []Finding
+func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]ckpt.Finding, int64, error) {
+	var out []ckpt.Finding
 	add := func(kind, format string, args ...any) {
-		out = append(out, Finding{Kind: kind, File: e.File, Message: fmt.Sprintf(format, args...)})
+		out = append(out, fail(kind, e.File, fmt.Sprintf(format, args...)))
 	}
 	want, err := HeaderFor(e)
 	if err != nil {
@@ -275,8 +278,7 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		}
 	}
 	if len(changed) > 0 {
-		out = append(out, Finding{Kind: FindingStale, File: e.File, Tensors: changed,
-			Message: fmt.Sprintf("source tensor(s) changed since the build: %s", strings.Join(changed, ", "))})
+		out = append(out, fail(FindingStale, e.File, fmt.Sprintf("source tensor(s) changed since the build: %s", strings.Join(changed, ", ")), changed...))
 	}
 	return out, st.Size(), nil
 }

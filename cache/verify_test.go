@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.Verif
 func kinds(rep *cache.VerifyReport) map[string]string {
 	k := map[string]string{}
 	for _, f := range rep.Findings {
-		k[f.File] = f.Kind
+		k[f.File()] = f.ID
 	}
 	return k
 }
@@ -121,7 +120,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 		rel(leftover): cache.FindingExtra,
 	}, k)
 	for _, f := range rep.Findings {
-		if f.File == rel(data) {
+		if f.File() == rel(data) {
 			require.Contains(t, f.Message, "data hash")
 		}
 	}
@@ -173,9 +172,9 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 	rep = verify(t, src, out, cache.VerifyOptions{})
 	var stale []string
 	for _, f := range rep.Findings {
-		require.Equal(t, cache.FindingStale, f.Kind)
+		require.Equal(t, cache.FindingStale, f.ID)
 		require.Equal(t, []string{tensor}, f.Tensors)
-		stale = append(stale, f.File)
+		stale = append(stale, f.File())
 	}
 	require.Equal(t, []string{entryFile(t, plan, "layers.1/mlp.down_proj.weight.tp")}, stale)
 
@@ -249,7 +248,7 @@ func TestPackRefusesDamagedCache(t *testing.T) {
 	require.ErrorContains(t, err, "data hash")
 }
 
-func TestMemAvailableAndParseBytes(t *testing.T) {
+func TestMemAvailable(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "meminfo")
 	require.NoError(t, os.WriteFile(p, []byte("MemTotal:       24684132 kB\nMemFree:  1 kB\nMemAvailable:    4194304 kB\n"), 0o644))
@@ -260,16 +259,6 @@ func TestMemAvailableAndParseBytes(t *testing.T) {
 	_, err = cache.MemAvailable(p)
 	require.ErrorContains(t, err, "no MemAvailable")
 
-	for in, want := range map[string]int64{"4GiB": 4 << 30, "4G": 4 << 30, "1.5GB": 1500000000, "512MiB": 512 << 20, "100": 100, " 2 kib ": 2048} {
-		got, err := cache.ParseBytes(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "GiB", "4 parsecs", "-1G", "1e30TiB"} {
-		_, err := cache.ParseBytes(in)
-		require.Error(t, err, in)
-		require.True(t, strings.Contains(err.Error(), "size"), in)
-	}
 }
 
 // TestVerifySettingsMismatch: a cache built with one value of a profile
@@ -291,7 +280,7 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	require.NoError(t, err)
 	var msgs []string
 	for _, f := range rep.Findings {
-		if f.Kind == cache.FindingManifest {
+		if f.ID == cache.FindingManifest {
 			msgs = append(msgs, f.Message)
 		}
 	}

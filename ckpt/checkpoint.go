@@ -18,7 +18,11 @@ import (
 type File struct {
 	Name     string // relative to the checkpoint root
 	Location string // path or URL for messages
-	Size     int64
+	Size     int64  // the size the header implies (8 + header + data)
+	// RealSize is the size of the file as stored. It differs from Size
+	// only when Options.Lenient opened a truncated or over-long file; reads
+	// past the real end then fail with io.ErrUnexpectedEOF.
+	RealSize int64
 	Header   *Header
 	blob     Blob
 }
@@ -49,20 +53,12 @@ func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// Issue is an integrity problem found while opening a checkpoint. Open fails
-// on fatal issues unless Options.Lenient is set; verify reports them all.
-type Issue struct {
-	ID      string // e.g. "index.shard_missing"
-	Fatal   bool
-	Message string
-	Files   []string
-	Tensors []string
-}
-
 // Options tune Open.
 type Options struct {
 	// Lenient keeps going past integrity problems (missing shards, tensors
-	// missing from their shard) and records them in Checkpoint.Issues.
+	// missing from their shard, a file whose size differs from the size its
+	// header implies) and records them in Checkpoint.Issues. Header format
+	// errors remain errors.
 	Lenient bool
 	// Workers bounds concurrent header reads (default 16).
 	Workers int
@@ -70,14 +66,17 @@ type Options struct {
 
 // Checkpoint is an opened checkpoint: headers, index and config, no data.
 type Checkpoint struct {
-	Source    string
-	Store     Store
-	Sharded   bool
-	Index     *Index  // nil for a single file
-	Config    *Config // nil when there is no config.json
-	Files     []*File
-	Tensors   []*Tensor // natural order by name
-	Issues    []Issue
+	Source  string
+	Store   Store
+	Sharded bool
+	Index   *Index  // nil for a single file
+	Config  *Config // nil when there is no config.json
+	Files   []*File
+	Tensors []*Tensor // natural order by name
+	// Issues are the integrity problems found while opening (ids
+	// "index.*" and, with Options.Lenient, "file.size"): Open fails on those with Status Fail unless
+	// Options.Lenient is set; verify reports them all.
+	Issues    []Finding
 	byName    map[string]*Tensor
 	ownsStore io.Closer
 }
@@ -178,7 +177,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	if strings.HasSuffix(entry, ".json") {
 		err = c.openSharded(ctx, entry, opt)
 	} else {
-		err = c.openSingle(ctx, entry)
+		err = c.openSingle(ctx, entry, opt)
 	}
 	var unknown *UnknownDTypeError
 	if err != nil && !errors.As(err, &unknown) {
@@ -186,6 +185,11 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		return nil, err
 	}
 	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
+	for _, f := range c.Files {
+		if f.RealSize != f.Size {
+			c.Issues = append(c.Issues, sizeFinding(f))
+		}
+	}
 	return c, err
 }
 
@@ -206,6 +210,47 @@ func withPartialDownloads(ctx context.Context, store Store, err error) error {
 		names[i] = EscapeName(n)
 	}
 	return fmt.Errorf("%w (the snapshot has partial downloads: %s)", err, strings.Join(names, ", "))
+}
+
+// sizeFinding is the file.size finding of a file opened leniently whose
+// real size differs from the size its header implies.
+func sizeFinding(f *File) Finding {
+	data := f.Size - 8 - int64(f.Header.Size)
+	if f.RealSize > f.Size {
+		return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name},
+			Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d trailing bytes not covered by any tensor",
+				f.Name, f.RealSize, f.Size, f.Header.Size, data, f.RealSize-f.Size)}
+	}
+	var tensors []string
+	for _, t := range f.Header.Tensors {
+		if f.Header.DataStart()+int64(t.End) > f.RealSize {
+			tensors = append(tensors, t.Name)
+		}
+	}
+	what := fmt.Sprintf("%d tensors", len(tensors))
+	if len(tensors) == 1 {
+		what = "1 tensor"
+	}
+	return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name}, Tensors: tensors,
+		Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d bytes missing, truncated download? %s cut off",
+			f.Name, f.RealSize, f.Size, f.Header.Size, data, f.Size-f.RealSize, what)}
+}
+
+// sizedBlob presents a blob with the size its header implies; reads past
+// the real end fail with io.ErrUnexpectedEOF.
+type sizedBlob struct {
+	Blob
+	size, real int64
+}
+
+func (b *sizedBlob) Size() int64 { return b.size }
+
+func (b *sizedBlob) ReadAt(p []byte, off int64) (int, error) {
+	n, err := b.Blob.ReadAt(p, off)
+	if n < len(p) && off+int64(len(p)) > b.real && (err == nil || errors.Is(err, io.EOF)) {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 func detectEntry(ctx context.Context, store Store) (string, error) {
@@ -240,23 +285,27 @@ func detectEntry(ctx context.Context, store Store) (string, error) {
 	}
 }
 
-func (c *Checkpoint) openFile(ctx context.Context, name string) (*File, error) {
+func (c *Checkpoint) openFile(ctx context.Context, name string, lenient bool) (*File, error) {
 	b, err := c.Store.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), blob: b}
-	h, err := ReadHeader(b, b.Size(), f.Location)
+	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), RealSize: b.Size(), blob: b}
+	h, implied, err := readHeader(b, b.Size(), f.Location, lenient)
 	if h == nil {
 		b.Close()
 		return nil, err
 	}
 	f.Header = h
+	if implied != f.RealSize {
+		f.Size = implied
+		f.blob = &sizedBlob{Blob: b, size: implied, real: f.RealSize}
+	}
 	return f, err
 }
 
-func (c *Checkpoint) openSingle(ctx context.Context, entry string) error {
-	f, err := c.openFile(ctx, entry)
+func (c *Checkpoint) openSingle(ctx context.Context, entry string, opt Options) error {
+	f, err := c.openFile(ctx, entry, opt.Lenient)
 	if f == nil {
 		return err
 	}
@@ -280,7 +329,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	c.Index, c.Sharded = idx, true
 	if len(idx.Duplicates) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.duplicate_key", Fatal: true, Files: []string{entry},
+		c.Issues = append(c.Issues, Finding{ID: "index.duplicate_key", Status: Fail, Files: []string{entry},
 			Message: fmt.Sprintf("%s lists %d tensor(s) more than once in weight_map", entry, len(idx.Duplicates)), Tensors: idx.Duplicates})
 	}
 	dirPrefix := ""
@@ -306,7 +355,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 			continue
 		}
 		g.Go(func() error {
-			f, err := c.openFile(gctx, dirPrefix+name)
+			f, err := c.openFile(gctx, dirPrefix+name, opt.Lenient)
 			files[i], errs[i] = f, err
 			return nil
 		})
@@ -327,10 +376,10 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		var fe *FormatError
 		switch {
 		case CheckName(name) != nil:
-			c.Issues = append(c.Issues, Issue{ID: "index.shard_name", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: "index.shard_name", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
 		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
-			c.Issues = append(c.Issues, Issue{ID: "index.shard_missing", Fatal: true, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: "index.shard_missing", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
 		case errors.As(err, &fe):
 			fatal = append(fatal, err)
@@ -374,7 +423,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		c.byName[t.Name] = t
 	}
 	if len(missing) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_missing", Fatal: true, Files: uniq(missingFiles), Tensors: missing,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_missing", Status: Fail, Files: uniq(missingFiles), Tensors: missing,
 			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0])})
 	}
 	seenIn := map[string]string{}
@@ -392,17 +441,17 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		}
 	}
 	if len(unlisted) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_unlisted", Files: uniq(unlistedFiles), Tensors: unlisted,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_unlisted", Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
 			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
 	}
 	if len(dups) > 0 {
-		c.Issues = append(c.Issues, Issue{ID: "index.tensor_duplicate", Tensors: dups,
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Warn, Tensors: dups,
 			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard (first: %s)", len(dups), dups[0])})
 	}
 	if !opt.Lenient {
 		var errs []error
 		for _, is := range c.Issues {
-			if is.Fatal {
+			if is.Status == Fail {
 				errs = append(errs, &FormatError{File: idx.File, Offset: -1, Reason: strings.TrimPrefix(is.Message, idx.File+": ")})
 			}
 		}

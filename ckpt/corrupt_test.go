@@ -83,7 +83,7 @@ func TestCorruptLenient(t *testing.T) {
 			defer ck.Close()
 			require.NotEmpty(t, ck.Issues)
 			assert.Equal(t, id, ck.Issues[0].ID)
-			assert.True(t, ck.Issues[0].Fatal)
+			assert.Equal(t, ckpt.Fail, ck.Issues[0].Status)
 			_, ok := ck.Lookup("a")
 			assert.True(t, ok, "the readable shard is still listed")
 			_, ok = ck.Lookup("b")

@@ -65,6 +65,36 @@ func F32ToBF16(f float32) uint16 {
 	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }
 
+// TTNaNBF16 is the one NaN tt-metal's host conversion produces: positive,
+// quiet, no payload.
+const TTNaNBF16 = 0x7FC0
+
+// F32ToBF16TT rounds f to bfloat16 bits as tt-metal's host conversion does
+// (tt_metal/impl/data_format/bfloat16.cpp@0266e6f1,
+// fp32_to_bf16_bits_round_to_nearest_even), which is also the rounding of
+// torch's .to(torch.bfloat16): round to nearest with ties to even, and every
+// NaN, whatever its sign and payload, becomes TTNaNBF16 (0x7FC0). The tensor
+// cache uses it; safetensors output keeps NaN sign and payload (F32ToBF16).
+func F32ToBF16TT(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return TTNaNBF16
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// RoundBF16TT is BF16ToF32(F32ToBF16TT(x)). It is written branch-free (the
+// NaN case is a select, which the compiler turns into a conditional move)
+// for the cache builder's inner loops.
+func RoundBF16TT(x float32) float32 {
+	u := math.Float32bits(x)
+	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
+	if u&0x7fffffff > 0x7f800000 {
+		r = TTNaNBF16 << 16
+	}
+	return math.Float32frombits(r)
+}
+
 // F16ToF32 widens an IEEE half bit pattern exactly.
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
@@ -120,37 +150,38 @@ const E4M3MaxFinite = 448
 
 // EncodeE4M3 rounds f to F8_E4M3 (E4M3FN), nearest even, saturating to
 // ±448 (infinities included); NaN becomes the NaN code of its sign, 0x7f or
-// 0xff, as in ml_dtypes and torch.
+// 0xff, as in ml_dtypes and torch. The normal range is rounded with integer
+// arithmetic (no branch per rounding case): it is on the inner loop of
+// diff's re-quantisation check and of the fixtures' quantiser.
 func EncodeE4M3(f float32) byte {
 	u := math.Float32bits(f)
 	sign := byte(u>>24) & 0x80
 	a := u & 0x7fffffff
-	if a > 0x7f800000 {
+	switch {
+	case a > 0x7f800000: // NaN, sign kept
 		return sign | 0x7f
-	}
-	af := math.Float32frombits(a)
-	if af >= E4M3MaxFinite {
+	case a >= 0x43e00000: // ≥ 448
 		return sign | 0x7e
+	case a < 0x3c800000: // < 2^-6: subnormal codes, quantum 2^-9
+		return sign | byte(math.RoundToEven(float64(math.Float32frombits(a))*512))
 	}
-	if af < 1.0/64 { // subnormal range: quantum 2^-9
-		q := math.RoundToEven(float64(af) * 512)
-		return sign | byte(q) // q == 8 is the smallest normal, code 0x08
+	// Round the 23-bit mantissa to 3 bits, nearest even; a carry moves
+	// into the exponent. Then rebias the exponent from 127 to 7.
+	r := (a + 0x7ffff + (a>>20)&1) >> 20
+	return sign | byte(r-120<<3)
+}
+
+// RoundBF16 rounds x to the nearest bfloat16 value (nearest even), as
+// RoundTo(BF16, x), keeping NaN a quiet NaN with its sign. It is written
+// branch-free (the NaN case is a select, which the compiler turns into a
+// conditional move) for the cache builder's inner loops.
+func RoundBF16(x float32) float32 {
+	u := math.Float32bits(x)
+	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
+	if u&0x7fffffff > 0x7f800000 {
+		r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign kept
 	}
-	e := int(a>>23) - 127
-	m := a & 0x7fffff
-	r := m >> 20
-	rem := m & 0xfffff
-	if rem > 0x80000 || (rem == 0x80000 && r&1 == 1) {
-		r++
-		if r == 8 {
-			r = 0
-			e++
-		}
-	}
-	if e > 8 || (e == 8 && r > 6) {
-		return sign | 0x7e
-	}
-	return sign | byte(e+7)<<3 | byte(r)
+	return math.Float32frombits(r)
 }
 
 // DecodeFloat32 decodes n = len(dst) elements of dtype dt from src into dst.

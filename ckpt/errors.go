@@ -61,6 +61,36 @@ func (e *UnknownDTypeError) Error() string {
 // Is makes errors.Is(err, ErrMalformed) true.
 func (e *UnknownDTypeError) Is(target error) bool { return target == ErrMalformed }
 
+// ErrWrite is matched (with errors.Is) by every *WriteError: the tool could
+// not write its own output (disk full, permission denied, read-only file
+// system, a missing output directory). It is the opposite of ErrMalformed,
+// which blames the input.
+var ErrWrite = errors.New("cannot write output")
+
+// WriteError is a failure on the tool's own side while creating, writing,
+// syncing or renaming an output file or directory.
+type WriteError struct {
+	Op   string // "creating", "writing", "syncing", "renaming", ...
+	Path string // the output path, "" when Err names it
+	Err  error
+}
+
+func (e *WriteError) Error() string {
+	switch {
+	case e.Op == "" && e.Path == "":
+		return e.Err.Error()
+	case e.Path == "":
+		return e.Op + ": " + e.Err.Error()
+	}
+	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrWrite) true.
+func (e *WriteError) Is(target error) bool { return target == ErrWrite }
+
 // Quote returns s in double quotes with control characters and invalid UTF-8
 // escaped, so that hostile tensor names cannot corrupt a terminal.
 func Quote(s string) string { return fmt.Sprintf("%q", s) }

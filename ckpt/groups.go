@@ -1,35 +1,46 @@
 package ckpt
 
-// The four groups of the per-group summaries that diff and verify print.
-const (
-	SummaryText   = "text_layers" // decoder layers of the text model
-	SummaryMTP    = "mtp"         // the multi-token-prediction head
-	SummaryVisual = "visual"      // the vision tower
-	SummaryOther  = "other"       // embeddings, final norm, lm_head...
+import (
+	"strconv"
+	"strings"
 )
 
-// SummaryGroups lists the summary groups in report order.
-func SummaryGroups() []string {
-	return []string{SummaryText, SummaryMTP, SummaryVisual, SummaryOther}
+// The four groups of a checkpoint's tensors, the one vocabulary of every
+// per-group summary (inspect, verify --against, diff).
+const (
+	GroupText   = "text_layers" // decoder layers of the text model
+	GroupMTP    = "mtp"         // the multi-token-prediction head
+	GroupVisual = "visual"      // the vision tower
+	GroupOther  = "other"       // embeddings, final norm, lm_head...
+)
+
+// Groups lists the groups in report order.
+func Groups() []string {
+	return []string{GroupText, GroupMTP, GroupVisual, GroupOther}
 }
 
-// SummaryGroup returns the summary group of a tensor name.
-func SummaryGroup(name string) string {
-	g, _ := SummaryGroupLayer(name)
-	return g
-}
-
-// SummaryGroupLayer returns the summary group of a tensor name and, for
-// text_layers, the index of its decoder layer (-1 for the other groups).
-func SummaryGroupLayer(name string) (group string, layer int) {
-	g, layer := GroupOf(name)
+// GroupOf classifies a tensor name into its group. For a decoder layer it
+// also returns the layer stack and the layer index: for
+// "model.language_model.layers.12.mlp.up_proj.weight" it returns
+// (GroupText, "model.language_model.layers", 12); otherwise stack is "" and
+// layer is -1.
+func GroupOf(name string) (group, stack string, layer int) {
 	switch {
-	case g == GroupMTP:
-		return SummaryMTP, -1
-	case g == GroupVisual:
-		return SummaryVisual, -1
-	case layer >= 0:
-		return SummaryText, layer
+	case strings.HasPrefix(name, "mtp."):
+		return GroupMTP, "", -1
+	case strings.HasPrefix(name, "model.visual.") || strings.HasPrefix(name, "visual."):
+		return GroupVisual, "", -1
 	}
-	return SummaryOther, -1
+	if i := strings.Index(name, "layers."); i >= 0 && (i == 0 || name[i-1] == '.') {
+		rest := name[i+len("layers."):]
+		j := 0
+		for j < len(rest) && isDigit(rest[j]) {
+			j++
+		}
+		if j > 0 && j < 10 && (j == len(rest) || rest[j] == '.') {
+			n, _ := strconv.Atoi(rest[:j])
+			return GroupText, name[:i+len("layers")], n
+		}
+	}
+	return GroupOther, "", -1
 }

@@ -81,36 +81,54 @@ func (h *Header) Lookup(name string) (*TensorInfo, bool) {
 // If some dtypes are unknown, the header is returned together with an
 // *UnknownDTypeError; any other error returns a nil header.
 func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
+	h, _, err := readHeader(r, size, name, false)
+	return h, err
+}
+
+// readHeader is ReadHeader. With lenient set, a file whose size differs
+// from the size its header implies (8 + header + the end of the last
+// tensor: a truncated download, trailing bytes) is not an error: the header
+// is validated against the implied size, which is returned (else size).
+func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, int64, error) {
 	ferr := func(off int64, format string, args ...any) error {
 		return &FormatError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
 	if size < 8 {
-		return nil, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
+		return nil, 0, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
 	}
 	var lenBuf [8]byte
 	if _, err := r.ReadAt(lenBuf[:], 0); err != nil {
-		return nil, fmt.Errorf("reading header length of %s: %w", name, err)
+		return nil, 0, fmt.Errorf("reading header length of %s: %w", name, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	if n > MaxHeaderSize {
-		return nil, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
+		return nil, 0, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
 	}
 	if int64(n) > size-8 {
-		return nil, ferr(0, "invalid header length: length field says %d bytes but the file has only %d after it (truncated?)", n, size-8)
+		return nil, 0, ferr(0, "invalid header length: length field says %d bytes but the file has only %d after it (truncated?)", n, size-8)
 	}
 	buf := make([]byte, n)
 	if _, err := r.ReadAt(buf, 8); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size-8) {
-		return nil, fmt.Errorf("reading header of %s: %w", name, err)
+		return nil, 0, fmt.Errorf("reading header of %s: %w", name, err)
 	}
 	h, err := ParseHeader(buf, name)
 	if h == nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if lenient {
+		var end uint64
+		for _, t := range h.Tensors {
+			end = max(end, t.End)
+		}
+		if end <= 1<<62 {
+			size = 8 + int64(n) + int64(end)
+		}
 	}
 	h.FileSize = size
 	if verr := h.validate(size); verr != nil {
-		return nil, verr
+		return nil, 0, verr
 	}
-	return h, err
+	return h, size, err
 }
 
 // ParseHeader parses the JSON header bytes (without the 8-byte length) and

@@ -89,20 +89,22 @@ func TestGroupOfAndRanges(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		group string
+		stack string
 		layer int
 	}{
-		{"model.language_model.layers.12.mlp.up_proj.weight", "model.language_model.layers", 12},
-		{"model.layers.0.x", "model.layers", 0},
-		{"layers.7", "layers", 7},
-		{"mtp.layers.0.mlp.up_proj.weight", ckpt.GroupMTP, -1},
-		{"model.visual.blocks.3.attn.qkv.weight", ckpt.GroupVisual, -1},
-		{"lm_head.weight", ckpt.GroupOther, -1},
-		{"model.sublayers.3.x", ckpt.GroupOther, -1},
-		{"model.layers.x", ckpt.GroupOther, -1},
-		{"model.layers.99999999999.x", ckpt.GroupOther, -1}, // too many digits for a layer
+		{"model.language_model.layers.12.mlp.up_proj.weight", ckpt.GroupText, "model.language_model.layers", 12},
+		{"model.layers.0.x", ckpt.GroupText, "model.layers", 0},
+		{"layers.7", ckpt.GroupText, "layers", 7},
+		{"mtp.layers.0.mlp.up_proj.weight", ckpt.GroupMTP, "", -1},
+		{"model.visual.blocks.3.attn.qkv.weight", ckpt.GroupVisual, "", -1},
+		{"lm_head.weight", ckpt.GroupOther, "", -1},
+		{"model.sublayers.3.x", ckpt.GroupOther, "", -1},
+		{"model.layers.x", ckpt.GroupOther, "", -1},
+		{"model.layers.99999999999.x", ckpt.GroupOther, "", -1}, // too many digits for a layer
 	} {
-		g, l := ckpt.GroupOf(c.name)
+		g, stack, l := ckpt.GroupOf(c.name)
 		assert.Equal(t, c.group, g, c.name)
+		assert.Equal(t, c.stack, stack, c.name)
 		assert.Equal(t, c.layer, l, c.name)
 	}
 	assert.Equal(t, "{0..63}", ckpt.Ranges(seq(0, 64)))
@@ -145,8 +147,8 @@ func TestSummarizeParameters(t *testing.T) {
 	require.Len(t, s.ByGroup, 3)
 	assert.Equal(t, "model.layers.{0..1,3}", s.ByGroup[0].Group)
 	assert.Equal(t, int64(4), s.ByGroup[0].Tensors)
-	assert.Equal(t, ckpt.GroupMTP, s.ByGroup[1].Group)
-	assert.Equal(t, ckpt.GroupOther, s.ByGroup[2].Group)
+	assert.Equal(t, "mtp.*", s.ByGroup[1].Group)
+	assert.Equal(t, "other", s.ByGroup[2].Group)
 	// Without a quantization_config, bookkeeping counts (Hub rule).
 	s = ckpt.Summarize(ts, false)
 	assert.Equal(t, map[string]int64{"F8_E4M3": 32768, "BF16": 256 + 32 + 2, "F32": 1}, s.ParametersByDType)

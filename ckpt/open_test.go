@@ -36,7 +36,7 @@ func TestOpenForms(t *testing.T) {
 	assert.False(t, shard.Sharded)
 	assert.NotNil(t, shard.Config.Quantization())
 	for _, tn := range shard.Tensors {
-		g, _ := ckpt.GroupOf(tn.Name)
+		g, _, _ := ckpt.GroupOf(tn.Name)
 		assert.Equal(t, ckpt.GroupMTP, g)
 	}
 

@@ -7,38 +7,6 @@ import (
 	"strings"
 )
 
-// Group names used in summaries.
-const (
-	GroupMTP    = "mtp.*"
-	GroupVisual = "model.visual.*"
-	GroupOther  = "other"
-)
-
-// GroupOf classifies a tensor name: the MTP head, the vision tower, a
-// decoder layer stack (returned with its layer index), or other.
-// For "model.language_model.layers.12.mlp.up_proj.weight" it returns
-// ("model.language_model.layers", 12).
-func GroupOf(name string) (group string, layer int) {
-	switch {
-	case strings.HasPrefix(name, "mtp."):
-		return GroupMTP, -1
-	case strings.HasPrefix(name, "model.visual.") || strings.HasPrefix(name, "visual."):
-		return GroupVisual, -1
-	}
-	if i := strings.Index(name, "layers."); i >= 0 && (i == 0 || name[i-1] == '.') {
-		rest := name[i+len("layers."):]
-		j := 0
-		for j < len(rest) && isDigit(rest[j]) {
-			j++
-		}
-		if j > 0 && j < 10 && (j == len(rest) || rest[j] == '.') {
-			n, _ := strconv.Atoi(rest[:j])
-			return name[:i+len("layers")], n
-		}
-	}
-	return GroupOther, -1
-}
-
 // Ranges renders sorted distinct integers as "{0..3,5,7..9}".
 func Ranges(ns []int) string {
 	if len(ns) == 0 {
@@ -107,6 +75,7 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 		stat   GroupStat
 		layers map[int]bool
 		first  int
+		group  string
 	}
 	byG := map[string]*gacc{}
 	var gorder []string
@@ -128,10 +97,11 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 		d.Tensors++
 		d.Bytes += nb
 		d.Parameters += params
-		g, layer := GroupOf(t.Name)
+		group, stack, layer := GroupOf(t.Name)
+		g := groupLabel(group, stack)
 		ga := byG[g]
 		if ga == nil {
-			ga = &gacc{layers: map[int]bool{}, first: i}
+			ga = &gacc{layers: map[int]bool{}, first: i, group: group}
 			byG[g] = ga
 			gorder = append(gorder, g)
 		}
@@ -147,7 +117,7 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 	}
 	sort.Slice(s.ByDType, func(i, j int) bool { return s.ByDType[i].DType.Order() > s.ByDType[j].DType.Order() })
 	rank := func(g string) int {
-		switch g {
+		switch byG[g].group {
 		case GroupMTP:
 			return 2
 		case GroupVisual:
@@ -176,4 +146,19 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 		s.ByGroup = append(s.ByGroup, ga.stat)
 	}
 	return s
+}
+
+// groupLabel is the row label of a group in inspect's summary: the layer
+// stack of decoder layers (with their layer ranges appended), "mtp.*",
+// "model.visual.*" or "other".
+func groupLabel(group, stack string) string {
+	switch group {
+	case GroupText:
+		return stack
+	case GroupMTP:
+		return "mtp.*"
+	case GroupVisual:
+		return "model.visual.*"
+	}
+	return GroupOther
 }

@@ -154,20 +154,55 @@ type AtomicFile struct {
 	done   bool
 }
 
-// CreateAtomic starts writing path atomically.
+// CreateAtomic starts writing path atomically. Every error of the file's
+// creation, writes, sync and rename is a *WriteError.
 func CreateAtomic(path string) (*AtomicFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
+		return nil, &WriteError{Op: "creating", Path: path, Err: err}
 	}
 	// os.CreateTemp makes 0600 files; a checkpoint or cache file is as
 	// readable as one written by os.Create.
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("creating %s: %w", path, err)
+		return nil, &WriteError{Op: "creating", Path: path, Err: err}
 	}
 	return &AtomicFile{File: f, target: path}, nil
+}
+
+// Write writes to the temporary file; an error is a *WriteError.
+func (a *AtomicFile) Write(p []byte) (int, error) {
+	n, err := a.File.Write(p)
+	if err != nil {
+		err = &WriteError{Err: err}
+	}
+	return n, err
+}
+
+// WriteAt writes to the temporary file at off; an error is a *WriteError.
+func (a *AtomicFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := a.File.WriteAt(p, off)
+	if err != nil {
+		err = &WriteError{Err: err}
+	}
+	return n, err
+}
+
+// Truncate sizes the temporary file; an error is a *WriteError.
+func (a *AtomicFile) Truncate(size int64) error {
+	if err := a.File.Truncate(size); err != nil {
+		return &WriteError{Err: err}
+	}
+	return nil
+}
+
+// Chmod sets the temporary file's mode; an error is a *WriteError.
+func (a *AtomicFile) Chmod(mode os.FileMode) error {
+	if err := a.File.Chmod(mode); err != nil {
+		return &WriteError{Err: err}
+	}
+	return nil
 }
 
 // Commit fsyncs, closes and renames the file into place, then fsyncs the
@@ -180,15 +215,15 @@ func (a *AtomicFile) Commit() error {
 	if err := a.File.Sync(); err != nil {
 		a.File.Close()
 		os.Remove(a.File.Name())
-		return fmt.Errorf("syncing %s: %w", a.target, err)
+		return &WriteError{Op: "syncing", Path: a.target, Err: err}
 	}
 	if err := a.File.Close(); err != nil {
 		os.Remove(a.File.Name())
-		return fmt.Errorf("closing %s: %w", a.target, err)
+		return &WriteError{Op: "closing", Path: a.target, Err: err}
 	}
 	if err := os.Rename(a.File.Name(), a.target); err != nil {
 		os.Remove(a.File.Name())
-		return fmt.Errorf("renaming into %s: %w", a.target, err)
+		return &WriteError{Op: "renaming into", Path: a.target, Err: err}
 	}
 	if d, err := os.Open(filepath.Dir(a.target)); err == nil {
 		d.Sync()

@@ -106,7 +106,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		b, inB := base.Lookup(name)
 		f, inF := ft.Lookup(name)
 		row := &res.Tensors[i]
-		*row = Tensor{Name: name, Group: GroupOf(name)}
+		*row = Tensor{Name: name, Group: group(name)}
 		if inB {
 			res.Keys.Base++
 			row.BaseDType, row.Shape, row.Numel = b.DType, shapeOf(b), int64(b.Numel())
@@ -177,7 +177,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		res.BytesRead = e.bytesRead.Load()
 	}
 	groups := map[string]*GroupSummary{}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		groups[g] = &GroupSummary{Group: g}
 	}
 	for i := range res.Tensors {
@@ -185,7 +185,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		res.Summary.Add(t.Relation)
 		groups[t.Group].Add(t.Relation)
 	}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		if groups[g].Total() > 0 {
 			res.Groups = append(res.Groups, *groups[g])
 		}

@@ -203,16 +203,11 @@ func (s Summary) Differs() bool {
 	return s.Total()-s.Identical-s.SameHeader-s.NoChangeSeen > 0
 }
 
-// Summary groups (see ckpt.SummaryGroup).
-const (
-	GroupText   = ckpt.SummaryText
-	GroupMTP    = ckpt.SummaryMTP
-	GroupVisual = ckpt.SummaryVisual
-	GroupOther  = ckpt.SummaryOther
-)
-
-// GroupOf returns the summary group of a tensor name.
-func GroupOf(name string) string { return ckpt.SummaryGroup(name) }
+// group returns the group of a tensor name (ckpt.GroupOf).
+func group(name string) string {
+	g, _, _ := ckpt.GroupOf(name)
+	return g
+}
 
 // GroupSummary counts relations within one group.
 type GroupSummary struct {

@@ -76,18 +76,6 @@ func BenchmarkEncodeE4M3(b *testing.B) {
 	var sink byte
 	for b.Loop() {
 		for _, v := range x {
-			sink ^= encodeE4M3(v * 1000)
-		}
-	}
-	_ = sink
-}
-
-func BenchmarkEncodeE4M3Core(b *testing.B) {
-	x := benchFloats(3)
-	b.SetBytes(benchN * 4)
-	var sink byte
-	for b.Loop() {
-		for _, v := range x {
 			sink ^= ckpt.EncodeE4M3(v * 1000)
 		}
 	}

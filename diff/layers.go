@@ -74,7 +74,7 @@ func ByLayer(rows []Tensor) []LayerSummary {
 	maxLayer := -1
 	for i := range rows {
 		t := &rows[i]
-		g, layer := ckpt.SummaryGroupLayer(t.Name)
+		g, _, layer := ckpt.GroupOf(t.Name)
 		var a *acc
 		if layer >= 0 {
 			if a = text[layer]; a == nil {
@@ -130,7 +130,7 @@ func ByLayer(rows []Tensor) []LayerSummary {
 			emit(a)
 		}
 	}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		if a := groups[g]; a != nil {
 			emit(a)
 		}

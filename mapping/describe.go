@@ -3,6 +3,8 @@ package mapping
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // Describe lists the entry's transform chain in words, in order, e.g.
@@ -41,7 +43,7 @@ func (e *Entry) Describe() []string {
 		case "transpose":
 			out = append(out, "transpose")
 		case "reshape":
-			out = append(out, "reshape("+FormatShape(e.Shape)+")")
+			out = append(out, "reshape("+ckpt.FormatShape(e.Shape)+")")
 		}
 	}
 	return out
@@ -57,13 +59,4 @@ func (p Placement) String() string {
 		return fmt.Sprintf("shard(dim=%d)", p.Dim)
 	}
 	return p.Kind
-}
-
-// FormatShape is "[a, b, c]".
-func FormatShape(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }

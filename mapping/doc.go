@@ -14,7 +14,12 @@
 // the file. Entry.Materialize is the slow in-memory reference of that
 // recipe.
 //
-// A plan fails (PlanError) when any source tensor is neither mapped nor
+// Resolve is the one way the commands make a plan (PlanOptions: built-in
+// profile or rules file, mesh, device and tag); Plan.Result is the map JSON
+// document. FileName, CacheDir and CacheName are the one definition of
+// cache file and directory names.
+//
+// A plan fails (PlanError, its problems are ckpt.Findings) when any source tensor is neither mapped nor
 // ignored, when a required rule (or layer) matches nothing, when a fused
 // target lacks a source, or when a sharded dimension (heads, tiles) does
 // not divide by the mesh. The built-in profile "qwen3_5-tt" transcribes the

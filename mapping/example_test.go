@@ -33,11 +33,11 @@ func ExampleBuild() {
 	for _, e := range plan.Entries {
 		if e.Target == "layers.0/tp/qkvzab.il" {
 			fmt.Println(e.File)
-			fmt.Println(e.Describe(), e.Placement, mapping.FormatShape(e.Shape), "->", mapping.FormatShape(e.DeviceShape))
+			fmt.Println(e.Describe(), e.Placement, ckpt.FormatShape(e.Shape), "->", ckpt.FormatShape(e.DeviceShape))
 		}
 	}
 	// Output:
 	// 82 targets, 25 ignored, 0 unmapped
 	// P300/tensor_cache_bfp8_mesh1x2/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin
-	// [dequantize(fp8 block) round(bf16) fuse(per device [q|k|v|z|a|b]) transpose] shard(dim=-1) [128, 392] -> [128, 196]
+	// [dequantize(fp8 block) round(bf16) fuse(per device [q|k|v|z|a|b]) transpose] shard(dim=-1) [128,392] -> [128,196]
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,10 +22,10 @@ var update = flag.Bool("update", false, "rewrite the golden files of this packag
 func describeEntry(e *mapping.Entry) string {
 	mem := e.Memory.Kind
 	if e.Memory.Kind == mapping.DRAMWidthSharded {
-		mem += fmt.Sprintf(" shard %s grid %v %s", mapping.FormatShape(e.Memory.ShardShape), e.Memory.Grid, e.Memory.Orientation)
+		mem += fmt.Sprintf(" shard %s grid %v %s", ckpt.FormatShape(e.Memory.ShardShape), e.Memory.Grid, e.Memory.Orientation)
 	}
 	return strings.Join([]string{e.File, e.DType, e.Layout, e.Placement.String(),
-		mapping.FormatShape(e.Shape), mapping.FormatShape(e.DeviceShape), mem, fmt.Sprintf("shards=%d", len(e.Shards))}, "\t")
+		ckpt.FormatShape(e.Shape), ckpt.FormatShape(e.DeviceShape), mem, fmt.Sprintf("shards=%d", len(e.Shards))}, "\t")
 }
 
 func describePlan(pl *mapping.Plan) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -102,7 +101,7 @@ func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 // stream an entry apply it to each chunk of values they read. "round" to
 // BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
 // nearest even, and every NaN becomes the one pattern 0x7FC0
-// (tile.F32ToBF16).
+// (ckpt.F32ToBF16TT).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
 		switch op.Op {
@@ -111,7 +110,7 @@ func ApplyValues(ops []ValueOp, vals []float32) error {
 				return fmt.Errorf("round to %q is not supported", op.DType)
 			}
 			for i, x := range vals {
-				vals[i] = tile.BF16ToF32(tile.F32ToBF16(x))
+				vals[i] = ckpt.RoundBF16TT(x)
 			}
 		case "add":
 			a := float32(op.Value)

@@ -41,8 +41,22 @@ func CacheDir(device, tag string, m Mesh) string {
 	return fmt.Sprintf("%s/tensor_cache_%s_mesh%dx%d", device, tag, m.Rows, m.Cols)
 }
 
+// FileExt is the extension of cache files.
+const FileExt = ".tensorbin"
+
 // FileName is the file ttnn.as_tensor reads or writes for a cache name:
-// <name>_dtype_<DTYPE>_layout_<LAYOUT>.tensorbin.
+// <name>_dtype_<DTYPE>_layout_<LAYOUT>.tensorbin. name may contain slashes
+// and dots (e.g. "layers.3/tp/qkvzab.dramshard"). It is the one definition
+// of cache file names; CacheName is its inverse.
 func FileName(name, dtype, layout string) string {
-	return fmt.Sprintf("%s_dtype_%s_layout_%s.tensorbin", name, dtype, layout)
+	return fmt.Sprintf("%s_dtype_%s_layout_%s%s", name, dtype, layout, FileExt)
+}
+
+// CacheName returns the cache name of a cache file path: the path without
+// its _dtype_<DTYPE>_layout_<LAYOUT>.tensorbin suffix.
+func CacheName(file string) string {
+	if i := strings.LastIndex(file, "_dtype_"); i >= 0 {
+		return file[:i]
+	}
+	return strings.TrimSuffix(file, FileExt)
 }

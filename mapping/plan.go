@@ -30,7 +30,7 @@ type Plan struct {
 	// matches (scales count with their weight). Tensors of targets that
 	// failed (indivisible, incomplete...) are named by those problems instead.
 	Unmapped []string
-	Problems []Problem
+	Problems []ckpt.Finding // why the plan cannot be executed (ids Problem*)
 	Warnings []string
 }
 
@@ -40,22 +40,26 @@ type Ignored struct {
 	Reason string `json:"reason"`
 }
 
-// Problem is why a plan cannot be executed. Kind is one of "unmapped",
-// "missing" (a required rule or layer matched nothing), "incomplete" (a
-// fused target lacks some of its sources), "indivisible" (a sharded
-// dimension does not divide by the mesh), "shape" (the checkpoint's shapes
-// disagree with the config), "config" (a rule's expressions or assertions
-// fail on this config) or "duplicate" (two entries write the same file).
-type Problem struct {
-	Kind    string   `json:"kind"`
-	Rule    string   `json:"rule,omitempty"`
-	Target  string   `json:"target,omitempty"`
-	Tensors []string `json:"tensors,omitempty"`
-	Message string   `json:"message"`
-}
+// The ids of plan problems: the ckpt.Finding of a problem has one of these
+// ids and status fail. "unmapped": source tensors that no rule or ignore
+// rule matches; "missing": a required rule or layer matched nothing;
+// "incomplete": a fused target lacks some of its sources; "indivisible": a
+// sharded dimension does not divide by the mesh; "shape": the checkpoint's
+// shapes disagree with the config; "config": a rule's expressions or
+// assertions fail on this config; "duplicate": two entries write the same
+// file. The message names the rule and the target.
+const (
+	ProblemUnmapped    = "unmapped"
+	ProblemMissing     = "missing"
+	ProblemIncomplete  = "incomplete"
+	ProblemIndivisible = "indivisible"
+	ProblemShape       = "shape"
+	ProblemConfig      = "config"
+	ProblemDuplicate   = "duplicate"
+)
 
 // PlanError is returned with a plan that has problems.
-type PlanError struct{ Problems []Problem }
+type PlanError struct{ Problems []ckpt.Finding }
 
 func (e *PlanError) Error() string {
 	if len(e.Problems) == 1 {
@@ -268,7 +272,7 @@ type builder struct {
 }
 
 func (b *builder) problem(kind, rule, target, msg string, tensors ...string) {
-	b.plan.Problems = append(b.plan.Problems, Problem{Kind: kind, Rule: rule, Target: target, Tensors: tensors, Message: msg})
+	b.plan.Problems = append(b.plan.Problems, ckpt.Finding{ID: kind, Status: ckpt.Fail, Tensors: tensors, Message: msg})
 }
 
 func (b *builder) readConfig() {

@@ -233,7 +233,7 @@ func TestBuildFailures(t *testing.T) {
 			var msgs []string
 			kinds := map[string]bool{}
 			for _, p := range pe.Problems {
-				kinds[p.Kind] = true
+				kinds[p.ID] = true
 				msgs = append(msgs, p.Message)
 			}
 			assert.True(t, kinds[tc.kind], "want a %s problem in %v", tc.kind, msgs)
@@ -391,7 +391,7 @@ func TestTargetExpressions(t *testing.T) {
 	pl, _ = mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
 	var found bool
 	for _, pr := range pl.Problems {
-		found = found || pr.Kind == "config" && strings.Contains(pr.Message, "no_such_var")
+		found = found || pr.ID == "config" && strings.Contains(pr.Message, "no_such_var")
 	}
 	assert.True(t, found, "an unknown variable in a target is a config problem")
 }

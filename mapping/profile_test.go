@@ -123,4 +123,5 @@ func TestParseMesh(t *testing.T) {
 	}
 	assert.Equal(t, "P300/tensor_cache_bfp8_mesh1x2", mapping.CacheDir("P300", "bfp8", mapping.Mesh{Rows: 1, Cols: 2}))
 	assert.Equal(t, "layers.3/tp/wo_dtype_BFLOAT8_B_layout_TILE.tensorbin", mapping.FileName("layers.3/tp/wo", "BFLOAT8_B", "TILE"))
+	assert.Equal(t, "layers.3/tp/wo", mapping.CacheName(mapping.FileName("layers.3/tp/wo", "BFLOAT8_B", "TILE")))
 }

@@ -8,6 +8,7 @@
 //
 // The reader bounds every length and offset by the file size, so a hostile
 // or truncated file yields an error naming the byte offset, never a panic.
-// FileName and CacheDir give the names ttnn uses for a cached tensor and the
-// cache directory of a device, data type tag and mesh.
+// The names of cache files and directories belong to the plan
+// (mapping.FileName, mapping.CacheDir). docs/formats.md describes the
+// container with its upstream sources.
 package tensorbin

@@ -40,14 +40,14 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(tensorbin.FileName("layers.0/tp/wqkv", got.Spec.DType, got.Spec.Layout))
+	fmt.Println(got.Spec.DType, got.Spec.Layout)
 	fmt.Println("shape", got.Spec.Shape, "mesh", got.MeshShape, "data at", got.DataOffset)
 	for _, s := range got.Shards {
 		fmt.Println("shard", s.Coord, "offset", s.Offset, "size", s.Size)
 	}
 	fmt.Printf("placements %+v\n", got.Topology.Placements)
 	// Output:
-	// layers.0/tp/wqkv_dtype_BFLOAT8_B_layout_TILE.tensorbin
+	// BFLOAT8_B TILE
 	// shape [32 32] mesh [1 2] data at 448
 	// shard [0 0] offset 0 size 1088
 	// shard [0 1] offset 1088 size 1088

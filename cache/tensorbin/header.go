@@ -2,8 +2,6 @@ package tensorbin
 
 import (
 	"fmt"
-	"path/filepath"
-	"strconv"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 )
@@ -211,20 +209,6 @@ func (h *Header) DataSize() uint64 {
 		end = max(end, s.Offset+s.Size)
 	}
 	return end
-}
-
-// FileName returns the cache file name ttnn.as_tensor uses:
-// <name>_dtype_<DTYPE>_layout_<LAYOUT>.tensorbin. name may contain slashes
-// and dots (e.g. "layers.3/tp/qkvzab.dramshard").
-func FileName(name string, dt tile.DType, layout tile.Layout) string {
-	return name + "_dtype_" + dt.String() + "_layout_" + layout.String() + ".tensorbin"
-}
-
-// CacheDir returns the cache directory of a model built for a device and a
-// mesh: <out>/<device>/tensor_cache_<tag>_mesh<R>x<C>, e.g.
-// tt-cache/P300/tensor_cache_bfp8_mesh1x2.
-func CacheDir(out, device, tag string, rows, cols int) string {
-	return filepath.Join(out, device, "tensor_cache_"+tag+"_mesh"+strconv.Itoa(rows)+"x"+strconv.Itoa(cols))
 }
 
 // validate checks that a header can be written.

@@ -230,20 +230,6 @@ func TestReadCorrupt(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name   string
-		dt     tile.DType
-		layout tile.Layout
-		want   string
-	}{
-		{"layers.3/tp/qkvzab.dramshard", tile.BFLOAT8_B, tile.TILE, "layers.3/tp/qkvzab.dramshard_dtype_BFLOAT8_B_layout_TILE.tensorbin"},
-		{"tok_embeddings.weight", tile.BFLOAT16, tile.ROW_MAJOR, "tok_embeddings.weight_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin"},
-		{"layers.0/mlp.gate_proj.weight.tp", tile.BFLOAT4_B, tile.TILE, "layers.0/mlp.gate_proj.weight.tp_dtype_BFLOAT4_B_layout_TILE.tensorbin"},
-	}
-	for _, tc := range tests {
-		assert.Equal(t, tc.want, FileName(tc.name, tc.dt, tc.layout))
-	}
-	assert.Equal(t, filepath.Join("tt-cache", "P300", "tensor_cache_bfp8_mesh1x2"), CacheDir("tt-cache", "P300", "bfp8", 1, 2))
 	for d := tile.BFLOAT16; d <= tile.INVALID; d++ {
 		p, err := tile.ParseDType(d.String())
 		require.NoError(t, err)

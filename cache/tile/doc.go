@@ -5,7 +5,10 @@
 // packer (testdata/ttbfp holds vectors produced by that packer).
 //
 // Everything here is pure computation over byte slices; the package never
-// prints and keeps no global mutable state.
+// prints and keeps no global mutable state. Scalar float conversions
+// (float32 ↔ bfloat16, FP8 codes) live in package ckpt; this package packs
+// whole tiles. docs/formats.md describes the formats with their upstream
+// sources.
 //
 // # Tile order
 //

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // StripBytes returns the packed size of one tile row strip (32 rows) of a
@@ -68,7 +70,7 @@ func checkStrip(dt DType, dstLen, srcLen, rows, cols, stride int) error {
 // and columns past `cols` are zero padding. dst receives StripBytes(dt, cols)
 // bytes and the function returns that count.
 //
-// BFLOAT16 rounds to nearest even (see F32ToBF16). The block-float encoding
+// BFLOAT16 rounds to nearest even (see ckpt.F32ToBF16). The block-float encoding
 // is bit-exact with tt-metal's host packer: per face row the shared exponent
 // is the largest fp32 exponent field; values with exponent field 0 encode as
 // 0; the significand with explicit leading one is shifted right by the
@@ -188,7 +190,7 @@ func PackRowMajor(dt DType, dst []byte, src []float32) (int, error) {
 	}
 	for i, f := range src {
 		if es == 2 {
-			binary.LittleEndian.PutUint16(dst[2*i:], F32ToBF16(f))
+			binary.LittleEndian.PutUint16(dst[2*i:], ckpt.F32ToBF16TT(f))
 		} else {
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
 		}
@@ -248,7 +250,7 @@ func decodeFaceRow(dt DType, out *[FaceDim]float32, tile []byte, r int) {
 		}
 	case BFLOAT16:
 		for i := range out {
-			out[i] = BF16ToF32(binary.LittleEndian.Uint16(tile[2*(r*FaceDim+i):]))
+			out[i] = ckpt.BF16ToF32(binary.LittleEndian.Uint16(tile[2*(r*FaceDim+i):]))
 		}
 	case FLOAT32:
 		for i := range out {
@@ -267,7 +269,7 @@ func EncodeFaceRow(dt DType, tile []byte, r int, p *[FaceDim]float32) {
 	case BFLOAT16:
 		out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
 		for i, f := range p {
-			binary.LittleEndian.PutUint16(out[2*i:], F32ToBF16(f))
+			binary.LittleEndian.PutUint16(out[2*i:], ckpt.F32ToBF16TT(f))
 		}
 	case FLOAT32:
 		out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])

@@ -28,7 +28,7 @@ const (
 // directory (Files, Links).
 type Corrupt struct {
 	Name string // short id, e.g. "gap"
-	Rule string // the rule it breaks
+	Rule string // the rule of the safetensors format (reference: huggingface/safetensors safetensors/src/tensor.rs) it breaks
 	Kind Kind
 	// Data is the content of model.safetensors for a single-file variant.
 	Data []byte
@@ -149,85 +149,85 @@ func CorruptFiles() []Corrupt {
 		binary.LittleEndian.PutUint64(b, n)
 		return b
 	}
-	add(single("empty-file", "§3.2.1 file < 8 bytes", []byte{}, "header too small"))
-	add(single("tiny-file", "§3.2.1 file < 8 bytes", []byte{2, 0, 0, 0, 0}, "header too small", "5 bytes"))
-	add(single("header-too-large", "§3.2.2 N > 100,000,000", lenOnly(100_000_001, 64), "header too large", "100000001"))
-	add(single("header-2p62", "§3.2.2 N = 2^62 must not allocate", lenOnly(1<<62, 64), "header too large"))
-	add(single("header-max-u64", "§3.2.2 N = 2^64-1", lenOnly(^uint64(0), 16), "header too large"))
-	add(single("header-beyond-file", "§3.2.3 8+N beyond the file", lenOnly(1000, 100), "invalid header length", at(0)))
+	add(single("empty-file", "file < 8 bytes", []byte{}, "header too small"))
+	add(single("tiny-file", "file < 8 bytes", []byte{2, 0, 0, 0, 0}, "header too small", "5 bytes"))
+	add(single("header-too-large", "N > 100,000,000", lenOnly(100_000_001, 64), "header too large", "100000001"))
+	add(single("header-2p62", "N = 2^62 must not allocate", lenOnly(1<<62, 64), "header too large"))
+	add(single("header-max-u64", "N = 2^64-1", lenOnly(^uint64(0), 16), "header too large"))
+	add(single("header-beyond-file", "8+N beyond the file", lenOnly(1000, 100), "invalid header length", at(0)))
 	{
 		hdr := "{\"a\xffb\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}" // entry would repair the UTF-8
-		add(single("invalid-utf8", "§3.2.4 header not UTF-8", Frame(hdr, 4), "invalid UTF-8", at(8+strings.IndexByte(hdr, 0xff))))
+		add(single("invalid-utf8", "header not UTF-8", Frame(hdr, 4), "invalid UTF-8", at(8+strings.IndexByte(hdr, 0xff))))
 	}
-	add(single("empty-header", "§3.2.5 N = 0 is not JSON", Frame("", 0), "invalid JSON"))
-	add(single("bad-json", "§3.2.5 not JSON", Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}`, 4), "invalid JSON"))
-	add(single("bad-json-syntax", "§3.2.5 not JSON", Frame(`{"a":{"dtype":"U8" "shape":[4]}}`, 0), "invalid JSON"))
-	add(single("not-object", "§3.2.5 header is not an object", Frame(`[1,2]`, 0), "invalid JSON"))
-	add(single("null-header", "§3.2.5 header is null", Frame(`null    `, 0), "invalid JSON"))
-	add(single("trailing-garbage", "§3.2.5 data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+` {}`, 4), "after the header object"))
-	add(single("trailing-text", "§3.2.5 data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+`x`, 4), "invalid JSON"))
-	add(single("metadata-non-string", "§3.2.5 __metadata__ value not a string", Frame(`{"__metadata__":{"format":1}}`, 0), "__metadata__", `"format"`, "must be a string"))
-	add(single("metadata-not-object", "§3.2.5 __metadata__ not an object", Frame(`{"__metadata__":["pt"]}`, 0), "__metadata__", "must be an object"))
-	add(single("metadata-nested", "§3.2.5 __metadata__ value an object", Frame(`{"__metadata__":{"a":{"b":"c"}}}`, 0), "__metadata__", "must be a string"))
+	add(single("empty-header", "N = 0 is not JSON", Frame("", 0), "invalid JSON"))
+	add(single("bad-json", "not JSON", Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}`, 4), "invalid JSON"))
+	add(single("bad-json-syntax", "not JSON", Frame(`{"a":{"dtype":"U8" "shape":[4]}}`, 0), "invalid JSON"))
+	add(single("not-object", "header is not an object", Frame(`[1,2]`, 0), "invalid JSON"))
+	add(single("null-header", "header is null", Frame(`null    `, 0), "invalid JSON"))
+	add(single("trailing-garbage", "data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+` {}`, 4), "after the header object"))
+	add(single("trailing-text", "data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+`x`, 4), "invalid JSON"))
+	add(single("metadata-non-string", "__metadata__ value not a string", Frame(`{"__metadata__":{"format":1}}`, 0), "__metadata__", `"format"`, "must be a string"))
+	add(single("metadata-not-object", "__metadata__ not an object", Frame(`{"__metadata__":["pt"]}`, 0), "__metadata__", "must be an object"))
+	add(single("metadata-nested", "__metadata__ value an object", Frame(`{"__metadata__":{"a":{"b":"c"}}}`, 0), "__metadata__", "must be a string"))
 	add(single("duplicate-key", "duplicate tensor name", Frame(obj(entry("w", "U8", "[4]", 0, 4), entry("w", "U8", "[4]", 4, 8)), 8), `tensor "w"`, "duplicate"))
 	add(single("duplicate-metadata", "duplicate __metadata__", Frame(`{"__metadata__":{},"__metadata__":{}}`, 0), "duplicate", "__metadata__"))
-	add(single("missing-dtype", "§3.2.5 missing dtype", Frame(`{"w":{"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
-	add(single("missing-shape", "§3.2.5 missing shape", Frame(`{"w":{"dtype":"U8","data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field shape"))
-	add(single("missing-offsets", "§3.2.5 missing data_offsets", Frame(`{"w":{"dtype":"U8","shape":[4]}}`, 4), `tensor "w"`, "missing field data_offsets"))
-	add(single("tensor-not-object", "§3.2.5 tensor entry not an object", Frame(`{"w":[1,2]}`, 0), "invalid JSON", `"w"`))
-	add(single("dtype-not-string", "§3.2.5 dtype not a string", Frame(`{"w":{"dtype":8,"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "dtype must be a string"))
-	add(single("shape-not-array", "§3.2.5 bad shape", Frame(`{"w":{"dtype":"U8","shape":4,"data_offsets":[0,4]}}`, 4), "shape", `"w"`))
-	add(single("shape-string", "§3.2.5 bad shape", Frame(`{"w":{"dtype":"U8","shape":["4"],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "non-negative integers"))
-	add(single("negative-dim", "§3.2.5 negative shape", Frame(`{"w":{"dtype":"U8","shape":[-4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "-4"))
-	add(single("fractional-dim", "§3.2.5 fractional shape", Frame(`{"w":{"dtype":"U8","shape":[4.0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4.0"))
-	add(single("exponent-dim", "§3.2.5 exponent notation", Frame(`{"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4e0"))
-	add(single("dim-over-u64", "§3.2.5 number > 2^64", Frame(`{"w":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "18446744073709551616"))
+	add(single("missing-dtype", "missing dtype", Frame(`{"w":{"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
+	add(single("missing-shape", "missing shape", Frame(`{"w":{"dtype":"U8","data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field shape"))
+	add(single("missing-offsets", "missing data_offsets", Frame(`{"w":{"dtype":"U8","shape":[4]}}`, 4), `tensor "w"`, "missing field data_offsets"))
+	add(single("tensor-not-object", "tensor entry not an object", Frame(`{"w":[1,2]}`, 0), "invalid JSON", `"w"`))
+	add(single("dtype-not-string", "dtype not a string", Frame(`{"w":{"dtype":8,"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "dtype must be a string"))
+	add(single("shape-not-array", "bad shape", Frame(`{"w":{"dtype":"U8","shape":4,"data_offsets":[0,4]}}`, 4), "shape", `"w"`))
+	add(single("shape-string", "bad shape", Frame(`{"w":{"dtype":"U8","shape":["4"],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "non-negative integers"))
+	add(single("negative-dim", "negative shape", Frame(`{"w":{"dtype":"U8","shape":[-4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "-4"))
+	add(single("fractional-dim", "fractional shape", Frame(`{"w":{"dtype":"U8","shape":[4.0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4.0"))
+	add(single("exponent-dim", "exponent notation", Frame(`{"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4e0"))
+	add(single("dim-over-u64", "number > 2^64", Frame(`{"w":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "18446744073709551616"))
 	add(single("dim-over-i64", "shape dimension > 2^63-1", Frame(`{"w":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "too large"))
-	add(single("negative-offset", "§3.2.5 negative offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[-1,4]}}`, 4), `tensor "w"`, "data_offsets"))
-	add(single("fractional-offset", "§3.2.5 fractional offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.5]}}`, 4), `tensor "w"`, "4.5"))
-	add(single("offset-over-u64", "§3.2.5 offset > 2^64", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551620]}}`, 4), `tensor "w"`, "18446744073709551620"))
-	add(single("offsets-one", "§3.2.5 data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[4]}}`, 4), `tensor "w"`, "2 entries"))
-	add(single("offsets-three", "§3.2.5 data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4,4]}}`, 4), `tensor "w"`, "2 entries"))
+	add(single("negative-offset", "negative offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[-1,4]}}`, 4), `tensor "w"`, "data_offsets"))
+	add(single("fractional-offset", "fractional offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.5]}}`, 4), `tensor "w"`, "4.5"))
+	add(single("offset-over-u64", "offset > 2^64", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551620]}}`, 4), `tensor "w"`, "18446744073709551620"))
+	add(single("offsets-one", "data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[4]}}`, 4), `tensor "w"`, "2 entries"))
+	add(single("offsets-three", "data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4,4]}}`, 4), `tensor "w"`, "2 entries"))
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4), entry("b", "U8", "[0]", 8, 4))
-		add(single("end-before-begin", "§3.2.6 end < begin", Frame(hdr, 4), `tensor "b"`, "end before begin"))
+		add(single("end-before-begin", "end < begin", Frame(hdr, 4), `tensor "b"`, "end before begin"))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[8]", 0, 8), entry("b", "U8", "[4]", 12, 16))
-		add(single("gap", "§3.2.6 gap between tensors", Frame(hdr, 16), `tensor "b"`, "gap", at(8+len(hdr)+12)))
+		add(single("gap", "gap between tensors", Frame(hdr, 16), `tensor "b"`, "gap", at(8+len(hdr)+12)))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[8]", 0, 8), entry("b", "U8", "[8]", 4, 12))
-		add(single("overlap", "§3.2.6 overlapping tensors", Frame(hdr, 12), `tensor "b"`, "overlap", at(8+len(hdr)+4)))
+		add(single("overlap", "overlapping tensors", Frame(hdr, 12), `tensor "b"`, "overlap", at(8+len(hdr)+4)))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[4]", 4, 8))
-		add(single("not-at-zero", "§3.2.6 first tensor not at 0", Frame(hdr, 8), `tensor "a"`, "gap", at(8+len(hdr)+4)))
+		add(single("not-at-zero", "first tensor not at 0", Frame(hdr, 8), `tensor "a"`, "gap", at(8+len(hdr)+4)))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4), entry("b", "U8", "[4]", 0, 4))
-		add(single("same-offsets", "§3.2.6 two tensors share bytes", Frame(hdr, 4), "overlap"))
+		add(single("same-offsets", "two tensors share bytes", Frame(hdr, 4), "overlap"))
 	}
 	{
 		hdr := obj(entry("a", "F32", "[3]", 0, 8))
-		add(single("size-mismatch", "§3.2.9 bytes != numel × bits / 8", Frame(hdr, 8), `tensor "a"`, "needs 12 bytes", at(8+len(hdr))))
+		add(single("size-mismatch", "bytes != numel × bits / 8", Frame(hdr, 8), `tensor "a"`, "needs 12 bytes", at(8+len(hdr))))
 	}
-	add(single("numel-overflow", "§3.2.7 numel overflows", Frame(obj(entry("a", "U8", "[4294967296,4294967296,2]", 0, 4)), 4), `tensor "a"`, "overflow"))
-	add(single("bits-overflow", "§3.2.7 numel × bits overflows", Frame(obj(entry("a", "F64", "[2305843009213693952]", 0, 4)), 4), `tensor "a"`, "overflow"))
-	add(single("f4-odd", "§3.2.8 F4 with odd numel", Frame(obj(entry("a", "F4", "[3]", 0, 2)), 2), `tensor "a"`, "misaligned"))
-	add(single("f6-numel", "§3.2.8 F6 with numel % 4 != 0", Frame(obj(entry("a", "F6_E2M3", "[2,3]", 0, 5)), 5), `tensor "a"`, "misaligned"))
+	add(single("numel-overflow", "numel overflows", Frame(obj(entry("a", "U8", "[4294967296,4294967296,2]", 0, 4)), 4), `tensor "a"`, "overflow"))
+	add(single("bits-overflow", "numel × bits overflows", Frame(obj(entry("a", "F64", "[2305843009213693952]", 0, 4)), 4), `tensor "a"`, "overflow"))
+	add(single("f4-odd", "F4 with odd numel", Frame(obj(entry("a", "F4", "[3]", 0, 2)), 2), `tensor "a"`, "misaligned"))
+	add(single("f6-numel", "F6 with numel % 4 != 0", Frame(obj(entry("a", "F6_E2M3", "[2,3]", 0, 5)), 5), `tensor "a"`, "misaligned"))
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4))
-		add(single("trailing-bytes", "§3.2.10 bytes after the last tensor", Frame(hdr, 7), "3 trailing bytes", at(8+len(hdr)+4)))
+		add(single("trailing-bytes", "bytes after the last tensor", Frame(hdr, 7), "3 trailing bytes", at(8+len(hdr)+4)))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4), entry("b", "BF16", "[16]", 4, 36))
-		add(single("truncated", "§3.2.10 file shorter than the tensors", Frame(hdr, 20), "truncated", "16 bytes missing"))
+		add(single("truncated", "file shorter than the tensors", Frame(hdr, 20), "truncated", "16 bytes missing"))
 	}
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4))
 		b := Frame(hdr, 4)
-		add(single("truncated-header", "§3.2.3 file cut inside the header", b[:8+len(hdr)/2], "invalid header length"))
+		add(single("truncated-header", "file cut inside the header", b[:8+len(hdr)/2], "invalid header length"))
 	}
 	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit of 128",
 		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 128"))
@@ -235,7 +235,7 @@ func CorruptFiles() []Corrupt {
 		Frame(`{"a":{"x":`+strings.Repeat("[", 100_000), 0), "nested deeper"))
 	{
 		hdr := obj(entry("a", "U8", "[4]", 0, 4), entry("b\x1b[2J", "F7_E3M3", "[4]", 4, 8), entry("c", "BF16", "[2]", 8, 12))
-		c := single("unknown-dtype", "§3.3 dtype not in the table", Frame(hdr, 12), `"F7_E3M3"`, `b\x1b[2J`)
+		c := single("unknown-dtype", "dtype not in the table", Frame(hdr, 12), `"F7_E3M3"`, `b\x1b[2J`)
 		c.Kind = UnknownDType
 		c.Listed = []string{"U8", "F7_E3M3", "BF16"}
 		add(c)
@@ -297,7 +297,7 @@ func CorruptDirs() []Corrupt {
 			File: "config.json", Want: []string{"invalid JSON in config"}},
 		{Name: "config-not-object", Rule: "config.json is not an object", Files: with(good, "config.json", []byte(`[1]`)),
 			File: "config.json", Want: []string{"invalid JSON in config"}},
-		{Name: "corrupt-shard", Rule: "a shard behind a valid index breaks §3.2", Files: with(with(good, s2, Frame(obj(entry("b", "U8", "[4]", 4, 8)), 8)), idx, index(map[string]any{"a": s1, "b": s2})),
+		{Name: "corrupt-shard", Rule: "a shard behind a valid index breaks a header rule", Files: with(with(good, s2, Frame(obj(entry("b", "U8", "[4]", 4, 8)), 8)), idx, index(map[string]any{"a": s1, "b": s2})),
 			File: s2, Want: []string{`tensor "b"`, "gap"}},
 		{Name: "shard-is-directory", Rule: "a shard named by the index is a directory", Files: with(with(good, s2+"/x", []byte("x")), idx, index(map[string]any{"a": s1, "b": s2})),
 			File: s2, Want: []string{"not a regular file"}},

@@ -34,5 +34,5 @@ func ExampleWrite() {
 	}
 	// Output:
 	// 4 shards, 124 tensors, block [32 32]
-	// §3.2.6 gap between tensors → malformed: true
+	// gap between tensors → malformed: true
 }

@@ -141,11 +141,11 @@ func (inv *Inventory) InventoryConfig(variant string) (map[string]any, error) {
 // inventoryShard is the audited copy's shard naming: one file per decoder
 // layer, one for the MTP head, one for everything else.
 func inventoryShard(name string) string {
-	g, layer := ckpt.GroupOf(name)
+	g, _, layer := ckpt.GroupOf(name)
 	switch {
 	case g == ckpt.GroupMTP:
 		return "mtp.safetensors"
-	case layer >= 0 && g != ckpt.GroupVisual:
+	case g == ckpt.GroupText:
 		return fmt.Sprintf("layers-%d.safetensors", layer)
 	}
 	return "outside.safetensors"

@@ -228,11 +228,11 @@ func shardOf(o Options, name string) string {
 	if o.LayersPerShard <= 0 {
 		return "model"
 	}
-	g, layer := ckpt.GroupOf(name)
+	g, _, layer := ckpt.GroupOf(name)
 	switch {
 	case g == ckpt.GroupMTP:
 		return "mtp"
-	case layer >= 0 && g != ckpt.GroupVisual:
+	case g == ckpt.GroupText:
 		return fmt.Sprintf("layers-%d", layer/o.LayersPerShard)
 	}
 	return "outside"

@@ -43,7 +43,7 @@ type SparseFineTune struct {
 // the two directories.
 func WriteSparseFineTune(dir string, o SparseFineTune) (base, ft string, err error) {
 	keep := func(name string) bool {
-		g, layer := ckpt.GroupOf(name)
+		g, _, layer := ckpt.GroupOf(name)
 		switch {
 		case g == ckpt.GroupMTP:
 			return o.MTP
@@ -89,7 +89,7 @@ func WriteSparseFineTune(dir string, o SparseFineTune) (base, ft string, err err
 	var g errgroup.Group
 	g.SetLimit(2)
 	for _, bt := range bc.Tensors {
-		_, layer := ckpt.GroupOf(bt.Name)
+		_, _, layer := ckpt.GroupOf(bt.Name)
 		dense := layer >= 0 && slices.Contains(o.Dense, layer) // GroupOf gives MTP and vision layers -1
 		if !dense && !filled[bt.Name] {
 			continue

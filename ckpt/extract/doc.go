@@ -12,7 +12,8 @@
 // single file is written under a temporary name, fsynced and renamed; a
 // directory is assembled under a temporary name beside the target and
 // renamed into place, so an error or a cancelled context leaves nothing
-// behind.
+// behind. Plan.Report is the extract JSON document; failures to write the
+// output are *ckpt.WriteError (exit 3 in the CLI), never input errors.
 //
 // The package never prints.
 package extract

@@ -276,22 +276,3 @@ func TestWriteErrorLeavesNothing(t *testing.T) {
 	assert.Contains(t, err.Error(), "out.safetensors")
 	assert.Equal(t, []string{"src"}, listDir(t, dir))
 }
-
-func TestParseSize(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"2GB", 2_000_000_000}, {"500MiB", 500 << 20}, {"1.5gb", 1_500_000_000}, {"100", 100},
-		{"64KiB", 64 << 10}, {"5G", 5_000_000_000}, {"1TiB", 1 << 40}, {" 10 MB ", 10_000_000}, {"7B", 7},
-	} {
-		got, err := ParseSize(tc.in)
-		require.NoError(t, err, tc.in)
-		assert.Equal(t, tc.want, got, tc.in)
-	}
-	for _, bad := range []string{"", "GB", "0", "-1GB", "2XB", "1e3", "0.1"} {
-		_, err := ParseSize(bad)
-		assert.Error(t, err, bad)
-	}
-}

@@ -25,10 +25,10 @@ var ErrNeedsDirectory = errors.New("sharded output needs a directory")
 
 // OutputFile is one file Write produced.
 type OutputFile struct {
-	Path    string // as written (the target path joined with the file name)
-	Size    int64  // file size
-	Tensors int
-	Bytes   int64 // payload bytes
+	Path    string `json:"path"` // as written (the target path joined with the file name)
+	Size    int64  `json:"size"` // file size
+	Tensors int    `json:"tensors"`
+	Bytes   int64  `json:"bytes"` // payload bytes
 }
 
 // Result describes what Write produced.
@@ -85,7 +85,7 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 	if err := af.Chmod(outputMode); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
-	cw := &countWriter{w: af.File}
+	cw := &countWriter{w: af}
 	bw := bufio.NewWriterSize(cw, int(min(p.chunk, 1<<20)))
 	if err := p.WriteShard(ctx, i, bw); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
@@ -129,7 +129,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	parent := filepath.Dir(filepath.Clean(out))
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("creating output directory beside %s: %w", out, err)
+		return nil, &ckpt.WriteError{Op: "creating output directory beside", Path: out, Err: err}
 	}
 	defer func() {
 		if err != nil {
@@ -137,7 +137,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
-		return nil, fmt.Errorf("creating output directory beside %s: %w", out, err)
+		return nil, &ckpt.WriteError{Op: "creating output directory beside", Path: out, Err: err}
 	}
 	res = &Result{Out: out, Dir: true}
 	for i, sh := range p.Shards {
@@ -176,11 +176,11 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	}
 	if _, err := os.Stat(out); err == nil {
 		if err := os.Remove(out); err != nil { // empty, checked above
-			return nil, fmt.Errorf("replacing empty directory %s: %w", out, err)
+			return nil, &ckpt.WriteError{Op: "replacing empty directory", Path: out, Err: err}
 		}
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, fmt.Errorf("renaming output into %s: %w", out, err)
+		return nil, &ckpt.WriteError{Op: "renaming output into", Path: out, Err: err}
 	}
 	syncDir(parent)
 	return res, nil
@@ -204,11 +204,11 @@ func writeSmall(path string, data []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return &ckpt.WriteError{Op: "syncing directory", Path: dir, Err: err}
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("syncing directory %s: %w", dir, err)
+		return &ckpt.WriteError{Op: "syncing directory", Path: dir, Err: err}
 	}
 	return nil
 }

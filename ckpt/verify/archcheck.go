@@ -147,7 +147,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 			ts[i] = h.tensor
 		}
 		cfgFails = append(cfgFails, Check{ID: "arch.config", Status: Fail, Tensors: ts,
-			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), shapeStr(hits[0].shape))})
+			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
 	cfgFails = append(cfgFails, layerChecks(c, q)...)
 	if len(cfgFails) == 0 {
@@ -225,7 +225,7 @@ func shapeMessage(cfg *ckpt.Config, e *arch.Tensor, t *ckpt.Tensor) string {
 	if src == "" {
 		src, verb = "the architecture", "implies"
 	}
-	return fmt.Sprintf("%s: %s %s %s, found %s", ckpt.EscapeName(e.Name), src, verb, shapeStr(e.Shape), shapeStr(t.Shape))
+	return fmt.Sprintf("%s: %s %s %s, found %s", ckpt.EscapeName(e.Name), src, verb, ckpt.FormatShape(e.Shape), ckpt.FormatShape(t.Shape))
 }
 
 func dtypeMessage(in *inventory, e *arch.Tensor, t *ckpt.Tensor) string {
@@ -266,7 +266,7 @@ func describeProfile(q *arch.Qwen35, fp8 bool, block []int64, n int) string {
 	}
 	kind := "bf16"
 	if fp8 {
-		kind = "block-FP8 " + shapeStr(block)
+		kind = "block-FP8 " + ckpt.FormatShape(block)
 	}
 	vis := "no vision tower"
 	if q.Vision != nil {

@@ -32,7 +32,7 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check,
 			// can be one of this checkpoint's only while a file it needs is
 			// missing; otherwise it is another revision's, or a file the
 			// checkpoint does not read: worth a warning, not a failure.
-			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Issue) bool { return is.ID == "index.shard_missing" })
+			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Finding) bool { return is.ID == "index.shard_missing" })
 			for _, p := range partial {
 				if strings.HasPrefix(p, "blobs/") && complete {
 					out = append(out, Check{ID: "cache.partial", Status: Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})

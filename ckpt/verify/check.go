@@ -8,26 +8,22 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Status is the outcome of one check.
-type Status string
+// Status is the outcome of one check (ckpt.Status).
+type Status = ckpt.Status
 
 // The statuses of a check. Only Fail makes a report not OK.
 const (
-	Pass Status = "pass"
-	Fail Status = "fail"
-	Warn Status = "warn"
-	Skip Status = "skip"
+	Pass = ckpt.Pass
+	Fail = ckpt.Fail
+	Warn = ckpt.Warn
+	Skip = ckpt.Skip
 )
 
-// Check is one finding: a check id (stable, see the package doc), its
-// status, a message that names the tensor, file or config key and says what
-// was expected and what was found, and the tensors concerned.
-type Check struct {
-	ID      string   `json:"id"`
-	Status  Status   `json:"status"`
-	Message string   `json:"message"`
-	Tensors []string `json:"tensors"`
-}
+// Check is one finding of verify: the project's one finding type,
+// ckpt.Finding, with a check id (stable, see the package doc), its status,
+// a message that names the tensor, file or config key and says what was
+// expected and what was found, and the tensors concerned.
+type Check = ckpt.Finding
 
 // Profiles for Options.Profile.
 const (
@@ -61,6 +57,9 @@ type Report struct {
 	Source string  `json:"source"`
 	OK     bool    `json:"ok"`
 	Checks []Check `json:"checks"`
+	// Against is the comparison with a contract, when AddComparison was
+	// called (verify --against).
+	Against *Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
 	Hashes map[string]string `json:"-"`
@@ -90,11 +89,18 @@ func (r *Report) Add(cs ...Check) {
 	}
 }
 
+// AddComparison adds the checks of a comparison with a contract and keeps
+// the comparison for the report.
+func (r *Report) AddComparison(cmp *Comparison) {
+	r.Add(cmp.Checks...)
+	r.Against = cmp
+}
+
 // Run runs every check on an opened checkpoint and returns all findings.
 // It returns an error only when the context is cancelled or the options are
 // invalid; problems of the checkpoint are findings. Open the checkpoint with
-// Open (or ckpt.Options{Lenient: true}) so that integrity problems become
-// findings instead of open errors.
+// ckpt.Options{Lenient: true} so that integrity problems (missing shards,
+// truncated files) become findings instead of open errors.
 func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) {
 	r := &Report{Source: c.Source, OK: true}
 	switch opt.Profile {
@@ -163,12 +169,4 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-func shapeStr(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = fmt.Sprint(d)
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,6 +60,19 @@ var (
 	textConfigKeys   = []string{"model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "full_attention_interval", "num_attention_heads", "num_key_value_heads", "head_dim", "attn_output_gate", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "vocab_size", "mtp_num_hidden_layers", "tie_word_embeddings"}
 	visionConfigKeys = []string{"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size"}
 )
+
+// ContractOf is the workflow of `ckpt contract`: the contract of c, with
+// the xxh3 of every tensor when opt.ReadData is set (read as Hashes does).
+func ContractOf(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Contract, error) {
+	var hashes map[string]string
+	if opt.ReadData {
+		var err error
+		if hashes, err = Hashes(ctx, c, opt); err != nil {
+			return nil, err
+		}
+	}
+	return NewContract(c, hashes), nil
+}
 
 // NewContract builds the contract of an opened checkpoint. hashes (tensor
 // name → xxh3, from Report.Hashes) may be nil.
@@ -213,7 +227,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	hashes := hasHashes(want) && hasHashes(cur)
 	cmp.HashesCompared = hashes
 	groups := map[string]*GroupDiff{}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		groups[g] = &GroupDiff{Group: g}
 	}
 	var added, removed, hashChanged []string
@@ -222,7 +236,8 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	var dtypeOrder []string
 	var shapeChecks []Check
 	for _, n := range all {
-		g := groups[ckpt.SummaryGroup(n)]
+		gn, _, _ := ckpt.GroupOf(n)
+		g := groups[gn]
 		w, c := wantBy[n], curBy[n]
 		if w != nil {
 			g.ContractKeys++
@@ -265,7 +280,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			same = false
 			g.ShapeChanged++
 			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
-				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), shapeStr(w.Shape), shapeStr(c.Shape))})
+				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
 		}
 		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
 			same = false
@@ -276,7 +291,7 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 			g.Identical++
 		}
 	}
-	for _, g := range ckpt.SummaryGroups() {
+	for _, g := range ckpt.Groups() {
 		if gd := groups[g]; gd.ContractKeys+gd.Keys > 0 {
 			cmp.Groups = append(cmp.Groups, *gd)
 		}
@@ -379,7 +394,7 @@ func SchemeString(s *Scheme) string {
 	if sd == "" {
 		sd = "none"
 	}
-	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), shapeStr(s.BlockSize), sd)
+	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), ckpt.FormatShape(s.BlockSize), sd)
 }
 
 func orUnset(s string) string {

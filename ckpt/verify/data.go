@@ -86,24 +86,12 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorDat
 		chunk = defaultChunk
 	}
 	chunk = max(chunk/8*8, 8)
-	realSize := map[*ckpt.File]int64{}
-	if ss, ok := c.Store.(*sizeStore); ok {
-		byName := map[string]int64{}
-		for _, m := range ss.mismatches() {
-			byName[m.Name] = m.Real
-		}
-		for _, f := range c.Files {
-			if r, ok := byName[f.Name]; ok {
-				realSize[f] = r
-			}
-		}
-	}
 	out := make([]*tensorData, len(c.Tensors))
 	var total int64
 	for i, t := range c.Tensors {
 		td := &tensorData{t: t, kind: kindOf(t), hasher: xxh3.New()}
 		td.c.first = -1
-		if r, ok := realSize[t.File]; ok && t.Offset()+int64(t.NBytes()) > r {
+		if t.Offset()+int64(t.NBytes()) > t.File.RealSize {
 			td.cut = true
 		} else {
 			total += int64(t.NBytes())

@@ -6,8 +6,10 @@
 // digests of a Hugging Face cache snapshot. It also writes and compares
 // structural contracts (Contract, Compare). It never prints.
 //
-// Open a checkpoint with Open (lenient, and tolerant of shards whose size
-// disagrees with their header), then call Run. Each Check has a stable id:
+// Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
+// shards and shards whose size disagrees with their header become findings),
+// then call Run; Report.AddComparison adds the comparison with a contract.
+// Each Check (a ckpt.Finding) has a stable id:
 //
 //	index.shard_name        a weight_map shard name escapes the directory
 //	index.shard_missing     a shard named by weight_map cannot be opened

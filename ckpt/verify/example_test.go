@@ -20,7 +20,7 @@ func ExampleRun() {
 		fmt.Println(err)
 		return
 	}
-	c, err := verify.Open(context.Background(), dir, ckpt.Options{})
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	if err != nil {
 		fmt.Println(err)
 		return

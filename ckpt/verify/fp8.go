@@ -143,10 +143,10 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 			}
 			want := "a [ceil(R/bm), ceil(C/bn)] scale"
 			if f.block != nil && len(w.Shape) == 2 {
-				want = fmt.Sprintf("shape %s", shapeStr(scaleShape(w.Shape, f.block)))
+				want = fmt.Sprintf("shape %s", ckpt.FormatShape(scaleShape(w.Shape, f.block)))
 			}
 			missing = append(missing, Check{ID: "fp8.scale_missing", Status: Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), shapeStr(w.Shape), ckpt.EscapeName(sname), want)})
+				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), ckpt.EscapeName(sname), want)})
 			continue
 		}
 		nPairs++
@@ -159,7 +159,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 			if !slices.Equal(s.Shape, want) {
 				shape = append(shape, Check{ID: "fp8.scale_shape", Status: Fail, Tensors: []string{s.Name, w.Name},
 					Message: fmt.Sprintf("%s has shape %s, expected %s = [ceil(%d/%d), ceil(%d/%d)] for weight %s and %s.weight_block_size %s",
-						ckpt.EscapeName(s.Name), shapeStr(s.Shape), shapeStr(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], shapeStr(w.Shape), q.Path, shapeStr(f.block))})
+						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
 			}
 		}
 	}
@@ -170,7 +170,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	case f.block == nil && nPairs > 0:
 		out = append(out, Check{ID: "fp8.scale_shape", Status: Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
 	default:
-		out = append(out, Check{ID: "fp8.scale_shape", Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), shapeStr(f.block))})
+		out = append(out, Check{ID: "fp8.scale_shape", Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
 	}
 	out = appendOr(out, dtype, Check{ID: "fp8.scale_dtype", Status: Pass, Message: fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)})
 
@@ -195,7 +195,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	for _, w := range f.weights {
 		if len(w.Shape) != 2 {
 			rank = append(rank, Check{ID: "fp8.rank", Status: Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight", ckpt.EscapeName(w.Name), shapeStr(w.Shape), len(w.Shape))})
+				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
 		}
 	}
 	out = appendOr(out, rank, Check{ID: "fp8.rank", Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
@@ -253,7 +253,7 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Chec
 		if fmtS == "" {
 			fmtS = "(unset)"
 		}
-		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, shapeStr(q.BlockSize), plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, ckpt.FormatShape(q.BlockSize), plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
 	}
 	return out
 }

@@ -43,16 +43,12 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 			}
 		}
 		for _, is := range c.Issues { // ids added to the core later
-			known := false
+			known := is.ID == "file.size" // reported by fileSizeChecks
 			for _, x := range indexIDs {
 				known = known || x.id == is.ID
 			}
 			if !known {
-				st := Warn
-				if is.Fatal {
-					st = Fail
-				}
-				out = append(out, Check{ID: is.ID, Status: st, Message: issueMessage(is), Tensors: is.Tensors})
+				out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors})
 			}
 		}
 		out = append(out, totalSizeCheck(c))
@@ -63,7 +59,7 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 
 // issueMessage is the issue's message with every tensor named when there
 // are few of them.
-func issueMessage(is ckpt.Issue) string {
+func issueMessage(is ckpt.Finding) string {
 	msg := is.Message
 	if len(is.Tensors) > 1 {
 		msg += ": " + names(is.Tensors, 8)
@@ -101,45 +97,17 @@ func totalSizeCheck(c *ckpt.Checkpoint) Check {
 	return Check{ID: "index.total_size", Status: Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
 }
 
+// fileSizeChecks reports the file.size findings that a lenient open
+// recorded (a file whose size differs from 8 + header + data).
 func fileSizeChecks(c *ckpt.Checkpoint) []Check {
-	ss, ok := c.Store.(*sizeStore)
-	var ms []sizeMismatch
-	if ok {
-		ms = ss.mismatches()
-	}
-	opened := map[string]*ckpt.File{}
-	for _, f := range c.Files {
-		opened[f.Name] = f
-	}
 	var out []Check
-	for _, m := range ms {
-		f := opened[m.Name]
-		if f == nil {
-			continue
-		}
-		var tensors []string
-		for _, t := range f.Header.Tensors {
-			if f.Header.DataStart()+int64(t.End) > m.Real {
-				tensors = append(tensors, t.Name)
-			}
-		}
-		data := m.Expected - 8 - m.HeaderBytes
-		if m.Real < m.Expected {
-			out = append(out, Check{ID: "file.size", Status: Fail, Tensors: tensors,
-				Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d bytes missing, truncated download? %s cut off",
-					m.Name, m.Real, m.Expected, m.HeaderBytes, data, m.Expected-m.Real, plural(len(tensors), "tensor", "tensors"))})
-		} else {
-			out = append(out, Check{ID: "file.size", Status: Fail,
-				Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d trailing bytes not covered by any tensor",
-					m.Name, m.Real, m.Expected, m.HeaderBytes, data, m.Real-m.Expected)})
+	for _, is := range c.Issues {
+		if is.ID == "file.size" {
+			out = append(out, Check{ID: is.ID, Status: is.Status, Tensors: is.Tensors, Message: is.Message})
 		}
 	}
 	if len(out) == 0 {
-		how := "checked by the reader"
-		if ok {
-			how = "8 + header + data"
-		}
-		out = append(out, Check{ID: "file.size", Status: Pass, Message: fmt.Sprintf("every file's size matches its header (%s, %s)", plural(len(c.Files), "file", "files"), how)})
+		out = append(out, Check{ID: "file.size", Status: Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }

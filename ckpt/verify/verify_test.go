@@ -70,7 +70,7 @@ func TestCacheStore(t *testing.T) {
 	bad := filepath.Base(shards[1])
 	sums[bad] = strings.Repeat("0", 64)
 	fc := &fakeCache{Store: ds, sums: sums, partial: []string{"model-00009-of-00009.safetensors"}}
-	c, err := verify.OpenStore(context.Background(), fc, "", ckpt.Options{})
+	c, err := ckpt.OpenStore(context.Background(), fc, "", ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := context.Background()
@@ -113,7 +113,7 @@ func TestCacheOrphanIncomplete(t *testing.T) {
 		}
 		ds, err := ckpt.NewDirStore(dir)
 		require.NoError(t, err)
-		c, err := verify.OpenStore(context.Background(), &fakeCache{Store: ds, partial: []string{orphan}}, "", ckpt.Options{})
+		c, err := ckpt.OpenStore(context.Background(), &fakeCache{Store: ds, partial: []string{orphan}}, "", ckpt.Options{Lenient: true})
 		require.NoError(t, err)
 		rep, err := verify.Run(context.Background(), c, verify.Options{})
 		require.NoError(t, err)
@@ -154,7 +154,7 @@ func TestHashesIndependentOfChunking(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
-	c, err := verify.Open(context.Background(), dir, ckpt.Options{})
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
 	ref, err := verify.Hashes(context.Background(), c, verify.Options{Workers: 1, ChunkSize: 1 << 30})

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -25,8 +23,17 @@ type App struct {
 	Openers []ckpt.SourceOpener
 }
 
-// exitError carries an exit code: 1 for "differences / failed checks", 2
-// for unreadable input or a wrong command line.
+// The exit codes (docs/cli.md): like diff(1) for 0, 1 and 2, plus 3 for a
+// failure on our own side.
+const (
+	exitOK         = 0 // success, no differences, every check passed
+	exitFailed     = 1 // a check failed, differences found, the cache is stale
+	exitUnreadable = 2 // the input could not be read, or the command line is wrong
+	exitWrite      = 3 // the output could not be written (ckpt.ErrWrite: disk full, permission, ...)
+)
+
+// exitError carries an exit code chosen by the command itself: 1 for
+// "differences / failed checks", 2 for a wrong command line.
 type exitError struct {
 	code int
 	err  error
@@ -45,7 +52,27 @@ func (e *exitError) Unwrap() error { return e.err }
 func silentExit(code int) error { return &exitError{code: code} }
 
 func usageError(format string, args ...any) error {
-	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+	return &exitError{code: exitUnreadable, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps an error that a command returned to its exit code and the
+// message to print ("" for none), by its type: an *exitError carries its
+// code, a ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3),
+// anything else means the input could not be read (2).
+func exitCode(err error) (int, string) {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK, ""
+	case errors.As(err, &ee):
+		if ee.err == nil {
+			return ee.code, ""
+		}
+		return ee.code, ee.err.Error()
+	case errors.Is(err, ckpt.ErrWrite):
+		return exitWrite, fmt.Sprintf("%v: %v", ckpt.ErrWrite, err)
+	}
+	return exitUnreadable, err.Error()
 }
 
 // Run executes the command line and returns the exit code.
@@ -53,29 +80,28 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(a.Err, "ckpt: internal error: %v\n", r)
-			code = 2
+			code = exitUnreadable
 		}
 	}()
-	run := *a // tables on a terminal fit its width and use colour
+	// Tables on a terminal fit its width and use colour; a failed write of
+	// the report itself is our side's failure (stdoutWriter).
+	run := *a
 	run.Out = output.ForTerminal(a.Out, a.Terminal, a.Getenv)
+	if t := output.TermOf(run.Out); t != nil {
+		t.Writer = markStdout(t.Writer)
+	} else {
+		run.Out = markStdout(run.Out)
+	}
 	root := run.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.In)
 	root.SetOut(run.Out)
 	root.SetErr(a.Err)
-	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return 0
+	code, msg := exitCode(root.ExecuteContext(ctx))
+	if msg != "" {
+		fmt.Fprintf(a.Err, "ckpt: %s\n", msg)
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(a.Err, "ckpt: %v\n", ee.err)
-		}
-		return ee.code
-	}
-	fmt.Fprintf(a.Err, "ckpt: %v\n", err)
-	return 2
+	return code
 }
 
 func (a *App) newRootCmd() *cobra.Command {
@@ -87,7 +113,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		Version:       Version,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: 2, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+		return &exitError{code: exitUnreadable, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
 	root.AddCommand(
 		a.newInspectCmd(),
@@ -109,22 +135,24 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 	return ckpt.Open(ctx, src, opt, a.Openers...)
 }
 
-// inputError wraps an error about unreadable input as exit code 2.
-func inputError(err error) error {
-	if err == nil {
-		return nil
+// markStdout wraps w in a stdoutWriter once.
+func markStdout(w io.Writer) io.Writer {
+	if _, ok := w.(stdoutWriter); ok || w == nil {
+		return w
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return &exitError{code: 2, err: err}
+	return stdoutWriter{w}
 }
 
-// isInputError reports whether err is about the input (malformed or
-// missing), as opposed to a failure of the tool itself.
-func isInputError(err error) bool {
-	return errors.Is(err, ckpt.ErrMalformed) || errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "opening")
+// stdoutWriter marks a failure to write the report itself (stdout
+// redirected to a full disk) as our own side's (*ckpt.WriteError, exit 3).
+type stdoutWriter struct{ w io.Writer }
+
+func (s stdoutWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil {
+		err = &ckpt.WriteError{Op: "writing to stdout", Err: err}
+	}
+	return n, err
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -33,77 +32,27 @@ func (a *App) newCacheCmd() *cobra.Command {
 }
 
 // planFlags are the mapping flags shared by build and verify. Set holds
-// the --set NAME=VALUE overrides of profile variables, applied over Base.
+// the --set NAME=VALUE overrides of profile variables.
 type planFlags struct {
 	Profile, Rules, Mesh, Device, Tag string
 	Set                               []string
-	Base                              mapping.Settings
 }
 
 func (p *planFlags) add(f interface {
 	StringVar(*string, string, string, string)
 	StringArrayVar(*[]string, string, []string, string)
 }, meshDefault string) {
-	addSetFlag(f, &p.Set)
 	f.StringVar(&p.Profile, "profile", mapping.BuiltinName, "built-in mapping profile ("+strings.Join(mapping.BuiltinNames(), ", ")+")")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
 	f.StringVar(&p.Mesh, "mesh", meshDefault, "device mesh, 1xN")
 	f.StringVar(&p.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
+	addSetFlag(f, &p.Set)
 }
 
-// plan opens src and builds its plan. Plan problems are printed to w and
-// end the command with exit 1.
-func (a *App) plan(ctx context.Context, src string, pf planFlags, w io.Writer) (*ckpt.Checkpoint, *mapping.Plan, error) {
-	prof, err := a.loadProfile(&mapOptions{Profile: pf.Profile, Rules: pf.Rules})
-	if err != nil {
-		return nil, nil, err
-	}
-	mesh, err := mapping.ParseMesh(pf.Mesh)
-	if err != nil {
-		return nil, nil, usageError("%v", err)
-	}
-	if mesh.Rows != 1 {
-		return nil, nil, usageError("mesh %s: only 1xN meshes are supported", mesh)
-	}
-	set, err := mapping.ParseSettings(pf.Set)
-	if err != nil {
-		return nil, nil, usageError("--set: %v", err)
-	}
-	for k, v := range pf.Base {
-		if _, over := set[k]; !over {
-			set[k] = v
-		}
-	}
-	p := *prof
-	if pf.Device != "" {
-		p.Device = pf.Device
-	}
-	if pf.Tag != "" {
-		p.Tag = pf.Tag
-	}
-	if _, err := p.Resolve(mesh, set); err != nil {
-		return nil, nil, usageError("--set: %v", err)
-	}
-	c, err := a.open(ctx, src, ckpt.Options{})
-	if err != nil {
-		return nil, nil, inputError(err)
-	}
-	plan, err := mapping.BuildWith(c, &p, mesh, set)
-	if err != nil {
-		var pe *mapping.PlanError
-		if !errors.As(err, &pe) {
-			c.Close()
-			return nil, nil, inputError(err)
-		}
-		for _, pr := range pe.Problems {
-			fmt.Fprintf(w, "problem (%s): %s\n", pr.Kind, ckpt.EscapeName(pr.Message))
-		}
-		fmt.Fprintf(w, "the %s plan of %s on mesh %s has %d problem(s) (see ckpt map)\n", p.Name, src, mesh, len(pe.Problems))
-		c.Close()
-		return nil, nil, silentExit(1)
-	}
-	return c, plan, nil
+// planOptions are the plan flags as mapping.PlanOptions.
+func (p *planFlags) planOptions() mapping.PlanOptions {
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set}
 }
 
 // ---- build ----
@@ -138,26 +87,6 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	return cmd
 }
 
-// CacheBuildResult is the cache build JSON document.
-type CacheBuildResult struct {
-	Out               string   `json:"out"`
-	Manifest          string   `json:"manifest"`
-	Profile           string   `json:"profile"`
-	Mesh              string   `json:"mesh"`
-	CacheDir          string   `json:"cache_dir"`
-	Files             int      `json:"files"`
-	Built             []string `json:"built"`
-	Skipped           int      `json:"skipped"`
-	Removed           []string `json:"removed"`
-	SourceTensors     int      `json:"source_tensors"`
-	SourceElements    int64    `json:"source_elements"`
-	SourceBytes       int64    `json:"source_bytes"`
-	Rehashed          int      `json:"rehashed"`
-	Seconds           float64  `json:"seconds"`
-	ElementsPerSecond float64  `json:"elements_per_second"`
-	Warnings          []string `json:"warnings"`
-}
-
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	format, err := output.Resolve(o.Format, false, output.Text, output.JSON)
 	if err != nil {
@@ -171,7 +100,14 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
 	}
 	start := time.Now()
-	c, plan, err := a.plan(ctx, o.Source, o.planFlags, a.Out)
+	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(), a.Openers...)
+	var pe *mapping.PlanError
+	if errors.As(err, &pe) {
+		c.Close()
+		printProblems(a.Out, pe.Problems)
+		fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s) (see ckpt map)\n", plan.Profile.Name, o.Source, plan.Mesh, len(pe.Problems))
+		return silentExit(exitFailed)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,25 +120,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force})
 	stop()
 	if err != nil {
-		if isInputError(err) {
-			return inputError(err)
-		}
 		return err
 	}
-	el := time.Since(start).Seconds()
-	out := CacheBuildResult{Out: o.Out, Manifest: filepath.Join(o.Out, cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
-		CacheDir: plan.CacheDir, Files: len(res.Manifest.Files), Built: res.Built, Skipped: len(res.Skipped), Removed: res.Removed,
-		SourceTensors: res.SourceTensors, SourceElements: res.SourceElements, SourceBytes: res.SourceBytes, Rehashed: res.Rehashed,
-		Seconds: el, Warnings: groupEntryWarnings(plan)}
-	if el > 0 {
-		out.ElementsPerSecond = float64(res.SourceElements) / el
-	}
-	if out.Built == nil {
-		out.Built = []string{}
-	}
-	if out.Removed == nil {
-		out.Removed = []string{}
-	}
+	out := res.Summary(o.Out, plan, time.Since(start).Seconds())
 	if format == output.JSON {
 		return output.WriteJSON(a.Out, out)
 	}
@@ -212,25 +132,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	fmt.Fprintf(a.Out, "%s on mesh %s: %d files in %s: %d built, %d unchanged, %d removed\n", out.Profile, out.Mesh, out.Files,
 		filepath.Join(o.Out, filepath.FromSlash(plan.CacheDir)), len(out.Built), out.Skipped, len(out.Removed))
 	fmt.Fprintf(a.Out, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
-		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), el, out.ElementsPerSecond/1e6)
+		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
 	fmt.Fprintf(a.Out, "manifest: %s\n", out.Manifest)
 	return nil
-}
-
-// groupEntryWarnings collapses the plan's per-entry warnings by rule.
-func groupEntryWarnings(plan *mapping.Plan) []string {
-	var es []MapEntry
-	for _, e := range plan.Entries {
-		es = append(es, MapEntry{Rule: e.Rule, Warnings: e.Warnings})
-	}
-	out := groupWarnings(es)
-	for i := range out {
-		out[i] = strings.Replace(out[i], "(TILE pads it)", "(padded to whole tiles with zeros)", 1)
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out
 }
 
 // ---- verify ----
@@ -262,7 +166,7 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
-	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size, e.g. 4GiB")
+	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
@@ -270,19 +174,6 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
 	return cmd
-}
-
-// CacheVerifyResult is the cache verify JSON document.
-type CacheVerifyResult struct {
-	Dir          string          `json:"dir"`
-	Source       string          `json:"source"`
-	OK           bool            `json:"ok"`
-	Profile      string          `json:"profile,omitempty"`
-	Mesh         string          `json:"mesh,omitempty"`
-	Files        int             `json:"files"`
-	Bytes        int64           `json:"bytes"`
-	MemAvailable int64           `json:"mem_available,omitempty"`
-	Findings     []cache.Finding `json:"findings"`
 }
 
 func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
@@ -295,91 +186,40 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	}
 	var minMem int64
 	if o.MinMem != "" {
-		if minMem, err = cache.ParseBytes(o.MinMem); err != nil {
+		if minMem, err = ckpt.ParseSize(o.MinMem); err != nil {
 			return usageError("--min-mem: %v", err)
 		}
 	}
-	res := CacheVerifyResult{Dir: o.Dir, Source: o.Source, Findings: []cache.Finding{}}
-	finish := func() error {
-		res.OK = len(res.Findings) == 0
-		if format == output.JSON {
-			if err := output.WriteJSON(a.Out, res); err != nil {
-				return err
-			}
-		} else {
-			printFindings(a.Out, &res)
-		}
-		if !res.OK {
-			return silentExit(1)
-		}
-		return nil
-	}
-	if minMem > 0 {
-		avail, err := cache.MemAvailable(o.MemInfo)
-		if err != nil {
-			res.Findings = append(res.Findings, cache.Finding{Kind: "memory", Message: err.Error()})
-		} else {
-			res.MemAvailable = avail
-			if avail < minMem {
-				res.Findings = append(res.Findings, cache.Finding{Kind: "memory", Message: fmt.Sprintf("MemAvailable is %s, below --min-mem %s", output.Bytes(avail), output.Bytes(minMem))})
-			}
-		}
-	}
-	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
-		res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingManifest, Message: fmt.Sprintf("%s is not a cache directory", o.Dir)})
-		return finish()
-	}
-	m, err := cache.ReadManifest(o.Dir)
-	if err != nil {
-		msg := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", o.Dir, cache.ManifestName)
-		}
-		res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingManifest, File: cache.ManifestName, Message: msg})
-		return finish()
-	}
-	res.Profile, res.Mesh = m.Profile, m.Mesh
-	pf := planFlags{Profile: m.Profile, Rules: o.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: o.Set, Base: m.Settings}
-	if o.Rules == "" {
-		if _, err := mapping.Builtin(m.Profile); err != nil {
-			return usageError("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
-		}
-	}
-	var planOut strings.Builder
-	c, plan, err := a.plan(ctx, o.Source, pf, &planOut)
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) && ee.code == 1 {
-			res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingStale, Message: "the source no longer maps with the cache's profile: " + strings.TrimSpace(planOut.String())})
-			return finish()
-		}
-		return err
-	}
-	defer c.Close()
 	prog := ckpt.NewProgress()
-	for _, f := range m.Files {
-		prog.AddTotal(f.Size)
-	}
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache verify", prog)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	rep, err := cache.Verify(ctx, o.Dir, m, c, plan, cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog})
+	res, err := cache.Check(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, MinMem: minMem, MemInfo: o.MemInfo,
+		VerifyOptions: cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog}})
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
-	res.Files, res.Bytes = rep.Files, rep.Bytes
-	res.Findings = append(res.Findings, rep.Findings...)
-	return finish()
+	if format == output.JSON {
+		if err := output.WriteJSON(a.Out, res); err != nil {
+			return err
+		}
+	} else {
+		printFindings(a.Out, res)
+	}
+	if !res.OK {
+		return silentExit(exitFailed)
+	}
+	return nil
 }
 
-func printFindings(w io.Writer, r *CacheVerifyResult) {
+func printFindings(w io.Writer, r *cache.CheckResult) {
 	for _, f := range r.Findings {
-		if f.File != "" {
-			fmt.Fprintf(w, "%s: %s: %s\n", f.Kind, ckpt.EscapeName(f.File), ckpt.EscapeName(f.Message))
+		if f.File() != "" {
+			fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
 		} else {
-			fmt.Fprintf(w, "%s: %s\n", f.Kind, ckpt.EscapeName(f.Message))
+			fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
 		}
 	}
 	if len(r.Findings) == 0 {
@@ -416,25 +256,14 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if st, err := os.Stat(o.Dir); err != nil || !st.IsDir() {
-		return inputError(fmt.Errorf("listing %s: not a directory", o.Dir))
-	}
-	es, err := cache.List(o.Dir)
+	res, err := cache.ListDir(o.Dir)
 	if err != nil {
-		return inputError(err)
+		return err
 	}
-	if es == nil {
-		es = []cache.ListEntry{}
-	}
-	bad := 0
-	for _, e := range es {
-		if e.Error != "" {
-			bad++
-		}
-	}
+	es := res.Files
 	switch format {
 	case output.JSON:
-		if err := output.WriteJSON(a.Out, map[string]any{"dir": o.Dir, "files": es}); err != nil {
+		if err := output.WriteJSON(a.Out, res); err != nil {
 			return err
 		}
 	case output.JSONL:
@@ -463,8 +292,8 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			fmt.Fprintf(a.Out, "%d files, %s\n", len(es), output.Bytes(total))
 		}
 	}
-	if bad > 0 {
-		return silentExit(1)
+	if res.Unreadable() > 0 {
+		return silentExit(exitFailed)
 	}
 	return nil
 }
@@ -501,7 +330,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	}
 	af, err := ckpt.CreateAtomic(o.Out)
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	defer af.Abort()
 	prog := ckpt.NewProgress()
@@ -512,7 +341,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	m, err := cache.Pack(ctx, o.Dir, af, cache.PackOptions{Workers: o.Workers, Progress: prog})
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	if err := af.Commit(); err != nil {
 		return err
@@ -557,7 +386,7 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	}
 	f, err := os.Open(o.File)
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	defer f.Close()
 	prog := ckpt.NewProgress()
@@ -571,7 +400,7 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	m, err := cache.Unpack(ctx, countingReader{f, prog}, o.Dir, cache.UnpackOptions{})
 	stop()
 	if err != nil {
-		return inputError(fmt.Errorf("unpacking %s: %w", o.File, err))
+		return fmt.Errorf("unpacking %s: %w", o.File, err)
 	}
 	var total int64
 	for _, r := range m.Files {

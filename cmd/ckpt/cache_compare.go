@@ -58,7 +58,7 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 	rep, err := cache.Compare(ctx, o.A, o.B, cache.CompareOptions{Workers: o.Workers, Progress: prog})
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	return renderCompare(a.Out, format, rep, "A", "B")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/require"
 )
@@ -142,7 +143,7 @@ func TestCacheBuildKilled(t *testing.T) {
 		// The next build completes, resuming what was finished, and verifies.
 		code, msg = run("cache", "build", src, "--out", out, "--progress", "none", "--format", "json")
 		require.Equal(t, 0, code, "%s: rebuild: %s", p.name, msg)
-		var res CacheBuildResult
+		var res cache.BuildSummary
 		require.NoError(t, json.Unmarshal([]byte(msg), &res), msg)
 		require.Equal(t, res.Files, res.Skipped+len(res.Built), p.name)
 		t.Logf("%s: the next build built %d files and kept %d", p.name, len(res.Built), res.Skipped)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +42,7 @@ func TestCacheCommands(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res CacheBuildResult
+	var res cache.BuildSummary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Equal(t, 82, res.Files)
 	require.Len(t, res.Built, 82)
@@ -70,6 +71,13 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code)
 	code, _, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "lots")
 	require.Equal(t, 2, code)
+	// One size parser: 4G is 4·10⁹ bytes (as for --max-shard-size), 4Gi is 4·2³⁰.
+	require.NoError(t, os.WriteFile(mi, []byte("MemAvailable:    4003907 kB\n"), 0o644)) // 4,100,000,768 bytes
+	code, _, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "4G", "--meminfo", mi, "--progress", "none")
+	require.Equal(t, 0, code)
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--min-mem", "4Gi", "--meminfo", mi, "--progress", "none")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "below --min-mem 4.0 GiB")
 
 	// pack / unpack round trip, then verify the unpacked copy.
 	arch := filepath.Join(dir, "cache.tar.zst")
@@ -108,12 +116,12 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(files, "stray.tensorbin"), []byte("?"), 0o644))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code)
-	var vr CacheVerifyResult
+	var vr cache.CheckResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &vr))
 	require.False(t, vr.OK)
 	got := map[string]string{}
 	for _, f := range vr.Findings {
-		got[strings.TrimPrefix(f.File, "P300/tensor_cache_bfp8_mesh1x2/")] = f.Kind
+		got[strings.TrimPrefix(f.File(), "P300/tensor_cache_bfp8_mesh1x2/")] = f.ID
 	}
 	require.Equal(t, map[string]string{
 		"layers.0/tp/A_log_dtype_BFLOAT16_layout_TILE.tensorbin": "missing",

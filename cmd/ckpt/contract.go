@@ -52,26 +52,25 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		if c != nil {
 			c.Close()
 		}
-		return inputError(fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err))
+		return fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
 	}
 	defer c.Close()
 	for _, is := range c.Issues {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
 	}
-	var hashes map[string]string
+	opt := verify.Options{Workers: o.Workers, ReadData: o.ReadData}
+	stop := func() {}
 	if o.ReadData {
-		p := ckpt.NewProgress()
-		stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", p)
-		if err != nil {
+		opt.Progress = ckpt.NewProgress()
+		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", opt.Progress); err != nil {
 			return usageError("%v", err)
 		}
-		hashes, err = verify.Hashes(ctx, c, verify.Options{Workers: o.Workers, Progress: p})
-		stop()
-		if err != nil {
-			return err
-		}
 	}
-	k := verify.NewContract(c, hashes)
+	k, err := verify.ContractOf(ctx, c, opt)
+	stop()
+	if err != nil {
+		return err
+	}
 	if o.Out == "" {
 		return verify.WriteContract(a.Out, k)
 	}

@@ -51,13 +51,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		return fmt.Errorf("writing demo checkpoints: %w", err)
 	}
 	fmt.Fprintf(a.Out, "Demo checkpoints in %s:\n  base: a Qwen3.5-style hybrid block-FP8 checkpoint (3 linear-attention + 1 full-attention layers, MTP head, vision tower)\n  ft:   a light fine-tune that ships the MTP head in bf16\n\n", dir)
-	steps := []demoStep{
-		{"Inspect the base (summary)", []string{"inspect", base, "--summary"}, []int{0}},
-		{"The MTP head of the base", []string{"inspect", base, "--match", "mtp.**"}, []int{0}},
-		{"The MTP head of the fine-tune", []string{"inspect", ft, "--match", "mtp.**", "--summary"}, []int{0}},
-	}
-	steps = append(steps, a.demoSteps(dir, base, ft)...)
-	for _, s := range steps {
+	for _, s := range demoSteps(dir, base, ft) {
 		fmt.Fprintf(a.Out, "==> %s\n$ ckpt %s\n", s.title, shellJoin(s.args))
 		code := a.Run(ctx, s.args)
 		ok := false
@@ -70,6 +64,38 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		fmt.Fprintf(a.Out, "(exit %d)\n\n", code)
 	}
 	return nil
+}
+
+// demoSteps is the demo: every command on the generated pair, in order,
+// with the exit codes each step expects.
+func demoSteps(dir, base, ft string) []demoStep {
+	contract := filepath.Join(dir, "base.contract.json")
+	sidecar := filepath.Join(dir, "mtp-bf16.safetensors")
+	cache := filepath.Join(dir, "cache")
+	return []demoStep{
+		{"Inspect the base (summary)", []string{"inspect", base, "--summary"}, []int{0}},
+		{"The MTP head of the base", []string{"inspect", base, "--match", "mtp.**"}, []int{0}},
+		{"The MTP head of the fine-tune", []string{"inspect", ft, "--match", "mtp.**", "--summary"}, []int{0}},
+		// verify the base, write its contract, then hold the fine-tune
+		// against it (which differs: the MTP head ships in BF16 without
+		// its scales)
+		{"Verify the base (index, headers, FP8 block scales, qwen3_5 architecture, data)", []string{"verify", base, "--read-data", "--progress", "none"}, []int{0}},
+		{"Write the base's structural contract", []string{"contract", base, "-o", contract}, []int{0}},
+		{"Hold the fine-tune against the base's contract (differences expected: exit 1)", []string{"verify", ft, "--against", contract}, []int{1}},
+		// the MTP head of the fine-tune is its base's pre-quantisation
+		// bf16 form (requant_identical)
+		{"Compare the fine-tune with its base (the MTP head re-quantises to the base's FP8 exactly)",
+			[]string{"diff", base, ft, "--progress", "none"}, []int{1}},
+		{"Extract the base's MTP head as a bf16 sidecar (FP8 weights dequantised, scales dropped)",
+			[]string{"extract", base, "--match", "mtp.**", "--dtype", "bf16", "--out", sidecar, "--progress", "none"}, []int{0}},
+		{"Inspect the sidecar", []string{"inspect", sidecar}, []int{0}},
+		{"The TP=2 weight-mapping plan of the base (qwen3_5-tt, mesh 1x2)", []string{"map", base, "--mesh", "1x2", "--summary"}, []int{0}},
+		// the small fixture has per-device widths that are not multiples
+		// of 32 (e.g. qkvzab 196, A_log 2): those targets are padded to
+		// whole tiles with zeros, as ttnn.from_torch pads
+		{"Build the Tenstorrent tensor cache of the base (TP=2)", []string{"cache", "build", base, "--out", cache, "--mesh", "1x2", "--progress", "none"}, []int{0}},
+		{"Verify the cache against the base (fail-closed preflight)", []string{"cache", "verify", cache, "--source", base, "--progress", "none"}, []int{0}},
+	}
 }
 
 func shellJoin(args []string) string {

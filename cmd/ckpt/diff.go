@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/spf13/cobra"
@@ -93,8 +92,11 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	}
 	var sampleBytes int64
 	if o.SampleBytes != "" {
-		if sampleBytes, err = extract.ParseSize(o.SampleBytes); err != nil {
+		if sampleBytes, err = ckpt.ParseSize(o.SampleBytes); err != nil {
 			return usageError("--sample-bytes: %v", err)
+		}
+		if sampleBytes <= 0 {
+			return usageError("--sample-bytes must be positive, not %s", o.SampleBytes)
 		}
 		if mode != diff.ModeValues {
 			return usageError("--sample-bytes needs --mode values, not %s", mode)
@@ -118,7 +120,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		c, err := a.open(ctx, src, ckpt.Options{Workers: o.Workers})
 		var unknown *ckpt.UnknownDTypeError
 		if err != nil && !errors.As(err, &unknown) {
-			return inputError(err)
+			return err
 		}
 		if err != nil {
 			fmt.Fprintf(a.Err, "ckpt: warning: %v (compared as bytes)\n", err)
@@ -138,16 +140,16 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		SampleBytes: sampleBytes, SampleSeed: o.SampleSeed, ByLayer: o.By == "layer"})
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	if err := printDiff(a.Out, format, res, o.All, o.By == "layer"); err != nil {
 		return err
 	}
 	if unknownErr != nil {
-		return inputError(unknownErr)
+		return unknownErr
 	}
 	if res.Differs() {
-		return silentExit(1)
+		return silentExit(exitFailed)
 	}
 	return nil
 }
@@ -438,11 +440,4 @@ func listSome(s []string) string {
 		return strings.Join(s[:3], ", ") + fmt.Sprintf(", ... (%d more)", len(s)-3)
 	}
 	return strings.Join(s, ", ")
-}
-
-// demoDiff is the demo step of ckpt diff: the MTP head of the fine-tune is
-// its base's pre-quantisation bf16 form (requant_identical).
-func (a *App) demoDiff(dir, base, ft string) []demoStep {
-	return []demoStep{{"Compare the fine-tune with its base (the MTP head re-quantises to the base's FP8 exactly)",
-		[]string{"diff", base, ft, "--progress", "none"}, []int{1}}}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -54,53 +53,10 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
-	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this (e.g. 2GB, 500MiB) into shards; --out must then be a directory")
+	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
-}
-
-// ExtractFile is one written file in the extract JSON.
-type ExtractFile struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	Tensors int    `json:"tensors"`
-	Bytes   int64  `json:"bytes"`
-}
-
-// ExtractTensor is one written tensor in the extract JSON.
-type ExtractTensor struct {
-	Name        string  `json:"name"`
-	DType       string  `json:"dtype"`
-	Shape       []int64 `json:"shape"`
-	SourceDType string  `json:"source_dtype"`
-	Action      string  `json:"action"`
-	File        string  `json:"file"`
-	NBytes      int64   `json:"nbytes"`
-}
-
-// ExtractSummary counts what extract wrote.
-type ExtractSummary struct {
-	Tensors     int   `json:"tensors"`
-	Bytes       int64 `json:"bytes"`
-	Files       int   `json:"files"`
-	Copied      int   `json:"copied"`
-	Converted   int   `json:"converted"`
-	Dequantized int   `json:"dequantized"`
-}
-
-// ExtractResult is the extract JSON document.
-type ExtractResult struct {
-	Source   string          `json:"source"`
-	Out      string          `json:"out"`
-	DType    string          `json:"dtype"`
-	Sharded  bool            `json:"sharded"`
-	Files    []ExtractFile   `json:"files"`
-	Index    string          `json:"index,omitempty"`
-	Config   string          `json:"config,omitempty"`
-	Tensors  []ExtractTensor `json:"tensors"`
-	Summary  ExtractSummary  `json:"summary"`
-	Warnings []string        `json:"warnings,omitempty"`
 }
 
 func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
@@ -123,8 +79,11 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	}
 	var maxShard int64
 	if o.MaxShardSize != "" {
-		if maxShard, err = extract.ParseSize(o.MaxShardSize); err != nil {
+		if maxShard, err = ckpt.ParseSize(o.MaxShardSize); err != nil {
 			return usageError("--max-shard-size: %v", err)
+		}
+		if maxShard < 1 {
+			return usageError("--max-shard-size: invalid size %q: must be at least 1 byte", o.MaxShardSize)
 		}
 	}
 	if _, err := ckpt.NewMatcher(o.Match, o.Exclude); err != nil {
@@ -133,14 +92,14 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	c, err := a.open(ctx, o.Source, ckpt.Options{})
 	var unknown *ckpt.UnknownDTypeError
 	if err != nil && !(c != nil && errors.As(err, &unknown)) {
-		return inputError(err)
+		return err
 	}
 	defer c.Close()
 	prog := ckpt.NewProgress()
 	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
 		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog})
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	if plan.Sharded && !extract.IsDirTarget(o.Out) {
 		return usageError("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), o.MaxShardSize, o.Out)
@@ -155,32 +114,13 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	res, err := plan.Write(ctx, o.Out)
 	stop()
 	if err != nil {
-		return inputError(err)
+		return err
 	}
-	out := extractResult(plan, res)
+	out := plan.Report(res)
 	return printExtract(a.Out, format, &out)
 }
 
-func extractResult(p *extract.Plan, r *extract.Result) ExtractResult {
-	out := ExtractResult{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
-		Files: []ExtractFile{}, Tensors: []ExtractTensor{}, Warnings: p.Warnings}
-	for _, f := range r.Files {
-		out.Files = append(out.Files, ExtractFile{Path: f.Path, Size: f.Size, Tensors: f.Tensors, Bytes: f.Bytes})
-	}
-	for _, it := range p.Items {
-		shape := it.Shape
-		if shape == nil {
-			shape = []int64{}
-		}
-		out.Tensors = append(out.Tensors, ExtractTensor{Name: it.Name, DType: string(it.DType), Shape: shape,
-			SourceDType: string(it.Source.DType), Action: string(it.Action), File: r.Files[it.Shard].Path, NBytes: it.NBytes()})
-	}
-	cp, cv, dq := p.Counts()
-	out.Summary = ExtractSummary{Tensors: len(p.Items), Bytes: p.TotalBytes, Files: len(r.Files), Copied: cp, Converted: cv, Dequantized: dq}
-	return out
-}
-
-func printExtract(w io.Writer, format string, r *ExtractResult) error {
+func printExtract(w io.Writer, format string, r *extract.Report) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, r)
 	}
@@ -201,15 +141,4 @@ func printExtract(w io.Writer, format string, r *ExtractResult) error {
 		fmt.Fprintf(w, "config: %s\n", ckpt.EscapeName(r.Config))
 	}
 	return nil
-}
-
-// demoExtract extracts the base's MTP head dequantised to bf16 (the serving
-// sidecar) and inspects the result.
-func (a *App) demoExtract(dir, base, ft string) []demoStep {
-	out := filepath.Join(dir, "mtp-bf16.safetensors")
-	return []demoStep{
-		{"Extract the base's MTP head as a bf16 sidecar (FP8 weights dequantised, scales dropped)",
-			[]string{"extract", base, "--match", "mtp.**", "--dtype", "bf16", "--out", out, "--progress", "none"}, []int{0}},
-		{"Inspect the sidecar", []string{"inspect", out}, []int{0}},
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,7 +64,7 @@ func TestExtractJSONContract(t *testing.T) {
 	code, stdout, stderr := runExtractApp(context.Background(), "extract", base, "--match", "**", "--exclude", "model.visual.**", "--dtype", "f32",
 		"--max-shard-size", "500KB", "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res ExtractResult
+	var res extract.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.True(t, res.Sharded)
 	assert.Equal(t, "f32", res.DType)
@@ -110,7 +112,7 @@ func TestExtractKeepWarns(t *testing.T) {
 		"--out", filepath.Join(dir, "b.safetensors"), "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stderr)
-	var res ExtractResult
+	var res extract.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Tensors, 2)
 	assert.Equal(t, "mtp.layers.0.mlp.up_proj.weight_scale_inv", res.Tensors[1].Name)
@@ -193,4 +195,50 @@ func collapseSpaces(s string) string {
 		lines[i] = strings.Join(strings.Fields(l), " ")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestWriteErrorExitCode: a failure to write our own output (here a
+// missing output directory; disk full and permission errors take the same
+// path) exits 3 and says so, instead of blaming the input (exit 2).
+func TestWriteErrorExitCode(t *testing.T) {
+	t.Parallel()
+	dir, base := extractBase(t)
+	noDir := filepath.Join(dir, "no", "such", "dir")
+	aFile := filepath.Join(dir, "a-file")
+	require.NoError(t, os.WriteFile(aFile, []byte("x"), 0o644))
+	for _, tc := range []struct {
+		name, args0 string
+		args        []string
+		why         string
+	}{
+		{"extract to a file", "extract", []string{base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp.safetensors"), "--progress", "none"}, "no such file or directory"},
+		{"extract to a directory", "extract", []string{base, "--match", "mtp.**", "--out", filepath.Join(noDir, "mtp"), "--progress", "none"}, "no such file or directory"},
+		{"contract", "contract", []string{base, "-o", filepath.Join(noDir, "base.contract.json")}, "no such file or directory"},
+		{"cache build", "cache", []string{"build", base, "--out", filepath.Join(aFile, "cache"), "--progress", "none"}, "not a directory"},
+		{"cache pack", "cache", []string{"pack", dir, "-o", filepath.Join(noDir, "cache.tar.zst"), "--progress", "none"}, "no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runExtractApp(context.Background(), append([]string{tc.args0}, tc.args...)...)
+			assert.Equal(t, exitWrite, code, stderr)
+			assert.Contains(t, stderr, "ckpt: cannot write output: ")
+			assert.Contains(t, stderr, tc.why)
+		})
+	}
+}
+
+// failingWriter fails every write, like stdout redirected to a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestStdoutWriteErrorExitCode: a report that cannot be written is our
+// side's failure (exit 3), not the input's.
+func TestStdoutWriteErrorExitCode(t *testing.T) {
+	t.Parallel()
+	_, base := extractBase(t)
+	var errb bytes.Buffer
+	app := &App{Out: failingWriter{}, Err: &errb, Getenv: os.Getenv}
+	code := app.Run(context.Background(), []string{"inspect", base, "--format", "json"})
+	assert.Equal(t, exitWrite, code, errb.String())
+	assert.Contains(t, errb.String(), "ckpt: cannot write output: writing to stdout: no space left on device")
 }

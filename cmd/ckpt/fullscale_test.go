@@ -43,7 +43,7 @@ func TestInspectFullScale(t *testing.T) {
 			code, stdout, stderr := runApp(t, "inspect", dir, "--format", "json")
 			require.Equal(t, 0, code, stderr)
 			assert.Empty(t, stderr)
-			var res InspectResult
+			var res ckpt.InspectResult
 			require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 			assert.True(t, res.Sharded)
 			assert.Len(t, res.Files, tc.shards)
@@ -113,7 +113,7 @@ func TestInspectFullScaleReadsOnlyHeaders(t *testing.T) {
 	c, err := ckpt.OpenStore(context.Background(), cs, "", ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	res := Inspect(c, nil)
+	res := ckpt.Inspect(c, nil)
 	require.Len(t, res.Tensors, 1606)
 	var limit, data int64
 	for _, f := range c.Files {
@@ -141,7 +141,7 @@ func BenchmarkInspectFullScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := Inspect(c, nil)
+		res := ckpt.Inspect(c, nil)
 		if len(res.Tensors) != 1606 {
 			b.Fatalf("%d tensors", len(res.Tensors))
 		}

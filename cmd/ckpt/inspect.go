@@ -40,73 +40,6 @@ func (a *App) newInspectCmd() *cobra.Command {
 	return cmd
 }
 
-// InspectFile is one file of the inspect JSON.
-type InspectFile struct {
-	Path        string `json:"path"`
-	Size        int64  `json:"size"`
-	HeaderBytes int64  `json:"header_bytes"`
-	Tensors     int    `json:"tensors"`
-}
-
-// InspectTensor is one tensor of the inspect JSON.
-type InspectTensor struct {
-	Name       string  `json:"name"`
-	DType      string  `json:"dtype"`
-	Shape      []int64 `json:"shape"`
-	File       string  `json:"file"`
-	Offset     int64   `json:"offset"`
-	NBytes     int64   `json:"nbytes"`
-	Parameters int64   `json:"parameters"`
-}
-
-// InspectResult is the inspect JSON document (cli.md).
-type InspectResult struct {
-	Source   string          `json:"source"`
-	Sharded  bool            `json:"sharded"`
-	Files    []InspectFile   `json:"files"`
-	Tensors  []InspectTensor `json:"tensors"`
-	Summary  ckpt.Summary    `json:"summary"`
-	Warnings []string        `json:"warnings,omitempty"`
-}
-
-// Inspect builds the inspect result of an open checkpoint.
-func Inspect(c *ckpt.Checkpoint, m *ckpt.Matcher) InspectResult {
-	res := InspectResult{Source: c.Source, Sharded: c.Sharded, Files: []InspectFile{}, Tensors: []InspectTensor{}}
-	quantized := c.Config.Quantization() != nil
-	for _, f := range c.Files {
-		res.Files = append(res.Files, InspectFile{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors)})
-	}
-	var sel []*ckpt.Tensor
-	for _, t := range c.Tensors {
-		if !m.Match(t.Name) {
-			continue
-		}
-		sel = append(sel, t)
-		var params int64
-		if ckpt.CountsAsParameter(&t.TensorInfo, quantized) {
-			params = int64(t.Numel())
-		}
-		shape := t.Shape
-		if shape == nil {
-			shape = []int64{}
-		}
-		res.Tensors = append(res.Tensors, InspectTensor{Name: t.Name, DType: string(t.DType), Shape: shape, File: t.File.Name,
-			Offset: t.Offset(), NBytes: int64(t.NBytes()), Parameters: params})
-	}
-	res.Summary = ckpt.Summarize(sel, quantized)
-	for _, is := range c.Issues {
-		res.Warnings = append(res.Warnings, is.Message)
-	}
-	for _, f := range c.Files {
-		for _, l := range f.Header.Lints {
-			if l.ID != "header.order" { // the writer's order is style, not a format deviation
-				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s (%s)", f.Location, l.Message, l.ID))
-			}
-		}
-	}
-	return res
-}
-
 func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
@@ -122,10 +55,10 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	c, openErr := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
 	var unknown *ckpt.UnknownDTypeError
 	if openErr != nil && !errors.As(openErr, &unknown) {
-		return inputError(openErr)
+		return openErr
 	}
 	defer c.Close()
-	res := Inspect(c, m)
+	res := ckpt.Inspect(c, m)
 	if len(res.Tensors) == 0 && len(c.Tensors) > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("no tensor matches --match %q --exclude %q (`*` stays inside one dotted segment; use `**` to cross segments)", o.Match, o.Exclude))
 	}
@@ -136,12 +69,12 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 		return err
 	}
 	if openErr != nil {
-		return inputError(openErr)
+		return openErr
 	}
 	return nil
 }
 
-func printInspect(w io.Writer, format string, res *InspectResult, summaryOnly bool) error {
+func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOnly bool) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)

@@ -47,7 +47,7 @@ func TestInspectGolden(t *testing.T) {
 	}
 }
 
-// TestInspectJSONContract pins the cli.md fields of the inspect JSON.
+// TestInspectJSONContract pins the docs/cli.md fields of the inspect JSON.
 func TestInspectJSONContract(t *testing.T) {
 	t.Parallel()
 	_, base, _ := small(t)
@@ -71,7 +71,7 @@ func TestInspectJSONContract(t *testing.T) {
 		assert.Contains(t, s, k)
 	}
 	// offset is absolute: reading there gives the tensor's bytes.
-	var res InspectResult
+	var res ckpt.InspectResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	c, err := ckpt.Open(t.Context(), base, ckpt.Options{})
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestInspectNaturalSort(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var it InspectTensor
+		var it ckpt.InspectTensor
 		require.NoError(t, json.Unmarshal([]byte(line), &it))
 		got = append(got, it.Name)
 	}
@@ -159,7 +159,7 @@ func TestInspectEscapesControlCharacters(t *testing.T) {
 	code, md, _ := runApp(t, "inspect", pipe, "--format", "markdown")
 	require.Equal(t, 0, code)
 	assert.Contains(t, md, `| a\|b |`)
-	var res InspectResult
+	var res ckpt.InspectResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	var names []string
 	for _, it := range res.Tensors {
@@ -174,7 +174,7 @@ func TestInspectMatch(t *testing.T) {
 	count := func(args ...string) (int, string) {
 		code, stdout, stderr := runApp(t, append([]string{"inspect", base, "--format", "json"}, args...)...)
 		require.Equal(t, 0, code, stderr)
-		var res InspectResult
+		var res ckpt.InspectResult
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return len(res.Tensors), stderr
 	}
@@ -215,7 +215,7 @@ func TestInspectWarnings(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "ckpt: warning: ")
 	assert.Contains(t, stderr, `"extra"`)
-	var res InspectResult
+	var res ckpt.InspectResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.NotEmpty(t, res.Warnings)
 

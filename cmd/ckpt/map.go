@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -17,17 +15,19 @@ import (
 )
 
 type mapOptions struct {
-	Source       string
-	Profile      string
-	Rules        string
-	Mesh         string
-	Device       string
-	Tag          string
+	Source  string
+	Profile string
+	Rules   string
+	Mesh    string
+	Device  string
+	Tag     string
+	Format  string
+	Dump    bool
+	Summary bool
+	// Set overrides profile variables (NAME=VALUE); AgainstCache holds the
+	// plan against an existing cache instead of printing it.
 	Set          []string
 	AgainstCache string
-	Format       string
-	Dump         bool
-	Summary      bool
 }
 
 func (a *App) newMapCmd() *cobra.Command {
@@ -54,86 +54,16 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	addSetFlag(f, &o.Set)
-	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
+	addSetFlag(f, &o.Set)
+	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
 }
 
-// MapPlacement is the placement of a target in the map JSON. MeshAxes is
-// set for a 2-D mesh mapper (ShardTensor2dMesh): one placement per mesh
-// axis, rows then columns.
-type MapPlacement struct {
-	Kind     string   `json:"kind"`
-	Dim      *int     `json:"dim,omitempty"`
-	MeshAxes []string `json:"mesh_axes,omitempty"`
-	Devices  int      `json:"devices"`
-}
-
-// MapEntry is one target of the map JSON.
-type MapEntry struct {
-	Target       string               `json:"target"`
-	File         string               `json:"file"`
-	Rule         string               `json:"rule"`
-	Sources      []string             `json:"sources"`
-	Transform    []string             `json:"transform"`
-	Placement    MapPlacement         `json:"placement"`
-	DType        string               `json:"dtype"`
-	Layout       string               `json:"layout"`
-	Shape        []int64              `json:"shape"`
-	DeviceShape  []int64              `json:"device_shape"`
-	Shards       int                  `json:"shards"`
-	MemoryConfig mapping.MemoryConfig `json:"memory_config"`
-	Warnings     []string             `json:"warnings,omitempty"`
-}
-
-// MapSummary counts the plan.
-type MapSummary struct {
-	Targets  int `json:"targets"`
-	Sources  int `json:"sources"`
-	Scales   int `json:"scales"`
-	Ignored  int `json:"ignored"`
-	Unmapped int `json:"unmapped"`
-	Problems int `json:"problems"`
-	Warnings int `json:"warnings"`
-}
-
-// MapResult is the map JSON document.
-type MapResult struct {
-	Profile  string            `json:"profile"`
-	Pinned   *mapping.Pinned   `json:"pinned,omitempty"`
-	Mesh     string            `json:"mesh"`
-	Settings mapping.Settings  `json:"settings"`
-	Source   string            `json:"source"`
-	CacheDir string            `json:"cache_dir"`
-	Entries  []MapEntry        `json:"entries"`
-	Ignored  []mapping.Ignored `json:"ignored"`
-	Unmapped []string          `json:"unmapped"`
-	Problems []mapping.Problem `json:"problems"`
-	Warnings []string          `json:"warnings"`
-	Summary  MapSummary        `json:"summary"`
-}
-
-func (a *App) loadProfile(o *mapOptions) (*mapping.Profile, error) {
-	if o.Rules == "" {
-		p, err := mapping.Builtin(o.Profile)
-		if err != nil {
-			return nil, usageError("%v", err)
-		}
-		return p, nil
-	}
-	f, err := os.Open(o.Rules)
-	if err != nil {
-		return nil, inputError(fmt.Errorf("opening rules: %w", err))
-	}
-	defer f.Close()
-	p, err := mapping.LoadProfile(f, o.Rules)
-	if err != nil {
-		return nil, inputError(err)
-	}
-	return p, nil
+func (o *mapOptions) planOptions() mapping.PlanOptions {
+	return mapping.PlanOptions{Profile: o.Profile, Rules: o.Rules, Mesh: o.Mesh, Device: o.Device, Tag: o.Tag, Set: o.Set}
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
@@ -141,11 +71,11 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	prof, err := a.loadProfile(o)
-	if err != nil {
-		return err
-	}
 	if o.Dump {
+		prof, err := o.planOptions().LoadProfile()
+		if err != nil {
+			return err
+		}
 		b, err := prof.JSON()
 		if err != nil {
 			return err
@@ -153,105 +83,35 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		_, err = a.Out.Write(b)
 		return err
 	}
-	mesh, err := mapping.ParseMesh(o.Mesh)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if mesh.Rows != 1 {
-		return usageError("mesh %s: only 1xN meshes are supported", mesh)
-	}
-	set, err := mapping.ParseSettings(o.Set)
-	if err != nil {
-		return usageError("--set: %v", err)
-	}
-	p := *prof
-	if o.Device != "" {
-		p.Device = o.Device
-	}
-	if o.Tag != "" {
-		p.Tag = o.Tag
-	}
-	if _, err := p.Resolve(mesh, set); err != nil {
-		return usageError("--set: %v", err)
-	}
-	c, err := a.open(ctx, o.Source, ckpt.Options{})
-	if err != nil {
-		return inputError(err)
-	}
-	defer c.Close()
-	plan, err := mapping.BuildWith(c, &p, mesh, set)
+	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(), a.Openers...)
 	var pe *mapping.PlanError
 	if err != nil && !errors.As(err, &pe) {
-		return inputError(err)
+		return err
 	}
+	defer c.Close()
 	if o.AgainstCache != "" {
 		if pe != nil {
-			for _, pr := range pe.Problems {
-				fmt.Fprintf(a.Out, "problem (%s): %s\n", pr.Kind, ckpt.EscapeName(pr.Message))
-			}
-			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n", p.Name, o.Source, mesh, len(pe.Problems), o.AgainstCache)
-			return silentExit(1)
+			printProblems(a.Out, pe.Problems)
+			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n", plan.Profile.Name, o.Source, plan.Mesh, len(pe.Problems), o.AgainstCache)
+			return silentExit(exitFailed)
 		}
 		rep, err := cache.CheckPlan(plan, o.AgainstCache)
 		if err != nil {
-			return inputError(err)
+			return err
 		}
 		return renderCompare(a.Out, format, rep, "plan", "cache")
 	}
-	res := mapResult(plan)
+	res := plan.Result()
 	if err := printMap(a.Out, format, &res, o.Summary); err != nil {
 		return err
 	}
 	if pe != nil {
-		return silentExit(1)
+		return silentExit(exitFailed)
 	}
 	return nil
 }
 
-func mapResult(pl *mapping.Plan) MapResult {
-	res := MapResult{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Settings: pl.Settings, Source: pl.Source, CacheDir: pl.CacheDir,
-		Entries: []MapEntry{}, Ignored: pl.Ignored, Unmapped: pl.Unmapped, Problems: pl.Problems, Warnings: pl.Warnings}
-	sources := map[string]bool{}
-	scales := map[string]bool{}
-	for _, e := range pl.Entries {
-		me := MapEntry{Target: e.Target, File: e.File, Rule: e.Rule, Transform: e.Describe(), DType: e.DType, Layout: e.Layout,
-			Shape: e.Shape, DeviceShape: e.DeviceShape, Shards: len(e.Shards), MemoryConfig: e.Memory, Warnings: e.Warnings,
-			Placement: MapPlacement{Kind: e.Placement.Kind, MeshAxes: e.Placement.MeshAxes, Devices: e.Devices}}
-		if e.Placement.Kind == "shard" {
-			d := e.Placement.Dim
-			me.Placement.Dim = &d
-		}
-		for _, s := range e.Sources {
-			me.Sources = append(me.Sources, s.Name)
-			sources[s.Name] = true
-			if s.Scale != nil {
-				me.Sources = append(me.Sources, s.Scale.Name)
-				scales[s.Scale.Name] = true
-			}
-		}
-		res.Entries = append(res.Entries, me)
-		for _, w := range e.Warnings {
-			res.Warnings = append(res.Warnings, e.Target+": "+w)
-		}
-	}
-	if res.Ignored == nil {
-		res.Ignored = []mapping.Ignored{}
-	}
-	if res.Unmapped == nil {
-		res.Unmapped = []string{}
-	}
-	if res.Problems == nil {
-		res.Problems = []mapping.Problem{}
-	}
-	if res.Warnings == nil {
-		res.Warnings = []string{}
-	}
-	res.Summary = MapSummary{Targets: len(res.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(res.Ignored),
-		Unmapped: len(res.Unmapped), Problems: len(res.Problems), Warnings: len(res.Warnings)}
-	return res
-}
-
-func printMap(w io.Writer, format string, res *MapResult, summaryOnly bool) error {
+func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, res)
 	}
@@ -294,17 +154,13 @@ func printMap(w io.Writer, format string, res *MapResult, summaryOnly bool) erro
 		}
 		fmt.Fprintln(w)
 	}
-	for _, line := range groupWarnings(res.Entries) {
+	for _, line := range res.EntryWarnings {
 		fmt.Fprintf(w, "warning: %s\n", line)
 	}
-	for _, wn := range res.Warnings {
-		if !strings.Contains(wn, "(TILE pads it)") {
-			fmt.Fprintf(w, "warning: %s\n", ckpt.EscapeName(wn))
-		}
+	for _, wn := range res.PlanWarnings {
+		fmt.Fprintf(w, "warning: %s\n", ckpt.EscapeName(wn))
 	}
-	for _, p := range res.Problems {
-		fmt.Fprintf(w, "problem (%s): %s\n", p.Kind, ckpt.EscapeName(p.Message))
-	}
+	printProblems(w, res.Problems)
 	pin := ""
 	if res.Pinned != nil {
 		c := res.Pinned.Commit
@@ -330,26 +186,11 @@ func addSetFlag(f interface {
 	f.StringArrayVar(dst, "set", nil, "override a profile variable, NAME=true|false (repeatable; ckpt map --dump lists them with their defaults)")
 }
 
-// groupWarnings collapses per-entry warnings by rule and message.
-func groupWarnings(entries []MapEntry) []string {
-	type key struct{ rule, msg string }
-	count := map[key]int{}
-	var order []key
-	for _, e := range entries {
-		for _, w := range e.Warnings {
-			k := key{e.Rule, w}
-			if count[k] == 0 {
-				order = append(order, k)
-			}
-			count[k]++
-		}
+// printProblems prints a plan's problems, one line each.
+func printProblems(w io.Writer, problems []ckpt.Finding) {
+	for _, p := range problems {
+		fmt.Fprintf(w, "problem (%s): %s\n", p.ID, ckpt.EscapeName(p.Message))
 	}
-	sort.SliceStable(order, func(i, j int) bool { return order[i].rule < order[j].rule })
-	var out []string
-	for _, k := range order {
-		out = append(out, fmt.Sprintf("%s (%d targets): %s", k.rule, count[k], k.msg))
-	}
-	return out
 }
 
 // sourceList shows source names without their scales, shortening the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -48,7 +49,7 @@ func TestMapJSONContract(t *testing.T) {
 	}
 	// Every mtp.* tensor is some entry's source, except the attention
 	// q/k norms, which the loader does not cache.
-	var res MapResult
+	var res mapping.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	srcs := map[string]bool{}
 	for _, e := range res.Entries {
@@ -58,7 +59,7 @@ func TestMapJSONContract(t *testing.T) {
 	}
 	code, inspect, _ := runApp(t, "inspect", base, "--match", "mtp.**", "--format", "json")
 	require.Equal(t, 0, code)
-	var ins InspectResult
+	var ins ckpt.InspectResult
 	require.NoError(t, json.Unmarshal([]byte(inspect), &ins))
 	require.Len(t, ins.Tensors, 22)
 	ignored := map[string]string{}

@@ -60,26 +60,16 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 	return cmd
 }
 
-// VerifyResult is the verify JSON document (cli.md), plus the comparison
-// with a contract when --against is given.
-type VerifyResult struct {
-	Source  string                `json:"source"`
-	OK      bool                  `json:"ok"`
-	Checks  []verify.Check        `json:"checks"`
-	Against *verify.Comparison    `json:"against,omitempty"`
-	Counts  map[verify.Status]int `json:"-"`
-}
-
 // openForVerify opens src leniently; unknown dtypes are findings, other
 // open errors make the input unreadable.
 func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt.Checkpoint, error) {
-	c, err := verify.Open(ctx, src, ckpt.Options{Workers: workers}, a.Openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Workers: workers, Lenient: true}, a.Openers...)
 	var unknown *ckpt.UnknownDTypeError
 	if err != nil && !(c != nil && errors.As(err, &unknown)) {
 		if c != nil {
 			c.Close()
 		}
-		return nil, inputError(err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -105,12 +95,12 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if o.Against != "" {
 		f, err := os.Open(o.Against)
 		if err != nil {
-			return inputError(fmt.Errorf("opening contract: %w", err))
+			return fmt.Errorf("opening contract: %w", err)
 		}
 		want, err = verify.ReadContract(f, o.Against)
 		f.Close()
 		if err != nil {
-			return inputError(err)
+			return err
 		}
 	}
 	c, err := a.openForVerify(ctx, o.Source, o.Workers)
@@ -134,26 +124,21 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return err
 	}
-	res := VerifyResult{Source: rep.Source, Checks: rep.Checks}
 	if want != nil {
 		cmp := verify.Compare(want, verify.NewContract(c, rep.Hashes), m)
 		cmp.Contract = o.Against
-		rep.Add(cmp.Checks...)
-		res.Checks = rep.Checks
-		res.Against = cmp
+		rep.AddComparison(cmp)
 	}
-	res.OK = rep.OK
-	res.Counts = rep.Counts()
-	if err := printVerify(a.Out, format, &res); err != nil {
+	if err := printVerify(a.Out, format, rep); err != nil {
 		return err
 	}
-	if !res.OK {
-		return silentExit(1)
+	if !rep.OK {
+		return silentExit(exitFailed)
 	}
 	return nil
 }
 
-func printVerify(w io.Writer, format string, res *VerifyResult) error {
+func printVerify(w io.Writer, format string, res *verify.Report) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, res)
 	}
@@ -169,7 +154,7 @@ func printVerify(w io.Writer, format string, res *VerifyResult) error {
 		outside, outsideSame := 0, true
 		for _, gd := range cmp.Groups {
 			fmt.Fprintf(w, "  %s\n", gd.Summary())
-			if gd.Group != ckpt.SummaryMTP {
+			if gd.Group != ckpt.GroupMTP {
 				outside += gd.ContractKeys
 				outsideSame = outsideSame && gd.ContractKeys == gd.Keys && gd.Identical == gd.Keys
 			}
@@ -190,7 +175,7 @@ func printVerify(w io.Writer, format string, res *VerifyResult) error {
 	if !res.OK {
 		verdict = "FAILED"
 	}
-	n := res.Counts
+	n := res.Counts()
 	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", ckpt.EscapeName(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
 	return nil
 }

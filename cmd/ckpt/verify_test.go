@@ -11,14 +11,15 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func verifyJSON(t testing.TB, args ...string) (int, VerifyResult, string) {
+func verifyJSON(t testing.TB, args ...string) (int, verify.Report, string) {
 	t.Helper()
 	code, out, errs := runApp(t, append(args, "--format", "json", "--progress", "none")...)
-	var res VerifyResult
+	var res verify.Report
 	if code != 2 {
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "stdout: %s\nstderr: %s", out, errs)
 	}
@@ -160,7 +161,7 @@ func TestVerifyDefects(t *testing.T) {
 		}, 1, "arch.unexpected", lm + "layers.0.mlp.bias"},
 		{"config disagrees with shapes", false, func(d string) {
 			editJSON(t, cfgPath(d), func(m map[string]any) { text(m)["intermediate_size"] = 336 })
-		}, 1, "arch.shape", "text_config.intermediate_size = 336 implies [336, 128], found [320, 128]"},
+		}, 1, "arch.shape", "text_config.intermediate_size = 336 implies [336,128], found [320,128]"},
 		{"config key named", false, func(d string) {
 			editJSON(t, cfgPath(d), func(m map[string]any) { text(m)["intermediate_size"] = 336 })
 		}, 1, "arch.config", "text_config.intermediate_size = 336"},

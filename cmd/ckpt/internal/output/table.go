@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
@@ -183,24 +184,7 @@ func grouped(s string) string {
 }
 
 // Bytes formats a byte count in binary units (exact below 1 KiB).
-func Bytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func Bytes(n int64) string { return ckpt.FormatBytes(n) }
 
 // Shape formats a shape as [a,b,c]: one field for awk, cut and sort.
-func Shape(s []int64) string {
-	parts := make([]string, len(s))
-	for i, d := range s {
-		parts[i] = strconv.FormatInt(d, 10)
-	}
-	return "[" + strings.Join(parts, ",") + "]"
-}
+func Shape(s []int64) string { return ckpt.FormatShape(s) }

@@ -1,0 +1,165 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// BuildSummary is the cache build JSON document (docs/cli.md).
+type BuildSummary struct {
+	Out               string   `json:"out"`
+	Manifest          string   `json:"manifest"`
+	Profile           string   `json:"profile"`
+	Mesh              string   `json:"mesh"`
+	CacheDir          string   `json:"cache_dir"`
+	Files             int      `json:"files"`
+	Built             []string `json:"built"`
+	Skipped           int      `json:"skipped"`
+	Removed           []string `json:"removed"`
+	SourceTensors     int      `json:"source_tensors"`
+	SourceElements    int64    `json:"source_elements"`
+	SourceBytes       int64    `json:"source_bytes"`
+	Rehashed          int      `json:"rehashed"`
+	Seconds           float64  `json:"seconds"`
+	ElementsPerSecond float64  `json:"elements_per_second"`
+	// Warnings are the plan's per-target warnings grouped by rule
+	// (mapping.Plan.GroupedWarnings).
+	Warnings []string `json:"warnings"`
+}
+
+// Summary is the build result of plan written to the cache root out, as
+// the cache build JSON document; seconds is the wall time of the command.
+func (r *BuildResult) Summary(out string, plan *mapping.Plan, seconds float64) BuildSummary {
+	s := BuildSummary{Out: out, Manifest: filepath.Join(out, ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
+		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed,
+		Seconds: seconds, Warnings: plan.GroupedWarnings()}
+	if seconds > 0 {
+		s.ElementsPerSecond = float64(r.SourceElements) / seconds
+	}
+	if s.Built == nil {
+		s.Built = []string{}
+	}
+	if s.Removed == nil {
+		s.Removed = []string{}
+	}
+	if s.Warnings == nil {
+		s.Warnings = []string{}
+	}
+	return s
+}
+
+// CheckOptions tune Check.
+type CheckOptions struct {
+	VerifyOptions
+	// Source is the checkpoint the cache must have been built from.
+	Source string
+	// Openers resolve non-local sources (see ckpt.SourceOpener).
+	Openers []ckpt.SourceOpener
+	// Rules is the profile JSON file the cache was built with; "" for the
+	// built-in profile the manifest names.
+	Rules string
+	// Set overrides profile variables (NAME=VALUE) over the settings the
+	// manifest records.
+	Set []string
+	// MinMem, when positive, also fails the check when MemAvailable (read
+	// from MemInfo, default /proc/meminfo) is below it.
+	MinMem  int64
+	MemInfo string
+}
+
+// CheckResult is the cache verify JSON document (docs/cli.md): every
+// finding of Check, OK when there is none.
+type CheckResult struct {
+	Dir          string         `json:"dir"`
+	Source       string         `json:"source"`
+	OK           bool           `json:"ok"`
+	Profile      string         `json:"profile,omitempty"`
+	Mesh         string         `json:"mesh,omitempty"`
+	Files        int            `json:"files"`
+	Bytes        int64          `json:"bytes"`
+	MemAvailable int64          `json:"mem_available,omitempty"`
+	Findings     []ckpt.Finding `json:"findings"`
+}
+
+// Check is the fail-closed preflight of `ckpt cache verify`: it checks
+// the available memory (with MinMem), reads the manifest of the cache root
+// dir, makes the plan of the source with the manifest's profile, mesh,
+// device and tag (mapping.Resolve), and runs Verify. Everything wrong with
+// the cache or the machine is a finding (ids Finding*); a source that no
+// longer maps gives one stale finding per plan problem. Check returns an
+// error only when the source cannot be read, the profile cannot be
+// loaded, or ctx is cancelled.
+func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, error) {
+	res := &CheckResult{Dir: dir, Source: opt.Source, Findings: []ckpt.Finding{}}
+	done := func() (*CheckResult, error) {
+		res.OK = len(res.Findings) == 0
+		return res, nil
+	}
+	if opt.MinMem > 0 {
+		mi := opt.MemInfo
+		if mi == "" {
+			mi = "/proc/meminfo"
+		}
+		avail, err := MemAvailable(mi)
+		if err != nil {
+			res.Findings = append(res.Findings, fail(FindingMemory, "", err.Error()))
+		} else {
+			res.MemAvailable = avail
+			if avail < opt.MinMem {
+				res.Findings = append(res.Findings, fail(FindingMemory, "", fmt.Sprintf("MemAvailable is %s, below --min-mem %s", ckpt.FormatBytes(avail), ckpt.FormatBytes(opt.MinMem))))
+			}
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		res.Findings = append(res.Findings, fail(FindingManifest, "", fmt.Sprintf("%s is not a cache directory", dir)))
+		return done()
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", dir, ManifestName)
+		}
+		res.Findings = append(res.Findings, fail(FindingManifest, ManifestName, msg))
+		return done()
+	}
+	res.Profile, res.Mesh = m.Profile, m.Mesh
+	if opt.Rules == "" {
+		if _, err := mapping.Builtin(m.Profile); err != nil {
+			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
+		}
+	}
+	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings}
+	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
+	var pe *mapping.PlanError
+	if errors.As(err, &pe) {
+		c.Close()
+		for _, p := range pe.Problems {
+			res.Findings = append(res.Findings, fail(FindingStale, "",
+				fmt.Sprintf("the source no longer maps with the cache's profile %s on mesh %s: problem (%s): %s", m.Profile, m.Mesh, p.ID, p.Message), p.Tensors...))
+		}
+		return done()
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for _, f := range m.Files {
+		opt.Progress.AddTotal(f.Size)
+	}
+	rep, err := Verify(ctx, dir, m, c, plan, opt.VerifyOptions)
+	if err != nil {
+		return nil, err
+	}
+	res.Files, res.Bytes = rep.Files, rep.Bytes
+	res.Findings = append(res.Findings, rep.Findings...)
+	return done()
+}

@@ -1,0 +1,103 @@
+package mapping
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// PlanOptions say which plan to make of a checkpoint: the profile (a
+// built-in one by name, or a profile JSON file), the mesh and the cache
+// directory overrides. It is what `ckpt map` and `ckpt cache build|verify`
+// take on their command lines.
+type PlanOptions struct {
+	Profile string // built-in profile name ("" for BuiltinName); ignored when Rules is set
+	Rules   string // path of a profile JSON file (the format of Profile.JSON)
+	Mesh    string // "1xN" ("" for 1x2)
+	Device  string // device directory of the cache root ("" for the profile's)
+	Tag     string // cache tag ("" for the profile's)
+	// Set overrides profile variables, "NAME=VALUE" each (ParseSettings).
+	Set []string
+	// Base holds settings that apply unless Set overrides them (e.g. the
+	// settings a cache's manifest records).
+	Base Settings
+}
+
+// LoadProfile returns the profile o names, with the Device and Tag
+// overrides applied.
+func (o PlanOptions) LoadProfile() (*Profile, error) {
+	var p *Profile
+	if o.Rules == "" {
+		name := o.Profile
+		if name == "" {
+			name = BuiltinName
+		}
+		b, err := Builtin(name)
+		if err != nil {
+			return nil, err
+		}
+		p = b
+	} else {
+		f, err := os.Open(o.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("opening rules: %w", err)
+		}
+		defer f.Close()
+		if p, err = LoadProfile(f, o.Rules); err != nil {
+			return nil, err
+		}
+	}
+	cp := *p
+	if o.Device != "" {
+		cp.Device = o.Device
+	}
+	if o.Tag != "" {
+		cp.Tag = o.Tag
+	}
+	return &cp, nil
+}
+
+// Resolve is the one way the commands make a plan: it loads the profile
+// and parses the mesh of o (errors there come first, before src is read),
+// opens src with openers and builds its plan (Build checks the mesh is
+// 1xN). On success and on a
+// *PlanError (the plan is returned with its problems) the caller closes the
+// checkpoint; on any other error nothing is left open.
+func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.SourceOpener) (*ckpt.Checkpoint, *Plan, error) {
+	prof, err := o.LoadProfile()
+	if err != nil {
+		return nil, nil, err
+	}
+	ms := o.Mesh
+	if ms == "" {
+		ms = "1x2"
+	}
+	mesh, err := ParseMesh(ms)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := ParseSettings(o.Set)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--set: %w", err)
+	}
+	for k, v := range o.Base {
+		if _, over := set[k]; !over {
+			set[k] = v
+		}
+	}
+	if _, err := prof.Resolve(mesh, set); err != nil {
+		return nil, nil, fmt.Errorf("--set: %w", err)
+	}
+	c, err := ckpt.Open(ctx, src, ckpt.Options{}, openers...)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := BuildWith(c, prof, mesh, set)
+	if plan == nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, plan, err
+}

@@ -1,0 +1,136 @@
+package mapping
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// ResultPlacement is the placement of a target in the map JSON.
+// MeshAxes is set for a 2-D mesh mapper (ShardTensor2dMesh): one placement
+// per mesh axis, rows then columns.
+type ResultPlacement struct {
+	Kind     string   `json:"kind"`
+	Dim      *int     `json:"dim,omitempty"`
+	MeshAxes []string `json:"mesh_axes,omitempty"`
+	Devices  int      `json:"devices"`
+}
+
+// ResultEntry is one target of the map JSON.
+type ResultEntry struct {
+	Target       string          `json:"target"`
+	File         string          `json:"file"`
+	Rule         string          `json:"rule"`
+	Sources      []string        `json:"sources"`
+	Transform    []string        `json:"transform"`
+	Placement    ResultPlacement `json:"placement"`
+	DType        string          `json:"dtype"`
+	Layout       string          `json:"layout"`
+	Shape        []int64         `json:"shape"`
+	DeviceShape  []int64         `json:"device_shape"`
+	Shards       int             `json:"shards"`
+	MemoryConfig MemoryConfig    `json:"memory_config"`
+	Warnings     []string        `json:"warnings,omitempty"`
+}
+
+// ResultSummary counts the plan.
+type ResultSummary struct {
+	Targets  int `json:"targets"`
+	Sources  int `json:"sources"`
+	Scales   int `json:"scales"`
+	Ignored  int `json:"ignored"`
+	Unmapped int `json:"unmapped"`
+	Problems int `json:"problems"`
+	Warnings int `json:"warnings"`
+}
+
+// Result is the map JSON document (docs/cli.md): the plan as `ckpt map`
+// reports it.
+type Result struct {
+	Profile  string         `json:"profile"`
+	Pinned   *Pinned        `json:"pinned,omitempty"`
+	Mesh     string         `json:"mesh"`
+	Settings Settings       `json:"settings"`
+	Source   string         `json:"source"`
+	CacheDir string         `json:"cache_dir"`
+	Entries  []ResultEntry  `json:"entries"`
+	Ignored  []Ignored      `json:"ignored"`
+	Unmapped []string       `json:"unmapped"`
+	Problems []ckpt.Finding `json:"problems"`
+	Warnings []string       `json:"warnings"`
+	Summary  ResultSummary  `json:"summary"`
+	// PlanWarnings are the warnings about the plan as a whole and
+	// EntryWarnings the per-target warnings grouped by rule
+	// (Plan.GroupedWarnings); Warnings holds both, per target.
+	PlanWarnings  []string `json:"-"`
+	EntryWarnings []string `json:"-"`
+}
+
+// Result returns the plan as the map JSON document.
+func (pl *Plan) Result() Result {
+	res := Result{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Settings: pl.Settings, Source: pl.Source, CacheDir: pl.CacheDir,
+		Entries: []ResultEntry{}, Ignored: pl.Ignored, Unmapped: pl.Unmapped, Problems: pl.Problems,
+		Warnings: append([]string(nil), pl.Warnings...), PlanWarnings: pl.Warnings, EntryWarnings: pl.GroupedWarnings()}
+	sources := map[string]bool{}
+	scales := map[string]bool{}
+	for _, e := range pl.Entries {
+		me := ResultEntry{Target: e.Target, File: e.File, Rule: e.Rule, Transform: e.Describe(), DType: e.DType, Layout: e.Layout,
+			Shape: e.Shape, DeviceShape: e.DeviceShape, Shards: len(e.Shards), MemoryConfig: e.Memory, Warnings: e.Warnings,
+			Placement: ResultPlacement{Kind: e.Placement.Kind, MeshAxes: e.Placement.MeshAxes, Devices: e.Devices}}
+		if e.Placement.Kind == "shard" {
+			d := e.Placement.Dim
+			me.Placement.Dim = &d
+		}
+		for _, s := range e.Sources {
+			me.Sources = append(me.Sources, s.Name)
+			sources[s.Name] = true
+			if s.Scale != nil {
+				me.Sources = append(me.Sources, s.Scale.Name)
+				scales[s.Scale.Name] = true
+			}
+		}
+		res.Entries = append(res.Entries, me)
+		for _, w := range e.Warnings {
+			res.Warnings = append(res.Warnings, e.Target+": "+w)
+		}
+	}
+	if res.Ignored == nil {
+		res.Ignored = []Ignored{}
+	}
+	if res.Unmapped == nil {
+		res.Unmapped = []string{}
+	}
+	if res.Problems == nil {
+		res.Problems = []ckpt.Finding{}
+	}
+	if res.Warnings == nil {
+		res.Warnings = []string{}
+	}
+	res.Summary = ResultSummary{Targets: len(res.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(res.Ignored),
+		Unmapped: len(res.Unmapped), Problems: len(res.Problems), Warnings: len(res.Warnings)}
+	return res
+}
+
+// GroupedWarnings collapses the plan's per-entry warnings by rule and
+// message: "RULE (N targets): MESSAGE", in rule order.
+func (pl *Plan) GroupedWarnings() []string {
+	type key struct{ rule, msg string }
+	count := map[key]int{}
+	var order []key
+	for _, e := range pl.Entries {
+		for _, w := range e.Warnings {
+			k := key{e.Rule, w}
+			if count[k] == 0 {
+				order = append(order, k)
+			}
+			count[k]++
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].rule < order[j].rule })
+	var out []string
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%s (%d targets): %s", k.rule, count[k], k.msg))
+	}
+	return out
+}
