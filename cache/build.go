@@ -51,11 +51,25 @@ type BuildResult struct {
 	// Rehashed counts source tensors whose cheap identity changed and that
 	// were hashed to decide whether their files are still current.
 	Rehashed int
+	// Unknown lists files in the cache folder that neither this build's
+	// plan nor its earlier build recorded: they are left alone.
+	Unknown []string
+	// StaleLock is the holder of a lock that was taken over because that
+	// process no longer runs.
+	StaleLock *LockInfo
+	// Replaced is the source of the earlier build in this cache folder
+	// when it differs from this build's source.
+	Replaced string
 }
 
 // Build executes a mapping plan: it writes every entry's .tensorbin file
-// under the cache root `out` (entry File paths are relative to it) and
-// finally out/manifest.json.
+// under the cache root `out` (entry File paths are relative to it, inside
+// the plan's cache folder out/<device>/tensor_cache_<tag>_mesh<R>x<C>) and
+// finally the folder's manifest.json. Other cache folders of the root are
+// never touched; inside its folder a build removes only files that its own
+// earlier build recorded and reports files it does not know (Unknown). It
+// holds the folder's lock (LockFolder) while it runs and returns
+// *LockedError when another process holds it.
 //
 // Each source tensor that a file to build needs is streamed once, in bands
 // of rows (FP8 dequantised to float32, then the entry's value ops, e.g.
@@ -83,13 +97,22 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if opt.BandBytes <= 0 {
 		opt.BandBytes = 8 << 20
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("creating cache root: %w", err)
+	if err := checkRelPath(plan.CacheDir); err != nil {
+		return nil, fmt.Errorf("cache folder: %w", err)
 	}
-	if err := removeTemps(out); err != nil {
+	dir := FolderOf(out, plan.CacheDir).Path()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating cache folder: %w", err)
+	}
+	lock, err := LockFolder(dir)
+	if err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, opt: opt, res: &BuildResult{}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
+	defer lock.Release()
+	if err := removeTemps(dir); err != nil {
+		return nil, err
+	}
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -98,7 +121,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	}
 	if err := b.stream(ctx); err != nil {
 		b.abortAll()
-		return nil, err
+		return nil, b.interrupted(ctx, err)
 	}
 	return b.finish()
 }
@@ -106,7 +129,8 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 type builder struct {
 	c    *ckpt.Checkpoint
 	plan *mapping.Plan
-	out  string
+	out  string // the cache root
+	dir  string // the cache folder
 	opt  BuildOptions
 	res  *BuildResult
 
@@ -121,6 +145,7 @@ type builder struct {
 	e4m3    [256]float32
 	journal *os.File
 	commits chan<- *sink
+	legacy  bool // a root manifest of an older layout describes this folder
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -134,18 +159,8 @@ func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
 
 // prepare decides which entries to build and creates their sinks.
 func (b *builder) prepare(ctx context.Context) error {
-	b.old = map[string]FileRecord{}
-	if m, err := ReadManifest(b.out); err == nil {
-		for _, f := range m.Files {
-			b.old[f.Path] = f
-		}
-	}
-	jr, err := readJournal(b.out)
-	if err != nil {
+	if err := b.readOld(); err != nil {
 		return err
-	}
-	for _, f := range jr {
-		b.old[f.Path] = f
 	}
 	b.records = map[string]FileRecord{}
 	type cand struct {
@@ -284,10 +299,10 @@ func (b *builder) startJournal() error {
 	for _, e := range b.plan.Entries {
 		inPlan[e.File] = true
 	}
-	if err := os.Remove(filepath.Join(b.out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(b.dir, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing old manifest: %w", err)
 	}
-	syncDir(b.out)
+	syncDir(b.dir)
 	for p := range b.old {
 		if !inPlan[p] {
 			if err := os.Remove(filepath.Join(b.out, filepath.FromSlash(p))); err == nil {
@@ -296,7 +311,7 @@ func (b *builder) startJournal() error {
 		}
 	}
 	sort.Strings(b.res.Removed)
-	f, err := os.Create(filepath.Join(b.out, JournalName))
+	f, err := os.Create(filepath.Join(b.dir, JournalName))
 	if err != nil {
 		return fmt.Errorf("creating build journal: %w", err)
 	}
@@ -620,13 +635,17 @@ func (b *builder) finish() (*BuildResult, error) {
 		return nil, fmt.Errorf("syncing build journal: %w", err)
 	}
 	b.journal.Close()
-	if err := writeManifest(b.out, m); err != nil {
+	if err := writeManifest(b.dir, m); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(b.out, JournalName)); err != nil {
+	if err := os.Remove(filepath.Join(b.dir, JournalName)); err != nil {
 		return nil, fmt.Errorf("removing build journal: %w", err)
 	}
-	syncDir(b.out)
+	syncDir(b.dir)
+	b.dropLegacy()
+	if err := b.findUnknown(); err != nil {
+		return nil, err
+	}
 	sort.Strings(b.res.Built)
 	b.res.Manifest = m
 	return b.res, nil

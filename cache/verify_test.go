@@ -32,7 +32,7 @@ func built(t *testing.T) (string, string, *mapping.Plan) {
 func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.VerifyReport {
 	t.Helper()
 	c, plan := openPlan(t, src)
-	m, err := cache.ReadManifest(out)
+	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
 	rep, err := cache.Verify(context.Background(), out, m, c, plan, opt)
 	require.NoError(t, err)

@@ -112,7 +112,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files go to <out>/<device>/tensor_cache_<tag>_mesh1xN/, the manifest to <out>/manifest.json")
+	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -139,6 +139,7 @@ type CacheBuildResult struct {
 	Seconds           float64  `json:"seconds"`
 	ElementsPerSecond float64  `json:"elements_per_second"`
 	Warnings          []string `json:"warnings"`
+	Unknown           []string `json:"unknown"`
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
@@ -167,16 +168,16 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force})
 	stop()
 	if err != nil {
-		if isInputError(err) {
+		if isInputError(err) || isCacheBusy(err) {
 			return inputError(err)
 		}
 		return err
 	}
 	el := time.Since(start).Seconds()
-	out := CacheBuildResult{Out: o.Out, Manifest: filepath.Join(o.Out, cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+	out := CacheBuildResult{Out: o.Out, Manifest: filepath.Join(cache.FolderOf(o.Out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(res.Manifest.Files), Built: res.Built, Skipped: len(res.Skipped), Removed: res.Removed,
 		SourceTensors: res.SourceTensors, SourceElements: res.SourceElements, SourceBytes: res.SourceBytes, Rehashed: res.Rehashed,
-		Seconds: el, Warnings: groupEntryWarnings(plan)}
+		Seconds: el, Warnings: append(groupEntryWarnings(plan), buildNotes(res)...), Unknown: res.Unknown}
 	if el > 0 {
 		out.ElementsPerSecond = float64(res.SourceElements) / el
 	}
@@ -185,6 +186,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	if out.Removed == nil {
 		out.Removed = []string{}
+	}
+	if out.Unknown == nil {
+		out.Unknown = []string{}
 	}
 	if format == output.JSON {
 		return output.WriteJSON(a.Out, out)
@@ -227,6 +231,7 @@ type cacheVerifyOptions struct {
 	Workers     int
 	Progress    string
 	Format      string
+	Select      cache.Selector
 }
 
 func (a *App) newCacheVerifyCmd() *cobra.Command {
@@ -246,6 +251,9 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size, e.g. 4GiB")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
+	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
+	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
+	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -310,11 +318,20 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingManifest, Message: fmt.Sprintf("%s is not a cache directory", o.Dir)})
 		return finish()
 	}
-	m, err := cache.ReadManifest(o.Dir)
+	folder, err := cache.ResolveFolder(o.Dir, o.Select)
+	if err != nil {
+		var amb *cache.AmbiguousCacheError
+		if errors.As(err, &amb) {
+			return usageError("%v", err)
+		}
+		res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingManifest, Message: err.Error()})
+		return finish()
+	}
+	m, err := cache.ReadManifest(folder.Path())
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", o.Dir, cache.ManifestName)
+			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", folder.Path(), cache.ManifestName)
 		}
 		res.Findings = append(res.Findings, cache.Finding{Kind: cache.FindingManifest, File: cache.ManifestName, Message: msg})
 		return finish()
@@ -345,7 +362,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	rep, err := cache.Verify(ctx, o.Dir, m, c, plan, cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog})
+	rep, err := cache.Verify(ctx, folder.Root, m, c, plan, cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog})
 	stop()
 	if err != nil {
 		return inputError(err)

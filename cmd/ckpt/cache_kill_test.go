@@ -94,7 +94,7 @@ func TestCacheBuildKilled(t *testing.T) {
 			require.NoError(t, os.RemoveAll(out))
 		} else {
 			var err error
-			before, err = os.Stat(filepath.Join(out, "manifest.json"))
+			before, err = os.Stat(filepath.Join(files, "manifest.json"))
 			require.NoError(t, err, "%s: the previous round left no complete cache", p.name)
 		}
 		cmd := exec.Command(bin, buildArgs...)
@@ -130,7 +130,7 @@ func TestCacheBuildKilled(t *testing.T) {
 			// Only acceptable when the build was killed before it changed
 			// anything: the previous complete cache and its manifest.
 			require.NotNil(t, before, "%s: verify accepted a killed fresh build: %s", p.name, msg)
-			after, err := os.Stat(filepath.Join(out, "manifest.json"))
+			after, err := os.Stat(filepath.Join(files, "manifest.json"))
 			require.NoError(t, err)
 			require.True(t, os.SameFile(before, after) && before.ModTime().Equal(after.ModTime()),
 				"%s: verify accepted a cache whose manifest a killed build rewrote", p.name)
