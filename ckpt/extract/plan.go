@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -25,7 +24,7 @@ const DefaultChunkBytes = 8 << 20
 const minChunkBytes = 16
 
 // ErrNoMatch is returned by NewPlan when the globs select no tensor.
-var ErrNoMatch = errors.New("no tensor matches")
+var ErrNoMatch = ckpt.ErrEmptySelection
 
 // Options select and convert the tensors to extract.
 type Options struct {
@@ -170,6 +169,9 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 		}
 	}
 	if len(selected) == 0 {
+		if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source, c.Names()); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
 	}
 	scaleOf := func(t *ckpt.Tensor) (*ckpt.Tensor, bool) {

@@ -118,6 +118,11 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	defer c.Close()
+	if want != nil {
+		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" nor "+o.Against, c.Names(), want.Names()); err != nil {
+			return inputError(err)
+		}
+	}
 	opt := verify.Options{Profile: o.Profile, ReadData: o.ReadData, Workers: o.Workers}
 	var stop func()
 	if o.ReadData {
