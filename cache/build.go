@@ -36,6 +36,10 @@ type BuildOptions struct {
 	// worker converts at a time (default 8 MiB). Memory use is about
 	// 6 × BandBytes per worker plus partially filled tile columns.
 	BandBytes int64
+	// AllowNonFinite builds from source tensors that hold NaN or Inf
+	// (recorded in the manifest); by default such a tensor fails the build
+	// with *ckpt.NonFiniteError.
+	AllowNonFinite bool
 }
 
 // BuildResult says what a build did. Paths are relative to the cache root.
@@ -60,6 +64,9 @@ type BuildResult struct {
 	// Replaced is the source of the earlier build in this cache folder
 	// when it differs from this build's source.
 	Replaced string
+	// NonFinite lists the source tensors with NaN or Inf values (only
+	// with AllowNonFinite; also in the manifest).
+	NonFinite []ckpt.NonFinite
 }
 
 // Build executes a mapping plan: it writes every entry's .tensorbin file
@@ -112,7 +119,8 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if err := removeTemps(dir); err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values(),
+		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -146,6 +154,8 @@ type builder struct {
 	journal *os.File
 	commits chan<- *sink
 	legacy  bool // a root manifest of an older layout describes this folder
+	guard   *ckpt.FiniteGuard
+	oldNF   map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -186,7 +196,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		c := cand{e, hdr, rec}
 		old, ok := b.old[e.File]
-		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) {
+		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) || b.recheckFinite(rec) {
 			builds = append(builds, c)
 			continue
 		}
@@ -236,6 +246,9 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 	}
 	if err := b.hashAll(ctx, scales); err != nil {
+		return err
+	}
+	if err := b.checkScales(scales); err != nil {
 		return err
 	}
 	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
@@ -534,6 +547,9 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	if err != nil {
 		return err
 	}
+	if err := b.guard.Check(st.t, w.raw); err != nil { // NaN/Inf (nonfinite.go)
+		return err
+	}
 	raw := w.raw
 	select {
 	case <-j.prev:
@@ -623,7 +639,7 @@ func (b *builder) abortAll() {
 func (b *builder) finish() (*BuildResult, error) {
 	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}}
+		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]
 		if !ok {
@@ -631,6 +647,8 @@ func (b *builder) finish() (*BuildResult, error) {
 		}
 		m.Files = append(m.Files, r)
 	}
+	m.NonFinite = b.nonFinite(m.Files)
+	b.res.NonFinite = m.NonFinite
 	if err := b.journal.Sync(); err != nil {
 		return nil, fmt.Errorf("syncing build journal: %w", err)
 	}

@@ -30,8 +30,12 @@ func (b *builder) readOld() error {
 		keep(m.Files)
 		b.legacy = true
 	}
+	b.oldNF = map[string]ckpt.NonFinite{}
 	if m, err := ReadManifest(b.dir); err == nil && m.CacheDir == b.plan.CacheDir {
 		keep(m.Files)
+		for _, nf := range m.NonFinite {
+			b.oldNF[nf.Tensor] = nf
+		}
 		if m.Source != b.plan.Source {
 			b.res.Replaced = m.Source
 		}

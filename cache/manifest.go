@@ -46,6 +46,10 @@ type Manifest struct {
 	CacheDir    string          `json:"cache_dir"`
 	Source      string          `json:"source"`
 	Files       []FileRecord    `json:"files"`
+	// AllowNonFinite is set when the build was told to accept source
+	// tensors holding NaN or Inf; NonFinite lists those it found.
+	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`
+	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and

@@ -49,6 +49,10 @@ type Options struct {
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
+	// AllowNonFinite extracts tensors holding NaN or Inf (Plan.NonFinite
+	// counts them); by default the first one fails Write with
+	// *ckpt.NonFiniteError.
+	AllowNonFinite bool
 }
 
 // Action says how a tensor is produced.
@@ -107,7 +111,12 @@ type Plan struct {
 	Warnings []string
 	chunk    int64
 	progress *ckpt.Progress
+	guard    *ckpt.FiniteGuard
 }
+
+// NonFinite lists the tensors written with NaN or Inf values (only with
+// Options.AllowNonFinite), after Write.
+func (p *Plan) NonFinite() []ckpt.NonFinite { return p.guard.Counts() }
 
 // Counts returns how many items are copied, converted and dequantised.
 func (p *Plan) Counts() (copied, converted, dequantized int) {
@@ -153,7 +162,8 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	if opt.MaxShardSize < 0 {
 		return nil, fmt.Errorf("invalid max shard size %d", opt.MaxShardSize)
 	}
-	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress}
+	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress,
+		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "extract it"}}
 	if p.DType == "" {
 		p.DType = Keep
 	}

@@ -94,10 +94,11 @@ func (a *App) plan(ctx context.Context, src string, pf planFlags, w io.Writer) (
 type cacheBuildOptions struct {
 	Source, Out string
 	planFlags
-	Workers  int
-	Progress string
-	Format   string
-	Force    bool
+	Workers        int
+	Progress       string
+	Format         string
+	Force          bool
+	AllowNonFinite bool
 }
 
 func (a *App) newCacheBuildCmd() *cobra.Command {
@@ -118,28 +119,30 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	return cmd
 }
 
 // CacheBuildResult is the cache build JSON document.
 type CacheBuildResult struct {
-	Out               string   `json:"out"`
-	Manifest          string   `json:"manifest"`
-	Profile           string   `json:"profile"`
-	Mesh              string   `json:"mesh"`
-	CacheDir          string   `json:"cache_dir"`
-	Files             int      `json:"files"`
-	Built             []string `json:"built"`
-	Skipped           int      `json:"skipped"`
-	Removed           []string `json:"removed"`
-	SourceTensors     int      `json:"source_tensors"`
-	SourceElements    int64    `json:"source_elements"`
-	SourceBytes       int64    `json:"source_bytes"`
-	Rehashed          int      `json:"rehashed"`
-	Seconds           float64  `json:"seconds"`
-	ElementsPerSecond float64  `json:"elements_per_second"`
-	Warnings          []string `json:"warnings"`
-	Unknown           []string `json:"unknown"`
+	Out               string           `json:"out"`
+	Manifest          string           `json:"manifest"`
+	Profile           string           `json:"profile"`
+	Mesh              string           `json:"mesh"`
+	CacheDir          string           `json:"cache_dir"`
+	Files             int              `json:"files"`
+	Built             []string         `json:"built"`
+	Skipped           int              `json:"skipped"`
+	Removed           []string         `json:"removed"`
+	SourceTensors     int              `json:"source_tensors"`
+	SourceElements    int64            `json:"source_elements"`
+	SourceBytes       int64            `json:"source_bytes"`
+	Rehashed          int              `json:"rehashed"`
+	Seconds           float64          `json:"seconds"`
+	ElementsPerSecond float64          `json:"elements_per_second"`
+	Warnings          []string         `json:"warnings"`
+	Unknown           []string         `json:"unknown"`
+	NonFinite         []ckpt.NonFinite `json:"nonfinite"`
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
@@ -165,13 +168,10 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force})
+	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite})
 	stop()
 	if err != nil {
-		if isInputError(err) || isCacheBusy(err) {
-			return inputError(err)
-		}
-		return err
+		return buildError(err)
 	}
 	el := time.Since(start).Seconds()
 	out := CacheBuildResult{Out: o.Out, Manifest: filepath.Join(cache.FolderOf(o.Out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
@@ -190,6 +190,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if out.Unknown == nil {
 		out.Unknown = []string{}
 	}
+	out.NonFinite = append([]ckpt.NonFinite{}, res.NonFinite...)
 	if format == output.JSON {
 		return output.WriteJSON(a.Out, out)
 	}

@@ -15,16 +15,17 @@ import (
 )
 
 type extractOptions struct {
-	Source       string
-	Out          string
-	Match        []string
-	Exclude      []string
-	DType        string
-	WithScales   bool
-	MaxShardSize string
-	Format       string
-	Progress     string
-	ChunkBytes   int64 // tests only
+	Source         string
+	Out            string
+	Match          []string
+	Exclude        []string
+	DType          string
+	WithScales     bool
+	AllowNonFinite bool
+	MaxShardSize   string
+	Format         string
+	Progress       string
+	ChunkBytes     int64 // tests only
 }
 
 func (a *App) newExtractCmd() *cobra.Command {
@@ -54,6 +55,7 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this (e.g. 2GB, 500MiB) into shards; --out must then be a directory")
 	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -91,16 +93,17 @@ type ExtractSummary struct {
 
 // ExtractResult is the extract JSON document.
 type ExtractResult struct {
-	Source   string          `json:"source"`
-	Out      string          `json:"out"`
-	DType    string          `json:"dtype"`
-	Sharded  bool            `json:"sharded"`
-	Files    []ExtractFile   `json:"files"`
-	Index    string          `json:"index,omitempty"`
-	Config   string          `json:"config,omitempty"`
-	Tensors  []ExtractTensor `json:"tensors"`
-	Summary  ExtractSummary  `json:"summary"`
-	Warnings []string        `json:"warnings,omitempty"`
+	Source    string           `json:"source"`
+	Out       string           `json:"out"`
+	DType     string           `json:"dtype"`
+	Sharded   bool             `json:"sharded"`
+	Files     []ExtractFile    `json:"files"`
+	Index     string           `json:"index,omitempty"`
+	Config    string           `json:"config,omitempty"`
+	Tensors   []ExtractTensor  `json:"tensors"`
+	Summary   ExtractSummary   `json:"summary"`
+	Warnings  []string         `json:"warnings,omitempty"`
+	NonFinite []ckpt.NonFinite `json:"nonfinite"`
 }
 
 func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
@@ -138,7 +141,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	defer c.Close()
 	prog := ckpt.NewProgress()
 	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
-		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog})
+		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog, AllowNonFinite: o.AllowNonFinite})
 	if err != nil {
 		return inputError(err)
 	}
@@ -155,9 +158,13 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	res, err := plan.Write(ctx, o.Out)
 	stop()
 	if err != nil {
-		return inputError(err)
+		return buildError(err)
 	}
 	out := extractResult(plan, res)
+	out.NonFinite = append([]ckpt.NonFinite{}, plan.NonFinite()...)
+	if s := nonFiniteNote(out.NonFinite); s != "" {
+		fmt.Fprintf(a.Err, "ckpt: note: %s\n", s)
+	}
 	return printExtract(a.Out, format, &out)
 }
 

@@ -31,19 +31,19 @@ func ckptBinary(t *testing.T) string {
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if binErr = cmd.Run(); binErr != nil {
-			binErr = &buildError{err: binErr, out: out.String()}
+			binErr = &goBuildError{err: binErr, out: out.String()}
 		}
 	})
 	require.NoError(t, binErr)
 	return binPath
 }
 
-type buildError struct {
+type goBuildError struct {
 	err error
 	out string
 }
 
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+func (e *goBuildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // runBin runs the binary and returns its exit code, stdout and stderr.
 func runBin(t *testing.T, env []string, args ...string) (int, string, string) {
