@@ -64,6 +64,13 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	if err == nil {
 		return 0
 	}
+	if code, msg, ok := interruptExit(ctx, err); ok {
+		if a.ErrTerm {
+			fmt.Fprint(a.Err, "\r\033[K") // clear a partial line (^C echo)
+		}
+		fmt.Fprintf(a.Err, "ckpt: %s\n", msg)
+		return code
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {

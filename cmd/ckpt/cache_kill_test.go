@@ -34,12 +34,8 @@ func TestCacheBuildKilled(t *testing.T) {
 	}
 	t.Parallel()
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "ckpt")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
-	src := filepath.Join(tmp, "src")
-	require.NoError(t, ckpttest.Write(src, mediumFixture()))
+	bin := ckptBinary(t)
+	src := mediumSource(t)
 	out := filepath.Join(tmp, "cache")
 	files := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
 

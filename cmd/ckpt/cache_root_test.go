@@ -54,8 +54,7 @@ func TestCacheConcurrentBuilds(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	require.NoError(t, ckpttest.Write(src, mediumFixture()))
+	src := mediumSource(t)
 	out := filepath.Join(dir, "cache")
 	bin := ckptBinary(t)
 	type proc struct {

@@ -8,25 +8,40 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/require"
 )
 
-// The ckpt binary for tests that need real processes (locks, signals),
-// built once per test run; TestMain removes binDir.
+// Tests that need real processes (locks, signals) share one ckpt binary
+// and one medium fixture, made once per test run in binDir (TestMain
+// removes it).
 var (
-	binOnce sync.Once
+	dirOnce sync.Once
 	binDir  string
+	dirErr  error
+
+	binOnce sync.Once
 	binPath string
 	binErr  error
+
+	medOnce sync.Once
+	medPath string
+	medErr  error
 )
 
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dirOnce.Do(func() { binDir, dirErr = os.MkdirTemp("", "ckpt-test-shared-") })
+	require.NoError(t, dirErr)
+	return binDir
+}
+
+// ckptBinary builds the command once.
 func ckptBinary(t *testing.T) string {
 	t.Helper()
+	dir := sharedDir(t)
 	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "ckpt-test-bin-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "ckpt")
+		binPath = filepath.Join(dir, "ckpt")
 		cmd := exec.Command("go", "build", "-o", binPath, ".")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -36,6 +51,18 @@ func ckptBinary(t *testing.T) string {
 	})
 	require.NoError(t, binErr)
 	return binPath
+}
+
+// mediumSource writes mediumFixture once (read-only for its users).
+func mediumSource(t *testing.T) string {
+	t.Helper()
+	dir := sharedDir(t)
+	medOnce.Do(func() {
+		medPath = filepath.Join(dir, "medium")
+		medErr = ckpttest.Write(medPath, mediumFixture())
+	})
+	require.NoError(t, medErr)
+	return medPath
 }
 
 type goBuildError struct {

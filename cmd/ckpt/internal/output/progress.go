@@ -38,6 +38,7 @@ func StartProgress(mode string, terminal bool, w io.Writer, label string, p *ckp
 		pb := mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(150*time.Millisecond), mpb.WithWidth(40))
 		_, total, _ := p.Snapshot()
 		bar := pb.AddBar(max(total, 1),
+			mpb.BarRemoveOnComplete(), // stopped (finished or interrupted): nothing left on screen
 			mpb.PrependDecorators(decor.Name(label+" "), decor.CountersKibiByte("% .1f / % .1f")),
 			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageSpeed(decor.SizeB1024(0), "% .1f")))
 		go func() {
