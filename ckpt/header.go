@@ -85,6 +85,9 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
 		return &FormatError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
 	if size < 8 {
+		if e := sniff(r, size, name); e != nil {
+			return nil, e
+		}
 		return nil, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
 	}
 	var lenBuf [8]byte
@@ -92,6 +95,11 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
 		return nil, fmt.Errorf("reading header length of %s: %w", name, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > MaxHeaderSize || int64(n) > size-8 {
+		if e := sniff(r, size, name); e != nil { // what is it, then? (sniff.go)
+			return nil, e
+		}
+	}
 	if n > MaxHeaderSize {
 		return nil, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
 	}
