@@ -16,6 +16,7 @@ type partial struct {
 	normF     float64 // Σ f²
 	dot       float64 // Σ b·f
 	nan       bool    // a NaN difference was seen
+	nf        nonFinite // NaN/Inf values of each side (nonfinite.go)
 	// requant mismatches
 	qElems, qBlocks int64
 }
@@ -27,6 +28,7 @@ func (p *partial) merge(o *partial) {
 		p.maxAbs = o.maxAbs
 	}
 	p.nan = p.nan || o.nan
+	p.nf.add(o.nf)
 	p.sumSqDiff += o.sumSqDiff
 	p.normB += o.normB
 	p.normF += o.normF
@@ -81,6 +83,9 @@ func (p *partial) accumulate(b, f []float32) {
 		nb0 += float64(x0 * x0)
 		nf0 += float64(y0 * y0)
 		d0 += float64(x0 * y0)
+	}
+	if nan || mx > math.MaxFloat64 { // rare: which side is not finite?
+		p.nf.count(b, f)
 	}
 	p.maxAbs = mx
 	p.nan = p.nan || nan
@@ -202,6 +207,7 @@ func (p *partial) finish(t *Tensor) {
 	}
 	c := Float(cos)
 	t.Cosine = &c
+	p.nf.note(t)
 }
 
 // identicalStats sets the statistics of an identical tensor.

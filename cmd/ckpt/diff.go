@@ -242,6 +242,8 @@ func floatCell(p *diff.Float, digits int) string {
 
 func tensorNote(t diff.Tensor) string {
 	switch {
+	case t.Note != "":
+		return t.Note
 	case t.Relation == diff.ShapeChanged:
 		return "ft shape " + output.Shape(t.FTShape)
 	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdentical:

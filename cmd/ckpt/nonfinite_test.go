@@ -51,3 +51,40 @@ func TestNonFiniteCommands(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stderr, "note: 1 source tensor(s) hold NaN or Inf")
 }
+
+// TestDiffNotesNonFinite: a tensor with NaN on one side gets a note
+// saying which side, in the table and in JSON (next to the null
+// statistics).
+func TestDiffNotesNonFinite(t *testing.T) {
+	t.Parallel()
+	_, base, ft := small(t)
+	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
+	require.NoError(t, ckpttest.SetNaN(ft, bad, 1666))
+	code, stdout, stderr := runApp(t, "diff", base, ft, "--format", "text", "--match", bad, "--progress", "none")
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stdout, "ft has 1666 NaN (base is finite): statistics over them are not defined")
+	code, stdout, _ = runApp(t, "diff", base, ft, "--format", "json", "--match", bad, "--progress", "none")
+	require.Equal(t, 1, code)
+	var res struct {
+		Tensors []struct {
+			Name       string
+			MaxAbsDiff *float64 `json:"max_abs_diff"`
+			Note       string
+			NonFinite  *struct {
+				BaseNaN int64 `json:"base_nan"`
+				FTNaN   int64 `json:"ft_nan"`
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Len(t, res.Tensors, 1)
+	tn := res.Tensors[0]
+	require.Nil(t, tn.MaxAbsDiff)
+	require.NotNil(t, tn.NonFinite)
+	require.EqualValues(t, 0, tn.NonFinite.BaseNaN)
+	require.EqualValues(t, 1666, tn.NonFinite.FTNaN)
+	require.Contains(t, tn.Note, "ft has 1666 NaN")
+	// Reversed: the base side is named.
+	_, stdout, _ = runApp(t, "diff", ft, base, "--format", "text", "--match", bad, "--progress", "none")
+	require.Contains(t, stdout, "base has 1666 NaN (ft is finite)")
+}
