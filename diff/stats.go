@@ -11,11 +11,11 @@ import (
 type partial struct {
 	changed   int64
 	maxAbs    float64
-	sumSqDiff float64 // Σ (f−b)²
-	normB     float64 // Σ b²
-	normF     float64 // Σ f²
-	dot       float64 // Σ b·f
-	nan       bool    // a NaN difference was seen
+	sumSqDiff float64   // Σ (f−b)²
+	normB     float64   // Σ b²
+	normF     float64   // Σ f²
+	dot       float64   // Σ b·f
+	nan       bool      // a NaN difference was seen
 	nf        nonFinite // NaN/Inf values of each side (nonfinite.go)
 	// requant mismatches
 	qElems, qBlocks int64
