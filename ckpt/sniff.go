@@ -2,6 +2,7 @@ package ckpt
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,6 +73,26 @@ func sniffKind(b []byte) (kind, hint string) {
 		return "text", "this is a text file, not safetensors"
 	}
 	return "", ""
+}
+
+// DescribeBytes names what the start of a file looks like when it is not
+// what was expected: "a Git LFS pointer", "an HTML page", "JSON text (it
+// looks like a config.json)"...; "" when nothing is recognised.
+func DescribeBytes(b []byte) string {
+	if len(b) > 9 && b[8] == '{' && binary.LittleEndian.Uint64(b) <= uint64(len(b)-8) {
+		return "it is a safetensors file"
+	}
+	kind, hint := sniffKind(b[:min(len(b), sniffBytes*64)])
+	switch kind {
+	case "":
+		return ""
+	case "json":
+		if l := jsonLooksLike(b); l != "" {
+			return l[2 : len(l)-1] // without " (" and ")"
+		}
+		return "JSON text"
+	}
+	return hint
 }
 
 // jsonLooksLike names common JSON files from their keys (the file may be

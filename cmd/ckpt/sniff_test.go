@@ -38,3 +38,14 @@ func TestLFSPointerNamed(t *testing.T) {
 		require.False(t, strings.Contains(stderr, "header too large"), args)
 	}
 }
+
+// TestAgainstNotAContract: --against config.json names the file for what
+// it is.
+func TestAgainstNotAContract(t *testing.T) {
+	t.Parallel()
+	_, base, ft := small(t)
+	code, _, stderr := runApp(t, "verify", ft, "--against", filepath.Join(base, "config.json"))
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "config.json is not a ckpt contract (it looks like a config.json)")
+	require.NotContains(t, stderr, "contract_version is 0")
+}
