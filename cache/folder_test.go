@@ -129,6 +129,14 @@ func TestBuildLock(t *testing.T) {
 	require.Equal(t, dead.PID, res.StaleLock.PID)
 	require.NoFileExists(t, filepath.Join(dir, cache.LockName))
 	require.True(t, verifyFolder(t, c, plan, out).OK())
+
+	// verify reports a build in progress.
+	l, err = cache.LockFolder(dir)
+	require.NoError(t, err)
+	defer l.Release()
+	rep := verifyFolder(t, c, plan, out)
+	require.Len(t, rep.Findings, 1)
+	require.Contains(t, rep.Findings[0].Message, "a build is changing the cache now (pid ")
 }
 
 // TestLegacyRootManifest: a cache built when the manifest lived at the

@@ -138,17 +138,7 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 	return s, nil
 }
 
-func isCommit(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isCommit(s string) bool { return len(s) == 40 && isHex(s) }
 
 func resolveRev(root *os.Root, repoDir string, repo Repo) (string, error) {
 	rev := repo.Rev()

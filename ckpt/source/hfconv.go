@@ -128,10 +128,10 @@ func (e *CacheMissError) Error() string {
 func (e *CacheMissError) Unwrap() error { return fs.ErrNotExist }
 
 // isHexPrefix reports a possible short commit hash (4 to 39 hex digits).
-func isHexPrefix(s string) bool {
-	if len(s) < 4 || len(s) >= 40 {
-		return false
-	}
+func isHexPrefix(s string) bool { return len(s) >= 4 && len(s) < 40 && isHex(s) }
+
+// isHex reports lower-case hex digits only.
+func isHex(s string) bool {
 	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
 			return false
