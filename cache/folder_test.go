@@ -157,3 +157,26 @@ func TestLegacyRootManifest(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(out, cache.ManifestName))
 	require.FileExists(t, filepath.Join(dir, cache.ManifestName))
 }
+
+// TestBuildOtherSource: a build of another checkpoint into the same cache
+// folder (same device, tag and mesh: the same file names) says whose cache
+// it replaced; under another tag both stay.
+func TestBuildOtherSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	cb, pb := openPlan(t, base)
+	cf, pf := openPlan(t, ft)
+	out := filepath.Join(dir, "cache")
+	_, err = cache.Build(context.Background(), cb, pb, out, cache.BuildOptions{Workers: 2})
+	require.NoError(t, err)
+	res, err := cache.Build(context.Background(), cf, planFor(t, cf, pf.Mesh, "ft"), out, cache.BuildOptions{Workers: 2})
+	require.NoError(t, err)
+	require.Empty(t, res.Replaced)
+	require.True(t, verifyFolder(t, cb, pb, out).OK())
+	res, err = cache.Build(context.Background(), cf, pf, out, cache.BuildOptions{Workers: 2})
+	require.NoError(t, err)
+	require.Equal(t, base, res.Replaced)
+	require.True(t, verifyFolder(t, cf, pf, out).OK())
+}

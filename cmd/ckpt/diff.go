@@ -96,7 +96,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		defer c.Close()
 		cks[i] = c
 	}
-	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Base+" nor "+o.FT, cks[0].Names(), cks[1].Names()); err != nil {
+	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Base+" or "+o.FT, cks[0].Names(), cks[1].Names()); err != nil {
 		return inputError(err)
 	}
 	p := ckpt.NewProgress()

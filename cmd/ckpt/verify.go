@@ -119,7 +119,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	defer c.Close()
 	if want != nil {
-		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" nor "+o.Against, c.Names(), want.Names()); err != nil {
+		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" or "+o.Against, c.Names(), want.Names()); err != nil {
 			return inputError(err)
 		}
 	}
