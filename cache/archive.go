@@ -31,19 +31,29 @@ type PackOptions struct {
 	Progress *ckpt.Progress
 }
 
-// Pack writes the built cache at root as a zstd-compressed tar stream to
-// w: every file of the manifest, in manifest order, then manifest.json
-// last. Each file's data hash is checked against the manifest while it is
-// read, so a damaged cache is never shipped. It returns the manifest.
-func Pack(ctx context.Context, root string, w io.Writer, opt PackOptions) (*Manifest, error) {
+// Pack writes one built cache folder as a zstd-compressed tar stream to w:
+// every file of the manifest, in manifest order (paths relative to the
+// cache root), then manifest.json last. dir is the cache folder, or a
+// cache root holding exactly one (see ResolveFolder). Each file's data
+// hash is checked against the manifest while it is read, so a damaged cache
+// is never shipped. It returns the manifest.
+func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Manifest, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	m, err := ReadManifest(root)
+	folder, err := ResolveFolder(dir, Selector{})
 	if err != nil {
 		return nil, err
 	}
-	mb, err := os.ReadFile(filepath.Join(root, ManifestName))
+	root := folder.Root
+	m, err := ReadManifest(folder.Path())
+	if err != nil {
+		return nil, err
+	}
+	if m.CacheDir != folder.Dir {
+		return nil, fmt.Errorf("reading manifest in %s: it is for cache folder %s", folder.Path(), m.CacheDir)
+	}
+	mb, err := os.ReadFile(filepath.Join(folder.Path(), ManifestName))
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +177,9 @@ type UnpackOptions struct {
 	Progress *ckpt.Progress // counts bytes extracted (nil-safe)
 }
 
-// Unpack extracts an archive written by Pack into the cache root dest.
+// Unpack extracts an archive written by Pack into the cache root dest (into
+// the archive's cache folder, which it locks; other folders are not
+// touched).
 // Files are extracted into a temporary directory under dest and hashed on
 // the way; the manifest (last in the archive) must list exactly the
 // extracted files with matching sizes, header sizes and data hashes. Only
@@ -299,12 +311,21 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		}
 	}
 	// Everything checks out: move into place, manifest last.
+	dir := FolderOf(dest, m.CacheDir).Path()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := LockFolder(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
 	for _, n := range []string{ManifestName, JournalName} {
-		if err := os.Remove(filepath.Join(dest, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, &ckpt.WriteError{Err: err}
 		}
 	}
-	syncDir(dest)
+	syncDir(dir)
 	for _, n := range order {
 		to := filepath.Join(dest, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
@@ -323,10 +344,10 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		f.Sync()
 		f.Close()
 	}
-	if err := os.Rename(mp, filepath.Join(dest, ManifestName)); err != nil {
+	if err := os.Rename(mp, filepath.Join(dir, ManifestName)); err != nil {
 		return nil, &ckpt.WriteError{Err: err}
 	}
-	syncDir(dest)
+	syncDir(dir)
 	return m, nil
 }
 

@@ -36,6 +36,10 @@ type BuildOptions struct {
 	// worker converts at a time (default 8 MiB). Memory use is about
 	// 6 × BandBytes per worker plus partially filled tile columns.
 	BandBytes int64
+	// AllowNonFinite builds from source tensors that hold NaN or Inf
+	// (recorded in the manifest); by default such a tensor fails the build
+	// with *ckpt.NonFiniteError.
+	AllowNonFinite bool
 }
 
 // BuildResult says what a build did. Paths are relative to the cache root.
@@ -51,11 +55,28 @@ type BuildResult struct {
 	// Rehashed counts source tensors whose cheap identity changed and that
 	// were hashed to decide whether their files are still current.
 	Rehashed int
+	// Unknown lists files in the cache folder that neither this build's
+	// plan nor its earlier build recorded: they are left alone.
+	Unknown []string
+	// StaleLock is the holder of a lock that was taken over because that
+	// process no longer runs.
+	StaleLock *LockInfo
+	// Replaced is the source of the earlier build in this cache folder
+	// when it differs from this build's source.
+	Replaced string
+	// NonFinite lists the source tensors with NaN or Inf values (only
+	// with AllowNonFinite; also in the manifest).
+	NonFinite []ckpt.NonFinite
 }
 
 // Build executes a mapping plan: it writes every entry's .tensorbin file
-// under the cache root `out` (entry File paths are relative to it) and
-// finally out/manifest.json.
+// under the cache root `out` (entry File paths are relative to it, inside
+// the plan's cache folder out/<device>/tensor_cache_<tag>_mesh<R>x<C>) and
+// finally the folder's manifest.json. Other cache folders of the root are
+// never touched; inside its folder a build removes only files that its own
+// earlier build recorded and reports files it does not know (Unknown). It
+// holds the folder's lock (LockFolder) while it runs and returns
+// *LockedError when another process holds it.
 //
 // Each source tensor that a file to build needs is streamed once, in bands
 // of rows (FP8 dequantised to float32, then the entry's value ops, e.g.
@@ -83,13 +104,23 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if opt.BandBytes <= 0 {
 		opt.BandBytes = 8 << 20
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, &ckpt.WriteError{Op: "creating cache root", Err: err}
+	if err := checkRelPath(plan.CacheDir); err != nil {
+		return nil, fmt.Errorf("cache folder: %w", err)
 	}
-	if err := removeTemps(out); err != nil {
+	dir := FolderOf(out, plan.CacheDir).Path()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, &ckpt.WriteError{Op: "creating cache folder", Err: err}
+	}
+	lock, err := LockFolder(dir)
+	if err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, opt: opt, res: &BuildResult{}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values()}
+	defer lock.Release()
+	if err := removeTemps(dir); err != nil {
+		return nil, err
+	}
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values(),
+		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -98,7 +129,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	}
 	if err := b.stream(ctx); err != nil {
 		b.abortAll()
-		return nil, err
+		return nil, b.interrupted(ctx, err)
 	}
 	return b.finish()
 }
@@ -106,7 +137,8 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 type builder struct {
 	c    *ckpt.Checkpoint
 	plan *mapping.Plan
-	out  string
+	out  string // the cache root
+	dir  string // the cache folder
 	opt  BuildOptions
 	res  *BuildResult
 
@@ -121,6 +153,9 @@ type builder struct {
 	e4m3    [256]float32
 	journal *os.File
 	commits chan<- *sink
+	legacy  bool // a root manifest of an older layout describes this folder
+	guard   *ckpt.FiniteGuard
+	oldNF   map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -134,18 +169,8 @@ func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
 
 // prepare decides which entries to build and creates their sinks.
 func (b *builder) prepare(ctx context.Context) error {
-	b.old = map[string]FileRecord{}
-	if m, err := ReadManifest(b.out); err == nil {
-		for _, f := range m.Files {
-			b.old[f.Path] = f
-		}
-	}
-	jr, err := readJournal(b.out)
-	if err != nil {
+	if err := b.readOld(); err != nil {
 		return err
-	}
-	for _, f := range jr {
-		b.old[f.Path] = f
 	}
 	b.records = map[string]FileRecord{}
 	type cand struct {
@@ -171,7 +196,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		c := cand{e, hdr, rec}
 		old, ok := b.old[e.File]
-		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) {
+		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) || b.recheckFinite(rec) {
 			builds = append(builds, c)
 			continue
 		}
@@ -221,6 +246,9 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 	}
 	if err := b.hashAll(ctx, scales); err != nil {
+		return err
+	}
+	if err := b.checkScales(scales); err != nil {
 		return err
 	}
 	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
@@ -284,10 +312,10 @@ func (b *builder) startJournal() error {
 	for _, e := range b.plan.Entries {
 		inPlan[e.File] = true
 	}
-	if err := os.Remove(filepath.Join(b.out, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(b.dir, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing old manifest: %w", err)
 	}
-	syncDir(b.out)
+	syncDir(b.dir)
 	for p := range b.old {
 		if !inPlan[p] {
 			if err := os.Remove(filepath.Join(b.out, filepath.FromSlash(p))); err == nil {
@@ -296,7 +324,7 @@ func (b *builder) startJournal() error {
 		}
 	}
 	sort.Strings(b.res.Removed)
-	f, err := os.Create(filepath.Join(b.out, JournalName))
+	f, err := os.Create(filepath.Join(b.dir, JournalName))
 	if err != nil {
 		return &ckpt.WriteError{Op: "creating build journal", Err: err}
 	}
@@ -519,6 +547,9 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	if err != nil {
 		return err
 	}
+	if err := b.guard.Check(st.t, w.raw); err != nil { // NaN/Inf (nonfinite.go)
+		return err
+	}
 	raw := w.raw
 	select {
 	case <-j.prev:
@@ -608,7 +639,7 @@ func (b *builder) abortAll() {
 func (b *builder) finish() (*BuildResult, error) {
 	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}}
+		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]
 		if !ok {
@@ -616,17 +647,23 @@ func (b *builder) finish() (*BuildResult, error) {
 		}
 		m.Files = append(m.Files, r)
 	}
+	m.NonFinite = b.nonFinite(m.Files)
+	b.res.NonFinite = m.NonFinite
 	if err := b.journal.Sync(); err != nil {
 		return nil, &ckpt.WriteError{Op: "syncing build journal", Err: err}
 	}
 	b.journal.Close()
-	if err := writeManifest(b.out, m); err != nil {
+	if err := writeManifest(b.dir, m); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(b.out, JournalName)); err != nil {
+	if err := os.Remove(filepath.Join(b.dir, JournalName)); err != nil {
 		return nil, fmt.Errorf("removing build journal: %w", err)
 	}
-	syncDir(b.out)
+	syncDir(b.dir)
+	b.dropLegacy()
+	if err := b.findUnknown(); err != nil {
+		return nil, err
+	}
 	sort.Strings(b.res.Built)
 	b.res.Manifest = m
 	return b.res, nil

@@ -130,7 +130,7 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 	require.Empty(t, res.Skipped)
 	checkAgainstMaterialize(t, c, plan, out)
 
-	m, err := cache.ReadManifest(out)
+	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
 	require.Len(t, m.Files, len(plan.Entries))
 	require.Equal(t, "qwen3_5-tt", m.Profile)
@@ -141,7 +141,7 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 			require.Len(t, s.XXH3, 16, "%s source %s", f.Path, s.Name)
 		}
 	}
-	_, err = os.Stat(filepath.Join(out, cache.JournalName))
+	_, err = os.Stat(filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.JournalName))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 

@@ -4,11 +4,16 @@
 // plan (package mapping), laid out under
 // <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>/.
 //
+// Each cache folder is independent: its own manifest.json, build journal
+// and lock (LockFolder), so builds for other meshes, tags or devices share
+// a root without touching each other (Folders and ResolveFolder find them).
+//
 // Build streams each source tensor once through the plan's transforms and
 // writes every file through a temporary name, fsync and rename; a journal
 // makes an interrupted build resumable, and manifest.json, written last,
 // records the plan entry, the source tensors' xxh3 and each file's header
-// and data hashes. Verify is fail-closed: it reports every missing, extra,
+// and data hashes. Source tensors holding NaN or Inf fail a build unless
+// allowed (then the manifest records them). Verify is fail-closed: it reports every missing, extra,
 // truncated, corrupted or stale file as a finding. Pack and Unpack move a
 // cache as one zstd-compressed tar with the manifest last.
 //

@@ -44,7 +44,7 @@ func ExampleBuild() {
 	res, _ = cache.Build(ctx, c, plan, out, cache.BuildOptions{})
 	fmt.Println("rebuild: built", len(res.Built), "kept", len(res.Skipped))
 
-	m, err := cache.ReadManifest(out)
+	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	if err != nil {
 		panic(err)
 	}

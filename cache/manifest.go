@@ -18,9 +18,10 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// ManifestName is the manifest file at the root of a built cache. It is
-// written last, atomically, by a build that completed; a cache without it
-// is incomplete.
+// ManifestName is the manifest file of a cache folder
+// (<root>/<device>/tensor_cache_<tag>_mesh<R>x<C>/manifest.json). It is
+// written last, atomically, by a build that completed; a cache folder
+// without it is incomplete. Its file paths are relative to the cache root.
 const ManifestName = "manifest.json"
 
 // JournalName is the build journal: one FileRecord per line, appended as
@@ -47,6 +48,10 @@ type Manifest struct {
 	CacheDir string           `json:"cache_dir"`
 	Source   string           `json:"source"`
 	Files    []FileRecord     `json:"files"`
+	// AllowNonFinite is set when the build was told to accept source
+	// tensors holding NaN or Inf; NonFinite lists those it found.
+	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`
+	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and
@@ -216,8 +221,8 @@ func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err e
 	return hexHash(hh.Sum64()), hexHash(hd.Sum64()), nil
 }
 
-// ReadManifest reads DIR/manifest.json. A missing manifest is an error
-// matching fs.ErrNotExist.
+// ReadManifest reads DIR/manifest.json (DIR is a cache folder). A missing
+// manifest is an error matching fs.ErrNotExist.
 func ReadManifest(dir string) (*Manifest, error) {
 	p := filepath.Join(dir, ManifestName)
 	b, err := os.ReadFile(p)
@@ -239,9 +244,15 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("reading manifest %s: format %q, want %q", name, m.Format, ManifestFormat)
 	}
+	if err := checkRelPath(m.CacheDir); err != nil {
+		return nil, fmt.Errorf("reading manifest %s: cache_dir: %w", name, err)
+	}
 	for _, f := range m.Files {
 		if err := checkRelPath(f.Path); err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", name, err)
+		}
+		if !underDir(f.Path, m.CacheDir) {
+			return nil, fmt.Errorf("reading manifest %s: file %s is outside the cache folder %s", name, strconv.Quote(f.Path), m.CacheDir)
 		}
 	}
 	return &m, nil

@@ -61,14 +61,16 @@ type VerifyReport struct {
 // OK reports whether the cache passed.
 func (r *VerifyReport) OK() bool { return len(r.Findings) == 0 }
 
-// Verify checks a built cache at root against its manifest m and the plan
-// of the current source checkpoint c, fail-closed: every planned file must
+// Verify checks the cache folder of a plan (root/plan.CacheDir) against its
+// manifest m and the plan of the current source checkpoint c, fail-closed: every planned file must
 // exist, be recorded in the manifest with the plan's entry fingerprint,
 // have the plan's header and size and the recorded data hash, and have been
 // built from source tensors that still have the recorded contents (cheap
 // identity, else xxh3; always xxh3 with Rehash). Files that are neither
 // planned nor recorded, leftovers of an interrupted build and a build
-// journal are reported as extra. Findings are sorted by file.
+// journal are reported as extra; a build that holds the folder's lock is
+// reported. Only the cache folder is judged: other folders of the root are
+// not looked at. Findings are sorted by file.
 func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt VerifyOptions) (*VerifyReport, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
@@ -143,12 +145,16 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 			add(fail(FindingExtra, f.Path, "recorded in the manifest but not in the current plan"))
 		}
 	}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	dir := FolderOf(root, plan.CacheDir).Path()
+	if h, ok := LockHolder(dir); ok {
+		add(fail(FindingManifest, plan.CacheDir+"/"+LockName, fmt.Sprintf("a build is changing the cache now (%s)", h)))
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if p != root && isTempName(d.Name()) {
+			if p != dir && isTempName(d.Name()) {
 				add(fail(FindingExtra, rel(root, p), "leftover directory of an interrupted unpack"))
 				return filepath.SkipDir
 			}
@@ -156,8 +162,8 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		}
 		r := rel(root, p)
 		switch {
-		case r == ManifestName || planned[r]:
-		case r == JournalName:
+		case p == filepath.Join(dir, ManifestName) || p == filepath.Join(dir, LockName) || planned[r]:
+		case p == filepath.Join(dir, JournalName):
 			add(fail(FindingExtra, r, "build journal: a build was interrupted; run cache build again"))
 		case isTempName(d.Name()):
 			add(fail(FindingExtra, r, "temporary file of an interrupted build"))
@@ -167,7 +173,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("scanning %s: %w", root, err)
+		return nil, fmt.Errorf("scanning %s: %w", dir, err)
 	}
 	sort.SliceStable(rep.Findings, func(i, j int) bool {
 		a, b := rep.Findings[i], rep.Findings[j]

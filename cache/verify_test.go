@@ -31,7 +31,7 @@ func built(t *testing.T) (string, string, *mapping.Plan) {
 func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.VerifyReport {
 	t.Helper()
 	c, plan := openPlan(t, src)
-	m, err := cache.ReadManifest(out)
+	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
 	rep, err := cache.Verify(context.Background(), out, m, c, plan, opt)
 	require.NoError(t, err)
@@ -265,8 +265,8 @@ func TestMemAvailable(t *testing.T) {
 // variable does not verify against a plan built with another.
 func TestVerifySettingsMismatch(t *testing.T) {
 	t.Parallel()
-	src, out, _ := built(t)
-	m, err := cache.ReadManifest(out)
+	src, out, plan := built(t)
+	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
 	require.Equal(t, true, m.Settings["proj_1d_decode"])
 	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
@@ -274,7 +274,7 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	defer c.Close()
 	p, err := mapping.Builtin(mapping.BuiltinName)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
+	plan, err = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
 	rep, err := cache.Verify(context.Background(), out, m, c, plan, cache.VerifyOptions{})
 	require.NoError(t, err)

@@ -30,17 +30,22 @@ type BuildSummary struct {
 	Seconds           float64  `json:"seconds"`
 	ElementsPerSecond float64  `json:"elements_per_second"`
 	// Warnings are the plan's per-target warnings grouped by rule
-	// (mapping.Plan.GroupedWarnings).
+	// (mapping.Plan.GroupedWarnings), then the build's notes (Notes).
 	Warnings []string `json:"warnings"`
+	// Unknown are files in the cache folder no ckpt build recorded (left
+	// alone); NonFinite the source tensors built with NaN/Inf kept.
+	Unknown   []string         `json:"unknown"`
+	NonFinite []ckpt.NonFinite `json:"nonfinite"`
 }
 
 // Summary is the build result of plan written to the cache root out, as
 // the cache build JSON document; seconds is the wall time of the command.
 func (r *BuildResult) Summary(out string, plan *mapping.Plan, seconds float64) BuildSummary {
-	s := BuildSummary{Out: out, Manifest: filepath.Join(out, ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+	s := BuildSummary{Out: out, Manifest: filepath.Join(FolderOf(out, plan.CacheDir).Path(), ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
 		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed,
-		Seconds: seconds, Warnings: plan.GroupedWarnings()}
+		Seconds: seconds, Warnings: append(plan.GroupedWarnings(), r.Notes()...),
+		Unknown: append([]string{}, r.Unknown...), NonFinite: append([]ckpt.NonFinite{}, r.NonFinite...)}
 	if seconds > 0 {
 		s.ElementsPerSecond = float64(r.SourceElements) / seconds
 	}
@@ -56,6 +61,26 @@ func (r *BuildResult) Summary(out string, plan *mapping.Plan, seconds float64) B
 	return s
 }
 
+// Notes are the notes of a build: a stale lock taken over, an earlier
+// build of another source replaced, tensors built with NaN/Inf kept,
+// unknown files left alone.
+func (r *BuildResult) Notes() []string {
+	var out []string
+	if l := r.StaleLock; l != nil {
+		out = append(out, fmt.Sprintf("took over the lock of a build that no longer runs (%s)", l))
+	}
+	if r.Replaced != "" {
+		out = append(out, fmt.Sprintf("the cache folder held a build of %s; it now holds this source's", ckpt.EscapeName(r.Replaced)))
+	}
+	if s := ckpt.NonFiniteNote(r.NonFinite); s != "" {
+		out = append(out, s+"; recorded in the manifest")
+	}
+	if n := len(r.Unknown); n > 0 {
+		out = append(out, fmt.Sprintf("%d file(s) in the cache folder are not from a ckpt build and were left alone (first: %s)", n, ckpt.EscapeName(r.Unknown[0])))
+	}
+	return out
+}
+
 // CheckOptions tune Check.
 type CheckOptions struct {
 	VerifyOptions
@@ -66,6 +91,8 @@ type CheckOptions struct {
 	// Rules is the profile JSON file the cache was built with; "" for the
 	// built-in profile the manifest names.
 	Rules string
+	// Select picks the cache folder when dir is a root holding several.
+	Select Selector
 	// Set overrides profile variables (NAME=VALUE) over the settings the
 	// manifest records.
 	Set []string
@@ -122,11 +149,20 @@ func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, err
 		res.Findings = append(res.Findings, fail(FindingManifest, "", fmt.Sprintf("%s is not a cache directory", dir)))
 		return done()
 	}
-	m, err := ReadManifest(dir)
+	folder, err := ResolveFolder(dir, opt.Select)
+	if err != nil {
+		var amb *AmbiguousCacheError
+		if errors.As(err, &amb) {
+			return nil, err
+		}
+		res.Findings = append(res.Findings, fail(FindingManifest, "", err.Error()))
+		return done()
+	}
+	m, err := ReadManifest(folder.Path())
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", dir, ManifestName)
+			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", folder.Path(), ManifestName)
 		}
 		res.Findings = append(res.Findings, fail(FindingManifest, ManifestName, msg))
 		return done()
@@ -155,7 +191,7 @@ func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, err
 	for _, f := range m.Files {
 		opt.Progress.AddTotal(f.Size)
 	}
-	rep, err := Verify(ctx, dir, m, c, plan, opt.VerifyOptions)
+	rep, err := Verify(ctx, folder.Root, m, c, plan, opt.VerifyOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -278,7 +278,7 @@ func detectEntry(ctx context.Context, store Store) (string, error) {
 	case 1:
 		return st[0], nil
 	case 0:
-		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file (found %d other file(s))", IndexFile, len(names))}
+		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
 	default:
 		sort.Slice(st, func(i, j int) bool { return NaturalLess(st[i], st[j]) })
 		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(st), strings.Join(st, ", "), IndexFile)}

@@ -94,6 +94,9 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 		return &FormatError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
 	if size < 8 {
+		if e := sniff(r, size, name); e != nil {
+			return nil, 0, e
+		}
 		return nil, 0, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
 	}
 	var lenBuf [8]byte
@@ -101,6 +104,11 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 		return nil, 0, fmt.Errorf("reading header length of %s: %w", name, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if n > MaxHeaderSize || int64(n) > size-8 {
+		if e := sniff(r, size, name); e != nil { // what is it, then? (sniff.go)
+			return nil, 0, e
+		}
+	}
 	if n > MaxHeaderSize {
 		return nil, 0, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
 	}

@@ -121,6 +121,10 @@ type Tensor struct {
 	ChangedFractionCI95 *[2]Float `json:"changed_fraction_ci95,omitempty"`
 	// Group is the summary group: text_layers, mtp, visual or other.
 	Group string `json:"group"`
+	// NonFinite counts NaN and Inf values of each side (values mode, only
+	// when either has some); Note says why statistics are NaN or Inf.
+	NonFinite *NonFiniteCounts `json:"nonfinite,omitempty"`
+	Note      string           `json:"note,omitempty"`
 }
 
 // Summary counts tensors by relation.

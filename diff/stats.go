@@ -11,11 +11,12 @@ import (
 type partial struct {
 	changed   int64
 	maxAbs    float64
-	sumSqDiff float64 // Σ (f−b)²
-	normB     float64 // Σ b²
-	normF     float64 // Σ f²
-	dot       float64 // Σ b·f
-	nan       bool    // a NaN difference was seen
+	sumSqDiff float64   // Σ (f−b)²
+	normB     float64   // Σ b²
+	normF     float64   // Σ f²
+	dot       float64   // Σ b·f
+	nan       bool      // a NaN difference was seen
+	nf        nonFinite // NaN/Inf values of each side (nonfinite.go)
 	// requant mismatches
 	qElems, qBlocks int64
 	zeroSign        int64 // FP8 codes differing only in the sign of zero
@@ -28,6 +29,7 @@ func (p *partial) merge(o *partial) {
 		p.maxAbs = o.maxAbs
 	}
 	p.nan = p.nan || o.nan
+	p.nf.add(o.nf)
 	p.sumSqDiff += o.sumSqDiff
 	p.normB += o.normB
 	p.normF += o.normF
@@ -83,6 +85,9 @@ func (p *partial) accumulate(b, f []float32) {
 		nb0 += float64(x0 * x0)
 		nf0 += float64(y0 * y0)
 		d0 += float64(x0 * y0)
+	}
+	if nan || mx > math.MaxFloat64 { // rare: which side is not finite?
+		p.nf.count(b, f)
 	}
 	p.maxAbs = mx
 	p.nan = p.nan || nan
@@ -204,6 +209,7 @@ func (p *partial) finish(t *Tensor) {
 	}
 	c := Float(cos)
 	t.Cosine = &c
+	p.nf.note(t)
 }
 
 // identicalStats sets the statistics of an identical tensor.

@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -25,7 +24,7 @@ const DefaultChunkBytes = 8 << 20
 const minChunkBytes = 16
 
 // ErrNoMatch is returned by NewPlan when the globs select no tensor.
-var ErrNoMatch = errors.New("no tensor matches")
+var ErrNoMatch = ckpt.ErrEmptySelection
 
 // Options select and convert the tensors to extract.
 type Options struct {
@@ -50,6 +49,10 @@ type Options struct {
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
+	// AllowNonFinite extracts tensors holding NaN or Inf (Plan.NonFinite
+	// counts them); by default the first one fails Write with
+	// *ckpt.NonFiniteError.
+	AllowNonFinite bool
 }
 
 // Action says how a tensor is produced.
@@ -108,7 +111,12 @@ type Plan struct {
 	Warnings []string
 	chunk    int64
 	progress *ckpt.Progress
+	guard    *ckpt.FiniteGuard
 }
+
+// NonFinite lists the tensors written with NaN or Inf values (only with
+// Options.AllowNonFinite), after Write.
+func (p *Plan) NonFinite() []ckpt.NonFinite { return p.guard.Counts() }
 
 // Counts returns how many items are copied, converted and dequantised.
 func (p *Plan) Counts() (copied, converted, dequantized int) {
@@ -154,7 +162,8 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	if opt.MaxShardSize < 0 {
 		return nil, fmt.Errorf("invalid max shard size %d", opt.MaxShardSize)
 	}
-	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress}
+	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress,
+		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "extract it"}}
 	if p.DType == "" {
 		p.DType = Keep
 	}
@@ -170,6 +179,9 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 		}
 	}
 	if len(selected) == 0 {
+		if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source, c.Names()); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
 	}
 	scaleOf := func(t *ckpt.Tensor) (*ckpt.Tensor, bool) {

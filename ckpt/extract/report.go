@@ -1,5 +1,7 @@
 package extract
 
+import "github.com/ckpt-dev/ckpt/ckpt"
+
 // ReportTensor is one written tensor in the extract JSON.
 type ReportTensor struct {
 	Name        string  `json:"name"`
@@ -33,13 +35,16 @@ type Report struct {
 	Tensors  []ReportTensor `json:"tensors"`
 	Summary  ReportCounts   `json:"summary"`
 	Warnings []string       `json:"warnings,omitempty"`
+	// NonFinite lists the tensors written with NaN/Inf (AllowNonFinite).
+	NonFinite []ckpt.NonFinite `json:"nonfinite"`
 }
 
 // Report describes what Write produced for the plan, as the extract JSON
 // document.
 func (p *Plan) Report(r *Result) Report {
 	out := Report{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
-		Files: []OutputFile{}, Tensors: []ReportTensor{}, Warnings: p.Warnings}
+		NonFinite: append([]ckpt.NonFinite{}, p.NonFinite()...),
+		Files:     []OutputFile{}, Tensors: []ReportTensor{}, Warnings: p.Warnings}
 	out.Files = append(out.Files, r.Files...)
 	for _, it := range p.Items {
 		shape := it.Shape

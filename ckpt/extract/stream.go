@@ -16,10 +16,12 @@ type streamer struct {
 	vals  []float32 // decoded values
 	enc   []byte    // encoded output
 	prog  *ckpt.Progress
+	guard *ckpt.FiniteGuard // NaN/Inf in the source data
 }
 
-func newStreamer(chunk int64, prog *ckpt.Progress) *streamer {
-	return &streamer{chunk: chunk, prog: prog}
+func newStreamer(chunk int64, prog *ckpt.Progress, guard *ckpt.FiniteGuard) *streamer {
+	// Whole 8-byte words per chunk, so that chunks hold whole elements.
+	return &streamer{chunk: max(chunk&^7, 8), prog: prog, guard: guard}
 }
 
 func (s *streamer) rawBuf(n int64) []byte {
@@ -47,7 +49,7 @@ func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := newStreamer(p.chunk, p.progress)
+	s := newStreamer(p.chunk, p.progress, p.guard)
 	for _, ti := range wr.Order() {
 		it := byName[ti.Name]
 		if err := s.item(ctx, it, wr); err != nil {
@@ -74,6 +76,9 @@ func (s *streamer) copyRaw(ctx context.Context, t *ckpt.Tensor, w io.Writer) err
 		}
 		buf := s.rawBuf(min(n-off, s.chunk))
 		if _, err := t.ReadAt(buf, off); err != nil {
+			return err
+		}
+		if err := s.guard.Check(t, buf); err != nil {
 			return err
 		}
 		if _, err := w.Write(buf); err != nil {
@@ -107,6 +112,11 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 	if int64(cap(s.enc)) < sub*db {
 		s.enc = make([]byte, sub*db)
 	}
+	if it.Values != nil && it.Values.Scale != nil {
+		if err := s.guard.CheckTensor(it.Values.Scale); err != nil {
+			return err
+		}
+	}
 	for e := int64(0); e < numel; e += per {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -114,6 +124,9 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 		m := min(per, numel-e)
 		raw := s.rawBuf(m * sb)
 		if _, err := t.ReadAt(raw, e*sb); err != nil {
+			return err
+		}
+		if err := s.guard.Check(t, raw); err != nil {
 			return err
 		}
 		for k := int64(0); k < m; k += sub {

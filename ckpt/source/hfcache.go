@@ -114,7 +114,7 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 	st, err := os.Stat(repoDir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("hf:%s: not in the Hugging Face cache %s (no %s): %w", repo.ID, cacheRoot, RepoFolder(repo.ID), fs.ErrNotExist)
+			return nil, &CacheMissError{Repo: repo, Reason: fmt.Sprintf("not in the Hugging Face cache %s (no %s)", cacheRoot, RepoFolder(repo.ID))}
 		}
 		return nil, fmt.Errorf("hf:%s: %w", repo.ID, err)
 	}
@@ -133,22 +133,12 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 	s := &CacheStore{repo: repo, repoDir: repoDir, commit: commit, root: root, snapshot: "snapshots/" + commit}
 	if st, err := root.Stat(s.snapshot); err != nil || !st.IsDir() {
 		root.Close()
-		return nil, fmt.Errorf("hf:%s: revision %s is commit %s, but %s has no snapshot of it: %w", repo.ID, repo.Rev(), commit, repoDir, fs.ErrNotExist)
+		return nil, &CacheMissError{Repo: repo, Reason: fmt.Sprintf("revision %s is commit %s, but %s has no snapshot of it", repo.Rev(), commit, repoDir)}
 	}
 	return s, nil
 }
 
-func isCommit(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isCommit(s string) bool { return len(s) == 40 && isHex(s) }
 
 func resolveRev(root *os.Root, repoDir string, repo Repo) (string, error) {
 	rev := repo.Rev()
@@ -163,10 +153,19 @@ func resolveRev(root *os.Root, repoDir string, repo Repo) (string, error) {
 	f, err := root.Open(filepath.FromSlash("refs/" + rev))
 	if err != nil {
 		if isCommit(rev) {
-			return "", fmt.Errorf("hf:%s: commit %s has no snapshot in %s: %w", repo.ID, rev, repoDir, fs.ErrNotExist)
+			return "", &CacheMissError{Repo: repo, Reason: fmt.Sprintf("commit %s has no snapshot in %s", rev, repoDir)}
+		}
+		if isHexPrefix(rev) {
+			c, err := snapshotByPrefix(root, repo, rev)
+			if err == nil {
+				return c, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return "", err
+			}
 		}
 		refs := listRefs(root)
-		return "", fmt.Errorf("hf:%s: no ref %s in %s (refs: %s): %w", repo.ID, ckpt.Quote(rev), filepath.Join(repoDir, "refs"), strings.Join(refs, ", "), fs.ErrNotExist)
+		return "", &CacheMissError{Repo: repo, Reason: fmt.Sprintf("no ref or snapshot %s in %s (refs: %s)", ckpt.Quote(rev), repoDir, strings.Join(refs, ", "))}
 	}
 	defer f.Close()
 	buf := make([]byte, 128)
@@ -314,6 +313,7 @@ type PartialError struct {
 	Blob       string // blob it links to, "" when unknown
 	Incomplete int64  // bytes in blobs/<blob>.incomplete, -1 if none
 	InProgress []string
+	Repo       Repo // the repository and revision, for the download command
 }
 
 func (e *PartialError) Error() string {
@@ -326,7 +326,11 @@ func (e *PartialError) Error() string {
 	default:
 		detail = fmt.Sprintf("it is not in the snapshot yet and %d download(s) are in progress (blobs/%s)", len(e.InProgress), strings.Join(e.InProgress, ", blobs/"))
 	}
-	return fmt.Sprintf("opening %s: partial download of %s: %s", e.Location, e.Name, detail)
+	rev := ""
+	if e.Repo.Revision != "" {
+		rev = " --revision " + e.Repo.Revision
+	}
+	return fmt.Sprintf("opening %s: partial download of %s: %s; fetch it again with `huggingface-cli download %s %s%s`", e.Location, e.Name, detail, e.Repo.ID, e.Name, rev)
 }
 
 // Unwrap makes a partial download match fs.ErrNotExist.
@@ -353,7 +357,7 @@ func (s *CacheStore) incompleteBlobs() map[string]int64 {
 // partial explains why name cannot be opened when that is a download in
 // progress; nil otherwise.
 func (s *CacheStore) partial(name string) *PartialError {
-	pe := &PartialError{Name: name, Location: s.Location(name), Incomplete: -1}
+	pe := &PartialError{Name: name, Location: s.Location(name), Incomplete: -1, Repo: Repo{ID: s.repo.ID, Revision: s.commit}}
 	inc := s.incompleteBlobs()
 	if b := s.blobOf(name); b != "" {
 		if _, err := s.root.Stat("blobs/" + b); err == nil {

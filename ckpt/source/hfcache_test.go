@@ -112,7 +112,7 @@ func TestCacheErrors(t *testing.T) {
 	root, _ := cacheTree(t, false)
 	cases := []struct{ src, want string }{
 		{"hf:org/missing", "not in the Hugging Face cache"},
-		{"hf:org/model@nope", `no ref "nope"`},
+		{"hf:org/model@nope", `no ref or snapshot "nope"`},
 		{"hf:org/model@" + strings.Repeat("a", 40), "has no snapshot"},
 		{"hf:org/model@../../x", "escapes"},
 		{"hf:a/b/c", "ORG/NAME"},

@@ -22,14 +22,15 @@ func Openers(opt Options) []ckpt.SourceOpener {
 	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt), SnapshotPathOpener()}
 }
 
-// CacheOpener opens hf:ORG/NAME[@REV] from the local Hugging Face cache.
+// CacheOpener opens hf:ORG/NAME[@REV][/FILE] from the local Hugging Face
+// cache; REV may be a branch, a tag, a commit or a unique commit prefix.
 func CacheOpener(getenv func(string) string) ckpt.SourceOpener {
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
 		rest, ok := strings.CutPrefix(src, "hf:")
 		if !ok || strings.HasPrefix(rest, "//") {
 			return nil, "", false, nil
 		}
-		repo, err := ParseRepo(rest)
+		repo, entry, err := ParseRepoPath(rest)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
@@ -41,7 +42,7 @@ func CacheOpener(getenv func(string) string) ckpt.SourceOpener {
 		if err != nil {
 			return nil, "", true, err
 		}
-		return s, "", true, nil
+		return s, entry, true, nil
 	}
 }
 
@@ -61,8 +62,9 @@ func HubURL(endpoint string, repo Repo) string {
 	return strings.TrimRight(endpoint, "/") + "/" + repo.ID + "/resolve/" + url.PathEscape(repo.Rev()) + "/"
 }
 
-// HubOpener opens hf://ORG/NAME[@REV] from the hub at $HF_ENDPOINT, with
-// $HF_TOKEN as bearer token when set.
+// HubOpener opens hf://ORG/NAME[@REV][/FILE] from the hub at $HF_ENDPOINT,
+// with the hub token (HubToken) as bearer token when there is one. Under
+// HF_HUB_OFFLINE it fails at once with *OfflineError.
 func HubOpener(opt Options) ckpt.SourceOpener {
 	opt = opt.withDefaults()
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
@@ -70,15 +72,18 @@ func HubOpener(opt Options) ckpt.SourceOpener {
 		if !ok {
 			return nil, "", false, nil
 		}
-		repo, err := ParseRepo(rest)
+		repo, entry, err := ParseRepoPath(rest)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
-		s, err := NewHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), opt.getenv("HF_TOKEN"), opt)
+		if Offline(opt.Getenv) {
+			return nil, "", true, &OfflineError{Source: src, Repo: &repo}
+		}
+		s, err := NewHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), HubToken(opt.Getenv), opt)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
-		return s, "", true, nil
+		return s, entry, true, nil
 	}
 }
 
@@ -90,6 +95,9 @@ func URLOpener(opt Options) ckpt.SourceOpener {
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
 		if !strings.HasPrefix(src, "https://") && !strings.HasPrefix(src, "http://") {
 			return nil, "", false, nil
+		}
+		if Offline(opt.Getenv) {
+			return nil, "", true, &OfflineError{Source: src}
 		}
 		u, err := url.Parse(src)
 		if err != nil || u.Host == "" {
@@ -103,7 +111,7 @@ func URLOpener(opt Options) ckpt.SourceOpener {
 		base.Path, base.RawPath = dir, ""
 		token := ""
 		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && strings.EqualFold(ep.Host, u.Host) && ep.Scheme == u.Scheme {
-			token = opt.getenv("HF_TOKEN")
+			token = HubToken(opt.Getenv)
 		}
 		s, err := NewHTTPStore(ctx, base.String(), token, opt)
 		if err != nil {

@@ -9,8 +9,9 @@ import (
 // Options configure the HTTP sources. The zero value is usable: every
 // field has a default.
 type Options struct {
-	// Getenv reads HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HF_HOME, HOME and
-	// CKPT_HTTP_TIMEOUT (nil: no environment).
+	// Getenv reads HF_ENDPOINT, HF_TOKEN, HF_TOKEN_PATH, HF_HUB_OFFLINE,
+	// HF_HUB_CACHE, HF_HOME, HOME and CKPT_HTTP_TIMEOUT (nil: no
+	// environment).
 	Getenv func(string) string
 	// Client is the HTTP client (nil: one client with its own Transport,
 	// shared by every store the openers create, so connections are reused).

@@ -33,6 +33,14 @@ func SnapshotPathOpener() ckpt.SourceOpener {
 		if !st.IsDir() {
 			dir, entry = filepath.Dir(abs), filepath.Base(abs)
 		}
+		if id, ok := isRepoFolder(dir); ok && entry == "" {
+			// A models--ORG--NAME folder: its main revision.
+			s, err := OpenCache(filepath.Dir(dir), Repo{ID: id})
+			if err != nil {
+				return nil, "", true, err
+			}
+			return s, "", true, nil
+		}
 		commit := filepath.Base(dir)
 		snapshots := filepath.Dir(dir)
 		repoDir := filepath.Dir(snapshots)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -145,7 +146,11 @@ func WriteContract(w io.Writer, k *Contract) error {
 
 // ReadContract reads a contract written by WriteContract.
 func ReadContract(r io.Reader, name string) (*Contract, error) {
-	dec := json.NewDecoder(r)
+	b, err := readContractBytes(r, name)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var k Contract
 	if err := dec.Decode(&k); err != nil {
@@ -442,7 +447,17 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s", plural(len(rem), "entry", "entries"), names(rem, 8))})
 	}
 	if len(add)+len(rem) == 0 {
-		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Pass, Message: fmt.Sprintf("modules_to_not_convert identical (%d entries)", len(cur.ModulesToNotConvert))})
+		n := 0
+		for _, e := range cur.ModulesToNotConvert {
+			if sel(e) {
+				n++
+			}
+		}
+		msg := fmt.Sprintf("modules_to_not_convert identical (%d entries)", n)
+		if n != len(cur.ModulesToNotConvert) {
+			msg = fmt.Sprintf("modules_to_not_convert identical (%d of %d entries selected by --match/--exclude)", n, len(cur.ModulesToNotConvert))
+		}
+		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Pass, Message: msg})
 	}
 	return out
 }

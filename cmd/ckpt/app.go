@@ -97,7 +97,15 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	root.SetIn(a.In)
 	root.SetOut(run.Out)
 	root.SetErr(a.Err)
-	code, msg := exitCode(root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	if code, msg, ok := interruptExit(ctx, err); ok {
+		if a.ErrTerm {
+			fmt.Fprint(a.Err, "\r\033[K") // clear a partial line (^C echo)
+		}
+		fmt.Fprintf(a.Err, "ckpt: %s\n", msg)
+		return code
+	}
+	code, msg := exitCode(err)
 	if msg != "" {
 		fmt.Fprintf(a.Err, "ckpt: %s\n", msg)
 	}

@@ -60,10 +60,11 @@ func (p *planFlags) planOptions() mapping.PlanOptions {
 type cacheBuildOptions struct {
 	Source, Out string
 	planFlags
-	Workers  int
-	Progress string
-	Format   string
-	Force    bool
+	Workers        int
+	Progress       string
+	Format         string
+	Force          bool
+	AllowNonFinite bool
 }
 
 func (a *App) newCacheBuildCmd() *cobra.Command {
@@ -78,12 +79,13 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files go to <out>/<device>/tensor_cache_<tag>_mesh1xN/, the manifest to <out>/manifest.json")
+	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	return cmd
 }
 
@@ -117,10 +119,10 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force})
+	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite})
 	stop()
 	if err != nil {
-		return err
+		return buildError(err)
 	}
 	out := res.Summary(o.Out, plan, time.Since(start).Seconds())
 	if format == output.JSON {
@@ -149,6 +151,7 @@ type cacheVerifyOptions struct {
 	Workers     int
 	Progress    string
 	Format      string
+	Select      cache.Selector
 }
 
 func (a *App) newCacheVerifyCmd() *cobra.Command {
@@ -169,6 +172,9 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
+	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
+	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
+	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -195,7 +201,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Check(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, MinMem: minMem, MemInfo: o.MemInfo,
+	res, err := cache.Check(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo,
 		VerifyOptions: cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog}})
 	stop()
 	if err != nil {

@@ -170,7 +170,7 @@ func TestSetFlag(t *testing.T) {
 	out := filepath.Join(dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--set", "mlp_gateup_agmm_enabled=false", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	man, err := cache.ReadManifest(out)
+	man, err := cache.ReadManifest(filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2"))
 	require.NoError(t, err)
 	assert.Equal(t, false, man.Settings["mlp_gateup_agmm_enabled"])
 	assert.Len(t, man.Files, 82-5, "no fused-SwiGLU files")

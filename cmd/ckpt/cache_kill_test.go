@@ -35,12 +35,8 @@ func TestCacheBuildKilled(t *testing.T) {
 	}
 	t.Parallel()
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "ckpt")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
-	src := filepath.Join(tmp, "src")
-	require.NoError(t, ckpttest.Write(src, mediumFixture()))
+	bin := ckptBinary(t)
+	src := mediumSource(t)
 	out := filepath.Join(tmp, "cache")
 	files := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
 
@@ -95,7 +91,7 @@ func TestCacheBuildKilled(t *testing.T) {
 			require.NoError(t, os.RemoveAll(out))
 		} else {
 			var err error
-			before, err = os.Stat(filepath.Join(out, "manifest.json"))
+			before, err = os.Stat(filepath.Join(files, "manifest.json"))
 			require.NoError(t, err, "%s: the previous round left no complete cache", p.name)
 		}
 		cmd := exec.Command(bin, buildArgs...)
@@ -131,7 +127,7 @@ func TestCacheBuildKilled(t *testing.T) {
 			// Only acceptable when the build was killed before it changed
 			// anything: the previous complete cache and its manifest.
 			require.NotNil(t, before, "%s: verify accepted a killed fresh build: %s", p.name, msg)
-			after, err := os.Stat(filepath.Join(out, "manifest.json"))
+			after, err := os.Stat(filepath.Join(files, "manifest.json"))
 			require.NoError(t, err)
 			require.True(t, os.SameFile(before, after) && before.ModTime().Equal(after.ModTime()),
 				"%s: verify accepted a cache whose manifest a killed build rewrote", p.name)

@@ -38,6 +38,10 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, os.MkdirAll(out, 0o755))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src)
 	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "holds no cache folder")
+	require.NoError(t, os.MkdirAll(filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2"), 0o755))
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src)
+	require.Equal(t, 1, code)
 	require.Contains(t, stdout, "has no manifest.json")
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--format", "json", "--progress", "none")
@@ -106,7 +110,7 @@ func TestCacheCommands(t *testing.T) {
 	code, _, stderr = runApp(t, "cache", "unpack", bad, "-C", filepath.Join(dir, "bad"), "--progress", "none")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unpacking")
-	_, err = os.Stat(filepath.Join(dir, "bad", "manifest.json"))
+	_, err = os.Stat(filepath.Join(dir, "bad", "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	// Damage: verify names each file, JSON lists the findings, exit 1.

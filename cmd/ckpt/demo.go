@@ -11,21 +11,22 @@ import (
 )
 
 type demoOptions struct {
-	Dir  string
-	Keep bool
+	Dir   string
+	Clean bool
 }
 
 func (a *App) newDemoCmd() *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Build a tiny FP8 base / fine-tune pair in a temporary directory and run the tool on it",
+		Short: "Build a tiny FP8 base / fine-tune pair in a new directory (kept, so the commands it prints work afterwards) and run the tool on it",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runDemo(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Dir, "dir", "", "write the demo checkpoints here instead of a temporary directory (kept)")
+	cmd.Flags().StringVar(&o.Dir, "dir", "", "write the demo checkpoints here instead of a new temporary directory")
+	cmd.Flags().BoolVar(&o.Clean, "clean", false, "remove the demo's temporary directory at the end (the printed commands then no longer work)")
 	return cmd
 }
 
@@ -37,14 +38,22 @@ type demoStep struct {
 }
 
 func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
+	if o.Clean && o.Dir != "" {
+		return usageError("--clean removes the demo's temporary directory; it does not apply to --dir (remove %s yourself)", o.Dir)
+	}
 	dir := o.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "ckpt-demo-")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
 		dir = tmp
+		if o.Clean {
+			defer func() {
+				os.RemoveAll(tmp)
+				fmt.Fprintf(a.Out, "removed %s (--clean)\n", tmp)
+			}()
+		}
 	}
 	base, ft, err := ckpttest.Pair(dir)
 	if err != nil {
@@ -62,6 +71,9 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 			return fmt.Errorf("demo step %q exited %d, expected %v", s.title, code, s.want)
 		}
 		fmt.Fprintf(a.Out, "(exit %d)\n\n", code)
+	}
+	if !o.Clean {
+		fmt.Fprintf(a.Out, "The demo files stay in %s: the commands above work on them. Remove them with:\n  rm -rf %s\n", dir, shellJoin([]string{dir}))
 	}
 	return nil
 }

@@ -129,6 +129,9 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		defer c.Close()
 		cks[i] = c
 	}
+	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Base+" or "+o.FT, cks[0].Names(), cks[1].Names()); err != nil {
+		return err
+	}
 	p := ckpt.NewProgress()
 	stop := func() {}
 	if mode != diff.ModeHeader {
@@ -366,6 +369,8 @@ func floatCell(p *diff.Float, digits int) string {
 func tensorNote(t diff.Tensor) string {
 	var note string
 	switch {
+	case t.Note != "":
+		return t.Note
 	case t.Relation == diff.ShapeChanged:
 		note = "ft shape " + output.Shape(t.FTShape)
 	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdentical:

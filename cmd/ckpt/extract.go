@@ -14,16 +14,17 @@ import (
 )
 
 type extractOptions struct {
-	Source       string
-	Out          string
-	Match        []string
-	Exclude      []string
-	DType        string
-	WithScales   bool
-	MaxShardSize string
-	Format       string
-	Progress     string
-	ChunkBytes   int64 // tests only
+	Source         string
+	Out            string
+	Match          []string
+	Exclude        []string
+	DType          string
+	WithScales     bool
+	AllowNonFinite bool
+	MaxShardSize   string
+	Format         string
+	Progress       string
+	ChunkBytes     int64 // tests only
 }
 
 func (a *App) newExtractCmd() *cobra.Command {
@@ -53,6 +54,7 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -97,7 +99,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	defer c.Close()
 	prog := ckpt.NewProgress()
 	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
-		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog})
+		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog, AllowNonFinite: o.AllowNonFinite})
 	if err != nil {
 		return err
 	}
@@ -114,9 +116,12 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	res, err := plan.Write(ctx, o.Out)
 	stop()
 	if err != nil {
-		return err
+		return buildError(err)
 	}
 	out := plan.Report(res)
+	if s := ckpt.NonFiniteNote(out.NonFinite); s != "" {
+		fmt.Fprintf(a.Err, "ckpt: note: %s\n", s)
+	}
 	return printExtract(a.Out, format, &out)
 }
 

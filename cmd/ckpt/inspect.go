@@ -58,10 +58,10 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 		return openErr
 	}
 	defer c.Close()
-	res := ckpt.Inspect(c, m)
-	if len(res.Tensors) == 0 && len(c.Tensors) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("no tensor matches --match %q --exclude %q (`*` stays inside one dotted segment; use `**` to cross segments)", o.Match, o.Exclude))
+	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source, c.Names()); err != nil {
+		return err
 	}
+	res := ckpt.Inspect(c, m)
 	for _, w := range res.Warnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
 	}

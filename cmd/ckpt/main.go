@@ -6,15 +6,13 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"golang.org/x/term"
 )
 
 func main() {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := notifyContext(context.Background())
 	app := &App{
 		In:       os.Stdin,
 		Out:      os.Stdout,

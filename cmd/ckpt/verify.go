@@ -108,6 +108,11 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	defer c.Close()
+	if want != nil {
+		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" or "+o.Against, c.Names(), want.Names()); err != nil {
+			return err
+		}
+	}
 	opt := verify.Options{Profile: o.Profile, ReadData: o.ReadData, Workers: o.Workers}
 	var stop func()
 	if o.ReadData {
@@ -151,19 +156,10 @@ func printVerify(w io.Writer, format string, res *verify.Report) error {
 	}
 	if cmp := res.Against; cmp != nil {
 		fmt.Fprintf(w, "\nagainst %s (contract of %s):\n", ckpt.EscapeName(cmp.Contract), ckpt.EscapeName(cmp.Source))
-		outside, outsideSame := 0, true
 		for _, gd := range cmp.Groups {
 			fmt.Fprintf(w, "  %s\n", gd.Summary())
-			if gd.Group != ckpt.GroupMTP {
-				outside += gd.ContractKeys
-				outsideSame = outsideSame && gd.ContractKeys == gd.Keys && gd.Identical == gd.Keys
-			}
 		}
-		if outsideSame {
-			fmt.Fprintf(w, "  key set outside mtp.*: identical, %d keys\n", outside)
-		} else {
-			fmt.Fprintf(w, "  key set outside mtp.*: differs (see the groups above)\n")
-		}
+		fmt.Fprintf(w, "  %s\n", cmp.KeySetOutside(ckpt.GroupMTP))
 		for _, c := range res.Checks {
 			switch c.ID {
 			case "contract.config", "contract.fp8_scheme", "contract.fp8_not_convert", "contract.hash":

@@ -129,5 +129,8 @@ func TestMain(m *testing.M) {
 	if pairDir != "" {
 		os.RemoveAll(pairDir)
 	}
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }

@@ -1,0 +1,160 @@
+package cache
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// A cache root (TT_CACHE_PATH) holds one cache folder per device, tag and
+// mesh, side by side: <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>/. Each
+// folder has its own manifest, build journal and lock, so that builds for
+// other meshes, tags, devices or checkpoints never touch each other.
+
+// folderRE matches the name of a cache folder.
+var folderRE = regexp.MustCompile(`^tensor_cache_(.+)_mesh([0-9]+x[0-9]+)$`)
+
+// Folder is one cache folder of a cache root.
+type Folder struct {
+	Root string // the cache root
+	Dir  string // slash-separated, relative to Root: <device>/tensor_cache_<tag>_mesh<R>x<C>
+}
+
+// Path is the folder's path.
+func (f Folder) Path() string { return filepath.Join(f.Root, filepath.FromSlash(f.Dir)) }
+
+// Device, Tag and Mesh are the parts of the folder's name.
+func (f Folder) Device() string { return path.Dir(f.Dir) }
+
+// Tag is the cache tag of the folder's name.
+func (f Folder) Tag() string { return folderRE.FindStringSubmatch(path.Base(f.Dir))[1] }
+
+// Mesh is the mesh of the folder's name, e.g. "1x2".
+func (f Folder) Mesh() string { return folderRE.FindStringSubmatch(path.Base(f.Dir))[2] }
+
+// FolderOf returns the cache folder of a plan's CacheDir under root.
+func FolderOf(root, cacheDir string) Folder { return Folder{Root: root, Dir: cacheDir} }
+
+// Selector narrows the cache folders of a root; empty fields match all.
+type Selector struct {
+	Device, Tag, Mesh string
+}
+
+func (s Selector) match(f Folder) bool {
+	return (s.Device == "" || s.Device == f.Device()) && (s.Tag == "" || s.Tag == f.Tag()) && (s.Mesh == "" || s.Mesh == f.Mesh())
+}
+
+// Folders lists the cache folders of a root (<device>/tensor_cache_*_mesh*
+// directories), sorted.
+func Folders(root string) ([]Folder, error) {
+	devs, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("listing cache root %s: %w", root, err)
+	}
+	var out []Folder
+	for _, d := range devs {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			continue
+		}
+		for _, s := range sub {
+			if s.IsDir() && folderRE.MatchString(s.Name()) {
+				out = append(out, Folder{Root: root, Dir: d.Name() + "/" + s.Name()})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out, nil
+}
+
+// NoCacheError says a directory is neither a cache folder nor a cache root
+// holding one that the selector matches.
+type NoCacheError struct {
+	Dir      string
+	Selector Selector
+	Others   []Folder // folders present that the selector left out
+}
+
+func (e *NoCacheError) Error() string {
+	msg := fmt.Sprintf("%s holds no cache folder (<device>/tensor_cache_<tag>_mesh<R>x<C>)", e.Dir)
+	if len(e.Others) > 0 {
+		msg = fmt.Sprintf("%s holds no cache folder for%s; it has %s", e.Dir, e.Selector.describe(), folderList(e.Others))
+	}
+	return msg
+}
+
+// AmbiguousCacheError says a cache root holds several cache folders and
+// nothing says which one is meant.
+type AmbiguousCacheError struct {
+	Dir     string
+	Folders []Folder
+}
+
+func (e *AmbiguousCacheError) Error() string {
+	return fmt.Sprintf("%s holds %d cache folders (%s): pass one of them, or choose with --mesh, --tag or --device", e.Dir, len(e.Folders), folderList(e.Folders))
+}
+
+func (s Selector) describe() string {
+	var b strings.Builder
+	if s.Device != "" {
+		b.WriteString(" device " + s.Device)
+	}
+	if s.Tag != "" {
+		b.WriteString(" tag " + s.Tag)
+	}
+	if s.Mesh != "" {
+		b.WriteString(" mesh " + s.Mesh)
+	}
+	return b.String()
+}
+
+func folderList(fs []Folder) string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Dir
+	}
+	return strings.Join(names, ", ")
+}
+
+// ResolveFolder finds the cache folder that dir names: dir itself when it
+// is a cache folder (its name is tensor_cache_<tag>_mesh<R>x<C>), else the
+// one folder of the cache root dir that sel matches. It returns
+// *NoCacheError or *AmbiguousCacheError when there is none or several.
+func ResolveFolder(dir string, sel Selector) (Folder, error) {
+	clean := filepath.Clean(dir)
+	if base := filepath.Base(clean); folderRE.MatchString(base) {
+		dev := filepath.Dir(clean)
+		f := Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + base}
+		if !sel.match(f) {
+			return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: []Folder{f}}
+		}
+		return f, nil
+	}
+	all, err := Folders(dir)
+	if err != nil {
+		return Folder{}, err
+	}
+	var fs []Folder
+	for _, f := range all {
+		if sel.match(f) {
+			fs = append(fs, f)
+		}
+	}
+	switch len(fs) {
+	case 0:
+		return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: all}
+	case 1:
+		return fs[0], nil
+	}
+	return Folder{}, &AmbiguousCacheError{Dir: dir, Folders: fs}
+}
+
+// underDir reports whether a root-relative file path lies in cacheDir.
+func underDir(p, cacheDir string) bool { return strings.HasPrefix(p, cacheDir+"/") }

@@ -1,0 +1,104 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// readOld collects the records of this cache folder's earlier build: its
+// manifest, its journal (an interrupted build) and, from ckpt versions that
+// kept one manifest at the cache root, a root manifest for this folder.
+// Records outside the folder are ignored, so a build never removes files of
+// another folder.
+func (b *builder) readOld() error {
+	b.old = map[string]FileRecord{}
+	keep := func(fs []FileRecord) {
+		for _, f := range fs {
+			if underDir(f.Path, b.plan.CacheDir) {
+				b.old[f.Path] = f
+			}
+		}
+	}
+	if m, err := ReadManifest(b.out); err == nil && m.CacheDir == b.plan.CacheDir {
+		keep(m.Files)
+		b.legacy = true
+	}
+	b.oldNF = map[string]ckpt.NonFinite{}
+	if m, err := ReadManifest(b.dir); err == nil && m.CacheDir == b.plan.CacheDir {
+		keep(m.Files)
+		for _, nf := range m.NonFinite {
+			b.oldNF[nf.Tensor] = nf
+		}
+		if m.Source != b.plan.Source {
+			b.res.Replaced = m.Source
+		}
+	}
+	jr, err := readJournal(b.dir)
+	if err != nil {
+		return err
+	}
+	keep(jr)
+	return nil
+}
+
+// dropLegacy removes a root manifest of this folder (an older layout)
+// once the folder has its own.
+func (b *builder) dropLegacy() {
+	if b.legacy {
+		os.Remove(filepath.Join(b.out, ManifestName))
+	}
+}
+
+// findUnknown lists the files of the cache folder that this build neither
+// wrote nor kept: they are reported, never removed.
+func (b *builder) findUnknown() error {
+	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		r := rel(b.out, p)
+		if _, ok := b.records[r]; ok || ownFile(b.dir, p) {
+			return nil
+		}
+		b.res.Unknown = append(b.res.Unknown, r)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scanning %s: %w", b.dir, err)
+	}
+	sort.Slice(b.res.Unknown, func(i, j int) bool { return ckpt.NaturalLess(b.res.Unknown[i], b.res.Unknown[j]) })
+	return nil
+}
+
+// ownFile reports whether p is the manifest, journal or lock of the cache
+// folder dir, or a temporary file.
+func ownFile(dir, p string) bool {
+	switch p {
+	case filepath.Join(dir, ManifestName), filepath.Join(dir, JournalName), filepath.Join(dir, LockName):
+		return true
+	}
+	return isTempName(filepath.Base(p))
+}
+
+// interrupted turns an error of a cancelled build into
+// *ckpt.InterruptedError counting the files finished (they are journaled:
+// the next build resumes).
+func (b *builder) interrupted(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	b.rmu.Lock()
+	done := len(b.records)
+	b.rmu.Unlock()
+	return &ckpt.InterruptedError{Done: done, Total: len(b.plan.Entries), Unit: "files", Resumable: true, Err: err}
+}

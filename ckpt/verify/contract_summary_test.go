@@ -1,0 +1,84 @@
+package verify_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/stretchr/testify/require"
+)
+
+func contractOf(hash string, notConvert ...string) *verify.Contract {
+	return &verify.Contract{Version: verify.ContractVersion, Source: "x",
+		FP8: &verify.Scheme{Method: "fp8", ModulesToNotConvert: notConvert},
+		Tensors: []verify.ContractEntry{
+			{Name: "model.language_model.layers.0.mlp.up_proj.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: hash},
+			{Name: "model.language_model.layers.0.mlp.down_proj.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: "1"},
+			{Name: "mtp.fc.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: "2"},
+		}}
+}
+
+// TestKeySetOutside: a change of content only keeps the key set
+// identical (and says what changed); an added or removed key differs.
+func TestKeySetOutside(t *testing.T) {
+	t.Parallel()
+	cmp := verify.Compare(contractOf("a"), contractOf("b"), nil)
+	require.Equal(t, "key set outside mtp.**: identical, 2 keys (1 of them changed dtype, shape or content)", cmp.KeySetOutside(ckpt.GroupMTP))
+	cmp = verify.Compare(contractOf("a"), contractOf("a"), nil)
+	require.Equal(t, "key set outside mtp.**: identical, 2 keys", cmp.KeySetOutside(ckpt.GroupMTP))
+	cur := contractOf("a")
+	cur.Tensors = cur.Tensors[1:]
+	cmp = verify.Compare(contractOf("a"), cur, nil)
+	require.Equal(t, "key set outside mtp.**: differs: 0 added, 1 removed (see the groups above)", cmp.KeySetOutside(ckpt.GroupMTP))
+}
+
+// TestNotConvertCountUnderMatch: the count covers the entries --match
+// selects.
+func TestNotConvertCountUnderMatch(t *testing.T) {
+	t.Parallel()
+	nc := []string{"lm_head", "mtp.fc", "model.visual.blocks.0.attn"}
+	m, err := ckpt.NewMatcher([]string{"mtp.**"}, nil)
+	require.NoError(t, err)
+	cmp := verify.Compare(contractOf("a", nc...), contractOf("a", nc...), m)
+	var msg string
+	for _, c := range cmp.Checks {
+		if c.ID == "contract.fp8_not_convert" {
+			msg = c.Message
+		}
+	}
+	require.Equal(t, "modules_to_not_convert identical (1 of 3 entries selected by --match/--exclude)", msg)
+	cmp = verify.Compare(contractOf("a", nc...), contractOf("a", nc...), nil)
+	for _, c := range cmp.Checks {
+		if c.ID == "contract.fp8_not_convert" {
+			require.Equal(t, "modules_to_not_convert identical (3 entries)", c.Message)
+		}
+	}
+}
+
+// TestReadContractNotAContract names what a wrong file is.
+func TestReadContractNotAContract(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, data, says string }{
+		{"config.json", `{"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5"}`, "config.json is not a ckpt contract (it looks like a config.json)"},
+		{"model.safetensors.index.json", `{"metadata": {}, "weight_map": {}}`, "is not a ckpt contract (it looks like a model.safetensors.index.json"},
+		{"lfs.json", "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n", "Git LFS pointer"},
+		{"m.safetensors", "\x02\x00\x00\x00\x00\x00\x00\x00{}", "it is a safetensors file"},
+		{"other.json", `{"a": 1}`, "a JSON object without contract_version"},
+		{"list.json", `[1, 2]`, "is not a ckpt contract (JSON text)"},
+	} {
+		p := filepath.Join(dir, tc.name)
+		require.NoError(t, os.WriteFile(p, []byte(tc.data), 0o644))
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		_, err = verify.ReadContract(f, p)
+		f.Close()
+		var nc *verify.NotContractError
+		require.ErrorAs(t, err, &nc, tc.name)
+		require.Contains(t, err.Error(), tc.says, tc.name)
+		require.False(t, strings.Contains(err.Error(), "contract_version is 0"), tc.name)
+	}
+}
