@@ -106,7 +106,7 @@ def check_index(out, want, metadata):
 def test_keep_single_file_every_dtype(ckpt, alltypes, tmp_path):
     src, want = alltypes
     out = tmp_path / "all.safetensors"
-    r = ckpt.json("extract", src, "--match", "**", "--out", out, "--progress", "none")
+    r = ckpt.json("extract", src, "--match", "**", "--out", out, "--progress", "none", "--allow-nonfinite")
     assert r["summary"]["tensors"] == len(want) and r["summary"]["copied"] == len(want)
     assert {t["dtype"] for t in r["tensors"]} == set(BITS)
     check_file(out, want, META)
@@ -115,7 +115,7 @@ def test_keep_single_file_every_dtype(ckpt, alltypes, tmp_path):
 def test_keep_sharded_every_dtype(ckpt, alltypes, tmp_path):
     src, want = alltypes
     out = tmp_path / "sharded"
-    r = ckpt.json("extract", src, "--match", "**", "--max-shard-size", "200B", "--out", out, "--progress", "none")
+    r = ckpt.json("extract", src, "--match", "**", "--max-shard-size", "200B", "--out", out, "--progress", "none", "--allow-nonfinite")
     assert r["sharded"] and r["summary"]["files"] > 1
     check_index(out, want, META)
 
@@ -124,7 +124,7 @@ def test_keep_numpy_dtypes_load_file(ckpt, alltypes, tmp_path):
     src, want = alltypes
     out = tmp_path / "np.safetensors"
     args = ["--exclude", "t.F8_*", "--exclude", "t.F4", "--exclude", "t.F6_*"]
-    ckpt.run("extract", src, "--match", "**", *args, "--out", out, "--progress", "none")
+    ckpt.run("extract", src, "--match", "**", *args, "--out", out, "--progress", "none", "--allow-nonfinite")
     sub = {n: t for n, t in want.items() if t[0] in NP_LOADABLE}
     check_file(out, sub, META)
 
@@ -146,7 +146,7 @@ def test_convert_every_dtype(ckpt, alltypes, tmp_path, mode):
     out = tmp_path / f"{mode}.safetensors"
     with np.errstate(all="ignore"):
         expect = {n: converted(*t, target) for n, t in want.items()}
-    r = ckpt.json("extract", src, "--match", "**", "--dtype", mode, "--out", out, "--progress", "none")
+    r = ckpt.json("extract", src, "--match", "**", "--dtype", mode, "--out", out, "--progress", "none", "--allow-nonfinite")
     assert r["summary"]["converted"] == sum(1 for t in want.values() if t[0] in CKPT_FLOAT and t[0] != target)
     got = ref_read(out)
     assert sorted(got) == sorted(expect)
@@ -187,7 +187,7 @@ def fp8_expected(src_dir, target):
 def test_dequantise_fp8_checkpoint(ckpt, pair, tmp_path, mode):
     base, _ = pair
     out = tmp_path / mode
-    r = ckpt.json("extract", base, "--match", "**", "--dtype", mode, "--out", out, "--progress", "none")
+    r = ckpt.json("extract", base, "--match", "**", "--dtype", mode, "--out", out, "--progress", "none", "--allow-nonfinite")
     want, src = fp8_expected(base, TARGET[mode])
     assert r["summary"]["dequantized"] == sum(1 for n, t in src.items() if t[0] == "F8_E4M3")
     got = ref_read(out / "model.safetensors")
@@ -209,7 +209,7 @@ def test_keep_fp8_with_scales_sharded(ckpt, pair, tmp_path):
     src = ref_read_dir(base)
     out = tmp_path / "mtp"
     r = ckpt.json("extract", base, "--match", "mtp.**", "--exclude", "**.weight_scale_inv", "--with-scales",
-                  "--max-shard-size", "64KiB", "--out", out, "--progress", "none")
+                  "--max-shard-size", "64KiB", "--out", out, "--progress", "none", "--allow-nonfinite")
     want = {n: t for n, t in src.items() if n.startswith("mtp.")}
     fp8 = [n for n, t in want.items() if t[0] == "F8_E4M3"]
     assert fp8 and all(n + "_scale_inv" in want for n in fp8)
@@ -225,5 +225,5 @@ def test_keep_fp8_with_scales_sharded(ckpt, pair, tmp_path):
 def test_keep_whole_fp8_checkpoint_single_file(ckpt, pair, tmp_path):
     base, _ = pair
     out = tmp_path / "all.safetensors"
-    ckpt.run("extract", base, "--match", "**", "--out", out, "--progress", "none")
+    ckpt.run("extract", base, "--match", "**", "--out", out, "--progress", "none", "--allow-nonfinite")
     check_file(out, ref_read_dir(base), {"format": "pt"})
