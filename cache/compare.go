@@ -444,3 +444,16 @@ func (a *diffAcc) finish(d *Difference) {
 		d.Message += fmt.Sprintf(" (and %d NaN/Inf mismatches)", a.nonFinite)
 	}
 }
+
+// CompareResult is the JSON document of cache compare and of map
+// --against-cache: the report with its verdicts.
+type CompareResult struct {
+	*CompareReport
+	Same       bool `json:"same"`
+	Unreadable bool `json:"unreadable"`
+}
+
+// Result returns the report as its JSON document.
+func (r *CompareReport) Result() CompareResult {
+	return CompareResult{CompareReport: r, Same: r.Same(), Unreadable: r.Unreadable()}
+}

@@ -276,3 +276,38 @@ func TestWriteErrorLeavesNothing(t *testing.T) {
 	assert.Contains(t, err.Error(), "out.safetensors")
 	assert.Equal(t, []string{"src"}, listDir(t, dir))
 }
+
+// TestExistingDirKeptInPlace: an existing empty --out directory (a mount
+// point, or a writable folder in a read-only parent) is filled in place:
+// the directory itself is never replaced, nothing is created beside it, and
+// an interrupted write leaves it empty.
+func TestExistingDirKeptInPlace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	c := openCkpt(t, src)
+	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: Keep, MaxShardSize: 200_000})
+	require.NoError(t, err)
+	require.True(t, p.Sharded)
+
+	out := filepath.Join(dir, "mnt")
+	require.NoError(t, os.Mkdir(out, 0o755))
+	before, err := os.Stat(out)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = p.Write(ctx, out)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, listDir(t, out), "an interrupted write leaves the directory empty")
+
+	res, err := p.Write(context.Background(), out)
+	require.NoError(t, err)
+	after, err := os.Stat(out)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after), "the existing directory is filled, not replaced")
+	assert.ElementsMatch(t, []string{"mnt", "src"}, listDir(t, dir), "nothing beside the output directory")
+	assert.ElementsMatch(t, append(shardNames(len(p.Shards)), ckpt.IndexFile, "config.json"), listDir(t, out))
+	assert.Equal(t, filepath.Join(out, ckpt.IndexFile), res.Index)
+	requireClean(t, openCkpt(t, out))
+}

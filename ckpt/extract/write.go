@@ -114,6 +114,7 @@ func (c *countWriter) Write(b []byte) (int, error) {
 }
 
 func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error) {
+	existing := false
 	if st, err := os.Stat(out); err == nil {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("output %s exists and is not a directory", out)
@@ -125,11 +126,21 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 		if len(ents) > 0 {
 			return nil, fmt.Errorf("output directory %s is not empty (%d entries): refusing to mix files", out, len(ents))
 		}
+		existing = true
 	}
+	// A new directory is assembled beside out and renamed into place. An
+	// existing (empty) one may be a mount point or sit in a read-only
+	// parent: the files are assembled in a hidden folder inside it and
+	// moved up one by one, shards first and the index last, so that no
+	// index ever names a shard that is not there yet.
 	parent := filepath.Dir(filepath.Clean(out))
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".tmp-*")
+	where, op := parent, "creating output directory beside"
+	if existing {
+		where, op = out, "creating a temporary folder in"
+	}
+	tmp, err := os.MkdirTemp(where, "."+filepath.Base(filepath.Clean(out))+".tmp-*")
 	if err != nil {
-		return nil, &ckpt.WriteError{Op: "creating output directory beside", Path: out, Err: err}
+		return nil, &ckpt.WriteError{Op: op, Path: out, Err: err}
 	}
 	defer func() {
 		if err != nil {
@@ -137,9 +148,10 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
-		return nil, &ckpt.WriteError{Op: "creating output directory beside", Path: out, Err: err}
+		return nil, &ckpt.WriteError{Op: op, Path: out, Err: err}
 	}
 	res = &Result{Out: out, Dir: true}
+	var names []string // in the order they must appear in out
 	for i, sh := range p.Shards {
 		name := sh.Name
 		if name == "" {
@@ -151,12 +163,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 		}
 		f.Path = filepath.Join(out, name)
 		res.Files = append(res.Files, f)
-	}
-	if p.Sharded {
-		if err := writeSmall(filepath.Join(tmp, ckpt.IndexFile), p.IndexJSON()); err != nil {
-			return nil, err
-		}
-		res.Index = filepath.Join(out, ckpt.IndexFile)
+		names = append(names, name)
 	}
 	if p.Config != nil {
 		data, err := p.ConfigJSON()
@@ -167,6 +174,14 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 			return nil, err
 		}
 		res.Config = filepath.Join(out, "config.json")
+		names = append(names, "config.json")
+	}
+	if p.Sharded {
+		if err := writeSmall(filepath.Join(tmp, ckpt.IndexFile), p.IndexJSON()); err != nil {
+			return nil, err
+		}
+		res.Index = filepath.Join(out, ckpt.IndexFile)
+		names = append(names, ckpt.IndexFile)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -174,16 +189,35 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	if err := syncDir(tmp); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(out); err == nil {
-		if err := os.Remove(out); err != nil { // empty, checked above
-			return nil, &ckpt.WriteError{Op: "replacing empty directory", Path: out, Err: err}
-		}
+	if existing {
+		return res, moveInto(tmp, out, names)
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return nil, &ckpt.WriteError{Op: "renaming output into", Path: out, Err: err}
 	}
 	syncDir(parent)
 	return res, nil
+}
+
+// moveInto moves names, in order, from the folder tmp inside out up into
+// out, then removes tmp. On failure it removes what it moved, so that out
+// is left empty as it was found.
+func moveInto(tmp, out string, names []string) error {
+	var moved []string
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(tmp, n), filepath.Join(out, n)); err != nil {
+			for _, m := range moved {
+				os.Remove(filepath.Join(out, m))
+			}
+			os.RemoveAll(tmp)
+			return &ckpt.WriteError{Op: "moving output into", Path: out, Err: err}
+		}
+		moved = append(moved, n)
+	}
+	if err := os.Remove(tmp); err != nil {
+		return &ckpt.WriteError{Op: "removing temporary folder of", Path: out, Err: err}
+	}
+	return syncDir(out)
 }
 
 func writeSmall(path string, data []byte) error {

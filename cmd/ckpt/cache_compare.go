@@ -37,14 +37,6 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	return cmd
 }
 
-// CacheCompareResult is the JSON document of cache compare and of
-// map --against-cache.
-type CacheCompareResult struct {
-	*cache.CompareReport
-	Same       bool `json:"same"`
-	Unreadable bool `json:"unreadable"`
-}
-
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
 	if err != nil {
@@ -67,7 +59,7 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 // value columns) and returns the exit: 2 when a file was unreadable, 1 on
 // any difference, else nil.
 func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
-	res := CacheCompareResult{CompareReport: rep, Same: rep.Same(), Unreadable: rep.Unreadable()}
+	res := rep.Result()
 	if format == output.JSON {
 		if err := output.WriteJSON(w, res); err != nil {
 			return err

@@ -43,15 +43,15 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	return src, ours, stack, stackDir, inj
 }
 
-func decodeCompare(t *testing.T, out string) CacheCompareResult {
+func decodeCompare(t *testing.T, out string) cache.CompareResult {
 	t.Helper()
-	var res CacheCompareResult
+	var res cache.CompareResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	return res
 }
 
 // diffFields lists each file's differences as kind:field.
-func diffFields(res CacheCompareResult) map[string][]string {
+func diffFields(res cache.CompareResult) map[string][]string {
 	got := map[string][]string{}
 	for _, d := range res.Diffs {
 		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
