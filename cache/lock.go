@@ -87,7 +87,13 @@ func LockFolder(dir string) (*Lock, error) {
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}
 		if !ok {
+			// The holder writes who it is right after taking the flock:
+			// give it a moment before naming it.
 			holder := readLockInfo(f)
+			for i := 0; holder.PID == 0 && i < 100; i++ {
+				time.Sleep(10 * time.Millisecond)
+				holder = readLockInfo(f)
+			}
 			f.Close()
 			return nil, &LockedError{Folder: dir, Holder: holder}
 		}
