@@ -222,3 +222,57 @@ func TestShardBytes(t *testing.T) {
 	_, err := ShardBytes([]int{32, 32}, BFLOAT8_B, ROW_MAJOR)
 	assert.Error(t, err)
 }
+
+// TestBF16CodesMatchFloat32 checks the bfloat16 code tables against the
+// float32 encoder for every bfloat16 value under every shared exponent the
+// tables serve.
+func TestBF16CodesMatchFloat32(t *testing.T) {
+	t.Parallel()
+	for h := 0; h < 1<<16; h++ {
+		b := uint32(h) << 16
+		for e := max(uint32(h>>7)&0xff, minTableExp); e < 256; e++ {
+			i := bf16CodeIndex(uint16(h), e)
+			if got, want := uint32(codeTables.bfp8[i]), bfpCode(b, e, 17, 127, 7); got != want {
+				t.Fatalf("BFLOAT8_B code of %#04x under e=%d: %#x, want %#x", h, e, got, want)
+			}
+			if got, want := uint32(codeTables.bfp4[i]), bfpCode(b, e, 21, 7, 3); got != want {
+				t.Fatalf("BFLOAT4_B code of %#04x under e=%d: %#x, want %#x", h, e, got, want)
+			}
+		}
+	}
+}
+
+// TestEncodeFaceRowBF16 compares whole face rows (random bfloat16 bits,
+// NaN, Inf, zeros and denormals included) with the float32 encoder.
+func TestEncodeFaceRowBF16(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []uint16{0, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80, 0x7fc0, 0xffff, 0x7f7f, 0x0080}
+	for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B, BFLOAT16, FLOAT32} {
+		for n := 0; n < 20000; n++ {
+			var h [FaceDim]uint16
+			var f [FaceDim]float32
+			base := uint16(rng.IntN(256)) << 7 // tiny exponents too: the exact route
+			for i := range h {
+				switch rng.IntN(8) {
+				case 0:
+					h[i] = special[rng.IntN(len(special))]
+				case 1:
+					h[i] = uint16(rng.Uint32())
+				default: // near a common exponent, like a weight row
+					h[i] = (base - uint16(rng.IntN(12))<<7) | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+				}
+				if dt == BFLOAT16 && h[i]&0x7fff > 0x7f80 {
+					h[i] = 0x7fc0 // copied as is, while F32ToBF16 quiets NaNs
+				}
+				f[i] = BF16ToF32(h[i])
+			}
+			got := make([]byte, dt.TileBytes())
+			want := make([]byte, dt.TileBytes())
+			r := rng.IntN(FaceRows)
+			EncodeFaceRowBF16(dt, got, r, &h)
+			EncodeFaceRow(dt, want, r, &f)
+			require.Equal(t, want, got, "%v face row %d of %#04x", dt, r, h)
+		}
+	}
+}
