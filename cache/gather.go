@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -138,6 +140,124 @@ func packRowTiles(dt tile.DType, dst []byte, src []float32, stride, col, rows, w
 					ops.apply(tmp[:n])
 				}
 				tile.EncodeFaceRow(dt, tb1, r, &tmp)
+			}
+		}
+	}
+}
+
+// packTransposedTiles16 is packTransposedTiles for bfloat16 bits with no
+// value ops left to apply: src[k*stride+col+j] is block row k, column j.
+//
+// Each 32x32 source block is read row by row (sequential reads) and stored
+// transposed into a local tile, whose face rows are then contiguous and
+// encoded in place. Complete blocks are transposed in 4x4 sub-blocks held
+// in four 64-bit words (transpose4x4); partial ones value by value.
+func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, m, h int) {
+	tb := dt.TileBytes()
+	ntc := (m + tile.TileDim - 1) / tile.TileDim
+	ntr := (h + tile.TileDim - 1) / tile.TileDim
+	var words [tile.TileElems / 4]uint64
+	blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&words)) // blk[j*32+k]: logical row t*32+j, column c*32+k
+	raw := u16Bytes(src)
+	for c := 0; c < ntc; c++ {
+		rows := min(tile.TileDim, m-c*tile.TileDim)
+		for t := 0; t < ntr; t++ {
+			cols := min(tile.TileDim, h-t*tile.TileDim)
+			base := c*tile.TileDim*stride + col + t*tile.TileDim
+			if rows == tile.TileDim && cols == tile.TileDim {
+				transposeBlock(&words, raw[2*base:], 2*stride)
+			} else {
+				clear(blk[:])
+				for k := 0; k < rows; k++ {
+					for j, x := range src[base+k*stride : base+k*stride+cols] {
+						blk[(j*tile.TileDim+k)&(tile.TileElems-1)] = x
+					}
+				}
+			}
+			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
+				tile.EncodeFaceRowBF16(dt, tb1, r, (*[tile.FaceDim]uint16)(blk[fr*tile.TileDim+fc:]))
+			}
+		}
+	}
+}
+
+// u16Bytes returns the little-endian bytes of p (the same memory).
+func u16Bytes(p []uint16) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 2*len(p))
+}
+
+// transposeBlock transposes the 32x32 block of bfloat16 values whose row k
+// starts at byte k*stride of raw into words, viewed as [32][32]uint16 with
+// words[(j*32+k)/4] holding column j, rows k..k+3.
+func transposeBlock(words *[tile.TileElems / 4]uint64, raw []byte, stride int) {
+	_ = raw[31*stride+63]
+	for k := 0; k < tile.TileDim; k += 4 {
+		r := raw[k*stride:]
+		for j := 0; j < tile.TileDim; j += 4 {
+			a := binary.LittleEndian.Uint64(r[2*j:])
+			b := binary.LittleEndian.Uint64(r[stride+2*j:])
+			c := binary.LittleEndian.Uint64(r[2*stride+2*j:])
+			d := binary.LittleEndian.Uint64(r[3*stride+2*j:])
+			r0, r1, r2, r3 := transpose4x4(a, b, c, d)
+			o := (j*tile.TileDim + k) / 4 & (tile.TileElems/4 - 1)
+			words[o] = r0
+			words[(o+tile.TileDim/4)&(tile.TileElems/4-1)] = r1
+			words[(o+2*tile.TileDim/4)&(tile.TileElems/4-1)] = r2
+			words[(o+3*tile.TileDim/4)&(tile.TileElems/4-1)] = r3
+		}
+	}
+}
+
+// transpose4x4 transposes a 4x4 matrix of 16-bit lanes held as four rows of
+// four lanes (lane 0 in the low bits): column i of the input is row i of
+// the output.
+func transpose4x4(a, b, c, d uint64) (r0, r1, r2, r3 uint64) {
+	const lo16, hi16 = 0x0000ffff0000ffff, 0xffff0000ffff0000
+	const lo32, hi32 = 0x00000000ffffffff, 0xffffffff00000000
+	t0 := a&lo16 | (b&lo16)<<16 // a0 b0 a2 b2
+	t1 := (a>>16)&lo16 | b&hi16 // a1 b1 a3 b3
+	t2 := c&lo16 | (d&lo16)<<16 // c0 d0 c2 d2
+	t3 := (c>>16)&lo16 | d&hi16 // c1 d1 c3 d3
+	r0 = t0&lo32 | t2<<32       // a0 b0 c0 d0
+	r1 = t1&lo32 | t3<<32
+	r2 = t0>>32 | t2&hi32
+	r3 = t1>>32 | t3&hi32
+	return r0, r1, r2, r3
+}
+
+// packRowTiles16 is packRowTiles for bfloat16 bits with no value ops left
+// to apply.
+func packRowTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, rows, w int) {
+	tb := dt.TileBytes()
+	ntc := (w + tile.TileDim - 1) / tile.TileDim
+	var tmp [tile.FaceDim]uint16
+	for s := 0; s*tile.TileDim < rows; s++ {
+		for c := 0; c < ntc; c++ {
+			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
+				i := s*tile.TileDim + fr
+				j0 := c*tile.TileDim + fc
+				var p *[tile.FaceDim]uint16
+				if i < rows && j0+tile.FaceDim <= w {
+					p = (*[tile.FaceDim]uint16)(src[i*stride+col+j0:])
+				} else {
+					n := 0
+					if i < rows {
+						n = min(tile.FaceDim, max(0, w-j0))
+					}
+					if n > 0 {
+						copy(tmp[:n], src[i*stride+col+j0:])
+					}
+					clear(tmp[n:])
+					p = &tmp
+				}
+				tile.EncodeFaceRowBF16(dt, tb1, r, p)
 			}
 		}
 	}

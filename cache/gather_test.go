@@ -2,8 +2,10 @@ package cache
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
@@ -20,5 +22,78 @@ func TestRoundBF16(t *testing.T) {
 		x := math.Float32frombits(u)
 		want := math.Float32bits(ckpt.RoundTo(ckpt.BF16, x))
 		require.Equal(t, want, math.Float32bits(roundBF16(x)), "bits %#08x", u)
+	}
+}
+
+// TestPackTransposed16 checks the bfloat16 transposing packer (4x4 word
+// transposes for complete blocks, value by value for partial ones) against
+// the float32 one on random bits, for full and ragged shapes.
+func TestPackTransposed16(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range []tile.DType{tile.BFLOAT8_B, tile.BFLOAT4_B, tile.BFLOAT16} {
+		for _, g := range [][4]int{{64, 96, 0, 96}, {32, 32, 3, 40}, {45, 70, 1, 71}, {7, 33, 5, 40}, {96, 64, 32, 128}} {
+			m, h, col, stride := g[0], g[1], g[2], g[3]
+			src16 := make([]uint16, m*stride)
+			src32 := make([]float32, m*stride)
+			for i := range src16 {
+				h := uint16(rng.Uint32())
+				if h&0x7fff > 0x7f80 {
+					h = canonicalNaN
+				}
+				src16[i], src32[i] = h, math.Float32frombits(uint32(h)<<16)
+			}
+			n := (h + 31) / 32 * ((m + 31) / 32) * dt.TileBytes()
+			got, want := make([]byte, n), make([]byte, n)
+			packTransposedTiles16(dt, got, src16, stride, col, m, h)
+			packTransposedTiles(dt, want, src32, stride, col, m, h, nil)
+			require.Equal(t, want, got, "%v m=%d h=%d col=%d", dt, m, h, col)
+			packRowTiles16(dt, got[:(m+31)/32*tile.StripBytes(dt, h)], src16, stride, col, m, h)
+			packRowTiles(dt, want[:(m+31)/32*tile.StripBytes(dt, h)], src32, stride, col, m, h, nil)
+			require.Equal(t, want, got, "rows %v m=%d h=%d col=%d", dt, m, h, col)
+		}
+	}
+}
+
+// TestBF16BitsCanonicalNaN checks the rounding of the decode tables: nearest
+// even like roundBF16, and every NaN (sign and payload dropped) 0x7FC0, as
+// tt-metal's host conversion does.
+func TestBF16BitsCanonicalNaN(t *testing.T) {
+	t.Parallel()
+	for _, u := range []uint32{0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fffffff, 0xffffffff, 0x7fa00000} {
+		require.Equal(t, uint16(canonicalNaN), bf16Bits(math.Float32frombits(u)), "bits %#08x", u)
+	}
+	for u := uint32(0); u < 1<<20; u++ {
+		x := math.Float32frombits(u*4093 + u>>3)
+		if x != x {
+			continue
+		}
+		require.Equal(t, uint16(math.Float32bits(roundBF16(x))>>16), bf16Bits(x))
+	}
+	// FP8 NaN codes under any scale decode to the canonical NaN.
+	e := e4m3Values()
+	for _, s := range []float32{1, -2.5, 1e-30} {
+		require.Equal(t, uint16(canonicalNaN), bf16Bits(e[0x7f]*s))
+		require.Equal(t, uint16(canonicalNaN), bf16Bits(e[0xff]*s))
+	}
+}
+
+// TestCountE4M3NaN checks the word-at-a-time count of NaN codes.
+func TestCountE4M3NaN(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := 0; n < 200; n++ {
+		raw := make([]byte, rng.IntN(100))
+		want := 0
+		for i := range raw {
+			raw[i] = byte(rng.Uint32())
+			if rng.IntN(4) == 0 {
+				raw[i] = 0x7f | byte(rng.IntN(2))<<7
+			}
+			if raw[i]&0x7f == 0x7f {
+				want++
+			}
+		}
+		require.Equal(t, want, countE4M3NaN(raw))
 	}
 }
