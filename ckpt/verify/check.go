@@ -112,13 +112,13 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, hashes, err := dataChecks(ctx, c, opt)
+	data, hashes, digests, err := dataChecks(ctx, c, opt)
 	if err != nil {
 		return nil, err
 	}
 	r.Hashes = hashes
 	r.Add(data...)
-	cache, err := cacheChecks(ctx, c, opt)
+	cache, err := cacheChecks(ctx, c, opt, digests)
 	if err != nil {
 		return nil, err
 	}
