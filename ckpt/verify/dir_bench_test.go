@@ -1,0 +1,28 @@
+package verify_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkReadDataDir runs verify --read-data on the checkpoint in
+// $CKPT_BENCH_SRC (e.g. a fixture of go run ./internal/cmd/bench); skipped
+// when unset. Use it with -cpuprofile.
+func BenchmarkReadDataDir(b *testing.B) {
+	dir := os.Getenv("CKPT_BENCH_SRC")
+	if dir == "" {
+		b.Skip("CKPT_BENCH_SRC is not set")
+	}
+	for b.Loop() {
+		c, err := verify.Open(context.Background(), dir, ckpt.Options{})
+		require.NoError(b, err)
+		_, err = verify.Run(context.Background(), c, verify.Options{ReadData: true})
+		require.NoError(b, err)
+		c.Close()
+	}
+}
