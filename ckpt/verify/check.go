@@ -35,6 +35,7 @@ const (
 	ProfileQwen35  = "qwen3_5"
 	ProfileNone    = "none"
 	defaultChunk   = 4 << 20
+	localChunk     = 256 << 10 // default read size from a local directory
 	defaultWorkers = 4
 )
 
@@ -49,7 +50,8 @@ type Options struct {
 	ReadData bool
 	// Workers bounds concurrent reads (default 4).
 	Workers int
-	// ChunkSize is the read size per worker in bytes (default 4 MiB);
+	// ChunkSize is the read size per worker in bytes (default 256 KiB from a
+	// local directory or Hugging Face cache, else 4 MiB);
 	// peak memory for data checks is about Workers × ChunkSize.
 	ChunkSize int
 	// Progress, if set, counts bytes read by the data checks.

@@ -122,6 +122,11 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options, sha map[*ckpt
 	chunk := int64(opt.ChunkSize)
 	if chunk <= 0 {
 		chunk = defaultChunk
+		// Local files: chunks that stay in the L2 cache while they are
+		// read, scanned and hashed (remote reads keep large requests).
+		if _, local := innerStore(c.Store).(interface{ Dir() string }); local {
+			chunk = localChunk
+		}
 	}
 	chunk = max(chunk/8*8, 8)
 	realSize := map[*ckpt.File]int64{}

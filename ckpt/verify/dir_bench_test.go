@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -21,8 +22,13 @@ func BenchmarkReadDataDir(b *testing.B) {
 	for b.Loop() {
 		c, err := verify.Open(context.Background(), dir, ckpt.Options{})
 		require.NoError(b, err)
-		_, err = verify.Run(context.Background(), c, verify.Options{ReadData: true})
+		_, err = verify.Run(context.Background(), c, verify.Options{ReadData: true, ChunkSize: chunkFromEnv()})
 		require.NoError(b, err)
 		c.Close()
 	}
+}
+
+func chunkFromEnv() int {
+	n, _ := strconv.Atoi(os.Getenv("CKPT_BENCH_CHUNK"))
+	return n
 }
