@@ -1,6 +1,10 @@
 package tile
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
 
 // Block-float encoding straight from bfloat16 bits.
 //
@@ -49,19 +53,27 @@ func newBFPTables() *bfpTables {
 
 // bf16MaxExp returns the largest exponent field of a face row.
 func bf16MaxExp(src *[FaceDim]uint16) uint32 {
-	// Exponents compare like the bits with the sign masked. The maximum is
-	// arithmetic (the compiler would branch, and face rows of weights have
-	// no predictable order); two running maxima halve the dependency chain.
-	s := *src
-	var m0, m1 int64
-	for i := 0; i < FaceDim; i += 2 {
-		d0 := int64(s[i]&0x7fff) - m0
-		d1 := int64(s[i+1]&0x7fff) - m1
-		m0 += d0 &^ (d0 >> 63)
-		m1 += d1 &^ (d1 >> 63)
-	}
-	d := m1 - m0
-	return uint32(m0+d&^(d>>63)) >> 7
+	// Exponents compare like the bits with the sign masked. Four values
+	// per 64-bit word, maxima taken lane-wise without branches (face rows
+	// of weights have no predictable order), then across the lanes.
+	b := (*[2 * FaceDim]byte)(unsafe.Pointer(src))
+	const abs = 0x7fff7fff7fff7fff
+	m := max4x16(binary.LittleEndian.Uint64(b[0:8])&abs, binary.LittleEndian.Uint64(b[8:16])&abs)
+	m = max4x16(m, binary.LittleEndian.Uint64(b[16:24])&abs)
+	m = max4x16(m, binary.LittleEndian.Uint64(b[24:32])&abs)
+	m = max4x16(m, m>>32)
+	m = max4x16(m, m>>16)
+	return uint32(m&0x7fff) >> 7
+}
+
+// max4x16 returns the lane-wise maximum of four 16-bit lanes whose top
+// bits are clear (a lane of a shifted word may hold garbage from a higher
+// lane; the lowest lane is always exact).
+func max4x16(a, m uint64) uint64 {
+	const top = 0x8000800080008000
+	t := ((a | top) - m) & top // lane top bit: a ≥ m (no borrow crosses lanes)
+	mask := t<<1 - t>>15       // lanes with t set: all ones
+	return m ^ (m^a)&mask
 }
 
 // bf16CodeIndex returns the table index of h under shared exponent e ≥ its
