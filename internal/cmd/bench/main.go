@@ -45,7 +45,22 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per measurement (medians are reported)")
 	readme := flag.String("readme", "", "rewrite the generated block of this Markdown file with the table")
 	only := flag.String("only", "", "comma-separated measurement names to run (default: all)")
+	fixture := flag.String("write-fixture", "", "internal: write the fixture of this kind into -dir and exit")
 	flag.Parse()
+	if *fixture != "" {
+		// A child process: the fixture's memory must not count in the
+		// peak RSS that later children inherit from this process at exec.
+		o, ok := fixtureKinds()[*fixture]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "bench: unknown fixture %q\n", *fixture)
+			os.Exit(2)
+		}
+		if err := ckpttest.Write(*dir, o); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if flag.NArg() > 0 || *runs < 1 {
 		fmt.Fprintln(os.Stderr, "usage: bench [-dir DIR] [-runs N] [-readme FILE] [-only NAMES]")
 		os.Exit(2)
@@ -88,11 +103,7 @@ func run(dir string, runs int, readme, only string) error {
 		return fmt.Errorf("go build ./cmd/ckpt (run from the repository root): %v\n%s", err, out)
 	}
 	base, ft, ftAll, odd := filepath.Join(dir, "base"), filepath.Join(dir, "ft"), filepath.Join(dir, "ft-all"), filepath.Join(dir, "odd")
-	large := ckpttest.Large()
-	ftOpt, allOpt := large, large
-	ftOpt.FineTune = true
-	allOpt.FineTune, allOpt.FineTuneAll = true, true
-	fixtures := map[string]ckpttest.Options{base: large, ft: ftOpt, ftAll: allOpt, odd: ckpttest.LargeOdd()}
+	fixtures := map[string]string{base: "base", ft: "ft", ftAll: "ft-all", odd: "odd"}
 	scratch := filepath.Join(dir, "scratch")
 	clearScratch := func() error {
 		if err := os.RemoveAll(scratch); err != nil {
@@ -161,8 +172,19 @@ func run(dir string, runs int, readme, only string) error {
 	return nil
 }
 
-// ensureFixture writes a checkpoint once (a complete one has its index).
-func ensureFixture(dir string, o ckpttest.Options) error {
+// fixtureKinds are the generated checkpoints by name.
+func fixtureKinds() map[string]ckpttest.Options {
+	large := ckpttest.Large()
+	ft, all := large, large
+	ft.FineTune = true
+	all.FineTune, all.FineTuneAll = true, true
+	return map[string]ckpttest.Options{"base": large, "ft": ft, "ft-all": all, "odd": ckpttest.LargeOdd()}
+}
+
+// ensureFixture writes a checkpoint once (a complete one has its index), in
+// a child process: Linux reports a child's peak RSS as at least its
+// parent's peak at the time of the exec, so this process stays small.
+func ensureFixture(dir, kind string) error {
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
 		return nil
 	}
@@ -174,7 +196,13 @@ func ensureFixture(dir string, o ckpttest.Options) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := ckpttest.Write(tmp, o); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "-write-fixture", kind, "-dir", tmp)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("writing fixture %s: %w", dir, err)
 	}
 	return os.Rename(tmp, dir)
