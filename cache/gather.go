@@ -147,38 +147,84 @@ func packRowTiles(dt tile.DType, dst []byte, src []float32, stride, col, rows, w
 
 // packTransposedTiles16 is packTransposedTiles for bfloat16 bits with no
 // value ops left to apply: src[k*stride+col+j] is block row k, column j.
+// stage is scratch memory, grown as needed.
 //
-// Each 32x32 source block is read row by row (sequential reads) and stored
-// transposed into a local tile, whose face rows are then contiguous and
-// encoded in place. Complete blocks are transposed in 4x4 sub-blocks held
-// in four 64-bit words (transpose4x4); partial ones value by value.
-func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, m, h int) {
+// The 32 block rows of each tile column are transposed into stage, four
+// rows at a time, each of them read from start to end (four sequential
+// streams, which the hardware prefetches; walking tile by tile instead
+// reads 32 rows at once). Stage holds the tile column's tiles transposed,
+// so that face rows are contiguous and encoded in place. Full 4x4
+// sub-blocks move as four 64-bit words (transpose4x4); a ragged edge (the
+// last tile row when h is not a multiple of 32, the last tile column when
+// m is not) is copied value by value into a zeroed tile.
+func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, m, h int, stage *[]uint64) {
+	const words = tile.TileElems / 4
 	tb := dt.TileBytes()
 	ntc := (m + tile.TileDim - 1) / tile.TileDim
 	ntr := (h + tile.TileDim - 1) / tile.TileDim
-	var words [tile.TileElems / 4]uint64
-	blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&words)) // blk[j*32+k]: logical row t*32+j, column c*32+k
+	if cap(*stage) < ntr*words {
+		*stage = make([]uint64, ntr*words)
+	}
+	st := (*stage)[:ntr*words]
 	raw := u16Bytes(src)
+	full := h / tile.TileDim * tile.TileDim // columns in complete tiles
 	for c := 0; c < ntc; c++ {
 		rows := min(tile.TileDim, m-c*tile.TileDim)
-		for t := 0; t < ntr; t++ {
+		base := c*tile.TileDim*stride + col
+		ragged := 0 // first tile copied value by value
+		if rows == tile.TileDim {
+			transposeRows(st, raw[2*base:], 2*stride, full)
+			ragged = full / tile.TileDim
+		}
+		for t := ragged; t < ntr; t++ {
+			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
+			clear(blk[:])
 			cols := min(tile.TileDim, h-t*tile.TileDim)
-			base := c*tile.TileDim*stride + col + t*tile.TileDim
-			if rows == tile.TileDim && cols == tile.TileDim {
-				transposeBlock(&words, raw[2*base:], 2*stride)
-			} else {
-				clear(blk[:])
-				for k := 0; k < rows; k++ {
-					for j, x := range src[base+k*stride : base+k*stride+cols] {
-						blk[(j*tile.TileDim+k)&(tile.TileElems-1)] = x
-					}
+			for k := 0; k < rows; k++ {
+				o := base + k*stride + t*tile.TileDim
+				for j, x := range src[o : o+cols] {
+					blk[(j*tile.TileDim+k)&(tile.TileElems-1)] = x
 				}
 			}
+		}
+		for t := 0; t < ntr; t++ {
+			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
 			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
 			for r := 0; r < tile.FaceRows; r++ {
 				fr, fc := tile.FaceRowOrigin(r)
 				tile.EncodeFaceRowBF16(dt, tb1, r, (*[tile.FaceDim]uint16)(blk[fr*tile.TileDim+fc:]))
 			}
+		}
+	}
+}
+
+// transposeRows transposes 32 rows of n bfloat16 values (n a multiple of
+// 32; row k starts at byte k*stride of raw) into st, tile after tile: word
+// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j.
+func transposeRows(st []uint64, raw []byte, stride, n int) {
+	if n == 0 {
+		return
+	}
+	_ = raw[31*stride+2*n-1]
+	st = st[:n/tile.TileDim*(tile.TileElems/4)]
+	for k := 0; k < tile.TileDim; k += 4 {
+		r0 := raw[k*stride : k*stride+2*n]
+		r1 := raw[(k+1)*stride : (k+1)*stride+2*n]
+		r2 := raw[(k+2)*stride : (k+2)*stride+2*n]
+		r3 := raw[(k+3)*stride : (k+3)*stride+2*n]
+		for j := 0; j < n; j += 4 {
+			a := binary.LittleEndian.Uint64(r0[2*j:])
+			b := binary.LittleEndian.Uint64(r1[2*j:])
+			c := binary.LittleEndian.Uint64(r2[2*j:])
+			d := binary.LittleEndian.Uint64(r3[2*j:])
+			w0, w1, w2, w3 := transpose4x4(a, b, c, d)
+			// Tile j/32, column jj = j%32 (4 columns), rows k..k+3.
+			o := j/tile.TileDim*(tile.TileElems/4) + (j%tile.TileDim*tile.TileDim+k)/4
+			s := st[o : o+3*tile.TileDim/4+1]
+			s[0] = w0
+			s[tile.TileDim/4] = w1
+			s[2*tile.TileDim/4] = w2
+			s[3*tile.TileDim/4] = w3
 		}
 	}
 }
@@ -189,28 +235,6 @@ func u16Bytes(p []uint16) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 2*len(p))
-}
-
-// transposeBlock transposes the 32x32 block of bfloat16 values whose row k
-// starts at byte k*stride of raw into words, viewed as [32][32]uint16 with
-// words[(j*32+k)/4] holding column j, rows k..k+3.
-func transposeBlock(words *[tile.TileElems / 4]uint64, raw []byte, stride int) {
-	_ = raw[31*stride+63]
-	for k := 0; k < tile.TileDim; k += 4 {
-		r := raw[k*stride:]
-		for j := 0; j < tile.TileDim; j += 4 {
-			a := binary.LittleEndian.Uint64(r[2*j:])
-			b := binary.LittleEndian.Uint64(r[stride+2*j:])
-			c := binary.LittleEndian.Uint64(r[2*stride+2*j:])
-			d := binary.LittleEndian.Uint64(r[3*stride+2*j:])
-			r0, r1, r2, r3 := transpose4x4(a, b, c, d)
-			o := (j*tile.TileDim + k) / 4 & (tile.TileElems/4 - 1)
-			words[o] = r0
-			words[(o+tile.TileDim/4)&(tile.TileElems/4-1)] = r1
-			words[(o+2*tile.TileDim/4)&(tile.TileElems/4-1)] = r2
-			words[(o+3*tile.TileDim/4)&(tile.TileElems/4-1)] = r3
-		}
-	}
 }
 
 // transpose4x4 transposes a 4x4 matrix of 16-bit lanes held as four rows of

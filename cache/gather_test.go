@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -45,12 +46,17 @@ func TestPackTransposed16(t *testing.T) {
 			}
 			n := (h + 31) / 32 * ((m + 31) / 32) * dt.TileBytes()
 			got, want := make([]byte, n), make([]byte, n)
-			packTransposedTiles16(dt, got, src16, stride, col, m, h)
+			var stage []uint64
+			packTransposedTiles16(dt, got, src16, stride, col, m, h, &stage)
 			packTransposedTiles(dt, want, src32, stride, col, m, h, nil)
-			require.Equal(t, want, got, "%v m=%d h=%d col=%d", dt, m, h, col)
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("%v m=%d h=%d col=%d: byte %d (tile %d) is %#x, want %#x", dt, m, h, col, i, i/dt.TileBytes(), got[i], want[i])
+				}
+			}
 			packRowTiles16(dt, got[:(m+31)/32*tile.StripBytes(dt, h)], src16, stride, col, m, h)
 			packRowTiles(dt, want[:(m+31)/32*tile.StripBytes(dt, h)], src32, stride, col, m, h, nil)
-			require.Equal(t, want, got, "rows %v m=%d h=%d col=%d", dt, m, h, col)
+			require.True(t, bytes.Equal(want, got), "rows %v m=%d h=%d col=%d", dt, m, h, col)
 		}
 	}
 }

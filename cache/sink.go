@@ -125,9 +125,10 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string) (*sink, error
 
 // scratch holds a worker's reusable buffers.
 type scratch struct {
-	x    []float32
-	wide []float32 // widened bfloat16 rows (put16)
-	out  []byte
+	x     []float32
+	wide  []float32 // widened bfloat16 rows (put16)
+	stage []uint64  // transposed tile column (packTransposedTiles16)
+	out   []byte
 }
 
 func growF(b []float32, n int) []float32 {
@@ -355,7 +356,7 @@ func (s *sink) writeUnits16(w *scratch, sh, u0 int, src []uint16, stride, col, m
 		if s.kind == kindStrip {
 			packRowTiles16(s.dt, dst, src, stride, col, m, s.cols)
 		} else {
-			packTransposedTiles16(s.dt, dst, src, stride, col, m, s.cols)
+			packTransposedTiles16(s.dt, dst, src, stride, col, m, s.cols, &w.stage)
 		}
 	})
 }
