@@ -14,7 +14,7 @@ import (
 
 func main() {
 	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
-	size := flag.String("size", "large", "small (the demo pair), large (~1.2 GB per checkpoint) or odd (~0.55 GB, widths not tile multiples)")
+	size := flag.String("size", "large", "small (the demo pair), large (~1.2 GB per checkpoint) or odd (~0.6 GB, partial FP8 blocks)")
 	all := flag.Bool("all-changed", false, "the fine-tune perturbs every tensor (diff's worst case)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
