@@ -211,28 +211,38 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, op
 		}
 		return s.flushWhole(sh)
 	}
+	return s.units(b0, n, func(u, a, m int) (bool, error) {
+		return s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
+	}, func(u, off, a, m int) (bool, error) {
+		return s.stage(w, sh, u, off, src[(a-b0)*stride:], m, stride, col, ops)
+	})
+}
+
+// units splits block rows [b0, b0+n) of a tiled target into runs of
+// complete units, handed to full (first unit u, first row a, m rows), and
+// pieces of a unit, handed to part (unit u, row offset in it, first row a,
+// m rows). It reports whether any call completed the target.
+func (s *sink) units(b0, n int, full func(u, a, m int) (bool, error), part func(u, off, a, m int) (bool, error)) (bool, error) {
 	complete := false
 	end := b0 + n
 	for a := b0; a < end; {
 		u := a / unitRows
 		us, ue := u*unitRows, min(u*unitRows+unitRows, s.rows)
+		var m int
+		var c bool
+		var err error
 		if a == us && end >= ue {
-			// A run of complete units [u, u1): packed straight from src.
+			// A run of complete units [u, u1).
 			u1 := u + 1
 			for u1*unitRows < s.rows && min(u1*unitRows+unitRows, s.rows) <= end {
 				u1++
 			}
-			m := min(u1*unitRows, s.rows) - a
-			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
-			if err != nil {
-				return false, err
-			}
-			complete = complete || c
-			a += m
-			continue
+			m = min(u1*unitRows, s.rows) - a
+			c, err = full(u, a, m)
+		} else {
+			m = min(end, ue) - a
+			c, err = part(u, a-us, a, m)
 		}
-		m := min(end, ue) - a
-		c, err := s.stage(w, sh, u, a-us, src[(a-b0)*stride:], m, stride, col, ops)
 		if err != nil {
 			return false, err
 		}
@@ -269,39 +279,16 @@ func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (
 	case kindWhole:
 		return s.putWidened(w, sh, b0, n, src, stride, col)
 	}
-	complete := false
-	end := b0 + n
-	for a := b0; a < end; {
-		u := a / unitRows
-		us, ue := u*unitRows, min(u*unitRows+unitRows, s.rows)
-		if a == us && end >= ue {
-			u1 := u + 1
-			for u1*unitRows < s.rows && min(u1*unitRows+unitRows, s.rows) <= end {
-				u1++
-			}
-			m := min(u1*unitRows, s.rows) - a
-			c, err := s.writeUnits16(w, sh, u, src[(a-b0)*stride:], stride, col, m)
-			if err != nil {
-				return false, err
-			}
-			complete = complete || c
-			a += m
-			continue
-		}
-		m := min(end, ue) - a
+	return s.units(b0, n, func(u, a, m int) (bool, error) {
+		return s.writeUnits16(w, sh, u, src[(a-b0)*stride:], stride, col, m)
+	}, func(u, off, a, m int) (bool, error) {
 		w.wide = growF(w.wide, m*s.cols)
 		for r := 0; r < m; r++ {
-			off := (a-b0+r)*stride + col
-			widen(w.wide[r*s.cols:(r+1)*s.cols], src[off:off+s.cols])
+			o := (a-b0+r)*stride + col
+			widen(w.wide[r*s.cols:(r+1)*s.cols], src[o:o+s.cols])
 		}
-		c, err := s.stage(w, sh, u, a-us, w.wide, m, s.cols, 0, nil)
-		if err != nil {
-			return false, err
-		}
-		complete = complete || c
-		a += m
-	}
-	return complete, nil
+		return s.stage(w, sh, u, off, w.wide, m, s.cols, 0, nil)
+	})
 }
 
 // putWidened widens n rows of bfloat16 bits to float32 and puts them.

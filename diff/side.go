@@ -69,9 +69,13 @@ func (s *side) sameScale(o *side) bool {
 // a scaled side must not cross a row.
 func (s *side) decode(raw []byte, g int64, dst []float32) error {
 	if s.e4m3 != nil {
-		return s.decodeE4M3(raw, g, dst)
-	}
-	if err := ckpt.DecodeFloat32(s.dt, raw, dst); err != nil {
+		// A scaled F8_E4M3 side decodes in one pass below: each value is
+		// table[code] × scale, the same float32 product as decoding and
+		// then scaling.
+		if len(raw) < len(dst) {
+			return fmt.Errorf("tensor %s: decoding %d F8_E4M3 values: have %d bytes", ckpt.Quote(s.t.Name), len(dst), len(raw))
+		}
+	} else if err := ckpt.DecodeFloat32(s.dt, raw, dst); err != nil {
 		return fmt.Errorf("tensor %s: %w", ckpt.Quote(s.t.Name), err)
 	}
 	if s.scale == nil {
@@ -85,32 +89,14 @@ func (s *side) decode(raw []byte, g int64, dst []float32) error {
 		end := min((blk+1)*s.bn, c1)
 		sc := srow[blk]
 		seg := dst[c-c0 : end-c0]
-		for i := range seg {
-			seg[i] *= sc
-		}
-		c = end
-	}
-	return nil
-}
-
-// decodeE4M3 is decode for a scaled F8_E4M3 side in one pass: each value
-// is table[code] × scale, the same float32 product as decoding and then
-// scaling.
-func (s *side) decodeE4M3(raw []byte, g int64, dst []float32) error {
-	if len(raw) < len(dst) {
-		return fmt.Errorf("tensor %s: decoding %d F8_E4M3 values: have %d bytes", ckpt.Quote(s.t.Name), len(dst), len(raw))
-	}
-	t := s.e4m3
-	r, c0 := g/s.cols, g%s.cols
-	srow := s.scale[(r/s.bm)*s.sCols:]
-	c1 := c0 + int64(len(dst))
-	for c := c0; c < c1; {
-		blk := c / s.bn
-		end := min((blk+1)*s.bn, c1)
-		sc := srow[blk]
-		seg := dst[c-c0 : end-c0]
-		for i, code := range raw[c-c0 : end-c0] {
-			seg[i] = t[code] * sc
+		if t := s.e4m3; t != nil {
+			for i, code := range raw[c-c0 : end-c0] {
+				seg[i] = t[code] * sc
+			}
+		} else {
+			for i := range seg {
+				seg[i] *= sc
+			}
 		}
 		c = end
 	}
