@@ -83,8 +83,9 @@ func bf16CodeIndex(h uint16, e uint32) uint16 {
 	return uint16(e<<8 | 0xff - uint32(bits.RotateLeft16(h, 1)))
 }
 
-// bfp8FaceRowBF16 is bfp8FaceRow for bfloat16 bits (identical codes).
-func bfp8FaceRowBF16(out *[FaceDim]byte, src *[FaceDim]uint16) byte {
+// bfp8FaceRowBF16Go is bfp8FaceRow for bfloat16 bits (identical codes);
+// bfp8FaceRowBF16 is it or its SSE2 version.
+func bfp8FaceRowBF16Go(out *[FaceDim]byte, src *[FaceDim]uint16) byte {
 	e := bf16MaxExp(src)
 	s := *src
 	var o [FaceDim]byte
@@ -107,8 +108,9 @@ func bfp8FaceRowBF16(out *[FaceDim]byte, src *[FaceDim]uint16) byte {
 	return byte(e)
 }
 
-// bfp4FaceRowBF16 is bfp4FaceRow for bfloat16 bits (identical codes).
-func bfp4FaceRowBF16(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
+// bfp4FaceRowBF16Go is bfp4FaceRow for bfloat16 bits (identical codes);
+// bfp4FaceRowBF16 is it or its SSE2 version.
+func bfp4FaceRowBF16Go(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
 	e := bf16MaxExp(src)
 	s := *src
 	var o [FaceDim / 2]byte

@@ -276,3 +276,45 @@ func TestEncodeFaceRowBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestFaceRowBF16Kernels checks bfp8FaceRowBF16 and bfp4FaceRowBF16 (SSE2
+// on amd64) against the table versions: every bfloat16 value under every
+// shared exponent it can have (the row's other values set the exponent),
+// in every lane, plus random rows.
+func TestFaceRowBF16Kernels(t *testing.T) {
+	t.Parallel()
+	check := func(row *[FaceDim]uint16) {
+		var g8, w8 [FaceDim]byte
+		var g4, w4 [FaceDim / 2]byte
+		ge, we := bfp8FaceRowBF16(&g8, row), bfp8FaceRowBF16Go(&w8, row)
+		if g8 != w8 || ge != we {
+			t.Fatalf("BFLOAT8_B of %#04x: %#x e=%d, want %#x e=%d", *row, g8, ge, w8, we)
+		}
+		ge, we = bfp4FaceRowBF16(&g4, row), bfp4FaceRowBF16Go(&w4, row)
+		if g4 != w4 || ge != we {
+			t.Fatalf("BFLOAT4_B of %#04x: %#x e=%d, want %#x e=%d", *row, g4, ge, w4, we)
+		}
+	}
+	for h := 0; h < 1<<16; h++ {
+		x := uint16(h) >> 7 & 0xff
+		for e := x; e < 256; e += 1 + e/64 {
+			var row [FaceDim]uint16
+			lane := (h + int(e)) % FaceDim
+			row[lane] = uint16(h)
+			row[(lane+5)%FaceDim] = e<<7 | uint16(h)&0x807f // the exponent setter
+			check(&row)
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := 0; n < 100000; n++ {
+		var row [FaceDim]uint16
+		base := uint16(rng.IntN(256)) << 7
+		for i := range row {
+			row[i] = (base - uint16(rng.IntN(10))<<7) | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+			if rng.IntN(16) == 0 {
+				row[i] = uint16(rng.Uint32())
+			}
+		}
+		check(&row)
+	}
+}
