@@ -522,7 +522,8 @@ func (b *builder) stream(ctx context.Context) error {
 type worker struct {
 	raw []byte
 	f32 []float32
-	tab []float32 // per scale block: the 256 e4m3 codes × scale, rounded to bf16
+	b16 []uint16
+	tab []uint16 // per scale block: the bf16 bits of the 256 e4m3 codes × scale
 	sc  scratch
 }
 
@@ -542,8 +543,7 @@ func (b *builder) bandRows(v *ckpt.Values) int64 {
 
 func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	st := j.src
-	w.f32 = growF(w.f32, int(j.n*st.v.Cols))
-	rounded, err := b.readBand(st, j.r0, j.n, w)
+	bd, err := b.readBand(st, j.r0, j.n, w)
 	if err != nil {
 		return err
 	}
@@ -570,6 +570,7 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	b.opt.Progress.Add(int64(len(raw)))
 	r1 := j.r0 + j.n
 	cols := int(st.v.Cols)
+	widened := false
 	for _, u := range st.uses {
 		a, e := max(j.r0, u.row), min(r1, u.row+u.rows)
 		if a >= e {
@@ -578,8 +579,20 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 		if err := u.s.open(); err != nil {
 			return err
 		}
-		src := w.f32[(a-j.r0)*st.v.Cols:]
-		complete, err := u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), src, cols, int(u.col), u.s.opsFor(rounded))
+		off := (a - j.r0) * st.v.Cols
+		var complete bool
+		ops := u.s.opsFor(bd.rounded || bd.bf16)
+		switch {
+		case bd.bf16 && len(ops) == 0:
+			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.b16[off:], cols, int(u.col))
+		default:
+			if bd.bf16 && !widened {
+				w.f32 = growF(w.f32, len(w.b16))
+				widen(w.f32, w.b16)
+				widened = true
+			}
+			complete, err = u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.f32[off:], cols, int(u.col), ops)
+		}
 		if err != nil {
 			u.s.failed.Store(true)
 			return fmt.Errorf("target %s: %w", u.s.e.Target, err)

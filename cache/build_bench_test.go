@@ -38,7 +38,7 @@ func BenchmarkBuild(b *testing.B) {
 }
 
 // BenchmarkBuildDir builds the cache of the checkpoint in $CKPT_BENCH_SRC
-// (e.g. the ~1.2 GB fixture of scripts/bench-cache.sh); skipped when unset.
+// (e.g. a fixture of go run ./internal/cmd/bench); skipped when unset.
 func BenchmarkBuildDir(b *testing.B) {
 	dir := os.Getenv("CKPT_BENCH_SRC")
 	if dir == "" {

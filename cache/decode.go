@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"encoding/binary"
+	"math"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -15,60 +18,123 @@ func e4m3Values() [256]float32 {
 	return v
 }
 
+// band says what readBand produced.
+type band struct {
+	// bf16: the values are bfloat16 bits in worker.b16 (NaN canonical),
+	// already rounded; otherwise float32 values in worker.f32.
+	bf16 bool
+	// rounded: the float32 values are bf16-exact (a leading bf16 rounding
+	// is a no-op on them).
+	rounded bool
+}
+
 // readBand reads source rows [r0, r0+n) into w.raw (raw bytes, for the
-// hash) and w.f32 (values). It reports whether the values are already
-// bf16-exact, so that a leading bf16 rounding can be skipped:
+// hash) and into values:
 //
 //   - a block-FP8 weight whose every target starts by rounding to bf16
-//     (st.roundFirst) is decoded through one 256-entry table per scale
-//     block, holding round_bf16(e4m3(code) × scale) — computed exactly as
-//     ckpt.Values dequantises (float32 product) followed by the bf16
-//     rounding every profile rule starts with — one lookup per value;
-//   - BF16 values, and F8 values without a scale, are bf16-exact as read;
-//   - anything else goes through ckpt.Values.ReadRows unrounded.
-func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (bool, error) {
+//     (st.roundFirst) is decoded to bfloat16 bits (w.b16) through one
+//     256-entry table per scale block, holding round_bf16(e4m3(code) ×
+//     scale) — computed exactly as ckpt.Values dequantises (float32
+//     product) followed by the bf16 rounding every profile rule starts
+//     with — one lookup per value;
+//   - a BF16 weight whose targets start by rounding is taken as it is
+//     (w.b16, NaN made canonical);
+//   - anything else goes through ckpt.Values.ReadRows into w.f32, marked
+//     rounded when the values are bf16-exact as read.
+func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	v := st.v
-	if !(st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3) {
-		raw, err := v.ReadRows(r0, n, w.raw, w.f32)
-		if err != nil {
-			return false, err
-		}
-		w.raw = raw
-		return v.BF16Exact(), nil
+	switch {
+	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
+		return b.readFP8Band(v, r0, n, w)
+	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
+		return readBF16Band(v, r0, n, w)
+	}
+	w.f32 = growF(w.f32, int(n*v.Cols))
+	raw, err := v.ReadRows(r0, n, w.raw, w.f32)
+	if err != nil {
+		return band{}, err
+	}
+	w.raw = raw
+	return band{rounded: v.BF16Exact()}, nil
+}
+
+// readRaw reads the raw bytes of rows [r0, r0+n) of v into w.raw.
+func readRaw(v *ckpt.Values, r0, n int64, w *worker) error {
+	need := n * v.RowBytes()
+	w.raw = growB(w.raw, int(need))
+	_, err := v.T.ReadAt(w.raw, r0*v.RowBytes())
+	return err
+}
+
+func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
+	if err := readRaw(v, r0, n, w); err != nil {
+		return band{}, err
 	}
 	cols := v.Cols
-	need := n * cols
-	if int64(cap(w.raw)) < need {
-		w.raw = make([]byte, need)
-	}
-	w.raw = w.raw[:need]
-	if _, err := v.T.ReadAt(w.raw, r0*cols); err != nil {
-		return false, err
-	}
+	w.b16 = grow16(w.b16, int(n*cols))
 	sCols := (cols + v.BN - 1) / v.BN
-	w.tab = growF(w.tab, int(sCols*256))
+	w.tab = grow16(w.tab, int(sCols*256))
 	cur := int64(-1)
 	for r := int64(0); r < n; r++ {
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
 			for blk := int64(0); blk < sCols; blk++ {
 				s := v.ScaleAt(r0+r, blk*v.BN)
-				t := w.tab[blk*256 : blk*256+256]
+				t := (*[256]uint16)(w.tab[blk*256:])
 				for c := range t {
-					t[c] = ckpt.RoundBF16TT(b.e4m3[c] * s)
+					t[c] = ckpt.F32ToBF16TT(b.e4m3[c] * s)
 				}
 			}
 		}
 		row := w.raw[r*cols : (r+1)*cols]
-		out := w.f32[r*cols : (r+1)*cols]
+		out := w.b16[r*cols : (r+1)*cols]
 		for blk := int64(0); blk < sCols; blk++ {
 			lo, hi := blk*v.BN, min((blk+1)*v.BN, cols)
-			t := (*[256]float32)(w.tab[blk*256:])
-			seg := out[lo:hi]
-			for i, c := range row[lo:hi] {
-				seg[i] = t[c]
-			}
+			decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
 		}
 	}
-	return true, nil
+	return band{bf16: true}, nil
+}
+
+// decodeCodes writes t[c] for every code c of in into out (len(out) ≥
+// len(in)), eight at a time.
+func decodeCodes(out []uint16, in []byte, t *[256]uint16) {
+	out = out[:len(in)]
+	for len(in) >= 8 {
+		o := (*[8]uint16)(out)
+		c := (*[8]byte)(in)
+		o[0], o[1], o[2], o[3] = t[c[0]], t[c[1]], t[c[2]], t[c[3]]
+		o[4], o[5], o[6], o[7] = t[c[4]], t[c[5]], t[c[6]], t[c[7]]
+		in, out = in[8:], out[8:]
+	}
+	for i, c := range in {
+		out[i] = t[c]
+	}
+}
+
+// readBF16Band reads bfloat16 rows as bits, making NaNs canonical (NaN and
+// Inf are counted by the build's guard, nonfinite.go).
+func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
+	if err := readRaw(v, r0, n, w); err != nil {
+		return band{}, err
+	}
+	cnt := int(n * v.Cols)
+	w.b16 = grow16(w.b16, cnt)
+	out, raw := w.b16[:cnt], w.raw[:2*cnt]
+	for i := range out {
+		h := binary.LittleEndian.Uint16(raw[2*i:])
+		if h&0x7fff > 0x7f80 {
+			h = ckpt.TTNaNBF16
+		}
+		out[i] = h
+	}
+	return band{bf16: true}, nil
+}
+
+// widen writes the float32 values of bfloat16 bits (exact).
+func widen(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = math.Float32frombits(uint32(h) << 16)
+	}
 }

@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -125,6 +127,148 @@ func packRowTiles(dt tile.DType, dst []byte, src []float32, stride, col, rows, w
 					ops.apply(tmp[:n])
 				}
 				tile.EncodeFaceRow(dt, tb1, r, &tmp)
+			}
+		}
+	}
+}
+
+// packTransposedTiles16 is packTransposedTiles for bfloat16 bits with no
+// value ops left to apply: src[k*stride+col+j] is block row k, column j.
+// stage is scratch memory, grown as needed.
+//
+// The 32 block rows of each tile column are transposed into stage, four
+// rows at a time, each of them read from start to end (four sequential
+// streams, which the hardware prefetches; walking tile by tile instead
+// reads 32 rows at once). Stage holds the tile column's tiles transposed,
+// so that face rows are contiguous and encoded in place. Full 4x4
+// sub-blocks move as four 64-bit words (transpose4x4); a ragged edge (the
+// last tile row when h is not a multiple of 32, the last tile column when
+// m is not) is copied value by value into a zeroed tile.
+func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, m, h int, stage *[]uint64) {
+	const words = tile.TileElems / 4
+	tb := dt.TileBytes()
+	ntc := (m + tile.TileDim - 1) / tile.TileDim
+	ntr := (h + tile.TileDim - 1) / tile.TileDim
+	if cap(*stage) < ntr*words {
+		*stage = make([]uint64, ntr*words)
+	}
+	st := (*stage)[:ntr*words]
+	raw := u16Bytes(src)
+	full := h / tile.TileDim * tile.TileDim // columns in complete tiles
+	for c := 0; c < ntc; c++ {
+		rows := min(tile.TileDim, m-c*tile.TileDim)
+		base := c*tile.TileDim*stride + col
+		ragged := 0 // first tile copied value by value
+		if rows == tile.TileDim {
+			transposeRows(st, raw[2*base:], 2*stride, full)
+			ragged = full / tile.TileDim
+		}
+		for t := ragged; t < ntr; t++ {
+			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
+			clear(blk[:])
+			cols := min(tile.TileDim, h-t*tile.TileDim)
+			for k := 0; k < rows; k++ {
+				o := base + k*stride + t*tile.TileDim
+				for j, x := range src[o : o+cols] {
+					blk[(j*tile.TileDim+k)&(tile.TileElems-1)] = x
+				}
+			}
+		}
+		for t := 0; t < ntr; t++ {
+			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
+			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
+				tile.EncodeFaceRowBF16(dt, tb1, r, (*[tile.FaceDim]uint16)(blk[fr*tile.TileDim+fc:]))
+			}
+		}
+	}
+}
+
+// transposeRows transposes 32 rows of n bfloat16 values (n a multiple of
+// 32; row k starts at byte k*stride of raw) into st, tile after tile: word
+// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j.
+func transposeRows(st []uint64, raw []byte, stride, n int) {
+	if n == 0 {
+		return
+	}
+	_ = raw[31*stride+2*n-1]
+	st = st[:n/tile.TileDim*(tile.TileElems/4)]
+	for k := 0; k < tile.TileDim; k += 4 {
+		r0 := raw[k*stride : k*stride+2*n]
+		r1 := raw[(k+1)*stride : (k+1)*stride+2*n]
+		r2 := raw[(k+2)*stride : (k+2)*stride+2*n]
+		r3 := raw[(k+3)*stride : (k+3)*stride+2*n]
+		for j := 0; j < n; j += 4 {
+			a := binary.LittleEndian.Uint64(r0[2*j:])
+			b := binary.LittleEndian.Uint64(r1[2*j:])
+			c := binary.LittleEndian.Uint64(r2[2*j:])
+			d := binary.LittleEndian.Uint64(r3[2*j:])
+			w0, w1, w2, w3 := transpose4x4(a, b, c, d)
+			// Tile j/32, column jj = j%32 (4 columns), rows k..k+3.
+			o := j/tile.TileDim*(tile.TileElems/4) + (j%tile.TileDim*tile.TileDim+k)/4
+			s := st[o : o+3*tile.TileDim/4+1]
+			s[0] = w0
+			s[tile.TileDim/4] = w1
+			s[2*tile.TileDim/4] = w2
+			s[3*tile.TileDim/4] = w3
+		}
+	}
+}
+
+// u16Bytes returns the little-endian bytes of p (the same memory).
+func u16Bytes(p []uint16) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 2*len(p))
+}
+
+// transpose4x4 transposes a 4x4 matrix of 16-bit lanes held as four rows of
+// four lanes (lane 0 in the low bits): column i of the input is row i of
+// the output.
+func transpose4x4(a, b, c, d uint64) (r0, r1, r2, r3 uint64) {
+	const lo16, hi16 = 0x0000ffff0000ffff, 0xffff0000ffff0000
+	const lo32, hi32 = 0x00000000ffffffff, 0xffffffff00000000
+	t0 := a&lo16 | (b&lo16)<<16 // a0 b0 a2 b2
+	t1 := (a>>16)&lo16 | b&hi16 // a1 b1 a3 b3
+	t2 := c&lo16 | (d&lo16)<<16 // c0 d0 c2 d2
+	t3 := (c>>16)&lo16 | d&hi16 // c1 d1 c3 d3
+	r0 = t0&lo32 | t2<<32       // a0 b0 c0 d0
+	r1 = t1&lo32 | t3<<32
+	r2 = t0>>32 | t2&hi32
+	r3 = t1>>32 | t3&hi32
+	return r0, r1, r2, r3
+}
+
+// packRowTiles16 is packRowTiles for bfloat16 bits with no value ops left
+// to apply.
+func packRowTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, rows, w int) {
+	tb := dt.TileBytes()
+	ntc := (w + tile.TileDim - 1) / tile.TileDim
+	var tmp [tile.FaceDim]uint16
+	for s := 0; s*tile.TileDim < rows; s++ {
+		for c := 0; c < ntc; c++ {
+			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
+			for r := 0; r < tile.FaceRows; r++ {
+				fr, fc := tile.FaceRowOrigin(r)
+				i := s*tile.TileDim + fr
+				j0 := c*tile.TileDim + fc
+				var p *[tile.FaceDim]uint16
+				if i < rows && j0+tile.FaceDim <= w {
+					p = (*[tile.FaceDim]uint16)(src[i*stride+col+j0:])
+				} else {
+					n := 0
+					if i < rows {
+						n = min(tile.FaceDim, max(0, w-j0))
+					}
+					if n > 0 {
+						copy(tmp[:n], src[i*stride+col+j0:])
+					}
+					clear(tmp[n:])
+					p = &tmp
+				}
+				tile.EncodeFaceRowBF16(dt, tb1, r, p)
 			}
 		}
 	}

@@ -1,9 +1,12 @@
 package cache
 
 import (
+	"bytes"
 	"math"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
@@ -24,5 +27,63 @@ func TestRoundBF16(t *testing.T) {
 	}
 	for _, nan := range []uint32{0x7f800001, 0xffbfffff, 0xffc00000, 0x7fffffff} {
 		require.Equal(t, uint32(0x7fc00000), math.Float32bits(ckpt.RoundBF16TT(math.Float32frombits(nan))), "NaN %#08x", nan)
+	}
+}
+
+// TestPackTransposed16 checks the bfloat16 transposing packer (4x4 word
+// transposes for complete blocks, value by value for partial ones) against
+// the float32 one on random bits, for full and ragged shapes.
+func TestPackTransposed16(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range []tile.DType{tile.BFLOAT8_B, tile.BFLOAT4_B, tile.BFLOAT16} {
+		for _, g := range [][4]int{{64, 96, 0, 96}, {32, 32, 3, 40}, {45, 70, 1, 71}, {7, 33, 5, 40}, {96, 64, 32, 128}} {
+			m, h, col, stride := g[0], g[1], g[2], g[3]
+			src16 := make([]uint16, m*stride)
+			src32 := make([]float32, m*stride)
+			for i := range src16 {
+				h := uint16(rng.Uint32())
+				if h&0x7fff > 0x7f80 {
+					h = ckpt.TTNaNBF16
+				}
+				src16[i], src32[i] = h, math.Float32frombits(uint32(h)<<16)
+			}
+			n := (h + 31) / 32 * ((m + 31) / 32) * dt.TileBytes()
+			got, want := make([]byte, n), make([]byte, n)
+			var stage []uint64
+			packTransposedTiles16(dt, got, src16, stride, col, m, h, &stage)
+			packTransposedTiles(dt, want, src32, stride, col, m, h, nil)
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("%v m=%d h=%d col=%d: byte %d (tile %d) is %#x, want %#x", dt, m, h, col, i, i/dt.TileBytes(), got[i], want[i])
+				}
+			}
+			packRowTiles16(dt, got[:(m+31)/32*tile.StripBytes(dt, h)], src16, stride, col, m, h)
+			packRowTiles(dt, want[:(m+31)/32*tile.StripBytes(dt, h)], src32, stride, col, m, h, nil)
+			require.True(t, bytes.Equal(want, got), "rows %v m=%d h=%d col=%d", dt, m, h, col)
+		}
+	}
+}
+
+// TestBF16BitsCanonicalNaN checks the rounding of the decode tables: nearest
+// even like ckpt.RoundBF16TT, and every NaN (sign and payload dropped) 0x7FC0, as
+// tt-metal's host conversion does.
+func TestBF16BitsCanonicalNaN(t *testing.T) {
+	t.Parallel()
+	for _, u := range []uint32{0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fffffff, 0xffffffff, 0x7fa00000} {
+		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(math.Float32frombits(u)), "bits %#08x", u)
+	}
+	for u := uint32(0); u < 1<<20; u++ {
+		x := math.Float32frombits(u*4093 + u>>3)
+		if x != x {
+			continue
+		}
+		require.Equal(t, uint16(math.Float32bits(ckpt.RoundBF16TT(x))>>16), ckpt.F32ToBF16TT(x))
+	}
+	// FP8 NaN codes under any scale decode to the canonical NaN.
+	e := e4m3Values()
+	for _, s := range []float32{1, -2.5, 1e-30} {
+		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(e[0x7f]*s))
+		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(e[0xff]*s))
 	}
 }

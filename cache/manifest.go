@@ -211,7 +211,7 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 // file.
 func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err error) {
 	hh, hd := xxh3.New(), xxh3.New()
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, 256<<10) // read and hashed while in the L2 cache
 	if _, err := io.CopyBuffer(hh, io.NewSectionReader(f, 0, dataOffset), buf); err != nil {
 		return "", "", err
 	}

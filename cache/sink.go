@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,13 +125,22 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string) (*sink, error
 
 // scratch holds a worker's reusable buffers.
 type scratch struct {
-	x   []float32
-	out []byte
+	x     []float32
+	wide  []float32 // widened bfloat16 rows (put16)
+	stage []uint64  // transposed tile column (packTransposedTiles16)
+	out   []byte
 }
 
 func growF(b []float32, n int) []float32 {
 	if cap(b) < n {
 		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+func grow16(b []uint16, n int) []uint16 {
+	if cap(b) < n {
+		return make([]uint16, n)
 	}
 	return b[:n]
 }
@@ -198,28 +208,38 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, op
 		}
 		return s.flushWhole(sh)
 	}
+	return s.units(b0, n, func(u, a, m int) (bool, error) {
+		return s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
+	}, func(u, off, a, m int) (bool, error) {
+		return s.stage(w, sh, u, off, src[(a-b0)*stride:], m, stride, col, ops)
+	})
+}
+
+// units splits block rows [b0, b0+n) of a tiled target into runs of
+// complete units, handed to full (first unit u, first row a, m rows), and
+// pieces of a unit, handed to part (unit u, row offset in it, first row a,
+// m rows). It reports whether any call completed the target.
+func (s *sink) units(b0, n int, full func(u, a, m int) (bool, error), part func(u, off, a, m int) (bool, error)) (bool, error) {
 	complete := false
 	end := b0 + n
 	for a := b0; a < end; {
 		u := a / unitRows
 		us, ue := u*unitRows, min(u*unitRows+unitRows, s.rows)
+		var m int
+		var c bool
+		var err error
 		if a == us && end >= ue {
-			// A run of complete units [u, u1): packed straight from src.
+			// A run of complete units [u, u1).
 			u1 := u + 1
 			for u1*unitRows < s.rows && min(u1*unitRows+unitRows, s.rows) <= end {
 				u1++
 			}
-			m := min(u1*unitRows, s.rows) - a
-			c, err := s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
-			if err != nil {
-				return false, err
-			}
-			complete = complete || c
-			a += m
-			continue
+			m = min(u1*unitRows, s.rows) - a
+			c, err = full(u, a, m)
+		} else {
+			m = min(end, ue) - a
+			c, err = part(u, a-us, a, m)
 		}
-		m := min(end, ue) - a
-		c, err := s.stage(w, sh, u, a-us, src[(a-b0)*stride:], m, stride, col, ops)
 		if err != nil {
 			return false, err
 		}
@@ -227,6 +247,55 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, op
 		a += m
 	}
 	return complete, nil
+}
+
+// put16 is put for bfloat16 bits (src) with no value ops left to apply.
+// Complete tile rows are packed straight from the bits and BFLOAT16
+// row-major rows are copied; what needs staging or assembling is widened
+// to float32 (exact) and takes put's way.
+func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (bool, error) {
+	if n <= 0 {
+		return false, nil
+	}
+	switch s.kind {
+	case kindRowMajor:
+		if s.dt != tile.BFLOAT16 {
+			return s.putWidened(w, sh, b0, n, src, stride, col)
+		}
+		w.out = growB(w.out, n*s.cols*2)
+		for r := 0; r < n; r++ {
+			o := w.out[r*s.cols*2 : (r+1)*s.cols*2]
+			for i, h := range src[r*stride+col : r*stride+col+s.cols] {
+				binary.LittleEndian.PutUint16(o[2*i:], h)
+			}
+		}
+		if err := s.writeAt(w.out, s.base[sh]+int64(b0)*int64(s.cols*2)); err != nil {
+			return false, err
+		}
+		return s.done(int64(n) * int64(s.cols)), nil
+	case kindWhole:
+		return s.putWidened(w, sh, b0, n, src, stride, col)
+	}
+	return s.units(b0, n, func(u, a, m int) (bool, error) {
+		return s.writeUnits16(w, sh, u, src[(a-b0)*stride:], stride, col, m)
+	}, func(u, off, a, m int) (bool, error) {
+		w.wide = growF(w.wide, m*s.cols)
+		for r := 0; r < m; r++ {
+			o := (a-b0+r)*stride + col
+			widen(w.wide[r*s.cols:(r+1)*s.cols], src[o:o+s.cols])
+		}
+		return s.stage(w, sh, u, off, w.wide, m, s.cols, 0, nil)
+	})
+}
+
+// putWidened widens n rows of bfloat16 bits to float32 and puts them.
+func (s *sink) putWidened(w *scratch, sh, b0, n int, src []uint16, stride, col int) (bool, error) {
+	w.wide = growF(w.wide, n*s.cols)
+	for r := 0; r < n; r++ {
+		off := r*stride + col
+		widen(w.wide[r*s.cols:(r+1)*s.cols], src[off:off+s.cols])
+	}
+	return s.put(w, sh, b0, n, w.wide, s.cols, 0, nil)
 }
 
 // stage copies m rows into the staging buffer of unit u (at row off),
@@ -256,13 +325,37 @@ func (s *sink) stage(w *scratch, sh, u, off int, src []float32, m, stride, col i
 // writeUnits packs m block rows starting at unit u0 — row k is
 // src[k*stride+col : ...+cols], ops still to be applied — and writes them.
 func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m int, ops valueOps) (bool, error) {
+	return s.writeTiles(w, sh, u0, m, func(dst []byte) {
+		if s.kind == kindStrip {
+			packRowTiles(s.dt, dst, src, stride, col, m, s.cols, ops)
+		} else {
+			packTransposedTiles(s.dt, dst, src, stride, col, m, s.cols, ops)
+		}
+	})
+}
+
+// writeUnits16 is writeUnits for bfloat16 bits with no ops to apply.
+func (s *sink) writeUnits16(w *scratch, sh, u0 int, src []uint16, stride, col, m int) (bool, error) {
+	return s.writeTiles(w, sh, u0, m, func(dst []byte) {
+		if s.kind == kindStrip {
+			packRowTiles16(s.dt, dst, src, stride, col, m, s.cols)
+		} else {
+			packTransposedTiles16(s.dt, dst, src, stride, col, m, s.cols, &w.stage)
+		}
+	})
+}
+
+// writeTiles writes the tiles of m block rows starting at unit u0, which
+// pack produces into the buffer it is given (the tiles in the order of
+// packRowTiles or packTransposedTiles).
+func (s *sink) writeTiles(w *scratch, sh, u0, m int, pack func(dst []byte)) (bool, error) {
 	tb := s.dt.TileBytes()
 	switch s.kind {
 	case kindStrip:
 		sb := tile.StripBytes(s.dt, s.cols)
 		strips := (m + unitRows - 1) / unitRows
 		w.out = growB(w.out, strips*sb)
-		packRowTiles(s.dt, w.out, src, stride, col, m, s.cols, ops)
+		pack(w.out)
 		if err := s.writeAt(w.out, s.base[sh]+int64(u0)*int64(sb)); err != nil {
 			return false, err
 		}
@@ -275,7 +368,7 @@ func (s *sink) writeUnits(w *scratch, sh, u0 int, src []float32, stride, col, m 
 		ntr := (h + tile.TileDim - 1) / tile.TileDim
 		chunk := nt * tb
 		w.out = growB(w.out, ntr*chunk)
-		packTransposedTiles(s.dt, w.out, src, stride, col, m, h, ops)
+		pack(w.out)
 		if nt == ntc {
 			if err := s.writeAt(w.out, s.base[sh]); err != nil {
 				return false, err

@@ -39,17 +39,57 @@ func (p *partial) merge(o *partial) {
 	p.zeroSign += o.zeroSign
 }
 
+// lanes are the two-lane partial sums of accumulate: lane 0 runs over the
+// even elements, lane 1 over the odd ones.
+type lanes struct {
+	ss, nb, nf, d [2]float64
+	mx            float64
+	nan           bool
+}
+
 // accumulate adds the statistics of the element pairs (b[i], f[i]). Two
 // lanes of partial sums break the dependency chains; the explicit float64
 // conversions keep the compiler from fusing multiply-adds, so that results
-// are the same on every platform.
+// are the same on every platform. The pairs of elements go through
+// accumulatePairs (SSE2 on amd64, the same operations in the same order);
+// an odd last element joins lane 0.
 func (p *partial) accumulate(b, f []float32) {
 	f = f[:len(b)]
-	var ss0, ss1, nb0, nb1, nf0, nf1, d0, d1 float64
-	mx := p.maxAbs
-	nan := false
+	l := lanes{mx: p.maxAbs}
 	n := len(b) &^ 1
-	for i := 0; i < n; i += 2 {
+	accumulatePairs(&l, b[:n], f[:n])
+	if n < len(b) {
+		x0, y0 := float64(b[n]), float64(f[n])
+		e0 := y0 - x0
+		if a0 := math.Abs(e0); a0 > l.mx {
+			l.mx = a0
+		}
+		if e0 != e0 {
+			l.nan = true
+		}
+		l.ss[0] += float64(e0 * e0)
+		l.nb[0] += float64(x0 * x0)
+		l.nf[0] += float64(y0 * y0)
+		l.d[0] += float64(x0 * y0)
+	}
+	if l.nan || l.mx > math.MaxFloat64 { // rare: which side is not finite?
+		p.nf.count(b, f)
+	}
+	p.maxAbs = l.mx
+	p.nan = p.nan || l.nan
+	p.sumSqDiff += l.ss[0] + l.ss[1]
+	p.normB += l.nb[0] + l.nb[1]
+	p.normF += l.nf[0] + l.nf[1]
+	p.dot += l.d[0] + l.d[1]
+}
+
+// accumulatePairsGo is accumulatePairs in Go (len(b) = len(f), even).
+func accumulatePairsGo(l *lanes, b, f []float32) {
+	f = f[:len(b)]
+	var ss0, ss1, nb0, nb1, nf0, nf1, d0, d1 float64
+	mx := l.mx
+	nan := false
+	for i := 0; i+1 < len(b); i += 2 {
 		x0, y0 := float64(b[i]), float64(f[i])
 		x1, y1 := float64(b[i+1]), float64(f[i+1])
 		e0, e1 := y0-x0, y1-x1
@@ -72,29 +112,16 @@ func (p *partial) accumulate(b, f []float32) {
 		d0 += float64(x0 * y0)
 		d1 += float64(x1 * y1)
 	}
-	if n < len(b) {
-		x0, y0 := float64(b[n]), float64(f[n])
-		e0 := y0 - x0
-		if a0 := math.Abs(e0); a0 > mx {
-			mx = a0
-		}
-		if e0 != e0 {
-			nan = true
-		}
-		ss0 += float64(e0 * e0)
-		nb0 += float64(x0 * x0)
-		nf0 += float64(y0 * y0)
-		d0 += float64(x0 * y0)
-	}
-	if nan || mx > math.MaxFloat64 { // rare: which side is not finite?
-		p.nf.count(b, f)
-	}
-	p.maxAbs = mx
-	p.nan = p.nan || nan
-	p.sumSqDiff += ss0 + ss1
-	p.normB += nb0 + nb1
-	p.normF += nf0 + nf1
-	p.dot += d0 + d1
+	l.ss[0] += ss0
+	l.ss[1] += ss1
+	l.nb[0] += nb0
+	l.nb[1] += nb1
+	l.nf[0] += nf0
+	l.nf[1] += nf1
+	l.d[0] += d0
+	l.d[1] += d1
+	l.mx = mx
+	l.nan = l.nan || nan
 }
 
 // countValueDiff counts elements whose float32 bit patterns differ.

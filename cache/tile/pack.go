@@ -33,14 +33,14 @@ func loadF32(src []float32, rows, cols, stride, row, col int, tmp *[FaceDim]floa
 	return tmp
 }
 
-// loadBF16 widens the face row of a bfloat16 strip into tmp (see loadF32).
-func loadBF16(src []uint16, rows, cols, stride, row, col int, tmp *[FaceDim]float32) *[FaceDim]float32 {
+// loadBF16 returns the face row of a bfloat16 strip (see loadF32).
+func loadBF16(src []uint16, rows, cols, stride, row, col int, tmp *[FaceDim]uint16) *[FaceDim]uint16 {
+	if row < rows && col+FaceDim <= cols {
+		return (*[FaceDim]uint16)(src[row*stride+col:])
+	}
 	clear(tmp[:])
 	if row < rows && col < cols {
-		in := src[row*stride+col : row*stride+min(cols, col+FaceDim)]
-		for i, h := range in {
-			tmp[i] = math.Float32frombits(uint32(h) << 16)
-		}
+		copy(tmp[:], src[row*stride+col:row*stride+cols])
 	}
 	return tmp
 }
@@ -102,17 +102,16 @@ func packStrip(dt DType, dst []byte, f32 []float32, b16 []uint16, rows, cols, st
 	tb := dt.TileBytes()
 	ntiles := RoundUp(cols, TileDim) / TileDim
 	var tmp [FaceDim]float32
+	var tmp16 [FaceDim]uint16
 	for t := range ntiles {
 		tile := dst[t*tb : (t+1)*tb]
 		for r := range FaceRows {
 			fr, fc := FaceRowOrigin(r)
-			var p *[FaceDim]float32
 			if f32 != nil {
-				p = loadF32(f32, rows, cols, stride, fr, t*TileDim+fc, &tmp)
+				EncodeFaceRow(dt, tile, r, loadF32(f32, rows, cols, stride, fr, t*TileDim+fc, &tmp))
 			} else {
-				p = loadBF16(b16, rows, cols, stride, fr, t*TileDim+fc, &tmp)
+				EncodeFaceRowBF16(dt, tile, r, loadBF16(b16, rows, cols, stride, fr, t*TileDim+fc, &tmp16))
 			}
-			EncodeFaceRow(dt, tile, r, p)
 		}
 	}
 	return ntiles * tb

@@ -225,3 +225,99 @@ func TestShardBytes(t *testing.T) {
 	_, err := ShardBytes([]int{32, 32}, BFLOAT8_B, ROW_MAJOR)
 	assert.Error(t, err)
 }
+
+// TestBF16CodesMatchFloat32 checks the bfloat16 code tables against the
+// float32 encoder for every bfloat16 value under every shared exponent the
+// tables serve.
+func TestBF16CodesMatchFloat32(t *testing.T) {
+	t.Parallel()
+	for h := 0; h < 1<<16; h++ {
+		b := uint32(h) << 16
+		for e := max(uint32(h>>7)&0xff, minTableExp); e < 256; e++ {
+			i := bf16CodeIndex(uint16(h), e)
+			if got, want := uint32(codeTables.bfp8[i]), bfpCode(b, e, 17, 127, 7); got != want {
+				t.Fatalf("BFLOAT8_B code of %#04x under e=%d: %#x, want %#x", h, e, got, want)
+			}
+			if got, want := uint32(codeTables.bfp4[i]), bfpCode(b, e, 21, 7, 3); got != want {
+				t.Fatalf("BFLOAT4_B code of %#04x under e=%d: %#x, want %#x", h, e, got, want)
+			}
+		}
+	}
+}
+
+// TestEncodeFaceRowBF16 compares whole face rows (random bfloat16 bits,
+// NaN, Inf, zeros and denormals included) with the float32 encoder.
+func TestEncodeFaceRowBF16(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	special := []uint16{0, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80, 0x7fc0, 0xffff, 0x7f7f, 0x0080}
+	for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B, BFLOAT16, FLOAT32} {
+		for n := 0; n < 20000; n++ {
+			var h [FaceDim]uint16
+			var f [FaceDim]float32
+			base := uint16(rng.IntN(256)) << 7 // tiny exponents too: the exact route
+			for i := range h {
+				switch rng.IntN(8) {
+				case 0:
+					h[i] = special[rng.IntN(len(special))]
+				case 1:
+					h[i] = uint16(rng.Uint32())
+				default: // near a common exponent, like a weight row
+					h[i] = (base - uint16(rng.IntN(12))<<7) | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+				}
+				if dt == BFLOAT16 && h[i]&0x7fff > 0x7f80 {
+					h[i] = 0x7fc0 // copied as is, while F32ToBF16 quiets NaNs
+				}
+				f[i] = ckpt.BF16ToF32(h[i])
+			}
+			got := make([]byte, dt.TileBytes())
+			want := make([]byte, dt.TileBytes())
+			r := rng.IntN(FaceRows)
+			EncodeFaceRowBF16(dt, got, r, &h)
+			EncodeFaceRow(dt, want, r, &f)
+			require.Equal(t, want, got, "%v face row %d of %#04x", dt, r, h)
+		}
+	}
+}
+
+// TestFaceRowBF16Kernels checks bfp8FaceRowBF16 and bfp4FaceRowBF16 (SSE2
+// on amd64) against the table versions: every bfloat16 value under every
+// shared exponent it can have (the row's other values set the exponent),
+// in every lane, plus random rows.
+func TestFaceRowBF16Kernels(t *testing.T) {
+	t.Parallel()
+	check := func(row *[FaceDim]uint16) {
+		var g8, w8 [FaceDim]byte
+		var g4, w4 [FaceDim / 2]byte
+		ge, we := bfp8FaceRowBF16(&g8, row), bfp8FaceRowBF16Go(&w8, row)
+		if g8 != w8 || ge != we {
+			t.Fatalf("BFLOAT8_B of %#04x: %#x e=%d, want %#x e=%d", *row, g8, ge, w8, we)
+		}
+		ge, we = bfp4FaceRowBF16(&g4, row), bfp4FaceRowBF16Go(&w4, row)
+		if g4 != w4 || ge != we {
+			t.Fatalf("BFLOAT4_B of %#04x: %#x e=%d, want %#x e=%d", *row, g4, ge, w4, we)
+		}
+	}
+	for h := 0; h < 1<<16; h++ {
+		x := uint16(h) >> 7 & 0xff
+		for e := x; e < 256; e += 1 + e/64 {
+			var row [FaceDim]uint16
+			lane := (h + int(e)) % FaceDim
+			row[lane] = uint16(h)
+			row[(lane+5)%FaceDim] = e<<7 | uint16(h)&0x807f // the exponent setter
+			check(&row)
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for n := 0; n < 100000; n++ {
+		var row [FaceDim]uint16
+		base := uint16(rng.IntN(256)) << 7
+		for i := range row {
+			row[i] = (base - uint16(rng.IntN(10))<<7) | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+			if rng.IntN(16) == 0 {
+				row[i] = uint16(rng.Uint32())
+			}
+		}
+		check(&row)
+	}
+}

@@ -13,7 +13,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, error) {
+// cacheChecks checks a Hugging Face cache snapshot: partial downloads and,
+// with --read-data, every file's SHA-256 against its blob name. Digests
+// computed while the data was streamed (file name → hex) are used as they
+// are; other files (config, index, shards whose stream failed) are read.
+func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed map[string]string) ([]Check, error) {
 	inner := ckpt.UnwrapStore(c.Store)
 	var out []Check
 	if ps, ok := inner.(ckpt.PartialStore); ok {
@@ -77,6 +81,10 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	for _, j := range jobs {
+		if got, ok := streamed[j.name]; ok {
+			j.got = got
+			continue
+		}
 		g.Go(func() error {
 			j.got, j.err = fileSHA256(gctx, inner, j.name, opt.Progress)
 			return gctx.Err()

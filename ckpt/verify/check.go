@@ -31,6 +31,7 @@ const (
 	ProfileQwen35  = "qwen3_5"
 	ProfileNone    = "none"
 	defaultChunk   = 4 << 20
+	localChunk     = 256 << 10 // default read size from a local directory
 	defaultWorkers = 4
 )
 
@@ -45,7 +46,8 @@ type Options struct {
 	ReadData bool
 	// Workers bounds concurrent reads (default 4).
 	Workers int
-	// ChunkSize is the read size per worker in bytes (default 4 MiB);
+	// ChunkSize is the read size per worker in bytes (default 256 KiB from a
+	// local directory or Hugging Face cache, else 4 MiB);
 	// peak memory for data checks is about Workers × ChunkSize.
 	ChunkSize int
 	// Progress, if set, counts bytes read by the data checks.
@@ -118,13 +120,13 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, hashes, err := dataChecks(ctx, c, opt)
+	data, hashes, digests, err := dataChecks(ctx, c, opt)
 	if err != nil {
 		return nil, err
 	}
 	r.Hashes = hashes
 	r.Add(data...)
-	cache, err := cacheChecks(ctx, c, opt)
+	cache, err := cacheChecks(ctx, c, opt, digests)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,12 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"hash"
+	"io"
+	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -73,10 +78,43 @@ func scanChunk(td *tensorData, p []byte, off int64, c *counts, tmp []float32) []
 	return tmp
 }
 
+// fileSHA is the SHA-256 of a whole file computed from the tensor bytes
+// readAll streams (in file order) plus the bytes between them (header,
+// padding, the tail), read on the side: a file is read once for both its
+// tensor checks and its digest.
+type fileSHA struct {
+	f      *ckpt.File
+	h      hash.Hash
+	next   int64 // file offset hashed up to
+	sum    string
+	failed bool // the stream could not be hashed: hash the file itself
+}
+
+// gap hashes the file bytes [fs.next, to) read from the store.
+func (fs *fileSHA) gap(ctx context.Context, st ckpt.Store, to int64) {
+	if fs.failed || to <= fs.next {
+		fs.failed = fs.failed || to < fs.next
+		return
+	}
+	b, err := st.Open(ctx, fs.f.Name)
+	if err != nil {
+		fs.failed = true
+		return
+	}
+	defer b.Close()
+	if _, err := io.Copy(fs.h, io.NewSectionReader(b, fs.next, to-fs.next)); err != nil {
+		fs.failed = true
+		return
+	}
+	fs.next = to
+}
+
 // readAll streams every tensor once: chunks are read and scanned in
 // parallel (at most workers at a time, each with one chunk-sized buffer),
-// and each tensor's hash is fed in chunk order.
-func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorData, error) {
+// and each tensor's hash is fed in chunk order. Chunks are scheduled in
+// file order, tensor by tensor by offset; for the files in sha (may be
+// nil) the chunks are also fed, in file order, into the file's SHA-256.
+func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options, sha map[*ckpt.File]*fileSHA) ([]*tensorData, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = defaultWorkers
@@ -84,6 +122,11 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorDat
 	chunk := int64(opt.ChunkSize)
 	if chunk <= 0 {
 		chunk = defaultChunk
+		// Local files: chunks that stay in the L2 cache while they are
+		// read, scanned and hashed (remote reads keep large requests).
+		if _, local := ckpt.UnwrapStore(c.Store).(interface{ Dir() string }); local {
+			chunk = localChunk
+		}
 	}
 	chunk = max(chunk/8*8, 8)
 	out := make([]*tensorData, len(c.Tensors))
@@ -98,19 +141,47 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorDat
 		}
 		out[i] = td
 	}
+	// File order, then offset.
+	fileIdx := make(map[*ckpt.File]int, len(c.Files))
+	for i, f := range c.Files {
+		fileIdx[f] = i
+	}
+	order := make([]*tensorData, 0, len(out))
+	for _, td := range out {
+		if !td.cut {
+			order = append(order, td)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i].t, order[j].t
+		if fa, fb := fileIdx[a.File], fileIdx[b.File]; fa != fb {
+			return fa < fb
+		}
+		return a.Offset() < b.Offset()
+	})
+	lastOf := map[*ckpt.File]*tensorData{}
+	for _, td := range order {
+		lastOf[td.t.File] = td
+	}
+	for f, fs := range sha {
+		if lastOf[f] == nil { // no tensor streamed: hash the file itself
+			fs.failed = true
+		}
+	}
 	opt.Progress.AddTotal(total)
 	bufs := make(chan []byte, workers)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
 	closed := make(chan struct{})
 	close(closed)
-	for _, td := range out {
-		if td.cut {
-			continue
+	prev := (<-chan struct{})(closed)
+	for _, td := range order {
+		fs := sha[td.t.File]
+		if fs == nil {
+			prev = closed // the order matters only inside a tensor
 		}
 		n := int64(td.t.NBytes())
 		nChunks := max((n+chunk-1)/chunk, 1)
-		prev := (<-chan struct{})(closed)
 		for k := int64(0); k < nChunks; k++ {
 			if gctx.Err() != nil {
 				break
@@ -152,6 +223,22 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorDat
 					td.hasher.Write(p)
 					td.c.merge(&cc)
 				}
+				if fs != nil {
+					fs.gap(gctx, c.Store, td.t.Offset()+off)
+					if rerr != nil {
+						fs.failed = true
+					}
+					if !fs.failed {
+						fs.h.Write(p)
+						fs.next += size
+					}
+					if last && lastOf[td.t.File] == td {
+						fs.gap(gctx, c.Store, td.t.File.Size)
+						if !fs.failed {
+							fs.sum = hex.EncodeToString(fs.h.Sum(nil))
+						}
+					}
+				}
 				opt.Progress.Add(size)
 				if last {
 					if td.err == nil {
@@ -174,17 +261,50 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]*tensorDat
 	return out, nil
 }
 
-func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, map[string]string, error) {
+// streamedSHA returns the files whose SHA-256 the cache checks will want
+// (--read-data on a source that records digests), to be hashed while
+// readAll streams them.
+func streamedSHA(c *ckpt.Checkpoint, opt Options) map[*ckpt.File]*fileSHA {
+	ds, ok := ckpt.UnwrapStore(c.Store).(ckpt.DigestStore)
+	if !ok || !opt.ReadData {
+		return nil
+	}
+	out := map[*ckpt.File]*fileSHA{}
+	for _, f := range c.Files {
+		if _, ok := ds.ExpectedSHA256(f.Name); ok {
+			out[f] = &fileSHA{f: f, h: sha256.New()}
+		}
+	}
+	return out
+}
+
+// digests returns file name → SHA-256 (hex) of the files hashed while
+// streaming.
+func digests(sha map[*ckpt.File]*fileSHA) map[string]string {
+	out := map[string]string{}
+	for f, fs := range sha {
+		if fs.sum != "" {
+			out[f.Name] = fs.sum
+		}
+	}
+	return out
+}
+
+// dataChecks reads every tensor once (with --read-data) and returns the
+// data checks, the xxh3 of every tensor read and the SHA-256 of the files
+// hashed on the way (see streamedSHA).
+func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, map[string]string, map[string]string, error) {
 	if !opt.ReadData {
 		out := make([]Check, len(dataIDs))
 		for i, id := range dataIDs {
 			out[i] = Check{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}
 		}
-		return out, nil, nil
+		return out, nil, nil, nil
 	}
-	res, err := readAll(ctx, c, opt)
+	sha := streamedSHA(c, opt)
+	res, err := readAll(ctx, c, opt, sha)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	hashes := make(map[string]string, len(res))
 	var scales, fp8, floats []Check
@@ -237,14 +357,14 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		out = append(out, Check{ID: "data.read", Status: Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
 	}
 	out = appendOr(out, readFails, Check{ID: "data.read", Status: Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
-	return out, hashes, nil
+	return out, hashes, digests(sha), nil
 }
 
 // Hashes reads every tensor once (streamed, parallel, bounded memory as in
 // Run with ReadData) and returns tensor name → xxh3-64 (16 hex digits) for
 // the tensors that could be read.
 func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt Options) (map[string]string, error) {
-	res, err := readAll(ctx, c, opt)
+	res, err := readAll(ctx, c, opt, nil)
 	if err != nil {
 		return nil, err
 	}

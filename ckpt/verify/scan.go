@@ -43,17 +43,22 @@ func scanE4M3(p []byte, base int64, c *counts) {
 	const low7, one, high = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
 	c.n += int64(len(p))
 	i := 0
-	for ; i+8 <= len(p); i += 8 {
-		x := binary.LittleEndian.Uint64(p[i:])
-		if ((x&low7)+one)&high == 0 {
-			continue
-		}
-		for j := i; j < i+8; j++ {
-			if p[j]&0x7f == 0x7f {
-				c.nan++
-				c.note(base+int64(j), "NaN")
+	// 32 bytes per step, one test for the four words (the common case is
+	// no NaN at all); a hit is resolved byte by byte.
+	for q := p; len(q) >= 32; q = q[32:] {
+		x0 := binary.LittleEndian.Uint64(q[0:8])
+		x1 := binary.LittleEndian.Uint64(q[8:16])
+		x2 := binary.LittleEndian.Uint64(q[16:24])
+		x3 := binary.LittleEndian.Uint64(q[24:32])
+		if (((x0&low7)+one)|((x1&low7)+one)|((x2&low7)+one)|((x3&low7)+one))&high != 0 {
+			for j := i; j < i+32; j++ {
+				if p[j]&0x7f == 0x7f {
+					c.nan++
+					c.note(base+int64(j), "NaN")
+				}
 			}
 		}
+		i += 32
 	}
 	for j := i; j < len(p); j++ {
 		if p[j]&0x7f == 0x7f {
@@ -72,14 +77,18 @@ func scanHalf(p []byte, base int64, expMask uint16, c *counts) {
 	n := len(p) / 2
 	c.n += int64(n)
 	i := 0
-	for ; i+4 <= n; i += 4 {
-		x := binary.LittleEndian.Uint64(p[2*i:])
-		if ((x&m)+lsb)&top == 0 {
-			continue
+	// 16 values per step, one test for the four words.
+	for q := p[:2*n]; len(q) >= 32; q = q[32:] {
+		x0 := binary.LittleEndian.Uint64(q[0:8])
+		x1 := binary.LittleEndian.Uint64(q[8:16])
+		x2 := binary.LittleEndian.Uint64(q[16:24])
+		x3 := binary.LittleEndian.Uint64(q[24:32])
+		if (((x0&m)+lsb)|((x1&m)+lsb)|((x2&m)+lsb)|((x3&m)+lsb))&top != 0 {
+			for j := i; j < i+16; j++ {
+				checkHalf(binary.LittleEndian.Uint16(p[2*j:]), expMask, base+int64(j), c)
+			}
 		}
-		for j := i; j < i+4; j++ {
-			checkHalf(binary.LittleEndian.Uint16(p[2*j:]), expMask, base+int64(j), c)
-		}
+		i += 16
 	}
 	for j := i; j < n; j++ {
 		checkHalf(binary.LittleEndian.Uint16(p[2*j:]), expMask, base+int64(j), c)

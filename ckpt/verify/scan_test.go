@@ -61,3 +61,48 @@ func TestScanners(t *testing.T) {
 	assert.Equal(t, [3]int64{1, 1, 1}, [3]int64{c.zero, c.neg, c.nan})
 	assert.Equal(t, int64(1), c.first)
 }
+
+// TestScannersWide checks the 32-byte steps of scanE4M3 and scanHalf against
+// a value-by-value count, with hits at every position of a step and in the
+// tail.
+func TestScannersWide(t *testing.T) {
+	t.Parallel()
+	for n := 0; n < 100; n += 7 {
+		for _, at := range []int{0, 1, 7, 8, 31, 32, 33, 63, 64, 99} {
+			p := make([]byte, n)
+			for i := range p {
+				p[i] = byte(i * 37 % 126)
+			}
+			if at < n {
+				p[at] = 0xff
+			}
+			want := counts{first: -1}
+			for i, b := range p {
+				if b&0x7f == 0x7f {
+					want.nan++
+					want.note(int64(i), "NaN")
+				}
+			}
+			got := counts{first: -1}
+			scanE4M3(p, 0, &got)
+			assert.Equal(t, want.nan, got.nan, "E4M3 n=%d at=%d", n, at)
+			assert.Equal(t, want.first, got.first, "E4M3 n=%d at=%d", n, at)
+
+			h := make([]byte, 2*n)
+			for i := 0; i < n; i++ {
+				binary.LittleEndian.PutUint16(h[2*i:], uint16(i*997%0x7f00))
+			}
+			if at < n {
+				binary.LittleEndian.PutUint16(h[2*at:], 0xff80)
+			}
+			got = counts{first: -1}
+			scanHalf(h, 0, 0x7f80, &got)
+			wantInf := int64(0)
+			if at < n {
+				wantInf = 1
+			}
+			assert.Equal(t, wantInf, got.inf, "BF16 n=%d at=%d", n, at)
+			assert.Equal(t, int64(0), got.nan, "BF16 n=%d at=%d", n, at)
+		}
+	}
+}

@@ -14,11 +14,11 @@ import (
 
 func main() {
 	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
-	size := flag.String("size", "large", "small (the demo pair) or large (~1.2 GB per checkpoint)")
+	size := flag.String("size", "large", "small (the demo pair), large (~1.2 GB per checkpoint) or odd (~0.6 GB, partial FP8 blocks)")
 	all := flag.Bool("all-changed", false, "the fine-tune perturbs every tensor (diff's worst case)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large]")
+		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large|odd] [-all-changed]")
 		os.Exit(2)
 	}
 	var o ckpttest.Options
@@ -27,8 +27,10 @@ func main() {
 		o = ckpttest.Small()
 	case "large":
 		o = ckpttest.Large()
+	case "odd":
+		o = ckpttest.LargeOdd()
 	default:
-		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small or large)\n", *size)
+		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small, large or odd)\n", *size)
 		os.Exit(2)
 	}
 	if err := ckpttest.Write(filepath.Join(*out, "base"), o); err != nil {

@@ -1,0 +1,112 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+DATA bfpc<>+0(SB)/8, $0x7fff7fff7fff7fff   // abs mask
+DATA bfpc<>+8(SB)/8, $0x7fff7fff7fff7fff
+DATA bfpc<>+16(SB)/8, $0x7f007f007f007f00  // significand << 8
+DATA bfpc<>+24(SB)/8, $0x7f007f007f007f00
+DATA bfpc<>+32(SB)/8, $0x8000800080008000  // implicit one << 8
+DATA bfpc<>+40(SB)/8, $0x8000800080008000
+DATA bfpc<>+48(SB)/8, $0x0001000100010001  // 1
+DATA bfpc<>+56(SB)/8, $0x0001000100010001
+DATA bfpc<>+64(SB)/8, $0x0002000200020002  // 2
+DATA bfpc<>+72(SB)/8, $0x0002000200020002
+DATA bfpc<>+80(SB)/8, $0x0004000400040004  // 4
+DATA bfpc<>+88(SB)/8, $0x0004000400040004
+DATA bfpc<>+96(SB)/8, $0x0008000800080008  // 8
+DATA bfpc<>+104(SB)/8, $0x0008000800080008
+DATA bfpc<>+112(SB)/8, $0x00ff00ff00ff00ff // low byte
+DATA bfpc<>+120(SB)/8, $0x00ff00ff00ff00ff
+DATA bfpc<>+128(SB)/8, $0x0080008000800080 // half
+DATA bfpc<>+136(SB)/8, $0x0080008000800080
+DATA bfpc<>+144(SB)/8, $0x000000ff000000ff // low byte of dwords
+DATA bfpc<>+152(SB)/8, $0x000000ff000000ff
+GLOBL bfpc<>(SB), RODATA|NOPTR, $160
+
+// CODES computes the codes of the 8 values in X0 (bits) into X0 (16-bit
+// lanes). X15: shared exponent in every lane; params at DI: +0 shift base,
+// +16 largest d with a non-zero code, +32 magnitude limit, +48 sign bit.
+// Clobbers X1-X7.
+#define CODES \
+	MOVOU bfpc<>+0(SB), X1; PAND X0, X1;           /* X1 = h & 0x7fff */ \
+	PSRLW $7, X1;                                  /* x */ \
+	MOVOU X15, X2; PSUBW X1, X2;                   /* d = e - x */ \
+	MOVOU X2, X3; PADDW 0(DI), X3;                 /* s = d + base */ \
+	MOVOU X0, X4; PSLLW $8, X4; PAND bfpc<>+16(SB), X4; POR bfpc<>+32(SB), X4; /* v = mant8 << 8 */ \
+	MOVOU X3, X5; PAND bfpc<>+48(SB), X5; PCMPEQW bfpc<>+48(SB), X5; MOVOU X4, X6; PSRLW $1, X6; PAND X5, X6; PANDN X4, X5; POR X6, X5; MOVOU X5, X4; \
+	MOVOU X3, X5; PAND bfpc<>+64(SB), X5; PCMPEQW bfpc<>+64(SB), X5; MOVOU X4, X6; PSRLW $2, X6; PAND X5, X6; PANDN X4, X5; POR X6, X5; MOVOU X5, X4; \
+	MOVOU X3, X5; PAND bfpc<>+80(SB), X5; PCMPEQW bfpc<>+80(SB), X5; MOVOU X4, X6; PSRLW $4, X6; PAND X5, X6; PANDN X4, X5; POR X6, X5; MOVOU X5, X4; \
+	MOVOU X3, X5; PAND bfpc<>+96(SB), X5; PCMPEQW bfpc<>+96(SB), X5; MOVOU X4, X6; PSRLW $8, X6; PAND X5, X6; PANDN X4, X5; POR X6, X5; MOVOU X5, X4; \
+	MOVOU X4, X5; PSRLW $8, X5;                    /* q */ \
+	PAND bfpc<>+112(SB), X4;                       /* r */ \
+	MOVOU X4, X6; PCMPGTW bfpc<>+128(SB), X6;      /* r > half */ \
+	PCMPEQW bfpc<>+128(SB), X4;                    /* r == half */ \
+	MOVOU X5, X7; PAND bfpc<>+48(SB), X7; PCMPEQW bfpc<>+48(SB), X7; /* q odd */ \
+	PAND X7, X4; POR X6, X4; PSRLW $15, X4; PADDW X4, X5; /* q += round up */ \
+	PMINSW 32(DI), X5;                             /* clamp */ \
+	PCMPGTW 16(DI), X2; PANDN X5, X2;              /* zero when d > dmax */ \
+	PXOR X6, X6; PCMPEQW X6, X1; PANDN X2, X1;      /* zero when x == 0 */ \
+	MOVOU X1, X2; PCMPEQW X6, X2;                  /* X2: code is zero */ \
+	PSRAW $15, X0; PANDN X0, X2; PAND 48(DI), X2;   /* sign bit where negative and non-zero */ \
+	POR X2, X1; MOVOU X1, X0
+
+// func bfpFaceRowSSE2(src *[16]uint16, out *byte, p *bfpParams, nibbles bool) (e uint32, ok bool)
+TEXT ·bfpFaceRowSSE2(SB), NOSPLIT, $0-37
+	MOVQ src+0(FP), SI
+	MOVQ out+8(FP), DX
+	MOVQ p+16(FP), DI
+	MOVOU 0(SI), X8
+	MOVOU 16(SI), X9
+	MOVOU bfpc<>+0(SB), X10
+	MOVOU X10, X11
+	PAND X8, X10
+	PAND X9, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $8, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $4, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $2, X11
+	PMAXSW X11, X10
+	MOVQ X10, AX
+	ANDQ $0x7fff, AX
+	SHRQ $7, AX
+	MOVL AX, e+32(FP)
+	CMPQ AX, $8
+	JB small
+	MOVQ AX, X15
+	PSHUFLW $0, X15, X15
+	PSHUFD $0, X15, X15
+	MOVOU X8, X0
+	CODES
+	MOVOU X0, X8
+	MOVOU X9, X0
+	CODES
+	MOVBLZX nibbles+24(FP), BX
+	TESTQ BX, BX
+	JNZ four
+	PACKUSWB X0, X8
+	MOVOU X8, 0(DX)
+	MOVB $1, ok+36(FP)
+	RET
+four:
+	MOVOU X8, X1
+	PSRLL $12, X1
+	POR X1, X8
+	PAND bfpc<>+144(SB), X8
+	MOVOU X0, X1
+	PSRLL $12, X1
+	POR X1, X0
+	PAND bfpc<>+144(SB), X0
+	PACKSSLW X0, X8
+	PACKUSWB X8, X8
+	MOVQ X8, 0(DX)
+	MOVB $1, ok+36(FP)
+	RET
+small:
+	MOVB $0, ok+36(FP)
+	RET
