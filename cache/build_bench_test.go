@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // BenchmarkBuild builds the cache of a ~50 MB FP8 fixture (Large's layout

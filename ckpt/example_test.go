@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Open a generated sharded FP8 checkpoint (headers only) and summarise it.

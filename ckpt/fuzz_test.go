@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // paddedReader serves data followed by zeros up to size, so that the fuzzer

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/diff"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Compare the generated fine-tune with its base: its MTP head is the

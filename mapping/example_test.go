@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Extract the MTP head of a block-FP8 checkpoint as a bf16 sidecar.

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Verify a checkpoint and list the checks that did not pass.

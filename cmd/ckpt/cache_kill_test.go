@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/diff"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

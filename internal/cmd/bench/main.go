@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // elems27B is the number of text and MTP elements of the Qwen3.5 27B FP8
