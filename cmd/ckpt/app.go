@@ -120,6 +120,9 @@ func (a *App) newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Version:       Version,
 	}
+	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		noteDeprecated(cmd, a.Err)
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: exitUnreadable, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})

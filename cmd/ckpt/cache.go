@@ -79,7 +79,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
+	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -95,7 +95,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return usageError("%v", err)
 	}
 	if o.Out == "" {
-		return usageError("cache build needs --out DIR")
+		return usageError("cache build needs -o/--out DIR")
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -315,7 +315,7 @@ type cachePackOptions struct {
 func (a *App) newCachePackCmd() *cobra.Command {
 	o := &cachePackOptions{}
 	cmd := &cobra.Command{
-		Use:   "pack DIR -o FILE.tar.zst",
+		Use:   "pack DIR --out FILE.tar.zst",
 		Short: "Archive a built cache (tar + zstd, manifest last), checking every file's hash against the manifest",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -324,7 +324,8 @@ func (a *App) newCachePackCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Out, "output", "o", "", "archive to write (FILE.tar.zst)")
+	addOutFlag(f, &o.Out, "archive to write (FILE.tar.zst)")
+	deprecatedAlias(f, "output", "", "out")
 	f.IntVar(&o.Workers, "workers", 0, "zstd encoder concurrency (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
@@ -332,7 +333,7 @@ func (a *App) newCachePackCmd() *cobra.Command {
 
 func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if o.Out == "" {
-		return usageError("cache pack needs -o FILE.tar.zst")
+		return usageError("cache pack needs -o/--out FILE.tar.zst")
 	}
 	af, err := ckpt.CreateAtomic(o.Out)
 	if err != nil {
@@ -372,7 +373,7 @@ type cacheUnpackOptions struct {
 func (a *App) newCacheUnpackCmd() *cobra.Command {
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
-		Use:   "unpack FILE.tar.zst -C DIR",
+		Use:   "unpack FILE.tar.zst -o DIR",
 		Short: "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -381,14 +382,15 @@ func (a *App) newCacheUnpackCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Dir, "directory", "C", "", "cache root to extract into")
+	addOutFlag(f, &o.Dir, "cache root to extract into")
+	deprecatedAlias(f, "directory", "C", "out")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
 }
 
 func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	if o.Dir == "" {
-		return usageError("cache unpack needs -C DIR")
+		return usageError("cache unpack needs -o/--out DIR")
 	}
 	f, err := os.Open(o.File)
 	if err != nil {

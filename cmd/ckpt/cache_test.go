@@ -89,7 +89,7 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "packed 82 files")
 	shipped := filepath.Join(dir, "shipped")
-	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-C", shipped, "--progress", "none")
+	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-o", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "unpacked 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
@@ -110,6 +110,7 @@ func TestCacheCommands(t *testing.T) {
 	code, _, stderr = runApp(t, "cache", "unpack", bad, "-C", filepath.Join(dir, "bad"), "--progress", "none")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unpacking")
+	require.Contains(t, stderr, "ckpt: note: -C/--directory is deprecated, use -o/--out", "the old spelling still works, with a note")
 	_, err = os.Stat(filepath.Join(dir, "bad", "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 

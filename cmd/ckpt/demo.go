@@ -92,7 +92,7 @@ func demoSteps(dir, base, ft string) []demoStep {
 		// against it (which differs: the MTP head ships in BF16 without
 		// its scales)
 		{"Verify the base (index, headers, FP8 block scales, qwen3_5 architecture, data)", []string{"verify", base, "--read-data", "--progress", "none"}, []int{0}},
-		{"Write the base's structural contract", []string{"contract", base, "-o", contract}, []int{0}},
+		{"Write the base's structural contract", []string{"contract", base, "--out", contract}, []int{0}},
 		{"Hold the fine-tune against the base's contract (differences expected: exit 1)", []string{"verify", ft, "--against", contract}, []int{1}},
 		// the MTP head of the fine-tune is its base's pre-quantisation
 		// bf16 form (requant_identical)

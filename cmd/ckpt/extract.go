@@ -51,7 +51,7 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Match, "match", nil, "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
-	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
+	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
@@ -67,7 +67,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 		return usageError("%v", err)
 	}
 	if o.Out == "" {
-		return usageError("extract needs --out FILE.safetensors or --out DIR")
+		return usageError("extract needs -o/--out FILE.safetensors or -o/--out DIR")
 	}
 	if len(o.Match) == 0 {
 		return usageError("extract needs --match GLOB (use --match '**' to extract everything)")

@@ -16,7 +16,7 @@ import (
 type verifyOptions struct {
 	Source   string
 	Format   string
-	Profile  string
+	Arch     string
 	Against  string
 	Progress string
 	ReadData bool
@@ -50,7 +50,8 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json (auto: table on a terminal, text otherwise)")
-	f.StringVar(&o.Profile, "profile", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	f.StringVar(&o.Arch, "arch", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
 	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
@@ -79,10 +80,10 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	switch o.Profile {
+	switch o.Arch {
 	case verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone:
 	default:
-		return usageError("unknown --profile %q (want auto, qwen3_5 or none)", o.Profile)
+		return usageError("unknown --arch %q (want auto, qwen3_5 or none)", o.Arch)
 	}
 	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
 	if err != nil {
@@ -113,7 +114,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 	}
-	opt := verify.Options{Profile: o.Profile, ReadData: o.ReadData, Workers: o.Workers}
+	opt := verify.Options{Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers}
 	var stop func()
 	if o.ReadData {
 		opt.Progress = ckpt.NewProgress()
