@@ -119,13 +119,16 @@ func (a *App) newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
+		Args:          subcommands,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		SuggestionsMinimumDistance: maxSuggestDistance,
 	}
 	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
 		noteDeprecated(cmd, a.Err)
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUnreadable, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.newInspectCmd(),
 		a.newDemoCmd(),

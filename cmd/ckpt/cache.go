@@ -20,9 +20,10 @@ import (
 
 func (a *App) newCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cache",
-		Short: "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
-		Args:  exactArgs(0),
+		Use:                        "cache",
+		Short:                      "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
+		Args:                       subcommands,
+		SuggestionsMinimumDistance: maxSuggestDistance,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack or compare (see %s --help)", cmd.CommandPath())
 		},

@@ -60,3 +60,35 @@ func TestVerifyArchFlag(t *testing.T) {
 	assert.Contains(t, stdout, "--arch")
 	assert.NotContains(t, stdout, "--profile", "the old spelling is hidden")
 }
+
+// TestDidYouMean: a mistyped subcommand or flag exits 2 naming the closest
+// one.
+func TestDidYouMean(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspekt", "x"}, `unknown command "inspekt" for "ckpt"; did you mean inspect?`},
+		{[]string{"cache", "biuld"}, `unknown command "biuld" for "ckpt cache"; did you mean build?`},
+		{[]string{"inspect", "--fromat", "json", "x"}, "unknown flag: --fromat; did you mean --format?"},
+		{[]string{"verify", "x", "--arc", "none"}, "unknown flag: --arc; did you mean --arch?"},
+		{[]string{"cache", "build", "x", "--mesh", "1x2", "--rehash"}, "unknown flag: --rehash (see ckpt cache build --help)"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate" for "ckpt" (see ckpt --help)`},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, 2, code, tc.args)
+		assert.Contains(t, stderr, tc.want, tc.args)
+	}
+}
+
+func TestLevenshtein(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"fromat", "format", 2}, {"format", "format", 0}, {"arc", "arch", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}} {
+		assert.Equal(t, tc.d, levenshtein(tc.a, tc.b), "%s/%s", tc.a, tc.b)
+	}
+}
