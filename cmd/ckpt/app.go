@@ -137,6 +137,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newDiffCmd(),
 		a.newExtractCmd(),
 		a.newCacheCmd(),
+		a.newVersionCmd(),
 	)
 	return root
 }

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +95,41 @@ func TestLevenshtein(t *testing.T) {
 	}{{"", "", 0}, {"fromat", "format", 2}, {"format", "format", 0}, {"arc", "arch", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}} {
 		assert.Equal(t, tc.d, levenshtein(tc.a, tc.b), "%s/%s", tc.a, tc.b)
 	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+		{Key: "vcs.time", Value: "2026-11-30T12:00:00Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}}
+	v, err := buildVersionInfo(bi)
+	require.NoError(t, err)
+	assert.Equal(t, "0123456789abcdef0123456789abcdef01234567", v.Commit)
+	assert.True(t, v.Modified)
+	assert.Equal(t, "go1.26.8", v.Go)
+	var b strings.Builder
+	require.NoError(t, printVersion(&b, &v))
+	assert.Contains(t, b.String(), "commit: 0123456789abcdef0123456789abcdef01234567 (modified) 2026-11-30T12:00:00Z")
+	assert.Contains(t, b.String(), "ttnn/core/tensor/flatbuffer/tensor_flatbuffer.cpp@1104590e4c497e044b2fcda6cfec04bfdc68f356")
+
+	code, stdout, stderr := runApp(t, "version", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.EqualValues(t, 1, doc["schema_version"])
+	assert.Equal(t, Version, doc["version"])
+	assert.Equal(t, runtime.Version(), doc["go"])
+	formats := doc["formats"].(map[string]any)
+	assert.Equal(t, "ckpt-tt-cache/1", formats["manifest"])
+	assert.EqualValues(t, 1, formats["contract"])
+	assert.Contains(t, formats["tensorbin"], "tensor.fbs@")
+	prof := doc["profiles"].([]any)[0].(map[string]any)
+	assert.Equal(t, "qwen3_5-tt", prof["name"])
+	assert.Equal(t, "96f3f04102028cd85c23c2162914d5a0e7b37cc6", prof["pinned"].(map[string]any)["commit"])
+
+	code, stdout, _ = runApp(t, "version")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "ckpt "+Version+"\ncommit: ")
 }
