@@ -119,7 +119,11 @@ func (a *App) newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
-		Args:          subcommands,
+		Example: `  ckpt inspect ./Qwen3.5-27B-FP8 --summary
+  ckpt verify ./Qwen3.5-27B-FP8 --read-data
+  ckpt diff ./base ./finetune
+  ckpt demo`,
+		Args: subcommands,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},

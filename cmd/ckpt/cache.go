@@ -20,8 +20,10 @@ import (
 
 func (a *App) newCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:                        "cache",
-		Short:                      "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
+		Use:   "cache",
+		Short: "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
+		Example: `  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8`,
 		Args:                       subcommands,
 		SuggestionsMinimumDistance: maxSuggestDistance,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,7 +75,9 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "build SRC --out DIR",
 		Short: "Write the TP-sharded tensor cache of the mapping plan (streaming, bounded memory, crash-safe; skips unchanged files)",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache build ./Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o $TT_CACHE_PATH --set proj_1d_decode=false --format json`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runCacheBuild(cmd.Context(), o)
@@ -160,7 +164,9 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify DIR --source SRC",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.6-27B-FP8
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCacheVerify(cmd.Context(), o)
@@ -248,7 +254,9 @@ func (a *App) newCacheLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls DIR",
 		Short: "List the .tensorbin files under DIR: name, dtype, layout, per-shard shape, placement, bytes (from their headers)",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache ls /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2
+  ckpt cache ls /data/tt-cache --format jsonl`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCacheLs(cmd.Context(), o)
@@ -318,7 +326,9 @@ func (a *App) newCachePackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pack DIR --out FILE.tar.zst",
 		Short: "Archive a built cache (tar + zstd, manifest last), checking every file's hash against the manifest",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache pack /data/tt-cache -o cache.tar.zst
+  ckpt cache pack /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 -o bfp8-1x2.tar.zst`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCachePack(cmd.Context(), o)
@@ -374,9 +384,10 @@ type cacheUnpackOptions struct {
 func (a *App) newCacheUnpackCmd() *cobra.Command {
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
-		Use:   "unpack FILE.tar.zst -o DIR",
-		Short: "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
-		Args:  exactArgs(1),
+		Use:     "unpack FILE.tar.zst -o DIR",
+		Short:   "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
+		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache`,
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
 			return a.runCacheUnpack(cmd.Context(), o)

@@ -24,7 +24,9 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two cache directories (e.g. ours and the one the serving stack wrote): missing/extra files, every header field, shard bytes; exit 0 identical, 1 different, 2 unreadable",
-		Args:  exactArgs(2),
+		Example: `  ckpt cache compare /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2
+  ckpt cache compare ours theirs --format json`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.A, o.B = args[0], args[1]
 			return a.runCacheCompare(cmd.Context(), o)

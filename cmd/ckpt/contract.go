@@ -27,7 +27,7 @@ func (a *App) newContractCmd() *cobra.Command {
 dtype and shape, the FP8 scheme (method, fmt, block size, scale dtypes, modules_to_not_convert,
 which tensors are FP8), the architecture-relevant config fields, and with --read-data the xxh3
 of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FILE.`,
-		Example: `  ckpt contract ./base -o base.contract.json
+		Example: `  ckpt contract ./base --read-data -o base.contract.json
   ckpt verify ./finetune --against base.contract.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

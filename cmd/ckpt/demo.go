@@ -20,7 +20,10 @@ func (a *App) newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Build a tiny FP8 base / fine-tune pair in a new directory (kept, so the commands it prints work afterwards) and run the tool on it",
-		Args:  exactArgs(0),
+		Example: `  ckpt demo
+  ckpt demo --clean
+  ckpt demo --dir /tmp/ckpt-demo`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runDemo(cmd.Context(), o)
 		},

@@ -56,6 +56,9 @@ and the summary says how many bytes of each side were read. --by layer aggregate
 layer, mtp, visual and other.
 
 Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
+		Example: `  ckpt diff ./base ./finetune
+  ckpt diff ./base ./finetune --format markdown > changes.md
+  ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ft-FP8 --sample-bytes 64KiB --by layer`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]

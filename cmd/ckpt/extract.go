@@ -41,8 +41,10 @@ With --dtype bf16|f16|f32, block-FP8 weights are dequantised with their weight_s
 companions (the scales are dropped) and other float tensors are rounded to that dtype (nearest
 even); integer and bool tensors are copied. With --dtype keep (default) every tensor is copied
 byte for byte; --with-scales adds the scales of selected FP8 weights.`,
-		Example: "  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 --out mtp.safetensors",
-		Args:    exactArgs(1),
+		Example: `  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 -o mtp.safetensors
+  ckpt extract ./ckpt --match 'model.language_model.layers.3.**' --with-scales -o layer3/
+  ckpt extract ./ckpt --match '**' --max-shard-size 5G -o ./copy/`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runExtract(cmd.Context(), o)

@@ -25,7 +25,9 @@ func (a *App) newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect SRC",
 		Short: "List tensors (name, dtype, shape, parameters, bytes, shard) and a summary by dtype and group, from headers only",
-		Args:  exactArgs(1),
+		Example: `  ckpt inspect ./Qwen3.5-27B-FP8 --summary
+  ckpt inspect hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --format json`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runInspect(cmd.Context(), o)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -132,4 +133,49 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ = runApp(t, "version")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "ckpt "+Version+"\ncommit: ")
+}
+
+// walk calls fn for c and every command below it.
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, s := range c.Commands() {
+		walk(s, fn)
+	}
+}
+
+// TestEveryCommandHasExamples: every command's help shows examples; each
+// ckpt command line in them names an existing command and uses only its
+// visible flags.
+func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
+	root := (&App{}).newRootCmd()
+	walk(root, func(c *cobra.Command) {
+		if c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		require.NotEmpty(t, c.Example, "%s has no Example", c.CommandPath())
+		for _, line := range strings.Split(c.Example, "\n") {
+			line = strings.TrimSpace(line)
+			assert.True(t, strings.HasPrefix(line, "ckpt "), "%s: example %q", c.CommandPath(), line)
+			for _, seg := range strings.FieldsFunc(line, func(r rune) bool { return r == '&' || r == '|' || r == '>' }) {
+				words := strings.Fields(seg)
+				if len(words) == 0 || words[0] != "ckpt" {
+					continue
+				}
+				sub, _, err := root.Find(words[1:])
+				require.NoError(t, err, "%s: example %q", c.CommandPath(), seg)
+				for _, w := range words[1:] {
+					name, ok := strings.CutPrefix(w, "--")
+					if !ok || name == "" {
+						continue
+					}
+					name, _, _ = strings.Cut(name, "=")
+					fl := sub.Flags().Lookup(name)
+					if assert.NotNil(t, fl, "%s: example %q uses unknown --%s", c.CommandPath(), seg, name) {
+						assert.False(t, fl.Hidden, "%s: example uses deprecated --%s", c.CommandPath(), name)
+					}
+				}
+			}
+		}
+	})
 }
