@@ -17,12 +17,14 @@ type InspectTensor struct {
 	Shape      []int64 `json:"shape"`
 	File       string  `json:"file"`
 	Offset     int64   `json:"offset"`
-	NBytes     int64   `json:"nbytes"`
+	NBytes     int64   `json:"bytes"` // JSON "bytes" (schema 1; "nbytes" before)
 	Parameters int64   `json:"parameters"`
 }
 
 // InspectResult is the inspect JSON document (docs/cli.md).
 type InspectResult struct {
+	// Schema is the document's schema_version (SchemaVersion).
+	Schema   Schema          `json:"schema_version"`
 	Source   string          `json:"source"`
 	Sharded  bool            `json:"sharded"`
 	Files    []InspectFile   `json:"files"`

@@ -48,6 +48,8 @@ type ResultSummary struct {
 // Result is the map JSON document (docs/cli.md): the plan as `ckpt map`
 // reports it.
 type Result struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema   ckpt.Schema    `json:"schema_version"`
 	Profile  string         `json:"profile"`
 	Pinned   *Pinned        `json:"pinned,omitempty"`
 	Mesh     string         `json:"mesh"`

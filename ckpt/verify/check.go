@@ -54,9 +54,11 @@ type Options struct {
 
 // Report is the result of Run: every finding, in check order.
 type Report struct {
-	Source string  `json:"source"`
-	OK     bool    `json:"ok"`
-	Checks []Check `json:"checks"`
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema ckpt.Schema `json:"schema_version"`
+	Source string      `json:"source"`
+	OK     bool        `json:"ok"`
+	Checks []Check     `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
 	// Against is the comparison with a contract, when AddComparison was
 	// called (verify --against).
 	Against *Comparison `json:"against,omitempty"`

@@ -282,7 +282,17 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			return err
 		}
 	case output.JSONL:
-		if err := output.WriteJSONL(a.Out, es); err != nil {
+		var total int64
+		for _, e := range es {
+			total += e.Bytes
+		}
+		sum := struct {
+			Dir        string `json:"dir"`
+			Files      int    `json:"files"`
+			Bytes      int64  `json:"bytes"`
+			Unreadable int    `json:"unreadable"`
+		}{res.Dir, len(es), total, res.Unreadable()}
+		if err := output.WriteJSONL(a.Out, "file", es, sum); err != nil {
 			return err
 		}
 	default:

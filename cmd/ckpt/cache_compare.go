@@ -42,6 +42,8 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 // CacheCompareResult is the JSON document of cache compare and of
 // map --against-cache.
 type CacheCompareResult struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema ckpt.Schema `json:"schema_version"`
 	*cache.CompareReport
 	Same       bool `json:"same"`
 	Unreadable bool `json:"unreadable"`

@@ -165,9 +165,9 @@ func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) 
 	case format == output.JSON:
 		return output.WriteJSON(w, res)
 	case format == output.JSONL && byLayer:
-		return output.WriteJSONL(w, res.Layers)
+		return output.WriteJSONL(w, "layer", res.Layers, diffSummaryRecord(res))
 	case format == output.JSONL:
-		return output.WriteJSONL(w, res.Tensors)
+		return output.WriteJSONL(w, "tensor", res.Tensors, diffSummaryRecord(res))
 	}
 	fmt.Fprintf(w, "base: %s\nft:   %s\nmode: %s", ckpt.EscapeName(res.Base), ckpt.EscapeName(res.FT), res.Mode)
 	if res.Sampled {
@@ -235,6 +235,20 @@ func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) 
 			sideRead("base", s.Base), sideRead("ft", s.FT))
 	}
 	return nil
+}
+
+// diffSummaryRecord is the final JSON Lines record of diff: the counts per
+// relation, the verdict and (sampled) what was read.
+func diffSummaryRecord(res *diff.Result) any {
+	return struct {
+		Base    string           `json:"base"`
+		FT      string           `json:"ft"`
+		Mode    diff.Mode        `json:"mode"`
+		Differs bool             `json:"differs"`
+		Keys    diff.Keys        `json:"keys"`
+		Sample  *diff.SampleInfo `json:"sample,omitempty"`
+		diff.Summary
+	}{res.Base, res.FT, res.Mode, res.Differs(), res.Keys, res.Sample, res.Summary}
 }
 
 func sideRead(name string, s diff.SideRead) string {

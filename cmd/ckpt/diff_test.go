@@ -56,12 +56,19 @@ func TestDiffJSONContract(t *testing.T) {
 	code, out, _ = runApp(t, "diff", base, ft, "--format", "jsonl", "--progress", "none")
 	require.Equal(t, 1, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	assert.Len(t, lines, len(doc.Tensors))
-	for _, l := range lines {
+	assert.Len(t, lines, len(doc.Tensors)+1, "a record per tensor and the summary")
+	for _, l := range lines[:len(lines)-1] {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
 		assert.Contains(t, m, "relation")
+		assert.Equal(t, "tensor", m["type"])
 	}
+	var sum map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, "summary", sum["type"])
+	assert.EqualValues(t, 1, sum["schema_version"])
+	assert.Equal(t, true, sum["differs"])
+	assert.Contains(t, sum, "changed")
 }
 
 func TestDiffExitCodes(t *testing.T) {
@@ -161,7 +168,7 @@ func TestDiffSampleBytes(t *testing.T) {
 
 	code, out, _ = runApp(t, append([]string{"diff", base, ft, "--format", "jsonl", "--by", "layer"}, sample...)...)
 	require.Equal(t, 1, code)
-	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 7)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 7+1, "7 layer records and the summary")
 
 	code, out, stderr := runApp(t, append([]string{"diff", base, base, "--format", "text"}, sample...)...)
 	assert.Equal(t, 0, code, "nothing seen to differ: %s", stderr)

@@ -81,7 +81,11 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, res.Tensors)
+		return output.WriteJSONL(w, "tensor", res.Tensors, struct {
+			Source  string `json:"source"`
+			Sharded bool   `json:"sharded"`
+			ckpt.Summary
+		}{res.Source, res.Sharded, res.Summary})
 	}
 	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	for _, t := range res.Tensors {

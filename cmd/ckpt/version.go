@@ -19,8 +19,8 @@ import (
 // VersionInfo is the JSON document of ckpt version: the build of this
 // binary and the versions of the formats it reads and writes.
 type VersionInfo struct {
-	SchemaVersion int    `json:"schema_version"`
-	Version       string `json:"version"`
+	Schema  ckpt.Schema `json:"schema_version"`
+	Version string      `json:"version"`
 	// Commit, CommitTime and Modified come from the Go toolchain's VCS
 	// stamp (runtime/debug.ReadBuildInfo); empty when the binary was built
 	// without one (go test, -buildvcs=false, outside a repository).
@@ -53,7 +53,7 @@ type ProfilePins struct {
 // buildVersionInfo gathers the version document; bi is the binary's build
 // information (nil when unavailable).
 func buildVersionInfo(bi *debug.BuildInfo) (VersionInfo, error) {
-	v := VersionInfo{SchemaVersion: ckpt.SchemaVersion, Version: Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	v := VersionInfo{Version: Version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Profiles: []ProfilePins{}}
 	if bi != nil {
 		if bi.GoVersion != "" {
