@@ -129,7 +129,15 @@ func (a *App) newRootCmd() *cobra.Command {
 		},
 		SuggestionsMinimumDistance: maxSuggestDistance,
 	}
+	var quiet bool
+	root.PersistentFlags().BoolVarP(&quiet, "quiet", "q", false, "print only errors on stderr: no progress, notes or warnings")
 	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		if quiet {
+			// Errors are printed by Run on the caller's stderr; everything
+			// else the commands write there (progress, notes, warnings)
+			// goes nowhere.
+			a.Err, a.ErrTerm = io.Discard, false
+		}
 		noteDeprecated(cmd, a.Err)
 	}
 	root.SetFlagErrorFunc(flagError)

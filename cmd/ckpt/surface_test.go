@@ -179,3 +179,61 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyStrictOnlyFailed: the base fixture has one warning
+// (fp8.not_convert) and no failure.
+func TestVerifyStrictOnlyFailed(t *testing.T) {
+	t.Parallel()
+	base, _ := fixturePair(t)
+	code, out, _ := runApp(t, "verify", base, "--format", "text")
+	require.Equal(t, 0, code, "warnings do not fail by default")
+	assert.Contains(t, out, "pass ")
+
+	code, out, _ = runApp(t, "verify", base, "--format", "text", "--strict")
+	assert.Equal(t, 1, code, "--strict: warnings fail")
+	assert.Contains(t, out, "FAILED (--strict: warnings fail): 0 failed, 1 warnings")
+
+	code, out, _ = runApp(t, "verify", base, "--format", "text", "--only-failed")
+	assert.Equal(t, 0, code)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Equal(t, []string{"status", "check", "message"}, strings.Fields(lines[0]))
+	assert.True(t, strings.HasPrefix(lines[1], "warn    fp8.not_convert"), lines[1])
+	assert.Contains(t, lines[len(lines)-1], "OK: 0 failed, 1 warnings, 23 passed", "the summary still counts every finding")
+	assert.NotContains(t, out, "pass ")
+
+	code, out, _ = runApp(t, "verify", base, "--format", "json", "--only-failed", "--strict")
+	assert.Equal(t, 1, code)
+	var doc struct {
+		OK       bool             `json:"ok"`
+		Strict   bool             `json:"strict"`
+		Findings []map[string]any `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.False(t, doc.OK)
+	assert.True(t, doc.Strict)
+	require.Len(t, doc.Findings, 1)
+	assert.Equal(t, "warn", doc.Findings[0]["status"])
+}
+
+// TestQuiet: --quiet leaves only errors on stderr.
+func TestQuiet(t *testing.T) {
+	t.Parallel()
+	base, _ := fixturePair(t)
+	out := filepath.Join(t.TempDir(), "c.json")
+	code, _, stderr := runApp(t, "contract", base, "--output", out, "--read-data", "--progress", "plain")
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "wrote the contract")
+	require.Contains(t, stderr, "deprecated")
+
+	code, stdout, stderr := runApp(t, "--quiet", "contract", base, "--output", out, "--read-data", "--progress", "plain")
+	require.Equal(t, 0, code)
+	assert.Empty(t, stderr)
+	assert.Empty(t, stdout)
+	code, _, stderr = runApp(t, "verify", base, "-q", "--read-data", "--progress", "bar", "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Empty(t, stderr)
+
+	code, _, stderr = runApp(t, "inspect", "-q", filepath.Join(t.TempDir(), "missing"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "ckpt: ", "errors are still printed")
+}

@@ -23,6 +23,10 @@ type verifyOptions struct {
 	Workers  int
 	Match    []string
 	Exclude  []string
+	// OnlyFailed lists only the failing and warning findings; Strict
+	// makes warnings fail (exit 1).
+	OnlyFailed bool
+	Strict     bool
 }
 
 func (a *App) newVerifyCmd() *cobra.Command {
@@ -58,6 +62,8 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
+	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
+	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
 	return cmd
 }
 
@@ -135,7 +141,10 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		cmp.Contract = o.Against
 		rep.AddComparison(cmp)
 	}
-	if err := printVerify(a.Out, format, rep); err != nil {
+	if o.Strict {
+		rep.SetStrict()
+	}
+	if err := printVerify(a.Out, format, rep, o.OnlyFailed); err != nil {
 		return err
 	}
 	if !rep.OK {
@@ -144,15 +153,27 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	return nil
 }
 
-func printVerify(w io.Writer, format string, res *verify.Report) error {
+func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool) error {
+	n := res.Counts()
+	listed := res.Checks
+	if onlyFailed {
+		listed = res.Failed()
+	}
 	if format == output.JSON {
+		if onlyFailed {
+			cp := *res
+			cp.Checks = listed
+			res = &cp
+		}
 		return output.WriteJSON(w, res)
 	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
-	for _, c := range res.Checks {
+	for _, c := range listed {
 		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
 	}
-	if err := g.Render(w, format); err != nil {
+	if len(listed) == 0 && onlyFailed {
+		fmt.Fprintln(w, "no finding fails or warns")
+	} else if err := g.Render(w, format); err != nil {
 		return err
 	}
 	if cmp := res.Against; cmp != nil {
@@ -169,10 +190,12 @@ func printVerify(w io.Writer, format string, res *verify.Report) error {
 		}
 	}
 	verdict := "OK"
-	if !res.OK {
+	switch {
+	case !res.OK && res.Strict && n[verify.Fail] == 0:
+		verdict = "FAILED (--strict: warnings fail)"
+	case !res.OK:
 		verdict = "FAILED"
 	}
-	n := res.Counts()
 	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", ckpt.EscapeName(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
 	return nil
 }
