@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -236,4 +237,48 @@ func TestQuiet(t *testing.T) {
 	code, _, stderr = runApp(t, "inspect", "-q", filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "ckpt: ", "errors are still printed")
+}
+
+// rawSafetensors writes a one-tensor safetensors file with header h.
+func rawSafetensors(t *testing.T, path, h string) {
+	t.Helper()
+	for len(h)%8 != 0 {
+		h += " "
+	}
+	b := make([]byte, 8, 8+len(h)+1)
+	binary.LittleEndian.PutUint64(b, uint64(len(h)))
+	b = append(append(b, h...), 7)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+func TestInspectMetadata(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	with := filepath.Join(dir, "with.safetensors")
+	rawSafetensors(t, with, `{"__metadata__":{"format":"pt","note":"a|b"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`)
+	without := filepath.Join(dir, "without.safetensors")
+	rawSafetensors(t, without, `{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`)
+
+	code, out, stderr := runApp(t, "inspect", with, "--metadata", "--summary", "--format", "text")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, "metadata\nfile              key     value\nwith.safetensors  format  pt\nwith.safetensors  note    a|b\n")
+	code, out, _ = runApp(t, "inspect", with, "--format", "text")
+	require.Equal(t, 0, code)
+	assert.NotContains(t, out, "metadata", "only with --metadata")
+	code, out, _ = runApp(t, "inspect", with, "--metadata", "--format", "csv")
+	require.Equal(t, 0, code)
+	assert.Equal(t, "file,key,value\nwith.safetensors,format,pt\nwith.safetensors,note,a|b\n", out)
+	code, out, _ = runApp(t, "inspect", with, "--format", "json")
+	require.Equal(t, 0, code)
+	var doc struct {
+		Files []struct {
+			Metadata map[string]string `json:"metadata"`
+		} `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, map[string]string{"format": "pt", "note": "a|b"}, doc.Files[0].Metadata)
+
+	code, out, _ = runApp(t, "inspect", without, "--metadata", "--format", "text")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "metadata: none of the 1 file(s) has __metadata__")
 }
