@@ -185,12 +185,12 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
 	return cmd
 }
 
 func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
-	format, err := output.Resolve(o.Format, false, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -218,8 +218,8 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		if err := output.WriteJSON(a.Out, res); err != nil {
 			return err
 		}
-	} else {
-		printFindings(a.Out, res)
+	} else if err := printFindings(a.Out, format, res); err != nil {
+		return err
 	}
 	if !res.OK {
 		return silentExit(exitFailed)
@@ -227,19 +227,34 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	return nil
 }
 
-func printFindings(w io.Writer, r *cache.CheckResult) {
-	for _, f := range r.Findings {
-		if f.File() != "" {
-			fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
-		} else {
-			fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+// printFindings renders a cache check: one line per finding in text
+// ("id: file: message"), a table (finding, file, message) otherwise; then
+// the verdict.
+func printFindings(w io.Writer, format string, r *cache.CheckResult) error {
+	if format == output.Text {
+		for _, f := range r.Findings {
+			if f.File() != "" {
+				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
+			} else {
+				fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+			}
 		}
+	} else if len(r.Findings) > 0 {
+		g := &output.Grid{Header: []string{"finding", "file", "message"}}
+		for _, f := range r.Findings {
+			g.Rows = append(g.Rows, []string{f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
+		}
+		if err := g.Render(w, format); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source)
-		return
+		return nil
 	}
 	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), r.Dir, r.Files)
+	return nil
 }
 
 // ---- ls ----

@@ -35,7 +35,7 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the difference rows)")
 	return cmd
 }
 
@@ -50,7 +50,7 @@ type CacheCompareResult struct {
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -77,7 +77,7 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 			return err
 		}
 	} else {
-		if len(rep.Diffs) > 0 {
+		if len(rep.Diffs) > 0 || format == output.CSV {
 			g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
 			for _, d := range rep.Diffs {
 				field, detail := d.Field, ""
@@ -93,9 +93,13 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 			if err := g.Render(w, format); err != nil {
 				return err
 			}
-			fmt.Fprintln(w)
+			if format != output.CSV {
+				fmt.Fprintln(w)
+			}
 		}
-		fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+		if format != output.CSV {
+			fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+		}
 	}
 	switch {
 	case res.Unreadable:

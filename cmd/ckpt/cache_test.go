@@ -136,6 +136,11 @@ func TestCacheCommands(t *testing.T) {
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 1, code)
 	golden(t, "cache_verify_damaged.golden", strings.ReplaceAll(stdout, out, "$CACHE"))
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none", "--format", "markdown")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "| finding   | file")
+	require.Regexp(t, `\| truncated +\| P300/tensor_cache_bfp8_mesh1x2/layers.1/tp/out_dtype_BFLOAT8_B_layout_TILE.tensorbin +\|`, stdout)
+	require.Contains(t, stdout, "FAILED: 3 problem(s)")
 
 	// cache ls reports an unreadable file and exits 1.
 	code, stdout, _ = runApp(t, "cache", "ls", files, "--format", "text")

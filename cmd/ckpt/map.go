@@ -58,7 +58,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &o.Set)
@@ -71,7 +71,7 @@ func (o *mapOptions) planOptions() mapping.PlanOptions {
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -119,7 +119,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	if format == output.JSON {
 		return output.WriteJSON(w, res)
 	}
-	if !summaryOnly {
+	if !summaryOnly || format == output.CSV {
 		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
 		for _, e := range res.Entries {
 			pl := "replicate"
@@ -134,6 +134,9 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 				mem = "dram width-sharded " + output.Shape(e.MemoryConfig.ShardShape)
 			}
 			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources)})
+		}
+		if format == output.CSV {
+			return g.Render(w, format)
 		}
 		if err := g.Render(w, format); err != nil {
 			return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,6 +204,11 @@ func TestVerifyStrictOnlyFailed(t *testing.T) {
 	assert.Contains(t, lines[len(lines)-1], "OK: 0 failed, 1 warnings, 23 passed", "the summary still counts every finding")
 	assert.NotContains(t, out, "pass ")
 
+	code, out, _ = runApp(t, "verify", base, "--format", "csv", "--only-failed")
+	assert.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out, "status,check,message\nwarn,fp8.not_convert,"), out)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, "csv: the finding rows only")
+
 	code, out, _ = runApp(t, "verify", base, "--format", "json", "--only-failed", "--strict")
 	assert.Equal(t, 1, code)
 	var doc struct {
@@ -281,4 +288,54 @@ func TestInspectMetadata(t *testing.T) {
 	code, out, _ = runApp(t, "inspect", without, "--metadata", "--format", "text")
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "metadata: none of the 1 file(s) has __metadata__")
+}
+
+// TestFormats: each command takes the --format values its help names, the
+// same spellings everywhere; csv is a header line and rows, markdown has
+// tables, an unknown value exits 2 listing the valid ones.
+func TestFormats(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft := fixturePair(t)
+	small := filepath.Join(dir, "small")
+	require.NoError(t, ckpttest.Write(small, ckpttest.Small()))
+	cacheRoot := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", small, "-o", cacheRoot, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	folder := filepath.Join(cacheRoot, "P300", "tensor_cache_bfp8_mesh1x2")
+	all := []string{"table", "text", "json", "jsonl", "csv", "markdown"}
+	tests := []struct {
+		args    []string
+		formats []string
+	}{
+		{[]string{"inspect", base}, all},
+		{[]string{"verify", base}, []string{"table", "text", "json", "csv", "markdown"}},
+		{[]string{"diff", base, ft, "--progress", "none"}, all},
+		{[]string{"map", small}, []string{"table", "text", "json", "csv", "markdown"}},
+		{[]string{"cache", "verify", cacheRoot, "--source", small, "--progress", "none"}, []string{"table", "text", "json", "markdown"}},
+		{[]string{"cache", "ls", folder}, all},
+		{[]string{"cache", "compare", folder, folder, "--progress", "none"}, []string{"table", "text", "json", "csv", "markdown"}},
+		{[]string{"version"}, []string{"text", "json"}},
+	}
+	for _, tc := range tests {
+		help := strings.Join(tc.args[:1], " ")
+		for _, f := range tc.formats {
+			code, out, stderr := runApp(t, append(append([]string{}, tc.args...), "--format", f)...)
+			require.Contains(t, []int{0, 1}, code, "%s --format %s: %s", help, f, stderr)
+			require.NotEmpty(t, out, "%s --format %s", help, f)
+			switch f {
+			case "csv":
+				recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+				require.NoError(t, err, "%s --format csv: a header and rows of the same width, no prose", help)
+				assert.Greater(t, len(recs[0]), 2, "%s --format csv: header %v", help, recs[0])
+			case "markdown":
+				if tc.args[0] != "cache" || tc.args[1] == "ls" { // cache verify/compare of a sound cache: only the verdict
+					assert.Contains(t, out, "|:--", "%s --format markdown", help)
+				}
+			}
+		}
+		code, _, stderr := runApp(t, append(append([]string{}, tc.args...), "--format", "yaml")...)
+		assert.Equal(t, 2, code, help)
+		assert.Contains(t, stderr, `unknown --format "yaml" (want one of auto, `+strings.Join(tc.formats, ", ")+")", help)
+	}
 }

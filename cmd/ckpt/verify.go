@@ -53,7 +53,7 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the finding rows)")
 	f.StringVar(&o.Arch, "arch", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
 	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
@@ -82,7 +82,7 @@ func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt
 }
 
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -170,6 +170,9 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
 	for _, c := range listed {
 		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
+	}
+	if format == output.CSV {
+		return g.Render(w, format)
 	}
 	if len(listed) == 0 && onlyFailed {
 		fmt.Fprintln(w, "no finding fails or warns")
