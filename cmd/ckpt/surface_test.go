@@ -339,3 +339,50 @@ func TestFormats(t *testing.T) {
 		assert.Contains(t, stderr, `unknown --format "yaml" (want one of auto, `+strings.Join(tc.formats, ", ")+")", help)
 	}
 }
+
+// TestREADMEFlagTable: the README's table of common flags says exactly
+// which command takes which, and which --format values.
+func TestREADMEFlagTable(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, table, ok := strings.Cut(string(b), "<!-- flags table: checked by TestREADMEFlagTable -->\n")
+	require.True(t, ok, "the README has no flags table")
+	root := (&App{}).newRootCmd()
+	seen := map[string]bool{}
+	for _, line := range strings.Split(table, "\n")[2:] {
+		if !strings.HasPrefix(line, "| `") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		require.Len(t, cells, 6, line)
+		path := strings.Trim(cells[0], "`")
+		seen[path] = true
+		c, _, err := root.Find(strings.Fields(path))
+		require.NoError(t, err, path)
+		require.Equal(t, "ckpt "+path, c.CommandPath())
+		// --format: the values the flag's help names.
+		if fl := c.Flags().Lookup("format"); fl != nil {
+			_, vals, _ := strings.Cut(fl.Usage, "format: ")
+			vals, _, _ = strings.Cut(vals, " (")
+			assert.Equal(t, vals, cells[1], "%s --format", path)
+		} else {
+			assert.True(t, strings.HasPrefix(cells[1], "—"), "%s has no --format", path)
+		}
+		for i, names := range [][]string{{"match", "exclude"}, {"workers"}, {"progress"}, {"out"}} {
+			has := c.Flags().Lookup(names[0]) != nil
+			for _, n := range names[1:] {
+				assert.Equal(t, has, c.Flags().Lookup(n) != nil, "%s: --%s and --%s go together", path, names[0], n)
+			}
+			assert.Equal(t, has, strings.HasPrefix(cells[2+i], "yes"), "%s --%s: README says %q", path, names[0], cells[2+i])
+		}
+	}
+	walk(root, func(c *cobra.Command) {
+		if c.Runnable() && c.HasParent() && !c.HasSubCommands() && c.Name() != "help" && c.Name() != "completion" {
+			assert.True(t, seen[strings.TrimPrefix(c.CommandPath(), "ckpt ")], "%s is missing from the README's flags table", c.CommandPath())
+		}
+	})
+}
