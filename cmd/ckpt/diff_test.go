@@ -35,8 +35,7 @@ func TestDiffGolden(t *testing.T) {
 // summary lines without tensor rows, in every format.
 func TestDiffSummaryOnly(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
-	require.NoError(t, err)
+	base, ft := fixturePair(t)
 	code, full, _ := runApp(t, "diff", base, ft, "--format", "text", "--progress", "none")
 	require.Equal(t, 1, code)
 	code, out, _ := runApp(t, "diff", base, ft, "--format", "text", "--summary", "--progress", "none")

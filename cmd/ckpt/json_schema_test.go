@@ -19,17 +19,11 @@ import (
 // Lines output ends with a summary record.
 func TestJSONDocuments(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	base, ft := fixturePair(t)
-	small := filepath.Join(dir, "small")
-	require.NoError(t, ckpttest.Write(small, ckpttest.Small()))
+	f := newSurfaceFixture(t)
+	dir, base, ft, small, cacheRoot, folder := f.dir, f.base, f.ft, f.small, f.cacheRoot, f.folder
 	contract := filepath.Join(dir, "base.contract.json")
 	code, _, stderr := runApp(t, "contract", base, "-o", contract)
 	require.Equal(t, 0, code, stderr)
-	cacheRoot := filepath.Join(dir, "cache")
-	code, _, stderr = runApp(t, "cache", "build", small, "-o", cacheRoot, "--progress", "none")
-	require.Equal(t, 0, code, stderr)
-	folder := filepath.Join(cacheRoot, "P300", "tensor_cache_bfp8_mesh1x2")
 
 	docs := [][]string{
 		{"inspect", base, "--format", "json"},
@@ -86,6 +80,25 @@ func TestJSONDocuments(t *testing.T) {
 			}
 		}
 	}
+}
+
+// surfaceFixture is the fixture pair, the small checkpoint and a cache
+// built from it (one cache folder), in a test's own directory.
+type surfaceFixture struct {
+	dir, base, ft, small, cacheRoot, folder string
+}
+
+func newSurfaceFixture(t *testing.T) surfaceFixture {
+	t.Helper()
+	f := surfaceFixture{dir: t.TempDir()}
+	f.base, f.ft = fixturePair(t)
+	f.small = filepath.Join(f.dir, "small")
+	require.NoError(t, ckpttest.Write(f.small, ckpttest.Small()))
+	f.cacheRoot = filepath.Join(f.dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", f.small, "-o", f.cacheRoot, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	f.folder = filepath.Join(f.cacheRoot, "P300", "tensor_cache_bfp8_mesh1x2")
+	return f
 }
 
 // nulls lists the JSON paths holding null.

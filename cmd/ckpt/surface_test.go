@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -295,14 +294,8 @@ func TestInspectMetadata(t *testing.T) {
 // tables, an unknown value exits 2 listing the valid ones.
 func TestFormats(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	base, ft := fixturePair(t)
-	small := filepath.Join(dir, "small")
-	require.NoError(t, ckpttest.Write(small, ckpttest.Small()))
-	cacheRoot := filepath.Join(dir, "cache")
-	code, _, stderr := runApp(t, "cache", "build", small, "-o", cacheRoot, "--progress", "none")
-	require.Equal(t, 0, code, stderr)
-	folder := filepath.Join(cacheRoot, "P300", "tensor_cache_bfp8_mesh1x2")
+	f := newSurfaceFixture(t)
+	base, ft, small, cacheRoot, folder := f.base, f.ft, f.small, f.cacheRoot, f.folder
 	all := []string{"table", "text", "json", "jsonl", "csv", "markdown"}
 	tests := []struct {
 		args    []string
