@@ -122,7 +122,7 @@ func printVersion(w io.Writer, v *VersionInfo) error {
 	commit := v.Commit
 	switch {
 	case commit == "":
-		commit = "unknown (built without VCS information)"
+		commit = "unknown (no VCS stamp: go build -buildvcs=true in a git clone stamps it; git worktrees and -buildvcs=false do not)"
 	case v.Modified:
 		commit += " (modified)"
 	}
