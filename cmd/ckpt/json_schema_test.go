@@ -61,6 +61,9 @@ func TestJSONDocuments(t *testing.T) {
 		{"diff", base, ft, "--format", "jsonl", "--progress", "none"},
 		{"diff", base, ft, "--format", "jsonl", "--by", "layer", "--progress", "none"},
 		{"cache", "ls", folder, "--format", "jsonl"},
+		{"verify", base, "--format", "jsonl"},
+		{"verify", base, "--format", "jsonl", "--only-failed"},
+		{"map", small, "--format", "jsonl", "--match", "mtp.**"},
 	}
 	for _, args := range lines {
 		code, out, stderr := runApp(t, args...)

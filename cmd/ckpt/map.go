@@ -62,7 +62,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the target rows)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &o.Set)
@@ -77,7 +77,7 @@ func (o *mapOptions) planOptions() mapping.PlanOptions {
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -136,8 +136,17 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 }
 
 func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool) error {
-	if format == output.JSON {
+	switch format {
+	case output.JSON:
 		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, "target", res.Entries, struct {
+			Profile string                 `json:"profile"`
+			Mesh    string                 `json:"mesh"`
+			Source  string                 `json:"source"`
+			Whole   *mapping.ResultSummary `json:"whole,omitempty"`
+			mapping.ResultSummary
+		}{res.Profile, res.Mesh, res.Source, res.Whole, res.Summary})
 	}
 	if !summaryOnly || format == output.CSV {
 		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}

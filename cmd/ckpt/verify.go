@@ -53,7 +53,7 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the finding rows)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
 	f.StringVar(&o.Arch, "arch", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
 	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
@@ -82,7 +82,7 @@ func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt
 }
 
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -166,6 +166,17 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 			res = &cp
 		}
 		return output.WriteJSON(w, res)
+	}
+	if format == output.JSONL {
+		return output.WriteJSONL(w, "finding", listed, struct {
+			Source string `json:"source"`
+			OK     bool   `json:"ok"`
+			Strict bool   `json:"strict,omitempty"`
+			Fail   int    `json:"fail"`
+			Warn   int    `json:"warn"`
+			Pass   int    `json:"pass"`
+			Skip   int    `json:"skip"`
+		}{res.Source, res.OK, res.Strict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip]})
 	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
 	for _, c := range listed {
