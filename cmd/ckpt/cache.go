@@ -185,12 +185,12 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
 	return cmd
 }
 
 func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -214,11 +214,22 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == output.JSON {
-		if err := output.WriteJSON(a.Out, res); err != nil {
-			return err
-		}
-	} else if err := printFindings(a.Out, format, res); err != nil {
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(a.Out, res)
+	case output.JSONL:
+		err = output.WriteJSONL(a.Out, "finding", res.Findings, struct {
+			Dir      string `json:"dir"`
+			Source   string `json:"source"`
+			OK       bool   `json:"ok"`
+			Files    int    `json:"files"`
+			Bytes    int64  `json:"bytes"`
+			Findings int    `json:"findings"`
+		}{res.Dir, res.Source, res.OK, res.Files, res.Bytes, len(res.Findings)})
+	default:
+		err = printFindings(a.Out, format, res)
+	}
+	if err != nil {
 		return err
 	}
 	if !res.OK {

@@ -35,7 +35,7 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, csv, markdown (auto: table on a terminal, text otherwise; csv: the difference rows)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
 	return cmd
 }
 
@@ -50,7 +50,7 @@ type CacheCompareResult struct {
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -72,11 +72,16 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 // any difference, else nil.
 func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
 	res := CacheCompareResult{CompareReport: rep, Same: rep.Same(), Unreadable: rep.Unreadable()}
-	if format == output.JSON {
+	switch format {
+	case output.JSON:
 		if err := output.WriteJSON(w, res); err != nil {
 			return err
 		}
-	} else {
+	case output.JSONL:
+		if err := output.WriteJSONL(w, "difference", rep.Diffs, compareSummaryRecord(res)); err != nil {
+			return err
+		}
+	default:
 		if len(rep.Diffs) > 0 || format == output.CSV {
 			g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
 			for _, d := range rep.Diffs {
@@ -108,6 +113,26 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 		return silentExit(1)
 	}
 	return nil
+}
+
+// compareSummaryRecord is the final JSON Lines record of a comparison:
+// the document's counts and verdict, the number of differences (the
+// records before it).
+func compareSummaryRecord(res CacheCompareResult) any {
+	rep := res.CompareReport
+	return struct {
+		A           string `json:"a"`
+		B           string `json:"b"`
+		FilesA      int    `json:"files_a"`
+		FilesB      int    `json:"files_b"`
+		Common      int    `json:"common"`
+		Identical   int    `json:"identical"`
+		Bytes       int64  `json:"bytes_compared"`
+		HeadersOnly bool   `json:"headers_only"`
+		Differences int    `json:"differences"`
+		Same        bool   `json:"same"`
+		Unreadable  bool   `json:"unreadable"`
+	}{rep.A, rep.B, rep.FilesA, rep.FilesB, rep.Common, rep.Identical, rep.Bytes, rep.HeadersOnly, len(rep.Diffs), res.Same, res.Unreadable}
 }
 
 // compareSummary is the verdict line of a comparison.

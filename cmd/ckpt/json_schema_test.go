@@ -64,6 +64,9 @@ func TestJSONDocuments(t *testing.T) {
 		{"verify", base, "--format", "jsonl"},
 		{"verify", base, "--format", "jsonl", "--only-failed"},
 		{"map", small, "--format", "jsonl", "--match", "mtp.**"},
+		{"cache", "verify", cacheRoot, "--source", small, "--format", "jsonl", "--progress", "none"},
+		{"cache", "compare", folder, folder, "--format", "jsonl", "--progress", "none"},
+		{"map", small, "--against-cache", cacheRoot, "--format", "jsonl"},
 	}
 	for _, args := range lines {
 		code, out, stderr := runApp(t, args...)
