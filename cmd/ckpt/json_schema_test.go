@@ -65,6 +65,7 @@ func TestJSONDocuments(t *testing.T) {
 		{"verify", base, "--format", "jsonl", "--only-failed"},
 		{"map", small, "--format", "jsonl", "--match", "mtp.**"},
 		{"cache", "verify", cacheRoot, "--source", small, "--format", "jsonl", "--progress", "none"},
+		{"extract", base, "--match", "mtp.**", "-o", filepath.Join(dir, "mtp2.safetensors"), "--format", "jsonl", "--progress", "none"},
 		{"cache", "compare", folder, folder, "--format", "jsonl", "--progress", "none"},
 		{"map", small, "--against-cache", cacheRoot, "--format", "jsonl"},
 	}

@@ -309,6 +309,7 @@ func TestFormats(t *testing.T) {
 		{[]string{"cache", "ls", folder}, all},
 		{[]string{"cache", "compare", folder, folder, "--progress", "none"}, all},
 		{[]string{"version"}, []string{"text", "json"}},
+		{[]string{"extract", base, "--match", "mtp.**", "-o", filepath.Join(f.dir, "x.safetensors"), "--progress", "none"}, all},
 	}
 	for _, tc := range tests {
 		help := strings.Join(tc.args[:1], " ")
