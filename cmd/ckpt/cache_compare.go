@@ -119,20 +119,13 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 // the document's counts and verdict, the number of differences (the
 // records before it).
 func compareSummaryRecord(res CacheCompareResult) any {
-	rep := res.CompareReport
 	return struct {
-		A           string `json:"a"`
-		B           string `json:"b"`
-		FilesA      int    `json:"files_a"`
-		FilesB      int    `json:"files_b"`
-		Common      int    `json:"common"`
-		Identical   int    `json:"identical"`
-		Bytes       int64  `json:"bytes_compared"`
-		HeadersOnly bool   `json:"headers_only"`
-		Differences int    `json:"differences"`
-		Same        bool   `json:"same"`
-		Unreadable  bool   `json:"unreadable"`
-	}{rep.A, rep.B, rep.FilesA, rep.FilesB, rep.Common, rep.Identical, rep.Bytes, rep.HeadersOnly, len(rep.Diffs), res.Same, res.Unreadable}
+		*cache.CompareReport
+		// Differences counts the records (it hides the report's list).
+		Differences int  `json:"differences"`
+		Same        bool `json:"same"`
+		Unreadable  bool `json:"unreadable"`
+	}{res.CompareReport, len(res.Diffs), res.Same, res.Unreadable}
 }
 
 // compareSummary is the verdict line of a comparison.
