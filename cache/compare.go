@@ -448,6 +448,8 @@ func (a *diffAcc) finish(d *Difference) {
 // CompareResult is the JSON document of cache compare and of map
 // --against-cache: the report with its verdicts.
 type CompareResult struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema ckpt.Schema `json:"schema_version"`
 	*CompareReport
 	Same       bool `json:"same"`
 	Unreadable bool `json:"unreadable"`

@@ -88,8 +88,10 @@ func describePlacement(h *tensorbin.Header) string {
 
 // ListResult is the cache ls JSON document (docs/cli.md).
 type ListResult struct {
-	Dir   string      `json:"dir"`
-	Files []ListEntry `json:"files"`
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema ckpt.Schema `json:"schema_version"`
+	Dir    string      `json:"dir"`
+	Files  []ListEntry `json:"files"`
 }
 
 // Unreadable counts the files whose header could not be read.

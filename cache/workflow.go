@@ -14,21 +14,23 @@ import (
 
 // BuildSummary is the cache build JSON document (docs/cli.md).
 type BuildSummary struct {
-	Out               string   `json:"out"`
-	Manifest          string   `json:"manifest"`
-	Profile           string   `json:"profile"`
-	Mesh              string   `json:"mesh"`
-	CacheDir          string   `json:"cache_dir"`
-	Files             int      `json:"files"`
-	Built             []string `json:"built"`
-	Skipped           int      `json:"skipped"`
-	Removed           []string `json:"removed"`
-	SourceTensors     int      `json:"source_tensors"`
-	SourceElements    int64    `json:"source_elements"`
-	SourceBytes       int64    `json:"source_bytes"`
-	Rehashed          int      `json:"rehashed"`
-	Seconds           float64  `json:"seconds"`
-	ElementsPerSecond float64  `json:"elements_per_second"`
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema            ckpt.Schema `json:"schema_version"`
+	Out               string      `json:"out"`
+	Manifest          string      `json:"manifest"`
+	Profile           string      `json:"profile"`
+	Mesh              string      `json:"mesh"`
+	CacheDir          string      `json:"cache_dir"`
+	Files             int         `json:"files"`
+	Built             []string    `json:"built"`
+	Skipped           int         `json:"skipped"`
+	Removed           []string    `json:"removed"`
+	SourceTensors     int         `json:"source_tensors"`
+	SourceElements    int64       `json:"source_elements"`
+	SourceBytes       int64       `json:"source_bytes"`
+	Rehashed          int         `json:"rehashed"`
+	Seconds           float64     `json:"seconds"`
+	ElementsPerSecond float64     `json:"elements_per_second"`
 	// Warnings are the plan's per-target warnings grouped by rule
 	// (mapping.Plan.GroupedWarnings), then the build's notes (Notes).
 	Warnings []string `json:"warnings"`
@@ -105,6 +107,8 @@ type CheckOptions struct {
 // CheckResult is the cache verify JSON document (docs/cli.md): every
 // finding of Check, OK when there is none.
 type CheckResult struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema       ckpt.Schema    `json:"schema_version"`
 	Dir          string         `json:"dir"`
 	Source       string         `json:"source"`
 	OK           bool           `json:"ok"`

@@ -8,6 +8,9 @@ type InspectFile struct {
 	Size        int64  `json:"size"`
 	HeaderBytes int64  `json:"header_bytes"`
 	Tensors     int    `json:"tensors"`
+	// Metadata is the file's safetensors __metadata__ (absent when the
+	// header has none).
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // InspectTensor is one tensor of the inspect JSON.
@@ -17,12 +20,14 @@ type InspectTensor struct {
 	Shape      []int64 `json:"shape"`
 	File       string  `json:"file"`
 	Offset     int64   `json:"offset"`
-	NBytes     int64   `json:"nbytes"`
+	NBytes     int64   `json:"bytes"` // JSON "bytes" (schema 1; "nbytes" before)
 	Parameters int64   `json:"parameters"`
 }
 
 // InspectResult is the inspect JSON document (docs/cli.md).
 type InspectResult struct {
+	// Schema is the document's schema_version (SchemaVersion).
+	Schema   Schema          `json:"schema_version"`
 	Source   string          `json:"source"`
 	Sharded  bool            `json:"sharded"`
 	Files    []InspectFile   `json:"files"`
@@ -39,7 +44,8 @@ func Inspect(c *Checkpoint, m *Matcher) InspectResult {
 	res := InspectResult{Source: c.Source, Sharded: c.Sharded, Files: []InspectFile{}, Tensors: []InspectTensor{}}
 	quantized := c.Config.Quantization() != nil
 	for _, f := range c.Files {
-		res.Files = append(res.Files, InspectFile{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors)})
+		res.Files = append(res.Files, InspectFile{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors),
+			Metadata: f.Header.Metadata})
 	}
 	var sel []*Tensor
 	for _, t := range c.Tensors {

@@ -239,6 +239,8 @@ type ConfigChange struct {
 
 // Result is the whole comparison. Tensors are in natural name order.
 type Result struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema  ckpt.Schema    `json:"schema_version"`
 	Base    string         `json:"base"`
 	FT      string         `json:"ft"`
 	Mode    Mode           `json:"mode"`

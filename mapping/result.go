@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -48,6 +49,8 @@ type ResultSummary struct {
 // Result is the map JSON document (docs/cli.md): the plan as `ckpt map`
 // reports it.
 type Result struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema   ckpt.Schema    `json:"schema_version"`
 	Profile  string         `json:"profile"`
 	Pinned   *Pinned        `json:"pinned,omitempty"`
 	Mesh     string         `json:"mesh"`
@@ -60,6 +63,9 @@ type Result struct {
 	Problems []ckpt.Finding `json:"problems"`
 	Warnings []string       `json:"warnings"`
 	Summary  ResultSummary  `json:"summary"`
+	// Whole is the summary of the whole plan when the result is a
+	// selection (Select); Summary then counts the selection.
+	Whole *ResultSummary `json:"whole,omitempty"`
 	// PlanWarnings are the warnings about the plan as a whole and
 	// EntryWarnings the per-target warnings grouped by rule
 	// (Plan.GroupedWarnings); Warnings holds both, per target.
@@ -112,15 +118,79 @@ func (pl *Plan) Result() Result {
 	return res
 }
 
+// Select returns the part of the result whose source tensors m selects
+// (ckpt map --match): the entries with a selected source, the ignored and
+// unmapped tensors m selects, their warnings, and the summary of those.
+// Problems concern the plan as a whole and are all kept.
+func (r Result) Select(m *ckpt.Matcher) Result {
+	out := r
+	whole := r.Summary
+	if r.Whole != nil {
+		whole = *r.Whole
+	}
+	out.Whole = &whole
+	out.Entries, out.Ignored, out.Unmapped = []ResultEntry{}, []Ignored{}, []string{}
+	out.Warnings = append([]string{}, r.PlanWarnings...)
+	sources, scales := map[string]bool{}, map[string]bool{}
+	var rules []string
+	var warns [][]string
+	for _, e := range r.Entries {
+		sel := false
+		for _, s := range e.Sources {
+			sel = sel || m.Match(s)
+		}
+		if !sel {
+			continue
+		}
+		out.Entries = append(out.Entries, e)
+		for _, s := range e.Sources {
+			if strings.HasSuffix(s, ckpt.ScaleSuffix) {
+				scales[s] = true
+			} else {
+				sources[s] = true
+			}
+		}
+		for _, w := range e.Warnings {
+			out.Warnings = append(out.Warnings, e.Target+": "+w)
+		}
+		rules, warns = append(rules, e.Rule), append(warns, e.Warnings)
+	}
+	out.EntryWarnings = groupWarnings(rules, warns)
+	for _, ig := range r.Ignored {
+		if m.Match(ig.Name) {
+			out.Ignored = append(out.Ignored, ig)
+		}
+	}
+	for _, u := range r.Unmapped {
+		if m.Match(u) {
+			out.Unmapped = append(out.Unmapped, u)
+		}
+	}
+	out.Summary = ResultSummary{Targets: len(out.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(out.Ignored),
+		Unmapped: len(out.Unmapped), Problems: len(out.Problems), Warnings: len(out.Warnings)}
+	return out
+}
+
 // GroupedWarnings collapses the plan's per-entry warnings by rule and
 // message: "RULE (N targets): MESSAGE", in rule order.
 func (pl *Plan) GroupedWarnings() []string {
+	rules := make([]string, len(pl.Entries))
+	warns := make([][]string, len(pl.Entries))
+	for i, e := range pl.Entries {
+		rules[i], warns[i] = e.Rule, e.Warnings
+	}
+	return groupWarnings(rules, warns)
+}
+
+// groupWarnings collapses per-entry warnings (warns[i] of an entry of rule
+// rules[i]) by rule and message.
+func groupWarnings(rules []string, warns [][]string) []string {
 	type key struct{ rule, msg string }
 	count := map[key]int{}
 	var order []key
-	for _, e := range pl.Entries {
-		for _, w := range e.Warnings {
-			k := key{e.Rule, w}
+	for i, rule := range rules {
+		for _, w := range warns[i] {
+			k := key{rule, w}
 			if count[k] == 0 {
 				order = append(order, k)
 			}

@@ -10,7 +10,7 @@ type ReportTensor struct {
 	SourceDType string  `json:"source_dtype"`
 	Action      string  `json:"action"`
 	File        string  `json:"file"`
-	NBytes      int64   `json:"nbytes"`
+	NBytes      int64   `json:"bytes"` // JSON "bytes" (schema 1; "nbytes" before)
 }
 
 // ReportCounts counts what extract wrote.
@@ -25,6 +25,8 @@ type ReportCounts struct {
 
 // Report is the extract JSON document (docs/cli.md).
 type Report struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema   ckpt.Schema    `json:"schema_version"`
 	Source   string         `json:"source"`
 	Out      string         `json:"out"`
 	DType    string         `json:"dtype"`

@@ -45,7 +45,7 @@ func detectTextPrefix(c *ckpt.Checkpoint, def string) string {
 func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, string) {
 	switch profile {
 	case ProfileNone:
-		return skipArch("architecture profile: none (--profile none)"), ""
+		return skipArch("architecture profile: none (--arch none)"), ""
 	case "", ProfileAuto:
 		if !arch.Is(c.Config) {
 			if c.Config == nil {

@@ -56,9 +56,13 @@ type Options struct {
 
 // Report is the result of Run: every finding, in check order.
 type Report struct {
-	Source string  `json:"source"`
-	OK     bool    `json:"ok"`
-	Checks []Check `json:"checks"`
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema ckpt.Schema `json:"schema_version"`
+	Source string      `json:"source"`
+	OK     bool        `json:"ok"`
+	Checks []Check     `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
+	// Strict is set by SetStrict: warnings fail the report too.
+	Strict bool `json:"strict,omitempty"`
 	// Against is the comparison with a contract, when AddComparison was
 	// called (verify --against).
 	Against *Comparison `json:"against,omitempty"`
@@ -84,11 +88,33 @@ func (r *Report) Add(cs ...Check) {
 		if c.Tensors == nil {
 			c.Tensors = []string{}
 		}
-		if c.Status == Fail {
+		if c.Status == Fail || (r.Strict && c.Status == Warn) {
 			r.OK = false
 		}
 		r.Checks = append(r.Checks, c)
 	}
+}
+
+// SetStrict makes warnings fail the report (verify --strict): OK is false
+// when any finding, present or added later, is a warning or a failure.
+func (r *Report) SetStrict() {
+	r.Strict = true
+	for _, c := range r.Checks {
+		if c.Status == Warn {
+			r.OK = false
+		}
+	}
+}
+
+// Failed returns the findings that fail or warn, in report order.
+func (r *Report) Failed() []Check {
+	out := []Check{}
+	for _, c := range r.Checks {
+		if c.Status == Fail || c.Status == Warn {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // AddComparison adds the checks of a comparison with a contract and keeps

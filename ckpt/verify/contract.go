@@ -21,6 +21,8 @@ const ContractVersion = 1
 // replacement. Write it with WriteContract, read it with ReadContract and
 // hold a checkpoint against it with Compare.
 type Contract struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema  ckpt.Schema     `json:"schema_version"`
 	Version int             `json:"contract_version"`
 	Source  string          `json:"source"`
 	Config  []ConfigField   `json:"config"`

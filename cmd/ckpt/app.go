@@ -119,10 +119,28 @@ func (a *App) newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
+		Example: `  ckpt inspect ./Qwen3.5-27B-FP8 --summary
+  ckpt verify ./Qwen3.5-27B-FP8 --read-data
+  ckpt diff ./base ./finetune
+  ckpt demo`,
+		Args: subcommands,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		SuggestionsMinimumDistance: maxSuggestDistance,
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: exitUnreadable, err: fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
-	})
+	var quiet bool
+	root.PersistentFlags().BoolVarP(&quiet, "quiet", "q", false, "print only errors on stderr: no progress, notes or warnings")
+	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+		if quiet {
+			// Errors are printed by Run on the caller's stderr; everything
+			// else the commands write there (progress, notes, warnings)
+			// goes nowhere.
+			a.Err, a.ErrTerm = io.Discard, false
+		}
+		noteDeprecated(cmd, a.Err)
+	}
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		a.newInspectCmd(),
 		a.newDemoCmd(),
@@ -131,6 +149,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newDiffCmd(),
 		a.newExtractCmd(),
 		a.newCacheCmd(),
+		a.newVersionCmd(),
 	)
 	return root
 }

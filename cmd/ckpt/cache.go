@@ -22,7 +22,10 @@ func (a *App) newCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
-		Args:  exactArgs(0),
+		Example: `  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8`,
+		Args:                       subcommands,
+		SuggestionsMinimumDistance: maxSuggestDistance,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack or compare (see %s --help)", cmd.CommandPath())
 		},
@@ -72,14 +75,16 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "build SRC --out DIR",
 		Short: "Write the TP-sharded tensor cache of the mapping plan (streaming, bounded memory, crash-safe; skips unchanged files)",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache build ./Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o $TT_CACHE_PATH --set proj_1d_decode=false --format json`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runCacheBuild(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Out, "out", "", "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
+	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -95,7 +100,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return usageError("%v", err)
 	}
 	if o.Out == "" {
-		return usageError("cache build needs --out DIR")
+		return usageError("cache build needs -o/--out DIR")
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -159,7 +164,9 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify DIR --source SRC",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.6-27B-FP8
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCacheVerify(cmd.Context(), o)
@@ -178,12 +185,12 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
 	return cmd
 }
 
 func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
-	format, err := output.Resolve(o.Format, false, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -207,12 +214,23 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return err
 	}
-	if format == output.JSON {
-		if err := output.WriteJSON(a.Out, res); err != nil {
-			return err
-		}
-	} else {
-		printFindings(a.Out, res)
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(a.Out, res)
+	case output.JSONL:
+		err = output.WriteJSONL(a.Out, "finding", res.Findings, struct {
+			Dir      string `json:"dir"`
+			Source   string `json:"source"`
+			OK       bool   `json:"ok"`
+			Files    int    `json:"files"`
+			Bytes    int64  `json:"bytes"`
+			Findings int    `json:"findings"`
+		}{res.Dir, res.Source, res.OK, res.Files, res.Bytes, len(res.Findings)})
+	default:
+		err = printFindings(a.Out, format, res)
+	}
+	if err != nil {
+		return err
 	}
 	if !res.OK {
 		return silentExit(exitFailed)
@@ -220,19 +238,34 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	return nil
 }
 
-func printFindings(w io.Writer, r *cache.CheckResult) {
-	for _, f := range r.Findings {
-		if f.File() != "" {
-			fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
-		} else {
-			fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+// printFindings renders a cache check: one line per finding in text
+// ("id: file: message"), a table (finding, file, message) otherwise; then
+// the verdict.
+func printFindings(w io.Writer, format string, r *cache.CheckResult) error {
+	if format == output.Text {
+		for _, f := range r.Findings {
+			if f.File() != "" {
+				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
+			} else {
+				fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+			}
 		}
+	} else if len(r.Findings) > 0 {
+		g := &output.Grid{Header: []string{"finding", "file", "message"}}
+		for _, f := range r.Findings {
+			g.Rows = append(g.Rows, []string{f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
+		}
+		if err := g.Render(w, format); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source)
-		return
+		return nil
 	}
 	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), r.Dir, r.Files)
+	return nil
 }
 
 // ---- ls ----
@@ -247,7 +280,9 @@ func (a *App) newCacheLsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls DIR",
 		Short: "List the .tensorbin files under DIR: name, dtype, layout, per-shard shape, placement, bytes (from their headers)",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache ls /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2
+  ckpt cache ls /data/tt-cache --format jsonl`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCacheLs(cmd.Context(), o)
@@ -273,7 +308,17 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			return err
 		}
 	case output.JSONL:
-		if err := output.WriteJSONL(a.Out, es); err != nil {
+		var total int64
+		for _, e := range es {
+			total += e.Bytes
+		}
+		sum := struct {
+			Dir        string `json:"dir"`
+			Files      int    `json:"files"`
+			Bytes      int64  `json:"bytes"`
+			Unreadable int    `json:"unreadable"`
+		}{res.Dir, len(es), total, res.Unreadable()}
+		if err := output.WriteJSONL(a.Out, "file", es, sum); err != nil {
 			return err
 		}
 	default:
@@ -315,16 +360,19 @@ type cachePackOptions struct {
 func (a *App) newCachePackCmd() *cobra.Command {
 	o := &cachePackOptions{}
 	cmd := &cobra.Command{
-		Use:   "pack DIR -o FILE.tar.zst",
+		Use:   "pack DIR --out FILE.tar.zst",
 		Short: "Archive a built cache (tar + zstd, manifest last), checking every file's hash against the manifest",
-		Args:  exactArgs(1),
+		Example: `  ckpt cache pack /data/tt-cache -o cache.tar.zst
+  ckpt cache pack /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 -o bfp8-1x2.tar.zst`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
 			return a.runCachePack(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Out, "output", "o", "", "archive to write (FILE.tar.zst)")
+	addOutFlag(f, &o.Out, "archive to write (FILE.tar.zst)")
+	deprecatedAlias(f, "output", "", "out")
 	f.IntVar(&o.Workers, "workers", 0, "zstd encoder concurrency (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
@@ -332,7 +380,7 @@ func (a *App) newCachePackCmd() *cobra.Command {
 
 func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if o.Out == "" {
-		return usageError("cache pack needs -o FILE.tar.zst")
+		return usageError("cache pack needs -o/--out FILE.tar.zst")
 	}
 	af, err := ckpt.CreateAtomic(o.Out)
 	if err != nil {
@@ -372,23 +420,25 @@ type cacheUnpackOptions struct {
 func (a *App) newCacheUnpackCmd() *cobra.Command {
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
-		Use:   "unpack FILE.tar.zst -C DIR",
-		Short: "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
-		Args:  exactArgs(1),
+		Use:     "unpack FILE.tar.zst -o DIR",
+		Short:   "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
+		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache`,
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
 			return a.runCacheUnpack(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Dir, "directory", "C", "", "cache root to extract into")
+	addOutFlag(f, &o.Dir, "cache root to extract into")
+	deprecatedAlias(f, "directory", "C", "out")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
 }
 
 func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	if o.Dir == "" {
-		return usageError("cache unpack needs -C DIR")
+		return usageError("cache unpack needs -o/--out DIR")
 	}
 	f, err := os.Open(o.File)
 	if err != nil {

@@ -24,7 +24,9 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two cache directories (e.g. ours and the one the serving stack wrote): missing/extra files, every header field, shard bytes; exit 0 identical, 1 different, 2 unreadable",
-		Args:  exactArgs(2),
+		Example: `  ckpt cache compare /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2
+  ckpt cache compare ours theirs --format json`,
+		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.A, o.B = args[0], args[1]
 			return a.runCacheCompare(cmd.Context(), o)
@@ -33,12 +35,12 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
 	return cmd
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -60,12 +62,17 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 // any difference, else nil.
 func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
 	res := rep.Result()
-	if format == output.JSON {
+	switch format {
+	case output.JSON:
 		if err := output.WriteJSON(w, res); err != nil {
 			return err
 		}
-	} else {
-		if len(rep.Diffs) > 0 {
+	case output.JSONL:
+		if err := output.WriteJSONL(w, "difference", rep.Diffs, compareSummaryRecord(res)); err != nil {
+			return err
+		}
+	default:
+		if len(rep.Diffs) > 0 || format == output.CSV {
 			g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
 			for _, d := range rep.Diffs {
 				field, detail := d.Field, ""
@@ -81,9 +88,13 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 			if err := g.Render(w, format); err != nil {
 				return err
 			}
-			fmt.Fprintln(w)
+			if format != output.CSV {
+				fmt.Fprintln(w)
+			}
 		}
-		fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+		if format != output.CSV {
+			fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+		}
 	}
 	switch {
 	case res.Unreadable:
@@ -92,6 +103,19 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 		return silentExit(1)
 	}
 	return nil
+}
+
+// compareSummaryRecord is the final JSON Lines record of a comparison:
+// the document's counts and verdict, the number of differences (the
+// records before it).
+func compareSummaryRecord(res cache.CompareResult) any {
+	return struct {
+		*cache.CompareReport
+		// Differences counts the records (it hides the report's list).
+		Differences int  `json:"differences"`
+		Same        bool `json:"same"`
+		Unreadable  bool `json:"unreadable"`
+	}{res.CompareReport, len(res.Diffs), res.Same, res.Unreadable}
 }
 
 // compareSummary is the verdict line of a comparison.

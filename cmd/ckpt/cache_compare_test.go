@@ -91,6 +91,18 @@ func TestCacheCompareCommand(t *testing.T) {
 	}
 	assert.Equal(t, inj.Want(true), got)
 
+	// JSON Lines: a record per difference, then the summary counting them.
+	code, stdout, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none", "--format", "jsonl")
+	require.Equal(t, 1, code)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, len(res.Diffs)+1)
+	var sum map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, "summary", sum["type"])
+	assert.EqualValues(t, len(res.Diffs), sum["differences"])
+	assert.Equal(t, false, sum["same"])
+	assert.True(t, strings.HasPrefix(lines[0], `{"type":"difference","kind":`), lines[0])
+
 	// Unreadable: a file that is not a tensorbin, or a directory that does not exist: exit 2.
 	require.NoError(t, os.WriteFile(filepath.Join(stackDir, strings.TrimSuffix(inj.DType, "")), []byte("junk"), 0o644))
 	code, _, _ = runApp(t, "cache", "compare", oursDir, stackDir, "--progress", "none")

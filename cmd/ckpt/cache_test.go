@@ -89,7 +89,7 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "packed 82 files")
 	shipped := filepath.Join(dir, "shipped")
-	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-C", shipped, "--progress", "none")
+	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-o", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "unpacked 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
@@ -110,6 +110,7 @@ func TestCacheCommands(t *testing.T) {
 	code, _, stderr = runApp(t, "cache", "unpack", bad, "-C", filepath.Join(dir, "bad"), "--progress", "none")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "unpacking")
+	require.Contains(t, stderr, "ckpt: note: -C/--directory is deprecated, use -o/--out", "the old spelling still works, with a note")
 	_, err = os.Stat(filepath.Join(dir, "bad", "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
@@ -135,6 +136,11 @@ func TestCacheCommands(t *testing.T) {
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 1, code)
 	golden(t, "cache_verify_damaged.golden", strings.ReplaceAll(stdout, out, "$CACHE"))
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none", "--format", "markdown")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "| finding   | file")
+	require.Regexp(t, `\| truncated +\| P300/tensor_cache_bfp8_mesh1x2/layers.1/tp/out_dtype_BFLOAT8_B_layout_TILE.tensorbin +\|`, stdout)
+	require.Contains(t, stdout, "FAILED: 3 problem(s)")
 
 	// cache ls reports an unreadable file and exits 1.
 	code, stdout, _ = runApp(t, "cache", "ls", files, "--format", "text")

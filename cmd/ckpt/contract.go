@@ -27,7 +27,7 @@ func (a *App) newContractCmd() *cobra.Command {
 dtype and shape, the FP8 scheme (method, fmt, block size, scale dtypes, modules_to_not_convert,
 which tensors are FP8), the architecture-relevant config fields, and with --read-data the xxh3
 of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FILE.`,
-		Example: `  ckpt contract ./base -o base.contract.json
+		Example: `  ckpt contract ./base --read-data -o base.contract.json
   ckpt verify ./finetune --against base.contract.json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,7 +36,8 @@ of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FI
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.Out, "output", "o", "", "write the contract to this file (atomically) instead of stdout")
+	addOutFlag(f, &o.Out, "write the contract to this file (atomically) instead of stdout")
+	deprecatedAlias(f, "output", "", "out")
 	f.BoolVar(&o.ReadData, "read-data", false, "also hash every tensor (xxh3-64 of the raw bytes)")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")

@@ -20,7 +20,10 @@ func (a *App) newDemoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Build a tiny FP8 base / fine-tune pair in a new directory (kept, so the commands it prints work afterwards) and run the tool on it",
-		Args:  exactArgs(0),
+		Example: `  ckpt demo
+  ckpt demo --clean
+  ckpt demo --dir /tmp/ckpt-demo`,
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runDemo(cmd.Context(), o)
 		},
@@ -92,7 +95,7 @@ func demoSteps(dir, base, ft string) []demoStep {
 		// against it (which differs: the MTP head ships in BF16 without
 		// its scales)
 		{"Verify the base (index, headers, FP8 block scales, qwen3_5 architecture, data)", []string{"verify", base, "--read-data", "--progress", "none"}, []int{0}},
-		{"Write the base's structural contract", []string{"contract", base, "-o", contract}, []int{0}},
+		{"Write the base's structural contract", []string{"contract", base, "--out", contract}, []int{0}},
 		{"Hold the fine-tune against the base's contract (differences expected: exit 1)", []string{"verify", ft, "--against", contract}, []int{1}},
 		// the MTP head of the fine-tune is its base's pre-quantisation
 		// bf16 form (requant_identical)

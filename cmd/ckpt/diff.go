@@ -27,6 +27,9 @@ type diffOptions struct {
 	Workers  int
 	Progress string
 	All      bool
+	// SummaryOnly prints only the keys, config, per-group and summary
+	// lines (no tensor rows).
+	SummaryOnly bool
 	// SampleBytes and SampleSeed sample byte ranges of every tensor; By
 	// is "tensor" or "layer".
 	SampleBytes string
@@ -56,6 +59,10 @@ and the summary says how many bytes of each side were read. --by layer aggregate
 layer, mtp, visual and other.
 
 Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
+		Example: `  ckpt diff ./base ./finetune
+  ckpt diff ./base ./finetune --mode bytes --summary
+  ckpt diff ./base ./finetune --format markdown > changes.md
+  ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ft-FP8 --sample-bytes 64KiB --by layer`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]
@@ -63,7 +70,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request)")
 	f.StringVar(&o.Mode, "mode", "values", "header (keys, dtypes, shapes; no data), bytes (identity only), values (statistics)")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
@@ -74,12 +81,13 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes")
 	f.StringVar(&o.By, "by", "tensor", "table/text/jsonl rows: tensor, or layer (per decoder layer, mtp, visual, other)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.BoolVar(&o.All, "all", false, "table/text: list identical tensors too")
+	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
+	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary: keys, config, per-group and summary lines (csv: the per-group rows; json: no tensor rows; jsonl: the summary record)")
 	return cmd
 }
 
 func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -145,7 +153,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := printDiff(a.Out, format, res, o.All, o.By == "layer"); err != nil {
+	if err := printDiff(a.Out, format, res, diffView{All: o.All, ByLayer: o.By == "layer", SummaryOnly: o.SummaryOnly}); err != nil {
 		return err
 	}
 	if unknownErr != nil {
@@ -157,41 +165,99 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	return nil
 }
 
-func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) error {
+// diffView says what printDiff shows: identical rows too (All), rows per
+// layer instead of per tensor (ByLayer), no rows at all (SummaryOnly).
+type diffView struct{ All, ByLayer, SummaryOnly bool }
+
+func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	switch {
+	case format == output.JSON && v.SummaryOnly:
+		cp := *res
+		cp.Tensors, cp.Layers = []diff.Tensor{}, nil
+		return output.WriteJSON(w, &cp)
 	case format == output.JSON:
 		return output.WriteJSON(w, res)
-	case format == output.JSONL && byLayer:
-		return output.WriteJSONL(w, res.Layers)
+	case format == output.JSONL && v.SummaryOnly:
+		return output.WriteJSONL(w, "tensor", []diff.Tensor{}, diffSummaryRecord(res))
+	case format == output.JSONL && v.ByLayer:
+		return output.WriteJSONL(w, "layer", res.Layers, diffSummaryRecord(res))
 	case format == output.JSONL:
-		return output.WriteJSONL(w, res.Tensors)
+		return output.WriteJSONL(w, "tensor", res.Tensors, diffSummaryRecord(res))
+	case format == output.CSV && v.SummaryOnly:
+		return groupGrid(res).Render(w, format)
+	case format == output.CSV && v.ByLayer:
+		return layerGrid(res).Render(w, format)
+	case format == output.CSV:
+		return printTensors(w, format, res, v.All)
 	}
-	fmt.Fprintf(w, "base: %s\nft:   %s\nmode: %s", ckpt.EscapeName(res.Base), ckpt.EscapeName(res.FT), res.Mode)
+	// line writes one line of prose: a list item in Markdown (indent
+	// nests it), else indented by two spaces per level.
+	line := func(indent int, f string, args ...any) {
+		s := fmt.Sprintf(f, args...)
+		if format == output.Markdown {
+			fmt.Fprintf(w, "%s- %s\n", strings.Repeat("  ", indent), s)
+			return
+		}
+		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", indent), s)
+	}
+	mode := string(res.Mode)
 	if res.Sampled {
-		fmt.Fprintf(w, " (sample of %d tensors)", len(res.Tensors))
+		mode += fmt.Sprintf(" (sample of %d tensors)", len(res.Tensors))
 	}
 	if s := res.Sample; s != nil {
-		fmt.Fprintf(w, ", sampled: %s per tensor and side (seed %d)", output.Bytes(s.BytesPerTensor), s.Seed)
+		mode += fmt.Sprintf(", sampled: %s per tensor and side (seed %d)", output.Bytes(s.BytesPerTensor), s.Seed)
 	}
-	fmt.Fprint(w, "\n\n")
+	line(0, "base: %s", ckpt.EscapeName(res.Base))
+	line(0, "ft:   %s", ckpt.EscapeName(res.FT))
+	line(0, "mode: %s", mode)
+	fmt.Fprintln(w)
 	k := res.Keys
-	fmt.Fprintf(w, "keys: %d in base, %d in ft, %d common, %d only in base, %d only in ft\n\n", k.Base, k.FT, k.Common, len(k.OnlyInBase), len(k.OnlyInFT))
+	line(0, "keys: %d in base, %d in ft, %d common, %d only in base, %d only in ft", k.Base, k.FT, k.Common, len(k.OnlyInBase), len(k.OnlyInFT))
+	fmt.Fprintln(w)
 
-	fmt.Fprintf(w, "config: %d difference(s)\n", len(res.Config))
+	line(0, "config: %d difference(s)", len(res.Config))
 	for _, c := range res.Config {
-		fmt.Fprintf(w, "  %s: %s\n", ckpt.EscapeName(c.Path), describeConfigChange(c))
+		line(1, "%s: %s", ckpt.EscapeName(c.Path), describeConfigChange(c))
 	}
 	fmt.Fprintln(w)
 
-	if byLayer {
-		if err := layerGrid(res).Render(w, format); err != nil {
+	if !v.SummaryOnly {
+		if v.ByLayer {
+			if err := layerGrid(res).Render(w, format); err != nil {
+				return err
+			}
+		} else if err := printTensors(w, format, res, v.All); err != nil {
 			return err
 		}
-	} else if err := printTensors(w, format, res, all); err != nil {
+		fmt.Fprintln(w)
+	}
+
+	if err := groupGrid(res).Render(w, format); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
+	var parts []string
+	for _, r := range summaryRelations(res) {
+		parts = append(parts, fmt.Sprintf("%d %s", res.Summary.Count(r), r))
+	}
+	verdict := "no differences"
+	switch {
+	case res.Differs():
+		verdict = "differences found"
+	case res.Summary.NoChangeSeen > 0:
+		verdict = "no differences found (a sample cannot prove identity)"
+	}
+	line(0, "summary: %s; %s", strings.Join(parts, ", "), verdict)
+	if s := res.Sample; s != nil {
+		line(0, "sample: %d tensor(s) sampled, %d read whole; read %s, %s", s.SampledTensors, s.WholeTensors,
+			sideRead("base", s.Base), sideRead("ft", s.FT))
+	}
+	return nil
+}
 
+// summaryRelations are the relations the per-group table and the summary
+// line count, for the diff's mode.
+func summaryRelations(res *diff.Result) []diff.Relation {
 	rels := []diff.Relation{diff.Identical, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT}
 	if res.Mode == diff.ModeHeader {
 		rels = append([]diff.Relation{diff.SameHeader}, rels[3:]...)
@@ -199,6 +265,12 @@ func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) 
 	if res.Sample != nil {
 		rels = append([]diff.Relation{diff.Changed, diff.NoChangeSeen, diff.Identical}, rels[2:]...)
 	}
+	return rels
+}
+
+// groupGrid is the per-group table: tensors per relation in each group.
+func groupGrid(res *diff.Result) *output.Grid {
+	rels := summaryRelations(res)
 	gg := &output.Grid{Title: "by group", Header: []string{"group", "tensors"}, Right: map[int]bool{}}
 	for i, r := range rels {
 		gg.Header = append(gg.Header, string(r))
@@ -211,27 +283,21 @@ func printDiff(w io.Writer, format string, res *diff.Result, all, byLayer bool) 
 		}
 		gg.Rows = append(gg.Rows, row)
 	}
-	if err := gg.Render(w, format); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	var parts []string
-	for _, r := range rels {
-		parts = append(parts, fmt.Sprintf("%d %s", res.Summary.Count(r), r))
-	}
-	verdict := "no differences"
-	switch {
-	case res.Differs():
-		verdict = "differences found"
-	case res.Summary.NoChangeSeen > 0:
-		verdict = "no differences found (a sample cannot prove identity)"
-	}
-	fmt.Fprintf(w, "summary: %s; %s\n", strings.Join(parts, ", "), verdict)
-	if s := res.Sample; s != nil {
-		fmt.Fprintf(w, "sample: %d tensor(s) sampled, %d read whole; read %s, %s\n", s.SampledTensors, s.WholeTensors,
-			sideRead("base", s.Base), sideRead("ft", s.FT))
-	}
-	return nil
+	return gg
+}
+
+// diffSummaryRecord is the final JSON Lines record of diff: the counts per
+// relation, the verdict and (sampled) what was read.
+func diffSummaryRecord(res *diff.Result) any {
+	return struct {
+		Base    string           `json:"base"`
+		FT      string           `json:"ft"`
+		Mode    diff.Mode        `json:"mode"`
+		Differs bool             `json:"differs"`
+		Keys    diff.Keys        `json:"keys"`
+		Sample  *diff.SampleInfo `json:"sample,omitempty"`
+		diff.Summary
+	}{res.Base, res.FT, res.Mode, res.Differs(), res.Keys, res.Sample, res.Summary}
 }
 
 func sideRead(name string, s diff.SideRead) string {
@@ -287,7 +353,7 @@ func printTensors(w io.Writer, format string, res *diff.Result, all bool) error 
 		}
 	}
 	g.Title = title
-	if len(g.Rows) == 0 {
+	if len(g.Rows) == 0 && format != output.CSV {
 		_, err := fmt.Fprintln(w, title)
 		return err
 	}

@@ -21,12 +21,48 @@ func TestDiffGolden(t *testing.T) {
 		{"diff_values.json.golden", "json", "values"},
 		{"diff_bytes.txt.golden", "text", "bytes"},
 		{"diff_header.txt.golden", "text", "header"},
+		{"diff_values.md.golden", "markdown", "values"},
+		{"diff_values.csv.golden", "csv", "values"},
 	} {
 		code, out, stderr := runApp(t, "diff", base, ft, "--format", c.format, "--mode", c.mode, "--progress", "none")
 		assert.Equal(t, 1, code, stderr)
 		assert.Empty(t, stderr)
 		golden(t, c.golden, strings.ReplaceAll(out, dir, "DIR"))
 	}
+}
+
+// TestDiffSummaryOnly: --summary prints the keys, config, per-group and
+// summary lines without tensor rows, in every format.
+func TestDiffSummaryOnly(t *testing.T) {
+	t.Parallel()
+	base, ft := fixturePair(t)
+	code, full, _ := runApp(t, "diff", base, ft, "--format", "text", "--progress", "none")
+	require.Equal(t, 1, code)
+	code, out, _ := runApp(t, "diff", base, ft, "--format", "text", "--summary", "--progress", "none")
+	require.Equal(t, 1, code, "the exit status is the same")
+	assert.NotContains(t, out, "tensors:")
+	assert.NotContains(t, out, "requant_identical  F8_E4M3")
+	for _, l := range []string{"keys: 124 in base", "config: 1 difference(s)", "by group", "mtp          22", "summary: 106 identical, 4 changed"} {
+		assert.Contains(t, out, l)
+		assert.Contains(t, full, l)
+	}
+
+	code, out, _ = runApp(t, "diff", base, ft, "--format", "csv", "--summary", "--progress", "none")
+	require.Equal(t, 1, code)
+	assert.True(t, strings.HasPrefix(out, "group,tensors,identical,changed,"), out)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 5, "header and 4 groups")
+
+	code, out, _ = runApp(t, "diff", base, ft, "--format", "json", "--summary", "--progress", "none")
+	require.Equal(t, 1, code)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, []any{}, doc["tensors"])
+	assert.NotEmpty(t, doc["groups"])
+
+	code, out, _ = runApp(t, "diff", base, ft, "--format", "jsonl", "--summary", "--progress", "none")
+	require.Equal(t, 1, code)
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 1)
+	assert.Contains(t, out, `{"type":"summary","schema_version":1,`)
 }
 
 func TestDiffJSONContract(t *testing.T) {
@@ -56,12 +92,19 @@ func TestDiffJSONContract(t *testing.T) {
 	code, out, _ = runApp(t, "diff", base, ft, "--format", "jsonl", "--progress", "none")
 	require.Equal(t, 1, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	assert.Len(t, lines, len(doc.Tensors))
-	for _, l := range lines {
+	assert.Len(t, lines, len(doc.Tensors)+1, "a record per tensor and the summary")
+	for _, l := range lines[:len(lines)-1] {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
 		assert.Contains(t, m, "relation")
+		assert.Equal(t, "tensor", m["type"])
 	}
+	var sum map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, "summary", sum["type"])
+	assert.EqualValues(t, 1, sum["schema_version"])
+	assert.Equal(t, true, sum["differs"])
+	assert.Contains(t, sum, "changed")
 }
 
 func TestDiffExitCodes(t *testing.T) {
@@ -161,7 +204,7 @@ func TestDiffSampleBytes(t *testing.T) {
 
 	code, out, _ = runApp(t, append([]string{"diff", base, ft, "--format", "jsonl", "--by", "layer"}, sample...)...)
 	require.Equal(t, 1, code)
-	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 7)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 7+1, "7 layer records and the summary")
 
 	code, out, stderr := runApp(t, append([]string{"diff", base, base, "--format", "text"}, sample...)...)
 	assert.Equal(t, 0, code, "nothing seen to differ: %s", stderr)

@@ -41,8 +41,10 @@ With --dtype bf16|f16|f32, block-FP8 weights are dequantised with their weight_s
 companions (the scales are dropped) and other float tensors are rounded to that dtype (nearest
 even); integer and bool tensors are copied. With --dtype keep (default) every tensor is copied
 byte for byte; --with-scales adds the scales of selected FP8 weights.`,
-		Example: "  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 --out mtp.safetensors",
-		Args:    exactArgs(1),
+		Example: `  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 -o mtp.safetensors
+  ckpt extract ./ckpt --match 'model.language_model.layers.3.**' --with-scales -o layer3/
+  ckpt extract ./ckpt --match '**' --max-shard-size 5G -o ./copy/`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runExtract(cmd.Context(), o)
@@ -51,23 +53,23 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Match, "match", nil, "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
-	f.StringVar(&o.Out, "out", "", "output: FILE.safetensors, or a directory (required)")
+	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
-	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	return cmd
 }
 
 func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	if o.Out == "" {
-		return usageError("extract needs --out FILE.safetensors or --out DIR")
+		return usageError("extract needs -o/--out FILE.safetensors or -o/--out DIR")
 	}
 	if len(o.Match) == 0 {
 		return usageError("extract needs --match GLOB (use --match '**' to extract everything)")
@@ -126,12 +128,28 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 }
 
 func printExtract(w io.Writer, format string, r *extract.Report) error {
-	if format == output.JSON {
+	switch format {
+	case output.JSON:
 		return output.WriteJSON(w, r)
+	case output.JSONL:
+		return output.WriteJSONL(w, "tensor", r.Tensors, struct {
+			Source  string `json:"source"`
+			Out     string `json:"out"`
+			DType   string `json:"dtype"`
+			Sharded bool   `json:"sharded"`
+			Index   string `json:"index,omitempty"`
+			extract.ReportCounts
+		}{r.Source, r.Out, r.DType, r.Sharded, r.Index, r.Summary})
 	}
 	g := &output.Grid{Header: []string{"file", "tensors", "bytes", "size"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{2: true, 3: true}}
 	for _, f := range r.Files {
 		g.Rows = append(g.Rows, []string{ckpt.EscapeName(f.Path), output.Int(int64(f.Tensors)), output.Int(f.Bytes), output.Int(f.Size)})
+	}
+	if format == output.CSV {
+		for i, f := range r.Files { // machine format: plain numbers
+			g.Rows[i][2], g.Rows[i][3] = fmt.Sprint(f.Bytes), fmt.Sprint(f.Size)
+		}
+		return g.Render(w, format)
 	}
 	if err := g.Render(w, format); err != nil {
 		return err

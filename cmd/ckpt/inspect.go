@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -17,6 +18,7 @@ type inspectOptions struct {
 	Match       []string
 	Exclude     []string
 	SummaryOnly bool
+	Metadata    bool
 	Workers     int
 }
 
@@ -25,7 +27,10 @@ func (a *App) newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect SRC",
 		Short: "List tensors (name, dtype, shape, parameters, bytes, shard) and a summary by dtype and group, from headers only",
-		Args:  exactArgs(1),
+		Example: `  ckpt inspect ./Qwen3.5-27B-FP8 --summary
+  ckpt inspect hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --format json
+  ckpt inspect ./model.safetensors --metadata --summary`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
 			return a.runInspect(cmd.Context(), o)
@@ -36,6 +41,7 @@ func (a *App) newInspectCmd() *cobra.Command {
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
+	f.BoolVar(&o.Metadata, "metadata", false, "also show each file's safetensors __metadata__ (table/text/markdown; csv: only the metadata rows; json always has it)")
 	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
 	return cmd
 }
@@ -65,7 +71,7 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
 	}
-	if err := printInspect(a.Out, format, &res, o.SummaryOnly); err != nil {
+	if err := printInspect(a.Out, format, &res, o.SummaryOnly, o.Metadata); err != nil {
 		return err
 	}
 	if openErr != nil {
@@ -74,12 +80,19 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	return nil
 }
 
-func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOnly bool) error {
+func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOnly, metadata bool) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, res.Tensors)
+		return output.WriteJSONL(w, "tensor", res.Tensors, struct {
+			Source  string `json:"source"`
+			Sharded bool   `json:"sharded"`
+			ckpt.Summary
+		}{res.Source, res.Sharded, res.Summary})
+	}
+	if metadata && format == output.CSV {
+		return metadataGrid(res).Render(w, format)
 	}
 	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	for _, t := range res.Tensors {
@@ -112,10 +125,36 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 		}
 		fmt.Fprintln(w)
 	}
+	if metadata {
+		if g := metadataGrid(res); len(g.Rows) > 0 {
+			if err := g.Render(w, format); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "metadata: none of the %d file(s) has __metadata__\n", len(res.Files))
+		}
+		fmt.Fprintln(w)
+	}
 	kind := "single file"
 	if res.Sharded {
 		kind = fmt.Sprintf("%d shards", len(res.Files))
 	}
 	fmt.Fprintf(w, "%s: %s tensors, %s parameters, %s (%s)\n", ckpt.EscapeName(res.Source), output.Int(s.Tensors), output.Int(s.Parameters), output.Bytes(s.Bytes), kind)
 	return nil
+}
+
+// metadataGrid lists the __metadata__ entries of every file, by key.
+func metadataGrid(res *ckpt.InspectResult) *output.Grid {
+	g := &output.Grid{Title: "metadata", Header: []string{"file", "key", "value"}}
+	for _, f := range res.Files {
+		keys := make([]string, 0, len(f.Metadata))
+		for k := range f.Metadata {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			g.Rows = append(g.Rows, []string{ckpt.EscapeName(f.Path), ckpt.EscapeName(k), ckpt.EscapeName(f.Metadata[k])})
+		}
+	}
+	return g
 }

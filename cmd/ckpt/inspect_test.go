@@ -55,6 +55,7 @@ func TestInspectJSONContract(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.EqualValues(t, ckpt.SchemaVersion, doc["schema_version"])
 	for _, k := range []string{"source", "sharded", "files", "tensors", "summary"} {
 		assert.Contains(t, doc, k)
 	}
@@ -63,7 +64,7 @@ func TestInspectJSONContract(t *testing.T) {
 		assert.Contains(t, f, k)
 	}
 	tn := doc["tensors"].([]any)[0].(map[string]any)
-	for _, k := range []string{"name", "dtype", "shape", "file", "offset", "nbytes", "parameters"} {
+	for _, k := range []string{"name", "dtype", "shape", "file", "offset", "bytes", "parameters"} {
 		assert.Contains(t, tn, k)
 	}
 	s := doc["summary"].(map[string]any)
@@ -116,11 +117,17 @@ func TestInspectNaturalSort(t *testing.T) {
 	code, stdout, stderr := runApp(t, "inspect", p, "--format", "jsonl")
 	require.Equal(t, 0, code, stderr)
 	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	for _, line := range lines[:len(lines)-1] {
 		var it ckpt.InspectTensor
 		require.NoError(t, json.Unmarshal([]byte(line), &it))
 		got = append(got, it.Name)
 	}
+	var sum map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
+	assert.Equal(t, "summary", sum["type"])
+	assert.EqualValues(t, 1, sum["schema_version"])
+	assert.EqualValues(t, 8, sum["tensors"])
 	assert.Equal(t, []string{"a", "b.9", "b.10", "layers.1.w", "layers.2.w", "layers.02.x", "layers.10.w", "layers.100.w"}, got)
 }
 

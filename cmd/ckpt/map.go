@@ -28,6 +28,9 @@ type mapOptions struct {
 	// plan against an existing cache instead of printing it.
 	Set          []string
 	AgainstCache string
+	// Match and Exclude select the source tensors whose targets are
+	// listed.
+	Match, Exclude []string
 }
 
 func (a *App) newMapCmd() *cobra.Command {
@@ -35,6 +38,11 @@ func (a *App) newMapCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "map SRC",
 		Short: "Show the weight-mapping plan onto a 1xN Tenstorrent mesh: every source tensor → cache file, transform, placement, dtype; fails on tensors no rule covers",
+		Example: `  ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --summary
+  ckpt map ./Qwen3.6-27B-FP8 --set proj_1d_decode=false
+  ckpt map ./Qwen3.6-27B-FP8 --match 'mtp.**'
+  ckpt map --dump > my-profile.json && ckpt map ./Qwen3.6-27B-FP8 --rules my-profile.json
+  ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --against-cache $TT_CACHE_PATH`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Dump && len(args) == 0 {
 				return nil
@@ -54,10 +62,12 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, markdown (auto: table on a terminal, text otherwise)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &o.Set)
+	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out the targets of source tensors matching this glob; repeatable")
 	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
 }
@@ -67,9 +77,17 @@ func (o *mapOptions) planOptions() mapping.PlanOptions {
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	selecting := len(o.Match) > 0 || len(o.Exclude) > 0
+	if selecting && (o.Dump || o.AgainstCache != "") {
+		return usageError("--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache")
 	}
 	if o.Dump {
 		prof, err := o.planOptions().LoadProfile()
@@ -102,6 +120,12 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return renderCompare(a.Out, format, rep, "plan", "cache")
 	}
 	res := plan.Result()
+	if selecting {
+		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source, c.Names()); err != nil {
+			return err
+		}
+		res = res.Select(m)
+	}
 	if err := printMap(a.Out, format, &res, o.Summary); err != nil {
 		return err
 	}
@@ -112,10 +136,19 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 }
 
 func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool) error {
-	if format == output.JSON {
+	switch format {
+	case output.JSON:
 		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, "target", res.Entries, struct {
+			Profile string                 `json:"profile"`
+			Mesh    string                 `json:"mesh"`
+			Source  string                 `json:"source"`
+			Whole   *mapping.ResultSummary `json:"whole,omitempty"`
+			mapping.ResultSummary
+		}{res.Profile, res.Mesh, res.Source, res.Whole, res.Summary})
 	}
-	if !summaryOnly {
+	if !summaryOnly || format == output.CSV {
 		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
 		for _, e := range res.Entries {
 			pl := "replicate"
@@ -130,6 +163,9 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 				mem = "dram width-sharded " + output.Shape(e.MemoryConfig.ShardShape)
 			}
 			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources)})
+		}
+		if format == output.CSV {
+			return g.Render(w, format)
 		}
 		if err := g.Render(w, format); err != nil {
 			return err
@@ -170,6 +206,10 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		pin = fmt.Sprintf(" (%s@%s %s)", res.Pinned.Repo, c, res.Pinned.Path)
 	}
 	s := res.Summary
+	if wh := res.Whole; wh != nil {
+		fmt.Fprintf(w, "selected (--match/--exclude): %d of %d targets, %d of %d source tensors, %d of %d ignored\n",
+			s.Targets, wh.Targets, s.Sources, wh.Sources, s.Ignored, wh.Ignored)
+	}
 	verdict := "complete"
 	if s.Problems > 0 {
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)

@@ -151,3 +151,41 @@ func TestDemoRunsMap(t *testing.T) {
 	assert.Contains(t, out, "$ ckpt map ")
 	assert.Contains(t, out, "82 targets")
 }
+
+// TestMapMatch: --match/--exclude list the targets of the selected source
+// tensors; the summary counts the selection against the whole plan.
+func TestMapMatch(t *testing.T) {
+	t.Parallel()
+	base := smallBase(t)
+	code, out, stderr := runApp(t, "map", base, "--match", "mtp.**", "--exclude", "mtp.fc.*", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var res mapping.Result
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.NotNil(t, res.Whole)
+	assert.Less(t, res.Summary.Targets, res.Whole.Targets)
+	assert.Equal(t, len(res.Entries), res.Summary.Targets)
+	require.NotEmpty(t, res.Entries)
+	for _, e := range res.Entries {
+		assert.True(t, strings.HasPrefix(e.Target, "mtp/"), e.Target)
+		assert.NotContains(t, e.Sources, "mtp.fc.weight")
+	}
+	for _, ig := range res.Ignored {
+		assert.True(t, strings.HasPrefix(ig.Name, "mtp."), ig.Name)
+	}
+
+	code, out, _ = runApp(t, "map", base, "--match", "mtp.**", "--format", "text", "--summary")
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `selected \(--match/--exclude\): \d+ of \d+ targets, \d+ of \d+ source tensors, \d+ of \d+ ignored`, out)
+	code, out, _ = runApp(t, "map", base, "--format", "text", "--summary")
+	require.Equal(t, 0, code)
+	assert.NotContains(t, out, "selected")
+
+	for _, args := range [][]string{
+		{"map", base, "--match", "mtp.*"},      // selects nothing: exit 2 with the ** hint
+		{"map", "--dump", "--match", "mtp.**"}, // does not apply
+		{"map", base, "--against-cache", base, "--match", "mtp.**"},
+	} {
+		code, _, stderr := runApp(t, args...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+	}
+}

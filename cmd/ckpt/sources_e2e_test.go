@@ -67,7 +67,7 @@ func decodeJSON(t *testing.T, out string) map[string]any {
 // locations, which differ between forms), leaving out cache.* checks.
 func checkSummary(doc map[string]any) (kept []any, cache map[string]string) {
 	cache = map[string]string{}
-	for _, c := range doc["checks"].([]any) {
+	for _, c := range doc["findings"].([]any) {
 		m := c.(map[string]any)
 		id := m["id"].(string)
 		if strings.HasPrefix(id, "cache.") {
@@ -145,7 +145,7 @@ func TestSourcesVerifyPartialDownloadFails(t *testing.T) {
 	doc := decodeJSON(t, out)
 	assert.Equal(t, false, doc["ok"])
 	var failed []string
-	for _, c := range doc["checks"].([]any) {
+	for _, c := range doc["findings"].([]any) {
 		m := c.(map[string]any)
 		if m["status"] == "fail" {
 			failed = append(failed, m["id"].(string)+": "+m["message"].(string))
@@ -171,7 +171,7 @@ func TestSourcesVerifyReadDataCorruptBlob(t *testing.T) {
 	code, out, errs := runSources(t, f.env, source.Options{}, "verify", "hf:org/base", "--read-data", "--progress", "none", "--format", "json")
 	assert.Equal(t, 1, code, errs)
 	var msgs []string
-	for _, c := range decodeJSON(t, out)["checks"].([]any) {
+	for _, c := range decodeJSON(t, out)["findings"].([]any) {
 		m := c.(map[string]any)
 		if m["id"] == "cache.sha256" {
 			msgs = append(msgs, m["status"].(string)+": "+m["message"].(string))

@@ -16,13 +16,17 @@ import (
 type verifyOptions struct {
 	Source   string
 	Format   string
-	Profile  string
+	Arch     string
 	Against  string
 	Progress string
 	ReadData bool
 	Workers  int
 	Match    []string
 	Exclude  []string
+	// OnlyFailed lists only the failing and warning findings; Strict
+	// makes warnings fail (exit 1).
+	OnlyFailed bool
+	Strict     bool
 }
 
 func (a *App) newVerifyCmd() *cobra.Command {
@@ -49,14 +53,17 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json (auto: table on a terminal, text otherwise)")
-	f.StringVar(&o.Profile, "profile", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
+	f.StringVar(&o.Arch, "arch", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
 	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
+	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
+	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
 	return cmd
 }
 
@@ -75,14 +82,14 @@ func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt
 }
 
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	switch o.Profile {
+	switch o.Arch {
 	case verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone:
 	default:
-		return usageError("unknown --profile %q (want auto, qwen3_5 or none)", o.Profile)
+		return usageError("unknown --arch %q (want auto, qwen3_5 or none)", o.Arch)
 	}
 	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
 	if err != nil {
@@ -113,7 +120,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 	}
-	opt := verify.Options{Profile: o.Profile, ReadData: o.ReadData, Workers: o.Workers}
+	opt := verify.Options{Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers}
 	var stop func()
 	if o.ReadData {
 		opt.Progress = ckpt.NewProgress()
@@ -134,7 +141,10 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		cmp.Contract = o.Against
 		rep.AddComparison(cmp)
 	}
-	if err := printVerify(a.Out, format, rep); err != nil {
+	if o.Strict {
+		rep.SetStrict()
+	}
+	if err := printVerify(a.Out, format, rep, o.OnlyFailed); err != nil {
 		return err
 	}
 	if !rep.OK {
@@ -143,15 +153,41 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	return nil
 }
 
-func printVerify(w io.Writer, format string, res *verify.Report) error {
+func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool) error {
+	n := res.Counts()
+	listed := res.Checks
+	if onlyFailed {
+		listed = res.Failed()
+	}
 	if format == output.JSON {
+		if onlyFailed {
+			cp := *res
+			cp.Checks = listed
+			res = &cp
+		}
 		return output.WriteJSON(w, res)
 	}
+	if format == output.JSONL {
+		return output.WriteJSONL(w, "finding", listed, struct {
+			Source string `json:"source"`
+			OK     bool   `json:"ok"`
+			Strict bool   `json:"strict,omitempty"`
+			Fail   int    `json:"fail"`
+			Warn   int    `json:"warn"`
+			Pass   int    `json:"pass"`
+			Skip   int    `json:"skip"`
+		}{res.Source, res.OK, res.Strict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip]})
+	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
-	for _, c := range res.Checks {
+	for _, c := range listed {
 		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
 	}
-	if err := g.Render(w, format); err != nil {
+	if format == output.CSV {
+		return g.Render(w, format)
+	}
+	if len(listed) == 0 && onlyFailed {
+		fmt.Fprintln(w, "no finding fails or warns")
+	} else if err := g.Render(w, format); err != nil {
 		return err
 	}
 	if cmp := res.Against; cmp != nil {
@@ -168,10 +204,12 @@ func printVerify(w io.Writer, format string, res *verify.Report) error {
 		}
 	}
 	verdict := "OK"
-	if !res.OK {
+	switch {
+	case !res.OK && res.Strict && n[verify.Fail] == 0:
+		verdict = "FAILED (--strict: warnings fail)"
+	case !res.OK:
 		verdict = "FAILED"
 	}
-	n := res.Counts()
 	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", ckpt.EscapeName(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
 	return nil
 }

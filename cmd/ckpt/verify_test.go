@@ -288,7 +288,7 @@ func TestVerifyUnreadable(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "nothing")
 
-	code, _, _ = runApp(t, "verify", base, "--profile", "llama")
+	code, _, _ = runApp(t, "verify", base, "--arch", "llama")
 	assert.Equal(t, 2, code)
 }
 
@@ -301,7 +301,7 @@ func TestVerifyProfileNone(t *testing.T) {
 	})
 	code, _, _ := verifyJSON(t, "verify", dir)
 	assert.Equal(t, 1, code)
-	code, res, _ := verifyJSON(t, "verify", dir, "--profile", "none")
+	code, res, _ := verifyJSON(t, "verify", dir, "--arch", "none")
 	assert.Equal(t, 0, code)
 	for _, c := range res.Checks {
 		if strings.HasPrefix(c.ID, "arch.") {

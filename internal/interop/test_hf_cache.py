@@ -133,9 +133,9 @@ def test_verify_offline_with_lfs_sha256(ckpt, hf):
     for rev in ("v1.0", "main"):
         r = ckpt.json("verify", f"hf:{REPO}@{rev}", "--read-data", "--progress", "none", env=cache_env(hf))
         checks = {}
-        for ch in r["checks"]:
+        for ch in r["findings"]:
             checks.setdefault(ch["id"], []).append(ch)
-        assert r["ok"], [c for c in r["checks"] if c["status"] == "fail"]
+        assert r["ok"], [c for c in r["findings"] if c["status"] == "fail"]
         sha = checks["cache.sha256"]
         assert [c["status"] for c in sha] == ["pass"] and "4 files match" in sha[0]["message"], sha
         # dev's interrupted download is in the shared blobs/: named, not failed
@@ -160,8 +160,8 @@ def test_verify_read_data_catches_a_corrupt_blob(ckpt, hf, tmp_path):
     r = ckpt.json("verify", f"hf:{REPO}@v1.0", "--progress", "none", env=env)
     assert r["ok"]
     r = ckpt.json("verify", f"hf:{REPO}@v1.0", "--read-data", "--progress", "none", env=env, rc=1)
-    bad = [c for c in r["checks"] if c["id"] == "cache.sha256" and c["status"] == "fail"]
-    assert bad and shard.name in bad[0]["message"] and blob.name in bad[0]["message"], r["checks"]
+    bad = [c for c in r["findings"] if c["id"] == "cache.sha256" and c["status"] == "fail"]
+    assert bad and shard.name in bad[0]["message"] and blob.name in bad[0]["message"], r["findings"]
 
 
 def test_diff_between_revisions(ckpt, hf):
@@ -179,7 +179,7 @@ def test_partial_download_is_named(ckpt, hf):
         assert hf.incomplete.name in p.stderr, p.stderr
     # verify reports it among its findings
     r = ckpt.json("verify", f"hf:{REPO}@dev", "--progress", "none", env=cache_env(hf), rc=1)
-    failed = {c["id"]: c["message"] for c in r["checks"] if c["status"] == "fail"}
+    failed = {c["id"]: c["message"] for c in r["findings"] if c["status"] == "fail"}
     assert BIG_SHARD in failed["index.shard_missing"], failed
     assert hf.incomplete.name in failed["cache.partial"], failed
 
@@ -200,7 +200,7 @@ def test_hub_over_http(ckpt, hf, rev, side):
     meta = HfApi(endpoint=hf.hub.url).get_safetensors_metadata(REPO, revision=rev)
     theirs = {(name, f, t.dtype, tuple(t.shape), t.data_offsets[1] - t.data_offsets[0])
               for f, fm in meta.files_metadata.items() for name, t in fm.tensors.items()}
-    ours = {(t["name"], t["file"], t["dtype"], tuple(t["shape"]), t["nbytes"]) for t in got["tensors"]}
+    ours = {(t["name"], t["file"], t["dtype"], tuple(t["shape"]), t["bytes"]) for t in got["tensors"]}
     assert ours == theirs
 
 

@@ -112,10 +112,10 @@ def check_inspect(ckpt, src, files):
         for name, e in hdr.items():
             if name != "__metadata__":
                 b, end = e["data_offsets"]
-                want_t[name] = {"dtype": e["dtype"], "shape": e["shape"], "file": f, "offset": 8 + n + b, "nbytes": end - b}
+                want_t[name] = {"dtype": e["dtype"], "shape": e["shape"], "file": f, "offset": 8 + n + b, "bytes": end - b}
     got_f = {f["path"]: {k: f[k] for k in ("size", "header_bytes", "tensors")} for f in r["files"]}
     assert got_f == want_f
-    got_t = {t["name"]: {k: t[k] for k in ("dtype", "shape", "file", "offset", "nbytes")} for t in r["tensors"]}
+    got_t = {t["name"]: {k: t[k] for k in ("dtype", "shape", "file", "offset", "bytes")} for t in r["tensors"]}
     assert got_t == want_t
     return r
 
@@ -148,9 +148,9 @@ def test_verify_passes(ckpt, request, which):
     d = request.getfixturevalue(which)[0]
     for extra in ([], ["--read-data"]):
         r = ckpt.json("verify", d, *extra, "--progress", "none")
-        failed = [c for c in r["checks"] if c["status"] == "fail"]
+        failed = [c for c in r["findings"] if c["status"] == "fail"]
         assert r["ok"] and not failed, failed
-        ids = {c["id"] for c in r["checks"] if c["status"] == "pass"}
+        ids = {c["id"] for c in r["findings"] if c["status"] == "pass"}
         assert {"file.size", "header.lint", "fp8.scale_shape", "fp8.scale_dtype"} <= ids
         if extra:
             assert {"data.fp8_nan", "data.float_nonfinite", "data.hash"} <= ids
@@ -176,7 +176,7 @@ def test_verify_counts_nan_like_numpy(ckpt, tmp_path):
     src = tmp_path / "nan.safetensors"
     ref_write(src, tensors)
     r = ckpt.json("verify", src, "--read-data", "--progress", "none", rc=1)
-    msgs = {c["tensors"][0]: c["message"] for c in r["checks"]
+    msgs = {c["tensors"][0]: c["message"] for c in r["findings"]
             if c["id"] in ("data.float_nonfinite", "data.fp8_nan") and c["status"] == "fail"}
     for name, (nan, inf) in want.items():
         assert f"{nan} NaN and {inf} Inf of 300 values" in msgs[name], msgs.get(name)

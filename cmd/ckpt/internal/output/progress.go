@@ -44,6 +44,12 @@ func StartProgress(mode string, terminal bool, w io.Writer, label string, p *ckp
 			mode = ProgressBar
 		}
 	}
+	switch {
+	case mode != ProgressNone && mode != ProgressBar && mode != ProgressPlain:
+		return nil, fmt.Errorf("unknown --progress %q (want auto, bar, plain or none)", mode)
+	case w == io.Discard: // --quiet
+		return func() {}, nil
+	}
 	switch mode {
 	case ProgressNone:
 		return func() {}, nil

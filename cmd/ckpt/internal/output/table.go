@@ -2,7 +2,6 @@ package output
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -139,26 +138,6 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		return nil
 	}
 	return fmt.Errorf("format %q cannot render a table", format)
-}
-
-// WriteJSON writes v as indented JSON.
-func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
-// WriteJSONL writes each element as one line of JSON.
-func WriteJSONL[T any](w io.Writer, items []T) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, it := range items {
-		if err := enc.Encode(it); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Int formats an integer as plain digits (machine-friendly; a table adds

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestJSONDocuments: every JSON document starts with schema_version, has
+// no null where a list belongs (no key holds null except the nullable
+// numbers of diff), and uses one vocabulary (bytes, findings); every JSON
+// Lines output ends with a summary record.
+func TestJSONDocuments(t *testing.T) {
+	t.Parallel()
+	f := newSurfaceFixture(t)
+	dir, base, ft, small, cacheRoot, folder := f.dir, f.base, f.ft, f.small, f.cacheRoot, f.folder
+	contract := filepath.Join(dir, "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "-o", contract)
+	require.Equal(t, 0, code, stderr)
+
+	docs := [][]string{
+		{"inspect", base, "--format", "json"},
+		{"inspect", base, "--match", "mtp.**", "--format", "json"},
+		{"verify", base, "--format", "json"},
+		{"verify", ft, "--against", contract, "--format", "json"},
+		{"contract", base},
+		{"diff", base, ft, "--format", "json", "--progress", "none"},
+		{"diff", base, base, "--mode", "header", "--format", "json"},
+		{"map", small, "--format", "json"},
+		{"map", small, "--against-cache", cacheRoot, "--format", "json"},
+		{"extract", base, "--match", "mtp.**", "-o", filepath.Join(dir, "mtp.safetensors"), "--format", "json", "--progress", "none"},
+		{"cache", "build", small, "-o", cacheRoot, "--format", "json", "--progress", "none"},
+		{"cache", "verify", cacheRoot, "--source", small, "--format", "json", "--progress", "none"},
+		{"cache", "ls", folder, "--format", "json"},
+		{"cache", "compare", folder, folder, "--format", "json", "--progress", "none"},
+		{"version", "--format", "json"},
+	}
+	for _, args := range docs {
+		code, out, stderr := runApp(t, args...)
+		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+		assert.True(t, strings.HasPrefix(out, "{\n  \"schema_version\": 1,\n"), "%v: schema_version is not the first key:\n%.200s", args, out)
+		var doc any
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), args)
+		for _, p := range nulls(doc, "") {
+			assert.True(t, nullableNumber(p), "%v: %s is null", args, p)
+		}
+		assert.NotContains(t, out, `"nbytes"`, args)
+		assert.NotContains(t, out, `"checks"`, args)
+	}
+
+	lines := [][]string{
+		{"inspect", base, "--format", "jsonl"},
+		{"cache", "ls", t.TempDir(), "--format", "jsonl"}, // no file: the summary alone
+		{"diff", base, ft, "--format", "jsonl", "--progress", "none"},
+		{"diff", base, ft, "--format", "jsonl", "--by", "layer", "--progress", "none"},
+		{"cache", "ls", folder, "--format", "jsonl"},
+		{"verify", base, "--format", "jsonl"},
+		{"verify", base, "--format", "jsonl", "--only-failed"},
+		{"map", small, "--format", "jsonl", "--match", "mtp.**"},
+		{"cache", "verify", cacheRoot, "--source", small, "--format", "jsonl", "--progress", "none"},
+		{"extract", base, "--match", "mtp.**", "-o", filepath.Join(dir, "mtp2.safetensors"), "--format", "jsonl", "--progress", "none"},
+		{"cache", "compare", folder, folder, "--format", "jsonl", "--progress", "none"},
+		{"map", small, "--against-cache", cacheRoot, "--format", "jsonl"},
+	}
+	for _, args := range lines {
+		code, out, stderr := runApp(t, args...)
+		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+		recs := strings.Split(strings.TrimSpace(out), "\n")
+		require.NotEmpty(t, recs)
+		for i, l := range recs {
+			var m map[string]any
+			d := json.NewDecoder(bytes.NewReader([]byte(l)))
+			require.NoError(t, d.Decode(&m), args)
+			if i == len(recs)-1 {
+				assert.Equal(t, "summary", m["type"], args)
+				assert.EqualValues(t, ckpt.SchemaVersion, m["schema_version"], args)
+			} else {
+				assert.NotEqual(t, "summary", m["type"], args)
+				assert.NotEmpty(t, m["type"], args)
+			}
+		}
+	}
+}
+
+// surfaceFixture is the fixture pair, the small checkpoint and a cache
+// built from it (one cache folder), in a test's own directory.
+type surfaceFixture struct {
+	dir, base, ft, small, cacheRoot, folder string
+}
+
+func newSurfaceFixture(t *testing.T) surfaceFixture {
+	t.Helper()
+	f := surfaceFixture{dir: t.TempDir()}
+	f.base, f.ft = fixturePair(t)
+	f.small = filepath.Join(f.dir, "small")
+	require.NoError(t, ckpttest.Write(f.small, ckpttest.Small()))
+	f.cacheRoot = filepath.Join(f.dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", f.small, "-o", f.cacheRoot, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	f.folder = filepath.Join(f.cacheRoot, "P300", "tensor_cache_bfp8_mesh1x2")
+	return f
+}
+
+// nulls lists the JSON paths holding null.
+func nulls(v any, path string) []string {
+	var out []string
+	switch x := v.(type) {
+	case nil:
+		return []string{path}
+	case map[string]any:
+		for k, e := range x {
+			out = append(out, nulls(e, path+"."+k)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, nulls(e, path+"[]")...)
+		}
+	}
+	return out
+}
+
+// nullableNumber: the statistics of a diff row are null when they do not
+// apply (header or bytes mode, a tensor on one side only), as documented
+// in docs/cli.md; so are config values that one side lacks.
+func nullableNumber(path string) bool {
+	for _, k := range []string{"changed_elems", "max_abs_diff", "rel_l2", "cosine", "numel", ".base", ".ft", "mean_rel_l2", "changed_fraction_range"} {
+		if strings.HasSuffix(path, k) {
+			return true
+		}
+	}
+	return false
+}
