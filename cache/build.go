@@ -547,8 +547,10 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	if err != nil {
 		return err
 	}
-	if err := b.guard.Check(st.t, w.raw); err != nil { // NaN/Inf (nonfinite.go)
-		return err
+	if !bd.checked { // NaN/Inf (nonfinite.go)
+		if err := b.guard.Check(st.t, w.raw); err != nil {
+			return err
+		}
 	}
 	raw := w.raw
 	select {

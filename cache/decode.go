@@ -26,6 +26,10 @@ type band struct {
 	// rounded: the float32 values are bf16-exact (a leading bf16 rounding
 	// is a no-op on them).
 	rounded bool
+	// checked: the decode saw every raw byte and found no NaN or Inf
+	// (guard.Check is then skipped; when it found some, runJob counts them
+	// exactly with guard.Check).
+	checked bool
 }
 
 // readBand reads source rows [r0, r0+n) into w.raw (raw bytes, for the
@@ -75,6 +79,7 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 	sCols := (cols + v.BN - 1) / v.BN
 	w.tab = grow16(w.tab, int(sCols*256))
 	cur := int64(-1)
+	var nan uint64
 	for r := int64(0); r < n; r++ {
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
@@ -90,30 +95,41 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 		out := w.b16[r*cols : (r+1)*cols]
 		for blk := int64(0); blk < sCols; blk++ {
 			lo, hi := blk*v.BN, min((blk+1)*v.BN, cols)
-			decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
+			nan |= decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
 		}
 	}
-	return band{bf16: true}, nil
+	return band{bf16: true, checked: nan == 0}, nil
 }
 
 // decodeCodes writes t[c] for every code c of in into out (len(out) ≥
-// len(in)), eight at a time.
-func decodeCodes(out []uint16, in []byte, t *[256]uint16) {
+// len(in)), eight at a time. It returns non-zero when in holds an
+// F8_E4M3 NaN code (0x7f or 0xff, the format's only non-finite codes):
+// the test rides on the words the lookups load, so the build's NaN guard
+// needs no pass of its own over the raw bytes.
+func decodeCodes(out []uint16, in []byte, t *[256]uint16) (nan uint64) {
+	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
 	out = out[:len(in)]
 	for len(in) >= 8 {
 		o := (*[8]uint16)(out)
-		c := (*[8]byte)(in)
-		o[0], o[1], o[2], o[3] = t[c[0]], t[c[1]], t[c[2]], t[c[3]]
-		o[4], o[5], o[6], o[7] = t[c[4]], t[c[5]], t[c[6]], t[c[7]]
+		x := binary.LittleEndian.Uint64(in)
+		// A byte's low seven bits plus one carry into its top bit only
+		// when they are all ones (no carry crosses bytes).
+		nan |= ((x & low7) + one) & top
+		o[0], o[1], o[2], o[3] = t[byte(x)], t[byte(x>>8)], t[byte(x>>16)], t[byte(x>>24)]
+		o[4], o[5], o[6], o[7] = t[byte(x>>32)], t[byte(x>>40)], t[byte(x>>48)], t[byte(x>>56)]
 		in, out = in[8:], out[8:]
 	}
 	for i, c := range in {
 		out[i] = t[c]
+		if c&0x7f == 0x7f {
+			nan = 1
+		}
 	}
+	return nan
 }
 
 // readBF16Band reads bfloat16 rows as bits, making NaNs canonical (NaN and
-// Inf are counted by the build's guard, nonfinite.go).
+// Inf are noticed here and counted by the build's guard, nonfinite.go).
 func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	if err := readRaw(v, r0, n, w); err != nil {
 		return band{}, err
@@ -121,14 +137,18 @@ func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	cnt := int(n * v.Cols)
 	w.b16 = grow16(w.b16, cnt)
 	out, raw := w.b16[:cnt], w.raw[:2*cnt]
+	nonFinite := false
 	for i := range out {
 		h := binary.LittleEndian.Uint16(raw[2*i:])
-		if h&0x7fff > 0x7f80 {
-			h = ckpt.TTNaNBF16
+		if h&0x7fff >= 0x7f80 { // Inf or NaN
+			nonFinite = true
+			if h&0x7fff > 0x7f80 {
+				h = ckpt.TTNaNBF16
+			}
 		}
 		out[i] = h
 	}
-	return band{bf16: true}, nil
+	return band{bf16: true, checked: !nonFinite}, nil
 }
 
 // widen writes the float32 values of bfloat16 bits (exact).

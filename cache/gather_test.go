@@ -87,3 +87,34 @@ func TestBF16BitsCanonicalNaN(t *testing.T) {
 		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(e[0xff]*s))
 	}
 }
+
+// TestDecodeCodesNaNFlag: decodeCodes flags a chunk exactly when
+// ckpt.CountNonFinite finds an F8_E4M3 NaN code in it, at every position
+// (word body and tail), and decodes every code through the table.
+func TestDecodeCodesNaNFlag(t *testing.T) {
+	t.Parallel()
+	var tab [256]uint16
+	for c := range tab {
+		tab[c] = uint16(c)*3 + 1
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 31} {
+		for pos := -1; pos < n; pos++ {
+			for _, code := range []byte{0x7f, 0xff, 0x7e, 0xfe, 0x80} {
+				in := make([]byte, n)
+				for i := range in {
+					in[i] = byte(i*37) & 0x7e // finite codes
+				}
+				if pos >= 0 {
+					in[pos] = code
+				}
+				out := make([]uint16, n)
+				flag := decodeCodes(out, in, &tab)
+				nan, _ := ckpt.CountNonFinite(ckpt.F8E4M3, in)
+				require.Equal(t, nan > 0, flag != 0, "n=%d pos=%d code=%#x", n, pos, code)
+				for i, c := range in {
+					require.Equal(t, tab[c], out[i])
+				}
+			}
+		}
+	}
+}
