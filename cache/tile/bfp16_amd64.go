@@ -2,6 +2,8 @@
 
 package tile
 
+import "math/bits"
+
 // bfpParams are the per-format constants of bfpFaceRowSSE2, each in the
 // eight 16-bit lanes of a vector.
 type bfpParams struct {
@@ -44,4 +46,30 @@ func bfp4FaceRowBF16(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
 		return byte(e)
 	}
 	return bfp4FaceRowBF16Go(out, src)
+}
+
+// bfpFaceSSE2 runs bfpFaceRowSSE2 over the 16 face rows of a face: row k
+// is the 16 values at byte k*stride from src, its exponent goes to exps[k]
+// and its codes to out+k*16 (out+k*8 with nibbles). Rows whose exponent is
+// below minTableExp are not written and are flagged in bit k of small.
+//
+//go:noescape
+func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
+
+// encodeFaceBF16 encodes face f (0..3) of a BFLOAT8_B or BFLOAT4_B tile
+// from src, the face's first value in rows of stride values (the caller
+// checked the bounds).
+func encodeFaceBF16(dt DType, tile []byte, f int, src []uint16, stride int) {
+	_ = tile[dt.TileBytes()-1]
+	p, nibbles, cb := &bfp8Params, false, FaceDim
+	if dt == BFLOAT4_B {
+		p, nibbles, cb = &bfp4Params, true, FaceDim/2
+	}
+	r0 := f * FaceDim
+	small := bfpFaceSSE2(&src[0], uintptr(2*stride), &tile[r0], &tile[FaceRows+r0*cb], p, nibbles)
+	for small != 0 {
+		k := bits.TrailingZeros32(small)
+		small &= small - 1
+		EncodeFaceRowBF16(dt, tile, r0+k, (*[FaceDim]uint16)(src[k*stride:]))
+	}
 }

@@ -110,3 +110,82 @@ four:
 small:
 	MOVB $0, ok+36(FP)
 	RET
+
+// func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
+//
+// The 16 face rows of one face: row k is the 16 values at src + k*stride
+// bytes; its shared exponent goes to exps[k] and its codes to out + k*16
+// (k*8 with nibbles). Rows whose exponent is below minTableExp are left
+// unwritten and flagged in bit k of small.
+TEXT ·bfpFaceSSE2(SB), NOSPLIT, $0-52
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R9
+	MOVQ exps+16(FP), R8
+	MOVQ out+24(FP), DX
+	MOVQ p+32(FP), DI
+	MOVBLZX nibbles+40(FP), BX
+	XORQ CX, CX
+	XORQ R10, R10
+	MOVQ $16, R11
+	TESTQ BX, BX
+	JZ loop
+	MOVQ $8, R11
+loop:
+	MOVOU 0(SI), X8
+	MOVOU 16(SI), X9
+	MOVOU bfpc<>+0(SB), X10
+	MOVOU X10, X11
+	PAND X8, X10
+	PAND X9, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $8, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $4, X11
+	PMAXSW X11, X10
+	MOVOU X10, X11
+	PSRLDQ $2, X11
+	PMAXSW X11, X10
+	MOVQ X10, AX
+	ANDQ $0x7fff, AX
+	SHRQ $7, AX
+	MOVB AX, (R8)(CX*1)
+	CMPQ AX, $8
+	JB fsmall
+	MOVQ AX, X15
+	PSHUFLW $0, X15, X15
+	PSHUFD $0, X15, X15
+	MOVOU X8, X0
+	CODES
+	MOVOU X0, X8
+	MOVOU X9, X0
+	CODES
+	TESTQ BX, BX
+	JNZ ffour
+	PACKUSWB X0, X8
+	MOVOU X8, 0(DX)
+	JMP fnext
+ffour:
+	MOVOU X8, X1
+	PSRLL $12, X1
+	POR X1, X8
+	PAND bfpc<>+144(SB), X8
+	MOVOU X0, X1
+	PSRLL $12, X1
+	POR X1, X0
+	PAND bfpc<>+144(SB), X0
+	PACKSSLW X0, X8
+	PACKUSWB X8, X8
+	MOVQ X8, 0(DX)
+	JMP fnext
+fsmall:
+	BTSQ CX, R10
+fnext:
+	ADDQ R9, SI
+	ADDQ R11, DX
+	INCQ CX
+	CMPQ CX, $16
+	JB loop
+	MOVL R10, small+48(FP)
+	RET
