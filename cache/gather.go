@@ -181,10 +181,11 @@ func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col,
 	}
 }
 
-// transposeRows transposes 32 rows of n bfloat16 values (n a multiple of
+// transposeRowsGo transposes 32 rows of n bfloat16 values (n a multiple of
 // 32; row k starts at byte k*stride of raw) into st, tile after tile: word
-// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j.
-func transposeRows(st []uint64, raw []byte, stride, n int) {
+// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j. transposeRows is
+// it, or its SSE2 version.
+func transposeRowsGo(st []uint64, raw []byte, stride, n int) {
 	if n == 0 {
 		return
 	}

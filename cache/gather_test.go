@@ -118,3 +118,24 @@ func TestDecodeCodesNaNFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestTransposeRowsSSE2 compares transposeRows (SSE2 on amd64) with the Go
+// version on random rows of several widths and strides.
+func TestTransposeRowsSSE2(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 32, 64, 160} {
+		for _, extra := range []int{0, 2, 64} {
+			stride := 2*n + extra
+			raw := make([]byte, tile.TileDim*stride+8)
+			for i := range raw {
+				raw[i] = byte(rng.Uint32())
+			}
+			got := make([]uint64, n/tile.TileDim*tile.TileElems/4+1)
+			want := make([]uint64, len(got))
+			transposeRows(got, raw, stride, n)
+			transposeRowsGo(want, raw, stride, n)
+			require.Equal(t, want, got, "n=%d stride=%d", n, stride)
+		}
+	}
+}
