@@ -56,6 +56,24 @@ func bfp4FaceRowBF16(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
 //go:noescape
 func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
 
+// bfpFaceAVX2 is bfpFaceSSE2 with a face row per 16-lane AVX2 register
+// (used when the CPU has AVX2; TestFaceKernels compares both with the Go
+// encoder).
+//
+//go:noescape
+func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
+
+// hasAVX2 reports whether the CPU and the OS support AVX2.
+func hasAVX2() bool
+
+// faceKernel is the face encoder used on this CPU.
+var faceKernel = func() func(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) uint32 {
+	if hasAVX2() {
+		return bfpFaceAVX2
+	}
+	return bfpFaceSSE2
+}()
+
 // encodeFaceBF16 encodes face f (0..3) of a BFLOAT8_B or BFLOAT4_B tile
 // from src, the face's first value in rows of stride values (the caller
 // checked the bounds).
@@ -66,7 +84,7 @@ func encodeFaceBF16(dt DType, tile []byte, f int, src []uint16, stride int) {
 		p, nibbles, cb = &bfp4Params, true, FaceDim/2
 	}
 	r0 := f * FaceDim
-	small := bfpFaceSSE2(&src[0], uintptr(2*stride), &tile[r0], &tile[FaceRows+r0*cb], p, nibbles)
+	small := faceKernel(&src[0], uintptr(2*stride), &tile[r0], &tile[FaceRows+r0*cb], p, nibbles)
 	for small != 0 {
 		k := bits.TrailingZeros32(small)
 		small &= small - 1
