@@ -623,9 +623,12 @@ func (b *builder) finalize(s *sink) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	hh, h, err := HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize())
-	if err != nil {
-		return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+	hh, h, ok := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
+	if !ok {
+		var err error
+		if hh, h, err = HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
+			return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+		}
 	}
 	if err := s.af.Commit(); err != nil {
 		return err
