@@ -148,7 +148,7 @@ func TestTransposeRowsSSE2(t *testing.T) {
 func TestHashOwnFile(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, tc := range []struct{ size, off int64 }{{1, 0}, {100, 40}, {300 << 10, 4096}, {(1 << 20) + 17, 1}} {
+	for _, tc := range []struct{ size, off int64 }{{1, 0}, {100, 40}, {300 << 10, 4096}, {(1 << 20) + 17, 1}, {hashWindow + 4096, hashWindow + 8}, {2*hashWindow + 5, 100}} {
 		data := make([]byte, tc.size)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
