@@ -593,11 +593,11 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 		ops := u.s.opsFor(bd.rounded || bd.bf16)
 		switch {
 		case bd.bf16 && len(ops) == 0:
-			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.b16[off:], cols, int(u.col))
+			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), bd.b16[off:], cols, int(u.col))
 		default:
 			if bd.bf16 && !widened {
-				w.f32 = growF(w.f32, len(w.b16))
-				widen(w.f32, w.b16)
+				w.f32 = growF(w.f32, len(bd.b16))
+				widen(w.f32, bd.b16)
 				widened = true
 			}
 			complete, err = u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.f32[off:], cols, int(u.col), ops)

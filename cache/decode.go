@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -20,9 +21,12 @@ func e4m3Values() [256]float32 {
 
 // band says what readBand produced.
 type band struct {
-	// bf16: the values are bfloat16 bits in worker.b16 (NaN canonical),
-	// already rounded; otherwise float32 values in worker.f32.
+	// bf16: the values are bfloat16 bits in b16 (NaN canonical), already
+	// rounded; otherwise float32 values in worker.f32.
 	bf16 bool
+	// b16: the bits (worker.b16, or the raw bytes themselves when they are
+	// BF16 bits that need no change).
+	b16 []uint16
 	// rounded: the float32 values are bf16-exact (a leading bf16 rounding
 	// is a no-op on them).
 	rounded bool
@@ -42,7 +46,8 @@ type band struct {
 //     product) followed by the bf16 rounding every profile rule starts
 //     with — one lookup per value;
 //   - a BF16 weight whose targets start by rounding is taken as it is
-//     (w.b16, NaN made canonical);
+//     (the raw bytes themselves when every value is finite; otherwise
+//     copied to w.b16 with NaN made canonical);
 //   - anything else goes through ckpt.Values.ReadRows into w.f32, marked
 //     rounded when the values are bf16-exact as read.
 func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
@@ -111,7 +116,7 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 			nan |= decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
 		}
 	}
-	return band{bf16: true, checked: nan == 0}, nil
+	return band{bf16: true, b16: w.b16, checked: nan == 0}, nil
 }
 
 // decodeCodes writes t[c] for every code c of in into out (len(out) ≥
@@ -148,8 +153,13 @@ func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 		return band{}, err
 	}
 	cnt := int(n * v.Cols)
+	raw := w.raw[:2*cnt]
+	if littleEndian && finiteBF16(raw) {
+		// The bits as they are: no copy (raw is only read from here on).
+		return band{bf16: true, b16: unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(raw))), cnt), checked: true}, nil
+	}
 	w.b16 = grow16(w.b16, cnt)
-	out, raw := w.b16[:cnt], w.raw[:2*cnt]
+	out := w.b16[:cnt]
 	nonFinite := false
 	for i := range out {
 		h := binary.LittleEndian.Uint16(raw[2*i:])
@@ -161,7 +171,30 @@ func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 		}
 		out[i] = h
 	}
-	return band{bf16: true, checked: !nonFinite}, nil
+	return band{bf16: true, b16: out, checked: !nonFinite}, nil
+}
+
+// littleEndian: the bytes of a uint16 in memory are its little-endian
+// encoding (BF16 data can then be used in place).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// finiteBF16 reports whether the little-endian bfloat16 values of raw are
+// all finite (no exponent field of all ones), four per 64-bit word.
+func finiteBF16(raw []byte) bool {
+	const exp, lsb, top = 0x7f807f807f807f80, 0x0080008000800080, 0x8000800080008000
+	var hit uint64
+	i := 0
+	for ; i+32 <= len(raw); i += 32 {
+		b := raw[i : i+32 : i+32]
+		hit |= ((binary.LittleEndian.Uint64(b) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[8:]) & exp) + lsb) |
+			((binary.LittleEndian.Uint64(b[16:]) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[24:]) & exp) + lsb)
+	}
+	for ; i+2 <= len(raw); i += 2 {
+		if binary.LittleEndian.Uint16(raw[i:])&0x7f80 == 0x7f80 {
+			return false
+		}
+	}
+	return hit&top == 0
 }
 
 // widen writes the float32 values of bfloat16 bits (exact).

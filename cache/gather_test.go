@@ -169,3 +169,24 @@ func TestHashOwnFile(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 }
+
+// TestFiniteBF16 agrees with ckpt.CountNonFinite on every position of
+// NaN/Inf bits (word body and tail), odd byte counts included.
+func TestFiniteBF16(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 2, 31, 32, 34, 70} {
+		for pos := -1; pos < n/2; pos++ {
+			for _, h := range []uint16{0x7f80, 0xff80, 0x7fc1, 0xffff, 0x7f7f, 0x3f80} {
+				raw := make([]byte, n)
+				for i := range raw {
+					raw[i] = byte(i * 13 & 0x3f)
+				}
+				if pos >= 0 {
+					raw[2*pos], raw[2*pos+1] = byte(h), byte(h>>8)
+				}
+				nan, inf := ckpt.CountNonFinite(ckpt.BF16, raw)
+				require.Equal(t, nan+inf == 0, finiteBF16(raw), "n=%d pos=%d h=%#x", n, pos, h)
+			}
+		}
+	}
+}
