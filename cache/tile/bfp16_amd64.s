@@ -51,79 +51,20 @@ GLOBL bfpc<>(SB), RODATA|NOPTR, $160
 	PSRAW $15, X0; PANDN X0, X2; PAND 48(DI), X2;   /* sign bit where negative and non-zero */ \
 	POR X2, X1; MOVOU X1, X0
 
-// func bfpFaceRowSSE2(src *[16]uint16, out *byte, p *bfpParams, nibbles bool) (e uint32, ok bool)
-TEXT ·bfpFaceRowSSE2(SB), NOSPLIT, $0-37
-	MOVQ src+0(FP), SI
-	MOVQ out+8(FP), DX
-	MOVQ p+16(FP), DI
-	MOVOU 0(SI), X8
-	MOVOU 16(SI), X9
-	MOVOU bfpc<>+0(SB), X10
-	MOVOU X10, X11
-	PAND X8, X10
-	PAND X9, X11
-	PMAXSW X11, X10
-	MOVOU X10, X11
-	PSRLDQ $8, X11
-	PMAXSW X11, X10
-	MOVOU X10, X11
-	PSRLDQ $4, X11
-	PMAXSW X11, X10
-	MOVOU X10, X11
-	PSRLDQ $2, X11
-	PMAXSW X11, X10
-	MOVQ X10, AX
-	ANDQ $0x7fff, AX
-	SHRQ $7, AX
-	MOVL AX, e+32(FP)
-	CMPQ AX, $8
-	JB small
-	MOVQ AX, X15
-	PSHUFLW $0, X15, X15
-	PSHUFD $0, X15, X15
-	MOVOU X8, X0
-	CODES
-	MOVOU X0, X8
-	MOVOU X9, X0
-	CODES
-	MOVBLZX nibbles+24(FP), BX
-	TESTQ BX, BX
-	JNZ four
-	PACKUSWB X0, X8
-	MOVOU X8, 0(DX)
-	MOVB $1, ok+36(FP)
-	RET
-four:
-	MOVOU X8, X1
-	PSRLL $12, X1
-	POR X1, X8
-	PAND bfpc<>+144(SB), X8
-	MOVOU X0, X1
-	PSRLL $12, X1
-	POR X1, X0
-	PAND bfpc<>+144(SB), X0
-	PACKSSLW X0, X8
-	PACKUSWB X8, X8
-	MOVQ X8, 0(DX)
-	MOVB $1, ok+36(FP)
-	RET
-small:
-	MOVB $0, ok+36(FP)
-	RET
+// FACEARGS loads the arguments of the face kernels: SI src, R9 stride,
+// R8 exps, DX out, DI params, BX nibbles, R12 rows.
+#define FACEARGS \
+	MOVQ src+0(FP), SI; MOVQ stride+8(FP), R9; MOVQ exps+16(FP), R8; MOVQ out+24(FP), DX; \
+	MOVQ p+32(FP), DI; MOVBLZX nibbles+40(FP), BX; MOVQ rows+48(FP), R12
 
-// func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
+// func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
 //
-// The 16 face rows of one face: row k is the 16 values at src + k*stride
-// bytes; its shared exponent goes to exps[k] and its codes to out + k*16
-// (k*8 with nibbles). Rows whose exponent is below minTableExp are left
+// rows (1..16) face rows: row k is the 16 values at src + k*stride bytes;
+// its shared exponent goes to exps[k] and its codes to out + k*16 (k*8
+// with nibbles). Rows whose exponent is below minTableExp are left
 // unwritten and flagged in bit k of small.
-TEXT ·bfpFaceSSE2(SB), NOSPLIT, $0-52
-	MOVQ src+0(FP), SI
-	MOVQ stride+8(FP), R9
-	MOVQ exps+16(FP), R8
-	MOVQ out+24(FP), DX
-	MOVQ p+32(FP), DI
-	MOVBLZX nibbles+40(FP), BX
+TEXT ·bfpFaceSSE2(SB), NOSPLIT, $0-60
+	FACEARGS
 	XORQ CX, CX
 	XORQ R10, R10
 	MOVQ $16, R11
@@ -185,9 +126,9 @@ fnext:
 	ADDQ R9, SI
 	ADDQ R11, DX
 	INCQ CX
-	CMPQ CX, $16
+	CMPQ CX, R12
 	JB loop
-	MOVL R10, small+48(FP)
+	MOVL R10, small+56(FP)
 	RET
 
 DATA avxc<>+0(SB)/8, $0x7fff7fff7fff7fff   // abs mask
@@ -226,19 +167,14 @@ DATA avxc<>+240(SB)/8, $0x0204081020408000
 DATA avxc<>+248(SB)/8, $0x0000000000000001
 GLOBL avxc<>(SB), RODATA|NOPTR, $256
 
-// func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool) (small uint32)
+// func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
 //
 // bfpFaceSSE2 with a face row in one 16-lane AVX2 register; the shift by
 // s = d + base (1..8 wherever the code is kept) is a multiplication by
 // 2^(16-s), keeping the high half (exact: the low 8 bits of the
 // significand word are zero).
-TEXT ·bfpFaceAVX2(SB), NOSPLIT, $0-52
-	MOVQ src+0(FP), SI
-	MOVQ stride+8(FP), R9
-	MOVQ exps+16(FP), R8
-	MOVQ out+24(FP), DX
-	MOVQ p+32(FP), DI
-	MOVBLZX nibbles+40(FP), BX
+TEXT ·bfpFaceAVX2(SB), NOSPLIT, $0-60
+	FACEARGS
 	VPBROADCASTW 0(DI), Y10  // base
 	VPBROADCASTW 16(DI), Y11 // dmax
 	VPBROADCASTW 32(DI), Y12 // limit
@@ -320,10 +256,10 @@ anext:
 	ADDQ R9, SI
 	ADDQ R11, DX
 	INCQ CX
-	CMPQ CX, $16
+	CMPQ CX, R12
 	JB aloop
 	VZEROUPPER
-	MOVL R10, small+48(FP)
+	MOVL R10, small+56(FP)
 	RET
 
 // func hasAVX2() bool
