@@ -471,7 +471,7 @@ func (b *builder) stream(ctx context.Context) error {
 	g.Go(func() error {
 		defer close(jobs)
 		for _, st := range srcs {
-			band := b.bandRows(st.v)
+			band := b.bandRows(st.v, st.bitsPath() != "")
 			st.bands = int((st.v.Rows + band - 1) / band)
 			prev := make(chan struct{})
 			close(prev)
@@ -528,15 +528,22 @@ type worker struct {
 }
 
 // bandRows is the number of source rows per band: about BandBytes of
-// float32, a multiple of 32 rows and of the FP8 scale block.
-func (b *builder) bandRows(v *ckpt.Values) int64 {
+// float32, a multiple of 32 rows and of the FP8 scale block. Bands decoded
+// straight to bfloat16 bits (bits) hold four times as many values in about
+// the same memory as a float32 band (raw codes, bits and packed output,
+// with no float32 copy): fewer, larger writes of transposed targets.
+func (b *builder) bandRows(v *ckpt.Values, bits bool) int64 {
 	unit := int64(tile.TileDim)
 	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
 		unit = v.BM * tile.TileDim
 	} else if v.BM > unit {
 		unit = v.BM
 	}
-	rows := b.opt.BandBytes / max(v.Cols*4, 1)
+	per := int64(4)
+	if bits {
+		per = 1
+	}
+	rows := b.opt.BandBytes / max(v.Cols*per, 1)
 	rows = max(rows/unit, 1) * unit
 	return max(min(rows, v.Rows), 1)
 }

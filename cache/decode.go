@@ -52,10 +52,10 @@ type band struct {
 //     rounded when the values are bf16-exact as read.
 func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	v := st.v
-	switch {
-	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
+	switch st.bitsPath() {
+	case ckpt.F8E4M3:
 		return b.readFP8Band(v, r0, n, w)
-	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
+	case ckpt.BF16:
 		return readBF16Band(v, r0, n, w)
 	}
 	w.f32 = growF(w.f32, int(n*v.Cols))
@@ -65,6 +65,19 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	}
 	w.raw = raw
 	return band{rounded: v.BF16Exact()}, nil
+}
+
+// bitsPath returns the source dtype whose bands readBand decodes straight
+// to bfloat16 bits (F8E4M3 or BF16), or "" when they go through float32.
+func (st *srcState) bitsPath() ckpt.DType {
+	v := st.v
+	switch {
+	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
+		return ckpt.F8E4M3
+	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
+		return ckpt.BF16
+	}
+	return ""
 }
 
 // readRaw reads the raw bytes of rows [r0, r0+n) of v into w.raw.
