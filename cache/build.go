@@ -471,7 +471,7 @@ func (b *builder) stream(ctx context.Context) error {
 	g.Go(func() error {
 		defer close(jobs)
 		for _, st := range srcs {
-			band := b.bandRows(st.v)
+			band := b.bandRows(st.v, st.bitsPath() != "")
 			st.bands = int((st.v.Rows + band - 1) / band)
 			prev := make(chan struct{})
 			close(prev)
@@ -528,15 +528,22 @@ type worker struct {
 }
 
 // bandRows is the number of source rows per band: about BandBytes of
-// float32, a multiple of 32 rows and of the FP8 scale block.
-func (b *builder) bandRows(v *ckpt.Values) int64 {
+// float32, a multiple of 32 rows and of the FP8 scale block. Bands decoded
+// straight to bfloat16 bits (bits) hold four times as many values in about
+// the same memory as a float32 band (raw codes, bits and packed output,
+// with no float32 copy): fewer, larger writes of transposed targets.
+func (b *builder) bandRows(v *ckpt.Values, bits bool) int64 {
 	unit := int64(tile.TileDim)
 	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
 		unit = v.BM * tile.TileDim
 	} else if v.BM > unit {
 		unit = v.BM
 	}
-	rows := b.opt.BandBytes / max(v.Cols*4, 1)
+	per := int64(4)
+	if bits {
+		per = 1
+	}
+	rows := b.opt.BandBytes / max(v.Cols*per, 1)
 	rows = max(rows/unit, 1) * unit
 	return max(min(rows, v.Rows), 1)
 }
@@ -547,8 +554,10 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	if err != nil {
 		return err
 	}
-	if err := b.guard.Check(st.t, w.raw); err != nil { // NaN/Inf (nonfinite.go)
-		return err
+	if !bd.checked { // NaN/Inf (nonfinite.go)
+		if err := b.guard.Check(st.t, w.raw); err != nil {
+			return err
+		}
 	}
 	raw := w.raw
 	select {
@@ -584,11 +593,11 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 		ops := u.s.opsFor(bd.rounded || bd.bf16)
 		switch {
 		case bd.bf16 && len(ops) == 0:
-			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.b16[off:], cols, int(u.col))
+			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), bd.b16[off:], cols, int(u.col))
 		default:
 			if bd.bf16 && !widened {
-				w.f32 = growF(w.f32, len(w.b16))
-				widen(w.f32, w.b16)
+				w.f32 = growF(w.f32, len(bd.b16))
+				widen(w.f32, bd.b16)
 				widened = true
 			}
 			complete, err = u.s.put(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), w.f32[off:], cols, int(u.col), ops)
@@ -614,9 +623,12 @@ func (b *builder) finalize(s *sink) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	hh, h, err := HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize())
-	if err != nil {
-		return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+	hh, h, ok := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
+	if !ok {
+		var err error
+		if hh, h, err = HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
+			return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+		}
 	}
 	if err := s.af.Commit(); err != nil {
 		return err

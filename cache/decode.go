@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -20,12 +21,19 @@ func e4m3Values() [256]float32 {
 
 // band says what readBand produced.
 type band struct {
-	// bf16: the values are bfloat16 bits in worker.b16 (NaN canonical),
-	// already rounded; otherwise float32 values in worker.f32.
+	// bf16: the values are bfloat16 bits in b16 (NaN canonical), already
+	// rounded; otherwise float32 values in worker.f32.
 	bf16 bool
+	// b16: the bits (worker.b16, or the raw bytes themselves when they are
+	// BF16 bits that need no change).
+	b16 []uint16
 	// rounded: the float32 values are bf16-exact (a leading bf16 rounding
 	// is a no-op on them).
 	rounded bool
+	// checked: the decode saw every raw byte and found no NaN or Inf
+	// (guard.Check is then skipped; when it found some, runJob counts them
+	// exactly with guard.Check).
+	checked bool
 }
 
 // readBand reads source rows [r0, r0+n) into w.raw (raw bytes, for the
@@ -38,15 +46,16 @@ type band struct {
 //     product) followed by the bf16 rounding every profile rule starts
 //     with — one lookup per value;
 //   - a BF16 weight whose targets start by rounding is taken as it is
-//     (w.b16, NaN made canonical);
+//     (the raw bytes themselves when every value is finite; otherwise
+//     copied to w.b16 with NaN made canonical);
 //   - anything else goes through ckpt.Values.ReadRows into w.f32, marked
 //     rounded when the values are bf16-exact as read.
 func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	v := st.v
-	switch {
-	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
+	switch st.bitsPath() {
+	case ckpt.F8E4M3:
 		return b.readFP8Band(v, r0, n, w)
-	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
+	case ckpt.BF16:
 		return readBF16Band(v, r0, n, w)
 	}
 	w.f32 = growF(w.f32, int(n*v.Cols))
@@ -56,6 +65,19 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	}
 	w.raw = raw
 	return band{rounded: v.BF16Exact()}, nil
+}
+
+// bitsPath returns the source dtype whose bands readBand decodes straight
+// to bfloat16 bits (F8E4M3 or BF16), or "" when they go through float32.
+func (st *srcState) bitsPath() ckpt.DType {
+	v := st.v
+	switch {
+	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
+		return ckpt.F8E4M3
+	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
+		return ckpt.BF16
+	}
+	return ""
 }
 
 // readRaw reads the raw bytes of rows [r0, r0+n) of v into w.raw.
@@ -75,6 +97,7 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 	sCols := (cols + v.BN - 1) / v.BN
 	w.tab = grow16(w.tab, int(sCols*256))
 	cur := int64(-1)
+	var nan uint64
 	for r := int64(0); r < n; r++ {
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
@@ -90,45 +113,88 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 		out := w.b16[r*cols : (r+1)*cols]
 		for blk := int64(0); blk < sCols; blk++ {
 			lo, hi := blk*v.BN, min((blk+1)*v.BN, cols)
-			decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
+			nan |= decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
 		}
 	}
-	return band{bf16: true}, nil
+	return band{bf16: true, b16: w.b16, checked: nan == 0}, nil
 }
 
 // decodeCodes writes t[c] for every code c of in into out (len(out) ≥
-// len(in)), eight at a time.
-func decodeCodes(out []uint16, in []byte, t *[256]uint16) {
+// len(in)), eight at a time. It returns non-zero when in holds an
+// F8_E4M3 NaN code (0x7f or 0xff, the format's only non-finite codes):
+// the test rides on the words the lookups load, so the build's NaN guard
+// needs no pass of its own over the raw bytes.
+func decodeCodes(out []uint16, in []byte, t *[256]uint16) (nan uint64) {
+	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
 	out = out[:len(in)]
 	for len(in) >= 8 {
 		o := (*[8]uint16)(out)
-		c := (*[8]byte)(in)
-		o[0], o[1], o[2], o[3] = t[c[0]], t[c[1]], t[c[2]], t[c[3]]
-		o[4], o[5], o[6], o[7] = t[c[4]], t[c[5]], t[c[6]], t[c[7]]
+		x := binary.LittleEndian.Uint64(in)
+		// A byte's low seven bits plus one carry into its top bit only
+		// when they are all ones (no carry crosses bytes).
+		nan |= ((x & low7) + one) & top
+		o[0], o[1], o[2], o[3] = t[byte(x)], t[byte(x>>8)], t[byte(x>>16)], t[byte(x>>24)]
+		o[4], o[5], o[6], o[7] = t[byte(x>>32)], t[byte(x>>40)], t[byte(x>>48)], t[byte(x>>56)]
 		in, out = in[8:], out[8:]
 	}
 	for i, c := range in {
 		out[i] = t[c]
+		if c&0x7f == 0x7f {
+			nan = 1
+		}
 	}
+	return nan
 }
 
 // readBF16Band reads bfloat16 rows as bits, making NaNs canonical (NaN and
-// Inf are counted by the build's guard, nonfinite.go).
+// Inf are noticed here and counted by the build's guard, nonfinite.go).
 func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	if err := readRaw(v, r0, n, w); err != nil {
 		return band{}, err
 	}
 	cnt := int(n * v.Cols)
+	raw := w.raw[:2*cnt]
+	if littleEndian && finiteBF16(raw) {
+		// The bits as they are: no copy (raw is only read from here on).
+		return band{bf16: true, b16: unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(raw))), cnt), checked: true}, nil
+	}
 	w.b16 = grow16(w.b16, cnt)
-	out, raw := w.b16[:cnt], w.raw[:2*cnt]
+	out := w.b16[:cnt]
+	nonFinite := false
 	for i := range out {
 		h := binary.LittleEndian.Uint16(raw[2*i:])
-		if h&0x7fff > 0x7f80 {
-			h = ckpt.TTNaNBF16
+		if h&0x7fff >= 0x7f80 { // Inf or NaN
+			nonFinite = true
+			if h&0x7fff > 0x7f80 {
+				h = ckpt.TTNaNBF16
+			}
 		}
 		out[i] = h
 	}
-	return band{bf16: true}, nil
+	return band{bf16: true, b16: out, checked: !nonFinite}, nil
+}
+
+// littleEndian: the bytes of a uint16 in memory are its little-endian
+// encoding (BF16 data can then be used in place).
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// finiteBF16 reports whether the little-endian bfloat16 values of raw are
+// all finite (no exponent field of all ones), four per 64-bit word.
+func finiteBF16(raw []byte) bool {
+	const exp, lsb, top = 0x7f807f807f807f80, 0x0080008000800080, 0x8000800080008000
+	var hit uint64
+	i := 0
+	for ; i+32 <= len(raw); i += 32 {
+		b := raw[i : i+32 : i+32]
+		hit |= ((binary.LittleEndian.Uint64(b) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[8:]) & exp) + lsb) |
+			((binary.LittleEndian.Uint64(b[16:]) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[24:]) & exp) + lsb)
+	}
+	for ; i+2 <= len(raw); i += 2 {
+		if binary.LittleEndian.Uint16(raw[i:])&0x7f80 == 0x7f80 {
+			return false
+		}
+	}
+	return hit&top == 0
 }
 
 // widen writes the float32 values of bfloat16 bits (exact).

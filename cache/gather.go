@@ -176,19 +176,16 @@ func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col,
 		}
 		for t := 0; t < ntr; t++ {
 			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
-			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
-			for r := 0; r < tile.FaceRows; r++ {
-				fr, fc := tile.FaceRowOrigin(r)
-				tile.EncodeFaceRowBF16(dt, tb1, r, (*[tile.FaceDim]uint16)(blk[fr*tile.TileDim+fc:]))
-			}
+			tile.EncodeTileBF16(dt, dst[(t*ntc+c)*tb:(t*ntc+c+1)*tb], blk[:], tile.TileDim)
 		}
 	}
 }
 
-// transposeRows transposes 32 rows of n bfloat16 values (n a multiple of
+// transposeRowsGo transposes 32 rows of n bfloat16 values (n a multiple of
 // 32; row k starts at byte k*stride of raw) into st, tile after tile: word
-// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j.
-func transposeRows(st []uint64, raw []byte, stride, n int) {
+// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j. transposeRows is
+// it, or its SSE2 version.
+func transposeRowsGo(st []uint64, raw []byte, stride, n int) {
 	if n == 0 {
 		return
 	}
@@ -250,6 +247,10 @@ func packRowTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, rows, 
 	for s := 0; s*tile.TileDim < rows; s++ {
 		for c := 0; c < ntc; c++ {
 			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
+			if (s+1)*tile.TileDim <= rows && (c+1)*tile.TileDim <= w {
+				tile.EncodeTileBF16(dt, tb1, src[s*tile.TileDim*stride+col+c*tile.TileDim:], stride)
+				continue
+			}
 			for r := 0; r < tile.FaceRows; r++ {
 				fr, fc := tile.FaceRowOrigin(r)
 				i := s*tile.TileDim + fr

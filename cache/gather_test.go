@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -85,5 +88,105 @@ func TestBF16BitsCanonicalNaN(t *testing.T) {
 	for _, s := range []float32{1, -2.5, 1e-30} {
 		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(e[0x7f]*s))
 		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(e[0xff]*s))
+	}
+}
+
+// TestDecodeCodesNaNFlag: decodeCodes flags a chunk exactly when
+// ckpt.CountNonFinite finds an F8_E4M3 NaN code in it, at every position
+// (word body and tail), and decodes every code through the table.
+func TestDecodeCodesNaNFlag(t *testing.T) {
+	t.Parallel()
+	var tab [256]uint16
+	for c := range tab {
+		tab[c] = uint16(c)*3 + 1
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 31} {
+		for pos := -1; pos < n; pos++ {
+			for _, code := range []byte{0x7f, 0xff, 0x7e, 0xfe, 0x80} {
+				in := make([]byte, n)
+				for i := range in {
+					in[i] = byte(i*37) & 0x7e // finite codes
+				}
+				if pos >= 0 {
+					in[pos] = code
+				}
+				out := make([]uint16, n)
+				flag := decodeCodes(out, in, &tab)
+				nan, _ := ckpt.CountNonFinite(ckpt.F8E4M3, in)
+				require.Equal(t, nan > 0, flag != 0, "n=%d pos=%d code=%#x", n, pos, code)
+				for i, c := range in {
+					require.Equal(t, tab[c], out[i])
+				}
+			}
+		}
+	}
+}
+
+// TestTransposeRowsSSE2 compares transposeRows (SSE2 on amd64) with the Go
+// version on random rows of several widths and strides.
+func TestTransposeRowsSSE2(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 32, 64, 160} {
+		for _, extra := range []int{0, 2, 64} {
+			stride := 2*n + extra
+			raw := make([]byte, tile.TileDim*stride+8)
+			for i := range raw {
+				raw[i] = byte(rng.Uint32())
+			}
+			got := make([]uint64, n/tile.TileDim*tile.TileElems/4+1)
+			want := make([]uint64, len(got))
+			transposeRows(got, raw, stride, n)
+			transposeRowsGo(want, raw, stride, n)
+			require.Equal(t, want, got, "n=%d stride=%d", n, stride)
+		}
+	}
+}
+
+// TestHashOwnFile: the mapped hash of a build's own file equals HashFile's
+// streamed one (header and data regions).
+func TestHashOwnFile(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tc := range []struct{ size, off int64 }{{1, 0}, {100, 40}, {300 << 10, 4096}, {(1 << 20) + 17, 1}, {hashWindow + 4096, hashWindow + 8}, {2*hashWindow + 5, 100}} {
+		data := make([]byte, tc.size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+		require.NoError(t, err)
+		_, err = f.Write(data)
+		require.NoError(t, err)
+		wh, wd, err := HashFile(f, tc.off, tc.size)
+		require.NoError(t, err)
+		gh, gd, ok := hashOwnFile(f, tc.off, tc.size)
+		if runtime.GOOS != "windows" && runtime.GOOS != "plan9" {
+			require.True(t, ok)
+		}
+		if ok {
+			require.Equal(t, [2]string{wh, wd}, [2]string{gh, gd}, "size %d", tc.size)
+		}
+		require.NoError(t, f.Close())
+	}
+}
+
+// TestFiniteBF16 agrees with ckpt.CountNonFinite on every position of
+// NaN/Inf bits (word body and tail), odd byte counts included.
+func TestFiniteBF16(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 2, 31, 32, 34, 70} {
+		for pos := -1; pos < n/2; pos++ {
+			for _, h := range []uint16{0x7f80, 0xff80, 0x7fc1, 0xffff, 0x7f7f, 0x3f80} {
+				raw := make([]byte, n)
+				for i := range raw {
+					raw[i] = byte(i * 13 & 0x3f)
+				}
+				if pos >= 0 {
+					raw[2*pos], raw[2*pos+1] = byte(h), byte(h>>8)
+				}
+				nan, inf := ckpt.CountNonFinite(ckpt.BF16, raw)
+				require.Equal(t, nan+inf == 0, finiteBF16(raw), "n=%d pos=%d h=%#x", n, pos, h)
+			}
+		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 
 // NaN and Inf in source tensors. Every band's raw source bytes go through
 // b.guard (ckpt.FiniteGuard: one cheap pass, eight bytes at a time) in
-// runJob; block scales, which are not streamed, are checked whole in
+// runJob, except FP8 and BF16 bands whose decode (decode.go) saw every byte
+// and found none: their NaN/Inf test rides on the decode loop, and a band
+// where it fires is counted exactly by the guard; block scales, which are not streamed, are checked whole in
 // prepare. Without BuildOptions.AllowNonFinite the first tensor found fails
 // the build (*ckpt.NonFiniteError, counted over the whole tensor); with it,
 // the counts are recorded in the manifest.

@@ -152,3 +152,22 @@ func EncodeFaceRowBF16(dt DType, tile []byte, r int, p *[FaceDim]uint16) {
 		}
 	}
 }
+
+// EncodeTileBF16 encodes a complete 32×32 tile of bfloat16 bits — tile row
+// i is src[i*stride : i*stride+32] — into tile: the bytes of
+// EncodeFaceRowBF16 for each of its face rows, a face (16 face rows) per
+// kernel call for the block-float formats.
+func EncodeTileBF16(dt DType, tile []byte, src []uint16, stride int) {
+	_ = src[(TileDim-1)*stride+TileDim-1]
+	switch dt {
+	case BFLOAT8_B, BFLOAT4_B:
+		for f := range 4 {
+			encodeFaceBF16(dt, tile, f, src[(f>>1)*FaceDim*stride+(f&1)*FaceDim:], stride)
+		}
+	default:
+		for r := range FaceRows {
+			fr, fc := FaceRowOrigin(r)
+			EncodeFaceRowBF16(dt, tile, r, (*[FaceDim]uint16)(src[fr*stride+fc:]))
+		}
+	}
+}

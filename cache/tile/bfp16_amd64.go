@@ -2,7 +2,9 @@
 
 package tile
 
-// bfpParams are the per-format constants of bfpFaceRowSSE2, each in the
+import "math/bits"
+
+// bfpParams are the per-format constants of the face kernels, each in the
 // eight 16-bit lanes of a vector.
 type bfpParams struct {
 	base, dmax, limit, sign [8]uint16
@@ -20,28 +22,67 @@ func splat(v uint16) (a [8]uint16) {
 	return a
 }
 
-// bfpFaceRowSSE2 encodes a face row of bfloat16 bits with SSE2 (part of
-// every amd64 CPU): the codes RNE(significand / 2^(d+base)), clamped, zero
-// for d > dmax or a zero exponent, the sign where the code is not zero —
-// the codes of the tables (TestFaceRowSSE2MatchesGo checks every value
-// under every shared exponent). It writes 16 BFLOAT8_B codes, or with
-// nibbles 8 bytes of BFLOAT4_B codes, and returns the shared exponent; ok
-// is false, and nothing is written, when the exponent is below
-// minTableExp.
-//
-//go:noescape
-func bfpFaceRowSSE2(src *[FaceDim]uint16, out *byte, p *bfpParams, nibbles bool) (e uint32, ok bool)
-
 func bfp8FaceRowBF16(out *[FaceDim]byte, src *[FaceDim]uint16) byte {
-	if e, ok := bfpFaceRowSSE2(src, &out[0], &bfp8Params, false); ok {
-		return byte(e)
+	var e byte
+	if faceKernel(&src[0], 0, &e, &out[0], &bfp8Params, false, 1) == 0 {
+		return e
 	}
 	return bfp8FaceRowBF16Go(out, src)
 }
 
 func bfp4FaceRowBF16(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
-	if e, ok := bfpFaceRowSSE2(src, &out[0], &bfp4Params, true); ok {
-		return byte(e)
+	var e byte
+	if faceKernel(&src[0], 0, &e, &out[0], &bfp4Params, true, 1) == 0 {
+		return e
 	}
 	return bfp4FaceRowBF16Go(out, src)
+}
+
+// bfpFaceSSE2 encodes rows (1..16) face rows of bfloat16 bits with SSE2
+// (part of every amd64 CPU), eight lanes at a time: the codes
+// RNE(significand / 2^(d+base)), clamped, zero for d > dmax or a zero
+// exponent, the sign where the code is not zero — the codes of the tables.
+// Row k is the 16 values at byte k*stride from src; its shared exponent
+// goes to exps[k] and its 16 BFLOAT8_B codes to out+k*16 (with nibbles, 8
+// bytes of BFLOAT4_B codes to out+k*8). Rows whose exponent is below
+// minTableExp are not written and are flagged in bit k of small.
+// TestFaceKernels checks every value under every shared exponent.
+//
+//go:noescape
+func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
+
+// bfpFaceAVX2 is bfpFaceSSE2 with a face row per 16-lane AVX2 register
+// (used when the CPU has AVX2; TestFaceKernels compares both with the Go
+// encoder).
+//
+//go:noescape
+func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
+
+// hasAVX2 reports whether the CPU and the OS support AVX2.
+func hasAVX2() bool
+
+// faceKernel is the face encoder used on this CPU.
+var faceKernel = func() func(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) uint32 {
+	if hasAVX2() {
+		return bfpFaceAVX2
+	}
+	return bfpFaceSSE2
+}()
+
+// encodeFaceBF16 encodes face f (0..3) of a BFLOAT8_B or BFLOAT4_B tile
+// from src, the face's first value in rows of stride values (the caller
+// checked the bounds).
+func encodeFaceBF16(dt DType, tile []byte, f int, src []uint16, stride int) {
+	_ = tile[dt.TileBytes()-1]
+	p, nibbles, cb := &bfp8Params, false, FaceDim
+	if dt == BFLOAT4_B {
+		p, nibbles, cb = &bfp4Params, true, FaceDim/2
+	}
+	r0 := f * FaceDim
+	small := faceKernel(&src[0], uintptr(2*stride), &tile[r0], &tile[FaceRows+r0*cb], p, nibbles, FaceDim)
+	for small != 0 {
+		k := bits.TrailingZeros32(small)
+		small &= small - 1
+		EncodeFaceRowBF16(dt, tile, r0+k, (*[FaceDim]uint16)(src[k*stride:]))
+	}
 }

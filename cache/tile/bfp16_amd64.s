@@ -51,11 +51,27 @@ GLOBL bfpc<>(SB), RODATA|NOPTR, $160
 	PSRAW $15, X0; PANDN X0, X2; PAND 48(DI), X2;   /* sign bit where negative and non-zero */ \
 	POR X2, X1; MOVOU X1, X0
 
-// func bfpFaceRowSSE2(src *[16]uint16, out *byte, p *bfpParams, nibbles bool) (e uint32, ok bool)
-TEXT ·bfpFaceRowSSE2(SB), NOSPLIT, $0-37
-	MOVQ src+0(FP), SI
-	MOVQ out+8(FP), DX
-	MOVQ p+16(FP), DI
+// FACEARGS loads the arguments of the face kernels: SI src, R9 stride,
+// R8 exps, DX out, DI params, BX nibbles, R12 rows.
+#define FACEARGS \
+	MOVQ src+0(FP), SI; MOVQ stride+8(FP), R9; MOVQ exps+16(FP), R8; MOVQ out+24(FP), DX; \
+	MOVQ p+32(FP), DI; MOVBLZX nibbles+40(FP), BX; MOVQ rows+48(FP), R12
+
+// func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
+//
+// rows (1..16) face rows: row k is the 16 values at src + k*stride bytes;
+// its shared exponent goes to exps[k] and its codes to out + k*16 (k*8
+// with nibbles). Rows whose exponent is below minTableExp are left
+// unwritten and flagged in bit k of small.
+TEXT ·bfpFaceSSE2(SB), NOSPLIT, $0-60
+	FACEARGS
+	XORQ CX, CX
+	XORQ R10, R10
+	MOVQ $16, R11
+	TESTQ BX, BX
+	JZ loop
+	MOVQ $8, R11
+loop:
 	MOVOU 0(SI), X8
 	MOVOU 16(SI), X9
 	MOVOU bfpc<>+0(SB), X10
@@ -75,9 +91,9 @@ TEXT ·bfpFaceRowSSE2(SB), NOSPLIT, $0-37
 	MOVQ X10, AX
 	ANDQ $0x7fff, AX
 	SHRQ $7, AX
-	MOVL AX, e+32(FP)
+	MOVB AX, (R8)(CX*1)
 	CMPQ AX, $8
-	JB small
+	JB fsmall
 	MOVQ AX, X15
 	PSHUFLW $0, X15, X15
 	PSHUFD $0, X15, X15
@@ -86,14 +102,12 @@ TEXT ·bfpFaceRowSSE2(SB), NOSPLIT, $0-37
 	MOVOU X0, X8
 	MOVOU X9, X0
 	CODES
-	MOVBLZX nibbles+24(FP), BX
 	TESTQ BX, BX
-	JNZ four
+	JNZ ffour
 	PACKUSWB X0, X8
 	MOVOU X8, 0(DX)
-	MOVB $1, ok+36(FP)
-	RET
-four:
+	JMP fnext
+ffour:
 	MOVOU X8, X1
 	PSRLL $12, X1
 	POR X1, X8
@@ -105,8 +119,173 @@ four:
 	PACKSSLW X0, X8
 	PACKUSWB X8, X8
 	MOVQ X8, 0(DX)
-	MOVB $1, ok+36(FP)
+	JMP fnext
+fsmall:
+	BTSQ CX, R10
+fnext:
+	ADDQ R9, SI
+	ADDQ R11, DX
+	INCQ CX
+	CMPQ CX, R12
+	JB loop
+	MOVL R10, small+56(FP)
 	RET
-small:
-	MOVB $0, ok+36(FP)
+
+DATA avxc<>+0(SB)/8, $0x7fff7fff7fff7fff   // abs mask
+DATA avxc<>+8(SB)/8, $0x7fff7fff7fff7fff
+DATA avxc<>+16(SB)/8, $0x7fff7fff7fff7fff
+DATA avxc<>+24(SB)/8, $0x7fff7fff7fff7fff
+DATA avxc<>+32(SB)/8, $0x7f007f007f007f00  // significand << 8
+DATA avxc<>+40(SB)/8, $0x7f007f007f007f00
+DATA avxc<>+48(SB)/8, $0x7f007f007f007f00
+DATA avxc<>+56(SB)/8, $0x7f007f007f007f00
+DATA avxc<>+64(SB)/8, $0x8000800080008000  // implicit one << 8
+DATA avxc<>+72(SB)/8, $0x8000800080008000
+DATA avxc<>+80(SB)/8, $0x8000800080008000
+DATA avxc<>+88(SB)/8, $0x8000800080008000
+DATA avxc<>+96(SB)/8, $0x00ff00ff00ff00ff  // low byte
+DATA avxc<>+104(SB)/8, $0x00ff00ff00ff00ff
+DATA avxc<>+112(SB)/8, $0x00ff00ff00ff00ff
+DATA avxc<>+120(SB)/8, $0x00ff00ff00ff00ff
+DATA avxc<>+128(SB)/8, $0x0080008000800080 // half; also the byte index 0x80 (zero) under a shift count
+DATA avxc<>+136(SB)/8, $0x0080008000800080
+DATA avxc<>+144(SB)/8, $0x0080008000800080
+DATA avxc<>+152(SB)/8, $0x0080008000800080
+DATA avxc<>+160(SB)/8, $0x0001000100010001 // 1
+DATA avxc<>+168(SB)/8, $0x0001000100010001
+DATA avxc<>+176(SB)/8, $0x0001000100010001
+DATA avxc<>+184(SB)/8, $0x0001000100010001
+DATA avxc<>+192(SB)/8, $0x000000ff000000ff // low byte of dwords
+DATA avxc<>+200(SB)/8, $0x000000ff000000ff
+DATA avxc<>+208(SB)/8, $0x000000ff000000ff
+DATA avxc<>+216(SB)/8, $0x000000ff000000ff
+// high byte of 2^(16-s) for a shift s in 1..8 (byte s), zero elsewhere;
+// both 128-bit lanes (VPSHUFB looks up within a lane)
+DATA avxc<>+224(SB)/8, $0x0204081020408000
+DATA avxc<>+232(SB)/8, $0x0000000000000001
+DATA avxc<>+240(SB)/8, $0x0204081020408000
+DATA avxc<>+248(SB)/8, $0x0000000000000001
+GLOBL avxc<>(SB), RODATA|NOPTR, $256
+
+// func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
+//
+// bfpFaceSSE2 with a face row in one 16-lane AVX2 register; the shift by
+// s = d + base (1..8 wherever the code is kept) is a multiplication by
+// 2^(16-s), keeping the high half (exact: the low 8 bits of the
+// significand word are zero).
+TEXT ·bfpFaceAVX2(SB), NOSPLIT, $0-60
+	FACEARGS
+	VPBROADCASTW 0(DI), Y10  // base
+	VPBROADCASTW 16(DI), Y11 // dmax
+	VPBROADCASTW 32(DI), Y12 // limit
+	VPBROADCASTW 48(DI), Y13 // sign bit
+	VMOVDQU avxc<>+0(SB), Y14
+	VMOVDQU avxc<>+224(SB), Y9
+	XORQ CX, CX
+	XORQ R10, R10
+	MOVQ $16, R11
+	TESTQ BX, BX
+	JZ aloop
+	MOVQ $8, R11
+aloop:
+	VMOVDQU 0(SI), Y0
+	VPAND Y14, Y0, Y1            // |h|
+	VEXTRACTI128 $1, Y1, X2
+	VPMAXSW X2, X1, X2
+	VPSRLDQ $8, X2, X3
+	VPMAXSW X3, X2, X2
+	VPSRLDQ $4, X2, X3
+	VPMAXSW X3, X2, X2
+	VPSRLDQ $2, X2, X3
+	VPMAXSW X3, X2, X2
+	VMOVD X2, AX
+	ANDL $0x7fff, AX
+	SHRL $7, AX
+	MOVB AX, (R8)(CX*1)
+	CMPL AX, $8
+	JB asmall
+	VMOVD AX, X15
+	VPBROADCASTW X15, Y15        // e
+	VPSRLW $7, Y1, Y1            // x
+	VPSUBW Y1, Y15, Y2           // d = e - x
+	VPADDW Y10, Y2, Y3           // s = d + base
+	VPSLLW $8, Y3, Y3
+	VPOR avxc<>+128(SB), Y3, Y3  // byte indices: 0x80 (zero) low, s high
+	VPSHUFB Y3, Y9, Y3           // 2^(16-s)
+	VPSLLW $8, Y0, Y4
+	VPAND avxc<>+32(SB), Y4, Y4
+	VPOR avxc<>+64(SB), Y4, Y4   // v = significand with its one, << 8
+	VPMULHUW Y3, Y4, Y4          // v >> s
+	VPSRLW $8, Y4, Y5            // q
+	VPAND avxc<>+96(SB), Y4, Y4  // r
+	VPCMPGTW avxc<>+128(SB), Y4, Y6 // r > half
+	VPCMPEQW avxc<>+128(SB), Y4, Y4 // r == half
+	VPAND Y5, Y4, Y4             // ... and q odd (bit 0)
+	VPOR Y6, Y4, Y4
+	VPAND avxc<>+160(SB), Y4, Y4
+	VPADDW Y4, Y5, Y5            // q += round up
+	VPMINSW Y12, Y5, Y5          // clamp
+	VPCMPGTW Y11, Y2, Y2         // d > dmax
+	VPANDN Y5, Y2, Y5
+	VPXOR Y6, Y6, Y6
+	VPCMPEQW Y6, Y1, Y7          // x == 0
+	VPANDN Y5, Y7, Y5
+	VPCMPEQW Y6, Y5, Y7          // code is zero
+	VPSRAW $15, Y0, Y8           // negative
+	VPANDN Y8, Y7, Y8
+	VPAND Y13, Y8, Y8
+	VPOR Y8, Y5, Y0
+	TESTQ BX, BX
+	JNZ afour
+	VEXTRACTI128 $1, Y0, X1
+	VPACKUSWB X1, X0, X0
+	VMOVDQU X0, 0(DX)
+	JMP anext
+afour:
+	VPSRLD $12, Y0, Y1
+	VPOR Y1, Y0, Y0
+	VPAND avxc<>+192(SB), Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPACKSSDW X1, X0, X0
+	VPACKUSWB X0, X0, X0
+	VMOVQ X0, 0(DX)
+	JMP anext
+asmall:
+	BTSQ CX, R10
+anext:
+	ADDQ R9, SI
+	ADDQ R11, DX
+	INCQ CX
+	CMPQ CX, R12
+	JB aloop
+	VZEROUPPER
+	MOVL R10, small+56(FP)
+	RET
+
+// func hasAVX2() bool
+TEXT ·hasAVX2(SB), NOSPLIT, $0-1
+	MOVB $0, ret+0(FP)
+	XORL AX, AX
+	CPUID
+	CMPL AX, $7
+	JB nope
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	MOVL CX, R8
+	ANDL $0x18000000, R8 // OSXSAVE and AVX
+	CMPL R8, $0x18000000
+	JNE nope
+	XORL CX, CX
+	XGETBV
+	ANDL $6, AX // XMM and YMM state enabled by the OS
+	CMPL AX, $6
+	JNE nope
+	MOVL $7, AX
+	XORL CX, CX
+	CPUID
+	BTL $5, BX // AVX2
+	JCC nope
+	MOVB $1, ret+0(FP)
+nope:
 	RET

@@ -298,6 +298,13 @@ func TestFaceRowBF16Kernels(t *testing.T) {
 			t.Fatalf("BFLOAT4_B of %#04x: %#x e=%d, want %#x e=%d", *row, g4, ge, w4, we)
 		}
 	}
+	kernelRows(11, check)
+}
+
+// kernelRows hands check every bfloat16 value under every shared exponent
+// it can have, in every lane (another value of the row sets the
+// exponent), then 100,000 random rows near a common exponent.
+func kernelRows(seed uint64, check func(row *[FaceDim]uint16)) {
 	for h := 0; h < 1<<16; h++ {
 		x := uint16(h) >> 7 & 0xff
 		for e := x; e < 256; e += 1 + e/64 {
@@ -308,7 +315,7 @@ func TestFaceRowBF16Kernels(t *testing.T) {
 			check(&row)
 		}
 	}
-	rng := rand.New(rand.NewPCG(11, 12))
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	for n := 0; n < 100000; n++ {
 		var row [FaceDim]uint16
 		base := uint16(rng.IntN(256)) << 7
@@ -319,5 +326,61 @@ func TestFaceRowBF16Kernels(t *testing.T) {
 			}
 		}
 		check(&row)
+	}
+}
+
+// TestEncodeTileBF16 compares EncodeTileBF16 (a face per SSE2 call on
+// amd64) with the pure-Go face-row encoders, row by row: random tiles in
+// rows wider than the tile, with face rows of tiny exponents (the exact
+// route), specials and zeros mixed in.
+func TestEncodeTileBF16(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 6))
+	special := []uint16{0, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80, 0x7fc0, 0xffff, 0x7f7f, 0x0080}
+	const stride = 48
+	src := make([]uint16, TileDim*stride)
+	for n := 0; n < 3000; n++ {
+		var base uint16
+		small := 0
+		for i := range src {
+			if i%FaceDim == 0 { // face rows start at multiples of 16
+				base = uint16(8+rng.IntN(248)) << 7
+				if rng.IntN(8) == 0 {
+					base = uint16(rng.IntN(8)) << 7 // a face row below minTableExp
+					small++
+				}
+			}
+			if base < minTableExp<<7 { // the whole face row stays tiny
+				src[i] = base | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+				continue
+			}
+			switch rng.IntN(10) {
+			case 0:
+				src[i] = special[rng.IntN(len(special))]
+			case 1:
+				src[i] = uint16(rng.Uint32())
+			default:
+				src[i] = (base - uint16(rng.IntN(12))<<7) | uint16(rng.IntN(128)) | uint16(rng.IntN(2))<<15
+			}
+		}
+		for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B, BFLOAT16} {
+			got := make([]byte, dt.TileBytes())
+			want := make([]byte, dt.TileBytes())
+			EncodeTileBF16(dt, got, src, stride)
+			for r := range FaceRows {
+				fr, fc := FaceRowOrigin(r)
+				p := (*[FaceDim]uint16)(src[fr*stride+fc:])
+				switch dt {
+				case BFLOAT8_B:
+					want[r] = bfp8FaceRowBF16Go((*[FaceDim]byte)(want[FaceRows+r*FaceDim:]), p)
+				case BFLOAT4_B:
+					want[r] = bfp4FaceRowBF16Go((*[FaceDim / 2]byte)(want[FaceRows+r*FaceDim/2:]), p)
+				default:
+					EncodeFaceRowBF16(dt, want, r, p)
+				}
+			}
+			require.Equal(t, want, got, "%v tile %d", dt, n)
+		}
+		require.Positive(t, small)
 	}
 }

@@ -1,0 +1,8 @@
+//go:build !amd64 || purego
+
+package cache
+
+// transposeRows is transposeRowsGo where there is no assembly version.
+func transposeRows(st []uint64, raw []byte, stride, n int) {
+	transposeRowsGo(st, raw, stride, n)
+}
