@@ -54,19 +54,6 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	return s, nil
 }
 
-// newSide describes t and reads its block scale, if any.
-func newSide(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
-	s, err := sideLayout(c, t)
-	if err != nil || s.scaleT == nil {
-		return s, err
-	}
-	raw := make([]byte, s.scaleT.NBytes())
-	if _, err := s.scaleT.ReadAt(raw, 0); err != nil {
-		return nil, err
-	}
-	return s, s.setScale(raw)
-}
-
 // setScale decodes the raw bytes of the side's block scale.
 func (s *side) setScale(raw []byte) error {
 	st := s.scaleT
@@ -124,24 +111,6 @@ func (s *side) decode(raw []byte, g int64, dst []float32) error {
 			}
 		}
 		c = end
-	}
-	return nil
-}
-
-// decodeRows decodes whole rows (a chunk of a scaled side may span many
-// rows), splitting at row boundaries.
-func (s *side) decodeRows(raw []byte, g0 int64, dst []float32) error {
-	if s.scale == nil {
-		return s.decode(raw, g0, dst)
-	}
-	n := int64(len(dst))
-	for off := int64(0); off < n; {
-		g := g0 + off
-		k := min(n-off, s.cols-g%s.cols)
-		if err := s.decode(raw[off*s.esize:(off+k)*s.esize], g, dst[off:off+k]); err != nil {
-			return err
-		}
-		off += k
 	}
 	return nil
 }

@@ -57,8 +57,8 @@ func usageError(format string, args ...any) error {
 
 // exitCode maps an error that a command returned to its exit code and the
 // message to print ("" for none), by its type: an *exitError carries its
-// code, a ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3),
-// anything else means the input could not be read (2).
+// code, a *ckpt.NonFiniteError (NaN/Inf refused) is a failed check (1), a
+// ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3), anything else means the input could not be read (2).
 func exitCode(err error) (int, string) {
 	var ee *exitError
 	switch {
@@ -69,6 +69,9 @@ func exitCode(err error) (int, string) {
 			return ee.code, ""
 		}
 		return ee.code, ee.err.Error()
+	case errors.As(err, new(*ckpt.NonFiniteError)):
+		// NaN/Inf refused by cache build or extract: a failed check.
+		return exitFailed, err.Error()
 	case errors.Is(err, ckpt.ErrWrite):
 		return exitWrite, fmt.Sprintf("%v: %v", ckpt.ErrWrite, err)
 	}

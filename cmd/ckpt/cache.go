@@ -127,7 +127,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite})
 	stop()
 	if err != nil {
-		return buildError(err)
+		return err
 	}
 	out := res.Summary(o.Out, plan, time.Since(start).Seconds())
 	if format == output.JSON {

@@ -118,7 +118,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	res, err := plan.Write(ctx, o.Out)
 	stop()
 	if err != nil {
-		return buildError(err)
+		return err
 	}
 	out := plan.Report(res)
 	if s := ckpt.NonFiniteNote(out.NonFinite); s != "" {

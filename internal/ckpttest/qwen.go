@@ -1,11 +1,9 @@
 package ckpttest
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -343,8 +341,3 @@ func Pair(dir string) (base, ft string, err error) {
 	err = Write(ft, o)
 	return
 }
-
-// putU64 is a little-endian helper for the corrupt fixtures.
-func putU64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
-
-var _ = math.MaxInt64
