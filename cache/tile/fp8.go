@@ -1,0 +1,113 @@
+package tile
+
+import (
+	"math"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Block-float tiles straight from F8_E4M3 codes.
+//
+// A block-FP8 weight [out, in] is stored on the device transposed, [in,
+// out], as BFLOAT8_B or BFLOAT4_B tiles. Tile q of a run of tiles along a
+// 32-row strip of codes is the transpose of the 32×32 block of codes at
+// columns [32q, 32q+32): its value (i, j) is
+//
+//	bf16(e4m3(src[j*stride + 32q + i]) × scales[q])
+//
+// with the float32 product rounded to bfloat16 as tt-metal's host
+// conversion does (ckpt.F32ToBF16TT), then encoded as EncodeTileBF16 does.
+// EncodeFP8Transposed computes exactly these bytes; on amd64 with AVX2 a
+// kernel does the arithmetic per face without tables and hands tiles it
+// cannot do exactly (a NaN code, a scale out of range, a face row whose
+// shared exponent is below minTableExp) back to the table route here.
+
+// MaxFP8Scale bounds the scales the kernel takes: the codes are widened by
+// placing their bits in a float32 and multiplying by scale × 2^120, which
+// must be a finite normal float32.
+const MaxFP8Scale = 256
+
+// fp8ScaleOK reports whether s can go to the kernel: positive, finite and
+// below MaxFP8Scale (the product is then exact, see fp8Prescale).
+func fp8ScaleOK(s float32) bool {
+	return s > 0 && s < MaxFP8Scale
+}
+
+// fp8Prescale returns s × 2^120 (exact for 0 < s < 256). A code c with
+// magnitude bits m = c & 0x7f placed as float32 bits m<<20 is the float32
+// e4m3(m) × 2^-120 (the exponent fields differ by 120, subnormal codes
+// included), so math.Float32frombits(m<<20) × fp8Prescale(s) is the real
+// number e4m3(m) × s, rounded once to float32: the product the tables hold.
+func fp8Prescale(s float32) float32 {
+	return s * (1 << 60) * (1 << 60)
+}
+
+// EncodeFP8Transposed encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B): tile
+// q, from the codes src[k*stride + 32q + i] (k, i < 32) and scales[q], goes
+// to dst[q*dt.TileBytes():]. src must hold 31*stride + 32n codes, dst n
+// tiles and scales n values.
+func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
+	if n <= 0 {
+		return
+	}
+	tb := dt.TileBytes()
+	_ = dst[n*tb-1]
+	_ = src[(TileDim-1)*stride+n*TileDim-1]
+	_ = scales[n-1]
+	var f fp8Tables
+	for q := 0; q < n; {
+		if !fp8ScaleOK(scales[q]) {
+			f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+			q++
+			continue
+		}
+		// The longest run of tiles with scales the kernel takes; it stops
+		// at the first tile it cannot do exactly.
+		e := q + 1
+		for e < n && fp8ScaleOK(scales[e]) {
+			e++
+		}
+		q += fp8TilesKernel(dt, dst[q*tb:], src[q*TileDim:], stride, scales[q:e], e-q)
+		if q < e {
+			f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+			q++
+		}
+	}
+}
+
+// fp8Tables encodes tiles through a 256-entry table of bfloat16 bits per
+// scale: the reference route, and the kernel's fallback.
+type fp8Tables struct {
+	scale uint32 // bits of the scale tab holds (valid when ok)
+	ok    bool
+	tab   [256]uint16
+	blk   [TileElems]uint16
+}
+
+// encode writes the tile of the 32×32 codes at src (rows of stride) under
+// scale s into dst.
+func (f *fp8Tables) encode(dt DType, dst []byte, src []byte, stride int, s float32) {
+	if !f.ok || f.scale != math.Float32bits(s) {
+		for c := range f.tab {
+			f.tab[c] = ckpt.F32ToBF16TT(ckpt.DecodeE4M3(byte(c)) * s)
+		}
+		f.scale, f.ok = math.Float32bits(s), true
+	}
+	for k := 0; k < TileDim; k++ {
+		row := src[k*stride : k*stride+TileDim]
+		for i, c := range row {
+			f.blk[i*TileDim+k] = f.tab[c]
+		}
+	}
+	EncodeTileBF16(dt, dst, f.blk[:], TileDim)
+}
+
+// encodeFP8TransposedGo is EncodeFP8Transposed through the tables only
+// (the reference the kernel is tested against).
+func encodeFP8TransposedGo(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
+	var f fp8Tables
+	tb := dt.TileBytes()
+	for q := 0; q < n; q++ {
+		f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+	}
+}
