@@ -361,6 +361,8 @@ type srcState struct {
 	// roundFirst: every target using this source rounds to bf16 first, so
 	// values may be decoded already rounded (see readBand).
 	roundFirst bool
+	// codesOnly: every use is direct, so bands are not decoded at all.
+	codesOnly bool
 }
 
 // use is a contiguous run of a source's rows that lands in one shard of
@@ -370,6 +372,22 @@ type use struct {
 	s                     *sink
 	shard                 int
 	row, rows, block, col int64
+	// direct: the target's tiles are encoded straight from the band's
+	// F8_E4M3 codes (sink.putFP8).
+	direct bool
+}
+
+// directFP8 reports whether u can take the codes of a block-FP8 source v
+// on the bits path: a transposed block-float target with nothing to apply
+// after the bf16 rounding, whose tiles each lie in one scale block and
+// start on whole tiles of both the source and the block (only the block's
+// last tile column and tile row may be ragged).
+func (u use) directFP8(v *ckpt.Values) bool {
+	s := u.s
+	const d = tile.TileDim
+	return s.kind == kindTransposed && (s.dt == tile.BFLOAT8_B || s.dt == tile.BFLOAT4_B) && len(s.opsFor(true)) == 0 &&
+		v.BM%d == 0 && v.BN%d == 0 && u.row%d == 0 && u.col%d == 0 && u.block%d == 0 &&
+		(u.rows%d == 0 || u.block+u.rows == int64(s.rows))
 }
 
 type job struct {
@@ -421,6 +439,13 @@ func (b *builder) stream(ctx context.Context) error {
 		st.roundFirst = true
 		for _, u := range st.uses {
 			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
+		}
+		if st.bitsPath() == ckpt.F8E4M3 {
+			st.codesOnly = true
+			for i := range st.uses {
+				st.uses[i].direct = st.uses[i].directFP8(st.v)
+				st.codesOnly = st.codesOnly && st.uses[i].direct
+			}
 		}
 	}
 	// Sources in file order, then offset: sequential reads.
@@ -592,6 +617,8 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 		var complete bool
 		ops := u.s.opsFor(bd.rounded || bd.bf16)
 		switch {
+		case u.direct:
+			complete, err = u.s.putFP8(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), bd.codes[off:], cols, int(u.col), st.v, a)
 		case bd.bf16 && len(ops) == 0:
 			complete, err = u.s.put16(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), bd.b16[off:], cols, int(u.col))
 		default:

@@ -30,6 +30,9 @@ type band struct {
 	// rounded: the float32 values are bf16-exact (a leading bf16 rounding
 	// is a no-op on them).
 	rounded bool
+	// codes: the raw F8_E4M3 codes of the band (block-FP8 sources on the
+	// bits path), for the targets encoded straight from codes (use.direct).
+	codes []byte
 	// checked: the decode saw every raw byte and found no NaN or Inf
 	// (guard.Check is then skipped; when it found some, runJob counts them
 	// exactly with guard.Check).
@@ -54,7 +57,7 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	v := st.v
 	switch st.bitsPath() {
 	case ckpt.F8E4M3:
-		return b.readFP8Band(v, r0, n, w)
+		return b.readFP8Band(v, r0, n, w, st.codesOnly)
 	case ckpt.BF16:
 		return readBF16Band(v, r0, n, w)
 	}
@@ -88,9 +91,13 @@ func readRaw(v *ckpt.Values, r0, n int64, w *worker) error {
 	return err
 }
 
-func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
+func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly bool) (band, error) {
 	if err := readRaw(v, r0, n, w); err != nil {
 		return band{}, err
+	}
+	if codesOnly {
+		// Every target takes the codes themselves (use.direct).
+		return band{codes: w.raw, checked: !hasNaNE4M3(w.raw)}, nil
 	}
 	cols := v.Cols
 	w.b16 = grow16(w.b16, int(n*cols))
@@ -116,7 +123,28 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker) (band, err
 			nan |= decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
 		}
 	}
-	return band{bf16: true, b16: w.b16, checked: nan == 0}, nil
+	return band{bf16: true, b16: w.b16, codes: w.raw, checked: nan == 0}, nil
+}
+
+// hasNaNE4M3 reports whether raw holds an F8_E4M3 NaN code (0x7f or 0xff,
+// the format's only non-finite codes), eight bytes at a time.
+func hasNaNE4M3(raw []byte) bool {
+	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
+	var nan uint64
+	i := 0
+	for ; i+32 <= len(raw); i += 32 {
+		b := raw[i : i+32 : i+32]
+		// A byte's low seven bits plus one carry into its top bit only
+		// when they are all ones (no carry crosses bytes).
+		nan |= ((binary.LittleEndian.Uint64(b)&low7)+one)&top | ((binary.LittleEndian.Uint64(b[8:])&low7)+one)&top |
+			((binary.LittleEndian.Uint64(b[16:])&low7)+one)&top | ((binary.LittleEndian.Uint64(b[24:])&low7)+one)&top
+	}
+	for _, c := range raw[i:] {
+		if c&0x7f == 0x7f {
+			return true
+		}
+	}
+	return nan != 0
 }
 
 // decodeCodes writes t[c] for every code c of in into out (len(out) ≥

@@ -128,6 +128,7 @@ type scratch struct {
 	x     []float32
 	wide  []float32 // widened bfloat16 rows (put16)
 	stage []uint64  // transposed tile column (packTransposedTiles16)
+	scale [1]float32
 	out   []byte
 }
 
@@ -286,6 +287,47 @@ func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (
 		}
 		return s.stage(w, sh, u, off, w.wide, m, s.cols, 0, nil)
 	})
+}
+
+// putFP8 delivers block rows [b0, b0+n) of shard sh of a direct target
+// (use.directFP8) as F8_E4M3 codes: block row r is codes[(r-b0)*stride+col
+// : ...+cols], source row srcRow+r-b0 of v, whose scales apply. b0 is a
+// multiple of 32, and n too unless the rows end the block. Tiles are
+// encoded straight from the codes and written a tile row at a time: the
+// run of n/32 tiles that these rows make in each tile row is contiguous
+// in the file.
+func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, v *ckpt.Values, srcRow int64) (bool, error) {
+	if n <= 0 {
+		return false, nil
+	}
+	const d = tile.TileDim
+	tb := s.dt.TileBytes()
+	h := s.cols
+	ntc := (s.rows + d - 1) / d
+	ntr := (h + d - 1) / d
+	u0 := b0 / d
+	nt := (n + d - 1) / d
+	w.out = growB(w.out, nt*tb)
+	chunk := w.out[:nt*tb]
+	for t := 0; t < ntr; t++ {
+		cols := min(d, h-t*d)
+		for c := 0; c < nt; c++ {
+			rows := min(d, n-c*d)
+			src := codes[c*d*stride+col+t*d:]
+			sc := v.ScaleAt(srcRow+int64(c*d), int64(col+t*d))
+			dst := chunk[c*tb : (c+1)*tb]
+			if rows == d && cols == d {
+				w.scale[0] = sc
+				tile.EncodeFP8Transposed(s.dt, dst, src, stride, w.scale[:], 1)
+			} else {
+				tile.EncodeFP8TransposedPartial(s.dt, dst, src, stride, rows, cols, sc)
+			}
+		}
+		if err := s.writeAt(chunk, s.base[sh]+int64(t*ntc+u0)*int64(tb)); err != nil {
+			return false, err
+		}
+	}
+	return s.done(int64(n) * int64(s.cols)), nil
 }
 
 // putWidened widens n rows of bfloat16 bits to float32 and puts them.

@@ -87,19 +87,37 @@ type fp8Tables struct {
 // encode writes the tile of the 32×32 codes at src (rows of stride) under
 // scale s into dst.
 func (f *fp8Tables) encode(dt DType, dst []byte, src []byte, stride int, s float32) {
+	f.encodePartial(dt, dst, src, stride, TileDim, TileDim, s)
+}
+
+// encodePartial is encode for a tile of which only rows × cols codes
+// (source rows and columns) exist; the rest of the tile is zero.
+func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows, cols int, s float32) {
 	if !f.ok || f.scale != math.Float32bits(s) {
 		for c := range f.tab {
 			f.tab[c] = ckpt.F32ToBF16TT(ckpt.DecodeE4M3(byte(c)) * s)
 		}
 		f.scale, f.ok = math.Float32bits(s), true
 	}
-	for k := 0; k < TileDim; k++ {
-		row := src[k*stride : k*stride+TileDim]
+	if rows < TileDim || cols < TileDim {
+		clear(f.blk[:])
+	}
+	for k := 0; k < rows; k++ {
+		row := src[k*stride : k*stride+cols]
 		for i, c := range row {
 			f.blk[i*TileDim+k] = f.tab[c]
 		}
 	}
 	EncodeTileBF16(dt, dst, f.blk[:], TileDim)
+}
+
+// EncodeFP8TransposedPartial is EncodeFP8Transposed for one tile of which
+// only rows × cols codes exist (rows, cols ≤ 32: the ragged edge of a
+// matrix whose sides are not multiples of 32); the rest of the tile is
+// padded with zeros.
+func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
+	var f fp8Tables
+	f.encodePartial(dt, dst[:dt.TileBytes()], src, stride, min(rows, TileDim), min(cols, TileDim), scale)
 }
 
 // encodeFP8TransposedGo is EncodeFP8Transposed through the tables only
