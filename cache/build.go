@@ -40,6 +40,15 @@ type BuildOptions struct {
 	// (recorded in the manifest); by default such a tensor fails the build
 	// with *ckpt.NonFiniteError.
 	AllowNonFinite bool
+	// NoSync leaves the written files to the kernel's write-back instead
+	// of fsyncing each one before its rename (as the serving stack writes
+	// its own cache). Every file still appears under its name only when
+	// complete, and the manifest is still written last and synced, but a
+	// power loss or kernel crash shortly after the build can leave files
+	// whose contents never reached the disk; Verify's data check (it
+	// hashes every file) finds them. The build then runs at the speed of
+	// the page cache instead of the disk's.
+	NoSync bool
 }
 
 // BuildResult says what a build did. Paths are relative to the cache root.
@@ -258,6 +267,7 @@ func (b *builder) prepare(ctx context.Context) error {
 			return err
 		}
 		s.rec = c.rec
+		s.noSync = b.opt.NoSync
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)
@@ -678,6 +688,18 @@ func (b *builder) finalize(s *sink) error {
 	return b.appendJournal(rec)
 }
 
+// syncJournal makes the journal durable (unless NoSync: the files it
+// lists are not either).
+func (b *builder) syncJournal() error {
+	if b.opt.NoSync {
+		return nil
+	}
+	if err := b.journal.Sync(); err != nil {
+		return &ckpt.WriteError{Op: "syncing build journal", Err: err}
+	}
+	return nil
+}
+
 func (b *builder) abortAll() {
 	for _, s := range b.todo {
 		s.abort()
@@ -701,8 +723,8 @@ func (b *builder) finish() (*BuildResult, error) {
 	}
 	m.NonFinite = b.nonFinite(m.Files)
 	b.res.NonFinite = m.NonFinite
-	if err := b.journal.Sync(); err != nil {
-		return nil, &ckpt.WriteError{Op: "syncing build journal", Err: err}
+	if err := b.syncJournal(); err != nil {
+		return nil, err
 	}
 	b.journal.Close()
 	if err := writeManifest(b.dir, m); err != nil {

@@ -95,6 +95,8 @@ type sink struct {
 	whole  [][]float32
 	filled []int
 
+	noSync bool // BuildOptions.NoSync
+
 	remaining atomic.Int64 // block values not yet written
 	failed    atomic.Bool
 }
@@ -545,6 +547,7 @@ func (s *sink) open() error {
 			s.oerr = err
 			return
 		}
+		af.NoSync = s.noSync
 		prefix, err := tensorbin.EncodeHeader(s.hdr)
 		if err == nil {
 			err = af.Truncate(s.hdr.FileSize())

@@ -152,6 +152,12 @@ type AtomicFile struct {
 	*os.File
 	target string
 	done   bool
+	// NoSync makes Commit rename without fsyncing the file and its
+	// directory: the rename is still atomic for every other process, but
+	// the bytes reach the disk only with the kernel's write-back, so a
+	// power loss or kernel crash soon after can leave the file under its
+	// final name with contents that were never written.
+	NoSync bool
 }
 
 // CreateAtomic starts writing path atomically. Every error of the file's
@@ -212,10 +218,12 @@ func (a *AtomicFile) Commit() error {
 		return nil
 	}
 	a.done = true
-	if err := a.File.Sync(); err != nil {
-		a.File.Close()
-		os.Remove(a.File.Name())
-		return &WriteError{Op: "syncing", Path: a.target, Err: err}
+	if !a.NoSync {
+		if err := a.File.Sync(); err != nil {
+			a.File.Close()
+			os.Remove(a.File.Name())
+			return &WriteError{Op: "syncing", Path: a.target, Err: err}
+		}
 	}
 	if err := a.File.Close(); err != nil {
 		os.Remove(a.File.Name())
@@ -224,6 +232,9 @@ func (a *AtomicFile) Commit() error {
 	if err := os.Rename(a.File.Name(), a.target); err != nil {
 		os.Remove(a.File.Name())
 		return &WriteError{Op: "renaming into", Path: a.target, Err: err}
+	}
+	if a.NoSync {
+		return nil
 	}
 	if d, err := os.Open(filepath.Dir(a.target)); err == nil {
 		d.Sync()

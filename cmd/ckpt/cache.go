@@ -68,6 +68,7 @@ type cacheBuildOptions struct {
 	Format         string
 	Force          bool
 	AllowNonFinite bool
+	Fsync          bool
 }
 
 func (a *App) newCacheBuildCmd() *cobra.Command {
@@ -90,6 +91,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
+	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; after a power loss, check with cache verify)")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	return cmd
 }
@@ -124,7 +126,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite})
+	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NoSync: !o.Fsync})
 	stop()
 	if err != nil {
 		return err
