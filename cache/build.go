@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -49,6 +50,12 @@ type BuildOptions struct {
 	// hashes every file) finds them. The build then runs at the speed of
 	// the page cache instead of the disk's.
 	NoSync bool
+}
+
+// windowBudget is the memory the sinks' write windows may hold at once:
+// 24 bands' worth (192 MiB at the default BandBytes).
+func (o BuildOptions) windowBudget() int64 {
+	return 24 * o.BandBytes
 }
 
 // BuildResult says what a build did. Paths are relative to the cache root.
@@ -130,6 +137,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	}
 	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values(),
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
+	b.winBudget.Store(opt.windowBudget())
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -164,7 +172,9 @@ type builder struct {
 	commits chan<- *sink
 	legacy  bool // a root manifest of an older layout describes this folder
 	guard   *ckpt.FiniteGuard
-	oldNF   map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
+	// winBudget is the memory left for the sinks' write windows.
+	winBudget atomic.Int64
+	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -268,6 +278,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		s.rec = c.rec
 		s.noSync = b.opt.NoSync
+		s.budget = &b.winBudget
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)
@@ -458,6 +469,17 @@ func (b *builder) stream(ctx context.Context) error {
 			}
 		}
 	}
+	// A sink gets write windows when all its rows come through putFP8.
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			u.s.windowed = true
+		}
+	}
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			u.s.windowed = u.s.windowed && u.direct
+		}
+	}
 	// Sources in file order, then offset: sequential reads.
 	fileIdx := map[*ckpt.File]int{}
 	for i, f := range b.c.Files {
@@ -505,23 +527,45 @@ func (b *builder) stream(ctx context.Context) error {
 	jobs := make(chan job)
 	g.Go(func() error {
 		defer close(jobs)
-		for _, st := range srcs {
-			band := b.bandRows(st.v, st.bitsPath() != "")
-			st.bands = int((st.v.Rows + band - 1) / band)
-			prev := make(chan struct{})
-			close(prev)
-			if st.bands == 0 {
-				st.sum = hexHash(st.hasher.Sum64())
-				continue
+		for _, grp := range groupSources(srcs) {
+			// Sources that fill the same targets advance together, band
+			// by band in proportion to their rows, so that a target's
+			// tiles from several sources (a tile-interleaved [gate|up])
+			// complete its write windows close in time.
+			type cursor struct {
+				st       *srcState
+				band, r0 int64
+				prev     chan struct{}
 			}
-			for r0 := int64(0); r0 < st.v.Rows; r0 += band {
+			var cs []*cursor
+			for _, st := range grp {
+				band := b.bandRows(st.v, st.bitsPath() != "")
+				st.bands = int((st.v.Rows + band - 1) / band)
+				if st.bands == 0 {
+					st.sum = hexHash(st.hasher.Sum64())
+					continue
+				}
+				prev := make(chan struct{})
+				close(prev)
+				cs = append(cs, &cursor{st: st, band: band, prev: prev})
+			}
+			for {
+				var c *cursor
+				for _, x := range cs {
+					if x.r0 < x.st.v.Rows && (c == nil || x.r0*c.st.v.Rows < c.r0*x.st.v.Rows) {
+						c = x
+					}
+				}
+				if c == nil {
+					break
+				}
 				mine := make(chan struct{})
 				select {
-				case jobs <- job{src: st, r0: r0, n: min(band, st.v.Rows-r0), prev: prev, mine: mine}:
+				case jobs <- job{src: c.st, r0: c.r0, n: min(c.band, c.st.v.Rows-c.r0), prev: c.prev, mine: mine}:
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-				prev = mine
+				c.prev, c.r0 = mine, c.r0+c.band
 			}
 		}
 		return nil
@@ -552,6 +596,49 @@ func (b *builder) stream(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// groupSources splits srcs (in their order) into groups of sources that
+// fill a common target, directly or through other members; the groups
+// come in the order of their first member.
+func groupSources(srcs []*srcState) [][]*srcState {
+	parent := make([]int, len(srcs))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	first := map[*sink]int{}
+	for i, st := range srcs {
+		for _, u := range st.uses {
+			if j, ok := first[u.s]; ok {
+				if a, b := find(i), find(j); a != b {
+					parent[max(a, b)] = min(a, b)
+				}
+			} else {
+				first[u.s] = i
+			}
+		}
+	}
+	idx := map[int]int{}
+	var groups [][]*srcState
+	for i, st := range srcs {
+		r := find(i)
+		g, ok := idx[r]
+		if !ok {
+			g = len(groups)
+			idx[r] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], st)
+	}
+	return groups
 }
 
 type worker struct {

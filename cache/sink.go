@@ -96,6 +96,14 @@ type sink struct {
 	filled []int
 
 	noSync bool // BuildOptions.NoSync
+	// wins: the open write windows of putFP8 by (shard, window), under mu;
+	// budget: the builder's memory left for windows.
+	wins   map[stageKey]*window
+	budget *atomic.Int64
+	// windowed: every block row reaches the sink through putFP8 (every
+	// use is direct), so windows fill up; otherwise putFP8 writes its
+	// tiles as they come.
+	windowed bool
 
 	remaining atomic.Int64 // block values not yet written
 	failed    atomic.Bool
@@ -131,6 +139,7 @@ type scratch struct {
 	wide  []float32 // widened bfloat16 rows (put16)
 	stage []uint64  // transposed tile column (packTransposedTiles16)
 	scale [1]float32
+	wins  []*window // putFP8: the window of each tile column
 	out   []byte
 }
 
@@ -294,10 +303,16 @@ func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (
 // putFP8 delivers block rows [b0, b0+n) of shard sh of a direct target
 // (use.directFP8) as F8_E4M3 codes: block row r is codes[(r-b0)*stride+col
 // : ...+cols], source row srcRow+r-b0 of v, whose scales apply. b0 is a
-// multiple of 32, and n too unless the rows end the block. Tiles are
-// encoded straight from the codes and written a tile row at a time: the
-// run of n/32 tiles that these rows make in each tile row is contiguous
-// in the file.
+// multiple of 32, and n too unless the rows end the block.
+//
+// The rows are the tile columns [b0/32, (b0+n)/32) of every tile row.
+// Each tile is encoded straight from the codes into the write window that
+// holds its tile column (sink.window), which is written once all its
+// tiles are in: one pwrite per tile row of the window, even when the
+// window's tile columns come from several sources (a tile-interleaved
+// [gate|up] gets one tile column from each source in turn). Tiles of a
+// window that got no memory (the builder's window budget was spent) are
+// written a tile row at a time, directly.
 func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, v *ckpt.Values, srcRow int64) (bool, error) {
 	if n <= 0 {
 		return false, nil
@@ -309,15 +324,31 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 	ntr := (h + d - 1) / d
 	u0 := b0 / d
 	nt := (n + d - 1) / d
+	// The window of each of the nt tile columns.
+	w.wins = w.wins[:0]
+	for c := 0; c < nt; c++ {
+		if c == 0 || (u0+c)%s.winCols(ntr, ntc) == 0 {
+			w.wins = append(w.wins, s.window(sh, (u0+c)/s.winCols(ntr, ntc), ntr, ntc, tb))
+		} else {
+			w.wins = append(w.wins, w.wins[c-1])
+		}
+	}
 	w.out = growB(w.out, nt*tb)
 	chunk := w.out[:nt*tb]
 	for t := 0; t < ntr; t++ {
 		cols := min(d, h-t*d)
 		for c := 0; c < nt; c++ {
+			win := w.wins[c]
+			var dst []byte
+			if win.buf != nil {
+				o := (t*win.width + u0 + c - win.w0) * tb
+				dst = win.buf[o : o+tb]
+			} else {
+				dst = chunk[c*tb : (c+1)*tb]
+			}
 			rows := min(d, n-c*d)
 			src := codes[c*d*stride+col+t*d:]
 			sc := v.ScaleAt(srcRow+int64(c*d), int64(col+t*d))
-			dst := chunk[c*tb : (c+1)*tb]
 			if rows == d && cols == d {
 				w.scale[0] = sc
 				tile.EncodeFP8Transposed(s.dt, dst, src, stride, w.scale[:], 1)
@@ -325,11 +356,107 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 				tile.EncodeFP8TransposedPartial(s.dt, dst, src, stride, rows, cols, sc)
 			}
 		}
-		if err := s.writeAt(chunk, s.base[sh]+int64(t*ntc+u0)*int64(tb)); err != nil {
-			return false, err
+		// Runs of tile columns whose window has no memory: written now.
+		for c := 0; c < nt; {
+			if w.wins[c].buf != nil {
+				c++
+				continue
+			}
+			e := c + 1
+			for e < nt && w.wins[e].buf == nil {
+				e++
+			}
+			if err := s.writeAt(chunk[c*tb:e*tb], s.base[sh]+int64(t*ntc+u0+c)*int64(tb)); err != nil {
+				return false, err
+			}
+			c = e
 		}
 	}
+	// Count the tiles in; a window complete with this call is written.
+	for c := 0; c < nt; {
+		win := w.wins[c]
+		e := c + 1
+		for e < nt && w.wins[e] == win {
+			e++
+		}
+		if win.left.Add(-int64((e-c)*ntr)) == 0 {
+			if err := s.flushWindow(sh, win, ntr, ntc, tb); err != nil {
+				return false, err
+			}
+		}
+		c = e
+	}
 	return s.done(int64(n) * int64(s.cols)), nil
+}
+
+// window holds the encoded tiles of tile columns [w0, w0+width) of one
+// shard of a transposed target, every tile row (tile row t at buf[t*width*
+// tileBytes:]), until all have arrived. buf is nil for a window that got no
+// memory: its tiles are written as they come.
+type window struct {
+	buf       []byte
+	w0, width int
+	left      atomic.Int64 // tiles not yet encoded
+}
+
+// winTarget is the size a write window aims at (its tile rows of winCols
+// tiles each), and winMinCols the fewest tile columns one has: a
+// window's pwrites are then at least 32 tiles (18-35 KB) long.
+const (
+	winTarget  = 8 << 20
+	winMinCols = 32
+)
+
+// winCols is the number of tile columns of the target's write windows.
+func (s *sink) winCols(ntr, ntc int) int {
+	return min(max(winTarget/max(ntr*s.dt.TileBytes(), 1), winMinCols), ntc)
+}
+
+// window returns the write window wi of shard sh, creating it with
+// memory from the builder's budget (or none when that is spent).
+func (s *sink) window(sh, wi, ntr, ntc, tb int) *window {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := stageKey{sh, wi}
+	if win := s.wins[k]; win != nil {
+		return win
+	}
+	wc := s.winCols(ntr, ntc)
+	win := &window{w0: wi * wc, width: min(wc, ntc-wi*wc)}
+	win.left.Store(int64(ntr * win.width))
+	size := int64(ntr * win.width * tb)
+	if s.windowed && s.budget.Add(-size) >= 0 {
+		win.buf = make([]byte, size)
+	} else if s.windowed {
+		s.budget.Add(size)
+	}
+	if s.wins == nil {
+		s.wins = map[stageKey]*window{}
+	}
+	s.wins[k] = win
+	return win
+}
+
+// flushWindow writes a complete window (one pwrite per tile row, or one
+// for all when the window spans the whole width) and forgets it.
+func (s *sink) flushWindow(sh int, win *window, ntr, ntc, tb int) error {
+	s.mu.Lock()
+	delete(s.wins, stageKey{sh, win.w0 / s.winCols(ntr, ntc)})
+	s.mu.Unlock()
+	if win.buf == nil {
+		return nil
+	}
+	defer s.budget.Add(int64(len(win.buf)))
+	if win.width == ntc {
+		return s.writeAt(win.buf, s.base[sh])
+	}
+	row := win.width * tb
+	for t := 0; t < ntr; t++ {
+		if err := s.writeAt(win.buf[t*row:(t+1)*row], s.base[sh]+int64(t*ntc+win.w0)*int64(tb)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putWidened widens n rows of bfloat16 bits to float32 and puts them.

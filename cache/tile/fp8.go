@@ -54,10 +54,16 @@ func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []
 	_ = dst[n*tb-1]
 	_ = src[(TileDim-1)*stride+n*TileDim-1]
 	_ = scales[n-1]
-	var f fp8Tables
+	var f *fp8Tables
+	table := func(q int) { // the table route, for a tile the kernel leaves
+		if f == nil {
+			f = new(fp8Tables)
+		}
+		f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+	}
 	for q := 0; q < n; {
 		if !fp8ScaleOK(scales[q]) {
-			f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+			table(q)
 			q++
 			continue
 		}
@@ -69,7 +75,7 @@ func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []
 		}
 		q += fp8TilesKernel(dt, dst[q*tb:], src[q*TileDim:], stride, scales[q:e], e-q)
 		if q < e {
-			f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
+			table(q)
 			q++
 		}
 	}
