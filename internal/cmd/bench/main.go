@@ -96,6 +96,10 @@ type measurement struct {
 	target string
 	// ok: exit codes accepted (diff exits 1 on differences).
 	ok []int
+	// run, when set, is timed instead of ckpt with args; written, when
+	// set, is the byte count whose rate the row reports.
+	run     func() (sample, error)
+	written func() int64
 }
 
 func run(dir string, runs int, readme, only string) error {
@@ -145,6 +149,20 @@ func run(dir string, runs int, readme, only string) error {
 				_, err := timeChild(bin, append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), nil)
 				return err
 			}},
+		{name: "build-nofsync", what: "`cache build --fsync=false` 1×2, Large FP8 (page-cache speed)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "≥ 500 M elem/s, ≤ 512 MiB",
+			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2", "--fsync=false"}, common...), before: clearScratch},
+		{name: "disk", what: "disk floor of a durable build: `dd conv=fsync` of the bytes `cache build` writes for Large", files: func() []string { return shards(base) }, unit: "GB/s",
+			target: "—", written: func() int64 { return cacheBytes(bin, base, dir) },
+			before: func() error { // sized once, untimed
+				if cacheBytes(bin, base, dir) == 0 {
+					return fmt.Errorf("could not size the cache of %s", base)
+				}
+				return clearScratch()
+			},
+			run: func() (sample, error) {
+				n := cacheBytes(bin, base, dir)
+				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (n+1<<20-1)>>20), "conv=fsync"}, nil)
+			}},
 		{name: "build-odd", what: "`cache build` 1×2, LargeOdd (partial FP8 blocks, BFLOAT4_B MLP)", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "≥ 400 M elem/s, ≤ 512 MiB",
 			args: append([]string{"cache", "build", odd, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
 		{name: "diff", what: "`diff` values, typical fine-tune", files: func() []string { return shards(base, ft) }, unit: "GB/s", target: "≤ 2 × cat", ok: []int{1},
@@ -187,6 +205,27 @@ func run(dir string, runs int, readme, only string) error {
 		return rewriteReadme(readme, table)
 	}
 	return nil
+}
+
+// cacheBytes returns the size of the files `cache build` writes for src
+// at 1×2 (building it once into DIR/sized, kept).
+func cacheBytes(bin, src, benchDir string) int64 {
+	dir := filepath.Join(benchDir, "sized")
+	if _, err := os.Stat(dir); err != nil {
+		if _, err := timeChild(bin, []string{"cache", "build", src, "--out", dir, "--mesh", "1x2", "--progress", "none", "--fsync=false"}, nil); err != nil {
+			return 0
+		}
+	}
+	var n int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // fixtureKinds are the generated checkpoints by name.
@@ -253,7 +292,12 @@ func measure(bin string, m measurement, runs int) (string, error) {
 				return "", err
 			}
 		}
-		s, err := timeChild(bin, m.args, m.ok)
+		var s sample
+		if m.run != nil {
+			s, err = m.run()
+		} else {
+			s, err = timeChild(bin, m.args, m.ok)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -275,6 +319,9 @@ func measure(bin string, m measurement, runs int) (string, error) {
 		rate = fmt.Sprintf("%.0f M elem/s (%.2f ns CPU/elem; 27B: %.0f s)", float64(out.SourceElements)/cmd/1e6, cpu/float64(out.SourceElements)*1e9,
 			elems27B*cmd/float64(out.SourceElements))
 	default:
+		if m.written != nil {
+			bytes = m.written()
+		}
 		rate = fmt.Sprintf("%.2f GB/s", float64(bytes)/cmd/1e9)
 	}
 	walls := make([]string, len(cmds))
