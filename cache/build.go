@@ -174,6 +174,7 @@ type builder struct {
 	guard   *ckpt.FiniteGuard
 	// winBudget is the memory left for the sinks' write windows.
 	winBudget atomic.Int64
+	winPool   bufPool
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
@@ -278,7 +279,7 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		s.rec = c.rec
 		s.noSync = b.opt.NoSync
-		s.budget = &b.winBudget
+		s.budget, s.pool = &b.winBudget, &b.winPool
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)

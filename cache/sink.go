@@ -100,6 +100,7 @@ type sink struct {
 	// budget: the builder's memory left for windows.
 	wins   map[stageKey]*window
 	budget *atomic.Int64
+	pool   *bufPool
 	// windowed: every block row reaches the sink through putFP8 (every
 	// use is direct), so windows fill up; otherwise putFP8 writes its
 	// tiles as they come.
@@ -274,15 +275,29 @@ func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (
 		if s.dt != tile.BFLOAT16 {
 			return s.putWidened(w, sh, b0, n, src, stride, col)
 		}
-		w.out = growB(w.out, n*s.cols*2)
-		for r := 0; r < n; r++ {
-			o := w.out[r*s.cols*2 : (r+1)*s.cols*2]
-			for i, h := range src[r*stride+col : r*stride+col+s.cols] {
-				binary.LittleEndian.PutUint16(o[2*i:], h)
+		off := s.base[sh] + int64(b0)*int64(s.cols*2)
+		switch {
+		case littleEndian && col == 0 && s.cols == stride:
+			// The rows are the file's bytes as they are.
+			if err := s.writeAt(u16Bytes(src[:n*stride]), off); err != nil {
+				return false, err
 			}
-		}
-		if err := s.writeAt(w.out, s.base[sh]+int64(b0)*int64(s.cols*2)); err != nil {
-			return false, err
+		default:
+			w.out = growB(w.out, n*s.cols*2)
+			for r := 0; r < n; r++ {
+				o := w.out[r*s.cols*2 : (r+1)*s.cols*2]
+				row := src[r*stride+col : r*stride+col+s.cols]
+				if littleEndian {
+					copy(o, u16Bytes(row))
+					continue
+				}
+				for i, h := range row {
+					binary.LittleEndian.PutUint16(o[2*i:], h)
+				}
+			}
+			if err := s.writeAt(w.out, off); err != nil {
+				return false, err
+			}
 		}
 		return s.done(int64(n) * int64(s.cols)), nil
 	case kindWhole:
@@ -307,12 +322,13 @@ func (s *sink) put16(w *scratch, sh, b0, n int, src []uint16, stride, col int) (
 //
 // The rows are the tile columns [b0/32, (b0+n)/32) of every tile row.
 // Each tile is encoded straight from the codes into the write window that
-// holds its tile column (sink.window), which is written once all its
-// tiles are in: one pwrite per tile row of the window, even when the
-// window's tile columns come from several sources (a tile-interleaved
-// [gate|up] gets one tile column from each source in turn). Tiles of a
-// window that got no memory (the builder's window budget was spent) are
-// written a tile row at a time, directly.
+// holds its tile column (sink.window); a window's tile row is written
+// (one pwrite of 32 or more tiles) as soon as all its tiles are in, while
+// they are still in the CPU's caches, even when they come from several
+// sources (a tile-interleaved [gate|up] gets one tile column from each
+// source in turn, and the sources advance together). Tiles of a window
+// that got no memory (the builder's window budget was spent) are written
+// a tile row at a time, directly.
 func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, v *ckpt.Values, srcRow int64) (bool, error) {
 	if n <= 0 {
 		return false, nil
@@ -322,13 +338,14 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 	h := s.cols
 	ntc := (s.rows + d - 1) / d
 	ntr := (h + d - 1) / d
+	wc := s.winCols(ntr, ntc)
 	u0 := b0 / d
 	nt := (n + d - 1) / d
 	// The window of each of the nt tile columns.
 	w.wins = w.wins[:0]
 	for c := 0; c < nt; c++ {
-		if c == 0 || (u0+c)%s.winCols(ntr, ntc) == 0 {
-			w.wins = append(w.wins, s.window(sh, (u0+c)/s.winCols(ntr, ntc), ntr, ntc, tb))
+		if c == 0 || (u0+c)%wc == 0 {
+			w.wins = append(w.wins, s.window(sh, (u0+c)/wc, ntr, ntc, tb))
 		} else {
 			w.wins = append(w.wins, w.wins[c-1])
 		}
@@ -356,23 +373,28 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 				tile.EncodeFP8TransposedPartial(s.dt, dst, src, stride, rows, cols, sc)
 			}
 		}
-		// Runs of tile columns whose window has no memory: written now.
+		// Count row t's tiles into their windows: a window row now
+		// complete is written; runs of tiles without a window, too.
 		for c := 0; c < nt; {
-			if w.wins[c].buf != nil {
-				c++
-				continue
-			}
+			win := w.wins[c]
 			e := c + 1
-			for e < nt && w.wins[e].buf == nil {
+			for e < nt && w.wins[e] == win {
 				e++
 			}
-			if err := s.writeAt(chunk[c*tb:e*tb], s.base[sh]+int64(t*ntc+u0+c)*int64(tb)); err != nil {
-				return false, err
+			if win.buf == nil {
+				if err := s.writeAt(chunk[c*tb:e*tb], s.base[sh]+int64(t*ntc+u0+c)*int64(tb)); err != nil {
+					return false, err
+				}
+			} else if win.rows[t].Add(-int32(e-c)) == 0 {
+				row := win.width * tb
+				if err := s.writeAt(win.buf[t*row:(t+1)*row], s.base[sh]+int64(t*ntc+win.w0)*int64(tb)); err != nil {
+					return false, err
+				}
 			}
 			c = e
 		}
 	}
-	// Count the tiles in; a window complete with this call is written.
+	// A window whose every tile is in is done.
 	for c := 0; c < nt; {
 		win := w.wins[c]
 		e := c + 1
@@ -380,9 +402,7 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 			e++
 		}
 		if win.left.Add(-int64((e-c)*ntr)) == 0 {
-			if err := s.flushWindow(sh, win, ntr, ntc, tb); err != nil {
-				return false, err
-			}
+			s.closeWindow(sh, win, wc)
 		}
 		c = e
 	}
@@ -391,19 +411,21 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 
 // window holds the encoded tiles of tile columns [w0, w0+width) of one
 // shard of a transposed target, every tile row (tile row t at buf[t*width*
-// tileBytes:]), until all have arrived. buf is nil for a window that got no
-// memory: its tiles are written as they come.
+// tileBytes:]); rows[t] counts the tiles of row t still to come, left all
+// of them. buf is nil for a window that got no memory: its tiles are
+// written as they come.
 type window struct {
 	buf       []byte
 	w0, width int
-	left      atomic.Int64 // tiles not yet encoded
+	rows      []atomic.Int32
+	left      atomic.Int64
 }
 
 // winTarget is the size a write window aims at (its tile rows of winCols
 // tiles each), and winMinCols the fewest tile columns one has: a
 // window's pwrites are then at least 32 tiles (18-35 KB) long.
 const (
-	winTarget  = 8 << 20
+	winTarget  = 4 << 20
 	winMinCols = 32
 )
 
@@ -424,11 +446,15 @@ func (s *sink) window(sh, wi, ntr, ntc, tb int) *window {
 	wc := s.winCols(ntr, ntc)
 	win := &window{w0: wi * wc, width: min(wc, ntc-wi*wc)}
 	win.left.Store(int64(ntr * win.width))
-	size := int64(ntr * win.width * tb)
-	if s.windowed && s.budget.Add(-size) >= 0 {
-		win.buf = make([]byte, size)
+	size := ntr * win.width * tb
+	if s.windowed && s.budget.Add(-int64(size)) >= 0 {
+		win.buf = s.pool.get(size)
+		win.rows = make([]atomic.Int32, ntr)
+		for t := range win.rows {
+			win.rows[t].Store(int32(win.width))
+		}
 	} else if s.windowed {
-		s.budget.Add(size)
+		s.budget.Add(int64(size))
 	}
 	if s.wins == nil {
 		s.wins = map[stageKey]*window{}
@@ -437,26 +463,46 @@ func (s *sink) window(sh, wi, ntr, ntc, tb int) *window {
 	return win
 }
 
-// flushWindow writes a complete window (one pwrite per tile row, or one
-// for all when the window spans the whole width) and forgets it.
-func (s *sink) flushWindow(sh int, win *window, ntr, ntc, tb int) error {
+// closeWindow forgets a window whose rows are all written and returns its
+// memory.
+func (s *sink) closeWindow(sh int, win *window, wc int) {
 	s.mu.Lock()
-	delete(s.wins, stageKey{sh, win.w0 / s.winCols(ntr, ntc)})
+	delete(s.wins, stageKey{sh, win.w0 / wc})
 	s.mu.Unlock()
-	if win.buf == nil {
-		return nil
+	if win.buf != nil {
+		s.budget.Add(int64(len(win.buf)))
+		s.pool.put(win.buf)
 	}
-	defer s.budget.Add(int64(len(win.buf)))
-	if win.width == ntc {
-		return s.writeAt(win.buf, s.base[sh])
-	}
-	row := win.width * tb
-	for t := 0; t < ntr; t++ {
-		if err := s.writeAt(win.buf[t*row:(t+1)*row], s.base[sh]+int64(t*ntc+win.w0)*int64(tb)); err != nil {
-			return err
+}
+
+// bufPool recycles window buffers (every byte of one is written before it
+// is read, so a recycled buffer needs no clearing).
+type bufPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+func (p *bufPool) get(n int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.free {
+		if cap(b) >= n {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			return b[:n]
 		}
 	}
-	return nil
+	if len(p.free) > 0 {
+		// None fits: let one go, so that idle and live buffers stay
+		// within about the window budget.
+		p.free = p.free[1:]
+	}
+	return make([]byte, n)
+}
+
+func (p *bufPool) put(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.free = append(p.free, b)
 }
 
 // putWidened widens n rows of bfloat16 bits to float32 and puts them.
