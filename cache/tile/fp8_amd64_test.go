@@ -50,14 +50,6 @@ func checkFP8Kernel(t *testing.T, dt DType, r fp8Run, what string) int {
 	return k
 }
 
-// fp8NotNaN maps the two NaN codes to the largest finite ones.
-func fp8NotNaN(c byte) byte {
-	if c&0x7f == 0x7f {
-		return c - 1
-	}
-	return c
-}
-
 // fp8Ties counts, over the runs' tiles, products that are ties of the
 // bfloat16 rounding, codes that are ties of the code rounding (the value
 // scaled to code units ends in .5) and face rows whose largest code is

@@ -40,6 +40,14 @@ func fp8Weight(rng *rand.Rand, sd float64) byte {
 	return ckpt.EncodeE4M3(float32(rng.NormFloat64() * sd))
 }
 
+// fp8NotNaN maps the two NaN codes to the largest finite ones.
+func fp8NotNaN(c byte) byte {
+	if c&0x7f == 0x7f {
+		return c - 1
+	}
+	return c
+}
+
 // fp8LogUniformScale returns a scale log-uniform over [2^lo, 2^hi).
 func fp8LogUniformScale(rng *rand.Rand, lo, hi float64) float32 {
 	return float32(math.Exp2(lo + rng.Float64()*(hi-lo)))
