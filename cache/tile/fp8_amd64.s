@@ -3,7 +3,7 @@
 #include "textflag.h"
 
 // Transposed BFLOAT8_B / BFLOAT4_B tiles straight from F8_E4M3 codes
-// (fp8TilesAVX2; the Go side and the math are in fp8.go and fp8_amd64.go).
+// (fp8TilesAVX2; the Go side is in fp8.go and fp8_amd64.go).
 //
 // A tile is done in two halves: half h (0, 1) is source rows 16h..16h+15,
 // i.e. face h (source columns 0..15, the low 128-bit lane of a 32-byte row)
@@ -12,28 +12,36 @@
 // per-face-row quantities (the shared exponent) are per-lane vectors and
 // need no horizontal reduction:
 //
-//  1. M = bytewise max over the 16 rows of (code & 0x7f). A lane of M equal
-//     to 0x7f means a NaN code: stop. h(M) has the face row's largest
-//     exponent field e (|h| is non-decreasing in the magnitude bits).
+//  1. M = bytewise max over the 16 rows of m = code & 0x7f. A lane of M
+//     equal to 0x7f means a NaN code: stop. h(M) has the face row's largest
+//     exponent field e (|h| is non-decreasing in m for a positive scale).
 //  2. e < minTableExp (8) or e = 255: stop. Otherwise store the 32
-//     exponents and build, per dword lane, C = 0x7fff + (k-e)<<23 with
+//     exponents and build, per dword lane, S = s·2^104 · 2^(k-e) with
 //     k = 133 (BFLOAT8_B) or 129 (BFLOAT4_B).
-//  3. For each row: widen m = code & 0x7f to dwords m<<20, p = that float
-//     times s·2^120 (= e4m3(m)·s rounded once, as the tables do), then
-//     (p + C + bit16(p)) & 0xffff0000: p rounded to bfloat16 (ties to
-//     even) and scaled by 2^(k-e) in one integer add. VCVTPS2DQ rounds it
-//     to the nearest even integer: RNE(|h|·2^(k-e)), the code magnitude of
-//     bfpCode. Where the exponent would drop below 1 the add wraps into the
-//     sign bit and gives a negative value that the unsigned byte pack
-//     turns into 0, the right code for a value that small. The codes are
-//     packed back to bytes, clamped (127 or 7), given their sign where
-//     non-zero, and stored to the 512-byte scratch buffer.
+//  3. For each row: decode m to the float32 v = e4m3(m)·2^-104, a normal
+//     number for every code (DECODE), then p = v·S: the float32 product
+//     e4m3(m)·s, rounded once, times 2^(k-e) — scaling by a power of two
+//     commutes with rounding while the product is a normal number, and
+//     where the table's product is subnormal (below 2^-126) the code is 0
+//     either way, p being at most 2^(k-126-e) <= 1/2. bf16(p) is Veltkamp's
+//     split c - (c - p) with c = p·(2^16+1): p rounded to 8 significant
+//     bits, ties to even (checked for every float32 significand). VCVTPS2DQ
+//     rounds it to the nearest even integer: RNE(|h|·2^(k-e)), the code
+//     magnitude of bfpCode (at most 128). The codes are packed back to bytes
+//     with signed saturation (128 becomes 127), clamped to 7 for BFLOAT4_B,
+//     given their sign where non-zero, and stored to the 512-byte scratch
+//     buffer.
 //  4. The 16×16 bytes per lane are transposed (unpack ladder) so that each
 //     face row's 16 codes are contiguous (for BFLOAT4_B, rows 2t and 2t+1
 //     are first merged into nibbles and an 8×16 block is transposed).
+//
+// DECODE: m' = m + T[min(m, 8)] (VPSHUFB) puts every code's value, as
+// float32 bits m'<<20, at e4m3(m)·2^-104: T[8] = 128 adds 16 to the
+// exponent of the normal codes (m >= 8), T[1..7] place the subnormal codes
+// (m·2^-9) as normal floats, T[0] = 0 keeps zero. m' <= 254.
 
 // Constants: 32-byte vectors, then dwords for VPBROADCASTD.
-DATA fp8c<>+0(SB)/8, $0x7f7f7f7f7f7f7f7f   // 0x7f bytes: magnitude mask, BFLOAT8_B limit, "non-zero" adder
+DATA fp8c<>+0(SB)/8, $0x7f7f7f7f7f7f7f7f   // 0x7f bytes: magnitude mask, "non-zero" adder
 DATA fp8c<>+8(SB)/8, $0x7f7f7f7f7f7f7f7f
 DATA fp8c<>+16(SB)/8, $0x7f7f7f7f7f7f7f7f
 DATA fp8c<>+24(SB)/8, $0x7f7f7f7f7f7f7f7f
@@ -41,7 +49,7 @@ DATA fp8c<>+32(SB)/8, $0x8080808080808080  // 0x80 bytes: BFLOAT8_B sign bit
 DATA fp8c<>+40(SB)/8, $0x8080808080808080
 DATA fp8c<>+48(SB)/8, $0x8080808080808080
 DATA fp8c<>+56(SB)/8, $0x8080808080808080
-DATA fp8c<>+64(SB)/8, $0x0808080808080808  // 0x08 bytes: BFLOAT4_B sign bit, minTableExp
+DATA fp8c<>+64(SB)/8, $0x0808080808080808  // 0x08 bytes: BFLOAT4_B sign bit, minTableExp, T index limit
 DATA fp8c<>+72(SB)/8, $0x0808080808080808
 DATA fp8c<>+80(SB)/8, $0x0808080808080808
 DATA fp8c<>+88(SB)/8, $0x0808080808080808
@@ -53,76 +61,87 @@ DATA fp8c<>+128(SB)/8, $0xf6f6f6f6f6f6f6f6 // 246 = 254 - minTableExp bytes
 DATA fp8c<>+136(SB)/8, $0xf6f6f6f6f6f6f6f6
 DATA fp8c<>+144(SB)/8, $0xf6f6f6f6f6f6f6f6
 DATA fp8c<>+152(SB)/8, $0xf6f6f6f6f6f6f6f6
-DATA fp8c<>+160(SB)/4, $0x7b800000         // 2^120 (float32)
-DATA fp8c<>+164(SB)/4, $0x00000001         // bit 0
-DATA fp8c<>+168(SB)/4, $0xffff0000         // bfloat16 bits of a float32
-DATA fp8c<>+172(SB)/4, $0x00007fff         // rounding bias
-DATA fp8c<>+176(SB)/4, $0x42807fff         // 0x7fff + 133<<23 (BFLOAT8_B)
-DATA fp8c<>+180(SB)/4, $0x40807fff         // 0x7fff + 129<<23 (BFLOAT4_B)
-GLOBL fp8c<>(SB), RODATA|NOPTR, $184
+DATA fp8c<>+160(SB)/8, $0x7f7e7d7c79766f00 // T: 0 111 118 121 124 125 126 127
+DATA fp8c<>+168(SB)/8, $0x8080808080808080 //    128 ...
+DATA fp8c<>+176(SB)/8, $0x7f7e7d7c79766f00 // (both lanes: VPSHUFB looks up within a lane)
+DATA fp8c<>+184(SB)/8, $0x8080808080808080
+DATA fp8c<>+192(SB)/4, $0x73800000         // 2^104 (float32)
+DATA fp8c<>+196(SB)/4, $0x00000001         // bit 0
+DATA fp8c<>+200(SB)/4, $0x00007fff         // rounding bias
+DATA fp8c<>+204(SB)/4, $0x47800080         // 2^16+1 (float32)
+DATA fp8c<>+208(SB)/4, $0x82000000         // (133+127)<<23 mod 2^32 (BFLOAT8_B)
+DATA fp8c<>+212(SB)/4, $0x80000000         // (129+127)<<23 (BFLOAT4_B)
+GLOBL fp8c<>(SB), RODATA|NOPTR, $216
 
 // Registers held across a tile:
 //   DI dst of the tile, SI first code of the tile, R9 stride, R10 &scales[q],
 //   CX q, R11 n, R8 scratch buffer, BX BFLOAT4_B flag, R12 tile bytes,
 //   DX half (0, 1), R13 row pointer, AX exponent/face pointer or row offset
-//   Y15 zero, Y14 s·2^120 in every lane, Y13 dwords 1, Y12 dwords 0xffff0000,
-//   Y8-Y11 C of the byte groups 0-3, 4-7, 8-11, 12-15 of each lane.
+//   Y15 zero, Y14 s·2^104 in every lane, Y13 2^16+1 (float32), Y12 0x7f
+//   bytes, Y8-Y11 S of the byte groups 0-3, 4-7, 8-11, 12-15 of each lane.
 
-// WIDEN spreads the 32 magnitudes in src (bytes) into four vectors of
-// dwords m<<20 in the order of the unpacks: d0 holds bytes 0-3 of each lane,
-// d1 bytes 4-7, d2 bytes 8-11, d3 bytes 12-15 (VPACKSSDW d1,d0 / d3,d2 and
-// VPACKUSWB restore the byte order). Clobbers Y2, Y3.
+// DECODE turns the magnitudes m in y (bytes) into m' (see above); t is a
+// temporary.
+#define DECODE(y, t) \
+	VPMINUB fp8c<>+64(SB), y, t;   /* min(m, 8) */ \
+	VPSHUFB t, Y3, t;              /* T[min(m, 8)], Y3 = T */ \
+	VPADDB t, y, y
+
+// WIDEN spreads the 32 bytes m' in src into four vectors of dwords m'<<20
+// (float32 e4m3(m)·2^-104) in the order of the unpacks: d0 holds bytes 0-3
+// of each lane, d1 bytes 4-7, d2 bytes 8-11, d3 bytes 12-15 (VPACKSSDW
+// d1,d0 / d3,d2 and a byte pack restore the byte order). Clobbers Y2, Y3.
 #define WIDEN(src, d0, d1, d2, d3) \
-	VPUNPCKLBW Y15, src, Y2;       /* words m, bytes 0-7 */ \
-	VPUNPCKHBW Y15, src, Y3;       /* words m, bytes 8-15 */ \
+	VPUNPCKLBW Y15, src, Y2;       /* words m', bytes 0-7 */ \
+	VPUNPCKHBW Y15, src, Y3;       /* words m', bytes 8-15 */ \
 	VPSLLW $4, Y2, Y2;             \
 	VPSLLW $4, Y3, Y3;             \
-	VPUNPCKLWD Y2, Y15, d0;        /* dwords m<<20 */ \
+	VPUNPCKLWD Y2, Y15, d0;        /* dwords m'<<20 */ \
 	VPUNPCKHWD Y2, Y15, d1;        \
 	VPUNPCKLWD Y3, Y15, d2;        \
 	VPUNPCKHWD Y3, Y15, d3
 
-// CODE turns dwords m<<20 in d into code magnitudes RNE(|h|·2^(k-e)) as
-// int32 (negative where the value is far below 2^(e-k)), with c the C of
-// these lanes; t is a temporary.
-#define CODE(d, c, t) \
-	VMULPS Y14, d, d;              /* p = e4m3(m)·s, one rounding */ \
-	VPSRLD $16, d, t;              \
-	VPAND Y13, t, t;               /* bit 16 of p: ties to even */ \
-	VPADDD c, d, d;                /* + 0x7fff + (k-e)<<23 */ \
-	VPADDD t, d, d;                \
-	VPAND Y12, d, d;               /* bf16(p)·2^(k-e) */ \
+// CODE turns the floats v in d into code magnitudes RNE(bf16(v·S)) as
+// int32, with S the scales of these lanes; t is a temporary.
+#define CODE(d, S, t) \
+	VMULPS S, d, d;                /* p = e4m3(m)·s·2^(k-e), one rounding */ \
+	VMULPS Y13, d, t;              /* c = p·(2^16+1) */ \
+	VSUBPS d, t, d;                /* c - p */ \
+	VSUBPS d, t, d;                /* c - (c - p) = bf16(p) */ \
 	VCVTPS2DQ d, d
 
-// EXPF turns dwords m<<20 in d into the exponent field of h = bf16(p);
-// Y1 holds the rounding bias 0x7fff, t is a temporary.
+// EXPF turns the floats v in d into the exponent field of
+// h = bf16(v·s·2^104) (as the tables round it: the integer way, which is
+// right for subnormal products too); Y1 holds the rounding bias 0x7fff, Y0
+// dwords 1, t is a temporary.
 #define EXPF(d, t) \
 	VMULPS Y14, d, d;              \
 	VPSRLD $16, d, t;              \
-	VPAND Y13, t, t;               \
+	VPAND Y0, t, t;                \
 	VPADDD Y1, d, d;               \
 	VPADDD t, d, d;                \
 	VPSRLD $23, d, d
 
-// ROWQ computes the clamped code magnitudes of the row at R13 into Y4
-// (bytes in source column order); the raw codes stay in Y0.
-#define ROWQ(limit) \
+// ROWQ computes the code magnitudes of the row at R13 into Y4 (bytes in
+// source column order, at most 127); the raw codes stay in Y0.
+#define ROWQ \
 	VMOVDQU (R13), Y0;             \
-	VPAND fp8c<>+0(SB), Y0, Y1;    /* m = code & 0x7f */ \
+	VMOVDQU fp8c<>+160(SB), Y3;    /* T */ \
+	VPAND Y12, Y0, Y1;             /* m = code & 0x7f */ \
+	DECODE(Y1, Y2);                \
 	WIDEN(Y1, Y4, Y5, Y6, Y7);     \
 	CODE(Y4, Y8, Y1);              \
 	CODE(Y5, Y9, Y2);              \
 	CODE(Y6, Y10, Y3);             \
 	CODE(Y7, Y11, Y1);             \
-	VPACKSSDW Y5, Y4, Y4;          /* words, negatives kept */ \
+	VPACKSSDW Y5, Y4, Y4;          \
 	VPACKSSDW Y7, Y6, Y6;          \
-	VPACKUSWB Y6, Y4, Y4;          /* bytes, negatives to 0 (max 128) */ \
-	VPMINUB limit, Y4, Y4          /* clamp */
+	VPACKSSWB Y6, Y4, Y4           /* bytes, 128 saturated to 127 */
 
-// MAXROW folds the magnitudes of the row at R13 into Y0 (Y7: 0x7f bytes)
+// MAXROW folds the magnitudes of the row at R13 into Y0
 // and steps to the next row.
 #define MAXROW \
-	VPAND (R13), Y7, Y1;           \
+	VPAND (R13), Y12, Y1;          \
 	VPMAXUB Y1, Y0, Y0;            \
 	ADDQ R9, R13
 
@@ -189,16 +208,16 @@ TEXT ·fp8TilesAVX2(SB), NOSPLIT, $0-64
 	MOVQ $576, R12                 // BFP4TileBytes
 consts:
 	VPXOR Y15, Y15, Y15
-	VPBROADCASTD fp8c<>+164(SB), Y13
-	VPBROADCASTD fp8c<>+168(SB), Y12
+	VBROADCASTSS fp8c<>+204(SB), Y13
+	VMOVDQU fp8c<>+0(SB), Y12
 	XORQ CX, CX
 	CMPQ CX, R11
 	JAE done
 
 tile:
 	VBROADCASTSS (R10), Y14
-	VBROADCASTSS fp8c<>+160(SB), Y1
-	VMULPS Y1, Y14, Y14            // s·2^120, exact for 0 < s < 256
+	VBROADCASTSS fp8c<>+192(SB), Y1
+	VMULPS Y1, Y14, Y14            // s·2^104, exact for 0 < s < 256
 	XORQ DX, DX
 
 half:
@@ -209,25 +228,27 @@ half:
 	ADDQ SI, R13
 
 	// 1. Largest magnitude of each face row; NaN check.
-	VMOVDQU fp8c<>+0(SB), Y7
 	VPXOR Y0, Y0, Y0
 	MAXROW; MAXROW; MAXROW; MAXROW
 	MAXROW; MAXROW; MAXROW; MAXROW
 	MAXROW; MAXROW; MAXROW; MAXROW
 	MAXROW; MAXROW; MAXROW; MAXROW
-	VPCMPEQB Y7, Y0, Y1            // magnitude 0x7f: a NaN code
+	VPCMPEQB Y12, Y0, Y1           // magnitude 0x7f: a NaN code
 	VPMOVMSKB Y1, AX
 	TESTL AX, AX
 	JNZ stop
 
 	// 2. Shared exponents e = exponent field of h(M).
+	VMOVDQU fp8c<>+160(SB), Y3
+	DECODE(Y0, Y1)
 	WIDEN(Y0, Y4, Y5, Y6, Y7)
-	VPBROADCASTD fp8c<>+172(SB), Y1
+	VPBROADCASTD fp8c<>+196(SB), Y0
+	VPBROADCASTD fp8c<>+200(SB), Y1
 	EXPF(Y4, Y2)
 	EXPF(Y5, Y3)
 	EXPF(Y6, Y2)
 	EXPF(Y7, Y3)
-	VPACKSSDW Y5, Y4, Y0           // keep Y4-Y7 (dwords) for C
+	VPACKSSDW Y5, Y4, Y0           // keep Y4-Y7 (dwords) for S
 	VPACKSSDW Y7, Y6, Y1
 	VPACKUSWB Y1, Y0, Y0           // Y0: e of face row i in byte i (per lane)
 	VPSUBB fp8c<>+64(SB), Y0, Y1   // e - 8: in [0, 246] iff 8 <= e <= 254
@@ -241,19 +262,23 @@ half:
 	ADDQ DI, AX                    // AX = exponents of face h
 	VMOVDQU X0, 0(AX)
 	VEXTRACTI128 $1, Y0, 32(AX)    // face h+2
-	VPBROADCASTD fp8c<>+176(SB), Y1
+	VPBROADCASTD fp8c<>+208(SB), Y1
 	TESTQ BX, BX
-	JZ cvec
-	VPBROADCASTD fp8c<>+180(SB), Y1
-cvec:
+	JZ svec
+	VPBROADCASTD fp8c<>+212(SB), Y1
+svec:
 	VPSLLD $23, Y4, Y4
-	VPSUBD Y4, Y1, Y8              // C = 0x7fff + (k-e)<<23
+	VPSUBD Y4, Y1, Y4              // 2^(k-e): (k+127-e)<<23, 6 <= k+127-e <= 252
+	VMULPS Y14, Y4, Y8             // S = s·2^104·2^(k-e), exact (a normal number)
 	VPSLLD $23, Y5, Y5
-	VPSUBD Y5, Y1, Y9
+	VPSUBD Y5, Y1, Y5
+	VMULPS Y14, Y5, Y9
 	VPSLLD $23, Y6, Y6
-	VPSUBD Y6, Y1, Y10
+	VPSUBD Y6, Y1, Y6
+	VMULPS Y14, Y6, Y10
 	VPSLLD $23, Y7, Y7
-	VPSUBD Y7, Y1, Y11
+	VPSUBD Y7, Y1, Y7
+	VMULPS Y14, Y7, Y11
 
 	// 3. Codes of the 16 rows into the scratch buffer (AX: byte offset).
 	MOVQ R9, R13
@@ -265,8 +290,8 @@ cvec:
 	JNZ rows4
 
 rows8:
-	ROWQ(fp8c<>+0(SB))             // clamp to 127
-	VPADDB fp8c<>+0(SB), Y4, Y1    // bit 7 set iff the code is not zero
+	ROWQ
+	VPADDB Y12, Y4, Y1             // bit 7 set iff the code is not zero
 	VPAND Y0, Y1, Y1               // and the source is negative
 	VPAND fp8c<>+32(SB), Y1, Y1
 	VPOR Y1, Y4, Y4
@@ -285,8 +310,9 @@ rows8:
 	JMP nexthalf
 
 rows4:
-	ROWQ(fp8c<>+96(SB))            // clamp to 7
-	VPADDB fp8c<>+0(SB), Y4, Y1    // bit 7 set iff the code is not zero
+	ROWQ
+	VPMINUB fp8c<>+96(SB), Y4, Y4  // clamp to 7
+	VPADDB Y12, Y4, Y1             // bit 7 set iff the code is not zero
 	VPAND Y0, Y1, Y1               // and the source is negative
 	VPSRLW $4, Y1, Y1              // bit 7 to bit 3 (within each byte)
 	VPAND fp8c<>+64(SB), Y1, Y1
