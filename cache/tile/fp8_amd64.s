@@ -65,13 +65,17 @@ DATA fp8c<>+160(SB)/8, $0x7f7e7d7c79766f00 // T: 0 111 118 121 124 125 126 127
 DATA fp8c<>+168(SB)/8, $0x8080808080808080 //    128 ...
 DATA fp8c<>+176(SB)/8, $0x7f7e7d7c79766f00 // (both lanes: VPSHUFB looks up within a lane)
 DATA fp8c<>+184(SB)/8, $0x8080808080808080
-DATA fp8c<>+192(SB)/4, $0x73800000         // 2^104 (float32)
-DATA fp8c<>+196(SB)/4, $0x00000001         // bit 0
-DATA fp8c<>+200(SB)/4, $0x00007fff         // rounding bias
-DATA fp8c<>+204(SB)/4, $0x47800080         // 2^16+1 (float32)
-DATA fp8c<>+208(SB)/4, $0x82000000         // (133+127)<<23 mod 2^32 (BFLOAT8_B)
-DATA fp8c<>+212(SB)/4, $0x80000000         // (129+127)<<23 (BFLOAT4_B)
-GLOBL fp8c<>(SB), RODATA|NOPTR, $216
+DATA fp8c<>+192(SB)/8, $0x4780000047800000 // 2^16 (float32)
+DATA fp8c<>+200(SB)/8, $0x4780000047800000
+DATA fp8c<>+208(SB)/8, $0x4780000047800000
+DATA fp8c<>+216(SB)/8, $0x4780000047800000
+DATA fp8c<>+224(SB)/4, $0x73800000         // 2^104 (float32)
+DATA fp8c<>+228(SB)/4, $0x00000001         // bit 0
+DATA fp8c<>+232(SB)/4, $0x00007fff         // rounding bias
+DATA fp8c<>+236(SB)/4, $0x47800080         // 2^16+1 (float32)
+DATA fp8c<>+240(SB)/4, $0x82000000         // (133+127)<<23 mod 2^32 (BFLOAT8_B)
+DATA fp8c<>+244(SB)/4, $0x80000000         // (129+127)<<23 (BFLOAT4_B)
+GLOBL fp8c<>(SB), RODATA|NOPTR, $248
 
 // Registers held across a tile:
 //   DI dst of the tile, SI first code of the tile, R9 stride, R10 &scales[q],
@@ -106,9 +110,8 @@ GLOBL fp8c<>(SB), RODATA|NOPTR, $216
 #define CODE(d, S, t) \
 	VMULPS S, d, d;                /* p = e4m3(m)·s·2^(k-e), one rounding */ \
 	VMULPS Y13, d, t;              /* c = p·(2^16+1) */ \
-	VSUBPS d, t, d;                /* c - p */ \
-	VSUBPS d, t, d;                /* c - (c - p) = bf16(p) */ \
-	VCVTPS2DQ d, d
+	VFNMADD231PS fp8c<>+192(SB), d, t; /* c - p·2^16 = bf16(p) */ \
+	VCVTPS2DQ t, d
 
 // EXPF turns the floats v in d into the exponent field of
 // h = bf16(v·s·2^104) (as the tables round it: the integer way, which is
@@ -208,7 +211,7 @@ TEXT ·fp8TilesAVX2(SB), NOSPLIT, $0-64
 	MOVQ $576, R12                 // BFP4TileBytes
 consts:
 	VPXOR Y15, Y15, Y15
-	VBROADCASTSS fp8c<>+204(SB), Y13
+	VBROADCASTSS fp8c<>+236(SB), Y13
 	VMOVDQU fp8c<>+0(SB), Y12
 	XORQ CX, CX
 	CMPQ CX, R11
@@ -216,7 +219,7 @@ consts:
 
 tile:
 	VBROADCASTSS (R10), Y14
-	VBROADCASTSS fp8c<>+192(SB), Y1
+	VBROADCASTSS fp8c<>+224(SB), Y1
 	VMULPS Y1, Y14, Y14            // s·2^104, exact for 0 < s < 256
 	XORQ DX, DX
 
@@ -242,8 +245,8 @@ half:
 	VMOVDQU fp8c<>+160(SB), Y3
 	DECODE(Y0, Y1)
 	WIDEN(Y0, Y4, Y5, Y6, Y7)
-	VPBROADCASTD fp8c<>+196(SB), Y0
-	VPBROADCASTD fp8c<>+200(SB), Y1
+	VPBROADCASTD fp8c<>+228(SB), Y0
+	VPBROADCASTD fp8c<>+232(SB), Y1
 	EXPF(Y4, Y2)
 	EXPF(Y5, Y3)
 	EXPF(Y6, Y2)
@@ -262,10 +265,10 @@ half:
 	ADDQ DI, AX                    // AX = exponents of face h
 	VMOVDQU X0, 0(AX)
 	VEXTRACTI128 $1, Y0, 32(AX)    // face h+2
-	VPBROADCASTD fp8c<>+208(SB), Y1
+	VPBROADCASTD fp8c<>+240(SB), Y1
 	TESTQ BX, BX
 	JZ svec
-	VPBROADCASTD fp8c<>+212(SB), Y1
+	VPBROADCASTD fp8c<>+244(SB), Y1
 svec:
 	VPSLLD $23, Y4, Y4
 	VPSUBD Y4, Y1, Y4              // 2^(k-e): (k+127-e)<<23, 6 <= k+127-e <= 252
