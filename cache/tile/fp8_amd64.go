@@ -13,8 +13,12 @@ package tile
 //go:noescape
 func fp8TilesAVX2(dst *byte, src *byte, stride uintptr, scales *float32, n uintptr, buf *[512]byte, bfp4 bool) uintptr
 
-// fp8AVX2 reports whether fp8TilesAVX2 runs on this CPU.
-var fp8AVX2 = hasAVX2()
+// hasFMA reports whether the CPU has FMA3 (the OS support for the YMM
+// state is hasAVX2's check).
+func hasFMA() bool
+
+// fp8AVX2 reports whether fp8TilesAVX2 runs on this CPU (AVX2 and FMA).
+var fp8AVX2 = hasAVX2() && hasFMA()
 
 // fp8TilesKernel encodes tiles [0, k) of EncodeFP8Transposed's run (every
 // scale valid) and returns k: the run's length, or the first tile the

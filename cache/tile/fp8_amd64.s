@@ -20,17 +20,23 @@
 //     k = 133 (BFLOAT8_B) or 129 (BFLOAT4_B).
 //  3. For each row: decode m to the float32 v = e4m3(m)·2^-104, a normal
 //     number for every code (DECODE), then p = v·S: the float32 product
-//     e4m3(m)·s, rounded once, times 2^(k-e) — scaling by a power of two
-//     commutes with rounding while the product is a normal number, and
-//     where the table's product is subnormal (below 2^-126) the code is 0
-//     either way, p being at most 2^(k-126-e) <= 1/2. bf16(p) is Veltkamp's
-//     split c - (c - p) with c = p·(2^16+1): p rounded to 8 significant
-//     bits, ties to even (checked for every float32 significand). VCVTPS2DQ
-//     rounds it to the nearest even integer: RNE(|h|·2^(k-e)), the code
-//     magnitude of bfpCode (at most 128). The codes are packed back to bytes
-//     with signed saturation (128 becomes 127), clamped to 7 for BFLOAT4_B,
-//     given their sign where non-zero, and stored to the 512-byte scratch
-//     buffer.
+//     e4m3(m)·s, rounded once, times 2^(k-e). Scaling by a power of two
+//     commutes with rounding while the product is a normal number; where
+//     the table's product is subnormal (below 2^-126) the code is 0 either
+//     way, p being at most 2^(k-126-e) <= 1/2. (S is a normal number too:
+//     e fixes s·e4m3(M) to within a factor 2 of 2^(e-127), so S lies
+//     between about 2^100 and 2^120.) Then c = p·(2^16+1) and
+//     h = c - p·2^16 (one FMA, exact): p rounded to bfloat16, ties to even,
+//     except that a p that rounds up to a power of two 2^(x+1) gives the
+//     bfloat16 below it, 2^(x+1)·(1-2^-8) (TestBF16ByFMA checks both for
+//     every float32 significand). That changes no code: in code units the
+//     two are 2^j and 2^j - 2^(j-8) with j <= 7 (BFLOAT8_B) or 3
+//     (BFLOAT4_B), which round to the same integer (128 and 127.5 both to
+//     128, then clamped; 1/2 and less both to 0). VCVTPS2DQ rounds h to the
+//     nearest even integer: RNE(|h|·2^(k-e)), the code magnitude of bfpCode
+//     (at most 128). The codes are packed back to bytes with signed
+//     saturation (128 becomes 127), clamped to 7 for BFLOAT4_B, given their
+//     sign where non-zero, and stored to the 512-byte scratch buffer.
 //  4. The 16×16 bytes per lane are transposed (unpack ladder) so that each
 //     face row's 16 codes are contiguous (for BFLOAT4_B, rows 2t and 2t+1
 //     are first merged into nibbles and an 8×16 block is transposed).
@@ -141,8 +147,27 @@ GLOBL fp8c<>(SB), RODATA|NOPTR, $248
 	VPACKSSDW Y7, Y6, Y6;          \
 	VPACKSSWB Y6, Y4, Y4           /* bytes, 128 saturated to 127 */
 
-// MAXROW folds the magnitudes of the row at R13 into Y0
-// and steps to the next row.
+// SIGN8 clamps nothing (the byte pack did) and sets bit 7 of the
+// BFLOAT8_B codes in Y4 where the code is not zero and the source code in
+// Y0 is negative.
+#define SIGN8 \
+	VPADDB Y12, Y4, Y1;            /* bit 7 set iff the code is not zero */ \
+	VPAND Y0, Y1, Y1;              /* and the source is negative */ \
+	VPAND fp8c<>+32(SB), Y1, Y1;   \
+	VPOR Y1, Y4, Y4
+
+// SIGN4 clamps the BFLOAT4_B codes in Y4 to 7 and sets their bit 3 where
+// the code is not zero and the source code in Y0 is negative.
+#define SIGN4 \
+	VPMINUB fp8c<>+96(SB), Y4, Y4; \
+	VPADDB Y12, Y4, Y1;            /* bit 7 set iff the code is not zero */ \
+	VPAND Y0, Y1, Y1;              /* and the source is negative */ \
+	VPSRLW $4, Y1, Y1;             /* bit 7 to bit 3 (within each byte) */ \
+	VPAND fp8c<>+64(SB), Y1, Y1;   \
+	VPOR Y1, Y4, Y4
+
+// MAXROW folds the magnitudes of the row at R13 into Y0 and steps to the
+// next row.
 #define MAXROW \
 	VPAND (R13), Y12, Y1;          \
 	VPMAXUB Y1, Y0, Y0;            \
@@ -294,13 +319,14 @@ svec:
 
 rows8:
 	ROWQ
-	VPADDB Y12, Y4, Y1             // bit 7 set iff the code is not zero
-	VPAND Y0, Y1, Y1               // and the source is negative
-	VPAND fp8c<>+32(SB), Y1, Y1
-	VPOR Y1, Y4, Y4
+	SIGN8
 	VMOVDQU Y4, (R8)(AX*1)
 	ADDQ R9, R13
-	ADDQ $32, AX
+	ROWQ
+	SIGN8
+	VMOVDQU Y4, 32(R8)(AX*1)
+	ADDQ R9, R13
+	ADDQ $64, AX
 	CMPQ AX, $512
 	JB rows8
 
@@ -314,15 +340,14 @@ rows8:
 
 rows4:
 	ROWQ
-	VPMINUB fp8c<>+96(SB), Y4, Y4  // clamp to 7
-	VPADDB Y12, Y4, Y1             // bit 7 set iff the code is not zero
-	VPAND Y0, Y1, Y1               // and the source is negative
-	VPSRLW $4, Y1, Y1              // bit 7 to bit 3 (within each byte)
-	VPAND fp8c<>+64(SB), Y1, Y1
-	VPOR Y1, Y4, Y4
+	SIGN4
 	VMOVDQU Y4, (R8)(AX*1)
 	ADDQ R9, R13
-	ADDQ $32, AX
+	ROWQ
+	SIGN4
+	VMOVDQU Y4, 32(R8)(AX*1)
+	ADDQ R9, R13
+	ADDQ $64, AX
 	CMPQ AX, $512
 	JB rows4
 
@@ -387,4 +412,14 @@ done:
 stop:
 	VZEROUPPER
 	MOVQ CX, ret+56(FP)
+	RET
+
+// func hasFMA() bool
+TEXT ·hasFMA(SB), NOSPLIT, $0-1
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	SHRL $12, CX // FMA
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
 	RET

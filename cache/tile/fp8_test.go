@@ -88,3 +88,25 @@ func TestEncodeFP8Transposed(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16ByFMA checks the rounding the FP8 kernel uses (fp8_amd64.s): for
+// a float32 p, c = p·(2^16+1) rounded, c - p·2^16 (computed exactly, as an
+// FMA does) is p rounded to bfloat16 with ties to even — except where that
+// rounding goes up to a power of two, where it is the bfloat16 just below.
+// Every significand of a few binades (the identity does not depend on the
+// binade while c stays finite and normal).
+func TestBF16ByFMA(t *testing.T) {
+	t.Parallel()
+	for _, x := range []uint32{1, 120, 127, 133, 200} {
+		for f := uint32(0); f < 1<<23; f++ {
+			u := x<<23 | f
+			p := math.Float32frombits(u)
+			c := p * (1<<16 + 1)
+			h := math.Float32bits(float32(math.FMA(float64(p), -(1 << 16), float64(c))))
+			w := uint32(ckpt.F32ToBF16TT(p)) << 16
+			if h != w && (w&0x7fffff != 0 || h != w-0x10000) {
+				t.Fatalf("p = %#08x: c - p·2^16 = %#08x, bfloat16 %#08x", u, h, w)
+			}
+		}
+	}
+}
