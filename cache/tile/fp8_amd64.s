@@ -166,6 +166,18 @@ GLOBL fp8c<>(SB), RODATA|NOPTR, $248
 	VPAND fp8c<>+64(SB), Y1, Y1;   \
 	VPOR Y1, Y4, Y4
 
+// ROWS2 encodes the rows at R13 and R13+R9 into the scratch buffer at
+// AX and AX+32 (sign: SIGN8 or SIGN4) and steps R13 two rows on.
+#define ROWS2(sign) \
+	ROWQ;                          \
+	sign;                          \
+	VMOVDQU Y4, (R8)(AX*1);        \
+	ADDQ R9, R13;                  \
+	ROWQ;                          \
+	sign;                          \
+	VMOVDQU Y4, 32(R8)(AX*1);      \
+	ADDQ R9, R13
+
 // MAXROW folds the magnitudes of the row at R13 into Y0 and steps to the
 // next row.
 #define MAXROW \
@@ -213,6 +225,21 @@ GLOBL fp8c<>(SB), RODATA|NOPTR, $248
 	VPUNPCKHQDQ Y6, Y4, Y11;  STORE8(Y11, X11, off+80); \
 	VPUNPCKLQDQ Y5, Y1, Y3;   STORE8(Y3, X3, off+96);  \
 	VPUNPCKHQDQ Y5, Y1, Y7;   STORE8(Y7, X7, off+112)
+
+// TRANS4 finishes the BFLOAT4_B transpose of 8 face rows of each lane,
+// given words (P0,P1), (P2,P3), (P4,P5), (P6,P7) of those rows in a, b, c,
+// d: dwords P0-P3 and P4-P7 of the first 4 rows go to lo1 and lo2, of the
+// last 4 to a and c; the face rows (8 bytes P0-P7 each), two per 16 bytes,
+// are stored at AX+off, +16, +32, +48 (STORE4) through Y9 and Y11.
+#define TRANS4(a, b, c, d, lo1, lo2, off) \
+	VPUNPCKLWD b, a, lo1;          \
+	VPUNPCKHWD b, a, a;            \
+	VPUNPCKLWD d, c, lo2;          \
+	VPUNPCKHWD d, c, c;            \
+	VPUNPCKLDQ lo2, lo1, Y9;  STORE4(Y9, X9, off+0);   /* rows 0, 1 */ \
+	VPUNPCKHDQ lo2, lo1, Y11; STORE4(Y11, X11, off+16); /* rows 2, 3 */ \
+	VPUNPCKLDQ c, a, Y9;      STORE4(Y9, X9, off+32);  /* rows 4, 5 */ \
+	VPUNPCKHDQ c, a, Y11;     STORE4(Y11, X11, off+48)  /* rows 6, 7 */
 
 // PAIR4 merges scratch rows 2t (low nibbles) and 2t+1 (high nibbles) into
 // y; a and b are their byte offsets.
@@ -318,14 +345,7 @@ svec:
 	JNZ rows4
 
 rows8:
-	ROWQ
-	SIGN8
-	VMOVDQU Y4, (R8)(AX*1)
-	ADDQ R9, R13
-	ROWQ
-	SIGN8
-	VMOVDQU Y4, 32(R8)(AX*1)
-	ADDQ R9, R13
+	ROWS2(SIGN8)
 	ADDQ $64, AX
 	CMPQ AX, $512
 	JB rows8
@@ -339,14 +359,7 @@ rows8:
 	JMP nexthalf
 
 rows4:
-	ROWQ
-	SIGN4
-	VMOVDQU Y4, (R8)(AX*1)
-	ADDQ R9, R13
-	ROWQ
-	SIGN4
-	VMOVDQU Y4, 32(R8)(AX*1)
-	ADDQ R9, R13
+	ROWS2(SIGN4)
 	ADDQ $64, AX
 	CMPQ AX, $512
 	JB rows4
@@ -372,30 +385,8 @@ rows4:
 	VPUNPCKHBW Y5, Y4, Y5
 	VPUNPCKLBW Y7, Y6, Y11         // (P6,P7)
 	VPUNPCKHBW Y7, Y6, Y7
-	VPUNPCKLWD Y9, Y8, Y0          // rows 0-3: P0-P3
-	VPUNPCKHWD Y9, Y8, Y8          // rows 4-7: P0-P3
-	VPUNPCKLWD Y11, Y10, Y2        // rows 0-3: P4-P7
-	VPUNPCKHWD Y11, Y10, Y10       // rows 4-7: P4-P7
-	VPUNPCKLDQ Y2, Y0, Y9
-	STORE4(Y9, X9, 0)              // rows 0, 1
-	VPUNPCKHDQ Y2, Y0, Y11
-	STORE4(Y11, X11, 16)           // rows 2, 3
-	VPUNPCKLDQ Y10, Y8, Y9
-	STORE4(Y9, X9, 32)             // rows 4, 5
-	VPUNPCKHDQ Y10, Y8, Y11
-	STORE4(Y11, X11, 48)           // rows 6, 7
-	VPUNPCKLWD Y3, Y1, Y4          // rows 8-11: P0-P3
-	VPUNPCKHWD Y3, Y1, Y1          // rows 12-15: P0-P3
-	VPUNPCKLWD Y7, Y5, Y6          // rows 8-11: P4-P7
-	VPUNPCKHWD Y7, Y5, Y5          // rows 12-15: P4-P7
-	VPUNPCKLDQ Y6, Y4, Y9
-	STORE4(Y9, X9, 64)             // rows 8, 9
-	VPUNPCKHDQ Y6, Y4, Y11
-	STORE4(Y11, X11, 80)           // rows 10, 11
-	VPUNPCKLDQ Y5, Y1, Y9
-	STORE4(Y9, X9, 96)             // rows 12, 13
-	VPUNPCKHDQ Y5, Y1, Y11
-	STORE4(Y11, X11, 112)          // rows 14, 15
+	TRANS4(Y8, Y9, Y10, Y11, Y0, Y2, 0) // rows 0-7
+	TRANS4(Y1, Y3, Y5, Y7, Y4, Y6, 64)  // rows 8-15
 
 nexthalf:
 	INCQ DX
