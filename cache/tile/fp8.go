@@ -22,24 +22,17 @@ import (
 // cannot do exactly (a NaN code, a scale out of range, a face row whose
 // shared exponent is below minTableExp) back to the table route here.
 
-// MaxFP8Scale bounds the scales the kernel takes: the codes are widened by
-// placing their bits in a float32 and multiplying by scale × 2^120, which
-// must be a finite normal float32.
+// MaxFP8Scale bounds the scales the kernel takes (block-FP8 scales are far
+// below it). For every positive scale below it the kernel's arithmetic is
+// exact: it widens the codes to float32 values e4m3(m) × 2^-104 and
+// multiplies them by scale × 2^104 times a power of two, which stay finite
+// normal numbers (see fp8_amd64.s).
 const MaxFP8Scale = 256
 
 // fp8ScaleOK reports whether s can go to the kernel: positive, finite and
-// below MaxFP8Scale (the product is then exact, see fp8Prescale).
+// below MaxFP8Scale.
 func fp8ScaleOK(s float32) bool {
 	return s > 0 && s < MaxFP8Scale
-}
-
-// fp8Prescale returns s × 2^120 (exact for 0 < s < 256). A code c with
-// magnitude bits m = c & 0x7f placed as float32 bits m<<20 is the float32
-// e4m3(m) × 2^-120 (the exponent fields differ by 120, subnormal codes
-// included), so math.Float32frombits(m<<20) × fp8Prescale(s) is the real
-// number e4m3(m) × s, rounded once to float32: the product the tables hold.
-func fp8Prescale(s float32) float32 {
-	return s * (1 << 60) * (1 << 60)
 }
 
 // EncodeFP8Transposed encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B): tile
