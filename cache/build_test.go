@@ -113,11 +113,16 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt tile.DType, layout tile.Lay
 		}
 		for i := i0; i < end; i++ {
 			d := math.Abs(float64(got[i]) - float64(want[i]))
+			// require only on failure: a call per value costs seconds.
 			if dt == tile.BFLOAT16 {
-				require.LessOrEqual(t, d, math.Abs(float64(want[i]))*rel, "%s value %d", e.Target, i)
+				if d > math.Abs(float64(want[i]))*rel {
+					require.LessOrEqual(t, d, math.Abs(float64(want[i]))*rel, "%s value %d", e.Target, i)
+				}
 				continue
 			}
-			require.LessOrEqual(t, d, amax*rel, "%s value %d: got %v want %v", e.Target, i, got[i], want[i])
+			if d > amax*rel {
+				require.LessOrEqual(t, d, amax*rel, "%s value %d: got %v want %v", e.Target, i, got[i], want[i])
+			}
 		}
 		i0 = next
 	}
@@ -156,11 +161,11 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 func TestBuildBlockFP8128MatchesMaterialize(t *testing.T) {
 	t.Parallel()
 	o := ckpttest.Large()
-	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 256, 768, 4, 4, 2, 64
-	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 2, 4, 64, 64, 1024
+	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 256, 512, 4, 2, 2, 64
+	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 2, 2, 64, 64, 256
 	_, c, plan := fixture(t, o)
 	out := filepath.Join(t.TempDir(), "cache")
-	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, BandBytes: 64 << 10, NoSync: true})
+	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, BandBytes: 32 << 10, NoSync: true})
 	require.NoError(t, err)
 	require.Len(t, res.Built, len(plan.Entries))
 	checkAgainstMaterialize(t, c, plan, out)
