@@ -523,6 +523,23 @@ func (b *builder) stream(ctx context.Context) error {
 			return nil
 		})
 	}
+	// A durable build starts each file's write-back as it goes (sink.kick).
+	var kg sync.WaitGroup
+	kick := make(chan *os.File, 4)
+	if !b.opt.NoSync {
+		for _, s := range b.todo {
+			s.kick = kick
+		}
+	}
+	kg.Go(func() {
+		for f := range kick {
+			startWriteback(f)
+		}
+	})
+	defer func() {
+		close(kick)
+		kg.Wait()
+	}()
 	g, ctx := errgroup.WithContext(ctx)
 	b.commits = commits
 	jobs := make(chan job)

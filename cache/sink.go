@@ -96,6 +96,10 @@ type sink struct {
 	filled []int
 
 	noSync bool // BuildOptions.NoSync
+	// kick takes files whose write-back should start (durable builds);
+	// dirty counts the bytes written since the last request.
+	kick  chan<- *os.File
+	dirty atomic.Int64
 	// wins: the open write windows of putFP8 by (shard, window), under mu;
 	// budget: the builder's memory left for windows.
 	wins   map[stageKey]*window
@@ -704,8 +708,19 @@ func (s *sink) writeAt(p []byte, off int64) error {
 	if _, err := s.af.WriteAt(p, off); err != nil {
 		return fmt.Errorf("writing %s at byte %d: %w", s.af.Name(), off, err)
 	}
+	if s.kick != nil && s.dirty.Add(int64(len(p))) >= kickBytes {
+		s.dirty.Store(0)
+		select { // the writeback goroutine is busy: the next write asks again
+		case s.kick <- s.af.File:
+		default:
+		}
+	}
 	return nil
 }
+
+// kickBytes is how much a durable build writes into a file between two
+// requests to start its write-back (startWriteback).
+const kickBytes = 16 << 20
 
 // open creates the temporary file on first use: sized to the final file
 // (gaps read as zeros) with the header written at offset 0.
