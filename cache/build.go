@@ -557,7 +557,7 @@ func (b *builder) stream(ctx context.Context) error {
 			}
 			var cs []*cursor
 			for _, st := range grp {
-				band := b.bandRows(st.v, st.bitsPath() != "")
+				band := b.bandRows(st)
 				st.bands = int((st.v.Rows + band - 1) / band)
 				if st.bands == 0 {
 					st.sum = hexHash(st.hasher.Sum64())
@@ -659,6 +659,9 @@ func groupSources(srcs []*srcState) [][]*srcState {
 	return groups
 }
 
+// codeBandBytes bounds the bands of codesOnly sources.
+const codeBandBytes = 2 << 20
+
 type worker struct {
 	raw []byte
 	f32 []float32
@@ -672,7 +675,17 @@ type worker struct {
 // straight to bfloat16 bits (bits) hold four times as many values in about
 // the same memory as a float32 band (raw codes, bits and packed output,
 // with no float32 copy): fewer, larger writes of transposed targets.
-func (b *builder) bandRows(v *ckpt.Values, bits bool) int64 {
+//
+// Bands of codes that go straight to tiles (codesOnly) are smaller, about
+// codeBandBytes: read, hashed and encoded while they are in the CPU's
+// caches (on the bench fixture 2 MiB bands convert 20 % faster than 8 MiB
+// ones, and 256 KiB ones 15 % slower).
+func (b *builder) bandRows(st *srcState) int64 {
+	v, bits := st.v, st.bitsPath() != ""
+	bytes := b.opt.BandBytes
+	if st.codesOnly {
+		bytes = min(bytes, codeBandBytes)
+	}
 	unit := int64(tile.TileDim)
 	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
 		unit = v.BM * tile.TileDim
@@ -683,7 +696,7 @@ func (b *builder) bandRows(v *ckpt.Values, bits bool) int64 {
 	if bits {
 		per = 1
 	}
-	rows := b.opt.BandBytes / max(v.Cols*per, 1)
+	rows := bytes / max(v.Cols*per, 1)
 	rows = max(rows/unit, 1) * unit
 	return max(min(rows, v.Rows), 1)
 }
