@@ -138,6 +138,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values(),
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
 	b.winBudget.Store(opt.windowBudget())
+	b.boot = bootID()
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -175,6 +176,7 @@ type builder struct {
 	// winBudget is the memory left for the sinks' write windows.
 	winBudget atomic.Int64
 	winPool   bufPool
+	boot      string // bootID(), for UnsyncedBoot
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
@@ -251,6 +253,9 @@ func (b *builder) prepare(ctx context.Context) error {
 			continue
 		}
 		c.rec.HeaderXXH3, c.rec.DataXXH3, c.rec.MTimeNS = old.HeaderXXH3, old.DataXXH3, old.MTimeNS
+		if err := b.keepUnsynced(&c.rec, old); err != nil {
+			return err
+		}
 		b.records[c.e.File] = c.rec
 		b.res.Skipped = append(b.res.Skipped, c.e.File)
 	}
@@ -299,7 +304,46 @@ func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool 
 		return false
 	}
 	got, err := tensorbin.ReadTensorbinFile(p)
-	return err == nil && DiffHeaders(hdr, got) == ""
+	if err != nil || DiffHeaders(hdr, got) != "" {
+		return false
+	}
+	if old.UnsyncedBoot != "" && !b.sameBoot(old.UnsyncedBoot) {
+		// Written without fsync before a reboot, which may have been a
+		// power loss: kept only if its bytes are still the recorded ones.
+		f, err := os.Open(p)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		hh, hd, err := HashFile(f, int64(hdr.DataOffset), rec.Size)
+		return err == nil && hh == old.HeaderXXH3 && hd == old.DataXXH3
+	}
+	return true
+}
+
+// keepUnsynced carries the unsynced mark of a kept file into its new
+// record: gone when a later boot found the file intact (outputIntact),
+// kept when this build writes without fsync too, and removed after an
+// fsync of the file when this build is durable.
+func (b *builder) keepUnsynced(rec *FileRecord, old FileRecord) error {
+	rec.UnsyncedBoot = ""
+	if old.UnsyncedBoot == "" || !b.sameBoot(old.UnsyncedBoot) {
+		return nil
+	}
+	if b.opt.NoSync {
+		rec.UnsyncedBoot = old.UnsyncedBoot
+		return nil
+	}
+	p := filepath.Join(b.out, filepath.FromSlash(old.Path))
+	f, err := os.Open(p)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil {
+		return &ckpt.WriteError{Op: "syncing", Path: p, Err: err}
+	}
+	return nil
 }
 
 func (b *builder) hashAll(ctx context.Context, ts map[string]*ckpt.Tensor) error {
@@ -790,6 +834,9 @@ func (b *builder) finalize(s *sink) error {
 	}
 	rec := s.rec
 	rec.HeaderXXH3, rec.DataXXH3 = hh, h
+	if b.opt.NoSync {
+		rec.UnsyncedBoot = b.boot
+	}
 	if st, err := os.Stat(s.path); err == nil {
 		rec.MTimeNS = st.ModTime().UnixNano()
 	}

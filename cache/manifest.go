@@ -72,6 +72,11 @@ type FileRecord struct {
 	EntryXXH3  string         `json:"entry_xxh3"`
 	Entry      EntrySummary   `json:"entry"`
 	Sources    []SourceRecord `json:"sources"`
+	// UnsyncedBoot is the boot id of the system that wrote the file
+	// without an fsync (BuildOptions.NoSync), until a build in a later
+	// boot has found its data hash intact or a durable build has synced
+	// it: a power loss may have kept its bytes from the disk.
+	UnsyncedBoot string `json:"unsynced_boot,omitempty"`
 }
 
 // EntrySummary is the readable part of a plan entry recorded per file (the
