@@ -190,3 +190,32 @@ func TestFiniteBF16(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupSources: sources that fill a common sink, directly or through
+// another source, stream together; groups keep the order of their first
+// member.
+func TestGroupSources(t *testing.T) {
+	t.Parallel()
+	s1, s2, s3 := &sink{}, &sink{}, &sink{}
+	src := func(name string, sinks ...*sink) *srcState {
+		st := &srcState{t: &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: name}}}
+		for _, s := range sinks {
+			st.uses = append(st.uses, use{s: s})
+		}
+		return st
+	}
+	a, b, c, d, e := src("a", s1), src("b", s1, s2), src("c", s3), src("d", s2), src("e")
+	names := func(groups [][]*srcState) [][]string {
+		var out [][]string
+		for _, g := range groups {
+			var n []string
+			for _, st := range g {
+				n = append(n, st.t.Name)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	require.Equal(t, [][]string{{"a", "b", "d"}, {"c"}, {"e"}}, names(groupSources([]*srcState{a, b, c, d, e})))
+	require.Equal(t, [][]string{{"d", "a", "b"}, {"c"}}, names(groupSources([]*srcState{d, c, a, b})))
+}

@@ -192,3 +192,22 @@ func TestSetFlag(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "mlp_gateup_agmm_enabled=false")
 }
+
+// TestCacheBuildNoFsync: --fsync=false writes the same cache, which
+// verifies.
+func TestCacheBuildNoFsync(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", a, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runApp(t, "cache", "build", src, "--out", b, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, stderr)
+	sub := filepath.Join("P300", "tensor_cache_bfp8_mesh1x2")
+	code, out, stderr := runApp(t, "cache", "compare", filepath.Join(a, sub), filepath.Join(b, sub))
+	require.Equal(t, 0, code, out+stderr)
+	code, out, stderr = runApp(t, "cache", "verify", b, "--source", src)
+	require.Equal(t, 0, code, out+stderr)
+}
