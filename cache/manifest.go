@@ -195,11 +195,18 @@ func SameIdentity(a, b SourceRecord) bool {
 // HashTensor computes the xxh3-64 (hex) of a tensor's raw bytes, reading
 // it in chunks of at most 4 MiB.
 func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
+	n := int64(t.NBytes())
 	if len(buf) == 0 {
-		buf = make([]byte, 4<<20)
+		// Sized to the tensor: most hashed up front are small scales.
+		buf = make([]byte, min(n, 4<<20))
+	}
+	if n <= int64(len(buf)) {
+		if _, err := t.ReadAt(buf[:n], 0); err != nil {
+			return "", err
+		}
+		return hexHash(xxh3.Hash(buf[:n])), nil
 	}
 	h := xxh3.New()
-	n := int64(t.NBytes())
 	for off := int64(0); off < n; {
 		k := min(int64(len(buf)), n-off)
 		if _, err := t.ReadAt(buf[:k], off); err != nil {
