@@ -127,24 +127,31 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly 
 }
 
 // hasNaNE4M3 reports whether raw holds an F8_E4M3 NaN code (0x7f or 0xff,
-// the format's only non-finite codes), eight bytes at a time.
+// the format's only non-finite codes), eight bytes at a time: a byte's low
+// seven bits plus one carry into its top bit only when they are all ones.
 func hasNaNE4M3(raw []byte) bool {
 	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
-	var nan uint64
-	i := 0
-	for ; i+32 <= len(raw); i += 32 {
-		b := raw[i : i+32 : i+32]
-		// A byte's low seven bits plus one carry into its top bit only
-		// when they are all ones (no carry crosses bytes).
-		nan |= ((binary.LittleEndian.Uint64(b)&low7)+one)&top | ((binary.LittleEndian.Uint64(b[8:])&low7)+one)&top |
-			((binary.LittleEndian.Uint64(b[16:])&low7)+one)&top | ((binary.LittleEndian.Uint64(b[24:])&low7)+one)&top
-	}
-	for _, c := range raw[i:] {
+	acc, n := swarOr(raw, low7, one)
+	for _, c := range raw[n:] {
 		if c&0x7f == 0x7f {
 			return true
 		}
 	}
-	return nan != 0
+	return acc&top != 0
+}
+
+// swarOr returns the OR of (w & mask) + add over the little-endian 64-bit
+// words w of raw's whole 32-byte chunks, and how many bytes those cover:
+// with mask and add chosen so that no carry crosses a lane, a lane's top
+// bit in the result says whether any word had that lane's field all ones
+// (hasNaNE4M3, finiteBF16).
+func swarOr(raw []byte, mask, add uint64) (acc uint64, n int) {
+	for ; n+32 <= len(raw); n += 32 {
+		b := raw[n : n+32 : n+32]
+		acc |= ((binary.LittleEndian.Uint64(b) & mask) + add) | ((binary.LittleEndian.Uint64(b[8:]) & mask) + add) |
+			((binary.LittleEndian.Uint64(b[16:]) & mask) + add) | ((binary.LittleEndian.Uint64(b[24:]) & mask) + add)
+	}
+	return acc, n
 }
 
 // decodeCodes writes t[c] for every code c of in into out (len(out) ≥
@@ -210,13 +217,7 @@ var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // all finite (no exponent field of all ones), four per 64-bit word.
 func finiteBF16(raw []byte) bool {
 	const exp, lsb, top = 0x7f807f807f807f80, 0x0080008000800080, 0x8000800080008000
-	var hit uint64
-	i := 0
-	for ; i+32 <= len(raw); i += 32 {
-		b := raw[i : i+32 : i+32]
-		hit |= ((binary.LittleEndian.Uint64(b) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[8:]) & exp) + lsb) |
-			((binary.LittleEndian.Uint64(b[16:]) & exp) + lsb) | ((binary.LittleEndian.Uint64(b[24:]) & exp) + lsb)
-	}
+	hit, i := swarOr(raw, exp, lsb)
 	for ; i+2 <= len(raw); i += 2 {
 		if binary.LittleEndian.Uint16(raw[i:])&0x7f80 == 0x7f80 {
 			return false

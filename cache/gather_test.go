@@ -219,3 +219,31 @@ func TestGroupSources(t *testing.T) {
 	require.Equal(t, [][]string{{"a", "b", "d"}, {"c"}, {"e"}}, names(groupSources([]*srcState{a, b, c, d, e})))
 	require.Equal(t, [][]string{{"d", "a", "b"}, {"c"}}, names(groupSources([]*srcState{d, c, a, b})))
 }
+
+// TestHasNaNE4M3: a NaN code (0x7f or 0xff) anywhere, in the words or the
+// tail, is found; every other code is not one.
+func TestHasNaNE4M3(t *testing.T) {
+	t.Parallel()
+	for n := 0; n <= 70; n++ {
+		raw := make([]byte, n)
+		for i := range raw {
+			raw[i] = byte(i*37) &^ 0x01 // never 0x7f or 0xff
+		}
+		require.False(t, hasNaNE4M3(raw), "n=%d", n)
+		for pos := 0; pos < n; pos++ {
+			for _, c := range []byte{0x7f, 0xff} {
+				old := raw[pos]
+				raw[pos] = c
+				require.True(t, hasNaNE4M3(raw), "n=%d pos=%d code=%#x", n, pos, c)
+				raw[pos] = old
+			}
+		}
+	}
+	all := make([]byte, 0, 256)
+	for c := range 256 {
+		if c&0x7f != 0x7f {
+			all = append(all, byte(c))
+		}
+	}
+	require.False(t, hasNaNE4M3(all))
+}
