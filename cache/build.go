@@ -176,7 +176,7 @@ type builder struct {
 	// winBudget is the memory left for the sinks' write windows.
 	winBudget atomic.Int64
 	winPool   bufPool
-	boot      string // bootID(), for UnsyncedBoot
+	boot      string                    // bootID(), for UnsyncedBoot
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 }
 
@@ -464,79 +464,10 @@ type job struct {
 
 // stream reads every needed source once and feeds the sinks.
 func (b *builder) stream(ctx context.Context) error {
-	bySrc := map[*ckpt.Tensor]*srcState{}
-	var srcs []*srcState
-	for _, s := range b.todo {
-		if s.remaining.Load() == 0 {
-			continue
-		}
-		for sh, pieces := range s.e.Shards {
-			var block int64
-			for _, p := range pieces {
-				src := s.e.Sources[p.Source]
-				st := bySrc[src.Tensor]
-				if st == nil {
-					var v *ckpt.Values
-					var err error
-					if src.Scale != nil {
-						v, err = b.c.Values(src.Tensor)
-					} else {
-						v, err = ckpt.NewValues(src.Tensor, nil, 0, 0)
-					}
-					if err != nil {
-						return fmt.Errorf("target %s: %w", s.e.Target, err)
-					}
-					st = &srcState{t: src.Tensor, v: v, hasher: xxh3.New()}
-					bySrc[src.Tensor] = st
-					srcs = append(srcs, st)
-				}
-				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
-					return fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
-				}
-				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
-				block += p.Rows
-			}
-			if block != s.e.MatrixRows {
-				return fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
-			}
-		}
+	srcs, err := b.sources()
+	if err != nil {
+		return err
 	}
-	for _, st := range srcs {
-		st.roundFirst = true
-		for _, u := range st.uses {
-			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
-		}
-		if st.bitsPath() == ckpt.F8E4M3 {
-			st.codesOnly = true
-			for i := range st.uses {
-				st.uses[i].direct = st.uses[i].directFP8(st.v)
-				st.codesOnly = st.codesOnly && st.uses[i].direct
-			}
-		}
-	}
-	// A sink gets write windows when all its rows come through putFP8.
-	for _, st := range srcs {
-		for _, u := range st.uses {
-			u.s.windowed = true
-		}
-	}
-	for _, st := range srcs {
-		for _, u := range st.uses {
-			u.s.windowed = u.s.windowed && u.direct
-		}
-	}
-	// Sources in file order, then offset: sequential reads.
-	fileIdx := map[*ckpt.File]int{}
-	for i, f := range b.c.Files {
-		fileIdx[f] = i
-	}
-	sort.Slice(srcs, func(i, j int) bool {
-		a, c := srcs[i].t, srcs[j].t
-		if fileIdx[a.File] != fileIdx[c.File] {
-			return fileIdx[a.File] < fileIdx[c.File]
-		}
-		return a.Offset() < c.Offset()
-	})
 	// Zero-sized targets are complete at once.
 	for _, s := range b.todo {
 		if s.remaining.Load() == 0 {
@@ -643,7 +574,7 @@ func (b *builder) stream(ctx context.Context) error {
 			return nil
 		})
 	}
-	err := g.Wait()
+	err = g.Wait()
 	close(commits)
 	cg.Wait()
 	if err != nil {
@@ -658,6 +589,86 @@ func (b *builder) stream(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sources collects the source tensors that the sinks to build read, each
+// with its uses (the runs of its rows that land in a target's shard) and
+// how its bands are decoded, in file order.
+func (b *builder) sources() ([]*srcState, error) {
+	bySrc := map[*ckpt.Tensor]*srcState{}
+	var srcs []*srcState
+	for _, s := range b.todo {
+		if s.remaining.Load() == 0 {
+			continue
+		}
+		for sh, pieces := range s.e.Shards {
+			var block int64
+			for _, p := range pieces {
+				src := s.e.Sources[p.Source]
+				st := bySrc[src.Tensor]
+				if st == nil {
+					var v *ckpt.Values
+					var err error
+					if src.Scale != nil {
+						v, err = b.c.Values(src.Tensor)
+					} else {
+						v, err = ckpt.NewValues(src.Tensor, nil, 0, 0)
+					}
+					if err != nil {
+						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
+					}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3.New()}
+					bySrc[src.Tensor] = st
+					srcs = append(srcs, st)
+				}
+				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
+					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
+				}
+				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
+				block += p.Rows
+			}
+			if block != s.e.MatrixRows {
+				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+			}
+		}
+	}
+	for _, st := range srcs {
+		st.roundFirst = true
+		for _, u := range st.uses {
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
+		}
+		if st.bitsPath() == ckpt.F8E4M3 {
+			st.codesOnly = true
+			for i := range st.uses {
+				st.uses[i].direct = st.uses[i].directFP8(st.v)
+				st.codesOnly = st.codesOnly && st.uses[i].direct
+			}
+		}
+	}
+	// A sink gets write windows when all its rows come through putFP8.
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			u.s.windowed = true
+		}
+	}
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			u.s.windowed = u.s.windowed && u.direct
+		}
+	}
+	// Sources in file order, then offset: sequential reads.
+	fileIdx := map[*ckpt.File]int{}
+	for i, f := range b.c.Files {
+		fileIdx[f] = i
+	}
+	sort.Slice(srcs, func(i, j int) bool {
+		a, c := srcs[i].t, srcs[j].t
+		if fileIdx[a.File] != fileIdx[c.File] {
+			return fileIdx[a.File] < fileIdx[c.File]
+		}
+		return a.Offset() < c.Offset()
+	})
+	return srcs, nil
 }
 
 // groupSources splits srcs (in their order) into groups of sources that

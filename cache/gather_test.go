@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
 )
 
@@ -246,4 +249,58 @@ func TestHasNaNE4M3(t *testing.T) {
 		}
 	}
 	require.False(t, hasNaNE4M3(all))
+}
+
+// TestDirect27B: on the real 27B FP8 layout at 1x2 (sparse files, headers
+// only), every block-FP8 weight goes from its codes straight to tiles
+// (codesOnly), and every target fed only by such weights gets write
+// windows: the build's fast path covers the checkpoint the tool is for,
+// not only the fixtures. (Targets that also take bf16 weights, like the
+// fused qkvzab of the linear-attention layers, whose a and b projections
+// the FP8 checkpoint keeps in bf16, write their FP8 tiles a band's tile
+// row at a time instead.)
+func TestDirect27B(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, ckpttest.WriteInventory(dir, "fp8"))
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+	require.NoError(t, err)
+	b := &builder{c: c, plan: plan}
+	for _, e := range plan.Entries {
+		hdr, err := HeaderFor(e)
+		require.NoError(t, err)
+		s, err := newSink(e, hdr, "")
+		require.NoError(t, err)
+		b.todo = append(b.todo, s)
+	}
+	srcs, err := b.sources()
+	require.NoError(t, err)
+	fp8Only := map[*sink]bool{}
+	fp8 := 0
+	for _, st := range srcs {
+		isFP8 := st.v.Dequantized() && st.t.DType == ckpt.F8E4M3
+		if isFP8 {
+			fp8++
+			require.True(t, st.codesOnly, st.t.Name)
+		}
+		for _, u := range st.uses {
+			if only, seen := fp8Only[u.s]; !seen || only {
+				fp8Only[u.s] = isFP8
+			}
+		}
+	}
+	require.Greater(t, fp8, 400, "FP8 weights of the 27B")
+	windowed := 0
+	for s, only := range fp8Only {
+		if only {
+			require.True(t, s.windowed, s.e.Target)
+			windowed++
+		}
+	}
+	require.Greater(t, windowed, 200)
 }
