@@ -34,8 +34,10 @@ type BuildOptions struct {
 	// unchanged.
 	Force bool
 	// BandBytes is the float32 size of one band of source rows that a
-	// worker converts at a time (default 8 MiB). Memory use is about
-	// 6 × BandBytes per worker plus partially filled tile columns.
+	// worker converts at a time (default 8 MiB; bands of FP8 codes that go
+	// straight to tiles hold at most 2 MiB). Memory use is about
+	// 6 × BandBytes per worker plus partially filled tile columns, plus
+	// at most 24 × BandBytes of write windows.
 	BandBytes int64
 	// AllowNonFinite builds from source tensors that hold NaN or Inf
 	// (recorded in the manifest); by default such a tensor fails the build
@@ -95,12 +97,17 @@ type BuildResult struct {
 // *LockedError when another process holds it.
 //
 // Each source tensor that a file to build needs is streamed once, in bands
-// of rows (FP8 dequantised to float32, then the entry's value ops, e.g.
-// bf16 rounding), and every band is cut into the pieces of every target
-// and shard that use it. Targets are written at computed offsets into a
-// temporary file (tile positions are known in advance), which is fsynced
-// and renamed into place once complete; the manifest is written last,
-// atomically. Memory stays bounded by the band size, not by tensor sizes.
+// of rows, and every band is cut into the pieces of every target and shard
+// that use it. A block-FP8 weight whose targets are transposed block-float
+// tiles goes from its F8_E4M3 codes straight to tiles (tile.
+// EncodeFP8Transposed); other values are decoded to bfloat16 bits or
+// float32 first (FP8 dequantised, then the entry's value ops, e.g. bf16
+// rounding). Targets are written at computed offsets into a temporary
+// file (tile positions are known in advance), gathered in write windows
+// where their tiles arrive column by column; a finished file is hashed,
+// fsynced (unless NoSync) and renamed into place, and the manifest is
+// written last, atomically. Memory stays bounded by the band size and the
+// windows' budget, not by tensor sizes.
 //
 // A rebuild skips a file when its plan entry is unchanged, the file exists
 // with the recorded size and mtime and a header matching the plan, and each of its
