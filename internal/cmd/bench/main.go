@@ -135,7 +135,7 @@ func run(dir string, runs int, readme, only string) error {
 	}
 	common := []string{"--progress", "none", "--format", "json"}
 	ms := []measurement{
-		{name: "build", what: "`cache build` 1×2, Large FP8 (BFLOAT8_B / BFLOAT4_B), durable (fsync per file)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "≥ 500 M elem/s, ≤ 512 MiB",
+		{name: "build", what: "`cache build` 1×2, Large FP8 (BFLOAT8_B / BFLOAT4_B), durable (fsync per file)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
 			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
 		{name: "rebuild", what: "`cache build` unchanged rebuild (nothing to do)", files: func() []string { return shards(base) }, unit: "GB/s", target: "≤ 10 % of the build",
 			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...),
@@ -163,7 +163,7 @@ func run(dir string, runs int, readme, only string) error {
 				n := cacheBytes(bin, base, dir)
 				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (n+1<<20-1)>>20), "conv=fsync"}, nil)
 			}},
-		{name: "build-odd", what: "`cache build` 1×2, LargeOdd (partial FP8 blocks, BFLOAT4_B MLP), durable", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "≥ 400 M elem/s, ≤ 512 MiB",
+		{name: "build-odd", what: "`cache build` 1×2, LargeOdd (partial FP8 blocks, BFLOAT4_B MLP), durable", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "disk-bound, ≤ 512 MiB",
 			args: append([]string{"cache", "build", odd, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
 		{name: "build-odd-nofsync", what: "`cache build --fsync=false` 1×2, LargeOdd (page-cache speed)", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "≥ 400 M elem/s, ≤ 512 MiB",
 			args: append([]string{"cache", "build", odd, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2", "--fsync=false"}, common...), before: clearScratch},
