@@ -21,8 +21,7 @@ func BenchmarkBuild(b *testing.B) {
 	if err := ckpttest.Write(dir, o); err != nil {
 		b.Fatal(err)
 	}
-	t := &testing.T{}
-	c, plan := openPlan(t, dir)
+	c, plan := openPlan(b, dir)
 	var elems int64
 	for _, tt := range c.Tensors {
 		elems += int64(tt.Numel())
@@ -50,8 +49,7 @@ func BenchmarkBuildDir(b *testing.B) {
 	if dir == "" {
 		b.Skip("CKPT_BENCH_SRC is not set")
 	}
-	t := &testing.T{}
-	c, plan := openPlan(t, dir)
+	c, plan := openPlan(b, dir)
 	var elems int64
 	for _, tt := range c.Tensors {
 		elems += int64(tt.Numel())

@@ -15,6 +15,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/cachetest"
 	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
@@ -29,16 +30,9 @@ func fixture(t *testing.T, opts ckpttest.Options) (string, *ckpt.Checkpoint, *ma
 	return dir, c, plan
 }
 
-func openPlan(t *testing.T, dir string) (*ckpt.Checkpoint, *mapping.Plan) {
+func openPlan(t testing.TB, dir string) (*ckpt.Checkpoint, *mapping.Plan) {
 	t.Helper()
-	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	p, err := mapping.Builtin(mapping.BuiltinName)
-	require.NoError(t, err)
-	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
-	require.NoError(t, err)
-	return c, plan
+	return cachetest.OpenPlan(t, dir)
 }
 
 // checkAgainstMaterialize decodes every file of a built cache and compares

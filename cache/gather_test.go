@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/cachetest"
 	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
 )
 
@@ -263,13 +262,7 @@ func TestDirect27B(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, ckpttest.WriteInventory(dir, "fp8"))
-	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
-	require.NoError(t, err)
-	defer c.Close()
-	p, err := mapping.Builtin(mapping.BuiltinName)
-	require.NoError(t, err)
-	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
-	require.NoError(t, err)
+	c, plan := cachetest.OpenPlan(t, dir)
 	b := &builder{c: c, plan: plan}
 	for _, e := range plan.Entries {
 		hdr, err := HeaderFor(e)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/internal/cachetest"
 	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -31,14 +29,8 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	require.Equal(t, 0, code, stderr)
 	require.NoError(t, cachetest.CopyTree(ours, stack))
 	stackDir = filepath.Join(stack, "P300", "tensor_cache_bfp8_mesh1x2")
-	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
-	require.NoError(t, err)
-	defer c.Close()
-	p, err := mapping.Builtin(mapping.BuiltinName)
-	require.NoError(t, err)
-	plan, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
-	require.NoError(t, err)
-	inj, err = cachetest.Inject(stackDir, plan)
+	_, plan := cachetest.OpenPlan(t, src)
+	inj, err := cachetest.Inject(stackDir, plan)
 	require.NoError(t, err)
 	return src, ours, stack, stackDir, inj
 }
