@@ -652,15 +652,18 @@ func (b *builder) sources() ([]*srcState, error) {
 			}
 		}
 	}
-	// A sink gets write windows when all its rows come through putFP8.
+	// A sink with direct uses gets write windows, except those holding a
+	// tile column that another use writes its own way (sink.blocked).
 	for _, st := range srcs {
 		for _, u := range st.uses {
-			u.s.windowed = true
+			u.s.windowed = u.s.windowed || u.direct
 		}
 	}
 	for _, st := range srcs {
 		for _, u := range st.uses {
-			u.s.windowed = u.s.windowed && u.direct
+			if !u.direct && u.s.windowed {
+				u.s.block(u.shard, u.block, u.rows)
+			}
 		}
 	}
 	// Sources in file order, then offset: sequential reads.

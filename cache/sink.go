@@ -105,10 +105,13 @@ type sink struct {
 	wins   map[stageKey]*window
 	budget *atomic.Int64
 	pool   *bufPool
-	// windowed: every block row reaches the sink through putFP8 (every
-	// use is direct), so windows fill up; otherwise putFP8 writes its
-	// tiles as they come.
+	// windowed: block rows reach the sink through putFP8 (a use is
+	// direct), so windows fill up; blocked: the windows, by (shard,
+	// window), that hold a tile column some other use writes its own way
+	// (they would never fill up): putFP8 writes its tiles of those as
+	// they come.
 	windowed bool
+	blocked  map[stageKey]bool
 
 	remaining atomic.Int64 // block values not yet written
 	failed    atomic.Bool
@@ -451,13 +454,13 @@ func (s *sink) window(sh, wi, ntr, ntc, tb int) *window {
 	win := &window{w0: wi * wc, width: min(wc, ntc-wi*wc)}
 	win.left.Store(int64(ntr * win.width))
 	size := ntr * win.width * tb
-	if s.windowed && s.budget.Add(-int64(size)) >= 0 {
+	if s.windowed && !s.blocked[k] && s.budget.Add(-int64(size)) >= 0 {
 		win.buf = s.pool.get(size)
 		win.rows = make([]atomic.Int32, ntr)
 		for t := range win.rows {
 			win.rows[t].Store(int32(win.width))
 		}
-	} else if s.windowed {
+	} else if s.windowed && !s.blocked[k] {
 		s.budget.Add(int64(size))
 	}
 	if s.wins == nil {
@@ -465,6 +468,23 @@ func (s *sink) window(sh, wi, ntr, ntc, tb int) *window {
 	}
 	s.wins[k] = win
 	return win
+}
+
+// block marks the windows of shard sh that hold block rows [row,
+// row+rows) (a use that does not go through putFP8).
+func (s *sink) block(sh int, row, rows int64) {
+	if rows <= 0 || s.kind != kindTransposed {
+		return
+	}
+	const d = tile.TileDim
+	ntr, ntc := (s.cols+d-1)/d, (s.rows+d-1)/d
+	wc := s.winCols(ntr, ntc)
+	if s.blocked == nil {
+		s.blocked = map[stageKey]bool{}
+	}
+	for w := int(row) / d / wc; w <= int(row+rows-1)/d/wc; w++ {
+		s.blocked[stageKey{sh, w}] = true
+	}
 }
 
 // closeWindow forgets a window whose rows are all written and returns its
