@@ -14,19 +14,26 @@ import (
 // different. canon maps every code to one representative of its value
 // class; two codes decode to the same value iff their representatives
 // are equal.
-var (
-	canonE4M3 = canonTable(func(c byte) bool { return c&0x7f == 0x7f }) // E4M3FN: NaN is S.1111.111
-	canonE5M2 = canonTable(func(c byte) bool { return c&0x7f > 0x7c })  // E5M2: NaN is S.11111.mm, mm ≠ 0
+//
+// A code is a NaN when its low seven bits exceed the dtype's nanAbove.
+const (
+	nanAboveE4M3 = 0x7e // E4M3FN: NaN is S.1111.111
+	nanAboveE5M2 = 0x7c // E5M2: NaN is S.11111.mm, mm ≠ 0
 )
 
-func canonTable(isNaN func(byte) bool) *[256]byte {
+var (
+	canonE4M3 = canonTable(nanAboveE4M3)
+	canonE5M2 = canonTable(nanAboveE5M2)
+)
+
+func canonTable(nanAbove byte) *[256]byte {
 	var t [256]byte
 	for i := range t {
 		c := byte(i)
 		switch {
 		case c&0x7f == 0:
 			t[i] = 0
-		case isNaN(c):
+		case c&0x7f > nanAbove:
 			t[i] = 0x7f
 		default:
 			t[i] = c
@@ -35,12 +42,13 @@ func canonTable(isNaN func(byte) bool) *[256]byte {
 	return &t
 }
 
-// canonOf returns the representative table of a one-byte float dtype.
-func canonOf(dt ckpt.DType) *[256]byte {
+// canonOf returns the representative table of a one-byte float dtype and
+// the bound above which the low seven bits of a code make it a NaN.
+func canonOf(dt ckpt.DType) (*[256]byte, byte) {
 	if dt == ckpt.F8E5M2 {
-		return canonE5M2
+		return canonE5M2, nanAboveE5M2
 	}
-	return canonE4M3
+	return canonE4M3, nanAboveE4M3
 }
 
 // sameValue reports whether two decoded values are equal, counting ±0 as
@@ -53,10 +61,15 @@ func sameValue(x, y float32) bool { return x == y || (x != x && y != y) }
 // differ after scaling. zeroSign counts codes that differ only in the sign
 // of zero (not counted as changed).
 func countFP8Diff(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
-	tab := canonOf(dt)
+	tab, nanAbove := canonOf(dt)
 	b = b[:len(a)]
 	i := 0
-	if scalesSame {
+	if !scalesSame {
+		// Two codes have the same representative iff they are equal,
+		// both ±0 or both NaN; countFP8Values tests that, and the values,
+		// without a branch per element.
+		i, changed, zeroSign = countFP8Values(nanAbove, a, b, bF, fF)
+	} else {
 		for ; i+8 <= len(a); i += 8 {
 			if binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
 				continue
