@@ -102,9 +102,7 @@ func (s *side) decode(raw []byte, g int64, dst []float32) error {
 		sc := srow[blk]
 		seg := dst[c-c0 : end-c0]
 		if t := s.e4m3; t != nil {
-			for i, code := range raw[c-c0 : end-c0] {
-				seg[i] = t[code] * sc
-			}
+			decodeE4M3Scaled(t, raw[c-c0:end-c0], seg, sc)
 		} else {
 			for i := range seg {
 				seg[i] *= sc
@@ -113,4 +111,12 @@ func (s *side) decode(raw []byte, g int64, dst []float32) error {
 		c = end
 	}
 	return nil
+}
+
+// decodeE4M3Go sets dst[i] = t[codes[i]]·s; len(codes) >= len(dst).
+func decodeE4M3Go(t *[256]float32, codes []byte, dst []float32, s float32) {
+	codes = codes[:len(dst)]
+	for i, c := range codes {
+		dst[i] = t[c] * s
+	}
 }
