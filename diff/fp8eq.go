@@ -61,15 +61,25 @@ func sameValue(x, y float32) bool { return x == y || (x != x && y != y) }
 // differ after scaling. zeroSign counts codes that differ only in the sign
 // of zero (not counted as changed).
 func countFP8Diff(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
-	tab, nanAbove := canonOf(dt)
+	if scalesSame {
+		return countFP8DiffGo(dt, a, b, bF, fF, true)
+	}
+	// Two codes have the same representative iff they are equal, both ±0
+	// or both NaN; countFP8Values tests that, and the values, without a
+	// branch per element, on a prefix (on amd64: all but the last 15).
+	_, nanAbove := canonOf(dt)
+	i, changed, zeroSign := countFP8Values(nanAbove, a, b[:len(a)], bF, fF)
+	ch, zs := countFP8DiffGo(dt, a[i:], b[i:len(a)], bF[i:], fF[i:], false)
+	return changed + ch, zeroSign + zs
+}
+
+// countFP8DiffGo is countFP8Diff in Go, one element at a time (eight at a
+// time while the codes are equal when the scales are the same).
+func countFP8DiffGo(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
+	tab, _ := canonOf(dt)
 	b = b[:len(a)]
 	i := 0
-	if !scalesSame {
-		// Two codes have the same representative iff they are equal,
-		// both ±0 or both NaN; countFP8Values tests that, and the values,
-		// without a branch per element.
-		i, changed, zeroSign = countFP8Values(nanAbove, a, b, bF, fF)
-	} else {
+	if scalesSame {
 		for ; i+8 <= len(a); i += 8 {
 			if binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
 				continue

@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,46 +8,6 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
-
-// countFP8DiffRef is countFP8Diff as it was before countFP8Values: one
-// branchy Go loop, kept as the reference of TestCountFP8Values.
-func countFP8DiffRef(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
-	tab, _ := canonOf(dt)
-	b = b[:len(a)]
-	i := 0
-	if scalesSame {
-		for ; i+8 <= len(a); i += 8 {
-			if binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
-				continue
-			}
-			for k := i; k < i+8; k++ {
-				if x, y := a[k], b[k]; x != y {
-					if tab[x] != tab[y] {
-						changed++
-					} else if x&0x7f == 0 {
-						zeroSign++
-					}
-				}
-			}
-		}
-	}
-	for ; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if x != y {
-			if tab[x] != tab[y] {
-				changed++
-				continue
-			}
-			if x&0x7f == 0 {
-				zeroSign++
-			}
-		}
-		if !scalesSame && !sameValue(bF[i], fF[i]) {
-			changed++
-		}
-	}
-	return changed, zeroSign
-}
 
 // fp8ValuePairs are the value pairs the exhaustive test puts under every
 // pair of codes: equal, unequal, ±0, NaN against NaN (other payloads
@@ -63,7 +22,8 @@ var fp8ValuePairs = func() [][2]float32 {
 }()
 
 // TestCountFP8Values checks countFP8Diff (the SIMD kernel on amd64)
-// against countFP8DiffRef: every pair of codes under every value pair,
+// against countFP8DiffGo (the Go loop that was all of countFP8Diff before
+// the kernel): every pair of codes under every value pair,
 // each alone in a block of 16 equal elements at every position, all of
 // them in one segment, and random segments of every length and
 // alignment, for both FP8 dtypes and both scale cases.
@@ -76,7 +36,7 @@ func TestCountFP8Values(t *testing.T) {
 				t.Helper()
 				for _, same := range []bool{false, true} {
 					ch, zs := countFP8Diff(dt, a, b, bF, fF, same)
-					wch, wzs := countFP8DiffRef(dt, a, b, bF, fF, same)
+					wch, wzs := countFP8DiffGo(dt, a, b, bF, fF, same)
 					if ch != wch || zs != wzs {
 						require.Failf(t, "counts differ", "%s: scalesSame %v: got changed %d zeroSign %d, want %d %d",
 							append([]any{msg, same, ch, zs, wch, wzs}, args...)...)
