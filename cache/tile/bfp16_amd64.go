@@ -2,7 +2,11 @@
 
 package tile
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/ckpt-dev/ckpt/internal/cpufeat"
+)
 
 // bfpParams are the per-format constants of the face kernels, each in the
 // eight 16-bit lanes of a vector.
@@ -58,12 +62,9 @@ func bfpFaceSSE2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParam
 //go:noescape
 func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) (small uint32)
 
-// hasAVX2 reports whether the CPU and the OS support AVX2.
-func hasAVX2() bool
-
 // faceKernel is the face encoder used on this CPU.
 var faceKernel = func() func(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) uint32 {
-	if hasAVX2() {
+	if cpufeat.AVX2() {
 		return bfpFaceAVX2
 	}
 	return bfpFaceSSE2

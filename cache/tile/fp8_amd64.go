@@ -2,6 +2,8 @@
 
 package tile
 
+import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+
 // fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8Transposed
 // does — tile q from the 32 rows of 32 codes at src + 32q (rows stride
 // bytes apart) under scales[q] (0 < s < 256), n tiles at most, BFLOAT4_B
@@ -13,12 +15,8 @@ package tile
 //go:noescape
 func fp8TilesAVX2(dst *byte, src *byte, stride uintptr, scales *float32, n uintptr, buf *[512]byte, bfp4 bool) uintptr
 
-// hasFMA reports whether the CPU has FMA3 (the OS support for the YMM
-// state is hasAVX2's check).
-func hasFMA() bool
-
 // fp8AVX2 reports whether fp8TilesAVX2 runs on this CPU (AVX2 and FMA).
-var fp8AVX2 = hasAVX2() && hasFMA()
+var fp8AVX2 = cpufeat.AVX2() && cpufeat.FMA()
 
 // fp8TilesKernel encodes tiles [0, k) of EncodeFP8Transposed's run (every
 // scale valid) and returns k: the run's length, or the first tile the

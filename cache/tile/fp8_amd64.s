@@ -404,13 +404,3 @@ stop:
 	VZEROUPPER
 	MOVQ CX, ret+56(FP)
 	RET
-
-// func hasFMA() bool
-TEXT ·hasFMA(SB), NOSPLIT, $0-1
-	MOVL $1, AX
-	XORL CX, CX
-	CPUID
-	SHRL $12, CX // FMA
-	ANDL $1, CX
-	MOVB CX, ret+0(FP)
-	RET

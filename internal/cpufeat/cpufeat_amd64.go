@@ -6,6 +6,15 @@ package cpufeat
 // AVX and AVX2, and the YMM state enabled in XCR0).
 func AVX2() bool { return avx2 }
 
-var avx2 = hasAVX2()
+// FMA reports whether the CPU has FMA3 (the OS support for the YMM state
+// is AVX2's check).
+func FMA() bool { return fma }
+
+var (
+	avx2 = hasAVX2()
+	fma  = hasFMA()
+)
 
 func hasAVX2() bool
+
+func hasFMA() bool

@@ -29,3 +29,13 @@ TEXT ·hasAVX2(SB), NOSPLIT, $0-1
 	MOVB $1, ret+0(FP)
 nope:
 	RET
+
+// func hasFMA() bool
+TEXT ·hasFMA(SB), NOSPLIT, $0-1
+	MOVL $1, AX
+	XORL CX, CX
+	CPUID
+	SHRL $12, CX // FMA
+	ANDL $1, CX
+	MOVB CX, ret+0(FP)
+	RET
