@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -341,7 +340,15 @@ func timeChild(name string, args []string, ok []int) (sample, error) {
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
 	if name == "cat" {
-		cmd.Stdout = io.Discard
+		// The child writes to /dev/null itself: an io.Writer here would
+		// put a pipe and a copy in this process between cat and the
+		// discard, which made cat 4-6x slower than `cat FILES >/dev/null`.
+		null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			return sample{}, err
+		}
+		defer null.Close()
+		cmd.Stdout = null
 	} else {
 		cmd.Stdout = &out
 	}
