@@ -4,8 +4,9 @@ package diff
 
 import "github.com/ckpt-dev/ckpt/internal/cpufeat"
 
-// decodeAVX2 says whether decodeE4M3AVX2 runs on this CPU.
-var decodeAVX2 = cpufeat.AVX2()
+// useAVX2 says whether the AVX2 kernels of this package (decodeE4M3AVX2,
+// absMaxAVX2, requantAVX2) run on this CPU.
+var useAVX2 = cpufeat.AVX2()
 
 // decodeE4M3Scaled sets dst[i] = t[codes[i]]·s, t being the F8_E4M3
 // value table; len(codes) >= len(dst). With AVX2 and |s| < 2^24 the
@@ -13,7 +14,7 @@ var decodeAVX2 = cpufeat.AVX2()
 // TestDecodeE4M3Scaled), NaN codes and the tail through the Go loop.
 func decodeE4M3Scaled(t *[256]float32, codes []byte, dst []float32, s float32) {
 	n := len(dst) &^ 31
-	if !decodeAVX2 || n == 0 || !(s < 0x1p24 && s > -0x1p24) {
+	if !useAVX2 || n == 0 || !(s < 0x1p24 && s > -0x1p24) {
 		decodeE4M3Go(t, codes, dst, s)
 		return
 	}

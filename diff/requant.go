@@ -15,14 +15,7 @@ import (
 // are compared by decoded value (see sameCode): zeroSign counts the codes
 // that differ only in the sign of zero, which are not mismatches.
 func requantBlock(q *side, w []float32, codes []byte, bi, bj int64) (cnt, zeroSign int64, scaleDiffers bool) {
-	var amax float32
-	for _, x := range w {
-		x = float32(math.Abs(float64(x)))
-		if x > amax {
-			amax = x
-		}
-	}
-	s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
+	s := ckpt.RoundTo(q.scaleDType, absMax(w)/ckpt.E4M3MaxFinite)
 	scaleDiffers = !sameValue(s, q.scale[bi*q.sCols+bj])
 	codes = codes[:len(w)]
 	if s == 0 {
@@ -37,6 +30,29 @@ func requantBlock(q *side, w []float32, codes []byte, bi, bj int64) (cnt, zeroSi
 		}
 		return cnt, zeroSign, scaleDiffers
 	}
+	cnt, zeroSign = requantCodes(w, codes, s)
+	return cnt, zeroSign, scaleDiffers
+}
+
+// absMaxGo returns the largest |x| of w, ignoring NaN; 0 for none. It is
+// absMax's loop for the tail and off amd64, and its test's reference.
+func absMaxGo(w []float32) float32 {
+	var amax float32
+	for _, x := range w {
+		x = float32(math.Abs(float64(x)))
+		if x > amax {
+			amax = x
+		}
+	}
+	return amax
+}
+
+// requantCodesGo counts the i whose code ckpt.EncodeE4M3(w[i]/s) decodes
+// to another value than codes[i] (cnt) or differs from it only in the
+// sign of zero (zeroSign); len(codes) >= len(w). It is requantCodes'
+// loop for the tail and off amd64, and its test's reference.
+func requantCodesGo(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+	codes = codes[:len(w)]
 	for i, x := range w {
 		if c := ckpt.EncodeE4M3(x / s); c != codes[i] {
 			if same, zs := sameCode(c, codes[i]); !same {
@@ -46,5 +62,5 @@ func requantBlock(q *side, w []float32, codes []byte, bi, bj int64) (cnt, zeroSi
 			}
 		}
 	}
-	return cnt, zeroSign, scaleDiffers
+	return cnt, zeroSign
 }
