@@ -16,15 +16,15 @@
 //   then (a + 0x7ffff + (a>>20)&1) >> 20 - 120<<3 as in EncodeE4M3,
 //   the rebias folded into the added constant (the wrapped sums of the
 //   subnormal lanes are not selected);
-//   the sign: bit 31 of u moved to bit 7.
+//   the sign: bit 31 of u (an integer compare with 0) as bit 7.
 // Out: Y1 the code's low seven bits, Y0 the code; Y2-Y4 are clobbered.
-// Constants: Y7 0x80, Y8 the bits of 2^-6, Y10 1, Y11 the bits of 480,
+// Constants: Y7 0x80, Y9 0, Y8 the bits of 2^-6, Y10 1, Y11 the bits of 480,
 // Y12 448.0, Y13 512.0, Y14 0x7fffffff, Y15 s; rqk<> the added constant.
 #define ENCODE \
 	VMOVUPS (SI), Y0; \
 	VDIVPS Y15, Y0, Y0;       /* u = x/s */ \
 	VANDPS Y14, Y0, Y1;       /* a = |u| */ \
-	VPSRLD $24, Y0, Y0; \
+	VPCMPGTD Y0, Y9, Y0;      /* u < 0 as an integer: the sign */ \
 	VPAND Y7, Y0, Y0;         /* sign<<7 */ \
 	VMULPS Y13, Y1, Y2; \
 	VCVTPS2DQ Y2, Y2;         /* subnormal code: RoundToEven(a*512) */ \
@@ -67,7 +67,8 @@ GLOBL rq7f<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTD rqc<>+12(SB), Y11; \
 	VPBROADCASTD rqc<>+16(SB), Y12; \
 	VPBROADCASTD rqc<>+20(SB), Y13; \
-	VPBROADCASTD rqc<>+24(SB), Y14
+	VPBROADCASTD rqc<>+24(SB), Y14; \
+	VPXOR Y9, Y9, Y9
 
 // func requantAVX2(w *float32, codes *byte, n int, s float32) (same, zeroSign int)
 //
@@ -80,7 +81,6 @@ TEXT ·requantAVX2(SB), NOSPLIT, $0-48
 	MOVQ n+16(FP), CX
 	VBROADCASTSS s+24(FP), Y15
 	CONSTS
-	VPXOR Y9, Y9, Y9          // zero
 	VPXOR Y5, Y5, Y5          // same, per lane
 	VPXOR Y6, Y6, Y6          // zeroSign, per lane
 loop:
