@@ -60,7 +60,9 @@ DATA rq7f<>+16(SB)/8, $0x0000007f0000007f
 DATA rq7f<>+24(SB)/8, $0x0000007f0000007f
 GLOBL rq7f<>(SB), RODATA|NOPTR, $32
 
+// CONSTS loads the constants of ENCODE; s is the argument at 24(FP).
 #define CONSTS \
+	VBROADCASTSS s+24(FP), Y15; \
 	VPBROADCASTD rqc<>+0(SB), Y7; \
 	VPBROADCASTD rqc<>+4(SB), Y8; \
 	VPBROADCASTD rqc<>+8(SB), Y10; \
@@ -79,7 +81,6 @@ TEXT ·requantAVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ codes+8(FP), DI
 	MOVQ n+16(FP), CX
-	VBROADCASTSS s+24(FP), Y15
 	CONSTS
 	VPXOR Y5, Y5, Y5          // same, per lane
 	VPXOR Y6, Y6, Y6          // zeroSign, per lane
@@ -128,7 +129,6 @@ TEXT ·encodeE4M3AVX2(SB), NOSPLIT, $0-28
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	VBROADCASTSS s+24(FP), Y15
 	CONSTS
 enc:
 	ENCODE
