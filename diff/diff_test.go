@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -186,7 +187,7 @@ func (s countingStore) Open(ctx context.Context, name string) (ckpt.Blob, error)
 
 func (b countingBlob) ReadAt(p []byte, off int64) (int, error) {
 	n, err := b.Blob.ReadAt(p, off)
-	*b.n += int64(n)
+	atomic.AddInt64(b.n, int64(n)) // diff reads chunks in parallel
 	return n, err
 }
 
