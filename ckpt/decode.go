@@ -184,6 +184,25 @@ func RoundBF16(x float32) float32 {
 	return math.Float32frombits(r)
 }
 
+// decodeBF16 widens the little-endian bfloat16 values of src into dst
+// (len(src) = 2*len(dst)), four per 64-bit load.
+func decodeBF16(src []byte, dst []float32) {
+	n := len(dst)
+	src = src[:2*n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		x := binary.LittleEndian.Uint64(src[2*i:])
+		d := dst[i : i+4 : i+4]
+		d[0] = math.Float32frombits(uint32(x) << 16)
+		d[1] = math.Float32frombits(uint32(x>>16) << 16)
+		d[2] = math.Float32frombits(uint32(x>>32) << 16)
+		d[3] = math.Float32frombits(uint32(x>>48) << 16)
+	}
+	for ; i < n; i++ {
+		dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
+	}
+}
+
 // DecodeFloat32 decodes n = len(dst) elements of dtype dt from src into dst.
 // Supported: BF16, F16, F32, F64, F8_E4M3, F8_E5M2, F8_E8M0.
 func DecodeFloat32(dt DType, src []byte, dst []float32) error {
@@ -194,9 +213,7 @@ func DecodeFloat32(dt DType, src []byte, dst []float32) error {
 	}
 	switch dt {
 	case BF16:
-		for i := range dst {
-			dst[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(src[2*i:])) << 16)
-		}
+		decodeBF16(src[:2*n], dst)
 	case F16:
 		for i := range dst {
 			dst[i] = F16ToF32(binary.LittleEndian.Uint16(src[2*i:]))

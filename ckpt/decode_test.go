@@ -177,6 +177,22 @@ func TestBF16ToF32(t *testing.T) {
 	dst := make([]float32, 2)
 	require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, src, dst))
 	assert.Equal(t, []float32{1, 3.140625}, dst)
+
+	// Every bit pattern, in runs of every length mod 4 (four values per
+	// 64-bit load, then a tail), bit for bit as BF16ToF32.
+	all := make([]byte, 2<<16)
+	for h := range 1 << 16 {
+		all[2*h], all[2*h+1] = byte(h), byte(h>>8)
+	}
+	for _, n := range []int{1 << 16, 1<<16 - 1, 1<<16 - 2, 1<<16 - 3, 5, 0} {
+		out := make([]float32, n)
+		require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, all, out))
+		for h := range n {
+			if got, want := math.Float32bits(out[h]), math.Float32bits(ckpt.BF16ToF32(uint16(h))); got != want {
+				t.Fatalf("n=%d: 0x%04x decodes to %#08x, want %#08x", n, h, got, want)
+			}
+		}
+	}
 }
 
 // nearestEven is an independent rounding oracle: the code of the value in
