@@ -142,7 +142,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if err := removeTemps(dir); err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{}, e4m3: e4m3Values(),
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()
@@ -175,7 +175,6 @@ type builder struct {
 	records map[string]FileRecord // records of this build by path
 	rmu     sync.Mutex
 	todo    []*sink
-	e4m3    [256]float32
 	journal *os.File
 	commits chan<- *sink
 	legacy  bool // a root manifest of an older layout describes this folder

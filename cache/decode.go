@@ -5,19 +5,9 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
-
-// e4m3Values returns the float32 value of every F8_E4M3 code.
-func e4m3Values() [256]float32 {
-	var codes [256]byte
-	for i := range codes {
-		codes[i] = byte(i)
-	}
-	var v [256]float32
-	_ = ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], v[:]) // cannot fail: sizes match
-	return v
-}
 
 // band says what readBand produced.
 type band struct {
@@ -109,11 +99,7 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly 
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
 			for blk := int64(0); blk < sCols; blk++ {
-				s := v.ScaleAt(r0+r, blk*v.BN)
-				t := (*[256]uint16)(w.tab[blk*256:])
-				for c := range t {
-					t[c] = ckpt.F32ToBF16TT(b.e4m3[c] * s)
-				}
+				tile.E4M3BF16Table((*[256]uint16)(w.tab[blk*256:]), v.ScaleAt(r0+r, blk*v.BN))
 			}
 		}
 		row := w.raw[r*cols : (r+1)*cols]

@@ -93,9 +93,7 @@ func (f *fp8Tables) encode(dt DType, dst []byte, src []byte, stride int, s float
 // (source rows and columns) exist; the rest of the tile is zero.
 func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows, cols int, s float32) {
 	if !f.ok || f.scale != math.Float32bits(s) {
-		for c := range f.tab {
-			f.tab[c] = ckpt.F32ToBF16TT(ckpt.DecodeE4M3(byte(c)) * s)
-		}
+		E4M3BF16Table(&f.tab, s)
 		f.scale, f.ok = math.Float32bits(s), true
 	}
 	if rows < TileDim || cols < TileDim {
@@ -117,6 +115,16 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
 	var f fp8Tables
 	f.encodePartial(dt, dst[:dt.TileBytes()], src, stride, min(rows, TileDim), min(cols, TileDim), scale)
+}
+
+// E4M3BF16Table sets t[c] to the bfloat16 bits of F8_E4M3 code c times
+// scale: the float32 product rounded as tt-metal's host conversion does
+// (ckpt.F32ToBF16TT), which is how the serving loader's dequantised, then
+// bf16-cast weights come out.
+func E4M3BF16Table(t *[256]uint16, scale float32) {
+	for c := range t {
+		t[c] = ckpt.F32ToBF16TT(ckpt.DecodeE4M3(byte(c)) * scale)
+	}
 }
 
 // encodeFP8TransposedGo is EncodeFP8Transposed through the tables only
