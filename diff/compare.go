@@ -67,7 +67,10 @@ type plan struct {
 	scalesSame bool
 	// fp8 is set when both sides are the same one-byte float format:
 	// codes are compared by decoded value (±0 equal, NaN equal to NaN).
-	fp8  bool
+	fp8 bool
+	// e4m3 is set when both sides are block-scaled F8_E4M3 weights with
+	// the same block size: their statistics come from e4m3Segment.
+	e4m3 bool
 	geom geom
 	// rb and rf are where the raw bytes of b and f are read from: the
 	// tensors themselves, or the bytes a sampled diff fetched ahead.
@@ -244,6 +247,8 @@ func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 	}
 	if p.kind == kindSame {
 		p.scalesSame = p.bs.scaled() == p.fs.scaled() && (!p.bs.scaled() || p.bs.sameScale(p.fs))
+		bs, fs := p.bs, p.fs
+		p.e4m3 = bs.e4m3 != nil && fs.e4m3 != nil && bs.bm == fs.bm && bs.bn == fs.bn && bs.sCols == fs.sCols && bs.cols == fs.cols
 	}
 	p.ready = true
 	return nil

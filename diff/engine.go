@@ -364,6 +364,28 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 		o := g - e0
 		bseg := bRaw[o*bs.esize : (o+n)*bs.esize]
 		fseg := fRaw[o*fs.esize : (o+n)*fs.esize]
+		if same && p.e4m3 {
+			if err := e4m3Segment(p, bseg, fseg, g, sc, r); err != nil {
+				return err
+			}
+			g += n
+			continue
+		}
+		if err := decodeCount(p, bseg, fseg, g, sc, r, same); err != nil {
+			return err
+		}
+		r.accumulate(sc.bF, sc.fF)
+		g += n
+	}
+	return nil
+}
+
+// decodeCount decodes the segments bseg, fseg starting at flat element g
+// into sc.bF, sc.fF and counts the changed elements into r.
+func decodeCount(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial, same bool) error {
+	bs, fs := p.bs, p.fs
+	n := int64(len(bseg)) / bs.esize
+	{
 		sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
 		if err := bs.decode(bseg, g, sc.bF); err != nil {
 			return err
@@ -384,8 +406,44 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 		} else {
 			r.changed += countValueDiff(sc.bF, sc.fF)
 		}
-		r.accumulate(sc.bF, sc.fF)
-		g += n
+	}
+	return nil
+}
+
+// e4m3Segment adds the statistics of a segment of two block-scaled
+// F8_E4M3 sides (p.e4m3; codes bseg, fseg from flat element g, within one
+// row) into r, scale block by scale block: exactly (e4m3exact.go) where
+// e4m3Exact accepts the block's scales and no code is a NaN, else through
+// the decoded values like any other pair.
+func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
+	bs, fs := p.bs, p.fs
+	row, c0 := g/bs.cols, g%bs.cols
+	sbRow := bs.scale[(row/bs.bm)*bs.sCols:]
+	sfRow := fs.scale[(row/fs.bm)*fs.sCols:]
+	c1 := c0 + int64(len(bseg))
+	for c := c0; c < c1; {
+		blk := c / bs.bn
+		end := min((blk+1)*bs.bn, c1, c+e4m3RunMax)
+		b, f := bseg[c-c0:end-c0], fseg[c-c0:end-c0]
+		sb, sf := sbRow[blk], sfRow[blk]
+		var o e4m3Sums
+		ok := e4m3Exact(sb, sf)
+		if ok {
+			if sb == sf {
+				ok = e4m3Run(b, f, true, 1, 1, &o)
+			} else {
+				ok = e4m3Run(b, f, false, float64(sb), float64(sf), &o)
+			}
+		}
+		if ok {
+			r.addE4M3(&o, sb, sf)
+		} else {
+			if err := decodeCount(p, b, f, g+c-c0, sc, r, true); err != nil {
+				return err
+			}
+			r.accumulate(sc.bF[:len(b)], sc.fF[:len(b)])
+		}
+		c = end
 	}
 	return nil
 }
@@ -406,8 +464,17 @@ func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 			n = min(n, bs.cols-g%bs.cols)
 		}
 		o := g - e0
+		raw := sc.bRaw[o*bs.esize : (o+n)*bs.esize]
+		if p.e4m3 {
+			// The same path as segments takes for two equal sides.
+			if err := e4m3Segment(p, raw, raw, g, sc, r); err != nil {
+				return err
+			}
+			g += n
+			continue
+		}
 		sc.bF = grow(sc.bF, n)
-		if err := bs.decode(sc.bRaw[o*bs.esize:(o+n)*bs.esize], g, sc.bF); err != nil {
+		if err := bs.decode(raw, g, sc.bF); err != nil {
 			return err
 		}
 		r.accumulate(sc.bF, sc.bF)

@@ -1,0 +1,250 @@
+package diff
+
+import (
+	"math"
+	"math/bits"
+)
+
+// Two block-scaled F8_E4M3 weights are compared block by block with exact
+// arithmetic. Every F8_E4M3 value v is a multiple of 2^-9 below 2^9, so
+// over a run of at most e4m3RunMax elements the sums Σv_b², Σv_f² and
+// Σv_b·v_f of the unscaled values are multiples of 2^-18 below 2^51:
+// float64 holds them exactly, whatever the order of the additions. A
+// kernel may therefore add them in any order and any number of lanes and
+// still agree bit for bit with the Go loop (e4m3RunGo), and the totals do
+// not depend on how the work was split.
+//
+// The statistics of the dequantised values follow per block from its two
+// scales s_b, s_f (when e4m3Exact accepts them: then every dequantised
+// float32 value v·s is exact, so these are the statistics of the same
+// float32 values as the generic path):
+//
+//	Σb² = s_b²·Σv_b²   Σf² = s_f²·Σv_f²   Σb·f = s_b·s_f·Σv_b·v_f
+//	Σ(f−b)² = s_f²·Σv_f² + s_b²·Σv_b² − 2·s_b·s_f·Σv_b·v_f
+//
+// each rounded once (the last one computed exactly, see e4m3SumSq), then
+// added block after block in order.
+
+// e4m3RunMax bounds the elements of one run so that the exact sums, and
+// Σv_f² + Σv_b² − 2Σv_b·v_f, stay below 2^53 units of 2^-18.
+const e4m3RunMax = 1 << 15
+
+// e4m3Values is the value of every F8_E4M3 code as float64 (NaN codes:
+// NaN; e4m3Run rejects them before use).
+var e4m3Values = func() *[256]float64 {
+	var t [256]float64
+	for c := range t {
+		m, e := float64(c&7), (c>>3)&15
+		var v float64
+		switch {
+		case c&0x7f == 0x7f:
+			v = math.NaN()
+		case e == 0:
+			v = m * 0x1p-9
+		default:
+			v = math.Ldexp(1+m/8, e-7)
+		}
+		if c&0x80 != 0 {
+			v = -v
+		}
+		t[c] = v
+	}
+	return &t
+}()
+
+// e4m3Sums are the exact statistics of a run of code pairs (b, f) in
+// unscaled F8_E4M3 values.
+type e4m3Sums struct {
+	bb, ff, bf float64 // Σv_b², Σv_f², Σv_b·v_f
+	// mx is max |v_f·sf − v_b·sb| for the sb, sf of the run (exact: the
+	// products and their difference fit in float64 for scales that
+	// e4m3Exact accepts, and for sb = sf = 1).
+	mx float64
+	// changed counts the pairs whose values differ: codes of different
+	// values (±0 are one value) when the run's scales are the same, every
+	// pair but two zeros when they differ. zeroSign counts code pairs
+	// that differ only in the sign of zero.
+	changed, zeroSign int64
+}
+
+// e4m3RunGo adds the statistics of the code pairs (b[i], f[i]) into o, for
+// scales sb, sf (same: the two scales are equal; callers then pass
+// sb = sf = 1 and scale max themselves). It reports false, with o in an
+// unspecified state, if a code is a NaN. len(f) >= len(b).
+func e4m3RunGo(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
+	f = f[:len(b)]
+	t := e4m3Values
+	bb, ff, bf, mx := o.bb, o.ff, o.bf, o.mx
+	var changed, zeroSign int64
+	for i, x := range b {
+		y := f[i]
+		if x&0x7f == 0x7f || y&0x7f == 0x7f {
+			return false
+		}
+		vb, vf := t[x], t[y]
+		bb += vb * vb
+		ff += vf * vf
+		bf += vb * vf
+		if d := math.Abs(vf*sf - vb*sb); d > mx {
+			mx = d
+		}
+		zero := (x|y)&0x7f == 0
+		if x != y && zero {
+			zeroSign++
+		}
+		if !zero && (x != y || !same) {
+			changed++
+		}
+	}
+	o.bb, o.ff, o.bf, o.mx = bb, ff, bf, mx
+	o.changed += changed
+	o.zeroSign += zeroSign
+	return true
+}
+
+// e4m3Exact reports whether the exact path applies to a block with scales
+// sb and sf: both finite, zero or of magnitude in [2^-100, 2^100], with at
+// most 20 significant bits (so that v·s is exact in float32), and, when
+// they differ and neither is zero, binary exponents at most 10 apart (so
+// that v_f·s_f − v_b·s_b is exact in float64 and e4m3SumSq fits in 128
+// bits).
+func e4m3Exact(sb, sf float32) bool {
+	eb, okb := e4m3ScaleExp(sb)
+	ef, okf := e4m3ScaleExp(sf)
+	if !okb || !okf {
+		return false
+	}
+	if sb == sf || sb == 0 || sf == 0 {
+		return true
+	}
+	return eb-ef <= 10 && ef-eb <= 10
+}
+
+// e4m3ScaleExp returns the biased exponent of a scale and whether
+// e4m3Exact accepts it on its own.
+func e4m3ScaleExp(s float32) (int, bool) {
+	if s == 0 {
+		return 0, true
+	}
+	u := math.Float32bits(s)
+	e := int(u>>23) & 0xff
+	return e, e >= 127-100 && e <= 127+100 && u&7 == 0
+}
+
+// scaleParts splits a scale that e4m3Exact accepts into m·2^e, m an odd
+// integer (0 for zero) with at most 21 bits.
+func scaleParts(s float32) (m int64, e int) {
+	if s == 0 {
+		return 0, 0
+	}
+	u := math.Float32bits(s)
+	m = int64(u&0x7fffff | 1<<23)
+	e = int(u>>23&0xff) - 127 - 23
+	tz := bits.TrailingZeros64(uint64(m))
+	m >>= tz
+	e += tz
+	if u>>31 != 0 {
+		m = -m
+	}
+	return m, e
+}
+
+// e4m3SumSq returns Σ(s_f·v_f − s_b·v_b)² of a run with sums o, for two
+// different scales that e4m3Exact accepts, correctly rounded: the sum is
+// formed exactly as a 128-bit integer times a power of two.
+func e4m3SumSq(sb, sf float32, o *e4m3Sums) float64 {
+	mb, eb := scaleParts(sb)
+	mf, ef := scaleParts(sf)
+	g := min(eb, ef)
+	switch {
+	case mb == 0:
+		g = ef
+	case mf == 0:
+		g = eb
+	}
+	if mb != 0 {
+		mb <<= eb - g
+	}
+	if mf != 0 {
+		mf <<= ef - g
+	}
+	// In units of 2^-18: A = Σv_f², B = Σv_b², C = Σv_b·v_f, exact.
+	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
+	p1 := mul128(uint64(mf*mf), uint64(A))
+	p2 := mul128(uint64(mb*mb), uint64(B))
+	t := p1.add(p2)
+	cross := mf * mb // |cross| < 2^62
+	neg := (cross < 0) != (C < 0)
+	p3 := mul128(uint64(abs64(cross)), uint64(abs64(C)))
+	p3 = p3.add(p3) // 2·|s_b·s_f·C|
+	if neg {
+		t = t.add(p3)
+	} else {
+		t = t.sub(p3) // ≥ 0: a sum of squares
+	}
+	return math.Ldexp(t.float64(), 2*g-18)
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// u128 is an unsigned 128-bit integer.
+type u128 struct{ hi, lo uint64 }
+
+func mul128(a, b uint64) u128 {
+	hi, lo := bits.Mul64(a, b)
+	return u128{hi, lo}
+}
+
+func (x u128) add(y u128) u128 {
+	lo, c := bits.Add64(x.lo, y.lo, 0)
+	hi, _ := bits.Add64(x.hi, y.hi, c)
+	return u128{hi, lo}
+}
+
+func (x u128) sub(y u128) u128 {
+	lo, b := bits.Sub64(x.lo, y.lo, 0)
+	hi, _ := bits.Sub64(x.hi, y.hi, b)
+	return u128{hi, lo}
+}
+
+// float64 rounds x to the nearest float64 (ties to even).
+func (x u128) float64() float64 {
+	if x.hi == 0 {
+		return float64(x.lo)
+	}
+	n := 64 - bits.LeadingZeros64(x.hi) // bits of hi
+	m := x.hi<<(64-n) | x.lo>>n
+	if x.lo&(1<<n-1) != 0 {
+		m |= 1 // sticky: far below the 53 bits kept
+	}
+	return math.Ldexp(float64(m), n)
+}
+
+// addE4M3 adds the statistics of a run with exact sums o and scales sb, sf
+// (accepted by e4m3Exact; o.mx is unscaled when sb = sf) into p.
+func (p *partial) addE4M3(o *e4m3Sums, sb, sf float32) {
+	b, f := float64(sb), float64(sf)
+	// s_b², s_f² and s_b·s_f are exact (at most 42 bits); each product
+	// with a sum is rounded once (the conversions forbid fusing).
+	p.normB += float64(b * b * o.bb)
+	p.normF += float64(f * f * o.ff)
+	p.dot += float64(b * f * o.bf)
+	mx := o.mx
+	if sb == sf {
+		// Σv_f² + Σv_b² − 2Σv_b·v_f is exact (e4m3RunMax).
+		p.sumSqDiff += float64(b * b * (o.ff + o.bb - 2*o.bf))
+		mx *= math.Abs(b)
+	} else {
+		p.sumSqDiff += e4m3SumSq(sb, sf, o)
+	}
+	if mx > p.maxAbs {
+		p.maxAbs = mx
+	}
+	p.changed += o.changed
+	p.zeroSign += o.zeroSign
+}
