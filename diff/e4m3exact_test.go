@@ -1,0 +1,216 @@
+package diff
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestE4M3Values(t *testing.T) {
+	t.Parallel()
+	var codes [256]byte
+	for i := range codes {
+		codes[i] = byte(i)
+	}
+	var want [256]float32
+	require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], want[:]))
+	for c, w := range want {
+		got := e4m3Values[c]
+		if c&0x7f == 0x7f {
+			assert.True(t, math.IsNaN(got), "code %#x", c)
+			continue
+		}
+		assert.Equal(t, math.Float64bits(float64(w)), math.Float64bits(got), "code %#x", c)
+	}
+}
+
+// exactSumSq is Σ(sf·v_f − sb·v_b)² in exact arithmetic, rounded to
+// float64 once.
+func exactSumSq(b, f []byte, sb, sf float32) float64 {
+	sum := new(big.Float).SetPrec(2000)
+	for i := range b {
+		x := new(big.Float).SetPrec(2000).SetFloat64(e4m3Values[f[i]])
+		x.Mul(x, big.NewFloat(float64(sf)))
+		y := new(big.Float).SetPrec(2000).SetFloat64(e4m3Values[b[i]])
+		y.Mul(y, big.NewFloat(float64(sb)))
+		x.Sub(x, y)
+		x.Mul(x, x)
+		sum.Add(sum, x)
+	}
+	v, _ := sum.Float64()
+	return v
+}
+
+// randCodes returns n random non-NaN F8_E4M3 codes; some runs share most
+// codes with base.
+func randCodes(r *rand.Rand, n int, base []byte) []byte {
+	c := make([]byte, n)
+	for i := range c {
+		switch {
+		case base != nil && r.IntN(4) > 0:
+			c[i] = base[i]
+		case r.IntN(10) == 0:
+			c[i] = byte(r.IntN(2)) << 7 // ±0
+		default:
+			c[i] = byte(r.IntN(0x7f)) | byte(r.IntN(2))<<7
+		}
+	}
+	return c
+}
+
+func TestE4M3SumSqExact(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	scales := []float32{0, 1, -1, 0x1p-20, 0.0087890625, 0.0087890625 * 1.00390625, -0.0087890625 * 1.5, 0x1p-10 * 1.375, 0x1p-100, 0x1p100, 3.0517578e-05, 1.2207031e-04}
+	for it := 0; it < 400; it++ {
+		sb, sf := scales[r.IntN(len(scales))], scales[r.IntN(len(scales))]
+		if sb == sf || !e4m3Exact(sb, sf) {
+			continue
+		}
+		n := 1 + r.IntN(300)
+		if it%50 == 0 {
+			n = e4m3RunMax
+		}
+		b := randCodes(r, n, nil)
+		f := randCodes(r, n, b)
+		if it%7 == 0 {
+			// 448 everywhere: the largest sums a run can have.
+			for i := range b {
+				b[i], f[i] = 0x7e, 0xfe
+			}
+		}
+		var o e4m3Sums
+		require.True(t, e4m3RunGo(b, f, false, float64(sb), float64(sf), &o))
+		want := exactSumSq(b, f, sb, sf)
+		got := e4m3SumSq(sb, sf, &o)
+		require.Equal(t, math.Float64bits(want), math.Float64bits(got), "n=%d sb=%g sf=%g: %g vs %g", n, sb, sf, got, want)
+	}
+}
+
+func TestE4M3Exact(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sb, sf float32
+		ok     bool
+	}{
+		{0.0087890625, 0.0087890625, true},
+		{0.0087890625, 0.009765625, true},
+		{0, 0.5, true},
+		{1, 0x1p10, true},
+		{1, 0x1p11, false},                  // exponents 11 apart
+		{0x1p11, 0x1p11, true},              // the same scale
+		{float32(0.1), float32(0.1), false}, // 24 significant bits
+		{1, float32(math.Inf(1)), false},
+		{float32(math.NaN()), 1, false},
+		{0x1p-101, 0x1p-101, false},
+		{0x1p101, 1, false},
+	} {
+		assert.Equal(t, c.ok, e4m3Exact(c.sb, c.sf), "%g %g", c.sb, c.sf)
+	}
+}
+
+func TestU128Float64(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		x := u128{r.Uint64() >> r.IntN(64), r.Uint64()}
+		if i%3 == 0 {
+			x.lo = x.lo >> 11 << 11 // ties and exact values
+			x.hi &= 1<<(r.IntN(10)+1) - 1
+		}
+		want, _ := new(big.Float).SetInt(new(big.Int).Or(new(big.Int).Lsh(new(big.Int).SetUint64(x.hi), 64), new(big.Int).SetUint64(x.lo))).Float64()
+		require.Equal(t, want, x.float64(), "%#x %#x", x.hi, x.lo)
+	}
+}
+
+// e4m3Plan is a plan of two block-scaled F8_E4M3 sides of rows×cols
+// with bm×bn blocks, ready for segments.
+func e4m3Plan(t *testing.T, rows, cols, bm, bn int64, sb, sf []float32) *plan {
+	t.Helper()
+	mk := func(s []float32) *side {
+		var codes [256]byte
+		for i := range codes {
+			codes[i] = byte(i)
+		}
+		tab := new([256]float32)
+		require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], tab[:]))
+		ten := &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: "w", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}}
+		return &side{t: ten, dt: ckpt.F8E4M3, esize: 1, rows: rows, cols: cols, scale: s, bm: bm, bn: bn, sCols: (cols + bn - 1) / bn, e4m3: tab, scaleT: ten}
+	}
+	p := &plan{kind: kindSame, fp8: true, bs: mk(sb), fs: mk(sf)}
+	p.e4m3 = true
+	return p
+}
+
+// TestE4M3SegmentMatchesDecoded checks the exact path against the
+// statistics of the decoded values (the generic path), block scales that
+// the exact path accepts and others it leaves to the generic path, NaN
+// codes, ragged blocks, and segments that start inside a block.
+func TestE4M3SegmentMatchesDecoded(t *testing.T) {
+	t.Parallel()
+	const rows, cols, bm, bn = 6, 300, 2, 64
+	sRows, sCols := (rows+bm-1)/bm, (cols+bn-1)/bn
+	for _, c := range []struct {
+		name string
+		f    func(i int, s float32) float32 // the fine-tune's scale of block i
+		nan  bool
+		neg  bool // negative base scales
+	}{
+		{"same scales", func(_ int, s float32) float32 { return s }, false, false},
+		{"different scales", func(_ int, s float32) float32 { return s * 1.0078125 }, false, false},
+		{"negative scales", func(_ int, s float32) float32 { return -s * 2 }, false, false},
+		{"same negative scales", func(_ int, s float32) float32 { return s }, false, true},
+		{"zero scales", func(_ int, _ float32) float32 { return 0 }, false, false},
+		{"24-bit scales", func(_ int, _ float32) float32 { return 0.1 }, false, false},
+		{"scales far apart", func(_ int, s float32) float32 { return s * 0x1p12 }, false, false},
+		{"mixed, NaN codes", func(i int, s float32) float32 { return []float32{s, s * 1.5, 0.1, 0, s * 0x1p-11}[i%5] }, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(5, 6))
+			sb := make([]float32, sRows*sCols)
+			sf := make([]float32, sRows*sCols)
+			for i := range sb {
+				sb[i] = float32(r.IntN(200)+1) * 0x1p-14
+				if c.neg {
+					sb[i] = -sb[i]
+				}
+				sf[i] = c.f(i, sb[i])
+			}
+			p := e4m3Plan(t, rows, cols, bm, bn, sb, sf)
+			b := randCodes(r, rows*cols, nil)
+			f := randCodes(r, rows*cols, b)
+			if c.nan {
+				f[7], b[cols+70] = 0x7f, 0xff // generic path for their blocks
+			}
+			for _, start := range []int64{0, 13, 64, 200} {
+				var got, want partial
+				sc := &scratch{}
+				for row := int64(0); row < rows; row++ {
+					g := row*cols + start
+					seg := func(x []byte) []byte { return x[g : (row+1)*cols] }
+					require.NoError(t, e4m3Segment(p, seg(b), seg(f), g, sc, &got))
+					require.NoError(t, decodeCount(p, seg(b), seg(f), g, sc, &want, true))
+					want.accumulate(sc.bF[:len(seg(b))], sc.fF[:len(seg(b))])
+				}
+				assert.Equal(t, want.changed, got.changed, "start %d", start)
+				assert.Equal(t, want.zeroSign, got.zeroSign)
+				assert.Equal(t, want.nan, got.nan)
+				assert.Equal(t, want.maxAbs, got.maxAbs)
+				assert.True(t, want.nf == got.nf, "non-finite counts")
+				for _, v := range [][2]float64{{want.sumSqDiff, got.sumSqDiff}, {want.normB, got.normB}, {want.normF, got.normF}, {want.dot, got.dot}} {
+					if v[0] == 0 {
+						assert.Zero(t, v[1])
+						continue
+					}
+					assert.InEpsilon(t, v[0], v[1], 1e-13)
+				}
+			}
+		})
+	}
+}
