@@ -214,3 +214,29 @@ func TestE4M3SegmentMatchesDecoded(t *testing.T) {
 		})
 	}
 }
+
+func TestCountRawDiff(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, es := range []int{1, 2, 4, 8} {
+		for n := 0; n < 70; n++ {
+			a := make([]byte, n)
+			for i := range a {
+				a[i] = byte(r.IntN(256))
+			}
+			b := append([]byte(nil), a...)
+			for i := range b {
+				if r.IntN(3) == 0 {
+					b[i] ^= byte(1) << r.IntN(8) // any single bit, the top one too
+				}
+			}
+			var want int64
+			for i := 0; i+es <= n; i += es {
+				if string(a[i:i+es]) != string(b[i:i+es]) {
+					want++
+				}
+			}
+			require.Equal(t, want, countRawDiff(a, b, es), "esize %d, n %d", es, n)
+		}
+	}
+}

@@ -159,39 +159,37 @@ func countChanged(b, f []float32, rb, rf []byte, esize int64) int64 {
 }
 
 // countRawDiff counts the elements of esize bytes (1, 2, 4 or 8) that
-// differ between a and b, skipping equal 8-byte words quickly.
+// differ between a and b, eight bytes at a time without a branch: in the
+// XOR of two words, a lane is nonzero iff adding 0x7f..f to its low bits
+// carries into its top bit or its top bit is set. Each lane's verdict (0
+// or 1) is added into the same lane of an accumulator, which is summed
+// before a lane can overflow.
 func countRawDiff(a, b []byte, esize int) int64 {
 	b = b[:len(a)]
+	var low, top uint64
+	shift := uint(8*esize - 1)
+	switch esize {
+	case 1:
+		low, top = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	case 2:
+		low, top = 0x7fff7fff7fff7fff, 0x8000800080008000
+	case 4:
+		low, top = 0x7fffffff7fffffff, 0x8000000080000000
+	default:
+		low, top, shift = 0x7fffffffffffffff, 0x8000000000000000, 63
+	}
 	var n int64
-	i := 0
-	for ; i+8 <= len(a); i += 8 {
-		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
-		if x == 0 {
-			continue
+	i := len(a) &^ 7
+	x, y := a[:i], b[:i]
+	for len(x) >= 8 {
+		// At most 255 words per round: no lane overflows, even bytes.
+		m := min(len(x), 255*8)
+		acc := laneDiffs(x[:m], y[:m], low, top, shift)
+		for acc != 0 { // add up the lanes
+			n += int64(acc & (uint64(1)<<(shift+1) - 1))
+			acc >>= shift + 1
 		}
-		switch esize {
-		case 1:
-			for k := 0; k < 8; k++ {
-				if byte(x>>(8*k)) != 0 {
-					n++
-				}
-			}
-		case 2:
-			for k := 0; k < 4; k++ {
-				if uint16(x>>(16*k)) != 0 {
-					n++
-				}
-			}
-		case 4:
-			if uint32(x) != 0 {
-				n++
-			}
-			if uint32(x>>32) != 0 {
-				n++
-			}
-		default:
-			n++
-		}
+		x, y = x[m:], y[m:]
 	}
 	for ; i+esize <= len(a); i += esize {
 		if string(a[i:i+esize]) != string(b[i:i+esize]) {
@@ -199,6 +197,20 @@ func countRawDiff(a, b []byte, esize int) int64 {
 		}
 	}
 	return n
+}
+
+// laneDiffs adds up, lane by lane, the differing lanes of the words of x
+// and y (len(x) = len(y), a multiple of 8); see countRawDiff. Not inlined:
+// alone, its loop keeps every variable in a register.
+//go:noinline
+func laneDiffs(x, y []byte, low, top uint64, shift uint) uint64 {
+	var acc uint64
+	y = y[:len(x)]
+	for j := 0; j+8 <= len(x); j += 8 {
+		d := binary.LittleEndian.Uint64(x[j:j+8]) ^ binary.LittleEndian.Uint64(y[j:j+8])
+		acc += (((d&low)+low | d) & top) >> (shift & 63)
+	}
+	return acc
 }
 
 // finish writes the statistics of p into the row.
