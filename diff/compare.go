@@ -70,8 +70,9 @@ type plan struct {
 	fp8 bool
 	// e4m3 is set when both sides are block-scaled F8_E4M3 weights with
 	// the same block size: their statistics come from e4m3Segment.
-	e4m3 bool
-	geom geom
+	e4m3       bool
+	e4m3Blocks []e4m3Block // per scale block, row-major (e4m3)
+	geom       geom
 	// rb and rf are where the raw bytes of b and f are read from: the
 	// tensors themselves, or the bytes a sampled diff fetched ahead.
 	rb, rf src
@@ -248,7 +249,13 @@ func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 	if p.kind == kindSame {
 		p.scalesSame = p.bs.scaled() == p.fs.scaled() && (!p.bs.scaled() || p.bs.sameScale(p.fs))
 		bs, fs := p.bs, p.fs
-		p.e4m3 = bs.e4m3 != nil && fs.e4m3 != nil && bs.bm == fs.bm && bs.bn == fs.bn && bs.sCols == fs.sCols && bs.cols == fs.cols
+		p.e4m3 = bs.e4m3 != nil && fs.e4m3 != nil && bs.bm == fs.bm && bs.bn == fs.bn && bs.sCols == fs.sCols && bs.cols == fs.cols && len(bs.scale) == len(fs.scale)
+		if p.e4m3 {
+			p.e4m3Blocks = make([]e4m3Block, len(bs.scale))
+			for i := range p.e4m3Blocks {
+				p.e4m3Blocks[i] = newE4M3Block(bs.scale[i], fs.scale[i])
+			}
+		}
 	}
 	p.ready = true
 	return nil

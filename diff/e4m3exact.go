@@ -149,10 +149,37 @@ func scaleParts(s float32) (m int64, e int) {
 	return m, e
 }
 
-// e4m3SumSq returns Σ(s_f·v_f − s_b·v_b)² of a run with sums o, for two
-// different scales that e4m3Exact accepts, correctly rounded: the sum is
-// formed exactly as a 128-bit integer times a power of two.
-func e4m3SumSq(sb, sf float32, o *e4m3Sums) float64 {
+// e4m3Block is what the exact path needs of one scale block: whether it
+// applies and how, and the scale factors, computed once per tensor.
+type e4m3Block struct {
+	class      e4m3Class
+	kb, kf     float64 // the scales e4m3Run applies (1, 1 for one scale)
+	bb, ff, bf float64 // s_b², s_f², s_b·s_f (exact)
+	mxs        float64 // the factor of e4m3Sums.mx: |s| for one scale, else 1
+	// e4m3SumSq: s_b = mb·2^g, s_f = mf·2^g, |mb|, |mf| < 2^31
+	mb, mf int64
+	g      int
+}
+
+type e4m3Class uint8
+
+const (
+	e4m3Generic e4m3Class = iota // not exact: decode the values
+	e4m3Same                     // one scale on both sides
+	e4m3Diff                     // two scales
+)
+
+// newE4M3Block describes a block with scales sb, sf.
+func newE4M3Block(sb, sf float32) e4m3Block {
+	if !e4m3Exact(sb, sf) {
+		return e4m3Block{}
+	}
+	b, f := float64(sb), float64(sf)
+	k := e4m3Block{class: e4m3Diff, kb: b, kf: f, bb: b * b, ff: f * f, bf: b * f, mxs: 1}
+	if sb == sf {
+		k.class, k.kb, k.kf, k.mxs = e4m3Same, 1, 1, math.Abs(b)
+		return k
+	}
 	mb, eb := scaleParts(sb)
 	mf, ef := scaleParts(sf)
 	g := min(eb, ef)
@@ -168,6 +195,15 @@ func e4m3SumSq(sb, sf float32, o *e4m3Sums) float64 {
 	if mf != 0 {
 		mf <<= ef - g
 	}
+	k.mb, k.mf, k.g = mb, mf, g
+	return k
+}
+
+// e4m3SumSq returns Σ(s_f·v_f − s_b·v_b)² of a run with sums o in a block
+// of two different scales, correctly rounded: the sum is formed exactly as
+// a 128-bit integer times a power of two.
+func (k *e4m3Block) e4m3SumSq(o *e4m3Sums) float64 {
+	mb, mf := k.mb, k.mf
 	// In units of 2^-18: A = Σv_f², B = Σv_b², C = Σv_b·v_f, exact.
 	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
 	p1 := mul128(uint64(mf*mf), uint64(A))
@@ -182,7 +218,7 @@ func e4m3SumSq(sb, sf float32, o *e4m3Sums) float64 {
 	} else {
 		t = t.sub(p3) // ≥ 0: a sum of squares
 	}
-	return math.Ldexp(t.float64(), 2*g-18)
+	return math.Ldexp(t.float64(), 2*k.g-18)
 }
 
 func abs64(x int64) int64 {
@@ -225,24 +261,21 @@ func (x u128) float64() float64 {
 	return math.Ldexp(float64(m), n)
 }
 
-// addE4M3 adds the statistics of a run with exact sums o and scales sb, sf
-// (accepted by e4m3Exact; o.mx is unscaled when sb = sf) into p.
-func (p *partial) addE4M3(o *e4m3Sums, sb, sf float32) {
-	b, f := float64(sb), float64(sf)
-	// s_b², s_f² and s_b·s_f are exact (at most 42 bits); each product
-	// with a sum is rounded once (the conversions forbid fusing).
-	p.normB += float64(b * b * o.bb)
-	p.normF += float64(f * f * o.ff)
-	p.dot += float64(b * f * o.bf)
-	mx := o.mx
-	if sb == sf {
+// addE4M3 adds the statistics of a run with exact sums o in block k
+// (not e4m3Generic) into p.
+func (p *partial) addE4M3(o *e4m3Sums, k *e4m3Block) {
+	// Each product of an exact factor with an exact sum is rounded once
+	// (the conversions forbid fusing).
+	p.normB += float64(k.bb * o.bb)
+	p.normF += float64(k.ff * o.ff)
+	p.dot += float64(k.bf * o.bf)
+	if k.class == e4m3Same {
 		// Σv_f² + Σv_b² − 2Σv_b·v_f is exact (e4m3RunMax).
-		p.sumSqDiff += float64(b * b * (o.ff + o.bb - 2*o.bf))
-		mx *= math.Abs(b)
+		p.sumSqDiff += float64(k.bb * (o.ff + o.bb - 2*o.bf))
 	} else {
-		p.sumSqDiff += e4m3SumSq(sb, sf, o)
+		p.sumSqDiff += k.e4m3SumSq(o)
 	}
-	if mx > p.maxAbs {
+	if mx := o.mx * k.mxs; mx > p.maxAbs {
 		p.maxAbs = mx
 	}
 	p.changed += o.changed

@@ -87,7 +87,8 @@ func TestE4M3SumSqExact(t *testing.T) {
 		var o e4m3Sums
 		require.True(t, e4m3RunGo(b, f, false, float64(sb), float64(sf), &o))
 		want := exactSumSq(b, f, sb, sf)
-		got := e4m3SumSq(sb, sf, &o)
+		k := newE4M3Block(sb, sf)
+		got := k.e4m3SumSq(&o)
 		require.Equal(t, math.Float64bits(want), math.Float64bits(got), "n=%d sb=%g sf=%g: %g vs %g", n, sb, sf, got, want)
 	}
 }
@@ -144,6 +145,9 @@ func e4m3Plan(t *testing.T, rows, cols, bm, bn int64, sb, sf []float32) *plan {
 	}
 	p := &plan{kind: kindSame, fp8: true, bs: mk(sb), fs: mk(sf)}
 	p.e4m3 = true
+	for i := range sb {
+		p.e4m3Blocks = append(p.e4m3Blocks, newE4M3Block(sb[i], sf[i]))
+	}
 	return p
 }
 

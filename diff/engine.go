@@ -416,27 +416,18 @@ func decodeCount(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial, s
 // e4m3Exact accepts the block's scales and no code is a NaN, else through
 // the decoded values like any other pair.
 func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
-	bs, fs := p.bs, p.fs
+	bs := p.bs
 	row, c0 := g/bs.cols, g%bs.cols
-	sbRow := bs.scale[(row/bs.bm)*bs.sCols:]
-	sfRow := fs.scale[(row/fs.bm)*fs.sCols:]
+	blks := p.e4m3Blocks[(row/bs.bm)*bs.sCols:]
 	c1 := c0 + int64(len(bseg))
 	for c := c0; c < c1; {
 		blk := c / bs.bn
 		end := min((blk+1)*bs.bn, c1, c+e4m3RunMax)
 		b, f := bseg[c-c0:end-c0], fseg[c-c0:end-c0]
-		sb, sf := sbRow[blk], sfRow[blk]
+		k := &blks[blk]
 		var o e4m3Sums
-		ok := e4m3Exact(sb, sf)
-		if ok {
-			if sb == sf {
-				ok = e4m3Run(b, f, true, 1, 1, &o)
-			} else {
-				ok = e4m3Run(b, f, false, float64(sb), float64(sf), &o)
-			}
-		}
-		if ok {
-			r.addE4M3(&o, sb, sf)
+		if k.class != e4m3Generic && e4m3Run(b, f, k.class == e4m3Same, k.kb, k.kf, &o) {
+			r.addE4M3(&o, k)
 		} else {
 			if err := decodeCount(p, b, f, g+c-c0, sc, r, true); err != nil {
 				return err

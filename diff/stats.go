@@ -202,13 +202,14 @@ func countRawDiff(a, b []byte, esize int) int64 {
 // laneDiffs adds up, lane by lane, the differing lanes of the words of x
 // and y (len(x) = len(y), a multiple of 8); see countRawDiff. Not inlined:
 // alone, its loop keeps every variable in a register.
+//
 //go:noinline
 func laneDiffs(x, y []byte, low, top uint64, shift uint) uint64 {
 	var acc uint64
 	y = y[:len(x)]
 	for j := 0; j+8 <= len(x); j += 8 {
 		d := binary.LittleEndian.Uint64(x[j:j+8]) ^ binary.LittleEndian.Uint64(y[j:j+8])
-		acc += (((d&low)+low | d) & top) >> (shift & 63)
+		acc += (((d & low) + low | d) & top) >> (shift & 63)
 	}
 	return acc
 }
