@@ -2,39 +2,46 @@
 
 package diff
 
-// accumulatePairs adds the two-lane statistics of the pairs (b[i], f[i]);
-// len(b) = len(f) is even. SSE2 (part of every amd64 CPU): the two lanes
-// are the two halves of the registers, each operation is the one of
-// accumulatePairsGo (convert, subtract, multiply, add; no fused
-// multiply-add), so the sums are bit-identical; the maximum ignores NaN
-// differences like the Go comparison does (TestAccumulatePairsAsm).
-func accumulatePairs(l *lanes, b, f []float32) {
-	n := len(b) / 2
-	if n == 0 {
-		return
+import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+
+// useFMA says whether the AVX2/FMA kernels of accumulate run on this CPU.
+var useFMA = cpufeat.AVX2() && cpufeat.FMA()
+
+// accumulateF32 is accumulateGo (len(f) >= len(b)): with AVX2 and FMA the
+// multiples of 8 go through accumulateFMA, the tail through the Go loop;
+// the sums are the same bits (TestAccumulateKernels).
+func accumulateF32(l *lanes, b, f []float32) {
+	f = f[:len(b)]
+	n := len(b) &^ 7
+	if useFMA && n > 0 {
+		accumulateFMA(l, &b[0], &f[0], n)
+		b, f = b[n:], f[n:]
 	}
-	var out [10]float64 // ss, nb, nf, d (two lanes each), max (two lanes)
-	nan := accumulateSSE2(&b[0], &f[0], n, l.mx, &out)
-	l.ss[0] += out[0]
-	l.ss[1] += out[1]
-	l.nb[0] += out[2]
-	l.nb[1] += out[3]
-	l.nf[0] += out[4]
-	l.nf[1] += out[5]
-	l.d[0] += out[6]
-	l.d[1] += out[7]
-	if out[8] > l.mx {
-		l.mx = out[8]
-	}
-	if out[9] > l.mx {
-		l.mx = out[9]
-	}
-	l.nan = l.nan || nan
+	accumulateGo(l, b, f)
 }
 
-// accumulateSSE2 runs over n pairs of float32 at b and f and writes the
-// lane sums and the lane maxima of |f-b| (starting from mx) into out; it
-// reports whether a difference was NaN.
+// accumulateRawBF16 is accumulateBF16Go (len(f) >= len(b), even): with
+// AVX2 and FMA the multiples of 8 values go through accumulateBF16FMA,
+// which widens the raw values itself, the tail through the Go loop.
+func accumulateRawBF16(l *lanes, b, f []byte) {
+	f = f[:len(b)]
+	n := len(b) / 2 &^ 7
+	if useFMA && n > 0 {
+		accumulateBF16FMA(l, &b[0], &f[0], n)
+		b, f = b[2*n:], f[2*n:]
+	}
+	accumulateBF16Go(l, b, f)
+}
+
+// accumulateFMA adds n (a positive multiple of 8) pairs of float32 at b
+// and f into the lanes, like accumulateGo.
 //
 //go:noescape
-func accumulateSSE2(b, f *float32, n int, mx float64, out *[10]float64) bool
+func accumulateFMA(l *lanes, b, f *float32, n int)
+
+// accumulateBF16FMA adds n (a positive multiple of 8) pairs of
+// little-endian BF16 values at b and f into the lanes, like
+// accumulateBF16Go.
+//
+//go:noescape
+func accumulateBF16FMA(l *lanes, b, f *byte, n int)

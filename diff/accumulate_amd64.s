@@ -2,59 +2,112 @@
 
 #include "textflag.h"
 
-DATA absmask<>+0(SB)/8, $0x7fffffffffffffff
-DATA absmask<>+8(SB)/8, $0x7fffffffffffffff
-GLOBL absmask<>(SB), RODATA|NOPTR, $16
+DATA absmask64<>+0(SB)/8, $0x7fffffffffffffff
+DATA absmask64<>+8(SB)/8, $0x7fffffffffffffff
+DATA absmask64<>+16(SB)/8, $0x7fffffffffffffff
+DATA absmask64<>+24(SB)/8, $0x7fffffffffffffff
+GLOBL absmask64<>(SB), RODATA|NOPTR, $32
 
-// func accumulateSSE2(b, f *float32, n int, mx float64, out *[10]float64) bool
-TEXT ·accumulateSSE2(SB), NOSPLIT, $0-41
-	MOVQ b+0(FP), SI
-	MOVQ f+8(FP), DI
-	MOVQ n+16(FP), CX
-	MOVSD mx+24(FP), X8
-	MOVLHPS X8, X8          // X8: running maxima (both lanes start at mx)
-	MOVQ out+32(FP), DX
-	MOVUPD absmask<>(SB), X9
-	XORPD X10, X10          // ss
-	XORPD X11, X11          // nb
-	XORPD X12, X12          // nf
-	XORPD X13, X13          // d
-	XORPD X14, X14          // NaN flags
-loop:
-	MOVSD (SI), X0          // two float32 of b
-	CVTPS2PD X0, X0         // x0, x1
-	MOVSD (DI), X1          // two float32 of f
-	CVTPS2PD X1, X1         // y0, y1
-	MOVAPD X1, X2
-	SUBPD X0, X2            // e = y - x
-	MOVAPD X2, X3
-	ANDPD X9, X3            // |e|
-	MOVAPD X3, X4
-	MAXPD X8, X4            // X4 = max(|e|, mx); NaN |e| gives mx
-	MOVAPD X4, X8
-	MOVAPD X2, X5
-	CMPPD X2, X5, $3        // unordered: e is NaN
-	ORPD X5, X14
-	MULPD X2, X2            // e*e
-	ADDPD X2, X10
-	MOVAPD X0, X6
-	MULPD X0, X6            // x*x
-	ADDPD X6, X11
-	MOVAPD X1, X7
-	MULPD X1, X7            // y*y
-	ADDPD X7, X12
-	MULPD X1, X0            // x*y
-	ADDPD X0, X13
-	ADDQ $8, SI
-	ADDQ $8, DI
-	DECQ CX
-	JNZ loop
-	MOVUPD X10, 0(DX)
-	MOVUPD X11, 16(DX)
-	MOVUPD X12, 32(DX)
-	MOVUPD X13, 48(DX)
-	MOVUPD X8, 64(DX)
-	MOVMSKPD X14, AX
-	TESTQ AX, AX
-	SETNE ret+40(FP)
+// The lanes (struct lanes, 8 lanes of float64 per sum) live in registers:
+// ss in Y8 (lanes 0-3) and Y9 (lanes 4-7), nb in Y10/Y11, nf in Y12/Y13,
+// d in Y14/Y15, and the running maximum of |f-b| in the four lanes of Y7.
+
+// LOADLANES loads the lanes at DX.
+#define LOADLANES \
+	VMOVUPD 0(DX), Y8; \
+	VMOVUPD 32(DX), Y9; \
+	VMOVUPD 64(DX), Y10; \
+	VMOVUPD 96(DX), Y11; \
+	VMOVUPD 128(DX), Y12; \
+	VMOVUPD 160(DX), Y13; \
+	VMOVUPD 192(DX), Y14; \
+	VMOVUPD 224(DX), Y15; \
+	VBROADCASTSD 256(DX), Y7
+
+// STORELANES stores the lanes at DX, the maximum of the four maxima in mx.
+#define STORELANES \
+	VMOVUPD Y8, 0(DX); \
+	VMOVUPD Y9, 32(DX); \
+	VMOVUPD Y10, 64(DX); \
+	VMOVUPD Y11, 96(DX); \
+	VMOVUPD Y12, 128(DX); \
+	VMOVUPD Y13, 160(DX); \
+	VMOVUPD Y14, 192(DX); \
+	VMOVUPD Y15, 224(DX); \
+	VEXTRACTF128 $1, Y7, X0; \
+	VMAXPD X0, X7, X7; \
+	VPERMILPD $1, X7, X0; \
+	VMAXPD X0, X7, X7; \
+	VMOVSD X7, 256(DX)
+
+// STEP adds eight pairs into the lanes: x in Y0 (elements 0-3) and Y1
+// (4-7), y in Y2 and Y3, all float64. e = y - x; ss += e*e, nb += x*x,
+// nf += y*y, d += x*y, each one fused multiply-add; max = max(|e|, max),
+// which keeps max when |e| is NaN (MAXPD returns its second operand).
+#define STEP \
+	VSUBPD Y0, Y2, Y4; \
+	VSUBPD Y1, Y3, Y5; \
+	VFMADD231PD Y4, Y4, Y8; \
+	VFMADD231PD Y5, Y5, Y9; \
+	VFMADD231PD Y0, Y0, Y10; \
+	VFMADD231PD Y1, Y1, Y11; \
+	VFMADD231PD Y2, Y2, Y12; \
+	VFMADD231PD Y3, Y3, Y13; \
+	VFMADD231PD Y0, Y2, Y14; \
+	VFMADD231PD Y1, Y3, Y15; \
+	VANDPD absmask64<>(SB), Y4, Y4; \
+	VANDPD absmask64<>(SB), Y5, Y5; \
+	VMAXPD Y7, Y4, Y7; \
+	VMAXPD Y7, Y5, Y7
+
+// func accumulateFMA(l *lanes, b, f *float32, n int)
+TEXT ·accumulateFMA(SB), NOSPLIT, $0-32
+	MOVQ l+0(FP), DX
+	MOVQ b+8(FP), SI
+	MOVQ f+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHLQ $2, CX // bytes per side
+	XORQ AX, AX
+	LOADLANES
+f32loop:
+	VCVTPS2PD (SI)(AX*1), Y0
+	VCVTPS2PD 16(SI)(AX*1), Y1
+	VCVTPS2PD (DI)(AX*1), Y2
+	VCVTPS2PD 16(DI)(AX*1), Y3
+	STEP
+	ADDQ $32, AX
+	CMPQ AX, CX
+	JNE f32loop
+	STORELANES
+	VZEROUPPER
+	RET
+
+// func accumulateBF16FMA(l *lanes, b, f *byte, n int)
+//
+// A BF16 value is the top half of a float32: interleaving the 16-bit
+// words with zeros (zero low half, value high half) gives the float32.
+TEXT ·accumulateBF16FMA(SB), NOSPLIT, $0-32
+	MOVQ l+0(FP), DX
+	MOVQ b+8(FP), SI
+	MOVQ f+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHLQ $1, CX // bytes per side
+	XORQ AX, AX
+	VPXOR X6, X6, X6
+	LOADLANES
+bf16loop:
+	VPUNPCKLWD (SI)(AX*1), X6, X0 // b[0:4] as float32
+	VPUNPCKHWD (SI)(AX*1), X6, X1 // b[4:8]
+	VPUNPCKLWD (DI)(AX*1), X6, X2
+	VPUNPCKHWD (DI)(AX*1), X6, X3
+	VCVTPS2PD X0, Y0
+	VCVTPS2PD X1, Y1
+	VCVTPS2PD X2, Y2
+	VCVTPS2PD X3, Y3
+	STEP
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JNE bf16loop
+	STORELANES
+	VZEROUPPER
 	RET

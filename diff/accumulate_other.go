@@ -2,6 +2,8 @@
 
 package diff
 
-// accumulatePairs adds the two-lane statistics of the pairs (b[i], f[i]);
-// len(b) = len(f) is even.
-func accumulatePairs(l *lanes, b, f []float32) { accumulatePairsGo(l, b, f) }
+// accumulateF32 is accumulateGo (len(f) >= len(b)).
+func accumulateF32(l *lanes, b, f []float32) { accumulateGo(l, b, f) }
+
+// accumulateRawBF16 is accumulateBF16Go (len(f) >= len(b), even).
+func accumulateRawBF16(l *lanes, b, f []byte) { accumulateBF16Go(l, b, f) }

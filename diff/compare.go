@@ -72,7 +72,10 @@ type plan struct {
 	// the same block size: their statistics come from e4m3Segment.
 	e4m3       bool
 	e4m3Blocks []e4m3Block // per scale block, row-major (e4m3)
-	geom       geom
+	// bf16 is set when both sides are unscaled BF16: their statistics
+	// come from the raw bytes (bf16Segment).
+	bf16 bool
+	geom geom
 	// rb and rf are where the raw bytes of b and f are read from: the
 	// tensors themselves, or the bytes a sampled diff fetched ahead.
 	rb, rf src
@@ -256,6 +259,7 @@ func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 				p.e4m3Blocks[i] = newE4M3Block(bs.scale[i], fs.scale[i])
 			}
 		}
+		p.bf16 = bs.dt == ckpt.BF16 && fs.dt == ckpt.BF16 && !bs.scaled() && !fs.scaled()
 	}
 	p.ready = true
 	return nil

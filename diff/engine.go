@@ -371,6 +371,14 @@ func (e *engine) segments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch,
 			g += n
 			continue
 		}
+		if same && p.bf16 {
+			r.changed += countRawDiff(bseg, fseg, 2)
+			if err := bf16Segment(p, bseg, fseg, g, sc, r); err != nil {
+				return err
+			}
+			g += n
+			continue
+		}
 		if err := decodeCount(p, bseg, fseg, g, sc, r, same); err != nil {
 			return err
 		}
@@ -439,6 +447,26 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 	return nil
 }
 
+// bf16Segment adds the statistics of the segments bseg, fseg of two
+// unscaled BF16 sides (p.bf16), starting at flat element g, into r straight
+// from their raw bytes: the same bits as decoding and accumulate. The
+// values are decoded only to count them when a side has NaN or Inf values.
+func bf16Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
+	if !r.accumulateBF16(bseg, fseg) {
+		return nil
+	}
+	n := int64(len(bseg)) / 2
+	sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
+	if err := p.bs.decode(bseg, g, sc.bF); err != nil {
+		return err
+	}
+	if err := p.fs.decode(fseg, g, sc.fF); err != nil {
+		return err
+	}
+	r.nf.count(sc.bF, sc.fF)
+	return nil
+}
+
 // normChunk computes the statistics of a chunk whose two sides are
 // byte-identical from the base alone; the sums come out exactly as
 // segments would compute them.
@@ -456,9 +484,15 @@ func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 		}
 		o := g - e0
 		raw := sc.bRaw[o*bs.esize : (o+n)*bs.esize]
-		if p.e4m3 {
-			// The same path as segments takes for two equal sides.
-			if err := e4m3Segment(p, raw, raw, g, sc, r); err != nil {
+		// The same paths as segments takes for two equal sides.
+		if p.e4m3 || p.bf16 {
+			var err error
+			if p.e4m3 {
+				err = e4m3Segment(p, raw, raw, g, sc, r)
+			} else {
+				err = bf16Segment(p, raw, raw, g, sc, r)
+			}
+			if err != nil {
 				return err
 			}
 			g += n

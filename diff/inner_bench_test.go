@@ -1,6 +1,8 @@
 package diff
 
 import (
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -20,12 +22,75 @@ func benchFloats(seed uint32) []float32 {
 	return out
 }
 
+// perPair reports the time per element pair of a benchmark over n pairs.
+func perPair(b *testing.B, n int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/pair")
+}
+
+// bf16Bytes is the raw little-endian BF16 bytes of x (BF16 values).
+func bf16Bytes(x []float32) []byte {
+	out := make([]byte, 2*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(out[2*i:], uint16(math.Float32bits(v)>>16))
+	}
+	return out
+}
+
+// BenchmarkAccumulate is the statistics of a segment of float32 pairs
+// (the AVX2/FMA kernel where the CPU has one).
 func BenchmarkAccumulate(b *testing.B) {
-	x, y := benchFloats(1), benchFloats(2)
-	b.SetBytes(benchN * 4 * 2)
+	x, y := benchFloats(1)[:segMax], benchFloats(2)[:segMax]
+	b.SetBytes(segMax * 4 * 2)
 	var p partial
 	for b.Loop() {
 		p.accumulate(x, y)
+	}
+	perPair(b, segMax)
+}
+
+// BenchmarkAccumulateGo is the Go loop of BenchmarkAccumulate.
+func BenchmarkAccumulateGo(b *testing.B) {
+	x, y := benchFloats(1)[:segMax], benchFloats(2)[:segMax]
+	b.SetBytes(segMax * 4 * 2)
+	for b.Loop() {
+		var l lanes
+		accumulateGo(&l, x, y)
+	}
+	perPair(b, segMax)
+}
+
+// BenchmarkAccumulateBF16 is the statistics of a segment of raw BF16
+// pairs, without decoding.
+func BenchmarkAccumulateBF16(b *testing.B) {
+	x, y := bf16Bytes(benchFloats(1)[:segMax]), bf16Bytes(benchFloats(2)[:segMax])
+	b.SetBytes(segMax * 2 * 2)
+	var p partial
+	for b.Loop() {
+		p.accumulateBF16(x, y)
+	}
+	perPair(b, segMax)
+}
+
+// BenchmarkSegmentBF16 is everything a segment of two BF16 sides costs:
+// "raw" counts the changed values and accumulates from the raw bytes,
+// "decoded" decodes both sides first (the path of other dtypes).
+func BenchmarkSegmentBF16(b *testing.B) {
+	x, y := bf16Bytes(benchFloats(1)[:segMax]), bf16Bytes(benchFloats(2)[:segMax])
+	for _, raw := range []bool{true, false} {
+		name := map[bool]string{true: "raw", false: "decoded"}[raw]
+		b.Run(name, func(b *testing.B) {
+			sd := func() *side { return &side{dt: ckpt.BF16, esize: 2, rows: 1, cols: segMax} }
+			p := &plan{kind: kindSame, bs: sd(), fs: sd(), scalesSame: true, bf16: raw}
+			e, sc := &engine{}, &scratch{}
+			b.SetBytes(segMax * 2 * 2)
+			var r partial
+			for b.Loop() {
+				if err := e.segments(p, x, y, 0, segMax, sc, &r, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perPair(b, segMax)
+		})
 	}
 }
 

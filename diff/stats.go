@@ -3,6 +3,8 @@ package diff
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // partial holds the statistics of a run of elements, in float64. Partials
@@ -39,89 +41,106 @@ func (p *partial) merge(o *partial) {
 	p.zeroSign += o.zeroSign
 }
 
-// lanes are the two-lane partial sums of accumulate: lane 0 runs over the
-// even elements, lane 1 over the odd ones.
+// lanes are the eight-lane partial sums of one call of accumulate:
+// element i of the call goes to lane i%8, each lane adds its elements in
+// order with fused multiply-adds (float64), and the lanes are combined at
+// the end in one fixed order (sum8). Eight lanes break the dependency
+// chains of the sums; the order is the same for the Go loop and the
+// kernels, so that they give the same bits.
 type lanes struct {
-	ss, nb, nf, d [2]float64
-	mx            float64
-	nan           bool
+	ss, nb, nf, d [8]float64 // Σ(f−b)², Σb², Σf², Σb·f
+	mx            float64    // max |f−b|, NaN differences ignored
 }
 
-// accumulate adds the statistics of the element pairs (b[i], f[i]). Two
-// lanes of partial sums break the dependency chains; the explicit float64
-// conversions keep the compiler from fusing multiply-adds, so that results
-// are the same on every platform. The pairs of elements go through
-// accumulatePairs (SSE2 on amd64, the same operations in the same order);
-// an odd last element joins lane 0.
+// sum8 combines eight lanes in the order ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)).
+func sum8(l *[8]float64) float64 {
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
+}
+
+// accumulate adds the statistics of the element pairs (b[i], f[i]), eight
+// lanes at a time (see lanes; accumulateF32 runs the AVX2/FMA kernel where
+// the CPU has one).
 func (p *partial) accumulate(b, f []float32) {
 	f = f[:len(b)]
 	l := lanes{mx: p.maxAbs}
-	n := len(b) &^ 1
-	accumulatePairs(&l, b[:n], f[:n])
-	if n < len(b) {
-		x0, y0 := float64(b[n]), float64(f[n])
-		e0 := y0 - x0
-		if a0 := math.Abs(e0); a0 > l.mx {
-			l.mx = a0
-		}
-		if e0 != e0 {
-			l.nan = true
-		}
-		l.ss[0] += float64(e0 * e0)
-		l.nb[0] += float64(x0 * x0)
-		l.nf[0] += float64(y0 * y0)
-		l.d[0] += float64(x0 * y0)
-	}
-	if l.nan || l.mx > math.MaxFloat64 { // rare: which side is not finite?
+	accumulateF32(&l, b, f)
+	if p.add(&l) { // rare: which side is not finite?
 		p.nf.count(b, f)
 	}
-	p.maxAbs = l.mx
-	p.nan = p.nan || l.nan
-	p.sumSqDiff += l.ss[0] + l.ss[1]
-	p.normB += l.nb[0] + l.nb[1]
-	p.normF += l.nf[0] + l.nf[1]
-	p.dot += l.d[0] + l.d[1]
 }
 
-// accumulatePairsGo is accumulatePairs in Go (len(b) = len(f), even).
-func accumulatePairsGo(l *lanes, b, f []float32) {
+// accumulateBF16 is accumulate for two runs of raw little-endian BF16
+// values (len(f) >= len(b), even): the same bits as decoding both to
+// float32 and calling accumulate, without decoding. It reports whether a
+// difference was NaN or infinite: the caller must then decode the values
+// and count them into p.nf (accumulate does it itself).
+func (p *partial) accumulateBF16(b, f []byte) (nonFinite bool) {
 	f = f[:len(b)]
-	var ss0, ss1, nb0, nb1, nf0, nf1, d0, d1 float64
+	l := lanes{mx: p.maxAbs}
+	accumulateRawBF16(&l, b, f)
+	return p.add(&l)
+}
+
+// add combines the lanes of one call of accumulate and adds them into p.
+// It reports whether a difference was NaN or infinite, that is whether a
+// value of a side is NaN or infinite (a NaN or infinite value makes its
+// difference NaN or infinite), or whether p.maxAbs already was.
+//
+// The lanes say whether a difference was NaN: each ss lane starts at 0 and
+// adds e² ∈ [0, +Inf] or NaN, so it is NaN iff one of its e was NaN (the
+// sum of values in [0, +Inf] is never NaN), and so is their sum.
+func (p *partial) add(l *lanes) bool {
+	ss := sum8(&l.ss)
+	nan := ss != ss
+	p.maxAbs = l.mx
+	p.nan = p.nan || nan
+	p.sumSqDiff += ss
+	p.normB += sum8(&l.nb)
+	p.normF += sum8(&l.nf)
+	p.dot += sum8(&l.d)
+	return nan || l.mx > math.MaxFloat64
+}
+
+// accumulateGo adds the pairs (b[i], f[i]) into the lanes, element i into
+// lane i%8 (len(f) >= len(b)). x·x, y·y and x·y of float32 values are
+// exact in float64 (24-bit significands, no overflow or underflow), so
+// adding them is the fused multiply-add; (f−b)² is not and takes math.FMA.
+func accumulateGo(l *lanes, b, f []float32) {
+	f = f[:len(b)]
 	mx := l.mx
-	nan := false
-	for i := 0; i+1 < len(b); i += 2 {
-		x0, y0 := float64(b[i]), float64(f[i])
-		x1, y1 := float64(b[i+1]), float64(f[i+1])
-		e0, e1 := y0-x0, y1-x1
-		a0, a1 := math.Abs(e0), math.Abs(e1)
-		if a0 > mx {
-			mx = a0
+	for i := range b {
+		k := i & 7
+		x, y := float64(b[i]), float64(f[i])
+		e := y - x
+		if a := math.Abs(e); a > mx {
+			mx = a
 		}
-		if a1 > mx {
-			mx = a1
-		}
-		if e0 != e0 || e1 != e1 {
-			nan = true
-		}
-		ss0 += float64(e0 * e0)
-		ss1 += float64(e1 * e1)
-		nb0 += float64(x0 * x0)
-		nb1 += float64(x1 * x1)
-		nf0 += float64(y0 * y0)
-		nf1 += float64(y1 * y1)
-		d0 += float64(x0 * y0)
-		d1 += float64(x1 * y1)
+		l.ss[k] = math.FMA(e, e, l.ss[k])
+		l.nb[k] += float64(x * x)
+		l.nf[k] += float64(y * y)
+		l.d[k] += float64(x * y)
 	}
-	l.ss[0] += ss0
-	l.ss[1] += ss1
-	l.nb[0] += nb0
-	l.nb[1] += nb1
-	l.nf[0] += nf0
-	l.nf[1] += nf1
-	l.d[0] += d0
-	l.d[1] += d1
 	l.mx = mx
-	l.nan = l.nan || nan
+}
+
+// bf16Block is the number of BF16 values accumulateBF16Go decodes at a
+// time: a multiple of 8, so that each element keeps its lane.
+const bf16Block = 256
+
+// accumulateBF16Go is accumulateGo over the values of two runs of raw
+// little-endian BF16 values (len(f) >= len(b), even), decoded a block at
+// a time.
+func accumulateBF16Go(l *lanes, b, f []byte) {
+	var x, y [bf16Block]float32
+	f = f[:len(b)]
+	for len(b) >= 2 {
+		n := min(len(b)/2, bf16Block)
+		// BF16 decodes whenever the bytes suffice, as they do here.
+		_ = ckpt.DecodeFloat32(ckpt.BF16, b, x[:n])
+		_ = ckpt.DecodeFloat32(ckpt.BF16, f, y[:n])
+		accumulateGo(l, x[:n], y[:n])
+		b, f = b[2*n:], f[2*n:]
+	}
 }
 
 // countValueDiff counts elements whose float32 bit patterns differ.
