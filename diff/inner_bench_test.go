@@ -36,39 +36,33 @@ func bf16Bytes(x []float32) []byte {
 	return out
 }
 
-// BenchmarkAccumulate is the statistics of a segment of float32 pairs
-// (the AVX2/FMA kernel where the CPU has one).
+// BenchmarkAccumulate is the statistics of a segment of pairs: "float32"
+// through accumulate (the AVX2/FMA kernel where the CPU has one), "go"
+// through the Go loop alone, "bf16" from raw BF16 values without decoding.
 func BenchmarkAccumulate(b *testing.B) {
 	x, y := benchFloats(1)[:segMax], benchFloats(2)[:segMax]
-	b.SetBytes(segMax * 4 * 2)
-	var p partial
-	for b.Loop() {
-		p.accumulate(x, y)
+	xb, yb := bf16Bytes(x), bf16Bytes(y)
+	for _, c := range []struct {
+		name  string
+		bytes int64
+		run   func(p *partial)
+	}{
+		{"float32", 4, func(p *partial) { p.accumulate(x, y) }},
+		{"go", 4, func(*partial) {
+			var l lanes
+			accumulateGo(&l, x, y)
+		}},
+		{"bf16", 2, func(p *partial) { p.accumulateBF16(xb, yb) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(segMax * 2 * c.bytes)
+			var p partial
+			for b.Loop() {
+				c.run(&p)
+			}
+			perPair(b, segMax)
+		})
 	}
-	perPair(b, segMax)
-}
-
-// BenchmarkAccumulateGo is the Go loop of BenchmarkAccumulate.
-func BenchmarkAccumulateGo(b *testing.B) {
-	x, y := benchFloats(1)[:segMax], benchFloats(2)[:segMax]
-	b.SetBytes(segMax * 4 * 2)
-	for b.Loop() {
-		var l lanes
-		accumulateGo(&l, x, y)
-	}
-	perPair(b, segMax)
-}
-
-// BenchmarkAccumulateBF16 is the statistics of a segment of raw BF16
-// pairs, without decoding.
-func BenchmarkAccumulateBF16(b *testing.B) {
-	x, y := bf16Bytes(benchFloats(1)[:segMax]), bf16Bytes(benchFloats(2)[:segMax])
-	b.SetBytes(segMax * 2 * 2)
-	var p partial
-	for b.Loop() {
-		p.accumulateBF16(x, y)
-	}
-	perPair(b, segMax)
 }
 
 // BenchmarkSegmentBF16 is everything a segment of two BF16 sides costs:
