@@ -1,0 +1,270 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Exact statistics of F8_E4M3 code pairs (e4m3AVX2; the Go side is
+// e4m3run_amd64.go, the reference e4m3RunGo in e4m3exact.go).
+//
+// Decode. Every code c becomes the top 16 bits of a float64 (the other
+// 48 bits zero) whose value is e4m3(c)·2^8, a normal number for every
+// code but ±0 (exact zero) and NaN (garbage; the kernel reports it): with
+// exponent field E = 1024 + e for the normal codes (e = 1..15) the low
+// byte of those 16 bits is (E&15)<<4 | mant<<1 = 2m (m = c & 0x7f) and
+// the high byte is sign<<7 | E>>4 = sign<<7 | 64. With c2 = c+c (a byte
+// add: 2m, the sign dropped) and idx = min(c2, 15) (0, 2, ..., 14 for the
+// subnormal codes and zero, 15 for the rest), two VPSHUFB tables give
+//
+//	lo = c2 + T2[idx]   (T2[15] = 0; the subnormals m·2^-9 = m·2^-1
+//	                     scaled get their own exponent and mantissa)
+//	hi = H[idx]         (0 for zero, 63 for m = 1..3, 64 otherwise)
+//
+// and VPUNPCKL/HBW interleaves them into 16-bit words, which VPSHUFB
+// (word positions 0-2 of a qword) and VPAND (position 3) move to the top
+// of a qword each: four vectors of four float64 per 16 codes. The two
+// sides go through the same permutation, so the pairs stay aligned.
+//
+// Signs. Only the b side carries one, the sign of the product
+// σ = sign(c_b) xor sign(c_f) (the f side decodes to |v_f|): then
+// B² = v_b², F² = v_f², B·F = v_b·v_f, and F·s_f − B·s_b = ±(v_f·s_f −
+// v_b·s_b), whose magnitude is all the maximum needs.
+//
+// Sums. bb, ff, bf go into two accumulators each (VFMADD231PD, latency 5);
+// every partial sum is a multiple of 2^-2 (the values are multiples of
+// 2^-1) below 2^51, so any order gives the exact sum, which the Go side
+// scales by 2^-16. The maximum of |F − B| (scales 1) or |F·s_f − B·s_b|
+// (VMULPD, VFMSUB231PD: exact for the scales the caller allows) is scaled
+// by 2^-8.
+//
+// Counts. Byte compares: eq = (c_b == c_f), z = (max(c2_b, c2_f) == 0),
+// i.e. both codes ±0; VPMOVMSKB and POPCNT count #(z or eq), #z and
+// #(z and not eq) per 32 pairs. The same max(c2_b, c2_f) is 0xFE exactly
+// when a code is NaN (m = 0x7f); its running byte maximum is checked once
+// at the end.
+
+DATA e4k<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f    // idx limit
+DATA e4k<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA e4k<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA e4k<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA e4k<>+32(SB)/8, $0x8080808080808080   // sign bit
+DATA e4k<>+40(SB)/8, $0x8080808080808080
+DATA e4k<>+48(SB)/8, $0x8080808080808080
+DATA e4k<>+56(SB)/8, $0x8080808080808080
+DATA e4k<>+64(SB)/8, $0x00f200ec00de0000   // T2: 0 . de . ec . f2 . | f8 . fa . fc . fe 00 (both lanes)
+DATA e4k<>+72(SB)/8, $0x00fe00fc00fa00f8
+DATA e4k<>+80(SB)/8, $0x00f200ec00de0000
+DATA e4k<>+88(SB)/8, $0x00fe00fc00fa00f8
+DATA e4k<>+96(SB)/8, $0x003f003f003f0000   // H: 0 . 63 . 63 . 63 . | 64 . 64 . 64 . 64 64
+DATA e4k<>+104(SB)/8, $0x4040004000400040
+DATA e4k<>+112(SB)/8, $0x003f003f003f0000
+DATA e4k<>+120(SB)/8, $0x4040004000400040
+DATA e4k<>+128(SB)/8, $0x0100808080808080  // word 0 of each qword to its top
+DATA e4k<>+136(SB)/8, $0x0908808080808080
+DATA e4k<>+144(SB)/8, $0x0100808080808080
+DATA e4k<>+152(SB)/8, $0x0908808080808080
+DATA e4k<>+160(SB)/8, $0x0302808080808080  // word 1
+DATA e4k<>+168(SB)/8, $0x0b0a808080808080
+DATA e4k<>+176(SB)/8, $0x0302808080808080
+DATA e4k<>+184(SB)/8, $0x0b0a808080808080
+DATA e4k<>+192(SB)/8, $0x0504808080808080  // word 2
+DATA e4k<>+200(SB)/8, $0x0d0c808080808080
+DATA e4k<>+208(SB)/8, $0x0504808080808080
+DATA e4k<>+216(SB)/8, $0x0d0c808080808080
+DATA e4k<>+224(SB)/8, $0xffff000000000000  // word 3: already on top
+DATA e4k<>+232(SB)/8, $0xffff000000000000
+DATA e4k<>+240(SB)/8, $0xffff000000000000
+DATA e4k<>+248(SB)/8, $0xffff000000000000
+DATA e4k<>+256(SB)/8, $0x7fffffffffffffff  // float64 magnitude
+DATA e4k<>+264(SB)/8, $0x7fffffffffffffff
+DATA e4k<>+272(SB)/8, $0x7fffffffffffffff
+DATA e4k<>+280(SB)/8, $0x7fffffffffffffff
+DATA e4k<>+288(SB)/8, $0xfefefefefefefefe  // c2 of a NaN code
+DATA e4k<>+296(SB)/8, $0xfefefefefefefefe
+DATA e4k<>+304(SB)/8, $0xfefefefefefefefe
+DATA e4k<>+312(SB)/8, $0xfefefefefefefefe
+DATA e4k<>+320(SB)/8, $0
+DATA e4k<>+328(SB)/8, $0
+DATA e4k<>+336(SB)/8, $0
+DATA e4k<>+344(SB)/8, $0
+GLOBL e4k<>(SB), RODATA|NOPTR, $352
+
+#define K15 e4k<>+0(SB)
+#define SIGN e4k<>+32(SB)
+#define W0 e4k<>+128(SB)
+#define W1 e4k<>+160(SB)
+#define W2 e4k<>+192(SB)
+#define W3 e4k<>+224(SB)
+#define ABS e4k<>+256(SB)
+#define NANC2 e4k<>+288(SB)
+#define ZERO e4k<>+320(SB)
+
+// Registers: Y0-Y5 scratch; Y6/Y7 bb, Y8/Y9 ff, Y10/Y11 bf (two
+// accumulators each), Y12 max, Y13 running byte max of max(c2_b, c2_f),
+// Y14 T2, Y15 H. SI, DI the codes, DX the pairs left, R8 #(z or eq),
+// R9 #(z and not eq), R11 #z. The scaled loop keeps s_b, s_f broadcast at
+// 0(SP) and 32(SP).
+
+// DECODE decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f, codes
+// 0-7 and 16-23) and Y4/Y2 (8-15 and 24-31) and counts them.
+#define DECODE \
+	VMOVDQU (SI), Y0; \
+	VMOVDQU (DI), Y1; \
+	VPCMPEQB Y1, Y0, Y2; \
+	VPMOVMSKB Y2, AX;         /* eq */ \
+	VPXOR Y1, Y0, Y2; \
+	VPAND SIGN, Y2, Y2;       /* σ */ \
+	VPADDB Y0, Y0, Y0;        /* c2_b */ \
+	VPADDB Y1, Y1, Y1;        /* c2_f */ \
+	VPMAXUB Y1, Y0, Y3; \
+	VPMAXUB Y3, Y13, Y13; \
+	VPCMPEQB ZERO, Y3, Y3; \
+	VPMOVMSKB Y3, BX;         /* z */ \
+	VPMINUB K15, Y0, Y3;      /* idx_b */ \
+	VPSHUFB Y3, Y14, Y4; \
+	VPADDB Y0, Y4, Y4;        /* lo_b */ \
+	VPSHUFB Y3, Y15, Y0; \
+	VPOR Y2, Y0, Y0;          /* hi_b */ \
+	VPMINUB K15, Y1, Y3;      /* idx_f */ \
+	VPSHUFB Y3, Y14, Y2; \
+	VPADDB Y1, Y2, Y2;        /* lo_f */ \
+	VPSHUFB Y3, Y15, Y1;      /* hi_f */ \
+	VPUNPCKLBW Y0, Y4, Y3; \
+	VPUNPCKHBW Y0, Y4, Y4; \
+	VPUNPCKLBW Y1, Y2, Y0; \
+	VPUNPCKHBW Y1, Y2, Y2; \
+	MOVL BX, CX; \
+	ORL AX, CX; \
+	POPCNTL CX, CX; \
+	ADDQ CX, R8; \
+	POPCNTL BX, CX; \
+	ADDQ CX, R11; \
+	NOTL AX; \
+	ANDL BX, AX; \
+	POPCNTL AX, AX; \
+	ADDQ AX, R9
+
+// SUMS adds B = Y1, F = Y5 into the accumulator set (BB, FF, BF).
+#define SUMS(BB, FF, BF) \
+	VFMADD231PD Y1, Y1, BB; \
+	VFMADD231PD Y5, Y5, FF; \
+	VFMADD231PD Y5, Y1, BF
+
+// UNIT: max |F − B|.
+#define UNIT(BB, FF, BF) \
+	SUMS(BB, FF, BF); \
+	VSUBPD Y1, Y5, Y5; \
+	VANDPD ABS, Y5, Y5; \
+	VMAXPD Y5, Y12, Y12
+
+// SCALED: max |F·s_f − B·s_b|.
+#define SCALED(BB, FF, BF) \
+	SUMS(BB, FF, BF); \
+	VMULPD 0(SP), Y1, Y1; \
+	VFMSUB231PD 32(SP), Y5, Y1; \
+	VANDPD ABS, Y1, Y1; \
+	VMAXPD Y1, Y12, Y12
+
+// WORDS runs STEP over the four float64 vectors of the words WB, WF.
+#define WORDS(WB, WF, STEP) \
+	VPSHUFB W0, WB, Y1; \
+	VPSHUFB W0, WF, Y5; \
+	STEP(Y6, Y8, Y10); \
+	VPSHUFB W1, WB, Y1; \
+	VPSHUFB W1, WF, Y5; \
+	STEP(Y7, Y9, Y11); \
+	VPSHUFB W2, WB, Y1; \
+	VPSHUFB W2, WF, Y5; \
+	STEP(Y6, Y8, Y10); \
+	VPAND W3, WB, Y1; \
+	VPAND W3, WF, Y5; \
+	STEP(Y7, Y9, Y11)
+
+// func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, out *[4]float64) (changed, zeroSign int64, ok bool)
+//
+// n is a positive multiple of 32. out receives Σv_b², Σv_f², Σv_b·v_f
+// scaled by 2^16 and max |v_f·sf − v_b·sb| scaled by 2^8 (scaled false:
+// sb = sf = 1, max |v_f − v_b|); ok is false if a code is NaN.
+TEXT ·e4m3AVX2(SB), NOSPLIT, $64-73
+	MOVQ b+0(FP), SI
+	MOVQ f+8(FP), DI
+	MOVQ n+16(FP), DX
+	VMOVDQU e4k<>+64(SB), Y14
+	VMOVDQU e4k<>+96(SB), Y15
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	VPXOR Y12, Y12, Y12
+	VPXOR Y13, Y13, Y13
+	XORQ R8, R8
+	XORQ R9, R9
+	XORQ R11, R11
+	VBROADCASTSD sb+32(FP), Y0
+	VBROADCASTSD sf+40(FP), Y1
+	VMOVUPD Y0, 0(SP)
+	VMOVUPD Y1, 32(SP)
+	MOVBLZX scaled+25(FP), AX
+	TESTQ AX, AX
+	JNZ scaled
+
+unit:
+	DECODE
+	WORDS(Y3, Y0, UNIT)
+	WORDS(Y4, Y2, UNIT)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $32, DX
+	JNZ unit
+	JMP done
+
+scaled:
+	DECODE
+	WORDS(Y3, Y0, SCALED)
+	WORDS(Y4, Y2, SCALED)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $32, DX
+	JNZ scaled
+
+done:
+	VPCMPEQB NANC2, Y13, Y13
+	VPMOVMSKB Y13, AX
+	TESTL AX, AX
+	JNZ nan
+	VADDPD Y7, Y6, Y6
+	VADDPD Y9, Y8, Y8
+	VADDPD Y11, Y10, Y10
+	VHADDPD Y8, Y6, Y0          // bb01 ff01 bb23 ff23
+	VHADDPD Y10, Y10, Y1        // bf01 bf01 bf23 bf23
+	VEXTRACTF128 $1, Y0, X2
+	VADDPD X2, X0, X0           // bb ff
+	VEXTRACTF128 $1, Y1, X3
+	VADDPD X3, X1, X1           // bf bf
+	VEXTRACTF128 $1, Y12, X4
+	VMAXPD X4, X12, X4
+	VPERMILPD $1, X4, X5
+	VMAXPD X5, X4, X4           // max max
+	MOVQ out+48(FP), AX
+	VMOVUPD X0, 0(AX)
+	VMOVSD X1, 16(AX)
+	VMOVSD X4, 24(AX)
+	MOVQ n+16(FP), AX
+	MOVBLZX same+24(FP), BX
+	TESTQ BX, BX
+	JNZ counted
+	MOVQ R11, R8                // scales differ: every pair but two zeros changed
+counted:
+	SUBQ R8, AX
+	MOVQ AX, changed+56(FP)
+	MOVQ R9, zeroSign+64(FP)
+	MOVB $1, ok+72(FP)
+	VZEROUPPER
+	RET
+
+nan:
+	MOVQ $0, changed+56(FP)
+	MOVQ $0, zeroSign+64(FP)
+	MOVB $0, ok+72(FP)
+	VZEROUPPER
+	RET
