@@ -17,30 +17,19 @@ func e4m3Run(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 		return e4m3RunGo(b, f, same, sb, sf, o)
 	}
 	f = f[:len(b)]
-	var out [4]float64
-	changed, zeroSign, ok := e4m3AVX2(&b[0], &f[0], n, same, sb != 1 || sf != 1, sb, sf, &out)
-	if !ok {
+	if !e4m3AVX2(&b[0], &f[0], n, same, sb != 1 || sf != 1, sb, sf, o) {
 		return false
 	}
-	// The kernel's values are e4m3·2^8: exact powers of two undo it.
-	o.bb += out[0] * 0x1p-16
-	o.ff += out[1] * 0x1p-16
-	o.bf += out[2] * 0x1p-16
-	if mx := out[3] * 0x1p-8; mx > o.mx {
-		o.mx = mx
-	}
-	o.changed += changed
-	o.zeroSign += zeroSign
 	if n == len(b) {
 		return true
 	}
 	return e4m3RunGo(b[n:], f[n:], same, sb, sf, o)
 }
 
-// e4m3AVX2 computes the statistics of the n code pairs at b and f (n a
-// positive multiple of 32): into out Σv_b², Σv_f², Σv_b·v_f times 2^16
-// and max |v_f·sf − v_b·sb| times 2^8 (scaled false: sb = sf = 1), and
-// the counts of e4m3RunGo. It reports false if a code is NaN.
+// e4m3AVX2 adds the statistics of the n code pairs at b and f (n a
+// positive multiple of 32) into o like e4m3RunGo (scaled false: the
+// caller passes sb = sf = 1). It reports false, o untouched, if a code is
+// NaN.
 //
 //go:noescape
-func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, out *[4]float64) (changed, zeroSign int64, ok bool)
+func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, o *e4m3Sums) bool

@@ -1,5 +1,6 @@
 //go:build amd64 && !purego
 
+#include "go_asm.h"
 #include "textflag.h"
 
 // Exact statistics of F8_E4M3 code pairs (e4m3AVX2; the Go side is
@@ -178,12 +179,12 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $352
 	VPAND W3, WF, Y5; \
 	STEP(Y7, Y9, Y11)
 
-// func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, out *[4]float64) (changed, zeroSign int64, ok bool)
+// func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, o *e4m3Sums) bool
 //
-// n is a positive multiple of 32. out receives Σv_b², Σv_f², Σv_b·v_f
-// scaled by 2^16 and max |v_f·sf − v_b·sb| scaled by 2^8 (scaled false:
-// sb = sf = 1, max |v_f − v_b|); ok is false if a code is NaN.
-TEXT ·e4m3AVX2(SB), NOSPLIT, $64-73
+// n is a positive multiple of 32. Adds the statistics of the n pairs into
+// o like e4m3RunGo (scaled false: sb = sf = 1); false if a code is NaN,
+// o then untouched.
+TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
 	MOVQ b+0(FP), SI
 	MOVQ f+8(FP), DI
 	MOVQ n+16(FP), DX
@@ -200,10 +201,6 @@ TEXT ·e4m3AVX2(SB), NOSPLIT, $64-73
 	XORQ R8, R8
 	XORQ R9, R9
 	XORQ R11, R11
-	VBROADCASTSD sb+32(FP), Y0
-	VBROADCASTSD sf+40(FP), Y1
-	VMOVUPD Y0, 0(SP)
-	VMOVUPD Y1, 32(SP)
 	MOVBLZX scaled+25(FP), AX
 	TESTQ AX, AX
 	JNZ scaled
@@ -219,13 +216,18 @@ unit:
 	JMP done
 
 scaled:
+	VBROADCASTSD sb+32(FP), Y0
+	VBROADCASTSD sf+40(FP), Y1
+	VMOVUPD Y0, 0(SP)
+	VMOVUPD Y1, 32(SP)
+scaledloop:
 	DECODE
 	WORDS(Y3, Y0, SCALED)
 	WORDS(Y4, Y2, SCALED)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	SUBQ $32, DX
-	JNZ scaled
+	JNZ scaledloop
 
 done:
 	VPCMPEQB NANC2, Y13, Y13
@@ -245,26 +247,39 @@ done:
 	VMAXPD X4, X12, X4
 	VPERMILPD $1, X4, X5
 	VMAXPD X5, X4, X4           // max max
-	MOVQ out+48(FP), AX
-	VMOVUPD X0, 0(AX)
-	VMOVSD X1, 16(AX)
-	VMOVSD X4, 24(AX)
-	MOVQ n+16(FP), AX
-	MOVBLZX same+24(FP), BX
-	TESTQ BX, BX
+	MOVQ o+48(FP), AX
+	MOVQ $0x3ef0000000000000, BX // 2^-16
+	MOVQ BX, X5
+	VMOVDDUP X5, X5
+	VMULPD X5, X0, X0
+	VMULSD X5, X1, X1
+	MOVQ $0x3f70000000000000, BX // 2^-8
+	MOVQ BX, X5
+	VMULSD X5, X4, X4
+	VADDSD e4m3Sums_bb(AX), X0, X2
+	VMOVSD X2, e4m3Sums_bb(AX)
+	VPERMILPD $1, X0, X0
+	VADDSD e4m3Sums_ff(AX), X0, X0
+	VMOVSD X0, e4m3Sums_ff(AX)
+	VADDSD e4m3Sums_bf(AX), X1, X1
+	VMOVSD X1, e4m3Sums_bf(AX)
+	VMOVSD e4m3Sums_mx(AX), X3
+	VMAXSD X3, X4, X4           // mx if mx > o.mx, else o.mx
+	VMOVSD X4, e4m3Sums_mx(AX)
+	MOVQ n+16(FP), BX
+	MOVBLZX same+24(FP), CX
+	TESTQ CX, CX
 	JNZ counted
 	MOVQ R11, R8                // scales differ: every pair but two zeros changed
 counted:
-	SUBQ R8, AX
-	MOVQ AX, changed+56(FP)
-	MOVQ R9, zeroSign+64(FP)
-	MOVB $1, ok+72(FP)
+	SUBQ R8, BX
+	ADDQ BX, e4m3Sums_changed(AX)
+	ADDQ R9, e4m3Sums_zeroSign(AX)
+	MOVB $1, ret+56(FP)
 	VZEROUPPER
 	RET
 
 nan:
-	MOVQ $0, changed+56(FP)
-	MOVQ $0, zeroSign+64(FP)
-	MOVB $0, ok+72(FP)
+	MOVB $0, ret+56(FP)
 	VZEROUPPER
 	RET
