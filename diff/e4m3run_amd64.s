@@ -29,10 +29,10 @@
 // B² = v_b², F² = v_f², B·F = v_b·v_f, and F·s_f − B·s_b = ±(v_f·s_f −
 // v_b·s_b), whose magnitude is all the maximum needs.
 //
-// Sums. bb, ff, bf go into two accumulators each (VFMADD231PD, latency 5);
-// every partial sum is a multiple of 2^-2 (the values are multiples of
-// 2^-1) below 2^51, so any order gives the exact sum, which the Go side
-// scales by 2^-16. The maximum of |F − B| (scales 1) or |F·s_f − B·s_b|
+// Sums. bb, ff, bf go into one accumulator each (VFMADD231PD); every
+// partial sum is a multiple of 2^-2 (the values are multiples of
+// 2^-1) below 2^51, so any order gives the exact sum, scaled by 2^-16 at
+// the end. The maximum of |F − B| (scales 1; see UNIT) or |F·s_f − B·s_b|
 // (VMULPD, VFMSUB231PD: exact for the scales the caller allows) is scaled
 // by 2^-8.
 //
@@ -86,7 +86,11 @@ DATA e4k<>+320(SB)/8, $0
 DATA e4k<>+328(SB)/8, $0
 DATA e4k<>+336(SB)/8, $0
 DATA e4k<>+344(SB)/8, $0
-GLOBL e4k<>(SB), RODATA|NOPTR, $352
+DATA e4k<>+352(SB)/8, $0x7fffffff7fffffff  // float32-style magnitude of dwords
+DATA e4k<>+360(SB)/8, $0x7fffffff7fffffff
+DATA e4k<>+368(SB)/8, $0x7fffffff7fffffff
+DATA e4k<>+376(SB)/8, $0x7fffffff7fffffff
+GLOBL e4k<>(SB), RODATA|NOPTR, $384
 
 #define K15 e4k<>+0(SB)
 #define SIGN e4k<>+32(SB)
@@ -97,12 +101,13 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $352
 #define ABS e4k<>+256(SB)
 #define NANC2 e4k<>+288(SB)
 #define ZERO e4k<>+320(SB)
+#define ABS32 e4k<>+352(SB)
 
-// Registers: Y0-Y5 scratch; Y6/Y7 bb, Y8/Y9 ff, Y10/Y11 bf (two
-// accumulators each), Y12 max, Y13 running byte max of max(c2_b, c2_f),
-// Y14 T2, Y15 H. SI, DI the codes, DX the pairs left, R8 #(z or eq),
-// R9 #(z and not eq), R11 #z. The scaled loop keeps s_b, s_f broadcast at
-// 0(SP) and 32(SP).
+// Registers: Y0-Y5 scratch; Y6 bb, Y8 ff, Y10 bf (one accumulator each:
+// two were not faster), Y7 scratch of UNIT, Y12 the maximum, Y13 running
+// byte max of max(c2_b, c2_f), Y14 T2, Y15 H. SI, DI the codes, DX the
+// pairs left, R8 #(z or eq), R9 #(z and not eq), R11 #z. The scaled loop
+// keeps s_b, s_f broadcast at 0(SP) and 32(SP).
 
 // DECODE decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f, codes
 // 0-7 and 16-23) and Y4/Y2 (8-15 and 24-31) and counts them.
@@ -149,35 +154,46 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $352
 	VFMADD231PD Y5, Y5, FF; \
 	VFMADD231PD Y5, Y1, BF
 
-// UNIT: max |F − B|.
-#define UNIT(BB, FF, BF) \
-	SUMS(BB, FF, BF); \
-	VSUBPD Y1, Y5, Y5; \
-	VANDPD ABS, Y5, Y5; \
-	VMAXPD Y5, Y12, Y12
+// UNIT: max |F − B|. F − B is a multiple of 2^-1 below 2^18: its high
+// dword holds it whole (the low one is zero), so UNIT0 keeps it in Y7 and
+// UNIT1 packs the high dwords of two vectors (VSHUFPS) and keeps their
+// largest magnitude in Y12 by unsigned dword compares.
+#define UNIT0 \
+	SUMS(Y6, Y8, Y10); \
+	VSUBPD Y1, Y5, Y7
 
-// SCALED: max |F·s_f − B·s_b|.
-#define SCALED(BB, FF, BF) \
-	SUMS(BB, FF, BF); \
+#define UNIT1 \
+	SUMS(Y6, Y8, Y10); \
+	VSUBPD Y1, Y5, Y5; \
+	VSHUFPS $0xdd, Y5, Y7, Y5; \
+	VPAND ABS32, Y5, Y5; \
+	VPMAXUD Y5, Y12, Y12
+
+// SCALED: max |F·s_f − B·s_b| in Y12 (float64).
+#define SCALED0 \
+	SUMS(Y6, Y8, Y10); \
 	VMULPD 0(SP), Y1, Y1; \
 	VFMSUB231PD 32(SP), Y5, Y1; \
 	VANDPD ABS, Y1, Y1; \
 	VMAXPD Y1, Y12, Y12
 
-// WORDS runs STEP over the four float64 vectors of the words WB, WF.
-#define WORDS(WB, WF, STEP) \
+#define SCALED1 SCALED0
+
+// WORDS runs STEP0, STEP1 alternately over the four float64 vectors of
+// the words WB, WF.
+#define WORDS(WB, WF, STEP0, STEP1) \
 	VPSHUFB W0, WB, Y1; \
 	VPSHUFB W0, WF, Y5; \
-	STEP(Y6, Y8, Y10); \
+	STEP0; \
 	VPSHUFB W1, WB, Y1; \
 	VPSHUFB W1, WF, Y5; \
-	STEP(Y7, Y9, Y11); \
+	STEP1; \
 	VPSHUFB W2, WB, Y1; \
 	VPSHUFB W2, WF, Y5; \
-	STEP(Y6, Y8, Y10); \
+	STEP0; \
 	VPAND W3, WB, Y1; \
 	VPAND W3, WF, Y5; \
-	STEP(Y7, Y9, Y11)
+	STEP1
 
 // func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, o *e4m3Sums) bool
 //
@@ -191,11 +207,8 @@ TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
 	VMOVDQU e4k<>+64(SB), Y14
 	VMOVDQU e4k<>+96(SB), Y15
 	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
 	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
 	VPXOR Y10, Y10, Y10
-	VPXOR Y11, Y11, Y11
 	VPXOR Y12, Y12, Y12
 	VPXOR Y13, Y13, Y13
 	XORQ R8, R8
@@ -207,8 +220,8 @@ TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
 
 unit:
 	DECODE
-	WORDS(Y3, Y0, UNIT)
-	WORDS(Y4, Y2, UNIT)
+	WORDS(Y3, Y0, UNIT0, UNIT1)
+	WORDS(Y4, Y2, UNIT0, UNIT1)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	SUBQ $32, DX
@@ -222,8 +235,8 @@ scaled:
 	VMOVUPD Y1, 32(SP)
 scaledloop:
 	DECODE
-	WORDS(Y3, Y0, SCALED)
-	WORDS(Y4, Y2, SCALED)
+	WORDS(Y3, Y0, SCALED0, SCALED1)
+	WORDS(Y4, Y2, SCALED0, SCALED1)
 	ADDQ $32, SI
 	ADDQ $32, DI
 	SUBQ $32, DX
@@ -234,19 +247,29 @@ done:
 	VPMOVMSKB Y13, AX
 	TESTL AX, AX
 	JNZ nan
-	VADDPD Y7, Y6, Y6
-	VADDPD Y9, Y8, Y8
-	VADDPD Y11, Y10, Y10
 	VHADDPD Y8, Y6, Y0          // bb01 ff01 bb23 ff23
 	VHADDPD Y10, Y10, Y1        // bf01 bf01 bf23 bf23
 	VEXTRACTF128 $1, Y0, X2
 	VADDPD X2, X0, X0           // bb ff
 	VEXTRACTF128 $1, Y1, X3
 	VADDPD X3, X1, X1           // bf bf
+	MOVBLZX scaled+25(FP), AX
+	TESTQ AX, AX
+	JNZ maxpd
+	VEXTRACTI128 $1, Y12, X4    // high dwords of max |F − B|
+	VPMAXUD X4, X12, X4
+	VPSHUFD $0x4e, X4, X5
+	VPMAXUD X5, X4, X4
+	VPSHUFD $0xb1, X4, X5
+	VPMAXUD X5, X4, X4
+	VPSLLQ $32, X4, X4          // as float64
+	JMP maxdone
+maxpd:
 	VEXTRACTF128 $1, Y12, X4
 	VMAXPD X4, X12, X4
 	VPERMILPD $1, X4, X5
-	VMAXPD X5, X4, X4           // max max
+	VMAXPD X5, X4, X4
+maxdone:
 	MOVQ o+48(FP), AX
 	MOVQ $0x3ef0000000000000, BX // 2^-16
 	MOVQ BX, X5
