@@ -90,7 +90,9 @@ DATA e4k<>+352(SB)/8, $0x7fffffff7fffffff  // float32-style magnitude of dwords
 DATA e4k<>+360(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+368(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+376(SB)/8, $0x7fffffff7fffffff
-GLOBL e4k<>(SB), RODATA|NOPTR, $384
+DATA e4k<>+384(SB)/8, $0x3ef0000000000000  // 2^-16
+DATA e4k<>+392(SB)/8, $0x3f70000000000000  // 2^-8
+GLOBL e4k<>(SB), RODATA|NOPTR, $400
 
 #define K15 e4k<>+0(SB)
 #define SIGN e4k<>+32(SB)
@@ -247,12 +249,17 @@ done:
 	VPMOVMSKB Y13, AX
 	TESTL AX, AX
 	JNZ nan
-	VHADDPD Y8, Y6, Y0          // bb01 ff01 bb23 ff23
-	VHADDPD Y10, Y10, Y1        // bf01 bf01 bf23 bf23
-	VEXTRACTF128 $1, Y0, X2
-	VADDPD X2, X0, X0           // bb ff
-	VEXTRACTF128 $1, Y1, X3
-	VADDPD X3, X1, X1           // bf bf
+	VEXTRACTF128 $1, Y6, X0
+	VADDPD X0, X6, X0           // bb: two lanes
+	VEXTRACTF128 $1, Y8, X1
+	VADDPD X1, X8, X1           // ff
+	VEXTRACTF128 $1, Y10, X2
+	VADDPD X2, X10, X2          // bf
+	VUNPCKLPD X1, X0, X3
+	VUNPCKHPD X1, X0, X0
+	VADDPD X3, X0, X0           // bb ff
+	VPERMILPD $1, X2, X3
+	VADDSD X3, X2, X2           // bf
 	MOVBLZX scaled+25(FP), AX
 	TESTQ AX, AX
 	JNZ maxpd
@@ -271,21 +278,18 @@ maxpd:
 	VMAXPD X5, X4, X4
 maxdone:
 	MOVQ o+48(FP), AX
-	MOVQ $0x3ef0000000000000, BX // 2^-16
-	MOVQ BX, X5
-	VMOVDDUP X5, X5
-	VMULPD X5, X0, X0
-	VMULSD X5, X1, X1
-	MOVQ $0x3f70000000000000, BX // 2^-8
-	MOVQ BX, X5
-	VMULSD X5, X4, X4
-	VADDSD e4m3Sums_bb(AX), X0, X2
-	VMOVSD X2, e4m3Sums_bb(AX)
+	VMOVSD e4k<>+384(SB), X5    // 2^-16
+	VMOVSD e4m3Sums_bb(AX), X1
+	VFMADD231SD X5, X0, X1      // o.bb + bb·2^-16
+	VMOVSD X1, e4m3Sums_bb(AX)
 	VPERMILPD $1, X0, X0
-	VADDSD e4m3Sums_ff(AX), X0, X0
-	VMOVSD X0, e4m3Sums_ff(AX)
-	VADDSD e4m3Sums_bf(AX), X1, X1
+	VMOVSD e4m3Sums_ff(AX), X1
+	VFMADD231SD X5, X0, X1
+	VMOVSD X1, e4m3Sums_ff(AX)
+	VMOVSD e4m3Sums_bf(AX), X1
+	VFMADD231SD X5, X2, X1
 	VMOVSD X1, e4m3Sums_bf(AX)
+	VMULSD e4k<>+392(SB), X4, X4 // ·2^-8
 	VMOVSD e4m3Sums_mx(AX), X3
 	VMAXSD X3, X4, X4           // mx if mx > o.mx, else o.mx
 	VMOVSD X4, e4m3Sums_mx(AX)
