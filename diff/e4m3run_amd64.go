@@ -17,7 +17,7 @@ func e4m3Run(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 		return e4m3RunGo(b, f, same, sb, sf, o)
 	}
 	f = f[:len(b)]
-	if !e4m3AVX2(&b[0], &f[0], n, same, sb != 1 || sf != 1, sb, sf, o) {
+	if !e4m3AVX2(&b[0], &f[0], n, same, same && sb == 1 && sf == 1, sb, sf, o) {
 		return false
 	}
 	if n == len(b) {
@@ -27,9 +27,9 @@ func e4m3Run(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 }
 
 // e4m3AVX2 adds the statistics of the n code pairs at b and f (n a
-// positive multiple of 32) into o like e4m3RunGo (scaled false: the
-// caller passes sb = sf = 1). It reports false, o untouched, if a code is
-// NaN.
+// positive multiple of 32) into o like e4m3RunGo; unit says that same
+// holds and sb = sf = 1 (a faster loop). It reports false, o untouched,
+// if a code is NaN.
 //
 //go:noescape
-func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, o *e4m3Sums) bool
+func e4m3AVX2(b, f *byte, n int, same, unit bool, sb, sf float64, o *e4m3Sums) bool

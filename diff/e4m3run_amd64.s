@@ -37,10 +37,10 @@
 // by 2^-8.
 //
 // Counts. Byte compares: eq = (c_b == c_f), z = (max(c2_b, c2_f) == 0),
-// i.e. both codes ±0; VPMOVMSKB and POPCNT count #(z or eq), #z and
-// #(z and not eq) per 32 pairs. The same max(c2_b, c2_f) is 0xFE exactly
-// when a code is NaN (m = 0x7f); its running byte maximum is checked once
-// at the end.
+// i.e. both codes ±0; VPMOVMSKB and POPCNT count #(z or eq), #eq and
+// (scaled loop) #z; #(z and not eq) = #(z or eq) − #eq. The same
+// max(c2_b, c2_f) is 0xFE exactly when a code is NaN (m = 0x7f); its
+// running byte maximum is checked once at the end.
 
 DATA e4k<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f    // idx limit
 DATA e4k<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -106,16 +106,18 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 #define ABS32 e4k<>+352(SB)
 
 // Registers: Y0-Y5 scratch; Y6 bb, Y8 ff, Y10 bf (one accumulator each:
-// two were not faster), Y7 scratch of UNIT, Y12 the maximum, Y13 running
+// two were not faster), Y7 scratch of UNIT, Y12 the maximum (float64; in
+// the unit loop packed high dwords, see UNIT), Y13 running
 // byte max of max(c2_b, c2_f), Y14 T2, Y15 H. SI, DI the codes, DX the
-// pairs left, R8 #(z or eq), R9 #(z and not eq), R11 #z. The scaled loop
-// keeps s_b, s_f broadcast at 0(SP) and 32(SP).
+// pairs left (negative, SI and DI point at the end), R8 #(z or eq), R9
+// #eq, R11 #z (scaled loop only). The scaled loop keeps s_b, s_f
+// broadcast at 0(SP) and 32(SP).
 
 // DECODE decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f, codes
 // 0-7 and 16-23) and Y4/Y2 (8-15 and 24-31) and counts them.
 #define DECODE \
-	VMOVDQU (SI), Y0; \
-	VMOVDQU (DI), Y1; \
+	VMOVDQU (SI)(DX*1), Y0; \
+	VMOVDQU (DI)(DX*1), Y1; \
 	VPCMPEQB Y1, Y0, Y2; \
 	VPMOVMSKB Y2, AX;         /* eq */ \
 	VPXOR Y1, Y0, Y2; \
@@ -139,16 +141,16 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 	VPUNPCKHBW Y0, Y4, Y4; \
 	VPUNPCKLBW Y1, Y2, Y0; \
 	VPUNPCKHBW Y1, Y2, Y2; \
-	MOVL BX, CX; \
-	ORL AX, CX; \
-	POPCNTL CX, CX; \
-	ADDQ CX, R8; \
-	POPCNTL BX, CX; \
-	ADDQ CX, R11; \
-	NOTL AX; \
-	ANDL BX, AX; \
+	POPCNTL AX, CX; \
+	ADDQ CX, R9; \
+	ORL BX, AX; \
 	POPCNTL AX, AX; \
-	ADDQ AX, R9
+	ADDQ AX, R8
+
+// COUNTZ counts z (BX after DECODE) into R11.
+#define COUNTZ \
+	POPCNTL BX, BX; \
+	ADDQ BX, R11
 
 // SUMS adds B = Y1, F = Y5 into the accumulator set (BB, FF, BF).
 #define SUMS(BB, FF, BF) \
@@ -197,15 +199,18 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 	VPAND W3, WF, Y5; \
 	STEP1
 
-// func e4m3AVX2(b, f *byte, n int, same, scaled bool, sb, sf float64, o *e4m3Sums) bool
+// func e4m3AVX2(b, f *byte, n int, same, unit bool, sb, sf float64, o *e4m3Sums) bool
 //
 // n is a positive multiple of 32. Adds the statistics of the n pairs into
-// o like e4m3RunGo (scaled false: sb = sf = 1); false if a code is NaN,
+// o like e4m3RunGo (unit: same, and sb = sf = 1); false if a code is NaN,
 // o then untouched.
 TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
+	MOVQ n+16(FP), DX
 	MOVQ b+0(FP), SI
 	MOVQ f+8(FP), DI
-	MOVQ n+16(FP), DX
+	ADDQ DX, SI
+	ADDQ DX, DI
+	NEGQ DX
 	VMOVDQU e4k<>+64(SB), Y14
 	VMOVDQU e4k<>+96(SB), Y15
 	VPXOR Y6, Y6, Y6
@@ -216,17 +221,15 @@ TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
 	XORQ R8, R8
 	XORQ R9, R9
 	XORQ R11, R11
-	MOVBLZX scaled+25(FP), AX
+	MOVBLZX unit+25(FP), AX
 	TESTQ AX, AX
-	JNZ scaled
+	JZ scaled
 
 unit:
 	DECODE
 	WORDS(Y3, Y0, UNIT0, UNIT1)
 	WORDS(Y4, Y2, UNIT0, UNIT1)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $32, DX
+	ADDQ $32, DX
 	JNZ unit
 	JMP done
 
@@ -237,11 +240,10 @@ scaled:
 	VMOVUPD Y1, 32(SP)
 scaledloop:
 	DECODE
+	COUNTZ
 	WORDS(Y3, Y0, SCALED0, SCALED1)
 	WORDS(Y4, Y2, SCALED0, SCALED1)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $32, DX
+	ADDQ $32, DX
 	JNZ scaledloop
 
 done:
@@ -260,9 +262,9 @@ done:
 	VADDPD X3, X0, X0           // bb ff
 	VPERMILPD $1, X2, X3
 	VADDSD X3, X2, X2           // bf
-	MOVBLZX scaled+25(FP), AX
+	MOVBLZX unit+25(FP), AX
 	TESTQ AX, AX
-	JNZ maxpd
+	JZ maxpd
 	VEXTRACTI128 $1, Y12, X4    // high dwords of max |F − B|
 	VPMAXUD X4, X12, X4
 	VPSHUFD $0x4e, X4, X5
@@ -293,6 +295,9 @@ maxdone:
 	VMOVSD e4m3Sums_mx(AX), X3
 	VMAXSD X3, X4, X4           // mx if mx > o.mx, else o.mx
 	VMOVSD X4, e4m3Sums_mx(AX)
+	MOVQ R8, BX
+	SUBQ R9, BX                 // #(z and not eq)
+	ADDQ BX, e4m3Sums_zeroSign(AX)
 	MOVQ n+16(FP), BX
 	MOVBLZX same+24(FP), CX
 	TESTQ CX, CX
@@ -301,7 +306,6 @@ maxdone:
 counted:
 	SUBQ R8, BX
 	ADDQ BX, e4m3Sums_changed(AX)
-	ADDQ R9, e4m3Sums_zeroSign(AX)
 	MOVB $1, ret+56(FP)
 	VZEROUPPER
 	RET
