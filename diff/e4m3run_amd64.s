@@ -106,12 +106,12 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 #define ABS32 e4k<>+352(SB)
 
 // Registers: Y0-Y5 scratch; Y6 bb, Y8 ff, Y10 bf (one accumulator each:
-// two were not faster), Y7 scratch of UNIT, Y12 the maximum (float64; in
-// the unit loop packed high dwords, see UNIT), Y13 running
-// byte max of max(c2_b, c2_f), Y14 T2, Y15 H. SI, DI the codes, DX the
-// pairs left (negative, SI and DI point at the end), R8 #(z or eq), R9
-// #eq, R11 #z (scaled loop only). The scaled loop keeps s_b, s_f
-// broadcast at 0(SP) and 32(SP).
+// two were not faster); Y7 scratch of the unit loop, the float64
+// magnitude mask in the scaled one, whose Y9, Y11 hold s_b, s_f
+// broadcast; Y12 the maximum (float64; in the unit loop packed high
+// dwords, see UNIT); Y13 the running byte max of max(c2_b, c2_f); Y14
+// T2, Y15 H. SI, DI point at the end of the codes, DX is minus the pairs
+// left; R8 #(z or eq), R9 #eq, R11 #z (scaled loop only).
 
 // DECODE decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f, codes
 // 0-7 and 16-23) and Y4/Y2 (8-15 and 24-31) and counts them.
@@ -176,9 +176,9 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 // SCALED: max |F·s_f − B·s_b| in Y12 (float64).
 #define SCALED0 \
 	SUMS(Y6, Y8, Y10); \
-	VMULPD 0(SP), Y1, Y1; \
-	VFMSUB231PD 32(SP), Y5, Y1; \
-	VANDPD ABS, Y1, Y1; \
+	VMULPD Y9, Y1, Y1; \
+	VFMSUB231PD Y11, Y5, Y1; \
+	VANDPD Y7, Y1, Y1; \
 	VMAXPD Y1, Y12, Y12
 
 #define SCALED1 SCALED0
@@ -204,7 +204,7 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 // n is a positive multiple of 32. Adds the statistics of the n pairs into
 // o like e4m3RunGo (unit: same, and sb = sf = 1); false if a code is NaN,
 // o then untouched.
-TEXT ·e4m3AVX2(SB), NOSPLIT, $64-57
+TEXT ·e4m3AVX2(SB), NOSPLIT, $0-57
 	MOVQ n+16(FP), DX
 	MOVQ b+0(FP), SI
 	MOVQ f+8(FP), DI
@@ -234,10 +234,9 @@ unit:
 	JMP done
 
 scaled:
-	VBROADCASTSD sb+32(FP), Y0
-	VBROADCASTSD sf+40(FP), Y1
-	VMOVUPD Y0, 0(SP)
-	VMOVUPD Y1, 32(SP)
+	VBROADCASTSD sb+32(FP), Y9
+	VBROADCASTSD sf+40(FP), Y11
+	VMOVDQU ABS, Y7
 scaledloop:
 	DECODE
 	COUNTZ

@@ -11,7 +11,9 @@ import (
 
 // e4m3TestScales are the scale pairs TestE4M3Run runs under: the scales
 // of one side and the other (e4m3Exact must accept the pair), and
-// whether the caller would call them the same.
+// whether they count as the same (the engine passes same with scales 1;
+// e4m3Run also takes other equal scales as the same, and equal scales as
+// not the same).
 var e4m3TestScales = func() []struct {
 	same   bool
 	sb, sf float32
@@ -25,7 +27,7 @@ var e4m3TestScales = func() []struct {
 	out := []struct {
 		same   bool
 		sb, sf float32
-	}{{true, 1, 1}}
+	}{{true, 1, 1}, {true, 0.5, 0.5}, {true, -0.0087890625, -0.0087890625}, {true, 0, 0}}
 	for _, sb := range list {
 		for _, sf := range list {
 			if e4m3Exact(sb, sf) {
