@@ -9,36 +9,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// e4m3TestScales are the scale pairs TestE4M3Run runs under: the scales
-// of one side and the other (e4m3Exact must accept the pair), and
-// whether they count as the same (the engine passes same with scales 1;
-// e4m3Run also takes other equal scales as the same, and equal scales as
-// not the same).
-var e4m3TestScales = func() []struct {
+// e4m3Scales is a pair of block scales for TestE4M3Run: those of the b
+// and the f side, and whether they count as the same (the engine passes
+// same with scales 1; e4m3Run also takes other equal scales as the same,
+// and equal scales as not the same).
+type e4m3Scales struct {
 	same   bool
 	sb, sf float32
-} {
+}
+
+// e4m3AllScales are the pairs of e4m3Exact-accepted scales from a list
+// (powers of two, bfloat16-like and 21-bit values, both signs, zero,
+// exponents up to 10 apart, the extremes 2^±100), e4m3FewScales a
+// representative dozen of them for the bulk of TestE4M3Run (it must stay
+// quick under -race).
+var e4m3AllScales, e4m3FewScales = func() ([]e4m3Scales, []e4m3Scales) {
+	f21a := math.Float32frombits(0x3f7ffff8) // 21 significant bits: the most e4m3Exact allows
+	f21b := -math.Float32frombits(0x3c0ffff8)
 	list := []float32{
 		1, 0.5, 2, 0x1p-5, 0x1p5, 0.0087890625, -0.0087890625, 0.013671875, 0,
-		0x1p-100, 0x1.4p-95, 0x1p100, 3.0517578e-05, 1.5 * 0x1p-10,
-		math.Float32frombits(0x3f7ffff8), // 21 significant bits: the most e4m3Exact allows
-		-math.Float32frombits(0x3c0ffff8),
+		0x1p-100, 0x1.4p-95, 0x1p100, 3.0517578e-05, 1.5 * 0x1p-10, f21a, f21b,
 	}
-	out := []struct {
-		same   bool
-		sb, sf float32
-	}{{true, 1, 1}, {true, 0.5, 0.5}, {true, -0.0087890625, -0.0087890625}, {true, 0, 0}}
+	all := []e4m3Scales{{true, 1, 1}, {true, 0.5, 0.5}, {true, -0.0087890625, -0.0087890625}, {true, 0, 0}}
 	for _, sb := range list {
 		for _, sf := range list {
 			if e4m3Exact(sb, sf) {
-				out = append(out, struct {
-					same   bool
-					sb, sf float32
-				}{false, sb, sf})
+				all = append(all, e4m3Scales{false, sb, sf})
 			}
 		}
 	}
-	return out
+	few := []e4m3Scales{
+		{true, 1, 1}, {true, 0.5, 0.5}, {false, 1, 1}, {false, 0.0087890625, 0.013671875},
+		{false, -0.0087890625, 0.0087890625}, {false, 0, 0x1p-5}, {false, 0x1p-5, 0}, {false, 0x1p5, 0x1p-5},
+		{false, 0x1p-100, 0x1.4p-95}, {false, 0x1p100, 0x1p100}, {false, f21a, f21b}, {false, 1.5 * 0x1p-10, -0.013671875},
+	}
+	for _, sc := range few {
+		if !e4m3Exact(sc.sb, sc.sf) {
+			panic(fmt.Sprintf("e4m3Exact rejects %v", sc))
+		}
+	}
+	return all, few
 }()
 
 // e4m3Values without NaN.
@@ -53,10 +63,10 @@ var e4m3NumCodes = func() []byte {
 }()
 
 // checkE4M3Run compares e4m3Run with e4m3RunGo bit for bit on one run
-// under every scale pair, starting from o0.
-func checkE4M3Run(t *testing.T, b, f []byte, o0 e4m3Sums, msg string) {
+// under every scale pair of scales, starting from o0.
+func checkE4M3Run(t *testing.T, scales []e4m3Scales, b, f []byte, o0 e4m3Sums, msg string) {
 	t.Helper()
-	for _, sc := range e4m3TestScales {
+	for _, sc := range scales {
 		sb, sf := float64(sc.sb), float64(sc.sf)
 		got, want := o0, o0
 		okGot := e4m3Run(b, f, sc.same, sb, sf, &got)
@@ -92,7 +102,7 @@ func TestE4M3Run(t *testing.T) {
 		nc := e4m3NumCodes
 		n := len(nc) * len(nc)
 		b, f := make([]byte, n), make([]byte, n)
-		for shift := range 5 { // each pair in other lanes and iterations
+		for shift := range 3 { // each pair in other lanes and iterations
 			for i := range n {
 				j := (i + shift*7) % n
 				b[j], f[j] = nc[i/len(nc)], nc[i%len(nc)]
@@ -100,8 +110,8 @@ func TestE4M3Run(t *testing.T) {
 			for _, run := range []int{32, 128, 1000, 32768} {
 				for i := 0; i < n; i += run {
 					e := min(i+run, n)
-					checkE4M3Run(t, b[i:e], f[i:e], e4m3Sums{}, fmt.Sprintf("all pairs, shift %d, run %d at %d", shift, run, i))
-					checkE4M3Run(t, f[i:e], b[i:e], e4m3Sums{}, fmt.Sprintf("all pairs swapped, shift %d, run %d at %d", shift, run, i))
+					checkE4M3Run(t, e4m3FewScales, b[i:e], f[i:e], e4m3Sums{}, fmt.Sprintf("all pairs, shift %d, run %d at %d", shift, run, i))
+					checkE4M3Run(t, e4m3FewScales, f[i:e], b[i:e], e4m3Sums{}, fmt.Sprintf("all pairs swapped, shift %d, run %d at %d", shift, run, i))
 				}
 			}
 		}
@@ -137,14 +147,18 @@ func TestE4M3Run(t *testing.T) {
 		for n := range 201 {
 			for kind := range 3 {
 				b, f := run(n, kind)
-				checkE4M3Run(t, b, f, e4m3Sums{}, fmt.Sprintf("random kind %d", kind))
-				checkE4M3Run(t, b, f, prev, fmt.Sprintf("random kind %d, into %+v", kind, prev))
+				scales := e4m3FewScales
+				if kind == 1 {
+					scales = e4m3AllScales
+				}
+				checkE4M3Run(t, scales, b, f, e4m3Sums{}, fmt.Sprintf("random kind %d", kind))
+				checkE4M3Run(t, e4m3FewScales, b, f, prev, fmt.Sprintf("random kind %d, into %+v", kind, prev))
 			}
 		}
 		for _, n := range []int{4096, 32767, 32768} {
 			for kind := range 3 {
 				b, f := run(n, kind)
-				checkE4M3Run(t, b, f, e4m3Sums{}, fmt.Sprintf("long random kind %d", kind))
+				checkE4M3Run(t, e4m3FewScales, b, f, e4m3Sums{}, fmt.Sprintf("long random kind %d", kind))
 			}
 		}
 	})
@@ -169,7 +183,7 @@ func TestE4M3Run(t *testing.T) {
 							} else {
 								f[at] = nan
 							}
-							checkE4M3Run(t, b, f, e4m3Sums{}, fmt.Sprintf("NaN %#x on side %d at %d among %#x", nan, side, at, fill))
+							checkE4M3Run(t, e4m3FewScales, b, f, e4m3Sums{}, fmt.Sprintf("NaN %#x on side %d at %d among %#x", nan, side, at, fill))
 						}
 					}
 				}
@@ -184,7 +198,7 @@ func TestE4M3Run(t *testing.T) {
 						b[i], f[i] = pat[1], pat[0]
 					}
 				}
-				checkE4M3Run(t, b, f, e4m3Sums{}, fmt.Sprintf("pattern %#x", pat))
+				checkE4M3Run(t, e4m3AllScales, b, f, e4m3Sums{}, fmt.Sprintf("pattern %#x", pat))
 			}
 		}
 	})
