@@ -4,7 +4,8 @@ package diff
 
 import "github.com/ckpt-dev/ckpt/internal/cpufeat"
 
-// useFMA says whether the AVX2/FMA kernels of accumulate run on this CPU.
+// useFMA says whether the AVX2/FMA kernels (accumulate, e4m3Run) run on
+// this CPU.
 var useFMA = cpufeat.AVX2() && cpufeat.FMA()
 
 // accumulateF32 is accumulateGo (len(f) >= len(b)): with AVX2 and FMA the

@@ -2,18 +2,13 @@
 
 package diff
 
-import "github.com/ckpt-dev/ckpt/internal/cpufeat"
-
-// useE4M3AVX2 says whether e4m3AVX2 runs on this CPU (AVX2 and FMA3).
-var useE4M3AVX2 = useAVX2 && cpufeat.FMA()
-
 // e4m3Run adds the statistics of the code pairs (b[i], f[i]) into o like
 // e4m3RunGo, with the same results bit for bit: with AVX2 and FMA3 the
 // multiples of 32 go through e4m3AVX2, the tail through the Go loop (the
 // sums are exact in any order, see e4m3exact.go; TestE4M3Run).
 func e4m3Run(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 	n := len(b) &^ 31
-	if !useE4M3AVX2 || n == 0 {
+	if !useFMA || n == 0 {
 		return e4m3RunGo(b, f, same, sb, sf, o)
 	}
 	f = f[:len(b)]
