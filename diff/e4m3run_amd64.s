@@ -41,6 +41,14 @@
 // (scaled loop) #z; #(z and not eq) = #(z or eq) − #eq. The same
 // max(c2_b, c2_f) is 0xFE exactly when a code is NaN (m = 0x7f); its
 // running byte maximum is checked once at the end.
+//
+// Cost. On the Zen 1 this was measured on (256-bit ops split in two),
+// every ymm instruction, loads included, costs about 0.7 cycles whatever
+// its kind: the loops issue about 1.4 per cycle. Per 32 pairs the unit
+// loop has 87 (25 decode and count, 16 moves to qwords, 24 FMA, 20 for
+// the maximum), the scaled one 99 (32 for the maximum): about 0.82 and
+// 0.95 ns per pair at 2.4 GHz. Counting on the integer side (SWAR), two
+// accumulators per sum and software prefetch were tried: no faster.
 
 DATA e4k<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f    // idx limit
 DATA e4k<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
