@@ -128,11 +128,11 @@ func e4m3ScaleExp(s float32) (int, bool) {
 	}
 	u := math.Float32bits(s)
 	e := int(u>>23) & 0xff
-	return e, e >= 127-100 && e <= 127+100 && u&7 == 0
+	return e, e >= 127-100 && e <= 127+100 && u&15 == 0
 }
 
 // scaleParts splits a scale that e4m3Exact accepts into m·2^e, m an odd
-// integer (0 for zero) with at most 21 bits.
+// integer (0 for zero) with at most 20 bits.
 func scaleParts(s float32) (m int64, e int) {
 	if s == 0 {
 		return 0, 0

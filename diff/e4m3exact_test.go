@@ -244,3 +244,27 @@ func TestCountRawDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestE4M3ExactScalesAreExact checks the premise of e4m3Exact: for every
+// scale it accepts, every F8_E4M3 value times the scale is exact in
+// float32 (so the exact path sees the same values as a decode).
+func TestE4M3ExactScalesAreExact(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 20000; i++ {
+		s := math.Float32frombits(r.Uint32())
+		if i%2 == 0 {
+			s = math.Float32frombits(0x3f7ffff0 | r.Uint32()&0xf) // the longest mantissas
+		}
+		if _, ok := e4m3ScaleExp(s); !ok || s == 0 {
+			continue
+		}
+		for c := 0; c < 256; c++ {
+			v := e4m3Values[c]
+			if v != v {
+				continue
+			}
+			require.Equal(t, v*float64(s), float64(float32(v)*s), "code %#x scale %g", c, s)
+		}
+	}
+}

@@ -19,13 +19,13 @@ type e4m3Scales struct {
 }
 
 // e4m3AllScales are the pairs of e4m3Exact-accepted scales from a list
-// (powers of two, bfloat16-like and 21-bit values, both signs, zero,
+// (powers of two, bfloat16-like and 20-bit values, both signs, zero,
 // exponents up to 10 apart, the extremes 2^±100), e4m3FewScales a
 // representative dozen of them for the bulk of TestE4M3Run (it must stay
 // quick under -race).
 var e4m3AllScales, e4m3FewScales = func() ([]e4m3Scales, []e4m3Scales) {
-	f21a := math.Float32frombits(0x3f7ffff8) // 21 significant bits: the most e4m3Exact allows
-	f21b := -math.Float32frombits(0x3c0ffff8)
+	f21a := math.Float32frombits(0x3f7ffff0) // 20 significant bits: the most e4m3Exact allows
+	f21b := -math.Float32frombits(0x3c0ffff0)
 	list := []float32{
 		1, 0.5, 2, 0x1p-5, 0x1p5, 0.0087890625, -0.0087890625, 0.013671875, 0,
 		0x1p-100, 0x1.4p-95, 0x1p100, 3.0517578e-05, 1.5 * 0x1p-10, f21a, f21b,
