@@ -3,6 +3,7 @@ package diff_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -12,7 +13,8 @@ import (
 
 // BenchmarkCompareDirs compares the checkpoints in $CKPT_BENCH_BASE and
 // $CKPT_BENCH_FT (e.g. the fixtures of go run ./internal/cmd/bench) in
-// values mode; skipped when unset. Use it with -cpuprofile.
+// values mode; skipped when unset. $CKPT_BENCH_CHUNK sets ChunkBytes. Use
+// it with -cpuprofile.
 func BenchmarkCompareDirs(b *testing.B) {
 	bd, fd := os.Getenv("CKPT_BENCH_BASE"), os.Getenv("CKPT_BENCH_FT")
 	if bd == "" || fd == "" {
@@ -22,8 +24,13 @@ func BenchmarkCompareDirs(b *testing.B) {
 	require.NoError(b, err)
 	fc, err := ckpt.Open(context.Background(), fd, ckpt.Options{})
 	require.NoError(b, err)
+	var chunk int64
+	if v := os.Getenv("CKPT_BENCH_CHUNK"); v != "" {
+		chunk, err = strconv.ParseInt(v, 10, 64)
+		require.NoError(b, err)
+	}
 	for b.Loop() {
-		_, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeValues})
+		_, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeValues, ChunkBytes: chunk})
 		require.NoError(b, err)
 	}
 }

@@ -227,24 +227,8 @@ func (s *CacheStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 		}
 		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", s.Location(name), err)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("opening %s: not a regular file (%s)", s.Location(name), st.Mode().Type())
-	}
-	return &fileBlob{File: f, size: st.Size()}, nil
+	return ckpt.NewFileBlob(f, s.Location(name))
 }
-
-type fileBlob struct {
-	*os.File
-	size int64
-}
-
-func (b *fileBlob) Size() int64 { return b.size }
 
 // List lists the files at the top of the snapshot (links included).
 func (s *CacheStore) List(ctx context.Context) ([]string, error) {

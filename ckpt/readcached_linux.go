@@ -1,0 +1,40 @@
+package ckpt
+
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// readCached copies what the page cache holds of p's range at off into p
+// with preadv2(RWF_NOWAIT), which fails with EAGAIN instead of waiting for
+// the disk. Because it cannot block, it is made as a raw system call: the
+// goroutine keeps its processor, as for any other copy in memory, instead
+// of the scheduler handing the processor to another thread for the length
+// of the call (which left a core idle in a parallel diff). It returns the
+// bytes read (fewer than len(p) at the end of the file or where the cache
+// stops, 0 on EAGAIN) and false when the kernel does not support the call.
+func readCached(fd uintptr, p []byte, off int64) (int, bool) {
+	n := 0
+	for n < len(p) {
+		iov := unix.Iovec{Base: &p[n]}
+		iov.SetLen(len(p) - n)
+		o := off + int64(n) // low and high words, as the kernel takes them on 32-bit systems too
+		r, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(o), uintptr(o>>(4*unsafe.Sizeof(uintptr(0)))>>(4*unsafe.Sizeof(uintptr(0)))), unix.RWF_NOWAIT)
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.ENOSYS, syscall.EOPNOTSUPP, syscall.EINVAL:
+			return n, false
+		default: // EAGAIN: not cached; other errors: the usual read reports them
+			return n, true
+		}
+		if r == 0 {
+			return n, true // end of file
+		}
+		n += int(r)
+	}
+	return n, true
+}

@@ -1,0 +1,61 @@
+package ckpt
+
+import (
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// TestFileBlobReadAt reads a file through fileBlob at many offsets and
+// lengths, with its pages in the page cache (readCached copies them) and
+// dropped from it (readCached reads nothing, the file read does the
+// rest), and past its end, against os.File.ReadAt.
+func TestFileBlobReadAt(t *testing.T) {
+	t.Parallel()
+	data := make([]byte, 3<<20+123)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	b, err := OpenFileBlob(p)
+	require.NoError(t, err)
+	defer b.Close()
+	fb := b.(*fileBlob)
+	ref, err := os.Open(p)
+	require.NoError(t, err)
+	defer ref.Close()
+	for _, drop := range []bool{false, true} {
+		for i := 0; i < 200; i++ {
+			off := r.Int64N(int64(len(data)) + 100)
+			n := r.IntN(1 << 20)
+			if i%10 == 0 {
+				off = int64(len(data)) - int64(n)/2 // across the end
+			}
+			if drop {
+				// Clean pages leave the cache: the first part of the
+				// read is not cached.
+				require.NoError(t, unix.Fadvise(int(ref.Fd()), off, int64(n), unix.FADV_DONTNEED))
+			}
+			got := make([]byte, n)
+			gn, gerr := fb.ReadAt(got, off)
+			want := make([]byte, n)
+			wn, werr := ref.ReadAt(want, off)
+			require.Equal(t, wn, gn, "off %d n %d", off, n)
+			require.Equal(t, want[:wn], got[:gn])
+			if werr == io.EOF {
+				assert.ErrorIs(t, gerr, io.EOF)
+			} else {
+				assert.NoError(t, gerr)
+			}
+		}
+	}
+	assert.True(t, fb.nowait.Load(), "this kernel reads the page cache without waiting")
+}
