@@ -156,9 +156,10 @@ type e4m3Block struct {
 	kb, kf     float64 // the scales e4m3Run applies (1, 1 for one scale)
 	bb, ff, bf float64 // s_b², s_f², s_b·s_f (exact)
 	mxs        float64 // the factor of e4m3Sums.mx: |s| for one scale, else 1
-	// e4m3SumSq: s_b = mb·2^g, s_f = mf·2^g, |mb|, |mf| < 2^31
+	// e4m3SumSq: s_b = mb·2^g, s_f = mf·2^g, |mb|, |mf| < 2^31; unit is
+	// 2^(2g−18), a normal float64 for the scales e4m3Exact accepts.
 	mb, mf int64
-	g      int
+	unit   float64
 }
 
 type e4m3Class uint8
@@ -195,7 +196,7 @@ func newE4M3Block(sb, sf float32) e4m3Block {
 	if mf != 0 {
 		mf <<= ef - g
 	}
-	k.mb, k.mf, k.g = mb, mf, g
+	k.mb, k.mf, k.unit = mb, mf, math.Ldexp(1, 2*g-18)
 	return k
 }
 
@@ -218,7 +219,7 @@ func (k *e4m3Block) e4m3SumSq(o *e4m3Sums) float64 {
 	} else {
 		t = t.sub(p3) // ≥ 0: a sum of squares
 	}
-	return math.Ldexp(t.float64(), 2*k.g-18)
+	return t.float64() * k.unit // exact: a power of two, no underflow
 }
 
 func abs64(x int64) int64 {
@@ -258,7 +259,7 @@ func (x u128) float64() float64 {
 	if x.lo&(1<<n-1) != 0 {
 		m |= 1 // sticky: far below the 53 bits kept
 	}
-	return math.Ldexp(float64(m), n)
+	return float64(m) * math.Float64frombits(uint64(1023+n)<<52) // ·2^n, exact
 }
 
 // addE4M3 adds the statistics of a run with exact sums o in block k
