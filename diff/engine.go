@@ -468,44 +468,15 @@ func bf16Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 }
 
 // normChunk computes the statistics of a chunk whose two sides are
-// byte-identical from the base alone; the sums come out exactly as
-// segments would compute them.
+// byte-identical from the base alone: segments with the base on both
+// sides, so the sums come out exactly as for any other chunk.
 func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 	e0, e1 := p.geom.bounds(k)
 	var err error
 	if sc.bRaw, err = e.read(p.rb, e0, e1, p.geom.esizeB, sc.bRaw); err != nil {
 		return err
 	}
-	bs := p.bs
-	for g := e0; g < e1; {
-		n := min(e1-g, segMax)
-		if bs.scaled() {
-			n = min(n, bs.cols-g%bs.cols)
-		}
-		o := g - e0
-		raw := sc.bRaw[o*bs.esize : (o+n)*bs.esize]
-		// The same paths as segments takes for two equal sides.
-		if p.e4m3 || p.bf16 {
-			var err error
-			if p.e4m3 {
-				err = e4m3Segment(p, raw, raw, g, sc, r)
-			} else {
-				err = bf16Segment(p, raw, raw, g, sc, r)
-			}
-			if err != nil {
-				return err
-			}
-			g += n
-			continue
-		}
-		sc.bF = grow(sc.bF, n)
-		if err := bs.decode(raw, g, sc.bF); err != nil {
-			return err
-		}
-		r.accumulate(sc.bF, sc.bF)
-		g += n
-	}
-	return nil
+	return e.segments(p, sc.bRaw, sc.bRaw, e0, e1, sc, r, true)
 }
 
 // requant compares a chunk of block-FP8 values with a wider float, block
