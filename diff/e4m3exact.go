@@ -67,6 +67,18 @@ type e4m3Sums struct {
 	changed, zeroSign int64
 }
 
+// add adds the sums t of more pairs of the run into o.
+func (o *e4m3Sums) add(t *e4m3Sums) {
+	o.bb += t.bb
+	o.ff += t.ff
+	o.bf += t.bf
+	if t.mx > o.mx {
+		o.mx = t.mx
+	}
+	o.changed += t.changed
+	o.zeroSign += t.zeroSign
+}
+
 // e4m3RunGo adds the statistics of the code pairs (b[i], f[i]) into o, for
 // scales sb, sf (same: the two scales are equal; callers then pass
 // sb = sf = 1 and scale max themselves). It reports false, with o in an
@@ -100,6 +112,26 @@ func e4m3RunGo(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 	o.changed += changed
 	o.zeroSign += zeroSign
 	return true
+}
+
+// e4m3BlocksGo computes the statistics of len(k) whole scale blocks of bn
+// code pairs each (b, f hold them one after the other; bn at most
+// e4m3RunMax): out[j] becomes those of block j under k[j], exactly what
+// e4m3Run adds into a zero e4m3Sums. It stops at the first block that is
+// e4m3Generic or holds a NaN code and returns the number of blocks done
+// before it (out from there on unspecified). e4m3Blocks is the same with
+// a kernel on amd64.
+func e4m3BlocksGo(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	out = out[:len(k)]
+	for j := range k {
+		kj := &k[j]
+		out[j] = e4m3Sums{}
+		if kj.class == e4m3Generic ||
+			!e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], kj.class == e4m3Same, kj.kb, kj.kf, &out[j]) {
+			return j
+		}
+	}
+	return len(k)
 }
 
 // e4m3Exact reports whether the exact path applies to a block with scales
