@@ -439,9 +439,7 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 			k := blks[blk : blk+whole]
 			sc.e4m3 = grow(sc.e4m3, whole)
 			done := e4m3Blocks(b, f, int(bn), k, sc.e4m3)
-			for j := range done {
-				r.addE4M3(&sc.e4m3[j], &k[j])
-			}
+			r.addE4M3(sc.e4m3[:done], k)
 			c += int64(done) * bn
 			if int64(done) == whole {
 				continue
@@ -455,10 +453,10 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		}
 		end := min((blk+1)*bn, c1, c+e4m3RunMax)
 		b, f = b[:end-c], f[:end-c]
-		k := &blks[blk]
-		var o e4m3Sums
-		if k.class != e4m3Generic && e4m3Run(b, f, k, &o) {
-			r.addE4M3(&o, k)
+		k := blks[blk : blk+1]
+		o := []e4m3Sums{{}}
+		if k[0].class != e4m3Generic && e4m3Run(b, f, &k[0], &o[0]) {
+			r.addE4M3(o, k)
 		} else if err := e4m3Decoded(p, b, f, g+c-c0, sc, r); err != nil {
 			return err
 		}
