@@ -4,7 +4,7 @@ package diff
 
 import "github.com/ckpt-dev/ckpt/internal/cpufeat"
 
-// useFMA says whether the AVX2/FMA kernels (accumulate, e4m3Run) run on
+// useFMA says whether the AVX2/FMA kernels (accumulate, e4m3Blocks) run on
 // this CPU.
 var useFMA = cpufeat.AVX2() && cpufeat.FMA()
 

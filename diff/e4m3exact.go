@@ -67,6 +67,18 @@ type e4m3Sums struct {
 	changed, zeroSign int64
 }
 
+// add adds the sums t of more pairs of the run into o.
+func (o *e4m3Sums) add(t *e4m3Sums) {
+	o.bb += t.bb
+	o.ff += t.ff
+	o.bf += t.bf
+	if t.mx > o.mx {
+		o.mx = t.mx
+	}
+	o.changed += t.changed
+	o.zeroSign += t.zeroSign
+}
+
 // e4m3RunGo adds the statistics of the code pairs (b[i], f[i]) into o, for
 // scales sb, sf (same: the two scales are equal; callers then pass
 // sb = sf = 1 and scale max themselves). It reports false, with o in an
@@ -100,6 +112,26 @@ func e4m3RunGo(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool {
 	o.changed += changed
 	o.zeroSign += zeroSign
 	return true
+}
+
+// e4m3BlocksGo computes the statistics of len(k) whole scale blocks of bn
+// code pairs each (b, f hold them one after the other; bn at most
+// e4m3RunMax): out[j] becomes those of block j under k[j], exactly what
+// e4m3Run adds into a zero e4m3Sums. It stops at the first block that is
+// e4m3Generic or holds a NaN code and returns the number of blocks done
+// before it (out from there on unspecified). e4m3Blocks is the same with
+// a kernel on amd64.
+func e4m3BlocksGo(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	out = out[:len(k)]
+	for j := range k {
+		kj := &k[j]
+		out[j] = e4m3Sums{}
+		if kj.class == e4m3Generic ||
+			!e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], kj.class == e4m3Same, kj.kb, kj.kf, &out[j]) {
+			return j
+		}
+	}
+	return len(k)
 }
 
 // e4m3Exact reports whether the exact path applies to a block with scales
@@ -156,10 +188,13 @@ type e4m3Block struct {
 	kb, kf     float64 // the scales e4m3Run applies (1, 1 for one scale)
 	bb, ff, bf float64 // s_b², s_f², s_b·s_f (exact)
 	mxs        float64 // the factor of e4m3Sums.mx: |s| for one scale, else 1
-	// e4m3SumSq: s_b = mb·2^g, s_f = mf·2^g, |mb|, |mf| < 2^31; unit is
-	// 2^(2g−18), a normal float64 for the scales e4m3Exact accepts.
-	mb, mf int64
-	unit   float64
+	// e4m3SumSq: s_b = mb·2^g, s_f = mf·2^g, |mb|, |mf| < 2^31; mbb =
+	// mb², mff = mf², cross2 = 2·|mb·mf| (< 2^63), crossNeg says mb·mf <
+	// 0; unit is 2^(2g−18), a normal float64 for the scales e4m3Exact
+	// accepts.
+	mbb, mff, cross2 uint64
+	crossNeg         bool
+	unit             float64
 }
 
 type e4m3Class uint8
@@ -196,7 +231,8 @@ func newE4M3Block(sb, sf float32) e4m3Block {
 	if mf != 0 {
 		mf <<= ef - g
 	}
-	k.mb, k.mf, k.unit = mb, mf, math.Ldexp(1, 2*g-18)
+	k.mbb, k.mff, k.cross2, k.crossNeg = uint64(mb*mb), uint64(mf*mf), uint64(2*abs64(mb*mf)), mb*mf < 0
+	k.unit = math.Ldexp(1, 2*g-18)
 	return k
 }
 
@@ -204,17 +240,11 @@ func newE4M3Block(sb, sf float32) e4m3Block {
 // of two different scales, correctly rounded: the sum is formed exactly as
 // a 128-bit integer times a power of two.
 func (k *e4m3Block) e4m3SumSq(o *e4m3Sums) float64 {
-	mb, mf := k.mb, k.mf
 	// In units of 2^-18: A = Σv_f², B = Σv_b², C = Σv_b·v_f, exact.
 	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
-	p1 := mul128(uint64(mf*mf), uint64(A))
-	p2 := mul128(uint64(mb*mb), uint64(B))
-	t := p1.add(p2)
-	cross := mf * mb // |cross| < 2^62
-	neg := (cross < 0) != (C < 0)
-	p3 := mul128(uint64(abs64(cross)), uint64(abs64(C)))
-	p3 = p3.add(p3) // 2·|s_b·s_f·C|
-	if neg {
+	t := mul128(k.mff, uint64(A)).add(mul128(k.mbb, uint64(B)))
+	p3 := mul128(k.cross2, uint64(abs64(C))) // 2·|s_b·s_f·C|
+	if k.crossNeg != (C < 0) {
 		t = t.add(p3)
 	} else {
 		t = t.sub(p3) // ≥ 0: a sum of squares
@@ -262,23 +292,33 @@ func (x u128) float64() float64 {
 	return float64(m) * math.Float64frombits(uint64(1023+n)<<52) // ·2^n, exact
 }
 
-// addE4M3 adds the statistics of a run with exact sums o in block k
-// (not e4m3Generic) into p.
-func (p *partial) addE4M3(o *e4m3Sums, k *e4m3Block) {
-	// Each product of an exact factor with an exact sum is rounded once
-	// (the conversions forbid fusing).
-	p.normB += float64(k.bb * o.bb)
-	p.normF += float64(k.ff * o.ff)
-	p.dot += float64(k.bf * o.bf)
-	if k.class == e4m3Same {
-		// Σv_f² + Σv_b² − 2Σv_b·v_f is exact (e4m3RunMax).
-		p.sumSqDiff += float64(k.bb * (o.ff + o.bb - 2*o.bf))
-	} else {
-		p.sumSqDiff += k.e4m3SumSq(o)
+// addE4M3 adds the statistics of runs with exact sums o[j] in blocks k[j]
+// (none e4m3Generic) into p, one after the other. The sums stay in
+// registers from block to block.
+func (p *partial) addE4M3(o []e4m3Sums, k []e4m3Block) {
+	normB, normF, dot, ss, mx := p.normB, p.normF, p.dot, p.sumSqDiff, p.maxAbs
+	var changed, zeroSign int64
+	k = k[:len(o)]
+	for j := range o {
+		o, k := &o[j], &k[j]
+		// Each product of an exact factor with an exact sum is rounded
+		// once (the conversions forbid fusing).
+		normB += float64(k.bb * o.bb)
+		normF += float64(k.ff * o.ff)
+		dot += float64(k.bf * o.bf)
+		if k.class == e4m3Same {
+			// Σv_f² + Σv_b² − 2Σv_b·v_f is exact (e4m3RunMax).
+			ss += float64(k.bb * (o.ff + o.bb - 2*o.bf))
+		} else {
+			ss += k.e4m3SumSq(o)
+		}
+		if m := o.mx * k.mxs; m > mx {
+			mx = m
+		}
+		changed += o.changed
+		zeroSign += o.zeroSign
 	}
-	if mx := o.mx * k.mxs; mx > p.maxAbs {
-		p.maxAbs = mx
-	}
-	p.changed += o.changed
-	p.zeroSign += o.zeroSign
+	p.normB, p.normF, p.dot, p.sumSqDiff, p.maxAbs = normB, normF, dot, ss, mx
+	p.changed += changed
+	p.zeroSign += zeroSign
 }

@@ -1,9 +1,11 @@
 package diff
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -267,4 +269,117 @@ func TestE4M3ExactScalesAreExact(t *testing.T) {
 			require.Equal(t, v*float64(s), float64(float32(v)*s), "code %#x scale %g", c, s)
 		}
 	}
+}
+
+// e4m3SegmentPerBlock is e4m3Segment as it was before e4m3Blocks: one
+// e4m3Run and one addE4M3PerBlock per scale block (or part of one).
+// TestE4M3SegmentMatchesPerBlock holds e4m3Segment to its results bit for
+// bit.
+func e4m3SegmentPerBlock(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
+	bs := p.bs
+	row, c0 := g/bs.cols, g%bs.cols
+	blks := p.e4m3Blocks[(row/bs.bm)*bs.sCols:]
+	c1 := c0 + int64(len(bseg))
+	for c := c0; c < c1; {
+		blk := c / bs.bn
+		end := min((blk+1)*bs.bn, c1, c+e4m3RunMax)
+		b, f := bseg[c-c0:end-c0], fseg[c-c0:end-c0]
+		k := &blks[blk]
+		var o e4m3Sums
+		if k.class != e4m3Generic && e4m3Run(b, f, k, &o) {
+			addE4M3PerBlock(r, &o, k)
+		} else {
+			if err := decodeCount(p, b, f, g+c-c0, sc, r, true); err != nil {
+				return err
+			}
+			r.accumulate(sc.bF[:len(b)], sc.fF[:len(b)])
+		}
+		c = end
+	}
+	return nil
+}
+
+func isNaNCode(c byte) bool { return c&0x7f == 0x7f }
+
+// TestE4M3SegmentMatchesPerBlock checks e4m3Segment against the per-block
+// loop it replaced, bit for bit, on rows of blocks of every class (one
+// scale, two scales, scales left to the generic path, zero scales), NaN
+// codes in some blocks (of row 1: the sums of a row with one are NaN),
+// ragged last blocks, block widths that the kernel takes and others, and
+// segments that start and end inside a block.
+func TestE4M3SegmentMatchesPerBlock(t *testing.T) {
+	t.Parallel()
+	for _, g := range []struct{ rows, cols, bm, bn int64 }{
+		{4, 2048, 128, 128}, {5, 1000, 2, 128}, {6, 300, 2, 64}, {3, 700, 1, 96}, {4, 500, 3, 48}, {2, 64, 1, 128},
+	} {
+		t.Run(fmt.Sprintf("%dx%d/%dx%d", g.rows, g.cols, g.bm, g.bn), func(t *testing.T) {
+			t.Parallel()
+			r := rand.New(rand.NewPCG(uint64(g.cols), uint64(g.bn)))
+			sRows, sCols := (g.rows+g.bm-1)/g.bm, (g.cols+g.bn-1)/g.bn
+			sb := make([]float32, sRows*sCols)
+			sf := make([]float32, sRows*sCols)
+			for i := range sb {
+				sb[i] = float32(r.IntN(200)+1) * 0x1p-14
+				switch r.IntN(6) {
+				case 0, 1:
+					sf[i] = sb[i]
+				case 2:
+					sf[i] = sb[i] * 1.0078125
+				case 3:
+					sf[i] = -sb[i] * 0x1p-3
+				case 4:
+					sf[i] = 0.1 // 24 bits: generic
+				default:
+					sb[i], sf[i] = 0, sb[i]
+				}
+			}
+			p := e4m3Plan(t, g.rows, g.cols, g.bm, g.bn, sb, sf)
+			n := int(g.rows * g.cols)
+			b := randCodes(r, n, nil)
+			f := randCodes(r, n, b)
+			for range 3 { // NaN codes in row 1: their blocks go the generic way
+				i := int(g.cols) + r.IntN(int(g.cols))
+				if r.IntN(2) == 0 {
+					b[i] = 0x7f | byte(r.IntN(2))<<7
+				} else {
+					f[i] = 0xff
+				}
+			}
+			for _, bounds := range [][2]int64{{0, g.cols}, {g.bn, g.cols}, {13, g.cols}, {0, g.cols - 7}, {g.bn + 5, g.cols - g.bn}, {1, 2}, {g.cols - 1, g.cols}} {
+				if bounds[0] >= bounds[1] || bounds[1] > g.cols {
+					continue
+				}
+				sc := &scratch{}
+				for row := range g.rows {
+					var got, want partial
+					e0, e1 := row*g.cols+bounds[0], row*g.cols+bounds[1]
+					require.NoError(t, e4m3Segment(p, b[e0:e1], f[e0:e1], e0, sc, &got))
+					require.NoError(t, e4m3SegmentPerBlock(p, b[e0:e1], f[e0:e1], e0, sc, &want))
+					require.Equal(t, partialBits(&want), partialBits(&got), "row %d, columns %v", row, bounds)
+					require.Equal(t, want.zeroSign, got.zeroSign, "row %d, columns %v", row, bounds)
+					hasNaN := slices.ContainsFunc(b[e0:e1], isNaNCode) || slices.ContainsFunc(f[e0:e1], isNaNCode)
+					require.Equal(t, hasNaN, math.IsNaN(got.sumSqDiff), "row %d, columns %v", row, bounds)
+					require.True(t, hasNaN || row != 1 || bounds != [2]int64{0, g.cols}, "row 1 has NaN codes")
+				}
+			}
+		})
+	}
+}
+
+// addE4M3PerBlock is partial.addE4M3 as it was for one block before it
+// took many: the reference of TestE4M3SegmentMatchesPerBlock.
+func addE4M3PerBlock(p *partial, o *e4m3Sums, k *e4m3Block) {
+	p.normB += float64(k.bb * o.bb)
+	p.normF += float64(k.ff * o.ff)
+	p.dot += float64(k.bf * o.bf)
+	if k.class == e4m3Same {
+		p.sumSqDiff += float64(k.bb * (o.ff + o.bb - 2*o.bf))
+	} else {
+		p.sumSqDiff += k.e4m3SumSq(o)
+	}
+	if mx := o.mx * k.mxs; mx > p.maxAbs {
+		p.maxAbs = mx
+	}
+	p.changed += o.changed
+	p.zeroSign += o.zeroSign
 }

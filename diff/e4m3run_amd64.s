@@ -3,8 +3,9 @@
 #include "go_asm.h"
 #include "textflag.h"
 
-// Exact statistics of F8_E4M3 code pairs (e4m3AVX2; the Go side is
-// e4m3run_amd64.go, the reference e4m3RunGo in e4m3exact.go).
+// Exact statistics of F8_E4M3 code pairs, block after block
+// (e4m3BlocksAVX2; the Go side is e4m3run_amd64.go, the references
+// e4m3RunGo and e4m3BlocksGo in e4m3exact.go).
 //
 // Decode. Every code c becomes the top 16 bits of a float64 (the other
 // 48 bits zero) whose value is e4m3(c)·2^8, a normal number for every
@@ -40,7 +41,7 @@
 // i.e. both codes ±0; VPMOVMSKB and POPCNT count #(z or eq), #eq and
 // (scaled loop) #z; #(z and not eq) = #(z or eq) − #eq. The same
 // max(c2_b, c2_f) is 0xFE exactly when a code is NaN (m = 0x7f); its
-// running byte maximum is checked once at the end.
+// running byte maximum is checked once at the end of a block.
 //
 // Cost. On the Zen 1 this was measured on (256-bit ops split in two),
 // every ymm instruction, loads included, costs about 0.7 cycles whatever
@@ -48,7 +49,9 @@
 // loop has 87 (25 decode and count, 16 moves to qwords, 24 FMA, 20 for
 // the maximum), the scaled one 99 (32 for the maximum): about 0.82 and
 // 0.95 ns per pair at 2.4 GHz. Counting on the integer side (SWAR), two
-// accumulators per sum and software prefetch were tried: no faster.
+// accumulators per sum and software prefetch were tried: no faster. A
+// block adds about 55 instructions around its loop (setup, NaN check,
+// reductions, stores): a few ns in blocks of 128 pairs.
 
 DATA e4k<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f    // idx limit
 DATA e4k<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -100,7 +103,9 @@ DATA e4k<>+368(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+376(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+384(SB)/8, $0x3ef0000000000000  // 2^-16
 DATA e4k<>+392(SB)/8, $0x3f70000000000000  // 2^-8
-GLOBL e4k<>(SB), RODATA|NOPTR, $400
+DATA e4k<>+400(SB)/8, $0x3ef0000000000000  // 2^-16
+DATA e4k<>+408(SB)/8, $0x3ef0000000000000  // 2^-16
+GLOBL e4k<>(SB), RODATA|NOPTR, $416
 
 #define K15 e4k<>+0(SB)
 #define SIGN e4k<>+32(SB)
@@ -118,8 +123,8 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 // magnitude mask in the scaled one, whose Y9, Y11 hold s_b, s_f
 // broadcast; Y12 the maximum (float64; in the unit loop packed high
 // dwords, see UNIT); Y13 the running byte max of max(c2_b, c2_f); Y14
-// T2, Y15 H. SI, DI point at the end of the codes, DX is minus the pairs
-// left; R8 #(z or eq), R9 #eq, R11 #z (scaled loop only).
+// T2, Y15 H. SI, DI point at the end of the block's codes, DX is minus
+// the pairs left; R8 #(z or eq), R9 #eq, R11 #z (scaled loop only).
 
 // DECODE decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f, codes
 // 0-7 and 16-23) and Y4/Y2 (8-15 and 24-31) and counts them.
@@ -207,20 +212,31 @@ GLOBL e4k<>(SB), RODATA|NOPTR, $400
 	VPAND W3, WF, Y5; \
 	STEP1
 
-// func e4m3AVX2(b, f *byte, n int, same, unit bool, sb, sf float64, o *e4m3Sums) bool
+// func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
 //
-// n is a positive multiple of 32. Adds the statistics of the n pairs into
-// o like e4m3RunGo (unit: same, and sb = sf = 1); false if a code is NaN,
-// o then untouched.
-TEXT ·e4m3AVX2(SB), NOSPLIT, $0-57
-	MOVQ n+16(FP), DX
+// Block j (of nk, bn pairs each, bn a positive multiple of 32) runs the
+// unit loop when k[j] is e4m3Same, the scaled one with k[j].kb, kf when
+// it is e4m3Diff, and overwrites out[j] with its sums like e4m3BlocksGo;
+// the kernel returns at the first block that is e4m3Generic or holds a
+// NaN code, with the number of blocks done. Besides the loops' registers
+// (above), R10 points at k[j], R12 at out[j], R13 counts the blocks done;
+// Y14, Y15 are loaded once.
+TEXT ·e4m3BlocksAVX2(SB), NOSPLIT, $0-56
 	MOVQ b+0(FP), SI
 	MOVQ f+8(FP), DI
+	MOVQ k+24(FP), R10
+	MOVQ out+40(FP), R12
+	XORQ R13, R13
+	VMOVDQU e4k<>+64(SB), Y14
+	VMOVDQU e4k<>+96(SB), Y15
+
+block:
+	CMPQ R13, nk+32(FP)
+	JEQ ret
+	MOVQ bn+16(FP), DX
 	ADDQ DX, SI
 	ADDQ DX, DI
 	NEGQ DX
-	VMOVDQU e4k<>+64(SB), Y14
-	VMOVDQU e4k<>+96(SB), Y15
 	VPXOR Y6, Y6, Y6
 	VPXOR Y8, Y8, Y8
 	VPXOR Y10, Y10, Y10
@@ -229,9 +245,32 @@ TEXT ·e4m3AVX2(SB), NOSPLIT, $0-57
 	XORQ R8, R8
 	XORQ R9, R9
 	XORQ R11, R11
-	MOVBLZX unit+25(FP), AX
-	TESTQ AX, AX
-	JZ scaled
+	MOVBLZX e4m3Block_class(R10), AX
+	CMPQ AX, $const_e4m3Same
+	JEQ unit
+	CMPQ AX, $const_e4m3Diff
+	JNE ret                     // e4m3Generic
+
+	VBROADCASTSD e4m3Block_kb(R10), Y9
+	VBROADCASTSD e4m3Block_kf(R10), Y11
+	VMOVDQU ABS, Y7
+scaled:
+	DECODE
+	COUNTZ
+	WORDS(Y3, Y0, SCALED0, SCALED1)
+	WORDS(Y4, Y2, SCALED0, SCALED1)
+	ADDQ $32, DX
+	JNZ scaled
+	VPCMPEQB NANC2, Y13, Y13
+	VPMOVMSKB Y13, AX
+	TESTL AX, AX
+	JNZ ret
+	VEXTRACTF128 $1, Y12, X4    // max |F·s_f − B·s_b|
+	VMAXPD X4, X12, X4
+	VPERMILPD $1, X4, X5
+	VMAXPD X5, X4, X4
+	MOVQ R11, CX                // scales differ: every pair but two zeros changed
+	JMP sums
 
 unit:
 	DECODE
@@ -239,39 +278,10 @@ unit:
 	WORDS(Y4, Y2, UNIT0, UNIT1)
 	ADDQ $32, DX
 	JNZ unit
-	JMP done
-
-scaled:
-	VBROADCASTSD sb+32(FP), Y9
-	VBROADCASTSD sf+40(FP), Y11
-	VMOVDQU ABS, Y7
-scaledloop:
-	DECODE
-	COUNTZ
-	WORDS(Y3, Y0, SCALED0, SCALED1)
-	WORDS(Y4, Y2, SCALED0, SCALED1)
-	ADDQ $32, DX
-	JNZ scaledloop
-
-done:
 	VPCMPEQB NANC2, Y13, Y13
 	VPMOVMSKB Y13, AX
 	TESTL AX, AX
-	JNZ nan
-	VEXTRACTF128 $1, Y6, X0
-	VADDPD X0, X6, X0           // bb: two lanes
-	VEXTRACTF128 $1, Y8, X1
-	VADDPD X1, X8, X1           // ff
-	VEXTRACTF128 $1, Y10, X2
-	VADDPD X2, X10, X2          // bf
-	VUNPCKLPD X1, X0, X3
-	VUNPCKHPD X1, X0, X0
-	VADDPD X3, X0, X0           // bb ff
-	VPERMILPD $1, X2, X3
-	VADDSD X3, X2, X2           // bf
-	MOVBLZX unit+25(FP), AX
-	TESTQ AX, AX
-	JZ maxpd
+	JNZ ret
 	VEXTRACTI128 $1, Y12, X4    // high dwords of max |F − B|
 	VPMAXUD X4, X12, X4
 	VPSHUFD $0x4e, X4, X5
@@ -279,45 +289,36 @@ done:
 	VPSHUFD $0xb1, X4, X5
 	VPMAXUD X5, X4, X4
 	VPSLLQ $32, X4, X4          // as float64
-	JMP maxdone
-maxpd:
-	VEXTRACTF128 $1, Y12, X4
-	VMAXPD X4, X12, X4
-	VPERMILPD $1, X4, X5
-	VMAXPD X5, X4, X4
-maxdone:
-	MOVQ o+48(FP), AX
-	VMOVSD e4k<>+384(SB), X5    // 2^-16
-	VMOVSD e4m3Sums_bb(AX), X1
-	VFMADD231SD X5, X0, X1      // o.bb + bb·2^-16
-	VMOVSD X1, e4m3Sums_bb(AX)
-	VPERMILPD $1, X0, X0
-	VMOVSD e4m3Sums_ff(AX), X1
-	VFMADD231SD X5, X0, X1
-	VMOVSD X1, e4m3Sums_ff(AX)
-	VMOVSD e4m3Sums_bf(AX), X1
-	VFMADD231SD X5, X2, X1
-	VMOVSD X1, e4m3Sums_bf(AX)
-	VMULSD e4k<>+392(SB), X4, X4 // ·2^-8
-	VMOVSD e4m3Sums_mx(AX), X3
-	VMAXSD X3, X4, X4           // mx if mx > o.mx, else o.mx
-	VMOVSD X4, e4m3Sums_mx(AX)
-	MOVQ R8, BX
-	SUBQ R9, BX                 // #(z and not eq)
-	ADDQ BX, e4m3Sums_zeroSign(AX)
-	MOVQ n+16(FP), BX
-	MOVBLZX same+24(FP), CX
-	TESTQ CX, CX
-	JNZ counted
-	MOVQ R11, R8                // scales differ: every pair but two zeros changed
-counted:
-	SUBQ R8, BX
-	ADDQ BX, e4m3Sums_changed(AX)
-	MOVB $1, ret+56(FP)
-	VZEROUPPER
-	RET
+	MOVQ R8, CX                 // one scale: the pairs of different codes changed
 
-nan:
-	MOVB $0, ret+56(FP)
+sums:
+	// X4 holds the maximum (·2^8 like the values), CX the pairs that
+	// did not change.
+	VHADDPD Y8, Y6, Y0          // bb01 ff01 bb23 ff23
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0           // bb ff
+	VEXTRACTF128 $1, Y10, X2
+	VADDPD X2, X10, X2
+	VPERMILPD $1, X2, X3
+	VADDSD X3, X2, X2           // bf
+	VUNPCKLPD X4, X2, X2        // bf max
+	VMULPD e4k<>+400(SB), X0, X0 // ·2^-16 (exact)
+	VMULPD e4k<>+384(SB), X2, X2 // ·2^-16, ·2^-8
+	VMOVSD X0, e4m3Sums_bb(R12)
+	VMOVHPD X0, e4m3Sums_ff(R12)
+	VMOVSD X2, e4m3Sums_bf(R12)
+	VMOVHPD X2, e4m3Sums_mx(R12)
+	MOVQ bn+16(FP), BX
+	SUBQ CX, BX
+	MOVQ BX, e4m3Sums_changed(R12)
+	SUBQ R9, R8                 // #(z and not eq)
+	MOVQ R8, e4m3Sums_zeroSign(R12)
+	ADDQ $e4m3Block__size, R10
+	ADDQ $e4m3Sums__size, R12
+	INCQ R13
+	JMP block
+
+ret:
+	MOVQ R13, ret+48(FP)
 	VZEROUPPER
 	RET

@@ -6,16 +6,25 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // e4m3Scales is a pair of block scales for TestE4M3Run: those of the b
-// and the f side, and whether they count as the same (the engine passes
-// same with scales 1; e4m3Run also takes other equal scales as the same,
-// and equal scales as not the same).
+// and the f side, and whether they count as the same (then the block is
+// e4m3Same, run with scales 1 whatever sb, sf say, else e4m3Diff, which
+// also takes equal scales).
 type e4m3Scales struct {
 	same   bool
 	sb, sf float32
+}
+
+// block is the descriptor e4m3Run takes for the scales.
+func (sc e4m3Scales) block() e4m3Block {
+	if sc.same {
+		return e4m3Block{class: e4m3Same, kb: 1, kf: 1}
+	}
+	return e4m3Block{class: e4m3Diff, kb: float64(sc.sb), kf: float64(sc.sf)}
 }
 
 // e4m3AllScales are the pairs of e4m3Exact-accepted scales from a list
@@ -30,7 +39,7 @@ var e4m3AllScales, e4m3FewScales = func() ([]e4m3Scales, []e4m3Scales) {
 		1, 0.5, 2, 0x1p-5, 0x1p5, 0.0087890625, -0.0087890625, 0.013671875, 0,
 		0x1p-100, 0x1.4p-95, 0x1p100, 3.0517578e-05, 1.5 * 0x1p-10, f21a, f21b,
 	}
-	all := []e4m3Scales{{true, 1, 1}, {true, 0.5, 0.5}, {true, -0.0087890625, -0.0087890625}, {true, 0, 0}}
+	all := []e4m3Scales{{true, 1, 1}}
 	for _, sb := range list {
 		for _, sf := range list {
 			if e4m3Exact(sb, sf) {
@@ -39,7 +48,7 @@ var e4m3AllScales, e4m3FewScales = func() ([]e4m3Scales, []e4m3Scales) {
 		}
 	}
 	few := []e4m3Scales{
-		{true, 1, 1}, {true, 0.5, 0.5}, {false, 1, 1}, {false, 0.0087890625, 0.013671875},
+		{true, 1, 1}, {false, 1, 1}, {false, 0.0087890625, 0.013671875},
 		{false, -0.0087890625, 0.0087890625}, {false, 0, 0x1p-5}, {false, 0x1p-5, 0}, {false, 0x1p5, 0x1p-5},
 		{false, 0x1p-100, 0x1.4p-95}, {false, 0x1p100, 0x1p100}, {false, f21a, f21b}, {false, 1.5 * 0x1p-10, -0.013671875},
 	}
@@ -67,9 +76,10 @@ var e4m3NumCodes = func() []byte {
 func checkE4M3Run(t *testing.T, scales []e4m3Scales, b, f []byte, o0 e4m3Sums, msg string) {
 	t.Helper()
 	for _, sc := range scales {
-		sb, sf := float64(sc.sb), float64(sc.sf)
+		k := sc.block()
+		sb, sf := k.kb, k.kf
 		got, want := o0, o0
-		okGot := e4m3Run(b, f, sc.same, sb, sf, &got)
+		okGot := e4m3Run(b, f, &k, &got)
 		okWant := e4m3RunGo(b, f, sc.same, sb, sf, &want)
 		if okGot != okWant {
 			require.Failf(t, "NaN verdict differs", "%s, n %d, same %v sb %g sf %g: got %v, want %v",
@@ -78,11 +88,7 @@ func checkE4M3Run(t *testing.T, scales []e4m3Scales, b, f []byte, o0 e4m3Sums, m
 		if !okWant {
 			continue
 		}
-		bits := func(o e4m3Sums) [6]uint64 {
-			return [6]uint64{math.Float64bits(o.bb), math.Float64bits(o.ff), math.Float64bits(o.bf),
-				math.Float64bits(o.mx), uint64(o.changed), uint64(o.zeroSign)}
-		}
-		if bits(got) != bits(want) {
+		if e4m3SumsBits(got) != e4m3SumsBits(want) {
 			require.Failf(t, "sums differ", "%s, n %d, same %v sb %g sf %g:\ngot  %+v\nwant %+v",
 				msg, len(b), sc.same, sb, sf, got, want)
 		}
@@ -223,19 +229,20 @@ func BenchmarkE4M3Run(b *testing.B) {
 	for _, n := range []int{128, 16384} {
 		for _, impl := range []struct {
 			name string
-			run  func(b, f []byte, same bool, sb, sf float64, o *e4m3Sums) bool
-		}{{"kernel", e4m3Run}, {"go", e4m3RunGo}} {
+			run  func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool
+		}{{"kernel", e4m3Run}, {"go", func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
+			return e4m3RunGo(b, f, k.class == e4m3Same, k.kb, k.kf, o)
+		}}} {
 			for _, sc := range []struct {
-				name   string
-				same   bool
-				sb, sf float64
-			}{{"same", true, 1, 1}, {"scaled", false, 0.0087890625, 0.013671875}} {
+				name string
+				k    e4m3Block
+			}{{"same", e4m3Scales{true, 1, 1}.block()}, {"scaled", e4m3Scales{false, 0.0087890625, 0.013671875}.block()}} {
 				b.Run(fmt.Sprintf("%s/%s/n=%d", impl.name, sc.name, n), func(b *testing.B) {
 					i := 0
 					var o e4m3Sums // outside the loop: &o escapes through impl.run
 					for b.Loop() {
 						o = e4m3Sums{}
-						if !impl.run(x[i:i+n], y[i:i+n], sc.same, sc.sb, sc.sf, &o) {
+						if !impl.run(x[i:i+n], y[i:i+n], &sc.k, &o) {
 							b.Fatal("NaN")
 						}
 						if i += n; i == pool {
@@ -245,6 +252,127 @@ func BenchmarkE4M3Run(b *testing.B) {
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/pair")
 				})
 			}
+		}
+	}
+}
+
+// TestE4M3Blocks checks e4m3Blocks (one kernel call for all the blocks on
+// amd64) against e4m3BlocksGo bit for bit: blocks of every class in
+// random order (the scales of e4m3FewScales and e4m3Generic ones), NaN
+// codes in some blocks, block widths the kernel takes and ones it leaves
+// to the Go loop, sums written over stale ones and nothing written past
+// the last block.
+func TestE4M3Blocks(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, bn := range []int{32, 64, 96, 128, 48, 1} {
+		for _, nk := range []int{1, 2, 5, 16} {
+			for iter := range 20 {
+				k := make([]e4m3Block, nk)
+				b, f := make([]byte, nk*bn), make([]byte, nk*bn)
+				for j := range k {
+					switch c := rng.IntN(8); {
+					case c == 0 && iter > 0:
+						k[j] = e4m3Block{} // e4m3Generic
+					default:
+						k[j] = e4m3FewScales[rng.IntN(len(e4m3FewScales))].block()
+					}
+				}
+				for i := range b {
+					b[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+					f[i] = b[i]
+					if rng.IntN(3) == 0 {
+						f[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+					}
+					if rng.IntN(16) == 0 {
+						f[i] = b[i] ^ 0x80
+					}
+				}
+				if iter%3 == 1 { // a NaN code in a random block
+					i := rng.IntN(len(b))
+					if rng.IntN(2) == 0 {
+						b[i] = 0x7f | byte(rng.IntN(2))<<7
+					} else {
+						f[i] = 0x7f | byte(rng.IntN(2))<<7
+					}
+				}
+				stale := e4m3Sums{bb: 1, ff: 2, bf: 3, mx: 4, changed: 5, zeroSign: 6}
+				got, want := make([]e4m3Sums, nk+1), make([]e4m3Sums, nk)
+				for j := range got {
+					got[j] = stale
+				}
+				nGot := e4m3Blocks(b, f, bn, k, got[:nk])
+				nWant := e4m3BlocksGo(b, f, bn, k, want)
+				msg := fmt.Sprintf("bn %d, nk %d, iter %d", bn, nk, iter)
+				require.Equal(t, nWant, nGot, msg)
+				require.Equal(t, stale, got[nk], "%s: written past the last block", msg)
+				for j := range nWant {
+					var o e4m3Sums
+					require.True(t, e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], k[j].class == e4m3Same, k[j].kb, k[j].kf, &o))
+					require.Equal(t, e4m3SumsBits(o), e4m3SumsBits(want[j]), "%s: e4m3BlocksGo, block %d", msg, j)
+					require.Equal(t, e4m3SumsBits(want[j]), e4m3SumsBits(got[j]), "%s: block %d", msg, j)
+				}
+				if nWant < nk { // the block it stopped at is generic or holds a NaN
+					var o e4m3Sums
+					j := nWant
+					assert.False(t, k[j].class != e4m3Generic &&
+						e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], k[j].class == e4m3Same, k[j].kb, k[j].kf, &o), msg)
+				}
+			}
+		}
+	}
+}
+
+// e4m3SumsBits is o bit for bit.
+func e4m3SumsBits(o e4m3Sums) [6]uint64 {
+	return [6]uint64{math.Float64bits(o.bb), math.Float64bits(o.ff), math.Float64bits(o.bf),
+		math.Float64bits(o.mx), uint64(o.changed), uint64(o.zeroSign)}
+}
+
+// BenchmarkE4M3Segment measures e4m3Segment ("blocks") and the per-block
+// loop it replaced ("perblock") per pair of codes, on rows of 2048
+// fine-tuned-like codes (half of them one step away) in 128×128 blocks,
+// all of one scale ("same") or of two ("scaled").
+func BenchmarkE4M3Segment(b *testing.B) {
+	const rows, cols, bm, bn = 16, 2048, 128, 128
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y := make([]byte, rows*cols), make([]byte, rows*cols)
+	for i := range x {
+		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+		y[i] = x[i]
+		if rng.IntN(2) == 0 && x[i]&0x7f < 0x7e {
+			y[i]++
+		}
+	}
+	for _, scales := range []string{"same", "scaled"} {
+		sb, sf := make([]float32, cols/bn), make([]float32, cols/bn)
+		for i := range sb {
+			sb[i] = float32(rng.IntN(200)+1) * 0x1p-14
+			sf[i] = sb[i]
+			if scales == "scaled" {
+				sf[i] *= 1.0078125
+			}
+		}
+		p := &plan{bs: &side{rows: rows, cols: cols, bm: bm, bn: bn, sCols: cols / bn}}
+		for i := range sb {
+			p.e4m3Blocks = append(p.e4m3Blocks, newE4M3Block(sb[i], sf[i]))
+		}
+		for _, impl := range []struct {
+			name string
+			seg  func(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error
+		}{{"blocks", e4m3Segment}, {"perblock", e4m3SegmentPerBlock}} {
+			b.Run(impl.name+"/"+scales, func(b *testing.B) {
+				sc := &scratch{}
+				var r partial
+				for b.Loop() {
+					for g := int64(0); g < rows*cols; g += cols {
+						if err := impl.seg(p, x[g:g+cols], y[g:g+cols], g, sc, &r); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				perPair(b, rows*cols)
+			})
 		}
 	}
 }

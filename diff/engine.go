@@ -35,6 +35,7 @@ type scratch struct {
 	bRaw, fRaw []byte
 	bF, fF     []float32
 	codes      []byte
+	e4m3       []e4m3Sums // the sums of the blocks of one e4m3Blocks call
 }
 
 func grow[T any](s []T, n int64) []T {
@@ -422,28 +423,55 @@ func decodeCount(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial, s
 // F8_E4M3 sides (p.e4m3; codes bseg, fseg from flat element g, within one
 // row) into r, scale block by scale block: exactly (e4m3exact.go) where
 // e4m3Exact accepts the block's scales and no code is a NaN, else through
-// the decoded values like any other pair.
+// the decoded values like any other pair. The blocks the segment covers
+// whole go through e4m3Blocks, many to a call, a block it covers in part
+// through e4m3Run; either way the blocks are added into r in order.
 func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
 	bs := p.bs
 	row, c0 := g/bs.cols, g%bs.cols
 	blks := p.e4m3Blocks[(row/bs.bm)*bs.sCols:]
 	c1 := c0 + int64(len(bseg))
+	bn := bs.bn
 	for c := c0; c < c1; {
-		blk := c / bs.bn
-		end := min((blk+1)*bs.bn, c1, c+e4m3RunMax)
-		b, f := bseg[c-c0:end-c0], fseg[c-c0:end-c0]
-		k := &blks[blk]
-		var o e4m3Sums
-		if k.class != e4m3Generic && e4m3Run(b, f, k.class == e4m3Same, k.kb, k.kf, &o) {
-			r.addE4M3(&o, k)
-		} else {
-			if err := decodeCount(p, b, f, g+c-c0, sc, r, true); err != nil {
+		blk := c / bn
+		b, f := bseg[c-c0:], fseg[c-c0:]
+		if whole := (c1 - c) / bn; c == blk*bn && whole > 0 && bn <= e4m3RunMax {
+			k := blks[blk : blk+whole]
+			sc.e4m3 = grow(sc.e4m3, whole)
+			done := e4m3Blocks(b, f, int(bn), k, sc.e4m3)
+			r.addE4M3(sc.e4m3[:done], k)
+			c += int64(done) * bn
+			if int64(done) == whole {
+				continue
+			}
+			// Block blk+done is e4m3Generic or holds a NaN code.
+			if err := e4m3Decoded(p, bseg[c-c0:c-c0+bn], fseg[c-c0:c-c0+bn], g+c-c0, sc, r); err != nil {
 				return err
 			}
-			r.accumulate(sc.bF[:len(b)], sc.fF[:len(b)])
+			c += bn
+			continue
+		}
+		end := min((blk+1)*bn, c1, c+e4m3RunMax)
+		b, f = b[:end-c], f[:end-c]
+		k := blks[blk : blk+1]
+		o := []e4m3Sums{{}}
+		if k[0].class != e4m3Generic && e4m3Run(b, f, &k[0], &o[0]) {
+			r.addE4M3(o, k)
+		} else if err := e4m3Decoded(p, b, f, g+c-c0, sc, r); err != nil {
+			return err
 		}
 		c = end
 	}
+	return nil
+}
+
+// e4m3Decoded adds the statistics of codes bseg, fseg from flat element g
+// (within one scale block) into r through the decoded values.
+func e4m3Decoded(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
+	if err := decodeCount(p, bseg, fseg, g, sc, r, true); err != nil {
+		return err
+	}
+	r.accumulate(sc.bF[:len(bseg)], sc.fF[:len(bseg)])
 	return nil
 }
 
