@@ -3,6 +3,8 @@ package diff
 import (
 	"math"
 	"math/bits"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // Two block-scaled F8_E4M3 weights are compared block by block with exact
@@ -29,25 +31,12 @@ import (
 // Σv_f² + Σv_b² − 2Σv_b·v_f, stay below 2^53 units of 2^-18.
 const e4m3RunMax = 1 << 15
 
-// e4m3Values is the value of every F8_E4M3 code as float64 (NaN codes:
-// NaN; e4m3Run rejects them before use).
+// e4m3Values is the value of every F8_E4M3 code (ckpt.DecodeE4M3) as
+// float64; NaN codes are NaN (e4m3Run rejects them before use).
 var e4m3Values = func() *[256]float64 {
 	var t [256]float64
 	for c := range t {
-		m, e := float64(c&7), (c>>3)&15
-		var v float64
-		switch {
-		case c&0x7f == 0x7f:
-			v = math.NaN()
-		case e == 0:
-			v = m * 0x1p-9
-		default:
-			v = math.Ldexp(1+m/8, e-7)
-		}
-		if c&0x80 != 0 {
-			v = -v
-		}
-		t[c] = v
+		t[c] = float64(ckpt.DecodeE4M3(byte(c)))
 	}
 	return &t
 }()
