@@ -37,35 +37,42 @@ func (c *counts) merge(o *counts) {
 }
 
 // scanE4M3 counts NaN codes (0x7f, 0xff) in F8_E4M3 bytes; base is the
-// element index of p[0]. Eight codes are tested per step: adding 1 to each
-// byte's low seven bits carries into bit 7 only for 0x7f.
+// element index of p[0]. cleanE4M3 skips the long runs without a NaN (the
+// common case); the bytes after such a run are resolved one by one, up to
+// the next group boundary.
 func scanE4M3(p []byte, base int64, c *counts) {
-	const low7, one, high = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
 	c.n += int64(len(p))
+	for i := 0; i < len(p); {
+		i += cleanE4M3(p[i:])
+		end := min(i+cleanGroup, len(p))
+		for j := i; j < end; j++ {
+			if p[j]&0x7f == 0x7f {
+				c.nan++
+				c.note(base+int64(j), "NaN")
+			}
+		}
+		i = end
+	}
+}
+
+// cleanE4M3Go returns the length of the longest prefix of whole 32-byte
+// groups of p without an F8_E4M3 NaN code. Eight codes are tested per word
+// and one test per group: adding 1 to each byte's low seven bits carries
+// into bit 7 only for 0x7f.
+func cleanE4M3Go(p []byte) int {
+	const low7, one, high = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
 	i := 0
-	// 32 bytes per step, one test for the four words (the common case is
-	// no NaN at all); a hit is resolved byte by byte.
-	for q := p; len(q) >= 32; q = q[32:] {
+	for ; i+32 <= len(p); i += 32 {
+		q := p[i : i+32]
 		x0 := binary.LittleEndian.Uint64(q[0:8])
 		x1 := binary.LittleEndian.Uint64(q[8:16])
 		x2 := binary.LittleEndian.Uint64(q[16:24])
 		x3 := binary.LittleEndian.Uint64(q[24:32])
 		if (((x0&low7)+one)|((x1&low7)+one)|((x2&low7)+one)|((x3&low7)+one))&high != 0 {
-			for j := i; j < i+32; j++ {
-				if p[j]&0x7f == 0x7f {
-					c.nan++
-					c.note(base+int64(j), "NaN")
-				}
-			}
-		}
-		i += 32
-	}
-	for j := i; j < len(p); j++ {
-		if p[j]&0x7f == 0x7f {
-			c.nan++
-			c.note(base+int64(j), "NaN")
+			break
 		}
 	}
+	return i
 }
 
 // scanHalf counts NaN and Inf in BF16 (expMask 0x7f80) or F16 (0x7c00)

@@ -3,10 +3,12 @@ package verify
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestScanners(t *testing.T) {
@@ -103,6 +105,43 @@ func TestScannersWide(t *testing.T) {
 			}
 			assert.Equal(t, wantInf, got.inf, "BF16 n=%d at=%d", n, at)
 			assert.Equal(t, int64(0), got.nan, "BF16 n=%d at=%d", n, at)
+		}
+	}
+}
+
+// TestScanE4M3Long checks scanE4M3 over the 128-byte groups of the AVX2
+// scan (and the 32-byte ones of the Go scan) against a byte-by-byte count:
+// NaN codes at group edges, several per group and in later groups after a
+// hit, every length up to 700.
+func TestScanE4M3Long(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n <= 700; n++ {
+		for k := 0; k < 4; k++ {
+			p := make([]byte, n)
+			for i := range p {
+				p[i] = byte(r.IntN(0x7f)) | byte(r.IntN(2))<<7
+			}
+			for range k * (1 + r.IntN(3)) {
+				if n == 0 {
+					break
+				}
+				at := r.IntN(n)
+				if r.IntN(2) == 0 {
+					at = min(n-1, (r.IntN(6)+1)*128-r.IntN(2)) // a group's last or the next one's first byte
+				}
+				p[at] = 0x7f | byte(r.IntN(2))<<7
+			}
+			want := counts{n: int64(n), first: -1}
+			for i, b := range p {
+				if b&0x7f == 0x7f {
+					want.nan++
+					want.note(int64(i)+5, "NaN")
+				}
+			}
+			got := counts{first: -1}
+			scanE4M3(p, 5, &got)
+			require.Equal(t, want, got, "n=%d", n)
 		}
 	}
 }
