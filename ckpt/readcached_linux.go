@@ -7,6 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// rawReadMax caps one raw read (about 2 ms of copying): between two, the
+// goroutine can be preempted, for the garbage collector or another
+// goroutine.
+const rawReadMax = 8 << 20
+
 // readCached copies what the page cache holds of p's range at off into p
 // with preadv2(RWF_NOWAIT), which fails with EAGAIN instead of waiting for
 // the disk. Because it cannot block, it is made as a raw system call: the
@@ -19,7 +24,7 @@ func readCached(fd uintptr, p []byte, off int64) (int, bool) {
 	n := 0
 	for n < len(p) {
 		iov := unix.Iovec{Base: &p[n]}
-		iov.SetLen(len(p) - n)
+		iov.SetLen(min(len(p)-n, rawReadMax))
 		o := off + int64(n) // low and high words, as the kernel takes them on 32-bit systems too
 		r, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(o), uintptr(o>>(4*unsafe.Sizeof(uintptr(0)))>>(4*unsafe.Sizeof(uintptr(0)))), unix.RWF_NOWAIT)
 		switch e {
