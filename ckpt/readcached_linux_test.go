@@ -18,7 +18,7 @@ import (
 // rest), and past its end, against os.File.ReadAt.
 func TestFileBlobReadAt(t *testing.T) {
 	t.Parallel()
-	data := make([]byte, 3<<20+123)
+	data := make([]byte, rawReadMax+1<<20+123) // more than one raw read
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
 		data[i] = byte(r.Uint32())
@@ -36,8 +36,11 @@ func TestFileBlobReadAt(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			off := r.Int64N(int64(len(data)) + 100)
 			n := r.IntN(1 << 20)
-			if i%10 == 0 {
+			switch {
+			case i%10 == 0:
 				off = int64(len(data)) - int64(n)/2 // across the end
+			case i == 1:
+				off, n = 0, len(data) // the whole file: several raw reads
 			}
 			if drop {
 				// Clean pages leave the cache: the first part of the
