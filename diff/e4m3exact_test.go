@@ -136,14 +136,8 @@ func TestU128Float64(t *testing.T) {
 func e4m3Plan(t *testing.T, rows, cols, bm, bn int64, sb, sf []float32) *plan {
 	t.Helper()
 	mk := func(s []float32) *side {
-		var codes [256]byte
-		for i := range codes {
-			codes[i] = byte(i)
-		}
-		tab := new([256]float32)
-		require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], tab[:]))
 		ten := &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: "w", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}}
-		return &side{t: ten, dt: ckpt.F8E4M3, esize: 1, rows: rows, cols: cols, scale: s, bm: bm, bn: bn, sCols: (cols + bn - 1) / bn, e4m3: tab, scaleT: ten}
+		return &side{t: ten, dt: ckpt.F8E4M3, esize: 1, rows: rows, cols: cols, scale: s, bm: bm, bn: bn, sCols: (cols + bn - 1) / bn, e4m3: e4m3F32, scaleT: ten}
 	}
 	p := &plan{kind: kindSame, fp8: true, bs: mk(sb), fs: mk(sf)}
 	p.e4m3 = true

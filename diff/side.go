@@ -42,14 +42,7 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, bm, bn, st.Shape[1]
 	}
 	if st != nil && s.dt == ckpt.F8E4M3 {
-		var codes [256]byte
-		for i := range codes {
-			codes[i] = byte(i)
-		}
-		s.e4m3 = new([256]float32)
-		if err := ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], s.e4m3[:]); err != nil {
-			return nil, err
-		}
+		s.e4m3 = e4m3F32
 	}
 	return s, nil
 }
