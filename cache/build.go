@@ -897,7 +897,7 @@ func (b *builder) abortAll() {
 // finish writes the manifest and removes the journal.
 func (b *builder) finish() (*BuildResult, error) {
 	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
-		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Profile.Device, Tag: b.plan.Profile.Tag,
+		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
 		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]

@@ -73,7 +73,7 @@ func TestFoldersCoexist(t *testing.T) {
 	_, err = cache.ResolveFolder(out, cache.Selector{Mesh: "1x8"})
 	var none *cache.NoCacheError
 	require.ErrorAs(t, err, &none)
-	require.Contains(t, none.Error(), "P300/tensor_cache_bfp8_mesh1x1")
+	require.Contains(t, none.Error(), "P150/tensor_cache_bfp8_mesh1x1")
 
 	// An unknown file in a folder is reported by build and verify, never
 	// deleted; files the earlier build recorded but the plan no longer has

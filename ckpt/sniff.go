@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -152,6 +153,11 @@ func dirNames(store Store, names []string) []string {
 	return out
 }
 
+// deviceFolder matches the device folders a Tenstorrent serving stack
+// names its cache roots after (P150, P300, P150x4, T3K..., and MESH_DEVICE
+// values such as P300x2).
+var deviceFolder = regexp.MustCompile(`^(P100|P150|P300|BHGLX|N150|N300|T3K|TG)(x[0-9]+)?$`)
+
 // describeDir says what a directory without safetensors holds, from its
 // file names.
 func describeDir(names []string) string {
@@ -164,7 +170,7 @@ func describeDir(names []string) string {
 			bins = append(bins, b)
 		case strings.HasSuffix(b, ".gguf"):
 			ggufs = append(ggufs, b)
-		case strings.HasPrefix(b, "tensor_cache_") || b == "P300" || b == "P150" || b == "N300":
+		case strings.HasPrefix(b, "tensor_cache_") || deviceFolder.MatchString(b):
 			caches = append(caches, b)
 		case b == "blobs" || b == "refs" || b == "snapshots":
 			hf++

@@ -224,8 +224,8 @@ func qwen35TT() *Profile {
 				"ttnn/core/tensor/flatbuffer/tensor_flatbuffer.cpp": "1104590e4c497e044b2fcda6cfec04bfdc68f356",
 				"tt_metal/impl/data_format/bfloat16.cpp":            "0266e6f1f3b025345ea752018469941cada53034",
 			}},
-		Device: "P300",
-		Tag:    "bfp8",
+		Arch: ArchBlackhole,
+		Tag:  "bfp8",
 		Variables: []Variable{
 			{Name: VarProj1DDecode, Default: true,
 				Doc:      "in-projections (GDN qkvzab, attention wqkv_fused_qkvg) cached DRAM-interleaved under .il names; false: DRAM-width-sharded under .dramshard names",

@@ -21,8 +21,11 @@ type Plan struct {
 	// Settings holds the value of every profile variable the plan was
 	// built with (defaults for the mesh, then overrides).
 	Settings Settings
-	// CacheDir is the cache directory relative to the cache root
-	// (<device>/tensor_cache_<tag>_mesh<R>x<C>); every Entry.File is under it.
+	// Device is the device folder of the cache (Profile.DeviceFor, or the
+	// --device / MESH_DEVICE override); CacheDir the cache directory
+	// relative to the cache root (<device>/tensor_cache_<tag>_mesh<R>x<C>);
+	// every Entry.File is under it.
+	Device   string
 	CacheDir string
 	Entries  []*Entry // in natural order of target
 	Ignored  []Ignored
@@ -56,6 +59,7 @@ const (
 	ProblemShape       = "shape"
 	ProblemConfig      = "config"
 	ProblemDuplicate   = "duplicate"
+	ProblemDevice      = "device" // the mesh has no device folder upstream and none was given
 )
 
 // PlanError is returned with a plan that has problems.
@@ -245,8 +249,15 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if c.Config == nil {
 		return nil, fmt.Errorf("%s has no config.json: the %s profile derives shapes and layer types from it", c.Source, p.Name)
 	}
+	device, devErr := p.DeviceFor(mesh)
+	if devErr != nil {
+		device = "NONE" // the plan is not executable: see the device problem
+	}
 	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.Devices())}
-	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, CacheDir: CacheDir(p.Device, p.Tag, mesh)}
+	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: CacheDir(device, p.Tag, mesh)}
+	if devErr != nil {
+		b.problem(ProblemDevice, "", "", devErr.Error())
+	}
 	b.readConfig()
 	if err := b.compile(); err != nil {
 		return nil, err

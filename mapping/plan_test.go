@@ -145,7 +145,7 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 				assert.NotEmpty(t, qkvzab.Warnings, "8240 / 4120 wide shards are not tile multiples")
 				assert.Len(t, qkvzab.Shards, mesh.Cols)
 				assert.Len(t, qkvzab.Shards[0], 6, "q, k, v, z, a, b pieces")
-				assert.Equal(t, "P300/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
+				assert.Equal(t, map[int]string{2: "P300", 4: "P150x4"}[mesh.Cols]+"/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
 				for _, e := range pl.Entries {
 					assert.NotContains(t, e.Target, "dramshard", "proj_1d_decode and mlp_1d_decode are on for a 1x%d mesh", mesh.Cols)
 					if strings.HasSuffix(e.Target, "_distributed") || e.Target == "tok_embeddings.weight" {

@@ -16,7 +16,10 @@ type Profile struct {
 	Description string  `json:"description,omitempty"`
 	Pinned      *Pinned `json:"pinned,omitempty"`
 	// Device and Tag name the cache root <Device>/tensor_cache_<Tag>_mesh<R>x<C>.
-	Device string   `json:"device"`
+	// An empty Device is upstream's name for the mesh (DeviceFor): P150,
+	// P300, P150x4... on Blackhole; Arch says which table ("" is Blackhole).
+	Device string   `json:"device,omitempty"`
+	Arch   string   `json:"arch,omitempty"`
 	Tag    string   `json:"tag"`
 	Notes  []string `json:"notes,omitempty"`
 	// Variables are the serving stack's configuration switches that change

@@ -16,8 +16,12 @@ type PlanOptions struct {
 	Profile string // built-in profile name ("" for BuiltinName); ignored when Rules is set
 	Rules   string // path of a profile JSON file (the format of Profile.JSON)
 	Mesh    string // "1xN" ("" for 1x2)
-	Device  string // device directory of the cache root ("" for the profile's)
-	Tag     string // cache tag ("" for the profile's)
+	Device  string // device directory of the cache root ("" for MeshDevice, else the profile's)
+	// MeshDevice is the serving host's MESH_DEVICE environment variable:
+	// where set, upstream names the cache's device folder after it instead
+	// of the number of devices. Device overrides it.
+	MeshDevice string
+	Tag        string // cache tag ("" for the profile's)
 	// Set overrides profile variables, "NAME=VALUE" each (ParseSettings).
 	Set []string
 	// Base holds settings that apply unless Set overrides them (e.g. the
@@ -50,8 +54,16 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 		}
 	}
 	cp := *p
-	if o.Device != "" {
+	switch {
+	case o.Device != "":
 		cp.Device = o.Device
+	case o.MeshDevice != "":
+		cp.Device = o.MeshDevice
+	}
+	if cp.Device != "" {
+		if err := CheckDeviceFolder(cp.Device); err != nil {
+			return nil, err
+		}
 	}
 	if o.Tag != "" {
 		cp.Tag = o.Tag

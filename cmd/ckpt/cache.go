@@ -48,14 +48,14 @@ func (p *planFlags) add(f interface {
 	f.StringVar(&p.Profile, "profile", mapping.BuiltinName, "built-in mapping profile ("+strings.Join(mapping.BuiltinNames(), ", ")+")")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
 	f.StringVar(&p.Mesh, "mesh", meshDefault, "device mesh, 1xN")
-	f.StringVar(&p.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
+	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	addSetFlag(f, &p.Set)
 }
 
 // planOptions are the plan flags as mapping.PlanOptions.
-func (p *planFlags) planOptions() mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set}
+func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions {
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE")}
 }
 
 // ---- build ----
@@ -109,7 +109,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
 	}
 	start := time.Now()
-	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(), a.Openers...)
+	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(a.Getenv), a.Openers...)
 	var pe *mapping.PlanError
 	if errors.As(err, &pe) {
 		c.Close()

@@ -27,7 +27,7 @@ func TestCacheRootKeepsFolders(t *testing.T) {
 		require.Contains(t, stdout, " built, 0 unchanged, 0 removed", mesh)
 	}
 	for _, mesh := range []string{"1x2", "1x1"} {
-		folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh"+mesh)
+		folder := filepath.Join(out, map[string]string{"1x1": "P150", "1x2": "P300"}[mesh], "tensor_cache_bfp8_mesh"+mesh)
 		require.FileExists(t, filepath.Join(folder, "manifest.json"))
 		code, stdout, stderr := runBin(t, nil, "cache", "verify", folder, "--source", src, "--progress", "none")
 		require.Equal(t, 0, code, "%s: %s%s", mesh, stdout, stderr)
@@ -36,7 +36,7 @@ func TestCacheRootKeepsFolders(t *testing.T) {
 	}
 	code, _, stderr := runBin(t, nil, "cache", "verify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "P300/tensor_cache_bfp8_mesh1x1, P300/tensor_cache_bfp8_mesh1x2")
+	require.Contains(t, stderr, "P150/tensor_cache_bfp8_mesh1x1, P300/tensor_cache_bfp8_mesh1x2")
 	// Rebuilding 1x2 keeps everything of 1x1 and changes nothing.
 	code, stdout, stderr := runBin(t, nil, "cache", "build", src, "--out", out, "--mesh", "1x2", "--progress", "none")
 	require.Equal(t, 0, code, stderr)

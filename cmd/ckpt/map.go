@@ -60,7 +60,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Profile, "profile", mapping.BuiltinName, "built-in mapping profile ("+strings.Join(mapping.BuiltinNames(), ", ")+")")
 	f.StringVar(&o.Rules, "rules", "", "load the mapping profile from this JSON file (the format --dump prints) instead of a built-in one")
 	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
-	f.StringVar(&o.Device, "device", "", "device directory of the cache root (default: the profile's, e.g. P300)")
+	f.StringVar(&o.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
@@ -72,8 +72,8 @@ func (a *App) newMapCmd() *cobra.Command {
 	return cmd
 }
 
-func (o *mapOptions) planOptions() mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: o.Profile, Rules: o.Rules, Mesh: o.Mesh, Device: o.Device, Tag: o.Tag, Set: o.Set}
+func (o *mapOptions) planOptions(getenv func(string) string) mapping.PlanOptions {
+	return mapping.PlanOptions{Profile: o.Profile, Rules: o.Rules, Mesh: o.Mesh, Device: o.Device, Tag: o.Tag, Set: o.Set, MeshDevice: getenv("MESH_DEVICE")}
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
@@ -90,7 +90,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return usageError("--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache")
 	}
 	if o.Dump {
-		prof, err := o.planOptions().LoadProfile()
+		prof, err := o.planOptions(a.Getenv).LoadProfile()
 		if err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		_, err = a.Out.Write(b)
 		return err
 	}
-	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(), a.Openers...)
+	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(a.Getenv), a.Openers...)
 	var pe *mapping.PlanError
 	if err != nil && !errors.As(err, &pe) {
 		return err

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -188,4 +190,42 @@ func TestMapMatch(t *testing.T) {
 		code, _, stderr := runApp(t, args...)
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 	}
+}
+
+// The device folder follows upstream's table for the mesh (27B layout:
+// 1x4 divides it), MESH_DEVICE where the serving host sets it, and
+// --device above both.
+func TestMapDeviceFolder(t *testing.T) {
+	t.Parallel()
+	dir := fullScale(t, "fp8")
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--mesh", "1x4"}, nil, "P150x4/tensor_cache_bfp8_mesh1x4"},
+		{[]string{"--mesh", "1x2"}, nil, "P300/tensor_cache_bfp8_mesh1x2"},
+		{[]string{"--mesh", "1x4"}, map[string]string{"MESH_DEVICE": "P300x2"}, "P300x2/tensor_cache_bfp8_mesh1x4"},
+		{[]string{"--mesh", "1x4", "--device", "P150x4"}, map[string]string{"MESH_DEVICE": "P300x2"}, "P150x4/tensor_cache_bfp8_mesh1x4"},
+	} {
+		var out, errb bytes.Buffer
+		app := &App{Out: &out, Err: &errb, Getenv: func(k string) string { return tc.env[k] }}
+		code := app.Run(context.Background(), append([]string{"map", dir, "--format", "json"}, tc.args...))
+		require.Equal(t, 0, code, "%v: %s", tc.args, errb.String())
+		var res struct {
+			CacheDir string `json:"cache_dir"`
+			Entries  []struct {
+				File string `json:"file"`
+			} `json:"entries"`
+		}
+		require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+		assert.Equal(t, tc.want, res.CacheDir, "%v %v", tc.args, tc.env)
+		require.NotEmpty(t, res.Entries)
+		for _, e := range res.Entries {
+			require.True(t, strings.HasPrefix(e.File, tc.want+"/"), e.File)
+		}
+	}
+	code, _, stderr := runApp(t, "map", dir, "--mesh", "1x4", "--device", "../up")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "want one path element")
 }
