@@ -138,7 +138,7 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
 	require.Len(t, m.Files, len(plan.Entries))
-	require.Equal(t, "qwen3_5-tt", m.Profile)
+	require.Equal(t, mapping.BuiltinName, m.Profile)
 	require.NotNil(t, m.Pinned)
 	for _, f := range m.Files {
 		require.NotEmpty(t, f.DataXXH3)

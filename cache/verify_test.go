@@ -288,3 +288,22 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	require.Contains(t, msgs[0], "proj_1d_decode=true")
 	require.Contains(t, msgs[0], "proj_1d_decode=false")
 }
+
+// A cache whose manifest names the default profile by its former name
+// (qwen3_5-tt, before the profiles were named for their upstream lines)
+// still verifies against the profile it became.
+func TestCheckFormerProfileName(t *testing.T) {
+	t.Parallel()
+	src, out, plan := built(t)
+	dir := cache.FolderOf(out, plan.CacheDir).Path()
+	p := filepath.Join(dir, cache.ManifestName)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	old := bytes.Replace(b, []byte(`"profile": "`+mapping.BuiltinName+`"`), []byte(`"profile": "qwen3_5-tt"`), 1)
+	require.NotEqual(t, b, old, "the manifest names the profile")
+	require.NoError(t, os.WriteFile(p, old, 0o644))
+	res, err := cache.Check(context.Background(), out, cache.CheckOptions{Source: src})
+	require.NoError(t, err)
+	require.True(t, res.OK, "%+v", res.Findings)
+	require.Equal(t, "qwen3_5-tt", res.Profile)
+}

@@ -3,37 +3,143 @@ package mapping
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
-// BuiltinName is the name of the built-in profile.
-const BuiltinName = "qwen3_5-tt"
+// Built-in profiles: one per upstream line of the qwen36 tensor-parallel
+// loader (tenstorrent/tt-metal models/demos/blackhole/qwen36), each named
+// for what it is: <model>[-variant]@<line>.
+const (
+	// ProfileMTP is the MTP speculative-decoding line (PR #55548): it
+	// caches the MTP head under mtp/. It is the default (BuiltinName):
+	// the checkpoints ckpt serves carry a 15-tensor MTP head, and this is
+	// the only line that loads it; main skips every mtp.* key.
+	ProfileMTP = "qwen36-mtp@pr55548"
+	// ProfileMain is the newest main that could be placed (the base of
+	// branch atupe/qwen38-optimizations, 2026-10): a column-parallel
+	// out.colpar copy of every GDN out-projection, no mtp/ files.
+	ProfileMain = "qwen36@main-2026-10"
+)
 
-// Builtin returns a built-in profile by name (a fresh copy each call).
+// BuiltinName is the name of the default built-in profile.
+const BuiltinName = ProfileMTP
+
+// formerNames maps names built-in profiles had before to their profile
+// today, so that caches whose manifests name them still verify.
+var formerNames = map[string]string{"qwen3_5-tt": ProfileMTP}
+
+// Builtin returns a built-in profile by name (a fresh copy each call). A
+// former name gives the profile it became.
 func Builtin(name string) (*Profile, error) {
-	switch name {
-	case BuiltinName:
-		return qwen35TT(), nil
+	if now, ok := formerNames[name]; ok {
+		name = now
 	}
-	return nil, fmt.Errorf("unknown profile %q (built-in: %s)", name, BuiltinName)
+	switch name {
+	case ProfileMTP:
+		return qwen36Profile(lineMTP), nil
+	case ProfileMain:
+		return qwen36Profile(lineMain), nil
+	}
+	return nil, fmt.Errorf("unknown profile %q (built-in: %s)", name, strings.Join(BuiltinNames(), ", "))
 }
 
-// BuiltinNames lists the built-in profiles.
+// BuiltinNames lists the built-in profiles (former names excluded).
 func BuiltinNames() []string {
-	n := []string{BuiltinName}
+	n := []string{ProfileMTP, ProfileMain}
 	sort.Strings(n)
 	return n
 }
 
-// Upstream revisions the built-in profile transcribes. The stored index of
-// tenstorrent/tt-metal holds no single commit with every file of the MTP
-// spec-decode line, so each file is pinned at the revision it was read at;
-// every one of them has the switches and names of that line.
+// CanonicalName is the built-in profile name a (possibly former) name
+// stands for, or name itself.
+func CanonicalName(name string) string {
+	if now, ok := formerNames[name]; ok {
+		return now
+	}
+	return name
+}
+
+// Upstream revisions the built-in profiles transcribe. The stored index of
+// tenstorrent/tt-metal holds no single commit with every file of a line,
+// so each file is pinned at the revision it was read at, and Pinned.Files
+// says so where a file could not be read at a commit of the line.
 const (
 	ttMetal = "tenstorrent/tt-metal"
-	// prHead is the head of tt-metal PR #55548 (Qwen MTP spec decode), the
-	// line the profile stands for.
-	prHead = "96f3f04102028cd85c23c2162914d5a0e7b37cc6"
-	qwen36 = "models/demos/blackhole/qwen36/tt/"
+	// prHead is the last reviewed head of tt-metal PR #55548 (Qwen MTP
+	// spec decode, open; 2026-09-10), the line ProfileMTP stands for. No
+	// qwen36 file is stored at it.
+	prHead = "acd4eaccf17adb2c3e17c4738cb1c4fa3aa783f5"
+	// mainHead is the newest commit of main-based qwen36 code the index
+	// holds: branch atupe/qwen38-optimizations (QWEN38_HANDOFF.md@db6dc348,
+	// 2026-10-09), whose own switches are opt-in, so with them off it is
+	// main.
+	mainHead = "db6dc348"
+	qwen36   = "models/demos/blackhole/qwen36/tt/"
+)
+
+// qwen36Line is what distinguishes the upstream lines of the qwen36 loader.
+type qwen36Line struct {
+	name, description string
+	pinned            *Pinned
+	// mtp: the tensor-parallel MTP head is cached under mtp/ (else main's
+	// loader drops every mtp.* key).
+	mtp bool
+	// outColpar: gdn/tp.py also caches a column-parallel copy of the GDN
+	// out-projection (layers.N/tp/out.colpar) on meshes of more than one
+	// device.
+	outColpar bool
+	// gateUpFixed: mlp_gateup_agmm_enabled(n) is simply n > 1, without the
+	// QWEN36_NO_AGMM override.
+	gateUpFixed bool
+}
+
+var pinsShared = map[string]string{
+	"models/common/rmsnorm.py":                          "01229001dc0cd8388e4e99e006b051ac914787a8",
+	"models/tt_transformers/tt/embedding.py":            "093e581fb790338f638ef4e3a94cb75950742a5a",
+	"ttnn/ttnn/distributed/distributed.py":              "012af9b07e4d4bd4d649b9619ab7ce3d624a5822",
+	"ttnn/core/distributed/distributed_tensor.cpp":      "0104e87bcc12353d3a3461eaf4ccc2befd910d87",
+	"ttnn/core/tensor/flatbuffer/tensor_flatbuffer.cpp": "1104590e4c497e044b2fcda6cfec04bfdc68f356",
+	"tt_metal/impl/data_format/bfloat16.cpp":            "0266e6f1f3b025345ea752018469941cada53034",
+}
+
+func pins(commit, note string, files map[string]string) *Pinned {
+	all := map[string]string{}
+	for k, v := range pinsShared {
+		all[k] = v
+	}
+	for k, v := range files {
+		all[k] = v
+	}
+	return &Pinned{Repo: ttMetal, Commit: commit, Path: "models/demos/blackhole/qwen36", Files: all, Note: note}
+}
+
+var (
+	lineMTP = qwen36Line{name: ProfileMTP, mtp: true,
+		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention + MTP) on a 1xN Blackhole mesh, as the tt-metal qwen36 " +
+			"tensor-parallel loader of the MTP spec-decode line (PR #55548, open) caches it: the MTP head under mtp/",
+		pinned: pins(prHead, "no qwen36 file is stored at the PR head "+prHead+": the files below are versions that have the MTP line's switches and names, read at the commits given", map[string]string{
+			qwen36 + "model_config.py": "009f48d45918d773b0023cb6b71f91a4c6f35712",
+			qwen36 + "gdn/tp.py":       "53e404baed2ec4a51eb27e34e8b3db9e5703a87c",
+			qwen36 + "attention/tp.py": "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec",
+			qwen36 + "layer.py":        "002e83d4d0f4da3622aca7307230b15045d48fbd",
+			qwen36 + "model.py":        "015056e66cf13d87a2b18471a4e06c68090b576f",
+			qwen36 + "tp_common.py":    "00ef57aa80a26290c3516bfcb556b569a1cb396c",
+			qwen36 + "mlp.py":          "stored version with _build_gate_up(..., use_gateup_agmm) and forward(x, mode); the index does not expose its commit",
+			qwen36 + "mtp.py":          "stored tensor-parallel Qwen36MTP versions (tp_common.shard_w fc, cache root mtp/); the index does not expose their commits",
+		})}
+	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true,
+		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention) on a 1xN Blackhole mesh, as tt-metal main's qwen36 " +
+			"tensor-parallel loader (2026-10) caches it: out.colpar for every GDN layer, fused-SwiGLU gate_up on every multi-device mesh, no MTP head (main drops mtp.*)",
+		pinned: pins(mainHead, "base of branch atupe/qwen38-optimizations (eac0c9b3, 755a0d64, "+mainHead+"; QWEN38_HANDOFF.md@"+mainHead+" is dated 2026-10-09 and measures against main); its own switches are opt-in and off here", map[string]string{
+			qwen36 + "gdn/tp.py":         mainHead + " (out.colpar when num_devices > 1)",
+			qwen36 + "mlp.py":            mainHead + " (_build_gate_up with as_tensor(preprocess=...), prepare_for_fused_swiglu(ndev=tp, gate_is_first=True))",
+			qwen36 + "tp_common.py":      mainHead + " (mlp_gateup_agmm_enabled(n) = n > 1)",
+			qwen36 + "weight_mapping.py": "load_qwen36_state_dict_fp8 skips every key that starts with mtp (read at 1b43246c and in the " + mainHead + " line)",
+			qwen36 + "model_config.py":   "009f48d45918d773b0023cb6b71f91a4c6f35712 (not read at " + mainHead + "; proj_1d_decode / mlp_1d_decode are set the same way in every stored version that has them)",
+			qwen36 + "attention/tp.py":   "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec (not read at " + mainHead + ": the comparison of that line with the MTP line found no difference in this file's names)",
+			qwen36 + "layer.py":          "002e83d4d0f4da3622aca7307230b15045d48fbd (not read at " + mainHead + ": taken as in the MTP line)",
+			qwen36 + "model.py":          "015056e66cf13d87a2b18471a4e06c68090b576f (not read at " + mainHead + ": taken as in the MTP line)",
+		})}
 )
 
 // Profile variables of the built-in profile (the qwen36 config switches).
@@ -42,6 +148,9 @@ const (
 	VarMLP1DDecode  = "mlp_1d_decode"
 	VarGateUpAGMM   = "mlp_gateup_agmm_enabled"
 	VarRopePermuted = "rope_permuted_enabled"
+	// VarOutColpar is not a switch upstream: main's gdn/tp.py writes
+	// out.colpar whenever the mesh has more than one device.
+	VarOutColpar = "gdn_out_colpar"
 )
 
 // Builders for the built-in profile's rules.
@@ -202,30 +311,13 @@ func decoderNorms(s scope) []Rule {
 	return out
 }
 
-func qwen35TT() *Profile {
+func qwen36Profile(line qwen36Line) *Profile {
 	p := &Profile{
-		Name: BuiltinName,
-		Description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention + MTP) on a 1xN Blackhole mesh, as the tt-metal qwen36 " +
-			"tensor-parallel loader of the MTP spec-decode line (PR #55548) caches it",
-		Pinned: &Pinned{Repo: ttMetal, Commit: prHead, Path: "models/demos/blackhole/qwen36",
-			Files: map[string]string{
-				qwen36 + "model_config.py":                          "009f48d45918d773b0023cb6b71f91a4c6f35712",
-				qwen36 + "gdn/tp.py":                                "53e404baed2ec4a51eb27e34e8b3db9e5703a87c",
-				qwen36 + "attention/tp.py":                          "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec",
-				qwen36 + "layer.py":                                 "002e83d4d0f4da3622aca7307230b15045d48fbd",
-				qwen36 + "model.py":                                 "015056e66cf13d87a2b18471a4e06c68090b576f",
-				qwen36 + "tp_common.py":                             "00ef57aa80a26290c3516bfcb556b569a1cb396c",
-				qwen36 + "mlp.py":                                   "stored version with _build_gate_up(..., use_gateup_agmm) and forward(x, mode); the index does not expose its commit",
-				qwen36 + "mtp.py":                                   "stored tensor-parallel Qwen36MTP versions (tp_common.shard_w fc, cache root mtp/); the index does not expose their commits",
-				"models/common/rmsnorm.py":                          "01229001dc0cd8388e4e99e006b051ac914787a8",
-				"models/tt_transformers/tt/embedding.py":            "093e581fb790338f638ef4e3a94cb75950742a5a",
-				"ttnn/ttnn/distributed/distributed.py":              "012af9b07e4d4bd4d649b9619ab7ce3d624a5822",
-				"ttnn/core/distributed/distributed_tensor.cpp":      "0104e87bcc12353d3a3461eaf4ccc2befd910d87",
-				"ttnn/core/tensor/flatbuffer/tensor_flatbuffer.cpp": "1104590e4c497e044b2fcda6cfec04bfdc68f356",
-				"tt_metal/impl/data_format/bfloat16.cpp":            "0266e6f1f3b025345ea752018469941cada53034",
-			}},
-		Arch: ArchBlackhole,
-		Tag:  "bfp8",
+		Name:        line.name,
+		Description: line.description,
+		Pinned:      line.pinned,
+		Arch:        ArchBlackhole,
+		Tag:         "bfp8",
 		Variables: []Variable{
 			{Name: VarProj1DDecode, Default: true,
 				Doc:      "in-projections (GDN qkvzab, attention wqkv_fused_qkvg) cached DRAM-interleaved under .il names; false: DRAM-width-sharded under .dramshard names",
@@ -233,18 +325,16 @@ func qwen35TT() *Profile {
 			{Name: VarMLP1DDecode, Default: true,
 				Doc:      "MLP gate/up cached DRAM-interleaved as mlp.{gate,up}_proj.weight.tp; false: DRAM-width-sharded as mlp.{gate,up}_proj.weight.dramshard.tp",
 				Upstream: qwen36 + "model_config.py@009f48d4 (_init_tp_config), read by mlp.py load_mlp_weights"},
-			{Name: VarGateUpAGMM, Default: true,
-				Doc:      "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp; false (QWEN36_NO_AGMM=1, or Wormhole in later revisions): no such file",
-				Upstream: qwen36 + "tp_common.py mlp_gateup_agmm_enabled(num_devices), read by mlp.py load_mlp_weights"},
+			gateUpVar(line),
 			{Name: VarRopePermuted, Default: false,
 				Doc:         "permuted-head_dim RoPE folded into the q/k weights, with .rp.<sha256> content tags on the attention names",
 				Upstream:    qwen36 + "attention/tp.py@01c6e8ed (rope_permuted_enabled; on only for the Wormhole N300 9B)",
 				Unsupported: "the permuted layout (Wormhole N300 only) is not transcribed by this profile"},
 		},
 		Notes: []string{
-			"Layout of the qwen36 tensor-parallel loader on a 1xN Blackhole mesh as of the MTP spec-decode line (tt-metal PR #55548); pinned.files names the revision each upstream file was read at (the stored index holds none of them at the PR head).",
+			lineNote(line),
 			"Switches: proj_1d_decode and mlp_1d_decode (model_config sets both for every multi-device mesh) select the interleaved .il / .tp names; mlp_gateup_agmm_enabled adds the fused-SwiGLU gate_up file. Override with --set NAME=false to get the DRAM-width-sharded .dramshard names of stacks that turn them off.",
-			"MTP head (Qwen36MTP, num_devices > 1) under mtp/: fc column-sharded bfp8 (shard_w); the norms pre_fc_norm_embedding, pre_fc_norm_hidden and norm as RMSNorm with state_dict_prefix mtp. (+1, each with its _distributed twin); the decoder layer mtp.layers.0 built as text layer first_full_attention_layer (3 for the 27B), so its files carry that layer's names under mtp/.",
+			mtpNote(line),
 			"tok_embeddings.weight (tt_transformers Embedding) and every *_distributed norm use ShardTensor2dMesh on the 1xN mesh: the file records distribution shape [1, N] and placements [Replicate, Shard(d)].",
 			"output.weight.vshard (lm_head, vocab-sharded bfp8) and the final norm.weight come from model.py; model.py falls back to a replicated output.weight when vocab does not divide by the mesh, which this profile reports as an error instead.",
 			"mlp.gate_up.weight.swiglu.tp: per device, 32-column tiles of gate^T and up^T alternate (weight tile 2p = gate tile p, 2p+1 = up tile p), taken from the fuse_swiglu matmul contract; prepare_for_fused_swiglu itself was not found in the index.",
@@ -273,6 +363,16 @@ func qwen35TT() *Profile {
 	out := matmulWeight("gdn.out", "layers.{L}/tp/out", la+"out_proj.weight", rowParallel, BFloat8B, DRAMInterleaved)
 	out.LayerType, out.Required = lin, true
 	add(out)
+	if line.outColpar {
+		colpar := matmulWeight("gdn.out.colpar", "layers.{L}/tp/out.colpar", la+"out_proj.weight", colParallel, BFloat8B, DRAMInterleaved)
+		colpar.LayerType, colpar.Required, colpar.When = lin, true, Conditions{on(VarOutColpar)}
+		colpar.Note = "column-parallel copy of the out-projection for prefill (decode keeps the row-sharded out): shard_w(out_proj.weight, dim=-1, bfloat8_b, DRAM)"
+		add(colpar)
+		p.Variables = append(p.Variables, Variable{Name: VarOutColpar, Default: true,
+			Doc:         "every GDN layer also caches the column-parallel out-projection layers.N/tp/out.colpar on a mesh of more than one device",
+			Upstream:    qwen36 + "gdn/tp.py@" + mainHead + " (load_gdn_weights_tp: if num_devices > 1)",
+			Unsupported: "not a switch upstream: written whenever the mesh has more than one device"})
+	}
 	for _, n := range []string{"dt_bias", "A_log"} {
 		add(Rule{ID: "gdn." + n, Target: "layers.{L}/tp/" + n, Sources: []string{la + n}, LayerType: lin, Required: true,
 			Transform: []Step{roundBF16(), fuse(Part{Source: 0, Label: n + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}), reshapeStep("1", "1", "rows")},
@@ -312,7 +412,32 @@ func qwen35TT() *Profile {
 	tied.Note = "tied embeddings: the LM head is the embedding matrix"
 	add(tied)
 
-	// MTP head (tt/mtp.py Qwen36MTP, tensor parallel): cache root mtp/.
+	if line.mtp {
+		add(mtpRules()...)
+	}
+
+	sa := layerPfx + "self_attn."
+	p.Ignore = []Ignore{
+		{Prefix: "model.visual.", Reason: "vision tower: not part of the text TP tensor cache (the qwen36 vision model is built separately and is not served by this cache)"},
+		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
+		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
+	}
+	if line.mtp {
+		p.Ignore = append(p.Ignore,
+			Ignore{Template: "mtp.layers.0.self_attn.q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
+			Ignore{Template: "mtp.layers.0.self_attn.k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"})
+	} else {
+		p.Ignore = append(p.Ignore, Ignore{Prefix: "mtp.",
+			Reason: "MTP head: this line has no tensor-parallel MTP and its loader drops every mtp.* key (weight_mapping.load_qwen36_state_dict_fp8); use profile " + ProfileMTP + " to cache it"})
+	}
+	return p
+}
+
+// mtpRules are the MTP head as the MTP line's tt/mtp.py (Qwen36MTP,
+// tensor parallel) caches it, under the cache root mtp/.
+func mtpRules() []Rule {
+	var out []Rule
+	add := func(rs ...Rule) { out = append(out, rs...) }
 	mtp := scope{id: "mtp.", dir: "mtp/", src: "mtp.", when: Conditions{{Key: "mtp_num_hidden_layers", Op: "gt", Value: 0.0}}}
 	fc := matmulWeight("mtp.fc", "mtp/fc", "mtp.fc.weight", colParallel, BFloat8B, DRAMInterleaved)
 	fc.Note = "tp_common.shard_w(mtp.fc.weight, dim=-1, bfloat8_b, DRAM): [2H, H] column-sharded"
@@ -325,13 +450,68 @@ func qwen35TT() *Profile {
 	add(mlpRules(layer)...)
 	add(decoderNorms(layer)...)
 
-	sa := layerPfx + "self_attn."
-	p.Ignore = []Ignore{
-		{Prefix: "model.visual.", Reason: "vision tower: not part of the text TP tensor cache (the qwen36 vision model is built separately and is not served by this cache)"},
-		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
-		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
-		{Template: "mtp.layers.0.self_attn.q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
-		{Template: "mtp.layers.0.self_attn.k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
+	return out
+}
+
+// gateUpVar is the fused-SwiGLU switch as the line has it.
+func gateUpVar(line qwen36Line) Variable {
+	v := Variable{Name: VarGateUpAGMM, Default: true,
+		Doc:      "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp; false (QWEN36_NO_AGMM=1, or Wormhole in later revisions): no such file",
+		Upstream: qwen36 + "tp_common.py mlp_gateup_agmm_enabled(num_devices), read by mlp.py load_mlp_weights"}
+	if line.gateUpFixed {
+		v.Doc = "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp on a mesh of more than one device"
+		v.Upstream = qwen36 + "tp_common.py@" + mainHead + " (mlp_gateup_agmm_enabled(n) is n > 1), read by mlp.py@" + mainHead
+		v.Unsupported = "not a switch on this line: mlp_gateup_agmm_enabled(n) is n > 1, without the QWEN36_NO_AGMM override"
 	}
-	return p
+	return v
+}
+
+func lineNote(line qwen36Line) string {
+	if line.mtp {
+		return "Layout of the qwen36 tensor-parallel loader on a 1xN Blackhole mesh as of the MTP spec-decode line (tt-metal PR #55548); pinned.files names the revision each upstream file was read at (the stored index holds none of them at the PR head)."
+	}
+	return "Layout of tt-metal main's qwen36 tensor-parallel loader on a 1xN Blackhole mesh (2026-10: the base of branch atupe/qwen38-optimizations, with that branch's opt-in switches off); pinned.files says which files were read at that line and which only at other revisions."
+}
+
+func mtpNote(line qwen36Line) string {
+	if line.mtp {
+		return "MTP head (Qwen36MTP, num_devices > 1) under mtp/: fc column-sharded bfp8 (shard_w); the norms pre_fc_norm_embedding, pre_fc_norm_hidden and norm as RMSNorm with state_dict_prefix mtp. (+1, each with its _distributed twin); the decoder layer mtp.layers.0 built as text layer first_full_attention_layer (3 for the 27B), so its files carry that layer's names under mtp/."
+	}
+	return "No MTP head: main has no tensor-parallel MTP and weight_mapping.load_qwen36_state_dict_fp8 skips every key that starts with mtp; the mtp.* tensors are listed as ignored with that reason (profile " + ProfileMTP + " caches them). GDN layers also get out.colpar, the column-parallel out-projection used in prefill."
+}
+
+// ProfileInfo describes a built-in profile for listings (ckpt map
+// --list-profiles): its name, whether it is the default, the names it had
+// before, what it stands for, its upstream pins and its variables.
+type ProfileInfo struct {
+	Name        string     `json:"name"`
+	Default     bool       `json:"default"`
+	FormerNames []string   `json:"former_names,omitempty"`
+	Description string     `json:"description"`
+	Pinned      *Pinned    `json:"pinned"`
+	Variables   []Variable `json:"variables"`
+}
+
+// DefaultReason says why BuiltinName is the default.
+const DefaultReason = "the checkpoints ckpt is made for carry a 15-tensor MTP head; " + ProfileMTP +
+	" is the only line that caches it (main's loader drops every mtp.* key), so a cache built for the default serves speculative decoding"
+
+// Profiles lists the built-in profiles, in name order.
+func Profiles() []ProfileInfo {
+	var out []ProfileInfo
+	for _, name := range BuiltinNames() {
+		p, err := Builtin(name)
+		if err != nil {
+			continue // cannot happen: BuiltinNames lists what Builtin makes
+		}
+		info := ProfileInfo{Name: name, Default: name == BuiltinName, Description: p.Description, Pinned: p.Pinned, Variables: p.Variables}
+		for old, now := range formerNames {
+			if now == name {
+				info.FormerNames = append(info.FormerNames, old)
+			}
+		}
+		sort.Strings(info.FormerNames)
+		out = append(out, info)
+	}
+	return out
 }

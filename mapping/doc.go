@@ -22,10 +22,11 @@
 // A plan fails (PlanError, its problems are ckpt.Findings) when any source tensor is neither mapped nor
 // ignored, when a required rule (or layer) matches nothing, when a fused
 // target lacks a source, or when a sharded dimension (heads, tiles) does
-// not divide by the mesh. The built-in profile "qwen3_5-tt" transcribes the
-// tt-metal qwen36 tensor-parallel loader of the MTP spec-decode line (see
-// Profile.Pinned for the revision of every file read and Profile.Notes for
-// what is assumed). Profile variables stand for the serving stack's
+// not divide by the mesh. The built-in profiles transcribe the tt-metal
+// qwen36 tensor-parallel loader, one per upstream line: ProfileMTP (the
+// default, formerly "qwen3_5-tt") the MTP spec-decode line, ProfileMain
+// main as of 2026-10 (see Profile.Pinned for the revision of every file
+// read and Profile.Notes for what is assumed; Profiles lists them). Profile variables stand for the serving stack's
 // configuration switches (proj_1d_decode, ...); BuildWith overrides them.
 //
 // The package does not print; cmd/ckpt's "map" command renders plans.

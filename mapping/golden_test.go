@@ -47,36 +47,111 @@ func describePlan(pl *mapping.Plan) string {
 }
 
 // TestGolden27BFP8Mesh1x2 holds the complete target list of the 27B FP8
-// layout at 1x2 with the default profile (names, dtypes, layouts,
+// layout at 1x2 with each built-in profile (names, dtypes, layouts,
 // placements, shapes, memory configs) against testdata; go test
-// ./mapping -run Golden -update rewrites it.
+// ./mapping -run Golden -update rewrites them.
 func TestGolden27BFP8Mesh1x2(t *testing.T) {
 	t.Parallel()
 	dir, _ := writeInventory(t, "fp8", nil)
-	pl, err := mapping.Build(open(t, dir), builtin(t), mapping.Mesh{Rows: 1, Cols: 2})
-	require.NoError(t, err)
-	got := describePlan(pl)
-	path := filepath.Join("testdata", "qwen3_5-27b-fp8-mesh1x2.targets")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	if got != string(want) {
-		// Name the first differing line instead of dumping 1000 lines.
-		g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(g), len(w)); i++ {
-			var gl, wl string
-			if i < len(g) {
-				gl = g[i]
-			}
-			if i < len(w) {
-				wl = w[i]
-			}
-			if gl != wl {
-				t.Fatalf("%s line %d:\n got: %s\nwant: %s\n(run go test ./mapping -run Golden -update after checking the change)", path, i+1, gl, wl)
+	for _, tc := range []struct {
+		profile, golden string
+		targets         int
+	}{
+		{mapping.ProfileMTP, "qwen3_5-27b-fp8-mesh1x2.targets", targets27B},
+		{mapping.ProfileMain, "qwen3_5-27b-fp8-mesh1x2-main.targets", targets27BMain},
+	} {
+		prof, err := mapping.Builtin(tc.profile)
+		require.NoError(t, err)
+		pl, err := mapping.Build(open(t, dir), prof, mapping.Mesh{Rows: 1, Cols: 2})
+		require.NoError(t, err)
+		got := describePlan(pl)
+		path := filepath.Join("testdata", tc.golden)
+		if *update {
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		if got != string(want) {
+			// Name the first differing line instead of dumping 1000 lines.
+			g, w := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+			for i := 0; i < max(len(g), len(w)); i++ {
+				var gl, wl string
+				if i < len(g) {
+					gl = g[i]
+				}
+				if i < len(w) {
+					wl = w[i]
+				}
+				if gl != wl {
+					t.Fatalf("%s line %d:\n got: %s\nwant: %s\n(run go test ./mapping -run Golden -update after checking the change)", path, i+1, gl, wl)
+				}
 			}
 		}
+		assert.Equal(t, tc.targets+len(pl.Settings)+1, strings.Count(got, "\n"), "%s: header lines + one line per target", tc.profile)
 	}
-	assert.Equal(t, targets27B+5, strings.Count(got, "\n"), "header lines + one line per target")
+}
+
+// The lines differ where upstream differs: main caches out.colpar for
+// every GDN layer and no MTP head (mtp.* ignored with the reason); the
+// MTP line caches mtp/ and no out.colpar.
+func TestProfileLines27B(t *testing.T) {
+	t.Parallel()
+	dir, _ := writeInventory(t, "fp8", nil)
+	c := open(t, dir)
+	plans := map[string]*mapping.Plan{}
+	for _, name := range []string{mapping.ProfileMain, mapping.ProfileMTP} {
+		prof, err := mapping.Builtin(name)
+		require.NoError(t, err)
+		pl, err := mapping.Build(c, prof, mapping.Mesh{Rows: 1, Cols: 2})
+		require.NoError(t, err, name)
+		require.Empty(t, pl.Unmapped, name)
+		plans[name] = pl
+	}
+	count := func(pl *mapping.Plan, pred func(*mapping.Entry) bool) int {
+		n := 0
+		for _, e := range pl.Entries {
+			if pred(e) {
+				n++
+			}
+		}
+		return n
+	}
+	colpar := func(e *mapping.Entry) bool { return strings.HasSuffix(e.Target, "/tp/out.colpar") }
+	mtp := func(e *mapping.Entry) bool { return strings.HasPrefix(e.Target, "mtp/") }
+	main, mtpLine := plans[mapping.ProfileMain], plans[mapping.ProfileMTP]
+	assert.Equal(t, 48, count(main, colpar), "one out.colpar per GDN layer")
+	assert.Zero(t, count(main, mtp))
+	assert.Zero(t, count(mtpLine, colpar))
+	assert.Positive(t, count(mtpLine, mtp))
+	e := entryByTarget(main, "layers.0/tp/out.colpar")
+	require.NotNil(t, e)
+	assert.Equal(t, []int64{6144, 5120}, e.Shape)
+	assert.Equal(t, []int64{6144, 2560}, e.DeviceShape)
+	assert.Equal(t, mapping.BFloat8B, e.DType)
+	ignoredMTP := 0
+	for _, ig := range main.Ignored {
+		if strings.HasPrefix(ig.Name, "mtp.") {
+			ignoredMTP++
+			assert.Contains(t, ig.Reason, "drops every mtp.* key")
+		}
+	}
+	assert.Equal(t, 15+7, ignoredMTP, "the 15 MTP tensors and the scales of its 7 FP8 weights, each named: never silently skipped")
+	// On one device main writes no out.colpar.
+	prof, err := mapping.Builtin(mapping.ProfileMain)
+	require.NoError(t, err)
+	_, err = prof.Resolve(mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarOutColpar: false})
+	require.ErrorContains(t, err, "not a switch upstream")
+	_, err = prof.Resolve(mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarGateUpAGMM: false})
+	require.ErrorContains(t, err, "QWEN36_NO_AGMM")
+}
+
+func TestFormerProfileName(t *testing.T) {
+	t.Parallel()
+	p, err := mapping.Builtin("qwen3_5-tt")
+	require.NoError(t, err)
+	assert.Equal(t, mapping.ProfileMTP, p.Name)
+	assert.Equal(t, mapping.ProfileMTP, mapping.CanonicalName("qwen3_5-tt"))
+	assert.NotContains(t, mapping.BuiltinNames(), "qwen3_5-tt")
+	_, err = mapping.Builtin("nope")
+	require.ErrorContains(t, err, mapping.ProfileMain)
 }

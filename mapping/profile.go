@@ -40,6 +40,9 @@ type Pinned struct {
 	// Files maps every upstream file the profile transcribes to the
 	// revision it was actually read at.
 	Files map[string]string `json:"files,omitempty"`
+	// Note says how coherent the pins are: which line they stand for and
+	// what could not be read at a commit of it.
+	Note string `json:"note,omitempty"`
 }
 
 // Variable is a boolean switch of the serving stack, named after the

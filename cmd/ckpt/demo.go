@@ -104,7 +104,7 @@ func demoSteps(dir, base, ft string) []demoStep {
 		{"Extract the base's MTP head as a bf16 sidecar (FP8 weights dequantised, scales dropped)",
 			[]string{"extract", base, "--match", "mtp.**", "--dtype", "bf16", "--out", sidecar, "--progress", "none"}, []int{0}},
 		{"Inspect the sidecar", []string{"inspect", sidecar}, []int{0}},
-		{"The TP=2 weight-mapping plan of the base (qwen3_5-tt, mesh 1x2)", []string{"map", base, "--mesh", "1x2", "--summary"}, []int{0}},
+		{"The TP=2 weight-mapping plan of the base (default profile qwen36-mtp@pr55548, mesh 1x2)", []string{"map", base, "--mesh", "1x2", "--summary"}, []int{0}},
 		// the small fixture has per-device widths that are not multiples
 		// of 32 (e.g. qkvzab 196, A_log 2): those targets are padded to
 		// whole tiles with zeros, as ttnn.from_torch pads

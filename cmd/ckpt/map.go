@@ -23,6 +23,7 @@ type mapOptions struct {
 	Tag     string
 	Format  string
 	Dump    bool
+	List    bool
 	Summary bool
 	// Set overrides profile variables (NAME=VALUE); AgainstCache holds the
 	// plan against an existing cache instead of printing it.
@@ -41,10 +42,12 @@ func (a *App) newMapCmd() *cobra.Command {
 		Example: `  ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --summary
   ckpt map ./Qwen3.6-27B-FP8 --set proj_1d_decode=false
   ckpt map ./Qwen3.6-27B-FP8 --match 'mtp.**'
+  ckpt map --list-profiles
+  ckpt map ./Qwen3.6-27B-FP8 --profile qwen36@main-2026-10
   ckpt map --dump > my-profile.json && ckpt map ./Qwen3.6-27B-FP8 --rules my-profile.json
   ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --against-cache $TT_CACHE_PATH`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if o.Dump && len(args) == 0 {
+			if (o.Dump || o.List) && len(args) == 0 {
 				return nil
 			}
 			return exactArgs(1)(cmd, args)
@@ -64,6 +67,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
+	f.BoolVar(&o.List, "list-profiles", false, "list the built-in profiles (one per upstream line of the serving stack) with their upstream pins and variables, and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &o.Set)
 	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
@@ -88,6 +92,12 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	selecting := len(o.Match) > 0 || len(o.Exclude) > 0
 	if selecting && (o.Dump || o.AgainstCache != "") {
 		return usageError("--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache")
+	}
+	if o.List {
+		if o.Dump || o.AgainstCache != "" || selecting {
+			return usageError("--list-profiles takes no --dump, --against-cache, --match or --exclude")
+		}
+		return printProfiles(a.Out, format, mapping.Profiles())
 	}
 	if o.Dump {
 		prof, err := o.planOptions(a.Getenv).LoadProfile()

@@ -229,3 +229,65 @@ func TestMapDeviceFolder(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "want one path element")
 }
+
+// --list-profiles names every upstream line with its pins and variables,
+// and which one is the default; the main line plans out.colpar for every
+// GDN layer of the 27B and no mtp/, the MTP line mtp/.
+func TestMapListProfiles(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runApp(t, "map", "--list-profiles")
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{"qwen36-mtp@pr55548 (default) (formerly qwen3_5-tt)", "qwen36@main-2026-10\n",
+		"pinned: tenstorrent/tt-metal@acd4eaccf17adb2c3e17c4738cb1c4fa3aa783f5", "pinned: tenstorrent/tt-metal@db6dc348",
+		"variable gdn_out_colpar=true (fixed:", "default: qwen36-mtp@pr55548: "} {
+		assert.Contains(t, stdout, want)
+	}
+	code, stdout, stderr = runApp(t, "map", "--list-profiles", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Default  string `json:"default"`
+		Profiles []struct {
+			Name      string `json:"name"`
+			Default   bool   `json:"default"`
+			Variables []struct {
+				Name string `json:"name"`
+			} `json:"variables"`
+		} `json:"profiles"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.Equal(t, "qwen36-mtp@pr55548", doc.Default)
+	require.Len(t, doc.Profiles, 2)
+	assert.True(t, doc.Profiles[0].Default)
+	code, _, stderr = runApp(t, "map", "--list-profiles", "--dump")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--list-profiles takes no")
+
+	dir := fullScale(t, "fp8")
+	count := func(profile string) (colpar, mtp int) {
+		code, stdout, stderr := runApp(t, "map", dir, "--profile", profile, "--format", "json")
+		require.Equal(t, 0, code, stderr)
+		var res struct {
+			Entries []struct {
+				Target string `json:"target"`
+			} `json:"entries"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		for _, e := range res.Entries {
+			if strings.HasSuffix(e.Target, "/tp/out.colpar") {
+				colpar++
+			}
+			if strings.HasPrefix(e.Target, "mtp/") {
+				mtp++
+			}
+		}
+		return
+	}
+	colpar, mtp := count("qwen36@main-2026-10")
+	assert.Equal(t, 48, colpar)
+	assert.Zero(t, mtp)
+	colpar, mtp = count("qwen36-mtp@pr55548")
+	assert.Zero(t, colpar)
+	assert.Equal(t, 17, mtp)
+	colpar, mtp = count("qwen3_5-tt") // the former name still plans
+	assert.Equal(t, 17, mtp)
+}

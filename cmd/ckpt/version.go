@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
-	"sort"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -133,19 +132,8 @@ func printVersion(w io.Writer, v *VersionInfo) error {
 	fmt.Fprintf(w, "formats: JSON schema_version %d, contract_version %d, cache manifest %s\n", v.Formats.JSONSchema, v.Formats.Contract, v.Formats.Manifest)
 	fmt.Fprintf(w, "tensorbin: %s\n", v.Formats.Tensorbin)
 	for _, p := range v.Profiles {
-		if p.Pinned == nil {
-			fmt.Fprintf(w, "profile %s: no upstream pin\n", p.Name)
-			continue
-		}
-		fmt.Fprintf(w, "profile %s: %s@%s %s\n", p.Name, p.Pinned.Repo, p.Pinned.Commit, p.Pinned.Path)
-		files := make([]string, 0, len(p.Pinned.Files))
-		for f := range p.Pinned.Files {
-			files = append(files, f)
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			fmt.Fprintf(w, "  %s@%s\n", f, p.Pinned.Files[f])
-		}
+		fmt.Fprintf(w, "profile %s:\n", p.Name)
+		printPins(w, "  ", p.Pinned)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func Large() Options {
 // 2112 and intermediate 8128 are not multiples of the 128-wide FP8 blocks
 // (a partial scale block ends every row and column) and give odd tile
 // counts (127 tiles per device of the intermediate), 8 layers. The
-// qwen3_5-tt profile needs both to be multiples of 64 (32-row units split
+// built-in profiles need both to be multiples of 64 (32-row units split
 // over two devices), so this is as ragged as it maps at 1x2. Its MLP
 // weights map to BFLOAT4_B targets, like Large's.
 func LargeOdd() Options {
