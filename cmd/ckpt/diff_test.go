@@ -195,7 +195,7 @@ func TestDiffSampleBytes(t *testing.T) {
 			continue
 		}
 		sampled++
-		assert.Contains(t, []string{"changed", "no_change_seen"}, r.Relation, r.Name)
+		assert.Contains(t, []string{"changed", "no_change_seen", "requant_identical_seen"}, r.Relation, r.Name)
 		assert.NotNil(t, r.SampledElems, r.Name)
 		assert.Len(t, r.CI, 2, r.Name)
 	}
