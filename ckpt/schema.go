@@ -6,7 +6,9 @@ import "strconv"
 // print (the "schema_version" key at the top of each document and of
 // every JSON Lines summary record). It changes when a key is renamed or
 // removed or its meaning changes; adding a key does not change it.
-const SchemaVersion = 1
+// Version 2 changed the keys of diff's per-layer records and of its
+// sampled requant rows (docs/cli.md, diff).
+const SchemaVersion = 2
 
 // Schema is the schema_version field of a JSON document. Its zero value
 // marshals as the current SchemaVersion, so a document built anywhere

@@ -15,9 +15,11 @@ type Options struct {
 	Mode Mode
 	// Match selects tensors by name (nil: all).
 	Match *ckpt.Matcher
-	// Sample, when > 0, compares a deterministic subset of that many
-	// tensors (drawn by a hash of Seed and the name; scale companions come
-	// with their weight and are not counted).
+	// Sample, when > 0, compares the data of a deterministic subset of
+	// that many tensors only (drawn by a hash of Seed and the name; scale
+	// companions come with their weight and are not counted). Keys, dtypes
+	// and shapes are still compared for every tensor: the others get their
+	// header relation (same_header when dtype and shape agree).
 	Sample int
 	Seed   uint64
 	// Workers is the number of tensor chunks processed at once (default
@@ -42,6 +44,10 @@ type Options struct {
 	// ByLayer fills Result.Layers, the per-layer picture.
 	ByLayer bool
 }
+
+// notInSample is the note of a common tensor whose data Options.Sample
+// left out.
+const notInSample = "data not compared (not in the sample of tensors)"
 
 // kind is how a pair of tensors is compared.
 type kind int
@@ -104,8 +110,12 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 	}
 	res := &Result{Base: base.Source, FT: ft.Source, Mode: mode, Tensors: []Tensor{}}
 	res.Config = DiffConfig(base.Config, ft.Config)
-	names, sampled := selectNames(base, ft, opt.Match, opt.Sample, opt.Seed)
-	res.Sampled = sampled
+	names := selectNames(base, ft, opt.Match)
+	var inSample map[string]bool // nil: compare the data of every tensor
+	if mode != ModeHeader {
+		inSample = sample(names, opt.Sample, opt.Seed)
+	}
+	res.Sampled, res.SampleTensors = inSample != nil, len(inSample)
 	res.Keys = Keys{OnlyInBase: []string{}, OnlyInFT: []string{}}
 	res.Tensors = make([]Tensor, len(names))
 	var plans []*plan
@@ -140,13 +150,17 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 			row.Relation, row.FTShape = ShapeChanged, shapeOf(f)
 			continue
 		}
-		switch mode {
-		case ModeHeader:
+		if mode == ModeHeader || inSample != nil && !inSample[name] {
 			row.Relation = SameHeader
 			if b.DType != f.DType {
 				row.Relation = DTypeChanged
 			}
+			if mode != ModeHeader {
+				row.Note = notInSample
+			}
 			continue
+		}
+		switch mode {
 		case ModeBytes:
 			if b.DType != f.DType {
 				row.Relation = DTypeChanged
@@ -170,7 +184,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 	}
 	switch {
 	case opt.SampleBytes > 0:
-		if err := compareSampled(ctx, base, ft, plans, opt, res); err != nil {
+		if err := compareSampled(ctx, base, ft, plans, inSample, opt, res); err != nil {
 			return nil, err
 		}
 	case len(plans) > 0:
@@ -183,20 +197,10 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 		res.BytesRead = e.bytesRead.Load()
 	}
-	groups := map[string]*GroupSummary{}
-	for _, g := range ckpt.Groups() {
-		groups[g] = &GroupSummary{Group: g}
-	}
 	for i := range res.Tensors {
-		t := &res.Tensors[i]
-		res.Summary.Add(t.Relation)
-		groups[t.Group].Add(t.Relation)
+		res.Summary.Add(res.Tensors[i].Relation)
 	}
-	for _, g := range ckpt.Groups() {
-		if groups[g].Total() > 0 {
-			res.Groups = append(res.Groups, *groups[g])
-		}
-	}
+	res.Groups = Groups(res.Tensors)
 	if opt.ByLayer {
 		res.Layers = ByLayer(res.Tensors)
 	}

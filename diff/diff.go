@@ -46,19 +46,25 @@ const (
 	ShapeChanged     Relation = "shape_changed"
 	OnlyInBase       Relation = "only_in_base"
 	OnlyInFT         Relation = "only_in_ft"
-	// SameHeader is used in header mode only, for tensors whose dtype and
-	// shape agree: without reading data it cannot tell identical from
-	// changed.
+	// SameHeader is used in header mode for tensors whose dtype and shape
+	// agree: without reading data it cannot tell identical from changed.
+	// In values and bytes mode it is the relation of the common tensors of one dtype and shape whose data Options.Sample left
+	// out.
 	SameHeader Relation = "same_header"
 	// NoChangeSeen is used for sampled tensors (Options.SampleBytes) only:
-	// no sampled element differs (for a block-FP8 / wider-float pair: every
-	// sampled block re-quantises exactly), which a sample cannot turn into
-	// identical.
+	// two sides of one dtype and no sampled element differs, which a sample
+	// cannot turn into identical.
 	NoChangeSeen Relation = "no_change_seen"
+	// RequantIdenticalSeen is used for sampled tensors (Options.SampleBytes)
+	// only: a block-FP8 / wider-float pair whose sampled blocks all
+	// re-quantise exactly, which a sample cannot turn into
+	// requant_identical.
+	RequantIdenticalSeen Relation = "requant_identical_seen"
 )
 
-// Relations lists the relations in report order.
-var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader, NoChangeSeen}
+// Relations lists the relations in report order. Every tensor row has
+// exactly one, so the counts of a Summary add up to its tensors.
+var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader, NoChangeSeen, RequantIdenticalSeen}
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null.
 type Float float64
@@ -85,7 +91,8 @@ type Tensor struct {
 	FTShape []int64 `json:"ft_shape,omitempty"`
 	Numel   int64   `json:"numel"`
 	// ChangedElems counts elements whose stored value differs (values
-	// mode). Across dtypes, elements whose decoded values differ.
+	// mode). Across dtypes (requant pairs included), elements whose decoded
+	// values differ. In a sampled row, of the SampledElems compared.
 	ChangedElems *int64 `json:"changed_elems,omitempty"`
 	MaxAbsDiff   *Float `json:"max_abs_diff,omitempty"`
 	RelL2        *Float `json:"rel_l2,omitempty"`
@@ -103,16 +110,17 @@ type Tensor struct {
 	ZeroSignCodes int64 `json:"zero_sign_codes,omitempty"`
 	// Sampled is set when only a sample of the tensor was compared
 	// (Options.SampleBytes): the statistics are over SampledElems elements
-	// and the relation is changed, no_change_seen or dtype_changed.
+	// and the relation is changed, no_change_seen, requant_identical_seen
+	// or dtype_changed.
 	Sampled      bool   `json:"sampled,omitempty"`
 	SampledElems *int64 `json:"sampled_elems,omitempty"`
 	// SampledRanges are the compared ranges [start, end) of flat element
 	// indices (of bytes, for dtypes narrower than a byte), the same on
 	// both sides.
 	SampledRanges [][2]int64 `json:"sampled_ranges,omitempty"`
-	// ChangedFraction is ChangedElems over the elements compared (set in
-	// sampled diffs; for a block-FP8 / wider-float pair,
-	// RequantMismatchElems over them), and ChangedFractionCI95 its 95 %
+	// ChangedFraction is ChangedElems over the elements compared
+	// (SampledElems, or Numel when read whole; set in sampled diffs), and
+	// ChangedFractionCI95 its 95 %
 	// Wilson score interval for a sampled tensor: the range of changed
 	// fractions of the whole tensor that the sample is consistent with,
 	// treating the sampled elements as independent draws (they are
@@ -122,7 +130,8 @@ type Tensor struct {
 	// Group is the summary group: text_layers, mtp, visual or other.
 	Group string `json:"group"`
 	// NonFinite counts NaN and Inf values of each side (values mode, only
-	// when either has some); Note says why statistics are NaN or Inf.
+	// when either has some); Note says why statistics are NaN or Inf, or
+	// that Options.Sample left the data out.
 	NonFinite *NonFiniteCounts `json:"nonfinite,omitempty"`
 	Note      string           `json:"note,omitempty"`
 }
@@ -136,10 +145,12 @@ type Summary struct {
 	ShapeChanged     int64 `json:"shape_changed"`
 	OnlyInBase       int64 `json:"only_in_base"`
 	OnlyInFT         int64 `json:"only_in_ft"`
-	// SameHeader is non-zero in header mode only.
+	// SameHeader is non-zero in header mode, and with Options.Sample.
 	SameHeader int64 `json:"same_header,omitempty"`
-	// NoChangeSeen is non-zero in sampled diffs only.
-	NoChangeSeen int64 `json:"no_change_seen,omitempty"`
+	// NoChangeSeen and RequantIdenticalSeen are non-zero in sampled diffs
+	// (Options.SampleBytes) only.
+	NoChangeSeen         int64 `json:"no_change_seen,omitempty"`
+	RequantIdenticalSeen int64 `json:"requant_identical_seen,omitempty"`
 }
 
 // Add counts one relation.
@@ -163,6 +174,8 @@ func (s *Summary) Add(r Relation) {
 		s.SameHeader++
 	case NoChangeSeen:
 		s.NoChangeSeen++
+	case RequantIdenticalSeen:
+		s.RequantIdenticalSeen++
 	}
 }
 
@@ -187,6 +200,8 @@ func (s Summary) Count(r Relation) int64 {
 		return s.SameHeader
 	case NoChangeSeen:
 		return s.NoChangeSeen
+	case RequantIdenticalSeen:
+		return s.RequantIdenticalSeen
 	}
 	return 0
 }
@@ -200,9 +215,10 @@ func (s Summary) Total() int64 {
 	return n
 }
 
-// Differs reports whether any tensor differs (anything but identical and,
-// in header mode, same_header; in a sampled diff, no_change_seen is no
-// difference found either).
+// Differs reports whether any tensor differs: anything but identical,
+// same_header (header mode, or data left out by Options.Sample) and
+// no_change_seen (no difference found in a sample). Like
+// requant_identical, requant_identical_seen is a difference (of dtype).
 func (s Summary) Differs() bool {
 	return s.Total()-s.Identical-s.SameHeader-s.NoChangeSeen > 0
 }
@@ -213,10 +229,11 @@ func group(name string) string {
 	return g
 }
 
-// GroupSummary counts relations within one group.
+// GroupSummary is the picture of one group (text_layers, mtp, visual,
+// other).
 type GroupSummary struct {
 	Group string `json:"group"`
-	Summary
+	Tally
 }
 
 // Keys is the key-set comparison.
@@ -248,9 +265,14 @@ type Result struct {
 	Config  []ConfigChange `json:"config"`
 	Tensors []Tensor       `json:"tensors"`
 	// Extras beyond the contract's fields.
-	Keys    Keys           `json:"keys"`
-	Groups  []GroupSummary `json:"groups"`
-	Sampled bool           `json:"sampled,omitempty"`
+	Keys   Keys           `json:"keys"`
+	Groups []GroupSummary `json:"groups"`
+	// Sampled is set when Options.Sample left tensors out: only the data
+	// of SampleTensors tensors (the drawn ones and their scale
+	// companions) was compared; every other tensor still has its relation
+	// from the headers (same_header when dtype and shape agree).
+	Sampled       bool `json:"sampled,omitempty"`
+	SampleTensors int  `json:"sample_tensors,omitempty"`
 	// BytesRead is the tensor data read from both sides (0 in header mode).
 	BytesRead int64 `json:"bytes_read"`
 	// Sample describes a sampled diff (Options.SampleBytes): what was read

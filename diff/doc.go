@@ -28,7 +28,12 @@
 // weights), which makes diffs over HTTP practical: the ranges of a batch
 // of tensors are coalesced and read concurrently with ckpt.ReadSpans,
 // then compared by the same engine from memory. A sampled tensor is
-// changed or no_change_seen, never identical, and reports the changed
-// fraction of its sample with a Wilson interval. ByLayer aggregates the
-// rows per decoder layer and for the mtp, visual and other groups.
+// changed, no_change_seen or requant_identical_seen, never identical, and
+// reports the changed fraction of its sample (changed_elems over
+// sampled_elems) with a Wilson interval. Options.Sample instead draws the
+// tensors whose data is read, the headers of all being compared.
+//
+// Groups and ByLayer tally the rows per group and per decoder layer (and
+// the mtp, visual and other groups): one count per relation, adding up to
+// the tensors, and the statistics of the changed tensors only (Tally).
 package diff

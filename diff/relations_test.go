@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -187,17 +188,43 @@ func roundAll(dt ckpt.DType, v []float32) []float32 {
 
 func refWithChanged(r refStats, n int64) refStats { r.changed = n; return r }
 
+// TestSample: Options.Sample draws the tensors whose data is compared,
+// deterministically, scale companions with their weight; every tensor
+// still has a row and its header relation.
 func TestSample(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
+	full, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+	require.NoError(t, err)
+	fullRows := rows(full)
 	run := func(n int, seed uint64) []string {
-		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeHeader, Sample: n, Seed: seed})
+		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Sample: n, Seed: seed})
 		require.NoError(t, err)
 		assert.True(t, res.Sampled)
+		require.Len(t, res.Tensors, len(full.Tensors), "every tensor has a row")
+		assert.Equal(t, full.Keys, res.Keys, "keys are compared in full")
 		var names []string
 		for _, r := range res.Tensors {
+			f := fullRows[r.Name]
+			if w, ok := cutScale(r.Name); ok && f.Relation == diff.OnlyInBase && slices.Contains(names, w) {
+				names = append(names, r.Name) // drawn with its weight
+				continue
+			}
+			if r.ChangedElems == nil { // data not compared
+				want := f.Relation
+				switch f.Relation {
+				case diff.Identical, diff.Changed:
+					want = diff.SameHeader
+				case diff.RequantIdentical:
+					want = diff.DTypeChanged
+				}
+				assert.Equal(t, want, r.Relation, r.Name)
+				continue
+			}
+			assert.Equal(t, f, r, "%s: compared as in the full diff", r.Name)
 			names = append(names, r.Name)
 		}
+		assert.Len(t, names, res.SampleTensors)
 		return names
 	}
 	a, b, c := run(10, 1), run(10, 1), run(10, 2)
@@ -215,6 +242,10 @@ func TestSample(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 10, weights)
+
+	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeHeader, Sample: 10})
+	require.NoError(t, err)
+	assert.False(t, res.Sampled, "header mode reads no data: nothing to sample")
 }
 
 func cutScale(n string) (string, bool) {

@@ -24,10 +24,15 @@ const defaultSampleReads = 8
 // ranges of every pair, then, batch by batch, reads the ranges of both
 // sides in one coalesced, concurrent ckpt.ReadSpans call and compares the
 // batch from memory with the engine, while the next batch is read.
-func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, opt Options, res *Result) error {
+// inSample (nil: every tensor) is the Options.Sample draw: the tensors
+// whose data the diff compares, those BytesTotal counts.
+func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool, opt Options, res *Result) error {
 	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, Seed: opt.SampleSeed}
 	res.Sample = info
 	for _, row := range res.Tensors {
+		if inSample != nil && !inSample[row.Name] {
+			continue
+		}
 		if t, ok := base.Lookup(row.Name); ok {
 			info.Base.BytesTotal += int64(t.NBytes())
 		}
@@ -219,9 +224,12 @@ func (m *memSrc) ReadAt(p []byte, off int64) (int, error) {
 
 // finishSample turns the engine's verdict on a sampled pair into an
 // honest one: no difference in a sample is no_change_seen, never
-// identical (nor requant_identical), and the row says how much was
-// compared, the changed fraction and its 95 % Wilson interval. Pairs read
-// whole keep their exact relation and get the changed fraction.
+// identical, and a requant pair whose sampled blocks re-quantise exactly
+// is requant_identical_seen, never requant_identical; the row says how
+// much was compared, the changed fraction (changed_elems over
+// sampled_elems: for a requant pair, the elements whose decoded values
+// differ) and its 95 % Wilson interval. Pairs read whole keep their exact
+// relation and get the changed fraction.
 func (p *plan) finishSample() {
 	row := p.row
 	if p.sample.whole {
@@ -234,8 +242,10 @@ func (p *plan) finishSample() {
 	row.Sampled = true
 	row.SampledRanges = p.sample.ranges
 	switch row.Relation {
-	case Identical, RequantIdentical:
+	case Identical:
 		row.Relation = NoChangeSeen
+	case RequantIdentical:
+		row.Relation = RequantIdenticalSeen
 	}
 	if !p.geom.countable || row.ChangedElems == nil {
 		return
@@ -243,10 +253,10 @@ func (p *plan) finishSample() {
 	n := p.sample.units(p.geom)
 	row.SampledElems = &n
 	k := *row.ChangedElems
-	if row.RequantMismatchElems != nil {
-		k = *row.RequantMismatchElems // what re-quantising fails to reproduce
+	f := Float(0)
+	if n > 0 {
+		f = Float(float64(k) / float64(n))
 	}
-	f := Float(float64(k) / float64(n))
 	lo, hi := Wilson(k, n)
 	row.ChangedFraction, row.ChangedFractionCI95 = &f, &[2]Float{Float(lo), Float(hi)}
 }

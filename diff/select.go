@@ -10,10 +10,10 @@ import (
 )
 
 // selectNames returns the union of both checkpoints' tensor names that m
-// matches, in natural order, reduced to a deterministic sample of n
-// tensors (plus the scale companions of sampled weights) when n > 0.
-func selectNames(base, ft *ckpt.Checkpoint, m *ckpt.Matcher, n int, seed uint64) (names []string, sampled bool) {
+// matches, in natural order.
+func selectNames(base, ft *ckpt.Checkpoint, m *ckpt.Matcher) []string {
 	seen := map[string]bool{}
+	var names []string
 	for _, c := range []*ckpt.Checkpoint{base, ft} {
 		for _, t := range c.Tensors {
 			if !seen[t.Name] && m.Match(t.Name) {
@@ -22,16 +22,22 @@ func selectNames(base, ft *ckpt.Checkpoint, m *ckpt.Matcher, n int, seed uint64)
 			}
 		}
 	}
-	if n > 0 && n < len(names) {
-		names, sampled = sample(names, seen, n, seed)
-	}
 	sort.Slice(names, func(i, j int) bool { return ckpt.NaturalLess(names[i], names[j]) })
-	return names, sampled
+	return names
 }
 
-// sample picks the n names with the smallest seeded hash, leaving scale
-// companions out of the draw and adding them back with their weight.
-func sample(names []string, present map[string]bool, n int, seed uint64) ([]string, bool) {
+// sample draws the tensors whose data a diff with Options.Sample = n
+// compares: the n names with the smallest seeded hash, leaving scale
+// companions out of the draw and adding them back with their weight. It
+// returns nil (every tensor) when n is 0 or covers every candidate.
+func sample(names []string, n int, seed uint64) map[string]bool {
+	if n <= 0 {
+		return nil
+	}
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		present[name] = true
+	}
 	type cand struct {
 		name string
 		h    uint64
@@ -49,7 +55,7 @@ func sample(names []string, present map[string]bool, n int, seed uint64) ([]stri
 		cands = append(cands, cand{name, h.Sum64()})
 	}
 	if n >= len(cands) {
-		return names, false
+		return nil
 	}
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].h != cands[j].h {
@@ -57,12 +63,12 @@ func sample(names []string, present map[string]bool, n int, seed uint64) ([]stri
 		}
 		return cands[i].name < cands[j].name
 	})
-	var out []string
+	out := map[string]bool{}
 	for _, c := range cands[:n] {
-		out = append(out, c.name)
+		out[c.name] = true
 		if s := ckpt.ScaleName(c.name); present[s] {
-			out = append(out, s)
+			out[s] = true
 		}
 	}
-	return out, true
+	return out
 }

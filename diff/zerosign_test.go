@@ -98,7 +98,7 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 	}
 
 	// The same over HTTP (the loopback hub), whole and sampled: a sample
-	// of a requant pair that re-quantises exactly is no_change_seen.
+	// of a requant pair that re-quantises exactly is requant_identical_seen.
 	dir := t.TempDir()
 	writeCkpt(t, filepath.Join(dir, "b"), fp8Tensors(t, "m.weight", numpy, scales), blk, nil)
 	writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{64, 64}, w)}, blk, nil)
@@ -123,7 +123,7 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 		row := rows(res)["m.weight"]
 		want := diff.RequantIdentical
 		if opt.SampleBytes > 0 {
-			want = diff.NoChangeSeen
+			want = diff.RequantIdenticalSeen
 			require.True(t, row.Sampled)
 		}
 		assert.Equal(t, want, row.Relation, "over HTTP, %+v", opt)

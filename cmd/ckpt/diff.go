@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -53,10 +54,16 @@ in float64. Data is streamed in chunks with bounded memory.
 bytes per side (block-FP8 weights: whole rows of scale blocks, at least one; their scales are
 read whole), all of it over HTTP Range for hf:// and https:// sources, coalesced and --workers
 requests at a time. Smaller tensors are read whole and classified exactly. A sampled tensor is
-changed when a sampled element differs, else no_change_seen (never identical); its row gives
-sampled_elems, the changed fraction with a 95 % Wilson interval and the statistics of the sample,
-and the summary says how many bytes of each side were read. --by layer aggregates per decoder
-layer, mtp, visual and other.
+changed when a sampled element differs, else no_change_seen (never identical), or, for a block-FP8
+/ wider-float pair whose sampled blocks re-quantise exactly, requant_identical_seen; its row gives
+sampled_elems, changed_elems of the sample, the changed fraction (changed_elems / sampled_elems)
+with a 95 % Wilson interval and the statistics of the sample, and the summary says how many bytes
+of each side were read. --by layer counts the relations per decoder layer, mtp, visual and other,
+like the per-group table (each count is of its relation only; they add up to tensors), with the
+changed-fraction range and mean rel_l2 of the changed tensors.
+
+--sample N reads the data of N tensors only (and their scale companions); keys, dtypes and shapes
+are compared for every tensor, the others being same_header when dtype and shape agree.
 
 Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
 		Example: `  ckpt diff ./base ./finetune
@@ -74,7 +81,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringVar(&o.Mode, "mode", "values", "header (keys, dtypes, shapes; no data), bytes (identity only), values (statistics)")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
-	f.IntVar(&o.Sample, "sample", 0, "compare a deterministic subset of N tensors (plus their scale companions)")
+	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
 	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes also the reads in flight (default 8)")
 	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of about SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
@@ -202,7 +209,7 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	}
 	mode := string(res.Mode)
 	if res.Sampled {
-		mode += fmt.Sprintf(" (sample of %d tensors)", len(res.Tensors))
+		mode += fmt.Sprintf(" (--sample: the data of %d of %d tensors; keys, dtypes and shapes of all)", res.SampleTensors, len(res.Tensors))
 	}
 	if s := res.Sample; s != nil {
 		mode += fmt.Sprintf(", sampled: %s per tensor and side (seed %d)", output.Bytes(s.BytesPerTensor), s.Seed)
@@ -246,6 +253,8 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 		verdict = "differences found"
 	case res.Summary.NoChangeSeen > 0:
 		verdict = "no differences found (a sample cannot prove identity)"
+	case res.Sampled && res.Summary.SameHeader > 0:
+		verdict = fmt.Sprintf("no differences found (the data of %d tensor(s) was not compared: --sample)", res.Summary.SameHeader)
 	}
 	line(0, "summary: %s; %s", strings.Join(parts, ", "), verdict)
 	if s := res.Sample; s != nil {
@@ -255,15 +264,22 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	return nil
 }
 
-// summaryRelations are the relations the per-group table and the summary
-// line count, for the diff's mode.
+// summaryRelations are the relations the per-group and per-layer tables
+// and the summary line count: those of the diff's mode, and any other
+// relation a tensor has, so that the counts of a row add up to its
+// tensors.
 func summaryRelations(res *diff.Result) []diff.Relation {
 	rels := []diff.Relation{diff.Identical, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT}
 	if res.Mode == diff.ModeHeader {
 		rels = append([]diff.Relation{diff.SameHeader}, rels[3:]...)
 	}
 	if res.Sample != nil {
-		rels = append([]diff.Relation{diff.Changed, diff.NoChangeSeen, diff.Identical}, rels[2:]...)
+		rels = append([]diff.Relation{diff.Changed, diff.NoChangeSeen, diff.Identical, diff.RequantIdentical, diff.RequantIdenticalSeen}, rels[3:]...)
+	}
+	for _, r := range diff.Relations {
+		if res.Summary.Count(r) > 0 && !slices.Contains(rels, r) {
+			rels = append(rels, r)
+		}
 	}
 	return rels
 }
@@ -277,7 +293,7 @@ func groupGrid(res *diff.Result) *output.Grid {
 		gg.Right[i+1], gg.Right[i+2] = true, true
 	}
 	for _, s := range res.Groups {
-		row := []string{s.Group, output.Int(s.Total())}
+		row := []string{s.Group, output.Int(s.Tensors)}
 		for _, r := range rels {
 			row = append(row, output.Int(s.Count(r)))
 		}
@@ -347,6 +363,9 @@ func printTensors(w io.Writer, format string, res *diff.Result, all bool) error 
 		if sampled {
 			what = "identical or no_change_seen"
 		}
+		if res.Sampled && res.Summary.SameHeader > 0 {
+			what += " or same_header (data not in the --sample)"
+		}
 		title += fmt.Sprintf(", %d %s not listed (--all lists them)", hidden, what)
 		if res.Mode == diff.ModeHeader {
 			title = fmt.Sprintf("tensors: %d listed, %d with the same dtype and shape not listed (--all lists them)", len(g.Rows), hidden)
@@ -386,10 +405,20 @@ func percent(f float64) string {
 	return strconv.FormatFloat(100*f, 'g', 3, 64)
 }
 
-// layerGrid is the per-layer table of --by layer.
+// layerGrid is the per-layer table of --by layer: the tensors per
+// relation, as in the per-group table, then the changed-fraction range
+// and the mean rel_l2 of the changed tensors (those counted in changed).
 func layerGrid(res *diff.Result) *output.Grid {
-	g := &output.Grid{Title: "by layer", Header: []string{"layer", "tensors", "changed", "no_change_seen", "identical", "changed %", "mean rel_l2"},
-		Right: map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true}}
+	rels := summaryRelations(res)
+	g := &output.Grid{Title: "by layer (changed % range and changed mean rel_l2: over the tensors counted in changed)",
+		Header: []string{"layer", "tensors"}, Right: map[int]bool{}}
+	for _, r := range rels {
+		g.Header = append(g.Header, string(r))
+	}
+	g.Header = append(g.Header, "changed % range", "changed mean rel_l2")
+	for i := 1; i < len(g.Header); i++ {
+		g.Right[i] = true
+	}
 	for _, l := range res.Layers {
 		frac := "-"
 		if r := l.ChangedFractionRange; r != nil {
@@ -398,8 +427,11 @@ func layerGrid(res *diff.Result) *output.Grid {
 				frac += "–" + percent(float64(r[1]))
 			}
 		}
-		g.Rows = append(g.Rows, []string{strings.TrimPrefix(l.Label(), "layer "), output.Int(l.Tensors), output.Int(l.Changed),
-			output.Int(l.NoChangeSeen), output.Int(l.Identical), frac, floatCell(l.MeanRelL2, 4)})
+		row := []string{strings.TrimPrefix(l.Label(), "layer "), output.Int(l.Tensors)}
+		for _, r := range rels {
+			row = append(row, output.Int(l.Count(r)))
+		}
+		g.Rows = append(g.Rows, append(row, frac, floatCell(l.ChangedMeanRelL2, 4)))
 	}
 	return g
 }
@@ -441,7 +473,7 @@ func tensorNote(t diff.Tensor) string {
 		note = "ft shape " + output.Shape(t.FTShape)
 	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdentical:
 		note = "re-quantises exactly"
-	case t.RequantMismatchElems != nil && t.Relation == diff.NoChangeSeen:
+	case t.RequantMismatchElems != nil && t.Relation == diff.RequantIdenticalSeen:
 		note = "the sample re-quantises exactly"
 	case t.RequantMismatchElems != nil:
 		note = fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))

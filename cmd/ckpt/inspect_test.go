@@ -126,7 +126,7 @@ func TestInspectNaturalSort(t *testing.T) {
 	var sum map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
 	assert.Equal(t, "summary", sum["type"])
-	assert.EqualValues(t, 1, sum["schema_version"])
+	assert.EqualValues(t, ckpt.SchemaVersion, sum["schema_version"])
 	assert.EqualValues(t, 8, sum["tensors"])
 	assert.Equal(t, []string{"a", "b.9", "b.10", "layers.1.w", "layers.2.w", "layers.02.x", "layers.10.w", "layers.100.w"}, got)
 }

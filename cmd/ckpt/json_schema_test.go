@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestJSONDocuments(t *testing.T) {
 	for _, args := range docs {
 		code, out, stderr := runApp(t, args...)
 		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
-		assert.True(t, strings.HasPrefix(out, "{\n  \"schema_version\": 1,\n"), "%v: schema_version is not the first key:\n%.200s", args, out)
+		assert.True(t, strings.HasPrefix(out, fmt.Sprintf("{\n  \"schema_version\": %d,\n", ckpt.SchemaVersion)), "%v: schema_version is not the first key:\n%.200s", args, out)
 		var doc any
 		require.NoError(t, json.Unmarshal([]byte(out), &doc), args)
 		for _, p := range nulls(doc, "") {
