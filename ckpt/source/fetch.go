@@ -338,17 +338,26 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 		switch {
 		case s.auth == "":
 			e.Hint = "the repository may be private or gated: set HF_TOKEN"
-		case s.tokenFrom == "":
-			e.Hint = "the token was not accepted for this repository"
 		default:
-			e.Hint = "the token from " + s.tokenFrom + " was not accepted for this repository"
+			e.Hint = s.tokenName() + " was not accepted for this repository"
 		}
-	case e.Code == "RepoNotFound":
+	case e.Code == "RepoNotFound" && s.auth == "":
 		e.Hint = "no such repository (or it is private: set HF_TOKEN)"
+	case e.Code == "RepoNotFound":
+		e.Hint = "no such repository (or " + s.tokenName() + " has no access to it)"
 	case e.Code == "RevisionNotFound":
 		e.Hint = "no such revision"
 	}
 	return e
+}
+
+// tokenName is "the token from WHERE", or "the token" when the store was
+// given a token without its origin.
+func (s *HTTPStore) tokenName() string {
+	if s.tokenFrom == "" {
+		return "the token"
+	}
+	return "the token from " + s.tokenFrom
 }
 
 // bodyError is the "error" string of a JSON error body, as the hub sends

@@ -131,6 +131,15 @@ func TestSourcesIndexFailureIsTheError(t *testing.T) {
 		})
 	}
 
+	// A missing repository with a token from a file names that file.
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte("hf_x\n"), 0o600))
+	hub0 := sourcetest.NewHub(model, "org/model")
+	defer hub0.Close()
+	code, _, errs := runSources(t, map[string]string{"HF_ENDPOINT": hub0.URL, "HF_TOKEN_PATH": tok}, quick, "inspect", "hf://org/other")
+	assert.Equal(t, 2, code, errs)
+	assert.Contains(t, errs, "404 Not Found (RepoNotFound): Repository not found; no such repository (or the token from the file HF_TOKEN_PATH ("+tok+") has no access to it)")
+
 	// 404 for the index: a single-file repository opens.
 	single := filepath.Join(t.TempDir(), "single")
 	require.NoError(t, os.MkdirAll(single, 0o755))
