@@ -335,10 +335,9 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 	e.Message = oneLine(e.Message)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
-		switch {
-		case s.auth == "":
+		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN"
-		default:
+		} else {
 			e.Hint = s.tokenName() + " was not accepted for this repository"
 		}
 	case e.Code == "RepoNotFound" && s.auth == "":
