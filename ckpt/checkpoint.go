@@ -279,6 +279,9 @@ func singleBesideIndex(c *Checkpoint, store Store, listed []string) (Finding, bo
 		return Finding{}, false // the index lists model.safetensors alone: both name the same file
 	}
 	what := fmt.Sprintf("the %d shards it lists", len(shards))
+	if len(shards) == 1 {
+		what = "the shard it lists, " + shards[0]
+	}
 	if slices.Contains(shards, SingleFile) {
 		what += fmt.Sprintf(", %s among them", SingleFile)
 	}
