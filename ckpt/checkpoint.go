@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -157,9 +158,10 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 // store's only .safetensors file).
 func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Checkpoint, error) {
 	c := &Checkpoint{Source: store.Location(entry), Store: store, byName: map[string]*Tensor{}}
+	var listed []string // the store's files when the entry was detected
 	if entry == "" {
 		var err error
-		entry, err = detectEntry(ctx, store)
+		entry, listed, err = detectEntry(ctx, store)
 		if err != nil {
 			return nil, withPartialDownloads(ctx, store, err)
 		}
@@ -185,6 +187,9 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		return nil, err
 	}
 	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
+	if is, ok := singleBesideIndex(c, store, listed); ok {
+		c.Issues = append(c.Issues, is)
+	}
 	for _, f := range c.Files {
 		if f.RealSize != f.Size {
 			c.Issues = append(c.Issues, sizeFinding(f))
@@ -253,22 +258,64 @@ func (b *sizedBlob) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-func detectEntry(ctx context.Context, store Store) (string, error) {
+// SingleFile is the conventional name of an unsharded checkpoint.
+const SingleFile = "model.safetensors"
+
+// singleBesideIndex is the index.single_file finding of a directory that
+// holds both an index and a model.safetensors the index does not consist
+// of: loaders disagree on which one is the checkpoint. transformers'
+// PreTrainedModel.from_pretrained looks for model.safetensors before the
+// index (src/transformers/modeling_utils.py@040ba146759afc625c77f49d04982bb54873995f);
+// vLLM globs *.safetensors and keeps the files the index's weight_map
+// names (vllm/model_executor/model_loader/default_loader.py@00b5ad0712629374e6352e2b31de0460be0fdf17,
+// _prepare_weights with filter_duplicate_safetensors_files). ckpt reads
+// the index, like vLLM.
+func singleBesideIndex(c *Checkpoint, store Store, listed []string) (Finding, bool) {
+	if c.Index == nil || !slices.Contains(listed, SingleFile) {
+		return Finding{}, false
+	}
+	shards := c.Index.Shards()
+	if len(shards) == 1 && shards[0] == SingleFile {
+		return Finding{}, false // the index lists model.safetensors alone: both name the same file
+	}
+	what := fmt.Sprintf("the %d shards it lists", len(shards))
+	if len(shards) == 1 {
+		what = "the shard it lists, " + shards[0]
+	}
+	if slices.Contains(shards, SingleFile) {
+		what += fmt.Sprintf(", %s among them", SingleFile)
+	}
+	return Finding{ID: "index.single_file", Status: Warn, Files: []string{IndexFile, SingleFile},
+		Message: fmt.Sprintf("%s holds both %s and %s: ckpt reads the index (%s); transformers' from_pretrained loads %s alone (it looks for it before the index), vLLM loads the shards the index lists; remove the stale one, or pass %s to read the single file",
+			store.Location(""), IndexFile, SingleFile, what, SingleFile, store.Location(SingleFile))}, true
+}
+
+// detectEntry finds the entry of a store (the index, else its only
+// .safetensors file) and returns the store's file names too (nil for a
+// store that cannot list).
+func detectEntry(ctx context.Context, store Store) (string, []string, error) {
 	names, err := store.List(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if names == nil { // store cannot list: try the index, then model.safetensors
-		if b, err := store.Open(ctx, IndexFile); err == nil {
+		b, err := store.Open(ctx, IndexFile)
+		if err == nil {
 			b.Close()
-			return IndexFile, nil
+			return IndexFile, nil, nil
 		}
-		return "model.safetensors", nil
+		if !isNotExist(err) {
+			// Only a missing index means "no index": a server error, a
+			// timeout or a refused token is that failure, not a reason to
+			// look for model.safetensors instead.
+			return "", nil, err
+		}
+		return SingleFile, nil, nil
 	}
 	var st []string
 	for _, n := range names {
 		if n == IndexFile {
-			return IndexFile, nil
+			return IndexFile, names, nil
 		}
 		if strings.HasSuffix(n, ".safetensors") {
 			st = append(st, n)
@@ -276,12 +323,12 @@ func detectEntry(ctx context.Context, store Store) (string, error) {
 	}
 	switch len(st) {
 	case 1:
-		return st[0], nil
+		return st[0], names, nil
 	case 0:
-		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
+		return "", names, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
 	default:
 		sort.Slice(st, func(i, j int) bool { return NaturalLess(st[i], st[j]) })
-		return "", &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(st), strings.Join(st, ", "), IndexFile)}
+		return "", names, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(st), strings.Join(st, ", "), IndexFile)}
 	}
 }
 
@@ -322,6 +369,9 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	data, err := readSmallFile(ctx, c.Store, entry, 256<<20)
 	if err != nil {
 		return err
+	}
+	if e := notAnIndex(data, c.Store.Location(entry)); e != nil {
+		return e
 	}
 	idx, err := ParseIndex(data, c.Store.Location(entry))
 	if err != nil {

@@ -76,6 +76,33 @@ func sniffKind(b []byte) (kind, hint string) {
 	return "", ""
 }
 
+// notAnIndex names what a .json entry is when it is not an index: a JSON
+// object without weight_map that looks like something known (a
+// config.json, a ckpt contract, a tokenizer file), any other JSON object
+// unless it is named like an index (*.index.json), or no JSON at all (an
+// HTML page, a Git LFS pointer...), in the words sniff uses for the same
+// bytes under another name. It returns nil for what may be an index: an
+// object with weight_map, an *.index.json without one, and broken JSON,
+// whose faults ParseIndex reports.
+func notAnIndex(data []byte, name string) *NotSafetensorsError {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) == nil && top != nil {
+		if _, ok := top["weight_map"]; ok {
+			return nil
+		}
+		if jsonLooksLike(data) == "" && strings.HasSuffix(name, ".index.json") {
+			return nil
+		}
+		kind, hint := sniffKind(data)
+		return &NotSafetensorsError{File: name, Kind: kind, Hint: hint}
+	}
+	kind, hint := sniffKind(data[:min(len(data), sniffBytes)])
+	if kind == "" || kind == "json" {
+		return nil
+	}
+	return &NotSafetensorsError{File: name, Kind: kind, Hint: hint}
+}
+
 // DescribeBytes names what the start of a file looks like when it is not
 // what was expected: "a Git LFS pointer", "an HTML page", "JSON text (it
 // looks like a config.json)"...; "" when nothing is recognised.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 )
 
 var (
@@ -36,7 +37,7 @@ func (e *HTTPError) Error() string {
 		s += ": " + e.Message
 	}
 	if e.Hint != "" {
-		s += "; " + e.Hint
+		s = strings.TrimSuffix(s, ".") + "; " + e.Hint
 	}
 	return s
 }

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -328,17 +329,62 @@ func parseUnsatisfied(v string) (int64, bool) {
 
 func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 	e := &HTTPError{URL: url, Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
+	if e.Message == "" {
+		e.Message = bodyError(resp.Body)
+	}
+	e.Message = oneLine(e.Message)
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN"
 		} else {
-			e.Hint = "the token in HF_TOKEN was not accepted for this repository"
+			e.Hint = s.tokenName() + " was not accepted for this repository"
 		}
-	case e.Code == "RepoNotFound":
+	case e.Code == "RepoNotFound" && s.auth == "":
 		e.Hint = "no such repository (or it is private: set HF_TOKEN)"
+	case e.Code == "RepoNotFound":
+		e.Hint = "no such repository (or " + s.tokenName() + " has no access to it)"
 	case e.Code == "RevisionNotFound":
 		e.Hint = "no such revision"
 	}
 	return e
+}
+
+// tokenName is "the token from WHERE", or "the token" when the store was
+// given a token without its origin.
+func (s *HTTPStore) tokenName() string {
+	if s.tokenFrom == "" {
+		return "the token"
+	}
+	return "the token from " + s.tokenFrom
+}
+
+// bodyError is the "error" string of a JSON error body, as the hub sends
+// with its 4xx responses ({"error": "Access to model ... is restricted"});
+// "" for any other body.
+func bodyError(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 8<<10))
+	var doc struct {
+		Error any `json:"error"`
+	}
+	if json.Unmarshal(b, &doc) != nil {
+		return ""
+	}
+	msg, _ := doc.Error.(string)
+	return msg
+}
+
+// oneLine makes a server's message safe to print on one line and caps
+// its length.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if r := []rune(s); len(r) > 500 {
+		s = string(r[:500]) + "…"
+	}
+	return s
 }

@@ -19,29 +19,45 @@ import (
 // defaulting to ~/.cache/huggingface), the file `huggingface-cli login`
 // writes. "" when there is none.
 func HubToken(getenv func(string) string) string {
+	t, _ := HubTokenFrom(getenv)
+	return t
+}
+
+// HubTokenFrom is HubToken with where the token came from, for messages:
+// "HF_TOKEN", "the file HF_TOKEN_PATH (PATH)", "the file $HF_HOME/token
+// (PATH)" or "the file ~/.cache/huggingface/token (PATH)"; "" when there
+// is no token.
+func HubTokenFrom(getenv func(string) string) (token, from string) {
 	if getenv == nil {
-		return ""
+		return "", ""
 	}
 	if t := strings.TrimSpace(getenv("HF_TOKEN")); t != "" {
-		return t
+		return t, "HF_TOKEN"
 	}
-	p := getenv("HF_TOKEN_PATH")
+	p, what := getenv("HF_TOKEN_PATH"), "HF_TOKEN_PATH"
 	if p == "" {
 		home := getenv("HF_HOME")
+		what = "$HF_HOME/token"
 		if home == "" {
 			h := getenv("HOME")
 			if h == "" {
-				return ""
+				return "", ""
 			}
 			home = filepath.Join(h, ".cache", "huggingface")
+			what = "~/.cache/huggingface/token"
 		}
 		p = filepath.Join(expandHome(home, getenv), "token")
 	}
-	b, err := os.ReadFile(expandHome(p, getenv))
+	p = expandHome(p, getenv)
+	b, err := os.ReadFile(p)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	return strings.TrimSpace(string(b))
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", ""
+	}
+	return t, fmt.Sprintf("the file %s (%s)", what, p)
 }
 
 // Offline reports HF_HUB_OFFLINE set to 1, true, yes or on (any case):

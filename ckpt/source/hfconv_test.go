@@ -39,6 +39,20 @@ func TestHubToken(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, source.HubToken(mapEnv(tc.env)), "%v", tc.env)
 	}
+	// HubTokenFrom names where the token came from.
+	for _, tc := range []struct {
+		env  map[string]string
+		from string
+	}{
+		{map[string]string{"HF_TOKEN": "env", "HF_TOKEN_PATH": tokPath}, "HF_TOKEN"},
+		{map[string]string{"HF_TOKEN_PATH": tokPath, "HF_HOME": filepath.Join(dir, "hfhome")}, "the file HF_TOKEN_PATH (" + tokPath + ")"},
+		{map[string]string{"HF_HOME": filepath.Join(dir, "hfhome")}, "the file $HF_HOME/token (" + filepath.Join(dir, "hfhome", "token") + ")"},
+		{map[string]string{"HOME": filepath.Join(dir, "home")}, "the file ~/.cache/huggingface/token (" + filepath.Join(dir, "home", ".cache", "huggingface", "token") + ")"},
+		{map[string]string{"HOME": filepath.Join(dir, "nobody")}, ""},
+	} {
+		_, from := source.HubTokenFrom(mapEnv(tc.env))
+		require.Equal(t, tc.from, from, "%v", tc.env)
+	}
 }
 
 // TestHubTokenFile: the hub opener sends the token `huggingface-cli login`

@@ -14,7 +14,8 @@ import (
 
 // HTTPStore is a ckpt.Store over a directory URL: file NAME is read from
 // BASE/NAME with HTTP Range requests. It cannot list (List returns nil), so
-// ckpt.OpenStore probes the index and then model.safetensors.
+// ckpt.OpenStore probes the index and, only if that is a 404,
+// model.safetensors.
 type HTTPStore struct {
 	ctx      context.Context
 	base     *url.URL // ends in "/"
@@ -23,6 +24,10 @@ type HTTPStore struct {
 	sem      chan struct{}
 	requests atomic.Int64
 	received atomic.Int64
+
+	// tokenFrom says where the token came from ("HF_TOKEN", "the file
+	// HF_TOKEN_PATH (...)"), for the message of a refused request.
+	tokenFrom string
 
 	mu    sync.Mutex
 	small map[string]*httpBlob // files that fit in their prefix, by name
@@ -34,6 +39,12 @@ type HTTPStore struct {
 // including reads of its blobs (io.ReaderAt takes no context): cancel it to
 // abort them.
 func NewHTTPStore(ctx context.Context, base string, token string, opt Options) (*HTTPStore, error) {
+	return newHTTPStore(ctx, base, token, "", opt)
+}
+
+// newHTTPStore is NewHTTPStore with where the token came from (see
+// HubTokenFrom), which a refused request names.
+func newHTTPStore(ctx context.Context, base, token, tokenFrom string, opt Options) (*HTTPStore, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("source URL %s: %w", ckpt.Quote(base), err)
@@ -50,7 +61,7 @@ func NewHTTPStore(ctx context.Context, base string, token string, opt Options) (
 	opt = opt.withDefaults()
 	s := &HTTPStore{ctx: ctx, base: u, opt: opt, sem: make(chan struct{}, opt.MaxConcurrent), small: map[string]*httpBlob{}}
 	if token != "" {
-		s.auth = "Bearer " + token
+		s.auth, s.tokenFrom = "Bearer "+token, tokenFrom
 	}
 	return s, nil
 }

@@ -79,7 +79,8 @@ func HubOpener(opt Options) ckpt.SourceOpener {
 		if Offline(opt.Getenv) {
 			return nil, "", true, &OfflineError{Source: src, Repo: &repo}
 		}
-		s, err := NewHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), HubToken(opt.Getenv), opt)
+		token, from := HubTokenFrom(opt.Getenv)
+		s, err := newHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), token, from, opt)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
@@ -109,11 +110,11 @@ func URLOpener(opt Options) ckpt.SourceOpener {
 		}
 		base := *u
 		base.Path, base.RawPath = dir, ""
-		token := ""
+		token, from := "", ""
 		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && strings.EqualFold(ep.Host, u.Host) && ep.Scheme == u.Scheme {
-			token = HubToken(opt.Getenv)
+			token, from = HubTokenFrom(opt.Getenv)
 		}
-		s, err := NewHTTPStore(ctx, base.String(), token, opt)
+		s, err := newHTTPStore(ctx, base.String(), token, from, opt)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}

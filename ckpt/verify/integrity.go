@@ -48,7 +48,7 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 				known = known || x.id == is.ID
 			}
 			if !known {
-				out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors})
+				out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors, Files: is.Files})
 			}
 		}
 		out = append(out, totalSizeCheck(c))

@@ -165,6 +165,18 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 	return ckpt.Open(ctx, src, opt, a.Openers...)
 }
 
+// warnIssues prints the warnings the library recorded while opening c
+// (the Issues that do not fail, such as index.single_file), for the
+// commands whose report has no place for them (inspect, verify and
+// contract report every issue themselves).
+func (a *App) warnIssues(c *ckpt.Checkpoint) {
+	for _, is := range c.Issues {
+		if is.Status == ckpt.Warn {
+			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
+		}
+	}
+}
+
 // markStdout wraps w in a stdoutWriter once.
 func markStdout(w io.Writer) io.Writer {
 	if _, ok := w.(stdoutWriter); ok || w == nil {

@@ -121,6 +121,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return err
 	}
 	defer c.Close()
+	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache build", prog)
 	if err != nil {

@@ -142,6 +142,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 			unknownErr = err
 		}
 		defer c.Close()
+		a.warnIssues(c)
 		cks[i] = c
 	}
 	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Base+" or "+o.FT, cks[0].Names(), cks[1].Names()); err != nil {

@@ -99,6 +99,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 		return err
 	}
 	defer c.Close()
+	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
 		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog, AllowNonFinite: o.AllowNonFinite})

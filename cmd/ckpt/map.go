@@ -117,6 +117,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return err
 	}
 	defer c.Close()
+	a.warnIssues(c)
 	if o.AgainstCache != "" {
 		if pe != nil {
 			printProblems(a.Out, pe.Problems)

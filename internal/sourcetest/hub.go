@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,12 +37,19 @@ const (
 	IgnoreRange           // 200 with the whole file
 	Hang                  // never answer (until the client gives up)
 	HangBody              // send headers and part of the body, then stall
+	Reject                // answer Fault.Status with the hub's error headers and Fault.Body
 )
 
 // Fault is what Hub.Inject returns for a request.
 type Fault struct {
 	Kind       FaultKind
 	RetryAfter string // for TooMany / Status503
+	// For Reject: the status, the hub's X-Error-Code and X-Error-Message
+	// (each sent when not empty) and the body (such as the hub's JSON
+	// {"error": "..."}).
+	Status                  int
+	ErrorCode, ErrorMessage string
+	Body                    string
 }
 
 // Hub is a fake hub serving the files of Dir as
@@ -285,6 +293,19 @@ func (h *Hub) serve(w http.ResponseWriter, r *http.Request, c served, f Fault) {
 	switch f.Kind {
 	case Status500:
 		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	case Reject:
+		if f.ErrorCode != "" {
+			w.Header().Set("X-Error-Code", f.ErrorCode)
+		}
+		if f.ErrorMessage != "" {
+			w.Header().Set("X-Error-Message", f.ErrorMessage)
+		}
+		if strings.HasPrefix(f.Body, "{") {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(f.Status)
+		io.WriteString(w, f.Body)
 		return
 	case Status503, TooMany:
 		if f.RetryAfter != "" {
