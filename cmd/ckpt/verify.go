@@ -67,7 +67,7 @@ accepts an intended change at PATH or under it.`,
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
-	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_theta); repeatable")
+	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
 	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
 	return cmd
