@@ -102,18 +102,12 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 	if !anyMatch(m, all) {
 		e := newErr()
 		for i, p := range match {
-			for _, cand := range candidates(p, all) {
+			e.Suggest = append(e.Suggest, suggest(p, all, func(cand string) bool {
 				alt := append(append([]string(nil), match[:i]...), cand)
 				alt = append(alt, match[i+1:]...)
 				am, err := NewMatcher(alt, exclude)
-				if err != nil {
-					continue
-				}
-				if anyMatch(am, all) {
-					e.Suggest = append(e.Suggest, cand)
-					break // the simplest fix of this glob
-				}
-			}
+				return err == nil && anyMatch(am, all)
+			})...)
 		}
 		return e
 	}
@@ -128,12 +122,10 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 			}
 			e := newErr()
 			e.Flag, e.Glob = g.flag, p
-			for _, cand := range candidates(p, all) {
-				if cm, err := NewMatcher([]string{cand}, nil); err == nil && anyMatch(cm, all) {
-					e.Suggest = append(e.Suggest, cand)
-					break
-				}
-			}
+			e.Suggest = suggest(p, all, func(cand string) bool {
+				cm, err := NewMatcher([]string{cand}, nil)
+				return err == nil && anyMatch(cm, all)
+			})
 			return e
 		}
 	}
@@ -149,11 +141,15 @@ func anyMatch(m *Matcher, names []string) bool {
 	return false
 }
 
-// candidates are the corrections of glob p tried in order: globCandidates,
-// then p under a leading segment of the names present (`model.visual.**`
-// for `visual.**`).
-func candidates(p string, names []string) []string {
-	out := globCandidates(p)
+// suggest returns the corrections of glob p that work: the simplest of
+// globCandidates, else p under the leading segments of the names present
+// (`model.visual.**` for `visual.**`), at most three of them.
+func suggest(p string, names []string, works func(string) bool) []string {
+	for _, cand := range globCandidates(p) {
+		if works(cand) {
+			return []string{cand}
+		}
+	}
 	set := map[string]bool{}
 	for _, n := range names {
 		segs := strings.SplitN(n, ".", 3)
@@ -169,9 +165,12 @@ func candidates(p string, names []string) []string {
 		prefixes = append(prefixes, s)
 	}
 	sort.Strings(prefixes)
+	var out []string
 	for _, s := range prefixes {
-		if c := s + "." + p; !strings.HasPrefix(p, s+".") && !containsStr(out, c) {
-			out = append(out, c)
+		if c := s + "." + p; !strings.HasPrefix(p, s+".") && works(c) {
+			if out = append(out, c); len(out) == 3 {
+				break
+			}
 		}
 	}
 	return out
