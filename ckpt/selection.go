@@ -11,21 +11,36 @@ import (
 var ErrEmptySelection = errors.New("no tensor matches")
 
 // EmptySelectionError says that --match/--exclude globs select no tensor of
-// a checkpoint that has tensors. A silent empty result would pass a CI gate
+// a checkpoint that has tensors, or that one of them matches no tensor
+// name at all (Flag and Glob name it: a mistyped --exclude would silently
+// exclude nothing, a mistyped --match among others would silently select
+// less). A silent empty or unchanged result would pass a CI gate
 // ("0 differences"), so commands treat it as an error. It suggests globs
-// that do select tensors (e.g. `mtp.**` for `mtp.*`) and names the prefixes
-// the tensor names actually have.
+// that do match tensors (e.g. `mtp.**` for `mtp.*`, `model.visual.**` for
+// `visual.**`) and names the prefixes the tensor names actually have.
 type EmptySelectionError struct {
 	Match, Exclude []string
-	Source         string   // what was searched
-	Tensors        int      // how many names were searched
-	Suggest        []string // globs that select tensors
-	Prefixes       []string // the leading segments of the names present, as globs
+	// Flag ("--match" or "--exclude") and Glob name the one glob that
+	// matches no tensor name while the selection as a whole is not empty;
+	// both are "" when the selection is empty.
+	Flag, Glob string
+	Source     string   // what was searched
+	Tensors    int      // how many names were searched
+	Suggest    []string // globs that match tensors
+	Prefixes   []string // the leading segments of the names present, as globs
 }
 
 func (e *EmptySelectionError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "no tensor matches %s in %s (%d tensors)", describeSelection(e.Match, e.Exclude), e.Source, e.Tensors)
+	if e.Glob != "" {
+		what := "it selects nothing"
+		if e.Flag == "--exclude" {
+			what = "it excludes nothing"
+		}
+		fmt.Fprintf(&b, "no tensor matches %s %s in %s (%d tensors), so %s", e.Flag, Quote(e.Glob), e.Source, e.Tensors, what)
+	} else {
+		fmt.Fprintf(&b, "no tensor matches %s in %s (%d tensors)", describeSelection(e.Match, e.Exclude), e.Source, e.Tensors)
+	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
 		for i, s := range e.Suggest {
@@ -56,8 +71,10 @@ func describeSelection(match, exclude []string) string {
 
 // CheckSelection returns *EmptySelectionError when the globs (non-empty)
 // select none of the names of the given lists (together, e.g. both sides
-// of a diff), and nil when they select some, when there are no globs or
-// no names. Invalid globs return NewMatcher's error.
+// of a diff), or when any one --match or --exclude glob matches none of
+// those names at all (whatever the other globs select); nil when every
+// glob matches some name, when there are no globs or no names. Invalid
+// globs return NewMatcher's error.
 func CheckSelection(match, exclude []string, source string, names ...[]string) error {
 	if len(match) == 0 && len(exclude) == 0 {
 		return nil
@@ -79,32 +96,84 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 	if len(all) == 0 {
 		return nil
 	}
-	for _, n := range all {
-		if m.Match(n) {
-			return nil
-		}
+	newErr := func() *EmptySelectionError {
+		return &EmptySelectionError{Match: match, Exclude: exclude, Source: source, Tensors: len(all), Prefixes: namePrefixes(all, 8)}
 	}
-	e := &EmptySelectionError{Match: match, Exclude: exclude, Source: source, Tensors: len(all), Prefixes: namePrefixes(all, 8)}
-	for i, p := range match {
-		for _, cand := range globCandidates(p) {
-			alt := append(append([]string(nil), match[:i]...), cand)
-			alt = append(alt, match[i+1:]...)
-			am, err := NewMatcher(alt, exclude)
-			if err != nil {
+	if !anyMatch(m, all) {
+		e := newErr()
+		for i, p := range match {
+			e.Suggest = append(e.Suggest, suggest(p, all, func(cand string) bool {
+				alt := append(append([]string(nil), match[:i]...), cand)
+				alt = append(alt, match[i+1:]...)
+				am, err := NewMatcher(alt, exclude)
+				return err == nil && anyMatch(am, all)
+			})...)
+		}
+		return e
+	}
+	for _, g := range []struct {
+		flag  string
+		globs []string
+	}{{"--match", match}, {"--exclude", exclude}} {
+		for _, p := range g.globs {
+			one, _ := NewMatcher([]string{p}, nil) // compiled above
+			if anyMatch(one, all) {
 				continue
 			}
-			for _, n := range all {
-				if am.Match(n) {
-					e.Suggest = append(e.Suggest, cand)
-					break
-				}
-			}
-			if len(e.Suggest) > 0 {
-				break // the simplest fix of this glob
+			e := newErr()
+			e.Flag, e.Glob = g.flag, p
+			e.Suggest = suggest(p, all, func(cand string) bool {
+				cm, err := NewMatcher([]string{cand}, nil)
+				return err == nil && anyMatch(cm, all)
+			})
+			return e
+		}
+	}
+	return nil
+}
+
+func anyMatch(m *Matcher, names []string) bool {
+	for _, n := range names {
+		if m.Match(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns the corrections of glob p that work: the simplest of
+// globCandidates, else p under the leading segments of the names present
+// (`model.visual.**` for `visual.**`), at most three of them.
+func suggest(p string, names []string, works func(string) bool) []string {
+	for _, cand := range globCandidates(p) {
+		if works(cand) {
+			return []string{cand}
+		}
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		segs := strings.SplitN(n, ".", 3)
+		if len(segs) > 1 {
+			set[segs[0]] = true
+		}
+		if len(segs) > 2 {
+			set[segs[0]+"."+segs[1]] = true
+		}
+	}
+	prefixes := make([]string, 0, len(set))
+	for s := range set {
+		prefixes = append(prefixes, s)
+	}
+	sort.Strings(prefixes)
+	var out []string
+	for _, s := range prefixes {
+		if c := s + "." + p; !strings.HasPrefix(p, s+".") && works(c) {
+			if out = append(out, c); len(out) == 3 {
+				break
 			}
 		}
 	}
-	return e
+	return out
 }
 
 // globCandidates are corrections of a glob, simplest first: `*` widened to

@@ -245,15 +245,6 @@ type Keys struct {
 	OnlyInFT   []string `json:"only_in_ft"`
 }
 
-// ConfigChange is one differing config.json path. Base or FT is absent
-// (and Change says so) when the path exists on one side only.
-type ConfigChange struct {
-	Path   string `json:"path"`
-	Base   any    `json:"base,omitempty"`
-	FT     any    `json:"ft,omitempty"`
-	Change string `json:"change"` // changed, only_in_base, only_in_ft
-}
-
 // Result is the whole comparison. Tensors are in natural name order.
 type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).

@@ -258,6 +258,8 @@ func TestSelectionErrors(t *testing.T) {
 	}{
 		{Options{Match: []string{"nothing.**"}}, "no tensor matches"},
 		{Options{Match: []string{"t.*"}, Exclude: []string{"**"}}, "no tensor matches"},
+		// an --exclude that matches no name would extract what it meant to leave out
+		{Options{Match: []string{"**"}, Exclude: []string{"F8_*"}}, `so it excludes nothing: did you mean 'scalar.F8_*' or 't.F8_*' or 'zero.F8_*'?`},
 		{Options{Match: []string{"["}}, "invalid --match glob"},
 		{Options{Match: []string{"**"}, DType: "int4"}, "invalid dtype"},
 		{Options{Match: []string{"**"}, MaxShardSize: -1}, "invalid max shard size"},

@@ -172,6 +172,11 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	}
 	p.chunk = max(p.chunk, minChunkBytes)
 
+	// Every glob must match some tensor: an --exclude that matches none
+	// would extract what it was meant to leave out.
+	if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source, c.Names()); err != nil {
+		return nil, err
+	}
 	selected := map[string]bool{}
 	for _, t := range c.Tensors {
 		if m.Match(t.Name) {
@@ -179,9 +184,6 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 		}
 	}
 	if len(selected) == 0 {
-		if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source, c.Names()); err != nil {
-			return nil, err
-		}
 		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
 	}
 	scaleOf := func(t *ckpt.Tensor) (*ckpt.Tensor, bool) {

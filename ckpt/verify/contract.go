@@ -13,8 +13,11 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// ContractVersion is the version of the contract JSON this package writes.
-const ContractVersion = 1
+// ContractVersion is the version of the contract JSON this package
+// writes. Version 2 records the whole config (Contract.Config); version 1
+// recorded a fixed list of architecture fields, and is still read
+// (Contract.ConfigRecorded).
+const ContractVersion = 2
 
 // Contract is the structural contract of a checkpoint: what a later
 // checkpoint (a fine-tune, a re-upload) must keep to be a drop-in
@@ -22,18 +25,18 @@ const ContractVersion = 1
 // hold a checkpoint against it with Compare.
 type Contract struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema  ckpt.Schema     `json:"schema_version"`
-	Version int             `json:"contract_version"`
-	Source  string          `json:"source"`
-	Config  []ConfigField   `json:"config"`
-	FP8     *Scheme         `json:"fp8"`
-	Tensors []ContractEntry `json:"tensors"`
-}
-
-// ConfigField is one architecture-relevant config value, by JSON path.
-type ConfigField struct {
-	Path  string `json:"path"`
-	Value any    `json:"value"`
+	Schema  ckpt.Schema `json:"schema_version"`
+	Version int         `json:"contract_version"`
+	Source  string      `json:"source"`
+	// Config is config.json without its bookkeeping keys (ConfigOf), as
+	// one JSON object ({} when the checkpoint has no config.json).
+	Config map[string]any `json:"config"`
+	// ConfigRecorded lists the config paths a version-1 contract recorded:
+	// only those were kept, so only those can be compared. Nil for a
+	// contract of this version, which records the whole config.
+	ConfigRecorded []string        `json:"-"`
+	FP8            *Scheme         `json:"fp8"`
+	Tensors        []ContractEntry `json:"tensors"`
 }
 
 // Scheme is the FP8 scheme: the quantization_config parameters, the scale
@@ -56,13 +59,48 @@ type ContractEntry struct {
 	XXH3  string  `json:"xxh3,omitempty"`
 }
 
-// textConfigKeys and visionConfigKeys are the config fields the contract
-// keeps (when present).
-var (
-	topConfigKeys    = []string{"model_type", "architectures", "tie_word_embeddings"}
-	textConfigKeys   = []string{"model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "layer_types", "full_attention_interval", "num_attention_heads", "num_key_value_heads", "head_dim", "attn_output_gate", "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "vocab_size", "mtp_num_hidden_layers", "tie_word_embeddings"}
-	visionConfigKeys = []string{"depth", "hidden_size", "intermediate_size", "num_heads", "in_channels", "patch_size", "temporal_patch_size", "spatial_merge_size", "num_position_embeddings", "out_hidden_size"}
-)
+// ConfigBookkeeping are the config keys a contract leaves out, at any
+// depth: they name where and with what the checkpoint was written, or
+// generation defaults, and change neither the computation nor the tensor
+// layout (the tensors' dtypes are in the contract itself). Every other key
+// is recorded. Changing this list changes ContractVersion.
+var ConfigBookkeeping = []string{
+	"_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset",
+	"transformers_version", "torch_dtype", "dtype",
+	"use_cache", "output_attentions", "output_hidden_states", "return_dict",
+	"max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_return_sequences",
+	"temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
+}
+
+// quantSelectionKeys are the quantization_config keys compared per
+// selected tensor (contract.fp8_not_convert, which follows --match and
+// --exclude) rather than as config values.
+var quantSelectionKeys = []string{"modules_to_not_convert", "ignored_layers"}
+
+// ConfigOf is the config a contract records: a copy of cfg.Raw without the
+// ConfigBookkeeping keys (at any depth) and without the
+// modules_to_not_convert / ignored_layers lists of quantization_config
+// (the contract's FP8 scheme holds them). Nil cfg gives {}.
+func ConfigOf(cfg *ckpt.Config) map[string]any {
+	if cfg == nil {
+		return map[string]any{}
+	}
+	return filterConfig(cfg.Raw, false)
+}
+
+func filterConfig(m map[string]any, inQuant bool) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if slices.Contains(ConfigBookkeeping, k) || inQuant && slices.Contains(quantSelectionKeys, k) {
+			continue
+		}
+		if o, ok := v.(map[string]any); ok {
+			v = filterConfig(o, k == "quantization_config")
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // ContractOf is the workflow of `ckpt contract`: the contract of c, with
 // the xxh3 of every tensor when opt.ReadData is set (read as Hashes does).
@@ -80,32 +118,7 @@ func ContractOf(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Contract
 // NewContract builds the contract of an opened checkpoint. hashes (tensor
 // name → xxh3, from Report.Hashes) may be nil.
 func NewContract(c *ckpt.Checkpoint, hashes map[string]string) *Contract {
-	k := &Contract{Version: ContractVersion, Source: c.Source, Config: []ConfigField{}, Tensors: []ContractEntry{}}
-	if cfg := c.Config; cfg != nil {
-		var paths []string
-		for _, key := range topConfigKeys {
-			paths = append(paths, key)
-		}
-		if tp := cfg.TextPath(); tp != "" {
-			for _, key := range textConfigKeys {
-				paths = append(paths, tp+key)
-			}
-		} else {
-			for _, key := range textConfigKeys {
-				if key != "model_type" && key != "tie_word_embeddings" {
-					paths = append(paths, key)
-				}
-			}
-		}
-		for _, key := range visionConfigKeys {
-			paths = append(paths, "vision_config."+key)
-		}
-		for _, p := range paths {
-			if v, ok := cfg.Get(p); ok {
-				k.Config = append(k.Config, ConfigField{Path: p, Value: v})
-			}
-		}
-	}
+	k := &Contract{Version: ContractVersion, Source: c.Source, Config: ConfigOf(c.Config), Tensors: []ContractEntry{}}
 	for _, t := range c.Tensors {
 		shape := t.Shape
 		if shape == nil {
@@ -146,25 +159,83 @@ func WriteContract(w io.Writer, k *Contract) error {
 	return enc.Encode(k)
 }
 
-// ReadContract reads a contract written by WriteContract.
+// legacyConfigField is one config value of a version-1 contract.
+type legacyConfigField struct {
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// ReadContract reads a contract written by WriteContract, of this version
+// or of version 1 (whose config is a list of {path, value}: it is read
+// into Config, and its paths into ConfigRecorded).
 func ReadContract(r io.Reader, name string) (*Contract, error) {
 	b, err := readContractBytes(r, name)
 	if err != nil {
 		return nil, err
 	}
+	var doc struct {
+		Contract
+		Config json.RawMessage `json:"config"`
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var k Contract
-	if err := dec.Decode(&k); err != nil {
+	if err := dec.Decode(&doc); err != nil {
 		return nil, fmt.Errorf("reading contract %s: %w", name, err)
 	}
-	if k.Version != ContractVersion {
-		return nil, fmt.Errorf("reading contract %s: contract_version is %d, this tool reads %d", name, k.Version, ContractVersion)
+	k := doc.Contract
+	decode := func(v any) error {
+		d := json.NewDecoder(bytes.NewReader(doc.Config))
+		d.UseNumber()
+		return d.Decode(v)
+	}
+	switch k.Version {
+	case ContractVersion:
+		if len(doc.Config) > 0 {
+			if err := decode(&k.Config); err != nil {
+				return nil, fmt.Errorf("reading contract %s: config: %w", name, err)
+			}
+		}
+	case 1:
+		var fields []legacyConfigField
+		if len(doc.Config) > 0 {
+			if err := decode(&fields); err != nil {
+				return nil, fmt.Errorf("reading contract %s: config: %w", name, err)
+			}
+		}
+		k.ConfigRecorded = []string{}
+		for _, f := range fields {
+			setConfigPath(&k.Config, f.Path, f.Value)
+			k.ConfigRecorded = append(k.ConfigRecorded, f.Path)
+		}
+	default:
+		return nil, fmt.Errorf("reading contract %s: contract_version is %d, this tool reads 1 to %d", name, k.Version, ContractVersion)
+	}
+	if k.Config == nil {
+		k.Config = map[string]any{}
 	}
 	if k.Tensors == nil {
 		return nil, fmt.Errorf("reading contract %s: no tensors list", name)
 	}
 	return &k, nil
+}
+
+// setConfigPath sets a dotted path of a version-1 contract (its keys hold
+// no dots) in a nested object.
+func setConfigPath(root *map[string]any, path string, v any) {
+	if *root == nil {
+		*root = map[string]any{}
+	}
+	m := *root
+	segs := strings.Split(path, ".")
+	for _, s := range segs[:len(segs)-1] {
+		next, ok := m[s].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[s] = next
+		}
+		m = next
+	}
+	m[segs[len(segs)-1]] = v
 }
 
 // GroupDiff summarises the comparison of one group of tensors.
@@ -193,6 +264,56 @@ type Comparison struct {
 	Checks   []Check     `json:"-"`
 	// HashesCompared is false when either side has no tensor hashes.
 	HashesCompared bool `json:"hashes_compared"`
+	// ConfigKeys is how many config keys were compared (ckpt.ConfigKeys of
+	// either side); ConfigChanges lists every difference among them.
+	ConfigKeys    int                `json:"config_keys_compared"`
+	ConfigChanges []ConfigDifference `json:"config_changes"`
+	// ConfigNotCompared lists the keys of the checkpoint's config that the
+	// contract does not record (a version-1 contract); [] otherwise.
+	ConfigNotCompared []string `json:"config_not_compared"`
+}
+
+// ConfigDifference is one config difference of a comparison: Base is the
+// contract's value, FT the checkpoint's. AllowedBy is the AllowConfig path
+// that accepts it, "" when it fails the comparison.
+type ConfigDifference struct {
+	ckpt.ConfigChange
+	AllowedBy string `json:"allowed_by,omitempty"`
+}
+
+// CompareOptions tune Compare.
+type CompareOptions struct {
+	// Match selects the tensors compared (nil: all).
+	Match *ckpt.Matcher
+	// AllowConfig lists config paths whose differences are intended: a
+	// difference at a path, or under it ("text_config.rope_parameters"
+	// covers its rope_theta, "text_config.layer_types" its elements),
+	// passes and is named as allowed. Each path must name a config key of
+	// the contract or of the checkpoint (else *UnknownConfigPathError).
+	AllowConfig []string
+}
+
+// UnknownConfigPathError says that an AllowConfig path names no config key
+// the comparison sees. Suggest lists key paths that end with it.
+type UnknownConfigPathError struct {
+	Path        string
+	Bookkeeping bool // a ConfigBookkeeping key: never recorded
+	Suggest     []string
+}
+
+func (e *UnknownConfigPathError) Error() string {
+	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
+	if e.Bookkeeping {
+		msg += " (a bookkeeping key, which contracts do not record)"
+	}
+	if len(e.Suggest) > 0 {
+		q := make([]string, len(e.Suggest))
+		for i, s := range e.Suggest {
+			q[i] = "'" + ckpt.EscapeName(s) + "'"
+		}
+		msg += ": did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
 }
 
 // Same reports whether no check of the comparison failed.
@@ -205,12 +326,18 @@ func (cmp *Comparison) Same() bool {
 	return true
 }
 
-// Compare holds cur against the contract want. Only tensors selected by m
-// (nil: all) are compared, and only the modules_to_not_convert entries
-// that m selects (as a module or as its .weight); the architecture config
-// and the FP8 scheme parameters are always compared.
-func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
+// Compare holds cur against the contract want. Only tensors selected by
+// opt.Match are compared, and only the modules_to_not_convert entries it
+// selects (as a module or as its .weight); the config (every key the
+// contract records) and the FP8 scheme parameters are always compared.
+// The only error is *UnknownConfigPathError.
+func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
+	m := opt.Match
 	cmp := &Comparison{Source: want.Source}
+	cfgChecks, err := compareConfig(cmp, want, cur, opt.AllowConfig)
+	if err != nil {
+		return nil, err
+	}
 	wantBy := map[string]*ContractEntry{}
 	curBy := map[string]*ContractEntry{}
 	var all []string
@@ -333,10 +460,10 @@ func Compare(want, cur *Contract, m *ckpt.Matcher) *Comparison {
 	default:
 		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: "every common tensor has the contract's content (xxh3)"})
 	}
-	out = append(out, compareConfig(want, cur)...)
+	out = append(out, cfgChecks...)
 	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
 	cmp.Checks = out
-	return cmp
+	return cmp, nil
 }
 
 func hasHashes(k *Contract) bool {
@@ -359,37 +486,141 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-func compareConfig(want, cur *Contract) []Check {
-	wv := map[string]string{}
-	cv := map[string]string{}
-	var paths []string
-	for _, f := range want.Config {
-		wv[f.Path] = jsonString(f.Value)
-		paths = append(paths, f.Path)
+// compareConfig compares the config cur has with the one want records
+// (ckpt.CompareConfig), fills cmp's config fields and returns the
+// contract.config findings: one per difference (fail, or pass when allowed),
+// a pass line counting the keys compared when none fails, and for a
+// version-1 contract a warning naming the keys it could not compare.
+func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Check, error) {
+	curKeys := ckpt.ConfigKeys(cur.Config)
+	wantKeys := ckpt.ConfigKeys(want.Config)
+	if err := checkAllowPaths(allow, wantKeys, curKeys); err != nil {
+		return nil, err
 	}
-	for _, f := range cur.Config {
-		cv[f.Path] = jsonString(f.Value)
-		if _, ok := wv[f.Path]; !ok {
-			paths = append(paths, f.Path)
+	now := cur.Config
+	cmp.ConfigNotCompared = []string{}
+	if want.ConfigRecorded != nil {
+		now = map[string]any{}
+		recorded := map[string]bool{}
+		for _, p := range want.ConfigRecorded {
+			recorded[p] = true
+			if v, ok := (&ckpt.Config{Raw: cur.Config}).Get(p); ok {
+				setConfigPath(&now, p, v)
+			}
+		}
+		for _, p := range curKeys {
+			if !recorded[p] {
+				cmp.ConfigNotCompared = append(cmp.ConfigNotCompared, p)
+			}
 		}
 	}
+	keys := map[string]bool{}
+	for _, p := range wantKeys {
+		keys[p] = true
+	}
+	for _, p := range ckpt.ConfigKeys(now) {
+		keys[p] = true
+	}
+	cmp.ConfigKeys = len(keys)
+	cmp.ConfigChanges = []ConfigDifference{}
 	var out []Check
-	for _, p := range paths {
-		w, inW := wv[p]
-		c, inC := cv[p]
-		switch {
-		case !inC:
-			out = append(out, Check{ID: "contract.config", Status: Fail, Message: fmt.Sprintf("config %s: %s in the contract, absent now", p, w)})
-		case !inW:
-			out = append(out, Check{ID: "contract.config", Status: Fail, Message: fmt.Sprintf("config %s: absent in the contract, %s now", p, c)})
-		case w != c:
-			out = append(out, Check{ID: "contract.config", Status: Fail, Message: fmt.Sprintf("config %s: %s in the contract, %s now", p, w, c)})
+	var allowed []string
+	failed := false
+	for _, ch := range ckpt.CompareConfig(want.Config, now) {
+		d := ConfigDifference{ConfigChange: ch, AllowedBy: allowedBy(ch.Path, allow)}
+		cmp.ConfigChanges = append(cmp.ConfigChanges, d)
+		msg := "config " + ckpt.EscapeName(ch.Path) + ": "
+		switch ch.Change {
+		case ckpt.ConfigOnlyInBase:
+			msg += configValue(ch.Base) + " in the contract, absent now"
+		case ckpt.ConfigOnlyInFT:
+			msg += "absent in the contract, " + configValue(ch.FT) + " now"
+		default:
+			msg += configValue(ch.Base) + " in the contract, " + configValue(ch.FT) + " now"
+		}
+		if d.AllowedBy != "" {
+			allowed = append(allowed, ch.Path)
+			out = append(out, Check{ID: "contract.config", Status: Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
+			continue
+		}
+		failed = true
+		out = append(out, Check{ID: "contract.config", Status: Fail, Message: msg})
+	}
+	if !failed {
+		msg := fmt.Sprintf("config identical (%s compared)", plural(cmp.ConfigKeys, "key", "keys"))
+		if len(allowed) > 0 {
+			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)", plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
+		}
+		out = append(out, Check{ID: "contract.config", Status: Pass, Message: msg})
+	}
+	if want.ConfigRecorded != nil {
+		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config", want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
+		if n := len(cmp.ConfigNotCompared); n > 0 {
+			msg += fmt.Sprintf(": %s of the config now not compared: %s", plural(n, "key", "keys"), names(cmp.ConfigNotCompared, 8))
+		}
+		out = append(out, Check{ID: "contract.config", Status: Warn, Message: msg + " (write the contract again with this version of ckpt)"})
+	}
+	return out, nil
+}
+
+// allowedBy returns the first allow path that is path or one of its
+// parents (an object or an array), "" for none.
+func allowedBy(path string, allow []string) string {
+	for _, a := range allow {
+		if coversPath(a, path) {
+			return a
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, Check{ID: "contract.config", Status: Pass, Message: fmt.Sprintf("architecture config identical (%d fields)", len(paths))})
+	return ""
+}
+
+func coversPath(a, path string) bool {
+	return path == a || strings.HasPrefix(path, a+".") || strings.HasPrefix(path, a+"[")
+}
+
+// CheckAllowConfig returns *UnknownConfigPathError when an allow path
+// names no config key of the contract want nor of cur (ConfigOf the
+// checkpoint's config), as Compare does; callers run it before reading
+// tensor data, so that a mistyped path fails at once.
+func CheckAllowConfig(want *Contract, cur map[string]any, allow []string) error {
+	return checkAllowPaths(allow, ckpt.ConfigKeys(want.Config), ckpt.ConfigKeys(cur))
+}
+
+func checkAllowPaths(allow []string, keyLists ...[]string) error {
+	for _, a := range allow {
+		if err := checkAllowPath(a, keyLists...); err != nil {
+			return err
+		}
 	}
-	return out
+	return nil
+}
+
+func checkAllowPath(a string, keyLists ...[]string) error {
+	var suggest []string
+	for _, keys := range keyLists {
+		for _, p := range keys {
+			// a names a key, an object above keys, or an element of an array.
+			if coversPath(a, p) || coversPath(p, a) {
+				return nil
+			}
+			if strings.HasSuffix(p, "."+a) && !slices.Contains(suggest, p) {
+				suggest = append(suggest, p)
+			}
+		}
+	}
+	last := a[strings.LastIndexByte(a, '.')+1:]
+	sort.Strings(suggest)
+	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), Suggest: suggest}
+}
+
+// configValue renders a config value for a message: its JSON, shortened
+// past 120 characters (the JSON document has it whole).
+func configValue(v any) string {
+	s := jsonString(v)
+	if r := []rune(s); len(r) > 120 {
+		s = string(r[:117]) + "..."
+	}
+	return ckpt.EscapeName(s)
 }
 
 // SchemeString describes an FP8 scheme in one line.

@@ -11,6 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func compare(t *testing.T, want, cur *verify.Contract, m *ckpt.Matcher) *verify.Comparison {
+	t.Helper()
+	cmp, err := verify.Compare(want, cur, verify.CompareOptions{Match: m})
+	require.NoError(t, err)
+	return cmp
+}
+
 func contractOf(hash string, notConvert ...string) *verify.Contract {
 	return &verify.Contract{Version: verify.ContractVersion, Source: "x",
 		FP8: &verify.Scheme{Method: "fp8", ModulesToNotConvert: notConvert},
@@ -25,13 +32,13 @@ func contractOf(hash string, notConvert ...string) *verify.Contract {
 // identical (and says what changed); an added or removed key differs.
 func TestKeySetOutside(t *testing.T) {
 	t.Parallel()
-	cmp := verify.Compare(contractOf("a"), contractOf("b"), nil)
+	cmp := compare(t, contractOf("a"), contractOf("b"), nil)
 	require.Equal(t, "key set outside mtp.**: identical, 2 keys (1 of them changed dtype, shape or content)", cmp.KeySetOutside(ckpt.GroupMTP))
-	cmp = verify.Compare(contractOf("a"), contractOf("a"), nil)
+	cmp = compare(t, contractOf("a"), contractOf("a"), nil)
 	require.Equal(t, "key set outside mtp.**: identical, 2 keys", cmp.KeySetOutside(ckpt.GroupMTP))
 	cur := contractOf("a")
 	cur.Tensors = cur.Tensors[1:]
-	cmp = verify.Compare(contractOf("a"), cur, nil)
+	cmp = compare(t, contractOf("a"), cur, nil)
 	require.Equal(t, "key set outside mtp.**: differs: 0 added, 1 removed (see the groups above)", cmp.KeySetOutside(ckpt.GroupMTP))
 }
 
@@ -42,7 +49,7 @@ func TestNotConvertCountUnderMatch(t *testing.T) {
 	nc := []string{"lm_head", "mtp.fc", "model.visual.blocks.0.attn"}
 	m, err := ckpt.NewMatcher([]string{"mtp.**"}, nil)
 	require.NoError(t, err)
-	cmp := verify.Compare(contractOf("a", nc...), contractOf("a", nc...), m)
+	cmp := compare(t, contractOf("a", nc...), contractOf("a", nc...), m)
 	var msg string
 	for _, c := range cmp.Checks {
 		if c.ID == "contract.fp8_not_convert" {
@@ -50,7 +57,7 @@ func TestNotConvertCountUnderMatch(t *testing.T) {
 		}
 	}
 	require.Equal(t, "modules_to_not_convert identical (1 of 3 entries selected by --match/--exclude)", msg)
-	cmp = verify.Compare(contractOf("a", nc...), contractOf("a", nc...), nil)
+	cmp = compare(t, contractOf("a", nc...), contractOf("a", nc...), nil)
 	for _, c := range cmp.Checks {
 		if c.ID == "contract.fp8_not_convert" {
 			require.Equal(t, "modules_to_not_convert identical (3 entries)", c.Message)

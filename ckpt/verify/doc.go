@@ -53,7 +53,10 @@
 //
 // Compare adds contract.key_added, contract.key_removed, contract.dtype,
 // contract.shape, contract.hash, contract.config, contract.fp8_scheme and
-// contract.fp8_not_convert.
+// contract.fp8_not_convert. contract.config is one finding per config key
+// that differs (fail, or pass when CompareOptions.AllowConfig accepts it),
+// a pass line counting the keys compared when none fails, and a warning
+// for a version-1 contract, which did not record the whole config.
 //
 // A check that found nothing appears once with status pass; a check that
 // does not apply appears with status skip and says why.

@@ -22,11 +22,13 @@ func (a *App) newContractCmd() *cobra.Command {
 	o := &contractOptions{}
 	cmd := &cobra.Command{
 		Use:   "contract SRC",
-		Short: "Write the checkpoint's structural contract (keys, dtypes, shapes, FP8 scheme, architecture config; --read-data: xxh3 per tensor) as JSON",
+		Short: "Write the checkpoint's structural contract (keys, dtypes, shapes, FP8 scheme, config; --read-data: xxh3 per tensor) as JSON",
 		Long: `contract writes what a later checkpoint must keep to replace this one: every key with its
 dtype and shape, the FP8 scheme (method, fmt, block size, scale dtypes, modules_to_not_convert,
-which tensors are FP8), the architecture-relevant config fields, and with --read-data the xxh3
-of every tensor. Hold a checkpoint against it with: ckpt verify NEW --against FILE.`,
+which tensors are FP8), the whole config.json (nested configs included) but its bookkeeping keys
+(transformers_version, _name_or_path, torch_dtype/dtype, generation defaults), and with
+--read-data the xxh3 of every tensor. Hold a checkpoint against it with:
+ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).`,
 		Example: `  ckpt contract ./base --read-data -o base.contract.json
   ckpt verify ./finetune --against base.contract.json`,
 		Args: exactArgs(1),

@@ -29,6 +29,15 @@ func TestEmptySelectionExit2(t *testing.T) {
 		{"diff exclude all", []string{"diff", base, ft, "--exclude", "**"}, "no tensor matches --exclude"},
 		{"verify --against", []string{"verify", ft, "--against", contract, "--match", "nope"}, "model.language_model.**"},
 		{"extract", []string{"extract", base, "--match", "mtp.*", "--out", out}, "did you mean 'mtp.**'?"},
+		{"map", []string{"map", base, "--match", "mtp.*"}, "did you mean 'mtp.**'?"},
+		// an --exclude that matches no tensor name is an error too, on every
+		// command, even when the selection is not empty
+		{"inspect exclude", []string{"inspect", base, "--exclude", "visual.**"}, `--exclude "visual.**" in ` + base + ` (124 tensors), so it excludes nothing: did you mean 'model.visual.**'?`},
+		{"diff exclude", []string{"diff", base, ft, "--match", "**", "--exclude", "mtp.*", "--format", "json"}, `--exclude "mtp.*" in ` + base + " or " + ft + ` (124 tensors), so it excludes nothing: did you mean 'mtp.**'?`},
+		{"verify --against exclude", []string{"verify", ft, "--against", contract, "--exclude", "visual.**"}, "so it excludes nothing: did you mean 'model.visual.**'?"},
+		{"map exclude", []string{"map", base, "--match", "mtp.**", "--exclude", "mtp.layers.*"}, "so it excludes nothing: did you mean 'mtp.layers.**'?"},
+		{"extract exclude", []string{"extract", base, "--match", "**", "--exclude", "visual.**", "--out", out}, "so it excludes nothing: did you mean 'model.visual.**'?"},
+		{"extract second match", []string{"extract", base, "--match", "mtp.**", "--match", "lm_head", "--out", out}, `--match "lm_head" in ` + base + ` (124 tensors), so it selects nothing: did you mean 'lm_head.**'?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runApp(t, tc.args...)

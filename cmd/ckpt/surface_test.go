@@ -126,7 +126,7 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, runtime.Version(), doc["go"])
 	formats := doc["formats"].(map[string]any)
 	assert.Equal(t, "ckpt-tt-cache/1", formats["manifest"])
-	assert.EqualValues(t, 1, formats["contract"])
+	assert.EqualValues(t, 2, formats["contract"], "contract_version 2 records the whole config")
 	assert.Contains(t, formats["tensorbin"], "tensor.fbs@")
 	profs := doc["profiles"].([]any)
 	require.Len(t, profs, 2)

@@ -23,6 +23,8 @@ type verifyOptions struct {
 	Workers  int
 	Match    []string
 	Exclude  []string
+	// AllowConfig lists config paths whose change --against accepts.
+	AllowConfig []string
 	// OnlyFailed lists only the failing and warning findings; Strict
 	// makes warnings fail (exit 1).
 	OnlyFailed bool
@@ -42,10 +44,13 @@ tensors concerned. Exit 0 when no check fails (warnings allowed), 1 when one fai
 With --against FILE (written by "ckpt contract"), it also compares the checkpoint with
 that structural contract: added/removed keys, dtype and shape changes, config and
 FP8-scheme changes, content hashes (when both sides have them), with a summary per
-group (text layers, mtp, visual, other). Any difference exits 1.`,
+group (text layers, mtp, visual, other). Any difference exits 1. The config is compared
+key by key (every key but bookkeeping such as transformers_version); --allow-config PATH
+accepts an intended change at PATH or under it.`,
 		Example: `  ckpt verify ./Qwen3.5-27B-FP8
   ckpt verify ./model --read-data --format json
-  ckpt contract ./base -o base.contract.json && ckpt verify ./finetune --against base.contract.json`,
+  ckpt contract ./base -o base.contract.json && ckpt verify ./finetune --against base.contract.json
+  ckpt verify ./finetune --against base.contract.json --allow-config text_config.rope_parameters`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
@@ -62,6 +67,7 @@ group (text layers, mtp, visual, other). Any difference exits 1.`,
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
+	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
 	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
 	return cmd
@@ -98,6 +104,9 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if (len(o.Match) > 0 || len(o.Exclude) > 0) && o.Against == "" {
 		return usageError("--match and --exclude select tensors for --against; give --against FILE")
 	}
+	if len(o.AllowConfig) > 0 && o.Against == "" {
+		return usageError("--allow-config accepts config changes against a contract; give --against FILE")
+	}
 	var want *verify.Contract
 	if o.Against != "" {
 		f, err := os.Open(o.Against)
@@ -119,6 +128,9 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" or "+o.Against, c.Names(), want.Names()); err != nil {
 			return err
 		}
+		if err := verify.CheckAllowConfig(want, verify.ConfigOf(c.Config), o.AllowConfig); err != nil {
+			return err
+		}
 	}
 	opt := verify.Options{Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers}
 	var stop func()
@@ -137,7 +149,10 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 		return err
 	}
 	if want != nil {
-		cmp := verify.Compare(want, verify.NewContract(c, rep.Hashes), m)
+		cmp, err := verify.Compare(want, verify.NewContract(c, rep.Hashes), verify.CompareOptions{Match: m, AllowConfig: o.AllowConfig})
+		if err != nil {
+			return err
+		}
 		cmp.Contract = o.Against
 		rep.AddComparison(cmp)
 	}
