@@ -190,13 +190,13 @@ func emptyCompare(a, b string, na, nb int) error {
 	var which string
 	switch {
 	case na == 0 && nb == 0:
-		which = fmt.Sprintf("neither %s nor %s holds", a, b)
+		which = fmt.Sprintf("neither %s nor %s holds a %s file", a, b, mapping.FileExt)
 	case na == 0:
-		which = a + " holds"
+		which = fmt.Sprintf("%s holds no %s file", a, mapping.FileExt)
 	default:
-		which = b + " holds"
+		which = fmt.Sprintf("%s holds no %s file", b, mapping.FileExt)
 	}
-	return fmt.Errorf("%w: %s no %s file (pass the cache folders, <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>)", ErrNothingToCompare, which, mapping.FileExt)
+	return fmt.Errorf("%w: %s (pass cache folders, <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>, or cache roots)", ErrNothingToCompare, which)
 }
 
 func contains(sorted []string, p string) bool {
