@@ -108,15 +108,15 @@ type CheckOptions struct {
 // finding of Check, OK when there is none.
 type CheckResult struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema       ckpt.Schema    `json:"schema_version"`
-	Dir          string         `json:"dir"`
-	Source       string         `json:"source"`
-	OK           bool           `json:"ok"`
-	Profile      string         `json:"profile,omitempty"`
-	Mesh         string         `json:"mesh,omitempty"`
-	Files        int            `json:"files"`
-	Bytes        int64          `json:"bytes"`
-	MemAvailable int64          `json:"mem_available,omitempty"`
+	Schema       ckpt.Schema `json:"schema_version"`
+	Dir          string      `json:"dir"`
+	Source       string      `json:"source"`
+	OK           bool        `json:"ok"`
+	Profile      string      `json:"profile,omitempty"`
+	Mesh         string      `json:"mesh,omitempty"`
+	Files        int         `json:"files"`
+	Bytes        int64       `json:"bytes"`
+	MemAvailable int64       `json:"mem_available,omitempty"`
 	// Rehash: every source tensor was read and hashed (VerifyOptions.Rehash);
 	// otherwise sources whose cheap identity (file size, mtime, offset) is
 	// unchanged were trusted without reading them, and Rehashed counts the
