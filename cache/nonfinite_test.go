@@ -116,7 +116,7 @@ func TestBuildOverflowF32(t *testing.T) {
 	require.Equal(t, name, nf.Tensor)
 	require.EqualValues(t, 2, nf.Overflow)
 	require.Equal(t, ckpt.BF16, nf.Output)
-	require.Contains(t, err.Error(), `tensor "`+name+`" (F32) has 2 finite values of 128 that overflow to Inf when converted to BF16`)
+	require.Contains(t, err.Error(), `tensor "`+name+`" (F32): 2 of 128 values are finite but overflow to Inf when converted to BF16`)
 
 	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, AllowNonFinite: true})
 	require.NoError(t, err)

@@ -273,9 +273,9 @@ func NonFiniteNote(nf []NonFinite) string {
 		}
 		switch {
 		case c.Overflow > 0 && c.NaN+c.Inf == 0:
-			first += fmt.Sprintf("%s (%d finite values overflow to Inf when converted)", EscapeName(c.Tensor), c.Overflow)
+			first += fmt.Sprintf("%s (%d finite value(s) overflow to Inf when converted)", EscapeName(c.Tensor), c.Overflow)
 		case c.Overflow > 0:
-			first += fmt.Sprintf("%s (%d NaN, %d Inf, and %d finite values overflow to Inf when converted)", EscapeName(c.Tensor), c.NaN, c.Inf, c.Overflow)
+			first += fmt.Sprintf("%s (%d NaN, %d Inf, and %d finite value(s) overflow to Inf when converted)", EscapeName(c.Tensor), c.NaN, c.Inf, c.Overflow)
 		default:
 			first += fmt.Sprintf("%s (%d NaN, %d Inf)", EscapeName(c.Tensor), c.NaN, c.Inf)
 		}
