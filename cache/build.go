@@ -435,6 +435,9 @@ type srcState struct {
 	roundFirst bool
 	// codesOnly: every use is direct, so bands are not decoded at all.
 	codesOnly bool
+	// scan: the float32 values read may overflow the bf16 rounding
+	// (F32/F64 sources, nonfinite.go).
+	scan bool
 }
 
 // use is a contiguous run of a source's rows that lands in one shard of
@@ -643,6 +646,9 @@ func (b *builder) sources() ([]*srcState, error) {
 		for _, u := range st.uses {
 			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
 		}
+		if err := b.checkOverflow(st); err != nil {
+			return nil, err
+		}
 		if st.bitsPath() == ckpt.F8E4M3 {
 			st.codesOnly = true
 			for i := range st.uses {
@@ -773,6 +779,11 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	}
 	if !bd.checked { // NaN/Inf (nonfinite.go)
 		if err := b.guard.Check(st.t, w.raw); err != nil {
+			return err
+		}
+	}
+	if st.scan {
+		if err := b.scanOverflow(st, w, j.n); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -63,7 +62,12 @@ type Difference struct {
 	DiffUnits  int64    `json:"differing_units,omitempty"`
 	MaxAbsDiff *float64 `json:"max_abs_diff,omitempty"`
 	NonFinite  int64    `json:"non_finite,omitempty"`
-	Message    string   `json:"message"`
+	// PaddingUnits counts the differing tiles whose elements inside the
+	// matrix decode to the same values: they differ only in the padding
+	// TILE adds beyond the shape (MaxAbsDiff covers the other tiles, and
+	// is absent when every differing tile is one of these).
+	PaddingUnits int64  `json:"padding_only_units,omitempty"`
+	Message      string `json:"message"`
 }
 
 // CompareReport is the outcome of Compare or CheckPlan.
@@ -117,7 +121,8 @@ type CompareOptions struct {
 // maximum absolute difference. A file whose header cannot be read is a
 // DiffUnreadable difference; an error is returned only when a directory
 // cannot be listed or a file cannot be read after its header. Differences
-// are sorted by file.
+// are sorted by file. Symbolic links to folders and files are followed; a
+// side without any .tensorbin file is an error (ErrNothingToCompare).
 func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareReport, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
@@ -129,6 +134,9 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 	fb, err := tensorbinFiles(b)
 	if err != nil {
 		return nil, err
+	}
+	if len(fa) == 0 || len(fb) == 0 {
+		return nil, emptyCompare(a, b, len(fa), len(fb))
 	}
 	rep := &CompareReport{A: a, B: b, FilesA: len(fa), FilesB: len(fb), Diffs: []Difference{}}
 	var common []string
@@ -174,6 +182,23 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 	return rep, nil
 }
 
+// ErrNothingToCompare is returned (wrapped) by Compare when a side holds
+// no .tensorbin file: a comparison of nothing is not "identical".
+var ErrNothingToCompare = errors.New("nothing to compare")
+
+func emptyCompare(a, b string, na, nb int) error {
+	var which string
+	switch {
+	case na == 0 && nb == 0:
+		which = fmt.Sprintf("neither %s nor %s holds a %s file", a, b, mapping.FileExt)
+	case na == 0:
+		which = fmt.Sprintf("%s holds no %s file", a, mapping.FileExt)
+	default:
+		which = fmt.Sprintf("%s holds no %s file", b, mapping.FileExt)
+	}
+	return fmt.Errorf("%w: %s (pass cache folders, <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>, or cache roots)", ErrNothingToCompare, which)
+}
+
 func contains(sorted []string, p string) bool {
 	i := sort.SearchStrings(sorted, p)
 	return i < len(sorted) && sorted[i] == p
@@ -191,7 +216,8 @@ func sortDiffs(ds []Difference) {
 }
 
 // tensorbinFiles lists the .tensorbin files under dir (temporary files of
-// an interrupted build excepted) as sorted slash-separated relative paths.
+// an interrupted build excepted) as sorted slash-separated relative paths,
+// following symbolic links to folders and files (walkFollow).
 func tensorbinFiles(dir string) ([]string, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -201,11 +227,9 @@ func tensorbinFiles(dir string) ([]string, error) {
 		return nil, fmt.Errorf("reading cache directory %s: not a directory", dir)
 	}
 	var out []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), mapping.FileExt) || isTempName(d.Name()) {
+	err = walkFollow(dir, func(p string, isDir bool) error {
+		name := filepath.Base(p)
+		if isDir || !strings.HasSuffix(name, mapping.FileExt) || isTempName(name) {
 			return nil
 		}
 		out = append(out, rel(dir, p))
@@ -333,7 +357,7 @@ func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Hea
 				d = firstDifference(spec, ha.Shards[i], i, off+int64(u)+int64(firstByte(ba[u:e], bb[u:e])), (off+int64(u))/int64(unit))
 			}
 			d.DiffUnits++
-			acc.add(ba[u:e], bb[u:e])
+			acc.add(ba[u:e], bb[u:e], (off+int64(u))/int64(unit))
 		}
 	}
 	if d != nil {
@@ -383,15 +407,32 @@ type diffAcc struct {
 	max       float64
 	nonFinite int64
 	decoded   bool
+	// TILE geometry: each outer matrix is h×w, tiled perRow tiles wide and
+	// perMatrix tiles in all; padUnits counts tiles differing only in
+	// their padding.
+	h, w, perRow, perMatrix int64
+	padUnits                int64
 }
 
 func newDiffAcc(s *tensorbin.TensorSpec) *diffAcc {
-	return &diffAcc{dt: s.DType, layout: s.Layout}
+	a := &diffAcc{dt: s.DType, layout: s.Layout}
+	shape := make([]int, len(s.Shape))
+	for k, v := range s.Shape {
+		shape[k] = int(v)
+	}
+	_, h, w := tile.TileView(shape)
+	a.h, a.w = int64(h), int64(w)
+	a.perRow = int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
+	a.perMatrix = a.perRow * int64(tile.RoundUp(h, tile.TileDim)/tile.TileDim)
+	return a
 }
 
 // add decodes one differing unit of both sides (a TILE tile or a ROW_MAJOR
-// element) when the dtype is a float format.
-func (a *diffAcc) add(x, y []byte) {
+// element; unit is its index in the shard) when the dtype is a float
+// format. The padding of a TILE tile (elements beyond the h×w matrix) is
+// not a value: it is left out of the difference, and a tile whose values
+// are the same is counted in padUnits.
+func (a *diffAcc) add(x, y []byte, unit int64) {
 	switch {
 	case a.layout == tile.TILE && len(x) == a.dt.TileBytes():
 		switch a.dt {
@@ -405,8 +446,21 @@ func (a *diffAcc) add(x, y []byte) {
 		if tile.UnpackTiles(a.dt, a.va, x, tile.TileDim, tile.TileDim) != nil || tile.UnpackTiles(a.dt, a.vb, y, tile.TileDim, tile.TileDim) != nil {
 			return
 		}
+		// Rows and columns of the tile inside the matrix.
+		t, per := unit%max(a.perMatrix, 1), max(a.perRow, 1)
+		rows := min(a.h-t/per*tile.TileDim, tile.TileDim)
+		cols := min(a.w-t%per*tile.TileDim, tile.TileDim)
+		same, padDiff := true, false
 		for k := range a.va {
+			if int64(k/tile.TileDim) >= rows || int64(k%tile.TileDim) >= cols {
+				padDiff = padDiff || math.Float32bits(a.va[k]) != math.Float32bits(a.vb[k])
+				continue
+			}
+			same = same && (math.Float32bits(a.va[k]) == math.Float32bits(a.vb[k]) || (a.va[k] != a.va[k] && a.vb[k] != a.vb[k]))
 			a.pair(a.va[k], a.vb[k])
+		}
+		if same && padDiff {
+			a.padUnits++
 		}
 	case a.layout == tile.ROW_MAJOR && a.dt == tile.BFLOAT16 && len(x) == 2:
 		a.pair(ckpt.BF16ToF32(binary.LittleEndian.Uint16(x)), ckpt.BF16ToF32(binary.LittleEndian.Uint16(y)))
@@ -432,14 +486,22 @@ func (a *diffAcc) finish(d *Difference) {
 	if !a.decoded {
 		return
 	}
-	m := a.max
-	d.MaxAbsDiff = &m
-	d.NonFinite = a.nonFinite
 	unit := "tiles"
 	if a.layout == tile.ROW_MAJOR {
 		unit = "elements"
 	}
+	d.PaddingUnits = a.padUnits
+	if a.padUnits == d.DiffUnits {
+		d.Message += fmt.Sprintf("; %d differing %s, only in their padding (beyond the %dx%d matrix): every value decodes the same", d.DiffUnits, unit, a.h, a.w)
+		return
+	}
+	m := a.max
+	d.MaxAbsDiff = &m
+	d.NonFinite = a.nonFinite
 	d.Message += fmt.Sprintf("; %d differing %s, decoded max abs difference %g", d.DiffUnits, unit, m)
+	if a.padUnits > 0 {
+		d.Message += fmt.Sprintf(" (%d of them only in their padding)", a.padUnits)
+	}
 	if a.nonFinite > 0 {
 		d.Message += fmt.Sprintf(" (and %d NaN/Inf mismatches)", a.nonFinite)
 	}

@@ -49,7 +49,7 @@ func (s Selector) match(f Folder) bool {
 }
 
 // Folders lists the cache folders of a root (<device>/tensor_cache_*_mesh*
-// directories), sorted.
+// directories, or symbolic links to directories), sorted.
 func Folders(root string) ([]Folder, error) {
 	devs, err := os.ReadDir(root)
 	if err != nil {
@@ -57,21 +57,32 @@ func Folders(root string) ([]Folder, error) {
 	}
 	var out []Folder
 	for _, d := range devs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), ".") {
+		if !isDirFollow(root, d) || strings.HasPrefix(d.Name(), ".") {
 			continue
 		}
-		sub, err := os.ReadDir(filepath.Join(root, d.Name()))
+		dev := filepath.Join(root, d.Name())
+		sub, err := os.ReadDir(dev)
 		if err != nil {
 			continue
 		}
 		for _, s := range sub {
-			if s.IsDir() && folderRE.MatchString(s.Name()) {
+			if folderRE.MatchString(s.Name()) && isDirFollow(dev, s) {
 				out = append(out, Folder{Root: root, Dir: d.Name() + "/" + s.Name()})
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
 	return out, nil
+}
+
+// isDirFollow reports whether the entry d of dir is a directory or a
+// symbolic link to one.
+func isDirFollow(dir string, d os.DirEntry) bool {
+	if d.Type()&os.ModeSymlink == 0 {
+		return d.IsDir()
+	}
+	st, err := os.Stat(filepath.Join(dir, d.Name()))
+	return err == nil && st.IsDir()
 }
 
 // NoCacheError says a directory is neither a cache folder nor a cache root

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -65,4 +66,67 @@ func (b *builder) nonFinite(files []FileRecord) []ckpt.NonFinite {
 	}
 	sort.Slice(out, func(i, j int) bool { return ckpt.NaturalLess(out[i].Tensor, out[j].Tensor) })
 	return out
+}
+
+// Finite sources whose values the build makes non-finite count as
+// non-finite too (ckpt.FiniteGuard.Overflow): an FP8 code times a huge
+// block scale (the float32 product, rounded to bf16 first by the profile
+// rules that start with a rounding; a block-float tile of an Inf is Inf),
+// or an F32/F64 value beyond the bf16 range. The scales are tested here,
+// once per source (they are small); a weight with a scale that can
+// overflow is read once more to count the values that do. F32 and F64
+// sources, whose values only a scan can tell, are scanned band by band
+// (scanOverflow); no other source can overflow bf16.
+
+// overflowTarget is the dtype a source's values are rounded to before
+// they are tiled: bf16 when every target rounds first, else float32.
+func (st *srcState) overflowTarget() ckpt.DType {
+	if st.roundFirst {
+		return ckpt.BF16
+	}
+	return ckpt.F32
+}
+
+// checkOverflow tests the block scales of st (once its roundFirst is
+// known) and marks F32/F64 sources for scanOverflow.
+func (b *builder) checkOverflow(st *srcState) error {
+	dt := st.overflowTarget()
+	v := st.v
+	if !v.Dequantized() {
+		st.scan = ckpt.MayOverflow(v.T.DType, dt)
+		return nil
+	}
+	n, first := v.OverflowingScales(dt)
+	if n == 0 {
+		return nil
+	}
+	over, err := v.CountOverflow(dt)
+	if err != nil {
+		return err
+	}
+	return b.guard.Overflow(v.T, dt, over, ckpt.ScaleOverflowWhy(v.Scale.Name, n, first, dt))
+}
+
+// scanOverflow counts the values of a float32 band (rows values each)
+// that overflow st's target; without AllowNonFinite the first band with
+// any fails the build, counted over the whole tensor.
+func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
+	dt := st.overflowTarget()
+	bad := ckpt.CountNotFinite(dt, w.f32[:rows*st.v.Cols])
+	if bad == 0 {
+		return nil
+	}
+	nan, inf := ckpt.CountNonFinite(st.t.DType, w.raw)
+	if bad -= nan + inf; bad == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("%s holds at most %.5g", dt, ckpt.MaxFinite(dt))
+	if !b.guard.Allow {
+		all, err := st.v.CountOverflow(dt)
+		if err != nil {
+			return err
+		}
+		bad = all
+	}
+	return b.guard.Overflow(st.t, dt, bad, why)
 }

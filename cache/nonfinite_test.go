@@ -63,3 +63,62 @@ func TestBuildNonFinite(t *testing.T) {
 		})
 	}
 }
+
+// asSingleFile rewrites the checkpoint at src as one file in dst with
+// tensor name stored as F32 holding vals (the fixture has no F32 tensor).
+func asSingleFile(t *testing.T, src, dst, name string, vals []float32) {
+	t.Helper()
+	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	var ts []ckpt.MemTensor
+	for _, tn := range c.Tensors {
+		data := make([]byte, tn.NBytes())
+		_, err := tn.ReadAt(data, 0)
+		require.NoError(t, err)
+		spec := ckpt.WriteSpec{Name: tn.Name, DType: tn.DType, Shape: tn.Shape}
+		if tn.Name == name {
+			require.Len(t, vals, int(tn.Numel()))
+			spec.DType, data = ckpt.F32, make([]byte, 4*len(vals))
+			require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, vals, data))
+		}
+		ts = append(ts, ckpt.MemTensor{WriteSpec: spec, Data: data})
+	}
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	require.NoError(t, ckpt.WriteFile(filepath.Join(dst, "model.safetensors"), ts, nil))
+	cfg, err := os.ReadFile(filepath.Join(src, "config.json"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dst, "config.json"), cfg, 0o644))
+}
+
+// TestBuildOverflowF32: finite F32 values beyond the bf16 range (the
+// targets round to bf16 first) fail the build with the exact count (the
+// source is scanned band by band); with AllowNonFinite they are recorded
+// as overflow.
+func TestBuildOverflowF32(t *testing.T) {
+	t.Parallel()
+	const name = "model.language_model.layers.0.input_layernorm.weight"
+	base := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, ckpttest.Write(base, ckpttest.Small()))
+	vals := make([]float32, 128)
+	for i := range vals {
+		vals[i] = 1
+	}
+	vals[3], vals[77] = 3.4e38, -3.4e38 // finite in F32, Inf in bf16
+	vals[100] = 3.38e38                 // rounds to the largest bf16: finite
+	src := filepath.Join(t.TempDir(), "src")
+	asSingleFile(t, base, src, name, vals)
+	c, plan := openPlan(t, src)
+	out := filepath.Join(t.TempDir(), "cache")
+	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, BandBytes: 4096})
+	var nf *ckpt.NonFiniteError
+	require.ErrorAs(t, err, &nf)
+	require.Equal(t, name, nf.Tensor)
+	require.EqualValues(t, 2, nf.Overflow)
+	require.Equal(t, ckpt.BF16, nf.Output)
+	require.Contains(t, err.Error(), `tensor "`+name+`" (F32): 2 of 128 values are finite but overflow to Inf when converted to BF16`)
+
+	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, AllowNonFinite: true})
+	require.NoError(t, err)
+	require.Equal(t, []ckpt.NonFinite{{Tensor: name, Overflow: 2}}, res.NonFinite)
+}

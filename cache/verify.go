@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -149,12 +148,10 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	if h, ok := LockHolder(dir); ok {
 		add(fail(FindingManifest, plan.CacheDir+"/"+LockName, fmt.Sprintf("a build is changing the cache now (%s)", h)))
 	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != dir && isTempName(d.Name()) {
+	err := walkFollow(dir, func(p string, isDir bool) error {
+		name := filepath.Base(p)
+		if isDir {
+			if isTempName(name) {
 				add(fail(FindingExtra, rel(root, p), "leftover directory of an interrupted unpack"))
 				return filepath.SkipDir
 			}
@@ -165,7 +162,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		case p == filepath.Join(dir, ManifestName) || p == filepath.Join(dir, LockName) || planned[r]:
 		case p == filepath.Join(dir, JournalName):
 			add(fail(FindingExtra, r, "build journal: a build was interrupted; run cache build again"))
-		case isTempName(d.Name()):
+		case isTempName(name):
 			add(fail(FindingExtra, r, "temporary file of an interrupted build"))
 		case recs[r].Path == "":
 			add(fail(FindingExtra, r, "not part of the plan nor the manifest"))

@@ -108,16 +108,34 @@ type CheckOptions struct {
 // finding of Check, OK when there is none.
 type CheckResult struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema       ckpt.Schema    `json:"schema_version"`
-	Dir          string         `json:"dir"`
-	Source       string         `json:"source"`
-	OK           bool           `json:"ok"`
-	Profile      string         `json:"profile,omitempty"`
-	Mesh         string         `json:"mesh,omitempty"`
-	Files        int            `json:"files"`
-	Bytes        int64          `json:"bytes"`
-	MemAvailable int64          `json:"mem_available,omitempty"`
-	Findings     []ckpt.Finding `json:"findings"`
+	Schema       ckpt.Schema `json:"schema_version"`
+	Dir          string      `json:"dir"`
+	Source       string      `json:"source"`
+	OK           bool        `json:"ok"`
+	Profile      string      `json:"profile,omitempty"`
+	Mesh         string      `json:"mesh,omitempty"`
+	Files        int         `json:"files"`
+	Bytes        int64       `json:"bytes"`
+	MemAvailable int64       `json:"mem_available,omitempty"`
+	// Rehash: every source tensor was read and hashed (VerifyOptions.Rehash);
+	// otherwise sources whose cheap identity (file size, mtime, offset) is
+	// unchanged were trusted without reading them, and Rehashed counts the
+	// others, which were read.
+	Rehash   bool           `json:"rehash"`
+	Rehashed int            `json:"rehashed"`
+	Findings []ckpt.Finding `json:"findings"`
+}
+
+// Trusted says how the sources were checked, for the verdict line.
+func (r *CheckResult) Trusted() string {
+	if r.Rehash {
+		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
+	}
+	s := "sources trusted by file size and mtime, not read"
+	if r.Rehashed > 0 {
+		s = fmt.Sprintf("sources trusted by file size and mtime, not read (%d whose size or mtime changed were hashed)", r.Rehashed)
+	}
+	return s + "; --rehash reads them"
 }
 
 // Check is the fail-closed preflight of `ckpt cache verify`: it checks
@@ -200,6 +218,7 @@ func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, err
 		return nil, err
 	}
 	res.Files, res.Bytes = rep.Files, rep.Bytes
+	res.Rehash, res.Rehashed = opt.Rehash, rep.Rehashed
 	res.Findings = append(res.Findings, rep.Findings...)
 	return done()
 }

@@ -13,6 +13,9 @@ type NonFinite struct {
 	Tensor string `json:"tensor"`
 	NaN    int64  `json:"nan"`
 	Inf    int64  `json:"inf"`
+	// Overflow counts finite source values whose conversion (to the
+	// output dtype, or dequantised with their block scale) is not finite.
+	Overflow int64 `json:"overflow,omitempty"`
 }
 
 // NonFiniteError says a tensor holds NaN or Inf values and the operation
@@ -22,9 +25,17 @@ type NonFiniteError struct {
 	DType  DType
 	Values int64 // elements of the tensor
 	Action string
+	// Output, when set, is the dtype the tensor's finite values were
+	// converted to and Overflow counts those that are not finite there
+	// (Why says how, e.g. the first overflowing block scale).
+	Output DType
+	Why    string
 }
 
 func (e *NonFiniteError) Error() string {
+	if e.Output != "" {
+		return e.overflowMessage()
+	}
 	what := fmt.Sprintf("%d NaN and %d Inf", e.NaN, e.Inf)
 	if e.DType == F8E4M3 {
 		what = fmt.Sprintf("%d NaN codes (0x7f/0xff)", e.NaN)
@@ -162,7 +173,7 @@ func (g *FiniteGuard) Check(t *Tensor, raw []byte) error {
 	if !g.Allow {
 		return g.refuse(t)
 	}
-	g.add(t.Name, nan, inf)
+	g.add(t.Name, nan, inf, 0)
 	return nil
 }
 
@@ -185,7 +196,7 @@ func (g *FiniteGuard) CheckTensor(t *Tensor) error {
 	if !g.Allow {
 		return &NonFiniteError{NonFinite: NonFinite{Tensor: t.Name, NaN: nan, Inf: inf}, DType: t.DType, Values: int64(t.Numel()), Action: g.Action}
 	}
-	g.add(t.Name, nan, inf)
+	g.add(t.Name, nan, inf, 0)
 	return nil
 }
 
@@ -197,7 +208,7 @@ func (g *FiniteGuard) refuse(t *Tensor) error {
 	return &NonFiniteError{NonFinite: NonFinite{Tensor: t.Name, NaN: nan, Inf: inf}, DType: t.DType, Values: int64(t.Numel()), Action: g.Action}
 }
 
-func (g *FiniteGuard) add(name string, nan, inf int64) {
+func (g *FiniteGuard) add(name string, nan, inf, over int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.counts == nil {
@@ -210,6 +221,7 @@ func (g *FiniteGuard) add(name string, nan, inf int64) {
 	}
 	c.NaN += nan
 	c.Inf += inf
+	c.Overflow += over
 }
 
 // Counts returns the tensors found with NaN or Inf (under Allow), in
@@ -259,7 +271,14 @@ func NonFiniteNote(nf []NonFinite) string {
 		if i > 0 {
 			first += ", "
 		}
-		first += fmt.Sprintf("%s (%d NaN, %d Inf)", EscapeName(c.Tensor), c.NaN, c.Inf)
+		switch {
+		case c.Overflow > 0 && c.NaN+c.Inf == 0:
+			first += fmt.Sprintf("%s (%d finite value(s) overflow to Inf when converted)", EscapeName(c.Tensor), c.Overflow)
+		case c.Overflow > 0:
+			first += fmt.Sprintf("%s (%d NaN, %d Inf, and %d finite value(s) overflow to Inf when converted)", EscapeName(c.Tensor), c.NaN, c.Inf, c.Overflow)
+		default:
+			first += fmt.Sprintf("%s (%d NaN, %d Inf)", EscapeName(c.Tensor), c.NaN, c.Inf)
+		}
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf, kept as they are (--allow-nonfinite): %s", len(nf), first)
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), first)
 }

@@ -116,7 +116,15 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 		if err := s.guard.CheckTensor(it.Values.Scale); err != nil {
 			return err
 		}
+		if err := s.checkScales(it); err != nil {
+			return err
+		}
 	}
+	// Finite values may convert to Inf only when the output's range is
+	// smaller (F32 to F16 or BF16, BF16 to F16): only then is the output
+	// scanned, eight bytes at a time (the conversion costs far more).
+	scan := it.Values == nil && ckpt.MayOverflow(t.DType, it.DType)
+	var over int64
 	for e := int64(0); e < numel; e += per {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -142,13 +150,36 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
 				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 			}
+			if scan {
+				if nan, inf := ckpt.CountNonFinite(it.DType, enc); nan+inf > 0 {
+					// Non-finite sources stay non-finite (the guard saw them).
+					sn, si := ckpt.CountNonFinite(t.DType, raw[k*sb:(k+q)*sb])
+					over += nan + inf - sn - si
+				}
+			}
 			if _, err := w.Write(enc); err != nil {
 				return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
 			}
 			s.prog.Add(int64(len(enc)))
 		}
 	}
-	return nil
+	return s.guard.Overflow(t, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType)))
+}
+
+// checkScales: when a block scale of a dequantised weight times the
+// largest code overflows the output dtype (a test on the small scale
+// tensor), the weight is read once more to count the values that do.
+func (s *streamer) checkScales(it *Item) error {
+	v := it.Values
+	n, first := v.OverflowingScales(it.DType)
+	if n == 0 {
+		return nil
+	}
+	over, err := v.CountOverflow(it.DType)
+	if err != nil {
+		return err
+	}
+	return s.guard.Overflow(it.Source, it.DType, over, ckpt.ScaleOverflowWhy(v.Scale.Name, n, first, it.DType))
 }
 
 // applyScale multiplies vals, the elements [e0, e0+len(vals)) of a row-major

@@ -307,7 +307,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		return nil, nil, nil, err
 	}
 	hashes := make(map[string]string, len(res))
-	var scales, fp8, floats []Check
+	var scales, overflow, fp8, floats []Check
 	var nScale, nFP8, nFloat, nHash int
 	var bytes int64
 	var readFails []Check
@@ -334,6 +334,9 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 					Message: fmt.Sprintf("%s: %d of %d scale values are not finite and > 0 (NaN %d, Inf %d, zero %d, negative %d; first at element %d = %s)",
 						ckpt.EscapeName(t.Name), cc.bad(), cc.n, cc.nan, cc.inf, cc.zero, cc.neg, cc.first, cc.firstValue)})
 			}
+			if cc.over > 0 {
+				overflow = append(overflow, scaleOverflowCheck(t, cc))
+			}
 		case kindE4M3:
 			nFP8++
 			if cc.nan > 0 {
@@ -350,6 +353,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 	}
 	var out []Check
 	out = appendOr(out, scales, Check{ID: "data.scale_values", Status: Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
+	out = append(out, overflow...)
 	out = appendOr(out, fp8, Check{ID: "data.fp8_nan", Status: Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
 	out = appendOr(out, floats, Check{ID: "data.float_nonfinite", Status: Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
 	out = append(out, Check{ID: "data.hash", Status: Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
@@ -375,4 +379,23 @@ func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt Options) (map[string]st
 		}
 	}
 	return out, nil
+}
+
+// scaleOverflowCheck warns about the scales of t whose product with the
+// largest F8_E4M3 code (448) is beyond the bf16 range: the weight's values
+// in those blocks dequantise to Inf in bf16 (and in float32 when the
+// product overflows that too).
+func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) Check {
+	_, cols := ckpt.Matrix(t.Shape)
+	block := fmt.Sprintf("element %d", cc.overFirst)
+	if len(t.Shape) == 2 && cols > 0 {
+		block = fmt.Sprintf("block [%d, %d]", cc.overFirst/cols, cc.overFirst%cols)
+	}
+	in := fmt.Sprintf("the BF16 maximum %.5g", ckpt.MaxFinite(ckpt.BF16))
+	if !ckpt.FiniteIn(ckpt.F32, cc.overValue*ckpt.E4M3MaxFinite) {
+		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", ckpt.MaxFinite(ckpt.F32))
+	}
+	return Check{ID: "data.scale_values", Status: Warn, Tensors: []string{t.Name},
+		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf (cache build and extract --dtype refuse them)",
+			ckpt.EscapeName(t.Name), cc.over, cc.n, ckpt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
 }

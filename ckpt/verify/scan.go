@@ -14,6 +14,12 @@ type counts struct {
 	zero, neg  int64 // scales only
 	first      int64 // element index of the first bad value, -1 if none
 	firstValue string
+	// over counts finite scales whose product with the largest F8_E4M3
+	// code overflows bf16 (scales only); overFirst (-1 if none) and
+	// overValue are the first of them.
+	over      int64
+	overFirst int64
+	overValue float32
 }
 
 func (c *counts) bad() int64 { return c.nan + c.inf + c.zero + c.neg }
@@ -34,6 +40,10 @@ func (c *counts) merge(o *counts) {
 	if c.first < 0 && o.first >= 0 {
 		c.first, c.firstValue = o.first, o.firstValue
 	}
+	if c.over == 0 && o.over > 0 {
+		c.overFirst, c.overValue = o.overFirst, o.overValue
+	}
+	c.over += o.over
 }
 
 // scanE4M3 counts NaN codes (0x7f, 0xff) in F8_E4M3 bytes; base is the
@@ -207,6 +217,11 @@ func scanScales(dt ckpt.DType, p []byte, base int64, c *counts, tmp []float32) [
 		case v < 0:
 			c.neg++
 			c.note(base+int64(i), formatFloat(v))
+		case !ckpt.FiniteIn(ckpt.BF16, v*ckpt.E4M3MaxFinite):
+			if c.over == 0 {
+				c.overFirst, c.overValue = base+int64(i), v
+			}
+			c.over++
 		}
 	}
 	return tmp
