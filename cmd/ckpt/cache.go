@@ -27,10 +27,10 @@ func (a *App) newCacheCmd() *cobra.Command {
 		Args:                       subcommands,
 		SuggestionsMinimumDistance: maxSuggestDistance,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack or compare (see %s --help)", cmd.CommandPath())
+			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack, compare or identify (see %s --help)", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(a.newCacheBuildCmd(), a.newCacheVerifyCmd(), a.newCacheLsCmd(), a.newCachePackCmd(), a.newCacheUnpackCmd(), a.newCacheCompareCmd())
+	cmd.AddCommand(a.newCacheBuildCmd(), a.newCacheVerifyCmd(), a.newCacheLsCmd(), a.newCachePackCmd(), a.newCacheUnpackCmd(), a.newCacheCompareCmd(), a.newCacheIdentifyCmd())
 	return cmd
 }
 

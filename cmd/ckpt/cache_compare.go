@@ -73,19 +73,7 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 		}
 	default:
 		if len(rep.Diffs) > 0 || format == output.CSV {
-			g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
-			for _, d := range rep.Diffs {
-				field, detail := d.Field, ""
-				switch d.Kind {
-				case cache.DiffData:
-					field = fmt.Sprintf("shard %d device %s", *d.Shard, cache.FormatDims(d.Device))
-					detail = d.Message
-				case cache.DiffMissing, cache.DiffExtra, cache.DiffUnreadable:
-					detail = d.Message
-				}
-				g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
-			}
-			if err := g.Render(w, format); err != nil {
+			if err := renderDiffRows(w, format, rep, labelA, labelB); err != nil {
 				return err
 			}
 			if format != output.CSV {
@@ -152,4 +140,22 @@ func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
 	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %d identical, %s; %s: %s",
 		labelA, ckpt.EscapeName(rep.A), rep.FilesA, labelB, ckpt.EscapeName(rep.B), rep.FilesB, rep.Common, rep.Identical,
 		data, strings.Join(parts, ", "), verdict)
+}
+
+// renderDiffRows prints the differences of a comparison report as a grid
+// (kind, file, field, the two sides, detail).
+func renderDiffRows(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
+	g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
+	for _, d := range rep.Diffs {
+		field, detail := d.Field, ""
+		switch d.Kind {
+		case cache.DiffData:
+			field = fmt.Sprintf("shard %d device %s", *d.Shard, cache.FormatDims(d.Device))
+			detail = d.Message
+		case cache.DiffMissing, cache.DiffExtra, cache.DiffUnreadable:
+			detail = d.Message
+		}
+		g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
+	}
+	return g.Render(w, format)
 }

@@ -1,0 +1,257 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// IdentifyOptions say which candidates Identify tries: the built-in
+// profiles (all of them when Profiles is empty) or one profile file
+// (Rules), each with every setting of its variables that can be
+// overridden.
+type IdentifyOptions struct {
+	Profiles []string
+	Rules    string
+	// Select picks the cache folder when dir is a root holding several.
+	Select Selector
+}
+
+// Candidate is one profile with one setting of its variables, held
+// against the cache: Differences counts what CheckPlan finds (missing and
+// extra files, differing header fields), 0 for an exact match. Overrides
+// lists the variables set away from their default for the mesh
+// ("proj_1d_decode=false"). Problem is set instead when the checkpoint
+// does not map with the candidate (then it cannot match).
+type Candidate struct {
+	Profile     string           `json:"profile"`
+	Settings    mapping.Settings `json:"settings"`
+	Overrides   []string         `json:"overrides"`
+	Differences int              `json:"differences"`
+	Missing     int              `json:"missing"`
+	Extra       int              `json:"extra"`
+	Headers     int              `json:"header_differences"`
+	Problem     string           `json:"problem,omitempty"`
+}
+
+// IdentifyResult is the cache identify JSON document: the cache folder,
+// its mesh, device and tag as its path names them, every candidate from
+// the closest to the farthest, and the report of the closest one (its
+// remaining differences; none when Exact).
+type IdentifyResult struct {
+	Schema     ckpt.Schema    `json:"schema_version"`
+	Dir        string         `json:"dir"`
+	Source     string         `json:"source"`
+	Mesh       string         `json:"mesh"`
+	Device     string         `json:"device"`
+	Tag        string         `json:"tag"`
+	Files      int            `json:"files"`
+	Exact      bool           `json:"exact"`
+	Best       *Candidate     `json:"best"`
+	Ties       []string       `json:"ties,omitempty"`
+	Candidates []Candidate    `json:"candidates"`
+	Report     *CompareResult `json:"report"`
+	report     *CompareReport
+}
+
+// ClosestReport is the comparison of the closest candidate's plan with the
+// cache.
+func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
+
+// Identify names the profile and variable settings whose plan of the
+// checkpoint c reproduces the cache in dir: for every candidate (each
+// built-in profile, or opt's, with every combination of its overridable
+// variables) it plans c on the mesh, device folder and tag the cache's
+// path names, and holds the plan against the cache's file names and
+// headers (CheckPlan). The closest candidate is the one with the fewest
+// differences (then the fewest overrides, then the default profile); the
+// result is exact when it has none. dir is a cache folder or a root with
+// one (opt.Select picks among several).
+func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyOptions) (*IdentifyResult, error) {
+	f, err := ResolveFolder(dir, opt.Select)
+	if err != nil {
+		return nil, err
+	}
+	mesh, err := mapping.ParseMesh(f.Mesh())
+	if err != nil {
+		return nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
+	}
+	files, err := tensorbinFiles(f.Path())
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("cache folder %s holds no %s file: nothing to identify", f.Path(), mapping.FileExt)
+	}
+	res := &IdentifyResult{Dir: f.Path(), Source: c.Source, Mesh: mesh.String(), Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
+	profiles, err := identifyProfiles(opt)
+	if err != nil {
+		return nil, err
+	}
+	var reports []*CompareReport
+	for _, p := range profiles {
+		p.Device, p.Tag = f.Device(), f.Tag()
+		for _, set := range settingsOf(p, mesh) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			settings, err := p.Resolve(mesh, set)
+			if err != nil {
+				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+			}
+			cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
+			plan, err := mapping.BuildWith(c, p, mesh, set)
+			var pe *mapping.PlanError
+			switch {
+			case errors.As(err, &pe):
+				cand.Problem = fmt.Sprintf("%d plan problem(s), first: %s", len(pe.Problems), pe.Problems[0].Message)
+				cand.Differences = -1
+				res.Candidates = append(res.Candidates, cand)
+				reports = append(reports, nil)
+				continue
+			case err != nil:
+				return nil, err
+			}
+			rep, err := CheckPlan(plan, f.Path())
+			if err != nil {
+				return nil, err
+			}
+			cand.Differences = len(rep.Diffs)
+			for _, d := range rep.Diffs {
+				switch d.Kind {
+				case DiffMissing:
+					cand.Missing++
+				case DiffExtra:
+					cand.Extra++
+				default:
+					cand.Headers++
+				}
+			}
+			res.Candidates = append(res.Candidates, cand)
+			reports = append(reports, rep)
+		}
+	}
+	order := make([]int, len(res.Candidates))
+	for i := range order {
+		order[i] = i
+	}
+	rank := func(c Candidate) int {
+		if c.Differences < 0 {
+			return int(^uint(0) >> 1)
+		}
+		return c.Differences
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := res.Candidates[order[i]], res.Candidates[order[j]]
+		if rank(a) != rank(b) {
+			return rank(a) < rank(b)
+		}
+		if len(a.Overrides) != len(b.Overrides) {
+			return len(a.Overrides) < len(b.Overrides)
+		}
+		return a.Profile == mapping.BuiltinName && b.Profile != mapping.BuiltinName
+	})
+	sorted := make([]Candidate, len(order))
+	for i, k := range order {
+		sorted[i] = res.Candidates[k]
+	}
+	res.Candidates = sorted
+	if len(order) == 0 || res.Candidates[0].Differences < 0 {
+		return res, nil
+	}
+	best := res.Candidates[0]
+	res.Best = &best
+	res.report = reports[order[0]]
+	r := res.report.Result()
+	res.Report = &r
+	res.Exact = best.Differences == 0
+	for _, c := range res.Candidates[1:] {
+		if c.Differences == best.Differences {
+			res.Ties = append(res.Ties, describeCandidate(c))
+		}
+	}
+	return res, nil
+}
+
+// describeCandidate is "profile" or "profile with a=false, b=true".
+func describeCandidate(c Candidate) string {
+	if len(c.Overrides) == 0 {
+		return c.Profile
+	}
+	s := c.Profile + " with "
+	for i, o := range c.Overrides {
+		if i > 0 {
+			s += ", "
+		}
+		s += o
+	}
+	return s
+}
+
+// Describe is the candidate as a person reads it: the profile, and the
+// --set overrides that reproduce the cache.
+func (c Candidate) Describe() string { return describeCandidate(c) }
+
+func identifyProfiles(opt IdentifyOptions) ([]*mapping.Profile, error) {
+	if opt.Rules != "" {
+		p, err := mapping.PlanOptions{Rules: opt.Rules}.LoadProfile()
+		if err != nil {
+			return nil, err
+		}
+		return []*mapping.Profile{p}, nil
+	}
+	names := opt.Profiles
+	if len(names) == 0 {
+		names = mapping.BuiltinNames()
+	}
+	var out []*mapping.Profile
+	for _, n := range names {
+		p, err := mapping.Builtin(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// settingsOf lists every combination of the profile's overridable
+// variables (those not Unsupported), defaults first.
+func settingsOf(p *mapping.Profile, m mapping.Mesh) []mapping.Settings {
+	var vars []mapping.Variable
+	for _, v := range p.Variables {
+		if v.Unsupported == "" {
+			vars = append(vars, v)
+		}
+	}
+	out := make([]mapping.Settings, 0, 1<<len(vars))
+	for bits := 0; bits < 1<<len(vars); bits++ {
+		s := mapping.Settings{}
+		for i, v := range vars {
+			val := v.DefaultFor(m)
+			if bits&(1<<i) != 0 {
+				val = !val
+			}
+			s[v.Name] = val
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// overrides lists the settings that differ from the variables' defaults
+// for the mesh, as NAME=VALUE in name order.
+func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string {
+	out := []string{}
+	for _, v := range p.Variables {
+		if val, ok := s[v.Name]; ok && val != v.DefaultFor(m) {
+			out = append(out, fmt.Sprintf("%s=%v", v.Name, val))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

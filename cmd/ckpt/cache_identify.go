@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/spf13/cobra"
+)
+
+type cacheIdentifyOptions struct {
+	Dir, Source string
+	Profiles    []string
+	Rules       string
+	Select      cache.Selector
+	Format      string
+}
+
+func (a *App) newCacheIdentifyCmd() *cobra.Command {
+	o := &cacheIdentifyOptions{}
+	cmd := &cobra.Command{
+		Use:   "identify DIR --source SRC",
+		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers; exit 0 exact, 1 closest only, 2 unreadable",
+		Example: `  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.6-27B-FP8
+  ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.6-27B-FP8 --format json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Dir = args[0]
+			return a.runCacheIdentify(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from (default: the source a ckpt manifest in the folder names); every candidate plan is made of it")
+	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
+	f.StringVar(&o.Rules, "rules", "", "try this mapping profile JSON instead of the built-in profiles")
+	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
+	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
+	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
+	return cmd
+}
+
+func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if o.Rules != "" && len(o.Profiles) > 0 {
+		return usageError("--rules and --profile are exclusive")
+	}
+	src := o.Source
+	if src == "" {
+		f, err := cache.ResolveFolder(o.Dir, o.Select)
+		if err != nil {
+			return err
+		}
+		m, err := cache.ReadManifest(f.Path())
+		if err != nil || m.Source == "" {
+			return usageError("cache identify needs --source SRC, the checkpoint %s was built from (the folder has no ckpt manifest naming it): the candidates are plans of that checkpoint", f.Path())
+		}
+		src = m.Source
+	}
+	c, err := ckpt.Open(ctx, src, ckpt.Options{}, a.Openers...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res, err := cache.Identify(ctx, o.Dir, c, cache.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select})
+	if err != nil {
+		return err
+	}
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(a.Out, res)
+	case output.JSONL:
+		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, identifySummary(res))
+	default:
+		err = printIdentify(a.Out, format, res)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Exact {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// identifySummary is the closing JSON Lines record of cache identify.
+func identifySummary(r *cache.IdentifyResult) any {
+	s := struct {
+		Dir        string   `json:"dir"`
+		Source     string   `json:"source"`
+		Exact      bool     `json:"exact"`
+		Profile    string   `json:"profile,omitempty"`
+		Overrides  []string `json:"overrides"`
+		Candidates int      `json:"candidates"`
+	}{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates)}
+	if r.Best != nil {
+		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
+	}
+	return s
+}
+
+// printIdentify renders the candidates (closest first), the closest one's
+// remaining differences, and the verdict with the command line that plans
+// the cache.
+func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
+	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
+	for _, c := range r.Candidates {
+		ov := strings.Join(c.Overrides, " ")
+		if ov == "" {
+			ov = "(defaults)"
+		}
+		if c.Problem != "" {
+			g.Rows = append(g.Rows, []string{c.Profile, ov, "does not map: " + c.Problem, "", "", ""})
+			continue
+		}
+		g.Rows = append(g.Rows, []string{c.Profile, ov, fmt.Sprint(c.Differences), fmt.Sprint(c.Missing), fmt.Sprint(c.Extra), fmt.Sprint(c.Headers)})
+	}
+	if err := g.Render(w, format); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if r.Best == nil {
+		fmt.Fprintf(w, "%s (mesh %s): the source maps with no candidate profile\n", ckpt.EscapeName(r.Dir), r.Mesh)
+		return nil
+	}
+	set := ""
+	for _, o := range r.Best.Overrides {
+		set += " --set " + o
+	}
+	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s%s", r.Best.Profile, r.Mesh, set)
+	if r.Exact {
+		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe())
+		if len(r.Ties) > 0 {
+			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(r.Ties, "; "))
+		}
+		fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
+		return nil
+	}
+	if rep := r.ClosestReport(); rep != nil && len(rep.Diffs) > 0 {
+		fmt.Fprintln(w, "differences of the closest candidate (plan vs cache):")
+		if err := renderDiffRows(w, format, rep, "plan", "cache"); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces it; closest %s with %d difference(s) (%s)\n",
+		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), r.Best.Differences, cmd)
+	return nil
+}
