@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cache identify names the profile and switches a cache was built with
+// (exit 0), the closest candidate with its remaining differences (exit 1),
+// and exits 2 when the cache or source cannot be read.
+func TestCacheIdentify(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	build := func(name string, args ...string) string {
+		out := filepath.Join(dir, name)
+		code, _, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--fsync=false"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		return out
+	}
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"mtp", "exactly qwen36-mtp@pr55548\n", nil},
+		{"main", "exactly qwen36@main-2026-10\n", []string{"--profile", "qwen36@main-2026-10"}},
+		{"proj", "exactly qwen36-mtp@pr55548 with proj_1d_decode=false\n", []string{"--set", "proj_1d_decode=false"}},
+	} {
+		out := build(tc.name, tc.args...)
+		code, stdout, stderr := runApp(t, "cache", "identify", out, "--source", src)
+		require.Equal(t, 0, code, "%s: %s%s", tc.name, stdout, stderr)
+		assert.Contains(t, stdout, tc.want, tc.name)
+		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile ")
+		// Without --source: the source the ckpt manifest names.
+		code, stdout, stderr = runApp(t, "cache", "identify", out, "--format", "json")
+		require.Equal(t, 0, code, stderr)
+		var res struct {
+			Exact bool `json:"exact"`
+			Best  struct {
+				Profile   string   `json:"profile"`
+				Overrides []string `json:"overrides"`
+			} `json:"best"`
+			Candidates []json.RawMessage `json:"candidates"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		assert.True(t, res.Exact)
+		assert.Contains(t, tc.want, res.Best.Profile)
+		if tc.name == "proj" {
+			assert.Equal(t, []string{"proj_1d_decode=false"}, res.Best.Overrides)
+		}
+		assert.Len(t, res.Candidates, 12, "8 settings of the MTP line's 3 switches, 4 of main's 2")
+	}
+
+	// A cache with one file missing (and no manifest, as the serving stack
+	// writes it): the closest candidate, the file it lacks, exit 1.
+	out := build("stack", "--profile", "qwen36@main-2026-10")
+	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	require.NoError(t, os.Remove(filepath.Join(folder, "manifest.json")))
+	files, err := filepath.Glob(filepath.Join(folder, "layers.0", "tp", "out.colpar_*.tensorbin"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	require.NoError(t, os.Remove(files[0]))
+	code, stdout, _ := runApp(t, "cache", "identify", out, "--source", src)
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "no candidate reproduces it; closest qwen36@main-2026-10 with 1 difference(s)")
+	assert.Contains(t, stdout, "layers.0/tp/out.colpar_dtype_BFLOAT8_B_layout_TILE.tensorbin")
+
+	// Unreadable: no manifest and no --source, no cache, no source.
+	code, _, stderr := runApp(t, "cache", "identify", out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "needs --source")
+	code, _, _ = runApp(t, "cache", "identify", filepath.Join(dir, "nothing"), "--source", src)
+	assert.Equal(t, 2, code)
+	code, _, _ = runApp(t, "cache", "identify", out, "--source", filepath.Join(dir, "nothing"))
+	assert.Equal(t, 2, code)
+	assert.False(t, strings.Contains(stdout, "huggingface-cli"))
+}
