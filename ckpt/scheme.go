@@ -77,8 +77,12 @@ func (e *UnknownScaleError) Error() string {
 	for i, c := range e.Companions {
 		parts[i] = fmt.Sprintf("%s (%s %v)", Quote(c.Name), c.DType, c.Shape)
 	}
-	return fmt.Sprintf("tensor %s (%s) of %s has scale companion %s: %s; refusing to read it (ckpt dequantises block FP8, F8_E4M3 with weight_scale_inv, only)",
-		Quote(e.Tensor), e.DType, e.File, strings.Join(parts, ", "), e.Reason)
+	what := "scale companion"
+	if len(parts) > 1 {
+		what += "s"
+	}
+	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8, F8_E4M3 with weight_scale_inv, only)",
+		Quote(e.Tensor), e.DType, e.File, what, strings.Join(parts, ", "), e.Reason)
 }
 
 // Is makes errors.Is(err, ErrScale) true.
@@ -146,7 +150,8 @@ func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
 // IsQuantized reports whether t holds quantised codes rather than values:
 // a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
 // checkpoint whose config has a quantization_config; quantisation
-// bookkeeping (IsBookkeeping: scales, zero points) never is.
+// bookkeeping (IsBookkeeping: scales, zero points; an MXFP4 <x>_scales)
+// never is.
 func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	if IsBookkeeping(t.Name) {
 		return false
@@ -154,7 +159,8 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	if IsQuantCode(t.DType) {
 		return true
 	}
-	return (t.DType == U8 || t.DType == I8) && c.Config.Quantization() != nil
+	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks.
+	return (t.DType == U8 || t.DType == I8) && c.Config.Quantization() != nil && !strings.HasSuffix(t.Name, "_scales")
 }
 
 // QuantScheme says how the values of t are made from what is stored: the

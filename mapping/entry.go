@@ -46,7 +46,12 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		// scale ckpt can apply is not mapped (ProblemScale).
 		q, err := b.c.QuantScheme(t)
 		if err != nil {
-			return fail(ProblemScale, "%v", err)
+			names := []string{t.Name}
+			for _, sc := range b.c.ScaleCompanions(t) {
+				names = append(names, sc.Name)
+			}
+			b.problem(ProblemScale, r.ID, target, fmt.Sprintf("target %s: %v", target, err), names...)
+			return nil
 		}
 		s.Scale = q.Scale
 		e.Sources = append(e.Sources, s)
