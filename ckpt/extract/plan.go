@@ -247,7 +247,16 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
 	p.Metadata = commonMetadata(p.Items)
-	p.shard(opt.MaxShardSize)
+	// A scale stays in its weight's shard (ckpt.ScaleCompanions).
+	owner := map[string]string{}
+	for _, it := range p.Items {
+		if c.IsQuantized(it.Source) {
+			for _, s := range c.ScaleCompanions(it.Source) {
+				owner[s.Name] = it.Name
+			}
+		}
+	}
+	p.shard(opt.MaxShardSize, owner)
 	return p, nil
 }
 
@@ -302,14 +311,15 @@ func commonMetadata(items []*Item) map[string]string {
 }
 
 // shard assigns items to shards, greedily in natural order of units (a
-// weight together with its scale).
-func (p *Plan) shard(maxSize int64) {
+// weight together with its scales: owner maps each scale companion to its
+// weight).
+func (p *Plan) shard(maxSize int64, owner map[string]string) {
 	inOut := map[string]bool{}
 	for _, it := range p.Items {
 		inOut[it.Name] = true
 	}
 	unitOf := func(it *Item) string {
-		if w, ok := strings.CutSuffix(it.Name, ckpt.ScaleSuffix); ok && inOut[w] {
+		if w, ok := owner[it.Name]; ok && inOut[w] {
 			return w
 		}
 		return it.Name
