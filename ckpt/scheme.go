@@ -169,8 +169,9 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 // of map and cache build/verify). A tensor that is not quantised
 // (IsQuantized) is Plain. A quantised weight is BlockFP8 when it is
 // F8_E4M3 with a <name>_scale_inv of the block grid's shape and a float
-// dtype, and no other scale of its own; then the block size comes from
-// quantization_config.weight_block_size (DefaultBlockSize when absent).
+// dtype, no other scale of its own, and a config whose quantization_config
+// (if any) has quant_method "fp8"; the block size comes from its
+// weight_block_size (DefaultBlockSize when absent).
 // Otherwise QuantScheme fails with *MissingScaleError (no companion at
 // all) or *UnknownScaleError (companions of a scheme not supported), both
 // matched by errors.Is(err, ErrScale). It reads no data.
@@ -210,7 +211,11 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 		return unknown(fmt.Sprintf("block FP8 is F8_E4M3 codes, not %s", t.DType))
 	}
 	bm, bn := DefaultBlockSize[0], DefaultBlockSize[1]
-	if q := c.Config.Quantization(); q != nil && q.BlockSize != nil {
+	q := c.Config.Quantization()
+	if q != nil && q.Method != "fp8" {
+		return unknown(fmt.Sprintf("a weight_scale_inv is block FP8, but %s.quant_method is %q, not \"fp8\"", q.Path, q.Method))
+	}
+	if q != nil && q.BlockSize != nil {
 		if !q.IsBlockFP8() {
 			return unknown(fmt.Sprintf("%s.weight_block_size %v is not a block size [bm, bn] (quant_method %q)", q.Path, q.BlockSize, q.Method))
 		}

@@ -37,6 +37,7 @@ func TestQuantScheme(t *testing.T) {
 		{"block fp8 with input_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.input_scale", ckpt.F32, 1)}, ckpt.BlockFP8, 32, 16, ""},
 		{"no config: 128x128", "", []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
 		{"no weight_block_size: 128x128", `{"quantization_config":{"quant_method":"fp8"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
+		{"weight_scale_inv under compressed-tensors", `{"quantization_config":{"quant_method":"compressed-tensors"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
 		{"scale of another block grid", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
 		{"no scale", blockFP8, []ckpt.WriteSpec{w}, missing, 0, 0, ""},
 		{"e5m2, no scale", "", []ckpt.WriteSpec{spec("x", ckpt.F8E5M2, 4)}, missing, 0, 0, ""},
