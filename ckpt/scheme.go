@@ -149,7 +149,8 @@ func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
 
 // IsQuantized reports whether t holds quantised codes rather than values:
 // a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
-// checkpoint whose config has a quantization_config; quantisation
+// checkpoint whose config has a quantization_config of another method
+// than "fp8" (packed or integer codes: compressed-tensors, MXFP4...); quantisation
 // bookkeeping (IsBookkeeping: scales, zero points; an MXFP4 <x>_scales)
 // never is.
 func (c *Checkpoint) IsQuantized(t *Tensor) bool {
@@ -159,8 +160,13 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	if IsQuantCode(t.DType) {
 		return true
 	}
+	if t.DType != U8 && t.DType != I8 {
+		return false
+	}
+	// Block FP8 keeps its codes in F8_E4M3: a U8/I8 tensor there is data.
 	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks.
-	return (t.DType == U8 || t.DType == I8) && c.Config.Quantization() != nil && !strings.HasSuffix(t.Name, "_scales")
+	q := c.Config.Quantization()
+	return q != nil && q.Method != "fp8" && !strings.HasSuffix(t.Name, "_scales")
 }
 
 // QuantScheme says how the values of t are made from what is stored: the

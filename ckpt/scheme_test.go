@@ -50,6 +50,7 @@ func TestQuantScheme(t *testing.T) {
 		{"an F8 scale is bookkeeping", blockFP8, []ckpt.WriteSpec{spec("m.weight_scale", ckpt.F8E4M3, 64, 4)}, ckpt.Plain, 0, 0, ""},
 		{"e8m0 is a scale format", "", []ckpt.WriteSpec{spec("x", ckpt.F8E8M0, 4)}, ckpt.Plain, 0, 0, ""},
 		{"u8 without a quantization_config", "", []ckpt.WriteSpec{spec("m.weight_packed", ckpt.U8, 64, 32)}, ckpt.Plain, 0, 0, ""},
+		{"u8 in a block-fp8 checkpoint is data", blockFP8, []ckpt.WriteSpec{spec("m.mask", ckpt.U8, 4, 4)}, ckpt.Plain, 0, 0, ""},
 		{"u8 in a quantised checkpoint", `{"quantization_config":{"quant_method":"compressed-tensors"}}`,
 			[]ckpt.WriteSpec{spec("m.weight_packed", ckpt.U8, 64, 32), spec("m.weight_scale", ckpt.F8E4M3, 64, 4)}, unknown, 0, 0, "m.weight_scale"},
 		{"mxfp4 blocks", `{"quantization_config":{"quant_method":"mxfp4"}}`,
