@@ -149,8 +149,8 @@ func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
 
 // IsQuantized reports whether t holds quantised codes rather than values:
 // a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
-// checkpoint whose config has a quantization_config of another method
-// than "fp8" (packed or integer codes: compressed-tensors, MXFP4...); quantisation
+// checkpoint whose quantization_config has another method than "fp8"
+// (packed or integer codes: compressed-tensors, MXFP4, ...). Quantisation
 // bookkeeping (IsBookkeeping: scales, zero points; an MXFP4 <x>_scales)
 // never is.
 func (c *Checkpoint) IsQuantized(t *Tensor) bool {
