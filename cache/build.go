@@ -616,13 +616,7 @@ func (b *builder) sources() ([]*srcState, error) {
 				src := s.e.Sources[p.Source]
 				st := bySrc[src.Tensor]
 				if st == nil {
-					var v *ckpt.Values
-					var err error
-					if src.Scale != nil {
-						v, err = b.c.Values(src.Tensor)
-					} else {
-						v, err = ckpt.NewValues(src.Tensor, nil, 0, 0)
-					}
+					v, err := b.c.Values(src.Tensor) // ckpt.QuantScheme, as the plan
 					if err != nil {
 						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
 					}

@@ -8,7 +8,10 @@
 // every rule of the reference implementation is validated. Tensor data is read
 // through section readers and decoded to float32 (BF16, F16, F32, FP8
 // variants), with block-FP8 weights dequantised by their weight_scale_inv
-// companions one block row at a time.
+// companions one block row at a time. QuantScheme is the one rule for a
+// quantised weight (its codes plus its scale): one whose scale is missing
+// or of a scheme not supported is refused (ErrScale: *MissingScaleError,
+// *UnknownScaleError), never read from its codes alone.
 //
 // It is also the home of what every other package shares: the one finding
 // type (Finding, Status), the scalar number formats (F32ToBF16, RoundBF16,

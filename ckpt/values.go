@@ -95,32 +95,29 @@ func checkBlockScale(t, scale *Tensor, bm, bn int64) error {
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // BlockScale returns the weight_scale_inv companion of t and the block
-// size [bm, bn] when t is a block-FP8 weight, or a nil scale when it is
-// not, checked as Values checks them but without reading any data (for
-// callers that fetch the scale bytes themselves). It fails when a block-FP8
-// weight has a scale but the config gives no weight_block_size.
+// size [bm, bn] when t is a block-FP8 weight, or a nil scale when its
+// values are the stored values, checked as Values checks them but without
+// reading any data (for callers that fetch the scale bytes themselves). It
+// is QuantScheme for the schemes Values reads: it fails as QuantScheme
+// does for a quantised weight whose scale is missing or not understood.
 func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err error) {
-	if t.DType != F8E4M3 {
-		return nil, 0, 0, nil
-	}
-	s, ok := c.Lookup(ScaleName(t.Name))
-	if !ok {
-		return nil, 0, 0, nil
-	}
-	q := c.Config.Quantization()
-	if !q.IsBlockFP8() {
-		return nil, 0, 0, fmt.Errorf("tensor %s has a block scale %s but the config has no fp8 quantization_config with weight_block_size", Quote(t.Name), Quote(s.Name))
-	}
-	bm, bn = q.BlockSize[0], q.BlockSize[1]
-	if err := checkBlockScale(t, s, bm, bn); err != nil {
+	q, err := c.QuantScheme(t)
+	if err != nil {
 		return nil, 0, 0, err
 	}
-	return s, bm, bn, nil
+	switch q.Scheme {
+	case Plain:
+		return nil, 0, 0, nil
+	case BlockFP8:
+		return q.Scale, q.BM, q.BN, nil
+	}
+	return nil, 0, 0, fmt.Errorf("tensor %s: internal error: scheme %s has no block scale", Quote(t.Name), q.Scheme)
 }
 
-// Values prepares to read t as float32, dequantising it with its
-// weight_scale_inv companion when it is a block-FP8 weight. It fails when a
-// block-FP8 weight has a scale but the config gives no weight_block_size.
+// Values prepares to read t as float32 by QuantScheme: a block-FP8 weight
+// is dequantised with its weight_scale_inv; a quantised weight whose scale
+// is missing or of another scheme is refused (*MissingScaleError,
+// *UnknownScaleError) rather than read from its codes alone.
 func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
 	s, bm, bn, err := c.BlockScale(t)
 	if err != nil {

@@ -186,9 +186,12 @@ func TestValuesErrors(t *testing.T) {
 	nt, _ := c.Lookup("n.weight")
 	_, err = ckpt.NewValues(nt, st, 32, 16)
 	assert.ErrorContains(t, err, "2-D")
-	c.Config = nil // no quantization_config: a scaled FP8 weight cannot be read
+	c.Config = nil // no quantization_config: the default block, 128x128, disagrees with the scale's shape
 	_, err = c.Values(wt)
-	assert.ErrorContains(t, err, "weight_block_size")
+	var ue *ckpt.UnknownScaleError
+	require.ErrorAs(t, err, &ue)
+	assert.ErrorIs(t, err, ckpt.ErrScale)
+	assert.ErrorContains(t, err, "expected [1 1] for shape [70 45] and block [128, 128]")
 }
 
 // TestValuesStreamBounded streams a tensor much larger than the chunk

@@ -177,6 +177,14 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 			plans = append(plans, &plan{row: row, b: b, f: f, kind: kindRaw})
 			continue
 		}
+		// A quantised weight is its codes plus its scale: refuse one
+		// without a scale ckpt can apply before reading any data.
+		if _, err := base.QuantScheme(b); err != nil {
+			return nil, fmt.Errorf("base %s: %w", base.Source, err)
+		}
+		if _, err := ft.QuantScheme(f); err != nil {
+			return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
+		}
 		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft})
 	}
 	for _, p := range plans {

@@ -42,9 +42,18 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	cols := make([]int64, len(srcs))
 	for i, t := range srcs {
 		s := Source{Name: t.Name, Tensor: t}
-		if sc, ok := b.c.Lookup(ckpt.ScaleName(t.Name)); ok {
-			s.Scale = sc
+		// A quantised weight is its codes plus its scale: one without a
+		// scale ckpt can apply is not mapped (ProblemScale).
+		q, err := b.c.QuantScheme(t)
+		if err != nil {
+			names := []string{t.Name}
+			for _, sc := range b.c.ScaleCompanions(t) {
+				names = append(names, sc.Name)
+			}
+			b.problem(ProblemScale, r.ID, target, fmt.Sprintf("target %s: %v", target, err), names...)
+			return nil
 		}
+		s.Scale = q.Scale
 		e.Sources = append(e.Sources, s)
 		rows[i], cols[i] = ckpt.Matrix(t.Shape)
 	}

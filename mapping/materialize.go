@@ -30,13 +30,7 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			return readers[i], nil
 		}
 		s := e.Sources[i]
-		var v *ckpt.Values
-		var err error
-		if s.Scale != nil {
-			v, err = c.Values(s.Tensor)
-		} else {
-			v, err = ckpt.NewValues(s.Tensor, nil, 0, 0)
-		}
+		v, err := c.Values(s.Tensor) // ckpt.QuantScheme, as the plan
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", e.Target, err)
 		}

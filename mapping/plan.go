@@ -50,7 +50,9 @@ type Ignored struct {
 // sharded dimension does not divide by the mesh; "shape": the checkpoint's
 // shapes disagree with the config; "config": a rule's expressions or
 // assertions fail on this config; "duplicate": two entries write the same
-// file. The message names the rule and the target.
+// file; "scale": a source is a quantised weight whose scale is missing or
+// of a scheme ckpt does not read (ckpt.QuantScheme), so its values cannot
+// be made. The message names the rule and the target.
 const (
 	ProblemUnmapped    = "unmapped"
 	ProblemMissing     = "missing"
@@ -60,6 +62,7 @@ const (
 	ProblemConfig      = "config"
 	ProblemDuplicate   = "duplicate"
 	ProblemDevice      = "device" // the mesh has no device folder upstream and none was given
+	ProblemScale       = "scale"
 )
 
 // PlanError is returned with a plan that has problems.
@@ -503,7 +506,7 @@ func (b *builder) run() {
 		for _, s := range g.srcs {
 			if s != nil {
 				attempted[s.Name] = true
-				if sc, ok := b.c.Lookup(ckpt.ScaleName(s.Name)); ok {
+				for _, sc := range b.c.ScaleCompanions(s) {
 					attempted[sc.Name] = true
 				}
 			}

@@ -77,7 +77,9 @@ func (v *Variable) DefaultFor(m Mesh) bool {
 // dotted segment (e.g. model.language_model.layers.{L}.mlp.down_proj.weight);
 // every source of one binding must agree on the captured values, and Target
 // substitutes them (layers.{L}/mlp.down_proj.weight.tp). A source's FP8
-// block scale (<name>_scale_inv) is consumed implicitly when present.
+// block scale (<name>_scale_inv) is consumed implicitly (ckpt.QuantScheme);
+// a quantised source without a scale ckpt can apply is a plan problem
+// (ProblemScale).
 type Rule struct {
 	ID      string   `json:"id"`
 	Target  string   `json:"target"`

@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -30,16 +31,19 @@ var ErrNoMatch = ckpt.ErrEmptySelection
 type Options struct {
 	// Match and Exclude are ckpt.NewMatcher globs; no Match selects all.
 	Match, Exclude []string
-	// DType is Keep (default), BF16, F16 or F32. With a float dtype, FP8
-	// weights that have a block scale are dequantised (and the scales
-	// dropped), and every other tensor that ckpt can decode as floats (BF16,
-	// F16, F32, F64, F8_E4M3, F8_E5M2, F8_E8M0) is rounded to the dtype
-	// (nearest even; F64 goes through float32 first); integer, bool, F4/F6,
-	// FNUZ and complex tensors are copied as they are. A tensor already in
-	// the dtype is copied byte for byte.
+	// DType is Keep (default), BF16, F16 or F32. With a float dtype,
+	// block-FP8 weights are dequantised (and the scales dropped); a
+	// quantised weight whose scale is missing or of a scheme ckpt does not
+	// read fails NewPlan (ckpt.QuantScheme: *ckpt.MissingScaleError,
+	// *ckpt.UnknownScaleError); every other tensor that ckpt can decode as
+	// floats (BF16, F16, F32, F64, F8_E8M0, an FP8 scale) is rounded to the
+	// dtype (nearest even; F64 goes through float32 first); integer, bool
+	// and complex tensors are copied as they are. A tensor already in the
+	// dtype is copied byte for byte.
 	DType string
-	// WithScales adds, under Keep, the weight_scale_inv companion of every
-	// selected FP8 weight even when the globs do not select it (or exclude it).
+	// WithScales adds, under Keep, the scale companions
+	// (ckpt.ScaleCompanions: weight_scale_inv, ...) of every selected
+	// quantised weight even when the globs do not select them (or exclude them).
 	WithScales bool
 	// MaxShardSize, when positive and smaller than the payload, splits the
 	// output into shards of at most this many payload bytes (a weight and its
@@ -106,8 +110,8 @@ type Plan struct {
 	// (every one dequantised or converted), so that the copied config.json
 	// loses its quantization_config.
 	DropQuantization bool
-	// Warnings are things the user should know (an FP8 weight extracted
-	// under keep without its scale).
+	// Warnings are things the user should know (a quantised weight
+	// extracted under keep without its scale, or without a scale at all).
 	Warnings []string
 	chunk    int64
 	progress *ckpt.Progress
@@ -186,16 +190,12 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	if len(selected) == 0 {
 		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
 	}
-	scaleOf := func(t *ckpt.Tensor) (*ckpt.Tensor, bool) {
-		if !t.DType.IsFP8() {
-			return nil, false
-		}
-		return c.Lookup(ckpt.ScaleName(t.Name))
-	}
 	if target == "" && opt.WithScales {
 		for _, t := range c.Tensors {
-			if s, ok := scaleOf(t); ok && selected[t.Name] {
-				selected[s.Name] = true
+			if selected[t.Name] && c.IsQuantized(t) {
+				for _, s := range c.ScaleCompanions(t) {
+					selected[s.Name] = true
+				}
 			}
 		}
 	}
@@ -209,25 +209,29 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 			return nil, fmt.Errorf("tensor %s of %s: unknown dtype %s cannot be written", ckpt.Quote(t.Name), t.File.Location, ckpt.Quote(string(t.DType)))
 		}
 		it := &Item{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: t.DType, Shape: t.Shape}, Source: t, Action: Copy}
-		s, hasScale := scaleOf(t)
-		switch {
-		case target != "" && hasScale && t.DType == ckpt.F8E4M3:
-			v, err := c.Values(t)
+		if target != "" {
+			// ckpt.QuantScheme: a quantised weight is its codes plus its
+			// scale; one without a scale ckpt can apply is refused.
+			q, err := c.QuantScheme(t)
 			if err != nil {
 				return nil, err
 			}
-			if !v.Dequantized() {
-				return nil, fmt.Errorf("tensor %s of %s: has block scale %s but cannot be dequantised", ckpt.Quote(t.Name), t.File.Location, ckpt.Quote(s.Name))
+			switch {
+			case q.Scheme == ckpt.BlockFP8:
+				v, err := c.Values(t)
+				if err != nil {
+					return nil, err
+				}
+				it.DType, it.Action, it.Values = target, Dequantize, v
+				dropped[q.Scale.Name] = true
+			case t.DType.IsFloat():
+				it.DType = target
+				if t.DType != target {
+					it.Action = Convert
+				}
 			}
-			it.DType, it.Action, it.Values = target, Dequantize, v
-			dropped[s.Name] = true
-		case target != "" && t.DType.IsFloat():
-			it.DType = target
-			if t.DType != target {
-				it.Action = Convert
-			}
-		case target == "" && hasScale && !selected[s.Name]:
-			p.Warnings = append(p.Warnings, fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(s.Name)))
+		} else if w := keepWarning(c, t, selected); w != "" {
+			p.Warnings = append(p.Warnings, w)
 		}
 		p.Items = append(p.Items, it)
 	}
@@ -243,8 +247,39 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
 	p.Metadata = commonMetadata(p.Items)
-	p.shard(opt.MaxShardSize)
+	// A scale stays in its weight's shard (ckpt.ScaleCompanions).
+	owner := map[string]string{}
+	for _, it := range p.Items {
+		if c.IsQuantized(it.Source) {
+			for _, s := range c.ScaleCompanions(it.Source) {
+				owner[s.Name] = it.Name
+			}
+		}
+	}
+	p.shard(opt.MaxShardSize, owner)
 	return p, nil
+}
+
+// keepWarning says what is wrong with extracting the quantised weight t
+// under keep without its scale: the scale is not selected, or the source
+// has none (or one ckpt cannot read). "" when nothing is.
+func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) string {
+	q, err := c.QuantScheme(t)
+	var missing *ckpt.MissingScaleError
+	var unknown *ckpt.UnknownScaleError
+	switch {
+	case errors.As(err, &missing):
+		return fmt.Sprintf("tensor %s is %s without a scale (no %s in the source): the output holds its codes alone", ckpt.Quote(t.Name), t.DType, ckpt.Quote(missing.Want))
+	case errors.As(err, &unknown):
+		for _, s := range unknown.Companions {
+			if !selected[s.Name] {
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales)", ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name))
+			}
+		}
+	case err == nil && q.Scale != nil && !selected[q.Scale.Name]:
+		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name))
+	}
+	return ""
 }
 
 func describeGlobs(match, exclude []string) string {
@@ -276,14 +311,15 @@ func commonMetadata(items []*Item) map[string]string {
 }
 
 // shard assigns items to shards, greedily in natural order of units (a
-// weight together with its scale).
-func (p *Plan) shard(maxSize int64) {
+// weight together with its scales: owner maps each scale companion to its
+// weight).
+func (p *Plan) shard(maxSize int64, owner map[string]string) {
 	inOut := map[string]bool{}
 	for _, it := range p.Items {
 		inOut[it.Name] = true
 	}
 	unitOf := func(it *Item) string {
-		if w, ok := strings.CutSuffix(it.Name, ckpt.ScaleSuffix); ok && inOut[w] {
+		if w, ok := owner[it.Name]; ok && inOut[w] {
 			return w
 		}
 		return it.Name

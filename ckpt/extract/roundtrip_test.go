@@ -66,16 +66,36 @@ func TestWriterRoundTripAllDTypes(t *testing.T) {
 
 // TestExtractKeepAllDTypes extracts every tensor of every dtype under keep
 // (a raw streamed copy with a tiny chunk) and under bf16 (non-floats copied,
-// floats rounded), reading the output back through ckpt.Open.
+// floats rounded), reading the output back through ckpt.Open. Quantised
+// codes without a scale (FP8, FNUZ, F4, F6) are refused under bf16/f32.
 func TestExtractKeepAllDTypes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ts := allDTypeTensors()
 	src := writeSource(t, dir, ts, map[string]string{"format": "pt", "producer": "test"})
 	c := openCkpt(t, src)
+	var codes []string // --exclude globs of the quantised code dtypes
+	for _, dt := range ckpt.AllDTypes() {
+		if ckpt.IsQuantCode(dt) {
+			codes = append(codes, "*."+string(dt))
+		}
+	}
 	for _, mode := range []string{Keep, BF16, F32} {
 		t.Run(mode, func(t *testing.T) {
-			p, err := NewPlan(c, Options{Match: []string{"**"}, DType: mode, ChunkBytes: 5, AllowNonFinite: true})
+			var exclude []string
+			if mode != Keep {
+				exclude = codes
+				for _, x := range ts {
+					if ckpt.IsQuantCode(x.DType) {
+						_, err := NewPlan(c, Options{Match: []string{x.Name}, DType: mode})
+						var me *ckpt.MissingScaleError
+						require.ErrorAs(t, err, &me, x.Name)
+						assert.Equal(t, x.Name, me.Tensor)
+						assert.ErrorIs(t, err, ckpt.ErrScale)
+					}
+				}
+			}
+			p, err := NewPlan(c, Options{Match: []string{"**"}, Exclude: exclude, DType: mode, ChunkBytes: 5, AllowNonFinite: true})
 			require.NoError(t, err)
 			out := filepath.Join(dir, mode+".safetensors")
 			res, err := p.Write(context.Background(), out)
@@ -84,8 +104,12 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 			oc := openCkpt(t, out)
 			requireClean(t, oc)
 			assert.Equal(t, map[string]string{"format": "pt", "producer": "test"}, oc.Files[0].Header.Metadata)
-			require.Len(t, oc.Tensors, len(ts))
+			n := 0
 			for _, x := range ts {
+				if mode != Keep && ckpt.IsQuantCode(x.DType) {
+					continue
+				}
+				n++
 				got, ok := oc.Lookup(x.Name)
 				require.True(t, ok, x.Name)
 				assert.Equal(t, len(x.Shape), len(got.Shape), x.Name)
@@ -103,6 +127,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 				require.NoError(t, ckpt.EncodeFloat32(target, in, want))
 				assert.Equal(t, want, data, x.Name)
 			}
+			assert.Len(t, oc.Tensors, n)
 		})
 	}
 }

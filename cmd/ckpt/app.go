@@ -57,7 +57,8 @@ func usageError(format string, args ...any) error {
 
 // exitCode maps an error that a command returned to its exit code and the
 // message to print ("" for none), by its type: an *exitError carries its
-// code, a *ckpt.NonFiniteError (NaN/Inf refused) is a failed check (1), a
+// code, a *ckpt.NonFiniteError (NaN/Inf refused) and ckpt.ErrScale (a
+// quantised weight without a scale ckpt can apply) are a failed check (1), a
 // ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3), anything else means the input could not be read (2).
 func exitCode(err error) (int, string) {
 	var ee *exitError
@@ -71,6 +72,10 @@ func exitCode(err error) (int, string) {
 		return ee.code, ee.err.Error()
 	case errors.As(err, new(*ckpt.NonFiniteError)):
 		// NaN/Inf refused by cache build or extract: a failed check.
+		return exitFailed, err.Error()
+	case errors.Is(err, ckpt.ErrScale):
+		// A quantised weight whose scale is missing or of a scheme ckpt
+		// does not read, refused by extract --dtype or diff: a failed check.
 		return exitFailed, err.Error()
 	case errors.Is(err, ckpt.ErrWrite):
 		return exitWrite, fmt.Sprintf("%v: %v", ckpt.ErrWrite, err)

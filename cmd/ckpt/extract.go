@@ -39,8 +39,10 @@ shards with model.safetensors.index.json when the payload exceeds --max-shard-si
 source config.json (without quantization_config when everything was dequantised).
 With --dtype bf16|f16|f32, block-FP8 weights are dequantised with their weight_scale_inv
 companions (the scales are dropped) and other float tensors are rounded to that dtype (nearest
-even); integer and bool tensors are copied. With --dtype keep (default) every tensor is copied
-byte for byte; --with-scales adds the scales of selected FP8 weights.`,
+even); integer and bool tensors are copied. A quantised weight without a scale ckpt can apply
+(none, or a weight_scale / weight_scale_2 / input_scale of another scheme) is refused, exit 1.
+With --dtype keep (default) every tensor is copied byte for byte; --with-scales adds the scales
+of selected quantised weights.`,
 		Example: `  ckpt extract hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --dtype bf16 -o mtp.safetensors
   ckpt extract ./ckpt --match 'model.language_model.layers.3.**' --with-scales -o layer3/
   ckpt extract ./ckpt --match '**' --max-shard-size 5G -o ./copy/`,
@@ -55,7 +57,7 @@ byte for byte; --with-scales adds the scales of selected FP8 weights.`,
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
 	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
-	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the weight_scale_inv of every selected FP8 weight")
+	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the scales (weight_scale_inv, ...) of every selected quantised weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")

@@ -16,6 +16,8 @@ import pytest
 
 from stlib import NP, assert_same_floats, ref_read, ref_write, values
 
+TARGET = {"bf16": "BF16", "f16": "F16", "f32": "F32"}
+
 E4M3 = ml_dtypes.float8_e4m3fn
 BF16 = ml_dtypes.bfloat16
 
@@ -50,16 +52,44 @@ def extract_values(ckpt, tmp_path, dtype, data, mode, name="x"):
     return dt, values(dt, raw)
 
 
+def convdump_decode(convdump, tmp_path, dtype, codes):
+    src, out = tmp_path / f"in.{dtype}", tmp_path / f"out-{dtype}.f32"
+    src.write_bytes(codes.tobytes())
+    subprocess.run([convdump, "decode", dtype, src, out], check=True)
+    return np.fromfile(out, dtype=np.float32)
+
+
+def extract_scaled_e4m3(ckpt, tmp_path, codes, mode):
+    """Extracts a [1, 256] F8_E4M3 weight with a weight_scale_inv of 1 (no
+    config: 128x128 blocks) with --dtype MODE: its values are its codes'."""
+    src, out = tmp_path / "src-scaled.safetensors", tmp_path / f"out-scaled-{mode}.safetensors"
+    ref_write(src, {"x.weight": ("F8_E4M3", [1, len(codes)], codes.tobytes()),
+                    "x.weight_scale_inv": ("F32", [1, 2], np.ones(2, dtype=np.float32).tobytes())})
+    r = ckpt.json("extract", src, "--match", "**", "--dtype", mode, "--out", out, "--progress", "none", "--allow-nonfinite")
+    assert r["summary"]["dequantized"] == 1
+    dt, shape, raw = ref_read(out)["x.weight"]
+    return dt, values(dt, raw)
+
+
 @pytest.mark.parametrize("dtype", ["F8_E4M3", "F8_E5M2", "F8_E8M0"])
-def test_decode_every_fp8_code(ckpt, tmp_path, dtype):
+def test_decode_every_fp8_code(ckpt, convdump, tmp_path, dtype):
     codes = np.arange(256, dtype=np.uint8)
     want = codes.view(NP[dtype]).astype(np.float32)
-    dt, got = extract_values(ckpt, tmp_path, dtype, codes.tobytes(), "f32")
-    assert dt == "F32"
-    assert_same_floats(got, want, f"{dtype} → float32")
-    # every code is exact in bf16 as well
-    dt, got = extract_values(ckpt, tmp_path, dtype, codes.tobytes(), "bf16")
-    assert_same_floats(got, want.astype(BF16), f"{dtype} → bf16")
+    assert_same_floats(convdump_decode(convdump, tmp_path, dtype, codes), want, f"{dtype} → float32 (ckpt.DecodeFloat32)")
+    if dtype == "F8_E5M2":
+        # Quantised codes without a scale: extract refuses to read them.
+        src = tmp_path / "src-e5m2.safetensors"
+        ref_write(src, {"x": (dtype, [256], codes.tobytes())})
+        p = ckpt.run("extract", src, "--match", "**", "--dtype", "f32", "--out", tmp_path / "no.safetensors", "--progress", "none", rc=1)
+        assert '"x" (F8_E5M2)' in p.stderr and "has no scale" in p.stderr
+        return
+    for mode, ref in (("f32", np.float32), ("bf16", BF16)):  # every code is exact in bf16 as well
+        if dtype == "F8_E4M3":
+            dt, got = extract_scaled_e4m3(ckpt, tmp_path, codes, mode)
+        else:  # F8_E8M0 is a scale format, read as it is
+            dt, got = extract_values(ckpt, tmp_path, dtype, codes.tobytes(), mode)
+        assert dt == TARGET[mode]
+        assert_same_floats(got, want.astype(ref), f"{dtype} → {mode}")
 
 
 def test_decode_e4m3_table():

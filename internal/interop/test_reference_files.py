@@ -16,6 +16,9 @@ from safetensors.numpy import save_file
 from stlib import BITS, CKPT_FLOAT, NP, SPEC, header, nbytes, ref_read, ref_write, values
 
 BM, BN = 4, 8  # weight_block_size of the reference checkpoints
+# Quantised codes: without a scale, diff in values mode refuses them (a
+# quantised weight is its codes plus its scale); bytes mode compares them.
+CODES = {"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F4", "F6_E2M3", "F6_E3M2"}
 CONFIG = {"model_type": "interop", "quantization_config": {
     "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [BM, BN]}}
 
@@ -238,11 +241,17 @@ def test_diff_matches_numpy(ckpt, request, tmp_path, which):
     (tmp_path / "ft").mkdir()
     ref_write(tmp_path / "ft" / "model.safetensors", ft, {"format": "pt"})
     (tmp_path / "ft" / "config.json").write_text(json.dumps(CONFIG))
-    r = ckpt.json("diff", d, tmp_path / "ft", "--progress", "none", rc=1)
+    codes = sorted(n for n, t in base.items() if t[0] in CODES)
+    assert codes
+    p = ckpt.run("diff", d, tmp_path / "ft", "--progress", "none", rc=1)
+    assert "has no scale" in p.stderr and any(f'"{n}"' in p.stderr for n in codes), p.stderr
+    excl = [a for n in codes for a in ("--exclude", n)]
+    r = ckpt.json("diff", d, tmp_path / "ft", *excl, "--progress", "none", rc=1)
     got = {t["name"]: t for t in r["tensors"]}
-    assert sorted(got) == sorted(base)
+    kept = {n: t for n, t in base.items() if n not in codes}
+    assert sorted(got) == sorted(kept)
     checked = 0
-    for n, (dt, shape, data) in base.items():
+    for n, (dt, shape, data) in kept.items():
         t = got[n]
         assert (t["base_dtype"], t["ft_dtype"], t["shape"]) == (dt, dt, list(shape)), n
         same = data == ft[n][2]
@@ -262,7 +271,7 @@ def test_diff_matches_numpy(ckpt, request, tmp_path, which):
         elif BITS[dt] >= 8 and "changed_elems" in t:
             assert t["changed_elems"] == changed_elements(dt, data, ft[n][2]), t
             checked += 1
-    assert checked >= len(base) - 1  # all but F4 report changed elements
+    assert checked == len(kept)  # every float, and every integer of whole bytes, reports changed elements
     rb = ckpt.json("diff", d, tmp_path / "ft", "--mode", "bytes", "--progress", "none", rc=1)
     for t in rb["tensors"]:
         assert t["relation"] == ("identical" if base[t["name"]][2] == ft[t["name"]][2] else "changed"), t
@@ -274,6 +283,9 @@ def test_diff_reference_against_extract(ckpt, npsharded, tmp_path):
     d, tensors, _ = npsharded
     out = tmp_path / "copy"
     ckpt.run("extract", d, "--match", "**", "--out", out, "--progress", "none", "--allow-nonfinite")
-    for mode in ("values", "bytes"):
-        r = ckpt.json("diff", d, out, "--mode", mode, "--progress", "none")
-        assert r["summary"]["identical"] == len(tensors), r["summary"]
+    codes = [n for n, t in tensors.items() if t[0] in CODES]
+    assert codes
+    r = ckpt.json("diff", d, out, "--mode", "bytes", "--progress", "none")
+    assert r["summary"]["identical"] == len(tensors), r["summary"]
+    r = ckpt.json("diff", d, out, "--mode", "values", *[a for n in codes for a in ("--exclude", n)], "--progress", "none")
+    assert r["summary"]["identical"] == len(tensors) - len(codes), r["summary"]

@@ -10,6 +10,10 @@
 //	    with [BM, BN] blocks writes its F8_E4M3 codes to CODES and its block
 //	    scales (already rounded to SCALE_DTYPE: F32, BF16 or F16) as
 //	    little-endian float32 to SCALES.
+//	convdump decode DTYPE IN OUT
+//	    IN holds raw values of DTYPE (e.g. F8_E5M2); OUT gets them as
+//	    little-endian float32 (ckpt.DecodeFloat32), for codes that extract
+//	    refuses to read without a scale.
 //
 // Exit status 2 on a bad command line or an I/O error. It imports nothing
 // of the project but package ckpt.
@@ -34,7 +38,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: convdump e4m3 IN OUT | convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES")
+		return fmt.Errorf("usage: convdump e4m3 IN OUT | convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES | convdump decode DTYPE IN OUT")
 	}
 	switch args[0] {
 	case "e4m3":
@@ -85,8 +89,30 @@ func run(args []string) error {
 			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(s))
 		}
 		return os.WriteFile(args[8], raw, 0o644)
+	case "decode":
+		if len(args) != 4 {
+			return fmt.Errorf("usage: convdump decode DTYPE IN OUT")
+		}
+		dt := ckpt.DType(args[1])
+		raw, err := os.ReadFile(args[2])
+		if err != nil {
+			return err
+		}
+		bits := dt.Bits()
+		if !dt.IsFloat() || bits == 0 || len(raw)*8%bits != 0 {
+			return fmt.Errorf("dtype %q: want a float dtype ckpt decodes, and whole values in %s", args[1], args[2])
+		}
+		vals := make([]float32, len(raw)*8/bits)
+		if err := ckpt.DecodeFloat32(dt, raw, vals); err != nil {
+			return err
+		}
+		out := make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
+		}
+		return os.WriteFile(args[3], out, 0o644)
 	}
-	return fmt.Errorf("unknown mode %q (want e4m3 or quant)", args[0])
+	return fmt.Errorf("unknown mode %q (want e4m3, quant or decode)", args[0])
 }
 
 func readF32(path string) ([]float32, error) {

@@ -1,0 +1,234 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Scheme names how the values of a tensor are made from what is stored.
+type Scheme string
+
+// The schemes QuantScheme knows. A scheme for another format (MXFP4,
+// NVFP4, per-channel or per-tensor FP8) is added here and in QuantScheme.
+const (
+	// Plain: the stored values are the tensor's values (BF16, F32, ...;
+	// also quantisation bookkeeping such as a scale, read as it is).
+	Plain Scheme = "plain"
+	// BlockFP8: F8_E4M3 codes times <name>_scale_inv, one scale per
+	// [bm, bn] block (quantization_config.weight_block_size, default
+	// DefaultBlockSize): w[i,j] = e4m3(W[i,j]) * scale_inv[i/bm, j/bn].
+	BlockFP8 Scheme = "block-fp8"
+)
+
+// DefaultBlockSize is the block of a block-FP8 weight when the config
+// gives no weight_block_size (transformers' FineGrainedFP8Config default).
+var DefaultBlockSize = [2]int64{128, 128}
+
+// Quant is how one tensor's values are read: its scheme and, for a scaled
+// scheme, its scale tensor and block size.
+type Quant struct {
+	Scheme Scheme
+	Scale  *Tensor // the scale companion (BlockFP8), else nil
+	BM, BN int64   // the block size (BlockFP8)
+}
+
+// ErrScale is matched (with errors.Is) by *MissingScaleError and
+// *UnknownScaleError: a quantised weight whose values cannot be made
+// because its scale is absent or of a scheme this package does not read.
+var ErrScale = errors.New("quantised weight without a usable scale")
+
+// MissingScaleError says a quantised weight has no scale companion at
+// all: its stored codes alone are not its values.
+type MissingScaleError struct {
+	Tensor string
+	File   string // location of the file that holds it
+	DType  DType
+	Want   string // the companion the weight needs (<name>_scale_inv)
+	// Unlisted is the shard that stores Want although the index's
+	// weight_map does not list it ("" when no shard stores it).
+	Unlisted string
+}
+
+func (e *MissingScaleError) Error() string {
+	s := fmt.Sprintf("tensor %s (%s) of %s has no scale (no %s): its codes alone are not its values; refusing to read it", Quote(e.Tensor), e.DType, e.File, Quote(e.Want))
+	if e.Unlisted != "" {
+		s += fmt.Sprintf(" (%s is stored in %s but not listed in the index's weight_map)", Quote(e.Want), e.Unlisted)
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrScale) true.
+func (e *MissingScaleError) Is(target error) bool { return target == ErrScale }
+
+// UnknownScaleError says a quantised weight has scale companions, but not
+// as a scheme QuantScheme supports (only block FP8 with weight_scale_inv
+// so far): dequantising it would need a scheme this package does not know.
+type UnknownScaleError struct {
+	Tensor     string
+	File       string
+	DType      DType
+	Companions []*Tensor // the companions found (weight_scale, input_scale, ...)
+	Reason     string    // why they are not understood
+}
+
+func (e *UnknownScaleError) Error() string {
+	parts := make([]string, len(e.Companions))
+	for i, c := range e.Companions {
+		parts[i] = fmt.Sprintf("%s (%s %v)", Quote(c.Name), c.DType, c.Shape)
+	}
+	what := "scale companion"
+	if len(parts) > 1 {
+		what += "s"
+	}
+	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8, F8_E4M3 with weight_scale_inv, only)",
+		Quote(e.Tensor), e.DType, e.File, what, strings.Join(parts, ", "), e.Reason)
+}
+
+// Is makes errors.Is(err, ErrScale) true.
+func (e *UnknownScaleError) Is(target error) bool { return target == ErrScale }
+
+// IsQuantCode reports whether d holds quantised codes whatever the config
+// says: the FP8 weight formats and the sub-byte floats (F8_E8M0 is a scale
+// format and is not one). U8 and I8 hold codes only in a quantised
+// checkpoint (see QuantScheme).
+func IsQuantCode(d DType) bool {
+	switch d {
+	case F8E4M3, F8E5M2, F8E4M3FNUZ, F8E5M2FNUZ, F4, F6E2M3, F6E3M2:
+		return true
+	}
+	return false
+}
+
+// companionSuffixes follow a weight's own name (x.weight → x.weight_scale).
+var companionSuffixes = []string{ScaleSuffix, "_scale", "_scale_2", "_global_scale", "_zero_point", "_scales", "_shape", "_g_idx"}
+
+// moduleCompanions follow the weight's module (x.weight → x.input_scale).
+var moduleCompanions = []string{"weight_scale_inv", "weight_scale", "weight_scale_2", "weight_global_scale", "weight_zero_point",
+	"weight_shape", "weight_g_idx", "input_scale", "input_global_scale", "input_zero_point"}
+
+// activationOnly are companions that concern a layer's input, not the
+// weight's values: they do not stop a weight from being read.
+func activationOnly(name string) bool {
+	last := name[strings.LastIndexByte(name, '.')+1:]
+	return strings.HasPrefix(last, "input_")
+}
+
+// ScaleCompanions returns the quantisation bookkeeping tensors that belong
+// to the tensor t, by name: <name>_scale_inv, <name>_scale, ... and, for
+// <module>.weight or <module>.weight_packed, <module>.weight_scale,
+// <module>.input_scale and the like; for an MXFP4 <x>_blocks, <x>_scales.
+// They are returned in that order, each once.
+func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
+	var out []*Tensor
+	seen := map[string]bool{t.Name: true}
+	add := func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		if s, ok := c.Lookup(name); ok {
+			out = append(out, s)
+		}
+	}
+	for _, suf := range companionSuffixes {
+		add(t.Name + suf)
+	}
+	if i := strings.LastIndexByte(t.Name, '.'); i >= 0 {
+		if last := t.Name[i+1:]; last == "weight" || last == "weight_packed" {
+			for _, m := range moduleCompanions {
+				add(t.Name[:i+1] + m)
+			}
+		}
+	}
+	if x, ok := strings.CutSuffix(t.Name, "_blocks"); ok {
+		add(x + "_scales")
+	}
+	return out
+}
+
+// IsQuantized reports whether t holds quantised codes rather than values:
+// a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
+// checkpoint whose quantization_config has another method than "fp8"
+// (packed or integer codes: compressed-tensors, MXFP4, ...). Quantisation
+// bookkeeping (IsBookkeeping: scales, zero points; an MXFP4 <x>_scales)
+// never is.
+func (c *Checkpoint) IsQuantized(t *Tensor) bool {
+	if IsBookkeeping(t.Name) {
+		return false
+	}
+	if IsQuantCode(t.DType) {
+		return true
+	}
+	if t.DType != U8 && t.DType != I8 {
+		return false
+	}
+	// Block FP8 keeps its codes in F8_E4M3: a U8/I8 tensor there is data.
+	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks.
+	q := c.Config.Quantization()
+	return q != nil && q.Method != "fp8" && !strings.HasSuffix(t.Name, "_scales")
+}
+
+// QuantScheme says how the values of t are made from what is stored: the
+// one rule, a quantised weight is its codes plus its scale, that every
+// command reading values applies (extract --dtype, diff, the mapping plan
+// of map and cache build/verify). A tensor that is not quantised
+// (IsQuantized) is Plain. A quantised weight is BlockFP8 when it is
+// F8_E4M3 with a <name>_scale_inv of the block grid's shape and a float
+// dtype, no other scale of its own, and a config whose quantization_config
+// (if any) has quant_method "fp8"; the block size comes from its
+// weight_block_size (DefaultBlockSize when absent).
+// Otherwise QuantScheme fails with *MissingScaleError (no companion at
+// all) or *UnknownScaleError (companions of a scheme not supported), both
+// matched by errors.Is(err, ErrScale). It reads no data.
+func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
+	if !c.IsQuantized(t) {
+		return Quant{Scheme: Plain}, nil
+	}
+	comps := c.ScaleCompanions(t)
+	var scale *Tensor
+	var others []*Tensor // companions that would change the weight's values
+	for _, s := range comps {
+		switch {
+		case s.Name == ScaleName(t.Name):
+			scale = s
+		case !activationOnly(s.Name):
+			others = append(others, s)
+		}
+	}
+	unknown := func(reason string) (Quant, error) {
+		return Quant{}, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: comps, Reason: reason}
+	}
+	switch {
+	case len(comps) == 0:
+		e := &MissingScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Want: ScaleName(t.Name)}
+		for _, f := range c.Files {
+			if _, ok := f.Header.Lookup(e.Want); ok {
+				e.Unlisted = f.Name
+				break
+			}
+		}
+		return Quant{}, e
+	case scale == nil:
+		return unknown("no weight_scale_inv beside it, and that naming is not a scheme ckpt supports")
+	case len(others) > 0:
+		return unknown("a weight_scale_inv together with other scales of the weight is not a scheme ckpt supports")
+	case t.DType != F8E4M3:
+		return unknown(fmt.Sprintf("block FP8 is F8_E4M3 codes, not %s", t.DType))
+	}
+	bm, bn := DefaultBlockSize[0], DefaultBlockSize[1]
+	q := c.Config.Quantization()
+	if q != nil && q.Method != "fp8" {
+		return unknown(fmt.Sprintf("a weight_scale_inv is block FP8, but %s.quant_method is %q, not \"fp8\"", q.Path, q.Method))
+	}
+	if q != nil && q.BlockSize != nil {
+		if !q.IsBlockFP8() {
+			return unknown(fmt.Sprintf("%s.weight_block_size %v is not a block size [bm, bn] (quant_method %q)", q.Path, q.BlockSize, q.Method))
+		}
+		bm, bn = q.BlockSize[0], q.BlockSize[1]
+	}
+	if err := checkBlockScale(t, scale, bm, bn); err != nil {
+		return unknown(err.Error())
+	}
+	return Quant{Scheme: BlockFP8, Scale: scale, BM: bm, BN: bn}, nil
+}
