@@ -229,8 +229,8 @@ func CorruptFiles() []Corrupt {
 		b := Frame(hdr, 4)
 		add(single("truncated-header", "file cut inside the header", b[:8+len(hdr)/2], "invalid header length"))
 	}
-	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit of 128",
-		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 128"))
+	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit (127 levels, the header object included)",
+		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 127"))
 	add(single("deep-nesting-unclosed", "100 KB of '[' in an unknown field",
 		Frame(`{"a":{"x":`+strings.Repeat("[", 100_000), 0), "nested deeper"))
 	{
