@@ -284,6 +284,8 @@ func (s *jscan) number() (string, bool, error) {
 		if i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			return "", false, s.errAt(start, "invalid number: leading zero")
 		}
+	case i < len(b) && b[i] == 'I':
+		return "", false, s.errAt(start, "invalid number: NaN and Infinity are not JSON")
 	case digits() == 0:
 		return "", false, s.errAt(start, "invalid number")
 	}
@@ -339,6 +341,9 @@ func (s *jscan) literal() (any, error) {
 			}
 			return nil, nil
 		}
+	}
+	if c := s.peek(); c == 'N' || c == 'I' {
+		return nil, s.errAt(s.pos, "invalid value: NaN and Infinity are not JSON")
 	}
 	return nil, s.errAt(s.pos, "invalid value: expected a JSON value, found %s", s.found())
 }
