@@ -66,7 +66,9 @@ type Options struct {
 	Workers int
 }
 
-// Checkpoint is an opened checkpoint: headers, index and config, no data.
+// Checkpoint is an opened checkpoint: headers, index and config. No tensor
+// data is read, except the copies of a tensor stored in more than one
+// shard, which are compared (index.tensor_duplicate).
 type Checkpoint struct {
 	Source  string
 	Store   Store
@@ -77,7 +79,8 @@ type Checkpoint struct {
 	Tensors []*Tensor // natural order by name
 	// Issues are the integrity problems found while opening (ids
 	// "index.*" and, with Options.Lenient, "file.size"): Open fails on those with Status Fail unless
-	// Options.Lenient is set; verify reports them all.
+	// Options.Lenient is set; verify reports them all, the other commands
+	// print those with Status Warn as warnings.
 	Issues    []Finding
 	byName    map[string]*Tensor
 	ownsStore io.Closer
