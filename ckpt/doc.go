@@ -7,7 +7,7 @@
 // read by one strict JSON reader (jsonscan.go) as the reference's serde_json
 // and the loaders' json.load read them, so that file order and exact 64-bit
 // offsets are kept and nothing is picked where readers would disagree
-// (docs/formats.md section 4); every rule of the reference implementation is
+// (docs/formats.md section 5); every rule of the reference implementation is
 // validated. A tensor stored in two shards is compared at open: different
 // copies fail the open, identical ones are a warning (Checkpoint.Issues). Tensor data is read
 // through section readers and decoded to float32 (BF16, F16, F32, FP8
