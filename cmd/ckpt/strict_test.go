@@ -37,8 +37,8 @@ func readTensor(t *testing.T, dir, name string) ckpt.MemTensor {
 
 // TestSecondCopyInAnotherShard (issue #27, case 2): a tensor stored a
 // second time, in a shard the index does not name for it, is seen by
-// every command. A different copy makes diff, inspect, extract and
-// contract refuse (exit 2, naming the tensor and both shards; verify
+// every command. A different copy makes diff, inspect, map, cache build,
+// extract and contract refuse (exit 2, naming the tensor and both shards; verify
 // fails it, exit 1); a byte-identical copy is a warning.
 func TestSecondCopyInAnotherShard(t *testing.T) {
 	t.Parallel()
@@ -64,6 +64,8 @@ func TestSecondCopyInAnotherShard(t *testing.T) {
 		}
 		for _, args := range [][]string{
 			{"inspect", ft},
+			{"map", ft, "--summary"},
+			{"cache", "build", ft, "--out", filepath.Join(t.TempDir(), "cache"), "--progress", "none"},
 			{"extract", ft, "--match", name, "--out", filepath.Join(t.TempDir(), "x.safetensors"), "--progress", "none"},
 			{"contract", ft, "-o", filepath.Join(t.TempDir(), "c.json")},
 		} {
@@ -92,9 +94,14 @@ func TestSecondCopyInAnotherShard(t *testing.T) {
 		code, stdout, stderr := runApp(t, "diff", base, ft, "--progress", "none")
 		assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
 		assert.Contains(t, stderr, "ckpt: warning: 1 tensor(s) are stored in more than one shard, in byte-identical copies (first: \""+name+"\" in "+home+" and "+other+")")
-		code, _, stderr = runApp(t, "extract", ft, "--match", name, "--out", filepath.Join(t.TempDir(), "x.safetensors"), "--progress", "none")
-		assert.Equal(t, 0, code, stderr)
-		assert.Contains(t, stderr, "byte-identical copies")
+		for _, args := range [][]string{
+			{"extract", ft, "--match", name, "--out", filepath.Join(t.TempDir(), "x.safetensors"), "--progress", "none"},
+			{"map", ft, "--summary"},
+		} {
+			code, _, stderr = runApp(t, args...)
+			assert.Equal(t, 0, code, "%v: %s", args, stderr)
+			assert.Contains(t, stderr, "byte-identical copies", "%v", args)
+		}
 	})
 }
 
