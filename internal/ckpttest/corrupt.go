@@ -271,6 +271,8 @@ func CorruptDirs() []Corrupt {
 		return out
 	}
 	idx := ckpt.IndexFile
+	twoCopies := validShard("a", "b") // "a" again, with other bytes
+	twoCopies[len(twoCopies)-8] = 1
 	return []Corrupt{
 		{Name: "missing-shard", Rule: "index names a shard that does not exist", Files: with(good, idx, index(map[string]any{"a": s1, "b": s2})),
 			File: idx, Want: []string{s2, `"b"`, "cannot be opened"}},
@@ -296,6 +298,14 @@ func CorruptDirs() []Corrupt {
 			File: idx, Want: []string{`tensor "a"`, "must be a shard file name"}},
 		{Name: "weight-map-empty-name", Rule: "weight_map value empty", Files: with(good, idx, []byte(`{"weight_map":{"a":""}}`)),
 			File: idx, Want: []string{`"a"`, "empty file name"}},
+		{Name: "index-upper-case-key", Rule: "index keys are case-sensitive (json.load, then [\"weight_map\"])", Files: with(good, idx, []byte(`{"WEIGHT_MAP":{"a":"`+s1+`"}}`)),
+			File: idx, Want: []string{"no weight_map", `"WEIGHT_MAP"`, "case-sensitive"}},
+		{Name: "index-duplicate-key", Rule: "a key twice in the index", Files: with(good, idx, []byte(`{"weight_map":{},"weight_map":{"a":"`+s1+`"}}`)),
+			File: idx, Want: []string{`duplicate key "weight_map"`, "at byte 17"}},
+		{Name: "index-lone-surrogate", Rule: "an escape of a lone surrogate in the index", Files: with(good, idx, []byte(`{"weight_map":{"a\udc00":"`+s1+`"}}`)),
+			File: idx, Want: []string{`invalid escape \uDC00`}},
+		{Name: "tensor-in-two-shards", Rule: "a tensor stored in two shards with different bytes", Files: with(with(good, s2, twoCopies), idx, index(map[string]any{"a": s1, "b": s2})),
+			File: idx, Want: []string{`"a" in ` + s1 + ` and ` + s2, "different contents", "bytes differ from byte 0"}},
 		{Name: "two-files-no-index", Rule: "directory with two .safetensors and no index", Files: with(good, s2, validShard("b")),
 			Want: []string{"ambiguous", s1, s2}},
 		{Name: "empty-dir", Rule: "empty directory", Files: map[string][]byte{},
