@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,9 @@ type Options struct {
 	Workers int
 }
 
-// Checkpoint is an opened checkpoint: headers, index and config, no data.
+// Checkpoint is an opened checkpoint: headers, index and config. No tensor
+// data is read, except the copies of a tensor stored in more than one
+// shard, which are compared (index.tensor_duplicate).
 type Checkpoint struct {
 	Source  string
 	Store   Store
@@ -76,7 +79,8 @@ type Checkpoint struct {
 	Tensors []*Tensor // natural order by name
 	// Issues are the integrity problems found while opening (ids
 	// "index.*" and, with Options.Lenient, "file.size"): Open fails on those with Status Fail unless
-	// Options.Lenient is set; verify reports them all.
+	// Options.Lenient is set; verify reports them all, the other commands
+	// print those with Status Warn as warnings.
 	Issues    []Finding
 	byName    map[string]*Tensor
 	ownsStore io.Closer
@@ -453,9 +457,24 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		}
 	}
 	sort.Slice(c.Files, func(i, j int) bool { return NaturalLess(c.Files[i].Name, c.Files[j].Name) })
+	// Every tensor of every listed shard, where it first occurs (c.Files
+	// is in natural order), and the further copies.
+	firstIn := map[string]*File{}
+	var copies []*Tensor
+	for _, f := range c.Files {
+		for i := range f.Header.Tensors {
+			ti := &f.Header.Tensors[i]
+			if _, ok := firstIn[ti.Name]; ok {
+				copies = append(copies, &Tensor{TensorInfo: *ti, File: f})
+				continue
+			}
+			firstIn[ti.Name] = f
+		}
+	}
 	listed := map[string]bool{}
 	var missing []string
 	var missingFiles []string
+	var elsewhere string
 	for _, e := range idx.WeightMap {
 		listed[e.Tensor] = true
 		f := byShard[e.File]
@@ -466,6 +485,9 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		if !ok {
 			missing = append(missing, e.Tensor)
 			missingFiles = append(missingFiles, e.File)
+			if g := firstIn[e.Tensor]; g != nil && elsewhere == "" {
+				elsewhere = fmt.Sprintf("; %s is stored in %s instead", Quote(e.Tensor), g.Name)
+			}
 			continue
 		}
 		t := &Tensor{TensorInfo: *ti, File: f}
@@ -474,17 +496,12 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	if len(missing) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: "index.tensor_missing", Status: Fail, Files: uniq(missingFiles), Tensors: missing,
-			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0])})
+			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s%s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0], elsewhere)})
 	}
-	seenIn := map[string]string{}
-	var unlisted, unlistedFiles, dups []string
+	var unlisted, unlistedFiles []string
 	for _, f := range c.Files {
 		for _, ti := range f.Header.Tensors {
-			if prev, ok := seenIn[ti.Name]; ok {
-				dups = append(dups, fmt.Sprintf("%s (%s and %s)", ti.Name, prev, f.Name))
-			}
-			seenIn[ti.Name] = f.Name
-			if !listed[ti.Name] {
+			if !listed[ti.Name] && firstIn[ti.Name] == f {
 				unlisted = append(unlisted, ti.Name)
 				unlistedFiles = append(unlistedFiles, f.Name)
 			}
@@ -492,11 +509,10 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	if len(unlisted) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: "index.tensor_unlisted", Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
-			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
+			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
 	}
-	if len(dups) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Warn, Tensors: dups,
-			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard (first: %s)", len(dups), dups[0])})
+	if err := c.duplicateIssues(ctx, copies, firstIn); err != nil {
+		return err
 	}
 	if !opt.Lenient {
 		var errs []error
@@ -510,6 +526,92 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		}
 	}
 	return errors.Join(unknown...)
+}
+
+// duplicateIssues records the index.tensor_duplicate findings: a tensor
+// stored in more than one shard. Loaders disagree on which copy they take
+// (transformers the one of the last shard it loads, vLLM, which reads
+// every tensor of every shard, the last it meets), so ckpt picks none
+// when the copies differ: that is a failure (Open refuses the checkpoint)
+// naming the tensor and both shards. Copies equal in dtype, shape and
+// every byte (read and compared here, which happens only for duplicates)
+// are a warning, and the copy the index points at is the one read.
+func (c *Checkpoint) duplicateIssues(ctx context.Context, copies []*Tensor, firstIn map[string]*File) error {
+	var same, differ, sameFiles, differFiles []string
+	var firstSame, firstDiffer string
+	for _, dup := range copies {
+		// Compare with the copy the index points at, else the first.
+		fi, _ := firstIn[dup.Name].Header.Lookup(dup.Name)
+		first := &Tensor{TensorInfo: *fi, File: firstIn[dup.Name]}
+		ref, ok := c.byName[dup.Name]
+		switch {
+		case !ok:
+			ref = first
+		case ref.File == dup.File:
+			dup = first
+		}
+		why, err := copiesDiffer(ctx, ref, dup)
+		if err != nil {
+			return err
+		}
+		pair := fmt.Sprintf("%s in %s and %s", Quote(dup.Name), ref.File.Name, dup.File.Name)
+		if why == "" {
+			same = append(same, dup.Name)
+			sameFiles = append(sameFiles, ref.File.Name, dup.File.Name)
+			if firstSame == "" {
+				firstSame = pair
+			}
+			continue
+		}
+		differ = append(differ, dup.Name)
+		differFiles = append(differFiles, ref.File.Name, dup.File.Name)
+		if firstDiffer == "" {
+			firstDiffer = pair + ": " + why
+		}
+	}
+	if len(differ) > 0 {
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Fail, Tensors: differ, Files: uniq(differFiles),
+			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard with different contents, and loaders disagree on which copy they take (first: %s)", len(differ), firstDiffer)})
+	}
+	if len(same) > 0 {
+		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Warn, Tensors: same, Files: uniq(sameFiles),
+			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard, in byte-identical copies (first: %s)", len(same), firstSame)})
+	}
+	return nil
+}
+
+// copiesDiffer says how two copies of a tensor differ, "" when they are
+// equal in dtype, shape and bytes.
+func copiesDiffer(ctx context.Context, a, b *Tensor) (string, error) {
+	if a.DType != b.DType || !slices.Equal(a.Shape, b.Shape) {
+		return fmt.Sprintf("%s %v in %s, %s %v in %s", a.DType, a.Shape, a.File.Name, b.DType, b.Shape, b.File.Name), nil
+	}
+	n := int64(a.NBytes())
+	if n != int64(b.NBytes()) {
+		return fmt.Sprintf("%d bytes in %s, %d in %s", n, a.File.Name, b.NBytes(), b.File.Name), nil
+	}
+	const chunk = 1 << 20
+	ba, bb := make([]byte, min(n, chunk)), make([]byte, min(n, chunk))
+	for off := int64(0); off < n; off += chunk {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		m := min(chunk, n-off)
+		if _, err := a.ReadAt(ba[:m], off); err != nil {
+			return fmt.Sprintf("its copies could not be compared: %v", err), nil
+		}
+		if _, err := b.ReadAt(bb[:m], off); err != nil {
+			return fmt.Sprintf("its copies could not be compared: %v", err), nil
+		}
+		if !bytes.Equal(ba[:m], bb[:m]) {
+			i := int64(0)
+			for ba[i] == bb[i] {
+				i++
+			}
+			return fmt.Sprintf("same dtype and shape, bytes differ from byte %d of %d", off+i, n), nil
+		}
+	}
+	return "", nil
 }
 
 func uniq(s []string) []string {

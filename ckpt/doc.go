@@ -3,9 +3,13 @@
 //
 // A Checkpoint is one .safetensors file, or a directory with a
 // model.safetensors.index.json and its shards, opened through a Store (a
-// local directory, the Hugging Face cache, or HTTP). Headers are parsed as a
-// JSON token stream so that file order and exact 64-bit offsets are kept, and
-// every rule of the reference implementation is validated. Tensor data is read
+// local directory, the Hugging Face cache, or HTTP). Headers and the index are
+// read by one strict JSON reader (jsonscan.go) as the reference's serde_json
+// and the loaders' json.load read them, so that file order and exact 64-bit
+// offsets are kept and nothing is picked where readers would disagree
+// (docs/formats.md section 5); every rule of the reference implementation is
+// validated. A tensor stored in two shards is compared at open: different
+// copies fail the open, identical ones are a warning (Checkpoint.Issues). Tensor data is read
 // through section readers and decoded to float32 (BF16, F16, F32, FP8
 // variants), with block-FP8 weights dequantised by their weight_scale_inv
 // companions one block row at a time. QuantScheme is the one rule for a

@@ -3,7 +3,6 @@ package ckpt
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"math/bits"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -46,7 +46,7 @@ func (t *TensorInfo) NBytes() uint64 { return t.End - t.Begin }
 // Lint is a deviation from the strict format that the reference reader
 // tolerates (reported by verify as a warning).
 type Lint struct {
-	ID      string // "header.start", "header.padding", "header.order"
+	ID      string // "header.start", "header.padding", "header.order", "header.form"
 	Message string
 }
 
@@ -155,8 +155,7 @@ func ParseHeader(buf []byte, name string) (*Header, error) {
 		}
 		return nil, &FormatError{File: name, Offset: 8 + int64(bad), Reason: "invalid UTF-8 in header"}
 	}
-	p := &headerParser{dec: json.NewDecoder(bytes.NewReader(buf)), h: h, name: name}
-	p.dec.UseNumber()
+	p := &headerParser{s: jscan{buf: buf, maxDepth: serdeMaxDepth, base: 8}, h: h, name: name}
 	if err := p.parse(); err != nil {
 		return nil, err
 	}
@@ -165,7 +164,7 @@ func ParseHeader(buf []byte, name string) (*Header, error) {
 	if len(buf) > 0 && buf[0] != '{' && len(trimmed) > 0 && trimmed[0] == '{' {
 		h.Lints = append(h.Lints, Lint{"header.start", fmt.Sprintf("header starts with %d byte(s) of whitespace, not '{'", len(buf)-len(trimmed))})
 	}
-	end := int(p.dec.InputOffset())
+	end := p.end
 	for i, c := range buf[end:] {
 		if c != ' ' {
 			h.Lints = append(h.Lints, Lint{"header.padding", fmt.Sprintf("header padding at byte %d is 0x%02x, not a space", 8+end+i, c)})
@@ -188,78 +187,76 @@ func ParseHeader(buf []byte, name string) (*Header, error) {
 	return h, nil
 }
 
+// serdeMaxDepth is serde_json's nesting limit as the reference crate meets
+// it: 127 levels of objects and arrays, the header object included (its
+// recursion limit of 128, measured against safetensors 0.8.0). Without a
+// bound a header of 100 MB of '[' would grow the stack without limit.
+const serdeMaxDepth = 127
+
+// maxDims bounds a shape (ckpt is stricter than the reference here: no
+// framework builds a tensor of more dimensions).
+const maxDims = 4096
+
+// headerParser reads a header as the reference crate does: the members of
+// the top-level object are tensors, except the key "__metadata__" (an
+// object of strings, or null), which may appear once. A tensor entry is an
+// object with the fields dtype, shape and data_offsets, each at most once,
+// other fields ignored (but still checked as JSON); serde also accepts the
+// entry as an array [dtype, shape, data_offsets] and a dtype written as
+// {"F32": null}, which ckpt reads alike and lints (header.form). A tensor
+// name given twice is an error in ckpt (the reference keeps the last).
 type headerParser struct {
-	dec  *json.Decoder
+	s    jscan
 	h    *Header
 	name string
+	end  int // position after the header object
+	form bool
+}
+
+// jsonErr turns a scanner error into the header's FormatError.
+func (p *headerParser) jsonErr(err error, tensor string) error {
+	var se *jsonSyntaxError
+	if errors.As(err, &se) {
+		return &FormatError{File: p.name, Tensor: tensor, Offset: se.Offset, Reason: "invalid JSON in header: " + se.Msg}
+	}
+	return err
 }
 
 func (p *headerParser) errf(format string, args ...any) error {
-	return &FormatError{File: p.name, Offset: 8 + p.dec.InputOffset(), Reason: "invalid JSON in header: " + fmt.Sprintf(format, args...)}
+	return &FormatError{File: p.name, Offset: 8 + int64(p.s.pos), Reason: "invalid JSON in header: " + fmt.Sprintf(format, args...)}
 }
 
 func (p *headerParser) tensorErr(tensor, format string, args ...any) error {
-	return &FormatError{File: p.name, Tensor: tensor, Offset: 8 + p.dec.InputOffset(), Reason: fmt.Sprintf(format, args...)}
+	return p.tensorErrAt(p.s.pos, tensor, format, args...)
 }
 
-func (p *headerParser) token() (json.Token, error) {
-	t, err := p.dec.Token()
-	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, &FormatError{File: p.name, Offset: 8 + se.Offset, Reason: "invalid JSON in header: " + se.Error()}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, p.errf("unexpected end of header")
-		}
-		return nil, p.errf("%v", err)
-	}
-	return t, nil
-}
-
-func (p *headerParser) expectDelim(want json.Delim, what string) error {
-	t, err := p.token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != want {
-		return p.errf("expected %q to start %s, found %s", string(want), what, describeToken(t))
-	}
-	return nil
-}
-
-func describeToken(t json.Token) string {
-	switch v := t.(type) {
-	case json.Delim:
-		return fmt.Sprintf("%q", string(v))
-	case string:
-		return "string " + Quote(v)
-	case json.Number:
-		return "number " + string(v)
-	case bool:
-		return fmt.Sprintf("%v", v)
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%v", t)
+func (p *headerParser) tensorErrAt(pos int, tensor, format string, args ...any) error {
+	return &FormatError{File: p.name, Tensor: tensor, Offset: 8 + int64(pos), Reason: fmt.Sprintf(format, args...)}
 }
 
 func (p *headerParser) parse() error {
-	if err := p.expectDelim('{', "the header"); err != nil {
-		return err
+	s := &p.s
+	if c := s.peek(); c != '{' {
+		return p.errf("expected '{' to start the header, found %s", s.found())
 	}
-	for p.dec.More() {
-		kt, err := p.token()
+	if err := s.open('{'); err != nil {
+		return p.jsonErr(err, "")
+	}
+	for first := true; ; first = false {
+		ok, err := s.more('}', first)
 		if err != nil {
-			return err
+			return p.jsonErr(err, "")
 		}
-		key, ok := kt.(string)
 		if !ok {
-			return p.errf("expected a tensor name, found %s", describeToken(kt))
+			break
+		}
+		key, at, err := s.key()
+		if err != nil {
+			return p.jsonErr(err, "")
 		}
 		if key == "__metadata__" {
 			if p.h.HasMetadata {
-				return p.tensorErr(key, "duplicate key __metadata__ in header")
+				return p.tensorErrAt(at, key, "duplicate key __metadata__ in header")
 			}
 			if err := p.parseMetadata(); err != nil {
 				return err
@@ -267,7 +264,7 @@ func (p *headerParser) parse() error {
 			continue
 		}
 		if _, dup := p.h.byName[key]; dup {
-			return p.tensorErr(key, "duplicate tensor name in header (parsers disagree on which entry wins)")
+			return p.tensorErrAt(at, key, "duplicate tensor name in header (the reference reader keeps the last entry, other parsers the first)")
 		}
 		ti, err := p.parseTensor(key)
 		if err != nil {
@@ -276,99 +273,102 @@ func (p *headerParser) parse() error {
 		p.h.byName[key] = len(p.h.Tensors)
 		p.h.Tensors = append(p.h.Tensors, ti)
 	}
-	if _, err := p.token(); err != nil { // closing '}'
-		return err
-	}
-	// Only whitespace may follow.
-	if _, err := p.dec.Token(); err != io.EOF {
+	p.end = s.pos
+	if err := s.end(); err != nil {
 		return p.errf("unexpected data after the header object")
+	}
+	if p.form {
+		p.h.Lints = append(p.h.Lints, Lint{"header.form", "a tensor entry is written as an array, or a dtype as an object: the reference reader accepts it, its writer never produces it"})
 	}
 	return nil
 }
 
 func (p *headerParser) parseMetadata() error {
+	s := &p.s
 	p.h.HasMetadata = true
-	t, err := p.token()
-	if err != nil {
-		return err
-	}
-	if t == nil {
+	switch s.peek() {
+	case 'n':
+		if _, err := s.literal(); err != nil {
+			return p.jsonErr(err, "__metadata__")
+		}
 		return nil // "__metadata__": null is accepted as no metadata
+	case '{':
+	default:
+		return p.tensorErr("__metadata__", "__metadata__ must be an object of strings, found %s", s.found())
 	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return p.tensorErr("__metadata__", "__metadata__ must be an object of strings, found %s", describeToken(t))
+	if err := s.open('{'); err != nil {
+		return p.jsonErr(err, "__metadata__")
 	}
 	p.h.Metadata = map[string]string{}
-	for p.dec.More() {
-		kt, err := p.token()
+	for first := true; ; first = false {
+		ok, err := s.more('}', first)
 		if err != nil {
-			return err
+			return p.jsonErr(err, "__metadata__")
 		}
-		k, _ := kt.(string)
-		vt, err := p.token()
-		if err != nil {
-			return err
-		}
-		v, ok := vt.(string)
 		if !ok {
-			return p.tensorErr("__metadata__", "value of __metadata__ key %s must be a string, found %s", Quote(k), describeToken(vt))
+			return nil
 		}
-		p.h.Metadata[k] = v
+		k, _, err := s.key()
+		if err != nil {
+			return p.jsonErr(err, "__metadata__")
+		}
+		if s.peek() != '"' {
+			return p.tensorErr("__metadata__", "value of __metadata__ key %s must be a string, found %s", Quote(k), s.found())
+		}
+		v, err := s.str()
+		if err != nil {
+			return p.jsonErr(err, "__metadata__")
+		}
+		p.h.Metadata[k] = v // a repeated key: the last wins, as in the reference
 	}
-	_, err = p.token()
-	return err
 }
 
 func (p *headerParser) parseTensor(name string) (TensorInfo, error) {
+	s := &p.s
 	ti := TensorInfo{Name: name}
-	if err := p.expectDelim('{', "tensor "+Quote(name)); err != nil {
-		return ti, err
+	switch s.peek() {
+	case '{':
+	case '[':
+		return p.parseTensorSeq(name)
+	default:
+		return ti, p.tensorErr(name, "invalid JSON in header: tensor entry must be an object, found %s", s.found())
+	}
+	if err := s.open('{'); err != nil {
+		return ti, p.jsonErr(err, name)
 	}
 	var haveDType, haveShape, haveOffsets bool
-	for p.dec.More() {
-		kt, err := p.token()
+	for first := true; ; first = false {
+		ok, err := s.more('}', first)
 		if err != nil {
-			return ti, err
+			return ti, p.jsonErr(err, name)
 		}
-		field, _ := kt.(string)
+		if !ok {
+			break
+		}
+		field, at, err := s.key()
+		if err != nil {
+			return ti, p.jsonErr(err, name)
+		}
+		var dup bool
 		switch field {
 		case "dtype":
-			t, err := p.token()
-			if err != nil {
-				return ti, err
-			}
-			s, ok := t.(string)
-			if !ok {
-				return ti, p.tensorErr(name, "dtype must be a string, found %s", describeToken(t))
-			}
-			ti.DType, haveDType = DType(s), true
+			dup, haveDType = haveDType, true
 		case "shape":
-			dims, err := p.parseUints(name, "shape", -1)
-			if err != nil {
-				return ti, err
-			}
-			ti.Shape = make([]int64, len(dims))
-			for i, d := range dims {
-				if d > math.MaxInt64 {
-					return ti, p.tensorErr(name, "shape dimension %d is too large (%d)", i, d)
-				}
-				ti.Shape[i] = int64(d)
-			}
-			haveShape = true
+			dup, haveShape = haveShape, true
 		case "data_offsets":
-			offs, err := p.parseUints(name, "data_offsets", 2)
-			if err != nil {
-				return ti, err
-			}
-			ti.Begin, ti.End, haveOffsets = offs[0], offs[1], true
+			dup, haveOffsets = haveOffsets, true
 		default:
-			if err := p.skipValue(); err != nil {
-				return ti, err
+			if err := s.skip(); err != nil {
+				return ti, p.jsonErr(err, name)
 			}
+			continue
 		}
-	}
-	if _, err := p.token(); err != nil {
-		return ti, err
+		if dup {
+			return ti, p.tensorErrAt(at, name, "invalid JSON in header: duplicate field %s in the tensor entry (the reference reader refuses it)", field)
+		}
+		if err := p.parseField(&ti, field); err != nil {
+			return ti, err
+		}
 	}
 	switch {
 	case !haveDType:
@@ -381,65 +381,142 @@ func (p *headerParser) parseTensor(name string) (TensorInfo, error) {
 	return ti, nil
 }
 
+// parseTensorSeq reads the array form [dtype, shape, data_offsets].
+func (p *headerParser) parseTensorSeq(name string) (TensorInfo, error) {
+	s := &p.s
+	ti := TensorInfo{Name: name}
+	if err := s.open('['); err != nil {
+		return ti, p.jsonErr(err, name)
+	}
+	fields := []string{"dtype", "shape", "data_offsets"}
+	n := 0
+	for first := true; ; first = false {
+		ok, err := s.more(']', first)
+		if err != nil {
+			return ti, p.jsonErr(err, name)
+		}
+		if !ok {
+			break
+		}
+		if n == len(fields) {
+			return ti, p.tensorErr(name, "invalid JSON in header: tensor entry as an array must have 3 elements (dtype, shape, data_offsets), found more")
+		}
+		if err := p.parseField(&ti, fields[n]); err != nil {
+			var fe *FormatError
+			if errors.As(err, &fe) && !strings.HasPrefix(fe.Reason, "invalid JSON") {
+				fe.Reason = "invalid JSON in header: in the tensor entry as an array: " + fe.Reason
+			}
+			return ti, err
+		}
+		n++
+	}
+	if n != len(fields) {
+		return ti, p.tensorErr(name, "invalid JSON in header: tensor entry as an array must have 3 elements (dtype, shape, data_offsets), found %d", n)
+	}
+	p.form = true
+	return ti, nil
+}
+
+func (p *headerParser) parseField(ti *TensorInfo, field string) error {
+	s := &p.s
+	switch field {
+	case "dtype":
+		switch s.peek() {
+		case '"':
+			v, err := s.str()
+			if err != nil {
+				return p.jsonErr(err, ti.Name)
+			}
+			ti.DType = DType(v)
+			return nil
+		case '{': // serde's externally tagged form of a unit variant: {"F32": null}
+			if err := s.open('{'); err != nil {
+				return p.jsonErr(err, ti.Name)
+			}
+			ok, err := s.more('}', true)
+			if err != nil {
+				return p.jsonErr(err, ti.Name)
+			}
+			if ok {
+				k, _, err := s.key()
+				if err != nil {
+					return p.jsonErr(err, ti.Name)
+				}
+				if s.peek() == 'n' {
+					if _, err := s.literal(); err != nil {
+						return p.jsonErr(err, ti.Name)
+					}
+					if ok, err := s.more('}', false); err == nil && !ok {
+						ti.DType = DType(k)
+						p.form = true
+						return nil
+					}
+				}
+			}
+			return p.tensorErr(ti.Name, "dtype must be a string (or an object of one dtype key with the value null)")
+		}
+		return p.tensorErr(ti.Name, "dtype must be a string, found %s", s.found())
+	case "shape":
+		dims, err := p.parseUints(ti.Name, "shape", -1)
+		if err != nil {
+			return err
+		}
+		ti.Shape = make([]int64, len(dims))
+		for i, d := range dims {
+			if d > math.MaxInt64 {
+				return p.tensorErr(ti.Name, "shape dimension %d is too large (%d)", i, d)
+			}
+			ti.Shape[i] = int64(d)
+		}
+	default: // data_offsets
+		offs, err := p.parseUints(ti.Name, "data_offsets", 2)
+		if err != nil {
+			return err
+		}
+		ti.Begin, ti.End = offs[0], offs[1]
+	}
+	return nil
+}
+
 // parseUints reads an array of non-negative integers; want < 0 means any length.
 func (p *headerParser) parseUints(tensor, field string, want int) ([]uint64, error) {
-	if err := p.expectDelim('[', field+" of tensor "+Quote(tensor)); err != nil {
-		return nil, err
+	s := &p.s
+	if s.peek() != '[' {
+		return nil, p.tensorErr(tensor, "invalid JSON in header: expected '[' to start %s of tensor %s, found %s", field, Quote(tensor), s.found())
 	}
-	var out []uint64
-	for p.dec.More() {
-		t, err := p.token()
+	if err := s.open('['); err != nil {
+		return nil, p.jsonErr(err, tensor)
+	}
+	out := make([]uint64, 0, 4)
+	for first := true; ; first = false {
+		ok, err := s.more(']', first)
 		if err != nil {
-			return nil, err
+			return nil, p.jsonErr(err, tensor)
 		}
-		num, ok := t.(json.Number)
 		if !ok {
-			return nil, p.tensorErr(tensor, "%s must hold non-negative integers, found %s", field, describeToken(t))
+			break
 		}
-		v, err := strconv.ParseUint(string(num), 10, 64)
+		c := s.peek()
+		if c != '-' && (c < '0' || c > '9') {
+			return nil, p.tensorErr(tensor, "%s must hold non-negative integers, found %s", field, s.found())
+		}
+		lit, isInt, err := s.number()
 		if err != nil {
-			return nil, p.tensorErr(tensor, "%s must hold non-negative integers that fit in 64 bits, found %s", field, string(num))
+			return nil, p.jsonErr(err, tensor)
 		}
-		if len(out) >= 4096 {
-			return nil, p.tensorErr(tensor, "%s has more than 4096 entries", field)
+		v, perr := strconv.ParseUint(lit, 10, 64)
+		if !isInt || perr != nil {
+			return nil, p.tensorErr(tensor, "%s must hold non-negative integers that fit in 64 bits, found %s", field, truncLit(lit))
+		}
+		if len(out) >= maxDims {
+			return nil, p.tensorErr(tensor, "%s has more than %d entries", field, maxDims)
 		}
 		out = append(out, v)
-	}
-	if _, err := p.token(); err != nil {
-		return nil, err
 	}
 	if want >= 0 && len(out) != want {
 		return nil, p.tensorErr(tensor, "%s must have %d entries, found %d", field, want, len(out))
 	}
 	return out, nil
-}
-
-// maxSkipDepth bounds the nesting of unknown fields, as serde_json's
-// recursion limit does for the reference crate; without it a header of
-// 100 MB of '[' would grow the decoder's stack without bound.
-const maxSkipDepth = 128
-
-func (p *headerParser) skipValue() error {
-	depth := 0
-	for {
-		t, err := p.token()
-		if err != nil {
-			return err
-		}
-		if d, ok := t.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				depth++
-				if depth > maxSkipDepth {
-					return p.errf("values nested deeper than %d levels", maxSkipDepth)
-				}
-			} else {
-				depth--
-			}
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // validate applies the reference crate's offset and size rules against the

@@ -116,6 +116,14 @@ func TestOracleAgreesOnCorrupt(t *testing.T) {
 		"invalid-utf8":       "encoding/json replaces invalid UTF-8; the reference crate rejects it",
 		"null-header":        "encoding/json decodes null into an empty map; the crate needs an object",
 		"duplicate-metadata": "a later __metadata__ silently wins",
+		// The Go oracle decodes with encoding/json; the reference crate
+		// (serde_json) refuses these, as the interop suite's
+		// test_differential.py checks against safetensors 0.8.0.
+		"duplicate-dtype":    "encoding/json keeps the last field",
+		"duplicate-shape":    "encoding/json keeps the last field",
+		"duplicate-offsets":  "encoding/json keeps the last field",
+		"lone-surrogate":     "encoding/json makes a lone surrogate U+FFFD",
+		"lone-low-surrogate": "encoding/json makes a lone surrogate U+FFFD",
 	}
 	for _, c := range ckpttest.CorruptFiles() {
 		_, err := safetensors.Deserialize(c.Data)

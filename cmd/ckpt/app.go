@@ -171,9 +171,10 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 }
 
 // warnIssues prints the warnings the library recorded while opening c
-// (the Issues that do not fail, such as index.single_file), for the
-// commands whose report has no place for them (inspect, verify and
-// contract report every issue themselves).
+// (the Issues that do not fail, such as index.single_file, a tensor stored
+// in two shards in byte-identical copies, tensors the index does not
+// list), for the commands whose report has no place for them (inspect,
+// verify and contract report every issue themselves).
 func (a *App) warnIssues(c *ckpt.Checkpoint) {
 	for _, is := range c.Issues {
 		if is.Status == ckpt.Warn {

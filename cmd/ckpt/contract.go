@@ -58,9 +58,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		return fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
 	}
 	defer c.Close()
-	for _, is := range c.Issues {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
-	}
+	a.warnIssues(c)
 	opt := verify.Options{Workers: o.Workers, ReadData: o.ReadData}
 	stop := func() {}
 	if o.ReadData {

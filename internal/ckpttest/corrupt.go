@@ -171,6 +171,15 @@ func CorruptFiles() []Corrupt {
 	add(single("metadata-nested", "__metadata__ value an object", Frame(`{"__metadata__":{"a":{"b":"c"}}}`, 0), "__metadata__", "must be a string"))
 	add(single("duplicate-key", "duplicate tensor name", Frame(obj(entry("w", "U8", "[4]", 0, 4), entry("w", "U8", "[4]", 4, 8)), 8), `tensor "w"`, "duplicate"))
 	add(single("duplicate-metadata", "duplicate __metadata__", Frame(`{"__metadata__":{},"__metadata__":{}}`, 0), "duplicate", "__metadata__"))
+	add(single("duplicate-dtype", "a field twice in a tensor entry", Frame(`{"w":{"dtype":"I32","dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field dtype", at(28)))
+	add(single("duplicate-shape", "a field twice in a tensor entry", Frame(`{"w":{"shape":[2],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field shape"))
+	add(single("duplicate-offsets", "a field twice in a tensor entry", Frame(`{"w":{"data_offsets":[0,4],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field data_offsets"))
+	add(single("lone-surrogate", "an escape of a lone surrogate", Frame(`{"w\ud800":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `invalid escape \uD800`, at(11)))
+	add(single("lone-low-surrogate", "an escape of a lone surrogate", Frame(`{"__metadata__":{"k":"\udc00"},"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `invalid escape \uDC00`))
+	add(single("bad-escape", "an invalid escape", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":"\q"}}`, 4), `invalid escape "\\q"`))
+	add(single("control-in-string", "a raw control character in a string", Frame("{\"w\x01\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4), "control character 0x01"))
+	add(single("float-out-of-range", "a number beyond float64 in an unknown field", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":1e400}}`, 4), "number out of range"))
+	add(single("upper-case-field", "field names are case-sensitive", Frame(`{"w":{"DTYPE":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
 	add(single("missing-dtype", "missing dtype", Frame(`{"w":{"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
 	add(single("missing-shape", "missing shape", Frame(`{"w":{"dtype":"U8","data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field shape"))
 	add(single("missing-offsets", "missing data_offsets", Frame(`{"w":{"dtype":"U8","shape":[4]}}`, 4), `tensor "w"`, "missing field data_offsets"))
@@ -229,8 +238,8 @@ func CorruptFiles() []Corrupt {
 		b := Frame(hdr, 4)
 		add(single("truncated-header", "file cut inside the header", b[:8+len(hdr)/2], "invalid header length"))
 	}
-	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit of 128",
-		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 128"))
+	add(single("deep-nesting", "unknown field nested deeper than serde_json's limit (127 levels, the header object included)",
+		Frame(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":`+strings.Repeat("[", 4096)+strings.Repeat("]", 4096)+`}}`, 4), "nested deeper than 127"))
 	add(single("deep-nesting-unclosed", "100 KB of '[' in an unknown field",
 		Frame(`{"a":{"x":`+strings.Repeat("[", 100_000), 0), "nested deeper"))
 	{
@@ -262,6 +271,8 @@ func CorruptDirs() []Corrupt {
 		return out
 	}
 	idx := ckpt.IndexFile
+	twoCopies := validShard("a", "b") // "a" again, with other bytes
+	twoCopies[len(twoCopies)-8] = 1
 	return []Corrupt{
 		{Name: "missing-shard", Rule: "index names a shard that does not exist", Files: with(good, idx, index(map[string]any{"a": s1, "b": s2})),
 			File: idx, Want: []string{s2, `"b"`, "cannot be opened"}},
@@ -287,6 +298,14 @@ func CorruptDirs() []Corrupt {
 			File: idx, Want: []string{`tensor "a"`, "must be a shard file name"}},
 		{Name: "weight-map-empty-name", Rule: "weight_map value empty", Files: with(good, idx, []byte(`{"weight_map":{"a":""}}`)),
 			File: idx, Want: []string{`"a"`, "empty file name"}},
+		{Name: "index-upper-case-key", Rule: "index keys are case-sensitive (json.load, then [\"weight_map\"])", Files: with(good, idx, []byte(`{"WEIGHT_MAP":{"a":"`+s1+`"}}`)),
+			File: idx, Want: []string{"no weight_map", `"WEIGHT_MAP"`, "case-sensitive"}},
+		{Name: "index-duplicate-key", Rule: "a key twice in the index", Files: with(good, idx, []byte(`{"weight_map":{},"weight_map":{"a":"`+s1+`"}}`)),
+			File: idx, Want: []string{`duplicate key "weight_map"`, "at byte 17"}},
+		{Name: "index-lone-surrogate", Rule: "an escape of a lone surrogate in the index", Files: with(good, idx, []byte(`{"weight_map":{"a\udc00":"`+s1+`"}}`)),
+			File: idx, Want: []string{`invalid escape \uDC00`}},
+		{Name: "tensor-in-two-shards", Rule: "a tensor stored in two shards with different bytes", Files: with(with(good, s2, twoCopies), idx, index(map[string]any{"a": s1, "b": s2})),
+			File: idx, Want: []string{`"a" in ` + s1 + ` and ` + s2, "different contents", "bytes differ from byte 0"}},
 		{Name: "two-files-no-index", Rule: "directory with two .safetensors and no index", Files: with(good, s2, validShard("b")),
 			Want: []string{"ambiguous", s1, s2}},
 		{Name: "empty-dir", Rule: "empty directory", Files: map[string][]byte{},

@@ -53,3 +53,10 @@ def pair(tmp_path_factory):
     out = tmp_path_factory.mktemp("pair")
     subprocess.run([gen, "-size", "small", "-out", str(out)], check=True)
     return out / "base", out / "ft"
+
+
+@pytest.fixture(scope="session")
+def stdump(tmp_path_factory):
+    """The stdump program: ckpt.Open over a directory of inputs, one JSON
+    line each (test_differential.py)."""
+    return _binary("STDUMP_BIN", "./internal/interop/stdump", tmp_path_factory)

@@ -45,14 +45,14 @@ echo "interop: venv ready ($((SECONDS - start)) s): $(cd "$here" && "$venv/bin/p
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
-go build -o "$work/bin/" ./cmd/ckpt ./$here/convdump ./internal/cmd/genfixture
-echo "interop: built ckpt, convdump, genfixture ($((SECONDS - start)) s)"
+go build -o "$work/bin/" ./cmd/ckpt ./$here/convdump ./$here/stdump ./internal/cmd/genfixture
+echo "interop: built ckpt, convdump, stdump, genfixture ($((SECONDS - start)) s)"
 
 # The tests pass endpoints and cache directories explicitly; nothing of the
 # caller's Hugging Face set-up may leak in.
 for v in $(env | sed -n 's/^\(HF_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 export HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_BARS=1
-export CKPT_BIN=$work/bin/ckpt CONVDUMP_BIN=$work/bin/convdump GENFIXTURE_BIN=$work/bin/genfixture
+export CKPT_BIN=$work/bin/ckpt CONVDUMP_BIN=$work/bin/convdump STDUMP_BIN=$work/bin/stdump GENFIXTURE_BIN=$work/bin/genfixture
 
 set +e
 "$venv/bin/python" -m pytest -c "$here/pytest.ini" --rootdir "$here" --basetemp "$work/tmp" \
