@@ -91,8 +91,14 @@ type NdShardSpec struct {
 	ShardShape           []uint32
 	Grid                 []CoreRange
 	Orientation          ShardOrientation
-	DistributionStrategy uint8 // ROUND_ROBIN_1D=0, GRID_2D=1
+	DistributionStrategy uint8 // RoundRobin1D or Grid2D
 }
+
+// Shard distribution strategies of an NdShardSpec.
+const (
+	RoundRobin1D uint8 = 0
+	Grid2D       uint8 = 1
+)
 
 // MemoryConfig is the memory config recorded in a file's TensorSpec; the
 // loader places the tensor on device with it.
@@ -112,18 +118,28 @@ func DRAMInterleaved() MemoryConfig {
 // DRAMWidthSharded returns the WIDTH_SHARDED DRAM config that the qwen36
 // model code (create_dram_sharded_mem_config) uses for ".dramshard" weights
 // of per-device shape [k, n]: grid cores (0,0)..(7,0) (the 8 DRAM banks),
-// shard shape (k, RoundUp(n, 256)/8), row-major orientation. Whether tt-metal
-// also serializes an auto-derived nd_shard_spec for it is not known; none is
-// stored here.
+// shard shape (k, RoundUp(n, 256)/8), row-major orientation. ttnn derives an
+// nd_shard_spec from that legacy shard spec and serializes both (same shard
+// shape, grid and orientation, ROUND_ROBIN_1D distribution,
+// created_with_nd_shard_spec false), as ttnn 0.81.1 writes it: the interop
+// suite (internal/interop/ttnn) compares the files byte for byte.
 func DRAMWidthSharded(k, n int) MemoryConfig {
+	grid := []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}}
+	w := uint32(tile.RoundUp(n, 256) / 8)
 	return MemoryConfig{
 		Layout: WidthSharded,
 		Buffer: DRAM,
 		ShardSpec: &ShardSpec{
-			Grid:        []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}},
+			Grid:        grid,
 			ShapeH:      uint32(k),
-			ShapeW:      uint32(tile.RoundUp(n, 256) / 8),
+			ShapeW:      w,
 			Orientation: RowMajorOrientation,
+		},
+		NdShardSpec: &NdShardSpec{
+			ShardShape:           []uint32{uint32(k), w},
+			Grid:                 grid,
+			Orientation:          RowMajorOrientation,
+			DistributionStrategy: RoundRobin1D,
 		},
 	}
 }

@@ -2,6 +2,7 @@ package tensorbin
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -101,6 +102,27 @@ func TestDRAMWidthSharded(t *testing.T) {
 		ShapeH: 5120, ShapeW: 1088, Orientation: RowMajorOrientation,
 	}, *m.ShardSpec)
 	assert.Equal(t, uint32(32), DRAMWidthSharded(1, 200).ShardSpec.ShapeW)
+	// ttnn serializes the nd_shard_spec it derives from the legacy spec.
+	require.NotNil(t, m.NdShardSpec)
+	assert.Equal(t, NdShardSpec{
+		ShardShape:           []uint32{5120, 1088},
+		Grid:                 []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}},
+		Orientation:          RowMajorOrientation,
+		DistributionStrategy: RoundRobin1D,
+	}, *m.NdShardSpec)
+	assert.False(t, m.CreatedWithNdShardSpec)
+
+	// qkvzab.dramshard of the 27B on 1x2 ([5120, 8240] BFLOAT8_B per
+	// device): ttnn 0.81.1 writes a 632-byte header (data at 640).
+	spec := NewTensorSpec([]int{5120, 8240}, tile.BFLOAT8_B, tile.TILE, DRAMWidthSharded(5120, 8240))
+	size := uint64(160 * 258 * tile.BFP8TileBytes)
+	h := NewMeshShardedHeader(spec, -1, []uint64{size, size})
+	enc, err := EncodeHeader(&h)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(632), binary.LittleEndian.Uint64(enc))
+	got, err := ReadTensorbinHeader(bytes.NewReader(enc), int64(len(enc))+int64(h.DataSize())) // reads the header only
+	require.NoError(t, err)
+	assert.Equal(t, h.Spec.Memory, got.Spec.Memory)
 }
 
 // chunkWriter records writes and can fail after a byte budget.
