@@ -397,3 +397,46 @@ func TestTargetExpressions(t *testing.T) {
 	}
 	assert.True(t, found, "an unknown variable in a target is a config problem")
 }
+
+// ttnn refuses a DRAM width-sharded TILE tensor whose shard height is not
+// a multiple of 32; the plan does too (ROW_MAJOR has no such rule).
+func TestDRAMWidthShardedTileHeight(t *testing.T) {
+	t.Parallel()
+	c := openSmall(t)
+	tests := []struct {
+		name   string
+		rows   string // the reshaped height of mtp.fc.weight ([128, 256])
+		layout string
+		refuse bool
+	}{
+		{"tile height 16", "16", mapping.Tile, true},
+		{"tile height 32", "32", mapping.Tile, false},
+		{"row-major height 16", "16", mapping.RowMajor, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &mapping.Profile{Name: "ws", Device: "D", Tag: "t", Rules: []mapping.Rule{{ID: "w", Target: "fc",
+				Sources:   []string{"mtp.fc.weight"},
+				Transform: []mapping.Step{{Op: "reshape", Shape: []string{tc.rows, "rows*cols/" + tc.rows}}},
+				Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: tc.layout, Memory: mapping.DRAMWidthSharded}}}
+			pl, err := mapping.Build(c, p, mapping.Mesh{Rows: 1, Cols: 2})
+			var pe *mapping.PlanError
+			require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
+			var msgs []string
+			for _, pr := range pl.Problems {
+				if strings.Contains(pr.Message, "target fc:") {
+					msgs = append(msgs, pr.ID+": "+pr.Message)
+				}
+			}
+			if tc.refuse {
+				require.Len(t, msgs, 1)
+				assert.Contains(t, msgs[0], "config: target fc: DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32")
+				assert.Nil(t, entryByTarget(pl, "fc"))
+			} else {
+				assert.Empty(t, msgs)
+				require.NotNil(t, entryByTarget(pl, "fc"))
+			}
+		})
+	}
+}
