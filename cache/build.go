@@ -43,6 +43,12 @@ type BuildOptions struct {
 	// (recorded in the manifest); by default such a tensor fails the build
 	// with *ckpt.NonFiniteError.
 	AllowNonFinite bool
+	// NaN is the bit pattern a NaN gets where the serving host's torch
+	// produces one (a float32 → bfloat16 cast, the bf16 dequantisation of
+	// block-FP8 weights, bf16 arithmetic such as the norms' +1): NaNVector
+	// ("" too) or NaNScalar. A NaN of a bfloat16 source that no arithmetic
+	// touches keeps its bits either way. Only matters with AllowNonFinite.
+	NaN string
 	// NoSync leaves the written files to the kernel's write-back instead
 	// of fsyncing each one before its rename (as the serving stack writes
 	// its own cache). Every file still appears under its name only when
@@ -127,6 +133,13 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if opt.BandBytes <= 0 {
 		opt.BandBytes = 8 << 20
 	}
+	nan, err := NaNBits(opt.NaN)
+	if err != nil {
+		return nil, err
+	}
+	if opt.NaN == "" {
+		opt.NaN = NaNVector
+	}
 	if err := checkRelPath(plan.CacheDir); err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
@@ -143,7 +156,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 		return nil, err
 	}
 	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{},
-		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}}
+		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()
 	if err := b.prepare(ctx); err != nil {
@@ -184,6 +197,8 @@ type builder struct {
 	winPool   bufPool
 	boot      string                    // bootID(), for UnsyncedBoot
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
+	oldNaN    string                    // the NaN style of the earlier build (manifest)
+	nan       uint16                    // bits of the NaNs the conversion produces (BuildOptions.NaN)
 }
 
 func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
@@ -284,7 +299,7 @@ func (b *builder) prepare(ctx context.Context) error {
 	}
 	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
 	for _, c := range builds {
-		s, err := newSink(c.e, c.hdr, filepath.Join(b.out, filepath.FromSlash(c.e.File)))
+		s, err := newSink(c.e, c.hdr, filepath.Join(b.out, filepath.FromSlash(c.e.File)), b.nan)
 		if err != nil {
 			return err
 		}
@@ -638,7 +653,7 @@ func (b *builder) sources() ([]*srcState, error) {
 	for _, st := range srcs {
 		st.roundFirst = true
 		for _, u := range st.uses {
-			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Op == "round"
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].round
 		}
 		if err := b.checkOverflow(st); err != nil {
 			return nil, err
@@ -904,6 +919,9 @@ func (b *builder) finish() (*BuildResult, error) {
 	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
 		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
+	if b.opt.AllowNonFinite {
+		m.NaN = b.opt.NaN
+	}
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]
 		if !ok {

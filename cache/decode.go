@@ -11,8 +11,8 @@ import (
 
 // band says what readBand produced.
 type band struct {
-	// bf16: the values are bfloat16 bits in b16 (NaN canonical), already
-	// rounded; otherwise float32 values in worker.f32.
+	// bf16: the values are bfloat16 bits in b16, already rounded;
+	// otherwise float32 values in worker.f32.
 	bf16 bool
 	// b16: the bits (worker.b16, or the raw bytes themselves when they are
 	// BF16 bits that need no change).
@@ -38,9 +38,9 @@ type band struct {
 //     scale) — computed exactly as ckpt.Values dequantises (float32
 //     product) followed by the bf16 rounding every profile rule starts
 //     with — one lookup per value;
-//   - a BF16 weight whose targets start by rounding is taken as it is
-//     (the raw bytes themselves when every value is finite; otherwise
-//     copied to w.b16 with NaN made canonical);
+//   - a BF16 weight whose targets start by rounding is taken as it is,
+//     NaN bits included, as torch's .to(bfloat16) leaves a bf16 tensor
+//     (the raw bytes themselves on a little-endian host);
 //   - anything else goes through ckpt.Values.ReadRows into w.f32, marked
 //     rounded when the values are bf16-exact as read.
 func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
@@ -99,7 +99,7 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly 
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
 			for blk := int64(0); blk < sCols; blk++ {
-				tile.E4M3BF16Table((*[256]uint16)(w.tab[blk*256:]), v.ScaleAt(r0+r, blk*v.BN))
+				tile.E4M3BF16TableNaN((*[256]uint16)(w.tab[blk*256:]), v.ScaleAt(r0+r, blk*v.BN), b.nan)
 			}
 		}
 		row := w.raw[r*cols : (r+1)*cols]
@@ -167,8 +167,8 @@ func decodeCodes(out []uint16, in []byte, t *[256]uint16) (nan uint64) {
 	return nan
 }
 
-// readBF16Band reads bfloat16 rows as bits, making NaNs canonical (NaN and
-// Inf are noticed here and counted by the build's guard, nonfinite.go).
+// readBF16Band reads bfloat16 rows as bits, NaN bits kept (NaN and Inf are
+// noticed here and counted by the build's guard, nonfinite.go).
 func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	if err := readRaw(v, r0, n, w); err != nil {
 		return band{}, err
@@ -184,12 +184,7 @@ func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	nonFinite := false
 	for i := range out {
 		h := binary.LittleEndian.Uint16(raw[2*i:])
-		if h&0x7fff >= 0x7f80 { // Inf or NaN
-			nonFinite = true
-			if h&0x7fff > 0x7f80 {
-				h = ckpt.TTNaNBF16
-			}
-		}
+		nonFinite = nonFinite || h&0x7fff >= 0x7f80 // Inf or NaN
 		out[i] = h
 	}
 	return band{bf16: true, b16: out, checked: !nonFinite}, nil

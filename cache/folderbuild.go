@@ -36,6 +36,7 @@ func (b *builder) readOld() error {
 		for _, nf := range m.NonFinite {
 			b.oldNF[nf.Tensor] = nf
 		}
+		b.oldNaN = m.NaN
 		if m.Source != b.plan.Source {
 			b.res.Replaced = m.Source
 		}

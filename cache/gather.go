@@ -13,32 +13,45 @@ import (
 // valueOps is a compiled list of mapping value ops, applied to the valid
 // values of a face row before encoding (padding stays zero, as in
 // ttnn.from_torch, which pads after the model code's arithmetic).
-type valueOps []mapping.ValueOp
+type valueOps []valueOp
 
-func compileOps(ops []mapping.ValueOp) (valueOps, error) {
+// valueOp is a bf16 rounding whose NaNs become the pattern nan (round), or
+// the float32 addition of add.
+type valueOp struct {
+	round bool
+	nan   uint16
+	add   float32
+}
+
+// compileOps compiles ops; every NaN a rounding produces or meets becomes
+// the bfloat16 pattern nan (BuildOptions.NaN).
+func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
+	out := make(valueOps, 0, len(ops))
 	for _, op := range ops {
 		switch {
 		case op.Op == "round" && op.DType == "BF16":
+			out = append(out, valueOp{round: true, nan: nan})
 		case op.Op == "add":
+			out = append(out, valueOp{add: float32(op.Value)})
 		default:
 			return nil, fmt.Errorf("unsupported value op %s %s", op.Op, op.DType)
 		}
 	}
-	return valueOps(ops), nil
+	return out, nil
 }
 
-// apply applies the ops to v exactly as mapping.ApplyValues does.
+// apply applies the ops to v as mapping.ApplyValues does, with the ops'
+// NaN pattern.
 func (ops valueOps) apply(v []float32) {
 	for _, op := range ops {
-		if op.Op == "add" {
-			a := float32(op.Value)
+		if !op.round {
 			for i := range v {
-				v[i] += a
+				v[i] += op.add
 			}
 			continue
 		}
 		for i, x := range v {
-			v[i] = ckpt.RoundBF16TT(x)
+			v[i] = ckpt.RoundBF16NaN(x, op.nan)
 		}
 	}
 }
@@ -46,7 +59,18 @@ func (ops valueOps) apply(v []float32) {
 // roundOnly reports whether the ops are exactly one bf16 rounding (the
 // common case: FP8 or bf16 weights as shard_w hands them over).
 func (ops valueOps) roundOnly() bool {
-	return len(ops) == 1 && ops[0].Op == "round"
+	return len(ops) == 1 && ops[0].round
+}
+
+// afterRead returns the ops still to apply to values read from a source:
+// without a leading rounding when the values are bf16 already (as
+// mapping.OpsAfterRead: torch's .to(bfloat16) leaves a bf16 tensor as it
+// is, NaN bits included).
+func (ops valueOps) afterRead(bf16Exact bool) valueOps {
+	if bf16Exact && len(ops) > 0 && ops[0].round {
+		return ops[1:]
+	}
+	return ops
 }
 
 // packTransposedTiles packs the transpose of a block of m rows (block rows
@@ -75,8 +99,9 @@ func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, 
 				in := src[(c*tile.TileDim+k)*stride+col+t*tile.TileDim:][:cols]
 				out := blk[k*tile.TileDim : k*tile.TileDim+cols]
 				if roundOnly {
+					nan := ops[0].nan
 					for j, x := range in {
-						out[j] = ckpt.RoundBF16TT(x)
+						out[j] = ckpt.RoundBF16NaN(x, nan)
 					}
 				} else {
 					copy(out, in)

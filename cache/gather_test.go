@@ -267,7 +267,7 @@ func TestDirect27B(t *testing.T) {
 	for _, e := range plan.Entries {
 		hdr, err := HeaderFor(e)
 		require.NoError(t, err)
-		s, err := newSink(e, hdr, "")
+		s, err := newSink(e, hdr, "", ckpt.NaNBF16Vector)
 		require.NoError(t, err)
 		b.todo = append(b.todo, s)
 	}

@@ -52,6 +52,8 @@ type Manifest struct {
 	// tensors holding NaN or Inf; NonFinite lists those it found.
 	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`
 	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
+	// NaN is the NaN style of an AllowNonFinite build (BuildOptions.NaN).
+	NaN string `json:"nan,omitempty"`
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and

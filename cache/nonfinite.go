@@ -35,9 +35,10 @@ func (b *builder) checkScales(scales map[string]*ckpt.Tensor) error {
 
 // recheckFinite: a file the earlier build made (with AllowNonFinite) from
 // a source that holds NaN or Inf is rebuilt when this build does not allow
-// them, so that the source is read and refused.
+// them, so that the source is read and refused, and when this build gives
+// NaNs other bits (BuildOptions.NaN).
 func (b *builder) recheckFinite(rec FileRecord) bool {
-	if b.opt.AllowNonFinite {
+	if b.opt.AllowNonFinite && b.oldNaN == b.opt.NaN {
 		return false
 	}
 	for _, s := range rec.Sources {
@@ -129,4 +130,25 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 		bad = all
 	}
 	return b.guard.Overflow(st.t, dt, bad, why)
+}
+
+// NaN styles of BuildOptions.NaN: the bits a NaN gets where the serving
+// host's torch produces one. Tenstorrent cards are served from x86 hosts
+// with AVX2 or AVX-512, whose vectorised kernels write 0xFFFF
+// (ckpt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own
+// host conversion), 0x7FC0.
+const (
+	NaNVector = "vector"
+	NaNScalar = "scalar"
+)
+
+// NaNBits returns the bfloat16 pattern of a NaN style ("" is NaNVector).
+func NaNBits(style string) (uint16, error) {
+	switch style {
+	case "", NaNVector:
+		return ckpt.NaNBF16Vector, nil
+	case NaNScalar:
+		return ckpt.TTNaNBF16, nil
+	}
+	return 0, fmt.Errorf("NaN style %q: want %s or %s", style, NaNVector, NaNScalar)
 }

@@ -89,6 +89,7 @@ type sink struct {
 	rows   int     // MatrixRows
 	cols   int     // MatrixCols
 	vops   valueOps
+	nan    uint16 // bits of the NaNs the conversion produces (BuildOptions.NaN)
 
 	mu     sync.Mutex
 	stages map[stageKey]*stage
@@ -117,18 +118,18 @@ type sink struct {
 	failed    atomic.Bool
 }
 
-func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string) (*sink, error) {
+func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (*sink, error) {
 	dt, _ := tile.ParseDType(e.DType)
 	layout, _ := tile.ParseLayout(e.Layout)
 	kind, err := chooseKind(e, layout)
 	if err != nil {
 		return nil, err
 	}
-	vops, err := compileOps(e.Values)
+	vops, err := compileOps(e.Values, nan)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
-	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops,
+	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops, nan: nan,
 		rows: int(e.MatrixRows), cols: int(e.MatrixCols), stages: map[stageKey]*stage{}}
 	for _, sh := range hdr.Shards {
 		s.base = append(s.base, int64(hdr.DataOffset+sh.Offset))
@@ -187,7 +188,7 @@ func (s *sink) extract(dst, src []float32, n, stride, col int, ops valueOps) err
 // opsFor returns the value ops still to apply to values that are already
 // bf16-exact (rounded) or not (mapping.OpsAfterRead).
 func (s *sink) opsFor(rounded bool) valueOps {
-	return valueOps(mapping.OpsAfterRead(s.vops, rounded))
+	return s.vops.afterRead(rounded)
 }
 
 // put delivers block rows [b0, b0+n) of shard sh: row r is
@@ -375,9 +376,9 @@ func (s *sink) putFP8(w *scratch, sh, b0, n int, codes []byte, stride, col int, 
 			sc := v.ScaleAt(srcRow+int64(c*d), int64(col+t*d))
 			if rows == d && cols == d {
 				w.scale[0] = sc
-				tile.EncodeFP8Transposed(s.dt, dst, src, stride, w.scale[:], 1)
+				tile.EncodeFP8TransposedNaN(s.dt, dst, src, stride, w.scale[:], 1, s.nan)
 			} else {
-				tile.EncodeFP8TransposedPartial(s.dt, dst, src, stride, rows, cols, sc)
+				tile.EncodeFP8TransposedPartialNaN(s.dt, dst, src, stride, rows, cols, sc, s.nan)
 			}
 		}
 		// Count row t's tiles into their windows: a window row now

@@ -83,6 +83,45 @@ func F32ToBF16TT(f float32) uint16 {
 	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
 }
 
+// NaNBF16Vector is the NaN torch's vectorised CPU kernels (AVX2, AVX-512:
+// the x86 hosts that serve Tenstorrent cards) write whenever a float32 →
+// bfloat16 cast or bfloat16 arithmetic produces a NaN: all bits set,
+// whatever the input's sign and payload. Their scalar code
+// (ATEN_CPU_CAPABILITY=default) writes TTNaNBF16, as tt-metal's host
+// conversion does.
+const NaNBF16Vector = 0xFFFF
+
+// RoundBF16NaN rounds x to bfloat16 (nearest even) and widens it back, as
+// RoundBF16TT, except that a NaN becomes the bfloat16 pattern nan.
+func RoundBF16NaN(x float32, nan uint16) float32 {
+	u := math.Float32bits(x)
+	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
+	if u&0x7fffffff > 0x7f800000 {
+		r = uint32(nan) << 16
+	}
+	return math.Float32frombits(r)
+}
+
+// F32ToBF16NaN is F32ToBF16TT with the pattern nan for every NaN.
+func F32ToBF16NaN(f float32, nan uint16) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return nan
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// BF16Bits returns the bfloat16 bits of f when f is a bfloat16 value (NaN
+// bits included: a bf16 tensor handed on as it is keeps them), and
+// otherwise F32ToBF16TT(f) (tt-metal's host conversion of a float32 value).
+func BF16Bits(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0xffff == 0 {
+		return uint16(u >> 16)
+	}
+	return F32ToBF16TT(f)
+}
+
 // RoundBF16TT is BF16ToF32(F32ToBF16TT(x)). It is written branch-free (the
 // NaN case is a select, which the compiler turns into a conditional move)
 // for the cache builder's inner loops.

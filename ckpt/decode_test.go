@@ -400,3 +400,41 @@ func TestDecodeFloat32Errors(t *testing.T) {
 	require.NoError(t, ckpt.DecodeFloat32(ckpt.F64, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, dst))
 	assert.Equal(t, float32(1), dst[0])
 }
+
+// The NaN patterns of the cache's bf16 conversions: RoundBF16NaN and
+// F32ToBF16NaN give every NaN the pattern asked for (torch's vectorised
+// 0xFFFF or the scalar 0x7FC0) and round everything else to nearest even;
+// BF16Bits keeps the bits of a value that is bfloat16 already, NaN
+// included, and converts anything else as tt-metal's host does.
+func TestBF16NaNPatterns(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		in     uint32
+		round  uint16 // F32ToBF16NaN(in, nan) for a non-NaN
+		isNaN  bool
+		bf16Of uint16 // BF16Bits(in)
+	}{
+		{"one", 0x3f800000, 0x3f80, false, 0x3f80},
+		{"tie to even", 0x3f808000, 0x3f80, false, 0x3f80},
+		{"above tie", 0x3f808001, 0x3f81, false, 0x3f81},
+		{"-inf", 0xff800000, 0xff80, false, 0xff80},
+		{"quiet NaN", 0x7fc00000, 0, true, 0x7fc0},
+		{"negative NaN with payload", 0xffc10000, 0, true, 0xffc1},
+		{"signalling bf16 NaN", 0x7f810000, 0, true, 0x7f81},
+		{"all-ones NaN", 0xffff0000, 0, true, 0xffff},
+		{"float32 NaN below bf16", 0x7f800001, 0, true, ckpt.TTNaNBF16},
+	}
+	for _, tc := range tests {
+		f := math.Float32frombits(tc.in)
+		for _, nan := range []uint16{ckpt.NaNBF16Vector, ckpt.TTNaNBF16} {
+			want := tc.round
+			if tc.isNaN {
+				want = nan
+			}
+			assert.Equalf(t, want, ckpt.F32ToBF16NaN(f, nan), "%s F32ToBF16NaN(%#08x, %#04x)", tc.name, tc.in, nan)
+			assert.Equalf(t, uint32(want)<<16, math.Float32bits(ckpt.RoundBF16NaN(f, nan)), "%s RoundBF16NaN", tc.name)
+		}
+		assert.Equalf(t, tc.bf16Of, ckpt.BF16Bits(f), "%s BF16Bits(%#08x)", tc.name, tc.in)
+	}
+}

@@ -95,7 +95,8 @@ func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 // stream an entry apply it to each chunk of values they read. "round" to
 // BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
 // nearest even, and every NaN becomes the one pattern 0x7FC0
-// (ckpt.F32ToBF16TT).
+// (ckpt.F32ToBF16TT), as torch's scalar kernels write it (cache build's
+// default follows the vectorised kernels instead, 0xFFFF: BuildOptions.NaN).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
 		switch op.Op {

@@ -108,7 +108,9 @@ type Rule struct {
 // Step is one transform of a rule's chain. Ops:
 //
 //   - "round" (DType "BF16"): round every value to that dtype, nearest-even,
-//     as torch's .to(torch.bfloat16) does (every NaN becomes 0x7FC0). FP8 sources are dequantised first
+//     as torch's .to(torch.bfloat16) does (a NaN it produces gets the bits
+//     of the serving host: cache build --nan; a bf16 source is left as it
+//     is, NaN bits included). FP8 sources are dequantised first
 //     (code × block scale, in float32) — implicitly, before any step.
 //   - "add" (Value): add a constant in float32 (the unit offset of
 //     zero-centred norms). Put a "round" after it when the serving code

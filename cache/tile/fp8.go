@@ -15,8 +15,10 @@ import (
 //
 //	bf16(e4m3(src[j*stride + 32q + i]) × scales[q])
 //
-// with the float32 product rounded to bfloat16 as tt-metal's host
-// conversion does (ckpt.F32ToBF16TT), then encoded as EncodeTileBF16 does.
+// with the float32 product rounded to bfloat16 nearest even, a NaN
+// becoming the pattern the caller names (EncodeFP8TransposedNaN; 0x7FC0,
+// tt-metal's host conversion, in EncodeFP8Transposed), then encoded as
+// EncodeTileBF16 does.
 // EncodeFP8Transposed computes exactly these bytes; on amd64 with AVX2 a
 // kernel does the arithmetic per face without tables and hands tiles it
 // cannot do exactly (a NaN code, a scale out of range, a face row whose
@@ -40,6 +42,12 @@ func fp8ScaleOK(s float32) bool {
 // to dst[q*dt.TileBytes():]. src must hold 31*stride + 32n codes, dst n
 // tiles and scales n values.
 func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
+	EncodeFP8TransposedNaN(dt, dst, src, stride, scales, n, ckpt.TTNaNBF16)
+}
+
+// EncodeFP8TransposedNaN is EncodeFP8Transposed with the bfloat16 pattern
+// nan for every NaN product (a NaN code, or a NaN or infinite scale).
+func EncodeFP8TransposedNaN(dt DType, dst []byte, src []byte, stride int, scales []float32, n int, nan uint16) {
 	if n <= 0 {
 		return
 	}
@@ -50,7 +58,7 @@ func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []
 	var f *fp8Tables
 	table := func(q int) { // the table route, for a tile the kernel leaves
 		if f == nil {
-			f = new(fp8Tables)
+			f = &fp8Tables{nan: nan}
 		}
 		f.encode(dt, dst[q*tb:(q+1)*tb], src[q*TileDim:], stride, scales[q])
 	}
@@ -79,6 +87,7 @@ func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []
 type fp8Tables struct {
 	scale uint32 // bits of the scale tab holds (valid when ok)
 	ok    bool
+	nan   uint16 // the NaN pattern of the products (0: ckpt.TTNaNBF16)
 	tab   [256]uint16
 	blk   [TileElems]uint16
 }
@@ -93,7 +102,11 @@ func (f *fp8Tables) encode(dt DType, dst []byte, src []byte, stride int, s float
 // (source rows and columns) exist; the rest of the tile is zero.
 func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows, cols int, s float32) {
 	if !f.ok || f.scale != math.Float32bits(s) {
-		E4M3BF16Table(&f.tab, s)
+		nan := f.nan
+		if nan == 0 {
+			nan = ckpt.TTNaNBF16
+		}
+		E4M3BF16TableNaN(&f.tab, s, nan)
 		f.scale, f.ok = math.Float32bits(s), true
 	}
 	if rows < TileDim || cols < TileDim {
@@ -113,7 +126,13 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 // matrix whose sides are not multiples of 32); the rest of the tile is
 // padded with zeros.
 func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
-	var f fp8Tables
+	EncodeFP8TransposedPartialNaN(dt, dst, src, stride, rows, cols, scale, ckpt.TTNaNBF16)
+}
+
+// EncodeFP8TransposedPartialNaN is EncodeFP8TransposedPartial with the
+// pattern nan for NaN products.
+func EncodeFP8TransposedPartialNaN(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32, nan uint16) {
+	f := fp8Tables{nan: nan}
 	f.encodePartial(dt, dst[:dt.TileBytes()], src, stride, min(rows, TileDim), min(cols, TileDim), scale)
 }
 
@@ -122,8 +141,16 @@ func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, 
 // (ckpt.F32ToBF16TT), which is how the serving loader's dequantised, then
 // bf16-cast weights come out.
 func E4M3BF16Table(t *[256]uint16, scale float32) {
+	E4M3BF16TableNaN(t, scale, ckpt.TTNaNBF16)
+}
+
+// E4M3BF16TableNaN is E4M3BF16Table with the bfloat16 pattern nan for the
+// NaN products (ckpt.F32ToBF16NaN): ckpt.NaNBF16Vector is what the serving
+// loader's bf16 dequantisation (torch bf16 arithmetic) writes on an
+// AVX2/AVX-512 host.
+func E4M3BF16TableNaN(t *[256]uint16, scale float32, nan uint16) {
 	for c := range t {
-		t[c] = ckpt.F32ToBF16TT(ckpt.DecodeE4M3(byte(c)) * scale)
+		t[c] = ckpt.F32ToBF16NaN(ckpt.DecodeE4M3(byte(c))*scale, nan)
 	}
 }
 

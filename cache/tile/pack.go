@@ -70,7 +70,9 @@ func checkStrip(dt DType, dstLen, srcLen, rows, cols, stride int) error {
 // and columns past `cols` are zero padding. dst receives StripBytes(dt, cols)
 // bytes and the function returns that count.
 //
-// BFLOAT16 rounds to nearest even (see ckpt.F32ToBF16). The block-float encoding
+// BFLOAT16 rounds to nearest even (see ckpt.F32ToBF16); values that are
+// bfloat16 already keep their bits, NaN included (ckpt.BF16Bits), other
+// NaNs become 0x7FC0 as in tt-metal's host conversion. The block-float encoding
 // is bit-exact with tt-metal's host packer: per face row the shared exponent
 // is the largest fp32 exponent field; values with exponent field 0 encode as
 // 0; the significand with explicit leading one is shifted right by the
@@ -189,7 +191,7 @@ func PackRowMajor(dt DType, dst []byte, src []float32) (int, error) {
 	}
 	for i, f := range src {
 		if es == 2 {
-			binary.LittleEndian.PutUint16(dst[2*i:], ckpt.F32ToBF16TT(f))
+			binary.LittleEndian.PutUint16(dst[2*i:], ckpt.BF16Bits(f))
 		} else {
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
 		}
@@ -268,7 +270,7 @@ func EncodeFaceRow(dt DType, tile []byte, r int, p *[FaceDim]float32) {
 	case BFLOAT16:
 		out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
 		for i, f := range p {
-			binary.LittleEndian.PutUint16(out[2*i:], ckpt.F32ToBF16TT(f))
+			binary.LittleEndian.PutUint16(out[2*i:], ckpt.BF16Bits(f))
 		}
 	case FLOAT32:
 		out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])

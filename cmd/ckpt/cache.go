@@ -68,6 +68,7 @@ type cacheBuildOptions struct {
 	Format         string
 	Force          bool
 	AllowNonFinite bool
+	NaN            string
 	Fsync          bool
 }
 
@@ -93,6 +94,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
+	f.StringVar(&o.NaN, "nan", cache.NaNVector, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): vector (0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards) or scalar (0x7FC0, torch's scalar kernels and tt-metal's own conversion); a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 
@@ -103,6 +105,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	if o.Out == "" {
 		return usageError("cache build needs -o/--out DIR")
+	}
+	if _, err := cache.NaNBits(o.NaN); err != nil {
+		return usageError("--nan: %v", err)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -127,7 +132,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NoSync: !o.Fsync})
+	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN, NoSync: !o.Fsync})
 	stop()
 	if err != nil {
 		return err

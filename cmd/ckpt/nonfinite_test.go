@@ -88,3 +88,43 @@ func TestDiffNotesNonFinite(t *testing.T) {
 	_, stdout, _ = runApp(t, "diff", ft, base, "--format", "text", "--match", bad, "--progress", "none")
 	require.Contains(t, stdout, "base has 1666 NaN (ft is finite)")
 }
+
+// TestCacheBuildNaNFlag: --nan picks the bits of the NaNs the serving
+// host's torch produces (default vector, 0xFFFF); switching it rebuilds the
+// files made from sources holding NaN (and only those); a bad value is a
+// usage error.
+func TestCacheBuildNaNFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
+	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
+	out := filepath.Join(dir, "cache")
+	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	build := func(args ...string) cache.BuildSummary {
+		t.Helper()
+		code, stdout, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json"}, args...)...)
+		require.Equal(t, 0, code, stderr)
+		var res cache.BuildSummary
+		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+		return res
+	}
+	first := build()
+	m, err := cache.ReadManifest(folder)
+	require.NoError(t, err)
+	require.Equal(t, cache.NaNVector, m.NaN)
+	require.Greater(t, len(first.Built), 1)
+
+	again := build("--nan", "scalar")
+	require.Equal(t, []string{"P300/tensor_cache_bfp8_mesh1x2/layers.0/mlp.down_proj.weight.tp_dtype_BFLOAT8_B_layout_TILE.tensorbin"}, again.Built,
+		"only the file made from the NaN source is rebuilt")
+	m, err = cache.ReadManifest(folder)
+	require.NoError(t, err)
+	require.Equal(t, cache.NaNScalar, m.NaN)
+	require.Empty(t, build("--nan", "scalar").Built)
+
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--nan", "avx")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, `--nan: NaN style "avx": want vector or scalar`)
+}
