@@ -78,9 +78,10 @@ class Case:
 
 
 # Every dtype, layout, placement, memory config and shape class of the
-# built-in qwen3_5-tt profile's files (mapping/testdata/*.targets, and the
-# .dramshard variants of --set proj_1d_decode=false / mlp_1d_decode=false),
-# at the 27B's own per-device widths where they are odd, on fewer rows.
+# built-in profiles' files (ckpt map --list-profiles; the 27B's target lists
+# in mapping/testdata/*.targets, and the .dramshard variants of --set
+# proj_1d_decode=false / mlp_1d_decode=false), at the 27B's own per-device
+# widths where they are odd, on fewer rows.
 CASES = [
     # GDN dt_bias / A_log: [1, 1, 48] -> [1, 1, 24] per device (partial tile, 3-D)
     Case("dt_bias", (48,), "BFLOAT16", "TILE", "shard", dim=-1, split="rows", reshape=["1", "1", "rows"], shape=(1, 1, 48)),
@@ -109,7 +110,7 @@ CASES = [
     Case("gate_proj.tp", (17408, 32), "BFLOAT4_B", "TILE", "shard", dim=-1, split="rows", transpose=True),
     Case("gate_proj.dramshard.tp", (17408, 32), "BFLOAT4_B", "TILE", "shard", dim=-1, split="rows", transpose=True,
          memory="dram_width_sharded"),
-    # mtp/fc: [2H, H] column-sharded -> [.., 2560]
+    # mtp/fc ([2H, H]) and main's out.colpar ([6144, 5120]): column-sharded -> [.., 2560]
     Case("mtp.fc", (5120, 64), "BFLOAT8_B", "TILE", "shard", dim=-1, split="rows", transpose=True),
     # partial tiles in both dims, BFLOAT4_B row-parallel: per device [40, 24]
     Case("partial", (24, 80), "BFLOAT4_B", "TILE", "shard", dim=0, split="cols", transpose=True),
