@@ -96,6 +96,20 @@ func TestMapExitCodes(t *testing.T) {
 	require.NoError(t, err)
 	noEmbed := filepath.Join(dir, "noembed.json")
 	require.NoError(t, os.WriteFile(noEmbed, b, 0o644))
+	// mtp/fc DRAM width-sharded in TILE with a height of 16: ttnn refuses
+	// that shard shape, so the plan does.
+	p, err = mapping.Builtin(mapping.BuiltinName)
+	require.NoError(t, err)
+	for i := range p.Rules {
+		if r := &p.Rules[i]; r.ID == "mtp.fc" {
+			r.Transform = append(r.Transform, mapping.Step{Op: "reshape", Shape: []string{"16", "rows*cols/16"}})
+			r.Placement, r.Memory = mapping.Placement{Kind: "replicate"}, mapping.DRAMWidthSharded
+		}
+	}
+	b, err = p.JSON()
+	require.NoError(t, err)
+	oddHeight := filepath.Join(dir, "oddheight.json")
+	require.NoError(t, os.WriteFile(oddHeight, b, 0o644))
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"name":"x","rules":[{"id":"a","target":"t","sources":["s"],"placement":{"kind":"spread"},"dtype":"BFLOAT16","layout":"TILE","memory":"dram_interleaved"}]}`), 0o644))
 	tests := []struct {
@@ -109,6 +123,10 @@ func TestMapExitCodes(t *testing.T) {
 		{"non-dividing 1x3", []string{"map", base, "--mesh", "1x3", "--summary"}, 1, "mesh 1x3"},
 		{"unmapped tensor", []string{"map", base, "--rules", noEmbed}, 1, "model.language_model.embed_tokens.weight"},
 		{"bad rules", []string{"map", base, "--rules", bad}, 2, "placement kind"},
+		{"width-sharded tile height 16", []string{"map", base, "--rules", oddHeight}, 1,
+			"problem (config): target mtp/fc: DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape [16, ...]), got [16 2048]"},
+		{"cache build refuses it too", []string{"cache", "build", base, "--rules", oddHeight, "-o", filepath.Join(dir, "cache"), "--progress", "none"}, 1,
+			"target mtp/fc: DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32"},
 		{"missing rules file", []string{"map", base, "--rules", filepath.Join(dir, "nope.json")}, 2, "opening rules"},
 		{"bad mesh", []string{"map", base, "--mesh", "2"}, 2, "ROWSxCOLS"},
 		{"2-D mesh", []string{"map", base, "--mesh", "2x2"}, 2, "1xN"},
