@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -19,6 +22,18 @@ type IdentifyOptions struct {
 	Rules    string
 	// Select picks the cache folder when dir is a root holding several.
 	Select Selector
+	// Data also compares the data of the closest candidate: its files are
+	// built (without fsync) into Scratch ("" for the system's temporary
+	// directory) in batches of at most ScratchBytes (default 2 GiB), each
+	// compared with the cache's file shard by shard, as cache compare
+	// does, then removed. Workers and NaN go to those builds.
+	Data         bool
+	Scratch      string
+	ScratchBytes int64
+	Workers      int
+	NaN          string
+	// Progress counts bytes compared (nil-safe).
+	Progress *ckpt.Progress
 }
 
 // Candidate is one profile with one setting of its variables, held
@@ -35,6 +50,7 @@ type Candidate struct {
 	Missing     int              `json:"missing"`
 	Extra       int              `json:"extra"`
 	Headers     int              `json:"header_differences"`
+	Data        int              `json:"data_differences"`
 	Problem     string           `json:"problem,omitempty"`
 }
 
@@ -43,19 +59,23 @@ type Candidate struct {
 // the closest to the farthest, and the report of the closest one (its
 // remaining differences; none when Exact).
 type IdentifyResult struct {
-	Schema     ckpt.Schema    `json:"schema_version"`
-	Dir        string         `json:"dir"`
-	Source     string         `json:"source"`
-	Mesh       string         `json:"mesh"`
-	Device     string         `json:"device"`
-	Tag        string         `json:"tag"`
-	Files      int            `json:"files"`
-	Exact      bool           `json:"exact"`
-	Best       *Candidate     `json:"best"`
-	Ties       []string       `json:"ties,omitempty"`
-	Candidates []Candidate    `json:"candidates"`
-	Report     *CompareResult `json:"report"`
-	report     *CompareReport
+	Schema ckpt.Schema `json:"schema_version"`
+	Dir    string      `json:"dir"`
+	Source string      `json:"source"`
+	Mesh   string      `json:"mesh"`
+	Device string      `json:"device"`
+	Tag    string      `json:"tag"`
+	Files  int         `json:"files"`
+	// DataCompared says whether the closest candidate\'s data was compared
+	// (IdentifyOptions.Data); DataBytes how many shard bytes.
+	DataCompared bool           `json:"data_compared"`
+	DataBytes    int64          `json:"data_bytes"`
+	Exact        bool           `json:"exact"`
+	Best         *Candidate     `json:"best"`
+	Ties         []string       `json:"ties,omitempty"`
+	Candidates   []Candidate    `json:"candidates"`
+	Report       *CompareResult `json:"report"`
+	report       *CompareReport
 }
 
 // ClosestReport is the comparison of the closest candidate's plan with the
@@ -93,6 +113,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		return nil, err
 	}
 	var reports []*CompareReport
+	var plans []*mapping.Plan
 	for _, p := range profiles {
 		p.Device, p.Tag = f.Device(), f.Tag()
 		for _, set := range settingsOf(p, mesh) {
@@ -112,6 +133,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 				cand.Differences = -1
 				res.Candidates = append(res.Candidates, cand)
 				reports = append(reports, nil)
+				plans = append(plans, nil)
 				continue
 			case err != nil:
 				return nil, err
@@ -133,6 +155,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 			}
 			res.Candidates = append(res.Candidates, cand)
 			reports = append(reports, rep)
+			plans = append(plans, plan)
 		}
 	}
 	order := make([]int, len(res.Candidates))
@@ -164,8 +187,22 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		return res, nil
 	}
 	best := res.Candidates[0]
-	res.Best = &best
 	res.report = reports[order[0]]
+	if opt.Data {
+		n, err := compareData(ctx, c, plans[order[0]], f.Path(), res.report, opt)
+		if err != nil {
+			return nil, err
+		}
+		res.DataCompared, res.DataBytes = true, n
+		for _, d := range res.report.Diffs {
+			if d.Kind == DiffData {
+				best.Data++
+				best.Differences++
+			}
+		}
+		res.Candidates[0] = best
+	}
+	res.Best = &best
 	r := res.report.Result()
 	res.Report = &r
 	res.Exact = best.Differences == 0
@@ -254,4 +291,79 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 	}
 	sort.Strings(out)
 	return out
+}
+
+// compareData builds the files of plan that the cache also holds into a
+// scratch root, in batches of at most opt.ScratchBytes of planned file
+// size, compares each with the cache's file shard by shard and adds the
+// data differences to rep; the scratch root is removed. It returns the
+// shard bytes compared.
+func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, error) {
+	budget := opt.ScratchBytes
+	if budget <= 0 {
+		budget = 2 << 30
+	}
+	missing := map[string]bool{}
+	for _, d := range rep.Diffs {
+		if d.Kind == DiffMissing || d.Kind == DiffUnreadable {
+			missing[d.File] = true
+		}
+	}
+	scratch, err := os.MkdirTemp(opt.Scratch, "ckpt-identify-")
+	if err != nil {
+		return 0, fmt.Errorf("scratch directory for the data comparison: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	var total int64
+	var batch []*mapping.Entry
+	var size int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		sub := *plan
+		sub.Entries = batch
+		root := filepath.Join(scratch, "batch")
+		if _, err := Build(ctx, c, &sub, root, BuildOptions{Workers: opt.Workers, NoSync: true, NaN: opt.NaN}); err != nil {
+			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
+		}
+		for _, e := range batch {
+			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
+			diffs, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
+			if err != nil {
+				return err
+			}
+			total += n
+			for _, d := range diffs {
+				if d.Kind == DiffData {
+					d.Target = e.Target
+					rep.Diffs = append(rep.Diffs, d)
+				}
+			}
+		}
+		batch, size = batch[:0], 0
+		return os.RemoveAll(root)
+	}
+	for _, e := range plan.Entries {
+		rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
+		if missing[rel] {
+			continue
+		}
+		h, err := HeaderFor(e)
+		if err != nil {
+			return total, err
+		}
+		if size > 0 && size+h.FileSize() > budget {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+		batch = append(batch, e)
+		size += h.FileSize()
+	}
+	if err := flush(); err != nil {
+		return total, err
+	}
+	sortDiffs(rep.Diffs)
+	return total, nil
 }

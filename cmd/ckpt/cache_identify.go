@@ -18,13 +18,17 @@ type cacheIdentifyOptions struct {
 	Rules       string
 	Select      cache.Selector
 	Format      string
+	HeadersOnly bool
+	NaN         string
+	Workers     int
+	Progress    string
 }
 
 func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	o := &cacheIdentifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "identify DIR --source SRC",
-		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers; exit 0 exact, 1 closest only, 2 unreadable",
+		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
 		Example: `  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.6-27B-FP8
   ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.6-27B-FP8 --format json`,
 		Args: exactArgs(1),
@@ -34,12 +38,16 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from (default: the source a ckpt manifest in the folder names); every candidate plan is made of it")
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only)")
 	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
 	f.StringVar(&o.Rules, "rules", "", "try this mapping profile JSON instead of the built-in profiles")
 	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
 	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
+	f.BoolVar(&o.HeadersOnly, "headers-only", false, "with --source: compare names and headers only, not the closest candidate's data")
+	f.StringVar(&o.NaN, "nan", cache.NaNVector, "with --source, for the data comparison: the NaN bits the cache's host wrote (vector or scalar, as cache build --nan)")
+	f.IntVar(&o.Workers, "workers", 0, "conversion and comparison goroutines of the data comparison (default: all cores)")
+	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
 	return cmd
 }
@@ -48,6 +56,9 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if _, err := cache.NaNBits(o.NaN); err != nil {
+		return usageError("--nan: %v", err)
 	}
 	if o.Rules != "" && len(o.Profiles) > 0 {
 		return usageError("--rules and --profile are exclusive")
@@ -69,7 +80,14 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		return err
 	}
 	defer c.Close()
-	res, err := cache.Identify(ctx, o.Dir, c, cache.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select})
+	prog := ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache identify", prog)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := cache.Identify(ctx, o.Dir, c, cache.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select,
+		Data: o.Source != "" && !o.HeadersOnly, Workers: o.Workers, NaN: o.NaN, Progress: prog})
+	stop()
 	if err != nil {
 		return err
 	}
@@ -135,8 +153,12 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 		set += " --set " + o
 	}
 	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s%s", r.Best.Profile, r.Mesh, set)
+	what := "names and headers"
+	if r.DataCompared {
+		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
+	}
 	if r.Exact {
-		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe())
+		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s, by %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
 		if len(r.Ties) > 0 {
 			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(r.Ties, "; "))
 		}
@@ -150,7 +172,7 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces it; closest %s with %d difference(s) (%s)\n",
-		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), r.Best.Differences, cmd)
+	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %d difference(s) (%s)\n",
+		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), r.Best.Differences, cmd)
 	return nil
 }

@@ -37,7 +37,7 @@ func TestCacheIdentify(t *testing.T) {
 		out := build(tc.name, tc.args...)
 		code, stdout, stderr := runApp(t, "cache", "identify", out, "--source", src)
 		require.Equal(t, 0, code, "%s: %s%s", tc.name, stdout, stderr)
-		assert.Contains(t, stdout, tc.want, tc.name)
+		assert.Contains(t, stdout, strings.TrimSuffix(tc.want, "\n")+", by names, headers and data (", tc.name)
 		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile ")
 		// Without --source: the source the ckpt manifest names.
 		code, stdout, stderr = runApp(t, "cache", "identify", out, "--format", "json")
@@ -70,11 +70,36 @@ func TestCacheIdentify(t *testing.T) {
 	require.NoError(t, os.Remove(files[0]))
 	code, stdout, _ := runApp(t, "cache", "identify", out, "--source", src)
 	assert.Equal(t, 1, code, stdout)
-	assert.Contains(t, stdout, "no candidate reproduces it; closest qwen36@main-2026-10 with 1 difference(s)")
+	assert.Contains(t, stdout, "no candidate reproduces its names, headers and data (")
+	assert.Contains(t, stdout, "compared); closest qwen36@main-2026-10 with 1 difference(s)")
 	assert.Contains(t, stdout, "layers.0/tp/out.colpar_dtype_BFLOAT8_B_layout_TILE.tensorbin")
 
+	// One byte of data changed, headers intact: only the data comparison
+	// (with --source) sees it.
+	out = build("data")
+	folder = filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	files, err = filepath.Glob(filepath.Join(folder, "layers.0", "tp", "out_*.tensorbin"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	b[len(b)-1] ^= 0x40
+	require.NoError(t, os.WriteFile(files[0], b, 0o644))
+	code, stdout, _ = runApp(t, "cache", "identify", out, "--source", src, "--progress", "none")
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "no candidate reproduces its names, headers and data")
+	assert.Contains(t, stdout, "closest qwen36-mtp@pr55548 with 1 difference(s)")
+	assert.Contains(t, stdout, "data")
+	code, stdout, _ = runApp(t, "cache", "identify", out, "--source", src, "--headers-only")
+	assert.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "exactly qwen36-mtp@pr55548, by names and headers\n")
+	code, _, stderr := runApp(t, "cache", "identify", out, "--source", src, "--nan", "fancy")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--nan")
+
 	// Unreadable: no manifest and no --source, no cache, no source.
-	code, _, stderr := runApp(t, "cache", "identify", out)
+	require.NoError(t, os.Remove(filepath.Join(folder, "manifest.json")))
+	code, _, stderr = runApp(t, "cache", "identify", out)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "needs --source")
 	code, _, _ = runApp(t, "cache", "identify", filepath.Join(dir, "nothing"), "--source", src)
