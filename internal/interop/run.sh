@@ -9,6 +9,9 @@
 #   PYTHON              interpreter to create the venv with (default python3)
 #   CKPT_INTEROP_VENV   where the venv lives (default: a cache directory keyed
 #                       by requirements.txt and the Python version)
+#   CKPT_BIN            a ckpt binary to test: then nothing is built and Go is
+#                       not needed for tests that only run ckpt, e.g.
+#                       CKPT_BIN=./ckpt bash internal/interop/run.sh -k property
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=internal/interop
@@ -45,14 +48,26 @@ echo "interop: venv ready ($((SECONDS - start)) s): $(cd "$here" && "$venv/bin/p
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-interop.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
-go build -o "$work/bin/" ./cmd/ckpt ./$here/convdump ./$here/stdump ./internal/cmd/genfixture
-echo "interop: built ckpt, convdump, stdump, genfixture ($((SECONDS - start)) s)"
+if [ -n "${CKPT_BIN:-}" ]; then
+	# A ckpt binary built elsewhere: nothing is built, no Go is needed
+	# (tests that need convdump, stdump or genfixture build them, or take
+	# $CONVDUMP_BIN / $STDUMP_BIN / $GENFIXTURE_BIN).
+	CKPT_BIN=$(realpath "$CKPT_BIN")
+	echo "interop: using CKPT_BIN=$CKPT_BIN, nothing built"
+else
+	go build -o "$work/bin/" ./cmd/ckpt ./$here/convdump ./$here/stdump ./internal/cmd/genfixture
+	echo "interop: built ckpt, convdump, stdump, genfixture ($((SECONDS - start)) s)"
+	CKPT_BIN=$work/bin/ckpt CONVDUMP_BIN=$work/bin/convdump STDUMP_BIN=$work/bin/stdump GENFIXTURE_BIN=$work/bin/genfixture
+fi
 
 # The tests pass endpoints and cache directories explicitly; nothing of the
 # caller's Hugging Face set-up may leak in.
 for v in $(env | sed -n 's/^\(HF_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 export HF_HUB_DISABLE_TELEMETRY=1 HF_HUB_DISABLE_PROGRESS_BARS=1
-export CKPT_BIN=$work/bin/ckpt CONVDUMP_BIN=$work/bin/convdump STDUMP_BIN=$work/bin/stdump GENFIXTURE_BIN=$work/bin/genfixture
+export CKPT_BIN
+for v in CONVDUMP_BIN STDUMP_BIN GENFIXTURE_BIN; do
+	[ -z "${!v:-}" ] || export "$v"
+done
 
 set +e
 "$venv/bin/python" -m pytest -c "$here/pytest.ini" --rootdir "$here" --basetemp "$work/tmp" \
