@@ -20,7 +20,6 @@ import numpy as np
 from stlib import NP, ref_write, values
 from test_numerics import numpy_quantise
 
-E4M3 = ml_dtypes.float8_e4m3fn
 WIDE = ("BF16", "F16", "F32")
 SCALE = "_scale_inv"
 BLOCKS = [(4, 8), (8, 8), (8, 4), (4, 4), (16, 8)]
@@ -99,7 +98,7 @@ class Case:
         self.sample_seed = int(rng.integers(0, 1 << 32))
         self.read_data = rng.random() < 0.8  # contract and verify --read-data
         self.exclude_nothing = rng.random() < 0.08
-        self.extract_dtype = str(rng.choice(["bf16", "bf16", "f32", "keep"]))
+        self.extract_dtype = str(rng.choice(["bf16", "bf16", "f32", "f16", "keep"]))
         self.extract_shard = rng.random() < 0.3
 
     def __repr__(self):
@@ -185,7 +184,7 @@ class Case:
         n = int(rng.choice([0, 1, 1, 2, 2, 3, 4]))
         ops = [self._values, self._values, self._rescale, self._requant_copy, self._requant_copy, self._dequant_changed,
                self._wide_dtype, self._quantise, self._reshape, self._remove, self._drop_scale, self._add,
-               self._weight_scale, self._scale_dtype, self._config, self._config]
+               self._weight_scale, self._scale_dtype, self._config, self._config, self._zero_sign]
         for _ in range(n):
             ops[int(rng.integers(len(ops)))](rng, ft)
         return ft
@@ -218,6 +217,19 @@ class Case:
             a[idx] += (np.abs(a[idx]) + 1e-3) * rng.choice([-1, 1], idx.sum()) * rng.uniform(0.05, 1, idx.sum())
             ft.tensors[n] = (dt, shape, wide_bytes(a, dt))
         self.edits.append(f"values of {n} ({frac:g})")
+
+    def _zero_sign(self, rng, ft):
+        """FP8 zeros of one weight stored with the other sign (+0 ↔ -0):
+        the same values."""
+        n = self._pick(rng, ft, lambda n, v: v[0] == "F8_E4M3" and (np.frombuffer(v[2], np.uint8) & 0x7F == 0).any())
+        if n is None:
+            return
+        dt, shape, data = ft.tensors[n]
+        c = np.frombuffer(data, np.uint8).copy()
+        z = np.flatnonzero(c & 0x7F == 0)
+        c[z[rng.random(z.size) < 0.7]] ^= 0x80
+        ft.tensors[n] = (dt, shape, c.tobytes())
+        self.edits.append(f"sign of FP8 zeros of {n} flipped")
 
     def _rescale(self, rng, ft):
         n = self._pick(rng, ft, self._is_fp8_weight(ft))
@@ -469,6 +481,8 @@ class Pair:
             cb = canon(np.frombuffer(self.bt[2], np.uint8))
             cf = canon(np.frombuffer(self.ft[2], np.uint8))
             self.elem_changed = (cb != cf) | ~same_value(self.vb, self.vf)
+            rb, rf = np.frombuffer(self.bt[2], np.uint8), np.frombuffer(self.ft[2], np.uint8)
+            self.zero_sign = (rb != rf) & (cb == cf) & (rb & 0x7F == 0)
         elif self.kind == "same":
             w = np.dtype(NP[self.bt[0]]).itemsize
             eb = np.frombuffer(self.bt[2], np.uint8).reshape(-1, w)
@@ -484,8 +498,10 @@ class Pair:
             with np.errstate(all="ignore"):
                 codes, scales = numpy_quantise(wv.reshape(rows, cols), bm, bn, sdt)
             stored = values(sdt, sdata, sshape).astype(np.float32)
-            bad = canon(codes) != canon(np.frombuffer(q[2], np.uint8).reshape(rows, cols))
+            qc = np.frombuffer(q[2], np.uint8).reshape(rows, cols)
+            bad = canon(codes) != canon(qc)
             self.code_bad = bad.ravel()
+            self.zero_sign = ((codes != qc) & ~bad & (qc & 0x7F == 0)).ravel()
             sr, sc = sshape
             blk = np.zeros((sr, sc), dtype=bool)
             for i in range(sr):
@@ -501,6 +517,9 @@ class Pair:
         ch = self.elem_changed if sel is None else self.elem_changed[sel]
         n_ch = int(ch.sum())
         out = {"changed_elems": n_ch}
+        if hasattr(self, "zero_sign"):
+            zs = int((self.zero_sign if sel is None else self.zero_sign[sel]).sum())
+            out["zero_sign_codes"] = zs or None  # JSON: left out when 0
         if self.kind == "raw":
             out["relation"] = "changed" if n_ch else "identical"
             return out

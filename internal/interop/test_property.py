@@ -201,6 +201,8 @@ def known_bugs(case):
         bugs["verify"] = BUG_EXCLUDE
     elif code == 1 and not tensor_diff and all(leaf(p) not in MAIN_CONTRACT_KEYS for p in cfg):
         bugs["verify"] = BUG_CONTRACT_CONFIG
+    if any(leaf(p) not in MAIN_CONTRACT_KEYS for p in cfg):
+        bugs["verify_findings"] = BUG_CONTRACT_CONFIG
     rows = expected_rows(case)
     for _, rs in layer_rows(rows):
         if any(r["relation"] not in ("identical", "changed") for r in rs):
@@ -293,21 +295,15 @@ def diff_json(ckpt, case, workdir, key, *extra):
 @pytest.mark.parametrize("seed", params("verify"))
 def test_property_verify_against(ckpt, workdir, seed):
     case = get_case(seed)
-    base, ft, d = written(case, workdir)
+    base, _, _ = written(case, workdir)
     want, groups, _, cfg = contract_expect(case)
     assert not structural_fail(case.ft) or want == 1, f"{case}: generator made a broken fine-tune that matches"
-    contract = d / "contract.json"
-    rd = ["--read-data"] if case.read_data else []
-    c = ckpt.run("contract", base, *rd, "-o", contract, "--progress", "none", rc=tuple(range(256)))
-    assert c.returncode == 0, f"{case}\nckpt contract {base}: exit {c.returncode}\n{c.stderr}"
+    contract, (rc, doc, cmd, err) = verify_run(ckpt, case, workdir)
     k = json.loads(contract.read_text())
     got = {t["name"]: (t["dtype"], t["shape"], t.get("xxh3")) for t in k["tensors"]}
     want_k = {n: (dt, list(s), xxhash.xxh3_64_hexdigest(data) if case.read_data else None)
               for n, (dt, s, data) in case.base.tensors.items()}
     assert got == want_k, f"{case}\nckpt contract {base}: tensors differ from the reference reader's"
-    extra = ["--exclude", "nothing.**"] if case.exclude_nothing else []
-    rc, doc, cmd, err = run(ckpt, case, "verify", "verify", ft, "--against", contract, *rd, *extra, "--arch", "none",
-                            "--progress", "none", "--format", "json")
     if case.exclude_nothing:
         assert rc == 2, f"{case}\n{cmd}: exit {rc}, want 2 (a selection that selects nothing)\n{err}"
         return
@@ -317,6 +313,56 @@ def test_property_verify_against(ckpt, workdir, seed):
     got = {g["group"]: {k: g[k] for k in groups[g["group"]]} for g in doc["against"]["groups"]}
     assert got == groups, f"{case}\n{cmd}: per-group counts\n got {got}\nwant {groups}"
     assert doc["against"]["hashes_compared"] == case.read_data
+
+
+def verify_run(ckpt, case, workdir, exclude=True):
+    """Runs contract BASE and verify FT --against it (cached); exclude:
+    with the case's --exclude that selects nothing, if it has one."""
+    base, ft, d = written(case, workdir)
+    contract = d / "contract.json"
+    rd = ["--read-data"] if case.read_data else []
+    if not contract.exists():
+        c = ckpt.run("contract", base, *rd, "-o", contract, "--progress", "none", rc=tuple(range(256)))
+        assert c.returncode == 0, f"{case}\nckpt contract {base}: exit {c.returncode}\n{c.stderr}"
+    extra = ["--exclude", "nothing.**"] if case.exclude_nothing and exclude else []
+    return contract, run(ckpt, case, ("verify", bool(extra)), "verify", ft, "--against", contract, *rd, *extra, "--arch", "none",
+                         "--progress", "none", "--format", "json")
+
+
+@pytest.mark.parametrize("seed", params("verify_findings"))
+def test_property_verify_against_findings(ckpt, workdir, seed):
+    """Each contract.* finding fails exactly when numpy sees its kind of
+    difference, naming the tensors concerned."""
+    case = get_case(seed)
+    _, (rc, doc, cmd, err) = verify_run(ckpt, case, workdir, exclude=False)
+    assert rc != 2 and doc is not None, f"{case}\n{cmd}: exit {rc}\n{err}"
+    b, f = case.base.tensors, case.ft.tensors
+    common = set(b) & set(f)
+    want = {"contract.key_added": set(f) - set(b), "contract.key_removed": set(b) - set(f),
+            "contract.dtype": {n for n in common if b[n][0] != f[n][0]},
+            "contract.shape": {n for n in common if list(b[n][1]) != list(f[n][1])},
+            "contract.hash": {n for n in common if b[n][0] == f[n][0] and list(b[n][1]) == list(f[n][1])
+                              and b[n][2] != f[n][2]} if case.read_data else None}
+    cfg = contract_expect(case)[3]
+    by = {}
+    for x in doc["findings"]:
+        by.setdefault(x["id"], []).append(x)
+    for fid, names in want.items():
+        got = by.get(fid, [])
+        fails = [x for x in got if x["status"] == "fail"]
+        what = f"{case}\n{cmd}: {fid} {[(x['status'], x['message']) for x in got]}"
+        if names is None:
+            assert [x["status"] for x in got] == ["skip"], what
+        elif names:
+            assert fails and {t for x in fails for t in x["tensors"]} == names, f"{what}, want a failure naming {sorted(names)}"
+        else:
+            assert got and not fails, f"{what}, want a pass"
+    got = by.get("contract.config", [])
+    fails = [x for x in got if x["status"] == "fail"]
+    what = f"{case}\n{cmd}: contract.config {[(x['status'], x['message']) for x in got]}"
+    assert bool(fails) == bool(cfg), f"{what}, config differences (bookkeeping aside): {cfg}"
+    for p in cfg:
+        assert any(p in x["message"] for x in fails), f"{what}: {p} not named"
 
 
 @pytest.mark.parametrize("seed", params("diff"))
@@ -332,6 +378,10 @@ def test_property_diff(ckpt, workdir, seed):
         n = w["name"]
         check_row(f"{case}\n{cmd}: {n}", rows[n], w)
         p = ps[n]
+        if p.kind in (None, "raw"):  # no values to compare
+            assert not {"max_abs_diff", "rel_l2", "cosine"} & set(rows[n]), f"{case}\n{cmd}: {n} has statistics: {rows[n]}"
+        if p.kind is None:
+            assert rows[n].get("changed_elems") is None, f"{case}\n{cmd}: {n} has changed_elems: {rows[n]}"
         assert rows[n].get("base_dtype") == (p.bt[0] if p.inb else None), n
         assert rows[n].get("ft_dtype") == (p.ft[0] if p.inf else None), n
         assert rows[n]["shape"] == list((p.bt if p.inb else p.ft)[1]), n
@@ -406,13 +456,50 @@ def wilson(k, n):
     return (0.0 if k == 0 else max(c - h, 0.0)), (1.0 if k == n else min(c + h, 1.0))
 
 
+def sampled_run(ckpt, case, workdir):
+    rc, doc, cmd, err = diff_json(ckpt, case, workdir, "sampled", "--sample-bytes", f"{case.sample_bytes}B",
+                                  "--sample-seed", case.sample_seed, "--by", "layer")
+    assert doc is not None, f"{case}\n{cmd}: exit {rc}\n{err}"
+    return rc, doc, cmd, err
+
+
+def sampled_expect(p, row):
+    """What a sampled diff must say of pair p: the full expectation when
+    the row was compared whole, else the expectation over the elements of
+    its sampled_ranges (no change seen is no_change_seen, never identical)."""
+    if not row.get("sampled"):
+        return p.expect()
+    sel = np.concatenate([np.arange(a, b) for a, b in row["sampled_ranges"]])
+    w = p.expect(sel)
+    if p.kind in ("same", "raw") and w["relation"] == "identical":
+        w = {"relation": "no_change_seen", "changed_elems": 0}
+    if w["relation"] == "requant_identical":
+        w["relation"] = SAMPLED_REQUANT_EXACT
+    return w
+
+
+@pytest.mark.parametrize("seed", params("layer_counts"))
+def test_property_diff_sampled_by_layer_counts(ckpt, workdir, seed):
+    case = get_case(seed)
+    rc, doc, cmd, err = sampled_run(ckpt, case, workdir)
+    ps = pairs(case)
+    rows = [dict(r, relation=sampled_expect(ps[r["name"]], r)["relation"]) for r in doc["tensors"]]
+    want = layer_rows(rows)
+    keys = [(g["group"], g.get("layer", -1)) for g in doc["layers"]]
+    assert keys == [k for k, _ in want], f"{case}\n{cmd}: layer rows {keys}, want {[k for k, _ in want]}"
+    for g, ((group, layer), rs) in zip(doc["layers"], want):
+        what = f"{case}\n{cmd}: {group} {layer if layer >= 0 else ''}"
+        counts = {r: sum(1 for x in rs if x["relation"] == r) for r in RELATIONS}
+        got_counts = {r: layer_count(g, r) for r in RELATIONS}
+        assert got_counts == counts, f"{what}: counts {got_counts}, want {counts}\nrow: {g}"
+        assert sum(got_counts.values()) == g["tensors"] == len(rs), f"{what}: categories do not add up to tensors\nrow: {g}"
+
+
 @pytest.mark.parametrize("seed", params("sampled"))
 def test_property_diff_sampled(ckpt, workdir, seed):
     case = get_case(seed)
     size = case.sample_bytes
-    rc, doc, cmd, err = diff_json(ckpt, case, workdir, "sampled", "--sample-bytes", f"{size}B", "--sample-seed",
-                                  case.sample_seed)
-    assert doc is not None, f"{case}\n{cmd}: exit {rc}\n{err}"
+    rc, doc, cmd, err = sampled_run(ckpt, case, workdir)
     ps = pairs(case)
     rows = {r["name"]: r for r in doc["tensors"]}
     assert sorted(rows) == sorted(ps), f"{case}\n{cmd}: tensor names"
@@ -438,11 +525,7 @@ def test_property_diff_sampled(ckpt, workdir, seed):
                 unit = ck.block()[0] * p.bt[1][1]
                 assert all(a % unit == 0 and (b % unit == 0 or b == p.numel) for a, b in rg), f"{what}: ranges {rg}"
         sel = np.concatenate([np.arange(a, b) for a, b in rg])
-        w = p.expect(sel)
-        if p.kind in ("same", "raw") and w["relation"] == "identical":
-            w = {"relation": "no_change_seen", "changed_elems": 0}
-        if w["relation"] == "requant_identical":
-            w["relation"] = SAMPLED_REQUANT_EXACT
+        w = sampled_expect(p, row)
         k_changed = w.pop("changed_elems")
         check_row(what, row, w)
         n_s = row.get("sampled_elems")
@@ -460,7 +543,8 @@ def test_property_diff_sampled(ckpt, workdir, seed):
         relations.append(w["relation"])
     counts = {r: relations.count(r) for r in RELATIONS}
     assert {r: doc["summary"].get(r, 0) for r in RELATIONS} == counts, f"{case}\n{cmd}: summary {doc['summary']}"
-    differs = bool(doc["config"]) or any(r not in ("identical", "no_change_seen") for r in relations)
+    differs = bool(config_diff(case.base.config, case.ft.config)) or \
+        any(r not in ("identical", "no_change_seen") for r in relations)
     assert rc == (1 if differs else 0), f"{case}\n{cmd}: exit {rc}\n{err}"
 
 
@@ -499,7 +583,7 @@ def test_property_extract(ckpt, workdir, seed):
         assert not out.exists() or not any(out.iterdir()), f"{case}\n{cmd}: refused but wrote {list(out.iterdir())}"
         return
     assert rc == 0, f"{case}\n{cmd}: exit {rc}\n{err}"
-    target = {"keep": None, "bf16": "BF16", "f32": "F32"}[case.extract_dtype]
+    target = {"keep": None, "bf16": "BF16", "f16": "F16", "f32": "F32"}[case.extract_dtype]
     want, counts = extract_expect(case.ft, target)
     assert {k: doc["summary"][k] for k in counts} == counts, f"{case}\n{cmd}: summary {doc['summary']}"
     assert doc["summary"]["tensors"] == len(want)
