@@ -34,18 +34,27 @@ ONLY = os.environ.get("CKPT_PROPERTY_CASE")
 SEEDS = [int(ONLY)] if ONLY else [SEED * 100000 + i for i in range(N_CASES)]
 
 # ----------------------------------------------------------------------------
-# The JSON names of the counters #21 adds, in one place (being decided on
-# branch diffsum; change them here when it is merged).
+# The JSON names and meanings of what #21 adds or changes, in one place
+# (decided on branch diffsum; main has the old ones).
 #
 # A per-layer row (`diff --by layer`, JSON `layers`) counts every relation
 # apart: `changed` counts relation changed only, `identical` identical only,
-# and each other relation has its own count. A name listed here is read
-# from the row itself, else from the row's `relations` object.
+# and each other relation has its own count (diffsum: keys of the row
+# itself; main: only in the row's `relations`). A name is read from the row,
+# else from its `relations`, else it is 0 (left out when empty).
 LAYER_COUNT_KEYS = {r: r for r in ("identical", "changed", "requant_identical", "dtype_changed", "shape_changed",
-                                   "only_in_base", "only_in_ft", "no_change_seen")}
+                                   "only_in_base", "only_in_ft", "no_change_seen", "requant_identical_seen")}
+# The mean rel_l2 of a layer row (diffsum: changed_mean_rel_l2; main:
+# mean_rel_l2): the first of these keys the row has.
+LAYER_MEAN_KEYS = ("changed_mean_rel_l2", "mean_rel_l2")
 # The relation of a sampled block-FP8 / wider-float pair whose sample
 # re-quantises exactly to the FP8 side ("reported as such").
-SAMPLED_REQUANT_EXACT = "requant_identical"
+SAMPLED_REQUANT_EXACT = "requant_identical_seen"
+# What a values-mode diff may do with a pair whose FP8 side has no scale ckpt
+# can apply: "refuse" (exit 1 naming it: the scale rule of branch scales)
+# or "compare" (main: by the codes' values). Keep only "refuse" once branch
+# scales is merged.
+UNSCALED_DIFF = ("refuse", "compare")
 
 
 def layer_count(row, relation):
@@ -53,21 +62,26 @@ def layer_count(row, relation):
     return row[k] if k in row else row.get("relations", {}).get(relation, 0)
 
 
+def layer_mean(row):
+    return next((row[k] for k in LAYER_MEAN_KEYS if k in row), None)
+
+
 def values_changed(row):
-    """Whether a row counts towards a layer's mean_rel_l2: its values
-    changed (not identical, not requant_identical, not a lossless dtype
-    change)."""
-    return row["relation"] in ("changed", "dtype_changed") and (row.get("changed_elems") or 0) > 0 \
-        and row.get("rel_l2") is not None
-# ----------------------------------------------------------------------------
+    """Whether a row counts towards a layer's mean rel_l2 and changed
+    fraction range: relation changed (identical, requant_identical,
+    dtype_changed and sampled rows without a difference do not)."""
+    return row["relation"] == "changed"
+
 
 RELATIONS = ("identical", "changed", "requant_identical", "dtype_changed", "shape_changed", "only_in_base", "only_in_ft",
-             "no_change_seen")
+             "no_change_seen", "requant_identical_seen")
 BUG_CONTRACT_CONFIG = "#21 contract ignores config changes such as rms_norm_eps/hidden_act/rope_theta, fixed on branch contract"
 BUG_EXCLUDE = "#21 --exclude that selects nothing is ignored by verify --against, fixed on branch contract"
 BUG_LAYER_COUNTS = "#21 diff --by layer counts only_in_base (and other relations) as changed, fixed on branch diffsum"
-BUG_LAYER_MEAN = "#21 diff --by layer averages requant_identical (and unchanged) tensors into mean_rel_l2, fixed on branch diffsum"
-BUG_SAMPLED = "#21 sampled rows contradict themselves and do not report requant_identical, fixed on branch diffsum"
+BUG_LAYER_MEAN = ("#21 diff --by layer averages requant_identical (and unchanged) tensors into mean_rel_l2 and the "
+                  "changed-fraction range, fixed on branch diffsum")
+BUG_SAMPLED = ("#21 sampled rows contradict themselves (changed_fraction is not changed_elems over the elements "
+               "compared) and do not report requant_identical, fixed on branch diffsum")
 BUG_SCALES = "#21 extract --dtype converts quantised weights without their scale, fixed on branch scales"
 
 _cases = {}
@@ -81,9 +95,28 @@ def get_case(seed):
 
 # ---------------------------------------------------------------- expectations
 
+
+def quant_bad(ck, n):
+    """An FP8 weight whose values ckpt cannot know: no weight_scale_inv,
+    or a companion of another scheme (weight_scale) beside it."""
+    t = ck.tensors
+    return n in t and t[n][0] == "F8_E4M3" and (n + SCALE not in t or n + "_scale" in t)
+
+
+def unscaled(case):
+    """The pairs a values-mode diff compares (on both sides, one shape,
+    float dtypes) of which a side is an FP8 weight without a scale ckpt can
+    apply. The diffs of the property test leave them out (--exclude); they
+    have their own test, test_property_diff_unscaled."""
+    b, f = case.base.tensors, case.ft.tensors
+    return sorted(n for n in set(b) & set(f) if list(b[n][1]) == list(f[n][1]) and "I32" not in (b[n][0], f[n][0])
+                  and (quant_bad(case.base, n) or quant_bad(case.ft, n)))
+
+
 def pairs(case):
+    """{name: Pair} of every tensor the diffs compare."""
     if not hasattr(case, "pairs"):
-        names = sorted(set(case.base.tensors) | set(case.ft.tensors))
+        names = sorted((set(case.base.tensors) | set(case.ft.tensors)) - set(unscaled(case)))
         case.pairs = {n: Pair(case, n) for n in names}
     return case.pairs
 
@@ -139,7 +172,7 @@ def layer_rows(rows):
 
 
 def correct_mean(rows):
-    r = [x["rel_l2"] for x in rows if values_changed(x)]
+    r = [x["rel_l2"] for x in rows if values_changed(x) and x.get("rel_l2") is not None and np.isfinite(x["rel_l2"])]
     return sum(r) / len(r) if r else None
 
 
@@ -163,33 +196,32 @@ def expected_rows(case):
 
 
 def fraction_of(row):
-    """The changed fraction of a row whose elements were counted."""
-    if row.get("numel", 0) <= 0:
+    """The changed fraction of a row whose elements were counted:
+    changed_elems / numel."""
+    if row.get("numel", 0) <= 0 or row.get("changed_elems") is None:
         return None
-    if row.get("requant_mismatch_elems") is not None:
+    return row["changed_elems"] / row["numel"]
+
+
+def main_fraction_of(row):
+    """The changed fraction as main computes it (the known bug of the
+    summaries): requant_mismatch_elems / numel for a requant pair."""
+    if row.get("numel", 0) > 0 and row.get("requant_mismatch_elems") is not None:
         return row["requant_mismatch_elems"] / row["numel"]
-    if row.get("changed_elems") is not None:
-        return row["changed_elems"] / row["numel"]
-    return None
+    return fraction_of(row)
 
 
-def sampled_whole(case, p, size):
-    """Whether --sample-bytes SIZE compares pair p whole (README: tensors
-    no larger than SIZE; block-FP8 pairs in whole rows of scale blocks, at
-    least one, so a pair with no more rows than that is whole)."""
-    if p.kind is None:
-        return True
-    es = max(np.dtype(NP[p.bt[0]]).itemsize, np.dtype(NP[p.ft[0]]).itemsize)
-    if p.numel * es <= size:
-        return True
-    aligns = [ck.block()[0] for ck in (case.base, case.ft) if propgen.scaled(ck, p.name)]
-    if aligns:
-        align = int(np.lcm.reduce(aligns))
-        cols = p.bt[1][1]
-        unit = align * cols
-        n_units = -(-p.numel // unit)
-        return max(max(size // es, 1) // unit, 1) >= n_units
-    return False
+def fraction_range(rows, of):
+    fr = [f for f in map(of, rows) if f is not None]
+    return [min(fr), max(fr)] if fr else None
+
+
+def differ(a, b):
+    """Whether two optional numbers or ranges differ (beyond rounding)."""
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    return not np.allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
 def known_bugs(case):
@@ -207,11 +239,12 @@ def known_bugs(case):
     for _, rs in layer_rows(rows):
         if any(r["relation"] not in ("identical", "changed") for r in rs):
             bugs["layer_counts"] = BUG_LAYER_COUNTS
-        m, c = main_mean(rs), correct_mean(rs)
-        if (m is None) != (c is None) or (m is not None and abs(m - c) > 1e-9 * max(abs(c), 1e-300)):
+        if differ(main_mean(rs), correct_mean(rs)):
             bugs["layer_mean"] = BUG_LAYER_MEAN
+        if differ(fraction_range(rs, main_fraction_of), fraction_range([r for r in rs if values_changed(r)], fraction_of)):
+            bugs["layer_fraction"] = BUG_LAYER_MEAN
     for p in pairs(case).values():
-        if p.kind == "requant" and not sampled_whole(case, p, case.sample_bytes):
+        if p.kind == "requant":  # main: changed_fraction of requant mismatches; sampled: no requant_identical_seen
             bugs["sampled"] = BUG_SAMPLED
     if case.extract_dtype != "keep" and extract_refused(case.ft):
         bugs["extract"] = BUG_SCALES
@@ -287,7 +320,8 @@ def check_row(what, got, want):
 
 def diff_json(ckpt, case, workdir, key, *extra):
     base, ft, _ = written(case, workdir)
-    return run(ckpt, case, key, "diff", base, ft, "--progress", "none", "--format", "json", *extra)
+    ex = [a for n in unscaled(case) for a in ("--exclude", n)]
+    return run(ckpt, case, key, "diff", base, ft, "--progress", "none", "--format", "json", *ex, *extra)
 
 
 # ---------------------------------------------------------------- the checks
@@ -395,7 +429,7 @@ def test_property_diff(ckpt, workdir, seed):
     b, f = case.base.tensors, case.ft.tensors
     assert sorted(doc["keys"]["only_in_base"]) == sorted(set(b) - set(f)), f"{case}\n{cmd}: keys"
     assert sorted(doc["keys"]["only_in_ft"]) == sorted(set(f) - set(b)), f"{case}\n{cmd}: keys"
-    assert doc["keys"]["common"] == len(set(b) & set(f))
+    assert doc["keys"]["common"] == len(set(b) & set(f)) - len(unscaled(case))
     cfg = config_diff(case.base.config, case.ft.config)
     assert sorted(c["path"] for c in doc["config"]) == sorted(cfg), f"{case}\n{cmd}: config differences"
     differs = bool(cfg) or any(w["relation"] != "identical" for w in want)
@@ -420,7 +454,6 @@ def test_property_diff_by_layer_counts(ckpt, workdir, seed):
         what = f"{case}\n{cmd}: {group} {layer if layer >= 0 else ''}"
         assert g["tensors"] == len(rs), what
         counts = {r: sum(1 for x in rs if x["relation"] == r) for r in RELATIONS}
-        assert {r: g["relations"].get(r, 0) for r in RELATIONS} == counts, f"{what}: relations {g['relations']}"
         got_counts = {r: layer_count(g, r) for r in RELATIONS}
         assert got_counts == counts, f"{what}: counts {got_counts}, want {counts}\nrow: {g}"
         assert sum(got_counts.values()) == g["tensors"], f"{what}: categories do not add up to tensors\nrow: {g}"
@@ -432,7 +465,7 @@ def test_property_diff_by_layer_mean(ckpt, workdir, seed):
     cmd, got, want = by_layer(ckpt, case, workdir)
     for g, ((group, layer), rs) in zip(got, want):
         m = correct_mean(rs)
-        assert near(g.get("mean_rel_l2"), m), f"{case}\n{cmd}: {group} {layer}: mean_rel_l2 {g.get('mean_rel_l2')}, want {m}"
+        assert near(layer_mean(g), m), f"{case}\n{cmd}: {group} {layer}: mean rel_l2 {layer_mean(g)}, want {m}\nrow: {g}"
 
 
 @pytest.mark.parametrize("seed", params("layer_fraction"))
@@ -440,8 +473,7 @@ def test_property_diff_by_layer_fraction(ckpt, workdir, seed):
     case = get_case(seed)
     cmd, got, want = by_layer(ckpt, case, workdir)
     for g, ((group, layer), rs) in zip(got, want):
-        fr = [f for f in map(fraction_of, rs) if f is not None]
-        rng = [min(fr), max(fr)] if fr else None
+        rng = fraction_range([x for x in rs if values_changed(x)], fraction_of)
         r = g.get("changed_fraction_range")
         assert (r is None) == (rng is None) and (r is None or (near(r[0], rng[0]) and near(r[1], rng[1]))), \
             f"{case}\n{cmd}: {group} {layer}: changed_fraction_range {r}, want {rng}"
@@ -546,6 +578,32 @@ def test_property_diff_sampled(ckpt, workdir, seed):
     differs = bool(config_diff(case.base.config, case.ft.config)) or \
         any(r not in ("identical", "no_change_seen") for r in relations)
     assert rc == (1 if differs else 0), f"{case}\n{cmd}: exit {rc}\n{err}"
+
+
+def unscaled_params():
+    return [pytest.param(s, id=f"s{s}") for s in SEEDS if unscaled(get_case(s))]
+
+
+@pytest.mark.parametrize("seed", unscaled_params())
+def test_property_diff_unscaled(ckpt, workdir, seed):
+    """A values-mode diff of a pair with an FP8 weight that has no scale ckpt
+    can apply (none, or a weight_scale beside or instead of it) either
+    refuses it, exit 1, naming the weight (the scale rule of #21, branch
+    scales), or compares its codes' values as the rows say (main);
+    UNSCALED_DIFF says which are accepted."""
+    case = get_case(seed)
+    base, ft, _ = written(case, workdir)
+    names = unscaled(case)
+    rc, doc, cmd, err = run(ckpt, case, "unscaled", "diff", base, ft, "--progress", "none", "--format", "json")
+    if rc == 1 and doc is None:
+        assert "refuse" in UNSCALED_DIFF, f"{case}\n{cmd}: refused\n{err}"
+        assert any(n in err for n in names), f"{case}\n{cmd}: the refusal names none of {names}\n{err}"
+        return
+    assert "compare" in UNSCALED_DIFF, f"{case}\n{cmd}: exit {rc}, want a refusal naming one of {names}\n{err}"
+    assert rc == 1 and doc is not None, f"{case}\n{cmd}: exit {rc}\n{err}"
+    rows = {r["name"]: r for r in doc["tensors"]}
+    for n in names:
+        check_row(f"{case}\n{cmd}: {n}", rows[n], Pair(case, n).expect())
 
 
 def extract_expect(ck, target):
