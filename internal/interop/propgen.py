@@ -27,12 +27,6 @@ BLOCKS = [(4, 8), (8, 8), (8, 4), (4, 4), (16, 8)]
 # config keys by what verify --against must make of a change (#21):
 # bookkeeping keys may change, every other key may not.
 BOOKKEEPING = {"_name_or_path", "transformers_version", "torch_dtype", "dtype"}
-# config keys that main's contract compares (the architecture whitelist of
-# ckpt/verify/contract.go); a change of any other non-bookkeeping key is
-# the known bug #21 "contract ignores config changes" (branch contract).
-MAIN_CONTRACT_KEYS = {
-    "model_type", "architectures", "tie_word_embeddings", "hidden_size", "intermediate_size", "num_hidden_layers",
-    "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size", "quantization_config"}
 
 
 # ---------------------------------------------------------------- generation

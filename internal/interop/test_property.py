@@ -24,7 +24,7 @@ import pytest
 import xxhash
 
 import propgen
-from propgen import BOOKKEEPING, MAIN_CONTRACT_KEYS, SCALE, Case, Pair, config_diff, group_of, leaf
+from propgen import BOOKKEEPING, SCALE, Case, Pair, config_diff, group_of, leaf
 from stlib import NP, ref_read
 from test_extract_output import check_file, check_index, converted
 
@@ -34,19 +34,15 @@ ONLY = os.environ.get("CKPT_PROPERTY_CASE")
 SEEDS = [int(ONLY)] if ONLY else [SEED * 100000 + i for i in range(N_CASES)]
 
 # ----------------------------------------------------------------------------
-# The JSON names and meanings of what #21 adds or changes, in one place
-# (decided on branch diffsum; main has the old ones).
+# The JSON names of what #21 added (branch diffsum), in one place.
 #
 # A per-layer row (`diff --by layer`, JSON `layers`) counts every relation
-# apart: `changed` counts relation changed only, `identical` identical only,
-# and each other relation has its own count (diffsum: keys of the row
-# itself; main: only in the row's `relations`). A name is read from the row,
-# else from its `relations`, else it is 0 (left out when empty).
+# apart, one key each: `changed` counts relation changed only, `identical`
+# identical only (a key is left out when its count is 0).
 LAYER_COUNT_KEYS = {r: r for r in ("identical", "changed", "requant_identical", "dtype_changed", "shape_changed",
                                    "only_in_base", "only_in_ft", "no_change_seen", "requant_identical_seen")}
-# The mean rel_l2 of a layer row (diffsum: changed_mean_rel_l2; main:
-# mean_rel_l2): the first of these keys the row has.
-LAYER_MEAN_KEYS = ("changed_mean_rel_l2", "mean_rel_l2")
+# The mean rel_l2 of a layer row, over its changed tensors.
+LAYER_MEAN_KEY = "changed_mean_rel_l2"
 # The relation of a sampled block-FP8 / wider-float pair whose sample
 # re-quantises exactly to the FP8 side ("reported as such").
 SAMPLED_REQUANT_EXACT = "requant_identical_seen"
@@ -58,12 +54,11 @@ UNSCALED_DIFF = ("refuse", "compare")
 
 
 def layer_count(row, relation):
-    k = LAYER_COUNT_KEYS[relation]
-    return row[k] if k in row else row.get("relations", {}).get(relation, 0)
+    return row.get(LAYER_COUNT_KEYS[relation], 0)
 
 
 def layer_mean(row):
-    return next((row[k] for k in LAYER_MEAN_KEYS if k in row), None)
+    return row.get(LAYER_MEAN_KEY)
 
 
 def values_changed(row):
@@ -75,13 +70,6 @@ def values_changed(row):
 
 RELATIONS = ("identical", "changed", "requant_identical", "dtype_changed", "shape_changed", "only_in_base", "only_in_ft",
              "no_change_seen", "requant_identical_seen")
-BUG_CONTRACT_CONFIG = "#21 contract ignores config changes such as rms_norm_eps/hidden_act/rope_theta, fixed on branch contract"
-BUG_EXCLUDE = "#21 --exclude that selects nothing is ignored by verify --against, fixed on branch contract"
-BUG_LAYER_COUNTS = "#21 diff --by layer counts only_in_base (and other relations) as changed, fixed on branch diffsum"
-BUG_LAYER_MEAN = ("#21 diff --by layer averages requant_identical (and unchanged) tensors into mean_rel_l2 and the "
-                  "changed-fraction range, fixed on branch diffsum")
-BUG_SAMPLED = ("#21 sampled rows contradict themselves (changed_fraction is not changed_elems over the elements "
-               "compared) and do not report requant_identical, fixed on branch diffsum")
 BUG_SCALES = "#21 extract --dtype converts quantised weights without their scale, fixed on branch scales"
 
 _cases = {}
@@ -176,13 +164,6 @@ def correct_mean(rows):
     return sum(r) / len(r) if r else None
 
 
-def main_mean(rows):
-    """mean_rel_l2 as main computes it (the known bug): over every row
-    with a finite rel_l2."""
-    r = [x["rel_l2"] for x in rows if x.get("rel_l2") is not None and np.isfinite(x["rel_l2"])]
-    return sum(r) / len(r) if r else None
-
-
 def expected_rows(case):
     """The full diff's rows as numpy computes them, with the JSON fields."""
     out = []
@@ -203,49 +184,15 @@ def fraction_of(row):
     return row["changed_elems"] / row["numel"]
 
 
-def main_fraction_of(row):
-    """The changed fraction as main computes it (the known bug of the
-    summaries): requant_mismatch_elems / numel for a requant pair."""
-    if row.get("numel", 0) > 0 and row.get("requant_mismatch_elems") is not None:
-        return row["requant_mismatch_elems"] / row["numel"]
-    return fraction_of(row)
-
-
 def fraction_range(rows, of):
     fr = [f for f in map(of, rows) if f is not None]
     return [min(fr), max(fr)] if fr else None
 
 
-def differ(a, b):
-    """Whether two optional numbers or ranges differ (beyond rounding)."""
-    if a is None or b is None:
-        return (a is None) != (b is None)
-    a, b = np.atleast_1d(a), np.atleast_1d(b)
-    return not np.allclose(a, b, rtol=1e-9, atol=1e-12)
-
-
 def known_bugs(case):
-    """Which known #21 bug changes the answer of each check for this case:
-    {check: reason}."""
+    """Which known #21 bug (not fixed on main yet) changes the answer of
+    each check for this case: {check: reason}."""
     bugs = {}
-    code, _, tensor_diff, cfg = contract_expect(case)
-    if case.exclude_nothing:
-        bugs["verify"] = BUG_EXCLUDE
-    elif code == 1 and not tensor_diff and all(leaf(p) not in MAIN_CONTRACT_KEYS for p in cfg):
-        bugs["verify"] = BUG_CONTRACT_CONFIG
-    if any(leaf(p) not in MAIN_CONTRACT_KEYS for p in cfg):
-        bugs["verify_findings"] = BUG_CONTRACT_CONFIG
-    rows = expected_rows(case)
-    for _, rs in layer_rows(rows):
-        if any(r["relation"] not in ("identical", "changed") for r in rs):
-            bugs["layer_counts"] = BUG_LAYER_COUNTS
-        if differ(main_mean(rs), correct_mean(rs)):
-            bugs["layer_mean"] = BUG_LAYER_MEAN
-        if differ(fraction_range(rs, main_fraction_of), fraction_range([r for r in rs if values_changed(r)], fraction_of)):
-            bugs["layer_fraction"] = BUG_LAYER_MEAN
-    for p in pairs(case).values():
-        if p.kind == "requant":  # main: changed_fraction of requant mismatches; sampled: no requant_identical_seen
-            bugs["sampled"] = BUG_SAMPLED
     if case.extract_dtype != "keep" and extract_refused(case.ft):
         bugs["extract"] = BUG_SCALES
     return bugs
