@@ -184,8 +184,8 @@ def fraction_of(row):
     return row["changed_elems"] / row["numel"]
 
 
-def fraction_range(rows, of):
-    fr = [f for f in map(of, rows) if f is not None]
+def fraction_range(rows):
+    fr = [f for f in map(fraction_of, rows) if f is not None]
     return [min(fr), max(fr)] if fr else None
 
 
@@ -201,8 +201,7 @@ def known_bugs(case):
 def extract_refused(ck):
     """extract --dtype must refuse an FP8 weight it cannot dequantise: no
     weight_scale_inv, or an unknown scale companion (weight_scale)."""
-    t = ck.tensors
-    return any(v[0] == "F8_E4M3" and (n + SCALE not in t or n + "_scale" in t) for n, v in t.items())
+    return any(quant_bad(ck, n) for n in ck.tensors)
 
 
 def params(check):
@@ -373,6 +372,11 @@ def test_property_diff(ckpt, workdir, seed):
     for g in doc["groups"]:
         gw = {r: sum(1 for w in want if w["relation"] == r and group_of(w["name"])[0] == g["group"]) for r in RELATIONS}
         assert {r: g.get(r, 0) for r in RELATIONS} == gw, f"{case}\n{cmd}: group {g['group']}"
+        rs = [w for w in want if group_of(w["name"])[0] == g["group"]]
+        m, rng, r = correct_mean(rs), fraction_range([x for x in rs if values_changed(x)]), g.get("changed_fraction_range")
+        assert near(layer_mean(g), m), f"{case}\n{cmd}: group {g['group']}: mean rel_l2 {layer_mean(g)}, want {m}"
+        assert (r is None) == (rng is None) and (r is None or (near(r[0], rng[0]) and near(r[1], rng[1]))), \
+            f"{case}\n{cmd}: group {g['group']}: changed_fraction_range {r}, want {rng}"
     b, f = case.base.tensors, case.ft.tensors
     assert sorted(doc["keys"]["only_in_base"]) == sorted(set(b) - set(f)), f"{case}\n{cmd}: keys"
     assert sorted(doc["keys"]["only_in_ft"]) == sorted(set(f) - set(b)), f"{case}\n{cmd}: keys"
@@ -420,7 +424,7 @@ def test_property_diff_by_layer_fraction(ckpt, workdir, seed):
     case = get_case(seed)
     cmd, got, want = by_layer(ckpt, case, workdir)
     for g, ((group, layer), rs) in zip(got, want):
-        rng = fraction_range([x for x in rs if values_changed(x)], fraction_of)
+        rng = fraction_range([x for x in rs if values_changed(x)])
         r = g.get("changed_fraction_range")
         assert (r is None) == (rng is None) and (r is None or (near(r[0], rng[0]) and near(r[1], rng[1]))), \
             f"{case}\n{cmd}: {group} {layer}: changed_fraction_range {r}, want {rng}"
