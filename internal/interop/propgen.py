@@ -25,8 +25,9 @@ SCALE = "_scale_inv"
 BLOCKS = [(4, 8), (8, 8), (8, 4), (4, 4), (16, 8)]
 
 # config keys by what verify --against must make of a change (#21):
-# bookkeeping keys may change, every other key may not.
-BOOKKEEPING = {"_name_or_path", "transformers_version", "torch_dtype", "dtype"}
+# bookkeeping keys (those of docs/formats.md the generator edits) may
+# change, at any depth, every other key may not.
+BOOKKEEPING = {"_name_or_path", "transformers_version", "torch_dtype", "dtype", "use_cache", "temperature", "max_length"}
 
 
 # ---------------------------------------------------------------- generation
@@ -94,9 +95,19 @@ class Case:
         self.exclude_nothing = rng.random() < 0.08
         self.extract_dtype = str(rng.choice(["bf16", "bf16", "f32", "f16", "keep"]))
         self.extract_shard = rng.random() < 0.3
+        # verify --allow-config: a changed path (or its parent) accepted,
+        # or a path that names no config key (an error)
+        changed = [p for p in config_diff(self.base.config, self.ft.config) if leaf(p) not in BOOKKEEPING]
+        self.allow = []
+        if changed and rng.random() < 0.4:
+            p = changed[int(rng.integers(len(changed)))]
+            self.allow = [p.rsplit(".", 1)[0] if "." in p and rng.random() < 0.3 else p]
+        self.allow_bad = rng.random() < 0.04
 
     def __repr__(self):
-        return f"case seed={self.seed}: {'; '.join(self.edits) or 'identical copy'}"
+        flags = {"read_data": self.read_data, "allow_config": self.allow, "allow_bad": self.allow_bad,
+                 "exclude_nothing": self.exclude_nothing, "sample_bytes": self.sample_bytes, "extract": self.extract_dtype}
+        return f"case seed={self.seed} (CKPT_PROPERTY_CASE={self.seed}): {'; '.join(self.edits) or 'identical copy'}; {flags}"
 
     # -- the base
     def _base(self, rng):
@@ -370,9 +381,10 @@ class Case:
             key = "num_attention_heads"
             t[key] = 4
         else:
-            key = str(rng.choice(["_name_or_path", "transformers_version", "torch_dtype", "dtype"]))
-            ft.config[key] = {"_name_or_path": "org/ft", "transformers_version": "4.58.0", "torch_dtype": "float32",
-                              "dtype": "bfloat16"}[key]
+            key = str(rng.choice(sorted(BOOKKEEPING)))
+            value = {"_name_or_path": "org/ft", "transformers_version": "4.58.0", "torch_dtype": "float32",
+                     "dtype": "bfloat16", "use_cache": False, "temperature": 0.6, "max_length": 4096}[key]
+            (t if key in ("use_cache", "max_length") else ft.config)[key] = value
         self.edits.append(f"config {key} edited ({kind})")
 
 

@@ -136,7 +136,8 @@ def contract_expect(case):
             g["identical"] += same_dt and same_shape and not hash_changed
     tensor_diff = any(g[k] for g in groups.values() for k in ("added", "removed", "dtype_changed", "shape_changed",
                                                               "hash_changed"))
-    cfg = [p for p in config_diff(case.base.config, case.ft.config) if leaf(p) not in BOOKKEEPING]
+    cfg = [p for p in config_diff(case.base.config, case.ft.config) if leaf(p) not in BOOKKEEPING
+           and not any(p == a or p.startswith(a + ".") or p.startswith(a + "[") for a in case.allow)]
     return (1 if tensor_diff or cfg else 0), groups, tensor_diff, cfg
 
 
@@ -284,8 +285,8 @@ def test_property_verify_against(ckpt, workdir, seed):
     want_k = {n: (dt, list(s), xxhash.xxh3_64_hexdigest(data) if case.read_data else None)
               for n, (dt, s, data) in case.base.tensors.items()}
     assert got == want_k, f"{case}\nckpt contract {base}: tensors differ from the reference reader's"
-    if case.exclude_nothing:
-        assert rc == 2, f"{case}\n{cmd}: exit {rc}, want 2 (a selection that selects nothing)\n{err}"
+    if case.exclude_nothing or case.allow_bad:
+        assert rc == 2, f"{case}\n{cmd}: exit {rc}, want 2 (a selection that selects nothing, a path that names no key)\n{err}"
         return
     fails = [f for f in doc["findings"] if f["status"] == "fail"]
     assert rc == want, (f"{case}\n{cmd}: exit {rc}, want {want} (config differences {cfg})\n"
@@ -295,17 +296,22 @@ def test_property_verify_against(ckpt, workdir, seed):
     assert doc["against"]["hashes_compared"] == case.read_data
 
 
-def verify_run(ckpt, case, workdir, exclude=True):
-    """Runs contract BASE and verify FT --against it (cached); exclude:
-    with the case's --exclude that selects nothing, if it has one."""
+def verify_run(ckpt, case, workdir, bad=True):
+    """Runs contract BASE and verify FT --against it (cached), with the
+    case's --allow-config paths; bad: also with its --exclude that selects
+    nothing and --allow-config that names no key, if it has them."""
     base, ft, d = written(case, workdir)
     contract = d / "contract.json"
     rd = ["--read-data"] if case.read_data else []
     if not contract.exists():
         c = ckpt.run("contract", base, *rd, "-o", contract, "--progress", "none", rc=tuple(range(256)))
         assert c.returncode == 0, f"{case}\nckpt contract {base}: exit {c.returncode}\n{c.stderr}"
-    extra = ["--exclude", "nothing.**"] if case.exclude_nothing and exclude else []
-    return contract, run(ckpt, case, ("verify", bool(extra)), "verify", ft, "--against", contract, *rd, *extra, "--arch", "none",
+    extra = [a for p in case.allow for a in ("--allow-config", p)]
+    if bad and case.exclude_nothing:
+        extra += ["--exclude", "nothing.**"]
+    if bad and case.allow_bad:
+        extra += ["--allow-config", "no_such_key"]
+    return contract, run(ckpt, case, ("verify", bad), "verify", ft, "--against", contract, *rd, *extra, "--arch", "none",
                          "--progress", "none", "--format", "json")
 
 
@@ -314,7 +320,7 @@ def test_property_verify_against_findings(ckpt, workdir, seed):
     """Each contract.* finding fails exactly when numpy sees its kind of
     difference, naming the tensors concerned."""
     case = get_case(seed)
-    _, (rc, doc, cmd, err) = verify_run(ckpt, case, workdir, exclude=False)
+    _, (rc, doc, cmd, err) = verify_run(ckpt, case, workdir, bad=False)
     assert rc != 2 and doc is not None, f"{case}\n{cmd}: exit {rc}\n{err}"
     b, f = case.base.tensors, case.ft.tensors
     common = set(b) & set(f)
@@ -343,6 +349,8 @@ def test_property_verify_against_findings(ckpt, workdir, seed):
     assert bool(fails) == bool(cfg), f"{what}, config differences (bookkeeping aside): {cfg}"
     for p in cfg:
         assert any(p in x["message"] for x in fails), f"{what}: {p} not named"
+    for a in case.allow:  # accepted: a passing finding names it
+        assert any(a in x["message"] and x["status"] == "pass" for x in got), f"{what}: --allow-config {a} not named"
 
 
 @pytest.mark.parametrize("seed", params("diff"))
