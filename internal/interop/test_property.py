@@ -370,6 +370,9 @@ def test_property_diff(ckpt, workdir, seed):
             assert not {"max_abs_diff", "rel_l2", "cosine"} & set(rows[n]), f"{case}\n{cmd}: {n} has statistics: {rows[n]}"
         if p.kind is None:
             assert rows[n].get("changed_elems") is None, f"{case}\n{cmd}: {n} has changed_elems: {rows[n]}"
+        if p.kind != "requant":
+            assert "requant_mismatch_elems" not in rows[n], f"{case}\n{cmd}: {n} is no requant pair: {rows[n]}"
+        assert not {"sampled", "sampled_elems", "nonfinite", "note"} & set(rows[n]), f"{case}\n{cmd}: {n}: {rows[n]}"
         assert rows[n].get("base_dtype") == (p.bt[0] if p.inb else None), n
         assert rows[n].get("ft_dtype") == (p.ft[0] if p.inf else None), n
         assert rows[n]["shape"] == list((p.bt if p.inb else p.ft)[1]), n
