@@ -10,11 +10,12 @@ runs that one case alone. Every failure message starts with the case (its
 seed and the edits made to the fine-tune) and the command line.
 `bash internal/interop/run.sh -k property` runs only this test.
 
-Verdicts that main gets wrong for the known reasons of #21 are marked
-xfail(strict=True) per case class, with the item and the branch fixing it:
-the marks come from `known_bugs`, which says for each check which of those
-bugs changes its answer for this case (so a marked case does fail on main,
-and passes once the fix is merged and the mark removed)."""
+A verdict main gets wrong for a known reason is marked xfail(strict=True)
+per case class, with the issue item and the branch fixing it: the marks
+come from `known_bugs`, which says for each check which known bug changes
+its answer for this case (so a marked case does fail, and passes once the
+fix is merged and the mark removed). The #21 fixes (branches contract,
+diffsum, scales) are merged: there is none now."""
 
 import json
 import os
@@ -47,10 +48,9 @@ LAYER_MEAN_KEY = "changed_mean_rel_l2"
 # re-quantises exactly to the FP8 side ("reported as such").
 SAMPLED_REQUANT_EXACT = "requant_identical_seen"
 # What a values-mode diff may do with a pair whose FP8 side has no scale ckpt
-# can apply: "refuse" (exit 1 naming it: the scale rule of branch scales)
-# or "compare" (main: by the codes' values). Keep only "refuse" once branch
-# scales is merged.
-UNSCALED_DIFF = ("refuse", "compare")
+# can apply: "refuse" (exit 1 naming it: the scale rule of #21, branch
+# scales) or "compare" (by the codes' values, as before it).
+UNSCALED_DIFF = ("refuse",)
 
 
 def layer_count(row, relation):
@@ -70,7 +70,6 @@ def values_changed(row):
 
 RELATIONS = ("identical", "changed", "requant_identical", "dtype_changed", "shape_changed", "only_in_base", "only_in_ft",
              "no_change_seen", "requant_identical_seen")
-BUG_SCALES = "#21 extract --dtype converts quantised weights without their scale, fixed on branch scales"
 
 _cases = {}
 
@@ -191,12 +190,11 @@ def fraction_range(rows):
 
 
 def known_bugs(case):
-    """Which known #21 bug (not fixed on main yet) changes the answer of
-    each check for this case: {check: reason}."""
-    bugs = {}
-    if case.extract_dtype != "keep" and extract_refused(case.ft):
-        bugs["extract"] = BUG_SCALES
-    return bugs
+    """Which known bug (not fixed on main yet) changes the answer of each
+    check for this case: {check: reason}. Empty: the #21 fixes (branches
+    contract, diffsum, scales) are merged; a new one goes here, with a
+    reason naming the issue and the branch fixing it."""
+    return {}
 
 
 def extract_refused(ck):
