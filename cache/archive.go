@@ -29,23 +29,30 @@ type PackOptions struct {
 	Workers int
 	// Progress counts cache bytes archived (nil-safe).
 	Progress *ckpt.Progress
+	// Select picks the cache folder when dir is a root holding several.
+	Select Selector
 }
 
 // Pack writes one built cache folder as a zstd-compressed tar stream to w:
 // every file of the manifest, in manifest order (paths relative to the
 // cache root), then manifest.json last. dir is the cache folder, or a
-// cache root holding exactly one (see ResolveFolder). Each file's data
+// cache root holding exactly one that opt.Select matches (see
+// ResolveFolder); a folder whose build did not finish is refused
+// (*UnfinishedError). Each file's data
 // hash is checked against the manifest while it is read, so a damaged cache
 // is never shipped. It returns the manifest.
 func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Manifest, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	folder, err := ResolveFolder(dir, Selector{})
+	folder, err := ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, err
 	}
 	root := folder.Root
+	if err := CheckFinished(folder.Path()); err != nil {
+		return nil, err
+	}
 	m, err := ReadManifest(folder.Path())
 	if err != nil {
 		return nil, err

@@ -143,6 +143,9 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if err := checkRelPath(plan.CacheDir); err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
+	if err := checkOutRoot(out); err != nil {
+		return nil, err
+	}
 	dir := FolderOf(out, plan.CacheDir).Path()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &ckpt.WriteError{Op: "creating cache folder", Err: err}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,6 +93,10 @@ type ListResult struct {
 	Schema ckpt.Schema `json:"schema_version"`
 	Dir    string      `json:"dir"`
 	Files  []ListEntry `json:"files"`
+	// Unfinished says, for each listed cache folder whose build did not
+	// finish (UnfinishedError), why: such a folder has no manifest, never
+	// verifies and cannot be packed.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
 
 // Unreadable counts the files whose header could not be read.
@@ -106,10 +111,26 @@ func (r *ListResult) Unreadable() int {
 }
 
 // ListDir is the workflow of `ckpt cache ls`: List of a directory that
-// must exist.
-func ListDir(dir string) (*ListResult, error) {
+// must exist. When dir is a cache folder, or sel names one of a cache
+// root, the listing is of that folder (ResolveFolder); otherwise of
+// everything under dir. Every listed cache folder whose build did not
+// finish is named in Unfinished.
+func ListDir(dir string, sel Selector) (*ListResult, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("listing %s: not a directory", dir)
+	}
+	var folders []string
+	if sel != (Selector{}) || folderRE.MatchString(filepath.Base(filepath.Clean(dir))) {
+		f, err := ResolveFolder(dir, sel)
+		if err != nil {
+			return nil, err
+		}
+		dir = f.Path()
+		folders = []string{dir}
+	} else if fs, err := Folders(dir); err == nil {
+		for _, f := range fs {
+			folders = append(folders, f.Path())
+		}
 	}
 	es, err := List(dir)
 	if err != nil {
@@ -118,5 +139,12 @@ func ListDir(dir string) (*ListResult, error) {
 	if es == nil {
 		es = []ListEntry{}
 	}
-	return &ListResult{Dir: dir, Files: es}, nil
+	res := &ListResult{Dir: dir, Files: es}
+	for _, f := range folders {
+		var ue *UnfinishedError
+		if errors.As(CheckFinished(f), &ue) {
+			res.Unfinished = append(res.Unfinished, ue.Error())
+		}
+	}
+	return res, nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // LockName is the lock file of a cache folder. A build or an unpack holds
@@ -79,12 +81,14 @@ func LockFolder(dir string) (*Lock, error) {
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("locking %s: %w", dir, err)
+			// The lock file is our own output: permission denied, a
+			// read-only file system, ... are our side's (exit 3).
+			return nil, &ckpt.WriteError{Op: "locking", Path: dir, Err: err}
 		}
 		ok, err := tryLock(f)
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", dir, err)
+			return nil, &ckpt.WriteError{Op: "locking", Path: dir, Err: err}
 		}
 		if !ok {
 			// The holder writes who it is right after taking the flock:
@@ -116,7 +120,7 @@ func LockFolder(dir string) (*Lock, error) {
 		}
 		if err != nil {
 			l.Release()
-			return nil, fmt.Errorf("writing lock %s: %w", p, err)
+			return nil, &ckpt.WriteError{Op: "writing lock", Path: p, Err: err}
 		}
 		return l, nil
 	}

@@ -185,6 +185,10 @@ func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, err
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
 			msg = fmt.Sprintf("%s has no %s: the cache is incomplete (no build finished there)", folder.Path(), ManifestName)
+			var ue *UnfinishedError
+			if errors.As(CheckFinished(folder.Path()), &ue) {
+				msg = ue.Error()
+			}
 		}
 		res.Findings = append(res.Findings, fail(FindingManifest, ManifestName, msg))
 		return done()
@@ -221,4 +225,40 @@ func Check(ctx context.Context, dir string, opt CheckOptions) (*CheckResult, err
 	res.Rehash, res.Rehashed = opt.Rehash, rep.Rehashed
 	res.Findings = append(res.Findings, rep.Findings...)
 	return done()
+}
+
+// CheckAll is Check of every cache folder of dir that opt.Select matches:
+// dir itself when it is a cache folder, else each matching folder of the
+// cache root dir (all of them when Select is empty), one result each, in
+// the order of Folders. A root with no matching folder gives one result
+// with the finding Check gives.
+func CheckAll(ctx context.Context, dir string, opt CheckOptions) ([]*CheckResult, error) {
+	var paths []string
+	if folderRE.MatchString(filepath.Base(filepath.Clean(dir))) {
+		paths = []string{dir}
+	} else if all, err := Folders(dir); err == nil {
+		for _, f := range all {
+			if opt.Select.match(f) {
+				paths = append(paths, f.Path())
+			}
+		}
+	}
+	if len(paths) <= 1 {
+		r, err := Check(ctx, dir, opt)
+		if err != nil {
+			return nil, err
+		}
+		return []*CheckResult{r}, nil
+	}
+	var out []*CheckResult
+	for _, p := range paths {
+		o := opt
+		o.Select = Selector{}
+		r, err := Check(ctx, p, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

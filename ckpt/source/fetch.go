@@ -336,12 +336,12 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
 		if s.auth == "" {
-			e.Hint = "the repository may be private or gated: set HF_TOKEN"
+			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"
 		} else {
 			e.Hint = s.tokenName() + " was not accepted for this repository"
 		}
 	case e.Code == "RepoNotFound" && s.auth == "":
-		e.Hint = "no such repository (or it is private: set HF_TOKEN)"
+		e.Hint = "no such repository (or it is private: set HF_TOKEN, or run `hf auth login`)"
 	case e.Code == "RepoNotFound":
 		e.Hint = "no such repository (or " + s.tokenName() + " has no access to it)"
 	case e.Code == "RevisionNotFound":

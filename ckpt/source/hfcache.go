@@ -314,7 +314,7 @@ func (e *PartialError) Error() string {
 	if e.Repo.Revision != "" {
 		rev = " --revision " + e.Repo.Revision
 	}
-	return fmt.Sprintf("opening %s: partial download of %s: %s; fetch it again with `huggingface-cli download %s %s%s`", e.Location, e.Name, detail, e.Repo.ID, e.Name, rev)
+	return fmt.Sprintf("opening %s: partial download of %s: %s; fetch it again with `hf download %s %s%s`", e.Location, e.Name, detail, e.Repo.ID, e.Name, rev)
 }
 
 // Unwrap makes a partial download match fs.ErrNotExist.

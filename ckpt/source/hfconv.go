@@ -16,8 +16,8 @@ import (
 
 // HubToken returns the hub token the way huggingface_hub finds it:
 // $HF_TOKEN, else the file $HF_TOKEN_PATH, else $HF_HOME/token (HF_HOME
-// defaulting to ~/.cache/huggingface), the file `huggingface-cli login`
-// writes. "" when there is none.
+// defaulting to ~/.cache/huggingface), the file `hf auth login` (huggingface_hub's
+// CLI) writes. "" when there is none.
 func HubToken(getenv func(string) string) string {
 	t, _ := HubTokenFrom(getenv)
 	return t
@@ -136,7 +136,7 @@ func (e *CacheMissError) Error() string {
 	if e.Repo.Revision != "" {
 		at = "@" + e.Repo.Revision
 	}
-	return fmt.Sprintf("hf:%s: %s; download it with `huggingface-cli download %s%s`, or read it from the hub without downloading: hf://%s%s",
+	return fmt.Sprintf("hf:%s: %s; download it with `hf download %s%s`, or read it from the hub without downloading: hf://%s%s",
 		e.Repo.ID, e.Reason, e.Repo.ID, rev, e.Repo.ID, at)
 }
 

@@ -55,7 +55,7 @@ func TestHubToken(t *testing.T) {
 	}
 }
 
-// TestHubTokenFile: the hub opener sends the token `huggingface-cli login`
+// TestHubTokenFile: the hub opener sends the token `hf auth login`
 // saved.
 func TestHubTokenFile(t *testing.T) {
 	t.Parallel()
@@ -145,9 +145,9 @@ func TestCacheConventions(t *testing.T) {
 
 	// Misses say how to get the files.
 	for _, tc := range []struct{ src, says string }{
-		{"hf:org/missing", "download it with `huggingface-cli download org/missing`, or read it from the hub without downloading: hf://org/missing"},
-		{"hf:org/model@v9", "`huggingface-cli download org/model --revision v9`, or read it from the hub without downloading: hf://org/model@v9"},
-		{"hf:org/model@beef", "huggingface-cli download org/model --revision beef"},
+		{"hf:org/missing", "download it with `hf download org/missing`, or read it from the hub without downloading: hf://org/missing"},
+		{"hf:org/model@v9", "`hf download org/model --revision v9`, or read it from the hub without downloading: hf://org/model@v9"},
+		{"hf:org/model@beef", "hf download org/model --revision beef"},
 	} {
 		_, err := openCache(t, root, tc.src, ckpt.Options{})
 		var miss *source.CacheMissError
@@ -160,5 +160,5 @@ func TestCacheConventions(t *testing.T) {
 	const second = "model-00002-of-00004.safetensors"
 	require.NoError(t, repo.MakeIncomplete(second, false))
 	_, err = openCache(t, root, "hf:org/model@"+commit, ckpt.Options{})
-	require.ErrorContains(t, err, "fetch it again with `huggingface-cli download org/model "+second+" --revision "+commit+"`")
+	require.ErrorContains(t, err, "fetch it again with `hf download org/model "+second+" --revision "+commit+"`")
 }

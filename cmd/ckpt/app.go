@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
@@ -70,6 +71,10 @@ func exitCode(err error) (int, string) {
 			return ee.code, ""
 		}
 		return ee.code, ee.err.Error()
+	case errors.As(err, new(*cache.UnfinishedError)):
+		// A cache whose build did not finish: a failed check, like
+		// cache verify's finding.
+		return exitFailed, err.Error()
 	case errors.As(err, new(*ckpt.NonFiniteError)):
 		// NaN/Inf refused by cache build or extract: a failed check.
 		return exitFailed, err.Error()
@@ -95,10 +100,13 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	// the report itself is our side's failure (stdoutWriter).
 	run := *a
 	run.Out = output.ForTerminal(a.Out, a.Terminal, a.Getenv)
+	var stdout *stdoutWriter
 	if t := output.TermOf(run.Out); t != nil {
-		t.Writer = markStdout(t.Writer)
+		stdout = markStdout(t.Writer)
+		t.Writer = stdout
 	} else {
-		run.Out = markStdout(run.Out)
+		stdout = markStdout(run.Out)
+		run.Out = stdout
 	}
 	root := run.newRootCmd()
 	root.SetArgs(args)
@@ -106,6 +114,11 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	root.SetOut(run.Out)
 	root.SetErr(a.Err)
 	err := root.ExecuteContext(ctx)
+	if stdout.err != nil && !errors.Is(err, ckpt.ErrWrite) {
+		// The report was lost (stdout on a full disk or a closed pipe),
+		// whatever the command printed with: our side's failure (3).
+		err = stdout.err
+	}
 	if code, msg, ok := interruptExit(ctx, err); ok {
 		if a.ErrTerm {
 			fmt.Fprint(a.Err, "\r\033[K") // clear a partial line (^C echo)
@@ -183,24 +196,31 @@ func (a *App) warnIssues(c *ckpt.Checkpoint) {
 	}
 }
 
-// markStdout wraps w in a stdoutWriter once.
-func markStdout(w io.Writer) io.Writer {
-	if _, ok := w.(stdoutWriter); ok || w == nil {
-		return w
-	}
-	return stdoutWriter{w}
-}
+// markStdout wraps w in a stdoutWriter.
+func markStdout(w io.Writer) *stdoutWriter { return &stdoutWriter{w: w} }
 
 // stdoutWriter marks a failure to write the report itself (stdout
-// redirected to a full disk) as our own side's (*ckpt.WriteError, exit 3).
-type stdoutWriter struct{ w io.Writer }
+// redirected to a full disk) as our own side's (*ckpt.WriteError, exit 3),
+// and keeps the first one: Run ends with it even when the command ignored
+// it (fmt.Fprintf's error is rarely checked).
+type stdoutWriter struct {
+	w   io.Writer
+	err error
+}
 
-func (s stdoutWriter) Write(p []byte) (int, error) {
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.w == nil {
+		return len(p), nil
+	}
 	n, err := s.w.Write(p)
 	if err != nil {
-		err = &ckpt.WriteError{Op: "writing to stdout", Err: err}
+		s.err = &ckpt.WriteError{Op: "writing to stdout", Err: err}
+		return n, s.err
 	}
-	return n, err
+	return n, nil
 }
 
 // exactArgs is cobra.ExactArgs with exit code 2.

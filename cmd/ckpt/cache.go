@@ -138,11 +138,16 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return err
 	}
 	out := res.Summary(o.Out, plan, time.Since(start).Seconds())
+	// Warnings and notes are not the result: stderr, prefixed (-q drops
+	// them); the JSON document keeps them in warnings.
+	for _, w := range plan.GroupedWarnings() {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+	}
+	for _, n := range res.Notes() {
+		fmt.Fprintf(a.Err, "ckpt: note: %s\n", n)
+	}
 	if format == output.JSON {
 		return output.WriteJSON(a.Out, out)
-	}
-	for _, w := range out.Warnings {
-		fmt.Fprintf(a.Out, "note: %s\n", w)
 	}
 	fmt.Fprintf(a.Out, "%s on mesh %s: %d files in %s: %d built, %d unchanged, %d removed\n", out.Profile, out.Mesh, out.Files,
 		filepath.Join(o.Out, filepath.FromSlash(plan.CacheDir)), len(out.Built), out.Skipped, len(out.Removed))
@@ -187,9 +192,8 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
-	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
-	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
-	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
+	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",
+		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
@@ -216,12 +220,16 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Check(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo,
+	all, err := cache.CheckAll(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo,
 		VerifyOptions: cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog}})
 	stop()
 	if err != nil {
 		return err
 	}
+	if len(all) > 1 {
+		return a.printCheckAll(format, o, all)
+	}
+	res := all[0]
 	switch format {
 	case output.JSON:
 		err = output.WriteJSON(a.Out, res)
@@ -241,6 +249,79 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return err
 	}
 	if !res.OK {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// CheckAllResult is the cache verify JSON document of a cache root
+// holding several cache folders: one cache verify document per folder.
+type CheckAllResult struct {
+	Schema  ckpt.Schema          `json:"schema_version"`
+	Dir     string               `json:"dir"`
+	Source  string               `json:"source"`
+	OK      bool                 `json:"ok"`
+	Folders []*cache.CheckResult `json:"folders"`
+}
+
+// printCheckAll renders the checks of several cache folders: each
+// folder's findings and verdict, then a line counting the verdicts (json:
+// CheckAllResult; jsonl: the findings with their folder's dir).
+func (a *App) printCheckAll(format string, o *cacheVerifyOptions, all []*cache.CheckResult) error {
+	doc := CheckAllResult{Dir: o.Dir, Source: o.Source, OK: true, Folders: all}
+	failed := 0
+	for _, r := range all {
+		if !r.OK {
+			doc.OK = false
+			failed++
+		}
+	}
+	var err error
+	switch format {
+	case output.JSON:
+		err = output.WriteJSON(a.Out, doc)
+	case output.JSONL:
+		type row struct {
+			Dir string `json:"dir"`
+			ckpt.Finding
+		}
+		var rows []row
+		files, bytes, n := 0, int64(0), 0
+		for _, r := range all {
+			for _, f := range r.Findings {
+				rows = append(rows, row{r.Dir, f})
+			}
+			files, bytes, n = files+r.Files, bytes+r.Bytes, n+len(r.Findings)
+		}
+		err = output.WriteJSONL(a.Out, "finding", rows, struct {
+			Dir      string `json:"dir"`
+			Source   string `json:"source"`
+			OK       bool   `json:"ok"`
+			Folders  int    `json:"folders"`
+			Failed   int    `json:"failed"`
+			Files    int    `json:"files"`
+			Bytes    int64  `json:"bytes"`
+			Findings int    `json:"findings"`
+		}{o.Dir, o.Source, doc.OK, len(all), failed, files, bytes, n})
+	default:
+		for i, r := range all {
+			if i > 0 && format != output.Text {
+				fmt.Fprintln(a.Out)
+			}
+			if err = printFindings(a.Out, format, r); err != nil {
+				return err
+			}
+		}
+		verdict := "all ok"
+		if failed > 0 {
+			verdict = fmt.Sprintf("%d FAILED", failed)
+		}
+		_, err = fmt.Fprintf(a.Out, "%d cache folders in %s checked: %s\n", len(all), o.Dir, verdict)
+	}
+	if err != nil {
+		return err
+	}
+	if !doc.OK {
 		return silentExit(exitFailed)
 	}
 	return nil
@@ -276,11 +357,22 @@ func printFindings(w io.Writer, format string, r *cache.CheckResult) error {
 	return nil
 }
 
+// addSelectFlags registers --mesh, --tag and --device, which pick cache
+// folders of a cache root (cache.Selector).
+func addSelectFlags(f interface {
+	StringVar(*string, string, string, string)
+}, sel *cache.Selector, mesh, tag, device string) {
+	f.StringVar(&sel.Mesh, "mesh", "", mesh)
+	f.StringVar(&sel.Tag, "tag", "", tag)
+	f.StringVar(&sel.Device, "device", "", device)
+}
+
 // ---- ls ----
 
 type cacheLsOptions struct {
 	Dir    string
 	Format string
+	Select cache.Selector
 }
 
 func (a *App) newCacheLsCmd() *cobra.Command {
@@ -297,6 +389,8 @@ func (a *App) newCacheLsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise)")
+	addSelectFlags(cmd.Flags(), &o.Select, "list only the cache folder of DIR (a cache root) for this mesh (default: everything under DIR)",
+		"list only the cache folder with this tag", "list only the cache folder for this device")
 	return cmd
 }
 
@@ -305,7 +399,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.ListDir(o.Dir)
+	res, err := cache.ListDir(o.Dir, o.Select)
 	if err != nil {
 		return err
 	}
@@ -348,8 +442,17 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 			return err
 		}
 		if format != output.CSV {
-			fmt.Fprintf(a.Out, "%d files, %s\n", len(es), output.Bytes(total))
+			unfinished := ""
+			if len(res.Unfinished) > 0 {
+				unfinished = " (UNFINISHED build: no manifest)"
+			}
+			fmt.Fprintf(a.Out, "%d files, %s%s\n", len(es), output.Bytes(total), unfinished)
 		}
+	}
+	if len(res.Unfinished) > 0 {
+		// The listing stays on stdout; why it is not a usable cache goes
+		// to stderr, exit 1.
+		return &exitError{code: exitFailed, err: errors.New(strings.Join(res.Unfinished, "; "))}
 	}
 	if res.Unreadable() > 0 {
 		return silentExit(exitFailed)
@@ -363,6 +466,7 @@ type cachePackOptions struct {
 	Dir, Out string
 	Workers  int
 	Progress string
+	Select   cache.Selector
 }
 
 func (a *App) newCachePackCmd() *cobra.Command {
@@ -383,6 +487,8 @@ func (a *App) newCachePackCmd() *cobra.Command {
 	deprecatedAlias(f, "output", "", "out")
 	f.IntVar(&o.Workers, "workers", 0, "zstd encoder concurrency (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	addSelectFlags(f, &o.Select, "when DIR is a cache root with several cache folders: pack the one for this mesh",
+		"when DIR is a cache root with several cache folders: pack the one with this tag", "when DIR is a cache root with several cache folders: pack the one for this device")
 	return cmd
 }
 
@@ -400,7 +506,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	m, err := cache.Pack(ctx, o.Dir, af, cache.PackOptions{Workers: o.Workers, Progress: prog})
+	m, err := cache.Pack(ctx, o.Dir, af, cache.PackOptions{Workers: o.Workers, Progress: prog, Select: o.Select})
 	stop()
 	if err != nil {
 		return err

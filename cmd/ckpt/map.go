@@ -137,6 +137,14 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		}
 		res = res.Select(m)
 	}
+	// Warnings are not the result: stderr, prefixed (-q drops them); the
+	// JSON document keeps them in warnings.
+	for _, line := range res.EntryWarnings {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", line)
+	}
+	for _, wn := range res.PlanWarnings {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", ckpt.EscapeName(wn))
+	}
 	if err := printMap(a.Out, format, &res, o.Summary); err != nil {
 		return err
 	}
@@ -200,12 +208,6 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 			return err
 		}
 		fmt.Fprintln(w)
-	}
-	for _, line := range res.EntryWarnings {
-		fmt.Fprintf(w, "warning: %s\n", line)
-	}
-	for _, wn := range res.PlanWarnings {
-		fmt.Fprintf(w, "warning: %s\n", ckpt.EscapeName(wn))
 	}
 	printProblems(w, res.Problems)
 	pin := ""

@@ -94,10 +94,17 @@ func startBar(w io.Writer, label string, p *ckpt.Progress, period time.Duration)
 	})
 }
 
-// startPlain prints one line about p every period and a last one at stop.
+// startPlain prints one line about p every period and a last one at stop,
+// but nothing while nothing was done: a command that fails before it
+// starts its work (or has none) leaves no "0 B, 0 items" line.
 func startPlain(w io.Writer, label string, p *ckpt.Progress, period time.Duration) (stop func()) {
 	start := time.Now()
-	line := func() { fmt.Fprintln(w, plainLine(label, p, time.Since(start))) }
+	line := func() {
+		if d, tot, items := p.Snapshot(); d == 0 && tot == 0 && items == 0 {
+			return
+		}
+		fmt.Fprintln(w, plainLine(label, p, time.Since(start)))
+	}
 	return every(period, line, line)
 }
 
