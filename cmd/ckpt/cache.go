@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -281,15 +282,11 @@ func (a *App) printCheckAll(format string, o *cacheVerifyOptions, all []*cache.C
 	case output.JSON:
 		err = output.WriteJSON(a.Out, doc)
 	case output.JSONL:
-		type row struct {
-			Dir string `json:"dir"`
-			ckpt.Finding
-		}
-		var rows []row
+		var rows []folderFinding
 		files, bytes, n := 0, int64(0), 0
 		for _, r := range all {
 			for _, f := range r.Findings {
-				rows = append(rows, row{r.Dir, f})
+				rows = append(rows, folderFinding{r.Dir, f})
 			}
 			files, bytes, n = files+r.Files, bytes+r.Bytes, n+len(r.Findings)
 		}
@@ -325,6 +322,32 @@ func (a *App) printCheckAll(format string, o *cacheVerifyOptions, all []*cache.C
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// folderFinding is a finding row of a multi-folder cache verify (jsonl):
+// the finding's keys after "dir", the folder's path.
+type folderFinding struct {
+	Dir     string
+	Finding ckpt.Finding
+}
+
+func (f folderFinding) MarshalJSON() ([]byte, error) {
+	dir, err := json.Marshal(f.Dir)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(f.Finding)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("finding %s is not a JSON object", f.Finding.ID)
+	}
+	out := append([]byte(`{"dir":`), dir...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
 }
 
 // printFindings renders a cache check: one line per finding in text

@@ -191,7 +191,7 @@ func TestSourcesTokenMessageNamesItsSource(t *testing.T) {
 			{map[string]string{"HF_TOKEN_PATH": tokPath, "HF_HOME": hfHome}, "the token from the file HF_TOKEN_PATH (" + tokPath + ") was not accepted for this repository"},
 			{map[string]string{"HF_HOME": hfHome, "HOME": home}, "the token from the file $HF_HOME/token (" + filepath.Join(hfHome, "token") + ") was not accepted for this repository"},
 			{map[string]string{"HOME": home}, "the token from the file ~/.cache/huggingface/token (" + filepath.Join(home, ".cache", "huggingface", "token") + ") was not accepted for this repository"},
-			{map[string]string{"HOME": nobody}, "the repository may be private or gated: set HF_TOKEN"},
+			{map[string]string{"HOME": nobody}, "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"},
 		} {
 			tc.env["HF_ENDPOINT"] = hub.URL
 			for _, src := range []string{"hf://org/model", hub.URL + "/org/model/resolve/main/" + ckpt.IndexFile} {

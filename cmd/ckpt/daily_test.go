@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of issue #25 (daily use II): streams, guard rails, hints.
+
+// buildSmall builds the small fixture's cache for mesh into out.
+func buildSmall(t *testing.T, src, out, mesh string) {
+	t.Helper()
+	code, stdout, stderr := runApp(t, "cache", "build", src, "--out", out, "--mesh", mesh, "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+}
+
+// TestQuietStreams: map and cache build print their warnings and notes on
+// stderr, prefixed "ckpt: ", never on stdout; -q leaves stderr empty; a
+// -q run that fails prints its error and nothing else.
+func TestQuietStreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+
+	// map: the small fixture's plan has TILE padding warnings.
+	code, stdout, stderr := runApp(t, "map", src, "--mesh", "1x2", "--format", "text")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stdout, "warning:")
+	assert.Contains(t, stderr, "ckpt: warning: gdn.A_log (3 targets): per-device width 2 is not a multiple of 32 (TILE pads it)\n")
+	code, stdout, stderr = runApp(t, "map", src, "--mesh", "1x2", "--format", "text", "-q")
+	require.Equal(t, 0, code, stderr)
+	assert.Empty(t, stderr)
+	assert.Contains(t, stdout, ": complete\n")
+
+	// cache build: the same warnings, and a note about a file no build
+	// recorded.
+	out := filepath.Join(dir, "cache")
+	buildSmall(t, src, out, "1x2")
+	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	require.NoError(t, os.WriteFile(filepath.Join(folder, "stray.txt"), []byte("x"), 0o644))
+	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--progress", "plain")
+	require.Equal(t, 0, code, stderr)
+	assert.NotContains(t, stdout, "note:")
+	assert.NotContains(t, stdout, "warning:")
+	assert.Contains(t, stdout, "0 built, 82 unchanged, 0 removed")
+	assert.Contains(t, stderr, "ckpt: note: 1 file(s) in the cache folder are not from a ckpt build and were left alone (first: P300/tensor_cache_bfp8_mesh1x2/stray.txt)\n")
+	assert.Contains(t, stderr, "ckpt: warning: gdn.A_log")
+	for _, args := range [][]string{
+		{"cache", "build", src, "--out", out, "--progress", "plain", "-q"},
+		{"cache", "build", src, "--out", out, "--progress", "plain", "-q", "--format", "json"},
+		{"cache", "pack", out, "--output", filepath.Join(dir, "c.tar.zst"), "--progress", "plain", "-q"}, // deprecated spelling: no note either
+	} {
+		code, stdout, stderr = runApp(t, args...)
+		require.Equal(t, 0, code, stderr)
+		assert.Empty(t, stderr, args)
+		assert.NotEmpty(t, stdout, args)
+	}
+	// The JSON document keeps the warnings and notes.
+	code, stdout, _ = runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "-q", "--format", "json")
+	require.Equal(t, 0, code)
+	var doc struct{ Warnings []string }
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.Contains(t, strings.Join(doc.Warnings, "\n"), "not from a ckpt build")
+
+	// Errors stay.
+	code, stdout, stderr = runApp(t, "map", filepath.Join(dir, "missing"), "-q")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+	assert.True(t, strings.HasPrefix(stderr, "ckpt: "), stderr)
+}
+
+// TestCacheBuildRefusesCheckpointDir: swapped arguments (the checkpoint
+// as the cache root) are refused with exit 2 before anything is written.
+func TestCacheBuildRefusesCheckpointDir(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	before := listTree(t, src)
+	for _, args := range [][]string{
+		{"cache", "build", src, "--out", src},
+		{"cache", "build", src, "-o", src + "/", "--mesh", "1x1", "--format", "json"},
+	} {
+		code, stdout, stderr := runApp(t, append(args, "--progress", "plain")...)
+		assert.Equal(t, 2, code, args)
+		assert.Empty(t, stdout)
+		assert.Contains(t, stderr, "refusing to build a cache into "+args[4]+": it holds a checkpoint (model.safetensors.index.json), not a cache root; are the source and the output swapped?")
+		assert.NotContains(t, stderr, "cache build:", "no progress line")
+		assert.Equal(t, before, listTree(t, src), "nothing written")
+	}
+}
+
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	}))
+	return out
+}
+
+// TestCacheUnfinishedNamed: a cache folder whose build did not finish (no
+// manifest, the build journal left behind) is named as such by cache ls,
+// verify and pack, exit 1, with no raw "open .../manifest.json" and no
+// stray progress line.
+func TestCacheUnfinishedNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	out := filepath.Join(dir, "cache")
+	buildSmall(t, src, out, "1x2")
+	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	// What a build killed before its end leaves: files, a journal, no manifest.
+	require.NoError(t, os.Remove(filepath.Join(folder, cache.ManifestName)))
+	require.NoError(t, os.WriteFile(filepath.Join(folder, cache.JournalName), nil, 0o644))
+	want := folder + " is an unfinished build: no manifest.json, a build there stopped before it finished (82 .tensorbin file(s) so far); run cache build again to resume it"
+
+	for _, target := range []string{folder, out} {
+		code, stdout, stderr := runApp(t, "cache", "ls", target, "--format", "text")
+		assert.Equal(t, 1, code, target)
+		assert.Contains(t, stdout, "82 files, ")
+		assert.Contains(t, stdout, "(UNFINISHED build: no manifest)\n")
+		assert.Equal(t, "ckpt: "+want+"\n", stderr)
+		code, stdout, _ = runApp(t, "cache", "ls", target, "--format", "json")
+		assert.Equal(t, 1, code)
+		var ls struct{ Unfinished []string }
+		require.NoError(t, json.Unmarshal([]byte(stdout), &ls))
+		assert.Equal(t, []string{want}, ls.Unfinished)
+	}
+
+	code, stdout, stderr := runApp(t, "cache", "verify", out, "--source", src, "--format", "text", "--progress", "none")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout, "manifest: manifest.json: "+want+"\n")
+
+	arch := filepath.Join(dir, "c.tar.zst")
+	code, stdout, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "plain")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "ckpt: "+want+"\n", stderr, "one line: no raw open error, no 0 B progress line")
+	assert.NoFileExists(t, arch)
+
+	// A folder without manifest or journal (another tool's cache) is no
+	// unfinished build: ls lists it, pack says what is missing.
+	require.NoError(t, os.Remove(filepath.Join(folder, cache.JournalName)))
+	code, _, stderr = runApp(t, "cache", "ls", folder)
+	assert.Equal(t, 0, code, stderr)
+	code, _, stderr = runApp(t, "cache", "pack", folder, "-o", arch, "--progress", "plain")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "ckpt: "+folder+" has no manifest.json: it was not built by ckpt cache build (or its manifest was removed)\n", stderr)
+}
+
+// TestCacheRootSelect: cache pack, ls and verify of a root with two
+// meshes take --mesh/--tag/--device; verify without them checks every
+// folder, one verdict each (exit 1 when one fails).
+func TestCacheRootSelect(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	out := filepath.Join(dir, "cache")
+	buildSmall(t, src, out, "1x2")
+	buildSmall(t, src, out, "1x1")
+
+	arch := filepath.Join(dir, "c.tar.zst")
+	code, stdout, stderr := runApp(t, "cache", "pack", out, "--mesh", "1x2", "-o", arch, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "packed 82 files")
+	code, _, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "none")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "holds 2 cache folders (P150/tensor_cache_bfp8_mesh1x1, P300/tensor_cache_bfp8_mesh1x2): pass one of them, or choose with --mesh, --tag or --device")
+	code, _, stderr = runApp(t, "cache", "pack", out, "--device", "P150", "--tag", "bfp8", "-o", arch, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+
+	code, stdout, stderr = runApp(t, "cache", "ls", out, "--mesh", "1x1", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var ls cache.ListResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &ls))
+	assert.Equal(t, filepath.Join(out, "P150", "tensor_cache_bfp8_mesh1x1"), ls.Dir)
+	assert.NotEmpty(t, ls.Files)
+	code, _, stderr = runApp(t, "cache", "ls", out, "--mesh", "1x8")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "holds no cache folder for mesh 1x8; it has P150/tensor_cache_bfp8_mesh1x1, P300/tensor_cache_bfp8_mesh1x2")
+
+	code, stdout, stderr = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	var all CheckAllResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+	require.Len(t, all.Folders, 2)
+	assert.True(t, all.OK)
+	assert.Equal(t, "1x1", all.Folders[0].Mesh)
+	assert.Equal(t, "1x2", all.Folders[1].Mesh)
+
+	// Damage one folder: its verdict fails, the other's stays ok.
+	p300 := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	ents, err := filepath.Glob(filepath.Join(p300, "*", "*.tensorbin"))
+	require.NoError(t, err)
+	require.NotEmpty(t, ents)
+	require.NoError(t, os.Truncate(ents[0], 10))
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "text", "--progress", "none")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "ok: ")
+	assert.Contains(t, stdout, filepath.Join(out, "P150", "tensor_cache_bfp8_mesh1x1")+" match the plan")
+	assert.Contains(t, stdout, "FAILED: ")
+	assert.Contains(t, stdout, "2 cache folders in "+out+" checked: 1 FAILED\n")
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "jsonl", "--progress", "none")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `"dir":"`+p300+`"`)
+	assert.Contains(t, stdout, `"folders":2,"failed":1`)
+	// --mesh keeps the one-folder document.
+	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--mesh", "1x1", "--format", "json", "--progress", "none")
+	assert.Equal(t, 0, code)
+	var one cache.CheckResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &one))
+	assert.Equal(t, "1x1", one.Mesh)
+}
+
+// failWriter fails every write, as stdout on a full disk does.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestStdoutWriteErrorExit3: a report that cannot be written exits 3,
+// whatever command wrote it.
+func TestStdoutWriteErrorExit3(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	for _, args := range [][]string{
+		{"version"},
+		{"version", "--format", "json"},
+		{"map", src, "--format", "text"},
+		{"inspect", src, "--format", "text"},
+		{"cache", "ls", src},
+	} {
+		var errb strings.Builder
+		app := &App{Out: failWriter{}, Err: &errb, Getenv: os.Getenv}
+		code := app.Run(context.Background(), args)
+		assert.Equal(t, 3, code, args)
+		// Warnings (map's) may come first, on stderr; the error ends it.
+		assert.True(t, strings.HasSuffix(errb.String(), "ckpt: cannot write output: writing to stdout: no space left on device\n"), "%v: %s", args, errb.String())
+		assert.Equal(t, 1, strings.Count(errb.String(), "cannot write"), args)
+	}
+}
+
+// TestCacheLockWriteErrorExit3: a lock file that cannot be written is our
+// own output failing: exit 3.
+func TestCacheLockWriteErrorExit3(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	folder := filepath.Join(dir, "cache", "P300", "tensor_cache_bfp8_mesh1x2")
+	// A directory where the lock file goes cannot be opened for writing
+	// (running as root, permission bits would not stop us).
+	require.NoError(t, os.MkdirAll(filepath.Join(folder, cache.LockName), 0o755))
+	code, stdout, stderr := runApp(t, "cache", "build", src, "--out", filepath.Join(dir, "cache"), "--progress", "none")
+	assert.Equal(t, 3, code, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "ckpt: cannot write output: locking "+folder+": ")
+}
+
+// TestHintsNameHfCLI: the hints name huggingface_hub's current CLI, hf
+// (hf download, hf auth login), never the retired huggingface-cli.
+func TestHintsNameHfCLI(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HF_HUB_CACHE": t.TempDir()}
+	code, _, stderr := runSources(t, env, source.Options{}, "inspect", "hf:org/missing@v1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "download it with `hf download org/missing --revision v1`")
+	assert.NotContains(t, stderr, "huggingface-cli")
+
+	lfs := filepath.Join(t.TempDir(), "model.safetensors")
+	require.NoError(t, os.WriteFile(lfs, []byte("version https://git-lfs.github.com/spec/v1\noid sha256:4d7a2146\nsize 5368709120\n"), 0o644))
+	code, _, stderr = runApp(t, "inspect", lfs)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "download the file with `hf download`")
+	assert.NotContains(t, stderr, "huggingface-cli")
+}
