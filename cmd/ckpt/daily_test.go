@@ -200,7 +200,10 @@ func TestCacheRootSelect(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var all CheckAllResult
+	var all struct {
+		OK      bool
+		Folders []cache.CheckResult
+	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	require.Len(t, all.Folders, 2)
 	assert.True(t, all.OK)
