@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -295,4 +296,47 @@ func TestHintsNameHfCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "download the file with `hf download`")
 	assert.NotContains(t, stderr, "huggingface-cli")
+}
+
+// TestVersionModuleAndCommit: ckpt version reports the module version
+// from the build information, takes the commit from a pseudo-version or an
+// -ldflags stamp when the toolchain stamped none, and says how to stamp it
+// when there is nothing.
+func TestVersionModuleAndCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		bi     *debug.BuildInfo
+		commit string
+		from   string
+		text   []string
+	}{
+		{"tagged", &debug.BuildInfo{Main: debug.Module{Path: "github.com/ckpt-dev/ckpt", Version: "v0.2.0"}}, "", "",
+			[]string{"module: github.com/ckpt-dev/ckpt v0.2.0\n", "commit: unknown (not stamped: ", "Stamp it with: go build -ldflags \"-X main.stampedCommit=$(git rev-parse HEAD)\" ./cmd/ckpt)\n"}},
+		{"pseudo", &debug.BuildInfo{Main: debug.Module{Path: "github.com/ckpt-dev/ckpt", Version: "v0.0.0-20261201093000-0123456789ab"}}, "0123456789ab", "module_version",
+			[]string{"commit: 0123456789ab (from the module version)\n", "module: github.com/ckpt-dev/ckpt v0.0.0-20261201093000-0123456789ab\n"}},
+		{"pseudo after tag", &debug.BuildInfo{Main: debug.Module{Path: "github.com/ckpt-dev/ckpt", Version: "v0.1.1-0.20261201093000-0123456789ab"}}, "0123456789ab", "module_version", nil},
+		{"devel", &debug.BuildInfo{Main: debug.Module{Path: "github.com/ckpt-dev/ckpt", Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba9876543210fedcba9876543210fedcba98"}}},
+			"fedcba9876543210fedcba9876543210fedcba98", "vcs", []string{"module: github.com/ckpt-dev/ckpt (devel): built from a source tree, not a released version\n"}},
+	} {
+		v, err := buildVersionInfo(tc.bi)
+		require.NoError(t, err)
+		assert.Equal(t, tc.commit, v.Commit, tc.name)
+		assert.Equal(t, tc.from, v.CommitFrom, tc.name)
+		assert.Equal(t, tc.bi.Main.Version, v.ModuleVersion, tc.name)
+		var b strings.Builder
+		require.NoError(t, printVersion(&b, &v))
+		for _, want := range tc.text {
+			assert.Contains(t, b.String(), want, tc.name)
+		}
+	}
+	// The command itself: the test binary's module and version.
+	code, stdout, stderr := runApp(t, "version", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.Contains(t, doc, "module_version")
+	code, stdout, _ = runApp(t, "version")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "\nmodule: ")
 }

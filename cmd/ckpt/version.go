@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
@@ -26,6 +27,16 @@ type VersionInfo struct {
 	Commit     string `json:"commit"`
 	CommitTime string `json:"commit_time,omitempty"`
 	Modified   bool   `json:"modified"`
+	// CommitFrom says where Commit came from: "vcs" (the toolchain's
+	// stamp), "module_version" (the 12-digit commit prefix of a
+	// pseudo-version, as `go install …@latest` of an untagged commit
+	// records), "ldflags" (-X main.stampedCommit=…); "" when unknown.
+	CommitFrom string `json:"commit_from,omitempty"`
+	// Module and ModuleVersion are the main module of the build and its
+	// version: v1.2.3 or a pseudo-version for `go install …@VERSION`,
+	// "(devel)" for a build from a source tree.
+	Module        string `json:"module,omitempty"`
+	ModuleVersion string `json:"module_version"`
 	Go         string `json:"go"`
 	Platform   string `json:"platform"`
 	Formats    struct {
@@ -49,6 +60,14 @@ type ProfilePins struct {
 	Pinned *mapping.Pinned `json:"pinned"`
 }
 
+// stampedCommit is the commit stamped at link time, for builds without
+// VCS information: go build -ldflags "-X main.stampedCommit=$(git rev-parse HEAD)".
+var stampedCommit string
+
+// pseudoVersionRE matches a Go module pseudo-version and captures its
+// 12-digit commit prefix (https://go.dev/ref/mod#pseudo-versions).
+var pseudoVersionRE = regexp.MustCompile(`[-.](?:0\.)?[0-9]{14}-([0-9a-f]{12})(?:\+incompatible)?$`)
+
 // buildVersionInfo gathers the version document; bi is the binary's build
 // information (nil when unavailable).
 func buildVersionInfo(bi *debug.BuildInfo) (VersionInfo, error) {
@@ -58,15 +77,23 @@ func buildVersionInfo(bi *debug.BuildInfo) (VersionInfo, error) {
 		if bi.GoVersion != "" {
 			v.Go = bi.GoVersion
 		}
+		v.Module, v.ModuleVersion = bi.Main.Path, bi.Main.Version
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				v.Commit = s.Value
+				v.Commit, v.CommitFrom = s.Value, "vcs"
 			case "vcs.time":
 				v.CommitTime = s.Value
 			case "vcs.modified":
 				v.Modified = s.Value == "true"
 			}
+		}
+	}
+	if v.Commit == "" {
+		if m := pseudoVersionRE.FindStringSubmatch(v.ModuleVersion); m != nil {
+			v.Commit, v.CommitFrom = m[1], "module_version"
+		} else if stampedCommit != "" {
+			v.Commit, v.CommitFrom = stampedCommit, "ldflags"
 		}
 	}
 	v.Formats.JSONSchema = ckpt.SchemaVersion
@@ -117,18 +144,39 @@ func (a *App) runVersion(o *versionOptions) error {
 	return printVersion(a.Out, &v)
 }
 
+func orUnknown(s string) string {
+	if s == "" {
+		return "github.com/ckpt-dev/ckpt"
+	}
+	return s
+}
+
 func printVersion(w io.Writer, v *VersionInfo) error {
 	commit := v.Commit
 	switch {
 	case commit == "":
-		commit = "unknown (no VCS stamp: go build -buildvcs=true in a git clone stamps it; git worktrees and -buildvcs=false do not)"
+		commit = "unknown (not stamped: go build or go install ./cmd/ckpt in a git clone stamps it; -buildvcs=false (also in GOFLAGS), git worktrees and copies without .git do not. " +
+			"Stamp it with: go build -ldflags \"-X main.stampedCommit=$(git rev-parse HEAD)\" ./cmd/ckpt)"
 	case v.Modified:
 		commit += " (modified)"
+	}
+	switch v.CommitFrom {
+	case "module_version":
+		commit += " (from the module version)"
+	case "ldflags":
+		commit += " (stamped with -ldflags)"
 	}
 	if v.CommitTime != "" {
 		commit += " " + v.CommitTime
 	}
-	fmt.Fprintf(w, "ckpt %s\ncommit: %s\ngo: %s %s\n", v.Version, commit, v.Go, v.Platform)
+	fmt.Fprintf(w, "ckpt %s\ncommit: %s\n", v.Version, commit)
+	switch mv := v.ModuleVersion; {
+	case mv == "" || mv == "(devel)":
+		fmt.Fprintf(w, "module: %s (devel): built from a source tree, not a released version\n", orUnknown(v.Module))
+	default:
+		fmt.Fprintf(w, "module: %s %s\n", orUnknown(v.Module), mv)
+	}
+	fmt.Fprintf(w, "go: %s %s\n", v.Go, v.Platform)
 	fmt.Fprintf(w, "formats: JSON schema_version %d, contract_version %d, cache manifest %s\n", v.Formats.JSONSchema, v.Formats.Contract, v.Formats.Manifest)
 	fmt.Fprintf(w, "tensorbin: %s\n", v.Formats.Tensorbin)
 	for _, p := range v.Profiles {
