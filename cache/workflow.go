@@ -38,6 +38,11 @@ type BuildSummary struct {
 	// alone); NonFinite the source tensors built with NaN/Inf kept.
 	Unknown   []string         `json:"unknown"`
 	NonFinite []ckpt.NonFinite `json:"nonfinite"`
+	// PerDevice and Memory are the DRAM each device holds under the plan
+	// and whether it fits (mapping.Plan.Memory; set by the caller, which
+	// knows the device DRAM).
+	PerDevice []mapping.DeviceBytes `json:"per_device,omitempty"`
+	Memory    *mapping.Memory       `json:"memory,omitempty"`
 }
 
 // Summary is the build result of plan written to the cache root out, as

@@ -66,6 +66,11 @@ type Result struct {
 	// Whole is the summary of the whole plan when the result is a
 	// selection (Select); Summary then counts the selection.
 	Whole *ResultSummary `json:"whole,omitempty"`
+	// PerDevice and Memory are the DRAM each device holds under the whole
+	// plan and whether it fits (Plan.Memory; set by the caller, which
+	// knows the device DRAM).
+	PerDevice []DeviceBytes `json:"per_device,omitempty"`
+	Memory    *Memory       `json:"memory,omitempty"`
 	// PlanWarnings are the warnings about the plan as a whole and
 	// EntryWarnings the per-target warnings grouped by rule
 	// (Plan.GroupedWarnings); Warnings holds both, per target.

@@ -71,6 +71,7 @@ type cacheBuildOptions struct {
 	AllowNonFinite bool
 	NaN            string
 	Fsync          bool
+	DeviceDRAM     string
 }
 
 func (a *App) newCacheBuildCmd() *cobra.Command {
@@ -94,6 +95,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
+	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.NaN, "nan", cache.NaNVector, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): vector (0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards) or scalar (0x7FC0, torch's scalar kernels and tt-metal's own conversion); a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
@@ -109,6 +111,10 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	if _, err := cache.NaNBits(o.NaN); err != nil {
 		return usageError("--nan: %v", err)
+	}
+	dram, err := parseDeviceDRAM(o.DeviceDRAM)
+	if err != nil {
+		return err
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -139,6 +145,11 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return err
 	}
 	out := res.Summary(o.Out, plan, time.Since(start).Seconds())
+	mem, err := plan.Memory(dram)
+	if err != nil {
+		return err
+	}
+	out.PerDevice, out.Memory = mem.PerDevice, &mem
 	// Warnings and notes are not the result: stderr, prefixed (-q drops
 	// them); the JSON document keeps them in warnings.
 	for _, w := range plan.GroupedWarnings() {
@@ -154,6 +165,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		filepath.Join(o.Out, filepath.FromSlash(plan.CacheDir)), len(out.Built), out.Skipped, len(out.Removed))
 	fmt.Fprintf(a.Out, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
 		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
+	if err := printMemory(a.Out, output.Text, plan.Device, &mem, mem.PerDevice); err != nil {
+		return err
+	}
 	fmt.Fprintf(a.Out, "manifest: %s\n", out.Manifest)
 	return nil
 }

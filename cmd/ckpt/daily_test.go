@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/assert"
@@ -339,4 +340,118 @@ func TestVersionModuleAndCommit(t *testing.T) {
 	code, stdout, _ = runApp(t, "version")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "\nmodule: ")
+}
+
+// TestMapBytesPerDevice: map and cache build give the DRAM each device
+// holds (equal to the shards the built files place on it), the largest
+// file, and whether the plan fits the board's DRAM or --device-dram.
+func TestMapBytesPerDevice(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	type doc struct {
+		PerDevice []struct {
+			Device        int
+			Coord         []int
+			Bytes         int64
+			Tensors       int
+			LargestTarget string `json:"largest_target"`
+			Headroom      *int64
+			Fits          *bool
+		} `json:"per_device"`
+		Memory *struct {
+			LargestFile      string `json:"largest_file"`
+			LargestFileBytes int64  `json:"largest_file_bytes"`
+			DRAM             int64
+			DRAMFrom         string `json:"dram_from"`
+			Fits             *bool
+			Headroom         *int64
+		}
+	}
+	code, stdout, stderr := runApp(t, "map", src, "--mesh", "1x2", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var m doc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &m))
+	require.Len(t, m.PerDevice, 2)
+	require.NotNil(t, m.Memory)
+	assert.Equal(t, int64(32<<30), m.Memory.DRAM, "P300: 32 GiB per chip")
+	assert.Contains(t, m.Memory.DRAMFrom, "Blackhole p300")
+	require.NotNil(t, m.Memory.Fits)
+	assert.True(t, *m.Memory.Fits)
+
+	// The bytes are what the built files place on each device.
+	out := filepath.Join(dir, "cache")
+	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--mesh", "1x2", "--progress", "none", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var b doc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &b))
+	assert.Equal(t, m.PerDevice, b.PerDevice, "cache build reports what map plans")
+	var files []string
+	for _, p := range listTree(t, out) {
+		if strings.HasSuffix(p, ".tensorbin") {
+			files = append(files, p)
+		}
+	}
+	require.Len(t, files, 82)
+	onDevice := make([]int64, 2)
+	var largest int64
+	largestFile := ""
+	for _, f := range files {
+		h, err := tensorbin.ReadTensorbinFile(f)
+		require.NoError(t, err)
+		var data int64
+		for _, s := range h.Shards {
+			data += int64(s.Size)
+		}
+		if len(h.Shards) == 1 { // replicated: every device holds it
+			onDevice[0] += int64(h.Shards[0].Size)
+			onDevice[1] += int64(h.Shards[0].Size)
+		} else {
+			for _, s := range h.Shards {
+				onDevice[s.Coord[1]] += int64(s.Size)
+			}
+		}
+		if data > largest {
+			largest, largestFile = data, f
+		}
+	}
+	for d := range 2 {
+		assert.Equal(t, onDevice[d], m.PerDevice[d].Bytes, "device %d", d)
+		assert.Equal(t, 82, m.PerDevice[d].Tensors)
+		assert.Equal(t, []int{0, d}, m.PerDevice[d].Coord)
+		require.NotNil(t, m.PerDevice[d].Headroom)
+		assert.Equal(t, int64(32<<30)-onDevice[d], *m.PerDevice[d].Headroom)
+	}
+	assert.Equal(t, largest, m.Memory.LargestFileBytes)
+	assert.Equal(t, filepath.Join(out, filepath.FromSlash(m.Memory.LargestFile)), largestFile)
+
+	// --device-dram below the need: does not fit, short by the difference.
+	code, stdout, stderr = runApp(t, "map", src, "--mesh", "1x2", "--device-dram", "512KiB", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var small doc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &small))
+	assert.False(t, *small.Memory.Fits)
+	assert.Equal(t, int64(512<<10)-onDevice[0], *small.Memory.Headroom)
+	assert.Equal(t, "--device-dram", small.Memory.DRAMFrom)
+	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x2", "--device-dram", "512KiB", "--format", "text", "--summary")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "DOES NOT FIT: 748.2 KiB per device, 512.0 KiB DRAM (--device-dram), short by 236.2 KiB\n")
+	code, stdout, _ = runApp(t, "cache", "build", src, "--out", out, "--mesh", "1x2", "--progress", "none")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "fits: 748.2 KiB per device of 32.0 GiB DRAM (Blackhole p300, 32 GiB GDDR6 per chip (two chips)), headroom 32.0 GiB\n")
+	assert.Contains(t, stdout, "per device (DRAM)\n")
+	// Wormhole: N150 has 12 GiB.
+	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x1", "--device", "N150", "--format", "json")
+	require.Equal(t, 0, code)
+	var wh doc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &wh))
+	assert.Equal(t, int64(12<<30), wh.Memory.DRAM)
+	// An unknown board: no verdict, and how to get one.
+	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x2", "--device", "LAB7", "--summary", "--format", "text")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "fit not judged: 748.2 KiB per device, DRAM of device folder LAB7 unknown (pass --device-dram SIZE)\n")
+	code, _, stderr = runApp(t, "map", src, "--device-dram", "lots")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "--device-dram: ")
 }

@@ -32,6 +32,8 @@ type mapOptions struct {
 	// Match and Exclude select the source tensors whose targets are
 	// listed.
 	Match, Exclude []string
+	// DeviceDRAM is the DRAM of one device (--device-dram).
+	DeviceDRAM string
 }
 
 func (a *App) newMapCmd() *cobra.Command {
@@ -72,6 +74,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	addSetFlag(f, &o.Set)
 	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out the targets of source tensors matching this glob; repeatable")
+	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
 }
@@ -88,6 +91,10 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	dram, err := parseDeviceDRAM(o.DeviceDRAM)
+	if err != nil {
+		return err
 	}
 	selecting := len(o.Match) > 0 || len(o.Exclude) > 0
 	if selecting && (o.Dump || o.AgainstCache != "") {
@@ -131,6 +138,9 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return renderCompare(a.Out, format, rep, "plan", "cache")
 	}
 	res := plan.Result()
+	if mem, err := plan.Memory(dram); err == nil {
+		res.PerDevice, res.Memory = mem.PerDevice, &mem
+	}
 	if selecting {
 		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source, c.Names()); err != nil {
 			return err
@@ -209,6 +219,11 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		}
 		fmt.Fprintln(w)
 	}
+	if res.Memory != nil {
+		if err := printMemory(w, format, deviceOf(res.CacheDir), res.Memory, res.PerDevice); err != nil {
+			return err
+		}
+	}
 	printProblems(w, res.Problems)
 	pin := ""
 	if res.Pinned != nil {
@@ -230,6 +245,14 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
 		res.Profile, pin, res.Mesh, res.Settings, s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
 	return nil
+}
+
+// deviceOf is the device folder of a plan's cache dir (<device>/tensor_cache_...).
+func deviceOf(cacheDir string) string {
+	if i := strings.IndexByte(cacheDir, '/'); i >= 0 {
+		return cacheDir[:i]
+	}
+	return cacheDir
 }
 
 // addSetFlag registers the repeatable --set NAME=VALUE flag.

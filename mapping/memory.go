@@ -1,0 +1,180 @@
+package mapping
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ckpt-dev/ckpt/cache/tile"
+)
+
+// Board is a Tenstorrent board family and the DRAM of each of its chips
+// (each chip is one device of a mesh).
+type Board struct {
+	Name string `json:"name"` // as a device folder names it: P150, P300, N150, N300...
+	// Chip describes the chip and its DRAM, e.g. "Blackhole, 32 GiB GDDR6".
+	Chip string `json:"chip"`
+	// DRAM is the GDDR6 of one chip, in bytes. It is the physical size:
+	// tt-metal keeps part of each DRAM bank for itself, so the room left
+	// for tensors is somewhat smaller.
+	DRAM int64 `json:"dram"`
+}
+
+// boards are the known device folders and the DRAM of one chip. Sources
+// (published specifications, read 2026-12-01):
+//   - Blackhole: docs.tenstorrent.com/aibs/blackhole/specifications —
+//     p150a/p150b "Memory: 32 GB GDDR6", p100a 28 GB; the p300 (device
+//     folder P300, a 1x2 mesh upstream) carries two Blackhole chips, each
+//     with the SoC's 32 GB (docs.tenstorrent.com/tt-system-firmware, board
+//     tt_blackhole: "32 GB of on-board GDDR6", P300A/B/C listed).
+//   - Wormhole: docs.tenstorrent.com/aibs/wormhole/specifications — the
+//     Wormhole Tensix Processor has "Memory: 12GB GDDR6"; n150 one chip
+//     (12GB), n300 two chips (24GB, 12GB each).
+//
+// GDDR6 parts come in binary densities, so "32 GB" is 32 GiB.
+// Multi-board folders (P150x4, T3K...) are meshes of the same chips.
+var boards = map[string]Board{
+	"P100":   {Name: "P100", Chip: "Blackhole p100a, 28 GiB GDDR6", DRAM: 28 << 30},
+	"P150":   {Name: "P150", Chip: "Blackhole p150, 32 GiB GDDR6", DRAM: 32 << 30},
+	"P300":   {Name: "P300", Chip: "Blackhole p300, 32 GiB GDDR6 per chip (two chips)", DRAM: 32 << 30},
+	"P150x4": {Name: "P150x4", Chip: "Blackhole p150 ×4, 32 GiB GDDR6 per chip", DRAM: 32 << 30},
+	"P150x8": {Name: "P150x8", Chip: "Blackhole p150 ×8, 32 GiB GDDR6 per chip", DRAM: 32 << 30},
+	"N150":   {Name: "N150", Chip: "Wormhole n150, 12 GiB GDDR6", DRAM: 12 << 30},
+	"N300":   {Name: "N300", Chip: "Wormhole n300, 12 GiB GDDR6 per chip (two chips)", DRAM: 12 << 30},
+	"N150x4": {Name: "N150x4", Chip: "Wormhole n150 ×4, 12 GiB GDDR6 per chip", DRAM: 12 << 30},
+	"T3K":    {Name: "T3K", Chip: "Wormhole n300 ×4 (T3000), 12 GiB GDDR6 per chip", DRAM: 12 << 30},
+}
+
+// BoardOf returns the known board of a device folder name.
+func BoardOf(device string) (Board, bool) {
+	b, ok := boards[device]
+	return b, ok
+}
+
+// Boards lists the known boards, sorted by name.
+func Boards() []Board {
+	out := make([]Board, 0, len(boards))
+	for _, b := range boards {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DeviceBytes is what one device of the mesh holds in DRAM under a plan.
+type DeviceBytes struct {
+	Device int   `json:"device"` // row-major index in the mesh
+	Coord  []int `json:"coord"`  // [row, col]
+	// Bytes is the DRAM the plan's tensors take on the device: for every
+	// target, its shard (sharded) or its whole tensor (replicated), in the
+	// target's dtype and layout (tiles padded to 32x32).
+	Bytes   int64 `json:"bytes"`
+	Tensors int   `json:"tensors"`
+	// Largest is the target with the largest piece on the device.
+	Largest      string `json:"largest_target"`
+	LargestBytes int64  `json:"largest_bytes"`
+	// Headroom is DRAM - Bytes (negative when it does not fit), set when
+	// the DRAM is known.
+	Headroom *int64 `json:"headroom,omitempty"`
+	Fits     *bool  `json:"fits,omitempty"`
+}
+
+// Memory is the per-device memory of a plan and whether it fits. The JSON
+// documents carry PerDevice beside it, as per_device.
+type Memory struct {
+	PerDevice []DeviceBytes `json:"-"`
+	// LargestFile is the plan's largest .tensorbin file and its data bytes
+	// (every stored shard; the header of a few KiB is not counted).
+	LargestFile      string `json:"largest_file"`
+	LargestFileBytes int64  `json:"largest_file_bytes"`
+	// DRAM is the DRAM of one device (0: unknown), DRAMFrom where the
+	// figure comes from ("--device-dram" or the board's Chip).
+	DRAM     int64  `json:"dram,omitempty"`
+	DRAMFrom string `json:"dram_from,omitempty"`
+	// Fits and Headroom (the smallest of the devices') are set when DRAM
+	// is known.
+	Fits     *bool  `json:"fits,omitempty"`
+	Headroom *int64 `json:"headroom,omitempty"`
+}
+
+// Memory computes what each device holds under the plan. dram is the DRAM
+// of one device; 0 takes it from the plan's device folder when it is a
+// known board (BoardOf), else the fit is not judged.
+func (pl *Plan) Memory(dram int64) (Memory, error) {
+	m := Memory{PerDevice: []DeviceBytes{}}
+	switch {
+	case dram > 0:
+		m.DRAM, m.DRAMFrom = dram, "--device-dram"
+	default:
+		if b, ok := BoardOf(pl.Device); ok {
+			m.DRAM, m.DRAMFrom = b.DRAM, b.Chip
+		}
+	}
+	n := pl.Mesh.Devices()
+	for i := 0; i < n; i++ {
+		m.PerDevice = append(m.PerDevice, DeviceBytes{Device: i, Coord: []int{i / max(pl.Mesh.Cols, 1), i % max(pl.Mesh.Cols, 1)}})
+	}
+	for _, e := range pl.Entries {
+		size, err := pieceBytes(e)
+		if err != nil {
+			return m, err
+		}
+		file := size * int64(len(e.Shards))
+		if file > m.LargestFileBytes || file == m.LargestFileBytes && m.LargestFile == "" {
+			m.LargestFile, m.LargestFileBytes = e.File, file
+		}
+		// Every device of the mesh holds one piece of every target: its
+		// shard, or the whole tensor when replicated (ttnn's mesh mappers
+		// place a buffer on each device).
+		on := n
+		if e.Devices > 0 && e.Devices < n {
+			on = e.Devices
+		}
+		for d := 0; d < on; d++ {
+			db := &m.PerDevice[d]
+			db.Bytes += size
+			db.Tensors++
+			if size > db.LargestBytes {
+				db.Largest, db.LargestBytes = e.Target, size
+			}
+		}
+	}
+	if m.DRAM > 0 {
+		fits := true
+		var worst int64
+		for i := range m.PerDevice {
+			h := m.DRAM - m.PerDevice[i].Bytes
+			f := h >= 0
+			m.PerDevice[i].Headroom, m.PerDevice[i].Fits = &h, &f
+			if i == 0 || h < worst {
+				worst = h
+			}
+			fits = fits && f
+		}
+		m.Fits, m.Headroom = &fits, &worst
+	}
+	return m, nil
+}
+
+// pieceBytes is the size of the piece of a target one device holds.
+func pieceBytes(e *Entry) (int64, error) {
+	dt, err := tile.ParseDType(e.DType)
+	if err != nil {
+		return 0, fmt.Errorf("target %s: %w", e.Target, err)
+	}
+	layout, err := tile.ParseLayout(e.Layout)
+	if err != nil {
+		return 0, fmt.Errorf("target %s: %w", e.Target, err)
+	}
+	shape := make([]int, len(e.DeviceShape))
+	for i, d := range e.DeviceShape {
+		if d < 0 || d > 1<<31 {
+			return 0, fmt.Errorf("target %s: bad device shape %v", e.Target, e.DeviceShape)
+		}
+		shape[i] = int(d)
+	}
+	size, err := tile.ShardBytes(shape, dt, layout)
+	if err != nil {
+		return 0, fmt.Errorf("target %s: %w", e.Target, err)
+	}
+	return size, nil
+}
