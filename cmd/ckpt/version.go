@@ -37,9 +37,9 @@ type VersionInfo struct {
 	// "(devel)" for a build from a source tree.
 	Module        string `json:"module,omitempty"`
 	ModuleVersion string `json:"module_version"`
-	Go         string `json:"go"`
-	Platform   string `json:"platform"`
-	Formats    struct {
+	Go            string `json:"go"`
+	Platform      string `json:"platform"`
+	Formats       struct {
 		// JSONSchema is the schema_version of every JSON document.
 		JSONSchema int `json:"json_schema"`
 		// Contract is the contract_version of ckpt contract files.
