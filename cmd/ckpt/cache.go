@@ -480,8 +480,11 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 		}
 		if format != output.CSV {
 			unfinished := ""
-			if len(res.Unfinished) > 0 {
+			switch n := len(res.Unfinished); {
+			case n == 1:
 				unfinished = " (UNFINISHED build: no manifest)"
+			case n > 1:
+				unfinished = fmt.Sprintf(" (%d UNFINISHED builds: no manifest)", n)
 			}
 			fmt.Fprintf(a.Out, "%d files, %s%s\n", len(es), output.Bytes(total), unfinished)
 		}
