@@ -20,8 +20,8 @@ type StripOptions struct {
 // glyph sets: the state glyphs and the levels 1..4.
 type glyphs struct {
 	same, unmeasured, nonfinite, requant, notCompared, shape, onlyBase, onlyFT string
-	levels                                                                  [Levels]string
-	sep                                                                     string // between sections
+	levels                                                                     [Levels]string
+	sep                                                                        string // between sections
 }
 
 var (
