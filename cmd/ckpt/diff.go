@@ -64,15 +64,26 @@ sampled_elems, changed_elems of the sample, the changed fraction (changed_elems 
 with a 95 % Wilson interval and the statistics of the sample, and the summary says how many bytes
 of each side were read. --by layer counts the relations per decoder layer, mtp, visual and other,
 like the per-group table (each count is of its relation only; they add up to tensors), with the
-changed-fraction range and mean rel_l2 of the changed tensors.
+changed-fraction range and mean rel_l2 of the changed tensors, then a heatmap strip: one row per
+decoder layer (and MTP layer), one cell per tensor kind (q k v o, qkv z a b out, gate up down,
+norms), its glyph the rel_l2 decade below the largest (ASCII .:-=# unless on a UTF-8 terminal;
+coloured on a colour terminal).
+
+--format html writes one self-contained page (inline CSS, no script, nothing fetched): heatmaps
+of rel_l2 and changed fraction per layer x tensor kind for the decoder layers, the MTP head and the
+vision tower, the tensors outside the layers, the summary, per-layer and per-group tables, the
+config differences and the tensors that differ. -o FILE writes any format to FILE (atomically)
+instead of stdout; exit 3 when it cannot be written.
 
 --sample N reads the data of N tensors only (and their scale companions); keys, dtypes and shapes
 are compared for every tensor, the others being same_header when dtype and shape agree.
 
-Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
+Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line,
+3 the -o file could not be written.`,
 		Example: `  ckpt diff ./base ./finetune
   ckpt diff ./base ./finetune --mode bytes --summary
   ckpt diff ./base ./finetune --format markdown > changes.md
+  ckpt diff ./base ./finetune --by layer --format html -o report.html
   ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ft-FP8 --sample-bytes 64KiB --by layer`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

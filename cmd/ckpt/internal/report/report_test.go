@@ -199,7 +199,7 @@ func TestWriteStrip(t *testing.T) {
 		if width == 0 {
 			width = 80
 		}
-		for _, l := range lines[1:] {
+		for _, l := range lines {
 			assert.LessOrEqual(t, utf8.RuneCountInString(ansi.ReplaceAllString(l, "")), width, "%s: %q", c.name, l)
 		}
 		assert.Equal(t, c.o.Color, ansi.MatchString(out), c.name)

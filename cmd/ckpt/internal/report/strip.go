@@ -134,7 +134,11 @@ func WriteStrip(w io.Writer, h *Heatmap, o StripOptions) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "heatmap by layer: %s of each tensor (cells: %s)\n", o.Metric, "one per tensor kind, its scale companions included")
+	title := fmt.Sprintf("heatmap by layer: %s per tensor kind (with its scales)", o.Metric)
+	if len(title) > width {
+		title = "heatmap by layer: " + o.Metric.String()
+	}
+	b.WriteString(title + "\n")
 	// The section line and the label line.
 	sec := []string{pad("", labelW)}
 	lab := []string{pad("layer", labelW)}
