@@ -103,6 +103,17 @@ type Heatmap struct {
 	// tensor (its floor(log10)); hasRel is false when there is none.
 	relTop int
 	hasRel bool
+	// seen is set when a sampled tensor showed no difference
+	// (no_change_seen): "no difference" is then "no difference found".
+	seen bool
+}
+
+// SameLabel is the legend's words for a cell without a difference.
+func (h *Heatmap) SameLabel() string {
+	if h.seen {
+		return "no difference found"
+	}
+	return "no difference"
 }
 
 // stackRe splits a layer-stack tensor name: prefix, "layers"/"blocks",
@@ -130,6 +141,7 @@ func Build(res *diff.Result) *Heatmap {
 	textStacks := map[string]bool{}
 	for i := range res.Tensors {
 		t := &res.Tensors[i]
+		h.seen = h.seen || t.Relation == diff.NoChangeSeen
 		m := stackRe.FindStringSubmatch(t.Name)
 		if m == nil {
 			kind, companion := kindOf(t.Name)

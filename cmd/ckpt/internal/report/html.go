@@ -233,7 +233,7 @@ func (h *Heatmap) htmlCell(c Cell, m Metric) hCell {
 }
 
 func (h *Heatmap) htmlLegend(m Metric, used map[State]bool) []hLegend {
-	out := []hLegend{{Class: "same", Label: "no difference"}}
+	out := []hLegend{{Class: "same", Label: h.SameLabel()}}
 	for i, r := range h.LevelRanges(m) {
 		out = append(out, hLegend{Class: "l" + strconv.Itoa(i+1), Label: r})
 	}

@@ -118,6 +118,10 @@ func TestBuildGrids(t *testing.T) {
 		vk = append(vk, c.Section+"/"+c.Label)
 	}
 	assert.Equal(t, []string{"attn/qkv", "attn/qkvb", "/n1", "/n1b"}, vk, "a bias is a column of its module's section")
+	assert.Equal(t, "no difference", h.SameLabel())
+	sampled := qwenResult(1)
+	set(sampled.Tensors, "lm_head.weight", func(t *diff.Tensor) { t.Relation = diff.NoChangeSeen })
+	assert.Equal(t, "no difference found", Build(sampled).SameLabel(), "a sample cannot prove identity")
 	require.Len(t, h.Singles, 2)
 	assert.Equal(t, ckpt.GroupMTP, h.Singles[0].Group, "mtp before other")
 	assert.Equal(t, "lm_head.weight", h.Singles[1].Cell.Tensor.Name)

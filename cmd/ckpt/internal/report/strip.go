@@ -183,7 +183,7 @@ func WriteStrip(w io.Writer, h *Heatmap, o StripOptions) error {
 	}
 	// The legend, wrapped to the width.
 	ranges := h.LevelRanges(o.Metric)
-	items := []string{paint(gl.same, Same, 0, o.Color) + " no difference"}
+	items := []string{paint(gl.same, Same, 0, o.Color) + " " + h.SameLabel()}
 	for i := range ranges {
 		items = append(items, paint(gl.levels[i], Level, i+1, o.Color)+" "+ranges[i])
 	}
