@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/spf13/cobra"
 )
@@ -36,6 +37,9 @@ type diffOptions struct {
 	SampleBytes string
 	SampleSeed  uint64
 	By          string
+	// Out is the file the report is written to (atomically) instead of
+	// stdout.
+	Out string
 }
 
 func (a *App) newDiffCmd() *cobra.Command {
@@ -60,15 +64,26 @@ sampled_elems, changed_elems of the sample, the changed fraction (changed_elems 
 with a 95 % Wilson interval and the statistics of the sample, and the summary says how many bytes
 of each side were read. --by layer counts the relations per decoder layer, mtp, visual and other,
 like the per-group table (each count is of its relation only; they add up to tensors), with the
-changed-fraction range and mean rel_l2 of the changed tensors.
+changed-fraction range and mean rel_l2 of the changed tensors, then a heatmap strip: one row per
+decoder layer (and MTP layer), one cell per tensor kind (q k v o, qkv z a b out, gate up down,
+norms), its glyph the rel_l2 decade below the largest (ASCII .:-=# unless on a UTF-8 terminal;
+coloured on a colour terminal).
+
+--format html writes one self-contained page (inline CSS, no script, nothing fetched): heatmaps
+of rel_l2 and changed fraction per layer x tensor kind for the decoder layers, the MTP head and the
+vision tower, the tensors outside the layers, the summary, per-layer and per-group tables, the
+config differences and the tensors that differ. -o FILE writes any format to FILE (atomically)
+instead of stdout; exit 3 when it cannot be written.
 
 --sample N reads the data of N tensors only (and their scale companions); keys, dtypes and shapes
 are compared for every tensor, the others being same_header when dtype and shape agree.
 
-Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line.`,
+Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad command line,
+3 the -o file could not be written.`,
 		Example: `  ckpt diff ./base ./finetune
   ckpt diff ./base ./finetune --mode bytes --summary
   ckpt diff ./base ./finetune --format markdown > changes.md
+  ckpt diff ./base ./finetune --by layer --format html -o report.html
   ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ft-FP8 --sample-bytes 64KiB --by layer`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,7 +92,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request)")
+	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown, html (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
 	f.StringVar(&o.Mode, "mode", "values", "header (keys, dtypes, shapes; no data), bytes (identity only), values (statistics)")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
@@ -89,12 +104,13 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringVar(&o.By, "by", "tensor", "table/text/jsonl rows: tensor, or layer (per decoder layer, mtp, visual, other)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
+	addOutFlag(f, &o.Out, "write the report to this file (atomically) instead of stdout")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary: keys, config, per-group and summary lines (csv: the per-group rows; json: no tensor rows; jsonl: the summary record)")
 	return cmd
 }
 
 func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal && o.Out == "", output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -148,6 +164,11 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Base+" or "+o.FT, cks[0].Names(), cks[1].Names()); err != nil {
 		return err
 	}
+	out, commit, abort, err := a.diffOutput(o.Out)
+	if err != nil {
+		return err
+	}
+	defer abort()
 	p := ckpt.NewProgress()
 	stop := func() {}
 	if mode != diff.ModeHeader {
@@ -161,7 +182,10 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := printDiff(a.Out, format, res, diffView{All: o.All, ByLayer: o.By == "layer", SummaryOnly: o.SummaryOnly}); err != nil {
+	if err := printDiff(out, format, res, diffView{All: o.All, ByLayer: o.By == "layer", SummaryOnly: o.SummaryOnly, Getenv: a.Getenv}); err != nil {
+		return err
+	}
+	if err := commit(); err != nil {
 		return err
 	}
 	if unknownErr != nil {
@@ -174,8 +198,12 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 }
 
 // diffView says what printDiff shows: identical rows too (All), rows per
-// layer instead of per tensor (ByLayer), no rows at all (SummaryOnly).
-type diffView struct{ All, ByLayer, SummaryOnly bool }
+// layer instead of per tensor (ByLayer), no rows at all (SummaryOnly);
+// Getenv (may be nil) tells the heatmap strip whether the locale is UTF-8.
+type diffView struct {
+	All, ByLayer, SummaryOnly bool
+	Getenv                    func(string) string
+}
 
 func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	switch {
@@ -197,6 +225,8 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 		return layerGrid(res).Render(w, format)
 	case format == output.CSV:
 		return printTensors(w, format, res, v.All)
+	case format == report.HTML:
+		return writeDiffHTML(w, res, v)
 	}
 	// line writes one line of prose: a list item in Markdown (indent
 	// nests it), else indented by two spaces per level.
@@ -234,6 +264,10 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 			if err := layerGrid(res).Render(w, format); err != nil {
 				return err
 			}
+			fmt.Fprintln(w)
+			if err := writeDiffStrip(w, format, res, v); err != nil {
+				return err
+			}
 		} else if err := printTensors(w, format, res, v.All); err != nil {
 			return err
 		}
@@ -248,21 +282,25 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	for _, r := range summaryRelations(res) {
 		parts = append(parts, fmt.Sprintf("%d %s", res.Summary.Count(r), r))
 	}
-	verdict := "no differences"
-	switch {
-	case res.Differs():
-		verdict = "differences found"
-	case res.Summary.NoChangeSeen > 0:
-		verdict = "no differences found (a sample cannot prove identity)"
-	case res.Sampled && res.Summary.SameHeader > 0:
-		verdict = fmt.Sprintf("no differences found (the data of %d tensor(s) was not compared: --sample)", res.Summary.SameHeader)
-	}
-	line(0, "summary: %s; %s", strings.Join(parts, ", "), verdict)
+	line(0, "summary: %s; %s", strings.Join(parts, ", "), diffVerdict(res))
 	if s := res.Sample; s != nil {
 		line(0, "sample: %d tensor(s) sampled, %d read whole; read %s, %s", s.SampledTensors, s.WholeTensors,
 			sideRead("base", s.Base), sideRead("ft", s.FT))
 	}
 	return nil
+}
+
+// diffVerdict is the verdict of the summary line.
+func diffVerdict(res *diff.Result) string {
+	switch {
+	case res.Differs():
+		return "differences found"
+	case res.Summary.NoChangeSeen > 0:
+		return "no differences found (a sample cannot prove identity)"
+	case res.Sampled && res.Summary.SameHeader > 0:
+		return fmt.Sprintf("no differences found (the data of %d tensor(s) was not compared: --sample)", res.Summary.SameHeader)
+	}
+	return "no differences"
 }
 
 // summaryRelations are the relations the per-group and per-layer tables

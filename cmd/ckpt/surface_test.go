@@ -306,7 +306,7 @@ func TestFormats(t *testing.T) {
 	}{
 		{[]string{"inspect", base}, all},
 		{[]string{"verify", base}, all},
-		{[]string{"diff", base, ft, "--progress", "none"}, all},
+		{[]string{"diff", base, ft, "--progress", "none"}, append(all[:len(all):len(all)], "html")},
 		{[]string{"map", small}, all},
 		{[]string{"cache", "verify", cacheRoot, "--source", small, "--progress", "none"}, []string{"table", "text", "json", "jsonl", "markdown"}},
 		{[]string{"cache", "ls", folder}, all},
@@ -325,6 +325,8 @@ func TestFormats(t *testing.T) {
 				recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 				require.NoError(t, err, "%s --format csv: a header and rows of the same width, no prose", help)
 				assert.Greater(t, len(recs[0]), 2, "%s --format csv: header %v", help, recs[0])
+			case "html":
+				assert.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"), "%s --format html", help)
 			case "markdown":
 				if tc.args[0] != "cache" || tc.args[1] == "ls" { // cache verify/compare of a sound cache: only the verdict
 					assert.Contains(t, out, "|:--", "%s --format markdown", help)

@@ -16,9 +16,10 @@ func main() {
 	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
 	size := flag.String("size", "large", "small (the demo pair), large (~1.2 GB per checkpoint) or odd (~0.6 GB, partial FP8 blocks)")
 	all := flag.Bool("all-changed", false, "the fine-tune perturbs every tensor (diff's worst case)")
+	layers := flag.Int("layers", 0, "decoder layers (0: those of -size)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large|odd] [-all-changed]")
+		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large|odd] [-layers N] [-all-changed]")
 		os.Exit(2)
 	}
 	var o ckpttest.Options
@@ -32,6 +33,13 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small, large or odd)\n", *size)
 		os.Exit(2)
+	}
+	if *layers < 0 {
+		fmt.Fprintln(os.Stderr, "genfixture: -layers must not be negative")
+		os.Exit(2)
+	}
+	if *layers > 0 {
+		o.Layers = *layers
 	}
 	if err := ckpttest.Write(filepath.Join(*out, "base"), o); err != nil {
 		fmt.Fprintf(os.Stderr, "genfixture: writing base: %v\n", err)
