@@ -87,6 +87,8 @@ type plan struct {
 	rb, rf src
 	// sample, in a sampled diff, is the part of the tensor compared.
 	sample *samplePlan
+	// rangeChanged counts the changed elements of each sampled range.
+	rangeChanged []int64
 	ready  bool // sides and scales loaded
 }
 
