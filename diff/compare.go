@@ -89,7 +89,7 @@ type plan struct {
 	sample *samplePlan
 	// rangeChanged counts the changed elements of each sampled range.
 	rangeChanged []int64
-	ready  bool // sides and scales loaded
+	ready        bool // sides and scales loaded
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).
