@@ -28,8 +28,8 @@ type result struct {
 	size    int64 // total file size
 	etag    string
 	lastMod string
-	noRange bool // the server answered 200 to a Range request
-	redir   bool // the response came from another host
+	noRange bool   // the server answered 200 to a Range request
+	redir   bool   // the response came from another host
 	final   string // the URL that answered, after redirects
 }
 
