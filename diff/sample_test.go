@@ -199,3 +199,34 @@ func TestSampleBytesReads(t *testing.T) {
 	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// ClusterInterval: no change seen in m ranges bounds the fraction by the
+// ranges (not the elements) sampled; evenly spread changes give about the
+// interval of independent draws; a change in one range of many is not
+// ruled out elsewhere.
+func TestClusterInterval(t *testing.T) {
+	t.Parallel()
+	sizes := make([]int64, 16)
+	for i := range sizes {
+		sizes[i] = 2048
+	}
+	lo, hi := diff.ClusterInterval(make([]int64, 16), sizes)
+	_, whi := diff.Wilson(0, 16)
+	assert.Zero(t, lo)
+	assert.InDelta(t, whi, hi, 1e-12, "zero hits: at most the ranges' bound")
+	even := make([]int64, 16)
+	for i := range even {
+		even[i] = 205
+	}
+	lo, hi = diff.ClusterInterval(even, sizes)
+	wlo, whi := diff.Wilson(205*16, 2048*16)
+	assert.InDelta(t, wlo, lo, 1e-9)
+	assert.InDelta(t, whi, hi, 1e-9)
+	one := make([]int64, 16)
+	one[3] = 2048
+	lo, hi = diff.ClusterInterval(one, sizes)
+	assert.Zero(t, lo, "one range fully changed: other ranges may hold none")
+	assert.Greater(t, hi, 0.2)
+	lo, hi = diff.ClusterInterval(nil, nil)
+	assert.Equal(t, [2]float64{0, 1}, [2]float64{lo, hi})
+}

@@ -285,7 +285,8 @@ func (p *plan) finishSample() {
 //     ranges are many or the changes spread over most of them);
 //   - the Wilson interval of the sampled elements as independent draws
 //     (the least uncertainty a sample of that many elements can have);
-//   - when some ranges show no change, the Wilson upper bound of the
+//   - when fewer than fewHits ranges show a change (too few for the
+//     between-range variance to be trusted), the Wilson upper bound of the
 //     fraction of ranges that contain any change, h of m: a range at a
 //     random position contains a change with probability at least the
 //     changed fraction, however the changes cluster, so this bound holds
@@ -325,7 +326,7 @@ func ClusterInterval(changed, sizes []int64) (lo, hi float64) {
 	} else {
 		lo, hi = 0, 1
 	}
-	if hits < int64(m) {
+	if hits < min(int64(m), fewHits) {
 		_, h := Wilson(hits, int64(m))
 		hi = max(hi, h)
 	}
@@ -334,6 +335,11 @@ func ClusterInterval(changed, sizes []int64) (lo, hi float64) {
 	}
 	return lo, hi
 }
+
+// fewHits is the number of ranges with a change below which
+// ClusterInterval also bounds the changed fraction by the fraction of
+// ranges that contain any change.
+const fewHits = 5
 
 // studentT975 is the 97.5th percentile of Student's t with df degrees of
 // freedom: a table up to 30, a Cornish-Fisher expansion beyond.
