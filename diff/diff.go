@@ -275,9 +275,11 @@ type Result struct {
 
 // SampleInfo describes a sampled diff.
 type SampleInfo struct {
-	// BytesPerTensor is Options.SampleBytes: the bytes sampled per tensor
-	// and side (block-FP8 weights: at least one row of scale blocks).
+	// BytesPerTensor is Options.SampleBytes: the most bytes sampled per
+	// tensor and side (0 with a budget); BudgetBytes is
+	// Options.SampleBudget, the bytes per side spread over the tensors.
 	BytesPerTensor int64  `json:"bytes_per_tensor"`
+	BudgetBytes    int64  `json:"budget_bytes,omitempty"`
 	Seed           uint64 `json:"seed"`
 	// SampledTensors were compared on a sample; WholeTensors were read
 	// whole (no larger than BytesPerTensor, or a scale tensor) and
@@ -291,9 +293,10 @@ type SampleInfo struct {
 
 // SideRead is what a sampled diff read of one checkpoint.
 type SideRead struct {
-	// BytesRead counts the bytes of tensor data read (gaps between
-	// coalesced ranges included; headers not included), Reads the
-	// coalesced reads (over HTTP, one Range request each per 8 MiB).
+	// BytesRead counts the bytes of tensor data read (headers not
+	// included), Reads the coalesced reads (over HTTP, one Range request
+	// each per 8 MiB, straight to the file's redirect target, retries
+	// aside).
 	BytesRead int64 `json:"bytes_read"`
 	Reads     int64 `json:"reads"`
 	// BytesTotal is the data size of the side's selected tensors: what a

@@ -27,7 +27,10 @@ const defaultSampleReads = 64
 // inSample (nil: every tensor) is the Options.Sample draw: the tensors
 // whose data the diff compares, those BytesTotal counts.
 func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool, opt Options, res *Result) error {
-	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, Seed: opt.SampleSeed}
+	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, BudgetBytes: opt.SampleBudget, Seed: opt.SampleSeed}
+	if opt.SampleBudget > 0 {
+		info.BytesPerTensor = 0
+	}
 	res.Sample = info
 	for _, row := range res.Tensors {
 		if inSample != nil && !inSample[row.Name] {
@@ -58,12 +61,16 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 			needF[p.fs.scaleT] = true
 		}
 	}
+	size := func(*plan) int64 { return opt.SampleBytes }
+	if opt.SampleBudget > 0 {
+		size = budgetShares(plans, needB, needF, e, opt.SampleBudget)
+	}
 	for _, p := range plans {
 		g := e.geometry(p)
 		if needB[p.b] && needF[p.f] {
 			p.sample = &samplePlan{whole: true}
 		} else {
-			p.sample = planSample(p, g, opt.SampleBytes, opt.SampleSeed)
+			p.sample = planSample(p, g, size(p), opt.SampleSeed)
 		}
 		if p.sample.whole {
 			info.WholeTensors++
@@ -124,6 +131,62 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 	}
 	res.BytesRead = info.Base.BytesRead + info.FT.BytesRead
 	return ctx.Err()
+}
+
+// SampleFloor is the least share of Options.SampleBudget a tensor gets
+// (or all of it, if smaller).
+const SampleFloor = 16 << 10
+
+// budgetShares splits a budget of total bytes per side over the plans:
+// the scale tensors that weights need are read whole; every other tensor
+// of size s (the larger side) gets min(s, SampleFloor + α·s), with α
+// found by bisection as the largest that keeps the sum within the budget;
+// when the floors alone exceed it, α is 0 and the floor is lowered until
+// they fit.
+func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, total int64) func(*plan) int64 {
+	var sizes []int64
+	rest := total
+	for _, p := range plans {
+		if needB[p.b] && needF[p.f] {
+			rest -= max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+			continue
+		}
+		sizes = append(sizes, max(int64(p.b.NBytes()), int64(p.f.NBytes())))
+	}
+	floor := float64(SampleFloor)
+	cost := func(a float64) float64 {
+		var c float64
+		for _, s := range sizes {
+			c += min(float64(s), floor+a*float64(s))
+		}
+		return c
+	}
+	bisect := func(f func(x float64) float64, hi float64) float64 {
+		lo := 0.0
+		if f(hi) <= float64(rest) {
+			return hi
+		}
+		for range 60 {
+			mid := (lo + hi) / 2
+			if f(mid) <= float64(rest) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo
+	}
+	alpha := 0.0
+	if cost(0) > float64(rest) {
+		// The floors alone exceed the budget: lower the floor instead.
+		floor = bisect(func(x float64) float64 { floor = x; return cost(0) }, SampleFloor)
+	} else {
+		alpha = bisect(cost, 1)
+	}
+	return func(p *plan) int64 {
+		s := max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+		return max(min(s, int64(floor+alpha*float64(s))), 1)
+	}
 }
 
 // sampleBatches groups the plans into batches of about sampleBatchBytes,
