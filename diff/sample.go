@@ -22,7 +22,7 @@ const (
 	// over HTTP).
 	pieceBytes = 4 << 10
 	minRanges  = 8
-	maxRanges  = 64
+	maxRanges  = 32
 )
 
 // samplePlan is the part of a tensor pair a sampled diff compares.
