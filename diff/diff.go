@@ -121,10 +121,10 @@ type Tensor struct {
 	// ChangedFraction is ChangedElems over the elements compared
 	// (SampledElems, or Numel when read whole; set in sampled diffs), and
 	// ChangedFractionCI95 its 95 %
-	// Wilson score interval for a sampled tensor: the range of changed
-	// fractions of the whole tensor that the sample is consistent with,
-	// treating the sampled elements as independent draws (they are
-	// contiguous runs, so the interval is optimistic when changes cluster).
+	// interval for a sampled tensor: the range of changed fractions of the
+	// whole tensor that the sample is consistent with, treating the sampled
+	// ranges as clusters (ClusterInterval), so that a change confined to
+	// rows the sample missed widens it instead of being ruled out.
 	ChangedFraction     *Float    `json:"changed_fraction,omitempty"`
 	ChangedFractionCI95 *[2]Float `json:"changed_fraction_ci95,omitempty"`
 	// Group is the summary group: text_layers, mtp, visual or other.
