@@ -299,6 +299,9 @@ type SideRead struct {
 	// aside).
 	BytesRead int64 `json:"bytes_read"`
 	Reads     int64 `json:"reads"`
+	// Requests counts the HTTP requests the side's store made during the
+	// diff, retries included (absent for stores that make none).
+	Requests int64 `json:"requests,omitempty"`
 	// BytesTotal is the data size of the side's selected tensors: what a
 	// full comparison would read at most.
 	BytesTotal int64 `json:"bytes_total"`

@@ -142,6 +142,9 @@ func TestSampledDiffOverHub(t *testing.T) {
 	t.Logf("resolves: %d at open, %d in all; CDN requests %d for %d reads", opened, hub.Resolves.Load(), hub.CDN.Load(), reads)
 	assert.Equal(t, opened, hub.Resolves.Load(), "no read goes through /resolve")
 	assert.LessOrEqual(t, hub.CDN.Load(), reads+opened, "one request per read (and one per file opened)")
+	requests := sampled.Sample.Base.Requests + sampled.Sample.FT.Requests
+	assert.LessOrEqual(t, requests, reads, "the summary counts the requests: at most one per read (reads inside a file's prefix take none)")
+	assert.Greater(t, requests, reads*9/10)
 
 	// Bytes: everything the hub served (headers, index and config
 	// included) is at most 2 % of the pair.

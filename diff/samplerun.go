@@ -89,6 +89,7 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		reads = defaultSampleReads
 	}
 
+	reqB, reqF := storeRequests(base), storeRequests(ft)
 	ready := make(chan []*plan, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { // read
@@ -130,7 +131,21 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		return err
 	}
 	res.BytesRead = info.Base.BytesRead + info.FT.BytesRead
+	info.Base.Requests = storeRequests(base) - reqB
+	if ft.Store != base.Store {
+		info.FT.Requests = storeRequests(ft) - reqF
+	}
 	return ctx.Err()
+}
+
+// storeRequests is the number of requests the checkpoint's store has made
+// so far, for stores that count them (HTTP), else 0.
+func storeRequests(c *ckpt.Checkpoint) int64 {
+	if s, ok := c.Store.(interface{ Stats() (requests, bytes int64) }); ok {
+		n, _ := s.Stats()
+		return n
+	}
+	return 0
 }
 
 // SampleFloor is the least share of Options.SampleBudget a tensor gets

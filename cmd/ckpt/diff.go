@@ -345,7 +345,11 @@ func sideRead(name string, s diff.SideRead) string {
 	if s.BytesTotal > 0 {
 		pct = 100 * float64(s.BytesRead) / float64(s.BytesTotal)
 	}
-	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads))
+	reqs := ""
+	if s.Requests > 0 {
+		reqs = fmt.Sprintf(" (%s request(s))", output.Int(s.Requests))
+	}
+	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)%s", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads), reqs)
 }
 
 // printTensors renders the tensor rows; identical ones (and, in a sampled
