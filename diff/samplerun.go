@@ -141,7 +141,9 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 // storeRequests is the number of requests the checkpoint's store has made
 // so far, for stores that count them (HTTP), else 0.
 func storeRequests(c *ckpt.Checkpoint) int64 {
-	if s, ok := c.Store.(interface{ Stats() (requests, bytes int64) }); ok {
+	if s, ok := c.Store.(interface {
+		Stats() (requests, bytes int64)
+	}); ok {
 		n, _ := s.Stats()
 		return n
 	}
