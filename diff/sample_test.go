@@ -133,6 +133,22 @@ func TestSampleBytesSmallPair(t *testing.T) {
 	}
 	assert.True(t, sawRequant, "the MTP head (bf16 against the base's FP8) is sampled")
 	assert.Less(t, res.Sample.Base.BytesRead, full.BytesRead/2)
+	// The budget is the budget: per side at most 1.25 × (Σ min(size,
+	// SIZE) + the scale tensors of sampled weights, read whole).
+	for _, side := range []struct {
+		c    *ckpt.Checkpoint
+		read int64
+	}{{bc, res.Sample.Base.BytesRead}, {fc, res.Sample.FT.BytesRead}} {
+		var bound int64
+		for _, tn := range side.c.Tensors {
+			bound += min(int64(tn.NBytes()), opt.SampleBytes)
+			if strings.HasSuffix(tn.Name, ckpt.ScaleSuffix) && int64(tn.NBytes()) > opt.SampleBytes {
+				bound += int64(tn.NBytes()) - opt.SampleBytes
+			}
+		}
+		assert.Positive(t, side.read)
+		assert.LessOrEqual(t, side.read, bound*5/4)
+	}
 
 	other, err := diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, SampleSeed: 6})
 	require.NoError(t, err)
