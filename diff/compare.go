@@ -32,8 +32,8 @@ type Options struct {
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
 	// SampleBytes, when > 0 (values mode only), compares every common
-	// tensor on a deterministic sample of at most this many bytes per side
-	// (and a quarter more where close ranges merge), drawn by SampleSeed:
+	// tensor on a deterministic sample of at most this many bytes per side,
+	// drawn by SampleSeed:
 	// many short ranges spread over the tensor (block-FP8 weights: runs of
 	// whole groups of scale columns, decoded with their scales, and their
 	// scale tensors read whole). Tensors no larger than SampleBytes are

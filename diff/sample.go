@@ -96,8 +96,7 @@ func sampleRNG(seed uint64, name string) *rand.Rand {
 }
 
 // planSample chooses what to compare of a pair whose geometry is g, for
-// at most size bytes per side (plus at most a quarter more where two
-// ranges fall so close that reading the gap is cheaper than a request).
+// at most size bytes per side.
 // A pair no larger than size on either side is compared whole. Otherwise
 // the budget is split into m ranges of equal length (m between minRanges
 // and maxRanges, about size/pieceBytes), whose start positions are drawn
@@ -158,20 +157,16 @@ func planSample(p *plan, g geom, size int64, seed uint64) *samplePlan {
 	return &samplePlan{ranges: mergeRanges(ranges)}
 }
 
-// mergeRanges sorts the ranges and merges those that overlap or whose gap
-// is at most a quarter of the shorter one's length: reading such a gap
-// costs less than another request, and the merged range is one cluster.
+// mergeRanges sorts the ranges and merges those that overlap or touch
+// into one (one read, one cluster); no gap is added, so the sample stays
+// within its budget.
 func mergeRanges(rs [][2]int64) [][2]int64 {
 	sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
 	var out [][2]int64
 	for _, r := range rs {
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			gap := r[0] - last[1]
-			if gap <= min(r[1]-r[0], last[1]-last[0])/4 {
-				last[1] = max(last[1], r[1])
-				continue
-			}
+		if n := len(out); n > 0 && r[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
 		}
 		out = append(out, r)
 	}
