@@ -32,15 +32,22 @@ type Options struct {
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
 	// SampleBytes, when > 0 (values mode only), compares every common
-	// tensor on a deterministic sample of about this many bytes per side,
-	// drawn by SampleSeed: byte ranges spread over the tensor (block-FP8
-	// weights: whole rows of scale blocks, at least one, and their scale
-	// tensors whole). Tensors no larger than SampleBytes are read whole and
-	// classified exactly. The ranges of both sides are coalesced and read
-	// with Workers reads in flight (default 8), each byte at most once;
-	// see Result.Sample.
+	// tensor on a deterministic sample of at most this many bytes per side,
+	// drawn by SampleSeed:
+	// many short ranges spread over the tensor (block-FP8 weights: runs of
+	// whole groups of scale columns, decoded with their scales, and their
+	// scale tensors read whole). Tensors no larger than SampleBytes are
+	// read whole and classified exactly. The ranges of both sides are
+	// coalesced and read with Workers reads in flight (default 64), each
+	// byte at most once; see Result.Sample and docs/sampling.md.
 	SampleBytes int64
-	SampleSeed  uint64
+	// SampleBudget, when > 0 (instead of SampleBytes), spreads this many
+	// bytes per side over the selected tensors in proportion to their size,
+	// with a floor of SampleFloor bytes per tensor: tensor i gets
+	// min(size_i, SampleFloor + α·size_i) with the largest α that keeps the
+	// total (scale tensors, read whole, included) within the budget.
+	SampleBudget int64
+	SampleSeed   uint64
 	// ByLayer fills Result.Layers, the per-layer picture.
 	ByLayer bool
 }
@@ -87,7 +94,9 @@ type plan struct {
 	rb, rf src
 	// sample, in a sampled diff, is the part of the tensor compared.
 	sample *samplePlan
-	ready  bool // sides and scales loaded
+	// rangeChanged counts the changed elements of each sampled range.
+	rangeChanged []int64
+	ready        bool // sides and scales loaded
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).
@@ -105,8 +114,8 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 	if _, ok := ParseMode(string(mode)); !ok {
 		return nil, fmt.Errorf("unknown diff mode %q (want header, bytes or values)", mode)
 	}
-	if opt.SampleBytes > 0 && mode != ModeValues {
-		return nil, fmt.Errorf("sampling bytes (SampleBytes) needs values mode, not %s", mode)
+	if (opt.SampleBytes > 0 || opt.SampleBudget > 0) && mode != ModeValues {
+		return nil, fmt.Errorf("sampling bytes (SampleBytes, SampleBudget) needs values mode, not %s", mode)
 	}
 	res := &Result{Base: base.Source, FT: ft.Source, Mode: mode, Tensors: []Tensor{}}
 	res.Config = DiffConfig(base.Config, ft.Config)
@@ -191,7 +200,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		p.rb, p.rf = p.b, p.f
 	}
 	switch {
-	case opt.SampleBytes > 0:
+	case opt.SampleBytes > 0 || opt.SampleBudget > 0:
 		if err := compareSampled(ctx, base, ft, plans, inSample, opt, res); err != nil {
 			return nil, err
 		}

@@ -121,10 +121,10 @@ type Tensor struct {
 	// ChangedFraction is ChangedElems over the elements compared
 	// (SampledElems, or Numel when read whole; set in sampled diffs), and
 	// ChangedFractionCI95 its 95 %
-	// Wilson score interval for a sampled tensor: the range of changed
-	// fractions of the whole tensor that the sample is consistent with,
-	// treating the sampled elements as independent draws (they are
-	// contiguous runs, so the interval is optimistic when changes cluster).
+	// interval for a sampled tensor: the range of changed fractions of the
+	// whole tensor that the sample is consistent with, treating the sampled
+	// ranges as clusters (ClusterInterval), so that a change confined to
+	// rows the sample missed widens it instead of being ruled out.
 	ChangedFraction     *Float    `json:"changed_fraction,omitempty"`
 	ChangedFractionCI95 *[2]Float `json:"changed_fraction_ci95,omitempty"`
 	// Group is the summary group: text_layers, mtp, visual or other.
@@ -275,9 +275,11 @@ type Result struct {
 
 // SampleInfo describes a sampled diff.
 type SampleInfo struct {
-	// BytesPerTensor is Options.SampleBytes: the bytes sampled per tensor
-	// and side (block-FP8 weights: at least one row of scale blocks).
+	// BytesPerTensor is Options.SampleBytes: the most bytes sampled per
+	// tensor and side (0 with a budget); BudgetBytes is
+	// Options.SampleBudget, the bytes per side spread over the tensors.
 	BytesPerTensor int64  `json:"bytes_per_tensor"`
+	BudgetBytes    int64  `json:"budget_bytes,omitempty"`
 	Seed           uint64 `json:"seed"`
 	// SampledTensors were compared on a sample; WholeTensors were read
 	// whole (no larger than BytesPerTensor, or a scale tensor) and
@@ -291,11 +293,15 @@ type SampleInfo struct {
 
 // SideRead is what a sampled diff read of one checkpoint.
 type SideRead struct {
-	// BytesRead counts the bytes of tensor data read (gaps between
-	// coalesced ranges included; headers not included), Reads the
-	// coalesced reads (over HTTP, one Range request each per 8 MiB).
+	// BytesRead counts the bytes of tensor data read (headers not
+	// included), Reads the coalesced reads (over HTTP, one Range request
+	// each per 8 MiB, straight to the file's redirect target, retries
+	// aside).
 	BytesRead int64 `json:"bytes_read"`
 	Reads     int64 `json:"reads"`
+	// Requests counts the HTTP requests the side's store made during the
+	// diff, retries included (absent for stores that make none).
+	Requests int64 `json:"requests,omitempty"`
 	// BytesTotal is the data size of the side's selected tensors: what a
 	// full comparison would read at most.
 	BytesTotal int64 `json:"bytes_total"`

@@ -23,14 +23,16 @@
 // scheduling. Raw bytes are compared first and only differing chunks are
 // decoded. The package never prints; cmd/ckpt renders a Result.
 //
-// With Options.SampleBytes a comparison reads only a seeded sample of
-// every tensor larger than that (whole rows of scale blocks for block-FP8
-// weights), which makes diffs over HTTP practical: the ranges of a batch
-// of tensors are coalesced and read concurrently with ckpt.ReadSpans,
-// then compared by the same engine from memory. A sampled tensor is
-// changed, no_change_seen or requant_identical_seen, never identical, and
-// reports the changed fraction of its sample (changed_elems over
-// sampled_elems) with a Wilson interval. Options.Sample instead draws the
+// With Options.SampleBytes (or SampleBudget, a total spread over the
+// tensors) a comparison reads only a seeded sample of every tensor larger
+// than its share: many short ranges spread over the tensor (runs of whole
+// scale-column groups for block-FP8 weights), which makes diffs over HTTP
+// practical: the ranges of a batch of tensors are read concurrently with
+// ckpt.ReadSpans, then compared by the same engine from memory. A sampled
+// tensor is changed, no_change_seen or requant_identical_seen, never
+// identical, and reports the changed fraction of its sample
+// (changed_elems over sampled_elems) with a 95 % interval that treats the
+// ranges as clusters (ClusterInterval; docs/sampling.md). Options.Sample instead draws the
 // tensors whose data is read, the headers of all being compared.
 //
 // Groups and ByLayer tally the rows per group and per decoder layer (and

@@ -210,7 +210,8 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 		return err
 	}
 	p.geom = e.geometry(p)
-	p.geom.ranges = p.sample.chunks(p.geom) // nil unless sampled
+	var rangeOf []int
+	p.geom.ranges, rangeOf = p.sample.chunks(p.geom) // nil unless sampled
 	n := p.geom.count()
 	res := make([]chunkResult, n)
 	var stop atomic.Bool
@@ -221,6 +222,14 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 		return err
 	}
 	defer e.progress.ItemDone()
+	if rangeOf != nil {
+		// The changed elements of each sampled range: the clusters of the
+		// changed fraction's interval.
+		p.rangeChanged = make([]int64, len(p.sample.ranges))
+		for k, i := range rangeOf {
+			p.rangeChanged[i] += res[k].p.changed
+		}
+	}
 	row := p.row
 	differs := false
 	for i := range res {
@@ -346,6 +355,9 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 	case kindCross:
 		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false)
 	case kindRequant:
+		if p.geom.ranges != nil {
+			return e.requantSegments(p, bRaw, fRaw, e0, e1, sc, &r.p)
+		}
 		return e.requant(p, bRaw, fRaw, e0, e1, sc, &r.p)
 	}
 	return fmt.Errorf("tensor %s: internal error: unknown comparison kind %d", ckpt.Quote(p.b.Name), p.kind)
@@ -553,6 +565,63 @@ func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, 
 				r.qBlocks++
 			}
 		}
+	}
+	return nil
+}
+
+// requantSegments is requant for the ranges of a sampled diff, which are
+// runs of whole groups of bn columns inside rows, not whole blocks: each
+// group segment is compared by value, and the wider side re-quantised with
+// the FP8 side's stored scale of its block against the codes. Whether the
+// stored scale is the recipe's (the block's absolute maximum over 448)
+// needs the whole block and is not checked: a sample checks codes only.
+func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial) error {
+	q, w := p.q, p.w
+	qRaw, wRaw := bRaw, fRaw
+	if q == p.fs {
+		qRaw, wRaw = fRaw, bRaw
+	}
+	cols := q.cols
+	for g := e0; g < e1; {
+		row, c := g/cols, g%cols
+		bj := c / q.bn
+		end := min((bj+1)*q.bn, cols, c+(e1-g))
+		n := end - c
+		o := g - e0
+		sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
+		qF, wF := sc.bF, sc.fF
+		if err := q.decode(qRaw[o*q.esize:(o+n)*q.esize], g, qF); err != nil {
+			return err
+		}
+		if err := w.decode(wRaw[o*w.esize:(o+n)*w.esize], g, wF); err != nil {
+			return err
+		}
+		bF, fF := qF, wF
+		if q == p.fs {
+			bF, fF = wF, qF
+		}
+		r.changed += countValueDiff(bF, fF)
+		r.accumulate(bF, fF)
+		codes := qRaw[o : o+n]
+		s := q.scale[(row/q.bm)*q.sCols+bj]
+		var cnt, zs int64
+		if s == 0 {
+			for _, c := range codes {
+				if c == 0x80 {
+					zs++
+				} else if c != 0 {
+					cnt++
+				}
+			}
+		} else {
+			cnt, zs = requantCodes(wF, codes, s)
+		}
+		r.qElems += cnt
+		r.zeroSign += zs
+		if cnt > 0 {
+			r.qBlocks++
+		}
+		g += n
 	}
 	return nil
 }

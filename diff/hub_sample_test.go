@@ -118,6 +118,7 @@ func TestSampledDiffOverHub(t *testing.T) {
 	p := writeHubPair(t)
 	hub := sourcetest.NewHub(p.base, "org/base")
 	hub.AddRepo("org/ft", p.ft)
+	hub.Redirect = true // resolve URLs redirect to signed CDN URLs, as the real hub's do
 	t.Cleanup(hub.Close)
 	env := map[string]string{"HF_ENDPOINT": hub.URL}
 	openers := source.Openers(source.Options{Getenv: func(k string) string { return env[k] }})
@@ -128,10 +129,22 @@ func TestSampledDiffOverHub(t *testing.T) {
 	hf, err := ckpt.Open(ctx, "hf://org/ft", ckpt.Options{}, openers...)
 	require.NoError(t, err)
 	defer hf.Close()
+	hub.Quiesce()
+	opened := hub.Resolves.Load()
 	sampled, err := diff.Compare(ctx, hb, hf, p.opt)
 	require.NoError(t, err)
 	hub.Quiesce()
 	served := hub.BytesServed.Load()
+
+	// Requests: every file was resolved once when opened; each read of the
+	// diff is one request to the CDN, none through the hub again.
+	reads := sampled.Sample.Base.Reads + sampled.Sample.FT.Reads
+	t.Logf("resolves: %d at open, %d in all; CDN requests %d for %d reads", opened, hub.Resolves.Load(), hub.CDN.Load(), reads)
+	assert.Equal(t, opened, hub.Resolves.Load(), "no read goes through /resolve")
+	assert.LessOrEqual(t, hub.CDN.Load(), reads+opened, "one request per read (and one per file opened)")
+	requests := sampled.Sample.Base.Requests + sampled.Sample.FT.Requests
+	assert.LessOrEqual(t, requests, reads, "the summary counts the requests: at most one per read (reads inside a file's prefix take none)")
+	assert.Greater(t, requests, reads*9/10)
 
 	// Bytes: everything the hub served (headers, index and config
 	// included) is at most 2 % of the pair.
@@ -147,6 +160,21 @@ func TestSampledDiffOverHub(t *testing.T) {
 		baseTotal += int64(tn.NBytes())
 	}
 	assert.Equal(t, baseTotal, sampled.Sample.Base.BytesTotal)
+
+	// The budget is kept: per side at most 1.25 × Σ min(size, SIZE) over
+	// the tensors (a scale tensor is read whole, and it is smaller than
+	// SIZE here).
+	for _, side := range []struct {
+		c    *ckpt.Checkpoint
+		read int64
+	}{{bc, sampled.Sample.Base.BytesRead}, {fc, sampled.Sample.FT.BytesRead}} {
+		var bound int64
+		for _, tn := range side.c.Tensors {
+			bound += min(int64(tn.NBytes()), p.opt.SampleBytes)
+		}
+		t.Logf("read %d bytes of a bound of %d", side.read, bound)
+		assert.LessOrEqual(t, side.read, bound*5/4)
+	}
 
 	full, err := diff.Compare(ctx, bc, fc, diff.Options{ByLayer: true})
 	require.NoError(t, err)

@@ -4,21 +4,25 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Range planning of sampled diffs (Options.SampleBytes): which parts of a
-// tensor pair are compared. Both sides are compared at the same element
-// positions, so one plan serves both.
+// Range planning of sampled diffs (Options.SampleBytes, SampleBudget):
+// which parts of a tensor pair are compared. Both sides are compared at
+// the same element positions, so one plan serves both. The method and what
+// a sample cannot prove are in docs/sampling.md.
 
 const (
-	// minPiece and maxPieces shape the sample of a tensor without block
-	// scales: up to maxPieces ranges of at least minPiece bytes, one in
-	// each of as many equal strata of the tensor, so that the sample
-	// spreads over it without costing a request per few bytes.
-	minPiece  = 16 << 10
-	maxPieces = 8
+	// pieceBytes is the target size of one sampled range: a tensor's
+	// bytes per side are split into about size/pieceBytes ranges, at least
+	// minRanges and at most maxRanges of them, so that the sample is many
+	// short clusters spread over the tensor (each range is one request
+	// over HTTP).
+	pieceBytes = 4 << 10
+	minRanges  = 8
+	maxRanges  = 32
 )
 
 // samplePlan is the part of a tensor pair a sampled diff compares.
@@ -27,25 +31,27 @@ type samplePlan struct {
 	// exactly as an unsampled diff would.
 	whole bool
 	// ranges are sorted, disjoint unit ranges [a, b) of the engine's
-	// geometry (elements, or bytes for sub-byte raw dtypes).
+	// geometry (elements, or bytes for sub-byte raw dtypes): the clusters
+	// of the sample.
 	ranges [][2]int64
 }
 
 // chunks splits the sampled ranges into chunks of at most g.chunk units
-// (nil when the tensor is compared whole: the engine chunks it itself).
-// Ranges of a block-scaled tensor start on rows of scale blocks and g.chunk
-// is a whole number of them, so every chunk is too.
-func (s *samplePlan) chunks(g geom) [][2]int64 {
+// (nil when the tensor is compared whole: the engine chunks it itself),
+// and returns for each chunk the index of its range.
+func (s *samplePlan) chunks(g geom) ([][2]int64, []int) {
 	if s == nil || s.whole {
-		return nil
+		return nil, nil
 	}
 	out := [][2]int64{}
-	for _, r := range s.ranges {
+	var of []int
+	for i, r := range s.ranges {
 		for a := r[0]; a < r[1]; a += g.chunk {
 			out = append(out, [2]int64{a, min(a+g.chunk, r[1])})
+			of = append(of, i)
 		}
 	}
-	return out
+	return out, of
 }
 
 // units is the number of units the plan compares.
@@ -60,16 +66,17 @@ func (s *samplePlan) units(g geom) int64 {
 	return n
 }
 
-// blockRows is the row alignment that keeps whole scale blocks on every
-// block-scaled side (0 when neither side has block scales).
-func (p *plan) blockRows() int64 {
+// groupCols is the column alignment that keeps whole groups of scale
+// blocks (bn columns) on every block-scaled side (0 when neither side has
+// block scales).
+func (p *plan) groupCols() int64 {
 	var align int64
 	for _, s := range []*side{p.bs, p.fs} {
 		if s != nil && s.scaled() {
 			if align == 0 {
-				align = s.bm
+				align = s.bn
 			} else {
-				align = lcm(align, s.bm)
+				align = lcm(align, s.bn)
 			}
 		}
 	}
@@ -89,42 +96,81 @@ func sampleRNG(seed uint64, name string) *rand.Rand {
 }
 
 // planSample chooses what to compare of a pair whose geometry is g, for
-// about size bytes per side. A pair no larger than size on either side is
-// compared whole. A block-scaled pair is sampled in whole rows of scale
-// blocks (at least one; so that requantisation and the scales apply to
-// complete blocks), chosen one per stratum of equal numbers of block rows.
-// Other pairs are sampled in up to maxPieces ranges, one at a random
-// position inside each of as many equal strata.
+// at most size bytes per side.
+// A pair no larger than size on either side is compared whole. Otherwise
+// the budget is split into m ranges of equal length (m between minRanges
+// and maxRanges, about size/pieceBytes), whose start positions are drawn
+// one in each of m equal strata of all the possible starts: the sample
+// spreads over every part of the tensor, rows and columns alike. On a
+// block-scaled pair a range is a run of whole groups of bn columns (across
+// rows, or inside one row when rows end in a short group), so that every
+// sampled element is decoded with its block's scale; the scale tensor is
+// read whole (spans).
 func planSample(p *plan, g geom, size int64, seed uint64) *samplePlan {
 	maxE := max(g.esizeB, g.esizeF, 1)
 	if g.numel*maxE <= size || g.numel == 0 {
 		return &samplePlan{whole: true}
 	}
 	budget := max(size/maxE, 1) // units per side
+	m := min(max(size/pieceBytes, minRanges), maxRanges)
 	rng := sampleRNG(seed, p.row.Name)
 	var ranges [][2]int64
-	if align := p.blockRows(); align > 0 && p.bs.cols > 0 {
-		unit := align * p.bs.cols
-		nUnits := (g.numel + unit - 1) / unit
-		k := max(budget/unit, 1)
-		if k >= nUnits {
-			return &samplePlan{whole: true}
-		}
-		for j := int64(0); j < k; j++ {
-			lo, hi := j*nUnits/k, (j+1)*nUnits/k
-			u := lo + rng.Int64N(hi-lo)
-			ranges = append(ranges, [2]int64{u * unit, min((u+1)*unit, g.numel)})
-		}
-		return &samplePlan{ranges: ranges}
+	gc := p.groupCols()
+	cols := int64(0)
+	if p.bs != nil {
+		cols = p.bs.cols
 	}
-	pieces := min(max(budget*maxE/minPiece, 1), maxPieces)
-	n := max(budget/pieces, 1)
-	for j := int64(0); j < pieces; j++ {
-		lo, hi := j*g.numel/pieces, (j+1)*g.numel/pieces
-		start := lo + rng.Int64N(hi-lo-n+1)
-		ranges = append(ranges, [2]int64{start, start + n})
+	// unit is the granularity of the ranges: a group of gc columns on a
+	// block-scaled pair (whose rows are whole groups), else one unit.
+	unit, span := int64(1), g.numel
+	if gc > 0 && cols > 0 && cols%gc == 0 {
+		unit, span = gc, g.numel/gc
 	}
-	return &samplePlan{ranges: ranges}
+	if gc > 0 && cols > 0 && cols%gc != 0 {
+		// Rows end in a short group: runs of lg whole groups inside a row.
+		gpr := (cols + gc - 1) / gc
+		lg := min(max(budget/m/gc, 1), gpr)
+		m = max(min(m, budget/(lg*gc)), 1)
+		per := gpr - lg + 1 // starts per row
+		starts := (g.numel / cols) * per
+		m = min(m, starts)
+		for j := int64(0); j < m; j++ {
+			lo, hi := j*starts/m, (j+1)*starts/m
+			s := lo + rng.Int64N(hi-lo)
+			r, g0 := s/per, s%per
+			a := r*cols + g0*gc
+			ranges = append(ranges, [2]int64{a, min(a+lg*gc, (r+1)*cols)})
+		}
+		return &samplePlan{ranges: mergeRanges(ranges)}
+	}
+	// Runs of l units anywhere (across rows too), one start in each of m
+	// strata of the possible starts.
+	l := max(budget/m/unit, 1)
+	m = max(min(m, budget/(l*unit)), 1)
+	starts := span - l + 1
+	m = min(m, starts)
+	for j := int64(0); j < m; j++ {
+		lo, hi := j*starts/m, (j+1)*starts/m
+		s := lo + rng.Int64N(hi-lo)
+		ranges = append(ranges, [2]int64{s * unit, (s + l) * unit})
+	}
+	return &samplePlan{ranges: mergeRanges(ranges)}
+}
+
+// mergeRanges sorts the ranges and merges those that overlap or touch
+// into one (one read, one cluster); no gap is added, so the sample stays
+// within its budget.
+func mergeRanges(rs [][2]int64) [][2]int64 {
+	sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+	var out [][2]int64
+	for _, r := range rs {
+		if n := len(out); n > 0 && r[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // spans lists the byte ranges of one side a plan needs: the sampled

@@ -39,8 +39,9 @@ func TestWilson(t *testing.T) {
 // TestSampleBytesSmallPair checks the sampled diff against the full one on
 // the tiny FP8 pair (dense changes in a few tensors, an MTP head shipped
 // as its bf16 master values): what is read whole is classified exactly;
-// what is sampled is sampled in whole rows of scale blocks (FP8) or in a
-// few spread ranges, deterministically, and never called identical.
+// what is sampled is sampled in many spread ranges (runs of whole groups
+// of scale columns for FP8, never whole rows of scale blocks) within the
+// budget, deterministically, and never called identical.
 func TestSampleBytesSmallPair(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
@@ -103,7 +104,8 @@ func TestSampleBytesSmallPair(t *testing.T) {
 			assert.Positive(t, *r.ChangedElems, "%s: the bf16 master values are not the dequantised FP8 values", r.Name)
 		}
 		// Ranges: sorted, disjoint, inside the tensor; block-FP8 ones are
-		// whole rows of 32-row scale blocks.
+		// runs of whole 32-column groups (not whole rows of scale blocks);
+		// at most the budget.
 		var n int64
 		for i, rg := range r.SampledRanges {
 			assert.True(t, rg[0] < rg[1] && rg[1] <= r.Numel, "%s: range %v", r.Name, rg)
@@ -113,20 +115,40 @@ func TestSampleBytesSmallPair(t *testing.T) {
 			n += rg[1] - rg[0]
 		}
 		assert.Equal(t, n, *r.SampledElems, r.Name)
+		esize := int64(max(b.DType.Bits()/8, 1))
+		if ft, ok := fc.Lookup(r.Name); ok {
+			esize = max(esize, int64(ft.DType.Bits()/8))
+		}
 		if r.BaseDType == ckpt.F8E4M3 || r.FTDType == ckpt.F8E4M3 {
 			cols := r.Numel / r.Shape[0]
+			require.Zero(t, cols%32, r.Name)
 			for _, rg := range r.SampledRanges {
-				assert.Zero(t, rg[0]%(32*cols), "%s: starts on a row of scale blocks", r.Name)
-				assert.True(t, rg[1] == r.Numel || rg[1]%(32*cols) == 0, "%s: ends on one", r.Name)
+				assert.Zero(t, rg[0]%32, "%s: starts on a group", r.Name)
+				assert.Zero(t, rg[1]%32, "%s: ends on one", r.Name)
 			}
-		} else {
-			assert.LessOrEqual(t, len(r.SampledRanges), 8, r.Name)
-			assert.LessOrEqual(t, n*int64(b.DType.Bits()/8), opt.SampleBytes, r.Name)
 		}
+		assert.LessOrEqual(t, n*esize, opt.SampleBytes, r.Name)
+		assert.GreaterOrEqual(t, len(r.SampledRanges), 2, "%s: spread over several ranges", r.Name)
 		assert.False(t, math.IsNaN(float64(*r.Cosine)), r.Name)
 	}
 	assert.True(t, sawRequant, "the MTP head (bf16 against the base's FP8) is sampled")
 	assert.Less(t, res.Sample.Base.BytesRead, full.BytesRead/2)
+	// The budget is the budget: per side at most 1.25 × (Σ min(size,
+	// SIZE) + the scale tensors of sampled weights, read whole).
+	for _, side := range []struct {
+		c    *ckpt.Checkpoint
+		read int64
+	}{{bc, res.Sample.Base.BytesRead}, {fc, res.Sample.FT.BytesRead}} {
+		var bound int64
+		for _, tn := range side.c.Tensors {
+			bound += min(int64(tn.NBytes()), opt.SampleBytes)
+			if strings.HasSuffix(tn.Name, ckpt.ScaleSuffix) && int64(tn.NBytes()) > opt.SampleBytes {
+				bound += int64(tn.NBytes()) - opt.SampleBytes
+			}
+		}
+		assert.Positive(t, side.read)
+		assert.LessOrEqual(t, side.read, bound*5/4)
+	}
 
 	other, err := diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, SampleSeed: 6})
 	require.NoError(t, err)
@@ -192,4 +214,35 @@ func TestSampleBytesReads(t *testing.T) {
 	cancel()
 	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// ClusterInterval: no change seen in m ranges bounds the fraction by the
+// ranges (not the elements) sampled; evenly spread changes give about the
+// interval of independent draws; a change in one range of many is not
+// ruled out elsewhere.
+func TestClusterInterval(t *testing.T) {
+	t.Parallel()
+	sizes := make([]int64, 16)
+	for i := range sizes {
+		sizes[i] = 2048
+	}
+	lo, hi := diff.ClusterInterval(make([]int64, 16), sizes)
+	_, whi := diff.Wilson(0, 16)
+	assert.Zero(t, lo)
+	assert.InDelta(t, whi, hi, 1e-12, "zero hits: at most the ranges' bound")
+	even := make([]int64, 16)
+	for i := range even {
+		even[i] = 205
+	}
+	lo, hi = diff.ClusterInterval(even, sizes)
+	wlo, whi := diff.Wilson(205*16, 2048*16)
+	assert.InDelta(t, wlo, lo, 1e-9)
+	assert.InDelta(t, whi, hi, 1e-9)
+	one := make([]int64, 16)
+	one[3] = 2048
+	lo, hi = diff.ClusterInterval(one, sizes)
+	assert.Zero(t, lo, "one range fully changed: other ranges may hold none")
+	assert.Greater(t, hi, 0.2)
+	lo, hi = diff.ClusterInterval(nil, nil)
+	assert.Equal(t, [2]float64{0, 1}, [2]float64{lo, hi})
 }

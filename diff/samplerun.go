@@ -16,9 +16,9 @@ import (
 const sampleBatchBytes = 32 << 20
 
 // defaultSampleReads is the number of reads in flight when
-// Options.Workers is not set: sampled diffs are bound by latency (HTTP),
-// not by the CPU.
-const defaultSampleReads = 8
+// Options.Workers is not set: sampled diffs are bound by latency (HTTP,
+// often a hub 100 ms or more away), not by the CPU.
+const defaultSampleReads = 64
 
 // compareSampled runs a sampled diff of the planned pairs: it plans the
 // ranges of every pair, then, batch by batch, reads the ranges of both
@@ -27,7 +27,10 @@ const defaultSampleReads = 8
 // inSample (nil: every tensor) is the Options.Sample draw: the tensors
 // whose data the diff compares, those BytesTotal counts.
 func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool, opt Options, res *Result) error {
-	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, Seed: opt.SampleSeed}
+	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, BudgetBytes: opt.SampleBudget, Seed: opt.SampleSeed}
+	if opt.SampleBudget > 0 {
+		info.BytesPerTensor = 0
+	}
 	res.Sample = info
 	for _, row := range res.Tensors {
 		if inSample != nil && !inSample[row.Name] {
@@ -58,12 +61,16 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 			needF[p.fs.scaleT] = true
 		}
 	}
+	size := func(*plan) int64 { return opt.SampleBytes }
+	if opt.SampleBudget > 0 {
+		size = budgetShares(plans, needB, needF, e, opt.SampleBudget)
+	}
 	for _, p := range plans {
 		g := e.geometry(p)
 		if needB[p.b] && needF[p.f] {
 			p.sample = &samplePlan{whole: true}
 		} else {
-			p.sample = planSample(p, g, opt.SampleBytes, opt.SampleSeed)
+			p.sample = planSample(p, g, size(p), opt.SampleSeed)
 		}
 		if p.sample.whole {
 			info.WholeTensors++
@@ -82,6 +89,7 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		reads = defaultSampleReads
 	}
 
+	reqB, reqF := storeRequests(base), storeRequests(ft)
 	ready := make(chan []*plan, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { // read
@@ -123,7 +131,79 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		return err
 	}
 	res.BytesRead = info.Base.BytesRead + info.FT.BytesRead
+	info.Base.Requests = storeRequests(base) - reqB
+	if ft.Store != base.Store {
+		info.FT.Requests = storeRequests(ft) - reqF
+	}
 	return ctx.Err()
+}
+
+// storeRequests is the number of requests the checkpoint's store has made
+// so far, for stores that count them (HTTP), else 0.
+func storeRequests(c *ckpt.Checkpoint) int64 {
+	if s, ok := c.Store.(interface {
+		Stats() (requests, bytes int64)
+	}); ok {
+		n, _ := s.Stats()
+		return n
+	}
+	return 0
+}
+
+// SampleFloor is the least share of Options.SampleBudget a tensor gets
+// (or all of it, if smaller).
+const SampleFloor = 16 << 10
+
+// budgetShares splits a budget of total bytes per side over the plans:
+// the scale tensors that weights need are read whole; every other tensor
+// of size s (the larger side) gets min(s, SampleFloor + α·s), with α
+// found by bisection as the largest that keeps the sum within the budget;
+// when the floors alone exceed it, α is 0 and the floor is lowered until
+// they fit.
+func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, total int64) func(*plan) int64 {
+	var sizes []int64
+	rest := total
+	for _, p := range plans {
+		if needB[p.b] && needF[p.f] {
+			rest -= max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+			continue
+		}
+		sizes = append(sizes, max(int64(p.b.NBytes()), int64(p.f.NBytes())))
+	}
+	floor := float64(SampleFloor)
+	cost := func(a float64) float64 {
+		var c float64
+		for _, s := range sizes {
+			c += min(float64(s), floor+a*float64(s))
+		}
+		return c
+	}
+	bisect := func(f func(x float64) float64, hi float64) float64 {
+		lo := 0.0
+		if f(hi) <= float64(rest) {
+			return hi
+		}
+		for range 60 {
+			mid := (lo + hi) / 2
+			if f(mid) <= float64(rest) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo
+	}
+	alpha := 0.0
+	if cost(0) > float64(rest) {
+		// The floors alone exceed the budget: lower the floor instead.
+		floor = bisect(func(x float64) float64 { floor = x; return cost(0) }, SampleFloor)
+	} else {
+		alpha = bisect(cost, 1)
+	}
+	return func(p *plan) int64 {
+		s := max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+		return max(min(s, int64(floor+alpha*float64(s))), 1)
+	}
 }
 
 // sampleBatches groups the plans into batches of about sampleBatchBytes,
@@ -174,7 +254,10 @@ func fetchBatch(ctx context.Context, e *engine, batch []*plan, reads int) (map[*
 		spans = append(spans, p.sample.spans(p.b, p.bs, g.esizeB)...)
 		spans = append(spans, p.sample.spans(p.f, p.fs, g.esizeF)...)
 	}
-	got, err := ckpt.ReadSpans(ctx, spans, ckpt.SpanOptions{Workers: reads})
+	// No gap is read: the plans merge ranges that are close already, and
+	// the bytes read stay within the budget (touching spans still share a
+	// read).
+	got, err := ckpt.ReadSpans(ctx, spans, ckpt.SpanOptions{Workers: reads, MaxGap: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -228,8 +311,9 @@ func (m *memSrc) ReadAt(p []byte, off int64) (int, error) {
 // is requant_identical_seen, never requant_identical; the row says how
 // much was compared, the changed fraction (changed_elems over
 // sampled_elems: for a requant pair, the elements whose decoded values
-// differ) and its 95 % Wilson interval. Pairs read whole keep their exact
-// relation and get the changed fraction.
+// differ) and its 95 % interval, which treats the sampled ranges as
+// clusters (ClusterInterval). Pairs read whole keep their exact relation
+// and get the changed fraction.
 func (p *plan) finishSample() {
 	row := p.row
 	if p.sample.whole {
@@ -257,9 +341,105 @@ func (p *plan) finishSample() {
 	if n > 0 {
 		f = Float(float64(k) / float64(n))
 	}
-	lo, hi := Wilson(k, n)
-	row.ChangedFraction, row.ChangedFractionCI95 = &f, &[2]Float{Float(lo), Float(hi)}
+	sizes := make([]int64, len(p.sample.ranges))
+	for i, r := range p.sample.ranges {
+		sizes[i] = r[1] - r[0]
+	}
+	changed := p.rangeChanged
+	if len(changed) != len(sizes) { // every chunk equal: nothing changed
+		changed = make([]int64, len(sizes))
+	}
+	lo, hi := ClusterInterval(changed, sizes)
+	row.ChangedFractionCI95 = &[2]Float{Float(lo), Float(hi)}
+	row.ChangedFraction = &f
 }
+
+// ClusterInterval returns a 95 % interval for the changed fraction of a
+// tensor from a sample of m ranges (clusters) at stratified random
+// positions, range i holding changed[i] changed elements of sizes[i]. It
+// is the union of three intervals, each valid under its own assumption,
+// so that none of them has to hold for the result to be honest:
+//
+//   - the ratio estimator Σchanged/Σsizes with its between-range
+//     variance and Student's t with m-1 degrees of freedom (valid when the
+//     ranges are many or the changes spread over most of them);
+//   - the Wilson interval of the sampled elements as independent draws
+//     (the least uncertainty a sample of that many elements can have);
+//   - when fewer than fewHits ranges show a change (too few for the
+//     between-range variance to be trusted), the Wilson upper bound of the
+//     fraction of ranges that contain any change, h of m: a range at a
+//     random position contains a change with probability at least the
+//     changed fraction, however the changes cluster, so this bound holds
+//     even when every change sits in rows or columns the sample missed.
+//
+// It is [0, 1] with no ranges. See docs/sampling.md.
+func ClusterInterval(changed, sizes []int64) (lo, hi float64) {
+	m := len(sizes)
+	if m == 0 || m != len(changed) {
+		return 0, 1
+	}
+	var k, n int64
+	hits := int64(0)
+	for i := range sizes {
+		k += changed[i]
+		n += sizes[i]
+		if changed[i] > 0 {
+			hits++
+		}
+	}
+	if n <= 0 {
+		return 0, 1
+	}
+	lo, hi = Wilson(k, n)
+	if m >= 2 {
+		p := float64(k) / float64(n)
+		mean := float64(n) / float64(m)
+		var ss float64
+		for i := range sizes {
+			d := float64(changed[i]) - p*float64(sizes[i])
+			ss += d * d
+		}
+		se := ss / float64(m-1) / float64(m) // variance of the mean of the residuals
+		se = sqrt(se) / mean
+		t := studentT975(m - 1)
+		lo, hi = min(lo, max(p-t*se, 0)), max(hi, min(p+t*se, 1))
+	} else {
+		lo, hi = 0, 1
+	}
+	if hits < min(int64(m), fewHits) {
+		_, h := Wilson(hits, int64(m))
+		hi = max(hi, h)
+	}
+	if k == 0 {
+		lo = 0
+	}
+	return lo, hi
+}
+
+// fewHits is the number of ranges with a change below which
+// ClusterInterval also bounds the changed fraction by the fraction of
+// ranges that contain any change.
+const fewHits = 5
+
+// studentT975 is the 97.5th percentile of Student's t with df degrees of
+// freedom: a table up to 30, a Cornish-Fisher expansion beyond.
+func studentT975(df int) float64 {
+	table := [...]float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df < 1 {
+		return math.Inf(1)
+	}
+	if df < len(table) {
+		return table[df]
+	}
+	const z = 1.959963984540054
+	d := float64(df)
+	z3, z5 := z*z*z, z*z*z*z*z
+	return z + (z3+z)/(4*d) + (5*z5+16*z3+3*z)/(96*d*d)
+}
+
+func sqrt(x float64) float64 { return math.Sqrt(x) }
 
 // Wilson returns the 95 % Wilson score interval for a proportion of k
 // successes in n trials ([0, 1] when n is 0). Unlike the normal

@@ -28,8 +28,9 @@ type result struct {
 	size    int64 // total file size
 	etag    string
 	lastMod string
-	noRange bool // the server answered 200 to a Range request
-	redir   bool // the response came from another host
+	noRange bool   // the server answered 200 to a Range request
+	redir   bool   // the response came from another host
+	final   string // the URL that answered, after redirects
 }
 
 // fetch reads len(dst) bytes at start (fewer only if the file ends first
@@ -47,6 +48,9 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 			res = r
 		} else {
 			res.noRange = res.noRange || r.noRange
+			if r.final != "" {
+				res.final = r.final
+			}
 		}
 		got += r.n
 		res.n = got
@@ -65,7 +69,7 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 		if !isRetryable(err) {
 			return res, err
 		}
-		if attempt >= s.opt.MaxAttempts {
+		if s.opt.MaxAttempts > 0 && attempt >= s.opt.MaxAttempts {
 			return res, fmt.Errorf("giving up after %d attempts: %w", attempt, last)
 		}
 		wait := s.backoff(attempt, retryAfter)
@@ -185,7 +189,9 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	if p.etag != "" && p.ifMatch {
 		req.Header.Set("If-Match", p.etag)
 	}
-	if s.auth != "" {
+	if s.auth != "" && req.URL.Host == s.base.Host {
+		// Never to another host (a signed CDN URL carries its own
+		// credentials, and the token is not the CDN's to see).
 		req.Header.Set("Authorization", s.auth)
 	}
 	s.requests.Add(1)
@@ -199,7 +205,10 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
 	}()
-	res.redir = resp.Request != nil && resp.Request.URL.Host != req.URL.Host
+	res.redir = resp.Request != nil && resp.Request.URL.Host != s.base.Host
+	if resp.Request != nil {
+		res.final = resp.Request.URL.String()
+	}
 	res.etag = resp.Header.Get("ETag")
 	res.lastMod = resp.Header.Get("Last-Modified")
 

@@ -2,12 +2,16 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -117,6 +121,7 @@ func (s *HTTPStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 		return nil, fmt.Errorf("opening %s: %w", b.loc, err)
 	}
 	b.pin = pin{etag: res.etag, lastMod: res.lastMod, size: res.size, ifMatch: !res.redir}
+	b.setTarget(res.final)
 	b.prefix = buf[:res.n:res.n]
 	b.noRange = res.noRange
 	if int64(len(b.prefix)) == b.pin.size {
@@ -147,6 +152,88 @@ type httpBlob struct {
 	pin     pin
 	prefix  []byte // bytes [0, len(prefix)) from the first response
 	noRange bool   // the server ignored Range on the first request
+
+	// target is where the file's URL redirected to (a signed CDN URL for
+	// the hub's LFS files; "" when it did not redirect), until expires:
+	// reads go there directly, one request each, instead of through the
+	// hub's resolve endpoint and its redirect every time.
+	mu      sync.Mutex
+	target  string
+	expires time.Time
+}
+
+// targetMargin is how long before its expiry a redirect target is
+// resolved again.
+const targetMargin = 30 * time.Second
+
+// defaultTargetTTL is the lifetime assumed for a redirect target whose
+// URL says none (Expires, or X-Amz-Date with X-Amz-Expires).
+const defaultTargetTTL = 10 * time.Minute
+
+// setTarget records the URL a request was answered from, if the blob's URL
+// redirected there.
+func (b *httpBlob) setTarget(final string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if final == "" || final == b.url {
+		b.target = ""
+		return
+	}
+	b.target, b.expires = final, targetExpiry(final, time.Now())
+}
+
+// readURL is the URL to read from: the redirect target while it is fresh,
+// else the blob's own URL (whose redirect then renews the target).
+func (b *httpBlob) readURL() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.target != "" && time.Until(b.expires) > targetMargin {
+		return b.target
+	}
+	return b.url
+}
+
+// dropTarget forgets a target that was refused (expired early, revoked).
+func (b *httpBlob) dropTarget(t string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.target == t {
+		b.target = ""
+	}
+}
+
+// targetExpiry reads the expiry of a signed URL: CloudFront's Expires
+// (Unix seconds) or S3's X-Amz-Date plus X-Amz-Expires; else now plus
+// defaultTargetTTL.
+func targetExpiry(raw string, now time.Time) time.Time {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return now.Add(defaultTargetTTL)
+	}
+	q := u.Query()
+	if v, err := strconv.ParseInt(q.Get("Expires"), 10, 64); err == nil {
+		return time.Unix(v, 0)
+	}
+	if d, err := time.Parse("20060102T150405Z", q.Get("X-Amz-Date")); err == nil {
+		if sec, err := strconv.ParseInt(q.Get("X-Amz-Expires"), 10, 64); err == nil {
+			return d.Add(time.Duration(sec) * time.Second)
+		}
+	}
+	return now.Add(defaultTargetTTL)
+}
+
+// refused reports whether err is a refusal that a fresh redirect target
+// may not get: 401, 403, 404 or 410 from a target URL.
+func refused(err error) bool {
+	var he *HTTPError
+	if !errors.As(err, &he) {
+		return false
+	}
+	switch he.Status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return true
+	}
+	return false
 }
 
 func (b *httpBlob) Size() int64 { return b.pin.size }
@@ -184,7 +271,21 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 		chunk := min(int64(len(want)-n), b.s.opt.ChunkSize)
 		start := off + int64(n)
 		pn := b.pin
-		res, err := b.s.fetch(b.s.ctx, b.url, &pn, start, want[n:n+int(chunk)])
+		u := b.readURL()
+		res, err := b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+		if err != nil && u != b.url && refused(err) {
+			// The signed target expired or was revoked: resolve again.
+			b.dropTarget(u)
+			n += res.n
+			start = off + int64(n)
+			chunk = min(int64(len(want)-n), b.s.opt.ChunkSize)
+			pn = b.pin
+			u = b.url
+			res, err = b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+		}
+		if u == b.url && res.final != "" {
+			b.setTarget(res.final)
+		}
 		n += res.n
 		if err != nil {
 			return n, fmt.Errorf("reading bytes %d-%d of %s: %w", start, start+chunk-1, b.loc, err)

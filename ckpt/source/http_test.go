@@ -144,7 +144,9 @@ func TestHTTPBlobFaults(t *testing.T) {
 		{name: "wrong Content-Range once", kind: sourcetest.WrongRange, when: nth(2)},
 		{name: "short body", kind: sourcetest.Short, when: nth(1, 2, 6)},
 		{name: "stalled body then fine", kind: sourcetest.HangBody, when: nth(3), opts: func(o *source.Options) { o.IdleTimeout = 300 * time.Millisecond }},
-		{name: "500 forever", kind: sourcetest.Status500, when: from(2), errText: "giving up after 6 attempts"},
+		{name: "500 forever", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.Timeout = time.Second },
+			wantErr: errTimeout, minDelay: 900 * time.Millisecond, maxDelay: 3 * time.Second},
+		{name: "500 forever, MaxAttempts", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.MaxAttempts = 6 }, errText: "giving up after 6 attempts"},
 		{name: "wrong Content-Range forever", kind: sourcetest.WrongRange, when: from(2), errText: "Content-Range"},
 		{name: "short bodies forever", kind: sourcetest.Short, when: from(2), errText: "body ended after"},
 		{name: "ETag changes mid-read", kind: sourcetest.NewVersion, when: from(4), wantErr: source.ErrChanged},
@@ -409,4 +411,52 @@ func TestHTTPRedirectToCDN(t *testing.T) {
 		require.Equal(t, y, x, name)
 	}
 	assert.False(t, sawAuthAtCDN.Load(), "the token must not follow a redirect to another host")
+}
+
+// Against a hub that redirects resolve URLs to signed CDN URLs, as the
+// real one does: each file is resolved once (its first request), and every
+// later read is one request to the CDN, not a resolve plus a redirect; a
+// 403 from the CDN (an expired or revoked signature) resolves the file
+// again and the read succeeds.
+func TestHTTPOneRequestPerRead(t *testing.T) {
+	t.Parallel()
+	dir := smallFixture(t)
+	want, err := os.ReadFile(filepath.Join(dir, shard))
+	require.NoError(t, err)
+	for _, expire := range []bool{false, true} {
+		hub := sourcetest.NewHub(dir, "org/model")
+		hub.Redirect = true
+		var cdnReads atomic.Int64
+		hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+			if expire && strings.HasPrefix(r.URL.Path, "/cdn/") && file == shard && cdnReads.Add(1) == 20 {
+				return sourcetest.Fault{Kind: sourcetest.Reject, Status: http.StatusForbidden, Body: "Request has expired"}
+			}
+			return sourcetest.Fault{}
+		}
+		st, err := source.NewHTTPStore(context.Background(), hub.URL+"/org/model/resolve/main", "", fastOpts())
+		require.NoError(t, err)
+		f, err := st.Open(context.Background(), shard)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), hub.Resolves.Load(), "opening resolves the file")
+		assert.Equal(t, int64(1), hub.CDN.Load())
+		hub.ResetCounters()
+		const reads = 100
+		step := int64(len(want)) / reads
+		for i := int64(0); i < reads; i++ {
+			buf := make([]byte, 300)
+			_, err := f.ReadAt(buf, i*step)
+			require.NoError(t, err)
+			require.Equal(t, want[i*step:i*step+300], buf)
+		}
+		hub.Quiesce()
+		t.Logf("expire=%v: %d reads: %d requests (%d resolve, %d CDN)", expire, reads, hub.Requests.Load(), hub.Resolves.Load(), hub.CDN.Load())
+		if expire {
+			assert.Equal(t, int64(1), hub.Resolves.Load(), "the refused signed URL is resolved again, once")
+			assert.Equal(t, int64(reads), hub.CDN.Load(), "the first read is in the prefix; one more for the refused one")
+		} else {
+			assert.Zero(t, hub.Resolves.Load(), "reads go to the CDN directly")
+			assert.Equal(t, int64(reads-1), hub.CDN.Load(), "one request per read (the first is in the prefix)")
+		}
+		hub.Close()
+	}
 }

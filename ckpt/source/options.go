@@ -31,9 +31,14 @@ type Options struct {
 	// ChunkSize is the largest range requested at once; larger reads are
 	// split (default 8 MiB).
 	ChunkSize int64
-	// MaxConcurrent bounds concurrent requests per store (default 8).
+	// MaxConcurrent bounds concurrent requests per store (default 64: a
+	// sampled diff against a hub far away keeps many small reads in
+	// flight; callers bound their own reads below it).
 	MaxConcurrent int
-	// MaxAttempts bounds the attempts of one request (default 6).
+	// MaxAttempts, when > 0, bounds the attempts of one read. By default
+	// (0) a read that keeps failing transiently (dropped connections, 5xx,
+	// 429, short bodies, stalls) is retried with backoff, resuming after
+	// the bytes already received, for as long as Timeout allows.
 	MaxAttempts int
 	// BackoffBase and BackoffMax shape the exponential backoff between
 	// attempts (defaults 200 ms and 10 s).
@@ -77,10 +82,7 @@ func (o Options) withDefaults() Options {
 		o.ChunkSize = 8 << 20
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 8
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 6
+		o.MaxConcurrent = 64
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = 200 * time.Millisecond

@@ -35,8 +35,10 @@ type diffOptions struct {
 	// SampleBytes and SampleSeed sample byte ranges of every tensor; By
 	// is "tensor" or "layer".
 	SampleBytes string
-	SampleSeed  uint64
-	By          string
+	// SampleBudget spreads a total over the tensors instead.
+	SampleBudget string
+	SampleSeed   uint64
+	By           string
 	// Out is the file the report is written to (atomically) instead of
 	// stdout.
 	Out string
@@ -54,15 +56,18 @@ dtype_changed, shape_changed, only_in_base, only_in_ft. In values mode (the defa
 statistics changed_elems, max_abs_diff, rel_l2 and cosine are computed over dequantised values
 in float64. Data is streamed in chunks with bounded memory.
 
---sample-bytes SIZE compares every tensor larger than SIZE on a seeded sample of about SIZE
-bytes per side (block-FP8 weights: whole rows of scale blocks, at least one; their scales are
-read whole), all of it over HTTP Range for hf:// and https:// sources, coalesced and --workers
-requests at a time. Smaller tensors are read whole and classified exactly. A sampled tensor is
-changed when a sampled element differs, else no_change_seen (never identical), or, for a block-FP8
-/ wider-float pair whose sampled blocks re-quantise exactly, requant_identical_seen; its row gives
-sampled_elems, changed_elems of the sample, the changed fraction (changed_elems / sampled_elems)
-with a 95 % Wilson interval and the statistics of the sample, and the summary says how many bytes
-of each side were read. --by layer counts the relations per decoder layer, mtp, visual and other,
+--sample-bytes SIZE compares every tensor larger than SIZE on a seeded sample of at most SIZE
+bytes per side: many short ranges spread over the tensor (block-FP8 weights: runs of whole
+128-column groups decoded with their scales, which are read whole), all of it over HTTP Range
+for hf:// and https:// sources (each file resolved once, then one request per read, --workers
+requests at a time). --sample-budget TOTAL spreads TOTAL bytes per side over the tensors in
+proportion to their size instead, with a floor of 16 KiB per tensor. Smaller tensors are read
+whole and classified exactly. A sampled tensor is changed when a sampled element differs, else
+no_change_seen (never identical), or, for a block-FP8 / wider-float pair whose sampled codes
+re-quantise exactly with their stored scales, requant_identical_seen; its row gives sampled_elems,
+changed_elems of the sample, the changed fraction (changed_elems / sampled_elems) with a 95 %
+interval that treats the ranges as clusters (docs/sampling.md) and the statistics of the sample,
+and the summary says how many bytes of each side were read, in how many reads. --by layer counts the relations per decoder layer, mtp, visual and other,
 like the per-group table (each count is of its relation only; they add up to tensors), with the
 changed-fraction range and mean rel_l2 of the changed tensors, then a heatmap strip: one row per
 decoder layer (and MTP layer), one cell per tensor kind (q k v o, qkv z a b out, gate up down,
@@ -98,9 +103,10 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
-	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes also the reads in flight (default 8)")
-	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of about SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
-	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes")
+	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes/--sample-budget also the reads in flight (default 64)")
+	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
+	f.StringVar(&o.SampleBudget, "sample-budget", "", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
+	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")
 	f.StringVar(&o.By, "by", "tensor", "table/text/jsonl rows: tensor, or layer (per decoder layer, mtp, visual, other)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
@@ -131,6 +137,21 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		}
 		if mode != diff.ModeValues {
 			return usageError("--sample-bytes needs --mode values, not %s", mode)
+		}
+	}
+	var sampleBudget int64
+	if o.SampleBudget != "" {
+		if o.SampleBytes != "" {
+			return usageError("--sample-bytes and --sample-budget exclude each other")
+		}
+		if sampleBudget, err = ckpt.ParseSize(o.SampleBudget); err != nil {
+			return usageError("--sample-budget: %v", err)
+		}
+		if sampleBudget <= 0 {
+			return usageError("--sample-budget must be positive, not %s", o.SampleBudget)
+		}
+		if mode != diff.ModeValues {
+			return usageError("--sample-budget needs --mode values, not %s", mode)
 		}
 	}
 	if o.By != "tensor" && o.By != "layer" {
@@ -177,7 +198,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		}
 	}
 	res, err := diff.Compare(ctx, cks[0], cks[1], diff.Options{Mode: mode, Match: m, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, Progress: p,
-		SampleBytes: sampleBytes, SampleSeed: o.SampleSeed, ByLayer: o.By == "layer"})
+		SampleBytes: sampleBytes, SampleBudget: sampleBudget, SampleSeed: o.SampleSeed, ByLayer: o.By == "layer"})
 	stop()
 	if err != nil {
 		return err
@@ -242,7 +263,9 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	if res.Sampled {
 		mode += fmt.Sprintf(" (--sample: the data of %d of %d tensors; keys, dtypes and shapes of all)", res.SampleTensors, len(res.Tensors))
 	}
-	if s := res.Sample; s != nil {
+	if s := res.Sample; s != nil && s.BudgetBytes > 0 {
+		mode += fmt.Sprintf(", sampled: %s per side spread over the tensors (seed %d)", output.Bytes(s.BudgetBytes), s.Seed)
+	} else if s != nil {
 		mode += fmt.Sprintf(", sampled: %s per tensor and side (seed %d)", output.Bytes(s.BytesPerTensor), s.Seed)
 	}
 	line(0, "base: %s", ckpt.EscapeName(res.Base))
@@ -360,7 +383,11 @@ func sideRead(name string, s diff.SideRead) string {
 	if s.BytesTotal > 0 {
 		pct = 100 * float64(s.BytesRead) / float64(s.BytesTotal)
 	}
-	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads))
+	reqs := ""
+	if s.Requests > 0 {
+		reqs = fmt.Sprintf(" (%s request(s))", output.Int(s.Requests))
+	}
+	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)%s", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads), reqs)
 }
 
 // printTensors renders the tensor rows; identical ones (and, in a sampled

@@ -224,3 +224,48 @@ func TestDiffSampleBytes(t *testing.T) {
 		assert.Contains(t, stderr, c.stderr, "%v", c.args)
 	}
 }
+
+// --sample-budget spreads a total per side over the tensors: the JSON
+// says so, the bytes read of each side stay within it, and it excludes
+// --sample-bytes.
+func TestDiffSampleBudget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := ckpttest.Pair(dir)
+	require.NoError(t, err)
+	code, out, stderr := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none", "--sample-budget", "200KiB", "--sample-seed", "3")
+	require.Equal(t, 1, code, stderr)
+	var doc struct {
+		Sample struct {
+			BudgetBytes int64 `json:"budget_bytes"`
+			Sampled     int   `json:"sampled_tensors"`
+			Base, FT    struct {
+				BytesRead  int64 `json:"bytes_read"`
+				BytesTotal int64 `json:"bytes_total"`
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, int64(200<<10), doc.Sample.BudgetBytes)
+	assert.Positive(t, doc.Sample.Sampled)
+	for _, s := range []struct{ read, total int64 }{{doc.Sample.Base.BytesRead, doc.Sample.Base.BytesTotal}, {doc.Sample.FT.BytesRead, doc.Sample.FT.BytesTotal}} {
+		assert.Positive(t, s.read)
+		assert.LessOrEqual(t, s.read, int64(200<<10))
+		assert.Greater(t, s.total, int64(200<<10))
+	}
+	code, out, _ = runApp(t, "diff", base, ft, "--format", "text", "--progress", "none", "--sample-budget", "200KiB")
+	require.Equal(t, 1, code)
+	assert.Contains(t, out, "sampled: 200.0 KiB per side spread over the tensors (seed 0)")
+	for _, c := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--sample-budget", "200KiB", "--sample-bytes", "4KiB"}, "exclude each other"},
+		{[]string{"--sample-budget", "0"}, "--sample-budget must be positive"},
+		{[]string{"--sample-budget", "1MB", "--mode", "header"}, "--mode values"},
+	} {
+		code, _, stderr := runApp(t, append([]string{"diff", base, ft, "--progress", "none"}, c.args...)...)
+		assert.Equal(t, 2, code, "%v", c.args)
+		assert.Contains(t, stderr, c.stderr, "%v", c.args)
+	}
+}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,6 +209,14 @@ func TestSourcesDiffEveryForm(t *testing.T) {
 			assert.Equal(t, ft, got["ft"])
 			delete(got, "base")
 			delete(got, "ft")
+			if s, ok := got["sample"].(map[string]any); ok {
+				// HTTP requests depend on the source form (a local side makes none).
+				for _, side := range []string{"base", "ft"} {
+					if m, ok := s[side].(map[string]any); ok {
+						delete(m, "requests")
+					}
+				}
+			}
 			assert.Equal(t, want, got, "diff %v %s %s", mode, b, ft)
 			f.hub.Quiesce()
 			if mode[1] == "header" && !strings.HasPrefix(b, "hf:org") && !strings.HasPrefix(ft, "hf:org") {
@@ -299,4 +310,75 @@ func TestSourcesMapExtractCacheEveryForm(t *testing.T) {
 		code, _, errs = runSources(t, f.env, source.Options{}, "cache", "verify", out2, "--source", f.base)
 		assert.Equal(t, 0, code, "a cache built from %s is the local checkpoint's: %s", src, errs)
 	}
+}
+
+// TestSourcesOutlastABadLink: over a redirecting hub that fails about 40 %
+// of its requests transiently (dropped connections, 500, 429 with
+// Retry-After, short bodies, wrong ranges, stalled bodies), inspect and a
+// streamed diff give the local answer in every run: a read is retried
+// with backoff inside its time limit, resuming after the bytes it has,
+// instead of giving up after a fixed number of attempts.
+func TestSourcesOutlastABadLink(t *testing.T) {
+	t.Parallel()
+	f := newSourceForms(t)
+	f.hub.Redirect = true
+	kinds := []sourcetest.FaultKind{sourcetest.Drop, sourcetest.Status500, sourcetest.TooMany, sourcetest.Short, sourcetest.WrongRange, sourcetest.HangBody}
+	// A read (a file and the end of its range, which resuming keeps) is
+	// bad with probability 1/4: then its first 1 to 9 attempts fail, more
+	// than the 6 attempts reads used to get.
+	var n, faults atomic.Int64
+	var mu sync.Mutex
+	left := map[string]int{}
+	var run atomic.Int64 // each run draws its own bad reads
+	f.hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+		n.Add(1)
+		rg := r.Header.Get("Range")
+		key := fmt.Sprint(run.Load(), file, rg[strings.LastIndex(rg, "-")+1:])
+		mu.Lock()
+		k, seen := left[key]
+		if !seen {
+			hf := fnv.New64a()
+			hf.Write([]byte(key))
+			h := hf.Sum64()
+			if k = 0; h%4 == 0 {
+				k = 1 + int((h>>8)%9)
+			}
+		}
+		if k > 0 {
+			left[key] = k - 1
+		} else {
+			left[key] = 0
+		}
+		mu.Unlock()
+		if k == 0 {
+			return sourcetest.Fault{}
+		}
+		faults.Add(1)
+		return sourcetest.Fault{Kind: kinds[(uint64(k)+uint64(len(key)))%uint64(len(kinds))], RetryAfter: "0"}
+	}
+	opt := source.Options{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, ChunkSize: 32 << 10, IdleTimeout: 100 * time.Millisecond, Timeout: time.Minute}
+	inspect := func(src string, o source.Options) map[string]any {
+		code, out, errs := runSources(t, f.env, o, "inspect", src, "--format", "json")
+		require.Equal(t, 0, code, "inspect %s: %s", src, errs)
+		doc := decodeJSON(t, out)
+		delete(doc, "source")
+		return doc
+	}
+	diffDoc := func(b, ft string, o source.Options) map[string]any {
+		code, out, errs := runSources(t, f.env, o, "diff", b, ft, "--format", "json", "--progress", "none")
+		require.Equal(t, 1, code, "diff %s %s: %s", b, ft, errs)
+		doc := decodeJSON(t, out)
+		delete(doc, "base")
+		delete(doc, "ft")
+		return doc
+	}
+	wantInspect := inspect(f.base, source.Options{})
+	wantDiff := diffDoc(f.base, f.ft, source.Options{})
+	for i := range 3 {
+		run.Store(int64(i))
+		assert.Equal(t, wantInspect, inspect("hf://org/base", opt), "inspect, run %d", i)
+		assert.Equal(t, wantDiff, diffDoc("hf://org/base", "hf://org/ft", opt), "diff, run %d", i)
+	}
+	t.Logf("%d requests, %d with faults", n.Load(), faults.Load())
+	assert.Greater(t, faults.Load(), n.Load()/4, "about 40 %% of the requests fail")
 }

@@ -71,6 +71,24 @@ type Hub struct {
 	// concurrently.
 	Inject func(r *http.Request, file string) Fault
 
+	// Redirect makes resolve URLs answer as the real hub does for LFS
+	// files: 302 Found to a signed URL on the hub's CDN path
+	// (/cdn/{repo}/{path}?Expires=UNIX&X-Sig=...), valid for RedirectTTL
+	// (default an hour); the CDN path serves the bytes and answers 403
+	// once its URL has expired. Set before the first request.
+	Redirect    bool
+	RedirectTTL time.Duration
+	// Latency delays every response by this long (a hub far away);
+	// Bandwidth, when > 0, caps each response body at this many bytes per
+	// second.
+	Latency   time.Duration
+	Bandwidth int64
+
+	// Resolves counts requests to resolve URLs, CDN those to the CDN
+	// path (Requests counts all).
+	Resolves atomic.Int64
+	CDN      atomic.Int64
+
 	Requests    atomic.Int64
 	BytesServed atomic.Int64
 	Conns       atomic.Int64
@@ -122,6 +140,8 @@ func (h *Hub) ResetCounters() {
 	h.Requests.Store(0)
 	h.BytesServed.Store(0)
 	h.Conns.Store(0)
+	h.Resolves.Store(0)
+	h.CDN.Store(0)
 }
 
 // HubSource is "hf://Repo" for this hub (set HF_ENDPOINT to h.URL).
@@ -240,12 +260,26 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if h.Latency > 0 {
+		select {
+		case <-time.After(h.Latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	p := r.URL.Path
 	var file string
 	switch {
 	case strings.HasPrefix(p, "/files/"):
 		file = strings.TrimPrefix(p, "/files/")
+	case strings.HasPrefix(p, "/cdn/"):
+		h.CDN.Add(1)
+		var ok bool
+		if file, ok = h.cdnFile(w, r); !ok {
+			return
+		}
 	default:
+		h.Resolves.Add(1)
 		rest, ok := strings.CutPrefix(p, "/"+h.Repo+"/resolve/")
 		key := ""
 		if !ok {
@@ -271,6 +305,25 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		file = key + f
+		if h.Redirect {
+			if _, err := h.content(file); err != nil {
+				notFound(w, "EntryNotFound", "Entry not found")
+				return
+			}
+			repo, _ := strings.CutSuffix(strings.TrimPrefix(p, "/"), "/resolve/"+rest)
+			ttl := h.RedirectTTL
+			if ttl <= 0 {
+				ttl = time.Hour
+			}
+			loc := fmt.Sprintf("/cdn/%s/%s?Expires=%d&X-Sig=fake", repo, f, time.Now().Add(ttl).Unix())
+			if c, err := h.content(file); err == nil {
+				w.Header().Set("X-Linked-Etag", c.etag)
+				w.Header().Set("X-Linked-Size", strconv.FormatInt(c.size, 10))
+			}
+			w.Header().Set("Location", loc)
+			w.WriteHeader(http.StatusFound)
+			return
+		}
 	}
 	if rel := file[strings.LastIndex(file, "\x00")+1:]; rel == "" || path.Clean(rel) != rel || strings.HasPrefix(rel, "../") || strings.Contains(rel, "/../") {
 		notFound(w, "EntryNotFound", "Entry not found")
@@ -286,6 +339,30 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f = h.Inject(r, file[strings.LastIndex(file, "\x00")+1:])
 	}
 	h.serve(w, r, c, f)
+}
+
+// cdnFile maps a CDN URL to the file it serves (relative to Dir, or
+// "\x00<dir>\x00<name>" for another repository), answering 403 for an
+// expired URL and 404 for an unknown repository.
+func (h *Hub) cdnFile(w http.ResponseWriter, r *http.Request) (string, bool) {
+	exp, err := strconv.ParseInt(r.URL.Query().Get("Expires"), 10, 64)
+	if err != nil || time.Now().Unix() >= exp {
+		http.Error(w, "Request has expired", http.StatusForbidden)
+		return "", false
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/cdn/")
+	if f, ok := strings.CutPrefix(rest, h.Repo+"/"); ok {
+		return f, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, dir := range h.repos {
+		if f, ok := strings.CutPrefix(rest, id+"/"); ok {
+			return "\x00" + dir + "\x00" + f, true
+		}
+	}
+	http.Error(w, "no such object", http.StatusNotFound)
+	return "", false
 }
 
 func (h *Hub) serve(w http.ResponseWriter, r *http.Request, c served, f Fault) {
@@ -405,6 +482,9 @@ func (h *Hub) write(w http.ResponseWriter, r *http.Request, body []byte, f Fault
 	// ignored Range) is not charged for bytes it never took.
 	for len(body) > 0 {
 		k := min(len(body), 32<<10)
+		if h.Bandwidth > 0 {
+			time.Sleep(time.Duration(int64(k) * int64(time.Second) / h.Bandwidth))
+		}
 		n, err := w.Write(body[:k])
 		h.BytesServed.Add(int64(n))
 		if err != nil {
