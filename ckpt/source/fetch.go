@@ -65,6 +65,11 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 				dst = dst[:max(rest, int64(got))]
 			}
 		}
+		if ctx.Err() != nil && last != nil {
+			// The time limit ran out during this attempt: say what kept
+			// failing before it, not only that time ran out.
+			return res, fmt.Errorf("%w, after %d attempts (last error: %v)", s.ctxErr(ctx), attempt, last)
+		}
 		last = err
 		if !isRetryable(err) {
 			return res, err
@@ -80,7 +85,7 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return res, fmt.Errorf("%w (last error: %v)", s.ctxErr(ctx), last)
+			return res, fmt.Errorf("%w, after %d attempts (last error: %v)", s.ctxErr(ctx), attempt, last)
 		case <-t.C:
 		}
 	}
