@@ -152,7 +152,13 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 	for _, o := range r.Best.Overrides {
 		set += " --set " + o
 	}
-	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s%s", r.Best.Profile, r.Mesh, set)
+	// The device folder always: without --device a build goes where
+	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
+	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s --device %s", r.Best.Profile, r.Mesh, r.Device)
+	if r.Tag != "bfp8" {
+		cmd += " --tag " + r.Tag
+	}
+	cmd += set + buildFlagsOf(r.Dir)
 	what := "names and headers"
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
@@ -175,4 +181,19 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %d difference(s) (%s)\n",
 		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), r.Best.Differences, cmd)
 	return nil
+}
+
+// buildFlagsOf gives the cache build flags that the folder's ckpt manifest
+// records and its names and headers cannot show (a build that accepted
+// NaN/Inf, and its NaN style), "" without a manifest.
+func buildFlagsOf(dir string) string {
+	m, err := cache.ReadManifest(dir)
+	if err != nil || !m.AllowNonFinite {
+		return ""
+	}
+	s := " --allow-nonfinite"
+	if m.NaN != "" {
+		s += " --nan " + m.NaN
+	}
+	return s
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -107,4 +109,38 @@ func TestCacheIdentify(t *testing.T) {
 	code, _, _ = runApp(t, "cache", "identify", out, "--source", filepath.Join(dir, "nothing"))
 	assert.Equal(t, 2, code)
 	assert.False(t, strings.Contains(stdout, "huggingface-cli"))
+}
+
+// The line identify prints to rebuild the cache names the device folder
+// the cache is in (a build under MESH_DEVICE=P300x2 is not in P300, and a
+// shell with MESH_DEVICE set would build elsewhere without --device) and
+// the NaN flags the ckpt manifest records, which names and headers
+// cannot show: running the line rebuilds the same folder.
+func TestCacheIdentifyReproduceLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, ckpttest.SetNaN(src, "model.language_model.norm.weight", 1))
+	out := filepath.Join(dir, "cache")
+	var o, e bytes.Buffer
+	app := &App{Out: &o, Err: &e, Getenv: func(k string) string {
+		if k == "MESH_DEVICE" {
+			return "P300x2"
+		}
+		return ""
+	}}
+	code := app.Run(context.Background(), []string{"cache", "build", src, "--out", out, "--progress", "none", "--fsync=false", "--allow-nonfinite", "--nan", "scalar"})
+	require.Equal(t, 0, code, e.String())
+	code, stdout, stderr := runApp(t, "cache", "identify", out)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "cache/P300x2/tensor_cache_bfp8_mesh1x2 (82 files, mesh 1x2): exactly qwen36-mtp@pr55548\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+
+	// Without a manifest (as the serving stack writes a cache): the device
+	// folder still, no NaN flags.
+	require.NoError(t, os.Remove(filepath.Join(out, "P300x2", "tensor_cache_bfp8_mesh1x2", "manifest.json")))
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
 }
