@@ -172,3 +172,44 @@ func TestVerifyAgainstContractVersion1(t *testing.T) {
 	code, _, _ = runApp(t, "verify", ft, "--against", old, "--strict")
 	assert.Equal(t, 1, code)
 }
+
+// Config integers are compared exactly, as Python's json reads them:
+// 9007199254740993 and 9007199254740992 are one float64 but two configs.
+// verify --against and diff both report the change; 1.0 and 1 stay equal.
+func TestConfigBigIntegers(t *testing.T) {
+	t.Parallel()
+	src, _ := fixturePair(t)
+	base := copyDir(t, src)
+	setRaw := func(dir, big, f string) {
+		p := filepath.Join(dir, "config.json")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		b = regexp.MustCompile(`^\{`).ReplaceAll(b, []byte(`{"seed_like": `+big+`, "scale_like": `+f+`, `))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	setRaw(base, "9007199254740993", "1.0")
+	contract := filepath.Join(t.TempDir(), "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "-o", contract)
+	require.Equal(t, 0, code, stderr)
+	ft := copyDir(t, src)
+	setRaw(ft, "9007199254740992", "1")
+
+	code, stdout, stderr := runApp(t, "verify", ft, "--against", contract, "--progress", "none")
+	assert.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stdout, "config seed_like: 9007199254740993 in the contract, 9007199254740992 now")
+	assert.NotContains(t, stdout, "scale_like")
+
+	code, stdout, stderr = runApp(t, "diff", base, ft, "--mode", "header", "--format", "json")
+	assert.Equal(t, 1, code, stdout+stderr)
+	var res struct {
+		Config []struct {
+			Path string `json:"path"`
+		} `json:"config"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	var paths []string
+	for _, c := range res.Config {
+		paths = append(paths, c.Path)
+	}
+	assert.Equal(t, []string{"seed_like"}, paths)
+}
