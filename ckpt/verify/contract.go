@@ -359,6 +359,7 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	}
 	sort.Slice(all, func(i, j int) bool { return ckpt.NaturalLess(all[i], all[j]) })
 	hashes := hasHashes(want) && hasHashes(cur)
+	hashCompared := 0
 	cmp.HashesCompared = hashes
 	groups := map[string]*GroupDiff{}
 	for _, g := range ckpt.Groups() {
@@ -416,6 +417,9 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
 				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
 		}
+		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) {
+			hashCompared++
+		}
 		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
 			same = false
 			g.HashChanged++
@@ -458,7 +462,13 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	case len(hashChanged) > 0:
 		out = append(out, Check{ID: "contract.hash", Status: Fail, Tensors: hashChanged, Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(hashChanged), "tensor", "tensors"), names(hashChanged, 8))})
 	default:
-		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: "every common tensor has the contract's content (xxh3)"})
+		// Say how many were compared: under --match/--exclude only the
+		// selection is, not every common tensor.
+		msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
+		if len(wantBy) != len(want.Tensors) || len(curBy) != len(cur.Tensors) {
+			msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
+		}
+		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: msg})
 	}
 	out = append(out, cfgChecks...)
 	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)

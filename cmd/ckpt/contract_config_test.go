@@ -213,3 +213,21 @@ func TestConfigBigIntegers(t *testing.T) {
 	}
 	assert.Equal(t, []string{"seed_like"}, paths)
 }
+
+// The passing contract.hash line says how many tensors it compared, and
+// under --match that only the selection was: it used to say "every common
+// tensor" after comparing the 21 vision tensors of 110.
+func TestContractHashPassCounts(t *testing.T) {
+	t.Parallel()
+	base, ft := fixturePair(t)
+	contract := filepath.Join(t.TempDir(), "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "--read-data", "-o", contract, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := runApp(t, "verify", base, "--against", contract, "--read-data", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Regexp(t, `(?m)^pass +contract\.hash +the content \(xxh3\) of 124 common tensors with the contract's dtype and shape is the contract's$`, stdout)
+	code, stdout, stderr = runApp(t, "verify", ft, "--against", contract, "--read-data", "--match", "model.visual.**", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Regexp(t, `(?m)^pass +contract\.hash +the content \(xxh3\) of 21 common tensors selected by --match/--exclude with the contract's dtype and shape is the contract's$`, stdout)
+	assert.NotContains(t, stdout, "every common tensor")
+}
