@@ -75,11 +75,12 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		}
 		src = m.Source
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{}, a.Openers...)
+	c, err := a.open(ctx, src, ckpt.Options{})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache identify", prog)
 	if err != nil {
