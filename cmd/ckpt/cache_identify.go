@@ -98,7 +98,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSONL:
 		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, identifySummary(res))
 	default:
-		err = printIdentify(a.Out, format, res)
+		err = printIdentify(a.Out, format, res, o.Rules)
 	}
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func identifySummary(r *cache.IdentifyResult) any {
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
+func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	for _, c := range r.Candidates {
 		ov := strings.Join(c.Overrides, " ")
@@ -155,7 +155,12 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 	}
 	// The device folder always: without --device a build goes where
 	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
-	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s --device %s", r.Best.Profile, r.Mesh, r.Device)
+	// A candidate of --rules FILE is that file's profile, whatever its name.
+	prof := "--profile " + r.Best.Profile
+	if rules != "" {
+		prof = "--rules " + rules
+	}
+	cmd := fmt.Sprintf("ckpt cache build SRC %s --mesh %s --device %s", prof, r.Mesh, r.Device)
 	if r.Tag != "bfp8" {
 		cmd += " --tag " + r.Tag
 	}

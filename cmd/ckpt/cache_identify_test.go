@@ -144,3 +144,22 @@ func TestCacheIdentifyReproduceLine(t *testing.T) {
 	require.Equal(t, 0, code, stdout+stderr)
 	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
 }
+
+// Identified with --rules FILE, the line that rebuilds the cache uses that
+// file: the profile it holds may have been edited under the built-in name.
+func TestCacheIdentifyRulesLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	out := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, stderr)
+	code, dump, stderr := runApp(t, "map", "--dump")
+	require.Equal(t, 0, code, stderr)
+	rules := filepath.Join(dir, "my-profile.json")
+	require.NoError(t, os.WriteFile(rules, []byte(dump), 0o644))
+	code, stdout, stderr := runApp(t, "cache", "identify", out, "--rules", rules)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --rules "+rules+" --mesh 1x2 --device P300\n")
+}
