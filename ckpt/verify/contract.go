@@ -298,13 +298,21 @@ type CompareOptions struct {
 type UnknownConfigPathError struct {
 	Path        string
 	Bookkeeping bool // a ConfigBookkeeping key: never recorded
-	Suggest     []string
+	// QuantSelection: quantization_config.modules_to_not_convert (or
+	// ignored_layers), which the FP8 scheme records, not the config.
+	QuantSelection bool
+	Suggest        []string
 }
 
 func (e *UnknownConfigPathError) Error() string {
 	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
 	if e.Bookkeeping {
 		msg += " (a bookkeeping key, which contracts do not record)"
+	}
+	if e.QuantSelection {
+		// ckpt diff lists it among the config differences: do not send
+		// the user back there.
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert (for the tensors --match/--exclude select), which --allow-config does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -620,7 +628,9 @@ func checkAllowPath(a string, keyLists ...[]string) error {
 	}
 	last := a[strings.LastIndexByte(a, '.')+1:]
 	sort.Strings(suggest)
-	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), Suggest: suggest}
+	parent := strings.TrimSuffix(a, "."+last)
+	quant := parent != a && (parent == "quantization_config" || strings.HasSuffix(parent, ".quantization_config")) && slices.Contains(quantSelectionKeys, last)
+	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), QuantSelection: quant, Suggest: suggest}
 }
 
 // configValue renders a config value for a message: its JSON, shortened

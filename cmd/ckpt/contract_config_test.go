@@ -121,6 +121,10 @@ func TestVerifyAllowConfig(t *testing.T) {
 		{[]string{"verify", ft, "--against", contract, "--allow-config", "rms_norm_eps"},
 			`--allow-config "rms_norm_eps" names no config key of the contract or of the checkpoint: did you mean 'text_config.rms_norm_eps'?`},
 		{[]string{"verify", ft, "--against", contract, "--allow-config", "transformers_version"}, "a bookkeeping key, which contracts do not record"},
+		// ckpt diff lists this path among config differences; the message
+		// must not send the user back to it.
+		{[]string{"verify", ft, "--against", contract, "--allow-config", "quantization_config.modules_to_not_convert"},
+			`--allow-config "quantization_config.modules_to_not_convert" names no config key of the contract or of the checkpoint: the contract records it with the FP8 scheme, compared by contract.fp8_not_convert`},
 		{[]string{"verify", ft, "--allow-config", "text_config.rms_norm_eps"}, "--allow-config accepts config changes against a contract; give --against FILE"},
 	} {
 		code, stdout, stderr := runApp(t, tc.args...)
