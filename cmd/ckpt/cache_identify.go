@@ -98,7 +98,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSONL:
 		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, identifySummary(res))
 	default:
-		err = printIdentify(a.Out, format, res, o.Rules)
+		err = printIdentify(a.Out, format, res, o.Rules, o.NaN)
 	}
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func identifySummary(r *cache.IdentifyResult) any {
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules string) error {
+func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules, nan string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	for _, c := range r.Candidates {
 		ov := strings.Join(c.Overrides, " ")
@@ -164,7 +164,7 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules st
 	if r.Tag != "bfp8" {
 		cmd += " --tag " + r.Tag
 	}
-	cmd += set + buildFlagsOf(r.Dir)
+	cmd += set + buildFlagsOf(r, nan)
 	what := "names and headers"
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
@@ -189,17 +189,20 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules st
 	return nil
 }
 
-// buildFlagsOf gives the cache build flags that the folder's ckpt manifest
-// records and its names and headers cannot show (a build that accepted
-// NaN/Inf, and its NaN style), "" without a manifest.
-func buildFlagsOf(dir string) string {
-	m, err := cache.ReadManifest(dir)
-	if err != nil || !m.AllowNonFinite {
-		return ""
+// buildFlagsOf gives the cache build flags that names and headers cannot
+// show: those the folder's ckpt manifest records (a build that accepted
+// NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
+// in the source, --allow-nonfinite with the --nan style it was made with.
+func buildFlagsOf(r *cache.IdentifyResult, nan string) string {
+	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
+		s := " --allow-nonfinite"
+		if m.NaN != "" {
+			s += " --nan " + m.NaN
+		}
+		return s
 	}
-	s := " --allow-nonfinite"
-	if m.NaN != "" {
-		s += " --nan " + m.NaN
+	if len(r.NonFinite) > 0 {
+		return " --allow-nonfinite --nan " + nan
 	}
-	return s
+	return ""
 }

@@ -134,13 +134,22 @@ func TestCacheIdentifyReproduceLine(t *testing.T) {
 	require.Equal(t, 0, code, e.String())
 	code, stdout, stderr := runApp(t, "cache", "identify", out)
 	require.Equal(t, 0, code, stdout+stderr)
-	assert.Contains(t, stdout, "cache/P300x2/tensor_cache_bfp8_mesh1x2 (82 files, mesh 1x2): exactly qwen36-mtp@pr55548\n")
+	assert.Contains(t, stdout, "cache/P300x2/tensor_cache_bfp8_mesh1x2 (82 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names and headers\n")
 	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
 
-	// Without a manifest (as the serving stack writes a cache): the device
-	// folder still, no NaN flags.
+	// Without a manifest (as the serving stack writes a cache, NaN
+	// included: it refuses none): the data comparison builds the NaN too
+	// (it said "pass --allow-nonfinite", a flag identify does not have),
+	// finds the cache exact under the NaN style it is given, and the line
+	// carries both flags; under the other style the NaN bits differ.
 	require.NoError(t, os.Remove(filepath.Join(out, "P300x2", "tensor_cache_bfp8_mesh1x2", "manifest.json")))
-	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src)
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--nan", "scalar", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--progress", "none")
+	require.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stdout, "norm.weight")
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--headers-only")
 	require.Equal(t, 0, code, stdout+stderr)
 	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
 }
