@@ -406,7 +406,11 @@ type diffAcc struct {
 	va, vb    []float32
 	max       float64
 	nonFinite int64
-	decoded   bool
+	// nanBits counts element pairs that are NaN on both sides with
+	// different bits (a --nan vector build against a --nan scalar one):
+	// they differ, but not by any value.
+	nanBits int64
+	decoded bool
 	// TILE geometry: each outer matrix is h×w, tiled perRow tiles wide and
 	// perMatrix tiles in all; padUnits counts tiles differing only in
 	// their padding.
@@ -474,7 +478,11 @@ func (a *diffAcc) pair(x, y float32) {
 	fx, fy := float64(x), float64(y)
 	finite := !math.IsNaN(fx) && !math.IsInf(fx, 0) && !math.IsNaN(fy) && !math.IsInf(fy, 0)
 	if !finite {
-		if math.Float32bits(x) != math.Float32bits(y) && !(math.IsNaN(fx) && math.IsNaN(fy)) {
+		switch {
+		case math.Float32bits(x) == math.Float32bits(y):
+		case math.IsNaN(fx) && math.IsNaN(fy):
+			a.nanBits++
+		default:
 			a.nonFinite++
 		}
 		return
@@ -504,6 +512,9 @@ func (a *diffAcc) finish(d *Difference) {
 	}
 	if a.nonFinite > 0 {
 		d.Message += fmt.Sprintf(" (and %d NaN/Inf mismatches)", a.nonFinite)
+	}
+	if a.nanBits > 0 {
+		d.Message += fmt.Sprintf("; %d element(s) NaN on both sides with different bits (not in the max: e.g. a --nan vector build against a --nan scalar one)", a.nanBits)
 	}
 }
 

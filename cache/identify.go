@@ -68,14 +68,18 @@ type IdentifyResult struct {
 	Files  int         `json:"files"`
 	// DataCompared says whether the closest candidate\'s data was compared
 	// (IdentifyOptions.Data); DataBytes how many shard bytes.
-	DataCompared bool           `json:"data_compared"`
-	DataBytes    int64          `json:"data_bytes"`
-	Exact        bool           `json:"exact"`
-	Best         *Candidate     `json:"best"`
-	Ties         []string       `json:"ties,omitempty"`
-	Candidates   []Candidate    `json:"candidates"`
-	Report       *CompareResult `json:"report"`
-	report       *CompareReport
+	DataCompared bool  `json:"data_compared"`
+	DataBytes    int64 `json:"data_bytes"`
+	// NonFinite lists the source tensors of the compared files that hold
+	// NaN or Inf (a build of them needs --allow-nonfinite; the data
+	// comparison builds them anyway, as the serving stack does).
+	NonFinite  []ckpt.NonFinite `json:"nonfinite,omitempty"`
+	Exact      bool             `json:"exact"`
+	Best       *Candidate       `json:"best"`
+	Ties       []string         `json:"ties,omitempty"`
+	Candidates []Candidate      `json:"candidates"`
+	Report     *CompareResult   `json:"report"`
+	report     *CompareReport
 }
 
 // ClosestReport is the comparison of the closest candidate's plan with the
@@ -189,11 +193,11 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 	best := res.Candidates[0]
 	res.report = reports[order[0]]
 	if opt.Data {
-		n, err := compareData(ctx, c, plans[order[0]], f.Path(), res.report, opt)
+		n, nonFinite, err := compareData(ctx, c, plans[order[0]], f.Path(), res.report, opt)
 		if err != nil {
 			return nil, err
 		}
-		res.DataCompared, res.DataBytes = true, n
+		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
 		for _, d := range res.report.Diffs {
 			if d.Kind == DiffData {
 				best.Data++
@@ -298,7 +302,7 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 // size, compares each with the cache's file shard by shard and adds the
 // data differences to rep; the scratch root is removed. It returns the
 // shard bytes compared.
-func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, error) {
+func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
 	budget := opt.ScratchBytes
 	if budget <= 0 {
 		budget = 2 << 30
@@ -311,10 +315,11 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 	}
 	scratch, err := os.MkdirTemp(opt.Scratch, "ckpt-identify-")
 	if err != nil {
-		return 0, fmt.Errorf("scratch directory for the data comparison: %w", err)
+		return 0, nil, fmt.Errorf("scratch directory for the data comparison: %w", err)
 	}
 	defer os.RemoveAll(scratch)
 	var total int64
+	var nonFinite []ckpt.NonFinite
 	var batch []*mapping.Entry
 	var size int64
 	flush := func() error {
@@ -324,9 +329,14 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		sub := *plan
 		sub.Entries = batch
 		root := filepath.Join(scratch, "batch")
-		if _, err := Build(ctx, c, &sub, root, BuildOptions{Workers: opt.Workers, NoSync: true, NaN: opt.NaN}); err != nil {
+		// NaN and Inf are built, not refused: the cache under test holds
+		// whatever its builder wrote (the serving stack does not refuse
+		// them), and the NaN style (opt.NaN) only shows with them.
+		sum, err := Build(ctx, c, &sub, root, BuildOptions{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
+		if err != nil {
 			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
 		}
+		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
 			diffs, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
@@ -351,19 +361,19 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		}
 		h, err := HeaderFor(e)
 		if err != nil {
-			return total, err
+			return total, nonFinite, err
 		}
 		if size > 0 && size+h.FileSize() > budget {
 			if err := flush(); err != nil {
-				return total, err
+				return total, nonFinite, err
 			}
 		}
 		batch = append(batch, e)
 		size += h.FileSize()
 	}
 	if err := flush(); err != nil {
-		return total, err
+		return total, nonFinite, err
 	}
 	sortDiffs(rep.Diffs)
-	return total, nil
+	return total, nonFinite, nil
 }

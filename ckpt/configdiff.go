@@ -3,6 +3,7 @@ package ckpt
 import (
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"reflect"
 	"sort"
 )
@@ -111,7 +112,9 @@ func walkConfigValue(p string, bv, fv any, out *[]ConfigChange) {
 }
 
 // equalJSON compares decoded JSON values; numbers (json.Number) compare by
-// value, so 1.0 equals 1.
+// value as Python's json reads them, so 1.0 equals 1 and 1e-06 equals
+// 0.000001, but integers are exact: 9007199254740993 differs from
+// 9007199254740992, which are one float64.
 func equalJSON(a, b any) bool {
 	an, aNum := a.(json.Number)
 	bn, bNum := b.(json.Number)
@@ -121,7 +124,22 @@ func equalJSON(a, b any) bool {
 		}
 		af, err1 := an.Float64()
 		bf, err2 := bn.Float64()
-		return err1 == nil && err2 == nil && af == bf
+		if err1 != nil || err2 != nil || af != bf {
+			return false
+		}
+		// Equal as float64: an integer literal is compared exactly (with
+		// the other integer, or with the float64 the other side is).
+		ai, aInt := new(big.Int).SetString(string(an), 10)
+		bi, bInt := new(big.Int).SetString(string(bn), 10)
+		switch {
+		case aInt && bInt:
+			return ai.Cmp(bi) == 0
+		case aInt:
+			return new(big.Float).SetInt(ai).Cmp(big.NewFloat(bf)) == 0
+		case bInt:
+			return new(big.Float).SetInt(bi).Cmp(big.NewFloat(af)) == 0
+		}
+		return true
 	}
 	return reflect.DeepEqual(a, b)
 }

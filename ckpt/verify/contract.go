@@ -298,13 +298,21 @@ type CompareOptions struct {
 type UnknownConfigPathError struct {
 	Path        string
 	Bookkeeping bool // a ConfigBookkeeping key: never recorded
-	Suggest     []string
+	// QuantSelection: quantization_config.modules_to_not_convert (or
+	// ignored_layers), which the FP8 scheme records, not the config.
+	QuantSelection bool
+	Suggest        []string
 }
 
 func (e *UnknownConfigPathError) Error() string {
 	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
 	if e.Bookkeeping {
 		msg += " (a bookkeeping key, which contracts do not record)"
+	}
+	if e.QuantSelection {
+		// ckpt diff lists it among the config differences: do not send
+		// the user back there.
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert (for the tensors --match/--exclude select), which --allow-config does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -359,6 +367,7 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	}
 	sort.Slice(all, func(i, j int) bool { return ckpt.NaturalLess(all[i], all[j]) })
 	hashes := hasHashes(want) && hasHashes(cur)
+	hashCompared := 0
 	cmp.HashesCompared = hashes
 	groups := map[string]*GroupDiff{}
 	for _, g := range ckpt.Groups() {
@@ -416,6 +425,9 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
 				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
 		}
+		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) {
+			hashCompared++
+		}
 		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
 			same = false
 			g.HashChanged++
@@ -458,7 +470,13 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	case len(hashChanged) > 0:
 		out = append(out, Check{ID: "contract.hash", Status: Fail, Tensors: hashChanged, Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(hashChanged), "tensor", "tensors"), names(hashChanged, 8))})
 	default:
-		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: "every common tensor has the contract's content (xxh3)"})
+		// Say how many were compared: under --match/--exclude only the
+		// selection is, not every common tensor.
+		msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
+		if len(wantBy) != len(want.Tensors) || len(curBy) != len(cur.Tensors) {
+			msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
+		}
+		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: msg})
 	}
 	out = append(out, cfgChecks...)
 	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
@@ -610,7 +628,9 @@ func checkAllowPath(a string, keyLists ...[]string) error {
 	}
 	last := a[strings.LastIndexByte(a, '.')+1:]
 	sort.Strings(suggest)
-	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), Suggest: suggest}
+	parent := strings.TrimSuffix(a, "."+last)
+	quant := parent != a && (parent == "quantization_config" || strings.HasSuffix(parent, ".quantization_config")) && slices.Contains(quantSelectionKeys, last)
+	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), QuantSelection: quant, Suggest: suggest}
 }
 
 // configValue renders a config value for a message: its JSON, shortened

@@ -75,11 +75,12 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		}
 		src = m.Source
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{}, a.Openers...)
+	c, err := a.open(ctx, src, ckpt.Options{})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache identify", prog)
 	if err != nil {
@@ -97,7 +98,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSONL:
 		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, identifySummary(res))
 	default:
-		err = printIdentify(a.Out, format, res)
+		err = printIdentify(a.Out, format, res, o.Rules, o.NaN)
 	}
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func identifySummary(r *cache.IdentifyResult) any {
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
+func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules, nan string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	for _, c := range r.Candidates {
 		ov := strings.Join(c.Overrides, " ")
@@ -152,7 +153,18 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 	for _, o := range r.Best.Overrides {
 		set += " --set " + o
 	}
-	cmd := fmt.Sprintf("ckpt cache build SRC --profile %s --mesh %s%s", r.Best.Profile, r.Mesh, set)
+	// The device folder always: without --device a build goes where
+	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
+	// A candidate of --rules FILE is that file's profile, whatever its name.
+	prof := "--profile " + r.Best.Profile
+	if rules != "" {
+		prof = "--rules " + rules
+	}
+	cmd := fmt.Sprintf("ckpt cache build SRC %s --mesh %s --device %s", prof, r.Mesh, r.Device)
+	if r.Tag != "bfp8" {
+		cmd += " --tag " + r.Tag
+	}
+	cmd += set + buildFlagsOf(r, nan)
 	what := "names and headers"
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
@@ -175,4 +187,22 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult) error {
 	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %d difference(s) (%s)\n",
 		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), r.Best.Differences, cmd)
 	return nil
+}
+
+// buildFlagsOf gives the cache build flags that names and headers cannot
+// show: those the folder's ckpt manifest records (a build that accepted
+// NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
+// in the source, --allow-nonfinite with the --nan style it was made with.
+func buildFlagsOf(r *cache.IdentifyResult, nan string) string {
+	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
+		s := " --allow-nonfinite"
+		if m.NaN != "" {
+			s += " --nan " + m.NaN
+		}
+		return s
+	}
+	if len(r.NonFinite) > 0 {
+		return " --allow-nonfinite --nan " + nan
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -107,4 +109,66 @@ func TestCacheIdentify(t *testing.T) {
 	code, _, _ = runApp(t, "cache", "identify", out, "--source", filepath.Join(dir, "nothing"))
 	assert.Equal(t, 2, code)
 	assert.False(t, strings.Contains(stdout, "huggingface-cli"))
+}
+
+// The line identify prints to rebuild the cache names the device folder
+// the cache is in (a build under MESH_DEVICE=P300x2 is not in P300, and a
+// shell with MESH_DEVICE set would build elsewhere without --device) and
+// the NaN flags the ckpt manifest records, which names and headers
+// cannot show: running the line rebuilds the same folder.
+func TestCacheIdentifyReproduceLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, ckpttest.SetNaN(src, "model.language_model.norm.weight", 1))
+	out := filepath.Join(dir, "cache")
+	var o, e bytes.Buffer
+	app := &App{Out: &o, Err: &e, Getenv: func(k string) string {
+		if k == "MESH_DEVICE" {
+			return "P300x2"
+		}
+		return ""
+	}}
+	code := app.Run(context.Background(), []string{"cache", "build", src, "--out", out, "--progress", "none", "--fsync=false", "--allow-nonfinite", "--nan", "scalar"})
+	require.Equal(t, 0, code, e.String())
+	code, stdout, stderr := runApp(t, "cache", "identify", out)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "cache/P300x2/tensor_cache_bfp8_mesh1x2 (82 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names and headers\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+
+	// Without a manifest (as the serving stack writes a cache, NaN
+	// included: it refuses none): the data comparison builds the NaN too
+	// (it said "pass --allow-nonfinite", a flag identify does not have),
+	// finds the cache exact under the NaN style it is given, and the line
+	// carries both flags; under the other style the NaN bits differ.
+	require.NoError(t, os.Remove(filepath.Join(out, "P300x2", "tensor_cache_bfp8_mesh1x2", "manifest.json")))
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--nan", "scalar", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--progress", "none")
+	require.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stdout, "norm.weight")
+	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--headers-only")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
+}
+
+// Identified with --rules FILE, the line that rebuilds the cache uses that
+// file: the profile it holds may have been edited under the built-in name.
+func TestCacheIdentifyRulesLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	out := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, stderr)
+	code, dump, stderr := runApp(t, "map", "--dump")
+	require.Equal(t, 0, code, stderr)
+	rules := filepath.Join(dir, "my-profile.json")
+	require.NoError(t, os.WriteFile(rules, []byte(dump), 0o644))
+	code, stdout, stderr := runApp(t, "cache", "identify", out, "--rules", rules)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --rules "+rules+" --mesh 1x2 --device P300\n")
 }

@@ -197,3 +197,25 @@ func TestCacheComparePadding(t *testing.T) {
 	assert.Positive(t, *res.Diffs[0].MaxAbsDiff)
 	assert.Contains(t, res.Diffs[0].Message, "decoded max abs difference")
 }
+
+// Two builds of a NaN-holding source under the two NaN styles differ only
+// in NaN bits: compare names them instead of "decoded max abs difference
+// 0" alone, which read as if the values were the same.
+func TestCacheCompareNaNBits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, ckpttest.SetNaN(src, "model.language_model.norm.weight", 1))
+	var folders []string
+	for _, style := range []string{"vector", "scalar"} {
+		out := filepath.Join(dir, style)
+		code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--fsync=false", "--allow-nonfinite", "--nan", style)
+		require.Equal(t, 0, code, stderr)
+		folders = append(folders, filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2"))
+	}
+	code, stdout, stderr := runApp(t, "cache", "compare", folders[0], folders[1], "--progress", "none", "--format", "text")
+	require.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stdout, "norm.weight_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin")
+	assert.Contains(t, stdout, "1 differing elements, decoded max abs difference 0; 1 element(s) NaN on both sides with different bits")
+}

@@ -121,6 +121,10 @@ func TestVerifyAllowConfig(t *testing.T) {
 		{[]string{"verify", ft, "--against", contract, "--allow-config", "rms_norm_eps"},
 			`--allow-config "rms_norm_eps" names no config key of the contract or of the checkpoint: did you mean 'text_config.rms_norm_eps'?`},
 		{[]string{"verify", ft, "--against", contract, "--allow-config", "transformers_version"}, "a bookkeeping key, which contracts do not record"},
+		// ckpt diff lists this path among config differences; the message
+		// must not send the user back to it.
+		{[]string{"verify", ft, "--against", contract, "--allow-config", "quantization_config.modules_to_not_convert"},
+			`--allow-config "quantization_config.modules_to_not_convert" names no config key of the contract or of the checkpoint: the contract records it with the FP8 scheme, compared by contract.fp8_not_convert`},
 		{[]string{"verify", ft, "--allow-config", "text_config.rms_norm_eps"}, "--allow-config accepts config changes against a contract; give --against FILE"},
 	} {
 		code, stdout, stderr := runApp(t, tc.args...)
@@ -171,4 +175,63 @@ func TestVerifyAgainstContractVersion1(t *testing.T) {
 	// --strict makes the incomplete comparison fail
 	code, _, _ = runApp(t, "verify", ft, "--against", old, "--strict")
 	assert.Equal(t, 1, code)
+}
+
+// Config integers are compared exactly, as Python's json reads them:
+// 9007199254740993 and 9007199254740992 are one float64 but two configs.
+// verify --against and diff both report the change; 1.0 and 1 stay equal.
+func TestConfigBigIntegers(t *testing.T) {
+	t.Parallel()
+	src, _ := fixturePair(t)
+	base := copyDir(t, src)
+	setRaw := func(dir, big, f string) {
+		p := filepath.Join(dir, "config.json")
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		b = regexp.MustCompile(`^\{`).ReplaceAll(b, []byte(`{"seed_like": `+big+`, "scale_like": `+f+`, `))
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	setRaw(base, "9007199254740993", "1.0")
+	contract := filepath.Join(t.TempDir(), "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "-o", contract)
+	require.Equal(t, 0, code, stderr)
+	ft := copyDir(t, src)
+	setRaw(ft, "9007199254740992", "1")
+
+	code, stdout, stderr := runApp(t, "verify", ft, "--against", contract, "--progress", "none")
+	assert.Equal(t, 1, code, stdout+stderr)
+	assert.Contains(t, stdout, "config seed_like: 9007199254740993 in the contract, 9007199254740992 now")
+	assert.NotContains(t, stdout, "scale_like")
+
+	code, stdout, stderr = runApp(t, "diff", base, ft, "--mode", "header", "--format", "json")
+	assert.Equal(t, 1, code, stdout+stderr)
+	var res struct {
+		Config []struct {
+			Path string `json:"path"`
+		} `json:"config"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	var paths []string
+	for _, c := range res.Config {
+		paths = append(paths, c.Path)
+	}
+	assert.Equal(t, []string{"seed_like"}, paths)
+}
+
+// The passing contract.hash line says how many tensors it compared, and
+// under --match that only the selection was: it used to say "every common
+// tensor" after comparing the 21 vision tensors of 110.
+func TestContractHashPassCounts(t *testing.T) {
+	t.Parallel()
+	base, ft := fixturePair(t)
+	contract := filepath.Join(t.TempDir(), "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "--read-data", "-o", contract, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := runApp(t, "verify", base, "--against", contract, "--read-data", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Regexp(t, `(?m)^pass +contract\.hash +the content \(xxh3\) of 124 common tensors with the contract's dtype and shape is the contract's$`, stdout)
+	code, stdout, stderr = runApp(t, "verify", ft, "--against", contract, "--read-data", "--match", "model.visual.**", "--progress", "none")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Regexp(t, `(?m)^pass +contract\.hash +the content \(xxh3\) of 21 common tensors selected by --match/--exclude with the contract's dtype and shape is the contract's$`, stdout)
+	assert.NotContains(t, stdout, "every common tensor")
 }

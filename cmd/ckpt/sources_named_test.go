@@ -261,7 +261,12 @@ func TestIndexBesideSingleFileNamed(t *testing.T) {
 		}
 		assert.Contains(t, errs, "ckpt: warning: ")
 	}
+	// cache identify plans the source too (it said nothing).
+	idCache := filepath.Join(dir, "idcache")
+	code, _, errs := runApp(t, "cache", "build", clean, "--out", idCache, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, errs)
 	for _, args := range [][]string{
+		{"cache", "identify", idCache, "--source", model},
 		{"diff", model, clean, "--mode", "header"},
 		{"extract", model, "--match", "lm_head.weight", "--out", filepath.Join(dir, "lm_head.safetensors")},
 		{"contract", model, "--out", filepath.Join(dir, "k.json")},
