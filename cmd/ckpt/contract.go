@@ -58,6 +58,11 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		return fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
 	}
 	defer c.Close()
+	if o.Out != "" {
+		if in, ok := c.InputAt(o.Out); ok {
+			return usageError("-o %s is %s, a file of the checkpoint being read: refusing to write over an input", o.Out, in)
+		}
+	}
 	a.warnIssues(c)
 	opt := verify.Options{Workers: o.Workers, ReadData: o.ReadData}
 	stop := func() {}

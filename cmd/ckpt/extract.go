@@ -101,6 +101,9 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 		return err
 	}
 	defer c.Close()
+	if in, ok := c.InputAt(o.Out); ok {
+		return usageError("--out %s is %s, a file of the checkpoint being read: refusing to write over an input", o.Out, in)
+	}
 	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
