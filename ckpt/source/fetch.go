@@ -348,6 +348,8 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 	}
 	e.Message = oneLine(e.Message)
 	switch {
+	case !s.hub && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT), never to other hosts"
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"

@@ -32,6 +32,9 @@ type HTTPStore struct {
 	// tokenFrom says where the token came from ("HF_TOKEN", "the file
 	// HF_TOKEN_PATH (...)"), for the message of a refused request.
 	tokenFrom string
+	// hub is set for the Hugging Face endpoint (hf:// and URLs on its
+	// host): the only host a token is sent to.
+	hub bool
 
 	mu    sync.Mutex
 	small map[string]*httpBlob // files that fit in their prefix, by name

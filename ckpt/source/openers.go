@@ -84,6 +84,7 @@ func HubOpener(opt Options) ckpt.SourceOpener {
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
+		s.hub = true
 		return s, entry, true, nil
 	}
 }
@@ -110,14 +111,16 @@ func URLOpener(opt Options) ckpt.SourceOpener {
 		}
 		base := *u
 		base.Path, base.RawPath = dir, ""
-		token, from := "", ""
+		token, from, hub := "", "", false
 		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && strings.EqualFold(ep.Host, u.Host) && ep.Scheme == u.Scheme {
 			token, from = HubTokenFrom(opt.Getenv)
+			hub = true
 		}
 		s, err := newHTTPStore(ctx, base.String(), token, from, opt)
 		if err != nil {
 			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
 		}
+		s.hub = hub
 		return s, entry, true, nil
 	}
 }

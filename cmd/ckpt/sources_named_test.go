@@ -284,3 +284,23 @@ func TestIndexBesideSingleFileNamed(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.NotContains(t, errs, "warning")
 }
+
+// A 401/403 from a plain URL on another host than the hub's endpoint: no
+// token is ever sent there, so the hint does not tell the user to set one.
+func TestSourcesPlainURLRefusedNoTokenHint(t *testing.T) {
+	t.Parallel()
+	model := filepath.Join(t.TempDir(), "model")
+	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	hub := sourcetest.NewHub(model, "org/model")
+	defer hub.Close()
+	hub.Inject = func(*http.Request, string) sourcetest.Fault {
+		return sourcetest.Fault{Kind: sourcetest.Reject, Status: http.StatusUnauthorized, Body: `{"error":"login required"}`}
+	}
+	env := map[string]string{"HF_ENDPOINT": "https://hub.invalid", "HF_TOKEN": "hf_secret"}
+	code, _, errs := runSources(t, env, fastSourceOpts(), "inspect", hub.URL+"/files/"+ckpt.IndexFile)
+	assert.Equal(t, 2, code, errs)
+	assert.Contains(t, errs, "401")
+	assert.Contains(t, errs, "ckpt sends a Hugging Face token only to the hub's endpoint")
+	assert.NotContains(t, errs, "set HF_TOKEN")
+	assert.NotContains(t, errs, "hf auth login")
+}
