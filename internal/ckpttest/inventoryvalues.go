@@ -139,8 +139,11 @@ func WriteInventoryValues(dir, variant string, o ValuesOptions) error {
 	if o.Layers > 0 {
 		text := cfg["text_config"].(map[string]any)
 		text["num_hidden_layers"] = o.Layers
-		if lt, ok := text["layer_types"].([]any); ok && len(lt) > o.Layers {
-			text["layer_types"] = lt[:o.Layers]
+		switch lt := text["layer_types"].(type) {
+		case []any:
+			text["layer_types"] = lt[:min(len(lt), o.Layers)]
+		case []string:
+			text["layer_types"] = lt[:min(len(lt), o.Layers)]
 		}
 	}
 	// The fine-tune changes ~1 tensor in 40, a weight together with its
