@@ -16,8 +16,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/xxh3s"
 	"github.com/klauspost/compress/zstd"
-	"github.com/zeebo/xxh3"
 )
 
 // maxManifestBytes bounds the manifest read from an archive.
@@ -138,14 +138,14 @@ func (w progressWriter) Write(b []byte) (int, error) {
 // regionHasher hashes the data region of a .tensorbin stream: everything
 // after 8 + the u64 header size at its start.
 type regionHasher struct {
-	h    *xxh3.Hasher
-	hh   *xxh3.Hasher // header region
+	h    *xxh3s.Hasher
+	hh   *xxh3s.Hasher // header region
 	n    int64
 	hdr  [8]byte
 	skip int64
 }
 
-func newRegionHasher() *regionHasher { return &regionHasher{h: xxh3.New(), hh: xxh3.New(), skip: -1} }
+func newRegionHasher() *regionHasher { return &regionHasher{h: xxh3s.New(), hh: xxh3s.New(), skip: -1} }
 
 func (r *regionHasher) Write(p []byte) (int, error) {
 	total := len(p)

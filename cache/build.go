@@ -17,8 +17,8 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
-	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -443,7 +443,7 @@ type srcState struct {
 	t      *ckpt.Tensor
 	v      *ckpt.Values
 	bands  int
-	hasher *xxh3.Hasher
+	hasher *xxh3s.Hasher
 	hashed int
 	sum    string
 	mu     sync.Mutex
@@ -638,7 +638,7 @@ func (b *builder) sources() ([]*srcState, error) {
 					if err != nil {
 						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
 					}
-					st = &srcState{t: src.Tensor, v: v, hasher: xxh3.New()}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New()}
 					bySrc[src.Tensor] = st
 					srcs = append(srcs, st)
 				}

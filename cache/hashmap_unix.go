@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/zeebo/xxh3"
+	"github.com/ckpt-dev/ckpt/internal/xxh3s"
 )
 
 // hashWindow is the most of a file mapped at a time by hashOwnFile: mapped
@@ -23,7 +23,7 @@ func hashOwnFile(f *os.File, dataOffset, size int64) (header, data string, ok bo
 	if size <= 0 || dataOffset < 0 || dataOffset > size {
 		return "", "", false
 	}
-	hh, hd := xxh3.New(), xxh3.New()
+	hh, hd := xxh3s.New(), xxh3s.New()
 	for off := int64(0); off < size; off += hashWindow {
 		n := min(size-off, hashWindow)
 		m, err := syscall.Mmap(int(f.Fd()), off, int(n), syscall.PROT_READ, syscall.MAP_SHARED)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/internal/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/zeebo/xxh3"
 )
@@ -208,7 +209,7 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 		}
 		return hexHash(xxh3.Hash(buf[:n])), nil
 	}
-	h := xxh3.New()
+	h := xxh3s.New()
 	for off := int64(0); off < n; {
 		k := min(int64(len(buf)), n-off)
 		if _, err := t.ReadAt(buf[:k], off); err != nil {
@@ -224,7 +225,7 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 // dataOffset) and of the data region [dataOffset, size) of a .tensorbin
 // file.
 func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err error) {
-	hh, hd := xxh3.New(), xxh3.New()
+	hh, hd := xxh3s.New(), xxh3s.New()
 	buf := make([]byte, 256<<10) // read and hashed while in the L2 cache
 	if _, err := io.CopyBuffer(hh, io.NewSectionReader(f, 0, dataOffset), buf); err != nil {
 		return "", "", err

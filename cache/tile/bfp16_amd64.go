@@ -48,8 +48,9 @@ func bfp4FaceRowBF16(out *[FaceDim / 2]byte, src *[FaceDim]uint16) byte {
 // exponent, the sign where the code is not zero — the codes of the tables.
 // Row k is the 16 values at byte k*stride from src; its shared exponent
 // goes to exps[k] and its 16 BFLOAT8_B codes to out+k*16 (with nibbles, 8
-// bytes of BFLOAT4_B codes to out+k*8). Rows whose exponent is below
-// minTableExp are not written and are flagged in bit k of small.
+// bytes of BFLOAT4_B codes to out+k*8). A row of exponent 0 (zeros and
+// denormals, codes 0) is written too; rows whose exponent is between 1 and
+// minTableExp-1 are not written and are flagged in bit k of small.
 // TestFaceKernels checks every value under every shared exponent.
 //
 //go:noescape

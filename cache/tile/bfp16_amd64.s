@@ -61,7 +61,8 @@ GLOBL bfpc<>(SB), RODATA|NOPTR, $160
 //
 // rows (1..16) face rows: row k is the 16 values at src + k*stride bytes;
 // its shared exponent goes to exps[k] and its codes to out + k*16 (k*8
-// with nibbles). Rows whose exponent is below minTableExp are left
+// with nibbles). A row of exponent 0 (zeros and denormals only) gets
+// codes 0; rows whose exponent is between 1 and minTableExp-1 are left
 // unwritten and flagged in bit k of small.
 TEXT ·bfpFaceSSE2(SB), NOSPLIT, $0-60
 	FACEARGS
@@ -121,6 +122,17 @@ ffour:
 	MOVQ X8, 0(DX)
 	JMP fnext
 fsmall:
+	TESTQ AX, AX
+	JNZ fflag
+	PXOR X0, X0                    // e = 0: zeros and denormals, codes 0
+	TESTQ BX, BX
+	JNZ fzero4
+	MOVOU X0, 0(DX)
+	JMP fnext
+fzero4:
+	MOVQ X0, 0(DX)
+	JMP fnext
+fflag:
 	BTSQ CX, R10
 fnext:
 	ADDQ R9, SI
@@ -251,6 +263,17 @@ afour:
 	VMOVQ X0, 0(DX)
 	JMP anext
 asmall:
+	TESTL AX, AX
+	JNZ aflag
+	VPXOR X0, X0, X0               // e = 0: zeros and denormals, codes 0
+	TESTQ BX, BX
+	JNZ azero4
+	VMOVDQU X0, 0(DX)
+	JMP anext
+azero4:
+	VMOVQ X0, 0(DX)
+	JMP anext
+aflag:
 	BTSQ CX, R10
 anext:
 	ADDQ R9, SI

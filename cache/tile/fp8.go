@@ -22,7 +22,8 @@ import (
 // EncodeFP8Transposed computes exactly these bytes; on amd64 with AVX2 a
 // kernel does the arithmetic per face without tables and hands tiles it
 // cannot do exactly (a NaN code, a scale out of range, a face row whose
-// shared exponent is below minTableExp) back to the table route here.
+// shared exponent is below minTableExp but not 0) back to the table route
+// here. Zero face rows, zero codes and zero scales stay in the kernel.
 
 // MaxFP8Scale bounds the scales the kernel takes (block-FP8 scales are far
 // below it). For every positive scale below it the kernel's arithmetic is
@@ -31,10 +32,12 @@ import (
 // normal numbers (see fp8_amd64.s).
 const MaxFP8Scale = 256
 
-// fp8ScaleOK reports whether s can go to the kernel: positive, finite and
-// below MaxFP8Scale.
+// fp8ScaleOK reports whether s can go to the kernel: +0 (every product
+// is zero: the zero scales of pruned blocks), or positive and below
+// MaxFP8Scale. As float32 bits, those are the values below 256's (this
+// leaves out -0, negative values and NaN).
 func fp8ScaleOK(s float32) bool {
-	return s > 0 && s < MaxFP8Scale
+	return math.Float32bits(s) < math.Float32bits(MaxFP8Scale)
 }
 
 // EncodeFP8Transposed encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B): tile

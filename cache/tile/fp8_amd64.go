@@ -6,10 +6,11 @@ import "github.com/ckpt-dev/ckpt/internal/cpufeat"
 
 // fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8Transposed
 // does — tile q from the 32 rows of 32 codes at src + 32q (rows stride
-// bytes apart) under scales[q] (0 < s < 256), n tiles at most, BFLOAT4_B
-// when bfp4 and BFLOAT8_B otherwise — and returns the index of the first
-// tile it cannot encode exactly (a NaN code, or a face row whose shared
-// exponent is below minTableExp or 255), n when there is none. That tile's
+// bytes apart) under scales[q] (+0 or 0 < s < 256), n tiles at most,
+// BFLOAT4_B when bfp4 and BFLOAT8_B otherwise — and returns the index of
+// the first tile it cannot encode exactly (a NaN code, or a face row whose
+// shared exponent is 255 or below minTableExp but not 0), n when there is
+// none. That tile's
 // bytes may be partly written. buf is scratch.
 //
 //go:noescape

@@ -15,9 +15,12 @@
 //  1. M = bytewise max over the 16 rows of m = code & 0x7f. A lane of M
 //     equal to 0x7f means a NaN code: stop. h(M) has the face row's largest
 //     exponent field e (|h| is non-decreasing in m for a positive scale).
-//  2. e < minTableExp (8) or e = 255: stop. Otherwise store the 32
+//  2. 0 < e < minTableExp (8) or e = 255: stop. Otherwise store the 32
 //     exponents and build, per dword lane, S = s·2^104 · 2^(k-e) with
-//     k = 133 (BFLOAT8_B) or 129 (BFLOAT4_B).
+//     k = 133 (BFLOAT8_B) or 129 (BFLOAT4_B). A face row with e = 0 (all
+//     codes zero, a zero scale, or products that round to bfloat16 zeros
+//     or subnormals) has all codes 0 (bfpCode of a zero exponent field),
+//     as S = 0 gives them (p = 0).
 //  3. For each row: decode m to the float32 v = e4m3(m)·2^-104, a normal
 //     number for every code (DECODE), then p = v·S: the float32 product
 //     e4m3(m)·s, rounded once, times 2^(k-e). Scaling by a power of two
@@ -82,6 +85,9 @@ DATA fp8c<>+236(SB)/4, $0x47800080         // 2^16+1 (float32)
 DATA fp8c<>+240(SB)/4, $0x82000000         // (133+127)<<23 mod 2^32 (BFLOAT8_B)
 DATA fp8c<>+244(SB)/4, $0x80000000         // (129+127)<<23 (BFLOAT4_B)
 GLOBL fp8c<>(SB), RODATA|NOPTR, $248
+
+// The scale s may be any value 0 <= s < 256 (bits below those of 256):
+// s·2^104 is exact, and with s = 0 every face row has e = 0.
 
 // Registers held across a tile:
 //   DI dst of the tile, SI first code of the tile, R9 stride, R10 &scales[q],
@@ -309,6 +315,8 @@ half:
 	VPSUBB fp8c<>+64(SB), Y0, Y1   // e - 8: in [0, 246] iff 8 <= e <= 254
 	VPMINUB fp8c<>+128(SB), Y1, Y2
 	VPCMPEQB Y1, Y2, Y2
+	VPCMPEQB Y15, Y0, Y3           // or e = 0: every code of the row is 0
+	VPOR Y3, Y2, Y2
 	VPMOVMSKB Y2, AX
 	CMPL AX, $0xffffffff
 	JNE stop
@@ -322,18 +330,26 @@ half:
 	JZ svec
 	VPBROADCASTD fp8c<>+244(SB), Y1
 svec:
+	VPCMPEQD Y15, Y4, Y2           // e = 0
 	VPSLLD $23, Y4, Y4
 	VPSUBD Y4, Y1, Y4              // 2^(k-e): (k+127-e)<<23, 6 <= k+127-e <= 252
 	VMULPS Y14, Y4, Y8             // S = s·2^104·2^(k-e), exact (a normal number)
+	VPANDN Y8, Y2, Y8              // S = 0 where e = 0: codes 0
+	VPCMPEQD Y15, Y5, Y2
 	VPSLLD $23, Y5, Y5
 	VPSUBD Y5, Y1, Y5
 	VMULPS Y14, Y5, Y9
+	VPANDN Y9, Y2, Y9
+	VPCMPEQD Y15, Y6, Y2
 	VPSLLD $23, Y6, Y6
 	VPSUBD Y6, Y1, Y6
 	VMULPS Y14, Y6, Y10
+	VPANDN Y10, Y2, Y10
+	VPCMPEQD Y15, Y7, Y2
 	VPSLLD $23, Y7, Y7
 	VPSUBD Y7, Y1, Y7
 	VMULPS Y14, Y7, Y11
+	VPANDN Y11, Y2, Y11
 
 	// 3. Codes of the 16 rows into the scratch buffer (AX: byte offset).
 	MOVQ R9, R13

@@ -14,12 +14,13 @@ import (
 
 // fp8KernelStop returns the first tile of the reference bytes want the
 // kernel must hand back: one with a face row whose shared exponent is
-// below minTableExp or 255 (a NaN code).
+// below minTableExp but not 0 (0: a face row of zero codes, which the
+// kernel encodes) or 255 (a NaN code).
 func fp8KernelStop(dt DType, want []byte, n int) int {
 	tb := dt.TileBytes()
 	for q := range n {
 		for _, e := range want[q*tb : q*tb+FaceRows] {
-			if e < minTableExp || e == 255 {
+			if e != 0 && e < minTableExp || e == 255 {
 				return q
 			}
 		}
@@ -104,7 +105,7 @@ func TestFP8TilesKernel(t *testing.T) {
 		t.Skip("no AVX2 on this CPU: the kernel encodes nothing")
 	}
 	edges := []float32{
-		math.SmallestNonzeroFloat32, 0x1p-140, 0x1p-126, 0x1p-120, 0x1.fep-100,
+		0, math.SmallestNonzeroFloat32, 0x1p-140, 0x1p-126, 0x1p-120, 0x1.fep-100,
 		1, 1.0625, 0x1.01p0, 128, 255, math.Nextafter32(256, 0),
 	}
 	for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B} {
@@ -199,9 +200,9 @@ func TestFP8TilesKernel(t *testing.T) {
 				}
 			}
 
-			// Tiles the kernel must hand back: a NaN code, an all-zero
-			// face row (zeros of both signs); subnormal codes only
-			// (encoded).
+			// Tiles the kernel must hand back: a NaN code. Encoded: an
+			// all-zero face row (zeros of both signs), subnormal codes
+			// only, a zero scale, an all-zero tile under any scale.
 			for n := 0; n < 100; n++ {
 				pk, pi := rng.IntN(TileDim), rng.IntN(TileDim)
 				nan := byte(0x7f) | byte(rng.IntN(2))<<7
@@ -218,19 +219,36 @@ func TestFP8TilesKernel(t *testing.T) {
 					}
 					return fp8Weight(rng, 1)
 				}, func(int) float32 { return fp8LogUniformScale(rng, -30, 7) })
-				require.Zero(t, checkFP8Kernel(t, dt, r, fmt.Sprintf("zero face row at (%d, %d)", pk, pi)))
+				require.Equal(t, 1, checkFP8Kernel(t, dt, r, fmt.Sprintf("zero face row at (%d, %d)", pk, pi)))
 				r = newFP8Run(1, 1, func(q, k, i int) byte {
 					return byte(1+rng.IntN(7)) | byte(rng.IntN(2))<<7
 				}, func(int) float32 { return fp8LogUniformScale(rng, -30, 7) })
 				require.Equal(t, 1, checkFP8Kernel(t, dt, r, "subnormal codes"))
+				r = newFP8Run(1, 1, func(q, k, i int) byte {
+					return fp8NotNaN(byte(rng.IntN(256)))
+				}, func(int) float32 { return 0 })
+				require.Equal(t, 1, checkFP8Kernel(t, dt, r, "zero scale"))
+				r = newFP8Run(1, 1, func(q, k, i int) byte {
+					return byte(rng.IntN(2)) << 7
+				}, func(int) float32 { return fp8LogUniformScale(rng, -30, 7) })
+				require.Equal(t, 1, checkFP8Kernel(t, dt, r, "zero codes"))
 			}
+			// A NaN code under a zero scale is NaN: handed back.
+			r := newFP8Run(1, 1, func(q, k, i int) byte {
+				if k == 3 && i == 5 {
+					return 0xff
+				}
+				return 0
+			}, func(int) float32 { return 0 })
+			require.Zero(t, checkFP8Kernel(t, dt, r, "NaN code, zero scale"))
 		})
 	}
 }
 
 // TestFP8TilesKernelStop checks the kernel's return value on runs of six
-// tiles with one tile it cannot do (a NaN code or a zero face row) at each
-// place, and the public encoder on the same runs.
+// tiles with one tile it cannot do (a NaN code, or a scale so small that
+// face rows have shared exponents between 1 and 7) at each place, and the
+// public encoder on the same runs.
 func TestFP8TilesKernelStop(t *testing.T) {
 	t.Parallel()
 	if !fp8AVX2 {
@@ -239,17 +257,22 @@ func TestFP8TilesKernelStop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 4))
 	for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B} {
 		for bad := range 6 {
-			for _, zero := range []bool{false, true} {
+			for _, tiny := range []bool{false, true} {
 				r := newFP8Run(6, 11, func(q, k, i int) byte {
 					switch {
-					case q == bad && !zero && k == 20 && i == 9:
+					case q == bad && !tiny && k == 20 && i == 9:
 						return 0xff
-					case q == bad && zero && k < FaceDim && i == 30:
-						return 0
+					case q == bad && tiny && k == 20 && i < 2:
+						return 0x7e // 448 × 2^-130: exponent field 6
 					}
 					return fp8Weight(rng, 30)
-				}, func(int) float32 { return fp8LogUniformScale(rng, -20, 0) })
-				what := fmt.Sprintf("tile %d bad (zero face row %v)", bad, zero)
+				}, func(q int) float32 {
+					if q == bad && tiny {
+						return 0x1p-130
+					}
+					return fp8LogUniformScale(rng, -20, 0)
+				})
+				what := fmt.Sprintf("tile %d bad (tiny scale %v)", bad, tiny)
 				require.Equal(t, bad, checkFP8Kernel(t, dt, r, what))
 				want := make([]byte, r.n*dt.TileBytes())
 				got := make([]byte, len(want))

@@ -56,12 +56,12 @@ func fp8LogUniformScale(rng *rand.Rand, lo, hi float64) float32 {
 // TestEncodeFP8Transposed checks the public encoder (the kernel where there
 // is one, with the table route for the tiles it hands back and for scales it
 // does not take) against the table route alone: weight-like and uniform
-// codes, NaN codes, zero tiles, and scales the kernel refuses (zero,
-// negative, 256 and up, Inf, NaN).
+// codes, NaN codes, zero tiles, zero scales (which the kernel takes) and
+// scales it refuses (-0, negative, 256 and up, Inf, NaN).
 func TestEncodeFP8Transposed(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(8, 3))
-	odd := []float32{0, -1, 256, 1e30, float32(math.Inf(1)), float32(math.NaN()), -0.5, math.SmallestNonzeroFloat32}
+	odd := []float32{0, -1, 256, 1e30, float32(math.Inf(1)), float32(math.NaN()), -0.5, math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1))}
 	for _, dt := range []DType{BFLOAT8_B, BFLOAT4_B} {
 		for n := 0; n < 60; n++ {
 			tiles := 1 + rng.IntN(7)

@@ -99,6 +99,7 @@ const subElems = 32 << 10
 // their block scales, encode in the output dtype (nearest even).
 func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 	t := it.Source
+	var err error
 	sb, db := int64(t.DType.Bits()/8), int64(it.DType.Bits()/8)
 	if sb == 0 || db == 0 {
 		return fmt.Errorf("tensor %s: cannot convert %s to %s", ckpt.Quote(t.Name), t.DType, it.DType)
@@ -113,10 +114,10 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 		s.enc = make([]byte, sub*db)
 	}
 	if it.Values != nil && it.Values.Scale != nil {
-		if err := s.guard.CheckTensor(it.Values.Scale); err != nil {
+		if err = s.guard.CheckTensor(it.Values.Scale); err != nil {
 			return err
 		}
-		if err := s.checkScales(it); err != nil {
+		if err = s.checkScales(it); err != nil {
 			return err
 		}
 	}
@@ -125,6 +126,12 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 	// scanned, eight bytes at a time (the conversion costs far more).
 	scan := it.Values == nil && ckpt.MayOverflow(t.DType, it.DType)
 	var over int64
+	var lut *scaleLUT
+	if it.Values != nil && it.Values.Scale != nil && sb == 1 && (db == 2 || db == 4) {
+		if lut, err = newScaleLUT(t.DType, it.DType, it.Values); err != nil {
+			return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+	}
 	for e := int64(0); e < numel; e += per {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -139,6 +146,18 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 		}
 		for k := int64(0); k < m; k += sub {
 			q := min(sub, m-k)
+			enc := s.enc[:q*db]
+			if lut != nil {
+				// Dequantising 8-bit codes: a table per block scale.
+				if err := lut.convert(it.Values, e+k, raw[k:k+q], enc); err != nil {
+					return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+				}
+				if _, err := w.Write(enc); err != nil {
+					return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
+				}
+				s.prog.Add(int64(len(enc)))
+				continue
+			}
 			vals := s.vals[:q]
 			if err := ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals); err != nil {
 				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
@@ -146,7 +165,6 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 			if it.Values != nil {
 				applyScale(it.Values, e+k, vals)
 			}
-			enc := s.enc[:q*db]
 			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
 				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 			}

@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -86,11 +85,14 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
 	cw := &countWriter{w: af}
-	bw := bufio.NewWriterSize(cw, int(min(p.chunk, 1<<20)))
+	// Written by a goroutine of its own while the next bytes convert: at
+	// most 4 buffers of 1 MiB (or the chunk size, if smaller).
+	bw := newPipeWriter(cw, int(min(p.chunk, 1<<20)), 4)
+	defer bw.Close()
 	if err := p.WriteShard(ctx, i, bw); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := bw.Flush(); err != nil {
+	if err := bw.Close(); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/zeebo/xxh3"
+	"github.com/ckpt-dev/ckpt/internal/xxh3s"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -43,7 +43,7 @@ type tensorData struct {
 	t      *ckpt.Tensor
 	kind   int
 	c      counts
-	hasher *xxh3.Hasher
+	hasher *xxh3s.Hasher
 	hash   string
 	err    error
 	cut    bool // not read: its file is truncated
@@ -132,7 +132,7 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options, sha map[*ckpt
 	out := make([]*tensorData, len(c.Tensors))
 	var total int64
 	for i, t := range c.Tensors {
-		td := &tensorData{t: t, kind: kindOf(t), hasher: xxh3.New()}
+		td := &tensorData{t: t, kind: kindOf(t), hasher: xxh3s.New()}
 		td.c.first = -1
 		if t.Offset()+int64(t.NBytes()) > t.File.RealSize {
 			td.cut = true

@@ -50,7 +50,17 @@ func main() {
 	readme := flag.String("readme", "", "rewrite the generated block of this Markdown file with the table")
 	only := flag.String("only", "", "comma-separated measurement names to run (default: all)")
 	fixture := flag.String("write-fixture", "", "internal: write the fixture of this kind into -dir and exit")
+	layers27 := flag.Int("27b-layers", -1, "also run the 27B-shaped rows on the real layout with realistic values: 0 for all 64 decoder layers (~31 GB of fixture, ~62 GB of disk with the cache), N for the first N (a reduced run); -1: off")
+	base27 := flag.String("27b-base", "", "internal: the base of the 27b-ft fixture")
 	flag.Parse()
+	if *fixture == "27b" || *fixture == "27b-ft" {
+		o := ckpttest.ValuesOptions{Layers: *layers27, Seed: 1, FineTune: *fixture == "27b-ft", Base: *base27}
+		if err := ckpttest.WriteInventoryValues(*dir, "fp8", o); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *fixture != "" {
 		// A child process: the fixture's memory must not count in the
 		// peak RSS that later children inherit from this process at exec.
@@ -66,10 +76,10 @@ func main() {
 		return
 	}
 	if flag.NArg() > 0 || *runs < 1 {
-		fmt.Fprintln(os.Stderr, "usage: bench [-dir DIR] [-runs N] [-readme FILE] [-only NAMES]")
+		fmt.Fprintln(os.Stderr, "usage: bench [-dir DIR] [-runs N] [-readme FILE] [-only NAMES] [-27b-layers N]")
 		os.Exit(2)
 	}
-	if err := run(*dir, *runs, *readme, *only); err != nil {
+	if err := run(*dir, *runs, *readme, *only, *layers27); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
@@ -101,7 +111,7 @@ type measurement struct {
 	written func() int64
 }
 
-func run(dir string, runs int, readme, only string) error {
+func run(dir string, runs int, readme, only string, layers27 int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -178,6 +188,9 @@ func run(dir string, runs int, readme, only string) error {
 			args: append([]string{"extract", base, "--match", "**", "--dtype", "keep", "--out", filepath.Join(scratch, "x.safetensors")}, common...), before: clearScratch},
 		{name: "extract-bf16", what: "`extract ** --dtype bf16` (dequantise)", files: func() []string { return shards(base) }, unit: "GB/s", target: "bounded memory",
 			args: append([]string{"extract", base, "--match", "**", "--dtype", "bf16", "--out", filepath.Join(scratch, "x.safetensors")}, common...), before: clearScratch},
+	}
+	if layers27 >= 0 {
+		ms = append(ms, measurements27B(bin, dir, scratch, clearScratch, layers27, common)...)
 	}
 	if only != "" {
 		keep := strings.Split(only, ",")
@@ -449,4 +462,106 @@ func rewriteReadme(path, table string) error {
 	}
 	s = s[:i+len(beginMarker)] + "\n" + table + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// measurements27B are the 27B-shaped rows: the real 1606-tensor FP8 layout
+// (ckpttest.WriteInventoryValues, realistic seeded values; layers > 0
+// keeps the first layers decoder layers only) and its light fine-tune,
+// written once into DIR/27b[-L<layers>] and reused: cache build without
+// and with fsync, the disk floor of the bytes it writes, diff, verify
+// --read-data.
+func measurements27B(bin, dir, scratch string, clearScratch func() error, layers int, common []string) []measurement {
+	name := filepath.Join(dir, "27b")
+	label := "27B FP8 (real layout, 64 layers)"
+	if layers > 0 {
+		name = fmt.Sprintf("%s-L%d", name, layers)
+		label = fmt.Sprintf("27B FP8 layout cut to %d decoder layers", layers)
+	}
+	base, ft := name, name+"-ft"
+	var ferr error
+	write := func(d, kind string, extra ...string) {
+		if _, err := os.Stat(filepath.Join(d, "model.safetensors.index.json")); err == nil || ferr != nil {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "writing fixture %s (once)...\n", d)
+		tmp := d + ".tmp"
+		os.RemoveAll(d)
+		os.RemoveAll(tmp)
+		self, err := os.Executable()
+		if err != nil {
+			ferr = err
+			return
+		}
+		args := append([]string{"-write-fixture", kind, "-dir", tmp, "-27b-layers", fmt.Sprint(layers)}, extra...)
+		cmd := exec.Command(self, args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			ferr = fmt.Errorf("writing fixture %s: %w", d, err)
+			return
+		}
+		ferr = os.Rename(tmp, d)
+	}
+	files := func(ds ...string) func() []string {
+		return func() []string {
+			write(base, "27b")
+			if slices.Contains(ds, ft) {
+				write(ft, "27b-ft", "-27b-base", base)
+			}
+			var all []string
+			for _, d := range ds {
+				m, _ := filepath.Glob(filepath.Join(d, "*.safetensors"))
+				all = append(all, m...)
+			}
+			if ferr != nil {
+				fmt.Fprintln(os.Stderr, "bench:", ferr)
+			}
+			return all
+		}
+	}
+	cache := filepath.Join(scratch, "cache")
+	build := append([]string{"cache", "build", base, "--out", cache, "--mesh", "1x2"}, common...)
+	var built int64 // bytes of the durable build's cache, for the disk floor
+	return []measurement{
+		{name: "27b-build-nofsync", what: "`cache build --fsync=false` 1×2, " + label, files: files(base), unit: "M elem/s", target: "≤ 512 MiB",
+			args: append(slices.Clone(build), "--fsync=false"), before: clearScratch},
+		{name: "27b-build", what: "`cache build` 1×2, " + label + ", durable", files: files(base), unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
+			args: build, before: clearScratch},
+		{name: "27b-disk", what: "disk floor: `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes", files: files(base), unit: "GB/s", target: "—",
+			written: func() int64 { return built },
+			before: func() error {
+				if built == 0 {
+					if _, err := os.Stat(filepath.Join(cache, "manifest.json")); err != nil {
+						if err := clearScratch(); err != nil {
+							return err
+						}
+						if _, err := timeChild(bin, append(slices.Clone(build), "--fsync=false"), nil); err != nil {
+							return err
+						}
+					}
+					built = dirBytes(cache)
+				}
+				return clearScratch()
+			},
+			run: func() (sample, error) {
+				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (built+1<<20-1)>>20), "conv=fsync"}, nil)
+			}},
+		{name: "27b-diff", what: "`diff` values, " + label + ", light fine-tune", files: files(base, ft), unit: "GB/s", target: "≤ 2 × cat", ok: []int{1},
+			args: append([]string{"diff", base, ft}, common...)},
+		{name: "27b-verify", what: "`verify --read-data`, " + label, files: files(base), unit: "GB/s", target: "≥ 4 GB/s",
+			args: append([]string{"verify", base, "--read-data"}, common...)},
+	}
+}
+
+// dirBytes is the total size of the files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
