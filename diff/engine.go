@@ -212,6 +212,9 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 	p.geom = e.geometry(p)
 	var rangeOf []int
 	p.geom.ranges, rangeOf = p.sample.chunks(p.geom) // nil unless sampled
+	if rangeOf != nil && p.kind == kindRequant {
+		p.qBlockBad = make([]atomic.Bool, int64(len(p.q.scale)))
+	}
 	n := p.geom.count()
 	res := make([]chunkResult, n)
 	var stop atomic.Bool
@@ -618,8 +621,8 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		}
 		r.qElems += cnt
 		r.zeroSign += zs
-		if cnt > 0 {
-			r.qBlocks++
+		if cnt > 0 && p.qBlockBad[(row/q.bm)*q.sCols+bj].CompareAndSwap(false, true) {
+			r.qBlocks++ // the first segment of its block to fail
 		}
 		g += n
 	}
