@@ -514,6 +514,7 @@ class Pair:
                 for j in range(sc):
                     blk[i, j] = bad[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].any() or not same_value(scales[i, j], stored[i, j])
             self.block_bad, self.q_bm, self.q_bn, self.cols = blk, bm, bn, cols
+            self.scale_bad = ~same_value(scales, stored)  # per block: not the recipe's scale
             # What a sample checks (docs/sampling.md): the wider side
             # re-quantised with the stored scale of each element's block
             # against the codes (a zero scale: zero codes); whether a stored
@@ -553,11 +554,16 @@ class Pair:
             if sel is None:
                 qe, qb = int(self.code_bad.sum()), int(self.block_bad.sum())
             else:
-                # A sample: the sampled codes against the stored scales, and
-                # the distinct blocks holding a sampled code that differs.
+                # A sample: the sampled codes against the stored scales; the
+                # distinct blocks holding a sampled code that differs, or
+                # sampled whole with a scale that is not the recipe's.
+                sc = -(-self.cols // self.q_bn)
+                blk_of = lambda i: (i // self.cols // self.q_bm) * sc + i % self.cols // self.q_bn  # noqa: E731
                 bad = sel[self.code_bad_stored[sel]]
-                blocks = np.unique((bad // self.cols // self.q_bm) * (-(-self.cols // self.q_bn)) + bad % self.cols // self.q_bn)
-                qe, qb = int(bad.size), int(blocks.size)
+                seen = np.bincount(blk_of(sel), minlength=self.scale_bad.size)
+                size = np.bincount(blk_of(np.arange(self.numel)), minlength=self.scale_bad.size)
+                whole_bad = np.flatnonzero((seen == size) & self.scale_bad.ravel())
+                qe, qb = int(bad.size), int(np.union1d(blk_of(bad), whole_bad).size)
             out["requant_mismatch_elems"], out["requant_mismatch_blocks"] = qe, qb
             out["relation"] = "requant_identical" if qe == 0 and qb == 0 else "dtype_changed"
         return out
