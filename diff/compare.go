@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -96,7 +97,11 @@ type plan struct {
 	sample *samplePlan
 	// rangeChanged counts the changed elements of each sampled range.
 	rangeChanged []int64
-	ready        bool // sides and scales loaded
+	// qBlockBad marks, per scale block of a sampled requant plan, that a
+	// sampled code of it failed to re-quantise: requant_mismatch_blocks
+	// counts blocks, however many row segments of one the sample holds.
+	qBlockBad []atomic.Bool
+	ready     bool // sides and scales loaded
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).

@@ -56,9 +56,10 @@ const (
 	// cannot turn into identical.
 	NoChangeSeen Relation = "no_change_seen"
 	// RequantIdenticalSeen is used for sampled tensors (Options.SampleBytes)
-	// only: a block-FP8 / wider-float pair whose sampled blocks all
-	// re-quantise exactly, which a sample cannot turn into
-	// requant_identical.
+	// only: a block-FP8 / wider-float pair whose sampled codes all
+	// re-quantise exactly with their stored scales (and whose blocks
+	// sampled whole have the recipe's scale), which a sample cannot turn
+	// into requant_identical (docs/sampling.md).
 	RequantIdenticalSeen Relation = "requant_identical_seen"
 )
 
@@ -101,6 +102,8 @@ type Tensor struct {
 	// is block FP8 and the other a wider float: how many FP8 codes and how
 	// many blocks (a differing scale or any differing code) re-quantising
 	// the wider side fails to reproduce. Both zero means requant_identical.
+	// In a sampled row, of the sampled codes, and the distinct blocks with
+	// such a code (or sampled whole with a scale not the recipe's).
 	RequantMismatchElems  *int64 `json:"requant_mismatch_elems,omitempty"`
 	RequantMismatchBlocks *int64 `json:"requant_mismatch_blocks,omitempty"`
 	// ZeroSignCodes counts FP8 codes that differ only in the sign of zero

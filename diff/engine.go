@@ -212,6 +212,9 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 	p.geom = e.geometry(p)
 	var rangeOf []int
 	p.geom.ranges, rangeOf = p.sample.chunks(p.geom) // nil unless sampled
+	if rangeOf != nil && p.kind == kindRequant {
+		p.qBlockBad = make([]atomic.Bool, int64(len(p.q.scale)))
+	}
 	n := p.geom.count()
 	res := make([]chunkResult, n)
 	var stop atomic.Bool
@@ -289,6 +292,13 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 		total.finish(row)
 		row.ZeroSignCodes = total.zeroSign
 		qe, qb := total.qElems, total.qBlocks
+		if p.qBlockBad != nil {
+			extra, err := p.coveredScales()
+			if err != nil {
+				return err
+			}
+			qb += extra
+		}
 		row.RequantMismatchElems, row.RequantMismatchBlocks = &qe, &qb
 		row.Relation = DTypeChanged
 		if qe == 0 && qb == 0 {
@@ -569,6 +579,57 @@ func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, 
 	return nil
 }
 
+// coveredScales checks the stored scale of every block a sampled requant
+// plan read whole against the recipe (the block's absolute maximum over
+// 448, in the scale dtype), as an unsampled diff does: a sample never says
+// less than it saw. It returns the blocks whose scale differs and whose
+// codes did not already count them.
+func (p *plan) coveredScales() (int64, error) {
+	q, w := p.q, p.w
+	wsrc := p.rb
+	if w == p.fs {
+		wsrc = p.rf
+	}
+	cols := q.cols
+	rows := p.geom.numel / cols
+	seen := map[int64]int64{} // block → sampled elements of it
+	for _, rg := range p.sample.ranges {
+		for g := rg[0]; g < rg[1]; {
+			r, c := g/cols, g%cols
+			end := min((c/q.bn+1)*q.bn, cols, c+(rg[1]-g))
+			seen[(r/q.bm)*q.sCols+c/q.bn] += end - c
+			g += end - c
+		}
+	}
+	var extra int64
+	var raw []byte
+	var vals []float32
+	for b, n := range seen {
+		bi, bj := b/q.sCols, b%q.sCols
+		h, wd := min(q.bm, rows-bi*q.bm), min(q.bn, cols-bj*q.bn)
+		if n != h*wd || p.qBlockBad[b].Load() {
+			continue
+		}
+		var amax float32
+		raw, vals = grow(raw, wd*w.esize), grow(vals, wd)
+		for r := bi * q.bm; r < bi*q.bm+h; r++ {
+			g := r*cols + bj*q.bn
+			if _, err := wsrc.ReadAt(raw, g*w.esize); err != nil {
+				return 0, err
+			}
+			if err := w.decode(raw, g, vals); err != nil {
+				return 0, err
+			}
+			amax = max(amax, absMax(vals))
+		}
+		s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
+		if !sameValue(s, q.scale[b]) && p.qBlockBad[b].CompareAndSwap(false, true) {
+			extra++
+		}
+	}
+	return extra, nil
+}
+
 // requantSegments is requant for the ranges of a sampled diff, which are
 // runs of whole groups of bn columns inside rows, not whole blocks: each
 // group segment is compared by value, and the wider side re-quantised with
@@ -618,8 +679,8 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		}
 		r.qElems += cnt
 		r.zeroSign += zs
-		if cnt > 0 {
-			r.qBlocks++
+		if cnt > 0 && p.qBlockBad[(row/q.bm)*q.sCols+bj].CompareAndSwap(false, true) {
+			r.qBlocks++ // the first segment of its block to fail
 		}
 		g += n
 	}

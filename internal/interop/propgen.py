@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 from stlib import NP, ref_write, values
-from test_numerics import numpy_quantise
+from test_numerics import e4m3_satfinite, numpy_quantise
 
 WIDE = ("BF16", "F16", "F32")
 SCALE = "_scale_inv"
@@ -513,7 +513,19 @@ class Pair:
             for i in range(sr):
                 for j in range(sc):
                     blk[i, j] = bad[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].any() or not same_value(scales[i, j], stored[i, j])
-            self.block_bad, self.q_bm, self.cols = blk, bm, cols
+            self.block_bad, self.q_bm, self.q_bn, self.cols = blk, bm, bn, cols
+            self.scale_bad = ~same_value(scales, stored)  # per block: not the recipe's scale
+            # What a sample checks (docs/sampling.md): the wider side
+            # re-quantised with the stored scale of each element's block
+            # against the codes (a zero scale: zero codes); whether a stored
+            # scale is the recipe's needs the whole block and is not checked.
+            sfull = np.repeat(np.repeat(stored, bm, 0), bn, 1)[:rows, :cols]
+            with np.errstate(all="ignore"):
+                sc_codes = np.where(sfull != 0, e4m3_satfinite((wv.reshape(rows, cols) / sfull).astype(np.float32)), 0)
+            sc_codes = sc_codes.astype(np.uint8)
+            sbad = canon(sc_codes) != canon(qc)
+            self.code_bad_stored = sbad.ravel()
+            self.zero_sign_stored = ((sc_codes != qc) & ~sbad & (qc & 0x7F == 0)).ravel()
 
     def expect(self, sel=None):
         """The row ckpt diff must give, over all elements or the flat
@@ -524,7 +536,8 @@ class Pair:
         n_ch = int(ch.sum())
         out = {"changed_elems": n_ch}
         if hasattr(self, "zero_sign"):
-            zs = int((self.zero_sign if sel is None else self.zero_sign[sel]).sum())
+            zsa = self.zero_sign_stored if sel is not None and self.kind == "requant" else self.zero_sign
+            zs = int((zsa if sel is None else zsa[sel]).sum())
             out["zero_sign_codes"] = zs or None  # JSON: left out when 0
         if self.kind == "raw":
             out["relation"] = "changed" if n_ch else "identical"
@@ -541,9 +554,16 @@ class Pair:
             if sel is None:
                 qe, qb = int(self.code_bad.sum()), int(self.block_bad.sum())
             else:
-                rows = np.unique(sel // self.cols)
-                brows = np.unique(rows // self.q_bm)
-                qe, qb = int(self.code_bad[sel].sum()), int(self.block_bad[brows].sum())
+                # A sample: the sampled codes against the stored scales; the
+                # distinct blocks holding a sampled code that differs, or
+                # sampled whole with a scale that is not the recipe's.
+                sc = -(-self.cols // self.q_bn)
+                blk_of = lambda i: (i // self.cols // self.q_bm) * sc + i % self.cols // self.q_bn  # noqa: E731
+                bad = sel[self.code_bad_stored[sel]]
+                seen = np.bincount(blk_of(sel), minlength=self.scale_bad.size)
+                size = np.bincount(blk_of(np.arange(self.numel)), minlength=self.scale_bad.size)
+                whole_bad = np.flatnonzero((seen == size) & self.scale_bad.ravel())
+                qe, qb = int(bad.size), int(np.union1d(blk_of(bad), whole_bad).size)
             out["requant_mismatch_elems"], out["requant_mismatch_blocks"] = qe, qb
             out["relation"] = "requant_identical" if qe == 0 and qb == 0 else "dtype_changed"
         return out
