@@ -407,6 +407,8 @@ func printTensors(w io.Writer, format string, res *diff.Result, all bool) error 
 		}
 	}
 	g.Header = append(g.Header, "note")
+	tableForPeople(g, map[string]int{"rel_l2": 1, "note": 2, "shape": 3, "changed %": 4, "base": 5, "ft": 5,
+		"changed": 6, "95 % interval": 7, "of": 8, "max_abs_diff": 9, "cosine": 10})
 	hidden := 0
 	for _, t := range res.Tensors {
 		if !all && (t.Relation == diff.Identical || t.Relation == diff.SameHeader || t.Relation == diff.NoChangeSeen) {

@@ -45,16 +45,32 @@ func Resolve(format string, terminal bool, allowed ...string) (string, error) {
 // Grid is a table of strings: a title (optional), a header and rows.
 // Cells hold exact, machine-friendly values (Int, Shape); the table format
 // adapts them for people:
+//
 //   - Right lists the columns that are right-aligned (numbers); their
 //     integers get thousands separators in a table;
+//
 //   - Sizes lists the columns that hold byte counts, shown in binary units
 //     (28.7 GiB) in a table;
+//
 //   - Color lists the columns that hold statuses (pass, warn, fail, skip)
 //     or diff relations, coloured in a table on a colour terminal.
 //
-// On a terminal (a *Term) a table fits the terminal's width: prose cells
-// (those of a column with spaces) wrap inside their cell, names lose their
-// middle to an ellipsis. Text, CSV and Markdown keep the cells as they are.
+//   - Names lists the columns of names (tensors, targets, files) that a
+//     table never cuts nor wraps;
+//
+//   - Group lists the rows of a table under headings: consecutive rows
+//     whose first cells share a layer prefix ("model.language_model.
+//     layers.3.", see LayerPrefix) or a first component ("mtp.") are listed
+//     under it, each showing only the rest of its name;
+//
+//   - Drop gives columns a priority (1, 2, ...; 0: always shown): when a
+//     table does not fit the terminal, the columns of the highest
+//     priorities are dropped (and named in a note above the table).
+//
+// On a terminal (a *Term) a table fits the terminal's width: text cells
+// wrap at spaces (long words after '.', '/' and ','), never inside a word;
+// numbers, statuses, shapes and names are never cut. Text, CSV and
+// Markdown keep the cells and rows as they are.
 type Grid struct {
 	Title  string
 	Header []string
@@ -62,6 +78,9 @@ type Grid struct {
 	Right  map[int]bool
 	Sizes  map[int]bool
 	Color  map[int]bool
+	Names  map[int]bool
+	Group  bool
+	Drop   map[int]int
 }
 
 // Render writes g in format (table, text, markdown or csv).
@@ -87,7 +106,12 @@ func (g *Grid) Render(w io.Writer, format string) error {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		return tw.Flush()
-	case Table, Markdown:
+	case Table:
+		if g.Title != "" {
+			fmt.Fprintf(w, "%s\n", g.Title)
+		}
+		return g.renderPeople(w)
+	case Markdown:
 		if g.Title != "" {
 			if format == Markdown {
 				fmt.Fprintf(w, "### %s\n\n", g.Title)
@@ -109,9 +133,6 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		opts = append(opts, tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: aligns}))
 		t := tablewriter.NewTable(w, opts...)
 		header, rows := g.Header, g.Rows
-		if format == Table {
-			header, rows = g.forPeople(TermOf(w))
-		}
 		hdr := make([]any, len(header))
 		for i, h := range header {
 			hdr[i] = h

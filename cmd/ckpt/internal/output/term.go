@@ -82,11 +82,9 @@ func colorize(s string) string {
 	return s
 }
 
-// forPeople returns the header and rows as a terminal table shows them:
-// sizes in binary units, thousands separators, cells fitted to t's width,
-// colours. t may be nil (a table that is not on a terminal: no fitting, no
-// colour).
-func (g *Grid) forPeople(t *Term) (header []string, rows [][]string) {
+// forPeople returns the header and rows as a table shows them: sizes in
+// binary units, thousands separators.
+func (g *Grid) forPeople(*Term) (header []string, rows [][]string) {
 	header = append([]string(nil), g.Header...)
 	rows = make([][]string, len(g.Rows))
 	for i, r := range g.Rows {
@@ -104,123 +102,7 @@ func (g *Grid) forPeople(t *Term) (header []string, rows [][]string) {
 		}
 		rows[i] = row
 	}
-	if t == nil {
-		return header, rows
-	}
-	if t.Width > 0 {
-		g.fit(header, rows, t.Width)
-	}
-	if t.Color {
-		for _, r := range rows {
-			for j := range r {
-				if g.Color[j] {
-					r[j] = colorize(r[j])
-				}
-			}
-		}
-	}
 	return header, rows
-}
-
-// fit shrinks header and rows in place so that the table (with
-// tablewriter's borders: "│ " before each cell, " │" after the last, " │ "
-// between) is at most width columns wide. Columns give way in this order:
-//
-//  1. prose (a column with spaces; its cells wrap) down to 24 columns;
-//  2. names other than the first column (they lose their middle) to 12;
-//  3. the first column (the tensor or target name) to 24;
-//  4. prose to 12;
-//  5. headers of numbers and statuses, wrapped after "_" or at spaces (the
-//     numbers and statuses themselves are never cut);
-//  6. the first column to 16, prose to 8.
-//
-// Shapes are never cut, and a column is never narrower than its header
-// except in step 5. A table that does not fit even so is left wider.
-func (g *Grid) fit(header []string, rows [][]string, width int) {
-	n := len(header)
-	avail := width - (3*n + 1)
-	nat := make([]int, n)     // natural width
-	hdrW := make([]int, n)    // header width
-	cellMax := make([]int, n) // widest cell
-	prose := make([]bool, n)
-	shapes := make([]bool, n) // a column of shapes only
-	for j := range shapes {
-		shapes[j] = len(rows) > 0
-	}
-	for j, h := range header {
-		hdrW[j] = twwidth.Width(h)
-	}
-	for _, r := range rows {
-		for j, c := range r[:min(len(r), n)] {
-			cellMax[j] = max(cellMax[j], cellWidth(c))
-			prose[j] = prose[j] || strings.Contains(c, " ")
-			shapes[j] = shapes[j] && (c == "-" || shapeRE.MatchString(c))
-		}
-	}
-	var fixed, names, proses, first []int
-	for j := range n {
-		nat[j] = max(hdrW[j], cellMax[j])
-		switch {
-		case g.Right[j] || g.Color[j] || shapes[j]:
-			fixed = append(fixed, j)
-		case j == 0:
-			first = append(first, j)
-			if prose[j] {
-				proses = append(proses, j)
-			}
-		case prose[j]:
-			proses = append(proses, j)
-		default:
-			names = append(names, j)
-		}
-	}
-	w := append([]int(nil), nat...)
-	at := func(x int) func(j int) int { // at least x or the header, at most all of it
-		return func(j int) int { return min(nat[j], max(hdrW[j], x)) }
-	}
-	steps := []struct {
-		cols []int
-		min  func(j int) int
-	}{
-		{proses, at(24)},
-		{names, at(12)},
-		{first, at(24)},
-		{proses, at(12)},
-		{fixed, func(j int) int { return max(cellMax[j], headerSegment(header[j])) }},
-		{first, at(16)},
-		{proses, at(8)},
-	}
-	for _, s := range steps {
-		if sum(w) <= avail {
-			break
-		}
-		mins := make([]int, n)
-		for _, j := range s.cols {
-			mins[j] = s.min(j)
-		}
-		shrink(w, s.cols, mins, avail)
-	}
-	for j := range n {
-		if w[j] >= nat[j] {
-			continue
-		}
-		if hdrW[j] > w[j] {
-			header[j] = wrapHeader(header[j], w[j])
-		}
-		if g.Right[j] || g.Color[j] || shapes[j] {
-			continue
-		}
-		for _, r := range rows {
-			if j >= len(r) || cellWidth(r[j]) <= w[j] {
-				continue
-			}
-			if prose[j] {
-				r[j] = wrap(r[j], w[j])
-			} else {
-				r[j] = ellipsize(r[j], w[j])
-			}
-		}
-	}
 }
 
 // shapeRE matches a shape cell (Shape).
@@ -324,21 +206,6 @@ func cellWidth(s string) int {
 		m = max(m, twwidth.Width(l))
 	}
 	return m
-}
-
-// ellipsize shortens s to width w by replacing its middle with "…", so
-// that both the start and the end of a name stay readable.
-func ellipsize(s string, w int) string {
-	rs := []rune(s)
-	if len(rs) <= w || w < 1 {
-		return s
-	}
-	if w == 1 {
-		return "…"
-	}
-	head := (w - 1) / 2
-	tail := w - 1 - head
-	return string(rs[:head]) + "…" + string(rs[len(rs)-tail:])
 }
 
 // wrap breaks s into lines of at most w runes at spaces. A word longer

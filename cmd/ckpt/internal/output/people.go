@@ -1,0 +1,489 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+)
+
+// A table for people (the table format) is drawn here, not by tablewriter:
+// its rows may be grouped under spanning headings and its columns dropped
+// when the terminal is too narrow. It looks like tablewriter's default
+// boxes ("│ " before each cell, " │ " between, " │" after the last).
+
+// line is a row of a table for people: cells, or a heading (the prefix
+// the names of the rows below share) that spans the table.
+type line struct {
+	heading string
+	cells   []string
+	group   string // the heading a row is listed under
+}
+
+// renderPeople writes the table format of g to w.
+func (g *Grid) renderPeople(w io.Writer) error {
+	t := TermOf(w)
+	header, rows := g.humanCells()
+	lines := g.grouped(rows)
+	cols := make([]int, len(header)) // the columns shown
+	for j := range cols {
+		cols[j] = j
+	}
+	widths := natural(header, lines, cols)
+	var dropped []string
+	if t != nil && t.Width > 0 {
+		cols, dropped = g.choose(header, lines, t.Width)
+		widths = g.fitCols(header, lines, cols, t.Width)
+	}
+	lines = inlineSingles(lines, cols, widths)
+	widths = adjustName(lines, cols, widths)
+	if len(dropped) > 0 {
+		note := fmt.Sprintf("(not shown at %d columns: %s; --format text shows all)", t.Width, strings.Join(dropped, ", "))
+		fmt.Fprintln(w, wrap(note, max(t.Width, 20)))
+	}
+	color := t != nil && t.Color
+	inner := sum(widths) + 3*(len(widths)-1)
+	var b strings.Builder
+	rule := func(l, m, r string) {
+		b.WriteString(l)
+		for i, x := range widths {
+			if i > 0 {
+				b.WriteString(m)
+			}
+			b.WriteString(strings.Repeat("─", x+2))
+		}
+		b.WriteString(r + "\n")
+	}
+	row := func(cells []string, body bool) {
+		parts := make([][]string, len(cols))
+		n := 1
+		for i, j := range cols {
+			c := ""
+			if j < len(cells) {
+				c = cells[j]
+			}
+			if body {
+				c = g.fitCell(j, c, widths[i], header)
+			} else if twwidth.Width(c) > widths[i] {
+				c = wrapHeader(c, widths[i])
+			}
+			parts[i] = strings.Split(c, "\n")
+			n = max(n, len(parts[i]))
+		}
+		for k := range n {
+			b.WriteString("│")
+			for i, j := range cols {
+				s := ""
+				if k < len(parts[i]) {
+					s = parts[i][k]
+				}
+				pad := strings.Repeat(" ", max(0, widths[i]-twwidth.Width(s)))
+				if color && body && g.Color[j] {
+					s = colorize(s)
+				}
+				if body && g.Right[j] {
+					b.WriteString(" " + pad + s + " │")
+				} else {
+					b.WriteString(" " + s + pad + " │")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	rule("┌", "┬", "┐")
+	row(header, false)
+	rule("├", "┼", "┤")
+	for _, l := range lines {
+		if l.heading == "" {
+			row(l.cells, true)
+			continue
+		}
+		for _, s := range strings.Split(wrapParts(l.heading, inner), "\n") {
+			pad := strings.Repeat(" ", max(0, inner-twwidth.Width(s)))
+			if color {
+				s = "\x1b[1m" + s + "\x1b[0m"
+			}
+			b.WriteString("│ " + s + pad + " │\n")
+		}
+	}
+	rule("└", "┴", "┘")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// humanCells returns the header and rows with sizes in binary units and
+// thousands separators.
+func (g *Grid) humanCells() (header []string, rows [][]string) {
+	return g.forPeople(nil)
+}
+
+// LayerPrefix is the prefix of a name through its first all-digit
+// component ("model.language_model.layers.3.", "mtp.layers.0.",
+// "P300/cache/layers.0/"), or "" when it has none.
+func LayerPrefix(name string) string {
+	start := 0
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && name[i] != '.' && name[i] != '/' {
+			continue
+		}
+		if i == len(name) {
+			return ""
+		}
+		comp := name[start:i]
+		if comp != "" && strings.Trim(comp, "0123456789") == "" && start > 0 {
+			return name[:i+1]
+		}
+		start = i + 1
+	}
+	return ""
+}
+
+// firstPrefix is the first component of a name with its separator, or ""
+// when the name has a single component.
+func firstPrefix(name string) string {
+	if i := strings.IndexAny(name, "./"); i >= 0 && i < len(name)-1 {
+		return name[:i+1]
+	}
+	return ""
+}
+
+// grouped turns rows into lines. With g.Group, consecutive rows whose
+// first cells share a layer prefix (LayerPrefix), or else a first
+// component, are listed under a heading of that prefix (for a first
+// component: the longest prefix the run shares, at a separator), each
+// showing the rest of its name.
+func (g *Grid) grouped(rows [][]string) []line {
+	var out []line
+	if !g.Group {
+		for _, r := range rows {
+			out = append(out, line{cells: r})
+		}
+		return out
+	}
+	key := func(r []string) (string, bool) {
+		if len(r) == 0 {
+			return "", false
+		}
+		if p := LayerPrefix(r[0]); p != "" {
+			return p, true
+		}
+		return firstPrefix(r[0]), false
+	}
+	for i := 0; i < len(rows); {
+		k, layer := key(rows[i])
+		j := i + 1
+		for j < len(rows) {
+			if k2, _ := key(rows[j]); k2 != k {
+				break
+			}
+			j++
+		}
+		if k == "" {
+			for _, r := range rows[i:j] {
+				out = append(out, line{cells: r})
+			}
+			i = j
+			continue
+		}
+		head := k
+		if !layer { // the longest shared prefix that leaves every name a rest
+			lcp := rows[i][0]
+			for _, r := range rows[i+1 : j] {
+				for !strings.HasPrefix(r[0], lcp) {
+					lcp = lcp[:len(lcp)-1]
+				}
+			}
+			for _, r := range rows[i:j] {
+				if len(r[0]) == len(lcp) {
+					lcp = lcp[:len(lcp)-1]
+				}
+			}
+			if c := strings.LastIndexAny(lcp, "./"); c+1 >= len(head) {
+				head = lcp[:c+1]
+			}
+		}
+		out = append(out, line{heading: head})
+		for _, r := range rows[i:j] {
+			c := slices.Clone(r)
+			c[0] = r[0][len(head):]
+			out = append(out, line{cells: c, group: head})
+		}
+		i = j
+	}
+	return out
+}
+
+// colKind is how a column of a table for people may give way.
+type colKind int
+
+const (
+	text  colKind = iota // wraps at spaces (long words after '.', '/', ',')
+	fixed                // numbers, statuses, shapes: never broken
+	name                 // names: never broken
+)
+
+// unbreakable is the longest word a text cell keeps whole; longer words
+// (tensor names in a message or a list) break after their separators.
+const unbreakable = 24
+
+// colInfo measures column j over the body lines.
+type colInfo struct {
+	kind             colKind
+	prose            bool
+	nat, min, header int
+}
+
+func (g *Grid) info(header []string, lines []line, j int) colInfo {
+	ci := colInfo{header: twwidth.Width(header[j])}
+	shapes, any := true, false
+	cellMax, part := 0, 0
+	for _, l := range lines {
+		if l.heading != "" || j >= len(l.cells) {
+			continue
+		}
+		c := l.cells[j]
+		any = true
+		cellMax = max(cellMax, cellWidth(c))
+		ci.prose = ci.prose || strings.Contains(c, " ")
+		shapes = shapes && (c == "-" || c == "" || shapeRE.MatchString(c))
+		part = max(part, longestPart(c))
+	}
+	switch {
+	case g.Names[j]:
+		ci.kind = name
+	case g.Right[j] || g.Color[j] || (shapes && any):
+		ci.kind = fixed
+	}
+	ci.nat = max(ci.header, cellMax)
+	ci.min = max(headerSegment(header[j]), cellMax)
+	if ci.kind == text {
+		ci.min = max(headerSegment(header[j]), part)
+	}
+	return ci
+}
+
+// longestPart is the widest piece wrapParts may leave of s.
+func longestPart(s string) int {
+	m := 0
+	for _, word := range strings.Fields(s) {
+		if twwidth.Width(word) <= unbreakable {
+			m = max(m, twwidth.Width(word))
+			continue
+		}
+		for _, p := range breakParts(word) {
+			m = max(m, twwidth.Width(p))
+		}
+	}
+	return m
+}
+
+// natural is the width of each shown column when nothing is cut.
+func natural(header []string, lines []line, cols []int) []int {
+	w := make([]int, len(cols))
+	for i, j := range cols {
+		w[i] = twwidth.Width(header[j])
+		for _, l := range lines {
+			if l.heading == "" && j < len(l.cells) {
+				w[i] = max(w[i], cellWidth(l.cells[j]))
+			}
+		}
+	}
+	return w
+}
+
+// boxWidth is the width of a table of columns of widths w.
+func boxWidth(w []int) int { return sum(w) + 3*len(w) + 1 }
+
+// choose picks the columns shown at width: every column without a Drop
+// priority, then the columns of each priority (1 first, then 2...) that
+// still fit at their narrowest. It returns the columns shown and the
+// headers of those it drops.
+func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dropped []string) {
+	mins := make([]int, len(header))
+	for j := range header {
+		mins[j] = g.info(header, lines, j).min
+	}
+	keep := map[int]bool{}
+	var levels []int
+	for j := range header {
+		if p := g.Drop[j]; p > 0 {
+			if !slices.Contains(levels, p) {
+				levels = append(levels, p)
+			}
+		} else {
+			keep[j] = true
+		}
+	}
+	slices.Sort(levels)
+	cost := func() int {
+		var w []int
+		for j := range header {
+			if keep[j] {
+				w = append(w, mins[j])
+			}
+		}
+		return boxWidth(w)
+	}
+	for _, p := range levels {
+		for j := range header {
+			if g.Drop[j] == p {
+				keep[j] = true
+			}
+		}
+		if cost() > width {
+			for j := range header {
+				if g.Drop[j] == p {
+					keep[j] = false
+				}
+			}
+		}
+	}
+	for j := range header {
+		if keep[j] {
+			cols = append(cols, j)
+		} else {
+			dropped = append(dropped, header[j])
+		}
+	}
+	return cols, dropped
+}
+
+// fitCols gives the shown columns widths that fit width. Columns give way
+// in this order: prose (a column with spaces) down to 24 columns, other
+// text to 12, prose to 12, then every column to its narrowest (the
+// longest word it keeps whole; a number, status, shape or name whole; a
+// header wrapped after "_"). A table whose narrowest columns do not fit
+// is left wider: nothing is ever cut.
+func (g *Grid) fitCols(header []string, lines []line, cols []int, width int) []int {
+	n := len(cols)
+	avail := width - (3*n + 1)
+	infos := make([]colInfo, n)
+	w := make([]int, n)
+	for i, j := range cols {
+		infos[i] = g.info(header, lines, j)
+		w[i] = infos[i].nat
+	}
+	step := func(pick func(ci colInfo) bool, floor func(ci colInfo) int) {
+		if sum(w) <= avail {
+			return
+		}
+		var idx []int
+		mins := make([]int, n)
+		for i, ci := range infos {
+			if pick(ci) {
+				idx = append(idx, i)
+				mins[i] = min(ci.nat, max(ci.min, floor(ci)))
+			}
+		}
+		shrink(w, idx, mins, avail)
+	}
+	isProse := func(ci colInfo) bool { return ci.kind == text && ci.prose }
+	isText := func(ci colInfo) bool { return ci.kind == text && !ci.prose }
+	step(isProse, func(colInfo) int { return 24 })
+	step(isText, func(colInfo) int { return 12 })
+	step(isProse, func(colInfo) int { return 12 })
+	step(func(colInfo) bool { return true }, func(colInfo) int { return 0 })
+	return w
+}
+
+// fitCell wraps a body cell of column j to width w: text at spaces (and
+// long words after their separators); numbers, statuses, shapes and names
+// are never broken.
+func (g *Grid) fitCell(j int, c string, w int, header []string) string {
+	if cellWidth(c) <= w || g.Names[j] || g.Right[j] || g.Color[j] || shapeRE.MatchString(c) {
+		return c
+	}
+	return wrapParts(c, w)
+}
+
+// inlineSingles lists a group of one row without its heading when its
+// whole name fits the name column.
+func inlineSingles(lines []line, cols []int, widths []int) []line {
+	if len(cols) == 0 || cols[0] != 0 {
+		return lines
+	}
+	var out []line
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		single := l.heading != "" && i+1 < len(lines) && lines[i+1].heading == "" &&
+			(i+2 == len(lines) || lines[i+2].heading != "")
+		if single {
+			r := slices.Clone(lines[i+1].cells)
+			r[0] = l.heading + r[0]
+			if twwidth.Width(r[0]) <= widths[0] {
+				out = append(out, line{cells: r})
+				i++
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// adjustName widens the name column so that no name is broken (it may
+// have been measured before a group was inlined).
+func adjustName(lines []line, cols []int, widths []int) []int {
+	for i := range cols {
+		for _, l := range lines {
+			if l.heading == "" && cols[i] < len(l.cells) && i == 0 {
+				widths[i] = max(widths[i], cellWidth(l.cells[cols[i]]))
+			}
+		}
+	}
+	return widths
+}
+
+// wrapParts breaks s into lines of at most w columns at spaces; a word
+// longer than w is broken after its '.', '/' and ',' (never inside a
+// part: a part wider than w keeps a line of its own).
+func wrapParts(s string, w int) string {
+	if w < 1 {
+		return s
+	}
+	var lines []string
+	for para := range strings.SplitSeq(s, "\n") {
+		cur := ""
+		for _, word := range strings.Fields(para) {
+			if cur != "" && twwidth.Width(cur)+1+twwidth.Width(word) <= w {
+				cur += " " + word
+				continue
+			}
+			if cur != "" {
+				lines = append(lines, cur)
+				cur = ""
+			}
+			if twwidth.Width(word) <= w {
+				cur = word
+				continue
+			}
+			for _, p := range breakParts(word) {
+				if cur != "" && twwidth.Width(cur)+twwidth.Width(p) > w {
+					lines = append(lines, cur)
+					cur = ""
+				}
+				cur += p
+			}
+		}
+		lines = append(lines, cur)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// breakParts splits a word after each '.', '/' and ','.
+func breakParts(word string) []string {
+	var parts []string
+	start := 0
+	for i, c := range word {
+		if c == '.' || c == '/' || c == ',' {
+			parts = append(parts, word[start:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(word) {
+		parts = append(parts, word[start:])
+	}
+	return parts
+}
