@@ -462,6 +462,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 		}
 	default:
 		g := &output.Grid{Header: []string{"name", "dtype", "layout", "shard shape", "placement", "shards", "memory", "bytes"}, Right: map[int]bool{5: true, 7: true}, Sizes: map[int]bool{7: true}}
+		tableForPeople(g, map[string]int{"bytes": 1, "shard shape": 2, "dtype": 3, "placement": 4, "shards": 5, "layout": 6, "memory": 7})
 		var total int64
 		for _, e := range es {
 			total += e.Bytes

@@ -95,6 +95,8 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 		return metadataGrid(res).Render(w, format)
 	}
 	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
+	tableForPeople(tensors, map[string]int{"dtype": 1, "shape": 2, "bytes": 3, "parameters": 4, "file": 5})
+	tensors.Names[5] = true
 	for _, t := range res.Tensors {
 		tensors.Rows = append(tensors.Rows, []string{ckpt.EscapeName(t.Name), ckpt.EscapeName(t.DType), output.Shape(t.Shape), output.Int(t.Parameters), output.Int(t.NBytes), ckpt.EscapeName(t.File)})
 	}

@@ -179,6 +179,8 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	}
 	if !summaryOnly || format == output.CSV {
 		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
+		tableForPeople(g, map[string]int{"per device": 1, "placement": 2, "dtype": 3, "shape": 4, "layout": 5, "memory": 6})
+		g.GroupAlso = map[int]bool{7: true}
 		for _, e := range res.Entries {
 			pl := "replicate"
 			if e.Placement.Dim != nil {

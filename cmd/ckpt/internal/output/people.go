@@ -3,6 +3,7 @@ package output
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,6 +21,9 @@ type line struct {
 	heading string
 	cells   []string
 	group   string // the heading a row is listed under
+	// factored is set when other columns' prefixes are in the heading
+	// too (GroupAlso): such a row is never listed without it
+	factored bool
 }
 
 // renderPeople writes the table format of g to w.
@@ -169,6 +173,9 @@ func (g *Grid) grouped(rows [][]string) []line {
 		if p := LayerPrefix(r[0]); p != "" {
 			return p, true
 		}
+		if i := strings.LastIndexByte(r[0], '/'); i >= 0 && i < len(r[0])-1 {
+			return r[0][:i+1], true // a directory
+		}
 		return firstPrefix(r[0]), false
 	}
 	for i := 0; i < len(rows); {
@@ -204,11 +211,26 @@ func (g *Grid) grouped(rows [][]string) []line {
 				head = lcp[:c+1]
 			}
 		}
-		out = append(out, line{heading: head})
+		heading := head
+		type factor struct {
+			k int
+			p string
+		}
+		var also []factor // the layer prefixes factored out of GroupAlso columns
+		for _, k := range slices.Sorted(maps.Keys(g.GroupAlso)) {
+			if p := sharedLayer(rows[i:j], k); p != "" {
+				also = append(also, factor{k, p})
+				heading += "  (" + g.Header[k] + ": " + p + ")"
+			}
+		}
+		out = append(out, line{heading: heading})
 		for _, r := range rows[i:j] {
 			c := slices.Clone(r)
 			c[0] = r[0][len(head):]
-			out = append(out, line{cells: c, group: head})
+			for _, a := range also {
+				c[a.k] = strings.ReplaceAll(c[a.k], a.p, "")
+			}
+			out = append(out, line{cells: c, group: head, factored: heading != head})
 		}
 		i = j
 	}
@@ -407,7 +429,7 @@ func inlineSingles(lines []line, cols []int, widths []int) []line {
 	var out []line
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		single := l.heading != "" && i+1 < len(lines) && lines[i+1].heading == "" &&
+		single := l.heading != "" && i+1 < len(lines) && !lines[i+1].factored && i+1 < len(lines) && lines[i+1].heading == "" &&
 			(i+2 == len(lines) || lines[i+2].heading != "")
 		if single {
 			r := slices.Clone(lines[i+1].cells)
@@ -486,4 +508,21 @@ func breakParts(word string) []string {
 		parts = append(parts, word[start:])
 	}
 	return parts
+}
+
+// sharedLayer is the layer prefix every cell of column k in rows starts
+// with, or "".
+func sharedLayer(rows [][]string, k int) string {
+	p := ""
+	for _, r := range rows {
+		if k >= len(r) {
+			return ""
+		}
+		q := LayerPrefix(r[k])
+		if q == "" || !strings.HasPrefix(r[k], q) || (p != "" && q != p) {
+			return ""
+		}
+		p = q
+	}
+	return p
 }

@@ -63,6 +63,9 @@ func Resolve(format string, terminal bool, allowed ...string) (string, error) {
 //     layers.3.", see LayerPrefix) or a first component ("mtp.") are listed
 //     under it, each showing only the rest of its name;
 //
+//   - GroupAlso lists columns (of names, as in a list of sources) whose
+//     shared layer prefix within a group also goes into its heading;
+//
 //   - Drop gives columns a priority (1, 2, ...; 0: always shown): when a
 //     table does not fit the terminal, the columns of the highest
 //     priorities are dropped (and named in a note above the table).
@@ -72,15 +75,16 @@ func Resolve(format string, terminal bool, allowed ...string) (string, error) {
 // numbers, statuses, shapes and names are never cut. Text, CSV and
 // Markdown keep the cells and rows as they are.
 type Grid struct {
-	Title  string
-	Header []string
-	Rows   [][]string
-	Right  map[int]bool
-	Sizes  map[int]bool
-	Color  map[int]bool
-	Names  map[int]bool
-	Group  bool
-	Drop   map[int]int
+	Title     string
+	Header    []string
+	Rows      [][]string
+	Right     map[int]bool
+	Sizes     map[int]bool
+	Color     map[int]bool
+	Names     map[int]bool
+	Group     bool
+	GroupAlso map[int]bool
+	Drop      map[int]int
 }
 
 // Render writes g in format (table, text, markdown or csv).
