@@ -361,7 +361,28 @@ func groupGrid(res *diff.Result) *output.Grid {
 		}
 		gg.Rows = append(gg.Rows, row)
 	}
+	dropZeroColumns(gg, 2, 2+len(rels))
 	return gg
+}
+
+// dropZeroColumns lets a terminal table that is too narrow drop the
+// relation columns from first to end (exclusive) whose counts are all
+// zero, then the count of identical tensors (the rest of the row's
+// tensors).
+func dropZeroColumns(g *output.Grid, first, end int) {
+	g.Drop = map[int]int{}
+	for j := first; j < end; j++ {
+		zero := true
+		for _, r := range g.Rows {
+			zero = zero && r[j] == "0"
+		}
+		switch {
+		case zero:
+			g.Drop[j] = 1
+		case g.Header[j] == string(diff.Identical) || g.Header[j] == string(diff.SameHeader):
+			g.Drop[j] = 2
+		}
+	}
 }
 
 // diffSummaryRecord is the final JSON Lines record of diff: the counts per
@@ -501,6 +522,7 @@ func layerGrid(res *diff.Result) *output.Grid {
 		}
 		g.Rows = append(g.Rows, append(row, frac, floatCell(l.ChangedMeanRelL2, 4)))
 	}
+	dropZeroColumns(g, 2, 2+len(rels))
 	return g
 }
 

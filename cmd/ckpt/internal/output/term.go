@@ -122,7 +122,7 @@ func headerSegments(h string) []string {
 	for _, f := range strings.Fields(h) {
 		for len(f) > 0 {
 			i := strings.IndexByte(f, '_')
-			if i < 0 || i == len(f)-1 {
+			if i < 0 || len(f)-i-1 <= 2 { // "rel_l2" stays whole
 				segs = append(segs, f)
 				break
 			}
