@@ -42,7 +42,9 @@ func (g *Grid) renderPeople(w io.Writer) error {
 		widths = g.fitCols(header, lines, cols, t.Width)
 	}
 	lines = inlineSingles(lines, cols, widths)
-	widths = adjustName(lines, cols, widths)
+	if len(cols) > 0 && g.Names[cols[0]] {
+		widths = adjustName(lines, cols, widths)
+	}
 	if len(dropped) > 0 {
 		note := fmt.Sprintf("(not shown at %d columns: %s; --format text shows all)", t.Width, strings.Join(dropped, ", "))
 		fmt.Fprintln(w, wrap(note, max(t.Width, 20)))
@@ -429,7 +431,7 @@ func inlineSingles(lines []line, cols []int, widths []int) []line {
 	var out []line
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		single := l.heading != "" && i+1 < len(lines) && !lines[i+1].factored && i+1 < len(lines) && lines[i+1].heading == "" &&
+		single := l.heading != "" && i+1 < len(lines) && !lines[i+1].factored && lines[i+1].heading == "" &&
 			(i+2 == len(lines) || lines[i+2].heading != "")
 		if single {
 			r := slices.Clone(lines[i+1].cells)

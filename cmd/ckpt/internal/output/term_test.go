@@ -92,7 +92,7 @@ func TestTableFitsWidth(t *testing.T) {
 		g      *Grid
 		widths []int
 	}{
-		{verifyGrid(), []int{50, 80, 100, 160}},
+		{verifyGrid(), []int{60, 80, 100, 160}}, // below 60 the words of a message do not fit whole
 		{mapGrid(), []int{120, 160, 200}}, // eight columns: below 120 their minimums do not fit
 	} {
 		for _, width := range c.widths {
@@ -111,11 +111,13 @@ func TestTableFitsWidth(t *testing.T) {
 		}
 	}
 	assert.Contains(t, out, "fp8.scale_shape.1", "short ids are not shortened")
-	// Long names keep their start and end around an ellipsis.
+	// Long names are never cut: nothing loses its middle to an ellipsis.
+	for _, width := range []int{60, 120, 160} {
+		out = render(t, mapGrid(), &Term{Width: width}, Table)
+		assert.NotContains(t, out, "…", width)
+		assert.Contains(t, out, "│ layers.1/tp/", "%d: wrapped after its separators", width)
+	}
 	out = render(t, mapGrid(), &Term{Width: 160}, Table)
-	assert.Contains(t, out, "layers.1/tp/qkvz")
-	assert.Contains(t, out, "…")
-	assert.Contains(t, out, "s.1.linear_attn")
 	assert.Contains(t, out, "bfloat8_b")
 	assert.Contains(t, out, "[5120,16384]", "shapes are never cut")
 	// A table that fits is left alone, and text is never fitted.
@@ -176,28 +178,165 @@ func TestTableColour(t *testing.T) {
 	}
 }
 
-func TestEllipsizeWrap(t *testing.T) {
+func TestWrap(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		in   string
-		w    int
-		want string
-	}{
-		{"model.language_model.layers.12.mlp.down_proj.weight", 20, "model.lan…roj.weight"},
-		{"short", 20, "short"},
-		{"abcdef", 1, "…"},
-		{"abcdef", 2, "…f"},
-	} {
-		got := ellipsize(c.in, c.w)
-		assert.Equal(t, c.want, got)
-		assert.LessOrEqual(t, twwidth.Width(got), max(c.w, 1))
-	}
 	assert.Equal(t, "one two\nthree\nfour", wrap("one two three four", 7))
 	assert.Equal(t, "abcd\nefgh\nij k", wrap("abcdefghij k", 4), "long words are cut")
 	assert.Equal(t, "tensor\nmodel.language_model.\nlayers.3.mlp.down_proj.\nweight (+1 scales)",
 		wrap("tensor model.language_model.layers.3.mlp.down_proj.weight (+1 scales)", 24), "names break after dots and underscores")
 	assert.Equal(t, "a.\nbcdefgh\nij", wrap("a.bcdefghij", 7), "a part longer than the line is cut")
 	assert.Equal(t, "a\nb", wrap("a\nb", 10), "line breaks kept")
+}
+
+func TestWrapParts(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"DRAM Interleaved", 8, "DRAM\nInterleaved"},       // never mid-word: the word keeps a line wider than w
+		{"replicate,shard(2)", 12, "replicate,\nshard(2)"}, // a list breaks after its commas
+		{"model.language_model.layers.0.mlp.up_proj.weight (+1 scales)", 30, // names after their dots
+			"model.language_model.layers.0.\nmlp.up_proj.weight (+1 scales)"},
+		{"in_proj_qkv", 4, "in_proj_qkv"}, // never after an underscore
+		{"a b\nc", 10, "a b\nc"},
+	} {
+		assert.Equal(t, c.want, wrapParts(c.in, c.w), c.in)
+	}
+	assert.Equal(t, 11, longestPart("DRAM Interleaved"))
+	assert.Equal(t, 15, longestPart("model.language_model.layers.0.mlp.up_proj.weight"), "a long name breaks after its dots")
+	assert.Equal(t, 18, longestPart("replicate,shard(2)"), "a short word stays whole")
+}
+
+func TestLayerPrefix(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"model.language_model.layers.12.mlp.down_proj.weight": "model.language_model.layers.12.",
+		"mtp.layers.0.self_attn.q_proj.weight":                "mtp.layers.0.",
+		"model.visual.blocks.3.attn.qkv.bias":                 "model.visual.blocks.3.",
+		"P300/cache/layers.0/tp/out":                          "P300/cache/layers.0/",
+		"layers.0.input_layernorm.weight":                     "layers.0.",
+		"mtp.fc.weight":                                       "",
+		"lm_head.weight":                                      "",
+		"model.visual.merger.linear_fc1.weight":               "",
+		"7.weight":                                            "", // a leading number is not a layer
+		"layers.3":                                            "", // nothing after it
+	} {
+		assert.Equal(t, want, LayerPrefix(in), in)
+	}
+}
+
+// diffGrid looks like diff's tensor table.
+func diffGrid() *Grid {
+	g := &Grid{Header: []string{"name", "relation", "base", "ft", "shape", "rel_l2", "cosine", "note"},
+		Right: map[int]bool{5: true, 6: true}, Color: map[int]bool{1: true},
+		Names: map[int]bool{0: true}, Group: true, Drop: map[int]int{2: 3, 3: 3, 4: 2, 5: 1, 6: 4, 7: 1}}
+	for _, n := range []string{
+		"lm_head.weight",
+		"model.language_model.layers.0.linear_attn.in_proj_qkv.weight",
+		"model.language_model.layers.0.linear_attn.in_proj_qkv.weight_scale_inv",
+		"model.language_model.layers.1.mlp.down_proj.weight",
+		"model.language_model.norm.weight",
+		"mtp.fc.weight",
+		"mtp.layers.0.mlp.up_proj.weight",
+		"mtp.layers.0.mlp.up_proj.weight_scale_inv",
+		"mtp.norm.weight",
+		"mtp.pre_fc_norm_hidden.weight",
+	} {
+		g.Rows = append(g.Rows, []string{n, "changed", "F8_E4M3", "BF16", "[6144,5120]", "0.0218", "0.999764", "re-quantises exactly"})
+	}
+	return g
+}
+
+func TestTableGroups(t *testing.T) {
+	t.Parallel()
+	out := render(t, diffGrid(), &Term{Width: 160}, Table)
+	for _, want := range []string{
+		"│ lm_head.weight ",                              // no prefix: the whole name
+		"│ model.language_model.layers.0.  ",             // a heading spans the table
+		"\n│ linear_attn.in_proj_qkv.weight_scale_inv │", // its rows show the rest
+		"│ mtp.layers.0.  ",
+		"\n│ mlp.up_proj.weight_scale_inv ",
+		"│ mtp.  ", // a run sharing a first component
+		"\n│ pre_fc_norm_hidden.weight ",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.Regexp(t, `(?m)^│ model\.language_model\.norm\.weight +│ changed`, out, "a group of one row whose name fits is listed whole")
+	assert.Regexp(t, `(?m)^│ model\.language_model\.layers\.1\. +│$`, out, "a group of one row whose name does not fit keeps its heading")
+	assert.Regexp(t, `(?m)^│ mlp\.down_proj\.weight +│ changed`, out)
+	for _, r := range diffGrid().Rows {
+		assert.Contains(t, out, r[0][strings.LastIndexByte(r[0], '.'):], "every row is listed")
+	}
+	assert.Equal(t, len(diffGrid().Rows)+4, len(tableLines(out))-4, "ten rows, four headings, three rules and the header")
+	// Headings only in the table format.
+	for _, f := range []string{Text, CSV, Markdown} {
+		out := render(t, diffGrid(), &Term{Width: 80}, f)
+		assert.Contains(t, out, "model.language_model.layers.0.linear_attn.in_proj_qkv.weight_scale_inv", f)
+		assert.NotContains(t, out, "not shown", f)
+	}
+	// Colour: headings bold, relations coloured.
+	out = render(t, diffGrid(), &Term{Width: 160, Color: true}, Table)
+	assert.Contains(t, out, "\x1b[1mmtp.layers.0.\x1b[0m")
+	assert.Contains(t, out, "\x1b[33mchanged\x1b[0m")
+}
+
+func tableLines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.HasPrefix(l, "│") || strings.HasPrefix(l, "┌") || strings.HasPrefix(l, "├") || strings.HasPrefix(l, "└") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestTableDropsColumns(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		width   int
+		dropped string // the note, "" when every column is shown
+		shown   []string
+	}{
+		{160, "", []string{"base", "ft", "shape", "rel_l2", "cosine", "note"}},
+		{100, "(not shown at 100 columns: base, ft, cosine; --format text shows all)", []string{"shape", "rel_l2", "note"}},
+		{80, "(not shown at 80 columns: base, ft, shape, cosine; --format text shows all)", []string{"rel_l2", "note"}},
+		{60, "(not shown at 60 columns: base, ft, shape, rel_l2, cosine, note; --format text shows all)", []string{"relation"}},
+	} {
+		out := render(t, diffGrid(), &Term{Width: c.width}, Table)
+		lines := tableLines(out)
+		for _, l := range lines {
+			assert.LessOrEqual(t, twwidth.Width(l), c.width, "%d: %q", c.width, l)
+		}
+		assert.NotContains(t, out, "…")
+		header := lines[1]
+		for _, h := range c.shown {
+			assert.Contains(t, header, " "+h+" ", c.width)
+		}
+		if c.dropped == "" {
+			assert.NotContains(t, out, "not shown", c.width)
+			continue
+		}
+		assert.Contains(t, strings.ReplaceAll(out, "\n", " "), c.dropped, c.width)
+		assert.NotContains(t, header, " cosine ", c.width)
+		assert.Contains(t, out, "linear_attn.in_proj_qkv.weight_scale_inv", "the name is whole at %d", c.width)
+	}
+}
+
+func TestTableGroupAlso(t *testing.T) {
+	t.Parallel()
+	g := &Grid{Header: []string{"target", "sources"}, Names: map[int]bool{0: true}, Group: true, GroupAlso: map[int]bool{1: true}}
+	g.Rows = [][]string{
+		{"layers.0/tp/out", "model.language_model.layers.0.linear_attn.out_proj.weight (+1 scales)"},
+		{"layers.0/tp/qkvzab.il", "model.language_model.layers.0.linear_attn.in_proj_qkv.weight + model.language_model.layers.0.linear_attn.in_proj_z.weight (+2 scales)"},
+		{"layers.1/tp/out", "model.language_model.layers.1.linear_attn.out_proj.weight (+1 scales)"},
+	}
+	out := render(t, g, &Term{Width: 120}, Table)
+	assert.Contains(t, out, "│ layers.0/ (sources: model.language_model.layers.0.) ")
+	assert.Contains(t, out, "│ tp/qkvzab.il │ linear_attn.in_proj_qkv.weight + linear_attn.in_proj_z.weight (+2 scales) │")
+	assert.Contains(t, out, "│ layers.1/ (sources: model.language_model.layers.1.) ", "a group of one row keeps the heading that holds its sources' prefix")
+	assert.Contains(t, render(t, g, &Term{Width: 120}, Text), "model.language_model.layers.0.linear_attn.in_proj_z.weight")
 }
 
 func TestShrink(t *testing.T) {
