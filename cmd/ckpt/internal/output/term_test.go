@@ -93,7 +93,7 @@ func TestTableFitsWidth(t *testing.T) {
 		widths []int
 	}{
 		{verifyGrid(), []int{60, 80, 100, 160}}, // below 60 the words of a message do not fit whole
-		{mapGrid(), []int{120, 160, 200}}, // eight columns: below 120 their minimums do not fit
+		{mapGrid(), []int{120, 160, 200}},       // eight columns: below 120 their minimums do not fit
 	} {
 		for _, width := range c.widths {
 			out := render(t, c.g, &Term{Width: width}, Table)
