@@ -146,6 +146,7 @@ func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
 // (kind, file, field, the two sides, detail).
 func renderDiffRows(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
 	g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
+	g.Drop = map[int]int{5: 1} // a terminal too narrow drops the detail first
 	for _, d := range rep.Diffs {
 		field, detail := d.Field, ""
 		switch d.Kind {

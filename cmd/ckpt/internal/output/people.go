@@ -250,17 +250,18 @@ const (
 
 // unbreakable is the longest word a text cell keeps whole; longer words
 // (tensor names in a message or a list) break after their separators.
-const unbreakable = 24
+const unbreakable = 20
 
 // colInfo measures column j over the body lines.
 type colInfo struct {
 	kind             colKind
 	prose            bool
+	droppable        bool // it has a Drop priority
 	nat, min, header int
 }
 
 func (g *Grid) info(header []string, lines []line, j int) colInfo {
-	ci := colInfo{header: twwidth.Width(header[j])}
+	ci := colInfo{header: twwidth.Width(header[j]), droppable: g.Drop[j] > 0}
 	shapes, any := true, false
 	cellMax, part := 0, 0
 	for _, l := range lines {
@@ -322,12 +323,16 @@ func boxWidth(w []int) int { return sum(w) + 3*len(w) + 1 }
 
 // choose picks the columns shown at width: every column without a Drop
 // priority, then the columns of each priority (1 first, then 2...) that
-// still fit at their narrowest. It returns the columns shown and the
+// still fit at their narrowest (prose that is never dropped: 24 columns). It returns the columns shown and the
 // headers of those it drops.
 func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dropped []string) {
 	mins := make([]int, len(header))
 	for j := range header {
-		mins[j] = g.info(header, lines, j).min
+		ci := g.info(header, lines, j)
+		mins[j] = ci.min
+		if ci.kind == text && ci.prose && g.Drop[j] == 0 { // a column is dropped before prose that stays is squeezed below 24
+			mins[j] = min(ci.nat, max(ci.min, 24))
+		}
 	}
 	keep := map[int]bool{}
 	var levels []int
@@ -376,7 +381,9 @@ func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dro
 
 // fitCols gives the shown columns widths that fit width. Columns give way
 // in this order: prose (a column with spaces) down to 24 columns, other
-// text to 12, prose to 12, then every column to its narrowest (the
+// text to 12, numbers, statuses, shapes and names to their narrowest
+// (their headers wrap), prose that may be dropped to its narrowest, prose
+// to 12, then every column to its narrowest (the
 // longest word it keeps whole; a number, status, shape or name whole; a
 // header wrapped after "_"). A table whose narrowest columns do not fit
 // is left wider: nothing is ever cut.
@@ -407,6 +414,8 @@ func (g *Grid) fitCols(header []string, lines []line, cols []int, width int) []i
 	isText := func(ci colInfo) bool { return ci.kind == text && !ci.prose }
 	step(isProse, func(colInfo) int { return 24 })
 	step(isText, func(colInfo) int { return 12 })
+	step(func(ci colInfo) bool { return ci.kind != text }, func(colInfo) int { return 0 })
+	step(func(ci colInfo) bool { return isProse(ci) && ci.droppable }, func(colInfo) int { return 0 })
 	step(isProse, func(colInfo) int { return 12 })
 	step(func(colInfo) bool { return true }, func(colInfo) int { return 0 })
 	return w
@@ -496,18 +505,32 @@ func wrapParts(s string, w int) string {
 	return strings.Join(lines, "\n")
 }
 
-// breakParts splits a word after each '.', '/' and ','.
+// breakParts splits a word after each '.', '/' and ','; a piece still
+// longer than unbreakable (a file name's fields) also after each '_'.
 func breakParts(word string) []string {
 	var parts []string
+	for _, p := range splitAfter(word, ".,/") {
+		if twwidth.Width(p) > unbreakable {
+			parts = append(parts, splitAfter(p, "_")...)
+		} else {
+			parts = append(parts, p)
+		}
+	}
+	return parts
+}
+
+// splitAfter splits s after each of seps.
+func splitAfter(s, seps string) []string {
+	var parts []string
 	start := 0
-	for i, c := range word {
-		if c == '.' || c == '/' || c == ',' {
-			parts = append(parts, word[start:i+1])
+	for i, c := range s {
+		if strings.ContainsRune(seps, c) {
+			parts = append(parts, s[start:i+1])
 			start = i + 1
 		}
 	}
-	if start < len(word) {
-		parts = append(parts, word[start:])
+	if start < len(s) {
+		parts = append(parts, s[start:])
 	}
 	return parts
 }
