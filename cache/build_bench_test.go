@@ -16,31 +16,8 @@ import (
 // at hidden 512); b.SetBytes counts source elements, so MB/s reads as
 // M source elements/s.
 func BenchmarkBuild(b *testing.B) {
-	o := ckpttest.Large()
-	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 512, 2048, 8, 8, 2, 64
-	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 64, 64, 8192
-	dir := filepath.Join(b.TempDir(), "src")
-	if err := ckpttest.Write(dir, o); err != nil {
-		b.Fatal(err)
-	}
-	c, plan := openPlan(b, dir)
-	var elems int64
-	for _, tt := range c.Tensors {
-		elems += int64(tt.Numel())
-	}
-	b.SetBytes(elems)
-	cpu := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
-			b.Fatal(err)
-		}
-		// Dirty pages of earlier outputs would throttle the next build.
-		b.StopTimer()
-		os.RemoveAll(out)
-		b.StartTimer()
-	}
-	cpu.report(elems)
+	dir := benchFixture(b)
+	benchBuild(b, dir)
 }
 
 // BenchmarkBuildDir builds the cache of the checkpoint in $CKPT_BENCH_SRC
@@ -52,57 +29,18 @@ func BenchmarkBuildDir(b *testing.B) {
 	if dir == "" {
 		b.Skip("CKPT_BENCH_SRC is not set")
 	}
-	c, plan := openPlan(b, dir)
-	var elems int64
-	for _, tt := range c.Tensors {
-		elems += int64(tt.Numel())
-	}
-	b.SetBytes(elems)
-	cpu := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
-			b.Fatal(err)
-		}
-		// Dirty pages of earlier outputs would throttle the next build.
-		b.StopTimer()
-		os.RemoveAll(out)
-		b.StartTimer()
-	}
-	cpu.report(elems)
+	benchBuild(b, dir)
 }
 
 // BenchmarkBuildZero builds BenchmarkBuild's fixture with all of its tensor
 // data zero (zero codes, zero scales: the sparse or pruned parts of real
 // checkpoints), which must build at least as fast as ordinary data.
 func BenchmarkBuildZero(b *testing.B) {
-	o := ckpttest.Large()
-	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 512, 2048, 8, 8, 2, 64
-	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 64, 64, 8192
-	dir := filepath.Join(b.TempDir(), "src")
-	if err := ckpttest.Write(dir, o); err != nil {
-		b.Fatal(err)
-	}
+	dir := benchFixture(b)
 	if err := zeroData(dir); err != nil {
 		b.Fatal(err)
 	}
-	c, plan := openPlan(b, dir)
-	var elems int64
-	for _, tt := range c.Tensors {
-		elems += int64(tt.Numel())
-	}
-	b.SetBytes(elems)
-	cpu := startCPU(b)
-	for i := 0; i < b.N; i++ {
-		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		os.RemoveAll(out)
-		b.StartTimer()
-	}
-	cpu.report(elems)
+	benchBuild(b, dir)
 }
 
 // zeroData zeroes the tensor data of every safetensors file in dir, keeping
@@ -159,4 +97,43 @@ func (c cpuTimer) report(elems int64) {
 	d := processCPU() - c.start
 	c.b.ReportMetric(float64(d.Milliseconds())/float64(c.b.N), "cpu-ms/op")
 	c.b.ReportMetric(float64(elems)*float64(c.b.N)/d.Seconds()/1e6, "Melem/cpu-s")
+}
+
+// benchFixture writes BenchmarkBuild's ~50 MB FP8 fixture (Large's layout
+// at hidden 512) and returns its directory.
+func benchFixture(b *testing.B) string {
+	b.Helper()
+	o := ckpttest.Large()
+	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 512, 2048, 8, 8, 2, 64
+	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 64, 64, 8192
+	dir := filepath.Join(b.TempDir(), "src")
+	if err := ckpttest.Write(dir, o); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// benchBuild builds the cache of the checkpoint in dir b.N times
+// (CKPT_BENCH_NOSYNC=1: with NoSync); b.SetBytes counts source elements,
+// and the CPU rate is reported beside the wall rate.
+func benchBuild(b *testing.B, dir string) {
+	b.Helper()
+	c, plan := openPlan(b, dir)
+	var elems int64
+	for _, tt := range c.Tensors {
+		elems += int64(tt.Numel())
+	}
+	b.SetBytes(elems)
+	cpu := startCPU(b)
+	for i := 0; i < b.N; i++ {
+		out := filepath.Join(b.TempDir(), "cache")
+		if _, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
+			b.Fatal(err)
+		}
+		// Dirty pages of earlier outputs would throttle the next build.
+		b.StopTimer()
+		os.RemoveAll(out)
+		b.StartTimer()
+	}
+	cpu.report(elems)
 }
