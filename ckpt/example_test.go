@@ -30,7 +30,7 @@ func ExampleOpen() {
 		fmt.Printf("%-8s %3d tensors %8d parameters %8d bytes\n", d.DType, d.Tensors, d.Parameters, d.Bytes)
 	}
 	for _, g := range s.ByGroup {
-		fmt.Printf("%-35s %3d tensors\n", g.Group, g.Tensors)
+		fmt.Printf("%-35s %3d tensors\n", g.Pattern, g.Tensors)
 	}
 	// Output:
 	// 4 shards, 124 tensors, 1159352 parameters

@@ -145,10 +145,12 @@ func TestSummarizeParameters(t *testing.T) {
 	assert.Equal(t, int64(32768+256+32), s.Parameters)
 	assert.Equal(t, int64(32768+4+256+256+4+16+4+64), s.Bytes)
 	require.Len(t, s.ByGroup, 3)
-	assert.Equal(t, "model.layers.{0..1,3}", s.ByGroup[0].Group)
+	assert.Equal(t, "model.layers.{0..1,3}", s.ByGroup[0].Pattern)
 	assert.Equal(t, int64(4), s.ByGroup[0].Tensors)
-	assert.Equal(t, "mtp.*", s.ByGroup[1].Group)
-	assert.Equal(t, "other", s.ByGroup[2].Group)
+	assert.Equal(t, "mtp.*", s.ByGroup[1].Pattern)
+	assert.Equal(t, "other", s.ByGroup[2].Pattern)
+	// The group names are diff's and verify's: text_layers, mtp, visual, other.
+	assert.Equal(t, []string{ckpt.GroupText, ckpt.GroupMTP, ckpt.GroupOther}, []string{s.ByGroup[0].Group, s.ByGroup[1].Group, s.ByGroup[2].Group})
 	// Without a quantization_config, bookkeeping counts (Hub rule).
 	s = ckpt.Summarize(ts, false)
 	assert.Equal(t, map[string]int64{"F8_E4M3": 32768, "BF16": 256 + 32 + 2, "F32": 1}, s.ParametersByDType)

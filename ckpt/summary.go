@@ -40,7 +40,12 @@ type DTypeStat struct {
 
 // GroupStat sums tensors of one group.
 type GroupStat struct {
-	Group      string `json:"group"` // e.g. "model.language_model.layers.{0..63}"
+	// Group is the group's name, the one diff and verify use: text_layers,
+	// mtp, visual or other (GroupOf). Pattern is inspect's label of it,
+	// e.g. "model.language_model.layers.{0..63}", "mtp.*": a checkpoint
+	// with two stacks of decoder layers has two text_layers rows.
+	Group      string `json:"group"`
+	Pattern    string `json:"pattern"`
 	Tensors    int64  `json:"tensors"`
 	Parameters int64  `json:"parameters"`
 	Bytes      int64  `json:"bytes"`
@@ -135,13 +140,13 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 	})
 	for _, g := range gorder {
 		ga := byG[g]
-		ga.stat.Group = g
+		ga.stat.Group, ga.stat.Pattern = ga.group, g
 		if len(ga.layers) > 0 {
 			ns := make([]int, 0, len(ga.layers))
 			for n := range ga.layers {
 				ns = append(ns, n)
 			}
-			ga.stat.Group = g + "." + Ranges(ns)
+			ga.stat.Pattern = g + "." + Ranges(ns)
 		}
 		s.ByGroup = append(s.ByGroup, ga.stat)
 	}

@@ -316,4 +316,16 @@ func (r *Result) Differs() bool {
 	return r.Summary.Differs() || len(r.Config) > 0
 }
 
+// Document is the diff JSON document (docs/cli.md): the result with its
+// verdict, the differs flag of the JSON Lines summary record.
+type Document struct {
+	*Result
+	Differs bool `json:"differs"`
+}
+
+// Document returns the result as its JSON document.
+func (r *Result) Document() Document {
+	return Document{Result: r, Differs: r.Differs()}
+}
+
 var _ json.Marshaler = Float(0)

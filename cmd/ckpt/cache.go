@@ -470,11 +470,11 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 				g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Path), "?", "?", "?", "unreadable: " + ckpt.EscapeName(e.Error), "", "", output.Int(e.Bytes)})
 				continue
 			}
-			shape := make([]int64, len(e.ShardShape))
-			for i, d := range e.ShardShape {
+			shape := make([]int64, len(e.DeviceShape))
+			for i, d := range e.DeviceShape {
 				shape[i] = int64(d)
 			}
-			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Name), e.DType, e.Layout, output.Shape(shape), e.Placement, fmt.Sprint(e.Shards), e.Memory, output.Int(e.Bytes)})
+			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Name), e.DType, e.Layout, output.Shape(shape), e.PlacementText, fmt.Sprint(e.Shards), e.MemoryText, output.Int(e.Bytes)})
 		}
 		if err := g.Render(a.Out, format); err != nil {
 			return err

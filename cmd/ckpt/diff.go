@@ -231,9 +231,9 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	case format == output.JSON && v.SummaryOnly:
 		cp := *res
 		cp.Tensors, cp.Layers = []diff.Tensor{}, nil
-		return output.WriteJSON(w, &cp)
+		return output.WriteJSON(w, cp.Document())
 	case format == output.JSON:
-		return output.WriteJSON(w, res)
+		return output.WriteJSON(w, res.Document())
 	case format == output.JSONL && v.SummaryOnly:
 		return output.WriteJSONL(w, "tensor", []diff.Tensor{}, diffSummaryRecord(res))
 	case format == output.JSONL && v.ByLayer:

@@ -62,7 +62,7 @@ func TestDiffSummaryOnly(t *testing.T) {
 	code, out, _ = runApp(t, "diff", base, ft, "--format", "jsonl", "--summary", "--progress", "none")
 	require.Equal(t, 1, code)
 	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 1)
-	assert.Contains(t, out, `{"type":"summary","schema_version":2,`)
+	assert.Contains(t, out, `{"type":"summary","schema_version":3,`)
 }
 
 func TestDiffJSONContract(t *testing.T) {
@@ -102,7 +102,7 @@ func TestDiffJSONContract(t *testing.T) {
 	var sum map[string]any
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &sum))
 	assert.Equal(t, "summary", sum["type"])
-	assert.EqualValues(t, 2, sum["schema_version"])
+	assert.EqualValues(t, 3, sum["schema_version"])
 	assert.Equal(t, true, sum["differs"])
 	assert.Contains(t, sum, "changed")
 }

@@ -58,7 +58,7 @@ func TestInspectFullScale(t *testing.T) {
 			assert.Equal(t, tc.byDType, got)
 			groups := map[string]int64{}
 			for _, g := range res.Summary.ByGroup {
-				groups[g.Group] = g.Tensors
+				groups[g.Pattern] = g.Tensors
 			}
 			if tc.variant == "fp8" {
 				assert.Equal(t, map[string]int64{"model.language_model.layers.{0..63}": 1248, "mtp.*": 22, "model.visual.*": 333, "other": 3}, groups)

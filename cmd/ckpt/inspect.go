@@ -119,7 +119,7 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 	}
 	byG := &output.Grid{Title: "by group", Header: []string{"group", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
 	for _, g := range s.ByGroup {
-		byG.Rows = append(byG.Rows, []string{ckpt.EscapeName(g.Group), output.Int(g.Tensors), output.Int(g.Parameters), output.Int(g.Bytes)})
+		byG.Rows = append(byG.Rows, []string{ckpt.EscapeName(g.Pattern), output.Int(g.Tensors), output.Int(g.Parameters), output.Int(g.Bytes)})
 	}
 	for _, g := range []*output.Grid{byD, byG} {
 		if err := g.Render(w, format); err != nil {

@@ -138,3 +138,85 @@ func nullableNumber(path string) bool {
 	}
 	return false
 }
+
+// TestJSONVocabulary: the commands' JSON documents name the same things
+// the same way (schema_version 3): inspect's groups are diff's (text_layers,
+// mtp, visual, other) with inspect's label as pattern; cache ls writes a
+// file's placement, memory config and per-device shape as map writes them
+// for the entry that made the file; diff's JSON has the differs verdict of
+// its JSON Lines summary record.
+func TestJSONVocabulary(t *testing.T) {
+	t.Parallel()
+	f := newSurfaceFixture(t)
+	run := func(want int, args ...string) map[string]any {
+		t.Helper()
+		code, out, stderr := runApp(t, args...)
+		require.Equal(t, want, code, "%v: %s", args, stderr)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), args)
+		return doc
+	}
+	list := func(doc map[string]any, key string) []map[string]any {
+		t.Helper()
+		raw, ok := doc[key].([]any)
+		require.True(t, ok, "%s is not a list", key)
+		var out []map[string]any
+		for _, r := range raw {
+			out = append(out, r.(map[string]any))
+		}
+		return out
+	}
+
+	// Groups: inspect and diff use the same names.
+	groupsOf := func(rows []map[string]any) []string {
+		var gs []string
+		for _, r := range rows {
+			gs = append(gs, r["group"].(string))
+		}
+		return gs
+	}
+	ins := run(0, "inspect", f.base, "--format", "json")
+	byGroup := list(ins["summary"].(map[string]any), "by_group")
+	assert.Equal(t, []string{ckpt.GroupText, ckpt.GroupMTP, ckpt.GroupVisual, ckpt.GroupOther}, groupsOf(byGroup))
+	assert.Equal(t, "model.language_model.layers.{0..3}", byGroup[0]["pattern"])
+	assert.Equal(t, "mtp.*", byGroup[1]["pattern"])
+	dj := run(1, "diff", f.base, f.ft, "--format", "json", "--progress", "none")
+	assert.Subset(t, groupsOf(byGroup), groupsOf(list(dj, "groups")))
+
+	// Verdict: diff's JSON says differs like its JSON Lines summary and exit status.
+	assert.Equal(t, true, dj["differs"])
+	assert.Equal(t, false, run(0, "diff", f.base, f.base, "--mode", "header", "--format", "json")["differs"])
+	code, out, stderr := runApp(t, "diff", f.base, f.ft, "--format", "jsonl", "--progress", "none")
+	require.Equal(t, 1, code, stderr)
+	recs := strings.Split(strings.TrimSpace(out), "\n")
+	var last map[string]any
+	require.NoError(t, json.Unmarshal([]byte(recs[len(recs)-1]), &last))
+	assert.Equal(t, dj["differs"], last["differs"])
+
+	// Placement, memory config, per-device shape: cache ls as map.
+	mj := run(0, "map", f.small, "--format", "json")
+	byFile := map[string]map[string]any{}
+	for _, e := range list(mj, "entries") {
+		byFile[e["file"].(string)] = e
+	}
+	lj := run(0, "cache", "ls", f.cacheRoot, "--format", "json")
+	files := list(lj, "files")
+	require.NotEmpty(t, files)
+	sharded := 0
+	for _, fe := range files {
+		e := byFile[fe["path"].(string)]
+		require.NotNil(t, e, "%s is not a map entry", fe["path"])
+		assert.Equal(t, e["memory_config"], fe["memory_config"], fe["path"])
+		assert.Equal(t, e["device_shape"], fe["device_shape"], fe["path"])
+		mp, lp := e["placement"].(map[string]any), fe["placement"].(map[string]any)
+		for _, k := range []string{"kind", "dim", "mesh_axes"} {
+			assert.Equal(t, mp[k], lp[k], "%s: placement %s", fe["path"], k)
+		}
+		if lp["kind"] == "shard" {
+			sharded++
+		}
+		assert.NotContains(t, fe, "shard_shape")
+		assert.NotContains(t, fe, "memory")
+	}
+	assert.Positive(t, sharded, "the fixture's cache has sharded files")
+}

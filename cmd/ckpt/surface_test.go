@@ -121,7 +121,7 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
-	assert.EqualValues(t, 2, doc["schema_version"])
+	assert.EqualValues(t, 3, doc["schema_version"])
 	assert.Equal(t, Version, doc["version"])
 	assert.Equal(t, runtime.Version(), doc["go"])
 	formats := doc["formats"].(map[string]any)

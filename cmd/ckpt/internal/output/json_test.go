@@ -29,7 +29,7 @@ func TestWriteJSONEmptyLists(t *testing.T) {
 	for _, v := range []any{doc{Many: []inner{{}}}, &doc{Many: []inner{{}}}} {
 		var b bytes.Buffer
 		require.NoError(t, WriteJSON(&b, v))
-		assert.JSONEq(t, `{"schema_version":2,"list":[],"raw":null,"inner":{"names":[]},"ptr":null,"many":[{"names":[]}]}`, b.String())
+		assert.JSONEq(t, `{"schema_version":3,"list":[],"raw":null,"inner":{"names":[]},"ptr":null,"many":[{"names":[]}]}`, b.String())
 	}
 	var b bytes.Buffer
 	require.NoError(t, WriteJSON(&b, &doc{Schema: 7, Ptr: &inner{}}))
@@ -49,11 +49,11 @@ func TestWriteJSONL(t *testing.T) {
 	}{2}))
 	assert.Equal(t, `{"type":"tensor","name":"a","shape":[2]}
 {"type":"tensor","name":"b","shape":[]}
-{"type":"summary","schema_version":2,"tensors":2}
+{"type":"summary","schema_version":3,"tensors":2}
 `, b.String())
 
 	b.Reset()
 	require.NoError(t, WriteJSONL(&b, "file", []rec(nil), struct{}{}))
-	assert.Equal(t, `{"type":"summary","schema_version":2}`+"\n", b.String(), "an empty list still ends with its summary")
+	assert.Equal(t, `{"type":"summary","schema_version":3}`+"\n", b.String(), "an empty list still ends with its summary")
 	assert.Error(t, WriteJSONL(&b, "x", []int{1}, nil), "a record must be an object")
 }
