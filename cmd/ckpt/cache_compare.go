@@ -158,5 +158,14 @@ func renderDiffRows(w io.Writer, format string, rep *cache.CompareReport, labelA
 		}
 		g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
 	}
+	if format == output.Table {
+		// For people the file comes first, its rows grouped under their
+		// layer or directory, the rest of its name in the row.
+		for i, r := range g.Rows {
+			g.Rows[i] = []string{r[1], r[0], r[2], r[3], r[4], r[5]}
+		}
+		g.Header = []string{"file", "kind", "field", labelA, labelB, "detail"}
+		g.Group = true
+	}
 	return g.Render(w, format)
 }

@@ -130,6 +130,7 @@ func identifySummary(r *cache.IdentifyResult) any {
 // the cache.
 func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules, nan string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
+	g.Drop = map[int]int{3: 1, 4: 2, 5: 3} // the parts of the differences give way on a narrow terminal, header counts first
 	for _, c := range r.Candidates {
 		ov := strings.Join(c.Overrides, " ")
 		if ov == "" {

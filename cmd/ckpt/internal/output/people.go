@@ -252,6 +252,16 @@ const (
 // (tensor names in a message or a list) break after their separators.
 const unbreakable = 20
 
+// filePart is the longest piece of a file name (between its '.' and '/')
+// kept whole; longer pieces break after each '_' too.
+const filePart = 12
+
+// isFileName tells a word that names a file of a cache or checkpoint.
+func isFileName(word string) bool {
+	w := strings.TrimRight(word, ",")
+	return strings.HasSuffix(w, ".tensorbin") || strings.HasSuffix(w, ".safetensors")
+}
+
 // colInfo measures column j over the body lines.
 type colInfo struct {
 	kind             colKind
@@ -506,11 +516,15 @@ func wrapParts(s string, w int) string {
 }
 
 // breakParts splits a word after each '.', '/' and ','; a piece still
-// longer than unbreakable (a file name's fields) also after each '_'.
+// longer than unbreakable (filePart in a file name) also after each '_'.
 func breakParts(word string) []string {
 	var parts []string
+	limit := unbreakable
+	if isFileName(word) {
+		limit = filePart
+	}
 	for _, p := range splitAfter(word, ".,/") {
-		if twwidth.Width(p) > unbreakable {
+		if twwidth.Width(p) > limit {
 			parts = append(parts, splitAfter(p, "_")...)
 		} else {
 			parts = append(parts, p)
