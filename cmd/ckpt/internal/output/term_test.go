@@ -207,6 +207,11 @@ func TestWrapParts(t *testing.T) {
 	assert.Equal(t, 11, longestPart("DRAM Interleaved"))
 	assert.Equal(t, 15, longestPart("model.language_model.layers.0.mlp.up_proj.weight"), "a long name breaks after its dots")
 	assert.Equal(t, 18, longestPart("replicate,shard(2)"), "a short word stays whole")
+	assert.Equal(t, 18, longestPart("input_layernorm.weight_distributed"), "a tensor name keeps pieces up to 20 columns")
+	assert.Equal(t, 12, longestPart("input_layernorm.weight_distributed_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin"),
+		"a file name's pieces over 12 columns break after '_'")
+	assert.Equal(t, "tp/wqkv_fused_\nqkvg.il_dtype_\nBFLOAT8_B_\nlayout_TILE.\ntensorbin",
+		wrapParts("tp/wqkv_fused_qkvg.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", 16))
 }
 
 func TestLayerPrefix(t *testing.T) {
