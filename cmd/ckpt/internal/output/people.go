@@ -406,27 +406,34 @@ func (g *Grid) fitCols(header []string, lines []line, cols []int, width int) []i
 		infos[i] = g.info(header, lines, j)
 		w[i] = infos[i].nat
 	}
-	step := func(pick func(ci colInfo) bool, floor func(ci colInfo) int) {
+	stepI := func(pick func(i int, ci colInfo) bool, floor func(ci colInfo) int) {
 		if sum(w) <= avail {
 			return
 		}
 		var idx []int
 		mins := make([]int, n)
 		for i, ci := range infos {
-			if pick(ci) {
+			if pick(i, ci) {
 				idx = append(idx, i)
 				mins[i] = min(ci.nat, max(ci.min, floor(ci)))
 			}
 		}
 		shrink(w, idx, mins, avail)
 	}
+	step := func(pick func(ci colInfo) bool, floor func(ci colInfo) int) {
+		stepI(func(_ int, ci colInfo) bool { return pick(ci) }, floor)
+	}
 	isProse := func(ci colInfo) bool { return ci.kind == text && ci.prose }
 	isText := func(ci colInfo) bool { return ci.kind == text && !ci.prose }
+	// The grouped first column of names that may wrap (file names) gives
+	// way last.
+	first := func(i int) bool { return g.Group && i == 0 && cols[0] == 0 && !g.Names[0] }
 	step(isProse, func(colInfo) int { return 24 })
-	step(isText, func(colInfo) int { return 12 })
-	step(func(ci colInfo) bool { return ci.kind != text }, func(colInfo) int { return 0 })
+	stepI(func(i int, ci colInfo) bool { return isText(ci) && !first(i) }, func(colInfo) int { return 12 })
+	stepI(func(i int, ci colInfo) bool { return ci.kind != text && !first(i) }, func(colInfo) int { return 0 })
 	step(func(ci colInfo) bool { return isProse(ci) && ci.droppable }, func(colInfo) int { return 0 })
-	step(isProse, func(colInfo) int { return 12 })
+	stepI(func(i int, ci colInfo) bool { return isProse(ci) && !first(i) }, func(colInfo) int { return 12 })
+	stepI(func(i int, _ colInfo) bool { return !first(i) }, func(colInfo) int { return 0 })
 	step(func(colInfo) bool { return true }, func(colInfo) int { return 0 })
 	return w
 }
