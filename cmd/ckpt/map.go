@@ -101,8 +101,8 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return usageError("--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache")
 	}
 	if o.List {
-		if o.Dump || o.AgainstCache != "" || selecting {
-			return usageError("--list-profiles takes no --dump, --against-cache, --match or --exclude")
+		if o.Dump || o.AgainstCache != "" || selecting || o.Source != "" {
+			return usageError("--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude")
 		}
 		return printProfiles(a.Out, format, mapping.Profiles())
 	}

@@ -279,6 +279,9 @@ func TestMapListProfiles(t *testing.T) {
 	code, _, stderr = runApp(t, "map", "--list-profiles", "--dump")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--list-profiles takes no")
+	code, _, stderr = runApp(t, "map", "--list-profiles", t.TempDir())
+	assert.Equal(t, 2, code, "a SRC is not silently ignored")
+	assert.Contains(t, stderr, "--list-profiles takes no SRC")
 
 	dir := fullScale(t, "fp8")
 	count := func(profile string) (colpar, mtp int) {
