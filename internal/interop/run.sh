@@ -69,30 +69,5 @@ for v in CONVDUMP_BIN STDUMP_BIN GENFIXTURE_BIN; do
 	[ -z "${!v:-}" ] || export "$v"
 done
 
-set +e
-"$venv/bin/python" -m pytest -c "$here/pytest.ini" --rootdir "$here" --basetemp "$work/tmp" \
-	--junitxml "$work/junit.xml" -q "$@" "$here"
-rc=$?
-set -e
-counts=$("$venv/bin/python" - "$work/junit.xml" <<'PY' || echo "0 0 0 0"
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-s = root if root.tag == "testsuite" else root.find("testsuite")
-t, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
-x = sum(1 for c in s.iter("skipped") if c.get("type") == "pytest.xfail")  # known bugs (xfail)
-print(t - f - e - k, f + e, k - x, x)
-PY
-)
-read -r passed failed skipped xfailed <<<"$counts"
-if [ "$rc" -eq 0 ] && [ "$passed" -eq 0 ]; then
-	rc=1 # a run that ran no test is a failure
-fi
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	failed=1 # pytest itself failed (collection, usage): count it
-fi
-echo "interop: $((SECONDS - start)) s"
-line="interop: $passed passed, $failed failed"
-[ "$skipped" -eq 0 ] || line+=", $skipped skipped"
-[ "$xfailed" -eq 0 ] || line+=", $xfailed xfailed (known bugs)"
-echo "$line"
-exit "$rc"
+. internal/interop/pytest-run.sh
+pytest_run interop "$venv/bin/python" "$here" "$work" "$@"

@@ -66,30 +66,5 @@ export CKPT_BIN=$work/bin/ckpt GENFIXTURE_BIN=$work/bin/genfixture
 export TT_METAL_MOCK_CLUSTER_DESC_PATH=$PWD/$here/p300-mock-cluster.yaml
 export TT_LOGGER_LEVEL=error
 
-set +e
-"$venv/bin/python" -m pytest -c "$here/pytest.ini" --rootdir "$here" --basetemp "$work/tmp" \
-	--junitxml "$work/junit.xml" -q "$@" "$here"
-rc=$?
-set -e
-counts=$("$venv/bin/python" - "$work/junit.xml" <<'PY' || echo "0 0 0"
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-s = root if root.tag == "testsuite" else root.find("testsuite")
-t, f, e, k = (int(s.get(a, 0)) for a in ("tests", "failures", "errors", "skipped"))
-print(t - f - e - k, f + e, k)
-PY
-)
-read -r passed failed skipped <<<"$counts"
-if [ "$rc" -eq 0 ] && [ "$passed" -eq 0 ]; then
-	rc=1 # a run that ran no test is a failure
-fi
-if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-	failed=1 # pytest itself failed (collection, usage): count it
-fi
-echo "ttnn: $((SECONDS - start)) s"
-if [ "$skipped" -gt 0 ]; then
-	echo "ttnn: $passed passed, $failed failed, $skipped skipped"
-else
-	echo "ttnn: $passed passed, $failed failed"
-fi
-exit "$rc"
+. internal/interop/pytest-run.sh
+pytest_run ttnn "$venv/bin/python" "$here" "$work" "$@"
