@@ -16,7 +16,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/xxh3s"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/klauspost/compress/zstd"
 )
 

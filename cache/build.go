@@ -17,7 +17,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/xxh3s"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"golang.org/x/sync/errgroup"
 )

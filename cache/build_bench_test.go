@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
 // BenchmarkBuild builds the cache of a ~50 MB FP8 fixture (Large's layout
@@ -21,7 +21,7 @@ func BenchmarkBuild(b *testing.B) {
 }
 
 // BenchmarkBuildDir builds the cache of the checkpoint in $CKPT_BENCH_SRC
-// (e.g. a fixture of go run ./internal/cmd/bench); skipped when unset.
+// (e.g. a fixture of go run ./cmd/internal/bench); skipped when unset.
 // CKPT_BENCH_NOSYNC=1 builds with NoSync (page-cache speed), for profiles
 // of the conversion alone.
 func BenchmarkBuildDir(b *testing.B) {
@@ -103,11 +103,11 @@ func (c cpuTimer) report(elems int64) {
 // at hidden 512) and returns its directory.
 func benchFixture(b *testing.B) string {
 	b.Helper()
-	o := ckpttest.Large()
+	o := synth.Large()
 	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 512, 2048, 8, 8, 2, 64
 	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 64, 64, 8192
 	dir := filepath.Join(b.TempDir(), "src")
-	if err := ckpttest.Write(dir, o); err != nil {
+	if err := synth.Write(dir, o); err != nil {
 		b.Fatal(err)
 	}
 	return dir

@@ -12,20 +12,20 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
 )
 
 // fixture writes a checkpoint with opts, opens it and builds its plan.
-func fixture(t *testing.T, opts ckpttest.Options) (string, *ckpt.Checkpoint, *mapping.Plan) {
+func fixture(t *testing.T, opts synth.Options) (string, *ckpt.Checkpoint, *mapping.Plan) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "src")
-	require.NoError(t, ckpttest.Write(dir, opts))
+	require.NoError(t, synth.Write(dir, opts))
 	c, plan := openPlan(t, dir)
 	return dir, c, plan
 }
@@ -126,7 +126,7 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt tile.DType, layout tile.Lay
 
 func TestBuildMatchesMaterialize(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, ckpttest.Small())
+	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	// Small bands force staging across band boundaries and partial tiles.
 	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 3, BandBytes: 2048, ToolVersion: "test"})
@@ -156,7 +156,7 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 // Entry.Materialize.
 func TestBuildBlockFP8128MatchesMaterialize(t *testing.T) {
 	t.Parallel()
-	o := ckpttest.Large()
+	o := synth.Large()
 	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 256, 512, 4, 2, 2, 64
 	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 2, 2, 64, 64, 256
 	_, c, plan := fixture(t, o)
@@ -169,7 +169,7 @@ func TestBuildBlockFP8128MatchesMaterialize(t *testing.T) {
 
 func TestBuildBandSizesAgree(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, ckpttest.Small())
+	_, c, plan := fixture(t, synth.Small())
 	var first *cache.Manifest
 	for _, band := range []int64{512, 4096, 1 << 20} {
 		out := filepath.Join(t.TempDir(), "cache")
@@ -191,7 +191,7 @@ func TestBuildBandSizesAgree(t *testing.T) {
 // recorded ones and rebuilds a file whose data was lost.
 func TestBuildNoSyncRecordsBoot(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, ckpttest.Small())
+	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	ctx := context.Background()

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,7 +186,7 @@ func TestBuild2DMapperHeaders(t *testing.T) {
 func TestHeaders27BMesh1x2(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, err := ckpttest.WriteInventoryEdited(dir, "fp8", nil)
+	_, err := synth.WriteInventoryEdited(dir, "fp8", nil)
 	require.NoError(t, err)
 	_, plan := openPlan(t, dir)
 	require.Len(t, plan.Entries, 997)

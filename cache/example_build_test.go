@@ -8,7 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -22,7 +22,7 @@ func ExampleBuild() {
 	}
 	defer os.RemoveAll(dir)
 	src := filepath.Join(dir, "base")
-	if err := ckpttest.Write(src, ckpttest.Small()); err != nil {
+	if err := synth.Write(src, synth.Small()); err != nil {
 		panic(err)
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{})

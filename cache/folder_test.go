@@ -9,7 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
 )
@@ -45,7 +45,7 @@ func verifyFolder(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 // them.
 func TestFoldersCoexist(t *testing.T) {
 	t.Parallel()
-	_, c, _ := fixture(t, ckpttest.Small())
+	_, c, _ := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	ctx := context.Background()
 	plans := []*mapping.Plan{
@@ -98,7 +98,7 @@ func TestFoldersCoexist(t *testing.T) {
 // lock left by a dead process is taken over with a note.
 func TestBuildLock(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, ckpttest.Small())
+	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -144,7 +144,7 @@ func TestBuildLock(t *testing.T) {
 // manifest moves into the folder.
 func TestLegacyRootManifest(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, ckpttest.Small())
+	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
 	require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestLegacyRootManifest(t *testing.T) {
 func TestBuildOtherSource(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	cb, pb := openPlan(t, base)
 	cf, pf := openPlan(t, ft)

@@ -9,10 +9,10 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -261,7 +261,7 @@ func TestHasNaNE4M3(t *testing.T) {
 func TestDirect27B(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.WriteInventory(dir, "fp8"))
+	require.NoError(t, synth.WriteInventory(dir, "fp8"))
 	c, plan := cachetest.OpenPlan(t, dir)
 	b := &builder{c: c, plan: plan}
 	for _, e := range plan.Entries {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/ckpt-dev/ckpt/internal/xxh3s"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 )
 
 // hashWindow is the most of a file mapped at a time by hashOwnFile: mapped

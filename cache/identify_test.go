@@ -8,7 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,7 +32,7 @@ func buildWith(t *testing.T, c *ckpt.Checkpoint, profile string, set mapping.Set
 // each built-in profile with its defaults, and proj_1d_decode=false.
 func TestIdentify(t *testing.T) {
 	t.Parallel()
-	_, c, _ := fixture(t, ckpttest.Small())
+	_, c, _ := fixture(t, synth.Small())
 	for _, tc := range []struct {
 		profile   string
 		set       mapping.Settings
@@ -64,7 +64,7 @@ func TestIdentify(t *testing.T) {
 // A cache no candidate reproduces gets the closest one, with what is left.
 func TestIdentifyClosest(t *testing.T) {
 	t.Parallel()
-	_, c, _ := fixture(t, ckpttest.Small())
+	_, c, _ := fixture(t, synth.Small())
 	out, plan := buildWith(t, c, mapping.ProfileMain, nil)
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	var removed string

@@ -14,7 +14,7 @@ import (
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/xxh3s"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/zeebo/xxh3"
 )

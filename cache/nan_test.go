@@ -10,7 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,7 +39,7 @@ func patchTensor(t *testing.T, dir, name string, b []byte) {
 func TestBuildNaNStyles(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "src")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	// bf16 sources: a negative NaN with payload and a signalling NaN.
 	patchTensor(t, dir, "model.language_model.layers.0.linear_attn.norm.weight", []byte{0xc1, 0xff, 0x81, 0x7f})
 	patchTensor(t, dir, "model.language_model.layers.0.input_layernorm.weight", []byte{0xc1, 0xff, 0x81, 0x7f})

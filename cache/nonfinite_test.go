@@ -8,7 +8,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +31,7 @@ func TestBuildNonFinite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			src := filepath.Join(t.TempDir(), "src")
-			require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+			require.NoError(t, synth.Write(src, synth.Small()))
 			require.NoError(t, ckpttest.SetNaN(src, tc.tensor, tc.n))
 			c, plan := openPlan(t, src)
 			out := filepath.Join(t.TempDir(), "cache")
@@ -99,7 +100,7 @@ func TestBuildOverflowF32(t *testing.T) {
 	t.Parallel()
 	const name = "model.language_model.layers.0.input_layernorm.weight"
 	base := filepath.Join(t.TempDir(), "base")
-	require.NoError(t, ckpttest.Write(base, ckpttest.Small()))
+	require.NoError(t, synth.Write(base, synth.Small()))
 	vals := make([]float32, 128)
 	for i := range vals {
 		vals[i] = 1

@@ -11,7 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +20,7 @@ import (
 // source dir, cache root and plan.
 func built(t *testing.T) (string, string, *mapping.Plan) {
 	t.Helper()
-	src, c, plan := fixture(t, ckpttest.Small())
+	src, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
 	require.NoError(t, err)

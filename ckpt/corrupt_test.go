@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
 // Open a generated sharded FP8 checkpoint (headers only) and summarise it.
 func ExampleOpen() {
 	dir, _ := os.MkdirTemp("", "ckpt-example-")
 	defer os.RemoveAll(dir)
-	if err := ckpttest.Write(filepath.Join(dir, "base"), ckpttest.Small()); err != nil {
+	if err := synth.Write(filepath.Join(dir, "base"), synth.Small()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -67,7 +67,7 @@ func ExampleDecodeE4M3() {
 func ExampleCheckpoint_Values() {
 	dir, _ := os.MkdirTemp("", "ckpt-example-")
 	defer os.RemoveAll(dir)
-	if err := ckpttest.Write(dir, ckpttest.Small()); err != nil {
+	if err := synth.Write(dir, synth.Small()); err != nil {
 		fmt.Println(err)
 		return
 	}

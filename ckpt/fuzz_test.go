@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
 // paddedReader serves data followed by zeros up to size, so that the fuzzer
@@ -62,7 +63,7 @@ func FuzzReadHeader(f *testing.F) {
 	}
 	// Headers of the small FP8 fixture's shards, data left to the padding.
 	dir := f.TempDir()
-	if err := ckpttest.Write(dir, ckpttest.Small()); err != nil {
+	if err := synth.Write(dir, synth.Small()); err != nil {
 		f.Fatal(err)
 	}
 	shards, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +15,7 @@ import (
 func TestOpenForms(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
 	byDir, err := ckpt.Open(ctx, dir, ckpt.Options{Workers: 1})
 	require.NoError(t, err)
@@ -76,7 +76,7 @@ func TestOpenForms(t *testing.T) {
 func TestOpenCanceled(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c, err := ckpt.Open(ctx, dir, ckpt.Options{})

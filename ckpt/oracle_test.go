@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/nlpodyssey/safetensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -70,11 +71,11 @@ func TestDifferentialOracle(t *testing.T) {
 	dir := t.TempDir()
 	// The small fixture in bf16 (the FP8 one has F8_E4M3 tensors, which the
 	// oracle rejects), sharded and as one file, and with F32 weights.
-	o := ckpttest.Small()
+	o := synth.Small()
 	o.FP8 = false
-	require.NoError(t, ckpttest.Write(filepath.Join(dir, "bf16"), o))
+	require.NoError(t, synth.Write(filepath.Join(dir, "bf16"), o))
 	o.LayersPerShard = 0
-	require.NoError(t, ckpttest.Write(filepath.Join(dir, "single"), o))
+	require.NoError(t, synth.Write(filepath.Join(dir, "single"), o))
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*.safetensors"))
 	require.Len(t, files, 5)
 	for _, v := range ckpttest.ValidFiles() {

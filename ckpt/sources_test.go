@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +35,7 @@ func (s unlisted) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 func TestOpenStoreIndexFailure(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	data, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00004.safetensors"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), data, 0o644))
@@ -61,7 +61,7 @@ func TestOpenStoreIndexFailure(t *testing.T) {
 func TestOpenSingleBesideIndex(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	data, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00004.safetensors"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "model.safetensors"), data, 0o644))

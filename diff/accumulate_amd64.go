@@ -2,11 +2,11 @@
 
 package diff
 
-import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+import "golang.org/x/sys/cpu"
 
 // useFMA says whether the AVX2/FMA kernels (accumulate, e4m3Blocks) run on
 // this CPU.
-var useFMA = cpufeat.AVX2() && cpufeat.FMA()
+var useFMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // accumulateF32 is accumulateGo (len(f) >= len(b)): with AVX2 and FMA the
 // multiples of 8 go through accumulateFMA, the tail through the Go loop;

@@ -2,11 +2,11 @@
 
 package diff
 
-import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+import "golang.org/x/sys/cpu"
 
 // useAVX2 says whether the AVX2 kernels of this package (decodeE4M3AVX2,
 // absMaxAVX2, requantAVX2) run on this CPU.
-var useAVX2 = cpufeat.AVX2()
+var useAVX2 = cpu.X86.HasAVX2
 
 // decodeE4M3Scaled sets dst[i] = t[codes[i]]·s, t being the F8_E4M3
 // value table; len(codes) >= len(dst). With AVX2 and |s| < 2^24 the

@@ -10,15 +10,15 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func openPair(t *testing.T) (*ckpt.Checkpoint, *ckpt.Checkpoint) {
 	t.Helper()
-	b, f, err := ckpttest.Pair(t.TempDir())
+	b, f, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	ctx := context.Background()
 	bc, err := ckpt.Open(ctx, b, ckpt.Options{})
@@ -193,7 +193,7 @@ func (b countingBlob) ReadAt(p []byte, off int64) (int, error) {
 
 func TestHeaderModeReadsNoData(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	var nb, nf int64
 	open := func(dir string, n *int64) *ckpt.Checkpoint {

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkCompareDirs compares the checkpoints in $CKPT_BENCH_BASE and
-// $CKPT_BENCH_FT (e.g. the fixtures of go run ./internal/cmd/bench) in
+// $CKPT_BENCH_FT (e.g. the fixtures of go run ./cmd/internal/bench) in
 // values mode; skipped when unset. $CKPT_BENCH_CHUNK sets ChunkBytes. Use
 // it with -cpuprofile.
 func BenchmarkCompareDirs(b *testing.B) {

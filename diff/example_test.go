@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Compare the generated fine-tune with its base: its MTP head is the
@@ -15,7 +15,7 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "diff-example-")
 	defer os.RemoveAll(dir)
-	basePath, ftPath, err := ckpttest.Pair(dir)
+	basePath, ftPath, err := synth.Pair(dir)
 	if err != nil {
 		fmt.Println(err)
 		return

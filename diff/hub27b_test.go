@@ -10,9 +10,9 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ func runHub27B(tb testing.TB, dir string, opt diff.Options) hub27BRun {
 		if _, err := os.Stat(filepath.Join(d, ckpt.IndexFile)); err == nil {
 			continue
 		}
-		err := ckpttest.WriteInventory(d, "fp8")
+		err := synth.WriteInventory(d, "fp8")
 		if errors.Is(err, os.ErrNotExist) {
 			tb.Skip("no 27B inventory")
 		}

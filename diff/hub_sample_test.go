@@ -7,9 +7,9 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,7 +39,7 @@ type hubPair struct {
 func writeHubPair(t *testing.T) *hubPair {
 	t.Helper()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.WriteSparseFineTune(dir, ckpttest.SparseFineTune{
+	base, ft, err := synth.WriteSparseFineTune(dir, synth.SparseFineTune{
 		Layers: []int{1, 62, 63}, MTP: true, Visual: true, Dense: []int{62},
 		Filled: []string{oneCovered, oneMissed}, Seed: 3})
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func writeHubPair(t *testing.T) *hubPair {
 		lo := make([]byte, 1) // the low byte of the bf16 element
 		_, err := bt.ReadAt(lo, 2*e)
 		require.NoError(t, err)
-		require.NoError(t, ckpttest.PokeTensor(ft, name, 2*e, []byte{lo[0] ^ 0x01}))
+		require.NoError(t, synth.PokeTensor(ft, name, 2*e, []byte{lo[0] ^ 0x01}))
 	}
 	return p
 }

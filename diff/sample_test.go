@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -166,7 +167,7 @@ func TestSampleBytesSmallPair(t *testing.T) {
 // most Workers at a time, and never read a byte of a file twice.
 func TestSampleBytesReads(t *testing.T) {
 	t.Parallel()
-	b, f, err := ckpttest.Pair(t.TempDir())
+	b, f, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	var armed atomic.Bool
 	var cur, most atomic.Int64

@@ -7,8 +7,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

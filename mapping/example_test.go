@@ -6,14 +6,14 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 func ExampleBuild() {
 	dir, _ := os.MkdirTemp("", "mapping-example-")
 	defer os.RemoveAll(dir)
-	if err := ckpttest.Write(dir, ckpttest.Small()); err != nil {
+	if err := synth.Write(dir, synth.Small()); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -4,20 +4,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
-type invTensor = ckpttest.InventoryTensor
+type invTensor = synth.InventoryTensor
 
 // writeInventory writes the full-scale 27B layout of the inventory
-// ("fp8" or "bf16") as a sparse sharded checkpoint (ckpttest.WriteInventory);
+// ("fp8" or "bf16") as a sparse sharded checkpoint (synth.WriteInventory);
 // edit may change the tensor list and the text config before writing. It
 // returns the directory and the number of tensors written.
 func writeInventory(t testing.TB, variant string, edit func(ts []invTensor, text map[string]any) []invTensor) (string, int) {
 	t.Helper()
 	dir := t.TempDir()
-	n, err := ckpttest.WriteInventoryEdited(dir, variant, edit)
+	n, err := synth.WriteInventoryEdited(dir, variant, edit)
 	require.NoError(t, err)
 	return dir, n
 }

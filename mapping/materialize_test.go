@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +49,7 @@ func transposedRows(rows [][]float32) []float32 {
 func smallPlan(t *testing.T, mesh mapping.Mesh) (*ckpt.Checkpoint, *mapping.Plan) {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	c := open(t, dir)
 	pl, err := mapping.Build(c, builtin(t), mesh)
 	require.NoError(t, err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,11 +51,11 @@ func builtin(t *testing.T) *mapping.Profile {
 	return p
 }
 
-// openSmall writes and opens the small fixture (ckpttest.Small).
+// openSmall writes and opens the small fixture (synth.Small).
 func openSmall(t *testing.T) *ckpt.Checkpoint {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	return open(t, dir)
 }
 

@@ -122,7 +122,7 @@ func DRAMInterleaved() MemoryConfig {
 // nd_shard_spec from that legacy shard spec and serializes both (same shard
 // shape, grid and orientation, ROUND_ROBIN_1D distribution,
 // created_with_nd_shard_spec false), as ttnn 0.81.1 writes it: the interop
-// suite (internal/interop/ttnn) compares the files byte for byte.
+// suite (.ci/interop/ttnn) compares the files byte for byte.
 func DRAMWidthSharded(k, n int) MemoryConfig {
 	grid := []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}}
 	w := uint32(tile.RoundUp(n, 256) / 8)

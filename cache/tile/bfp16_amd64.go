@@ -5,7 +5,7 @@ package tile
 import (
 	"math/bits"
 
-	"github.com/ckpt-dev/ckpt/internal/cpufeat"
+	"golang.org/x/sys/cpu"
 )
 
 // bfpParams are the per-format constants of the face kernels, each in the
@@ -65,7 +65,7 @@ func bfpFaceAVX2(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParam
 
 // faceKernel is the face encoder used on this CPU.
 var faceKernel = func() func(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) uint32 {
-	if cpufeat.AVX2() {
+	if cpu.X86.HasAVX2 {
 		return bfpFaceAVX2
 	}
 	return bfpFaceSSE2

@@ -5,7 +5,7 @@ package tile
 import (
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/cpufeat"
+	"golang.org/x/sys/cpu"
 )
 
 // TestFaceKernels checks both face kernels (SSE2, and AVX2 where the CPU
@@ -16,7 +16,7 @@ func TestFaceKernels(t *testing.T) {
 	t.Parallel()
 	type kernel func(src *uint16, stride uintptr, exps *byte, out *byte, p *bfpParams, nibbles bool, rows uintptr) uint32
 	kernels := map[string]kernel{"SSE2": bfpFaceSSE2}
-	if cpufeat.AVX2() {
+	if cpu.X86.HasAVX2 {
 		kernels["AVX2"] = bfpFaceAVX2
 	} else {
 		t.Log("no AVX2 on this CPU: only the SSE2 kernel is checked")

@@ -2,7 +2,7 @@
 
 package tile
 
-import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+import "golang.org/x/sys/cpu"
 
 // fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8Transposed
 // does — tile q from the 32 rows of 32 codes at src + 32q (rows stride
@@ -17,7 +17,7 @@ import "github.com/ckpt-dev/ckpt/internal/cpufeat"
 func fp8TilesAVX2(dst *byte, src *byte, stride uintptr, scales *float32, n uintptr, buf *[512]byte, bfp4 bool) uintptr
 
 // fp8AVX2 reports whether fp8TilesAVX2 runs on this CPU (AVX2 and FMA).
-var fp8AVX2 = cpufeat.AVX2() && cpufeat.FMA()
+var fp8AVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 // fp8TilesKernel encodes tiles [0, k) of EncodeFP8Transposed's run (every
 // scale valid) and returns k: the run's length, or the first tile the

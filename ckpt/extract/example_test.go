@@ -8,7 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
 // Extract the MTP head of a block-FP8 checkpoint as a bf16 sidecar.
@@ -16,7 +16,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "extract-example-")
 	defer os.RemoveAll(dir)
 	src := filepath.Join(dir, "base")
-	if err := ckpttest.Write(src, ckpttest.Small()); err != nil {
+	if err := synth.Write(src, synth.Small()); err != nil {
 		fmt.Println(err)
 		return
 	}

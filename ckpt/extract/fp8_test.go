@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -101,11 +101,11 @@ func TestExtractMTPDequantised(t *testing.T) {
 	t.Parallel()
 	for _, sdt := range []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16} {
 		dir := t.TempDir()
-		o := ckpttest.Small()
+		o := synth.Small()
 		o.ScaleDType = sdt
 		o.Vision = false
 		src := filepath.Join(dir, "base")
-		require.NoError(t, ckpttest.Write(src, o))
+		require.NoError(t, synth.Write(src, o))
 		c := openCkpt(t, src)
 		for _, target := range []string{BF16, F32} {
 			for _, chunk := range []int64{0, 100, 16} {
@@ -221,7 +221,7 @@ func TestKeepWithScales(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	c := openCkpt(t, src)
 
 	p, err := NewPlan(c, Options{Match: []string{"mtp.**.weight"}, DType: Keep, WithScales: true, ChunkBytes: 100})
@@ -289,7 +289,7 @@ func TestMetadata(t *testing.T) {
 
 	// the fixture: shards with {"format": "pt"}
 	base := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(base, ckpttest.Small()))
+	require.NoError(t, synth.Write(base, synth.Small()))
 	p, err = NewPlan(openCkpt(t, base), Options{Match: []string{"**"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"format": "pt"}, p.Metadata)

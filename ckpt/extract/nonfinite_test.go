@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestExtractNonFinite(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
 	require.NoError(t, ckpttest.SetNaN(src, bad, 17))
 	c := openCkpt(t, src)

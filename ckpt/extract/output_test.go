@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -136,7 +137,7 @@ func TestShardedRoundTrip(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	c := openCkpt(t, src)
 	for _, mode := range []string{Keep, BF16} {
 		t.Run(mode, func(t *testing.T) {
@@ -285,7 +286,7 @@ func TestExistingDirKeptInPlace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	c := openCkpt(t, src)
 	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: Keep, MaxShardSize: 200_000})
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
 // Open a checkpoint on a (fake) hub with hf://, reading only headers.
@@ -17,7 +17,7 @@ func Example() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	model := filepath.Join(dir, "model")
-	if err := ckpttest.Write(model, ckpttest.Small()); err != nil {
+	if err := synth.Write(model, synth.Small()); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,14 +30,14 @@ var (
 	smallErr  error
 )
 
-// smallFixture writes ckpttest.Small() once per test binary; tests must
+// smallFixture writes synth.Small() once per test binary; tests must
 // not modify it (copy it first).
 func smallFixture(t *testing.T) string {
 	t.Helper()
 	smallOnce.Do(func() {
 		smallDir, smallErr = os.MkdirTemp("", "ckpt-source-test-")
 		if smallErr == nil {
-			smallErr = ckpttest.Write(filepath.Join(smallDir, "m"), ckpttest.Small())
+			smallErr = synth.Write(filepath.Join(smallDir, "m"), synth.Small())
 		}
 	})
 	require.NoError(t, smallErr)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/xxh3s"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"golang.org/x/sync/errgroup"
 )
 

@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkReadDataDir runs verify --read-data on the checkpoint in
-// $CKPT_BENCH_SRC (e.g. a fixture of go run ./internal/cmd/bench); skipped
+// $CKPT_BENCH_SRC (e.g. a fixture of go run ./cmd/internal/bench); skipped
 // when unset. Use it with -cpuprofile.
 func BenchmarkReadDataDir(b *testing.B) {
 	dir := os.Getenv("CKPT_BENCH_SRC")

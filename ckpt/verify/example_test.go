@@ -6,17 +6,17 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 )
 
 // Verify a checkpoint and list the checks that did not pass.
 func ExampleRun() {
 	dir, _ := os.MkdirTemp("", "verify-example-")
 	defer os.RemoveAll(dir)
-	o := ckpttest.Small()
+	o := synth.Small()
 	o.Vision = false
-	if err := ckpttest.Write(dir, o); err != nil {
+	if err := synth.Write(dir, o); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -7,16 +7,16 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // loadInventory reads the embedded 27B inventory.
-func loadInventory(t testing.TB) *ckpttest.Inventory {
+func loadInventory(t testing.TB) *synth.Inventory {
 	t.Helper()
-	inv, err := ckpttest.LoadInventory()
+	inv, err := synth.LoadInventory()
 	require.NoError(t, err)
 	return inv
 }
@@ -24,7 +24,7 @@ func loadInventory(t testing.TB) *ckpttest.Inventory {
 // writeSparse writes the full-scale layout of a variant as sparse files.
 func writeSparse(t testing.TB, dir string, variant string) {
 	t.Helper()
-	require.NoError(t, ckpttest.WriteInventory(dir, variant))
+	require.NoError(t, synth.WriteInventory(dir, variant))
 }
 
 // TestQwen35ReproducesInventory derives the expected tensors from the

@@ -2,9 +2,9 @@
 
 package verify
 
-import "github.com/ckpt-dev/ckpt/internal/cpufeat"
+import "golang.org/x/sys/cpu"
 
-var scanAVX2 = cpufeat.AVX2()
+var scanAVX2 = cpu.X86.HasAVX2
 
 // cleanGroup is the group scanE4M3 resolves byte by byte after a clean
 // prefix: cleanE4M3AVX2 tests 128 bytes at a time.

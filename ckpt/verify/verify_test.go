@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -59,7 +59,7 @@ func fileSum(t *testing.T, p string) string {
 func TestCacheStore(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	ds, err := ckpt.NewDirStore(dir)
 	require.NoError(t, err)
 	defer ds.Close()
@@ -106,7 +106,7 @@ func TestCacheStore(t *testing.T) {
 func TestCacheOrphanIncomplete(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	const orphan = "blobs/66391e1a76319cea153f2862675e678231f975005738907256f22cf87cdc5b3e.3d893dd1.incomplete"
 	for _, missing := range []bool{false, true} {
 		if missing {
@@ -155,7 +155,7 @@ func message(r *verify.Report, id string) string {
 func TestHashesIndependentOfChunking(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
@@ -204,7 +204,7 @@ func (b countingBlob) ReadAt(p []byte, off int64) (int, error) {
 func TestCacheSHA256ReadsOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	ds, err := ckpt.NewDirStore(dir)
 	require.NoError(t, err)
 	defer ds.Close()

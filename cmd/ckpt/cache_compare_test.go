@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +23,7 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	t.Helper()
 	dir := t.TempDir()
 	src = filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	ours, stack = filepath.Join(dir, "ours"), filepath.Join(dir, "stack")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", ours, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
@@ -143,7 +143,7 @@ func TestSetFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 
 	code, stdout, _ := runApp(t, "map", src, "--set", "mlp_1d_decode=false", "--set", "proj_1d_decode=false", "--format", "json")
 	require.Equal(t, 0, code)
@@ -191,7 +191,7 @@ func TestCacheBuildNoFsync(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", a, "--progress", "none")
 	require.Equal(t, 0, code, stderr)

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +22,7 @@ func TestCacheIdentify(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	build := func(name string, args ...string) string {
 		out := filepath.Join(dir, name)
 		code, _, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--fsync=false"}, args...)...)
@@ -120,7 +121,7 @@ func TestCacheIdentifyReproduceLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	require.NoError(t, ckpttest.SetNaN(src, "model.language_model.norm.weight", 1))
 	out := filepath.Join(dir, "cache")
 	var o, e bytes.Buffer
@@ -160,7 +161,7 @@ func TestCacheIdentifyRulesLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--fsync=false")
 	require.Equal(t, 0, code, stderr)

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
 // mediumFixture is a ~130M-element FP8 checkpoint (Large's layout at
 // hidden 768, 8 layers) whose cache build takes a second or more on one
 // core.
-func mediumFixture() ckpttest.Options {
-	o := ckpttest.Large()
+func mediumFixture() synth.Options {
+	o := synth.Large()
 	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 768, 3072, 8, 8, 2, 128
 	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 4, 8, 128, 128, 16384
 	o.LayersPerShard = 2

@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ func builtPair(t *testing.T) (dir, src, ours, theirs string) {
 	t.Helper()
 	dir = t.TempDir()
 	src = filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	ours, theirs = filepath.Join(dir, "ours"), filepath.Join(dir, "theirs")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", ours, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
@@ -205,7 +206,7 @@ func TestCacheCompareNaNBits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	require.NoError(t, ckpttest.SetNaN(src, "model.language_model.norm.weight", 1))
 	var folders []string
 	for _, style := range []string{"vector", "scalar"} {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +19,7 @@ func TestCacheRootKeepsFolders(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(dir, "mm")
 	for _, mesh := range []string{"1x2", "1x1"} {
 		code, stdout, stderr := runBin(t, nil, "cache", "build", src, "--out", out, "--mesh", mesh, "--progress", "none")

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +18,7 @@ func TestCacheCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(dir, "cache")
 
 	// Usage errors.

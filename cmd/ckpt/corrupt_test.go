@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +55,7 @@ func TestEveryCommandCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	good, err := filepath.Abs(filepath.Join(dir, "good"))
 	require.NoError(t, err)
-	require.NoError(t, ckpttest.Write(good, ckpttest.Small()))
+	require.NoError(t, synth.Write(good, synth.Small()))
 	variants := append(ckpttest.CorruptFiles(), ckpttest.CorruptDirs()...)
 	for _, c := range variants {
 		src, _, err := c.Write(dir)

@@ -13,7 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +34,7 @@ func TestQuietStreams(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 
 	// map: the small fixture's plan has TILE padding warnings.
 	code, stdout, stderr := runApp(t, "map", src, "--mesh", "1x2", "--format", "text")
@@ -89,7 +89,7 @@ func TestQuietStreams(t *testing.T) {
 func TestCacheBuildRefusesCheckpointDir(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join(t.TempDir(), "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	before := listTree(t, src)
 	for _, args := range [][]string{
 		{"cache", "build", src, "--out", src},
@@ -125,7 +125,7 @@ func TestCacheUnfinishedNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(dir, "cache")
 	buildSmall(t, src, out, "1x2")
 	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
@@ -175,7 +175,7 @@ func TestCacheRootSelect(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(dir, "cache")
 	buildSmall(t, src, out, "1x2")
 	buildSmall(t, src, out, "1x1")
@@ -246,7 +246,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("no space le
 func TestStdoutWriteErrorExit3(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join(t.TempDir(), "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	for _, args := range [][]string{
 		{"version"},
 		{"version", "--format", "json"},
@@ -270,7 +270,7 @@ func TestCacheLockWriteErrorExit3(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	folder := filepath.Join(dir, "cache", "P300", "tensor_cache_bfp8_mesh1x2")
 	// A directory where the lock file goes cannot be opened for writing
 	// (running as root, permission bits would not stop us).
@@ -349,7 +349,7 @@ func TestMapBytesPerDevice(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	type doc struct {
 		PerDevice []struct {
 			Device        int

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/spf13/cobra"
 )
 
@@ -58,7 +58,7 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 			}()
 		}
 	}
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	if err != nil {
 		return fmt.Errorf("writing demo checkpoints: %w", err)
 	}

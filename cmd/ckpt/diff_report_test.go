@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,14 +32,14 @@ func deepPair(t *testing.T) (base, ft string) {
 	t.Helper()
 	fixturePair(t)
 	deepOnce.Do(func() {
-		o := ckpttest.Small()
+		o := synth.Small()
 		o.Layers, o.Vision, o.LayersPerShard = deepLayers, false, 16
 		deepBase, deepFT = filepath.Join(pairDir, "deep", "base"), filepath.Join(pairDir, "deep", "ft")
-		if deepErr = ckpttest.Write(deepBase, o); deepErr != nil {
+		if deepErr = synth.Write(deepBase, o); deepErr != nil {
 			return
 		}
 		o.FineTune = true
-		deepErr = ckpttest.Write(deepFT, o)
+		deepErr = synth.Write(deepFT, o)
 	})
 	require.NoError(t, deepErr)
 	return deepBase, deepFT

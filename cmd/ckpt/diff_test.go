@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +14,7 @@ import (
 func TestDiffGolden(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	for _, c := range []struct{ golden, format, mode string }{
 		{"diff_values.txt.golden", "text", "values"},
@@ -67,7 +67,7 @@ func TestDiffSummaryOnly(t *testing.T) {
 
 func TestDiffJSONContract(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	code, out, _ := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code)
@@ -109,7 +109,7 @@ func TestDiffJSONContract(t *testing.T) {
 
 func TestDiffExitCodes(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	for _, c := range []struct {
 		name   string
@@ -144,7 +144,7 @@ func TestDiffExitCodes(t *testing.T) {
 
 func TestDiffProgress(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	code, out, stderr := runApp(t, "diff", base, ft, "--progress", "plain", "--format", "json")
 	require.Equal(t, 1, code)
@@ -155,7 +155,7 @@ func TestDiffProgress(t *testing.T) {
 func TestDiffSampleBytes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	sample := []string{"--sample-bytes", "4KiB", "--sample-seed", "1", "--progress", "none"}
 	for _, c := range []struct{ golden, by string }{
@@ -231,7 +231,7 @@ func TestDiffSampleBytes(t *testing.T) {
 func TestDiffSampleBudget(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	code, out, stderr := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none", "--sample-budget", "200KiB", "--sample-seed", "3")
 	require.Equal(t, 1, code, stderr)

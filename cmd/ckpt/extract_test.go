@@ -12,7 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +28,7 @@ func extractBase(t *testing.T) (dir, base string) {
 	t.Helper()
 	dir = t.TempDir()
 	base = filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(base, ckpttest.Small()))
+	require.NoError(t, synth.Write(base, synth.Small()))
 	return dir, base
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +19,7 @@ import (
 func fullScale(tb testing.TB, variant string) string {
 	tb.Helper()
 	dir := tb.TempDir()
-	require.NoError(tb, ckpttest.WriteInventory(dir, variant))
+	require.NoError(tb, synth.WriteInventory(dir, variant))
 	return dir
 }
 

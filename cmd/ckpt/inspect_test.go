@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 func small(t *testing.T) (dir, base, ft string) {
 	t.Helper()
 	dir = t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	return dir, base, ft
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -101,7 +101,7 @@ func newSurfaceFixture(t *testing.T) surfaceFixture {
 	f := surfaceFixture{dir: t.TempDir()}
 	f.base, f.ft = fixturePair(t)
 	f.small = filepath.Join(f.dir, "small")
-	require.NoError(t, ckpttest.Write(f.small, ckpttest.Small()))
+	require.NoError(t, synth.Write(f.small, synth.Small()))
 	f.cacheRoot = filepath.Join(f.dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", f.small, "-o", f.cacheRoot, "--progress", "none")
 	require.Equal(t, 0, code, stderr)

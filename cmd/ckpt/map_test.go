@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +19,7 @@ import (
 func smallBase(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "base")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	return dir
 }
 

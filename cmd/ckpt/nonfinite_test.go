@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -18,7 +19,7 @@ func TestNonFiniteCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "ft")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
 	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
 	out := filepath.Join(dir, "cache")
@@ -97,7 +98,7 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
 	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
 	out := filepath.Join(dir, "cache")

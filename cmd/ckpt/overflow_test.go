@@ -12,7 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -87,11 +87,11 @@ func TestHugeBlockScale(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "ft")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	const w = "model.language_model.layers.0.mlp.down_proj.weight"
 	huge := make([]byte, 2)
 	binary.LittleEndian.PutUint16(huge, ckpt.F32ToBF16(3.39e38))
-	require.NoError(t, ckpttest.PokeTensor(src, w+ckpt.ScaleSuffix, 0, huge))
+	require.NoError(t, synth.PokeTensor(src, w+ckpt.ScaleSuffix, 0, huge))
 
 	// verify --read-data: a warning (exit 0), in text and JSON.
 	code, stdout, stderr := runApp(t, "verify", src, "--read-data", "--format", "text", "--progress", "none")

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,7 +59,7 @@ func mediumSource(t *testing.T) string {
 	dir := sharedDir(t)
 	medOnce.Do(func() {
 		medPath = filepath.Join(dir, "medium")
-		medErr = ckpttest.Write(medPath, mediumFixture())
+		medErr = synth.Write(medPath, mediumFixture())
 	})
 	require.NoError(t, medErr)
 	return medPath

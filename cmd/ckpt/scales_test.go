@@ -13,7 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,7 +111,7 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(base, ckpttest.Small()))
+	require.NoError(t, synth.Write(base, synth.Small()))
 	built := filepath.Join(dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", base, "--out", built, "--progress", "none")
 	require.Equal(t, 0, code, stderr)

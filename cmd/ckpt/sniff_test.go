@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +16,7 @@ func TestLFSPointerNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "clone")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	shards, err := filepath.Glob(filepath.Join(src, "*.safetensors"))
 	require.NoError(t, err)
 	require.NotEmpty(t, shards)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +35,7 @@ const formsCommit = "fedcba9876543210fedcba9876543210fedcba98"
 func newSourceForms(t *testing.T) *sourceForms {
 	t.Helper()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	hub := sourcetest.NewHub(base, "org/base")
 	hub.AddRepo("org/ft", ft)

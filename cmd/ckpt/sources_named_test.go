@@ -11,8 +11,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +26,7 @@ func TestSourcesJSONSrcNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
-	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	require.NoError(t, synth.Write(model, synth.Small()))
 	code, _, errs := runApp(t, "contract", model, "--out", filepath.Join(model, "model.contract.json"))
 	require.Equal(t, 0, code, errs)
 	require.NoError(t, os.WriteFile(filepath.Join(model, "other.json"), []byte(`{"format": "unknown", "n": 3}`), 0o644))
@@ -77,7 +77,7 @@ func TestSourcesJSONSrcNamed(t *testing.T) {
 func TestSourcesIndexFailureIsTheError(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	require.NoError(t, synth.Write(model, synth.Small()))
 	quick := fastSourceOpts()
 	quick.MaxAttempts = 3
 	hang := fastSourceOpts()
@@ -161,7 +161,7 @@ func TestSourcesIndexFailureIsTheError(t *testing.T) {
 func TestSourcesTokenMessageNamesItsSource(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	require.NoError(t, synth.Write(model, synth.Small()))
 	dir := t.TempDir()
 	write := func(p string) string {
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
@@ -217,9 +217,9 @@ func TestIndexBesideSingleFileNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	model := filepath.Join(dir, "model")
-	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	require.NoError(t, synth.Write(model, synth.Small()))
 	clean := filepath.Join(dir, "clean")
-	require.NoError(t, ckpttest.Write(clean, ckpttest.Small()))
+	require.NoError(t, synth.Write(clean, synth.Small()))
 	// A stale single-file export left beside the shards.
 	data, err := os.ReadFile(filepath.Join(model, "model-00001-of-00004.safetensors"))
 	require.NoError(t, err)
@@ -290,7 +290,7 @@ func TestIndexBesideSingleFileNamed(t *testing.T) {
 func TestSourcesPlainURLRefusedNoTokenHint(t *testing.T) {
 	t.Parallel()
 	model := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(model, ckpttest.Small()))
+	require.NoError(t, synth.Write(model, synth.Small()))
 	hub := sourcetest.NewHub(model, "org/model")
 	defer hub.Close()
 	hub.Inject = func(*http.Request, string) sourcetest.Fault {

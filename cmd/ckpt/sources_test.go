@@ -12,8 +12,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
-	"github.com/ckpt-dev/ckpt/internal/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -67,11 +67,11 @@ func dirSize(t *testing.T, dir string) int64 {
 func TestSourcesInspectHTTPReadsHeadersOnly(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	o := ckpttest.Small()
+	o := synth.Small()
 	o.Hidden, o.Intermediate, o.Heads, o.HeadDim = 1024, 2816, 8, 128
 	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim = 4, 8, 128, 128
 	o.Block = [2]int{128, 128}
-	require.NoError(t, ckpttest.Write(dir, o))
+	require.NoError(t, synth.Write(dir, o))
 	total := dirSize(t, dir)
 	require.Greater(t, total, int64(50<<20), "the fixture must be tens of MB")
 
@@ -99,7 +99,7 @@ func TestSourcesInspectHTTPReadsHeadersOnly(t *testing.T) {
 func TestSourcesInspectSingleFileURL(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	hub := sourcetest.NewHub(dir, "org/model")
 	defer hub.Close()
 	const shard = "model-00002-of-00004.safetensors"
@@ -111,7 +111,7 @@ func TestSourcesInspectSingleFileURL(t *testing.T) {
 func TestSourcesInspectHFCache(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	local := inspectJSON(t, nil, dir)
 	const commit = "89abcdef0123456789abcdef0123456789abcdef"
 	for _, degraded := range []bool{false, true} {
@@ -129,7 +129,7 @@ func TestSourcesInspectHFCache(t *testing.T) {
 func TestSourcesInspectPartialDownload(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	const shard = "model-00003-of-00004.safetensors"
 	for _, unlink := range []bool{false, true} {
 		root := t.TempDir()
@@ -151,7 +151,7 @@ func TestSourcesInspectPartialDownload(t *testing.T) {
 func TestSourcesInspectPartialIndex(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	root := t.TempDir()
 	repo, err := sourcetest.WriteCache(root, "org/model", "89abcdef0123456789abcdef0123456789abcdef", dir, false)
 	require.NoError(t, err)
@@ -166,7 +166,7 @@ func TestSourcesInspectPartialIndex(t *testing.T) {
 func TestSourcesHTTPMissingShard(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	const shard = "model-00002-of-00004.safetensors"
 	require.NoError(t, os.Remove(filepath.Join(dir, shard)))
 	hub := sourcetest.NewHub(dir, "org/model")
@@ -184,7 +184,7 @@ func TestSourcesHTTPMissingShard(t *testing.T) {
 func TestSourcesHangingServer(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
-	require.NoError(t, ckpttest.Write(dir, ckpttest.Small()))
+	require.NoError(t, synth.Write(dir, synth.Small()))
 	hub := sourcetest.NewHub(dir, "org/model")
 	defer hub.Close()
 	hub.Inject = func(r *http.Request, file string) sourcetest.Fault {

@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/cachetest"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,7 +30,7 @@ func TestTerminalTableGoldensMore(t *testing.T) {
 	// directory whose name has the same length on every run.
 	dir := fixedTempDir(t)
 	src := filepath.Join(dir, "base")
-	require.NoError(t, ckpttest.Write(src, ckpttest.Small()))
+	require.NoError(t, synth.Write(src, synth.Small()))
 	build := func(name string, args ...string) string {
 		out := filepath.Join(dir, name)
 		code, _, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--fsync=false"}, args...)...)
@@ -55,7 +55,7 @@ func TestTerminalTableGoldensMore(t *testing.T) {
 
 	// A checkpoint with findings: FP8 NaN codes, a negative scale, an Inf.
 	bad := filepath.Join(dir, "bad")
-	require.NoError(t, ckpttest.Write(bad, ckpttest.Small()))
+	require.NoError(t, synth.Write(bad, synth.Small()))
 	editTensor(t, bad, downProj, func(mt *ckpt.MemTensor) { mt.Data[5], mt.Data[1000] = 0x7f, 0xff })
 	editTensor(t, bad, ckpt.ScaleName(downProj), func(mt *ckpt.MemTensor) { copy(mt.Data, bf16Bits(-0.5)) })
 	editTensor(t, bad, lm+"layers.2.post_attention_layernorm.weight", func(mt *ckpt.MemTensor) { copy(mt.Data[6:], bf16Bits(float32(math.Inf(1)))) })

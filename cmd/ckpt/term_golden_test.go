@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,7 +20,7 @@ import (
 func TestTerminalTableGoldens(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	cacheDir := filepath.Join(dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", base, "--out", cacheDir, "--mesh", "1x2", "--progress", "none")
@@ -61,7 +61,7 @@ func TestTerminalTableGoldens(t *testing.T) {
 // tensor under its layer heading.
 func TestDiffTableNamesWhole(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	for _, width := range []int{100, 160} {
 		_, out := runTerminal(t, map[string]string{"COLUMNS": fmt.Sprint(width), "NO_COLOR": "1"}, "diff", base, ft, "--progress", "none")

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/diff"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,7 +42,7 @@ func tableLines(s string) []string {
 func TestTerminalTables(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	base, ft, err := ckpttest.Pair(dir)
+	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
 	for _, c := range []struct {
 		args  []string
@@ -101,7 +101,7 @@ func TestPaletteCoversVocabulary(t *testing.T) {
 // TestPipedTextIsMachineFriendly checks what awk, cut and sort -n see.
 func TestPipedTextIsMachineFriendly(t *testing.T) {
 	t.Parallel()
-	base, ft, err := ckpttest.Pair(t.TempDir())
+	base, ft, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
 	grouped := regexp.MustCompile(`(?m)(^|[ (])\d{1,3}(,\d{3})+([ )]|$)`) // not inside a shape
 	spacedShape := regexp.MustCompile(`\[\d+, \d+`)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/internal/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,7 +26,7 @@ func fixturePair(t testing.TB) (base, ft string) {
 	pairOnce.Do(func() {
 		pairDir, pairErr = os.MkdirTemp("", "verify-fixture-")
 		if pairErr == nil {
-			pairBase, pairFT, pairErr = ckpttest.Pair(pairDir)
+			pairBase, pairFT, pairErr = synth.Pair(pairDir)
 		}
 	})
 	require.NoError(t, pairErr)

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The ttnn leg of the interop suite: the files of `ckpt cache build` against
+# the real ttnn from PyPI (ttnn 0.81.1 on tt-metal's mock cluster, with the
+# P300 descriptor beside this script), see README "Interop suite". Creates
+# (once, then reuses) a virtual environment with the pinned set of
+# requirements.txt, builds the Go programs the tests drive, runs the tests
+# and closes with "ttnn: N passed, N failed". ttnn ships wheels for CPython
+# 3.10 and 3.12 only: where neither is found the leg is skipped with a
+# message and exits 0. Extra arguments go to pytest (e.g. -k load -x).
+#
+#   CKPT_TTNN_PYTHON  interpreter to create the venv with (default: the
+#                     first python3.12 / python3.10 that runs, on PATH or
+#                     under pyenv)
+#   CKPT_TTNN_VENV    where the venv lives (default: a cache directory keyed
+#                     by requirements.txt and the Python version)
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+here=.ci/interop/ttnn
+export PYTHONDONTWRITEBYTECODE=1 # nothing written into the work tree
+start=$SECONDS
+
+python=
+pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+for c in ${CKPT_TTNN_PYTHON:-} python3.12 python3.10 "$pyenv_root"/versions/3.12*/bin/python3.12 "$pyenv_root"/versions/3.10*/bin/python3.10; do
+	# pyenv shims exist for versions that are not selected and then fail.
+	if "$c" -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 10), (3, 12)))' >/dev/null 2>&1; then
+		python=$c
+		break
+	fi
+done
+if [ -z "$python" ]; then
+	echo "ttnn: skipped: no CPython 3.10 or 3.12 found (ttnn 0.81.1 has wheels for those only; set CKPT_TTNN_PYTHON)"
+	echo "ttnn: 0 passed, 0 failed, 1 skipped"
+	exit 0
+fi
+
+uv_version=0.13.9
+key=$({ cat "$here/requirements.txt"; echo "uv $uv_version"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
+venv=${CKPT_TTNN_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/ttnn-venv-$key}
+if [ ! -f "$venv/.installed" ]; then
+	echo "ttnn: creating $venv with $("$python" --version)"
+	rm -rf "$venv"
+	if "$python" -m pip --version >/dev/null 2>&1; then
+		"$python" -m venv --without-pip "$venv"
+		pip=("$python" -m pip --python "$venv/bin/python")
+	else
+		"$python" -m venv "$venv"
+		pip=("$venv/bin/python" -m pip)
+	fi
+	"${pip[@]}" install --quiet --disable-pip-version-check --no-input --only-binary=:all: "uv==$uv_version"
+	# --no-deps: the file pins the whole set, without ttnn's plotting and
+	# dataframe dependencies that nothing here imports (see the file).
+	"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --only-binary :all: --no-deps -r "$here/requirements.txt"
+	touch "$venv/.installed"
+fi
+echo "ttnn: venv ready ($((SECONDS - start)) s): $("$venv/bin/python" -c \
+	'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("ttnn", "numpy", "pytest")))')"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-ttnn.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/bin"
+go build -o "$work/bin/" ./cmd/ckpt ./cmd/internal/genfixture
+echo "ttnn: built ckpt, genfixture ($((SECONDS - start)) s)"
+
+export CKPT_BIN=$work/bin/ckpt GENFIXTURE_BIN=$work/bin/genfixture
+export TT_METAL_MOCK_CLUSTER_DESC_PATH=$PWD/$here/p300-mock-cluster.yaml
+export TT_LOGGER_LEVEL=error
+
+. .ci/interop/pytest-run.sh
+pytest_run ttnn "$venv/bin/python" "$here" "$work" "$@"

@@ -1,0 +1,343 @@
+package synth
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"golang.org/x/sync/errgroup"
+)
+
+// Options shape a generated Qwen3.5-style hybrid checkpoint.
+type Options struct {
+	Hidden, Intermediate, Layers, Heads, KVHeads, HeadDim int
+	LinKHeads, LinVHeads, LinKDim, LinVDim                int
+	Vocab                                                 int
+	MTP                                                   bool
+	Vision                                                bool
+	FP8                                                   bool
+	Block                                                 [2]int     // weight_block_size
+	ScaleDType                                            ckpt.DType // BF16 by default
+	LayersPerShard                                        int        // 0: one single file
+	Seed                                                  uint64
+	// FineTune makes the light fine-tune of the base with the same options:
+	// a few tensors changed, the MTP head shipped as its bf16 master values
+	// (no scales), everything else byte-identical.
+	FineTune bool
+	// FineTuneAll (with FineTune) perturbs every tensor instead, keeping
+	// the base's dtypes: the worst case for diff, where nothing is identical.
+	FineTuneAll bool
+}
+
+// Small is the default tiny base: 4 layers (3 linear-attention, 1 full),
+// hidden 128, block-FP8 with [32, 32] blocks, MTP head and a one-block
+// vision tower, sharded two layers per file.
+func Small() Options {
+	return Options{Hidden: 128, Intermediate: 320, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32,
+		LinKHeads: 2, LinVHeads: 4, LinKDim: 32, LinVDim: 32, Vocab: 512, MTP: true, Vision: true,
+		FP8: true, Block: [2]int{32, 32}, ScaleDType: ckpt.BF16, LayersPerShard: 2, Seed: 1}
+}
+
+// Large is a ~1.2 GB FP8 checkpoint for benchmarks (hidden 2048, 16 layers).
+func Large() Options {
+	o := Small()
+	o.Hidden, o.Intermediate, o.Layers, o.Heads, o.KVHeads, o.HeadDim = 2048, 8192, 16, 16, 4, 128
+	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 8, 16, 128, 128, 32768
+	o.Block = [2]int{128, 128}
+	o.Vision, o.LayersPerShard = false, 4
+	return o
+}
+
+// LargeOdd is a ~0.6 GB FP8 benchmark checkpoint of awkward widths: hidden
+// 2112 and intermediate 8128 are not multiples of the 128-wide FP8 blocks
+// (a partial scale block ends every row and column) and give odd tile
+// counts (127 tiles per device of the intermediate), 8 layers. The
+// built-in profiles need both to be multiples of 64 (32-row units split
+// over two devices), so this is as ragged as it maps at 1x2. Its MLP
+// weights map to BFLOAT4_B targets, like Large's.
+func LargeOdd() Options {
+	o := Large()
+	o.Hidden, o.Intermediate, o.Layers = 2112, 8128, 8
+	return o
+}
+
+// Config returns config.json contents for o.
+func Config(o Options) map[string]any {
+	lt := make([]string, o.Layers)
+	for i := range lt {
+		lt[i] = "linear_attention"
+		if (i+1)%4 == 0 {
+			lt[i] = "full_attention"
+		}
+	}
+	mtp := 0
+	if o.MTP {
+		mtp = 1
+	}
+	text := map[string]any{
+		"model_type": "qwen3_5_text", "hidden_size": o.Hidden, "intermediate_size": o.Intermediate,
+		"num_hidden_layers": o.Layers, "layer_types": lt, "full_attention_interval": 4,
+		"num_attention_heads": o.Heads, "num_key_value_heads": o.KVHeads, "head_dim": o.HeadDim,
+		"linear_num_key_heads": o.LinKHeads, "linear_num_value_heads": o.LinVHeads,
+		"linear_key_head_dim": o.LinKDim, "linear_value_head_dim": o.LinVDim, "linear_conv_kernel_dim": 4,
+		"vocab_size": o.Vocab, "mtp_num_hidden_layers": mtp, "tie_word_embeddings": false,
+		"attn_output_gate": true, "rms_norm_eps": 1e-6, "hidden_act": "silu", "partial_rotary_factor": 0.25,
+		"max_position_embeddings": 4096, "dtype": "bfloat16", "attention_bias": false,
+	}
+	cfg := map[string]any{
+		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
+		"tie_word_embeddings": false, "text_config": text,
+	}
+	if o.Vision {
+		cfg["vision_config"] = map[string]any{"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 32,
+			"intermediate_size": 64, "num_heads": 2, "in_channels": 3, "patch_size": 4, "temporal_patch_size": 2,
+			"spatial_merge_size": 2, "num_position_embeddings": 16, "out_hidden_size": o.Hidden,
+			"deepstack_visual_indexes": []int{}}
+	}
+	if o.FP8 {
+		var skip []string
+		for _, t := range expected(o, false) {
+			if !isFP8Module(t) && strings.HasSuffix(t.Name, ".weight") {
+				skip = append(skip, strings.TrimSuffix(t.Name, ".weight"))
+			}
+		}
+		// An MoE leftover that names no tensor: it must not match mlp.gate_proj.
+		skip = append(skip, "model.language_model.layers.0.mlp.gate")
+		if o.FineTune && !o.FineTuneAll && o.MTP {
+			for _, t := range expected(o, false) {
+				if t.Group == "mtp" && isFP8Module(t) {
+					skip = append(skip, strings.TrimSuffix(t.Name, ".weight"))
+				}
+			}
+		}
+		sort.Strings(skip)
+		cfg["quantization_config"] = map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+			"weight_block_size": []int{o.Block[0], o.Block[1]}, "modules_to_not_convert": skip}
+	}
+	return cfg
+}
+
+func isFP8Module(t arch.Tensor) bool {
+	return t.Role == "linear" && !strings.HasPrefix(t.Name, "mtp.fc") && !strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
+}
+
+func expected(o Options, fp8 bool) []arch.Tensor {
+	raw, _ := json.Marshal(Config(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
+		KVHeads: o.KVHeads, HeadDim: o.HeadDim, LinKHeads: o.LinKHeads, LinVHeads: o.LinVHeads, LinKDim: o.LinKDim,
+		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision}))
+	cfg, err := ckpt.ParseConfig(raw, "config.json")
+	if err != nil {
+		panic(err) // generated config: cannot happen
+	}
+	q, err := arch.ParseQwen35(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return q.Tensors(fp8, int64(o.Block[0]), int64(o.Block[1]))
+}
+
+// Master returns the deterministic float32 "training" values of a tensor
+// (already representable in bf16).
+func Master(o Options, t arch.Tensor) []float32 {
+	n := int64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	h := fnv.New64a()
+	h.Write([]byte(t.Name))
+	rng := newRNG(h.Sum64() ^ o.Seed*0x9e3779b97f4a7c15)
+	out := make([]float32, n)
+	center, spread := float32(0), float32(0.05)
+	switch {
+	case t.Role == "gated_norm":
+		center = 1
+	case strings.HasSuffix(t.Name, "A_log"):
+		center, spread = 1, 0.5
+	case t.Role == "embedding" || t.Role == "lm_head":
+		spread = 0.02
+	}
+	for i := range out {
+		out[i] = ckpt.RoundTo(ckpt.BF16, center+spread*rng.sym())
+	}
+	return out
+}
+
+// rng is xorshift64*, fast and deterministic.
+type rng struct{ s uint64 }
+
+func newRNG(seed uint64) *rng {
+	if seed == 0 {
+		seed = 0x2545f4914f6cdd1d
+	}
+	return &rng{seed}
+}
+
+func (r *rng) next() uint64 {
+	r.s ^= r.s >> 12
+	r.s ^= r.s << 25
+	r.s ^= r.s >> 27
+	return r.s * 0x2545f4914f6cdd1d
+}
+
+// sym returns a roughly bell-shaped value in (-2, 2).
+func (r *rng) sym() float32 {
+	v := r.next()
+	a := float32(v&0xffffff) / (1 << 24)
+	b := float32((v>>24)&0xffffff) / (1 << 24)
+	return (a + b - 1) * 2
+}
+
+// fineTuneChanged lists the tensors a fine-tune perturbs.
+func fineTuneChanged(name string) bool {
+	return strings.HasSuffix(name, "layers.1.mlp.down_proj.weight") && !strings.HasPrefix(name, "mtp.") ||
+		strings.HasSuffix(name, "language_model.layers.2.post_attention_layernorm.weight") ||
+		strings.HasSuffix(name, "language_model.layers.0.linear_attn.in_proj_a.weight")
+}
+
+// tensorData produces the stored tensors for one expected weight: the
+// weight and, for FP8, its scale.
+func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
+	vals := Master(o, t)
+	if o.FineTune && (o.FineTuneAll || fineTuneChanged(t.Name)) {
+		for i := 0; i < len(vals); i += 7 {
+			vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
+		}
+	}
+	shipBF16 := !t.FP8 || (o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp."))
+	if shipBF16 {
+		data := make([]byte, 2*len(vals))
+		ckpt.EncodeFloat32(ckpt.BF16, vals, data)
+		return []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: ckpt.BF16, Shape: t.Shape}, Data: data}}
+	}
+	rows, cols := t.Shape[0], t.Shape[1]
+	bm, bn := int64(o.Block[0]), int64(o.Block[1])
+	codes := make([]byte, rows*cols)
+	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
+	scales := make([]float32, sr*sc)
+	sd := o.ScaleDType
+	if sd == "" {
+		sd = ckpt.BF16
+	}
+	ckpt.QuantizeBlockFP8(vals, rows, cols, bm, bn, sd, codes, scales)
+	sdata := make([]byte, len(scales)*sd.Bits()/8)
+	ckpt.EncodeFloat32(sd, scales, sdata)
+	return []ckpt.MemTensor{
+		{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: ckpt.F8E4M3, Shape: t.Shape}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: []int64{sr, sc}}, Data: sdata},
+	}
+}
+
+// shardOf assigns a tensor to a shard key: "layers-K" for decoder layers,
+// "mtp", or "outside".
+func shardOf(o Options, name string) string {
+	if o.LayersPerShard <= 0 {
+		return "model"
+	}
+	g, _, layer := ckpt.GroupOf(name)
+	switch {
+	case g == ckpt.GroupMTP:
+		return "mtp"
+	case g == ckpt.GroupText:
+		return fmt.Sprintf("layers-%d", layer/o.LayersPerShard)
+	}
+	return "outside"
+}
+
+// Write writes the checkpoint described by o into dir (created if needed):
+// config.json, and either model.safetensors or model-0000k-of-0000n shards
+// with model.safetensors.index.json.
+func Write(dir string, o Options) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg, _ := json.MarshalIndent(Config(o), "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		return err
+	}
+	ts := expected(o, false)
+	byShard := map[string][]arch.Tensor{}
+	var keys []string
+	for _, t := range ts {
+		if o.FP8 && isFP8Module(t) {
+			t.FP8 = true
+		}
+		k := shardOf(o, t.Name)
+		if _, ok := byShard[k]; !ok {
+			keys = append(keys, k)
+		}
+		byShard[k] = append(byShard[k], t)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return shardRank(keys[i]) < shardRank(keys[j]) || shardRank(keys[i]) == shardRank(keys[j]) && ckpt.NaturalLess(keys[i], keys[j])
+	})
+	names := map[string]string{}
+	for i, k := range keys {
+		names[k] = fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(keys))
+	}
+	if o.LayersPerShard <= 0 {
+		names["model"] = "model.safetensors"
+	}
+	weightMap := map[string]string{}
+	var total int64
+	var g errgroup.Group
+	g.SetLimit(2)
+	sizes := make([]int64, len(keys))
+	for i, k := range keys {
+		for _, t := range byShard[k] {
+			weightMap[t.Name] = names[k]
+			if t.FP8 && !(o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp.")) {
+				weightMap[ckpt.ScaleName(t.Name)] = names[k]
+			}
+		}
+		g.Go(func() error {
+			var mts []ckpt.MemTensor
+			for _, t := range byShard[k] {
+				for _, mt := range tensorData(o, t) {
+					mts = append(mts, mt)
+					sizes[i] += int64(len(mt.Data))
+				}
+			}
+			return ckpt.WriteFile(filepath.Join(dir, names[k]), mts, map[string]string{"format": "pt"})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, s := range sizes {
+		total += s
+	}
+	if o.LayersPerShard <= 0 {
+		return nil
+	}
+	idx, _ := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
+	return os.WriteFile(filepath.Join(dir, ckpt.IndexFile), idx, 0o644)
+}
+
+func shardRank(k string) int {
+	switch {
+	case strings.HasPrefix(k, "layers-"):
+		return 0
+	case k == "mtp":
+		return 1
+	}
+	return 2
+}
+
+// Pair writes the small base to dir/base and its fine-tune to dir/ft and
+// returns both paths.
+func Pair(dir string) (base, ft string, err error) {
+	base, ft = filepath.Join(dir, "base"), filepath.Join(dir, "ft")
+	if err = Write(base, Small()); err != nil {
+		return
+	}
+	o := Small()
+	o.FineTune = true
+	err = Write(ft, o)
+	return
+}
