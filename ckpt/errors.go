@@ -91,6 +91,29 @@ func (e *WriteError) Unwrap() error { return e.Err }
 // Is makes errors.Is(err, ErrWrite) true.
 func (e *WriteError) Is(target error) bool { return target == ErrWrite }
 
+// ErrUsage is matched (with errors.Is) by every *UsageError: the request a
+// workflow was given is itself wrong (a flag value, a combination of options,
+// a glob that matches nothing), found before any work is done. The CLI maps it
+// to exit 2, as it does unreadable input.
+var ErrUsage = errors.New("invalid request")
+
+// UsageError is a request a library workflow refuses before it starts: it
+// says which option is wrong and why.
+type UsageError struct {
+	Option string // the option concerned, e.g. "--format" ("" when several)
+	Reason string
+}
+
+func (e *UsageError) Error() string {
+	if e.Option == "" {
+		return e.Reason
+	}
+	return e.Option + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *UsageError) Is(target error) bool { return target == ErrUsage }
+
 // Quote returns s in double quotes with control characters and invalid UTF-8
 // escaped, so that hostile tensor names cannot corrupt a terminal.
 func Quote(s string) string { return fmt.Sprintf("%q", s) }
