@@ -18,6 +18,10 @@ import (
 // folderRE matches the name of a cache folder.
 var folderRE = regexp.MustCompile(`^tensor_cache_(.+)_mesh([0-9]+x[0-9]+)$`)
 
+// IsFolderName reports whether name (a base name) is that of a cache
+// folder: tensor_cache_<tag>_mesh<R>x<C>.
+func IsFolderName(name string) bool { return folderRE.MatchString(name) }
+
 // Folder is one cache folder of a cache root.
 type Folder struct {
 	Root string // the cache root
@@ -44,7 +48,7 @@ type Selector struct {
 	Device, Tag, Mesh string
 }
 
-func (s Selector) match(f Folder) bool {
+func (s Selector) Match(f Folder) bool {
 	return (s.Device == "" || s.Device == f.Device()) && (s.Tag == "" || s.Tag == f.Tag()) && (s.Mesh == "" || s.Mesh == f.Mesh())
 }
 
@@ -143,7 +147,7 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	if base := filepath.Base(clean); folderRE.MatchString(base) {
 		dev := filepath.Dir(clean)
 		f := Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + base}
-		if !sel.match(f) {
+		if !sel.Match(f) {
 			return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: []Folder{f}}
 		}
 		return f, nil
@@ -154,7 +158,7 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	}
 	var fs []Folder
 	for _, f := range all {
-		if sel.match(f) {
+		if sel.Match(f) {
 			fs = append(fs, f)
 		}
 	}
@@ -167,5 +171,5 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	return Folder{}, &AmbiguousCacheError{Dir: dir, Folders: fs}
 }
 
-// underDir reports whether a root-relative file path lies in cacheDir.
-func underDir(p, cacheDir string) bool { return strings.HasPrefix(p, cacheDir+"/") }
+// UnderDir reports whether a root-relative file path lies in cacheDir.
+func UnderDir(p, cacheDir string) bool { return strings.HasPrefix(p, cacheDir+"/") }

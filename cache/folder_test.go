@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -27,14 +30,14 @@ func planFor(t *testing.T, c *ckpt.Checkpoint, mesh mapping.Mesh, tag string) *m
 	return plan
 }
 
-func verifyFolder(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out string) *cache.VerifyReport {
+func verifyFolder(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out string) *check.VerifyReport {
 	t.Helper()
 	f, err := cache.ResolveFolder(out, cache.Selector{Mesh: plan.Mesh.String(), Tag: plan.Profile.Tag})
 	require.NoError(t, err)
 	require.Equal(t, plan.CacheDir, f.Dir)
 	m, err := cache.ReadManifest(f.Path())
 	require.NoError(t, err)
-	rep, err := cache.Verify(context.Background(), f.Root, m, c, plan, cache.VerifyOptions{})
+	rep, err := check.Verify(context.Background(), f.Root, m, c, plan, check.VerifyOptions{})
 	require.NoError(t, err)
 	return rep
 }
@@ -54,7 +57,7 @@ func TestFoldersCoexist(t *testing.T) {
 		planFor(t, c, mapping.Mesh{Rows: 1, Cols: 2}, "other"),
 	}
 	for _, p := range plans {
-		res, err := cache.Build(ctx, c, p, out, cache.BuildOptions{Workers: 2})
+		res, err := build.Run(ctx, c, p, out, build.Options{Workers: 2})
 		require.NoError(t, err, p.CacheDir)
 		require.Empty(t, res.Removed, p.CacheDir)
 		require.Len(t, res.Built, len(p.Entries), p.CacheDir)
@@ -81,13 +84,13 @@ func TestFoldersCoexist(t *testing.T) {
 	dir := cache.FolderOf(out, plans[0].CacheDir).Path()
 	mine := filepath.Join(dir, "notes.txt")
 	require.NoError(t, os.WriteFile(mine, []byte("mine"), 0o644))
-	res, err := cache.Build(ctx, c, plans[0], out, cache.BuildOptions{Workers: 2})
+	res, err := build.Run(ctx, c, plans[0], out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	require.Equal(t, []string{plans[0].CacheDir + "/notes.txt"}, res.Unknown)
 	require.FileExists(t, mine)
 	rep := verifyFolder(t, c, plans[0], out)
 	require.Len(t, rep.Findings, 1)
-	require.Equal(t, cache.FindingExtra, rep.Findings[0].ID)
+	require.Equal(t, check.FindingExtra, rep.Findings[0].ID)
 	require.NoError(t, os.Remove(mine))
 	for _, p := range plans[1:] {
 		require.True(t, verifyFolder(t, c, p, out).OK(), p.CacheDir)
@@ -104,7 +107,7 @@ func TestBuildLock(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	l, err := cache.LockFolder(dir)
 	require.NoError(t, err)
-	_, err = cache.Build(context.Background(), c, plan, out, cache.BuildOptions{})
+	_, err = build.Run(context.Background(), c, plan, out, build.Options{})
 	var le *cache.LockedError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, os.Getpid(), le.Holder.PID)
@@ -123,7 +126,7 @@ func TestBuildLock(t *testing.T) {
 	dead := cache.LockInfo{PID: 999999999, Command: "ckpt cache build gone"}
 	b, _ := json.Marshal(dead)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cache.LockName), b, 0o644))
-	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
+	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	require.NotNil(t, res.StaleLock)
 	require.Equal(t, dead.PID, res.StaleLock.PID)
@@ -146,11 +149,11 @@ func TestLegacyRootManifest(t *testing.T) {
 	t.Parallel()
 	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
+	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	require.NoError(t, os.Rename(filepath.Join(dir, cache.ManifestName), filepath.Join(out, cache.ManifestName)))
-	res, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
+	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	require.Empty(t, res.Built)
 	require.Len(t, res.Skipped, len(plan.Entries))
@@ -169,13 +172,13 @@ func TestBuildOtherSource(t *testing.T) {
 	cb, pb := openPlan(t, base)
 	cf, pf := openPlan(t, ft)
 	out := filepath.Join(dir, "cache")
-	_, err = cache.Build(context.Background(), cb, pb, out, cache.BuildOptions{Workers: 2})
+	_, err = build.Run(context.Background(), cb, pb, out, build.Options{Workers: 2})
 	require.NoError(t, err)
-	res, err := cache.Build(context.Background(), cf, planFor(t, cf, pf.Mesh, "ft"), out, cache.BuildOptions{Workers: 2})
+	res, err := build.Run(context.Background(), cf, planFor(t, cf, pf.Mesh, "ft"), out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	require.Empty(t, res.Replaced)
 	require.True(t, verifyFolder(t, cb, pb, out).OK())
-	res, err = cache.Build(context.Background(), cf, pf, out, cache.BuildOptions{Workers: 2})
+	res, err = build.Run(context.Background(), cf, pf, out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	require.Equal(t, base, res.Replaced)
 	require.True(t, verifyFolder(t, cf, pf, out).OK())

@@ -6,50 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-
-	"github.com/ckpt-dev/ckpt/ckpt"
 )
-
-// CheckpointOutError says the output of a build is a directory holding a
-// checkpoint (safetensors files or an index), not a cache root: the
-// source and the output were most likely swapped. Nothing was written.
-type CheckpointOutError struct {
-	Out  string
-	File string // the checkpoint file found there
-}
-
-func (e *CheckpointOutError) Error() string {
-	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?", e.Out, ckpt.EscapeName(e.File))
-}
-
-// checkOutRoot refuses a cache root that holds a checkpoint: an index, or
-// a .safetensors file directly in it. A root that does not exist yet is
-// fine.
-func checkOutRoot(out string) error {
-	ents, err := os.ReadDir(out)
-	if err != nil {
-		return nil // missing (created later) or unreadable (the build says why)
-	}
-	var found []string
-	for _, d := range ents {
-		n := d.Name()
-		if n == ckpt.IndexFile || strings.HasSuffix(n, ".safetensors") || strings.HasSuffix(n, ".safetensors.index.json") {
-			found = append(found, n)
-		}
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	sort.Strings(found)
-	for _, n := range found {
-		if strings.HasSuffix(n, ".json") {
-			return &CheckpointOutError{Out: out, File: n}
-		}
-	}
-	return &CheckpointOutError{Out: out, File: found[0]}
-}
 
 // UnfinishedError says a cache folder holds a build that did not finish:
 // it has no manifest, and a build journal or lock that a build left there.
@@ -94,7 +51,7 @@ func CheckFinished(dir string) error {
 		return &NoManifestError{Folder: dir}
 	}
 	e := &UnfinishedError{Folder: dir}
-	if files, err := tensorbinFiles(dir); err == nil {
+	if files, err := TensorbinFiles(dir); err == nil {
 		e.Files = len(files)
 	}
 	if h, ok := LockHolder(dir); ok {

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -139,11 +138,4 @@ func fmtGrid(rs []tensorbin.CoreRange) string {
 		parts[i] = fmt.Sprintf("(%d,%d)-(%d,%d)", r.Start.X, r.Start.Y, r.End.X, r.End.Y)
 	}
 	return strings.Join(parts, "+")
-}
-
-// sameShardSizes reports whether two headers have buffers of the same sizes
-// in the same shard order, so that their data can be compared shard by
-// shard.
-func sameShardSizes(a, b *tensorbin.Header) bool {
-	return slices.EqualFunc(a.Shards, b.Shards, func(x, y tensorbin.Shard) bool { return x.Size == y.Size })
 }

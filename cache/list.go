@@ -37,7 +37,7 @@ type ListEntry struct {
 // List reads the header of every .tensorbin file under dir, in natural
 // order of path. A file whose header cannot be read is listed with Error.
 func List(dir string) ([]ListEntry, error) {
-	files, err := tensorbinFiles(dir)
+	files, err := TensorbinFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func ListDir(dir string, sel Selector) (*ListResult, error) {
 		return nil, fmt.Errorf("listing %s: not a directory", dir)
 	}
 	var folders []string
-	if sel != (Selector{}) || folderRE.MatchString(filepath.Base(filepath.Clean(dir))) {
+	if sel != (Selector{}) || IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		f, err := ResolveFolder(dir, sel)
 		if err != nil {
 			return nil, err

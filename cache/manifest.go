@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -149,18 +151,18 @@ func EntryHash(e *mapping.Entry) string {
 		}
 	}
 	b, _ := json.Marshal(k) // plain data: cannot fail
-	return hexHash(xxh3.Hash(b))
+	return HexHash(xxh3.Hash(b))
 }
 
-func summarize(e *mapping.Entry) EntrySummary {
+func Summarize(e *mapping.Entry) EntrySummary {
 	return EntrySummary{Rule: e.Rule, Transform: e.Describe(), Placement: e.Placement.String(), Devices: e.Devices,
 		DType: e.DType, Layout: e.Layout, Memory: e.Memory, Shape: e.Shape, DeviceShape: e.DeviceShape}
 }
 
-func hexHash(h uint64) string { return fmt.Sprintf("%016x", h) }
+func HexHash(h uint64) string { return fmt.Sprintf("%016x", h) }
 
-// entryTensors lists the tensors an entry reads: each source and its scale.
-func entryTensors(e *mapping.Entry) []*ckpt.Tensor {
+// EntryTensors lists the tensors an entry reads: each source and its scale.
+func EntryTensors(e *mapping.Entry) []*ckpt.Tensor {
 	var ts []*ckpt.Tensor
 	for _, s := range e.Sources {
 		ts = append(ts, s.Tensor)
@@ -207,7 +209,7 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 		if _, err := t.ReadAt(buf[:n], 0); err != nil {
 			return "", err
 		}
-		return hexHash(xxh3.Hash(buf[:n])), nil
+		return HexHash(xxh3.Hash(buf[:n])), nil
 	}
 	h := xxh3s.New()
 	for off := int64(0); off < n; {
@@ -218,7 +220,7 @@ func HashTensor(t *ckpt.Tensor, buf []byte) (string, error) {
 		h.Write(buf[:k])
 		off += k
 	}
-	return hexHash(h.Sum64()), nil
+	return HexHash(h.Sum64()), nil
 }
 
 // HashFile computes the xxh3-64 (hex) of the header region [0,
@@ -233,7 +235,7 @@ func HashFile(f io.ReaderAt, dataOffset, size int64) (header, data string, err e
 	if _, err := io.CopyBuffer(hd, io.NewSectionReader(f, dataOffset, size-dataOffset), buf); err != nil {
 		return "", "", err
 	}
-	return hexHash(hh.Sum64()), hexHash(hd.Sum64()), nil
+	return HexHash(hh.Sum64()), HexHash(hd.Sum64()), nil
 }
 
 // ReadManifest reads DIR/manifest.json (DIR is a cache folder). A missing
@@ -259,22 +261,22 @@ func ParseManifest(b []byte, name string) (*Manifest, error) {
 	if m.Format != ManifestFormat {
 		return nil, fmt.Errorf("reading manifest %s: format %q, want %q", name, m.Format, ManifestFormat)
 	}
-	if err := checkRelPath(m.CacheDir); err != nil {
+	if err := CheckRelPath(m.CacheDir); err != nil {
 		return nil, fmt.Errorf("reading manifest %s: cache_dir: %w", name, err)
 	}
 	for _, f := range m.Files {
-		if err := checkRelPath(f.Path); err != nil {
+		if err := CheckRelPath(f.Path); err != nil {
 			return nil, fmt.Errorf("reading manifest %s: %w", name, err)
 		}
-		if !underDir(f.Path, m.CacheDir) {
+		if !UnderDir(f.Path, m.CacheDir) {
 			return nil, fmt.Errorf("reading manifest %s: file %s is outside the cache folder %s", name, strconv.Quote(f.Path), m.CacheDir)
 		}
 	}
 	return &m, nil
 }
 
-// checkRelPath rejects manifest paths that would escape the cache root.
-func checkRelPath(p string) error {
+// CheckRelPath rejects manifest paths that would escape the cache root.
+func CheckRelPath(p string) error {
 	if err := ckpt.CheckName(p); err != nil {
 		return fmt.Errorf("file path %s: %w", strconv.Quote(p), err)
 	}
@@ -290,26 +292,26 @@ func encodeManifest(m *Manifest) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// writeManifest writes DIR/manifest.json atomically (temp, fsync, rename).
-func writeManifest(dir string, m *Manifest) error {
+// WriteManifest writes DIR/manifest.json atomically (temp, fsync, rename).
+func WriteManifest(dir string, m *Manifest) error {
 	b, err := encodeManifest(m)
 	if err != nil {
 		return err
 	}
-	af, err := ckpt.CreateAtomic(filepath.Join(dir, ManifestName))
+	af, err := atomicfile.Create(filepath.Join(dir, ManifestName))
 	if err != nil {
 		return err
 	}
+	defer af.Abort()
 	if _, err := af.Write(b); err != nil {
-		af.Abort()
 		return fmt.Errorf("writing manifest: %w", err)
 	}
 	return af.Commit()
 }
 
-// readJournal returns the records of a build journal; a torn last line (a
+// ReadJournal returns the records of a build journal; a torn last line (a
 // build killed mid-write) is ignored.
-func readJournal(dir string) ([]FileRecord, error) {
+func ReadJournal(dir string) ([]FileRecord, error) {
 	f, err := os.Open(filepath.Join(dir, JournalName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -323,7 +325,7 @@ func readJournal(dir string) ([]FileRecord, error) {
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		var r FileRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil && checkRelPath(r.Path) == nil {
+		if json.Unmarshal(sc.Bytes(), &r) == nil && CheckRelPath(r.Path) == nil {
 			out = append(out, r)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // FormatError reports malformed input: a file that breaks a rule of the
@@ -64,32 +66,13 @@ func (e *UnknownDTypeError) Is(target error) bool { return target == ErrMalforme
 // ErrWrite is matched (with errors.Is) by every *WriteError: the tool could
 // not write its own output (disk full, permission denied, read-only file
 // system, a missing output directory). It is the opposite of ErrMalformed,
-// which blames the input.
-var ErrWrite = errors.New("cannot write output")
+// which blames the input. It is atomicfile.ErrWrite: the package that
+// places output files defines it.
+var ErrWrite = atomicfile.ErrWrite
 
 // WriteError is a failure on the tool's own side while creating, writing,
-// syncing or renaming an output file or directory.
-type WriteError struct {
-	Op   string // "creating", "writing", "syncing", "renaming", ...
-	Path string // the output path, "" when Err names it
-	Err  error
-}
-
-func (e *WriteError) Error() string {
-	switch {
-	case e.Op == "" && e.Path == "":
-		return e.Err.Error()
-	case e.Path == "":
-		return e.Op + ": " + e.Err.Error()
-	}
-	return fmt.Sprintf("%s %s: %v", e.Op, e.Path, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *WriteError) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrWrite) true.
-func (e *WriteError) Is(target error) bool { return target == ErrWrite }
+// syncing or renaming an output file or directory (atomicfile.WriteError).
+type WriteError = atomicfile.WriteError
 
 // ErrUsage is matched (with errors.Is) by every *UsageError: the request a
 // workflow was given is itself wrong (a flag value, a combination of options,

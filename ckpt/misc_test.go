@@ -239,34 +239,18 @@ func TestConfigForms(t *testing.T) {
 	assert.Nil(t, nilCfg.Text())
 }
 
-func TestAtomicFile(t *testing.T) {
+// TestWriteFileKeepsOld: a failed WriteFile keeps the old file (the
+// atomic placement itself is tested in package atomicfile).
+func TestWriteFileKeepsOld(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	target := dir + "/out.safetensors"
-	af, err := ckpt.CreateAtomic(target)
-	require.NoError(t, err)
-	_, err = af.Write([]byte("partial"))
-	require.NoError(t, err)
-	af.Abort()
-	ents, _ := os.ReadDir(dir)
-	assert.Empty(t, ents, "abort leaves nothing behind")
+	require.NoError(t, os.WriteFile(target, []byte("done"), 0o644))
 
-	af, err = ckpt.CreateAtomic(target)
-	require.NoError(t, err)
-	_, err = af.Write([]byte("done"))
-	require.NoError(t, err)
-	_, err = os.Stat(target)
-	assert.True(t, os.IsNotExist(err), "target appears only on commit")
-	require.NoError(t, af.Commit())
-	af.Abort() // no-op after commit
-	got, err := os.ReadFile(target)
-	require.NoError(t, err)
-	assert.Equal(t, "done", string(got))
-	ents, _ = os.ReadDir(dir)
-	assert.Len(t, ents, 1)
-
-	err = ckpt.WriteFile(target, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.F32, Shape: []int64{2}}, Data: make([]byte, 4)}}, nil)
+	err := ckpt.WriteFile(target, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.F32, Shape: []int64{2}}, Data: make([]byte, 4)}}, nil)
 	assert.ErrorContains(t, err, "needs 8")
-	got, _ = os.ReadFile(target)
+	got, _ := os.ReadFile(target)
 	assert.Equal(t, "done", string(got), "a failed write keeps the old file")
+	ents, _ := os.ReadDir(dir)
+	assert.Len(t, ents, 1, "and no temporary file")
 }

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
-	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // WriteSpec describes one tensor to write.
@@ -145,114 +145,6 @@ func (w *Writer) Finish() error {
 	return nil
 }
 
-// AtomicFile is a file written under a temporary name in the target's
-// directory and renamed into place by Commit after an fsync; Abort (or a
-// crash) leaves the target untouched.
-type AtomicFile struct {
-	*os.File
-	target string
-	done   bool
-	// NoSync makes Commit rename without fsyncing the file and its
-	// directory: the rename is still atomic for every other process, but
-	// the bytes reach the disk only with the kernel's write-back, so a
-	// power loss or kernel crash soon after can leave the file under its
-	// final name with contents that were never written.
-	NoSync bool
-}
-
-// CreateAtomic starts writing path atomically. Every error of the file's
-// creation, writes, sync and rename is a *WriteError.
-func CreateAtomic(path string) (*AtomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, &WriteError{Op: "creating", Path: path, Err: err}
-	}
-	// os.CreateTemp makes 0600 files; a checkpoint or cache file is as
-	// readable as one written by os.Create.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, &WriteError{Op: "creating", Path: path, Err: err}
-	}
-	return &AtomicFile{File: f, target: path}, nil
-}
-
-// Write writes to the temporary file; an error is a *WriteError.
-func (a *AtomicFile) Write(p []byte) (int, error) {
-	n, err := a.File.Write(p)
-	if err != nil {
-		err = &WriteError{Err: err}
-	}
-	return n, err
-}
-
-// WriteAt writes to the temporary file at off; an error is a *WriteError.
-func (a *AtomicFile) WriteAt(p []byte, off int64) (int, error) {
-	n, err := a.File.WriteAt(p, off)
-	if err != nil {
-		err = &WriteError{Err: err}
-	}
-	return n, err
-}
-
-// Truncate sizes the temporary file; an error is a *WriteError.
-func (a *AtomicFile) Truncate(size int64) error {
-	if err := a.File.Truncate(size); err != nil {
-		return &WriteError{Err: err}
-	}
-	return nil
-}
-
-// Chmod sets the temporary file's mode; an error is a *WriteError.
-func (a *AtomicFile) Chmod(mode os.FileMode) error {
-	if err := a.File.Chmod(mode); err != nil {
-		return &WriteError{Err: err}
-	}
-	return nil
-}
-
-// Commit fsyncs, closes and renames the file into place, then fsyncs the
-// directory.
-func (a *AtomicFile) Commit() error {
-	if a.done {
-		return nil
-	}
-	a.done = true
-	if !a.NoSync {
-		if err := a.File.Sync(); err != nil {
-			a.File.Close()
-			os.Remove(a.File.Name())
-			return &WriteError{Op: "syncing", Path: a.target, Err: err}
-		}
-	}
-	if err := a.File.Close(); err != nil {
-		os.Remove(a.File.Name())
-		return &WriteError{Op: "closing", Path: a.target, Err: err}
-	}
-	if err := os.Rename(a.File.Name(), a.target); err != nil {
-		os.Remove(a.File.Name())
-		return &WriteError{Op: "renaming into", Path: a.target, Err: err}
-	}
-	if a.NoSync {
-		return nil
-	}
-	if d, err := os.Open(filepath.Dir(a.target)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
-// Abort removes the temporary file; it is a no-op after Commit.
-func (a *AtomicFile) Abort() {
-	if a.done {
-		return
-	}
-	a.done = true
-	a.File.Close()
-	os.Remove(a.File.Name())
-}
-
 // MemTensor is a tensor held in memory, for small files and fixtures.
 type MemTensor struct {
 	WriteSpec
@@ -267,7 +159,7 @@ func WriteFile(path string, tensors []MemTensor, metadata map[string]string) err
 		specs[i] = t.WriteSpec
 		byName[t.Name] = t.Data
 	}
-	af, err := CreateAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cache
+package archive
 
 import (
 	"archive/tar"
@@ -13,6 +13,9 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -30,7 +33,7 @@ type PackOptions struct {
 	// Progress counts cache bytes archived (nil-safe).
 	Progress *ckpt.Progress
 	// Select picks the cache folder when dir is a root holding several.
-	Select Selector
+	Select cache.Selector
 }
 
 // Pack writes one built cache folder as a zstd-compressed tar stream to w:
@@ -41,26 +44,26 @@ type PackOptions struct {
 // (*UnfinishedError). Each file's data
 // hash is checked against the manifest while it is read, so a damaged cache
 // is never shipped. It returns the manifest.
-func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Manifest, error) {
+func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*cache.Manifest, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	folder, err := ResolveFolder(dir, opt.Select)
+	folder, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, err
 	}
 	root := folder.Root
-	if err := CheckFinished(folder.Path()); err != nil {
+	if err := cache.CheckFinished(folder.Path()); err != nil {
 		return nil, err
 	}
-	m, err := ReadManifest(folder.Path())
+	m, err := cache.ReadManifest(folder.Path())
 	if err != nil {
 		return nil, err
 	}
 	if m.CacheDir != folder.Dir {
 		return nil, fmt.Errorf("reading manifest in %s: it is for cache folder %s", folder.Path(), m.CacheDir)
 	}
-	mb, err := os.ReadFile(filepath.Join(folder.Path(), ManifestName))
+	mb, err := os.ReadFile(filepath.Join(folder.Path(), cache.ManifestName))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Manif
 			return nil, err
 		}
 	}
-	hdr := &tar.Header{Name: ManifestName, Mode: 0o644, Size: int64(len(mb)), ModTime: time.Now(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	hdr := &tar.Header{Name: cache.ManifestName, Mode: 0o644, Size: int64(len(mb)), ModTime: time.Now(), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return nil, err
 	}
@@ -97,7 +100,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Manif
 	return m, nil
 }
 
-func packFile(tw *tar.Writer, root string, rec FileRecord, p *ckpt.Progress) error {
+func packFile(tw *tar.Writer, root string, rec cache.FileRecord, p *ckpt.Progress) error {
 	path := filepath.Join(root, filepath.FromSlash(rec.Path))
 	f, err := os.Open(path)
 	if err != nil {
@@ -175,9 +178,9 @@ func (r *regionHasher) Write(p []byte) (int, error) {
 	return total, nil
 }
 
-func (r *regionHasher) sum() string { return hexHash(r.h.Sum64()) }
+func (r *regionHasher) sum() string { return cache.HexHash(r.h.Sum64()) }
 
-func (r *regionHasher) headerSum() string { return hexHash(r.hh.Sum64()) }
+func (r *regionHasher) headerSum() string { return cache.HexHash(r.hh.Sum64()) }
 
 // UnpackOptions tune Unpack.
 type UnpackOptions struct {
@@ -194,7 +197,7 @@ type UnpackOptions struct {
 // dest, so that a half-replaced cache never looks complete — and the
 // manifest is written last. On any error nothing in dest looks complete
 // and the temporary directory is removed.
-func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*Manifest, error) {
+func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*cache.Manifest, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, &ckpt.WriteError{Op: "creating", Path: dest, Err: err}
 	}
@@ -208,154 +211,202 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		return nil, err
 	}
 	defer zr.Close()
-	tr := tar.NewReader(zr)
-	type got struct {
-		size  int64
-		hash  string
-		hhash string
-		hs    uint64
+	x := &extraction{tmp: tmp, files: map[string]extracted{}, progress: opt.Progress}
+	if err := x.read(ctx, tar.NewReader(zr)); err != nil {
+		return nil, err
 	}
-	files := map[string]got{}
-	var order []string
-	var mb []byte
+	m, err := x.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := x.place(dest, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// extracted is what Unpack saw of one archived file.
+type extracted struct {
+	size  int64
+	hash  string
+	hhash string
+	hs    uint64
+}
+
+// extraction is an archive being unpacked into the temporary directory
+// tmp: the files extracted, in archive order, and the manifest's bytes.
+type extraction struct {
+	tmp      string
+	files    map[string]extracted
+	order    []string
+	mb       []byte
+	progress *ckpt.Progress
+}
+
+// read extracts every regular file of the archive into tmp, hashing it on
+// the way, and keeps the manifest, which must come last.
+func (x *extraction) read(ctx context.Context, tr *tar.Reader) error {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading archive: %w", err)
+			return fmt.Errorf("reading archive: %w", err)
 		}
-		if mb != nil {
-			return nil, fmt.Errorf("reading archive: entry %s after %s (the manifest must be last)", strconv.Quote(h.Name), ManifestName)
+		if x.mb != nil {
+			return fmt.Errorf("reading archive: entry %s after %s (the manifest must be last)", strconv.Quote(h.Name), cache.ManifestName)
 		}
 		if h.Typeflag == tar.TypeDir {
 			continue
 		}
 		if h.Typeflag != tar.TypeReg {
-			return nil, fmt.Errorf("reading archive: entry %s is not a regular file", strconv.Quote(h.Name))
+			return fmt.Errorf("reading archive: entry %s is not a regular file", strconv.Quote(h.Name))
 		}
-		if err := checkRelPath(h.Name); err != nil {
-			return nil, fmt.Errorf("reading archive: %w", err)
+		if err := cache.CheckRelPath(h.Name); err != nil {
+			return fmt.Errorf("reading archive: %w", err)
 		}
-		if h.Name == ManifestName {
+		if h.Name == cache.ManifestName {
 			if h.Size > maxManifestBytes {
-				return nil, fmt.Errorf("reading archive: manifest of %d bytes is too large", h.Size)
+				return fmt.Errorf("reading archive: manifest of %d bytes is too large", h.Size)
 			}
-			if mb, err = io.ReadAll(tr); err != nil {
-				return nil, fmt.Errorf("reading archive: %s: %w", ManifestName, err)
+			if x.mb, err = io.ReadAll(tr); err != nil {
+				return fmt.Errorf("reading archive: %s: %w", cache.ManifestName, err)
 			}
 			continue
 		}
-		if _, dup := files[h.Name]; dup {
-			return nil, fmt.Errorf("reading archive: %s appears twice", strconv.Quote(h.Name))
+		if _, dup := x.files[h.Name]; dup {
+			return fmt.Errorf("reading archive: %s appears twice", strconv.Quote(h.Name))
 		}
-		p := filepath.Join(tmp, filepath.FromSlash(h.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, &ckpt.WriteError{Err: err}
+		if err := x.extract(h.Name, tr); err != nil {
+			return err
 		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			return nil, &ckpt.WriteError{Err: err}
-		}
-		rh := newRegionHasher()
-		n, err := io.Copy(io.MultiWriter(outputWriter{f}, rh, progressWriter{opt.Progress}), tr)
-		if err == nil {
-			if err = f.Sync(); err != nil {
-				err = &ckpt.WriteError{Op: "syncing", Err: err}
-			}
-		}
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = &ckpt.WriteError{Op: "closing", Err: cerr}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("extracting %s: %w", h.Name, err)
-		}
-		files[h.Name] = got{size: n, hash: rh.sum(), hhash: rh.headerSum(), hs: binary.LittleEndian.Uint64(rh.hdr[:])}
-		order = append(order, h.Name)
 	}
-	if mb == nil {
-		return nil, fmt.Errorf("reading archive: no %s (the archive is incomplete)", ManifestName)
+	if x.mb == nil {
+		return fmt.Errorf("reading archive: no %s (the archive is incomplete)", cache.ManifestName)
 	}
-	m, err := ParseManifest(mb, "in the archive")
+	return nil
+}
+
+// extract writes one archived file into tmp (fsynced) and records its
+// size and hashes.
+func (x *extraction) extract(name string, r io.Reader) error {
+	p := filepath.Join(x.tmp, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return &ckpt.WriteError{Err: err}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return &ckpt.WriteError{Err: err}
+	}
+	rh := newRegionHasher()
+	n, err := io.Copy(io.MultiWriter(outputWriter{f}, rh, progressWriter{x.progress}), r)
+	if err == nil {
+		if err = f.Sync(); err != nil {
+			err = &ckpt.WriteError{Op: "syncing", Err: err}
+		}
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = &ckpt.WriteError{Op: "closing", Err: cerr}
+	}
+	if err != nil {
+		return fmt.Errorf("extracting %s: %w", name, err)
+	}
+	x.files[name] = extracted{size: n, hash: rh.sum(), hhash: rh.headerSum(), hs: binary.LittleEndian.Uint64(rh.hdr[:])}
+	x.order = append(x.order, name)
+	return nil
+}
+
+// check parses the manifest and holds the extracted files against it:
+// exactly the listed files, with the recorded sizes, header sizes and
+// hashes and a readable header; each gets its recorded mtime.
+func (x *extraction) check() (*cache.Manifest, error) {
+	m, err := cache.ParseManifest(x.mb, "in the archive")
 	if err != nil {
 		return nil, fmt.Errorf("reading archive: %w", err)
 	}
 	listed := map[string]bool{}
 	for _, rec := range m.Files {
 		listed[rec.Path] = true
-		g, ok := files[rec.Path]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("archive lacks %s, which the manifest lists", rec.Path)
-		case g.size != rec.Size:
-			return nil, fmt.Errorf("archive entry %s: %d bytes, manifest records %d", rec.Path, g.size, rec.Size)
-		case g.hs != rec.HeaderSize:
-			return nil, fmt.Errorf("archive entry %s: header size %d, manifest records %d", rec.Path, g.hs, rec.HeaderSize)
-		case g.hash != rec.DataXXH3:
-			return nil, fmt.Errorf("archive entry %s: data hash %s, manifest records %s", rec.Path, g.hash, rec.DataXXH3)
-		case g.hhash != rec.HeaderXXH3:
-			return nil, fmt.Errorf("archive entry %s: header hash %s, manifest records %s", rec.Path, g.hhash, rec.HeaderXXH3)
-		}
-		fp := filepath.Join(tmp, filepath.FromSlash(rec.Path))
-		if _, err := tensorbin.ReadTensorbinFile(fp); err != nil {
-			return nil, fmt.Errorf("archive entry %s: %w", rec.Path, err)
-		}
-		if rec.MTimeNS != 0 {
-			// Keep the recorded mtime so that a rebuild here skips the file.
-			mt := time.Unix(0, rec.MTimeNS)
-			if err := os.Chtimes(fp, mt, mt); err != nil {
-				return nil, &ckpt.WriteError{Err: err}
-			}
+		if err := x.checkFile(rec); err != nil {
+			return nil, err
 		}
 	}
-	for _, n := range order {
+	for _, n := range x.order {
 		if !listed[n] {
 			return nil, fmt.Errorf("archive entry %s is not in the manifest", n)
 		}
 	}
-	// Everything checks out: move into place, manifest last.
-	dir := FolderOf(dest, m.CacheDir).Path()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	return m, nil
+}
+
+// checkFile holds one extracted file against its manifest record.
+func (x *extraction) checkFile(rec cache.FileRecord) error {
+	g, ok := x.files[rec.Path]
+	switch {
+	case !ok:
+		return fmt.Errorf("archive lacks %s, which the manifest lists", rec.Path)
+	case g.size != rec.Size:
+		return fmt.Errorf("archive entry %s: %d bytes, manifest records %d", rec.Path, g.size, rec.Size)
+	case g.hs != rec.HeaderSize:
+		return fmt.Errorf("archive entry %s: header size %d, manifest records %d", rec.Path, g.hs, rec.HeaderSize)
+	case g.hash != rec.DataXXH3:
+		return fmt.Errorf("archive entry %s: data hash %s, manifest records %s", rec.Path, g.hash, rec.DataXXH3)
+	case g.hhash != rec.HeaderXXH3:
+		return fmt.Errorf("archive entry %s: header hash %s, manifest records %s", rec.Path, g.hhash, rec.HeaderXXH3)
 	}
-	lock, err := LockFolder(dir)
+	fp := filepath.Join(x.tmp, filepath.FromSlash(rec.Path))
+	if _, err := tensorbin.ReadTensorbinFile(fp); err != nil {
+		return fmt.Errorf("archive entry %s: %w", rec.Path, err)
+	}
+	if rec.MTimeNS != 0 {
+		// Keep the recorded mtime so that a rebuild here skips the file.
+		mt := time.Unix(0, rec.MTimeNS)
+		if err := os.Chtimes(fp, mt, mt); err != nil {
+			return &ckpt.WriteError{Err: err}
+		}
+	}
+	return nil
+}
+
+// place moves the checked files into the cache folder of m under dest,
+// holding its lock: the old manifest and journal go first, so that a
+// half-replaced folder never looks complete, and the manifest is written
+// last (atomically).
+func (x *extraction) place(dest string, m *cache.Manifest) error {
+	dir := cache.FolderOf(dest, m.CacheDir).Path()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := cache.LockFolder(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer lock.Release()
-	for _, n := range []string{ManifestName, JournalName} {
+	for _, n := range []string{cache.ManifestName, cache.JournalName} {
 		if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, &ckpt.WriteError{Err: err}
+			return &ckpt.WriteError{Err: err}
 		}
 	}
-	syncDir(dir)
-	for _, n := range order {
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return err
+	}
+	for _, n := range x.order {
 		to := filepath.Join(dest, filepath.FromSlash(n))
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return nil, &ckpt.WriteError{Err: err}
+			return &ckpt.WriteError{Err: err}
 		}
-		if err := os.Rename(filepath.Join(tmp, filepath.FromSlash(n)), to); err != nil {
-			return nil, &ckpt.WriteError{Op: "moving " + n + " into place", Err: err}
+		if err := os.Rename(filepath.Join(x.tmp, filepath.FromSlash(n)), to); err != nil {
+			return &ckpt.WriteError{Op: "moving " + n + " into place", Err: err}
 		}
-		syncDir(filepath.Dir(to))
+		if err := atomicfile.SyncDir(filepath.Dir(to)); err != nil {
+			return err
+		}
 	}
-	mp := filepath.Join(tmp, ManifestName)
-	if err := os.WriteFile(mp, mb, 0o644); err != nil {
-		return nil, &ckpt.WriteError{Err: err}
-	}
-	if f, err := os.Open(mp); err == nil {
-		f.Sync()
-		f.Close()
-	}
-	if err := os.Rename(mp, filepath.Join(dir, ManifestName)); err != nil {
-		return nil, &ckpt.WriteError{Err: err}
-	}
-	syncDir(dir)
-	return m, nil
+	return atomicfile.WriteFile(filepath.Join(dir, cache.ManifestName), x.mb)
 }
 
 // outputWriter marks the errors of writing an extracted file as our own

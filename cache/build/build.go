@@ -1,4 +1,4 @@
-package cache
+package build
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -22,8 +25,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// BuildOptions tune Build.
-type BuildOptions struct {
+// Options tune Run.
+type Options struct {
 	// Workers is the number of conversion goroutines (default: GOMAXPROCS).
 	Workers int
 	// Progress counts source bytes streamed and files finished (nil-safe).
@@ -62,13 +65,13 @@ type BuildOptions struct {
 
 // windowBudget is the memory the sinks' write windows may hold at once:
 // 24 bands' worth (192 MiB at the default BandBytes).
-func (o BuildOptions) windowBudget() int64 {
+func (o Options) windowBudget() int64 {
 	return 24 * o.BandBytes
 }
 
-// BuildResult says what a build did. Paths are relative to the cache root.
-type BuildResult struct {
-	Manifest *Manifest
+// Result says what a build did. Paths are relative to the cache root.
+type Result struct {
+	Manifest *cache.Manifest
 	Built    []string
 	Skipped  []string
 	Removed  []string
@@ -84,7 +87,7 @@ type BuildResult struct {
 	Unknown []string
 	// StaleLock is the holder of a lock that was taken over because that
 	// process no longer runs.
-	StaleLock *LockInfo
+	StaleLock *cache.LockInfo
 	// Replaced is the source of the earlier build in this cache folder
 	// when it differs from this build's source.
 	Replaced string
@@ -93,7 +96,7 @@ type BuildResult struct {
 	NonFinite []ckpt.NonFinite
 }
 
-// Build executes a mapping plan: it writes every entry's .tensorbin file
+// Run executes a mapping plan: it writes every entry's .tensorbin file
 // under the cache root `out` (entry File paths are relative to it, inside
 // the plan's cache folder out/<device>/tensor_cache_<tag>_mesh<R>x<C>) and
 // finally the folder's manifest.json. Other cache folders of the root are
@@ -126,7 +129,7 @@ type BuildResult struct {
 // (a cache without one never verifies), writes finished files through
 // temporary names, and records them in a journal (JournalName) so that the
 // next build resumes instead of starting over.
-func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt BuildOptions) (*BuildResult, error) {
+func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*Result, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -140,17 +143,17 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if opt.NaN == "" {
 		opt.NaN = NaNVector
 	}
-	if err := checkRelPath(plan.CacheDir); err != nil {
+	if err := cache.CheckRelPath(plan.CacheDir); err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
 	if err := checkOutRoot(out); err != nil {
 		return nil, err
 	}
-	dir := FolderOf(out, plan.CacheDir).Path()
+	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &ckpt.WriteError{Op: "creating cache folder", Err: err}
 	}
-	lock, err := LockFolder(dir)
+	lock, err := cache.LockFolder(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +161,7 @@ func Build(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out stri
 	if err := removeTemps(dir); err != nil {
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &BuildResult{StaleLock: lock.Stale}, idents: map[string]SourceRecord{}, hashes: map[string]string{},
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &Result{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()
@@ -180,15 +183,15 @@ type builder struct {
 	plan *mapping.Plan
 	out  string // the cache root
 	dir  string // the cache folder
-	opt  BuildOptions
-	res  *BuildResult
+	opt  Options
+	res  *Result
 
-	idents map[string]SourceRecord // cheap identity by tensor name
-	hashes map[string]string       // known xxh3 by tensor name (this build)
+	idents map[string]cache.SourceRecord // cheap identity by tensor name
+	hashes map[string]string             // known xxh3 by tensor name (this build)
 	hmu    sync.Mutex
 
-	old     map[string]FileRecord // previous records by path
-	records map[string]FileRecord // records of this build by path
+	old     map[string]cache.FileRecord // previous records by path
+	records map[string]cache.FileRecord // records of this build by path
 	rmu     sync.Mutex
 	todo    []*sink
 	journal *os.File
@@ -201,13 +204,13 @@ type builder struct {
 	boot      string                    // bootID(), for UnsyncedBoot
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 	oldNaN    string                    // the NaN style of the earlier build (manifest)
-	nan       uint16                    // bits of the NaNs the conversion produces (BuildOptions.NaN)
+	nan       uint16                    // bits of the NaNs the conversion produces (Options.NaN)
 }
 
-func (b *builder) ident(t *ckpt.Tensor) SourceRecord {
+func (b *builder) ident(t *ckpt.Tensor) cache.SourceRecord {
 	r, ok := b.idents[t.Name]
 	if !ok {
-		r = Identity(t)
+		r = cache.Identity(t)
 		b.idents[t.Name] = r
 	}
 	return r
@@ -218,26 +221,26 @@ func (b *builder) prepare(ctx context.Context) error {
 	if err := b.readOld(); err != nil {
 		return err
 	}
-	b.records = map[string]FileRecord{}
+	b.records = map[string]cache.FileRecord{}
 	type cand struct {
 		e   *mapping.Entry
 		hdr *tensorbin.Header
-		rec FileRecord
+		rec cache.FileRecord
 	}
 	var cands []cand
 	var builds []cand
 	rehash := map[string]*ckpt.Tensor{}
 	for _, e := range b.plan.Entries {
-		if err := checkRelPath(e.File); err != nil {
+		if err := cache.CheckRelPath(e.File); err != nil {
 			return fmt.Errorf("target %s: %w", e.Target, err)
 		}
-		hdr, err := HeaderFor(e)
+		hdr, err := cache.HeaderFor(e)
 		if err != nil {
 			return err
 		}
-		rec := FileRecord{Path: e.File, Target: e.Target, Size: hdr.FileSize(), HeaderSize: hdr.HeaderSize,
-			EntryXXH3: EntryHash(e), Entry: summarize(e)}
-		for _, t := range entryTensors(e) {
+		rec := cache.FileRecord{Path: e.File, Target: e.Target, Size: hdr.FileSize(), HeaderSize: hdr.HeaderSize,
+			EntryXXH3: cache.EntryHash(e), Entry: cache.Summarize(e)}
+		for _, t := range cache.EntryTensors(e) {
 			rec.Sources = append(rec.Sources, b.ident(t))
 		}
 		c := cand{e, hdr, rec}
@@ -247,7 +250,7 @@ func (b *builder) prepare(ctx context.Context) error {
 			continue
 		}
 		for i, s := range rec.Sources {
-			if i >= len(old.Sources) || !SameIdentity(old.Sources[i], s) {
+			if i >= len(old.Sources) || !cache.SameIdentity(old.Sources[i], s) {
 				t, _ := b.c.Lookup(s.Name)
 				rehash[s.Name] = t
 			}
@@ -318,7 +321,7 @@ func (b *builder) prepare(ctx context.Context) error {
 // outputIntact reports whether a previously built file can be kept as far
 // as the output goes: same plan entry, file present with the recorded
 // size, and a header that parses and matches the plan.
-func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool {
+func (b *builder) outputIntact(old, rec cache.FileRecord, hdr *tensorbin.Header) bool {
 	if old.EntryXXH3 != rec.EntryXXH3 || old.Size != rec.Size || old.DataXXH3 == "" || old.HeaderXXH3 == "" || len(old.Sources) != len(rec.Sources) {
 		return false
 	}
@@ -328,7 +331,7 @@ func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool 
 		return false
 	}
 	got, err := tensorbin.ReadTensorbinFile(p)
-	if err != nil || DiffHeaders(hdr, got) != "" {
+	if err != nil || cache.DiffHeaders(hdr, got) != "" {
 		return false
 	}
 	if old.UnsyncedBoot != "" && !b.sameBoot(old.UnsyncedBoot) {
@@ -339,7 +342,7 @@ func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool 
 			return false
 		}
 		defer f.Close()
-		hh, hd, err := HashFile(f, int64(hdr.DataOffset), rec.Size)
+		hh, hd, err := cache.HashFile(f, int64(hdr.DataOffset), rec.Size)
 		return err == nil && hh == old.HeaderXXH3 && hd == old.DataXXH3
 	}
 	return true
@@ -349,7 +352,7 @@ func (b *builder) outputIntact(old, rec FileRecord, hdr *tensorbin.Header) bool 
 // record: gone when a later boot found the file intact (outputIntact),
 // kept when this build writes without fsync too, and removed after an
 // fsync of the file when this build is durable.
-func (b *builder) keepUnsynced(rec *FileRecord, old FileRecord) error {
+func (b *builder) keepUnsynced(rec *cache.FileRecord, old cache.FileRecord) error {
 	rec.UnsyncedBoot = ""
 	if old.UnsyncedBoot == "" || !b.sameBoot(old.UnsyncedBoot) {
 		return nil
@@ -381,7 +384,7 @@ func (b *builder) hashAll(ctx context.Context, ts map[string]*ckpt.Tensor) error
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			h, err := HashTensor(t, nil)
+			h, err := cache.HashTensor(t, nil)
 			if err != nil {
 				return err
 			}
@@ -402,10 +405,12 @@ func (b *builder) startJournal() error {
 	for _, e := range b.plan.Entries {
 		inPlan[e.File] = true
 	}
-	if err := os.Remove(filepath.Join(b.dir, ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(filepath.Join(b.dir, cache.ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("removing old manifest: %w", err)
 	}
-	syncDir(b.dir)
+	if err := atomicfile.SyncDir(b.dir); err != nil {
+		return err
+	}
 	for p := range b.old {
 		if !inPlan[p] {
 			if err := os.Remove(filepath.Join(b.out, filepath.FromSlash(p))); err == nil {
@@ -414,7 +419,7 @@ func (b *builder) startJournal() error {
 		}
 	}
 	sort.Strings(b.res.Removed)
-	f, err := os.Create(filepath.Join(b.dir, JournalName))
+	f, err := os.Create(filepath.Join(b.dir, cache.JournalName))
 	if err != nil {
 		return &ckpt.WriteError{Op: "creating build journal", Err: err}
 	}
@@ -427,7 +432,7 @@ func (b *builder) startJournal() error {
 	return nil
 }
 
-func (b *builder) appendJournal(r FileRecord) error {
+func (b *builder) appendJournal(r cache.FileRecord) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -562,7 +567,7 @@ func (b *builder) stream(ctx context.Context) error {
 				band := b.bandRows(st)
 				st.bands = int((st.v.Rows + band - 1) / band)
 				if st.bands == 0 {
-					st.sum = hexHash(st.hasher.Sum64())
+					st.sum = cache.HexHash(st.hasher.Sum64())
 					continue
 				}
 				prev := make(chan struct{})
@@ -809,7 +814,7 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	st.hasher.Write(raw)
 	st.hashed++
 	if st.hashed == st.bands {
-		st.sum = hexHash(st.hasher.Sum64())
+		st.sum = cache.HexHash(st.hasher.Sum64())
 		b.hmu.Lock()
 		b.hashes[st.t.Name] = st.sum
 		b.hmu.Unlock()
@@ -868,7 +873,7 @@ func (b *builder) finalize(s *sink) error {
 	hh, h, ok := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
 	if !ok {
 		var err error
-		if hh, h, err = HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
+		if hh, h, err = cache.HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
 			return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
 		}
 	}
@@ -918,10 +923,10 @@ func (b *builder) abortAll() {
 }
 
 // finish writes the manifest and removes the journal.
-func (b *builder) finish() (*BuildResult, error) {
-	m := &Manifest{Format: ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
+func (b *builder) finish() (*Result, error) {
+	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
+		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	if b.opt.AllowNonFinite {
 		m.NaN = b.opt.NaN
 	}
@@ -938,13 +943,15 @@ func (b *builder) finish() (*BuildResult, error) {
 		return nil, err
 	}
 	b.journal.Close()
-	if err := writeManifest(b.dir, m); err != nil {
+	if err := cache.WriteManifest(b.dir, m); err != nil {
 		return nil, err
 	}
-	if err := os.Remove(filepath.Join(b.dir, JournalName)); err != nil {
+	if err := os.Remove(filepath.Join(b.dir, cache.JournalName)); err != nil {
 		return nil, fmt.Errorf("removing build journal: %w", err)
 	}
-	syncDir(b.dir)
+	if err := atomicfile.SyncDir(b.dir); err != nil {
+		return nil, err
+	}
 	b.dropLegacy()
 	if err := b.findUnknown(); err != nil {
 		return nil, err
@@ -963,7 +970,7 @@ func removeTemps(root string) error {
 			return err
 		}
 		n := d.Name()
-		if p != root && isTempName(n) {
+		if p != root && cache.IsTempName(n) {
 			del = append(del, p)
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -980,15 +987,4 @@ func removeTemps(root string) error {
 		}
 	}
 	return nil
-}
-
-func isTempName(n string) bool {
-	return strings.HasPrefix(n, ".") && (strings.Contains(n, ".tmp-") || strings.HasPrefix(n, ".unpack-"))
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

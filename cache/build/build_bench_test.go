@@ -1,4 +1,4 @@
-package cache_test
+package build_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
@@ -127,7 +128,7 @@ func benchBuild(b *testing.B, dir string) {
 	cpu := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
+		if _, err := build.Run(context.Background(), c, plan, out, build.Options{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
 			b.Fatal(err)
 		}
 		// Dirty pages of earlier outputs would throttle the next build.

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cache_test
+package build_test
 
 import "time"
 

@@ -1,10 +1,13 @@
-package cache_test
+package build_test
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -14,7 +17,7 @@ import (
 
 // ExampleBuild maps a small generated checkpoint onto a 1x2 mesh, builds
 // its tensor cache, rebuilds it (nothing to do) and verifies it.
-func ExampleBuild() {
+func ExampleRun() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "cache-example-")
 	if err != nil {
@@ -36,19 +39,19 @@ func ExampleBuild() {
 		panic(err)
 	}
 	out := filepath.Join(dir, "tt-cache")
-	res, err := cache.Build(ctx, c, plan, out, cache.BuildOptions{Tool: "example", ToolVersion: "0"})
+	res, err := build.Run(ctx, c, plan, out, build.Options{Tool: "example", ToolVersion: "0"})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("built", len(res.Built), "files from", res.SourceTensors, "source tensors")
-	res, _ = cache.Build(ctx, c, plan, out, cache.BuildOptions{})
+	res, _ = build.Run(ctx, c, plan, out, build.Options{})
 	fmt.Println("rebuild: built", len(res.Built), "kept", len(res.Skipped))
 
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	if err != nil {
 		panic(err)
 	}
-	rep, err := cache.Verify(ctx, out, m, c, plan, cache.VerifyOptions{})
+	rep, err := check.Verify(ctx, out, m, c, plan, check.VerifyOptions{})
 	if err != nil {
 		panic(err)
 	}

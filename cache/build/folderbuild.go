@@ -1,4 +1,4 @@
-package cache
+package build
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ckpt-dev/ckpt/cache"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -18,20 +20,20 @@ import (
 // Records outside the folder are ignored, so a build never removes files of
 // another folder.
 func (b *builder) readOld() error {
-	b.old = map[string]FileRecord{}
-	keep := func(fs []FileRecord) {
+	b.old = map[string]cache.FileRecord{}
+	keep := func(fs []cache.FileRecord) {
 		for _, f := range fs {
-			if underDir(f.Path, b.plan.CacheDir) {
+			if cache.UnderDir(f.Path, b.plan.CacheDir) {
 				b.old[f.Path] = f
 			}
 		}
 	}
-	if m, err := ReadManifest(b.out); err == nil && m.CacheDir == b.plan.CacheDir {
+	if m, err := cache.ReadManifest(b.out); err == nil && m.CacheDir == b.plan.CacheDir {
 		keep(m.Files)
 		b.legacy = true
 	}
 	b.oldNF = map[string]ckpt.NonFinite{}
-	if m, err := ReadManifest(b.dir); err == nil && m.CacheDir == b.plan.CacheDir {
+	if m, err := cache.ReadManifest(b.dir); err == nil && m.CacheDir == b.plan.CacheDir {
 		keep(m.Files)
 		for _, nf := range m.NonFinite {
 			b.oldNF[nf.Tensor] = nf
@@ -41,7 +43,7 @@ func (b *builder) readOld() error {
 			b.res.Replaced = m.Source
 		}
 	}
-	jr, err := readJournal(b.dir)
+	jr, err := cache.ReadJournal(b.dir)
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func (b *builder) readOld() error {
 // once the folder has its own.
 func (b *builder) dropLegacy() {
 	if b.legacy {
-		os.Remove(filepath.Join(b.out, ManifestName))
+		os.Remove(filepath.Join(b.out, cache.ManifestName))
 	}
 }
 
@@ -67,7 +69,7 @@ func (b *builder) findUnknown() error {
 		if d.IsDir() {
 			return nil
 		}
-		r := rel(b.out, p)
+		r := cache.RelPath(b.out, p)
 		if _, ok := b.records[r]; ok || ownFile(b.dir, p) {
 			return nil
 		}
@@ -85,10 +87,10 @@ func (b *builder) findUnknown() error {
 // folder dir, or a temporary file.
 func ownFile(dir, p string) bool {
 	switch p {
-	case filepath.Join(dir, ManifestName), filepath.Join(dir, JournalName), filepath.Join(dir, LockName):
+	case filepath.Join(dir, cache.ManifestName), filepath.Join(dir, cache.JournalName), filepath.Join(dir, cache.LockName):
 		return true
 	}
-	return isTempName(filepath.Base(p))
+	return cache.IsTempName(filepath.Base(p))
 }
 
 // interrupted turns an error of a cancelled build into

@@ -1,4 +1,4 @@
-package cache
+package build
 
 import (
 	"encoding/binary"
@@ -24,7 +24,7 @@ type valueOp struct {
 }
 
 // compileOps compiles ops; every NaN a rounding produces or meets becomes
-// the bfloat16 pattern nan (BuildOptions.NaN).
+// the bfloat16 pattern nan (Options.NaN).
 func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 	out := make(valueOps, 0, len(ops))
 	for _, op := range ops {

@@ -1,4 +1,4 @@
-package cache
+package build
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -160,7 +162,7 @@ func TestHashOwnFile(t *testing.T) {
 		require.NoError(t, err)
 		_, err = f.Write(data)
 		require.NoError(t, err)
-		wh, wd, err := HashFile(f, tc.off, tc.size)
+		wh, wd, err := cache.HashFile(f, tc.off, tc.size)
 		require.NoError(t, err)
 		gh, gd, ok := hashOwnFile(f, tc.off, tc.size)
 		if runtime.GOOS != "windows" && runtime.GOOS != "plan9" {
@@ -265,7 +267,7 @@ func TestDirect27B(t *testing.T) {
 	c, plan := cachetest.OpenPlan(t, dir)
 	b := &builder{c: c, plan: plan}
 	for _, e := range plan.Entries {
-		hdr, err := HeaderFor(e)
+		hdr, err := cache.HeaderFor(e)
 		require.NoError(t, err)
 		s, err := newSink(e, hdr, "", ckpt.NaNBF16Vector)
 		require.NoError(t, err)

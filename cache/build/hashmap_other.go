@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cache
+package build
 
 import "os"
 

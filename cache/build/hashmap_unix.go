@@ -1,10 +1,12 @@
 //go:build unix
 
-package cache
+package build
 
 import (
 	"os"
 	"syscall"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 )
@@ -39,5 +41,5 @@ func hashOwnFile(f *os.File, dataOffset, size int64) (header, data string, ok bo
 		}
 		syscall.Munmap(m)
 	}
-	return hexHash(hh.Sum64()), hexHash(hd.Sum64()), true
+	return cache.HexHash(hh.Sum64()), cache.HexHash(hd.Sum64()), true
 }

@@ -1,4 +1,4 @@
-package cache_test
+package build_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache/build"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -30,7 +32,7 @@ func patchTensor(t *testing.T, dir, name string, b []byte) {
 	require.NoError(t, f.Close())
 }
 
-// TestBuildNaNStyles: NaN bits follow the serving host (BuildOptions.NaN).
+// TestBuildNaNStyles: NaN bits follow the serving host (Options.NaN).
 // A NaN that torch produces — the bf16 dequantisation of a block-FP8 NaN
 // code, the norms' bf16 +1 — is 0xFFFF with the vectorised kernels of
 // AVX2/AVX-512 hosts (the default) and 0x7FC0 with the scalar ones; a bf16
@@ -51,15 +53,15 @@ func TestBuildNaNStyles(t *testing.T) {
 		fp8Code  byte   // BFLOAT8_B code of the dequantised NaN (shared exponent 255)
 	}{
 		{style: "", produced: 0xffff, fp8Code: 0xff},
-		{style: cache.NaNVector, produced: 0xffff, fp8Code: 0xff},
-		{style: cache.NaNScalar, produced: 0x7fc0, fp8Code: 0x60},
+		{style: build.NaNVector, produced: 0xffff, fp8Code: 0xff},
+		{style: build.NaNScalar, produced: 0x7fc0, fp8Code: 0x60},
 	}
 	for _, tc := range tests {
 		t.Run("style="+tc.style, func(t *testing.T) {
 			t.Parallel()
 			c, plan := openPlan(t, dir)
 			out := filepath.Join(t.TempDir(), "cache")
-			_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, AllowNonFinite: true, NaN: tc.style})
+			_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true, NaN: tc.style})
 			require.NoError(t, err)
 			shard0 := func(target string) []byte {
 				t.Helper()
@@ -97,12 +99,12 @@ func TestBuildNaNStyles(t *testing.T) {
 			require.NoError(t, err)
 			want := tc.style
 			if want == "" {
-				want = cache.NaNVector
+				want = build.NaNVector
 			}
 			require.Equal(t, want, m.NaN)
 		})
 	}
 	c, plan := openPlan(t, dir)
-	_, err := cache.Build(context.Background(), c, plan, t.TempDir(), cache.BuildOptions{AllowNonFinite: true, NaN: "avx"})
+	_, err := build.Run(context.Background(), c, plan, t.TempDir(), build.Options{AllowNonFinite: true, NaN: "avx"})
 	require.ErrorContains(t, err, `NaN style "avx": want vector or scalar`)
 }

@@ -1,8 +1,10 @@
-package cache
+package build
 
 import (
 	"fmt"
 	"sort"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -12,7 +14,7 @@ import (
 // runJob, except FP8 and BF16 bands whose decode (decode.go) saw every byte
 // and found none: their NaN/Inf test rides on the decode loop, and a band
 // where it fires is counted exactly by the guard; block scales, which are not streamed, are checked whole in
-// prepare. Without BuildOptions.AllowNonFinite the first tensor found fails
+// prepare. Without Options.AllowNonFinite the first tensor found fails
 // the build (*ckpt.NonFiniteError, counted over the whole tensor); with it,
 // the counts are recorded in the manifest.
 
@@ -36,8 +38,8 @@ func (b *builder) checkScales(scales map[string]*ckpt.Tensor) error {
 // recheckFinite: a file the earlier build made (with AllowNonFinite) from
 // a source that holds NaN or Inf is rebuilt when this build does not allow
 // them, so that the source is read and refused, and when this build gives
-// NaNs other bits (BuildOptions.NaN).
-func (b *builder) recheckFinite(rec FileRecord) bool {
+// NaNs other bits (Options.NaN).
+func (b *builder) recheckFinite(rec cache.FileRecord) bool {
 	if b.opt.AllowNonFinite && b.oldNaN == b.opt.NaN {
 		return false
 	}
@@ -51,7 +53,7 @@ func (b *builder) recheckFinite(rec FileRecord) bool {
 
 // nonFinite merges the counts of this build with those the earlier build
 // recorded for sources of files that were kept.
-func (b *builder) nonFinite(files []FileRecord) []ckpt.NonFinite {
+func (b *builder) nonFinite(files []cache.FileRecord) []ckpt.NonFinite {
 	out := b.guard.Counts()
 	seen := map[string]bool{}
 	for _, nf := range out {
@@ -132,7 +134,7 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 	return b.guard.Overflow(st.t, dt, bad, why)
 }
 
-// NaN styles of BuildOptions.NaN: the bits a NaN gets where the serving
+// NaN styles of Options.NaN: the bits a NaN gets where the serving
 // host's torch produces one. Tenstorrent cards are served from x86 hosts
 // with AVX2 or AVX-512, whose vectorised kernels write 0xFFFF
 // (ckpt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own

@@ -1,4 +1,4 @@
-package cache
+package build
 
 import (
 	"encoding/binary"
@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -81,22 +85,22 @@ type sink struct {
 	layout tile.Layout
 	hdr    *tensorbin.Header
 	path   string // final path
-	rec    FileRecord
+	rec    cache.FileRecord
 	once   sync.Once
 	oerr   error
-	af     *ckpt.AtomicFile
+	af     *atomicfile.File
 	base   []int64 // absolute file offset of each shard buffer
 	rows   int     // MatrixRows
 	cols   int     // MatrixCols
 	vops   valueOps
-	nan    uint16 // bits of the NaNs the conversion produces (BuildOptions.NaN)
+	nan    uint16 // bits of the NaNs the conversion produces (Options.NaN)
 
 	mu     sync.Mutex
 	stages map[stageKey]*stage
 	whole  [][]float32
 	filled []int
 
-	noSync bool // BuildOptions.NoSync
+	noSync bool // Options.NoSync
 	// kick takes files whose write-back should start (durable builds);
 	// dirty counts the bytes written since the last request.
 	kick  chan<- *os.File
@@ -751,7 +755,7 @@ func (s *sink) open() error {
 			s.oerr = fmt.Errorf("creating directory of %s: %w", s.path, err)
 			return
 		}
-		af, err := ckpt.CreateAtomic(s.path)
+		af, err := atomicfile.Create(s.path)
 		if err != nil {
 			s.oerr = err
 			return

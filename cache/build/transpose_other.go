@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package cache
+package build
 
 // transposeRows is transposeRowsGo where there is no assembly version.
 func transposeRows(st []uint64, raw []byte, stride, n int) {

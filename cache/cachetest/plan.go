@@ -2,9 +2,11 @@ package cachetest
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -27,4 +29,17 @@ func OpenPlan(tb testing.TB, dir string) (*ckpt.Checkpoint, *mapping.Plan) {
 		tb.Fatalf("planning %s: %v", dir, err)
 	}
 	return c, plan
+}
+
+// Fixture writes a synthetic checkpoint with opts into a temporary
+// directory of tb, opens it and plans it as OpenPlan does; it returns the
+// checkpoint's directory too.
+func Fixture(tb testing.TB, opts synth.Options) (string, *ckpt.Checkpoint, *mapping.Plan) {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "src")
+	if err := synth.Write(dir, opts); err != nil {
+		tb.Fatalf("writing the fixture: %v", err)
+	}
+	c, plan := OpenPlan(tb, dir)
+	return dir, c, plan
 }

@@ -1,4 +1,4 @@
-package cache
+package check
 
 import (
 	"fmt"
@@ -8,10 +8,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache"
+
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// CheckPlan holds a mapping plan against an existing cache directory —
+// Plan holds a mapping plan against an existing cache directory —
 // typically the one the serving stack wrote for the base checkpoint —
 // reading only file names and headers, never data: every planned file
 // missing there (DiffMissing), every .tensorbin file there that the plan
@@ -24,12 +26,12 @@ import (
 // <device>/tensor_cache_<tag>_mesh<R>x<C> directory) or that cache
 // directory itself; the report's B names the directory used. Paths in the
 // report are relative to it.
-func CheckPlan(plan *mapping.Plan, dir string) (*CompareReport, error) {
+func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 	cdir := dir
 	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
 		cdir = filepath.Join(dir, filepath.FromSlash(plan.CacheDir))
 	}
-	files, err := tensorbinFiles(cdir)
+	files, err := cache.TensorbinFiles(cdir)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +56,7 @@ func CheckPlan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 			continue
 		}
 		rep.Common++
-		want, err := HeaderFor(e)
+		want, err := cache.HeaderFor(e)
 		if err != nil {
 			return nil, err
 		}

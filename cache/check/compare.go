@@ -1,4 +1,4 @@
-package cache
+package check
 
 import (
 	"bytes"
@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
@@ -23,7 +25,7 @@ import (
 )
 
 // Kinds of differences between two caches (Compare) or between a plan and
-// a cache (CheckPlan).
+// a cache (Plan).
 const (
 	DiffMissing    = "missing"    // in the first (reference) cache or the plan, not in the second
 	DiffExtra      = "extra"      // in the second cache, not in the first or the plan
@@ -32,7 +34,7 @@ const (
 	DiffUnreadable = "unreadable" // a file's header cannot be read
 )
 
-// Difference is one difference found by Compare or CheckPlan. File is the
+// Difference is one difference found by Compare or Plan. File is the
 // .tensorbin path relative to the compared cache directories. For header
 // differences Field, A and B name the field and its two values (A: the
 // first cache or the plan). For data differences Shard is the index of the
@@ -70,10 +72,10 @@ type Difference struct {
 	Message      string `json:"message"`
 }
 
-// CompareReport is the outcome of Compare or CheckPlan.
+// CompareReport is the outcome of Compare or Plan.
 type CompareReport struct {
 	// A and B are the compared cache directories (A is the plan's cache
-	// directory name for CheckPlan).
+	// directory name for Plan).
 	A string `json:"a"`
 	B string `json:"b"`
 	// FilesA and FilesB count the .tensorbin files (or planned files) on
@@ -84,7 +86,7 @@ type CompareReport struct {
 	Common    int   `json:"common"`
 	Identical int   `json:"identical"`
 	Bytes     int64 `json:"bytes_compared"`
-	// HeadersOnly: no data was read (CheckPlan).
+	// HeadersOnly: no data was read (Plan).
 	HeadersOnly bool         `json:"headers_only"`
 	Diffs       []Difference `json:"differences"`
 }
@@ -127,11 +129,11 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	fa, err := tensorbinFiles(a)
+	fa, err := cache.TensorbinFiles(a)
 	if err != nil {
 		return nil, err
 	}
-	fb, err := tensorbinFiles(b)
+	fb, err := cache.TensorbinFiles(b)
 	if err != nil {
 		return nil, err
 	}
@@ -215,33 +217,6 @@ func sortDiffs(ds []Difference) {
 	})
 }
 
-// tensorbinFiles lists the .tensorbin files under dir (temporary files of
-// an interrupted build excepted) as sorted slash-separated relative paths,
-// following symbolic links to folders and files (walkFollow).
-func tensorbinFiles(dir string) ([]string, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading cache directory: %w", err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("reading cache directory %s: not a directory", dir)
-	}
-	var out []string
-	err = walkFollow(dir, func(p string, isDir bool) error {
-		name := filepath.Base(p)
-		if isDir || !strings.HasSuffix(name, mapping.FileExt) || isTempName(name) {
-			return nil
-		}
-		out = append(out, rel(dir, p))
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", dir, err)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // openHeader opens a .tensorbin file and reads its header.
 func openHeader(path string) (*os.File, *tensorbin.Header, error) {
 	f, err := os.Open(path)
@@ -263,7 +238,7 @@ func openHeader(path string) (*os.File, *tensorbin.Header, error) {
 
 func headerDiffs(file string, a, b *tensorbin.Header) []Difference {
 	var out []Difference
-	for _, fd := range HeaderDiffs(a, b, false) {
+	for _, fd := range cache.HeaderDiffs(a, b, false) {
 		out = append(out, Difference{Kind: DiffHeader, File: file, Field: fd.Field, A: fd.A, B: fd.B,
 			Message: fmt.Sprintf("%s %s vs %s", fd.Field, fd.A, fd.B)})
 	}
@@ -388,12 +363,12 @@ func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byte
 		perRow := int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
 		r, c := unit/perRow, unit%perRow
 		d.Tile, d.TileRow, d.TileCol = &unit, &r, &c
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, FormatDims(sh.Coord), byteOff, unit, r, c)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, cache.FormatDims(sh.Coord), byteOff, unit, r, c)
 	case spec.Layout == tile.ROW_MAJOR && spec.DType.ElementSize() > 0:
 		d.Element = &unit
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, FormatDims(sh.Coord), byteOff, unit)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, cache.FormatDims(sh.Coord), byteOff, unit)
 	default:
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, FormatDims(sh.Coord), byteOff)
+		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, cache.FormatDims(sh.Coord), byteOff)
 	}
 	return d
 }
@@ -531,4 +506,11 @@ type CompareResult struct {
 // Result returns the report as its JSON document.
 func (r *CompareReport) Result() CompareResult {
 	return CompareResult{CompareReport: r, Same: r.Same(), Unreadable: r.Unreadable()}
+}
+
+// sameShardSizes reports whether two headers have buffers of the same sizes
+// in the same shard order, so that their data can be compared shard by
+// shard.
+func sameShardSizes(a, b *tensorbin.Header) bool {
+	return slices.EqualFunc(a.Shards, b.Shards, func(x, y tensorbin.Shard) bool { return x.Size == y.Size })
 }

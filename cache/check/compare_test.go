@@ -1,4 +1,4 @@
-package cache_test
+package check_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache/check"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
@@ -32,8 +34,8 @@ func inject(t *testing.T, cdir string, plan *mapping.Plan) cachetest.Injected {
 }
 
 // byFile groups differences by file.
-func byFile(rep *cache.CompareReport) map[string][]cache.Difference {
-	m := map[string][]cache.Difference{}
+func byFile(rep *check.CompareReport) map[string][]check.Difference {
+	m := map[string][]check.Difference{}
 	for _, d := range rep.Diffs {
 		m[d.File] = append(m[d.File], d)
 	}
@@ -41,7 +43,7 @@ func byFile(rep *cache.CompareReport) map[string][]cache.Difference {
 }
 
 // fieldsByFile lists each file's differences as kind:field.
-func fieldsByFile(m map[string][]cache.Difference) map[string][]string {
+func fieldsByFile(m map[string][]check.Difference) map[string][]string {
 	out := map[string][]string{}
 	for f, ds := range m {
 		for _, d := range ds {
@@ -57,7 +59,7 @@ func TestCompareCaches(t *testing.T) {
 	cdir := filepath.Join(out, filepath.FromSlash(plan.CacheDir))
 	ctx := context.Background()
 
-	self, err := cache.Compare(ctx, cdir, cdir, cache.CompareOptions{})
+	self, err := check.Compare(ctx, cdir, cdir, check.CompareOptions{})
 	require.NoError(t, err)
 	assert.True(t, self.Same(), "%v", self.Diffs)
 	assert.Equal(t, len(plan.Entries), self.Common)
@@ -67,7 +69,7 @@ func TestCompareCaches(t *testing.T) {
 	copied := copyTree(t, cdir)
 	inj := inject(t, copied, plan)
 	// Small chunks (two tiles) exercise the chunked streaming.
-	rep, err := cache.Compare(ctx, cdir, copied, cache.CompareOptions{ChunkBytes: 2048, Workers: 3})
+	rep, err := check.Compare(ctx, cdir, copied, check.CompareOptions{ChunkBytes: 2048, Workers: 3})
 	require.NoError(t, err)
 	require.False(t, rep.Same())
 	assert.False(t, rep.Unreadable())
@@ -95,7 +97,7 @@ func TestCompareCaches(t *testing.T) {
 	// The dtype change also makes the data decode differently, but the
 	// bytes are equal: no data difference for that file.
 	for _, x := range got[inj.DType] {
-		assert.NotEqual(t, cache.DiffData, x.Kind)
+		assert.NotEqual(t, check.DiffData, x.Kind)
 	}
 }
 
@@ -106,10 +108,10 @@ func TestCompareUnreadable(t *testing.T) {
 	copied := copyTree(t, cdir)
 	f := filepath.Join(copied, filepath.FromSlash(strings.TrimPrefix(entryFile(t, plan, "layers.0/tp/A_log"), plan.CacheDir+"/")))
 	require.NoError(t, os.WriteFile(f, []byte("not a tensorbin"), 0o644))
-	rep, err := cache.Compare(context.Background(), cdir, copied, cache.CompareOptions{})
+	rep, err := check.Compare(context.Background(), cdir, copied, check.CompareOptions{})
 	require.NoError(t, err)
 	assert.True(t, rep.Unreadable())
-	_, err = cache.Compare(context.Background(), cdir, filepath.Join(copied, "nope"), cache.CompareOptions{})
+	_, err = check.Compare(context.Background(), cdir, filepath.Join(copied, "nope"), check.CompareOptions{})
 	assert.Error(t, err)
 }
 
@@ -120,7 +122,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	// The cache root and the cache directory both work.
 	for _, dir := range []string{out, cdir} {
-		rep, err := cache.CheckPlan(plan, dir)
+		rep, err := check.Plan(plan, dir)
 		require.NoError(t, err)
 		assert.True(t, rep.Same(), "%v", rep.Diffs)
 		assert.Equal(t, cdir, rep.B)
@@ -129,7 +131,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	copied := copyTree(t, cdir)
 	inj := inject(t, copied, plan)
-	rep, err := cache.CheckPlan(plan, copied)
+	rep, err := check.Plan(plan, copied)
 	require.NoError(t, err)
 	got := byFile(rep)
 	// No data is read: a flipped byte in a shard is invisible to the plan
@@ -145,14 +147,14 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	require.NoError(t, err)
 	other, err := mapping.BuildWith(c, p, plan.Mesh, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
-	rep, err = cache.CheckPlan(other, cdir)
+	rep, err = check.Plan(other, cdir)
 	require.NoError(t, err)
 	kinds := map[string]int{}
 	for _, d := range rep.Diffs {
 		kinds[d.Kind]++
 	}
 	// Small: 3 GDN qkvzab + 1 attention wqkv + 1 MTP wqkv renamed.
-	assert.Equal(t, map[string]int{cache.DiffMissing: 5, cache.DiffExtra: 5}, kinds)
+	assert.Equal(t, map[string]int{check.DiffMissing: 5, check.DiffExtra: 5}, kinds)
 }
 
 // TestBuild2DMapperHeaders: the files of ShardTensor2dMesh targets parse

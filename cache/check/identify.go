@@ -1,4 +1,4 @@
-package cache
+package check
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -21,7 +24,7 @@ type IdentifyOptions struct {
 	Profiles []string
 	Rules    string
 	// Select picks the cache folder when dir is a root holding several.
-	Select Selector
+	Select cache.Selector
 	// Data also compares the data of the closest candidate: its files are
 	// built (without fsync) into Scratch ("" for the system's temporary
 	// directory) in batches of at most ScratchBytes (default 2 GiB), each
@@ -37,7 +40,7 @@ type IdentifyOptions struct {
 }
 
 // Candidate is one profile with one setting of its variables, held
-// against the cache: Differences counts what CheckPlan finds (missing and
+// against the cache: Differences counts what Plan finds (missing and
 // extra files, differing header fields), 0 for an exact match. Overrides
 // lists the variables set away from their default for the mesh
 // ("proj_1d_decode=false"). Problem is set instead when the checkpoint
@@ -91,12 +94,12 @@ func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
 // built-in profile, or opt's, with every combination of its overridable
 // variables) it plans c on the mesh, device folder and tag the cache's
 // path names, and holds the plan against the cache's file names and
-// headers (CheckPlan). The closest candidate is the one with the fewest
+// headers (Plan). The closest candidate is the one with the fewest
 // differences (then the fewest overrides, then the default profile); the
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
 func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyOptions) (*IdentifyResult, error) {
-	f, err := ResolveFolder(dir, opt.Select)
+	f, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +107,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 	if err != nil {
 		return nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
 	}
-	files, err := tensorbinFiles(f.Path())
+	files, err := cache.TensorbinFiles(f.Path())
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +145,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 			case err != nil:
 				return nil, err
 			}
-			rep, err := CheckPlan(plan, f.Path())
+			rep, err := Plan(plan, f.Path())
 			if err != nil {
 				return nil, err
 			}
@@ -332,7 +335,7 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		// NaN and Inf are built, not refused: the cache under test holds
 		// whatever its builder wrote (the serving stack does not refuse
 		// them), and the NaN style (opt.NaN) only shows with them.
-		sum, err := Build(ctx, c, &sub, root, BuildOptions{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
+		sum, err := build.Run(ctx, c, &sub, root, build.Options{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
 		if err != nil {
 			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
 		}
@@ -359,7 +362,7 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		if missing[rel] {
 			continue
 		}
-		h, err := HeaderFor(e)
+		h, err := cache.HeaderFor(e)
 		if err != nil {
 			return total, nonFinite, err
 		}

@@ -1,10 +1,13 @@
-package cache_test
+package check_test
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -23,7 +26,7 @@ func buildWith(t *testing.T, c *ckpt.Checkpoint, profile string, set mapping.Set
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, set)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2, NoSync: true})
+	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	return out, plan
 }
@@ -45,7 +48,7 @@ func TestIdentify(t *testing.T) {
 		{mapping.ProfileMTP, mapping.Settings{mapping.VarGateUpAGMM: false, mapping.VarProj1DDecode: false}, []string{"mlp_gateup_agmm_enabled=false", "proj_1d_decode=false"}},
 	} {
 		out, plan := buildWith(t, c, tc.profile, tc.set)
-		res, err := cache.Identify(context.Background(), out, c, cache.IdentifyOptions{})
+		res, err := check.Identify(context.Background(), out, c, check.IdentifyOptions{})
 		require.NoError(t, err)
 		require.True(t, res.Exact, "%s %v: %+v", tc.profile, tc.set, res.Best)
 		assert.Equal(t, tc.profile, res.Best.Profile, "%v", tc.set)
@@ -55,7 +58,7 @@ func TestIdentify(t *testing.T) {
 		assert.Equal(t, "1x2", res.Mesh)
 		assert.Equal(t, "P300", res.Device)
 		// The cache folder itself works as well as its root.
-		res2, err := cache.Identify(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, cache.IdentifyOptions{})
+		res2, err := check.Identify(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, check.IdentifyOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, res.Best, res2.Best)
 	}
@@ -75,15 +78,15 @@ func TestIdentifyClosest(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.Remove(removed))
-	res, err := cache.Identify(context.Background(), dir, c, cache.IdentifyOptions{})
+	res, err := check.Identify(context.Background(), dir, c, check.IdentifyOptions{})
 	require.NoError(t, err)
 	assert.False(t, res.Exact)
 	assert.Equal(t, mapping.ProfileMain, res.Best.Profile)
 	assert.Equal(t, 1, res.Best.Differences)
 	assert.Equal(t, 1, res.Best.Missing)
 	require.Len(t, res.ClosestReport().Diffs, 1)
-	assert.Equal(t, cache.DiffMissing, res.ClosestReport().Diffs[0].Kind)
+	assert.Equal(t, check.DiffMissing, res.ClosestReport().Diffs[0].Kind)
 
-	_, err = cache.Identify(context.Background(), filepath.Join(t.TempDir(), "none"), c, cache.IdentifyOptions{})
+	_, err = check.Identify(context.Background(), filepath.Join(t.TempDir(), "none"), c, check.IdentifyOptions{})
 	require.Error(t, err)
 }

@@ -1,4 +1,4 @@
-package cache
+package check
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ckpt-dev/ckpt/cache"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -70,7 +72,7 @@ func (r *VerifyReport) OK() bool { return len(r.Findings) == 0 }
 // journal are reported as extra; a build that holds the folder's lock is
 // reported. Only the cache folder is judged: other folders of the root are
 // not looked at. Findings are sorted by file.
-func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt VerifyOptions) (*VerifyReport, error) {
+func Verify(ctx context.Context, root string, m *cache.Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt VerifyOptions) (*VerifyReport, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -87,7 +89,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	if !maps.Equal(m.Settings, plan.Settings) {
 		add(fail(FindingManifest, "", fmt.Sprintf("manifest was built with settings %s, the plan has %s", m.Settings, plan.Settings)))
 	}
-	recs := map[string]FileRecord{}
+	recs := map[string]cache.FileRecord{}
 	for _, f := range m.Files {
 		recs[f.Path] = f
 	}
@@ -105,7 +107,7 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 		if ok {
 			return h, nil
 		}
-		h, err := HashTensor(t, nil)
+		h, err := cache.HashTensor(t, nil)
 		if err != nil {
 			return "", err
 		}
@@ -144,25 +146,25 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 			add(fail(FindingExtra, f.Path, "recorded in the manifest but not in the current plan"))
 		}
 	}
-	dir := FolderOf(root, plan.CacheDir).Path()
-	if h, ok := LockHolder(dir); ok {
-		add(fail(FindingManifest, plan.CacheDir+"/"+LockName, fmt.Sprintf("a build is changing the cache now (%s)", h)))
+	dir := cache.FolderOf(root, plan.CacheDir).Path()
+	if h, ok := cache.LockHolder(dir); ok {
+		add(fail(FindingManifest, plan.CacheDir+"/"+cache.LockName, fmt.Sprintf("a build is changing the cache now (%s)", h)))
 	}
-	err := walkFollow(dir, func(p string, isDir bool) error {
+	err := cache.WalkFollow(dir, func(p string, isDir bool) error {
 		name := filepath.Base(p)
 		if isDir {
-			if isTempName(name) {
-				add(fail(FindingExtra, rel(root, p), "leftover directory of an interrupted unpack"))
+			if cache.IsTempName(name) {
+				add(fail(FindingExtra, cache.RelPath(root, p), "leftover directory of an interrupted unpack"))
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		r := rel(root, p)
+		r := cache.RelPath(root, p)
 		switch {
-		case p == filepath.Join(dir, ManifestName) || p == filepath.Join(dir, LockName) || planned[r]:
-		case p == filepath.Join(dir, JournalName):
+		case p == filepath.Join(dir, cache.ManifestName) || p == filepath.Join(dir, cache.LockName) || planned[r]:
+		case p == filepath.Join(dir, cache.JournalName):
 			add(fail(FindingExtra, r, "build journal: a build was interrupted; run cache build again"))
-		case isTempName(name):
+		case cache.IsTempName(name):
 			add(fail(FindingExtra, r, "temporary file of an interrupted build"))
 		case recs[r].Path == "":
 			add(fail(FindingExtra, r, "not part of the plan nor the manifest"))
@@ -182,22 +184,14 @@ func Verify(ctx context.Context, root string, m *Manifest, c *ckpt.Checkpoint, p
 	return rep, nil
 }
 
-func rel(root, p string) string {
-	r, err := filepath.Rel(root, p)
-	if err != nil {
-		return p
-	}
-	return filepath.ToSlash(r)
-}
-
 // verifyEntry checks one planned file; it returns the findings and the
 // bytes hashed.
-func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]ckpt.Finding, int64, error) {
+func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]ckpt.Finding, int64, error) {
 	var out []ckpt.Finding
 	add := func(kind, format string, args ...any) {
 		out = append(out, fail(kind, e.File, fmt.Sprintf(format, args...)))
 	}
-	want, err := HeaderFor(e)
+	want, err := cache.HeaderFor(e)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -211,7 +205,7 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		add(FindingMissing, "not recorded in the manifest (target %s): the build did not finish it", e.Target)
 		return out, 0, nil
 	}
-	if rec.EntryXXH3 != EntryHash(e) {
+	if rec.EntryXXH3 != cache.EntryHash(e) {
 		add(FindingStale, "the plan entry of target %s changed since the build (rule, sources, pieces, dtype, layout or shape)", e.Target)
 	}
 	size := want.FileSize()
@@ -239,11 +233,11 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		add(FindingCorrupted, "%v", err)
 		return out, 0, nil
 	}
-	if d := DiffHeaders(want, got); d != "" {
+	if d := cache.DiffHeaders(want, got); d != "" {
 		add(FindingCorrupted, "header differs from the plan: %s", d)
 		return out, 0, nil
 	}
-	hh, h, err := HashFile(f, int64(got.DataOffset), st.Size())
+	hh, h, err := cache.HashFile(f, int64(got.DataOffset), st.Size())
 	if err != nil {
 		add(FindingCorrupted, "reading data: %v", err)
 		return out, 0, nil
@@ -257,7 +251,7 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 		add(FindingCorrupted, "header bytes hash %s, manifest records %s (the header parses and matches the plan, but its bytes changed)", hh, rec.HeaderXXH3)
 	}
 	// Sources.
-	ts := entryTensors(e)
+	ts := cache.EntryTensors(e)
 	var changed []string
 	if len(ts) != len(rec.Sources) {
 		add(FindingStale, "built from %d source tensors, the plan now reads %d", len(rec.Sources), len(ts))
@@ -269,7 +263,7 @@ func verifyEntry(root string, e *mapping.Entry, rec FileRecord, recorded bool, h
 			changed = append(changed, t.Name)
 			continue
 		}
-		if !opt.Rehash && SameIdentity(r, Identity(t)) {
+		if !opt.Rehash && cache.SameIdentity(r, cache.Identity(t)) {
 			continue
 		}
 		sh, err := hashOf(t)

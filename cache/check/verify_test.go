@@ -1,4 +1,4 @@
-package cache_test
+package check_test
 
 import (
 	"bytes"
@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ckpt-dev/ckpt/cache/archive"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -22,23 +26,23 @@ func built(t *testing.T) (string, string, *mapping.Plan) {
 	t.Helper()
 	src, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := cache.Build(context.Background(), c, plan, out, cache.BuildOptions{Workers: 2})
+	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
 	require.NoError(t, err)
 	return src, out, plan
 }
 
 // verify reopens the source and verifies the cache.
-func verify(t *testing.T, src, out string, opt cache.VerifyOptions) *cache.VerifyReport {
+func verify(t *testing.T, src, out string, opt check.VerifyOptions) *check.VerifyReport {
 	t.Helper()
 	c, plan := openPlan(t, src)
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
-	rep, err := cache.Verify(context.Background(), out, m, c, plan, opt)
+	rep, err := check.Verify(context.Background(), out, m, c, plan, opt)
 	require.NoError(t, err)
 	return rep
 }
 
-func kinds(rep *cache.VerifyReport) map[string]string {
+func kinds(rep *check.VerifyReport) map[string]string {
 	k := map[string]string{}
 	for _, f := range rep.Findings {
 		k[f.File()] = f.ID
@@ -60,7 +64,7 @@ func entryFile(t *testing.T, plan *mapping.Plan, target string) string {
 func TestVerifyFindsDamage(t *testing.T) {
 	t.Parallel()
 	src, out, plan := built(t)
-	rep := verify(t, src, out, cache.VerifyOptions{})
+	rep := verify(t, src, out, check.VerifyOptions{})
 	require.True(t, rep.OK(), "%+v", rep.Findings)
 	require.Equal(t, len(plan.Entries), rep.Files)
 
@@ -106,18 +110,18 @@ func TestVerifyFindsDamage(t *testing.T) {
 	leftover := filepath.Join(out, plan.CacheDir, ".x.tensorbin.tmp-123")
 	require.NoError(t, os.WriteFile(leftover, nil, 0o644))
 
-	rep = verify(t, src, out, cache.VerifyOptions{})
+	rep = verify(t, src, out, check.VerifyOptions{})
 	k := kinds(rep)
 	rel := func(p string) string { r, _ := filepath.Rel(out, p); return filepath.ToSlash(r) }
 	require.Equal(t, map[string]string{
-		rel(trunc):    cache.FindingTruncated,
-		rel(data):     cache.FindingCorrupted,
-		rel(hdr):      cache.FindingCorrupted,
-		rel(pad):      cache.FindingCorrupted,
-		rel(longer):   cache.FindingCorrupted,
-		rel(missing):  cache.FindingMissing,
-		rel(extra):    cache.FindingExtra,
-		rel(leftover): cache.FindingExtra,
+		rel(trunc):    check.FindingTruncated,
+		rel(data):     check.FindingCorrupted,
+		rel(hdr):      check.FindingCorrupted,
+		rel(pad):      check.FindingCorrupted,
+		rel(longer):   check.FindingCorrupted,
+		rel(missing):  check.FindingMissing,
+		rel(extra):    check.FindingExtra,
+		rel(leftover): check.FindingExtra,
 	}, k)
 	for _, f := range rep.Findings {
 		if f.File() == rel(data) {
@@ -127,11 +131,11 @@ func TestVerifyFindsDamage(t *testing.T) {
 
 	// A rebuild repairs every planned file; the stray file stays extra.
 	c, plan2 := openPlan(t, src)
-	res, err := cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	res, err := build.Run(context.Background(), c, plan2, out, build.Options{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{rel(trunc), rel(data), rel(hdr), rel(pad), rel(longer), rel(missing)}, res.Built)
-	rep = verify(t, src, out, cache.VerifyOptions{})
-	require.Equal(t, map[string]string{rel(extra): cache.FindingExtra}, kinds(rep))
+	rep = verify(t, src, out, check.VerifyOptions{})
+	require.Equal(t, map[string]string{rel(extra): check.FindingExtra}, kinds(rep))
 }
 
 // changeTensor rewrites one byte of a tensor's data in its safetensors file.
@@ -163,16 +167,16 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 	// Touching a file (mtime only) re-hashes but is not stale.
 	later := time.Now().Add(time.Hour)
 	require.NoError(t, os.Chtimes(filepath.Join(src, "model-00001-of-00004.safetensors"), later, later))
-	rep := verify(t, src, out, cache.VerifyOptions{})
+	rep := verify(t, src, out, check.VerifyOptions{})
 	require.True(t, rep.OK(), "%+v", rep.Findings)
 	require.Positive(t, rep.Rehashed)
 
 	const tensor = "model.language_model.layers.1.mlp.down_proj.weight"
 	changeTensor(t, src, tensor)
-	rep = verify(t, src, out, cache.VerifyOptions{})
+	rep = verify(t, src, out, check.VerifyOptions{})
 	var stale []string
 	for _, f := range rep.Findings {
-		require.Equal(t, cache.FindingStale, f.ID)
+		require.Equal(t, check.FindingStale, f.ID)
 		require.Equal(t, []string{tensor}, f.Tensors)
 		stale = append(stale, f.File())
 	}
@@ -180,15 +184,15 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 
 	// The rebuild rebuilds exactly that file.
 	c, plan2 := openPlan(t, src)
-	res, err := cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	res, err := build.Run(context.Background(), c, plan2, out, build.Options{})
 	require.NoError(t, err)
 	require.Equal(t, stale, res.Built)
 	require.Len(t, res.Skipped, len(plan.Entries)-1)
-	require.True(t, verify(t, src, out, cache.VerifyOptions{Rehash: true}).OK())
+	require.True(t, verify(t, src, out, check.VerifyOptions{Rehash: true}).OK())
 	checkAgainstMaterialize(t, c, plan2, out)
 
 	// Unchanged rebuild: nothing built, nothing re-hashed.
-	res, err = cache.Build(context.Background(), c, plan2, out, cache.BuildOptions{})
+	res, err = build.Run(context.Background(), c, plan2, out, build.Options{})
 	require.NoError(t, err)
 	require.Empty(t, res.Built)
 	require.Zero(t, res.Rehashed)
@@ -199,11 +203,11 @@ func TestPackUnpack(t *testing.T) {
 	t.Parallel()
 	src, out, _ := built(t)
 	var arch bytes.Buffer
-	m, err := cache.Pack(context.Background(), out, &arch, cache.PackOptions{Workers: 2})
+	m, err := archive.Pack(context.Background(), out, &arch, archive.PackOptions{Workers: 2})
 	require.NoError(t, err)
 
 	dest := filepath.Join(t.TempDir(), "shipped")
-	m2, err := cache.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, cache.UnpackOptions{})
+	m2, err := archive.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, archive.UnpackOptions{})
 	require.NoError(t, err)
 	require.Equal(t, m.Files, m2.Files)
 	for _, f := range m.Files {
@@ -213,7 +217,7 @@ func TestPackUnpack(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(a, b), f.Path)
 	}
-	require.True(t, verify(t, src, dest, cache.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
 
 	// Damaged archives never yield a complete-looking cache.
 	damaged := map[string][]byte{
@@ -225,7 +229,7 @@ func TestPackUnpack(t *testing.T) {
 	damaged["flipped"] = flipped
 	for name, b := range damaged {
 		d := filepath.Join(t.TempDir(), name)
-		_, err := cache.Unpack(context.Background(), bytes.NewReader(b), d, cache.UnpackOptions{})
+		_, err := archive.Unpack(context.Background(), bytes.NewReader(b), d, archive.UnpackOptions{})
 		require.Error(t, err, name)
 		_, err = os.Stat(filepath.Join(d, cache.ManifestName))
 		require.ErrorIs(t, err, os.ErrNotExist, name)
@@ -244,7 +248,7 @@ func TestPackRefusesDamagedCache(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)-1] ^= 1
 	require.NoError(t, os.WriteFile(p, b, 0o644))
-	_, err = cache.Pack(context.Background(), out, &bytes.Buffer{}, cache.PackOptions{})
+	_, err = archive.Pack(context.Background(), out, &bytes.Buffer{}, archive.PackOptions{})
 	require.ErrorContains(t, err, "data hash")
 }
 
@@ -252,11 +256,11 @@ func TestMemAvailable(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "meminfo")
 	require.NoError(t, os.WriteFile(p, []byte("MemTotal:       24684132 kB\nMemFree:  1 kB\nMemAvailable:    4194304 kB\n"), 0o644))
-	n, err := cache.MemAvailable(p)
+	n, err := check.MemAvailable(p)
 	require.NoError(t, err)
 	require.Equal(t, int64(4<<30), n)
 	require.NoError(t, os.WriteFile(p, []byte("MemTotal: 1 kB\n"), 0o644))
-	_, err = cache.MemAvailable(p)
+	_, err = check.MemAvailable(p)
 	require.ErrorContains(t, err, "no MemAvailable")
 
 }
@@ -276,11 +280,11 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	require.NoError(t, err)
 	plan, err = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
-	rep, err := cache.Verify(context.Background(), out, m, c, plan, cache.VerifyOptions{})
+	rep, err := check.Verify(context.Background(), out, m, c, plan, check.VerifyOptions{})
 	require.NoError(t, err)
 	var msgs []string
 	for _, f := range rep.Findings {
-		if f.ID == cache.FindingManifest {
+		if f.ID == check.FindingManifest {
 			msgs = append(msgs, f.Message)
 		}
 	}
@@ -302,7 +306,7 @@ func TestCheckFormerProfileName(t *testing.T) {
 	old := bytes.Replace(b, []byte(`"profile": "`+mapping.BuiltinName+`"`), []byte(`"profile": "qwen3_5-tt"`), 1)
 	require.NotEqual(t, b, old, "the manifest names the profile")
 	require.NoError(t, os.WriteFile(p, old, 0o644))
-	res, err := cache.Check(context.Background(), out, cache.CheckOptions{Source: src})
+	res, err := check.Run(context.Background(), out, check.Options{Source: src})
 	require.NoError(t, err)
 	require.True(t, res.OK, "%+v", res.Findings)
 	require.Equal(t, "qwen3_5-tt", res.Profile)

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
@@ -76,7 +78,7 @@ func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
 
 // writeFile writes shard i to path atomically.
 func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, error) {
-	af, err := ckpt.CreateAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return OutputFile{}, err
 	}
@@ -188,7 +190,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return nil, err
 	}
 	if existing {
@@ -197,8 +199,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	if err := os.Rename(tmp, out); err != nil {
 		return nil, &ckpt.WriteError{Op: "renaming output into", Path: out, Err: err}
 	}
-	syncDir(parent)
-	return res, nil
+	return res, atomicfile.SyncDir(parent)
 }
 
 // moveInto moves names, in order, from the folder tmp inside out up into
@@ -219,11 +220,11 @@ func moveInto(tmp, out string, names []string) error {
 	if err := os.Remove(tmp); err != nil {
 		return &ckpt.WriteError{Op: "removing temporary folder of", Path: out, Err: err}
 	}
-	return syncDir(out)
+	return atomicfile.SyncDir(out)
 }
 
 func writeSmall(path string, data []byte) error {
-	af, err := ckpt.CreateAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
@@ -235,18 +236,6 @@ func writeSmall(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return af.Commit()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return &ckpt.WriteError{Op: "syncing directory", Path: dir, Err: err}
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &ckpt.WriteError{Op: "syncing directory", Path: dir, Err: err}
-	}
-	return nil
 }
 
 // IndexJSON is model.safetensors.index.json for a sharded plan:

@@ -12,6 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/cache/archive"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -97,7 +103,7 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
-	f.StringVar(&o.NaN, "nan", cache.NaNVector, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): vector (0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards) or scalar (0x7FC0, torch's scalar kernels and tt-metal's own conversion); a bf16 NaN no arithmetic touches keeps its bits either way")
+	f.StringVar(&o.NaN, "nan", build.NaNVector, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): vector (0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards) or scalar (0x7FC0, torch's scalar kernels and tt-metal's own conversion); a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 
@@ -109,7 +115,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if o.Out == "" {
 		return usageError("cache build needs -o/--out DIR")
 	}
-	if _, err := cache.NaNBits(o.NaN); err != nil {
+	if _, err := build.NaNBits(o.NaN); err != nil {
 		return usageError("--nan: %v", err)
 	}
 	dram, err := parseDeviceDRAM(o.DeviceDRAM)
@@ -139,7 +145,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Build(ctx, c, plan, o.Out, cache.BuildOptions{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN, NoSync: !o.Fsync})
+	res, err := build.Run(ctx, c, plan, o.Out, build.Options{Workers: o.Workers, Progress: prog, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN, NoSync: !o.Fsync})
 	stop()
 	if err != nil {
 		return err
@@ -235,8 +241,8 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	all, err := cache.CheckAll(ctx, o.Dir, cache.CheckOptions{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo,
-		VerifyOptions: cache.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog}})
+	all, err := check.RunAll(ctx, o.Dir, check.Options{Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo,
+		VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash, Progress: prog}})
 	stop()
 	if err != nil {
 		return err
@@ -272,17 +278,17 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 // CheckAllResult is the cache verify JSON document of a cache root
 // holding several cache folders: one cache verify document per folder.
 type CheckAllResult struct {
-	Schema  ckpt.Schema          `json:"schema_version"`
-	Dir     string               `json:"dir"`
-	Source  string               `json:"source"`
-	OK      bool                 `json:"ok"`
-	Folders []*cache.CheckResult `json:"folders"`
+	Schema  ckpt.Schema     `json:"schema_version"`
+	Dir     string          `json:"dir"`
+	Source  string          `json:"source"`
+	OK      bool            `json:"ok"`
+	Folders []*check.Result `json:"folders"`
 }
 
 // printCheckAll renders the checks of several cache folders: each
 // folder's findings and verdict, then a line counting the verdicts (json:
 // CheckAllResult; jsonl: the findings with their folder's dir).
-func (a *App) printCheckAll(format string, o *cacheVerifyOptions, all []*cache.CheckResult) error {
+func (a *App) printCheckAll(format string, o *cacheVerifyOptions, all []*check.Result) error {
 	doc := CheckAllResult{Dir: o.Dir, Source: o.Source, OK: true, Folders: all}
 	failed := 0
 	for _, r := range all {
@@ -367,7 +373,7 @@ func (f folderFinding) MarshalJSON() ([]byte, error) {
 // printFindings renders a cache check: one line per finding in text
 // ("id: file: message"), a table (finding, file, message) otherwise; then
 // the verdict.
-func printFindings(w io.Writer, format string, r *cache.CheckResult) error {
+func printFindings(w io.Writer, format string, r *check.Result) error {
 	if format == output.Text {
 		for _, f := range r.Findings {
 			if f.File() != "" {
@@ -537,7 +543,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if o.Out == "" {
 		return usageError("cache pack needs -o/--out FILE.tar.zst")
 	}
-	af, err := ckpt.CreateAtomic(o.Out)
+	af, err := atomicfile.Create(o.Out)
 	if err != nil {
 		return err
 	}
@@ -547,7 +553,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	m, err := cache.Pack(ctx, o.Dir, af, cache.PackOptions{Workers: o.Workers, Progress: prog, Select: o.Select})
+	m, err := archive.Pack(ctx, o.Dir, af, archive.PackOptions{Workers: o.Workers, Progress: prog, Select: o.Select})
 	stop()
 	if err != nil {
 		return err
@@ -608,7 +614,7 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	m, err := cache.Unpack(ctx, countingReader{f, prog}, o.Dir, cache.UnpackOptions{})
+	m, err := archive.Unpack(ctx, countingReader{f, prog}, o.Dir, archive.UnpackOptions{})
 	stop()
 	if err != nil {
 		return fmt.Errorf("unpacking %s: %w", o.File, err)

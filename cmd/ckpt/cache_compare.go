@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -49,7 +51,7 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 	if err != nil {
 		return usageError("%v", err)
 	}
-	rep, err := cache.Compare(ctx, o.A, o.B, cache.CompareOptions{Workers: o.Workers, Progress: prog})
+	rep, err := check.Compare(ctx, o.A, o.B, check.CompareOptions{Workers: o.Workers, Progress: prog})
 	stop()
 	if err != nil {
 		return err
@@ -60,7 +62,7 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 // renderCompare prints a comparison report (labelA / labelB head the two
 // value columns) and returns the exit: 2 when a file was unreadable, 1 on
 // any difference, else nil.
-func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
+func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA, labelB string) error {
 	res := rep.Result()
 	switch format {
 	case output.JSON:
@@ -96,9 +98,9 @@ func renderCompare(w io.Writer, format string, rep *cache.CompareReport, labelA,
 // compareSummaryRecord is the final JSON Lines record of a comparison:
 // the document's counts and verdict, the number of differences (the
 // records before it).
-func compareSummaryRecord(res cache.CompareResult) any {
+func compareSummaryRecord(res check.CompareResult) any {
 	return struct {
-		*cache.CompareReport
+		*check.CompareReport
 		// Differences counts the records (it hides the report's list).
 		Differences int  `json:"differences"`
 		Same        bool `json:"same"`
@@ -107,7 +109,7 @@ func compareSummaryRecord(res cache.CompareResult) any {
 }
 
 // compareSummary is the verdict line of a comparison.
-func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
+func compareSummary(rep *check.CompareReport, labelA, labelB string) string {
 	count := map[string]int{}
 	files := map[string]map[string]bool{}
 	for _, d := range rep.Diffs {
@@ -125,16 +127,16 @@ func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
 		verdict = "DIFFERENT"
 	}
 	parts := []string{
-		fmt.Sprintf("%d missing in %s", count[cache.DiffMissing], labelB),
-		fmt.Sprintf("%d extra in %s", count[cache.DiffExtra], labelB),
-		fmt.Sprintf("%d header field(s) differ in %d file(s)", count[cache.DiffHeader], len(files[cache.DiffHeader])),
+		fmt.Sprintf("%d missing in %s", count[check.DiffMissing], labelB),
+		fmt.Sprintf("%d extra in %s", count[check.DiffExtra], labelB),
+		fmt.Sprintf("%d header field(s) differ in %d file(s)", count[check.DiffHeader], len(files[check.DiffHeader])),
 	}
 	data := "headers only (no data read)"
 	if !rep.HeadersOnly {
-		parts = append(parts, fmt.Sprintf("%d shard(s) differ in %d file(s)", count[cache.DiffData], len(files[cache.DiffData])))
+		parts = append(parts, fmt.Sprintf("%d shard(s) differ in %d file(s)", count[check.DiffData], len(files[check.DiffData])))
 		data = output.Int(rep.Bytes) + " bytes compared"
 	}
-	if n := count[cache.DiffUnreadable]; n > 0 {
+	if n := count[check.DiffUnreadable]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d unreadable", n))
 	}
 	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %d identical, %s; %s: %s",
@@ -144,16 +146,16 @@ func compareSummary(rep *cache.CompareReport, labelA, labelB string) string {
 
 // renderDiffRows prints the differences of a comparison report as a grid
 // (kind, file, field, the two sides, detail).
-func renderDiffRows(w io.Writer, format string, rep *cache.CompareReport, labelA, labelB string) error {
+func renderDiffRows(w io.Writer, format string, rep *check.CompareReport, labelA, labelB string) error {
 	g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
 	g.Drop = map[int]int{5: 1} // a terminal too narrow drops the detail first
 	for _, d := range rep.Diffs {
 		field, detail := d.Field, ""
 		switch d.Kind {
-		case cache.DiffData:
+		case check.DiffData:
 			field = fmt.Sprintf("shard %d device %s", *d.Shard, cache.FormatDims(d.Device))
 			detail = d.Message
-		case cache.DiffMissing, cache.DiffExtra, cache.DiffUnreadable:
+		case check.DiffMissing, check.DiffExtra, check.DiffUnreadable:
 			detail = d.Message
 		}
 		g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -35,15 +37,15 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	return src, ours, stack, stackDir, inj
 }
 
-func decodeCompare(t *testing.T, out string) cache.CompareResult {
+func decodeCompare(t *testing.T, out string) check.CompareResult {
 	t.Helper()
-	var res cache.CompareResult
+	var res check.CompareResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	return res
 }
 
 // diffFields lists each file's differences as kind:field.
-func diffFields(res cache.CompareResult) map[string][]string {
+func diffFields(res check.CompareResult) map[string][]string {
 	got := map[string][]string{}
 	for _, d := range res.Diffs {
 		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
@@ -73,7 +75,7 @@ func TestCacheCompareCommand(t *testing.T) {
 	assert.False(t, res.Same)
 	got := diffFields(res)
 	for _, d := range res.Diffs {
-		if d.Kind == cache.DiffData {
+		if d.Kind == check.DiffData {
 			require.NotNil(t, d.Tile)
 			assert.Equal(t, int64(inj.FlippedTile), *d.Tile)
 			assert.Equal(t, []uint32{0, 1}, d.Device)

@@ -6,6 +6,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -45,7 +48,7 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
 	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.HeadersOnly, "headers-only", false, "with --source: compare names and headers only, not the closest candidate's data")
-	f.StringVar(&o.NaN, "nan", cache.NaNVector, "with --source, for the data comparison: the NaN bits the cache's host wrote (vector or scalar, as cache build --nan)")
+	f.StringVar(&o.NaN, "nan", build.NaNVector, "with --source, for the data comparison: the NaN bits the cache's host wrote (vector or scalar, as cache build --nan)")
 	f.IntVar(&o.Workers, "workers", 0, "conversion and comparison goroutines of the data comparison (default: all cores)")
 	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
 	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
@@ -57,7 +60,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if _, err := cache.NaNBits(o.NaN); err != nil {
+	if _, err := build.NaNBits(o.NaN); err != nil {
 		return usageError("--nan: %v", err)
 	}
 	if o.Rules != "" && len(o.Profiles) > 0 {
@@ -86,7 +89,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := cache.Identify(ctx, o.Dir, c, cache.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select,
+	res, err := check.Identify(ctx, o.Dir, c, check.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select,
 		Data: o.Source != "" && !o.HeadersOnly, Workers: o.Workers, NaN: o.NaN, Progress: prog})
 	stop()
 	if err != nil {
@@ -110,7 +113,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 }
 
 // identifySummary is the closing JSON Lines record of cache identify.
-func identifySummary(r *cache.IdentifyResult) any {
+func identifySummary(r *check.IdentifyResult) any {
 	s := struct {
 		Dir        string   `json:"dir"`
 		Source     string   `json:"source"`
@@ -128,7 +131,7 @@ func identifySummary(r *cache.IdentifyResult) any {
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules, nan string) error {
+func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, nan string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	g.Drop = map[int]int{3: 1, 4: 2, 5: 3} // the parts of the differences give way on a narrow terminal, header counts first
 	for _, c := range r.Candidates {
@@ -194,7 +197,7 @@ func printIdentify(w io.Writer, format string, r *cache.IdentifyResult, rules, n
 // show: those the folder's ckpt manifest records (a build that accepted
 // NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
 // in the source, --allow-nonfinite with the --nan style it was made with.
-func buildFlagsOf(r *cache.IdentifyResult, nan string) string {
+func buildFlagsOf(r *check.IdentifyResult, nan string) string {
 	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
 		s := " --allow-nonfinite"
 		if m.NaN != "" {

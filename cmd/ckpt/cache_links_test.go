@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -116,7 +118,7 @@ func TestCacheCompareFollowsLinks(t *testing.T) {
 	assert.Contains(t, stdout, "; sources trusted by file size and mtime, not read; --rehash reads them")
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stdout+stderr)
-	var vr cache.CheckResult
+	var vr check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &vr))
 	assert.True(t, vr.OK)
 	assert.False(t, vr.Rehash)
@@ -178,7 +180,7 @@ func TestCacheComparePadding(t *testing.T) {
 	require.Len(t, res.Diffs, 1)
 	d := res.Diffs[0]
 	assert.Equal(t, rel, d.File)
-	assert.Equal(t, cache.DiffData, d.Kind)
+	assert.Equal(t, check.DiffData, d.Kind)
 	assert.EqualValues(t, 1, d.DiffUnits)
 	assert.EqualValues(t, 1, d.PaddingUnits)
 	assert.Nil(t, d.MaxAbsDiff)

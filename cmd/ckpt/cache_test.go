@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +48,7 @@ func TestCacheCommands(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res cache.BuildSummary
+	var res build.Summary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Equal(t, 82, res.Files)
 	require.Len(t, res.Built, 82)
@@ -121,7 +123,7 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(files, "stray.tensorbin"), []byte("?"), 0o644))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code)
-	var vr cache.CheckResult
+	var vr check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &vr))
 	require.False(t, vr.OK)
 	got := map[string]string{}

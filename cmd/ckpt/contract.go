@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -80,7 +82,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	if o.Out == "" {
 		return verify.WriteContract(a.Out, k)
 	}
-	af, err := ckpt.CreateAtomic(o.Out)
+	af, err := atomicfile.Create(o.Out)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
@@ -204,7 +206,7 @@ func TestCacheRootSelect(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var all struct {
 		OK      bool
-		Folders []cache.CheckResult
+		Folders []check.Result
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	require.Len(t, all.Folders, 2)
@@ -231,7 +233,7 @@ func TestCacheRootSelect(t *testing.T) {
 	// --mesh keeps the one-folder document.
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--mesh", "1x1", "--format", "json", "--progress", "none")
 	assert.Equal(t, 0, code)
-	var one cache.CheckResult
+	var one check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &one))
 	assert.Equal(t, "1x1", one.Mesh)
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
@@ -20,7 +22,7 @@ func (a *App) diffOutput(path string) (w io.Writer, commit func() error, abort f
 	if path == "" {
 		return a.Out, nothing, func() {}, nil
 	}
-	af, err := ckpt.CreateAtomic(path)
+	af, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,7 +80,7 @@ func TestInterrupt(t *testing.T) {
 	// The rerun resumes and verifies.
 	code, stdout, stderr := runBin(t, nil, "cache", "build", src, "--out", out, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res cache.BuildSummary
+	var res build.Summary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.GreaterOrEqual(t, res.Skipped, done)
 	code, stdout, _ = runBin(t, nil, "cache", "verify", out, "--source", src, "--progress", "none")

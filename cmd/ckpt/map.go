@@ -7,7 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -131,7 +132,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n", plan.Profile.Name, o.Source, plan.Mesh, len(pe.Problems), o.AgainstCache)
 			return silentExit(exitFailed)
 		}
-		rep, err := cache.CheckPlan(plan, o.AgainstCache)
+		rep, err := check.Plan(plan, o.AgainstCache)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	cachebuild "github.com/ckpt-dev/ckpt/cache/build"
+
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -32,7 +34,7 @@ func TestNonFiniteCommands(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res cache.BuildSummary
+	var res cachebuild.Summary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.NonFinite, 1)
 	require.EqualValues(t, 1666, res.NonFinite[0].NaN)
@@ -103,18 +105,18 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
 	out := filepath.Join(dir, "cache")
 	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
-	build := func(args ...string) cache.BuildSummary {
+	build := func(args ...string) cachebuild.Summary {
 		t.Helper()
 		code, stdout, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json"}, args...)...)
 		require.Equal(t, 0, code, stderr)
-		var res cache.BuildSummary
+		var res cachebuild.Summary
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return res
 	}
 	first := build()
 	m, err := cache.ReadManifest(folder)
 	require.NoError(t, err)
-	require.Equal(t, cache.NaNVector, m.NaN)
+	require.Equal(t, cachebuild.NaNVector, m.NaN)
 	require.Greater(t, len(first.Built), 1)
 
 	again := build("--nan", "scalar")
@@ -122,7 +124,7 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 		"only the file made from the NaN source is rebuilt")
 	m, err = cache.ReadManifest(folder)
 	require.NoError(t, err)
-	require.Equal(t, cache.NaNScalar, m.NaN)
+	require.Equal(t, cachebuild.NaNScalar, m.NaN)
 	require.Empty(t, build("--nan", "scalar").Built)
 
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--nan", "avx")

@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
@@ -140,7 +141,7 @@ func TestHugeBlockScale(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to build a cache from it")
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var br cache.BuildSummary
+	var br build.Summary
 	require.NoError(t, json.Unmarshal([]byte(stdout), &br))
 	require.Equal(t, []ckpt.NonFinite{{Tensor: w, Overflow: written}}, br.NonFinite)
 	// A build that does not allow them rebuilds (and refuses) the files.

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
+
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -200,12 +201,12 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 				contains(stdout, "cache verify")
 				code, stdout, _ = runApp(t, "cache", "verify", built, "--source", src, "--progress", "none", "--format", "json")
 				require.Equal(t, 1, code, stdout)
-				var cr cache.CheckResult
+				var cr check.Result
 				require.NoError(t, json.Unmarshal([]byte(stdout), &cr))
 				assert.False(t, cr.OK)
 				found := false
 				for _, f := range cr.Findings {
-					if f.ID == cache.FindingStale && strings.Contains(f.Message, "problem (scale)") && slices.Contains(f.Tensors, downProj) {
+					if f.ID == check.FindingStale && strings.Contains(f.Message, "problem (scale)") && slices.Contains(f.Tensors, downProj) {
 						found = true
 						contains(f.Message, "cache verify json")
 					}
