@@ -115,7 +115,8 @@ func LockFolder(dir string) (*Lock, error) {
 			l.Stale = &old
 		}
 		b, _ := json.Marshal(me)
-		if err := f.Truncate(0); err == nil {
+		err = f.Truncate(0)
+		if err == nil {
 			_, err = f.WriteAt(append(b, '\n'), 0)
 		}
 		if err != nil {

@@ -13,9 +13,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/zeebo/xxh3"

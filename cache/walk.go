@@ -1,12 +1,11 @@
 package cache
 
 import (
-	"strings"
-
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/mapping"
 )

@@ -15,10 +15,9 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/klauspost/compress/zstd"
 )

@@ -13,13 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"golang.org/x/sync/errgroup"
@@ -711,8 +709,7 @@ func groupSources(srcs []*srcState) [][]*srcState {
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
@@ -67,7 +66,8 @@ func zeroData(dir string) error {
 			return err
 		}
 		start := 8 + int64(binary.LittleEndian.Uint64(n[:]))
-		if err := f.Truncate(start); err == nil {
+		err = f.Truncate(start)
+		if err == nil {
 			err = f.Truncate(st.Size())
 		}
 		if cerr := f.Close(); err == nil {

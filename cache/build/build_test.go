@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"

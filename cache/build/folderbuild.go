@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 

@@ -7,7 +7,6 @@ import (
 	"syscall"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 )
 

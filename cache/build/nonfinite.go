@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 

@@ -8,13 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 

@@ -16,7 +16,6 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"

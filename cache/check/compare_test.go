@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"

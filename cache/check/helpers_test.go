@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"

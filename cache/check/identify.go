@@ -11,7 +11,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )

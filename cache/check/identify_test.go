@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"

@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"

@@ -8,11 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"

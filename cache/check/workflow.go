@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/cache"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )

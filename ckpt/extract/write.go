@@ -11,9 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // outputMode is the permission of written files (temporary files are

@@ -12,14 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"

@@ -6,10 +6,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"

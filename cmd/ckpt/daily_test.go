@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"

@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"

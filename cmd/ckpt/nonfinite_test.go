@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	cachebuild "github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/cache"
+	cachebuild "github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"

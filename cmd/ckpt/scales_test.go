@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/check"
-
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
