@@ -73,6 +73,8 @@ type File struct {
 	// power loss or kernel crash soon after can leave the file under its
 	// final name with contents that were never written.
 	NoSync bool
+	// syncDir is SyncDir (tests inject failures).
+	syncDir func(dir string) error
 }
 
 // Create starts writing path atomically: it creates the temporary file
@@ -158,6 +160,9 @@ func (f *File) Commit() error {
 	}
 	if f.NoSync {
 		return nil
+	}
+	if f.syncDir != nil {
+		return f.syncDir(filepath.Dir(f.target))
 	}
 	return SyncDir(filepath.Dir(f.target))
 }
