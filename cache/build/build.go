@@ -550,48 +550,7 @@ func (b *builder) stream(ctx context.Context) error {
 	jobs := make(chan job)
 	g.Go(func() error {
 		defer close(jobs)
-		for _, grp := range groupSources(srcs) {
-			// Sources that fill the same targets advance together, band
-			// by band in proportion to their rows, so that a target's
-			// tiles from several sources (a tile-interleaved [gate|up])
-			// complete its write windows close in time.
-			type cursor struct {
-				st       *srcState
-				band, r0 int64
-				prev     chan struct{}
-			}
-			var cs []*cursor
-			for _, st := range grp {
-				band := b.bandRows(st)
-				st.bands = int((st.v.Rows + band - 1) / band)
-				if st.bands == 0 {
-					st.sum = cache.HexHash(st.hasher.Sum64())
-					continue
-				}
-				prev := make(chan struct{})
-				close(prev)
-				cs = append(cs, &cursor{st: st, band: band, prev: prev})
-			}
-			for {
-				var c *cursor
-				for _, x := range cs {
-					if x.r0 < x.st.v.Rows && (c == nil || x.r0*c.st.v.Rows < c.r0*x.st.v.Rows) {
-						c = x
-					}
-				}
-				if c == nil {
-					break
-				}
-				mine := make(chan struct{})
-				select {
-				case jobs <- job{src: c.st, r0: c.r0, n: min(c.band, c.st.v.Rows-c.r0), prev: c.prev, mine: mine}:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				c.prev, c.r0 = mine, c.r0+c.band
-			}
-		}
-		return nil
+		return b.feed(ctx, srcs, jobs)
 	})
 	for range b.opt.Workers {
 		g.Go(func() error {
@@ -621,40 +580,60 @@ func (b *builder) stream(ctx context.Context) error {
 	return nil
 }
 
+// feed sends the jobs of every source band by band: the sources of a
+// group (groupSources) advance together, in proportion to their rows.
+func (b *builder) feed(ctx context.Context, srcs []*srcState, jobs chan<- job) error {
+	for _, grp := range groupSources(srcs) {
+		// Sources that fill the same targets advance together, band
+		// by band in proportion to their rows, so that a target's
+		// tiles from several sources (a tile-interleaved [gate|up])
+		// complete its write windows close in time.
+		type cursor struct {
+			st       *srcState
+			band, r0 int64
+			prev     chan struct{}
+		}
+		var cs []*cursor
+		for _, st := range grp {
+			band := b.bandRows(st)
+			st.bands = int((st.v.Rows + band - 1) / band)
+			if st.bands == 0 {
+				st.sum = cache.HexHash(st.hasher.Sum64())
+				continue
+			}
+			prev := make(chan struct{})
+			close(prev)
+			cs = append(cs, &cursor{st: st, band: band, prev: prev})
+		}
+		for {
+			var c *cursor
+			for _, x := range cs {
+				if x.r0 < x.st.v.Rows && (c == nil || x.r0*c.st.v.Rows < c.r0*x.st.v.Rows) {
+					c = x
+				}
+			}
+			if c == nil {
+				break
+			}
+			mine := make(chan struct{})
+			select {
+			case jobs <- job{src: c.st, r0: c.r0, n: min(c.band, c.st.v.Rows-c.r0), prev: c.prev, mine: mine}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			c.prev, c.r0 = mine, c.r0+c.band
+		}
+	}
+	return nil
+}
+
 // sources collects the source tensors that the sinks to build read, each
 // with its uses (the runs of its rows that land in a target's shard) and
 // how its bands are decoded, in file order.
 func (b *builder) sources() ([]*srcState, error) {
-	bySrc := map[*ckpt.Tensor]*srcState{}
-	var srcs []*srcState
-	for _, s := range b.todo {
-		if s.remaining.Load() == 0 {
-			continue
-		}
-		for sh, pieces := range s.e.Shards {
-			var block int64
-			for _, p := range pieces {
-				src := s.e.Sources[p.Source]
-				st := bySrc[src.Tensor]
-				if st == nil {
-					v, err := b.c.Values(src.Tensor) // ckpt.QuantScheme, as the plan
-					if err != nil {
-						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
-					}
-					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New()}
-					bySrc[src.Tensor] = st
-					srcs = append(srcs, st)
-				}
-				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
-					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
-				}
-				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
-				block += p.Rows
-			}
-			if block != s.e.MatrixRows {
-				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
-			}
-		}
+	srcs, err := b.collectUses()
+	if err != nil {
+		return nil, err
 	}
 	for _, st := range srcs {
 		st.roundFirst = true
@@ -698,6 +677,44 @@ func (b *builder) sources() ([]*srcState, error) {
 		}
 		return a.Offset() < c.Offset()
 	})
+	return srcs, nil
+}
+
+// collectUses makes the state of every source tensor the sinks to build
+// read, with its uses, in the order the sinks first need them; it checks
+// that every piece fits its source and every shard has the rows it needs.
+func (b *builder) collectUses() ([]*srcState, error) {
+	bySrc := map[*ckpt.Tensor]*srcState{}
+	var srcs []*srcState
+	for _, s := range b.todo {
+		if s.remaining.Load() == 0 {
+			continue
+		}
+		for sh, pieces := range s.e.Shards {
+			var block int64
+			for _, p := range pieces {
+				src := s.e.Sources[p.Source]
+				st := bySrc[src.Tensor]
+				if st == nil {
+					v, err := b.c.Values(src.Tensor) // ckpt.QuantScheme, as the plan
+					if err != nil {
+						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
+					}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New()}
+					bySrc[src.Tensor] = st
+					srcs = append(srcs, st)
+				}
+				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
+					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
+				}
+				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
+				block += p.Rows
+			}
+			if block != s.e.MatrixRows {
+				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+			}
+		}
+	}
 	return srcs, nil
 }
 

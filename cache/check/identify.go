@@ -126,38 +126,9 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			settings, err := p.Resolve(mesh, set)
-			if err != nil {
-				return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-			}
-			cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
-			plan, err := mapping.BuildWith(c, p, mesh, set)
-			var pe *mapping.PlanError
-			switch {
-			case errors.As(err, &pe):
-				cand.Problem = fmt.Sprintf("%d plan problem(s), first: %s", len(pe.Problems), pe.Problems[0].Message)
-				cand.Differences = -1
-				res.Candidates = append(res.Candidates, cand)
-				reports = append(reports, nil)
-				plans = append(plans, nil)
-				continue
-			case err != nil:
-				return nil, err
-			}
-			rep, err := Plan(plan, f.Path())
+			cand, plan, rep, err := tryCandidate(c, p, mesh, set, f.Path())
 			if err != nil {
 				return nil, err
-			}
-			cand.Differences = len(rep.Diffs)
-			for _, d := range rep.Diffs {
-				switch d.Kind {
-				case DiffMissing:
-					cand.Missing++
-				case DiffExtra:
-					cand.Extra++
-				default:
-					cand.Headers++
-				}
 			}
 			res.Candidates = append(res.Candidates, cand)
 			reports = append(reports, rep)
@@ -218,6 +189,43 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		}
 	}
 	return res, nil
+}
+
+// tryCandidate holds the plan of c with profile p and the variables set
+// against the cache folder dir (Plan). A checkpoint that does not map so
+// gives a candidate with Problem set (Differences -1) and no plan.
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string) (Candidate, *mapping.Plan, *CompareReport, error) {
+	settings, err := p.Resolve(mesh, set)
+	if err != nil {
+		return Candidate{}, nil, nil, fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
+	plan, err := mapping.BuildWith(c, p, mesh, set)
+	var pe *mapping.PlanError
+	switch {
+	case errors.As(err, &pe):
+		cand.Problem = fmt.Sprintf("%d plan problem(s), first: %s", len(pe.Problems), pe.Problems[0].Message)
+		cand.Differences = -1
+		return cand, nil, nil, nil
+	case err != nil:
+		return Candidate{}, nil, nil, err
+	}
+	rep, err := Plan(plan, dir)
+	if err != nil {
+		return Candidate{}, nil, nil, err
+	}
+	cand.Differences = len(rep.Diffs)
+	for _, d := range rep.Diffs {
+		switch d.Kind {
+		case DiffMissing:
+			cand.Missing++
+		case DiffExtra:
+			cand.Extra++
+		default:
+			cand.Headers++
+		}
+	}
+	return cand, plan, rep, nil
 }
 
 // describeCandidate is "profile" or "profile with a=false, b=true".
