@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
@@ -196,59 +195,6 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 	require.Empty(t, res.Built)
 	require.Zero(t, res.Rehashed)
 	require.Zero(t, res.SourceTensors)
-}
-
-func TestPackUnpack(t *testing.T) {
-	t.Parallel()
-	src, out, _ := built(t)
-	var arch bytes.Buffer
-	m, err := archive.Pack(context.Background(), out, &arch, archive.PackOptions{Workers: 2})
-	require.NoError(t, err)
-
-	dest := filepath.Join(t.TempDir(), "shipped")
-	m2, err := archive.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, archive.UnpackOptions{})
-	require.NoError(t, err)
-	require.Equal(t, m.Files, m2.Files)
-	for _, f := range m.Files {
-		a, err := os.ReadFile(filepath.Join(out, f.Path))
-		require.NoError(t, err)
-		b, err := os.ReadFile(filepath.Join(dest, f.Path))
-		require.NoError(t, err)
-		require.True(t, bytes.Equal(a, b), f.Path)
-	}
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
-
-	// Damaged archives never yield a complete-looking cache.
-	damaged := map[string][]byte{
-		"truncated": arch.Bytes()[:arch.Len()*2/3],
-		"no-tail":   arch.Bytes()[:arch.Len()-40],
-	}
-	flipped := bytes.Clone(arch.Bytes())
-	flipped[len(flipped)/2] ^= 0x10
-	damaged["flipped"] = flipped
-	for name, b := range damaged {
-		d := filepath.Join(t.TempDir(), name)
-		_, err := archive.Unpack(context.Background(), bytes.NewReader(b), d, archive.UnpackOptions{})
-		require.Error(t, err, name)
-		_, err = os.Stat(filepath.Join(d, cache.ManifestName))
-		require.ErrorIs(t, err, os.ErrNotExist, name)
-		ents, err := os.ReadDir(d)
-		require.NoError(t, err)
-		require.Empty(t, ents, "%s: leftovers in the destination", name)
-	}
-}
-
-// TestPackRefusesDamagedCache: pack checks hashes while reading.
-func TestPackRefusesDamagedCache(t *testing.T) {
-	t.Parallel()
-	_, out, plan := built(t)
-	p := filepath.Join(out, filepath.FromSlash(plan.Entries[5].File))
-	b, err := os.ReadFile(p)
-	require.NoError(t, err)
-	b[len(b)-1] ^= 1
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-	_, err = archive.Pack(context.Background(), out, &bytes.Buffer{}, archive.PackOptions{})
-	require.ErrorContains(t, err, "data hash")
 }
 
 func TestMemAvailable(t *testing.T) {

@@ -1,0 +1,20 @@
+// Package build writes a prebuilt Tenstorrent tensor cache (package cache
+// is its format) from a checkpoint and a mapping plan: Run is the workflow
+// of `ckpt cache build` (after mapping.Resolve), Result.Summary its JSON
+// document.
+//
+// Run streams each source tensor once through the plan's transforms
+// (build.go: preparing, streaming, finishing; sink.go: assembling a target
+// file at computed offsets; gather.go and transpose_*: packing tiles;
+// decode.go: decoding FP8 and BF16 bands; nonfinite.go: NaN and Inf) and
+// writes every file through a temporary name, fsync and rename (package
+// atomicfile); a journal makes an interrupted build resumable
+// (folderbuild.go), and manifest.json, written last, records the plan
+// entry, the source tensors' xxh3 and each file's header and data hashes.
+// Source tensors holding NaN or Inf fail a build unless allowed (then the
+// manifest records them). Memory stays bounded by the band size and the
+// write windows' budget, not by tensor sizes.
+//
+// The package never prints; a build reports through a nil-safe progress
+// counter and honours context cancellation.
+package build

@@ -1,0 +1,20 @@
+// Package check judges prebuilt tensor caches (package cache is their
+// format) without changing them:
+//
+//   - Verify holds a cache folder against its manifest and the plan of the
+//     current source, fail-closed: every missing, extra, truncated,
+//     corrupted or stale file is a ckpt.Finding (ids Finding*). Run is the
+//     workflow of `ckpt cache verify` (memory, manifest, plan, Verify; its
+//     Result is the JSON document), RunAll the same for every folder of a
+//     root.
+//   - Compare compares two caches file by file, header field by field and
+//     shard by shard (`ckpt cache compare`); Plan holds a mapping plan
+//     against an existing cache by names and headers only (map
+//     --against-cache).
+//   - Identify finds the profile and settings whose plan reproduces a cache
+//     (`ckpt cache identify`), building the closest candidate's files with
+//     package build to compare their data when asked.
+//
+// The package never prints; long operations report through a nil-safe
+// progress counter and honour context cancellation.
+package check
