@@ -28,7 +28,7 @@ const ManifestName = "manifest.json"
 
 // JournalName is the build journal: one FileRecord per line, appended as
 // files are finished. It lets a build that was killed resume without
-// redoing finished files. Verify never accepts a cache that has one.
+// redoing finished files. check.Verify never accepts a cache that has one.
 const JournalName = ".ckpt-cache-journal.jsonl"
 
 // ManifestFormat identifies the manifest schema.
@@ -54,7 +54,7 @@ type Manifest struct {
 	// tensors holding NaN or Inf; NonFinite lists those it found.
 	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`
 	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
-	// NaN is the NaN style of an AllowNonFinite build (BuildOptions.NaN).
+	// NaN is the NaN style of an AllowNonFinite build (build.Options.NaN).
 	NaN string `json:"nan,omitempty"`
 }
 
@@ -77,7 +77,7 @@ type FileRecord struct {
 	Entry      EntrySummary   `json:"entry"`
 	Sources    []SourceRecord `json:"sources"`
 	// UnsyncedBoot is the boot id of the system that wrote the file
-	// without an fsync (BuildOptions.NoSync), until a build in a later
+	// without an fsync (build.Options.NoSync), until a build in a later
 	// boot has found its data hash intact or a durable build has synced
 	// it: a power loss may have kept its bytes from the disk.
 	UnsyncedBoot string `json:"unsynced_boot,omitempty"`

@@ -39,8 +39,8 @@ type PackOptions struct {
 // every file of the manifest, in manifest order (paths relative to the
 // cache root), then manifest.json last. dir is the cache folder, or a
 // cache root holding exactly one that opt.Select matches (see
-// ResolveFolder); a folder whose build did not finish is refused
-// (*UnfinishedError). Each file's data
+// cache.ResolveFolder); a folder whose build did not finish is refused
+// (*cache.UnfinishedError). Each file's data
 // hash is checked against the manifest while it is read, so a damaged cache
 // is never shipped. It returns the manifest.
 func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*cache.Manifest, error) {

@@ -15,7 +15,7 @@ const unknownBoot = "unknown"
 
 // bootID identifies the running boot of the system, so that a file
 // written without fsync can be told from one that survived a reboot
-// (FileRecord.UnsyncedBoot).
+// (cache.FileRecord.UnsyncedBoot).
 func bootID() string {
 	b, err := os.ReadFile(bootIDFile)
 	if id := strings.TrimSpace(string(b)); err == nil && id != "" {

@@ -55,7 +55,7 @@ type Options struct {
 	// its own cache). Every file still appears under its name only when
 	// complete, and the manifest is still written last and synced, but a
 	// power loss or kernel crash shortly after the build can leave files
-	// whose contents never reached the disk; Verify's data check (it
+	// whose contents never reached the disk; check.Verify's data check (it
 	// hashes every file) finds them. The build then runs at the speed of
 	// the page cache instead of the disk's.
 	NoSync bool
@@ -100,8 +100,8 @@ type Result struct {
 // finally the folder's manifest.json. Other cache folders of the root are
 // never touched; inside its folder a build removes only files that its own
 // earlier build recorded and reports files it does not know (Unknown). It
-// holds the folder's lock (LockFolder) while it runs and returns
-// *LockedError when another process holds it.
+// holds the folder's lock (cache.LockFolder) while it runs and returns
+// *cache.LockedError when another process holds it.
 //
 // Each source tensor that a file to build needs is streamed once, in bands
 // of rows, and every band is cut into the pieces of every target and shard
@@ -125,7 +125,7 @@ type Result struct {
 //
 // Crash safety: a build that changes anything first removes the manifest
 // (a cache without one never verifies), writes finished files through
-// temporary names, and records them in a journal (JournalName) so that the
+// temporary names, and records them in a journal (cache.JournalName) so that the
 // next build resumes instead of starting over.
 func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*Result, error) {
 	if opt.Workers <= 0 {

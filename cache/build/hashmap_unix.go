@@ -14,12 +14,12 @@ import (
 // pages count in the resident set while they are mapped.
 const hashWindow = 8 << 20
 
-// hashOwnFile is HashFile for a file this process has just written and
+// hashOwnFile is cache.HashFile for a file this process has just written and
 // still holds (a build's temporary file, under the folder's lock): the
 // bytes are hashed where they lie in the page cache through read-only
 // mappings of at most hashWindow bytes, with no copy into a buffer. ok is
 // false when the file cannot be mapped (the caller then reads it with
-// HashFile).
+// cache.HashFile).
 func hashOwnFile(f *os.File, dataOffset, size int64) (header, data string, ok bool) {
 	if size <= 0 || dataOffset < 0 || dataOffset > size {
 		return "", "", false

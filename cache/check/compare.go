@@ -116,7 +116,7 @@ type CompareOptions struct {
 
 // Compare compares the .tensorbin files of two cache directories: files
 // only in a (missing) or only in b (extra), every header field of each
-// common file (HeaderDiffs, shard offsets excepted), and the bytes of each
+// common file (cache.HeaderDiffs, shard offsets excepted), and the bytes of each
 // shard, streamed in chunks (memory is bounded by Workers × 2 × ChunkBytes,
 // whatever the file sizes), naming the first differing tile and the decoded
 // maximum absolute difference. A file whose header cannot be read is a

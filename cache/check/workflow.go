@@ -160,7 +160,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 // RunAll is Run of every cache folder of dir that opt.Select matches:
 // dir itself when it is a cache folder, else each matching folder of the
 // cache root dir (all of them when Select is empty), one result each, in
-// the order of Folders. A root with no matching folder gives one result
+// the order of cache.Folders. A root with no matching folder gives one result
 // with the finding Run gives.
 func RunAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	var paths []string
