@@ -155,14 +155,14 @@ const (
 
 // Builders for the built-in profile's rules.
 
-func roundBF16() Step { return Step{Op: "round", DType: "BF16"} }
+func roundBF16() Step { return Step{Op: OpRound, DType: "BF16"} }
 func addOne() Step {
 	one := 1.0
-	return Step{Op: "add", Value: &one}
+	return Step{Op: OpAdd, Value: &one}
 }
-func transposeStep() Step              { return Step{Op: "transpose"} }
-func reshapeStep(shape ...string) Step { return Step{Op: "reshape", Shape: shape} }
-func fuse(parts ...Part) Step          { return Step{Op: "fuse", Parts: parts} }
+func transposeStep() Step              { return Step{Op: OpTranspose} }
+func reshapeStep(shape ...string) Step { return Step{Op: OpReshape, Shape: shape} }
+func fuse(parts ...Part) Step          { return Step{Op: OpFuse, Parts: parts} }
 
 var (
 	colParallel = Placement{Kind: "shard", Dim: -1, Split: "rows"}
@@ -291,7 +291,7 @@ func mlpRules(s scope) []Rule {
 	out = append(out, s.rule(matmulWeight(s.id+"mlp.down_proj", dir+"mlp.down_proj.weight.tp", mlp+"down_proj.weight", rowParallel, BFloat8B, DRAMInterleaved)))
 	out = append(out, s.rule(Rule{ID: s.id + "mlp.gate_up", Target: dir + "mlp.gate_up.weight.swiglu.tp",
 		Sources: []string{mlp + "gate_proj.weight", mlp + "up_proj.weight"}, When: s.with(on(VarGateUpAGMM)),
-		Transform: []Step{roundBF16(), {Op: "fuse", Interleave: true, Parts: []Part{
+		Transform: []Step{roundBF16(), {Op: OpFuse, Interleave: true, Parts: []Part{
 			{Source: 0, Label: "gate (intermediate_size/32 tiles)", Units: "intermediate_size/32", UnitRows: "32"},
 			{Source: 1, Label: "up (intermediate_size/32 tiles)", Units: "intermediate_size/32", UnitRows: "32"},
 		}}, transposeStep()},
@@ -384,7 +384,7 @@ func qwen36Profile(line qwen36Line) *Profile {
 	for j := 0; j < 4; j++ {
 		add(Rule{ID: fmt.Sprintf("gdn.tap%d", j), Target: fmt.Sprintf("layers.{L}/tp/tap%d", j), Sources: []string{la + "conv1d.weight"},
 			LayerType: lin, Required: true, Assert: []string{"linear_conv_kernel_dim == 4"},
-			Transform: []Step{roundBF16(), {Op: "select_cols", Start: fmt.Sprint(j), Count: "1"}, fuse(gdnQKVParts(0)...), reshapeStep("1", "1", "rows")},
+			Transform: []Step{roundBF16(), {Op: OpSelectCols, Start: fmt.Sprint(j), Count: "1"}, fuse(gdnQKVParts(0)...), reshapeStep("1", "1", "rows")},
 			Placement: colParallel, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved,
 			Note: "conv kernel tap j of every channel, channels reordered per device like qkv"})
 	}

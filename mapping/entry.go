@@ -57,46 +57,12 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		e.Sources = append(e.Sources, s)
 		rows[i], cols[i] = ckpt.Matrix(t.Shape)
 	}
-	var parts []resolvedPart
-	var colStart, colCount int64 = 0, -1
-	var reshape []string
-	hasLayout := false
-	for _, s := range r.Transform {
-		switch s.Op {
-		case "round":
-			e.Values = append(e.Values, ValueOp{Op: "round", DType: s.DType})
-		case "add":
-			e.Values = append(e.Values, ValueOp{Op: "add", Value: *s.Value})
-		case "select_cols":
-			hasLayout = true
-			var err error
-			if colStart, err = Eval(s.Start, vars); err != nil {
-				return fail("config", "%v", err)
-			}
-			if colCount, err = Eval(s.Count, vars); err != nil {
-				return fail("config", "%v", err)
-			}
-		case "fuse":
-			hasLayout = true
-			for _, pt := range s.Parts {
-				rp, err := b.resolvePart(pt, rows[pt.Source])
-				if err != nil {
-					return fail("config", "part %s: %v", pt.Label, err)
-				}
-				parts = append(parts, rp)
-			}
-		case "transpose":
-			hasLayout = true
-			e.Transpose = true
-		case "reshape":
-			hasLayout = true
-			reshape = s.Shape
-		}
+	ch, err := planSteps(r.Transform, vars, rows)
+	if err != nil {
+		return fail("config", "%v", err)
 	}
-	interleave := false
-	for _, s := range r.Transform {
-		interleave = interleave || s.Op == "fuse" && s.Interleave
-	}
+	e.Values, e.Transpose = ch.values, ch.transpose
+	parts, colStart, colCount, reshape, interleave := ch.parts, ch.colStart, ch.colCount, ch.reshape, ch.interleave
 	if parts == nil {
 		for i := range srcs {
 			parts = append(parts, resolvedPart{Part: Part{Source: i, Label: "rows of " + srcs[i].Name}, units: rows[i], unitRows: 1, stride: 1})
@@ -218,7 +184,6 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	if e.Transpose {
 		fr, fc, dr, dc = fc, fr, dc, dr
 	}
-	var err error
 	switch {
 	case reshape != nil:
 		if e.Shape, err = evalShape(reshape, vars, fr, fc); err != nil {
@@ -227,7 +192,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		if e.DeviceShape, err = evalShape(reshape, vars, dr, dc); err != nil {
 			return fail("config", "reshape of the per-device block [%d, %d]: %v", dr, dc, err)
 		}
-	case !hasLayout && len(srcs) == 1 && r.Placement.Kind == "replicate":
+	case !ch.layout && len(srcs) == 1 && r.Placement.Kind == "replicate":
 		e.Shape = append([]int64(nil), srcs[0].Shape...)
 		e.DeviceShape = append([]int64(nil), srcs[0].Shape...)
 	default:
@@ -286,12 +251,12 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	return e
 }
 
-func (b *builder) resolvePart(p Part, srcRows int64) (resolvedPart, error) {
+func resolvePart(p Part, srcRows int64, vars Vars) (resolvedPart, error) {
 	rp := resolvedPart{Part: p, unitRows: 1}
 	var err error
 	ev := func(expr string, dst *int64) {
 		if err == nil && expr != "" {
-			*dst, err = Eval(expr, b.vars)
+			*dst, err = Eval(expr, vars)
 		}
 	}
 	ev(p.Offset, &rp.offset)

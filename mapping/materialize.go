@@ -85,7 +85,7 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 // already stored as bf16 (ckpt.Values.BF16Exact) — torch's .to(bfloat16)
 // leaves a bf16 tensor as it is, NaN bits included.
 func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
-	if bf16Exact && len(ops) > 0 && ops[0].Op == "round" {
+	if bf16Exact && len(ops) > 0 && ops[0].Op == OpRound {
 		return ops[1:]
 	}
 	return ops
@@ -99,21 +99,18 @@ func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 // default follows the vectorised kernels instead, 0xFFFF: BuildOptions.NaN).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
-		switch op.Op {
-		case "round":
-			if op.DType != "BF16" {
-				return fmt.Errorf("round to %q is not supported", op.DType)
-			}
+		round, add, err := op.Elementwise()
+		switch {
+		case err != nil:
+			return err
+		case round:
 			for i, x := range vals {
 				vals[i] = ckpt.RoundBF16TT(x)
 			}
-		case "add":
-			a := float32(op.Value)
-			for i := range vals {
-				vals[i] += a
-			}
 		default:
-			return fmt.Errorf("unknown value op %q", op.Op)
+			for i := range vals {
+				vals[i] += add
+			}
 		}
 	}
 	return nil

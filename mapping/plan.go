@@ -93,10 +93,10 @@ type Piece struct {
 	Cols   int64 `json:"cols"`
 }
 
-// ValueOp is an elementwise operation on float32 values: "round" to DType
-// (nearest-even) or "add" Value (in float32).
+// ValueOp is an elementwise operation on float32 values: OpRound to DType
+// (nearest-even) or OpAdd Value (in float32); Elementwise interprets it.
 type ValueOp struct {
-	Op    string  `json:"op"`
+	Op    Op      `json:"op"`
 	DType string  `json:"dtype,omitempty"`
 	Value float64 `json:"value,omitempty"`
 }

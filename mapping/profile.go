@@ -105,7 +105,8 @@ type Rule struct {
 	Note      string    `json:"note,omitempty"`
 }
 
-// Step is one transform of a rule's chain. Ops:
+// Step is one transform of a rule's chain. Ops (the table ops says what
+// each takes and is the one place that interprets it):
 //
 //   - "round" (DType "BF16"): round every value to that dtype, nearest-even,
 //     as torch's .to(torch.bfloat16) does (a NaN it produces gets the bits
@@ -127,7 +128,7 @@ type Rule struct {
 // layout steps must appear in the order select_cols, fuse, transpose,
 // reshape. The two kinds commute, so their interleaving is cosmetic.
 type Step struct {
-	Op         string   `json:"op"`
+	Op         Op       `json:"op"`
 	DType      string   `json:"dtype,omitempty"`
 	Value      *float64 `json:"value,omitempty"`
 	Start      string   `json:"start,omitempty"`
@@ -182,6 +183,18 @@ const (
 
 // Is2D reports whether the placement is a 2-D mesh mapper.
 func (p Placement) Is2D() bool { return len(p.MeshAxes) > 0 }
+
+// String is "shard(dim=-1)", "shard2d(dim=2, mesh=[replicate, shard])"
+// for a 2-D mesh mapper, or "replicate".
+func (p Placement) String() string {
+	if p.Kind == "shard" {
+		if p.Is2D() {
+			return fmt.Sprintf("shard2d(dim=%d, mesh=[%s])", p.Dim, strings.Join(p.MeshAxes, ", "))
+		}
+		return fmt.Sprintf("shard(dim=%d)", p.Dim)
+	}
+	return p.Kind
+}
 
 // Condition tests a config setting or a profile variable. Key is looked
 // up in the text settings, then at the top level; Var names a profile
@@ -469,70 +482,6 @@ func (r *Rule) validate(vars map[string]bool) error {
 	case DRAMInterleaved, DRAMWidthSharded:
 	default:
 		return fmt.Errorf("memory %q: want %s or %s", r.Memory, DRAMInterleaved, DRAMWidthSharded)
-	}
-	return nil
-}
-
-var layoutOrder = map[string]int{"select_cols": 1, "fuse": 2, "transpose": 3, "reshape": 4}
-
-func (r *Rule) validateSteps() error {
-	last := 0
-	for i, s := range r.Transform {
-		switch s.Op {
-		case "round":
-			if s.DType != "BF16" {
-				return fmt.Errorf("step %d: round supports dtype BF16, got %q", i, s.DType)
-			}
-			continue
-		case "add":
-			if s.Value == nil {
-				return fmt.Errorf("step %d: add needs a value", i)
-			}
-			continue
-		case "select_cols":
-			for _, e := range []string{s.Start, s.Count} {
-				if err := checkSyntax(e); err != nil {
-					return fmt.Errorf("step %d: %w", i, err)
-				}
-			}
-		case "fuse":
-			if len(s.Parts) == 0 {
-				return fmt.Errorf("step %d: fuse needs parts", i)
-			}
-			for j, pt := range s.Parts {
-				if pt.Source < 0 || pt.Source >= len(r.Sources) {
-					return fmt.Errorf("step %d: part %d names source %d of %d", i, j, pt.Source, len(r.Sources))
-				}
-				if pt.Label == "" {
-					return fmt.Errorf("step %d: part %d has no label", i, j)
-				}
-				for _, e := range []string{pt.Offset, pt.Units, pt.UnitRows, pt.Stride} {
-					if e == "" {
-						continue
-					}
-					if err := checkSyntax(e); err != nil {
-						return fmt.Errorf("step %d part %q: %w", i, pt.Label, err)
-					}
-				}
-			}
-		case "transpose":
-		case "reshape":
-			if len(s.Shape) == 0 {
-				return fmt.Errorf("step %d: reshape needs a shape", i)
-			}
-			for _, e := range s.Shape {
-				if err := checkSyntax(e); err != nil {
-					return fmt.Errorf("step %d: %w", i, err)
-				}
-			}
-		default:
-			return fmt.Errorf("step %d: unknown op %q (want round, add, select_cols, fuse, transpose, reshape)", i, s.Op)
-		}
-		o := layoutOrder[s.Op]
-		if o <= last {
-			return fmt.Errorf("step %d: %s is repeated or out of order (layout steps go select_cols, fuse, transpose, reshape)", i, s.Op)
-		}
-		last = o
 	}
 	return nil
 }

@@ -28,14 +28,11 @@ type valueOp struct {
 func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 	out := make(valueOps, 0, len(ops))
 	for _, op := range ops {
-		switch {
-		case op.Op == "round" && op.DType == "BF16":
-			out = append(out, valueOp{round: true, nan: nan})
-		case op.Op == "add":
-			out = append(out, valueOp{add: float32(op.Value)})
-		default:
+		round, add, err := op.Elementwise()
+		if err != nil {
 			return nil, fmt.Errorf("unsupported value op %s %s", op.Op, op.DType)
 		}
+		out = append(out, valueOp{round: round, nan: nan, add: add})
 	}
 	return out, nil
 }

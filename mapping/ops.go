@@ -1,0 +1,287 @@
+package mapping
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Op is the operation of a transform step (Step.Op) or of a value op
+// (ValueOp.Op). Its value is its JSON spelling, so a profile or a plan
+// fingerprint reads and writes it as the string it always was, and a
+// misspelt op survives decoding to be reported by Validate.
+type Op string
+
+// The transform vocabulary (see Step and the table ops).
+const (
+	OpRound      Op = "round"
+	OpAdd        Op = "add"
+	OpSelectCols Op = "select_cols"
+	OpFuse       Op = "fuse"
+	OpTranspose  Op = "transpose"
+	OpReshape    Op = "reshape"
+)
+
+// opSpec is one op of the vocabulary: the Step fields it takes, whether
+// it is a value op (elementwise, applied in listed order) or a layout op
+// and then its place in the fixed order of layout steps, and the three
+// things the package does with a step: check it (Validate), apply it to
+// the chain of one target (planning), and describe it (Entry.Describe).
+type opSpec struct {
+	op     Op
+	params string // the Step fields the op reads
+	// layout is the op's place among the layout steps (1, 2, ...); 0 for
+	// a value op.
+	layout   int
+	check    func(s *Step, i, sources int) error
+	plan     func(s *Step, c *chain) error
+	describe func(s *Step, e *Entry) string
+}
+
+// ops is the transform vocabulary, value ops first, then the layout ops
+// in the order a rule must list them. It is the one place that interprets
+// a step.
+var ops = []opSpec{
+	{op: OpRound, params: "dtype",
+		check: func(s *Step, i, _ int) error {
+			if s.DType != "BF16" {
+				return fmt.Errorf("step %d: round supports dtype BF16, got %q", i, s.DType)
+			}
+			return nil
+		},
+		plan: func(s *Step, c *chain) error {
+			c.values = append(c.values, ValueOp{Op: OpRound, DType: s.DType})
+			return nil
+		},
+		describe: func(s *Step, _ *Entry) string { return "round(" + strings.ToLower(s.DType) + ")" },
+	},
+	{op: OpAdd, params: "value",
+		check: func(s *Step, i, _ int) error {
+			if s.Value == nil {
+				return fmt.Errorf("step %d: add needs a value", i)
+			}
+			return nil
+		},
+		plan: func(s *Step, c *chain) error {
+			c.values = append(c.values, ValueOp{Op: OpAdd, Value: *s.Value})
+			return nil
+		},
+		describe: func(s *Step, _ *Entry) string { return fmt.Sprintf("add(%g)", *s.Value) },
+	},
+	{op: OpSelectCols, params: "start, count", layout: 1,
+		check: func(s *Step, i, _ int) error {
+			for _, e := range []string{s.Start, s.Count} {
+				if err := checkSyntax(e); err != nil {
+					return fmt.Errorf("step %d: %w", i, err)
+				}
+			}
+			return nil
+		},
+		plan: func(s *Step, c *chain) error {
+			var err error
+			if c.colStart, err = Eval(s.Start, c.vars); err != nil {
+				return err
+			}
+			c.colCount, err = Eval(s.Count, c.vars)
+			return err
+		},
+		describe: func(s *Step, _ *Entry) string {
+			return fmt.Sprintf("select_cols(start=%s, count=%s)", s.Start, s.Count)
+		},
+	},
+	{op: OpFuse, params: "parts, interleave", layout: 2,
+		check: checkFuse,
+		plan: func(s *Step, c *chain) error {
+			for _, pt := range s.Parts {
+				rp, err := resolvePart(pt, c.rows[pt.Source], c.vars)
+				if err != nil {
+					return fmt.Errorf("part %s: %v", pt.Label, err)
+				}
+				c.parts = append(c.parts, rp)
+			}
+			c.interleave = c.interleave || s.Interleave
+			return nil
+		},
+		describe: describeFuse,
+	},
+	{op: OpTranspose, layout: 3,
+		check: func(*Step, int, int) error { return nil },
+		plan: func(_ *Step, c *chain) error {
+			c.transpose = true
+			return nil
+		},
+		describe: func(*Step, *Entry) string { return "transpose" },
+	},
+	{op: OpReshape, params: "shape", layout: 4,
+		check: func(s *Step, i, _ int) error {
+			if len(s.Shape) == 0 {
+				return fmt.Errorf("step %d: reshape needs a shape", i)
+			}
+			for _, e := range s.Shape {
+				if err := checkSyntax(e); err != nil {
+					return fmt.Errorf("step %d: %w", i, err)
+				}
+			}
+			return nil
+		},
+		plan: func(s *Step, c *chain) error {
+			c.reshape = s.Shape
+			return nil
+		},
+		describe: func(_ *Step, e *Entry) string { return "reshape(" + ckpt.FormatShape(e.Shape) + ")" },
+	},
+}
+
+// spec returns the vocabulary entry of op, or nil for an unknown op.
+func (op Op) spec() *opSpec {
+	for i := range ops {
+		if ops[i].op == op {
+			return &ops[i]
+		}
+	}
+	return nil
+}
+
+// opNames lists the ops (all of them, or only the layout ops) as
+// "a, b, c", in vocabulary order.
+func opNames(layoutOnly bool) string {
+	var names []string
+	for _, s := range ops {
+		if !layoutOnly || s.layout > 0 {
+			names = append(names, string(s.op))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func checkFuse(s *Step, i, sources int) error {
+	if len(s.Parts) == 0 {
+		return fmt.Errorf("step %d: fuse needs parts", i)
+	}
+	for j, pt := range s.Parts {
+		if pt.Source < 0 || pt.Source >= sources {
+			return fmt.Errorf("step %d: part %d names source %d of %d", i, j, pt.Source, sources)
+		}
+		if pt.Label == "" {
+			return fmt.Errorf("step %d: part %d has no label", i, j)
+		}
+		for _, e := range []string{pt.Offset, pt.Units, pt.UnitRows, pt.Stride} {
+			if e == "" {
+				continue
+			}
+			if err := checkSyntax(e); err != nil {
+				return fmt.Errorf("step %d part %q: %w", i, pt.Label, err)
+			}
+		}
+	}
+	return nil
+}
+
+func describeFuse(s *Step, e *Entry) string {
+	var labels []string
+	for _, p := range s.Parts {
+		l, _, _ := strings.Cut(p.Label, " ")
+		labels = append(labels, l)
+	}
+	kind := "per device"
+	if e.Placement.Kind == "replicate" {
+		kind = "whole"
+	}
+	if s.Interleave {
+		kind += " tile-interleaved"
+	}
+	return fmt.Sprintf("fuse(%s [%s])", kind, strings.Join(labels, "|"))
+}
+
+// validateSteps checks a rule's transform chain: every op known and its
+// parameters well-formed, layout steps each at most once and in order.
+func (r *Rule) validateSteps() error {
+	last := 0
+	for i := range r.Transform {
+		s := &r.Transform[i]
+		spec := s.Op.spec()
+		if spec == nil {
+			return fmt.Errorf("step %d: unknown op %q (want %s)", i, s.Op, opNames(false))
+		}
+		if err := spec.check(s, i, len(r.Sources)); err != nil {
+			return err
+		}
+		if spec.layout == 0 {
+			continue
+		}
+		if spec.layout <= last {
+			return fmt.Errorf("step %d: %s is repeated or out of order (layout steps go %s)", i, s.Op, opNames(true))
+		}
+		last = spec.layout
+	}
+	return nil
+}
+
+// chain is a rule's transform chain interpreted for one binding of its
+// sources: what the entry's recipe takes from each step.
+type chain struct {
+	vars Vars
+	rows []int64 // rows of each source's matrix view
+	// values are the value ops in order; the rest come from layout steps.
+	values             []ValueOp
+	colStart, colCount int64 // colCount < 0: every column
+	parts              []resolvedPart
+	interleave         bool
+	transpose          bool
+	reshape            []string
+	layout             bool // some layout step is present
+}
+
+// planSteps interprets a validated transform chain for one binding. Its
+// errors are config problems of the target.
+func planSteps(steps []Step, vars Vars, rows []int64) (*chain, error) {
+	c := &chain{vars: vars, rows: rows, colCount: -1}
+	for i := range steps {
+		spec := steps[i].Op.spec()
+		if spec == nil {
+			continue // Validate refuses it
+		}
+		c.layout = c.layout || spec.layout > 0
+		if err := spec.plan(&steps[i], c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Describe lists the entry's transform chain in words, in order, e.g.
+// ["dequantize(fp8 block)", "round(bf16)", "fuse(per device [q|k|v|z|a|b])",
+// "transpose"]. Placement, dtype and layout are reported separately.
+func (e *Entry) Describe() []string {
+	var out []string
+	for _, s := range e.Sources {
+		if s.Scale != nil {
+			out = append(out, "dequantize(fp8 block)")
+			break
+		}
+	}
+	for i := range e.Steps {
+		if spec := e.Steps[i].Op.spec(); spec != nil {
+			out = append(out, spec.describe(&e.Steps[i], e))
+		}
+	}
+	return out
+}
+
+// Elementwise is what a value op does to every value: round it to bf16
+// (round), or add add to it in float32. It is the one interpreter of value
+// ops (ApplyValues and the cache builder's compiled ops use it); an op
+// that is not a value op, or a rounding to another dtype, is an error.
+func (v ValueOp) Elementwise() (round bool, add float32, err error) {
+	switch v.Op {
+	case OpRound:
+		if v.DType != "BF16" {
+			return false, 0, fmt.Errorf("round to %q is not supported", v.DType)
+		}
+		return true, 0, nil
+	case OpAdd:
+		return false, float32(v.Value), nil
+	}
+	return false, 0, fmt.Errorf("unknown value op %q", v.Op)
+}
