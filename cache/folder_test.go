@@ -24,7 +24,7 @@ func planFor(t *testing.T, c *ckpt.Checkpoint, mesh mapping.Mesh, tag string) *m
 	if tag != "" {
 		prof.Tag = tag
 	}
-	plan, err := mapping.Build(c, &prof, mesh)
+	plan, err := mapping.BuildWith(c, &prof, mesh, nil)
 	require.NoError(t, err)
 	return plan
 }

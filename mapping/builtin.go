@@ -50,15 +50,6 @@ func BuiltinNames() []string {
 	return n
 }
 
-// CanonicalName is the built-in profile name a (possibly former) name
-// stands for, or name itself.
-func CanonicalName(name string) string {
-	if now, ok := formerNames[name]; ok {
-		return now
-	}
-	return name
-}
-
 // Upstream revisions the built-in profiles transcribe. The stored index of
 // tenstorrent/tt-metal holds no single commit with every file of a line,
 // so each file is pinned at the revision it was read at, and Pinned.Files

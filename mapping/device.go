@@ -43,20 +43,6 @@ func DeviceName(arch string, n int) (string, error) {
 	return "", fmt.Errorf("no %s device folder for %d devices upstream (it names meshes of %s devices); choose one with --device", arch, n, joinInts(sizes))
 }
 
-// DeviceNames lists the device folder names of every architecture, for
-// recognising a cache root.
-func DeviceNames() []string {
-	var out []string
-	for _, names := range deviceNames {
-		for _, n := range names {
-			out = append(out, n)
-		}
-	}
-	out = append(out, "P100")
-	sort.Strings(out)
-	return out
-}
-
 func joinInts(v []int) string {
 	s := make([]string, len(v))
 	for i, x := range v {

@@ -7,7 +7,7 @@
 // A Profile is declarative and JSON-serialisable. Its rules match source
 // names by templates with captures ({L} for a layer index), compiled into a
 // segment trie so each tensor is looked up once, without scanning rules.
-// Build resolves a profile against a checkpoint and a mesh into a Plan:
+// BuildWith resolves a profile against a checkpoint and a mesh into a Plan:
 // one Entry per cache file with its full and per-device shapes and, per
 // stored shard, the exact source rectangles (Pieces) to stack, the value
 // operations and whether to transpose — enough for a converter to stream
@@ -27,7 +27,7 @@
 // default, formerly "qwen3_5-tt") the MTP spec-decode line, ProfileMain
 // main as of 2026-10 (see Profile.Pinned for the revision of every file
 // read and Profile.Notes for what is assumed; Profiles lists them). Profile variables stand for the serving stack's
-// configuration switches (proj_1d_decode, ...); BuildWith overrides them.
+// configuration switches (proj_1d_decode, ...); BuildWith takes overrides.
 //
 // The package does not print; cmd/ckpt's "map" command renders plans.
 package mapping

@@ -10,7 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-func ExampleBuild() {
+func ExampleBuildWith() {
 	dir, _ := os.MkdirTemp("", "mapping-example-")
 	defer os.RemoveAll(dir)
 	if err := synth.Write(dir, synth.Small()); err != nil {
@@ -24,7 +24,7 @@ func ExampleBuild() {
 	}
 	defer c.Close()
 	profile, _ := mapping.Builtin("qwen3_5-tt")
-	plan, err := mapping.Build(c, profile, mapping.Mesh{Rows: 1, Cols: 2})
+	plan, err := mapping.BuildWith(c, profile, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -62,7 +62,7 @@ func TestGolden27BFP8Mesh1x2(t *testing.T) {
 	} {
 		prof, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)
-		pl, err := mapping.Build(open(t, dir), prof, mapping.Mesh{Rows: 1, Cols: 2})
+		pl, err := mapping.BuildWith(open(t, dir), prof, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 		require.NoError(t, err)
 		got := describePlan(pl)
 		path := filepath.Join("testdata", tc.golden)
@@ -102,7 +102,7 @@ func TestProfileLines27B(t *testing.T) {
 	for _, name := range []string{mapping.ProfileMain, mapping.ProfileMTP} {
 		prof, err := mapping.Builtin(name)
 		require.NoError(t, err)
-		pl, err := mapping.Build(c, prof, mapping.Mesh{Rows: 1, Cols: 2})
+		pl, err := mapping.BuildWith(c, prof, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 		require.NoError(t, err, name)
 		require.Empty(t, pl.Unmapped, name)
 		plans[name] = pl
@@ -150,7 +150,6 @@ func TestFormerProfileName(t *testing.T) {
 	p, err := mapping.Builtin("qwen3_5-tt")
 	require.NoError(t, err)
 	assert.Equal(t, mapping.ProfileMTP, p.Name)
-	assert.Equal(t, mapping.ProfileMTP, mapping.CanonicalName("qwen3_5-tt"))
 	assert.NotContains(t, mapping.BuiltinNames(), "qwen3_5-tt")
 	_, err = mapping.Builtin("nope")
 	require.ErrorContains(t, err, mapping.ProfileMain)

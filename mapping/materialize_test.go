@@ -51,7 +51,7 @@ func smallPlan(t *testing.T, mesh mapping.Mesh) (*ckpt.Checkpoint, *mapping.Plan
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	c := open(t, dir)
-	pl, err := mapping.Build(c, builtin(t), mesh)
+	pl, err := mapping.BuildWith(c, builtin(t), mesh, nil)
 	require.NoError(t, err)
 	return c, pl
 }

@@ -2,7 +2,6 @@ package mapping
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 )
@@ -48,16 +47,6 @@ var boards = map[string]Board{
 func BoardOf(device string) (Board, bool) {
 	b, ok := boards[device]
 	return b, ok
-}
-
-// Boards lists the known boards, sorted by name.
-func Boards() []Board {
-	out := make([]Board, 0, len(boards))
-	for _, b := range boards {
-		out = append(out, b)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // DeviceBytes is what one device of the mesh holds in DRAM under a plan.

@@ -222,12 +222,6 @@ func (p *Profile) Resolve(m Mesh, set Settings) (Settings, error) {
 	return out, nil
 }
 
-// Build maps a checkpoint with a profile onto a mesh, with every profile
-// variable at its default for the mesh (see BuildWith).
-func Build(c *ckpt.Checkpoint, p *Profile, mesh Mesh) (*Plan, error) {
-	return BuildWith(c, p, mesh, nil)
-}
-
 // BuildWith maps a checkpoint with a profile onto a mesh, with the profile
 // variables in set overriding their defaults. It returns the plan and,
 // when the plan has problems (unmapped tensors, missing required targets,

@@ -344,7 +344,7 @@ func (p *Profile) Validate() error {
 		}
 		key := r.Target + "|" + r.DType + "|" + r.Layout
 		if len(r.When) > 0 {
-			continue // conditional rules may share a target; Build checks the files it produces
+			continue // conditional rules may share a target; BuildWith checks the files it produces
 		}
 		if other, ok := targets[key]; ok {
 			return fmt.Errorf("rules %q and %q write the same target %s", other, r.ID, r.Target)

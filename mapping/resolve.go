@@ -73,7 +73,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 
 // Resolve is the one way the commands make a plan: it loads the profile
 // and parses the mesh of o (errors there come first, before src is read),
-// opens src with openers and builds its plan (Build checks the mesh is
+// opens src with openers and builds its plan (BuildWith checks the mesh is
 // 1xN). On success and on a
 // *PlanError (the plan is returned with its problems) the caller closes the
 // checkpoint; on any other error nothing is left open.
