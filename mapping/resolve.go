@@ -40,7 +40,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 		}
 		b, err := Builtin(name)
 		if err != nil {
-			return nil, err
+			return nil, usage(err)
 		}
 		p = b
 	} else {
@@ -62,7 +62,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 	}
 	if cp.Device != "" {
 		if err := CheckDeviceFolder(cp.Device); err != nil {
-			return nil, err
+			return nil, usage(err)
 		}
 	}
 	if o.Tag != "" {
@@ -74,7 +74,8 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 // Resolve is the one way the commands make a plan: it loads the profile
 // and parses the mesh of o (errors there come first, before src is read),
 // opens src with openers and builds its plan (BuildWith checks the mesh is
-// 1xN). On success and on a
+// 1xN). A request that is itself wrong (an unknown profile, a bad device
+// folder, mesh or --set) is a *ckpt.UsageError. On success and on a
 // *PlanError (the plan is returned with its problems) the caller closes the
 // checkpoint; on any other error nothing is left open.
 func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.SourceOpener) (*ckpt.Checkpoint, *Plan, error) {
@@ -88,11 +89,11 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	mesh, err := ParseMesh(ms)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, usage(err)
 	}
 	set, err := ParseSettings(o.Set)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--set: %w", err)
+		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
 	}
 	for k, v := range o.Base {
 		if _, over := set[k]; !over {
@@ -100,7 +101,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		}
 	}
 	if _, err := prof.Resolve(mesh, set); err != nil {
-		return nil, nil, fmt.Errorf("--set: %w", err)
+		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{}, openers...)
 	if err != nil {
@@ -113,3 +114,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	return c, plan, err
 }
+
+// usage makes err, a refusal of the request itself, a *ckpt.UsageError
+// with the same message.
+func usage(err error) error { return &ckpt.UsageError{Reason: err.Error()} }

@@ -209,3 +209,18 @@ func groupWarnings(rules []string, warns [][]string) []string {
 	}
 	return out
 }
+
+// ResultRecord is the closing JSON Lines record of the map document: its
+// summary with the profile, mesh and source.
+type ResultRecord struct {
+	Profile string         `json:"profile"`
+	Mesh    string         `json:"mesh"`
+	Source  string         `json:"source"`
+	Whole   *ResultSummary `json:"whole,omitempty"`
+	ResultSummary
+}
+
+// Record is the document's closing JSON Lines record.
+func (r *Result) Record() ResultRecord {
+	return ResultRecord{Profile: r.Profile, Mesh: r.Mesh, Source: r.Source, Whole: r.Whole, ResultSummary: r.Summary}
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,19 +14,16 @@ import (
 )
 
 type mapOptions struct {
-	Source  string
-	Profile string
-	Rules   string
-	Mesh    string
-	Device  string
-	Tag     string
+	Source string
+	// planFlags: --profile, --rules, --mesh, --device, --tag and --set
+	// (the NAME=VALUE overrides of profile variables).
+	planFlags
 	Format  string
 	Dump    bool
 	List    bool
 	Summary bool
-	// Set overrides profile variables (NAME=VALUE); AgainstCache holds the
-	// plan against an existing cache instead of printing it.
-	Set          []string
+	// AgainstCache holds the plan against an existing cache instead of
+	// printing it.
 	AgainstCache string
 	// Match and Exclude select the source tensors whose targets are
 	// listed.
@@ -79,8 +75,10 @@ func (a *App) newMapCmd() *cobra.Command {
 	return cmd
 }
 
-func (o *mapOptions) planOptions(getenv func(string) string) mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: o.Profile, Rules: o.Rules, Mesh: o.Mesh, Device: o.Device, Tag: o.Tag, Set: o.Set, MeshDevice: getenv("MESH_DEVICE")}
+// request is the map request of the flags.
+func (o *mapOptions) request(a *App) mapping.MapRequest {
+	return mapping.MapRequest{Source: o.Source, Plan: o.planOptions(a.Getenv), Openers: a.Openers, Dump: o.Dump, List: o.List,
+		AgainstCache: o.AgainstCache, Match: o.Match, Exclude: o.Exclude, DeviceDRAM: o.DeviceDRAM}
 }
 
 func (a *App) runMap(ctx context.Context, o *mapOptions) error {
@@ -88,77 +86,49 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
-	if err != nil {
-		return usageError("%v", err)
+	res, err := mapping.Map(ctx, o.request(a))
+	if res != nil {
+		a.warnFindings(res.Issues)
 	}
-	dram, err := parseDeviceDRAM(o.DeviceDRAM)
 	if err != nil {
 		return err
 	}
-	selecting := len(o.Match) > 0 || len(o.Exclude) > 0
-	if selecting && (o.Dump || o.AgainstCache != "") {
-		return usageError("--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache")
-	}
-	if o.List {
-		if o.Dump || o.AgainstCache != "" || selecting || o.Source != "" {
-			return usageError("--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude")
-		}
-		return printProfiles(a.Out, format, mapping.Profiles())
-	}
-	if o.Dump {
-		prof, err := o.planOptions(a.Getenv).LoadProfile()
-		if err != nil {
-			return err
-		}
-		b, err := prof.JSON()
+	switch {
+	case res.Profiles != nil:
+		return printProfiles(a.Out, format, res.Profiles)
+	case res.Profile != nil:
+		b, err := res.Profile.JSON()
 		if err != nil {
 			return err
 		}
 		_, err = a.Out.Write(b)
 		return err
-	}
-	c, plan, err := mapping.Resolve(ctx, o.Source, o.planOptions(a.Getenv), a.Openers...)
-	var pe *mapping.PlanError
-	if err != nil && !errors.As(err, &pe) {
-		return err
-	}
-	defer c.Close()
-	a.warnIssues(c)
-	if o.AgainstCache != "" {
-		if pe != nil {
+	case o.AgainstCache != "":
+		if pe := res.Problems; pe != nil {
 			printProblems(a.Out, pe.Problems)
-			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n", plan.Profile.Name, o.Source, plan.Mesh, len(pe.Problems), o.AgainstCache)
+			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n",
+				res.Plan.Profile.Name, o.Source, res.Plan.Mesh, len(pe.Problems), o.AgainstCache)
 			return silentExit(exitFailed)
 		}
-		rep, err := check.Plan(plan, o.AgainstCache)
+		rep, err := check.Plan(res.Plan, o.AgainstCache)
 		if err != nil {
 			return err
 		}
 		return renderCompare(a.Out, format, rep, "plan", "cache")
 	}
-	res := plan.Result()
-	if mem, err := plan.Memory(dram); err == nil {
-		res.PerDevice, res.Memory = mem.PerDevice, &mem
-	}
-	if selecting {
-		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source, c.Names()); err != nil {
-			return err
-		}
-		res = res.Select(m)
-	}
+	doc := res.Doc
 	// Warnings are not the result: stderr, prefixed (-q drops them); the
 	// JSON document keeps them in warnings.
-	for _, line := range res.EntryWarnings {
+	for _, line := range doc.EntryWarnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", line)
 	}
-	for _, wn := range res.PlanWarnings {
+	for _, wn := range doc.PlanWarnings {
 		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", ckpt.EscapeName(wn))
 	}
-	if err := printMap(a.Out, format, &res, o.Summary); err != nil {
+	if err := printMap(a.Out, format, doc, o.Summary); err != nil {
 		return err
 	}
-	if pe != nil {
+	if res.Problems != nil {
 		return silentExit(exitFailed)
 	}
 	return nil
@@ -169,13 +139,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, "target", res.Entries, struct {
-			Profile string                 `json:"profile"`
-			Mesh    string                 `json:"mesh"`
-			Source  string                 `json:"source"`
-			Whole   *mapping.ResultSummary `json:"whole,omitempty"`
-			mapping.ResultSummary
-		}{res.Profile, res.Mesh, res.Source, res.Whole, res.Summary})
+		return output.WriteJSONL(w, "target", res.Entries, res.Record())
 	}
 	if !summaryOnly || format == output.CSV {
 		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}

@@ -6,32 +6,20 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// profileList is the JSON document of ckpt map --list-profiles.
-type profileList struct {
-	SchemaVersion ckpt.Schema           `json:"schema_version"`
-	Default       string                `json:"default"`
-	DefaultReason string                `json:"default_reason"`
-	Profiles      []mapping.ProfileInfo `json:"profiles"`
-}
-
 // printProfiles renders the built-in profiles: JSON (and JSON Lines, one
 // profile a line), or text for people and tools alike.
-func printProfiles(w io.Writer, format string, ps []mapping.ProfileInfo) error {
+func printProfiles(w io.Writer, format string, l *mapping.ProfileList) error {
 	switch format {
 	case output.JSON:
-		return output.WriteJSON(w, profileList{Default: mapping.BuiltinName, DefaultReason: mapping.DefaultReason, Profiles: ps})
+		return output.WriteJSON(w, l)
 	case output.JSONL:
-		return output.WriteJSONL(w, "profile", ps, struct {
-			Profiles int    `json:"profiles"`
-			Default  string `json:"default"`
-		}{len(ps), mapping.BuiltinName})
+		return output.WriteJSONL(w, "profile", l.Profiles, l.Summary())
 	}
-	for i, p := range ps {
+	for i, p := range l.Profiles {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
@@ -52,7 +40,7 @@ func printProfiles(w io.Writer, format string, ps []mapping.ProfileInfo) error {
 			fmt.Fprintf(w, "  variable %s=%v%s: %s\n", v.Name, v.Default, fixed, v.Doc)
 		}
 	}
-	fmt.Fprintf(w, "\ndefault: %s: %s\n", mapping.BuiltinName, mapping.DefaultReason)
+	fmt.Fprintf(w, "\ndefault: %s: %s\n", l.Default, l.DefaultReason)
 	return nil
 }
 

@@ -18,19 +18,7 @@ func addDeviceDRAMFlag(f interface {
 }
 
 // parseDeviceDRAM parses --device-dram ("" is 0: the board's).
-func parseDeviceDRAM(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := ckpt.ParseSize(s)
-	if err != nil {
-		return 0, usageError("--device-dram: %v", err)
-	}
-	if n <= 0 {
-		return 0, usageError("--device-dram: want a positive size, got %q", s)
-	}
-	return n, nil
-}
+func parseDeviceDRAM(s string) (int64, error) { return mapping.ParseDeviceDRAM(s) }
 
 // printMemory renders the DRAM each device holds (a grid: device,
 // tensors, bytes, largest tensor, headroom), the largest file, and the
