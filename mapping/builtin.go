@@ -108,7 +108,8 @@ var (
 	lineMTP = qwen36Line{name: ProfileMTP, mtp: true,
 		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention + MTP) on a 1xN Blackhole mesh, as the tt-metal qwen36 " +
 			"tensor-parallel loader of the MTP spec-decode line (PR #55548, open) caches it: the MTP head under mtp/",
-		pinned: pins(prHead, "no qwen36 file is stored at the PR head "+prHead+": the files below are versions that have the MTP line's switches and names, read at the commits given", map[string]string{
+		pinned: pins(prHead, "no qwen36 file is stored at the PR head "+prHead+": the files below are versions that have the MTP line's switches "+
+			"and names, read at the commits given", map[string]string{
 			qwen36 + "model_config.py": "009f48d45918d773b0023cb6b71f91a4c6f35712",
 			qwen36 + "gdn/tp.py":       "53e404baed2ec4a51eb27e34e8b3db9e5703a87c",
 			qwen36 + "attention/tp.py": "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec",
@@ -120,16 +121,20 @@ var (
 		})}
 	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true,
 		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention) on a 1xN Blackhole mesh, as tt-metal main's qwen36 " +
-			"tensor-parallel loader (2026-10) caches it: out.colpar for every GDN layer, fused-SwiGLU gate_up on every multi-device mesh, no MTP head (main drops mtp.*)",
-		pinned: pins(mainHead, "base of branch atupe/qwen38-optimizations (eac0c9b3, 755a0d64, "+mainHead+"; QWEN38_HANDOFF.md@"+mainHead+" is dated 2026-10-09 and measures against main); its own switches are opt-in and off here", map[string]string{
+			"tensor-parallel loader (2026-10) caches it: out.colpar for every GDN layer, fused-SwiGLU gate_up on every multi-device mesh, no MTP " +
+			"head (main drops mtp.*)",
+		pinned: pins(mainHead, "base of branch atupe/qwen38-optimizations (eac0c9b3, 755a0d64, "+mainHead+"; QWEN38_HANDOFF.md@"+mainHead+" is "+
+			"dated 2026-10-09 and measures against main); its own switches are opt-in and off here", map[string]string{
 			qwen36 + "gdn/tp.py":         mainHead + " (out.colpar when num_devices > 1)",
 			qwen36 + "mlp.py":            mainHead + " (_build_gate_up with as_tensor(preprocess=...), prepare_for_fused_swiglu(ndev=tp, gate_is_first=True))",
 			qwen36 + "tp_common.py":      mainHead + " (mlp_gateup_agmm_enabled(n) = n > 1)",
 			qwen36 + "weight_mapping.py": "load_qwen36_state_dict_fp8 skips every key that starts with mtp (read at 1b43246c and in the " + mainHead + " line)",
-			qwen36 + "model_config.py":   "009f48d45918d773b0023cb6b71f91a4c6f35712 (not read at " + mainHead + "; proj_1d_decode / mlp_1d_decode are set the same way in every stored version that has them)",
-			qwen36 + "attention/tp.py":   "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec (not read at " + mainHead + ": the comparison of that line with the MTP line found no difference in this file's names)",
-			qwen36 + "layer.py":          "002e83d4d0f4da3622aca7307230b15045d48fbd (not read at " + mainHead + ": taken as in the MTP line)",
-			qwen36 + "model.py":          "015056e66cf13d87a2b18471a4e06c68090b576f (not read at " + mainHead + ": taken as in the MTP line)",
+			qwen36 + "model_config.py": "009f48d45918d773b0023cb6b71f91a4c6f35712 (not read at " + mainHead + "; proj_1d_decode / mlp_1d_decode " +
+				"are set the same way in every stored version that has them)",
+			qwen36 + "attention/tp.py": "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec (not read at " + mainHead + ": the comparison of that line with " +
+				"the MTP line found no difference in this file's names)",
+			qwen36 + "layer.py": "002e83d4d0f4da3622aca7307230b15045d48fbd (not read at " + mainHead + ": taken as in the MTP line)",
+			qwen36 + "model.py": "015056e66cf13d87a2b18471a4e06c68090b576f (not read at " + mainHead + ": taken as in the MTP line)",
 		})}
 )
 
@@ -180,8 +185,10 @@ const (
 func gdnQKVParts(src int) []Part {
 	return []Part{
 		{Source: src, Label: "q (linear_num_key_heads heads)", Units: "linear_num_key_heads", UnitRows: "linear_key_head_dim"},
-		{Source: src, Label: "k (linear_num_key_heads heads)", Offset: "linear_num_key_heads*linear_key_head_dim", Units: "linear_num_key_heads", UnitRows: "linear_key_head_dim"},
-		{Source: src, Label: "v (linear_num_value_heads heads)", Offset: "2*linear_num_key_heads*linear_key_head_dim", Units: "linear_num_value_heads", UnitRows: "linear_value_head_dim"},
+		{Source: src, Label: "k (linear_num_key_heads heads)", Offset: "linear_num_key_heads*linear_key_head_dim", Units: "linear_num_key_heads",
+			UnitRows: "linear_key_head_dim"},
+		{Source: src, Label: "v (linear_num_value_heads heads)", Offset: "2*linear_num_key_heads*linear_key_head_dim",
+			Units: "linear_num_value_heads", UnitRows: "linear_value_head_dim"},
 	}
 }
 
@@ -311,7 +318,8 @@ func qwen36Profile(line qwen36Line) *Profile {
 		Tag:         "bfp8",
 		Variables: []Variable{
 			{Name: VarProj1DDecode, Default: true,
-				Doc:      "in-projections (GDN qkvzab, attention wqkv_fused_qkvg) cached DRAM-interleaved under .il names; false: DRAM-width-sharded under .dramshard names",
+				Doc: "in-projections (GDN qkvzab, attention wqkv_fused_qkvg) cached DRAM-interleaved under .il names; false: DRAM-width-sharded " +
+					"under .dramshard names",
 				Upstream: qwen36 + "model_config.py@009f48d4 (_init_tp_config), read by gdn/tp.py@53e404ba and attention/tp.py@01c6e8ed"},
 			{Name: VarMLP1DDecode, Default: true,
 				Doc:      "MLP gate/up cached DRAM-interleaved as mlp.{gate,up}_proj.weight.tp; false: DRAM-width-sharded as mlp.{gate,up}_proj.weight.dramshard.tp",
@@ -324,14 +332,24 @@ func qwen36Profile(line qwen36Line) *Profile {
 		},
 		Notes: []string{
 			lineNote(line),
-			"Switches: proj_1d_decode and mlp_1d_decode (model_config sets both for every multi-device mesh) select the interleaved .il / .tp names; mlp_gateup_agmm_enabled adds the fused-SwiGLU gate_up file. Override with --set NAME=false to get the DRAM-width-sharded .dramshard names of stacks that turn them off.",
+			"Switches: proj_1d_decode and mlp_1d_decode (model_config sets both for every multi-device mesh) select the interleaved .il / .tp names; " +
+				"mlp_gateup_agmm_enabled adds the fused-SwiGLU gate_up file. Override with --set NAME=false to get the DRAM-width-sharded .dramshard " +
+				"names of stacks that turn them off.",
 			mtpNote(line),
-			"tok_embeddings.weight (tt_transformers Embedding) and every *_distributed norm use ShardTensor2dMesh on the 1xN mesh: the file records distribution shape [1, N] and placements [Replicate, Shard(d)].",
-			"output.weight.vshard (lm_head, vocab-sharded bfp8) and the final norm.weight come from model.py; model.py falls back to a replicated output.weight when vocab does not divide by the mesh, which this profile reports as an error instead.",
-			"mlp.gate_up.weight.swiglu.tp: per device, 32-column tiles of gate^T and up^T alternate (weight tile 2p = gate tile p, 2p+1 = up tile p), taken from the fuse_swiglu matmul contract; prepare_for_fused_swiglu itself was not found in the index.",
-			"Full-attention q_norm / k_norm (text and MTP) are not cached (attention/tp.py replicates them with cache path None). The GDN gated norm (norm_w) stores the plain scale, without +1.",
-			"Values: FP8 weights are dequantised (code × block scale) and rounded to bf16 nearest-even, as the loader's bf16 dequant and shard_w's .to(bfloat16) do; a NaN torch produces (cast, dequantisation, bf16 arithmetic) gets the bits cache build --nan names (0xFFFF from the vectorised kernels of AVX2/AVX-512 hosts, or 0x7FC0), a bf16 NaN only cast to bf16 keeps its bits; norms add 1.0 in bf16 (torch bf16 arithmetic).",
-			"Newer gdn/tp.py revisions add tap_stack and .padN / .pad{rows} / .abgap{n} suffixes that are empty on Blackhole; the pinned revision has none. With more devices than KV heads attention/tp.py replicates KV heads; this profile reports that mesh as indivisible. The T3K-only drafter LM head output.weight.vshard.bfp4 of later mtp.py revisions is not written on Blackhole.",
+			"tok_embeddings.weight (tt_transformers Embedding) and every *_distributed norm use ShardTensor2dMesh on the 1xN mesh: the file records " +
+				"distribution shape [1, N] and placements [Replicate, Shard(d)].",
+			"output.weight.vshard (lm_head, vocab-sharded bfp8) and the final norm.weight come from model.py; model.py falls back to a replicated " +
+				"output.weight when vocab does not divide by the mesh, which this profile reports as an error instead.",
+			"mlp.gate_up.weight.swiglu.tp: per device, 32-column tiles of gate^T and up^T alternate (weight tile 2p = gate tile p, 2p+1 = up tile " +
+				"p), taken from the fuse_swiglu matmul contract; prepare_for_fused_swiglu itself was not found in the index.",
+			"Full-attention q_norm / k_norm (text and MTP) are not cached (attention/tp.py replicates them with cache path None). The GDN gated norm " +
+				"(norm_w) stores the plain scale, without +1.",
+			"Values: FP8 weights are dequantised (code × block scale) and rounded to bf16 nearest-even, as the loader's bf16 dequant and shard_w's " +
+				".to(bfloat16) do; a NaN torch produces (cast, dequantisation, bf16 arithmetic) gets the bits cache build --nan names (0xFFFF from the " +
+				"vectorised kernels of AVX2/AVX-512 hosts, or 0x7FC0), a bf16 NaN only cast to bf16 keeps its bits; norms add 1.0 in bf16 (torch bf16 arithmetic).",
+			"Newer gdn/tp.py revisions add tap_stack and .padN / .pad{rows} / .abgap{n} suffixes that are empty on Blackhole; the pinned revision " +
+				"has none. With more devices than KV heads attention/tp.py replicates KV heads; this profile reports that mesh as indivisible. The " +
+				"T3K-only drafter LM head output.weight.vshard.bfp4 of later mtp.py revisions is not written on Blackhole.",
 		},
 	}
 	add := func(rs ...Rule) { p.Rules = append(p.Rules, rs...) }
@@ -366,7 +384,8 @@ func qwen36Profile(line qwen36Line) *Profile {
 	}
 	for _, n := range []string{"dt_bias", "A_log"} {
 		add(Rule{ID: "gdn." + n, Target: "layers.{L}/tp/" + n, Sources: []string{la + n}, LayerType: lin, Required: true,
-			Transform: []Step{roundBF16(), fuse(Part{Source: 0, Label: n + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}), reshapeStep("1", "1", "rows")},
+			Transform: []Step{roundBF16(), fuse(Part{Source: 0, Label: n + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}),
+				reshapeStep("1", "1", "rows")},
 			Placement: colParallel, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved})
 	}
 	add(Rule{ID: "gdn.norm_w", Target: "layers.{L}/tp/norm_w", Sources: []string{la + "norm.weight"}, LayerType: lin, Required: true,
@@ -409,7 +428,8 @@ func qwen36Profile(line qwen36Line) *Profile {
 
 	sa := layerPfx + "self_attn."
 	p.Ignore = []Ignore{
-		{Prefix: "model.visual.", Reason: "vision tower: not part of the text TP tensor cache (the qwen36 vision model is built separately and is not served by this cache)"},
+		{Prefix: "model.visual.", Reason: "vision tower: not part of the text TP tensor cache (the qwen36 vision model is built separately and is " +
+			"not served by this cache)"},
 		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
 		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
 	}
@@ -419,7 +439,8 @@ func qwen36Profile(line qwen36Line) *Profile {
 			Ignore{Template: "mtp.layers.0.self_attn.k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"})
 	} else {
 		p.Ignore = append(p.Ignore, Ignore{Prefix: "mtp.",
-			Reason: "MTP head: this line has no tensor-parallel MTP and its loader drops every mtp.* key (weight_mapping.load_qwen36_state_dict_fp8); use profile " + ProfileMTP + " to cache it"})
+			Reason: "MTP head: this line has no tensor-parallel MTP and its loader drops every mtp.* key " +
+				"(weight_mapping.load_qwen36_state_dict_fp8); use profile " + ProfileMTP + " to cache it"})
 	}
 	return p
 }
@@ -447,7 +468,8 @@ func mtpRules() []Rule {
 // gateUpVar is the fused-SwiGLU switch as the line has it.
 func gateUpVar(line qwen36Line) Variable {
 	v := Variable{Name: VarGateUpAGMM, Default: true,
-		Doc:      "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp; false (QWEN36_NO_AGMM=1, or Wormhole in later revisions): no such file",
+		Doc: "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp; false (QWEN36_NO_AGMM=1, or Wormhole " +
+			"in later revisions): no such file",
 		Upstream: qwen36 + "tp_common.py mlp_gateup_agmm_enabled(num_devices), read by mlp.py load_mlp_weights"}
 	if line.gateUpFixed {
 		v.Doc = "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp on a mesh of more than one device"
@@ -459,16 +481,22 @@ func gateUpVar(line qwen36Line) Variable {
 
 func lineNote(line qwen36Line) string {
 	if line.mtp {
-		return "Layout of the qwen36 tensor-parallel loader on a 1xN Blackhole mesh as of the MTP spec-decode line (tt-metal PR #55548); pinned.files names the revision each upstream file was read at (the stored index holds none of them at the PR head)."
+		return "Layout of the qwen36 tensor-parallel loader on a 1xN Blackhole mesh as of the MTP spec-decode line (tt-metal PR #55548); " +
+			"pinned.files names the revision each upstream file was read at (the stored index holds none of them at the PR head)."
 	}
-	return "Layout of tt-metal main's qwen36 tensor-parallel loader on a 1xN Blackhole mesh (2026-10: the base of branch atupe/qwen38-optimizations, with that branch's opt-in switches off); pinned.files says which files were read at that line and which only at other revisions."
+	return "Layout of tt-metal main's qwen36 tensor-parallel loader on a 1xN Blackhole mesh (2026-10: the base of branch " +
+		"atupe/qwen38-optimizations, with that branch's opt-in switches off); pinned.files says which files were read at that line and which only at other revisions."
 }
 
 func mtpNote(line qwen36Line) string {
 	if line.mtp {
-		return "MTP head (Qwen36MTP, num_devices > 1) under mtp/: fc column-sharded bfp8 (shard_w); the norms pre_fc_norm_embedding, pre_fc_norm_hidden and norm as RMSNorm with state_dict_prefix mtp. (+1, each with its _distributed twin); the decoder layer mtp.layers.0 built as text layer first_full_attention_layer (3 for the 27B), so its files carry that layer's names under mtp/."
+		return "MTP head (Qwen36MTP, num_devices > 1) under mtp/: fc column-sharded bfp8 (shard_w); the norms pre_fc_norm_embedding, " +
+			"pre_fc_norm_hidden and norm as RMSNorm with state_dict_prefix mtp. (+1, each with its _distributed twin); the decoder layer " +
+			"mtp.layers.0 built as text layer first_full_attention_layer (3 for the 27B), so its files carry that layer's names under mtp/."
 	}
-	return "No MTP head: main has no tensor-parallel MTP and weight_mapping.load_qwen36_state_dict_fp8 skips every key that starts with mtp; the mtp.* tensors are listed as ignored with that reason (profile " + ProfileMTP + " caches them). GDN layers also get out.colpar, the column-parallel out-projection used in prefill."
+	return "No MTP head: main has no tensor-parallel MTP and weight_mapping.load_qwen36_state_dict_fp8 skips every key that starts with mtp; " +
+		"the mtp.* tensors are listed as ignored with that reason (profile " + ProfileMTP + " caches them). GDN layers also get out.colpar, the " +
+		"column-parallel out-projection used in prefill."
 }
 
 // ProfileInfo describes a built-in profile for listings (ckpt map

@@ -232,7 +232,8 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		if r.Layout == Tile && k%tile != 0 {
 			// ttnn refuses it: the physical shard [k, w] must be whole
 			// tiles (tensor_layout.cpp, "must be tile {32, 32} sized").
-			return fail("config", "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape [%d, ...]), got %v", k, e.DeviceShape)
+			return fail("config", "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape "+
+				"[%d, ...]), got %v", k, e.DeviceShape)
 		}
 		padded := (n + tile*banks - 1) / (tile * banks) * (tile * banks)
 		e.Memory.ShardShape = []int64{k, padded / banks}

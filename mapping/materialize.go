@@ -52,7 +52,8 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 				return nil, nil, err
 			}
 			if p.Cols != e.MatrixCols || p.Col < 0 || p.Col+p.Cols > v.Cols || p.Row < 0 || p.Row+p.Rows > v.Rows {
-				return nil, nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d) or the block width %d", e.Target, p, e.Sources[p.Source].Name, v.Rows, v.Cols, e.MatrixCols)
+				return nil, nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d) or the block width %d", e.Target, p,
+					e.Sources[p.Source].Name, v.Rows, v.Cols, e.MatrixCols)
 			}
 			need := p.Rows * v.Cols
 			if int64(cap(rowBuf)) < need {

@@ -556,11 +556,13 @@ func (b *builder) run() {
 	sort.SliceStable(b.plan.Ignored, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Ignored[i].Name, b.plan.Ignored[j].Name) })
 	sort.SliceStable(b.plan.Unmapped, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Unmapped[i], b.plan.Unmapped[j]) })
 	if len(b.plan.Unmapped) > 0 {
-		b.problem("unmapped", "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped), abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
+		b.problem("unmapped", "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped),
+			abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
 	}
 	for name, i := range ignoredBy {
 		if mapped[name] {
-			b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s is both mapped and matched by ignore rule %d (%s); it stays mapped", name, i, b.p.Ignore[i].Reason))
+			b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s is both mapped and matched by ignore rule %d (%s); it stays mapped", name, i,
+				b.p.Ignore[i].Reason))
 		}
 	}
 	sort.Strings(b.plan.Warnings)
@@ -619,7 +621,8 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 				}
 				why = fmt.Sprintf(" (it applies because %s)", strings.Join(cs, " and "))
 			}
-			b.problem("missing", r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why, strings.Join(r.Sources, ", ")), r.Sources...)
+			b.problem("missing", r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why,
+				strings.Join(r.Sources, ", ")), r.Sources...)
 		}
 	}
 }

@@ -147,7 +147,8 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 				assert.NotEmpty(t, qkvzab.Warnings, "8240 / 4120 wide shards are not tile multiples")
 				assert.Len(t, qkvzab.Shards, mesh.Cols)
 				assert.Len(t, qkvzab.Shards[0], 6, "q, k, v, z, a, b pieces")
-				assert.Equal(t, map[int]string{2: "P300", 4: "P150x4"}[mesh.Cols]+"/tensor_cache_bfp8_mesh"+mesh.String()+"/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
+				assert.Equal(t, map[int]string{2: "P300", 4: "P150x4"}[mesh.Cols]+"/tensor_cache_bfp8_mesh"+mesh.String()+
+					"/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin", qkvzab.File)
 				for _, e := range pl.Entries {
 					assert.NotContains(t, e.Target, "dramshard", "proj_1d_decode and mlp_1d_decode are on for a 1x%d mesh", mesh.Cols)
 					if strings.HasSuffix(e.Target, "_distributed") || e.Target == "tok_embeddings.weight" {
@@ -382,8 +383,10 @@ func TestSettingsErrors(t *testing.T) {
 func TestTargetExpressions(t *testing.T) {
 	t.Parallel()
 	c := openSmall(t)
-	p := &mapping.Profile{Name: "expr", Device: "D", Tag: "t", Rules: []mapping.Rule{{ID: "w", Target: "layer{first_full_attention_layer + 1}/fc.{num_hidden_layers}",
-		Sources: []string{"mtp.fc.weight"}, Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: mapping.Tile, Memory: mapping.DRAMInterleaved}}}
+	p := &mapping.Profile{Name: "expr", Device: "D", Tag: "t", Rules: []mapping.Rule{{ID: "w",
+		Target:  "layer{first_full_attention_layer + 1}/fc.{num_hidden_layers}",
+		Sources: []string{"mtp.fc.weight"}, Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: mapping.Tile,
+		Memory: mapping.DRAMInterleaved}}}
 	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 	var pe *mapping.PlanError
 	require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
