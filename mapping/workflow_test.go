@@ -1,0 +1,114 @@
+package mapping_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMapRefusesRequests: a wrong request is a *ckpt.UsageError (exit 2
+// in the CLI) with the message the command has always printed, found
+// before the source is read (it does not exist here).
+func TestMapRefusesRequests(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  mapping.MapRequest
+		want string
+	}{
+		{"bad glob", mapping.MapRequest{Source: "nope", Match: []string{"a[b"}}, "a[b"},
+		{"bad dram", mapping.MapRequest{Source: "nope", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
+		{"match with dump", mapping.MapRequest{Dump: true, Match: []string{"x"}},
+			"--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"},
+		{"list with src", mapping.MapRequest{List: true, Source: "nope"},
+			"--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"},
+		{"unknown profile", mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{Profile: "nope"}}, `unknown profile "nope"`},
+		{"bad device folder", mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{MeshDevice: "../x"}}, `device folder "../x"`},
+		{"bad mesh", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Mesh: "2"}}, "mesh"},
+		{"bad setting", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"x"}}},
+			`--set: setting "x": want NAME=VALUE`},
+		{"unknown variable", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"nope=1"}}},
+			`--set: profile ` + mapping.BuiltinName + ` has no variable "nope"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := mapping.Map(context.Background(), tc.req)
+			require.Error(t, err)
+			assert.Nil(t, res)
+			assert.ErrorIs(t, err, ckpt.ErrUsage)
+			var ue *ckpt.UsageError
+			require.ErrorAs(t, err, &ue)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestMapResults: --list-profiles, --dump and the plan each give their
+// document; the closing JSON Lines records summarise them.
+func TestMapResults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	list, err := mapping.Map(ctx, mapping.MapRequest{List: true})
+	require.NoError(t, err)
+	require.NotNil(t, list.Profiles)
+	assert.Equal(t, mapping.BuiltinName, list.Profiles.Default)
+	assert.Equal(t, mapping.ProfileListSummary{Profiles: len(mapping.BuiltinNames()), Default: mapping.BuiltinName}, list.Profiles.Summary())
+
+	dump, err := mapping.Map(ctx, mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{Profile: mapping.ProfileMain, Tag: "t"}})
+	require.NoError(t, err)
+	require.NotNil(t, dump.Profile)
+	assert.Equal(t, mapping.ProfileMain, dump.Profile.Name)
+	assert.Equal(t, "t", dump.Profile.Tag)
+
+	dir := t.TempDir()
+	require.NoError(t, synth.Write(dir, synth.Small()))
+	res, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, Plan: mapping.PlanOptions{MeshDevice: "P300x2"}})
+	require.NoError(t, err)
+	require.NotNil(t, res.Doc)
+	assert.Nil(t, res.Problems)
+	assert.Equal(t, "P300x2/tensor_cache_bfp8_mesh1x2", res.Doc.CacheDir, "MESH_DEVICE names the device folder")
+	assert.Equal(t, 82, res.Doc.Summary.Targets)
+	assert.NotNil(t, res.Doc.Memory)
+	rec := res.Doc.Record()
+	assert.Equal(t, res.Doc.Summary, rec.ResultSummary)
+	assert.Equal(t, dir, rec.Source)
+
+	sel, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, Match: []string{"mtp.**"}})
+	require.NoError(t, err)
+	require.NotNil(t, sel.Doc.Whole)
+	assert.Equal(t, 82, sel.Doc.Whole.Targets)
+	assert.Less(t, sel.Doc.Summary.Targets, 82)
+
+	against, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, AgainstCache: t.TempDir()})
+	require.NoError(t, err)
+	assert.NotNil(t, against.Plan)
+	assert.Nil(t, against.Doc, "the caller holds the plan against the cache")
+
+	_, err = mapping.Map(ctx, mapping.MapRequest{Source: dir, Match: []string{"nothing.matches"}})
+	require.Error(t, err, "a selection that matches nothing")
+}
+
+// TestElementwise: the one interpreter of value ops.
+func TestElementwise(t *testing.T) {
+	t.Parallel()
+	round, add, err := mapping.ValueOp{Op: mapping.OpRound, DType: "BF16"}.Elementwise()
+	require.NoError(t, err)
+	assert.True(t, round)
+	assert.Zero(t, add)
+	round, add, err = mapping.ValueOp{Op: mapping.OpAdd, Value: 1}.Elementwise()
+	require.NoError(t, err)
+	assert.False(t, round)
+	assert.Equal(t, float32(1), add)
+	_, _, err = mapping.ValueOp{Op: mapping.OpRound, DType: "FP16"}.Elementwise()
+	assert.EqualError(t, err, `round to "FP16" is not supported`)
+	_, _, err = mapping.ValueOp{Op: mapping.OpTranspose}.Elementwise()
+	assert.EqualError(t, err, `unknown value op "transpose"`)
+	assert.False(t, errors.Is(err, ckpt.ErrUsage))
+}
