@@ -14,9 +14,16 @@
 // the file. Entry.Materialize is the slow in-memory reference of that
 // recipe.
 //
+// A rule's transform chain is a list of Steps whose Op is one of a fixed
+// vocabulary (OpRound, OpAdd, OpSelectCols, OpFuse, OpTranspose,
+// OpReshape): the table in ops.go says what each takes and is the one
+// place that checks, plans and describes a step; ValueOp.Elementwise is
+// the one interpreter of the value ops a plan entry carries.
+//
 // Resolve is the one way the commands make a plan (PlanOptions: built-in
-// profile or rules file, mesh, device and tag); Plan.Result is the map JSON
-// document. FileName, CacheDir and CacheName are the one definition of
+// profile or rules file, mesh, device, tag, --set and MESH_DEVICE; a wrong
+// request is a *ckpt.UsageError); Map is the workflow of `ckpt map` (one
+// MapRequest, one MapResult); Plan.Result is the map JSON document. FileName, CacheDir and CacheName are the one definition of
 // cache file and directory names.
 //
 // A plan fails (PlanError, its problems are ckpt.Findings) when any source tensor is neither mapped nor
