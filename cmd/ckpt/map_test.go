@@ -312,3 +312,35 @@ func TestMapListProfiles(t *testing.T) {
 	colpar, mtp = count("qwen3_5-tt") // the former name still plans
 	assert.Equal(t, 17, mtp)
 }
+
+// TestMapRequestErrors: every refusal of a map request (now made by
+// mapping.Map) exits 2 with the message the command always printed, before
+// the source is read.
+func TestMapRequestErrors(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "absent")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"match with dump", []string{"map", "--dump", "--match", "x"},
+			"ckpt: --match and --exclude select the targets map lists; they do not apply to --dump or --against-cache\n"},
+		{"list with src", []string{"map", "--list-profiles", missing}, "ckpt: --list-profiles takes no SRC, --dump, --against-cache, --match or --exclude\n"},
+		{"bad dram", []string{"map", missing, "--device-dram", "0"}, "ckpt: --device-dram: want a positive size, got \"0\"\n"},
+		{"bad setting", []string{"map", missing, "--set", "x"}, "ckpt: --set: setting \"x\": want NAME=VALUE\n"},
+		{"unknown profile", []string{"map", "--dump", "--profile", "nope"},
+			"ckpt: unknown profile \"nope\" (built-in: " + strings.Join(mapping.BuiltinNames(), ", ") + ")\n"},
+		{"bad device", []string{"map", "--dump", "--device", "a/b"},
+			"ckpt: device folder \"a/b\": want one path element such as P300 or P150x4\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runApp(t, tc.args...)
+			assert.Equal(t, 2, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, tc.want, stderr)
+		})
+	}
+}
