@@ -33,10 +33,10 @@ type MapRequest struct {
 type MapResult struct {
 	Profiles *ProfileList
 	Profile  *Profile
-	// Issues are the findings of opening the source (its warnings are
-	// worth showing even when Map fails after opening it).
-	Issues []ckpt.Finding
-	Plan   *Plan
+	// Warnings are the messages of the source's warning issues (worth
+	// showing even when Map fails after opening it).
+	Warnings []string
+	Plan     *Plan
 	// Problems is set when the plan has problems: Plan and Doc are still
 	// there, and the command fails (exit 1).
 	Problems *PlanError
@@ -49,7 +49,7 @@ type MapResult struct {
 // there are *ckpt.UsageError, before any work), then lists the built-in
 // profiles, loads the profile, or makes the plan of the source (Resolve)
 // and its document. The checkpoint is closed when Map returns. With a
-// selection that matches nothing, the result (its Issues) comes with the
+// selection that matches nothing, the result (its Warnings) comes with the
 // error.
 func Map(ctx context.Context, req MapRequest) (*MapResult, error) {
 	m, err := ckpt.NewMatcher(req.Match, req.Exclude)
@@ -83,7 +83,12 @@ func Map(ctx context.Context, req MapRequest) (*MapResult, error) {
 		return nil, err
 	}
 	defer c.Close()
-	res := &MapResult{Issues: c.Issues, Plan: plan, Problems: pe}
+	res := &MapResult{Plan: plan, Problems: pe}
+	for _, is := range c.Issues {
+		if is.Status == ckpt.Warn {
+			res.Warnings = append(res.Warnings, is.Message)
+		}
+	}
 	if req.AgainstCache != "" {
 		return res, nil
 	}

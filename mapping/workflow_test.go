@@ -3,6 +3,8 @@ package mapping_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -111,4 +113,23 @@ func TestElementwise(t *testing.T) {
 	_, _, err = mapping.ValueOp{Op: mapping.OpTranspose}.Elementwise()
 	assert.EqualError(t, err, `unknown value op "transpose"`)
 	assert.False(t, errors.Is(err, ckpt.ErrUsage))
+}
+
+// TestMapKeepsSourceWarnings: the source's warnings come with the result,
+// also when the selection then fails, so that the command can show them.
+func TestMapKeepsSourceWarnings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, synth.Write(dir, synth.Small()))
+	b, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00004.safetensors"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ckpt.SingleFile), b, 0o644))
+	res, err := mapping.Map(context.Background(), mapping.MapRequest{Source: dir})
+	require.NoError(t, err)
+	require.Len(t, res.Warnings, 1)
+	assert.Contains(t, res.Warnings[0], "holds both")
+	res, err = mapping.Map(context.Background(), mapping.MapRequest{Source: dir, Match: []string{"nothing.matches"}})
+	require.Error(t, err)
+	require.NotNil(t, res)
+	assert.Len(t, res.Warnings, 1)
 }

@@ -188,11 +188,8 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 // in two shards in byte-identical copies, tensors the index does not
 // list), for the commands whose report has no place for them (inspect,
 // verify and contract report every issue themselves).
-func (a *App) warnIssues(c *ckpt.Checkpoint) { a.warnFindings(c.Issues) }
-
-// warnFindings prints the warnings among a source's findings on stderr.
-func (a *App) warnFindings(issues []ckpt.Finding) {
-	for _, is := range issues {
+func (a *App) warnIssues(c *ckpt.Checkpoint) {
+	for _, is := range c.Issues {
 		if is.Status == ckpt.Warn {
 			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
 		}

@@ -88,7 +88,9 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	}
 	res, err := mapping.Map(ctx, o.request(a))
 	if res != nil {
-		a.warnFindings(res.Issues)
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+		}
 	}
 	if err != nil {
 		return err
