@@ -152,7 +152,7 @@ func (a *App) newRootCmd() *cobra.Command {
 	}
 	var quiet bool
 	root.PersistentFlags().BoolVarP(&quiet, "quiet", "q", false, "print only errors on stderr: no progress, notes or warnings")
-	root.PersistentPreRun = func(cmd *cobra.Command, args []string) {
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if quiet {
 			// Errors are printed by Run on the caller's stderr; everything
 			// else the commands write there (progress, notes, warnings)
@@ -160,6 +160,9 @@ func (a *App) newRootCmd() *cobra.Command {
 			a.Err, a.ErrTerm = io.Discard, false
 		}
 		noteDeprecated(cmd, a.Err)
+		// Every enum flag is checked before the command does any work
+		// (its own PreRunE, then RunE).
+		return checkEnums(cmd)
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
@@ -172,6 +175,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		a.newCacheCmd(),
 		a.newVersionCmd(),
 	)
+	completeEnums(root)
 	return root
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func (a *App) newCacheCmd() *cobra.Command {
@@ -49,8 +50,9 @@ type planFlags struct {
 func (p *planFlags) add(f interface {
 	StringVar(*string, string, string, string)
 	StringArrayVar(*[]string, string, []string, string)
+	Var(pflag.Value, string, string)
 }, meshDefault string) {
-	f.StringVar(&p.Profile, "profile", mapping.BuiltinName, "built-in mapping profile ("+strings.Join(mapping.BuiltinNames(), ", ")+")")
+	enumFlag(f, &p.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
 	f.StringVar(&p.Mesh, "mesh", meshDefault, "device mesh, 1xN")
 	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
@@ -95,13 +97,13 @@ func (a *App) newCacheBuildCmd() *cobra.Command {
 	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Text, output.JSON), "output format: {} (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
-	f.StringVar(&o.NaN, "nan", build.NaNVector, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): vector (0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards) or scalar (0x7FC0, torch's scalar kernels and tt-metal's own conversion); a bf16 NaN no arithmetic touches keeps its bits either way")
+	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 
@@ -215,8 +217,8 @@ func (a *App) newCacheVerifyCmd() *cobra.Command {
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
 	return cmd
 }
 
@@ -429,7 +431,7 @@ func (a *App) newCacheLsCmd() *cobra.Command {
 			return a.runCacheLs(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise)")
+	enumFlag(cmd.Flags(), &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise)")
 	addSelectFlags(cmd.Flags(), &o.Select, "list only the cache folder of DIR (a cache root) for this mesh (default: everything under DIR)",
 		"list only the cache folder with this tag", "list only the cache folder for this device")
 	return cmd
@@ -531,7 +533,7 @@ func (a *App) newCachePackCmd() *cobra.Command {
 	addOutFlag(f, &o.Out, "archive to write (FILE.tar.zst)")
 	deprecatedAlias(f, "output", "", "out")
 	f.IntVar(&o.Workers, "workers", 0, "zstd encoder concurrency (default: all cores)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	addSelectFlags(f, &o.Select, "when DIR is a cache root with several cache folders: pack the one for this mesh",
 		"when DIR is a cache root with several cache folders: pack the one with this tag", "when DIR is a cache root with several cache folders: pack the one for this device")
 	return cmd
@@ -591,7 +593,7 @@ func (a *App) newCacheUnpackCmd() *cobra.Command {
 	f := cmd.Flags()
 	addOutFlag(f, &o.Dir, "cache root to extract into")
 	deprecatedAlias(f, "directory", "C", "out")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	return cmd
 }
 

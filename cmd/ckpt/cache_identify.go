@@ -47,10 +47,10 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
 	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.HeadersOnly, "headers-only", false, "with --source: compare names and headers only, not the closest candidate's data")
-	f.StringVar(&o.NaN, "nan", build.NaNVector, "with --source, for the data comparison: the NaN bits the cache's host wrote (vector or scalar, as cache build --nan)")
+	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanEnum, "with --source, for the data comparison: the NaN bits the cache's host wrote ({}, as cache build --nan)")
 	f.IntVar(&o.Workers, "workers", 0, "conversion and comparison goroutines of the data comparison (default: all cores)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, markdown (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
 	return cmd
 }
 

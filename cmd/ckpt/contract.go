@@ -43,7 +43,7 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 	deprecatedAlias(f, "output", "", "out")
 	f.BoolVar(&o.ReadData, "read-data", false, "also hash every tensor (xxh3-64 of the raw bytes)")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
 	return cmd
 }
 

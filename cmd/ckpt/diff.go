@@ -97,8 +97,8 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown, html (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
-	f.StringVar(&o.Mode, "mode", "values", "header (keys, dtypes, shapes; no data), bytes (identity only), values (statistics)")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML), "output format: {} (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
+	enumFlag(f, &o.Mode, "mode", string(diff.ModeValues), modeEnum, "{}")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
@@ -107,8 +107,8 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
 	f.StringVar(&o.SampleBudget, "sample-budget", "", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")
-	f.StringVar(&o.By, "by", "tensor", "table/text/jsonl rows: tensor, or layer (per decoder layer, mtp, visual, other)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	enumFlag(f, &o.By, "by", byTensor, byEnum, "table/text/jsonl rows: {}")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
 	addOutFlag(f, &o.Out, "write the report to this file (atomically) instead of stdout")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary: keys, config, per-group and summary lines (csv: the per-group rows; json: no tensor rows; jsonl: the summary record)")

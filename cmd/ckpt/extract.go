@@ -56,12 +56,12 @@ of selected quantised weights.`,
 	f.StringArrayVar(&o.Match, "match", nil, "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
-	f.StringVar(&o.DType, "dtype", extract.Keep, "output dtype: keep, bf16, f16 or f32 (float dtypes dequantise FP8 weights)")
+	enumFlag(f, &o.DType, "dtype", extract.Keep, dtypeEnum, "output dtype: {} (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the scales (weight_scale_inv, ...) of every selected quantised weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
-	f.StringVar(&o.Format, "format", "auto", "summary format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr: auto, bar, plain, none")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	return cmd
 }
 

@@ -58,13 +58,13 @@ accepts an intended change at PATH or under it.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", "auto", "output format: table, text, json, jsonl, csv, markdown (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
-	f.StringVar(&o.Arch, "arch", "auto", "architecture profile: auto (from model_type/architectures), qwen3_5, none")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
+	enumFlag(f, &o.Arch, "arch", verify.ProfileAuto, archEnum, "architecture profile: {}")
 	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
 	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
-	f.StringVar(&o.Progress, "progress", "auto", "progress on stderr with --read-data: auto, bar, plain, none")
+	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")

@@ -124,7 +124,7 @@ func (a *App) newVersionCmd() *cobra.Command {
 			return a.runVersion(o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "auto", "output format: text, json (auto: text)")
+	enumFlag(cmd.Flags(), &o.Format, "format", output.Auto, formatEnum(output.Text, output.JSON), "output format: {} (auto: text)")
 	return cmd
 }
 
