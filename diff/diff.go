@@ -274,6 +274,8 @@ type Result struct {
 	Sample *SampleInfo `json:"sample,omitempty"`
 	// Layers is the per-layer picture (Options.ByLayer).
 	Layers []LayerSummary `json:"layers,omitempty"`
+	// Warnings are those of opening the sides (Run), not in the document.
+	Warnings []string `json:"-"`
 }
 
 // SampleInfo describes a sampled diff.

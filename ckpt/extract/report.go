@@ -39,6 +39,9 @@ type Report struct {
 	Warnings []string       `json:"warnings,omitempty"`
 	// NonFinite lists the tensors written with NaN/Inf (AllowNonFinite).
 	NonFinite []ckpt.NonFinite `json:"nonfinite"`
+	// Shown are the warnings to show (Run): of opening the source (not in
+	// the document), then Warnings.
+	Shown []string `json:"-"`
 }
 
 // Report describes what Write produced for the plan, as the extract JSON

@@ -166,12 +166,12 @@ func (a *App) newRootCmd() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
-		a.newInspectCmd(),
+		a.newInspectCmd(nil),
 		a.newDemoCmd(),
 		a.newMapCmd(),
-		a.newVerifyCmd(), a.newContractCmd(),
-		a.newDiffCmd(),
-		a.newExtractCmd(),
+		a.newVerifyCmd(nil), a.newContractCmd(nil),
+		a.newDiffCmd(nil),
+		a.newExtractCmd(nil),
 		a.newCacheCmd(),
 		a.newVersionCmd(),
 	)
@@ -197,6 +197,13 @@ func (a *App) warnIssues(c *ckpt.Checkpoint) {
 		if is.Status == ckpt.Warn {
 			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
 		}
+	}
+}
+
+// warn prints warnings a library workflow returned.
+func (a *App) warn(msgs []string) {
+	for _, m := range msgs {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", m)
 	}
 }
 

@@ -19,7 +19,9 @@ type contractOptions struct {
 	Progress string
 }
 
-func (a *App) newContractCmd() *cobra.Command {
+// newContractCmd is ckpt contract; runF, when set, runs instead of the
+// workflow (tests of the option parsing).
+func (a *App) newContractCmd(runF func(context.Context, *contractOptions) error) *cobra.Command {
 	o := &contractOptions{}
 	cmd := &cobra.Command{
 		Use:   "contract SRC",
@@ -33,8 +35,14 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 		Example: `  ckpt contract ./base --read-data -o base.contract.json
   ckpt verify ./finetune --against base.contract.json`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return a.runContract(cmd.Context(), o)
 		},
 	}
@@ -47,37 +55,27 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 	return cmd
 }
 
+// runContract runs the contract workflow (verify.ContractOfSource) and
+// writes the contract to stdout or -o.
 func (a *App) runContract(ctx context.Context, o *contractOptions) error {
-	// A contract is what later checkpoints are held against, so it is
-	// written only from a checkpoint that opens cleanly: a missing shard, a
-	// truncated file or an unknown dtype is an error (run verify to see all).
-	c, err := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
-	if err != nil {
-		if c != nil {
-			c.Close()
-		}
-		return fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
-	}
-	defer c.Close()
-	if o.Out != "" {
-		if in, ok := c.InputAt(o.Out); ok {
-			return usageError("-o %s is %s, a file of the checkpoint being read: refusing to write over an input", o.Out, in)
-		}
-	}
-	a.warnIssues(c)
-	opt := verify.Options{Workers: o.Workers, ReadData: o.ReadData}
+	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers}
 	stop := func() {}
 	if o.ReadData {
-		opt.Progress = ckpt.NewProgress()
-		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", opt.Progress); err != nil {
+		req.Progress = ckpt.NewProgress()
+		var err error
+		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", req.Progress); err != nil {
 			return usageError("%v", err)
 		}
 	}
-	k, err := verify.ContractOf(ctx, c, opt)
+	res, err := verify.ContractOfSource(ctx, req)
 	stop()
+	if res != nil {
+		a.warn(res.Warnings)
+	}
 	if err != nil {
 		return err
 	}
+	c, k := res, res.Contract // c.Source: the source as opened
 	if o.Out == "" {
 		return verify.WriteContract(a.Out, k)
 	}

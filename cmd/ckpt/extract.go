@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
@@ -27,7 +25,9 @@ type extractOptions struct {
 	ChunkBytes     int64 // tests only
 }
 
-func (a *App) newExtractCmd() *cobra.Command {
+// newExtractCmd is ckpt extract; runF, when set, runs instead of the
+// workflow (tests of the option parsing).
+func (a *App) newExtractCmd(runF func(context.Context, *extractOptions) error) *cobra.Command {
 	o := &extractOptions{}
 	cmd := &cobra.Command{
 		Use:   "extract SRC --match GLOB --out PATH",
@@ -47,8 +47,14 @@ of selected quantised weights.`,
   ckpt extract ./ckpt --match 'model.language_model.layers.3.**' --with-scales -o layer3/
   ckpt extract ./ckpt --match '**' --max-shard-size 5G -o ./copy/`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			return o.request(a).Validate()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return a.runExtract(cmd.Context(), o)
 		},
 	}
@@ -65,72 +71,37 @@ of selected quantised weights.`,
 	return cmd
 }
 
+// request is the library request of the options.
+func (o *extractOptions) request(a *App) extract.Request {
+	return extract.Request{Source: o.Source, Openers: a.Openers, Out: o.Out, Match: o.Match, Exclude: o.Exclude, DType: o.DType,
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, ChunkBytes: o.ChunkBytes}
+}
+
+// runExtract runs the extract workflow (extract.Run) and renders its
+// report.
 func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if o.Out == "" {
-		return usageError("extract needs -o/--out FILE.safetensors or -o/--out DIR")
-	}
-	if len(o.Match) == 0 {
-		return usageError("extract needs --match GLOB (use --match '**' to extract everything)")
-	}
-	o.DType = strings.ToLower(o.DType)
-	if _, err := extract.TargetDType(o.DType); err != nil {
-		return usageError("--dtype: %v", err)
-	}
-	if o.WithScales && o.DType != extract.Keep {
-		return usageError("--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales")
-	}
-	var maxShard int64
-	if o.MaxShardSize != "" {
-		if maxShard, err = ckpt.ParseSize(o.MaxShardSize); err != nil {
-			return usageError("--max-shard-size: %v", err)
-		}
-		if maxShard < 1 {
-			return usageError("--max-shard-size: invalid size %q: must be at least 1 byte", o.MaxShardSize)
-		}
-	}
-	if _, err := ckpt.NewMatcher(o.Match, o.Exclude); err != nil {
-		return usageError("%v", err)
-	}
-	c, err := a.open(ctx, o.Source, ckpt.Options{})
-	var unknown *ckpt.UnknownDTypeError
-	if err != nil && !(c != nil && errors.As(err, &unknown)) {
-		return err
-	}
-	defer c.Close()
-	if in, ok := c.InputAt(o.Out); ok {
-		return usageError("--out %s is %s, a file of the checkpoint being read: refusing to write over an input", o.Out, in)
-	}
-	a.warnIssues(c)
-	prog := ckpt.NewProgress()
-	plan, err := extract.NewPlan(c, extract.Options{Match: o.Match, Exclude: o.Exclude, DType: o.DType, WithScales: o.WithScales,
-		MaxShardSize: maxShard, ChunkBytes: o.ChunkBytes, Progress: prog, AllowNonFinite: o.AllowNonFinite})
-	if err != nil {
-		return err
-	}
-	if plan.Sharded && !extract.IsDirTarget(o.Out) {
-		return usageError("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), o.MaxShardSize, o.Out)
-	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-	}
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "extract", prog)
+	req := o.request(a)
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "extract", req.Progress)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := plan.Write(ctx, o.Out)
+	out, err := extract.Run(ctx, req)
 	stop()
+	if out != nil {
+		a.warn(out.Shown)
+	}
 	if err != nil {
 		return err
 	}
-	out := plan.Report(res)
 	if s := ckpt.NonFiniteNote(out.NonFinite); s != "" {
 		fmt.Fprintf(a.Err, "ckpt: note: %s\n", s)
 	}
-	return printExtract(a.Out, format, &out)
+	return printExtract(a.Out, format, out)
 }
 
 func printExtract(w io.Writer, format string, r *extract.Report) error {
@@ -138,14 +109,7 @@ func printExtract(w io.Writer, format string, r *extract.Report) error {
 	case output.JSON:
 		return output.WriteJSON(w, r)
 	case output.JSONL:
-		return output.WriteJSONL(w, "tensor", r.Tensors, struct {
-			Source  string `json:"source"`
-			Out     string `json:"out"`
-			DType   string `json:"dtype"`
-			Sharded bool   `json:"sharded"`
-			Index   string `json:"index,omitempty"`
-			extract.ReportCounts
-		}{r.Source, r.Out, r.DType, r.Sharded, r.Index, r.Summary})
+		return output.WriteJSONL(w, "tensor", r.Tensors, r.SummaryRecord())
 	}
 	g := &output.Grid{Header: []string{"file", "tensors", "bytes", "size"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{2: true, 3: true}}
 	for _, f := range r.Files {

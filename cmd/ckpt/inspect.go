@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -22,7 +21,9 @@ type inspectOptions struct {
 	Workers     int
 }
 
-func (a *App) newInspectCmd() *cobra.Command {
+// newInspectCmd is ckpt inspect; runF, when set, runs instead of the
+// workflow (tests of the option parsing).
+func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *cobra.Command {
 	o := &inspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect SRC",
@@ -31,8 +32,14 @@ func (a *App) newInspectCmd() *cobra.Command {
   ckpt inspect hf:Qwen/Qwen3.5-27B-FP8 --match 'mtp.**' --format json
   ckpt inspect ./model.safetensors --metadata --summary`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			return o.request(a).Validate()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return a.runInspect(cmd.Context(), o)
 		},
 	}
@@ -46,38 +53,27 @@ func (a *App) newInspectCmd() *cobra.Command {
 	return cmd
 }
 
+// request is the library request of the options.
+func (o *inspectOptions) request(a *App) ckpt.InspectRequest {
+	return ckpt.InspectRequest{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers}
+}
+
+// runInspect runs the inspect workflow (ckpt.InspectSource) and renders
+// its result; unknown dtypes exit 2 after the report.
 func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if o.Workers < 1 {
-		return usageError("--workers must be at least 1, got %d", o.Workers)
-	}
-	c, openErr := a.open(ctx, o.Source, ckpt.Options{Workers: o.Workers})
-	var unknown *ckpt.UnknownDTypeError
-	if openErr != nil && !errors.As(openErr, &unknown) {
-		return openErr
-	}
-	defer c.Close()
-	if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source, c.Names()); err != nil {
+	res, err := ckpt.InspectSource(ctx, o.request(a))
+	if res == nil {
 		return err
 	}
-	res := ckpt.Inspect(c, m)
-	for _, w := range res.Warnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-	}
-	if err := printInspect(a.Out, format, &res, o.SummaryOnly, o.Metadata); err != nil {
+	a.warn(res.Warnings)
+	if err := printInspect(a.Out, format, res, o.SummaryOnly, o.Metadata); err != nil {
 		return err
 	}
-	if openErr != nil {
-		return openErr
-	}
-	return nil
+	return err
 }
 
 func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOnly, metadata bool) error {
@@ -85,11 +81,7 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, "tensor", res.Tensors, struct {
-			Source  string `json:"source"`
-			Sharded bool   `json:"sharded"`
-			ckpt.Summary
-		}{res.Source, res.Sharded, res.Summary})
+		return output.WriteJSONL(w, "tensor", res.Tensors, res.SummaryRecord())
 	}
 	if metadata && format == output.CSV {
 		return metadataGrid(res).Render(w, format)

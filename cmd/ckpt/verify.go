@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
@@ -31,7 +29,9 @@ type verifyOptions struct {
 	Strict     bool
 }
 
-func (a *App) newVerifyCmd() *cobra.Command {
+// newVerifyCmd is ckpt verify; runF, when set, runs instead of the
+// workflow (tests of the option parsing).
+func (a *App) newVerifyCmd(runF func(context.Context, *verifyOptions) error) *cobra.Command {
 	o := &verifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify SRC",
@@ -52,8 +52,14 @@ accepts an intended change at PATH or under it.`,
   ckpt contract ./base -o base.contract.json && ckpt verify ./finetune --against base.contract.json
   ckpt verify ./finetune --against base.contract.json --allow-config text_config.rope_parameters`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			return o.request(a).Validate()
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return a.runVerify(cmd.Context(), o)
 		},
 	}
@@ -73,91 +79,31 @@ accepts an intended change at PATH or under it.`,
 	return cmd
 }
 
-// openForVerify opens src leniently; unknown dtypes are findings, other
-// open errors make the input unreadable.
-func (a *App) openForVerify(ctx context.Context, src string, workers int) (*ckpt.Checkpoint, error) {
-	c, err := ckpt.Open(ctx, src, ckpt.Options{Workers: workers, Lenient: true}, a.Openers...)
-	var unknown *ckpt.UnknownDTypeError
-	if err != nil && !(c != nil && errors.As(err, &unknown)) {
-		if c != nil {
-			c.Close()
-		}
-		return nil, err
-	}
-	return c, nil
+// request is the library request of the options.
+func (o *verifyOptions) request(a *App) verify.Request {
+	return verify.Request{Source: o.Source, Openers: a.Openers, Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers,
+		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict}
 }
 
+// runVerify runs the verify workflow (verify.RunSource) and renders its
+// report: exit 1 when it is not OK.
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	switch o.Arch {
-	case verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone:
-	default:
-		return usageError("unknown --arch %q (want auto, qwen3_5 or none)", o.Arch)
-	}
-	m, err := ckpt.NewMatcher(o.Match, o.Exclude)
-	if err != nil {
-		return usageError("%v", err)
-	}
-	if (len(o.Match) > 0 || len(o.Exclude) > 0) && o.Against == "" {
-		return usageError("--match and --exclude select tensors for --against; give --against FILE")
-	}
-	if len(o.AllowConfig) > 0 && o.Against == "" {
-		return usageError("--allow-config accepts config changes against a contract; give --against FILE")
-	}
-	var want *verify.Contract
-	if o.Against != "" {
-		f, err := os.Open(o.Against)
-		if err != nil {
-			return fmt.Errorf("opening contract: %w", err)
-		}
-		want, err = verify.ReadContract(f, o.Against)
-		f.Close()
-		if err != nil {
-			return err
-		}
-	}
-	c, err := a.openForVerify(ctx, o.Source, o.Workers)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if want != nil {
-		if err := ckpt.CheckSelection(o.Match, o.Exclude, o.Source+" or "+o.Against, c.Names(), want.Names()); err != nil {
-			return err
-		}
-		if err := verify.CheckAllowConfig(want, verify.ConfigOf(c.Config), o.AllowConfig); err != nil {
-			return err
-		}
-	}
-	opt := verify.Options{Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers}
-	var stop func()
+	req := o.request(a)
+	stop := func() {}
 	if o.ReadData {
-		opt.Progress = ckpt.NewProgress()
-		stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "verify", opt.Progress)
-		if err != nil {
+		req.Progress = ckpt.NewProgress()
+		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "verify", req.Progress); err != nil {
 			return usageError("%v", err)
 		}
 	}
-	rep, err := verify.Run(ctx, c, opt)
-	if stop != nil {
-		stop()
-	}
+	rep, err := verify.RunSource(ctx, req)
+	stop()
 	if err != nil {
 		return err
-	}
-	if want != nil {
-		cmp, err := verify.Compare(want, verify.NewContract(c, rep.Hashes), verify.CompareOptions{Match: m, AllowConfig: o.AllowConfig})
-		if err != nil {
-			return err
-		}
-		cmp.Contract = o.Against
-		rep.AddComparison(cmp)
-	}
-	if o.Strict {
-		rep.SetStrict()
 	}
 	if err := printVerify(a.Out, format, rep, o.OnlyFailed); err != nil {
 		return err
@@ -183,15 +129,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		return output.WriteJSON(w, res)
 	}
 	if format == output.JSONL {
-		return output.WriteJSONL(w, "finding", listed, struct {
-			Source string `json:"source"`
-			OK     bool   `json:"ok"`
-			Strict bool   `json:"strict,omitempty"`
-			Fail   int    `json:"fail"`
-			Warn   int    `json:"warn"`
-			Pass   int    `json:"pass"`
-			Skip   int    `json:"skip"`
-		}{res.Source, res.OK, res.Strict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip]})
+		return output.WriteJSONL(w, "finding", listed, res.SummaryRecord())
 	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
 	for _, c := range listed {

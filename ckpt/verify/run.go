@@ -1,0 +1,183 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// Request is what the verify workflow checks: the checkpoint at Source
+// (opened leniently, so that integrity problems are findings), with the
+// architecture profile Profile, its data too with ReadData, and, with
+// Against, held against the contract in that file (only the tensors the
+// globs select; AllowConfig accepts config changes at those paths).
+type Request struct {
+	Source  string
+	Openers []ckpt.SourceOpener
+	// Profile is ProfileAuto (also ""), ProfileQwen35 or ProfileNone.
+	Profile  string
+	ReadData bool
+	Workers  int
+	// Progress, if set, counts the bytes read with ReadData.
+	Progress *ckpt.Progress
+	// Against is the path of a contract (from ContractOfSource).
+	Against        string
+	Match, Exclude []string
+	AllowConfig    []string
+	// Strict makes warnings fail the report.
+	Strict bool
+}
+
+// Validate checks the request before any work; a wrong request is a
+// *ckpt.UsageError.
+func (r Request) Validate() error {
+	switch r.Profile {
+	case "", ProfileAuto, ProfileQwen35, ProfileNone:
+	default:
+		return ckpt.Usagef("unknown --arch %q (want auto, qwen3_5 or none)", r.Profile)
+	}
+	if _, err := ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
+		return err
+	}
+	if (len(r.Match) > 0 || len(r.Exclude) > 0) && r.Against == "" {
+		return ckpt.Usagef("--match and --exclude select tensors for --against; give --against FILE")
+	}
+	if len(r.AllowConfig) > 0 && r.Against == "" {
+		return ckpt.Usagef("--allow-config accepts config changes against a contract; give --against FILE")
+	}
+	return nil
+}
+
+// RunSource is the verify workflow: it validates the request, loads the
+// contract (with Against), opens the source leniently (unknown dtypes are
+// findings), checks the selection and the allowed config paths against
+// both, runs every check (Run), compares with the contract and applies
+// Strict. Problems of the checkpoint are findings of the report; an error
+// means a wrong request (*ckpt.UsageError), an unreadable source or
+// contract, or a cancelled context.
+func RunSource(ctx context.Context, req Request) (*Report, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	m, _ := ckpt.CheckGlobs(req.Match, req.Exclude)
+	var want *Contract
+	if req.Against != "" {
+		f, err := os.Open(req.Against)
+		if err != nil {
+			return nil, fmt.Errorf("opening contract: %w", err)
+		}
+		want, err = ReadContract(f, req.Against)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Workers: req.Workers, Lenient: true}, req.Openers...)
+	if c == nil {
+		return nil, err
+	}
+	defer c.Close()
+	if want != nil {
+		if err := ckpt.CheckSelection(req.Match, req.Exclude, req.Source+" or "+req.Against, c.Names(), want.Names()); err != nil {
+			return nil, err
+		}
+		if err := CheckAllowConfig(want, ConfigOf(c.Config), req.AllowConfig); err != nil {
+			return nil, err
+		}
+	}
+	opt := Options{Profile: req.Profile, ReadData: req.ReadData, Workers: req.Workers}
+	if req.ReadData {
+		opt.Progress = req.Progress
+	}
+	rep, err := Run(ctx, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	if want != nil {
+		cmp, err := Compare(want, NewContract(c, rep.Hashes), CompareOptions{Match: m, AllowConfig: req.AllowConfig})
+		if err != nil {
+			return nil, err
+		}
+		cmp.Contract = req.Against
+		rep.AddComparison(cmp)
+	}
+	if req.Strict {
+		rep.SetStrict()
+	}
+	return rep, nil
+}
+
+// SummaryRecord is the last JSON Lines record of verify: the verdict and
+// the findings per status.
+type SummaryRecord struct {
+	Source string `json:"source"`
+	OK     bool   `json:"ok"`
+	Strict bool   `json:"strict,omitempty"`
+	Fail   int    `json:"fail"`
+	Warn   int    `json:"warn"`
+	Pass   int    `json:"pass"`
+	Skip   int    `json:"skip"`
+}
+
+// SummaryRecord is the report's JSON Lines summary record.
+func (r *Report) SummaryRecord() SummaryRecord {
+	n := r.Counts()
+	return SummaryRecord{r.Source, r.OK, r.Strict, n[Fail], n[Warn], n[Pass], n[Skip]}
+}
+
+// ContractRequest is what the contract workflow describes: the checkpoint
+// at Source, which must open cleanly, with the xxh3 of every tensor with
+// ReadData. Out, when set, is where the caller will write the contract: it
+// must not be a file of the checkpoint.
+type ContractRequest struct {
+	Source   string
+	Openers  []ckpt.SourceOpener
+	Out      string
+	ReadData bool
+	Workers  int
+	// Progress, if set, counts the bytes hashed with ReadData.
+	Progress *ckpt.Progress
+}
+
+// ContractResult is the contract of a source and the warnings of opening
+// it (issues that do not fail, which the contract has no place for).
+type ContractResult struct {
+	Source   string
+	Contract *Contract
+	Warnings []string
+}
+
+// ContractOfSource is the contract workflow: it opens the source (strictly:
+// a contract is what later checkpoints are held against, so a missing
+// shard, a truncated file or an unknown dtype is an error), refuses an Out
+// that is one of its files (*ckpt.UsageError) and computes the contract
+// (ContractOf). The result is returned with the warnings of opening even
+// when the contract could not be computed.
+func ContractOfSource(ctx context.Context, req ContractRequest) (*ContractResult, error) {
+	c, err := ckpt.Open(ctx, req.Source, ckpt.Options{Workers: req.Workers}, req.Openers...)
+	if err != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
+	}
+	defer c.Close()
+	if req.Out != "" {
+		if in, ok := c.InputAt(req.Out); ok {
+			return nil, ckpt.Usagef("-o %s is %s, a file of the checkpoint being read: refusing to write over an input", req.Out, in)
+		}
+	}
+	res := &ContractResult{Source: c.Source, Warnings: c.Warnings()}
+	opt := Options{Workers: req.Workers, ReadData: req.ReadData}
+	if req.ReadData {
+		opt.Progress = req.Progress
+	}
+	k, err := ContractOf(ctx, c, opt)
+	if err != nil {
+		return res, err
+	}
+	res.Contract = k
+	return res, nil
+}
