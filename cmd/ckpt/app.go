@@ -134,6 +134,22 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 }
 
 func (a *App) newRootCmd() *cobra.Command {
+	return a.rootWith(
+		a.newInspectCmd(nil),
+		a.newDemoCmd(),
+		a.newMapCmd(),
+		a.newVerifyCmd(nil), a.newContractCmd(nil),
+		a.newDiffCmd(nil),
+		a.newExtractCmd(nil),
+		a.newCacheCmd(),
+		a.newVersionCmd(),
+	)
+}
+
+// rootWith is the root command over these subcommands: the global flags,
+// the checks before any work and the completion of the enum flags (tests
+// parse one subcommand with it).
+func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "ckpt",
 		Short:         "Inspect, verify, diff, map and convert safetensors checkpoints for Tenstorrent serving",
@@ -165,16 +181,7 @@ func (a *App) newRootCmd() *cobra.Command {
 		return checkEnums(cmd)
 	}
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(
-		a.newInspectCmd(nil),
-		a.newDemoCmd(),
-		a.newMapCmd(),
-		a.newVerifyCmd(nil), a.newContractCmd(nil),
-		a.newDiffCmd(nil),
-		a.newExtractCmd(nil),
-		a.newCacheCmd(),
-		a.newVersionCmd(),
-	)
+	root.AddCommand(cmds...)
 	completeEnums(root)
 	return root
 }
