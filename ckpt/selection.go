@@ -55,8 +55,11 @@ func (e *EmptySelectionError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrEmptySelection) true.
-func (e *EmptySelectionError) Is(target error) bool { return target == ErrEmptySelection }
+// Is makes errors.Is(err, ErrEmptySelection) true, and errors.Is(err,
+// ErrUsage): a glob that selects nothing is a wrong request.
+func (e *EmptySelectionError) Is(target error) bool {
+	return target == ErrEmptySelection || target == ErrUsage
+}
 
 func describeSelection(match, exclude []string) string {
 	var parts []string
