@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
 )
 
@@ -42,6 +43,7 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only)")
 	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
+	completeWith(f, "profile", mapping.BuiltinNames())
 	f.StringVar(&o.Rules, "rules", "", "try this mapping profile JSON instead of the built-in profiles")
 	f.StringVar(&o.Select.Mesh, "mesh", "", "when DIR is a cache root with several cache folders: the one for this mesh")
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")

@@ -187,6 +187,24 @@ func enumFlag(f interface {
 	f.Var(&enumValue{dst: dst, name: name, e: e, seq: enumSeq.Add(1)}, name, strings.ReplaceAll(usage, "{}", e.help()))
 }
 
+// completeAnnotation lists the values shell completion offers for a flag
+// that is not an enumFlag (a repeatable one).
+const completeAnnotation = "ckpt-complete"
+
+// completeWith makes shell completion offer values for the flag name of f
+// (a repeatable flag whose values the library checks, such as cache
+// identify's --profile).
+func completeWith(f *pflag.FlagSet, name string, values []string) {
+	fl := f.Lookup(name)
+	if fl == nil {
+		panic("completeWith: no flag --" + name)
+	}
+	if fl.Annotations == nil {
+		fl.Annotations = map[string][]string{}
+	}
+	fl.Annotations[completeAnnotation] = values
+}
+
 // checkEnums checks the enum flags of cmd before the command does any work;
 // the error is that of the first bad flag in registration order.
 func checkEnums(cmd *cobra.Command) error {
@@ -203,14 +221,19 @@ func checkEnums(cmd *cobra.Command) error {
 }
 
 // completeEnums registers the shell completion of every enum flag of cmd
-// and its subcommands: the values of its enum.
+// and its subcommands: the values of its enum (or of completeWith).
 func completeEnums(cmd *cobra.Command) {
 	cmd.LocalFlags().VisitAll(func(fl *pflag.Flag) {
-		v, ok := fl.Value.(*enumValue)
-		if !ok || fl.Hidden {
+		if fl.Hidden {
 			return
 		}
-		values := append(append([]string{}, v.e.Hidden...), v.e.Values...)
+		values, ok := fl.Annotations[completeAnnotation]
+		if v, isEnum := fl.Value.(*enumValue); isEnum {
+			values, ok = append(append([]string{}, v.e.Hidden...), v.e.Values...), true
+		}
+		if !ok {
+			return
+		}
 		_ = cmd.RegisterFlagCompletionFunc(fl.Name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return values, cobra.ShellCompDirectiveNoFileComp
 		})

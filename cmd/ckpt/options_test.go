@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
@@ -296,6 +297,8 @@ func TestEnumCompletion(t *testing.T) {
 		{[]string{"extract", "a", "--dtype", ""}, []string{"keep", "bf16", "f16", "f32"}},
 		{[]string{"cache", "build", "a", "--nan", ""}, []string{"vector", "scalar"}},
 		{[]string{"cache", "verify", "a", "--progress", ""}, []string{"auto", "bar", "plain", "none"}},
+		{[]string{"cache", "identify", "a", "--profile", ""}, mapping.BuiltinNames()},
+		{[]string{"map", "a", "--profile", ""}, mapping.BuiltinNames()},
 	} {
 		var out bytes.Buffer
 		a := &App{Out: &out, Err: io.Discard, Getenv: os.Getenv}
