@@ -199,13 +199,7 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 // in two shards in byte-identical copies, tensors the index does not
 // list), for the commands whose report has no place for them (inspect,
 // verify and contract report every issue themselves).
-func (a *App) warnIssues(c *ckpt.Checkpoint) {
-	for _, is := range c.Issues {
-		if is.Status == ckpt.Warn {
-			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", is.Message)
-		}
-	}
-}
+func (a *App) warnIssues(c *ckpt.Checkpoint) { a.warn(c.Warnings()) }
 
 // warn prints warnings a library workflow returned.
 func (a *App) warn(msgs []string) {
