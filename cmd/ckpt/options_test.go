@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -241,7 +241,7 @@ func TestCacheAndMapOptions(t *testing.T) {
 		{"cache build nan", (*App).newCacheCmd, []string{"build"}, []string{"cache", "build", missing, "-o", "out", "--nan", "quiet"}, nil,
 			`--nan: NaN style "quiet": want vector or scalar`},
 		{"cache build", (*App).newCacheCmd, []string{"build"}, []string{"cache", "build", missing, "-o", "out", "--nan", "scalar", "--progress", "plain"},
-			map[string]string{"nan": cache.NaNScalar, "progress": "plain", "format": "auto", "out": "out"}, ""},
+			map[string]string{"nan": build.NaNScalar, "progress": "plain", "format": "auto", "out": "out"}, ""},
 		{"map", (*App).newMapCmd, nil, []string{"map", missing, "--format", "jsonl", "--mesh", "1x4"}, map[string]string{"format": "jsonl", "mesh": "1x4"}, ""},
 		{"map format", (*App).newMapCmd, nil, []string{"map", missing, "--format", "yaml"}, nil,
 			`unknown --format "yaml" (want one of auto, table, text, json, jsonl, csv, markdown)`},
