@@ -141,7 +141,8 @@ var (
 		Notes: map[string]string{verify.ProfileAuto: "from model_type/architectures"}}
 	// modeEnum is diff --mode (diff.ParseMode).
 	modeEnum = enum{Values: []string{string(diff.ModeHeader), string(diff.ModeBytes), string(diff.ModeValues)}, EmptyOK: true,
-		Notes: map[string]string{string(diff.ModeHeader): "keys, dtypes, shapes; no data", string(diff.ModeBytes): "identity only", string(diff.ModeValues): "statistics"}}
+		Notes: map[string]string{string(diff.ModeHeader): "keys, dtypes, shapes; no data", string(diff.ModeBytes): "identity only",
+			string(diff.ModeValues): "statistics"}}
 	// byEnum is diff --by.
 	byEnum = enum{Values: []string{byTensor, byLayer}, List: commaOrList, Notes: map[string]string{byLayer: "per decoder layer, mtp, visual, other"}}
 	// nanBuildEnum is cache build --nan, whose help says what each style is.

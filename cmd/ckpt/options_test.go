@@ -53,7 +53,8 @@ func TestVerifyOptions(t *testing.T) {
 		{"bad format", []string{missing, "--format", "xml"}, nil, `unknown --format "xml" (want one of auto, table, text, json, jsonl, csv, markdown)`},
 		{"bad progress", []string{missing, "--progress", "fancy"}, nil, `unknown --progress "fancy" (want auto, bar, plain or none)`},
 		{"match without against", []string{missing, "--match", "mtp.**"}, nil, "--match and --exclude select tensors for --against; give --against FILE"},
-		{"allow-config without against", []string{missing, "--allow-config", "a"}, nil, "--allow-config accepts config changes against a contract; give --against FILE"},
+		{"allow-config without against", []string{missing, "--allow-config", "a"}, nil,
+			"--allow-config accepts config changes against a contract; give --against FILE"},
 		{"no source", nil, nil, "verify takes 1 argument(s), got 0 (see ckpt verify --help)"},
 	}
 	for _, tc := range tests {
@@ -61,7 +62,8 @@ func TestVerifyOptions(t *testing.T) {
 			t.Parallel()
 			var got *verifyOptions
 			a := quietApp()
-			code, msg := parseOnly(t, a, a.newVerifyCmd(func(_ context.Context, o *verifyOptions) error { got = o; return nil }), append([]string{"verify"}, tc.args...)...)
+			run := func(_ context.Context, o *verifyOptions) error { got = o; return nil }
+			code, msg := parseOnly(t, a, a.newVerifyCmd(run), append([]string{"verify"}, tc.args...)...)
 			if tc.want == nil {
 				assert.Equal(t, exitUnreadable, code)
 				assert.Equal(t, tc.msg, msg)
@@ -109,7 +111,8 @@ func TestInspectOptions(t *testing.T) {
 			t.Parallel()
 			var got *inspectOptions
 			a := quietApp()
-			code, msg := parseOnly(t, a, a.newInspectCmd(func(_ context.Context, o *inspectOptions) error { got = o; return nil }), append([]string{"inspect", missing}, tc.args...)...)
+			run := func(_ context.Context, o *inspectOptions) error { got = o; return nil }
+			code, msg := parseOnly(t, a, a.newInspectCmd(run), append([]string{"inspect", missing}, tc.args...)...)
 			if tc.want == nil {
 				assert.Equal(t, exitUnreadable, code)
 				assert.Equal(t, tc.msg, msg)
@@ -132,7 +135,8 @@ func TestExtractOptions(t *testing.T) {
 	}{
 		{"minimal", []string{"--match", "**", "-o", "x.safetensors"},
 			&extractOptions{Source: missing, Out: "x.safetensors", Match: []string{"**"}, DType: "keep", Format: "auto", Progress: "auto"}, ""},
-		{"all", []string{"--match", "mtp.**", "--exclude", "mtp.fc.*", "--out", "d/", "--dtype", "BF16", "--allow-nonfinite", "--max-shard-size", "5G", "--format", "jsonl", "--progress", "none"},
+		{"all", []string{"--match", "mtp.**", "--exclude", "mtp.fc.*", "--out", "d/", "--dtype", "BF16", "--allow-nonfinite",
+			"--max-shard-size", "5G", "--format", "jsonl", "--progress", "none"},
 			&extractOptions{Source: missing, Out: "d/", Match: []string{"mtp.**"}, Exclude: []string{"mtp.fc.*"}, DType: "BF16", AllowNonFinite: true,
 				MaxShardSize: "5G", Format: "jsonl", Progress: "none"}, ""},
 		{"no out", []string{"--match", "**"}, nil, "extract needs -o/--out FILE.safetensors or -o/--out DIR"},
@@ -147,7 +151,8 @@ func TestExtractOptions(t *testing.T) {
 			t.Parallel()
 			var got *extractOptions
 			a := quietApp()
-			code, msg := parseOnly(t, a, a.newExtractCmd(func(_ context.Context, o *extractOptions) error { got = o; return nil }), append([]string{"extract", missing}, tc.args...)...)
+			run := func(_ context.Context, o *extractOptions) error { got = o; return nil }
+			code, msg := parseOnly(t, a, a.newExtractCmd(run), append([]string{"extract", missing}, tc.args...)...)
 			if tc.want == nil {
 				assert.Equal(t, exitUnreadable, code)
 				assert.Equal(t, tc.msg, msg)
@@ -178,7 +183,8 @@ func TestDiffOptions(t *testing.T) {
 			def(func(o *diffOptions) {
 				o.SampleBudget, o.SampleSeed, o.By, o.Format, o.Out, o.SummaryOnly = "200MB", 7, "layer", "html", "r.html", true
 			}), ""},
-		{"header", []string{"--mode", "header", "--all", "--match", "mtp.**"}, def(func(o *diffOptions) { o.Mode, o.All, o.Match = "header", true, []string{"mtp.**"} }), ""},
+		{"header", []string{"--mode", "header", "--all", "--match", "mtp.**"},
+			def(func(o *diffOptions) { o.Mode, o.All, o.Match = "header", true, []string{"mtp.**"} }), ""},
 		{"mode", []string{"--mode", "fast"}, nil, `unknown --mode "fast" (want header, bytes or values)`},
 		{"by", []string{"--by", "row"}, nil, `unknown --by "row" (want tensor or layer)`},
 		{"sample-bytes mode", []string{"--mode", "bytes", "--sample-bytes", "4KiB"}, nil, "--sample-bytes needs --mode values, not bytes"},
@@ -190,7 +196,8 @@ func TestDiffOptions(t *testing.T) {
 			t.Parallel()
 			var got *diffOptions
 			a := quietApp()
-			code, msg := parseOnly(t, a, a.newDiffCmd(func(_ context.Context, o *diffOptions) error { got = o; return nil }), append([]string{"diff", missing, missing + "2"}, tc.args...)...)
+			run := func(_ context.Context, o *diffOptions) error { got = o; return nil }
+			code, msg := parseOnly(t, a, a.newDiffCmd(run), append([]string{"diff", missing, missing + "2"}, tc.args...)...)
 			if tc.want == nil {
 				assert.Equal(t, exitUnreadable, code)
 				assert.Equal(t, tc.msg, msg)
