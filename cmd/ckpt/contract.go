@@ -75,7 +75,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	if err != nil {
 		return err
 	}
-	c, k := res, res.Contract // c.Source: the source as opened
+	k := res.Contract
 	if o.Out == "" {
 		return verify.WriteContract(a.Out, k)
 	}
@@ -90,6 +90,6 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	if err := af.Commit(); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Err, "ckpt: wrote the contract of %s (%d tensors) to %s\n", ckpt.EscapeName(c.Source), len(k.Tensors), o.Out)
+	fmt.Fprintf(a.Err, "ckpt: wrote the contract of %s (%d tensors) to %s\n", ckpt.EscapeName(res.Source), len(k.Tensors), o.Out)
 	return nil
 }
