@@ -6,7 +6,6 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
-	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/spf13/cobra"
 )
@@ -98,7 +97,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		},
 	}
 	f := cmd.Flags()
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML), "output format: {} (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
+	enumFlag(f, &o.Format, "format", output.Auto, diffFormats, "output format: {} (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
 	enumFlag(f, &o.Mode, "mode", string(diff.ModeValues), modeEnum, "{}")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
@@ -127,7 +126,7 @@ func (o *diffOptions) request(a *App) diff.Request {
 // stdout or -o: exit 1 on differences, 2 (after the report) when a side
 // has tensors of unknown dtypes.
 func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal && o.Out == "", output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML)
+	format, err := output.Resolve(o.Format, a.Terminal && o.Out == "", diffFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}

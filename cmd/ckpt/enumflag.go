@@ -9,6 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
@@ -136,6 +137,13 @@ const (
 
 // The enums of one command each.
 var (
+	// The formats of --format (the command's output.Resolve takes the same
+	// list).
+	verifyFormats  = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	inspectFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	extractFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	diffFormats    = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML)
+
 	// archEnum is verify --arch (verify.Options.Profile).
 	archEnum = enum{Values: []string{verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone},
 		Notes: map[string]string{verify.ProfileAuto: "from model_type/architectures"}}

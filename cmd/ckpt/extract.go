@@ -66,7 +66,7 @@ of selected quantised weights.`,
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the scales (weight_scale_inv, ...) of every selected quantised weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, extractFormats, "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	return cmd
 }
@@ -80,7 +80,7 @@ func (o *extractOptions) request(a *App) extract.Request {
 // runExtract runs the extract workflow (extract.Run) and renders its
 // report.
 func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, extractFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}

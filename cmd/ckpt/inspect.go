@@ -44,7 +44,7 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 		},
 	}
 	f := cmd.Flags()
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise)")
+	enumFlag(f, &o.Format, "format", output.Auto, inspectFormats, "output format: {} (auto: table on a terminal, text otherwise)")
 	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
@@ -61,7 +61,7 @@ func (o *inspectOptions) request(a *App) ckpt.InspectRequest {
 // runInspect runs the inspect workflow (ckpt.InspectSource) and renders
 // its result; unknown dtypes exit 2 after the report.
 func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, inspectFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}

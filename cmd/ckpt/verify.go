@@ -64,7 +64,7 @@ accepts an intended change at PATH or under it.`,
 		},
 	}
 	f := cmd.Flags()
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, verifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
 	enumFlag(f, &o.Arch, "arch", verify.ProfileAuto, archEnum, "architecture profile: {}")
 	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
@@ -88,7 +88,7 @@ func (o *verifyOptions) request(a *App) verify.Request {
 // runVerify runs the verify workflow (verify.RunSource) and renders its
 // report: exit 1 when it is not OK.
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, verifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
