@@ -1,0 +1,51 @@
+package numfmt
+
+// E2M1 (FP4) is the 4-bit float of the OCP Microscaling formats: one sign
+// bit, two exponent bits (bias 1), one mantissa bit, no infinities and no
+// NaN. Its 16 codes are 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives
+// (code|8). The table of gpt-oss and transformers lists the same values
+// (openai/gpt-oss:gpt_oss/torch/weights.py@7a9ea75 FP4_VALUES;
+// huggingface/transformers:src/transformers/integrations/mxfp4.py@93a1c40
+// FP4_VALUES; ml_dtypes' float4_e2m1fn).
+//
+// Packed E2M1 holds two codes per byte, the element with the lower index
+// in the low nibble: byte i holds element 2i in bits 0-3 and element 2i+1
+// in bits 4-7. This is the order of gpt-oss's MXFP4 loader (low nibble
+// first, then high; weights.py@7a9ea75 _get_mxfp4_tensor), of
+// transformers' convert_moe_packed_tensors (mxfp4.py@93a1c40: out[:, 0::2]
+// from blk & 0x0F, out[:, 1::2] from blk >> 4) and of vLLM's NVFP4
+// reference (vllm-project/vllm:vllm/model_executor/layers/quantization/
+// utils/nvfp4_emulation_utils.py@6110ea2 break_fp4_bytes).
+
+// E2M1MaxFinite is the largest E2M1 magnitude.
+const E2M1MaxFinite = 6
+
+// e2m1Magnitudes are the values of the codes 0..7 (sign bit clear).
+var e2m1Magnitudes = [8]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6}
+
+// E2M1ToFloat32 returns the value of the E2M1 code in the low four bits of
+// c (the high bits are ignored). Code 8 is -0.
+func E2M1ToFloat32(c byte) float32 {
+	v := e2m1Magnitudes[c&7]
+	if c&8 != 0 {
+		return -v
+	}
+	return v
+}
+
+// E2M1Pair returns the two values of a packed E2M1 byte: lo is the element
+// with the lower index (bits 0-3), hi the next one (bits 4-7).
+func E2M1Pair(b byte) (lo, hi float32) {
+	return E2M1ToFloat32(b), E2M1ToFloat32(b >> 4)
+}
+
+// UnpackE2M1 decodes packed E2M1 bytes into dst, two values per byte in
+// element order (low nibble first). It decodes min(len(dst)/2, len(src))
+// bytes and returns the number of values written.
+func UnpackE2M1(dst []float32, src []byte) int {
+	n := min(len(dst)/2, len(src))
+	for i, b := range src[:n] {
+		dst[2*i], dst[2*i+1] = E2M1Pair(b)
+	}
+	return 2 * n
+}
