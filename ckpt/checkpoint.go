@@ -75,8 +75,11 @@ type Checkpoint struct {
 	Sharded bool
 	Index   *Index  // nil for a single file
 	Config  *Config // nil when there is no config.json
-	Files   []*File
-	Tensors []*Tensor // natural order by name
+	// HFQuantConfig is ModelOpt's hf_quant_config.json beside config.json
+	// (nil when absent); see QuantRecipe.
+	HFQuantConfig *Config
+	Files         []*File
+	Tensors       []*Tensor // natural order by name
 	// Issues are the integrity problems found while opening (ids
 	// "index.*" and, with Options.Lenient, "file.size"): Open fails on those with Status Fail unless
 	// Options.Lenient is set; verify reports them all, the other commands
@@ -176,6 +179,15 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 			return nil, err
 		}
 		c.Config = cfg
+	} else if !isNotExist(err) {
+		return nil, err
+	}
+	if data, err := readSmallFile(ctx, store, hfQuantConfigFile, 64<<20); err == nil {
+		cfg, err := ParseConfig(data, store.Location(hfQuantConfigFile))
+		if err != nil {
+			return nil, err
+		}
+		c.HFQuantConfig = cfg
 	} else if !isNotExist(err) {
 		return nil, err
 	}

@@ -9,8 +9,10 @@ import (
 // Scheme names how the values of a tensor are made from what is stored.
 type Scheme string
 
-// The schemes QuantScheme knows. A scheme for another format (MXFP4,
-// NVFP4, per-channel or per-tensor FP8) is added here and in QuantScheme.
+// The schemes. QuantScheme, which every command that reads values
+// applies, makes values of Plain and BlockFP8 only; the others are
+// recognised (QuantRecipe, QuantLayout: inspect and verify) and refused by
+// QuantScheme until their dequantisation is wired into the readers.
 const (
 	// Plain: the stored values are the tensor's values (BF16, F32, ...;
 	// also quantisation bookkeeping such as a scale, read as it is).
@@ -19,6 +21,22 @@ const (
 	// [bm, bn] block (quantization_config.weight_block_size, default
 	// DefaultBlockSize): w[i,j] = e4m3(W[i,j]) * scale_inv[i/bm, j/bn].
 	BlockFP8 Scheme = "block-fp8"
+	// MXFP4: gpt-oss / transformers Mxfp4Config (quant_method "mxfp4"): a
+	// weight X is X_blocks U8 [..., G, 16] (32 packed E2M1 codes per
+	// block) and X_scales U8 [..., G] (E8M0 exponents), values [..., G*32].
+	MXFP4 Scheme = "mxfp4"
+	// NVFP4: NVIDIA ModelOpt (quant_method "modelopt", quant_algo "NVFP4"):
+	// weight U8 [N, K/2] (packed E2M1), weight_scale F8_E4M3 [N, K/16],
+	// weight_scale_2 F32 scalar (global), input_scale F32 (activations).
+	NVFP4 Scheme = "nvfp4"
+	// FP8Tensor, FP8Channel, FP8Block: compressed-tensors float-quantized
+	// FP8 (quant_method "compressed-tensors", format "float-quantized"):
+	// weight F8_E4M3 [N, K] times weight_scale, a multiplier of shape [1]
+	// (strategy tensor), [N, 1] (channel) or [ceil(N/bm), ceil(K/bk)]
+	// (block, block_structure [bm, bk]).
+	FP8Tensor  Scheme = "fp8-tensor"
+	FP8Channel Scheme = "fp8-channel"
+	FP8Block   Scheme = "fp8-block"
 )
 
 // DefaultBlockSize is the block of a block-FP8 weight when the config

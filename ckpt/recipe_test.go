@@ -1,0 +1,213 @@
+package ckpt_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openSpecs writes zero-filled tensors of specs and the given files
+// (name → content) into a directory and opens it.
+func openSpecs(t *testing.T, specs []ckpt.WriteSpec, files map[string]string) *ckpt.Checkpoint {
+	t.Helper()
+	dir := t.TempDir()
+	var ts []ckpt.MemTensor
+	for _, s := range specs {
+		n := int64(s.DType.Bits() / 8)
+		for _, d := range s.Shape {
+			n *= d
+		}
+		ts = append(ts, ckpt.MemTensor{WriteSpec: s, Data: make([]byte, n)})
+	}
+	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil))
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+	}
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestQuantRecipe(t *testing.T) {
+	t.Parallel()
+	ct := func(weights string) string {
+		return `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","ignore":["lm_head","re:.*mlp\\.gate$"],
+			"config_groups":{"group_0":{"targets":["Linear"],"weights":` + weights + `,"input_activations":{"dynamic":true,"strategy":"token","num_bits":8,"type":"float"}}}}}`
+	}
+	tests := []struct {
+		name      string
+		files     map[string]string
+		scheme    ckpt.Scheme // "" for no recipe
+		block     [2]int64
+		group     int64
+		ignoreKey string
+		ignore    []string
+		err       string // a *RecipeError containing this
+	}{
+		{"no config", nil, "", [2]int64{}, 0, "", nil, ""},
+		{"config without quantization", map[string]string{"config.json": `{"model_type":"x"}`}, "", [2]int64{}, 0, "", nil, ""},
+		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[64,32],"modules_to_not_convert":["lm_head"]}}`},
+			ckpt.BlockFP8, [2]int64{64, 32}, 0, "quantization_config.modules_to_not_convert", []string{"lm_head"}, ""},
+		{"block fp8 default block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8"}}`}, ckpt.BlockFP8, [2]int64{128, 128}, 0, "quantization_config.modules_to_not_convert", nil, ""},
+		{"mxfp4", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4","modules_to_not_convert":["model.layers.*.self_attn","lm_head"]}}`},
+			ckpt.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", []string{"model.layers.*.self_attn", "lm_head"}, ""},
+		{"mxfp4 in text_config", map[string]string{"config.json": `{"text_config":{"quantization_config":{"quant_method":"mxfp4"}}}`}, ckpt.MXFP4, [2]int64{}, 32, "text_config.quantization_config.modules_to_not_convert", nil, ""},
+		{"nvfp4 in config.json", map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4","group_size":16,"ignore":["lm_head"]}}`},
+			ckpt.NVFP4, [2]int64{}, 16, "quantization_config.ignore", []string{"lm_head"}, ""},
+		{"nvfp4 in hf_quant_config.json", map[string]string{"config.json": `{"model_type":"x"}`,
+			"hf_quant_config.json": `{"producer":{"name":"modelopt"},"quantization":{"quant_algo":"NVFP4","group_size":16,"exclude_modules":["lm_head","model.layers.0*"]}}`},
+			ckpt.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", []string{"lm_head", "model.layers.0*"}, ""},
+		{"hf_quant_config.json without config.json", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"nvfp4"}}`}, ckpt.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", nil, ""},
+		{"config.json wins over hf_quant_config.json", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`,
+			"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`}, ckpt.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", nil, ""},
+		{"ct per tensor", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"tensor"}`)}, ckpt.FP8Tensor, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+		{"ct per channel", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"channel"}`)}, ckpt.FP8Channel, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+		{"ct per block", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"block","block_structure":[128,64]}`)}, ckpt.FP8Block, [2]int64{128, 64}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+		{"gptq", map[string]string{"config.json": `{"quantization_config":{"quant_method":"gptq","bits":4}}`}, "", [2]int64{}, 0, "", nil, `quant_method "gptq" is not a scheme ckpt knows`},
+		{"modelopt fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"FP8"}}`}, "", [2]int64{}, 0, "", nil, `quant_algo "FP8" is not a ModelOpt scheme ckpt knows`},
+		{"nvfp4 group 32", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4","group_size":32}}`}, "", [2]int64{}, 0, "", nil, "group_size 32, but NVFP4 scales blocks of 16"},
+		{"hf_quant_config.json without quantization", map[string]string{"hf_quant_config.json": `{"producer":{}}`}, "", [2]int64{}, 0, "", nil, `no "quantization" object`},
+		{"ct group strategy", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"group","group_size":128}`)}, "", [2]int64{}, 0, "", nil, `strategy "group" is not one ckpt knows`},
+		{"ct int4", map[string]string{"config.json": ct(`{"num_bits":4,"type":"int","strategy":"group"}`)}, "", [2]int64{}, 0, "", nil, "ckpt knows float-quantized FP8"},
+		{"ct block without structure", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"block"}`)}, "", [2]int64{}, 0, "", nil, "block_structure <nil> is not [rows, cols]"},
+		{"fp8 bad block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[128]}}`}, "", [2]int64{}, 0, "", nil, "weight_block_size [128] is not a block size"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: ckpt.BF16, Shape: []int64{2}}}, tc.files)
+			r, err := c.QuantRecipe()
+			if tc.err != "" {
+				var re *ckpt.RecipeError
+				require.ErrorAs(t, err, &re)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
+			if tc.scheme == "" {
+				assert.Nil(t, r)
+				return
+			}
+			require.NotNil(t, r)
+			assert.Equal(t, tc.scheme, r.Scheme)
+			assert.Equal(t, tc.block, r.Block)
+			assert.Equal(t, tc.group, r.Group)
+			assert.Equal(t, tc.ignoreKey, r.IgnoreKey)
+			assert.Equal(t, tc.ignore, r.Ignore)
+			require.NotNil(t, r.Spec(), "every recognised scheme has its description")
+			assert.Equal(t, tc.scheme, r.Spec().Scheme)
+		})
+	}
+}
+
+func TestQuantRecipeIgnored(t *testing.T) {
+	t.Parallel()
+	r := &ckpt.QuantRecipe{Ignore: []string{"lm_head", "model.layers.*.self_attn", "model.layers.1.mlp*", `re:.*\.mlp\.gate$`, "re:(", "mlp.up"}}
+	tests := []struct{ module, want string }{
+		{"lm_head", "lm_head"},
+		{"lm_head_2", ""},
+		{"model.layers.3.self_attn.q_proj", "model.layers.*.self_attn"},
+		{"model.layers.3.self_attn_x.q_proj", ""},
+		{"model.layers.1.mlp.down_proj", "model.layers.1.mlp*"},
+		{"model.layers.10.mlp.down_proj", ""},
+		{"model.layers.2.mlp.gate", `re:.*\.mlp\.gate$`},
+		{"model.layers.2.mlp.gate_proj", ""},
+		{"model.layers.2.mlp.up", ""}, // entries without * are whole module paths from the start
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, r.Ignored(tc.module), tc.module)
+	}
+}
+
+func TestQuantWeightLayout(t *testing.T) {
+	t.Parallel()
+	spec := func(name string, dt ckpt.DType, shape ...int64) ckpt.WriteSpec {
+		return ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}
+	}
+	type comp struct {
+		name  string
+		found bool
+		want  [][]int64
+	}
+	tests := []struct {
+		name   string
+		config map[string]string
+		specs  []ckpt.WriteSpec
+		weight string
+		scheme ckpt.Scheme // "" when the tensor is not a quantised weight
+		values []int64
+		comps  []comp
+		params int64
+	}{
+		{"mxfp4 blocks", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
+			[]ckpt.WriteSpec{spec("m.experts.down_blocks", ckpt.U8, 2, 8, 3, 16), spec("m.experts.down_scales", ckpt.U8, 2, 8, 3)},
+			"m.experts.down_blocks", ckpt.MXFP4, []int64{2, 8, 96}, []comp{{"m.experts.down_scales", true, [][]int64{{2, 8, 3}}}}, 2 * 2 * 8 * 3 * 16},
+		{"mxfp4 scales are bookkeeping", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
+			[]ckpt.WriteSpec{spec("m.experts.down_scales", ckpt.U8, 2, 8, 3)}, "m.experts.down_scales", "", nil, nil, 0},
+		{"mxfp4 blocks of a wrong shape", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
+			[]ckpt.WriteSpec{spec("m.down_blocks", ckpt.U8, 8, 3, 15)}, "m.down_blocks", ckpt.MXFP4, nil, []comp{{"m.down_scales", false, nil}}, 2 * 8 * 3 * 15},
+		{"nvfp4", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
+			[]ckpt.WriteSpec{spec("m.weight", ckpt.U8, 8, 32), spec("m.weight_scale", ckpt.F8E4M3, 8, 4), spec("m.weight_scale_2", ckpt.F32)},
+			"m.weight", ckpt.NVFP4, []int64{8, 64}, []comp{{"m.weight_scale", true, [][]int64{{8, 4}}}, {"m.weight_scale_2", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 64},
+		{"nvfp4 bf16 weight is plain", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
+			[]ckpt.WriteSpec{spec("lm_head.weight", ckpt.BF16, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
+		{"ct channel", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`},
+			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 8, 32), spec("m.weight_scale", ckpt.F32, 8, 1)},
+			"m.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{8, 1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+		{"ct tensor", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
+			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 8, 32), spec("m.weight_scale", ckpt.F32, 1)},
+			"m.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+		{"ct block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["re:.*proj$"],"weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[4,16]}}}}}`},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 9, 32)},
+			"m.q_proj.weight", ckpt.FP8Block, []int64{9, 32}, []comp{{"m.q_proj.weight_scale", false, [][]int64{{3, 2}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 9 * 32},
+		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[4,16]}}`},
+			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 9, 32), spec("m.weight_scale_inv", ckpt.BF16, 3, 2)},
+			"m.weight", ckpt.BlockFP8, []int64{9, 32}, []comp{{"m.weight_scale_inv", true, [][]int64{{3, 2}}}}, 9 * 32},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := openSpecs(t, tc.specs, tc.config)
+			r, err := c.QuantRecipe()
+			require.NoError(t, err)
+			x, ok := c.Lookup(tc.weight)
+			require.True(t, ok)
+			assert.Equal(t, tc.params, ckpt.CountParameters(c, r, x, true), "parameters")
+			w, ok := r.QuantWeight(c, x)
+			if tc.scheme == "" {
+				assert.False(t, ok)
+				return
+			}
+			require.True(t, ok)
+			assert.Equal(t, tc.scheme, w.Scheme)
+			assert.Equal(t, tc.values, w.Shape)
+			assert.Equal(t, tc.values == nil, w.ShapeProblem != "")
+			require.Len(t, w.Companions, len(tc.comps))
+			for i, cp := range tc.comps {
+				got := w.Companions[i]
+				assert.Equal(t, cp.name, got.Name)
+				assert.Equal(t, cp.found, got.Tensor != nil, cp.name)
+				assert.Equal(t, cp.want, got.Want, cp.name)
+				assert.True(t, got.ShapeOK(), cp.name)
+				assert.True(t, got.DTypeOK(), cp.name)
+			}
+		})
+	}
+}
+
+// TestQuantSchemeStillRefusesNewSchemes: the readers (QuantScheme) keep
+// refusing the recognised schemes whose dequantisation they do not do yet.
+func TestQuantSchemeStillRefusesNewSchemes(t *testing.T) {
+	t.Parallel()
+	c := openSpecs(t, []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
+		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}, map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`})
+	x, _ := c.Lookup("m.weight")
+	_, err := c.QuantScheme(x)
+	assert.ErrorIs(t, err, ckpt.ErrScale)
+}
