@@ -1,6 +1,9 @@
 package ckpt
 
-import "fmt"
+import (
+	"fmt"
+	"path"
+)
 
 // InspectFile is one file of the inspect JSON.
 type InspectFile struct {
@@ -27,13 +30,56 @@ type InspectTensor struct {
 // InspectResult is the inspect JSON document (docs/cli.md).
 type InspectResult struct {
 	// Schema is the document's schema_version (SchemaVersion).
-	Schema   Schema          `json:"schema_version"`
-	Source   string          `json:"source"`
-	Sharded  bool            `json:"sharded"`
-	Files    []InspectFile   `json:"files"`
-	Tensors  []InspectTensor `json:"tensors"`
-	Summary  Summary         `json:"summary"`
-	Warnings []string        `json:"warnings,omitempty"`
+	Schema  Schema          `json:"schema_version"`
+	Source  string          `json:"source"`
+	Sharded bool            `json:"sharded"`
+	Files   []InspectFile   `json:"files"`
+	Tensors []InspectTensor `json:"tensors"`
+	Summary Summary         `json:"summary"`
+	// Quantization is the checkpoint's quantisation scheme (QuantRecipe)
+	// when it is one of MXFP4, NVFP4 or compressed-tensors FP8; absent
+	// otherwise (block FP8 is left out so that its documents stay as they
+	// were).
+	Quantization *InspectQuant `json:"quantization,omitempty"`
+	Warnings     []string      `json:"warnings,omitempty"`
+}
+
+// InspectQuant is the quantisation scheme in the inspect JSON.
+type InspectQuant struct {
+	Scheme Scheme `json:"scheme"`
+	Title  string `json:"title"`
+	// File is the config file that declares it, Path the key in it.
+	File        string `json:"file"`
+	Path        string `json:"path"`
+	QuantMethod string `json:"quant_method"`
+	QuantAlgo   string `json:"quant_algo,omitempty"`
+	// GroupSize is the elements per scale (MXFP4 32, NVFP4 16); BlockSize
+	// the [rows, cols] block of a block scale.
+	GroupSize int64   `json:"group_size,omitempty"`
+	BlockSize []int64 `json:"block_size,omitempty"`
+	// Weights counts the quantised weights of the selection.
+	Weights   int      `json:"weights"`
+	IgnoreKey string   `json:"ignore_key"`
+	Ignore    []string `json:"ignore"`
+}
+
+// inspectQuant describes the recipe r (nil for none or block FP8) over the
+// selected tensors.
+func inspectQuant(c *Checkpoint, r *QuantRecipe, sel []*Tensor) *InspectQuant {
+	if r == nil || r.Scheme == BlockFP8 {
+		return nil
+	}
+	q := &InspectQuant{Scheme: r.Scheme, Title: r.Spec().Title, File: path.Base(r.File), Path: r.Path, QuantMethod: r.Method, QuantAlgo: r.Algo,
+		GroupSize: r.Group, IgnoreKey: r.IgnoreKey, Ignore: append([]string{}, r.Ignore...)}
+	if r.Block != [2]int64{} {
+		q.BlockSize = r.Block[:]
+	}
+	for _, t := range sel {
+		if _, ok := r.QuantWeight(c, t); ok {
+			q.Weights++
+		}
+	}
+	return q
 }
 
 // Inspect lists the files and the tensors of an open checkpoint that m
@@ -42,7 +88,8 @@ type InspectResult struct {
 // It reads nothing: everything comes from the headers.
 func Inspect(c *Checkpoint, m *Matcher) InspectResult {
 	res := InspectResult{Source: c.Source, Sharded: c.Sharded, Files: []InspectFile{}, Tensors: []InspectTensor{}}
-	quantized := c.Config.Quantization() != nil
+	recipe, _ := c.QuantRecipe() // an unknown recipe counts as a quantised checkpoint without packing
+	quantized := c.Config.Quantization() != nil || c.HFQuantConfig != nil
 	for _, f := range c.Files {
 		res.Files = append(res.Files, InspectFile{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors),
 			Metadata: f.Header.Metadata})
@@ -53,10 +100,7 @@ func Inspect(c *Checkpoint, m *Matcher) InspectResult {
 			continue
 		}
 		sel = append(sel, t)
-		var params int64
-		if CountsAsParameter(&t.TensorInfo, quantized) {
-			params = int64(t.Numel())
-		}
+		params, _ := CountParameters(c, recipe, t, quantized)
 		shape := t.Shape
 		if shape == nil {
 			shape = []int64{}
@@ -64,7 +108,8 @@ func Inspect(c *Checkpoint, m *Matcher) InspectResult {
 		res.Tensors = append(res.Tensors, InspectTensor{Name: t.Name, DType: string(t.DType), Shape: shape, File: t.File.Name,
 			Offset: t.Offset(), NBytes: int64(t.NBytes()), Parameters: params})
 	}
-	res.Summary = Summarize(sel, quantized)
+	res.Summary = SummarizeWith(sel, func(t *Tensor) (int64, bool) { return CountParameters(c, recipe, t, quantized) })
+	res.Quantization = inspectQuant(c, recipe, sel)
 	for _, is := range c.Issues {
 		res.Warnings = append(res.Warnings, is.Message)
 	}

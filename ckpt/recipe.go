@@ -540,25 +540,26 @@ func (r *QuantRecipe) QuantWeights(c *Checkpoint) []*QuantWeight {
 // MXFP4 X_blocks or an NVFP4 weight count two per byte, and MXFP4's U8
 // X_scales are bookkeeping (huggingface/huggingface.js:packages/hub/src/
 // lib/parse-safetensors-metadata.ts, getQuantizationMultiplier and
-// shouldSkipTensor: mxfp4 _blocks ×2, _scales skipped). r may be nil.
-func CountParameters(c *Checkpoint, r *QuantRecipe, t *Tensor, quantized bool) int64 {
+// shouldSkipTensor: mxfp4 _blocks ×2, _scales skipped). r may be nil. The
+// bool is false when t is no parameter at all.
+func CountParameters(c *Checkpoint, r *QuantRecipe, t *Tensor, quantized bool) (int64, bool) {
 	if !CountsAsParameter(&t.TensorInfo, quantized) {
-		return 0
+		return 0, false
 	}
 	n := int64(t.Numel())
 	if r == nil {
-		return n
+		return n, true
 	}
 	switch r.Scheme {
 	case MXFP4:
 		if t.DType == U8 && strings.HasSuffix(t.Name, "_scales") {
-			return 0
+			return 0, false
 		}
 	case BlockFP8, FP8Tensor, FP8Channel, FP8Block:
-		return n
+		return n, true
 	}
 	if w, ok := r.QuantWeight(c, t); ok && r.Ignored(w.Module) == "" {
-		return n * SpecOf(w.Scheme).ValuesPerElement
+		return n * SpecOf(w.Scheme).ValuesPerElement, true
 	}
-	return n
+	return n, true
 }

@@ -178,7 +178,9 @@ func TestQuantWeightLayout(t *testing.T) {
 			require.NoError(t, err)
 			x, ok := c.Lookup(tc.weight)
 			require.True(t, ok)
-			assert.Equal(t, tc.params, ckpt.CountParameters(c, r, x, true), "parameters")
+			params, counts := ckpt.CountParameters(c, r, x, true)
+			assert.Equal(t, tc.params, params, "parameters")
+			assert.Equal(t, tc.params != 0, counts)
 			w, ok := r.QuantWeight(c, x)
 			if tc.scheme == "" {
 				assert.False(t, ok)

@@ -74,6 +74,14 @@ func CountsAsParameter(t *TensorInfo, quantized bool) bool {
 // Summarize totals tensors by dtype and by group. quantized says whether the
 // checkpoint has a quantization_config (see CountsAsParameter).
 func Summarize(ts []*Tensor, quantized bool) Summary {
+	return SummarizeWith(ts, func(t *Tensor) (int64, bool) {
+		return int64(t.Numel()), CountsAsParameter(&t.TensorInfo, quantized)
+	})
+}
+
+// SummarizeWith totals tensors by dtype and by group; count returns a
+// tensor's parameters and whether it counts at all (see CountParameters).
+func SummarizeWith(ts []*Tensor, count func(*Tensor) (int64, bool)) Summary {
 	s := Summary{ParametersByDType: map[string]int64{}}
 	byD := map[DType]*DTypeStat{}
 	type gacc struct {
@@ -86,9 +94,10 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 	var gorder []string
 	for i, t := range ts {
 		nb := int64(t.NBytes())
-		var params int64
-		if CountsAsParameter(&t.TensorInfo, quantized) {
-			params = int64(t.Numel())
+		params, counts := count(t)
+		if !counts {
+			params = 0
+		} else {
 			s.ParametersByDType[string(t.DType)] += params
 		}
 		s.Tensors++

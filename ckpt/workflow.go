@@ -98,9 +98,10 @@ type InspectSummaryRecord struct {
 	Source  string `json:"source"`
 	Sharded bool   `json:"sharded"`
 	Summary
+	Quantization *InspectQuant `json:"quantization,omitempty"`
 }
 
 // SummaryRecord is the result's JSON Lines summary record.
 func (r *InspectResult) SummaryRecord() InspectSummaryRecord {
-	return InspectSummaryRecord{r.Source, r.Sharded, r.Summary}
+	return InspectSummaryRecord{r.Source, r.Sharded, r.Summary, r.Quantization}
 }

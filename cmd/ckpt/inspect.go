@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -129,6 +130,9 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 		}
 		fmt.Fprintln(w)
 	}
+	if q := res.Quantization; q != nil {
+		fmt.Fprintln(w, quantLine(q))
+	}
 	kind := "single file"
 	if res.Sharded {
 		kind = fmt.Sprintf("%d shards", len(res.Files))
@@ -151,4 +155,29 @@ func metadataGrid(res *ckpt.InspectResult) *output.Grid {
 		}
 	}
 	return g
+}
+
+// quantLine is inspect's line about the quantisation scheme.
+func quantLine(q *ckpt.InspectQuant) string {
+	how := ""
+	switch {
+	case q.GroupSize > 0:
+		how = fmt.Sprintf(", %d elements per scale", q.GroupSize)
+	case len(q.BlockSize) == 2:
+		how = fmt.Sprintf(", %dx%d blocks", q.BlockSize[0], q.BlockSize[1])
+	}
+	ignore := "none"
+	if len(q.Ignore) > 0 {
+		parts := make([]string, len(q.Ignore))
+		for i, e := range q.Ignore {
+			parts[i] = ckpt.EscapeName(e)
+		}
+		ignore = strings.Join(parts, ", ")
+	}
+	weights := fmt.Sprintf("%d quantised weights", q.Weights)
+	if q.Weights == 1 {
+		weights = "1 quantised weight"
+	}
+	return fmt.Sprintf("quantization: %s, %s (%s %s%s); %s; not quantised (%s): %s\n",
+		q.Scheme, q.Title, ckpt.EscapeName(q.File), q.Path, how, weights, q.IgnoreKey, ignore)
 }
