@@ -139,7 +139,7 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) 
 	in := newInventory(c)
 	r.Add(integrityChecks(c)...)
 	r.Add(headerChecks(c)...)
-	r.Add(fp8Checks(c, in)...)
+	r.Add(quantChecks(ctx, c, in, opt)...)
 	arch, profile := archChecks(c, in, opt.Profile)
 	r.Profile = profile
 	r.Add(arch...)

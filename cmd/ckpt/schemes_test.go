@@ -79,3 +79,189 @@ func TestInspectSchemes(t *testing.T) {
 		})
 	}
 }
+
+// editSingle rewrites the single model.safetensors of dir through edit.
+func editSingle(t *testing.T, dir string, edit func([]ckpt.MemTensor) []ckpt.MemTensor) {
+	t.Helper()
+	path := filepath.Join(dir, "model.safetensors")
+	b, err := ckpt.OpenFileBlob(path)
+	require.NoError(t, err)
+	h, err := ckpt.ReadHeader(b, b.Size(), path)
+	require.NoError(t, err)
+	var ts []ckpt.MemTensor
+	for _, ti := range h.Tensors {
+		data := make([]byte, ti.NBytes())
+		_, err := b.ReadAt(data, h.DataStart()+int64(ti.Begin))
+		require.NoError(t, err)
+		ts = append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ti.Name, DType: ti.DType, Shape: ti.Shape}, Data: data})
+	}
+	require.NoError(t, b.Close())
+	require.NoError(t, ckpt.WriteFile(path, edit(ts), nil))
+}
+
+type schemeVerifyDoc struct {
+	OK       bool           `json:"ok"`
+	Findings []ckpt.Finding `json:"findings"`
+}
+
+func schemeVerify(t *testing.T, args ...string) (int, schemeVerifyDoc, string) {
+	t.Helper()
+	code, out, stderr := runApp(t, append([]string{"verify"}, append(args, "--format", "json")...)...)
+	var doc schemeVerifyDoc
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), "%s%s", out, stderr)
+	return code, doc, out
+}
+
+// failing returns the failing findings with id.
+func failing(doc schemeVerifyDoc, id string) []ckpt.Finding {
+	var out []ckpt.Finding
+	for _, f := range doc.Findings {
+		if f.ID == id && f.Status == ckpt.Fail {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestVerifySchemes: verify checks each scheme's contract. The clean
+// MXFP4, NVFP4 and compressed-tensors FP8 checkpoints pass, naming their
+// scheme; the variant whose scale has the wrong shape fails (exit 1)
+// naming the weight and the scale. Before, the wrong MXFP4 and per-channel
+// scales passed and the clean NVFP4 checkpoint failed (its F8_E4M3
+// weight_scale tensors taken for block-FP8 weights).
+func TestVerifySchemes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		scheme ckpt.Scheme
+		named  string // in the scheme.config message
+		want   string // in the failing message
+	}{
+		{ckpt.MXFP4, "mxfp4: MXFP4 (gpt-oss)", "has shape [2,4,64], expected [2,64,4] = [..., G]"},
+		{ckpt.NVFP4, "nvfp4: NVFP4 (NVIDIA ModelOpt), declared in hf_quant_config.json quantization", "has shape [32,16], expected [64,8] = [N, K/16]"},
+		{ckpt.FP8Channel, "fp8-channel: FP8 per channel (compressed-tensors)", "has shape [1,64], expected [64,1] = [N, 1]"},
+		{ckpt.FP8Tensor, "fp8-tensor: FP8 per tensor (compressed-tensors)", "has shape [2], expected a scalar ([] or [1])"},
+		{ckpt.FP8Block, "fp8-block: FP8 per block (compressed-tensors)", "has shape [4,2], expected [2,4] = [ceil(N/bm), ceil(K/bn)]"},
+	} {
+		t.Run(string(tc.scheme), func(t *testing.T) {
+			t.Parallel()
+			base, bad, _ := schemeFixtures(t, tc.scheme)
+			code, out, stderr := runApp(t, "verify", base, "--format", "text")
+			assert.Equal(t, 0, code, "%s%s", out, stderr)
+			assert.Contains(t, out, tc.named)
+			code, doc, _ := schemeVerify(t, base, "--read-data")
+			assert.Equal(t, 0, code)
+			assert.True(t, doc.OK)
+			for _, f := range doc.Findings {
+				assert.NotEqual(t, ckpt.Fail, f.Status, "%s: %s", f.ID, f.Message)
+				assert.False(t, strings.HasPrefix(f.ID, "fp8."), "%s: the block-FP8 checks do not apply", f.ID)
+			}
+
+			scale, weight := synth.SchemeBadScale(tc.scheme)
+			code, doc, raw := schemeVerify(t, bad)
+			require.Equal(t, 1, code, raw)
+			assert.False(t, doc.OK)
+			fs := failing(doc, "scheme.companion_shape")
+			require.Len(t, fs, 1, raw)
+			assert.Equal(t, []string{scale, weight}, fs[0].Tensors)
+			assert.Contains(t, fs[0].Message, weight)
+			assert.Contains(t, fs[0].Message, scale)
+			assert.Contains(t, fs[0].Message, tc.want)
+			code, out, _ = runApp(t, "verify", bad, "--format", "text")
+			assert.Equal(t, 1, code)
+			assert.Contains(t, out, weight)
+		})
+	}
+}
+
+// TestVerifySchemeContract: the other parts of each scheme's contract.
+func TestVerifySchemeContract(t *testing.T) {
+	t.Parallel()
+	const down = "model.layers.1.mlp.down_proj"
+	const experts = "model.layers.1.mlp.experts.down_proj"
+	drop := func(name string) func([]ckpt.MemTensor) []ckpt.MemTensor {
+		return func(ts []ckpt.MemTensor) []ckpt.MemTensor {
+			var out []ckpt.MemTensor
+			for _, x := range ts {
+				if x.Name != name {
+					out = append(out, x)
+				}
+			}
+			return out
+		}
+	}
+	set := func(name string, f func(*ckpt.MemTensor)) func([]ckpt.MemTensor) []ckpt.MemTensor {
+		return func(ts []ckpt.MemTensor) []ckpt.MemTensor {
+			for i := range ts {
+				if ts[i].Name == name {
+					f(&ts[i])
+				}
+			}
+			return ts
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		scheme   ckpt.Scheme
+		edit     func([]ckpt.MemTensor) []ckpt.MemTensor
+		config   func(dir string)
+		readData bool
+		id       string
+		tensors  []string
+		message  string
+	}{
+		{"nvfp4 global scale missing", ckpt.NVFP4, drop(down + ".weight_scale_2"), nil, false, "scheme.companion_missing", []string{down + ".weight"},
+			"has no " + down + ".weight_scale_2 (global_scale F32, a scalar ([] or [1]))"},
+		{"nvfp4 global scale not a scalar", ckpt.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) {
+			x.Shape, x.Data = []int64{2}, append(x.Data, x.Data...)
+		}), nil, false, "scheme.companion_shape", []string{down + ".weight_scale_2", down + ".weight"}, "has shape [2], expected a scalar"},
+		{"nvfp4 block scale as bf16", ckpt.NVFP4, set(down+".weight_scale", func(x *ckpt.MemTensor) {
+			x.DType, x.Data = ckpt.BF16, append(x.Data, x.Data...)
+		}), nil, false, "scheme.companion_dtype", []string{down + ".weight_scale", down + ".weight"}, "has dtype BF16, expected F8_E4M3"},
+		{"nvfp4 zero global scale", ckpt.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) { x.Data = make([]byte, 4) }), nil, true,
+			"scheme.scale_values", []string{down + ".weight_scale_2", down + ".weight"}, "1 of 1 values are no finite scale > 0; first at element 0 = 0"},
+		{"nvfp4 excluded module quantised", ckpt.NVFP4, nil, func(d string) {
+			editJSON(t, filepath.Join(d, "hf_quant_config.json"), func(m map[string]any) {
+				q := m["quantization"].(map[string]any)
+				q["exclude_modules"] = append(q["exclude_modules"].([]any), "model.layers.1.mlp*")
+			})
+		}, false, "scheme.ignored", nil, `quantization.exclude_modules lists "model.layers.1.mlp*"`},
+		{"mxfp4 NaN scale", ckpt.MXFP4, set(experts+"_scales", func(x *ckpt.MemTensor) { x.Data[5], x.Data[9] = 0xFF, 0xFF }), nil, true,
+			"scheme.scale_values", []string{experts + "_scales", experts + "_blocks"}, "2 of 512 values are no finite scale > 0; first at element 5 = 0xFF (NaN)"},
+		{"mxfp4 scales missing", ckpt.MXFP4, drop(experts + "_scales"), nil, false, "scheme.companion_missing", []string{experts + "_blocks"}, "has no " + experts + "_scales"},
+		{"mxfp4 blocks of 8 bytes", ckpt.MXFP4, set(experts+"_blocks", func(x *ckpt.MemTensor) { x.Shape = []int64{2, 64, 8, 8} }), nil, false,
+			"scheme.weight_shape", []string{experts + "_blocks"}, "is mxfp4 codes of shape [2,64,8,8]: expected [..., G, 16]"},
+		{"fp8 channel scale orphan", ckpt.FP8Channel, func(ts []ckpt.MemTensor) []ckpt.MemTensor {
+			return append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "lm_head.weight_scale", DType: ckpt.F32, Shape: []int64{64, 1}}, Data: make([]byte, 256)})
+		}, nil, false, "scheme.companion_orphan", []string{"lm_head.weight_scale"}, "lm_head.weight is BF16 [64,64], not a fp8-channel weight"},
+		{"fp8 channel ignored module quantised", ckpt.FP8Channel, nil, func(d string) {
+			editJSON(t, filepath.Join(d, "config.json"), func(m map[string]any) {
+				q := m["quantization_config"].(map[string]any)
+				q["ignore"] = append(q["ignore"].([]any), `re:.*layers\.1\.mlp\.down_proj$`)
+			})
+		}, false, "scheme.ignored", []string{down + ".weight"}, `quantization_config.ignore lists "re:.*layers\\.1\\.mlp\\.down_proj$"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "x")
+			require.NoError(t, synth.WriteScheme(dir, tc.scheme, synth.SchemeOptions{}))
+			if tc.edit != nil {
+				editSingle(t, dir, tc.edit)
+			}
+			if tc.config != nil {
+				tc.config(dir)
+			}
+			args := []string{dir}
+			if tc.readData {
+				args = append(args, "--read-data")
+			}
+			code, doc, raw := schemeVerify(t, args...)
+			require.Equal(t, 1, code, raw)
+			fs := failing(doc, tc.id)
+			require.NotEmpty(t, fs, raw)
+			if tc.tensors != nil {
+				assert.Equal(t, tc.tensors, fs[0].Tensors)
+			}
+			assert.Contains(t, fs[0].Message, tc.message)
+		})
+	}
+}
