@@ -89,6 +89,7 @@ func TestE4M3ForNVFP4AllCodes(t *testing.T) {
 		got := float64(e4m3ToFloat32ForNVFP4(byte(c)))
 		if c&0x7F == 0x7F {
 			assert.True(t, math.IsNaN(got), "code %#x is NaN", c)
+			assert.Equal(t, c >= 0x80, math.Signbit(got), "sign of NaN code %#x", c)
 			continue
 		}
 		// exponent field e (bias 7), mantissa m: (1+m/8)*2^(e-7), or

@@ -35,8 +35,8 @@ func e4m3ToFloat32ForNVFP4(c byte) float32 {
 	e, m := int(c>>3)&0xF, float64(c&7)
 	var v float64
 	switch {
-	case e == 0xF && c&7 == 7:
-		return float32(math.NaN())
+	case e == 0xF && c&7 == 7: // NaN, with the code's sign (as ml_dtypes decodes it)
+		return math.Float32frombits(uint32(c&0x80)<<24 | 0x7FC00000)
 	case e == 0:
 		v = math.Ldexp(m, -9)
 	default:

@@ -1,0 +1,175 @@
+"""The element codecs and block dequantisations of the quantisation schemes
+(ckpt/numfmt: E2M1, E8M0, MXFP4, NVFP4 and NVFP4's F8_E4M3 block scales)
+against ml_dtypes (float4_e2m1fn, float8_e8m0fnu, float8_e4m3fn) and an
+independent numpy dequantisation, through the fp4dump helper
+(cmd/internal/fp4dump); and checkpoints of each scheme in the hub's layout,
+written with the reference safetensors writer, read by inspect and verify.
+
+Upstream layouts (cited in ckpt/numfmt): MXFP4 blocks [..., G, 16] U8 with
+two codes per byte, low nibble first, scales [..., G] E8M0
+(transformers integrations/mxfp4.py, gpt-oss torch/weights.py); NVFP4
+weight [N, K/2] U8, weight_scale [N, K/16] F8_E4M3, weight_scale_2 F32
+(vLLM quantization/modelopt.py)."""
+
+import json
+import os
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from stlib import assert_same_floats, ref_write
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FP4 = ml_dtypes.float4_e2m1fn
+E8M0 = ml_dtypes.float8_e8m0fnu
+E4M3 = ml_dtypes.float8_e4m3fn
+
+
+@pytest.fixture(scope="module")
+def fp4dump(tmp_path_factory):
+    if os.environ.get("FP4DUMP_BIN"):
+        return os.environ["FP4DUMP_BIN"]
+    out = str(tmp_path_factory.mktemp("bin") / "fp4dump")
+    subprocess.run(["go", "build", "-o", out, "./cmd/internal/fp4dump"], cwd=REPO, check=True)
+    return out
+
+
+def dump(fp4dump, tmp_path, cmd, *inputs, args=()):
+    paths = []
+    for i, data in enumerate(inputs):
+        p = tmp_path / f"in{i}"
+        p.write_bytes(np.ascontiguousarray(data).tobytes())
+        paths.append(str(p))
+    out = tmp_path / "out"
+    subprocess.run([fp4dump, cmd, *map(str, args), *paths, str(out)], check=True)
+    return np.frombuffer(out.read_bytes(), dtype="<f4")
+
+
+def e2m1(codes):
+    """ml_dtypes' value of each 4-bit code (one code per uint8)."""
+    return np.asarray(codes, dtype=np.uint8).view(FP4).astype(np.float32)
+
+
+def unpack(packed):
+    """Packed bytes → codes in element order: low nibble, then high."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    return np.stack([packed & 0x0F, packed >> 4], axis=-1).reshape(*packed.shape[:-1], -1)
+
+
+def test_e2m1_every_byte(fp4dump, tmp_path):
+    b = np.arange(256, dtype=np.uint8)
+    got = dump(fp4dump, tmp_path, "e2m1", b)
+    assert_same_floats(got, e2m1(unpack(b)), "packed E2M1 → float32 (numfmt.UnpackE2M1)")
+    # element 2i is the low nibble: 0x71 is (0.5, 6.0)
+    assert got[2 * 0x71: 2 * 0x71 + 2].tolist() == [0.5, 6.0]
+
+
+def test_e8m0_every_code(fp4dump, tmp_path):
+    c = np.arange(256, dtype=np.uint8)
+    want = c.view(E8M0).astype(np.float32)
+    got = dump(fp4dump, tmp_path, "e8m0", c)
+    assert_same_floats(got, want, "E8M0 → float32 (numfmt.E8M0ToFloat32)")
+    assert np.isnan(got[255]) and got[127] == 1.0
+
+
+def test_nvfp4_block_scale_every_e4m3_code(fp4dump, tmp_path):
+    """Each of 256 rows has one block whose codes are all 1.0 (0x22) and
+    whose scale is one F8_E4M3 code: the values are the decoded scales."""
+    packed = np.full((256, 8), 0x22, dtype=np.uint8)
+    scales = np.arange(256, dtype=np.uint8)
+    got = dump(fp4dump, tmp_path, "nvfp4", packed, scales, args=(256, 16, 1.0)).reshape(256, 16)
+    want = np.repeat(scales.view(E4M3).astype(np.float32)[:, None], 16, axis=1)
+    assert_same_floats(got, want, "NVFP4 F8_E4M3 block scale → float32")
+
+
+def test_mxfp4_dequantisation(fp4dump, tmp_path):
+    rng = np.random.default_rng(28)
+    g = 512
+    blocks = rng.integers(0, 256, size=(g, 16), dtype=np.uint8)
+    scales = rng.integers(0, 256, size=g, dtype=np.uint8)
+    scales[:6] = [0, 1, 127, 253, 254, 255]  # extremes, overflow to Inf, NaN
+    got = dump(fp4dump, tmp_path, "mxfp4", blocks, scales).reshape(g, 32)
+    # independent: float64 ldexp of the E2M1 values, rounded to float32
+    # once; 0xFF is NaN.
+    vals = e2m1(unpack(blocks)).astype(np.float64)
+    with np.errstate(over="ignore"):
+        want = np.ldexp(vals, scales.astype(np.int64)[:, None] - 127).astype(np.float32)
+    want[scales == 255] = np.nan
+    assert_same_floats(got, want, "MXFP4 blocks × 2^(scale-127)")
+    assert np.isinf(got[3:5]).any(), "large exponents overflow float32 as ldexp does"
+
+
+@pytest.mark.parametrize("global_scale", [1.0, 2.0 ** -8, 1 / 3, 0.0123, 3.1e-5])
+def test_nvfp4_dequantisation(fp4dump, tmp_path, global_scale):
+    rng = np.random.default_rng(16)
+    rows, cols = 64, 128
+    packed = rng.integers(0, 256, size=(rows, cols // 2), dtype=np.uint8)
+    scales = rng.integers(0, 0x7F, size=(rows, cols // 16), dtype=np.uint8)  # positive, finite
+    gs = np.float32(global_scale)
+    got = dump(fp4dump, tmp_path, "nvfp4", packed, scales, args=(rows, cols, repr(float(gs)))).reshape(rows, cols)
+    # independent: the exact product in float64, rounded to float32 once.
+    codes = e2m1(unpack(packed)).astype(np.float64)
+    s = np.repeat(scales.view(E4M3).astype(np.float64), 16, axis=1)
+    want = (codes * s * np.float64(gs)).astype(np.float32)
+    assert_same_floats(got, want, f"NVFP4 e2m1 × e4m3 × {gs}")
+
+
+def _mxfp4_checkpoint(d, bad=False):
+    """A gpt-oss-style MXFP4 checkpoint written by the reference writer."""
+    rng = np.random.default_rng(4)
+    e, rows, g = 2, 64, 2
+    blocks = rng.integers(0, 256, size=(e, rows, g, 16), dtype=np.uint8)
+    scales = rng.integers(120, 130, size=(e, rows, g), dtype=np.uint8)
+    sshape = [e, g, rows] if bad else [e, rows, g]
+    ref_write(d / "model.safetensors", {
+        "model.embed_tokens.weight": ("BF16", [32, 32], bytes(2 * 32 * 32)),
+        "model.layers.0.mlp.experts.down_proj_blocks": ("U8", list(blocks.shape), blocks.tobytes()),
+        "model.layers.0.mlp.experts.down_proj_scales": ("U8", sshape, scales.tobytes()),
+    })
+    (d / "config.json").write_text(json.dumps({"model_type": "gpt_oss", "quantization_config": {
+        "quant_method": "mxfp4", "modules_to_not_convert": ["model.embed_tokens", "lm_head"]}}))
+    return e * rows * g * 32 + 32 * 32
+
+
+def _nvfp4_checkpoint(d, bad=False):
+    """A ModelOpt-style NVFP4 checkpoint (hf_quant_config.json)."""
+    rng = np.random.default_rng(5)
+    n, k = 32, 64
+    packed = rng.integers(0, 256, size=(n, k // 2), dtype=np.uint8)
+    scales = rng.integers(0x30, 0x50, size=(n, k // 16), dtype=np.uint8)
+    sshape = [n // 2, k // 8] if bad else [n, k // 16]
+    f32 = lambda v: np.array(v, dtype="<f4").tobytes()  # noqa: E731
+    ref_write(d / "model.safetensors", {
+        "model.layers.0.mlp.down_proj.weight": ("U8", [n, k // 2], packed.tobytes()),
+        "model.layers.0.mlp.down_proj.weight_scale": ("F8_E4M3", sshape, scales.tobytes()),
+        "model.layers.0.mlp.down_proj.weight_scale_2": ("F32", [], f32(0.01)),
+        "model.layers.0.mlp.down_proj.input_scale": ("F32", [], f32(0.5)),
+    })
+    (d / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    (d / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}, "quantization": {
+        "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}))
+    return n * k
+
+
+@pytest.mark.parametrize("scheme,make,scale,weight", [
+    ("mxfp4", _mxfp4_checkpoint, "model.layers.0.mlp.experts.down_proj_scales", "model.layers.0.mlp.experts.down_proj_blocks"),
+    ("nvfp4", _nvfp4_checkpoint, "model.layers.0.mlp.down_proj.weight_scale", "model.layers.0.mlp.down_proj.weight"),
+])
+def test_hub_layout_inspect_and_verify(ckpt, tmp_path, scheme, make, scale, weight):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    params = make(good)
+    make(bad, bad=True)
+    doc = ckpt.json("inspect", good)
+    assert doc["quantization"]["scheme"] == scheme
+    assert doc["summary"]["parameters"] == params, "packed FP4 codes count two per byte, companions not at all"
+    rep = ckpt.json("verify", good, "--read-data")
+    assert rep["ok"], [f for f in rep["findings"] if f["status"] == "fail"]
+    assert any(f["id"] == "scheme.config" and f["message"].startswith(scheme + ":") for f in rep["findings"])
+    rep = ckpt.json("verify", bad, rc=1)
+    fails = [f for f in rep["findings"] if f["status"] == "fail"]
+    assert [f["id"] for f in fails] == ["scheme.companion_shape"], fails
+    assert fails[0]["tensors"] == [scale, weight]
