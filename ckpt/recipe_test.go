@@ -212,4 +212,12 @@ func TestQuantSchemeStillRefusesNewSchemes(t *testing.T) {
 	x, _ := c.Lookup("m.weight")
 	_, err := c.QuantScheme(x)
 	assert.ErrorIs(t, err, ckpt.ErrScale)
+
+	// declared in hf_quant_config.json only: the U8 codes are codes too.
+	c = openSpecs(t, []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
+		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}, map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`})
+	x, _ = c.Lookup("m.weight")
+	assert.True(t, c.IsQuantized(x))
+	_, err = c.QuantScheme(x)
+	assert.ErrorIs(t, err, ckpt.ErrScale)
 }

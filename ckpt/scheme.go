@@ -167,8 +167,9 @@ func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
 
 // IsQuantized reports whether t holds quantised codes rather than values:
 // a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
-// checkpoint whose quantization_config has another method than "fp8"
-// (packed or integer codes: compressed-tensors, MXFP4, ...). Quantisation
+// checkpoint whose quantization_config has another method than "fp8", or
+// that has only ModelOpt's hf_quant_config.json (packed or integer codes:
+// compressed-tensors, MXFP4, NVFP4, ...). Quantisation
 // bookkeeping (IsBookkeeping: scales, zero points; an MXFP4 <x>_scales)
 // never is.
 func (c *Checkpoint) IsQuantized(t *Tensor) bool {
@@ -182,9 +183,12 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 		return false
 	}
 	// Block FP8 keeps its codes in F8_E4M3: a U8/I8 tensor there is data.
-	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks.
+	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks. A
+	// ModelOpt checkpoint may declare its scheme in hf_quant_config.json
+	// only (NVFP4: U8 codes).
 	q := c.Config.Quantization()
-	return q != nil && q.Method != "fp8" && !strings.HasSuffix(t.Name, "_scales")
+	quantised := q != nil && q.Method != "fp8" || q == nil && c.HFQuantConfig != nil
+	return quantised && !strings.HasSuffix(t.Name, "_scales")
 }
 
 // QuantScheme says how the values of t are made from what is stored: the
