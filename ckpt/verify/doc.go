@@ -34,16 +34,16 @@
 //	                        (whole dotted segments); warn for entries that only
 //	                        substring-match (transformers' pitfall)
 //	fp8.compressed_tensors  compressed-tensors naming (weight_scale, input_scale)
-//	scheme.*                instead of fp8.*, for a checkpoint whose config
-//	                        declares MXFP4, NVFP4 or compressed-tensors FP8
-//	                        (ckpt.SchemeSpec): scheme.config (the scheme,
-//	                        named), scheme.weight_shape, scheme.companion_
-//	                        missing/_dtype/_shape (each quantised weight's
-//	                        companions), scheme.companion_orphan (a scale of
-//	                        no quantised weight), scheme.ignored (a quantised
-//	                        weight in the ignore list), scheme.scale_values
-//	                        (--read-data: E8M0 never 0xFF, weight_scale_2
-//	                        finite and > 0)
+//	scheme.config           (instead of fp8.*, for MXFP4, NVFP4 and compressed-
+//	                        tensors FP8, see ckpt.SchemeSpec) the scheme, named
+//	scheme.weight_shape     stored codes not of the scheme's shape
+//	scheme.companion_missing a quantised weight without a companion it needs
+//	scheme.companion_dtype  a companion of the wrong dtype
+//	scheme.companion_shape  a companion not of the shape its weight implies
+//	scheme.companion_orphan a scale that belongs to no quantised weight
+//	scheme.ignored          a quantised weight inside the ignore list
+//	scheme.scale_values     --read-data: an E8M0 scale 0xFF (NaN), a global
+//	                        scale not finite and > 0
 //	arch.config             the profile cannot read the config, or a config
 //	                        value disagrees with the tensors (layer counts,
 //	                        layer kinds, a dimension all tensors agree on)
