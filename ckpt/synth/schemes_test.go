@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,4 +69,89 @@ func TestWriteScheme(t *testing.T) {
 			assert.True(t, ok)
 		})
 	}
+}
+
+func readAll(t *testing.T, x *ckpt.Tensor) []byte {
+	t.Helper()
+	b := make([]byte, x.NBytes())
+	_, err := x.ReadAt(b, 0)
+	require.NoError(t, err)
+	return b
+}
+
+func readF32(t *testing.T, x *ckpt.Tensor) []float32 {
+	t.Helper()
+	out := make([]float32, x.Numel())
+	require.NoError(t, ckpt.DecodeFloat32(x.DType, readAll(t, x), out))
+	return out
+}
+
+// TestSchemeFineTuneValues: the bf16 fine-tune holds the base's
+// dequantised values exactly, but every 7th element of the changed weight.
+func TestSchemeFineTuneValues(t *testing.T) {
+	t.Parallel()
+	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Tensor, ckpt.FP8Channel, ckpt.FP8Block} {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			base, ft, err := synth.SchemePair(t.TempDir(), s)
+			require.NoError(t, err)
+			open := func(dir string) *ckpt.Checkpoint {
+				c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+				require.NoError(t, err)
+				t.Cleanup(func() { c.Close() })
+				return c
+			}
+			b, f := open(base), open(ft)
+			r, err := b.QuantRecipe()
+			require.NoError(t, err)
+			for _, w := range r.QuantWeights(b) {
+				vals := make([]float32, numelOf(w.Shape))
+				comp := func(i int) *ckpt.Tensor { require.NotNil(t, w.Companions[i].Tensor); return w.Companions[i].Tensor }
+				switch s {
+				case ckpt.MXFP4:
+					require.NoError(t, numfmt.DequantMXFP4(vals, readAll(t, w.Weight), readAll(t, comp(0))))
+				case ckpt.NVFP4:
+					require.NoError(t, numfmt.DequantNVFP4(vals, readAll(t, w.Weight), readAll(t, comp(0)), readF32(t, comp(1))[0], int(w.Shape[0]), int(w.Shape[1])))
+				default:
+					codes, sc := readAll(t, w.Weight), readF32(t, comp(0))
+					rows, cols := w.Shape[0], w.Shape[1]
+					for i := int64(0); i < rows; i++ {
+						for j := int64(0); j < cols; j++ {
+							k := int64(0)
+							switch s {
+							case ckpt.FP8Channel:
+								k = i
+							case ckpt.FP8Block:
+								k = (i/32)*((cols+31)/32) + j/32
+							}
+							vals[i*cols+j] = ckpt.DecodeE4M3(codes[i*cols+j]) * sc[k]
+						}
+					}
+				}
+				x, ok := f.Lookup(w.Name)
+				require.True(t, ok, w.Name)
+				assert.Equal(t, w.Shape, x.Shape, w.Name)
+				got := readF32(t, x)
+				changed := 0
+				for i := range got {
+					if got[i] != vals[i] {
+						changed++
+						assert.Equal(t, w.Name, synth.SchemeChangedWeight(s), "%s element %d: %v, base %v", w.Name, i, got[i], vals[i])
+						assert.Zero(t, i%7, "%s element %d", w.Name, i)
+					}
+				}
+				if w.Name == synth.SchemeChangedWeight(s) {
+					assert.Greater(t, changed, len(got)/7-len(got)/50, "most of every 7th element changed")
+				}
+			}
+		})
+	}
+}
+
+func numelOf(shape []int64) int64 {
+	n := int64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }
