@@ -182,15 +182,6 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	} else if !isNotExist(err) {
 		return nil, err
 	}
-	if data, err := readSmallFile(ctx, store, hfQuantConfigFile, 64<<20); err == nil {
-		cfg, err := ParseConfig(data, store.Location(hfQuantConfigFile))
-		if err != nil {
-			return nil, err
-		}
-		c.HFQuantConfig = cfg
-	} else if !isNotExist(err) {
-		return nil, err
-	}
 	var err error
 	if strings.HasSuffix(entry, ".json") {
 		err = c.openSharded(ctx, entry, opt)
@@ -203,6 +194,10 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		return nil, err
 	}
 	sort.Slice(c.Tensors, func(i, j int) bool { return NaturalLess(c.Tensors[i].Name, c.Tensors[j].Name) })
+	if herr := c.readHFQuantConfig(ctx); herr != nil {
+		c.Close()
+		return nil, herr
+	}
 	if is, ok := singleBesideIndex(c, store, listed); ok {
 		c.Issues = append(c.Issues, is)
 	}

@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -169,6 +170,42 @@ func (e *RecipeError) Error() string {
 
 // hfQuantConfigFile is ModelOpt's quantisation config beside config.json.
 const hfQuantConfigFile = "hf_quant_config.json"
+
+// readHFQuantConfig reads ModelOpt's hf_quant_config.json when config.json
+// declares no quantisation but the tensors look quantised (a U8 tensor, or
+// a weight_scale / weight_scale_2 / input_scale companion): other
+// checkpoints cost no extra request to a remote store.
+func (c *Checkpoint) readHFQuantConfig(ctx context.Context) error {
+	if c.Config.Quantization() != nil || !looksQuantised(c.Tensors) {
+		return nil
+	}
+	data, err := readSmallFile(ctx, c.Store, hfQuantConfigFile, 64<<20)
+	switch {
+	case isNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	cfg, err := ParseConfig(data, c.Store.Location(hfQuantConfigFile))
+	if err != nil {
+		return err
+	}
+	c.HFQuantConfig = cfg
+	return nil
+}
+
+func looksQuantised(ts []*Tensor) bool {
+	for _, t := range ts {
+		if t.DType == U8 {
+			return true
+		}
+		switch t.Name[strings.LastIndexByte(t.Name, '.')+1:] {
+		case "weight_scale", "weight_scale_2", "input_scale":
+			return true
+		}
+	}
+	return false
+}
 
 // QuantRecipe returns the checkpoint's quantisation as declared by
 // config.json's quantization_config (top level, else text_config) or,
@@ -357,6 +394,9 @@ func wildMatch(pattern, s string) bool {
 // such as "model.layers.*.self_attn"), and compressed-tensors' "re:"
 // entries are regexes matched from the start of the module's name.
 func (r *QuantRecipe) Ignored(module string) string {
+	if r == nil {
+		return ""
+	}
 	for _, e := range r.Ignore {
 		if rx, ok := strings.CutPrefix(e, "re:"); ok {
 			if matchRegexp(rx, module) {
@@ -442,8 +482,11 @@ var scalarShapes = [][]int64{{}, {1}}
 // QuantWeight returns t's place in the recipe when t holds the codes of a
 // quantised weight of it (an MXFP4 X_blocks U8, an NVFP4 U8 or an FP8
 // F8_E4M3 <module>.weight), with its companions looked up by name. It
-// reads no data.
+// reads no data. A nil recipe has no quantised weights.
 func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool) {
+	if r == nil {
+		return nil, false
+	}
 	var w *QuantWeight
 	module, isWeight := strings.CutSuffix(t.Name, ".weight")
 	switch {

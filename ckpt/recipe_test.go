@@ -81,7 +81,7 @@ func TestQuantRecipe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: ckpt.BF16, Shape: []int64{2}}}, tc.files)
+			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: ckpt.U8, Shape: []int64{2}}}, tc.files) // U8: hf_quant_config.json is read
 			r, err := c.QuantRecipe()
 			if tc.err != "" {
 				var re *ckpt.RecipeError
@@ -156,7 +156,7 @@ func TestQuantWeightLayout(t *testing.T) {
 			[]ckpt.WriteSpec{spec("m.weight", ckpt.U8, 8, 32), spec("m.weight_scale", ckpt.F8E4M3, 8, 4), spec("m.weight_scale_2", ckpt.F32)},
 			"m.weight", ckpt.NVFP4, []int64{8, 64}, []comp{{"m.weight_scale", true, [][]int64{{8, 4}}}, {"m.weight_scale_2", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 64},
 		{"nvfp4 bf16 weight is plain", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
-			[]ckpt.WriteSpec{spec("lm_head.weight", ckpt.BF16, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
+			[]ckpt.WriteSpec{spec("lm_head.weight", ckpt.BF16, 8, 32), spec("m.weight", ckpt.U8, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
 		{"ct channel", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`},
 			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 8, 32), spec("m.weight_scale", ckpt.F32, 8, 1)},
 			"m.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{8, 1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
@@ -220,4 +220,24 @@ func TestQuantSchemeStillRefusesNewSchemes(t *testing.T) {
 	assert.True(t, c.IsQuantized(x))
 	_, err = c.QuantScheme(x)
 	assert.ErrorIs(t, err, ckpt.ErrScale)
+}
+
+// TestHFQuantConfigReadOnlyWhenQuantised: hf_quant_config.json is read
+// only for a checkpoint whose tensors look quantised and whose config.json
+// declares nothing (no extra request for the others).
+func TestHFQuantConfigReadOnlyWhenQuantised(t *testing.T) {
+	t.Parallel()
+	hfq := map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`}
+	for _, tc := range []struct {
+		name  string
+		specs []ckpt.WriteSpec
+		read  bool
+	}{
+		{"bf16 only", []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.BF16, Shape: []int64{2}}}, false},
+		{"u8 codes", []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{2}}}, true},
+		{"an input_scale", []ckpt.WriteSpec{{Name: "m.input_scale", DType: ckpt.F32, Shape: []int64{}}}, true},
+	} {
+		c := openSpecs(t, tc.specs, hfq)
+		assert.Equal(t, tc.read, c.HFQuantConfig != nil, tc.name)
+	}
 }
