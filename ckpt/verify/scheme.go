@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -16,6 +17,11 @@ import (
 // block-FP8 checks (fp8Checks), as before.
 func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt Options) []Check {
 	r, err := c.QuantRecipe()
+	var re *ckpt.RecipeError
+	if errors.As(err, &re) && !(in.quant != nil && strings.EqualFold(in.quant.Method, "fp8")) {
+		// a declaration ckpt cannot check: say so, and run what applies.
+		return append([]Check{{ID: "scheme.config", Status: Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
+	}
 	if err != nil || r == nil || r.Scheme == ckpt.BlockFP8 {
 		return fp8Checks(c, in)
 	}

@@ -287,3 +287,29 @@ func TestExtractRefusesNewSchemes(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyUnknownScheme: a quantisation config ckpt cannot check is a
+// warning that names it (exit 0 unless --strict), not a silent pass.
+func TestVerifyUnknownScheme(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "x")
+	require.NoError(t, synth.WriteScheme(dir, ckpt.FP8Channel, synth.SchemeOptions{}))
+	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
+		q := m["quantization_config"].(map[string]any)
+		q["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["strategy"] = "group"
+	})
+	code, doc, raw := schemeVerify(t, dir)
+	require.Equal(t, 0, code, raw)
+	found := false
+	for _, f := range doc.Findings {
+		if f.ID == "scheme.config" {
+			found = true
+			assert.Equal(t, ckpt.Warn, f.Status)
+			assert.Contains(t, f.Message, `quantisation not verified: `)
+			assert.Contains(t, f.Message, `config_groups.group_0.weights.strategy "group" is not one ckpt knows`)
+		}
+	}
+	assert.True(t, found, raw)
+	code, _, _ = runApp(t, "verify", dir, "--strict")
+	assert.Equal(t, 1, code)
+}
