@@ -338,7 +338,8 @@ func (r *QuantRecipe) compressedTensors(q *QuantConfig) error {
 
 // group returns the compressed-tensors group whose targets name module
 // (exactly or by a "re:" regex); else the first group that targets a
-// layer class (such as "Linear"), which names cannot resolve.
+// layer class (a capitalised name such as "Linear"), which names cannot
+// resolve.
 func (r *QuantRecipe) group(module string) *QuantGroup {
 	var byClass *QuantGroup
 	for i := range r.Groups {
@@ -350,8 +351,8 @@ func (r *QuantRecipe) group(module string) *QuantGroup {
 				}
 			} else if t == module {
 				return g
-			} else if byClass == nil && !strings.Contains(t, ".") {
-				byClass = g
+			} else if byClass == nil && t != "" && t[0] >= 'A' && t[0] <= 'Z' && !strings.Contains(t, ".") {
+				byClass = g // a layer class ("Linear")
 			}
 		}
 	}

@@ -127,6 +127,9 @@ func TestQuantRecipeIgnored(t *testing.T) {
 
 func TestQuantWeightLayout(t *testing.T) {
 	t.Parallel()
+	const ctGroups = `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{
+		"group_0":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}},
+		"group_1":{"targets":["re:.*down_proj$"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`
 	spec := func(name string, dt ckpt.DType, shape ...int64) ckpt.WriteSpec {
 		return ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}
 	}
@@ -166,6 +169,14 @@ func TestQuantWeightLayout(t *testing.T) {
 		{"ct block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["re:.*proj$"],"weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[4,16]}}}}}`},
 			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 9, 32)},
 			"m.q_proj.weight", ckpt.FP8Block, []int64{9, 32}, []comp{{"m.q_proj.weight_scale", false, [][]int64{{3, 2}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 9 * 32},
+		{"ct groups by target: regex first", map[string]string{"config.json": ctGroups},
+			[]ckpt.WriteSpec{spec("m.down_proj.weight", ckpt.F8E4M3, 8, 32), spec("m.down_proj.weight_scale", ckpt.F32, 8, 1)},
+			"m.down_proj.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.down_proj.weight_scale", true, [][]int64{{8, 1}}}, {"m.down_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+		{"ct groups by target: then the layer class", map[string]string{"config.json": ctGroups},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 8, 32), spec("m.q_proj.weight_scale", ckpt.F32)},
+			"m.q_proj.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.q_proj.weight_scale", true, [][]int64{{}, {1}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+		{"ct groups by target: a module name is no class", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["lm_head"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 8, 32)}, "m.q_proj.weight", "", nil, nil, 8 * 32},
 		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[4,16]}}`},
 			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 9, 32), spec("m.weight_scale_inv", ckpt.BF16, 3, 2)},
 			"m.weight", ckpt.BlockFP8, []int64{9, 32}, []comp{{"m.weight_scale_inv", true, [][]int64{{3, 2}}}}, 9 * 32},
