@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -26,6 +27,19 @@ import (
 // directory itself; the report's B names the directory used. Paths in the
 // report are relative to it.
 func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
+	return planReport(plan, dir, false)
+}
+
+// PlanNames is Plan for a plan without shapes (mapping.PlanNames): each
+// common file's expected header is the one the plan's entry gives the
+// shape the file's own header records, so that everything but the shape
+// (dtype, layout, memory config with its shard spec, placement,
+// distribution, shard count and sizes) is compared.
+func PlanNames(plan *mapping.Plan, dir string) (*CompareReport, error) {
+	return planReport(plan, dir, true)
+}
+
+func planReport(plan *mapping.Plan, dir string, ownShape bool) (*CompareReport, error) {
 	cdir := dir
 	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
 		cdir = filepath.Join(dir, filepath.FromSlash(plan.CacheDir))
@@ -55,9 +69,11 @@ func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 			continue
 		}
 		rep.Common++
-		want, err := cache.HeaderFor(e)
-		if err != nil {
-			return nil, err
+		var want *tensorbin.Header
+		if !ownShape {
+			if want, err = cache.HeaderFor(e); err != nil {
+				return nil, err
+			}
 		}
 		f, got, err := openHeader(filepath.Join(cdir, filepath.FromSlash(p)))
 		if err != nil {
@@ -65,6 +81,20 @@ func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 			continue
 		}
 		f.Close()
+		if ownShape {
+			se := *e
+			se.DeviceShape = make([]int64, len(got.Spec.Shape))
+			for i, d := range got.Spec.Shape {
+				se.DeviceShape[i] = int64(d)
+			}
+			if want, err = cache.HeaderFor(&se); err != nil {
+				// The shape cannot be stored as the rule says (a DRAM
+				// width-sharded file that is not 2-D).
+				rep.Diffs = append(rep.Diffs, Difference{Kind: DiffHeader, File: p, Target: e.Target, Field: "shape",
+					A: "as rule " + e.Rule + " stores it", B: cache.FormatDims(got.Spec.Shape), Message: err.Error()})
+				continue
+			}
+		}
 		diffs := headerDiffs(p, want, got)
 		for i := range diffs {
 			diffs[i].Target = e.Target

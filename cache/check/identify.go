@@ -75,12 +75,24 @@ type IdentifyResult struct {
 	// NonFinite lists the source tensors of the compared files that hold
 	// NaN or Inf (a build of them needs --allow-nonfinite; the data
 	// comparison builds them anyway, as the serving stack does).
-	NonFinite  []ckpt.NonFinite `json:"nonfinite,omitempty"`
-	Exact      bool             `json:"exact"`
-	Best       *Candidate       `json:"best"`
-	Ties       []string         `json:"ties,omitempty"`
-	Candidates []Candidate      `json:"candidates"`
-	Report     *CompareResult   `json:"report"`
+	NonFinite []ckpt.NonFinite `json:"nonfinite,omitempty"`
+	// NamesOnly: no source, the candidates' plans were made from the
+	// cache's file names (IdentifyNames); NotCompared says what that
+	// leaves out.
+	NamesOnly   bool           `json:"names_only,omitempty"`
+	NotCompared []string       `json:"not_compared,omitempty"`
+	Exact       bool           `json:"exact"`
+	Best        *Candidate     `json:"best"`
+	Ties        []string       `json:"ties,omitempty"`
+	Candidates  []Candidate    `json:"candidates"`
+	Report      *CompareResult `json:"report"`
+	// Warnings are the messages of the source's warning issues (not in
+	// the document: the CLI prints them on stderr). BuildFlags are the
+	// cache build flags the line that rebuilds the cache needs beyond the
+	// profile, mesh, device, tag and --set (" --allow-nonfinite --nan
+	// scalar"; "" for none).
+	Warnings   []string `json:"-"`
+	BuildFlags string   `json:"-"`
 	report     *CompareReport
 }
 
@@ -98,44 +110,122 @@ func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
 func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyOptions) (*IdentifyResult, error) {
-	f, err := cache.ResolveFolder(dir, opt.Select)
+	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string) (tried, error) {
+		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir)
+		return tried{cand: cand, plan: plan, rep: rep}, err
+	})
 	if err != nil {
 		return nil, err
+	}
+	res.Source = c.Source
+	if best == nil {
+		return res, nil
+	}
+	if opt.Data {
+		n, nonFinite, err := compareData(ctx, c, best.plan, res.Dir, best.rep, opt)
+		if err != nil {
+			return nil, err
+		}
+		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
+		for _, d := range best.rep.Diffs {
+			if d.Kind == DiffData {
+				res.Candidates[0].Data++
+				res.Candidates[0].Differences++
+			}
+		}
+	}
+	res.finish(best.rep)
+	return res, nil
+}
+
+// IdentifyNames is Identify without the source checkpoint, for a cache
+// the serving stack wrote (no ckpt manifest names its source): every
+// candidate's plan is made from the cache's file names (mapping.PlanNames:
+// the decoder layers, their types and the config-dependent files the names
+// show) and held against the names and headers (PlanNames: each file's
+// own shape stands for the planned one). NotCompared says what names and
+// headers cannot show (shapes, data, config-dependent files absent from
+// the cache). opt.Data is ignored: there is no source to build from.
+func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
+	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string) (tried, error) {
+		settings, err := p.Resolve(mesh, set)
+		if err != nil {
+			return tried{}, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		plan, notes, err := mapping.PlanNames(p, mesh, set, p.Device, files)
+		if err != nil {
+			return tried{}, err
+		}
+		rep, err := PlanNames(plan, fdir)
+		if err != nil {
+			return tried{}, err
+		}
+		cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
+		cand.count(rep)
+		return tried{cand: cand, plan: plan, rep: rep, notes: notes}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.NamesOnly = true
+	if best == nil {
+		return res, nil
+	}
+	res.NotCompared = append(best.notes, "data not compared: no source")
+	res.finish(best.rep)
+	return res, nil
+}
+
+// tried is one candidate held against the cache: its plan, the report
+// and what the plan could not decide.
+type tried struct {
+	cand  Candidate
+	plan  *mapping.Plan
+	rep   *CompareReport
+	notes []string
+}
+
+// identify tries every candidate on the cache folder of dir (try makes
+// and holds its plan; files are the folder's .tensorbin paths) and ranks
+// them, closest first. It returns the closest that maps (nil when none
+// does); the caller finishes the result with its report.
+func identify(ctx context.Context, dir string, opt IdentifyOptions,
+	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string) (tried, error)) (*IdentifyResult, *tried, error) {
+	f, err := cache.ResolveFolder(dir, opt.Select)
+	if err != nil {
+		return nil, nil, err
 	}
 	mesh, err := mapping.ParseMesh(f.Mesh())
 	if err != nil {
-		return nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
+		return nil, nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
 	}
 	files, err := cache.TensorbinFiles(f.Path())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("cache folder %s holds no %s file: nothing to identify", f.Path(), mapping.FileExt)
+		return nil, nil, fmt.Errorf("cache folder %s holds no %s file: nothing to identify", f.Path(), mapping.FileExt)
 	}
-	res := &IdentifyResult{Dir: f.Path(), Source: c.Source, Mesh: mesh.String(), Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
+	res := &IdentifyResult{Dir: f.Path(), Mesh: mesh.String(), Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
 	profiles, err := identifyProfiles(opt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var reports []*CompareReport
-	var plans []*mapping.Plan
+	var all []tried
 	for _, p := range profiles {
 		p.Device, p.Tag = f.Device(), f.Tag()
 		for _, set := range settingsOf(p, mesh) {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			cand, plan, rep, err := tryCandidate(c, p, mesh, set, f.Path())
+			t, err := try(p, mesh, set, f.Path(), files)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			res.Candidates = append(res.Candidates, cand)
-			reports = append(reports, rep)
-			plans = append(plans, plan)
+			all = append(all, t)
 		}
 	}
-	order := make([]int, len(res.Candidates))
+	order := make([]int, len(all))
 	for i := range order {
 		order[i] = i
 	}
@@ -146,7 +236,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		return c.Differences
 	}
 	sort.SliceStable(order, func(i, j int) bool {
-		a, b := res.Candidates[order[i]], res.Candidates[order[j]]
+		a, b := all[order[i]].cand, all[order[j]].cand
 		if rank(a) != rank(b) {
 			return rank(a) < rank(b)
 		}
@@ -155,40 +245,44 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		}
 		return a.Profile == mapping.BuiltinName && b.Profile != mapping.BuiltinName
 	})
-	sorted := make([]Candidate, len(order))
-	for i, k := range order {
-		sorted[i] = res.Candidates[k]
+	for _, k := range order {
+		res.Candidates = append(res.Candidates, all[k].cand)
 	}
-	res.Candidates = sorted
 	if len(order) == 0 || res.Candidates[0].Differences < 0 {
-		return res, nil
+		return res, nil, nil
 	}
-	best := res.Candidates[0]
-	res.report = reports[order[0]]
-	if opt.Data {
-		n, nonFinite, err := compareData(ctx, c, plans[order[0]], f.Path(), res.report, opt)
-		if err != nil {
-			return nil, err
-		}
-		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
-		for _, d := range res.report.Diffs {
-			if d.Kind == DiffData {
-				best.Data++
-				best.Differences++
-			}
-		}
-		res.Candidates[0] = best
-	}
-	res.Best = &best
-	r := res.report.Result()
-	res.Report = &r
-	res.Exact = best.Differences == 0
-	for _, c := range res.Candidates[1:] {
+	return res, &all[order[0]], nil
+}
+
+// finish sets the verdict from the closest candidate (Candidates[0]) and
+// its report.
+func (r *IdentifyResult) finish(rep *CompareReport) {
+	best := r.Candidates[0]
+	r.report = rep
+	r.Best = &best
+	doc := rep.Result()
+	r.Report = &doc
+	r.Exact = best.Differences == 0
+	for _, c := range r.Candidates[1:] {
 		if c.Differences == best.Differences {
-			res.Ties = append(res.Ties, describeCandidate(c))
+			r.Ties = append(r.Ties, describeCandidate(c))
 		}
 	}
-	return res, nil
+}
+
+// count sets the candidate's differences from its report.
+func (c *Candidate) count(rep *CompareReport) {
+	c.Differences = len(rep.Diffs)
+	for _, d := range rep.Diffs {
+		switch d.Kind {
+		case DiffMissing:
+			c.Missing++
+		case DiffExtra:
+			c.Extra++
+		default:
+			c.Headers++
+		}
+	}
 }
 
 // tryCandidate holds the plan of c with profile p and the variables set
@@ -214,17 +308,7 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 	if err != nil {
 		return Candidate{}, nil, nil, err
 	}
-	cand.Differences = len(rep.Diffs)
-	for _, d := range rep.Diffs {
-		switch d.Kind {
-		case DiffMissing:
-			cand.Missing++
-		case DiffExtra:
-			cand.Extra++
-		default:
-			cand.Headers++
-		}
-	}
+	cand.count(rep)
 	return cand, plan, rep, nil
 }
 

@@ -1,0 +1,127 @@
+package check
+
+import (
+	"context"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// IdentifyRequest is what `ckpt cache identify` asks for: the cache (Dir,
+// Select among the folders of a root), the candidates (Profiles or Rules,
+// as IdentifyOptions) and the source. With Source the candidates are plans
+// of it and the closest one's data is compared too (not with
+// HeadersOnly; Workers, NaN and Progress go to that comparison). Without
+// it, the source a ckpt manifest in the folder names is planned (names
+// and headers only); a cache with no such manifest, as the serving stack
+// writes it, is identified from its file names and headers alone
+// (IdentifyNames).
+type IdentifyRequest struct {
+	Dir         string
+	Source      string
+	Openers     []ckpt.SourceOpener
+	Profiles    []string
+	Rules       string
+	Select      cache.Selector
+	HeadersOnly bool
+	// NaN is the NaN style of the data comparison ("" for
+	// build.NaNVector, cache build's default).
+	NaN      string
+	Workers  int
+	Progress *ckpt.Progress
+}
+
+// IdentifySummary is the closing JSON Lines record of cache identify.
+type IdentifySummary struct {
+	Dir        string   `json:"dir"`
+	Source     string   `json:"source"`
+	Exact      bool     `json:"exact"`
+	Profile    string   `json:"profile,omitempty"`
+	Overrides  []string `json:"overrides"`
+	Candidates int      `json:"candidates"`
+}
+
+// Summary is the result's closing JSON Lines record.
+func (r *IdentifyResult) Summary() IdentifySummary {
+	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates)}
+	if r.Best != nil {
+		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
+	}
+	return s
+}
+
+// RunIdentify is the workflow of `ckpt cache identify`: it validates the
+// request (errors there are *ckpt.UsageError, before any work), finds the
+// source (Source, else the ckpt manifest's, else none), opens it and runs
+// Identify, or IdentifyNames without a source. The result carries the
+// source's warnings (also when RunIdentify fails after opening it) and
+// the cache build flags names and headers cannot show (BuildFlags).
+func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
+	nan := req.NaN
+	if nan == "" {
+		nan = build.NaNVector
+	}
+	if _, err := build.NaNBits(nan); err != nil {
+		return nil, &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
+	}
+	if req.Rules != "" && len(req.Profiles) > 0 {
+		return nil, &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
+	}
+	opt := IdentifyOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
+		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress}
+	src := req.Source
+	if src == "" {
+		f, err := cache.ResolveFolder(req.Dir, req.Select)
+		if err != nil {
+			return nil, err
+		}
+		if m, err := cache.ReadManifest(f.Path()); err == nil && m.Source != "" {
+			src = m.Source
+		}
+	}
+	if src == "" {
+		res, err := IdentifyNames(ctx, req.Dir, opt)
+		if err != nil {
+			return nil, err
+		}
+		res.BuildFlags = buildFlagsOf(res, nan)
+		return res, nil
+	}
+	c, err := ckpt.Open(ctx, src, ckpt.Options{}, req.Openers...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var warnings []string
+	for _, is := range c.Issues {
+		if is.Status == ckpt.Warn {
+			warnings = append(warnings, is.Message)
+		}
+	}
+	res, err := Identify(ctx, req.Dir, c, opt)
+	if err != nil {
+		return &IdentifyResult{Warnings: warnings}, err
+	}
+	res.Warnings = warnings
+	res.BuildFlags = buildFlagsOf(res, nan)
+	return res, nil
+}
+
+// buildFlagsOf gives the cache build flags that names and headers cannot
+// show: those the folder's ckpt manifest records (a build that accepted
+// NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
+// in the source, --allow-nonfinite with the --nan style it was made with.
+func buildFlagsOf(r *IdentifyResult, nan string) string {
+	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
+		s := " --allow-nonfinite"
+		if m.NaN != "" {
+			s += " --nan " + m.NaN
+		}
+		return s
+	}
+	if len(r.NonFinite) > 0 {
+		return " --allow-nonfinite --nan " + nan
+	}
+	return ""
+}
