@@ -61,38 +61,19 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if _, err := build.NaNBits(o.NaN); err != nil {
-		return usageError("--nan: %v", err)
-	}
-	if o.Rules != "" && len(o.Profiles) > 0 {
-		return usageError("--rules and --profile are exclusive")
-	}
-	src := o.Source
-	if src == "" {
-		f, err := cache.ResolveFolder(o.Dir, o.Select)
-		if err != nil {
-			return err
-		}
-		m, err := cache.ReadManifest(f.Path())
-		if err != nil || m.Source == "" {
-			return usageError("cache identify needs --source SRC, the checkpoint %s was built from (the folder has no ckpt manifest naming it): the candidates are plans of that checkpoint", f.Path())
-		}
-		src = m.Source
-	}
-	c, err := a.open(ctx, src, ckpt.Options{})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	a.warnIssues(c)
 	prog := ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache identify", prog)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	res, err := check.Identify(ctx, o.Dir, c, check.IdentifyOptions{Profiles: o.Profiles, Rules: o.Rules, Select: o.Select,
-		Data: o.Source != "" && !o.HeadersOnly, Workers: o.Workers, NaN: o.NaN, Progress: prog})
+	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
+		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog})
 	stop()
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -100,9 +81,9 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSON:
 		err = output.WriteJSON(a.Out, res)
 	case output.JSONL:
-		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, identifySummary(res))
+		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, res.Summary())
 	default:
-		err = printIdentify(a.Out, format, res, o.Rules, o.NaN)
+		err = printIdentify(a.Out, format, res, o.Rules)
 	}
 	if err != nil {
 		return err
@@ -113,26 +94,10 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	return nil
 }
 
-// identifySummary is the closing JSON Lines record of cache identify.
-func identifySummary(r *check.IdentifyResult) any {
-	s := struct {
-		Dir        string   `json:"dir"`
-		Source     string   `json:"source"`
-		Exact      bool     `json:"exact"`
-		Profile    string   `json:"profile,omitempty"`
-		Overrides  []string `json:"overrides"`
-		Candidates int      `json:"candidates"`
-	}{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates)}
-	if r.Best != nil {
-		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
-	}
-	return s
-}
-
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, nan string) error {
+func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules string) error {
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	g.Drop = map[int]int{3: 1, 4: 2, 5: 3} // the parts of the differences give way on a narrow terminal, header counts first
 	for _, c := range r.Candidates {
@@ -169,17 +134,25 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, n
 	if r.Tag != "bfp8" {
 		cmd += " --tag " + r.Tag
 	}
-	cmd += set + buildFlagsOf(r, nan)
+	cmd += set + r.BuildFlags
 	what := "names and headers"
+	if r.NamesOnly {
+		what = "names and headers alone (no source)"
+	}
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
 	}
 	if r.Exact {
 		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s, by %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
 		if len(r.Ties) > 0 {
-			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(r.Ties, "; "))
+			of := "this checkpoint"
+			if r.NamesOnly {
+				of = "these file names"
+			}
+			fmt.Fprintf(w, "as exact (they plan the same files for %s): %s\n", of, strings.Join(r.Ties, "; "))
 		}
 		fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
+		printNotCompared(w, r)
 		return nil
 	}
 	if rep := r.ClosestReport(); rep != nil && len(rep.Diffs) > 0 {
@@ -191,23 +164,17 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, n
 	}
 	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %d difference(s) (%s)\n",
 		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), r.Best.Differences, cmd)
+	printNotCompared(w, r)
 	return nil
 }
 
-// buildFlagsOf gives the cache build flags that names and headers cannot
-// show: those the folder's ckpt manifest records (a build that accepted
-// NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
-// in the source, --allow-nonfinite with the --nan style it was made with.
-func buildFlagsOf(r *check.IdentifyResult, nan string) string {
-	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
-		s := " --allow-nonfinite"
-		if m.NaN != "" {
-			s += " --nan " + m.NaN
-		}
-		return s
+// printNotCompared lists what a names-only identification could not
+// compare (--source compares it).
+func printNotCompared(w io.Writer, r *check.IdentifyResult) {
+	for _, n := range r.NotCompared {
+		fmt.Fprintln(w, n)
 	}
-	if len(r.NonFinite) > 0 {
-		return " --allow-nonfinite --nan " + nan
+	if len(r.NotCompared) > 0 {
+		fmt.Fprintln(w, "(--source SRC, the checkpoint the cache was built from, compares them)")
 	}
-	return ""
 }

@@ -100,11 +100,14 @@ func TestCacheIdentify(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--nan")
 
-	// Unreadable: no manifest and no --source, no cache, no source.
+	// No manifest and no --source: identified from names and headers
+	// alone, which cannot see the changed byte (this said "cache identify
+	// needs --source", exit 2, before the names-only identification of
+	// issue #22 Deliver 4). Unreadable: no cache, no source.
 	require.NoError(t, os.Remove(filepath.Join(folder, "manifest.json")))
-	code, _, stderr = runApp(t, "cache", "identify", out)
-	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, "needs --source")
+	code, stdout, stderr = runApp(t, "cache", "identify", out)
+	assert.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "exactly qwen36-mtp@pr55548, by names and headers alone (no source)\n")
 	code, _, _ = runApp(t, "cache", "identify", filepath.Join(dir, "nothing"), "--source", src)
 	assert.Equal(t, 2, code)
 	code, _, _ = runApp(t, "cache", "identify", out, "--source", filepath.Join(dir, "nothing"))
