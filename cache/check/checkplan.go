@@ -27,7 +27,7 @@ import (
 // directory itself; the report's B names the directory used. Paths in the
 // report are relative to it.
 func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
-	return planReport(plan, dir, false)
+	return planReport(plan, dir, false, nil)
 }
 
 // PlanNames is Plan for a plan without shapes (mapping.PlanNames): each
@@ -36,10 +36,34 @@ func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
 // (dtype, layout, memory config with its shard spec, placement,
 // distribution, shard count and sizes) is compared.
 func PlanNames(plan *mapping.Plan, dir string) (*CompareReport, error) {
-	return planReport(plan, dir, true)
+	return planReport(plan, dir, true, nil)
 }
 
-func planReport(plan *mapping.Plan, dir string, ownShape bool) (*CompareReport, error) {
+// headerCache holds the headers of a cache folder's files, read once for
+// every candidate held against it (a header that cannot be read: its
+// error).
+type headerCache map[string]headerOrErr
+
+type headerOrErr struct {
+	h   *tensorbin.Header
+	err error
+}
+
+func (hc headerCache) read(path string) (*tensorbin.Header, error) {
+	if c, ok := hc[path]; ok && hc != nil {
+		return c.h, c.err
+	}
+	f, h, err := openHeader(path)
+	if err == nil {
+		f.Close()
+	}
+	if hc != nil {
+		hc[path] = headerOrErr{h, err}
+	}
+	return h, err
+}
+
+func planReport(plan *mapping.Plan, dir string, ownShape bool, headers headerCache) (*CompareReport, error) {
 	cdir := dir
 	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
 		cdir = filepath.Join(dir, filepath.FromSlash(plan.CacheDir))
@@ -75,12 +99,11 @@ func planReport(plan *mapping.Plan, dir string, ownShape bool) (*CompareReport, 
 				return nil, err
 			}
 		}
-		f, got, err := openHeader(filepath.Join(cdir, filepath.FromSlash(p)))
+		got, err := headers.read(filepath.Join(cdir, filepath.FromSlash(p)))
 		if err != nil {
 			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffUnreadable, File: p, Target: e.Target, B: "unreadable", Message: err.Error()})
 			continue
 		}
-		f.Close()
 		if ownShape {
 			se := *e
 			se.DeviceShape = make([]int64, len(got.Spec.Shape))

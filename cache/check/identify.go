@@ -147,6 +147,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 // headers cannot show (shapes, data, config-dependent files absent from
 // the cache). opt.Data is ignored: there is no source to build from.
 func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
+	headers := headerCache{}
 	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string) (tried, error) {
 		settings, err := p.Resolve(mesh, set)
 		if err != nil {
@@ -156,7 +157,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 		if err != nil {
 			return tried{}, err
 		}
-		rep, err := PlanNames(plan, fdir)
+		rep, err := planReport(plan, fdir, true, headers)
 		if err != nil {
 			return tried{}, err
 		}
