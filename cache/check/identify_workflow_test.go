@@ -1,0 +1,65 @@
+package check_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// RunIdentify refuses a bad request with a *ckpt.UsageError carrying the
+// CLI's message, before reading anything (the cache does not exist).
+func TestRunIdentifyUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		req  check.IdentifyRequest
+		want string
+	}{
+		{check.IdentifyRequest{Dir: "/nonexistent", NaN: "fancy"}, "--nan: "},
+		{check.IdentifyRequest{Dir: "/nonexistent", Rules: "p.json", Profiles: []string{mapping.ProfileMain}}, "--rules and --profile are exclusive"},
+	} {
+		_, err := check.RunIdentify(context.Background(), tc.req)
+		require.ErrorIs(t, err, ckpt.ErrUsage)
+		var ue *ckpt.UsageError
+		require.ErrorAs(t, err, &ue)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// RunIdentify takes the source from --source, else from the ckpt
+// manifest, else identifies from names and headers alone; the three agree
+// on the profile and switches of a cache built with proj_1d_decode=false.
+func TestRunIdentifySources(t *testing.T) {
+	t.Parallel()
+	src, c, _ := fixture(t, synth.Small())
+	out, plan := buildWith(t, c, mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false})
+	folder := cache.FolderOf(out, plan.CacheDir).Path()
+	check1 := func(res *check.IdentifyResult, source string, namesOnly bool) {
+		t.Helper()
+		require.True(t, res.Exact)
+		assert.Equal(t, mapping.ProfileMTP, res.Best.Profile)
+		assert.Equal(t, []string{"proj_1d_decode=false"}, res.Best.Overrides)
+		assert.Equal(t, source, res.Source)
+		assert.Equal(t, namesOnly, res.NamesOnly)
+		assert.Equal(t, namesOnly, len(res.NotCompared) > 0)
+		assert.Equal(t, check.IdentifySummary{Dir: folder, Source: source, Exact: true, Profile: mapping.ProfileMTP,
+			Overrides: []string{"proj_1d_decode=false"}, Candidates: 12}, res.Summary())
+	}
+	res, err := check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: out, Source: src, HeadersOnly: true})
+	require.NoError(t, err)
+	check1(res, src, false)
+	res, err = check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: out})
+	require.NoError(t, err)
+	check1(res, c.Source, false)
+	require.NoError(t, os.Remove(folder+"/"+cache.ManifestName))
+	res, err = check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: out})
+	require.NoError(t, err)
+	check1(res, "", true)
+}
