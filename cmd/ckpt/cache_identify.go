@@ -30,9 +30,10 @@ type cacheIdentifyOptions struct {
 func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	o := &cacheIdentifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "identify DIR --source SRC",
+		Use:   "identify DIR [--source SRC]",
 		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
-		Example: `  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.6-27B-FP8
+		Example: `  ckpt cache identify $TT_CACHE_PATH
+  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.6-27B-FP8
   ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.6-27B-FP8 --format json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,7 +42,7 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only)")
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only; with neither, the candidates are planned from the cache's file names and held against its headers, shapes and data not compared)")
 	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
 	completeWith(f, "profile", mapping.BuiltinNames())
 	f.StringVar(&o.Rules, "rules", "", "try this mapping profile JSON instead of the built-in profiles")
