@@ -100,8 +100,8 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 				observed[k] = true
 			}
 			l, err := strconv.Atoi(bind["L"])
-			if err != nil || l < 0 || l > 1<<20 {
-				continue
+			if err != nil || l < 0 || l >= MaxNamedLayers {
+				continue // not a layer index (its files are extra)
 			}
 			maxLayer = max(maxLayer, l)
 			if t := nr.rule.LayerType; t != "" && t != AnyLayer {
@@ -222,6 +222,12 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	}
 	return plan, notes, nil
 }
+
+// MaxNamedLayers bounds the decoder layers PlanNames infers from names:
+// a file naming a layer index at or above it counts as no layer's (it is
+// then extra), so that a stray name cannot make millions of files
+// expected.
+const MaxNamedLayers = 4096
 
 // nameRule is a rule whose target is compiled to match cache names.
 type nameRule struct {

@@ -86,6 +86,12 @@ func TestPlanNamesInference(t *testing.T) {
 	assert.Len(t, got, len(kept)+1)
 	assert.Contains(t, strings.Join(notes, "\n"), "config not known without the source: no file of the rules that apply when mtp_num_hidden_layers gt 0")
 
+	// A stray layer index far beyond the layers makes no files expected.
+	stray := append(append([]string(nil), kept...), "layers.99999999/tp/out_dtype_BFLOAT8_B_layout_TILE.tensorbin")
+	np, _, err = mapping.PlanNames(p, mesh, nil, plan.Device, stray)
+	require.NoError(t, err)
+	assert.Len(t, np.Entries, len(kept)+1)
+
 	_, _, err = mapping.PlanNames(p, mapping.Mesh{Rows: 2, Cols: 2}, nil, "X", kept)
 	require.Error(t, err)
 	_, _, err = mapping.PlanNames(p, mesh, mapping.Settings{"nope": true}, plan.Device, kept)
