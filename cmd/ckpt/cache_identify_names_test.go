@@ -250,22 +250,29 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 	for i, tc := range []struct {
 		profile string
 		set     mapping.Settings
+		cols    int
 		files   int
+		folder  string
 		want    string
 	}{
-		{mapping.ProfileMTP, nil, 997, "exactly qwen36-mtp@pr55548, by"},
-		{mapping.ProfileMain, nil, 997 - 17 + 48, "exactly qwen36@main-2026-10, by"},
-		{mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false}, 997, "exactly qwen36-mtp@pr55548 with proj_1d_decode=false, by"},
+		{mapping.ProfileMTP, nil, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36-mtp@pr55548, by"},
+		{mapping.ProfileMain, nil, 2, 997 - 17 + 48, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36@main-2026-10, by"},
+		{mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false}, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2",
+			"exactly qwen36-mtp@pr55548 with proj_1d_decode=false, by"},
+		{mapping.ProfileMain, nil, 4, 997 - 17 + 48, "/P150x4/tensor_cache_bfp8_mesh1x4", "exactly qwen36@main-2026-10, by"},
 	} {
 		p, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)
-		plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, tc.set)
+		mesh := mapping.Mesh{Rows: 1, Cols: tc.cols}
+		plan, err := mapping.BuildWith(c, p, mesh, tc.set)
 		require.NoError(t, err)
 		require.Len(t, plan.Entries, tc.files)
 		root := filepath.Join(dir, "cache", string(rune('a'+i)))
 		writeHeaders(t, plan, root)
 		code, stdout, stderr := runApp(t, "cache", "identify", root)
 		require.Equal(t, 0, code, stdout+stderr)
-		assert.Contains(t, stdout, "/P300/tensor_cache_bfp8_mesh1x2 ("+strconv.Itoa(tc.files)+" files, mesh 1x2): "+tc.want+" names and headers alone (no source)\n")
+		assert.Contains(t, stdout, tc.folder+" ("+strconv.Itoa(tc.files)+" files, mesh "+mesh.String()+"): "+tc.want+" names and headers alone (no source)\n")
+		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile "+tc.profile+" --mesh "+mesh.String()+" --device "+
+			strings.Split(tc.folder, "/")[1])
 	}
 }
