@@ -18,15 +18,16 @@
 // *UnknownScaleError), never read from its codes alone.
 //
 // It is also the home of what every other package shares: the one finding
-// type (Finding, Status), the scalar number formats (F32ToBF16, RoundBF16,
-// EncodeE4M3, DecodeFloat32...), the tensor groups (GroupOf), the size
+// type (Finding, Status), the names of the dtypes and scalar number formats
+// (F32ToBF16, EncodeE4M3, DecodeFloat32..., implemented in the leaf package
+// numfmt), the tensor groups (GroupOf), the size
 // parser (ParseSize), the shape and byte formatters, the inspect workflow
 // (Inspect) and the typed errors: ErrMalformed (*FormatError,
 // *UnknownDTypeError) for bad input and ErrWrite (*WriteError) for failures
 // to write our own output. Options.Lenient opens a damaged checkpoint as far
 // as it can and records the damage in Checkpoint.Issues.
 //
-// Subpackages: source (hf:, hf://, https:// stores), verify (every check,
+// Subpackages: numfmt (the number formats and their kernels), source (hf:, hf://, https:// stores), verify (every check,
 // contracts), arch (the tensors a config implies), extract (subsets,
 // dequantised), ckpttest (generated fixtures).
 //

@@ -1,4 +1,4 @@
-package ckpt
+package numfmt
 
 import (
 	"encoding/binary"
@@ -56,32 +56,9 @@ func DecodeE8M0(c byte) float32 {
 // BF16ToF32 widens a bfloat16 bit pattern exactly.
 func BF16ToF32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
 
-// F32ToBF16 rounds to bfloat16, nearest even; NaN stays NaN (quiet).
-func F32ToBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return uint16(u>>16) | 0x40
-	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
-}
-
 // TTNaNBF16 is the one NaN tt-metal's host conversion produces: positive,
 // quiet, no payload.
 const TTNaNBF16 = 0x7FC0
-
-// F32ToBF16TT rounds f to bfloat16 bits as tt-metal's host conversion does
-// (tt_metal/impl/data_format/bfloat16.cpp@0266e6f1,
-// fp32_to_bf16_bits_round_to_nearest_even), which is also the rounding of
-// torch's .to(torch.bfloat16): round to nearest with ties to even, and every
-// NaN, whatever its sign and payload, becomes TTNaNBF16 (0x7FC0). The tensor
-// cache uses it; safetensors output keeps NaN sign and payload (F32ToBF16).
-func F32ToBF16TT(f float32) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return TTNaNBF16
-	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
-}
 
 // NaNBF16Vector is the NaN torch's vectorised CPU kernels (AVX2, AVX-512:
 // the x86 hosts that serve Tenstorrent cards) write whenever a float32 →
@@ -91,25 +68,62 @@ func F32ToBF16TT(f float32) uint16 {
 // conversion does.
 const NaNBF16Vector = 0xFFFF
 
-// RoundBF16NaN rounds x to bfloat16 (nearest even) and widens it back, as
-// RoundBF16TT, except that a NaN becomes the bfloat16 pattern nan.
-func RoundBF16NaN(x float32, nan uint16) float32 {
+// NaNPolicy says what a NaN becomes when it is rounded to bfloat16: KeepNaN
+// keeps its sign and payload (made quiet), any other value is the one
+// bfloat16 pattern every NaN becomes (TTNaN, VectorNaN). Every bf16
+// rounding of the module is RoundBF16 or F32ToBF16NaN under a policy.
+type NaNPolicy uint16
+
+const (
+	// KeepNaN keeps a NaN's sign and payload, setting the quiet bit (the
+	// safetensors output's rounding, F32ToBF16).
+	KeepNaN NaNPolicy = 0
+	// TTNaN makes every NaN 0x7FC0, as tt-metal's host conversion and
+	// torch's scalar kernels do (F32ToBF16TT).
+	TTNaN NaNPolicy = TTNaNBF16
+	// VectorNaN makes every NaN 0xFFFF, as torch's vectorised kernels do.
+	VectorNaN NaNPolicy = NaNBF16Vector
+)
+
+// F32ToBF16NaN rounds f to bfloat16 bits, nearest even (the rounding of
+// torch's .to(torch.bfloat16)), a NaN becoming what the policy nan says.
+func F32ToBF16NaN(f float32, nan NaNPolicy) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		if nan == KeepNaN {
+			return uint16(u>>16) | 0x40
+		}
+		return uint16(nan)
+	}
+	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
+}
+
+// RoundBF16 is BF16ToF32(F32ToBF16NaN(x, nan)). It is written branch-free
+// for finite values (the NaN case is a select) for the cache builder's
+// inner loops.
+func RoundBF16(x float32, nan NaNPolicy) float32 {
 	u := math.Float32bits(x)
 	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
 	if u&0x7fffffff > 0x7f800000 {
 		r = uint32(nan) << 16
+		if nan == KeepNaN {
+			r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign and payload kept
+		}
 	}
 	return math.Float32frombits(r)
 }
 
-// F32ToBF16NaN is F32ToBF16TT with the pattern nan for every NaN.
-func F32ToBF16NaN(f float32, nan uint16) uint16 {
-	u := math.Float32bits(f)
-	if u&0x7fffffff > 0x7f800000 {
-		return nan
-	}
-	return uint16((u + 0x7fff + (u>>16)&1) >> 16)
-}
+// F32ToBF16 rounds to bfloat16, nearest even; NaN stays NaN (quiet, sign
+// and payload kept): F32ToBF16NaN(f, KeepNaN).
+func F32ToBF16(f float32) uint16 { return F32ToBF16NaN(f, KeepNaN) }
+
+// F32ToBF16TT rounds f to bfloat16 bits as tt-metal's host conversion does
+// (tt_metal/impl/data_format/bfloat16.cpp@0266e6f1,
+// fp32_to_bf16_bits_round_to_nearest_even), which is also the rounding of
+// torch's .to(torch.bfloat16): round to nearest with ties to even, and every
+// NaN, whatever its sign and payload, becomes TTNaNBF16 (0x7FC0). The tensor
+// cache uses it; safetensors output keeps NaN sign and payload (F32ToBF16).
+func F32ToBF16TT(f float32) uint16 { return F32ToBF16NaN(f, TTNaN) }
 
 // BF16Bits returns the bfloat16 bits of f when f is a bfloat16 value (NaN
 // bits included: a bf16 tensor handed on as it is keeps them), and
@@ -120,18 +134,6 @@ func BF16Bits(f float32) uint16 {
 		return uint16(u >> 16)
 	}
 	return F32ToBF16TT(f)
-}
-
-// RoundBF16TT is BF16ToF32(F32ToBF16TT(x)). It is written branch-free (the
-// NaN case is a select, which the compiler turns into a conditional move)
-// for the cache builder's inner loops.
-func RoundBF16TT(x float32) float32 {
-	u := math.Float32bits(x)
-	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
-	if u&0x7fffffff > 0x7f800000 {
-		r = TTNaNBF16 << 16
-	}
-	return math.Float32frombits(r)
 }
 
 // F16ToF32 widens an IEEE half bit pattern exactly.
@@ -208,19 +210,6 @@ func EncodeE4M3(f float32) byte {
 	// into the exponent. Then rebias the exponent from 127 to 7.
 	r := (a + 0x7ffff + (a>>20)&1) >> 20
 	return sign | byte(r-120<<3)
-}
-
-// RoundBF16 rounds x to the nearest bfloat16 value (nearest even), as
-// RoundTo(BF16, x), keeping NaN a quiet NaN with its sign. It is written
-// branch-free (the NaN case is a select, which the compiler turns into a
-// conditional move) for the cache builder's inner loops.
-func RoundBF16(x float32) float32 {
-	u := math.Float32bits(x)
-	r := (u + 0x7fff + (u>>16)&1) &^ 0xffff
-	if u&0x7fffffff > 0x7f800000 {
-		r = (u | 0x00400000) &^ 0xffff // quiet NaN, sign kept
-	}
-	return math.Float32frombits(r)
 }
 
 // decodeBF16 widens the little-endian bfloat16 values of src into dst

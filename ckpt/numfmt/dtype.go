@@ -1,4 +1,4 @@
-package ckpt
+package numfmt
 
 // DType is a safetensors dtype string such as "BF16" or "F8_E4M3".
 // A DType that the format table does not know is kept as read, so that it
