@@ -1,11 +1,11 @@
 package ckpt
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math/bits"
 	"sort"
 	"sync"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // NonFinite counts the NaN and Inf values of one tensor.
@@ -44,110 +44,14 @@ func (e *NonFiniteError) Error() string {
 		Quote(e.Tensor), e.DType, what, e.Values, e.Action)
 }
 
-// lanes describes where a dtype's exponent is: every lane of width bytes
-// whose exp bits are all ones is NaN or Inf (mantissa bits man zero: Inf).
-type lanes struct {
-	width       int
-	exp, lo     uint64 // exponent mask and its lowest bit, in one lane
-	sign        uint64 // the lane's top bit
-	man         uint64 // mantissa mask (0: every hit is NaN)
-	nanOnlyCode int    // for 8-bit formats with one NaN code (FNUZ, E8M0): the code; else -1
-}
-
-var laneTable = map[DType]lanes{
-	F8E4M3: {width: 1, exp: 0x7f, lo: 0x01, sign: 0x80, nanOnlyCode: -1},
-	F8E5M2: {width: 1, exp: 0x7c, lo: 0x04, sign: 0x80, man: 0x03, nanOnlyCode: -1},
-	BF16:   {width: 2, exp: 0x7f80, lo: 0x0080, sign: 0x8000, man: 0x007f, nanOnlyCode: -1},
-	F16:    {width: 2, exp: 0x7c00, lo: 0x0400, sign: 0x8000, man: 0x03ff, nanOnlyCode: -1},
-	F32:    {width: 4, exp: 0x7f800000, lo: 0x00800000, sign: 0x80000000, man: 0x007fffff, nanOnlyCode: -1},
-	F64:    {width: 8, exp: 0x7ff0000000000000, lo: 0x0010000000000000, sign: 0x8000000000000000, man: 0x000fffffffffffff, nanOnlyCode: -1},
-
-	F8E8M0:     {width: 1, nanOnlyCode: 0xff},
-	F8E4M3FNUZ: {width: 1, nanOnlyCode: 0x80},
-	F8E5M2FNUZ: {width: 1, nanOnlyCode: 0x80},
-}
-
-func repeat(v uint64, width int) uint64 {
-	var out uint64
-	for i := 0; i < 8; i += width {
-		out |= v << (8 * i)
-	}
-	return out
-}
-
 // CountNonFinite counts NaN and Inf encodings in raw little-endian
-// elements of dt: an all-ones exponent for F8_E5M2, BF16, F16, F32 and F64
-// (a zero mantissa is Inf), the NaN codes 0x7f/0xff of F8_E4M3 (which has
-// no Inf), 0xff of F8_E8M0 and 0x80 of the FNUZ formats. Other dtypes
-// count nothing. Eight bytes are tested at a time.
+// elements of dt (numfmt.ScanNonFinite, the one scanner): an all-ones
+// exponent for F8_E5M2, BF16, F16, F32 and F64 (a zero mantissa is Inf),
+// the NaN codes 0x7f/0xff of F8_E4M3 (which has no Inf), 0xff of F8_E8M0
+// and 0x80 of the FNUZ formats. Other dtypes count nothing.
 func CountNonFinite(dt DType, raw []byte) (nan, inf int64) {
-	l, ok := laneTable[dt]
-	if !ok {
-		return 0, 0
-	}
-	if l.nanOnlyCode >= 0 {
-		c := byte(l.nanOnlyCode)
-		for _, b := range raw {
-			if b == c {
-				nan++
-			}
-		}
-		return nan, 0
-	}
-	exp, lo, sign := repeat(l.exp, l.width), repeat(l.lo, l.width), repeat(l.sign, l.width)
-	word := func(w uint64) {
-		// A lane's masked exponent plus its lowest bit carries into the
-		// lane's top bit only when the exponent is all ones.
-		hits := ((w & exp) + lo) & sign
-		if hits == 0 {
-			return
-		}
-		if l.man == 0 {
-			nan += int64(bits.OnesCount64(hits))
-			return
-		}
-		for k := 0; k < 8; k += l.width {
-			lane := (w >> (8 * k)) & (l.sign | l.exp | l.man)
-			if lane&l.exp == l.exp {
-				if lane&l.man == 0 {
-					inf++
-				} else {
-					nan++
-				}
-			}
-		}
-	}
-	i := 0
-	for ; i+32 <= len(raw); i += 32 {
-		b := raw[i : i+32 : i+32]
-		w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-		w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-		if (((w0&exp)+lo)|((w1&exp)+lo)|((w2&exp)+lo)|((w3&exp)+lo))&sign == 0 {
-			continue
-		}
-		word(w0)
-		word(w1)
-		word(w2)
-		word(w3)
-	}
-	for ; i+8 <= len(raw); i += 8 {
-		word(binary.LittleEndian.Uint64(raw[i:]))
-	}
-	n := i
-	for i := n; i+l.width <= len(raw); i += l.width {
-		var lane uint64
-		for k := l.width - 1; k >= 0; k-- {
-			lane = lane<<8 | uint64(raw[i+k])
-		}
-		if lane&l.exp == l.exp {
-			if l.man != 0 && lane&l.man == 0 {
-				inf++
-			} else {
-				nan++
-			}
-		}
-	}
-	return nan, inf
+	s := numfmt.ScanNonFinite(dt, raw)
+	return s.NaN, s.Inf
 }
 
 // FiniteGuard checks tensor data for NaN and Inf as it streams by. With
@@ -183,7 +87,7 @@ func (g *FiniteGuard) CheckTensor(t *Tensor) error {
 	if g == nil {
 		return nil
 	}
-	if _, ok := laneTable[t.DType]; !ok {
+	if !numfmt.CanBeNonFinite(t.DType) {
 		return nil
 	}
 	nan, inf, err := countTensor(t)

@@ -65,13 +65,13 @@ func (v *Values) OverflowingScales(dt DType) (n int64, first ScaleOverflow) {
 	if v.Scale == nil {
 		return 0, first
 	}
-	for i, s := range v.scale {
+	for i, s := range v.blocks.Scale {
 		a := float32(math.Abs(float64(s)))
 		if a > math.MaxFloat32 || s != s || FiniteIn(dt, a*E4M3MaxFinite) {
 			continue
 		}
 		if n == 0 {
-			first = ScaleOverflow{Block: [2]int64{int64(i) / v.sCols, int64(i) % v.sCols}, Scale: s}
+			first = ScaleOverflow{Block: [2]int64{int64(i) / v.blocks.SCols, int64(i) % v.blocks.SCols}, Scale: s}
 		}
 		n++
 	}

@@ -3,6 +3,8 @@ package ckpt
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // ScaleSuffix is appended to an FP8 weight's name to name its block scale.
@@ -22,8 +24,7 @@ type Values struct {
 	Cols   int64
 	Scale  *Tensor   // nil unless dequantising
 	BM, BN int64     // block size when Scale is set
-	scale  []float32 // decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
-	sCols  int64
+	blocks numfmt.BlockScales // the decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
 }
 
 // Matrix returns the rows×cols view of a tensor's shape.
@@ -61,11 +62,12 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	if _, err := scale.ReadAt(raw, 0); err != nil {
 		return nil, err
 	}
-	v.scale = make([]float32, want[0]*want[1])
-	if err := DecodeFloat32(scale.DType, raw, v.scale); err != nil {
+	dec := make([]float32, want[0]*want[1])
+	if err := DecodeFloat32(scale.DType, raw, dec); err != nil {
 		return nil, err
 	}
-	v.Scale, v.BM, v.BN, v.sCols = scale, bm, bn, want[1]
+	v.Scale, v.BM, v.BN = scale, bm, bn
+	v.blocks = numfmt.BlockScales{Cols: v.Cols, BM: bm, BN: bn, SCols: want[1], Scale: dec}
 	return v, nil
 }
 
@@ -160,32 +162,28 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 		return nil, fmt.Errorf("tensor %s: destination holds %d values, rows [%d, %d) need %d", Quote(v.T.Name), len(dst), r0, r0+n, cnt)
 	}
 	dst = dst[:cnt]
-	if err := DecodeFloat32(v.T.DType, raw, dst); err != nil {
-		return nil, fmt.Errorf("tensor %s: %w", Quote(v.T.Name), err)
-	}
+	var err error
 	if v.Scale != nil {
-		v.applyScale(r0, n, dst)
+		err = v.blocks.Dequantize(v.T.DType, raw, r0*v.Cols, dst)
+	} else {
+		err = DecodeFloat32(v.T.DType, raw, dst)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", Quote(v.T.Name), err)
 	}
 	return raw, nil
 }
 
-func (v *Values) applyScale(r0, n int64, dst []float32) {
-	for r := int64(0); r < n; r++ {
-		srow := v.scale[((r0+r)/v.BM)*v.sCols:]
-		row := dst[r*v.Cols : (r+1)*v.Cols]
-		for b := int64(0); b < v.sCols; b++ {
-			s := srow[b]
-			end := min((b+1)*v.BN, v.Cols)
-			seg := row[b*v.BN : end]
-			for i := range seg {
-				seg[i] *= s
-			}
-		}
+// Blocks returns the decoded block scales (nil unless dequantising).
+func (v *Values) Blocks() *numfmt.BlockScales {
+	if v.Scale == nil {
+		return nil
 	}
+	return &v.blocks
 }
 
 // ScaleAt returns the block scale for element (i, j).
-func (v *Values) ScaleAt(i, j int64) float32 { return v.scale[(i/v.BM)*v.sCols+j/v.BN] }
+func (v *Values) ScaleAt(i, j int64) float32 { return v.blocks.At(i, j) }
 
 // ChunkRows is how many rows to read at a time so that one chunk holds
 // about maxBytes of float32 values, rounded down to whole scale blocks when

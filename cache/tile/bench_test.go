@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // BenchmarkPackStrip measures packing one tile row strip of 32x5120 values
@@ -30,7 +30,7 @@ func BenchmarkPackStrip(b *testing.B) {
 	b.Run("BFLOAT16_from_bf16", func(b *testing.B) {
 		h := make([]uint16, len(src))
 		for i, f := range src {
-			h[i] = ckpt.F32ToBF16(f)
+			h[i] = numfmt.F32ToBF16(f)
 		}
 		dst := make([]byte, StripBytes(BFLOAT16, cols))
 		b.SetBytes(rows * cols * 2)
@@ -44,7 +44,7 @@ func BenchmarkPackStrip(b *testing.B) {
 	b.Run("BFLOAT8_B_from_bf16", func(b *testing.B) {
 		h := make([]uint16, len(src))
 		for i, f := range src {
-			h[i] = ckpt.F32ToBF16(f)
+			h[i] = numfmt.F32ToBF16(f)
 		}
 		dst := make([]byte, StripBytes(BFLOAT8_B, cols))
 		b.SetBytes(rows * cols * 2)

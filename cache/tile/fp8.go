@@ -3,7 +3,7 @@ package tile
 import (
 	"math"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Block-float tiles straight from F8_E4M3 codes.
@@ -45,7 +45,7 @@ func fp8ScaleOK(s float32) bool {
 // to dst[q*dt.TileBytes():]. src must hold 31*stride + 32n codes, dst n
 // tiles and scales n values.
 func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
-	EncodeFP8TransposedNaN(dt, dst, src, stride, scales, n, ckpt.TTNaNBF16)
+	EncodeFP8TransposedNaN(dt, dst, src, stride, scales, n, numfmt.TTNaNBF16)
 }
 
 // EncodeFP8TransposedNaN is EncodeFP8Transposed with the bfloat16 pattern
@@ -90,7 +90,7 @@ func EncodeFP8TransposedNaN(dt DType, dst []byte, src []byte, stride int, scales
 type fp8Tables struct {
 	scale uint32 // bits of the scale tab holds (valid when ok)
 	ok    bool
-	nan   uint16 // the NaN pattern of the products (0: ckpt.TTNaNBF16)
+	nan   uint16 // the NaN pattern of the products (0: numfmt.TTNaNBF16)
 	tab   [256]uint16
 	blk   [TileElems]uint16
 }
@@ -107,7 +107,7 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 	if !f.ok || f.scale != math.Float32bits(s) {
 		nan := f.nan
 		if nan == 0 {
-			nan = ckpt.TTNaNBF16
+			nan = numfmt.TTNaNBF16
 		}
 		E4M3BF16TableNaN(&f.tab, s, nan)
 		f.scale, f.ok = math.Float32bits(s), true
@@ -129,7 +129,7 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 // matrix whose sides are not multiples of 32); the rest of the tile is
 // padded with zeros.
 func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
-	EncodeFP8TransposedPartialNaN(dt, dst, src, stride, rows, cols, scale, ckpt.TTNaNBF16)
+	EncodeFP8TransposedPartialNaN(dt, dst, src, stride, rows, cols, scale, numfmt.TTNaNBF16)
 }
 
 // EncodeFP8TransposedPartialNaN is EncodeFP8TransposedPartial with the
@@ -141,19 +141,19 @@ func EncodeFP8TransposedPartialNaN(dt DType, dst []byte, src []byte, stride, row
 
 // E4M3BF16Table sets t[c] to the bfloat16 bits of F8_E4M3 code c times
 // scale: the float32 product rounded as tt-metal's host conversion does
-// (ckpt.F32ToBF16TT), which is how the serving loader's dequantised, then
+// (numfmt.F32ToBF16TT), which is how the serving loader's dequantised, then
 // bf16-cast weights come out.
 func E4M3BF16Table(t *[256]uint16, scale float32) {
-	E4M3BF16TableNaN(t, scale, ckpt.TTNaNBF16)
+	E4M3BF16TableNaN(t, scale, numfmt.TTNaNBF16)
 }
 
 // E4M3BF16TableNaN is E4M3BF16Table with the bfloat16 pattern nan for the
-// NaN products (ckpt.F32ToBF16NaN): ckpt.NaNBF16Vector is what the serving
+// NaN products (numfmt.F32ToBF16NaN): numfmt.NaNBF16Vector is what the serving
 // loader's bf16 dequantisation (torch bf16 arithmetic) writes on an
 // AVX2/AVX-512 host.
 func E4M3BF16TableNaN(t *[256]uint16, scale float32, nan uint16) {
 	for c := range t {
-		t[c] = ckpt.F32ToBF16NaN(ckpt.DecodeE4M3(byte(c))*scale, nan)
+		t[c] = numfmt.F32ToBF16NaN(numfmt.DecodeE4M3(byte(c))*scale, nan)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,11 +66,11 @@ func (c *fp8Ties) add(dt DType, r fp8Run) {
 		var h [TileDim][TileDim]uint16 // h[i][j]: tile row i = source column
 		for j := range TileDim {
 			for i := range TileDim {
-				p := ckpt.DecodeE4M3(r.src[j*r.stride+q*TileDim+i]) * r.scales[q]
+				p := numfmt.DecodeE4M3(r.src[j*r.stride+q*TileDim+i]) * r.scales[q]
 				if math.Float32bits(p)&0xffff == 0x8000 {
 					c.bf16++
 				}
-				h[i][j] = ckpt.F32ToBF16TT(p)
+				h[i][j] = numfmt.F32ToBF16TT(p)
 			}
 		}
 		for i := range TileDim {

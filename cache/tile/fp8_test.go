@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -37,7 +37,7 @@ func newFP8Run(n, pad int, code func(q, k, i int) byte, scale func(q int) float3
 // fp8Weight returns the F8_E4M3 code of a normally distributed weight of
 // standard deviation sd, the way block-FP8 checkpoints quantize them.
 func fp8Weight(rng *rand.Rand, sd float64) byte {
-	return ckpt.EncodeE4M3(float32(rng.NormFloat64() * sd))
+	return numfmt.EncodeE4M3(float32(rng.NormFloat64() * sd))
 }
 
 // fp8NotNaN maps the two NaN codes to the largest finite ones.
@@ -103,7 +103,7 @@ func TestBF16ByFMA(t *testing.T) {
 			p := math.Float32frombits(u)
 			c := p * (1<<16 + 1)
 			h := math.Float32bits(float32(math.FMA(float64(p), -(1 << 16), float64(c))))
-			w := uint32(ckpt.F32ToBF16TT(p)) << 16
+			w := uint32(numfmt.F32ToBF16TT(p)) << 16
 			if h != w && (w&0x7fffff != 0 || h != w-0x10000) {
 				t.Fatalf("p = %#08x: c - p·2^16 = %#08x, bfloat16 %#08x", u, h, w)
 			}

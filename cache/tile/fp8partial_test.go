@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,7 +30,7 @@ func TestEncodeFP8TransposedPartial(t *testing.T) {
 			vals := make([]float32, cols*rows)
 			for k := range rows {
 				for i := range cols {
-					vals[i*rows+k] = ckpt.RoundBF16TT(ckpt.DecodeE4M3(src[k*stride+i]) * scale)
+					vals[i*rows+k] = numfmt.RoundBF16(numfmt.DecodeE4M3(src[k*stride+i]) * scale, numfmt.TTNaN)
 				}
 			}
 			want := make([]byte, dt.TileBytes())

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // StripBytes returns the packed size of one tile row strip (32 rows) of a
@@ -70,8 +70,8 @@ func checkStrip(dt DType, dstLen, srcLen, rows, cols, stride int) error {
 // and columns past `cols` are zero padding. dst receives StripBytes(dt, cols)
 // bytes and the function returns that count.
 //
-// BFLOAT16 rounds to nearest even (see ckpt.F32ToBF16); values that are
-// bfloat16 already keep their bits, NaN included (ckpt.BF16Bits), other
+// BFLOAT16 rounds to nearest even (see numfmt.F32ToBF16); values that are
+// bfloat16 already keep their bits, NaN included (numfmt.BF16Bits), other
 // NaNs become 0x7FC0 as in tt-metal's host conversion. The block-float encoding
 // is bit-exact with tt-metal's host packer: per face row the shared exponent
 // is the largest fp32 exponent field; values with exponent field 0 encode as
@@ -191,7 +191,7 @@ func PackRowMajor(dt DType, dst []byte, src []float32) (int, error) {
 	}
 	for i, f := range src {
 		if es == 2 {
-			binary.LittleEndian.PutUint16(dst[2*i:], ckpt.BF16Bits(f))
+			binary.LittleEndian.PutUint16(dst[2*i:], numfmt.BF16Bits(f))
 		} else {
 			binary.LittleEndian.PutUint32(dst[4*i:], math.Float32bits(f))
 		}
@@ -251,7 +251,7 @@ func decodeFaceRow(dt DType, out *[FaceDim]float32, tile []byte, r int) {
 		}
 	case BFLOAT16:
 		for i := range out {
-			out[i] = ckpt.BF16ToF32(binary.LittleEndian.Uint16(tile[2*(r*FaceDim+i):]))
+			out[i] = numfmt.BF16ToF32(binary.LittleEndian.Uint16(tile[2*(r*FaceDim+i):]))
 		}
 	case FLOAT32:
 		for i := range out {
@@ -270,7 +270,7 @@ func EncodeFaceRow(dt DType, tile []byte, r int, p *[FaceDim]float32) {
 	case BFLOAT16:
 		out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
 		for i, f := range p {
-			binary.LittleEndian.PutUint16(out[2*i:], ckpt.BF16Bits(f))
+			binary.LittleEndian.PutUint16(out[2*i:], numfmt.BF16Bits(f))
 		}
 	case FLOAT32:
 		out := (*[4 * FaceDim]byte)(tile[r*4*FaceDim:])

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -96,7 +96,7 @@ func TestTileRoundTrip(t *testing.T) {
 			for i := range in {
 				want := in[i]
 				if dt == BFLOAT16 {
-					want = ckpt.BF16ToF32(ckpt.F32ToBF16(want))
+					want = numfmt.BF16ToF32(numfmt.F32ToBF16(want))
 				}
 				require.Equal(t, want, out[i])
 			}
@@ -173,8 +173,8 @@ func TestBF16Rounding(t *testing.T) {
 		{0x80000000, 0x8000},
 	}
 	for _, tc := range tests {
-		got := ckpt.F32ToBF16TT(math.Float32frombits(tc.in))
-		assert.Equalf(t, tc.want, got, "ckpt.F32ToBF16TT(%#08x)", tc.in)
+		got := numfmt.F32ToBF16TT(math.Float32frombits(tc.in))
+		assert.Equalf(t, tc.want, got, "numfmt.F32ToBF16TT(%#08x)", tc.in)
 	}
 	// Random finite values: the result is the nearest bf16.
 	rng := rand.New(rand.NewPCG(6, 7))
@@ -184,15 +184,15 @@ func TestBF16Rounding(t *testing.T) {
 			continue
 		}
 		f := math.Float32frombits(b)
-		h := ckpt.F32ToBF16(f)
-		got := float64(ckpt.BF16ToF32(h))
+		h := numfmt.F32ToBF16(f)
+		got := float64(numfmt.BF16ToF32(h))
 		if math.IsInf(got, 0) {
 			// Only values past the largest bf16 plus half an ulp overflow.
 			require.GreaterOrEqual(t, b&0x7fffffff, uint32(0x7f7f8000))
 			continue
 		}
-		lo := float64(ckpt.BF16ToF32(uint16(b >> 16)))
-		hi := float64(ckpt.BF16ToF32(uint16(b>>16) + 1))
+		lo := float64(numfmt.BF16ToF32(uint16(b >> 16)))
+		hi := float64(numfmt.BF16ToF32(uint16(b>>16) + 1))
 		d := math.Abs(got - float64(f))
 		require.LessOrEqual(t, d, math.Abs(lo-float64(f)))
 		if !math.IsInf(hi, 0) && !math.IsNaN(hi) {
@@ -268,7 +268,7 @@ func TestEncodeFaceRowBF16(t *testing.T) {
 				if dt == BFLOAT16 && h[i]&0x7fff > 0x7f80 {
 					h[i] = 0x7fc0 // copied as is, while F32ToBF16 quiets NaNs
 				}
-				f[i] = ckpt.BF16ToF32(h[i])
+				f[i] = numfmt.BF16ToF32(h[i])
 			}
 			got := make([]byte, dt.TileBytes())
 			want := make([]byte, dt.TileBytes())

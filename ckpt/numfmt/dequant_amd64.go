@@ -1,11 +1,10 @@
 //go:build amd64 && !purego
 
-package diff
+package numfmt
 
 import "golang.org/x/sys/cpu"
 
-// useAVX2 says whether the AVX2 kernels of this package (decodeE4M3AVX2,
-// absMaxAVX2, requantAVX2) run on this CPU.
+// useAVX2 says whether the AVX2 kernels of this package run on this CPU.
 var useAVX2 = cpu.X86.HasAVX2
 
 // decodeE4M3Scaled sets dst[i] = t[codes[i]]·s, t being the F8_E4M3

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Scaled F8_E4M3 decode (decodeE4M3AVX2; the Go side is decode_amd64.go).
+// Scaled F8_E4M3 decode (decodeE4M3AVX2; the Go side is dequant_amd64.go).
 //
 // Like the transposed FP8 tile encoder of cache/tile (fp8_amd64.s), a
 // code's magnitude m = c & 0x7f becomes m' = m + T[min(m, 8)] (VPSHUFB)

@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package diff
+package numfmt
 
 // decodeE4M3Scaled sets dst[i] = t[codes[i]]·s, t being the F8_E4M3
 // value table; len(codes) >= len(dst).

@@ -60,19 +60,11 @@ func scanChunk(td *tensorData, p []byte, off int64, c *counts, tmp []float32) []
 	case kindScale:
 		tmp = scanScales(td.t.DType, p, base, c, tmp)
 	case kindE4M3:
-		scanE4M3(p, base, c)
+		scanValues(ckpt.F8E4M3, p, base, c)
 	case kindFloat:
 		switch td.t.DType {
-		case ckpt.BF16:
-			scanHalf(p, base, 0x7f80, c)
-		case ckpt.F16:
-			scanHalf(p, base, 0x7c00, c)
-		case ckpt.F32:
-			scanF32(p, base, c)
-		case ckpt.F64:
-			scanF64(p, base, c)
-		case ckpt.F8E5M2:
-			scanE5M2(p, base, c)
+		case ckpt.BF16, ckpt.F16, ckpt.F32, ckpt.F64, ckpt.F8E5M2:
+			scanValues(td.t.DType, p, base, c)
 		}
 	}
 	return tmp

@@ -21,7 +21,7 @@ func TestScanners(t *testing.T) {
 	p[3], p[17] = 0x7f, 0xff
 	var c counts
 	c.first = -1
-	scanE4M3(p, 100, &c)
+	scanValues(ckpt.F8E4M3, p, 100, &c)
 	assert.Equal(t, int64(2), c.nan)
 	assert.Equal(t, int64(103), c.first)
 
@@ -37,7 +37,7 @@ func TestScanners(t *testing.T) {
 		}
 		var c counts
 		c.first = -1
-		scanHalf(b, 0, tc.mask, &c)
+		scanValues(map[uint16]ckpt.DType{0x7f80: ckpt.BF16, 0x7c00: ckpt.F16}[tc.mask], b, 0, &c)
 		assert.Equal(t, int64(1), c.inf, "mask %x", tc.mask)
 		assert.Equal(t, int64(1), c.nan, "mask %x", tc.mask)
 		assert.Equal(t, int64(2), c.first)
@@ -50,7 +50,7 @@ func TestScanners(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 	c = counts{first: -1}
-	scanF32(b, 0, &c)
+	scanValues(ckpt.F32, b, 0, &c)
 	assert.Equal(t, [2]int64{1, 1}, [2]int64{c.nan, c.inf})
 	assert.Equal(t, "Inf", c.firstValue)
 
@@ -64,7 +64,7 @@ func TestScanners(t *testing.T) {
 	assert.Equal(t, int64(1), c.first)
 }
 
-// TestScannersWide checks the 32-byte steps of scanE4M3 and scanHalf against
+// TestScannersWide checks the 32-byte steps of scanValues (F8_E4M3, BF16) against
 // a value-by-value count, with hits at every position of a step and in the
 // tail.
 func TestScannersWide(t *testing.T) {
@@ -86,7 +86,7 @@ func TestScannersWide(t *testing.T) {
 				}
 			}
 			got := counts{first: -1}
-			scanE4M3(p, 0, &got)
+			scanValues(ckpt.F8E4M3, p, 0, &got)
 			assert.Equal(t, want.nan, got.nan, "E4M3 n=%d at=%d", n, at)
 			assert.Equal(t, want.first, got.first, "E4M3 n=%d at=%d", n, at)
 
@@ -98,7 +98,7 @@ func TestScannersWide(t *testing.T) {
 				binary.LittleEndian.PutUint16(h[2*at:], 0xff80)
 			}
 			got = counts{first: -1}
-			scanHalf(h, 0, 0x7f80, &got)
+			scanValues(ckpt.BF16, h, 0, &got)
 			wantInf := int64(0)
 			if at < n {
 				wantInf = 1
@@ -109,7 +109,7 @@ func TestScannersWide(t *testing.T) {
 	}
 }
 
-// TestScanE4M3Long checks scanE4M3 over the 128-byte groups of the AVX2
+// TestScanE4M3Long checks scanValues(F8_E4M3) over the 128-byte groups of the AVX2
 // scan (and the 32-byte ones of the Go scan) against a byte-by-byte count:
 // NaN codes at group edges, several per group and in later groups after a
 // hit, every length up to 700.
@@ -140,7 +140,7 @@ func TestScanE4M3Long(t *testing.T) {
 				}
 			}
 			got := counts{first: -1}
-			scanE4M3(p, 5, &got)
+			scanValues(ckpt.F8E4M3, p, 5, &got)
 			require.Equal(t, want, got, "n=%d", n)
 		}
 	}

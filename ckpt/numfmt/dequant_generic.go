@@ -1,0 +1,121 @@
+package numfmt
+
+import (
+	"fmt"
+	"math"
+)
+
+// BlockScales are the decoded block scales of a block-FP8 matrix of Cols
+// columns: one scale per [BM, BN] block, row-major [ceil(rows/BM), SCols]
+// with SCols = ceil(Cols/BN). Dequantize is the one block dequantiser of
+// the module: the reader (ckpt.Values) and diff decode through it, the
+// cache builder and extract through its tables (ScaleTable16,
+// ScaleTable32).
+type BlockScales struct {
+	Cols, BM, BN, SCols int64
+	Scale               []float32
+	// FusedE4M3 decodes and scales F8_E4M3 codes in one pass,
+	// table[code]·scale (an AVX2 kernel on amd64): the same products,
+	// except that which NaN a NaN scale gives (its sign) may differ from
+	// decoding first and then scaling in place, which Dequantize does
+	// without it.
+	FusedE4M3 bool
+}
+
+// At returns the scale of element (i, j).
+func (b *BlockScales) At(i, j int64) float32 { return b.Scale[(i/b.BM)*b.SCols+j/b.BN] }
+
+// Dequantize decodes len(dst) elements of dtype dt from raw, the elements
+// [g, g+len(dst)) of the row-major matrix, into dst and multiplies each by
+// its block's scale: the float32 product decode(code)·scale, rounded once.
+// The run may cross rows. With FusedE4M3, F8_E4M3 codes are decoded and
+// scaled in one pass.
+func (b *BlockScales) Dequantize(dt DType, raw []byte, g int64, dst []float32) error {
+	e4m3 := b.FusedE4M3 && dt == F8E4M3
+	if e4m3 {
+		if len(raw) < len(dst) {
+			return fmt.Errorf("decoding %d F8_E4M3 values: have %d bytes", len(dst), len(raw))
+		}
+	} else if err := DecodeFloat32(dt, raw, dst); err != nil {
+		return err
+	}
+	for k := int64(0); k < int64(len(dst)); {
+		r, c := (g+k)/b.Cols, (g+k)%b.Cols
+		srow := b.Scale[(r/b.BM)*b.SCols:]
+		for ; c < b.Cols && k < int64(len(dst)); c = (c/b.BN + 1) * b.BN {
+			end := min((c/b.BN+1)*b.BN, b.Cols)
+			n := min(end-c, int64(len(dst))-k)
+			sc := srow[c/b.BN]
+			seg := dst[k : k+n]
+			if e4m3 {
+				decodeE4M3Scaled(e4m3Table, raw[k:k+n], seg, sc)
+			} else {
+				for i := range seg {
+					seg[i] *= sc
+				}
+			}
+			k += n
+		}
+	}
+	return nil
+}
+
+// decodeE4M3Go sets dst[i] = t[codes[i]]·s; len(codes) >= len(dst).
+func decodeE4M3Go(t *[256]float32, codes []byte, dst []float32, s float32) {
+	codes = codes[:len(dst)]
+	for i, c := range codes {
+		dst[i] = t[c] * s
+	}
+}
+
+// codeTable returns the float32 value of every code of a one-byte float
+// dtype (nil for others).
+func codeTable(dt DType) *[256]float32 {
+	switch dt {
+	case F8E4M3:
+		return e4m3Table
+	case F8E5M2:
+		return e5m2Table
+	case F8E8M0:
+		return e8m0Table
+	}
+	return nil
+}
+
+// ScaleTable16 sets t[c], for every code c of the one-byte float dtype src,
+// to the 16-bit encoding in out of the dequantised value decode(c)·scale
+// (the float32 product): BF16 rounded under the NaN policy nan, or F16.
+// One table serves a whole scale block: a lookup per code gives the same
+// bits as dequantising and then encoding.
+func ScaleTable16(t *[256]uint16, src DType, scale float32, out DType, nan NaNPolicy) error {
+	dec := codeTable(src)
+	if dec == nil {
+		return fmt.Errorf("cannot dequantise %s codes by table", src)
+	}
+	switch out {
+	case BF16:
+		for c, d := range dec {
+			t[c] = F32ToBF16NaN(d*scale, nan)
+		}
+	case F16:
+		for c, d := range dec {
+			t[c] = F32ToF16(d * scale)
+		}
+	default:
+		return fmt.Errorf("cannot encode float32 as 16-bit %s", out)
+	}
+	return nil
+}
+
+// ScaleTable32 is ScaleTable16 for F32 output: t[c] holds the float32 bits
+// of decode(c)·scale.
+func ScaleTable32(t *[256]uint32, src DType, scale float32) error {
+	dec := codeTable(src)
+	if dec == nil {
+		return fmt.Errorf("cannot dequantise %s codes by table", src)
+	}
+	for c, d := range dec {
+		t[c] = math.Float32bits(d * scale)
+	}
+	return nil
+}
