@@ -22,8 +22,8 @@ type Values struct {
 	T      *Tensor
 	Rows   int64
 	Cols   int64
-	Scale  *Tensor   // nil unless dequantising
-	BM, BN int64     // block size when Scale is set
+	Scale  *Tensor            // nil unless dequantising
+	BM, BN int64              // block size when Scale is set
 	blocks numfmt.BlockScales // the decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
 }
 

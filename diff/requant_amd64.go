@@ -2,6 +2,12 @@
 
 package diff
 
+import "golang.org/x/sys/cpu"
+
+// useAVX2 says whether the AVX2 kernels of this package (absMaxAVX2,
+// requantAVX2) run on this CPU.
+var useAVX2 = cpu.X86.HasAVX2
+
 // requantChunk is the most elements one requantAVX2 call takes (its
 // per-lane dword counters and their sum must not wrap).
 const requantChunk = 1 << 30

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // side is one tensor of a pair, ready to decode: its dtype, its matrix
@@ -70,46 +71,20 @@ func (s *side) sameScale(o *side) bool {
 }
 
 // decode turns the raw bytes of n = len(dst) elements starting at flat
-// element index g into float32 values, applying block scales. A segment of
-// a scaled side must not cross a row.
+// element index g into float32 values, applying block scales
+// (numfmt.BlockScales.Dequantize; a scaled F8_E4M3 side decodes in one
+// pass, table[code] × scale, the same float32 product as decoding and then
+// scaling).
 func (s *side) decode(raw []byte, g int64, dst []float32) error {
-	if s.e4m3 != nil {
-		// A scaled F8_E4M3 side decodes in one pass below: each value is
-		// table[code] × scale, the same float32 product as decoding and
-		// then scaling.
-		if len(raw) < len(dst) {
-			return fmt.Errorf("tensor %s: decoding %d F8_E4M3 values: have %d bytes", ckpt.Quote(s.t.Name), len(dst), len(raw))
-		}
-	} else if err := ckpt.DecodeFloat32(s.dt, raw, dst); err != nil {
+	var err error
+	if s.scale == nil {
+		err = ckpt.DecodeFloat32(s.dt, raw, dst)
+	} else {
+		b := numfmt.BlockScales{Cols: s.cols, BM: s.bm, BN: s.bn, SCols: s.sCols, Scale: s.scale, FusedE4M3: s.e4m3 != nil}
+		err = b.Dequantize(s.dt, raw, g, dst)
+	}
+	if err != nil {
 		return fmt.Errorf("tensor %s: %w", ckpt.Quote(s.t.Name), err)
 	}
-	if s.scale == nil {
-		return nil
-	}
-	r, c0 := g/s.cols, g%s.cols
-	srow := s.scale[(r/s.bm)*s.sCols:]
-	c1 := c0 + int64(len(dst))
-	for c := c0; c < c1; {
-		blk := c / s.bn
-		end := min((blk+1)*s.bn, c1)
-		sc := srow[blk]
-		seg := dst[c-c0 : end-c0]
-		if t := s.e4m3; t != nil {
-			decodeE4M3Scaled(t, raw[c-c0:end-c0], seg, sc)
-		} else {
-			for i := range seg {
-				seg[i] *= sc
-			}
-		}
-		c = end
-	}
 	return nil
-}
-
-// decodeE4M3Go sets dst[i] = t[codes[i]]·s; len(codes) >= len(dst).
-func decodeE4M3Go(t *[256]float32, codes []byte, dst []float32, s float32) {
-	codes = codes[:len(dst)]
-	for i, c := range codes {
-		dst[i] = t[c] * s
-	}
 }

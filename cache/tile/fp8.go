@@ -148,13 +148,11 @@ func E4M3BF16Table(t *[256]uint16, scale float32) {
 }
 
 // E4M3BF16TableNaN is E4M3BF16Table with the bfloat16 pattern nan for the
-// NaN products (numfmt.F32ToBF16NaN): numfmt.NaNBF16Vector is what the serving
-// loader's bf16 dequantisation (torch bf16 arithmetic) writes on an
-// AVX2/AVX-512 host.
+// NaN products (numfmt.ScaleTable16 under the policy nan):
+// numfmt.NaNBF16Vector is what the serving loader's bf16 dequantisation
+// (torch bf16 arithmetic) writes on an AVX2/AVX-512 host.
 func E4M3BF16TableNaN(t *[256]uint16, scale float32, nan uint16) {
-	for c := range t {
-		t[c] = numfmt.F32ToBF16NaN(numfmt.DecodeE4M3(byte(c))*scale, nan)
-	}
+	_ = numfmt.ScaleTable16(t, numfmt.F8E4M3, scale, numfmt.BF16, numfmt.NaNPolicy(nan)) // F8_E4M3 to BF16 cannot fail
 }
 
 // encodeFP8TransposedGo is EncodeFP8Transposed through the tables only

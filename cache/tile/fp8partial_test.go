@@ -30,7 +30,7 @@ func TestEncodeFP8TransposedPartial(t *testing.T) {
 			vals := make([]float32, cols*rows)
 			for k := range rows {
 				for i := range cols {
-					vals[i*rows+k] = numfmt.RoundBF16(numfmt.DecodeE4M3(src[k*stride+i]) * scale, numfmt.TTNaN)
+					vals[i*rows+k] = numfmt.RoundBF16(numfmt.DecodeE4M3(src[k*stride+i])*scale, numfmt.TTNaN)
 				}
 			}
 			want := make([]byte, dt.TileBytes())

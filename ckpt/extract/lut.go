@@ -2,9 +2,11 @@ package extract
 
 import (
 	"encoding/binary"
+	"fmt"
 	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales by table:
@@ -14,56 +16,45 @@ import (
 // route for the 256 codes, so the bytes are the same. A table costs 256
 // conversions and serves a BM × BN block (16 Ki values for [128, 128]).
 type scaleLUT struct {
-	out      ckpt.DType
-	db       int          // output bytes per value (2 or 4)
-	dec      [256]float32 // decoded codes
-	blockRow int64        // block row the tables are for (-1: none)
-	t16      []uint16     // sCols tables of 256 (db = 2)
-	t32      []uint32     // (db = 4)
-	tmp      [256]float32
-	tb       [256 * 4]byte
+	src, out ckpt.DType
+	db       int      // output bytes per value (2 or 4)
+	blockRow int64    // block row the tables are for (-1: none)
+	t16      []uint16 // sCols tables of 256 (db = 2)
+	t32      []uint32 // (db = 4)
 }
 
 func newScaleLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
-	l := &scaleLUT{out: out, db: out.Bits() / 8, blockRow: -1}
-	var codes [256]byte
-	for c := range codes {
-		codes[c] = byte(c)
-	}
-	if err := ckpt.DecodeFloat32(src, codes[:], l.dec[:]); err != nil {
-		return nil, err
-	}
+	l := &scaleLUT{src: src, out: out, db: out.Bits() / 8, blockRow: -1}
 	sCols := (v.Cols + v.BN - 1) / v.BN
 	if l.db == 2 {
 		l.t16 = make([]uint16, sCols*256)
 	} else {
 		l.t32 = make([]uint32, sCols*256)
 	}
+	var codes [256]byte
+	var dec [256]float32
+	if err := ckpt.DecodeFloat32(src, codes[:], dec[:]); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
-// tables builds the tables of block row br.
+// tables builds the tables of block row br (numfmt.ScaleTable16/32: the
+// bits EncodeFloat32 gives the product, BF16 keeping NaN sign and payload).
 func (l *scaleLUT) tables(v *ckpt.Values, br int64) error {
 	sCols := (v.Cols + v.BN - 1) / v.BN
 	for j := int64(0); j < sCols; j++ {
 		sc := v.ScaleAt(br*v.BM, j*v.BN)
-		for c, d := range l.dec {
-			l.tmp[c] = d * sc
-		}
-		tb := l.tb[:256*l.db]
-		if err := ckpt.EncodeFloat32(l.out, l.tmp[:], tb); err != nil {
-			return err
-		}
+		var err error
 		if l.db == 2 {
-			t := l.t16[j*256 : (j+1)*256]
-			for c := range t {
-				t[c] = binary.LittleEndian.Uint16(tb[2*c:])
-			}
+			err = numfmt.ScaleTable16((*[256]uint16)(l.t16[j*256:]), l.src, sc, l.out, numfmt.KeepNaN)
+		} else if l.out == ckpt.F32 {
+			err = numfmt.ScaleTable32((*[256]uint32)(l.t32[j*256:]), l.src, sc)
 		} else {
-			t := l.t32[j*256 : (j+1)*256]
-			for c := range t {
-				t[c] = binary.LittleEndian.Uint32(tb[4*c:])
-			}
+			err = fmt.Errorf("cannot encode float32 as %s", l.out)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	l.blockRow = br

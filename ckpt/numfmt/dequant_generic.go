@@ -88,21 +88,35 @@ func codeTable(dt DType) *[256]float32 {
 // One table serves a whole scale block: a lookup per code gives the same
 // bits as dequantising and then encoding.
 func ScaleTable16(t *[256]uint16, src DType, scale float32, out DType, nan NaNPolicy) error {
-	dec := codeTable(src)
-	if dec == nil {
-		return fmt.Errorf("cannot dequantise %s codes by table", src)
+	var p [256]float32
+	if err := products(&p, src, scale); err != nil {
+		return err
 	}
 	switch out {
 	case BF16:
-		for c, d := range dec {
-			t[c] = F32ToBF16NaN(d*scale, nan)
+		for c, x := range p {
+			t[c] = F32ToBF16NaN(x, nan)
 		}
 	case F16:
-		for c, d := range dec {
-			t[c] = F32ToF16(d * scale)
+		for c, x := range p {
+			t[c] = F32ToF16(x)
 		}
 	default:
-		return fmt.Errorf("cannot encode float32 as 16-bit %s", out)
+		return fmt.Errorf("cannot encode float32 as %s", out)
+	}
+	return nil
+}
+
+// products sets p[c] = decode(c)·scale for every code of src, in a loop of
+// its own: which NaN a NaN scale gives (its sign, which F16 and KeepNaN
+// keep) then does not depend on how an encoder is compiled around it.
+func products(p *[256]float32, src DType, scale float32) error {
+	dec := codeTable(src)
+	if dec == nil {
+		return fmt.Errorf("cannot decode dtype %s to float32", src)
+	}
+	for c, d := range dec {
+		p[c] = d * scale
 	}
 	return nil
 }
@@ -110,12 +124,12 @@ func ScaleTable16(t *[256]uint16, src DType, scale float32, out DType, nan NaNPo
 // ScaleTable32 is ScaleTable16 for F32 output: t[c] holds the float32 bits
 // of decode(c)·scale.
 func ScaleTable32(t *[256]uint32, src DType, scale float32) error {
-	dec := codeTable(src)
-	if dec == nil {
-		return fmt.Errorf("cannot dequantise %s codes by table", src)
+	var p [256]float32
+	if err := products(&p, src, scale); err != nil {
+		return err
 	}
-	for c, d := range dec {
-		t[c] = math.Float32bits(d * scale)
+	for c, x := range p {
+		t[c] = math.Float32bits(x)
 	}
 	return nil
 }
