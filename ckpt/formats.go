@@ -100,3 +100,8 @@ func EncodeFloat32(dt DType, src []float32, dst []byte) error {
 
 // RoundTo is numfmt.RoundTo.
 func RoundTo(dt DType, f float32) float32 { return numfmt.RoundTo(dt, f) }
+
+// QuantizeBlockFP8 is numfmt.QuantizeBlockFP8 (the block-FP8 recipe).
+func QuantizeBlockFP8(w []float32, rows, cols, bm, bn int64, scaleDType DType, codes []byte, scales []float32) {
+	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, scaleDType, codes, scales)
+}

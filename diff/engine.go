@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -622,7 +623,7 @@ func (p *plan) coveredScales() (int64, error) {
 			}
 			amax = max(amax, absMax(vals))
 		}
-		s := ckpt.RoundTo(q.scaleDType, amax/ckpt.E4M3MaxFinite)
+		s := numfmt.ScaleFor(amax, q.scaleDType)
 		if !sameValue(s, q.scale[b]) && p.qBlockBad[b].CompareAndSwap(false, true) {
 			extra++
 		}

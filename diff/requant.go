@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // requantBlock applies the quantisation recipe of the command contract to
@@ -15,7 +16,7 @@ import (
 // are compared by decoded value (see sameCode): zeroSign counts the codes
 // that differ only in the sign of zero, which are not mismatches.
 func requantBlock(q *side, w []float32, codes []byte, bi, bj int64) (cnt, zeroSign int64, scaleDiffers bool) {
-	s := ckpt.RoundTo(q.scaleDType, absMax(w)/ckpt.E4M3MaxFinite)
+	s := numfmt.ScaleFor(absMax(w), q.scaleDType)
 	scaleDiffers = !sameValue(s, q.scale[bi*q.sCols+bj])
 	codes = codes[:len(w)]
 	if s == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // MaxMaterialize bounds the number of values Materialize produces over all
@@ -96,7 +97,7 @@ func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 // stream an entry apply it to each chunk of values they read. "round" to
 // BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
 // nearest even, and every NaN becomes the one pattern 0x7FC0
-// (ckpt.F32ToBF16TT), as torch's scalar kernels write it (cache build's
+// (numfmt.TTNaN), as torch's scalar kernels write it (cache build's
 // default follows the vectorised kernels instead, 0xFFFF: BuildOptions.NaN).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
@@ -106,7 +107,7 @@ func ApplyValues(ops []ValueOp, vals []float32) error {
 			return err
 		case round:
 			for i, x := range vals {
-				vals[i] = ckpt.RoundBF16TT(x)
+				vals[i] = numfmt.RoundBF16(x, numfmt.TTNaN)
 			}
 		default:
 			for i := range vals {

@@ -3,8 +3,6 @@ package tile
 import (
 	"math/rand/v2"
 	"testing"
-
-	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // BenchmarkPackStrip measures packing one tile row strip of 32x5120 values
@@ -27,34 +25,6 @@ func BenchmarkPackStrip(b *testing.B) {
 			b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
 		})
 	}
-	b.Run("BFLOAT16_from_bf16", func(b *testing.B) {
-		h := make([]uint16, len(src))
-		for i, f := range src {
-			h[i] = numfmt.F32ToBF16(f)
-		}
-		dst := make([]byte, StripBytes(BFLOAT16, cols))
-		b.SetBytes(rows * cols * 2)
-		for b.Loop() {
-			if _, err := PackStripBF16(BFLOAT16, dst, h, rows, cols, cols); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
-	})
-	b.Run("BFLOAT8_B_from_bf16", func(b *testing.B) {
-		h := make([]uint16, len(src))
-		for i, f := range src {
-			h[i] = numfmt.F32ToBF16(f)
-		}
-		dst := make([]byte, StripBytes(BFLOAT8_B, cols))
-		b.SetBytes(rows * cols * 2)
-		for b.Loop() {
-			if _, err := PackStripBF16(BFLOAT8_B, dst, h, rows, cols, cols); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(rows*cols)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Melem/s")
-	})
 }
 
 // Figures on the 2-core dev machine (AMD EPYC VM, Go 1.26, one goroutine,

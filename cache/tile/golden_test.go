@@ -31,26 +31,10 @@ func bytesToF32(b []byte) []float32 {
 	return out
 }
 
-func bytesToU16(b []byte) []uint16 {
-	out := make([]uint16, len(b)/2)
-	for i := range out {
-		out[i] = binary.LittleEndian.Uint16(b[2*i:])
-	}
-	return out
-}
-
 func f32ToBytes(v []float32) []byte {
 	out := make([]byte, 4*len(v))
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
-	}
-	return out
-}
-
-func u16ToBytes(v []uint16) []byte {
-	out := make([]byte, 2*len(v))
-	for i, h := range v {
-		binary.LittleEndian.PutUint16(out[2*i:], h)
 	}
 	return out
 }
@@ -87,14 +71,6 @@ func TestGoldenPack(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, len(want), n)
 				require.Equal(t, want, got, "packed from f32")
-
-				if c.bf16 {
-					inb := bytesToU16(readGolden(t, c.name+".input.bf16"))
-					got := make([]byte, len(want))
-					_, err := PackTilesBF16(f.dt, got, inb, c.h, c.w)
-					require.NoError(t, err)
-					require.Equal(t, want, got, "packed from bf16")
-				}
 			})
 		}
 	}
@@ -116,7 +92,7 @@ func TestGoldenDecode(t *testing.T) {
 	}
 }
 
-func TestGoldenTilize(t *testing.T) {
+func TestGoldenTileOrder(t *testing.T) {
 	t.Parallel()
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,43 +101,23 @@ func TestGoldenTilize(t *testing.T) {
 			in := bytesToF32(inRaw)
 			want := readGolden(t, c.name+".tile.f32")
 
-			tiled := make([]float32, TiledLen(c.h, c.w))
-			Tilize(tiled, in, c.h, c.w)
-			require.Equal(t, want, f32ToBytes(tiled), "Tilize f32")
-
 			packed := make([]byte, TilesBytes(FLOAT32, c.h, c.w))
 			_, err := PackTiles(FLOAT32, packed, in, c.h, c.w)
 			require.NoError(t, err)
 			require.Equal(t, want, packed, "PackTiles FLOAT32")
 
 			back := make([]float32, c.h*c.w)
-			Untilize(back, tiled, c.h, c.w)
-			require.Equal(t, inRaw, f32ToBytes(back), "Untilize f32")
-
 			require.NoError(t, UnpackTiles(FLOAT32, back, packed, c.h, c.w))
 			require.Equal(t, inRaw, f32ToBytes(back), "UnpackTiles FLOAT32")
 
 			if !c.bf16 {
 				return
 			}
-			inb := bytesToU16(readGolden(t, c.name+".input.bf16"))
 			wantb := readGolden(t, c.name+".tile.bf16")
-			tb := make([]uint16, TiledLen(c.h, c.w))
-			Tilize(tb, inb, c.h, c.w)
-			require.Equal(t, wantb, u16ToBytes(tb), "Tilize bf16")
-
-			_, err = PackTilesBF16(BFLOAT16, packed[:len(wantb)], inb, c.h, c.w)
-			require.NoError(t, err)
-			require.Equal(t, wantb, packed[:len(wantb)], "PackTilesBF16 BFLOAT16")
-
 			// The f32 input holds exactly the bf16 values, so rounding is exact.
 			_, err = PackTiles(BFLOAT16, packed[:len(wantb)], in, c.h, c.w)
 			require.NoError(t, err)
 			require.Equal(t, wantb, packed[:len(wantb)], "PackTiles BFLOAT16")
-
-			ub := make([]uint16, c.h*c.w)
-			Untilize(ub, tb, c.h, c.w)
-			require.Equal(t, inb, ub, "Untilize bf16")
 		})
 	}
 }

@@ -33,18 +33,6 @@ func loadF32(src []float32, rows, cols, stride, row, col int, tmp *[FaceDim]floa
 	return tmp
 }
 
-// loadBF16 returns the face row of a bfloat16 strip (see loadF32).
-func loadBF16(src []uint16, rows, cols, stride, row, col int, tmp *[FaceDim]uint16) *[FaceDim]uint16 {
-	if row < rows && col+FaceDim <= cols {
-		return (*[FaceDim]uint16)(src[row*stride+col:])
-	}
-	clear(tmp[:])
-	if row < rows && col < cols {
-		copy(tmp[:], src[row*stride+col:row*stride+cols])
-	}
-	return tmp
-}
-
 func checkStrip(dt DType, dstLen, srcLen, rows, cols, stride int) error {
 	switch dt {
 	case BFLOAT16, FLOAT32, BFLOAT8_B, BFLOAT4_B:
@@ -83,62 +71,22 @@ func PackStrip(dt DType, dst []byte, src []float32, rows, cols, stride int) (int
 	if err := checkStrip(dt, len(dst), len(src), rows, cols, stride); err != nil {
 		return 0, err
 	}
-	return packStrip(dt, dst, src, nil, rows, cols, stride), nil
+	return packStrip(dt, dst, src, rows, cols, stride), nil
 }
 
-// PackStripBF16 is PackStrip for a source of bfloat16 bits. Block-float
-// output is identical to packing the exactly widened float32 values; BFLOAT16
-// output copies the bits.
-func PackStripBF16(dt DType, dst []byte, src []uint16, rows, cols, stride int) (int, error) {
-	if err := checkStrip(dt, len(dst), len(src), rows, cols, stride); err != nil {
-		return 0, err
-	}
-	if dt == BFLOAT16 {
-		return packStripBF16Tile(dst, src, rows, cols, stride), nil
-	}
-	return packStrip(dt, dst, nil, src, rows, cols, stride), nil
-}
-
-// packStrip packs a strip from f32 (when non-nil) or else from b16.
-func packStrip(dt DType, dst []byte, f32 []float32, b16 []uint16, rows, cols, stride int) int {
+// packStrip packs a strip from f32.
+func packStrip(dt DType, dst []byte, f32 []float32, rows, cols, stride int) int {
 	tb := dt.TileBytes()
 	ntiles := RoundUp(cols, TileDim) / TileDim
 	var tmp [FaceDim]float32
-	var tmp16 [FaceDim]uint16
 	for t := range ntiles {
 		tile := dst[t*tb : (t+1)*tb]
 		for r := range FaceRows {
 			fr, fc := FaceRowOrigin(r)
-			if f32 != nil {
-				EncodeFaceRow(dt, tile, r, loadF32(f32, rows, cols, stride, fr, t*TileDim+fc, &tmp))
-			} else {
-				EncodeFaceRowBF16(dt, tile, r, loadBF16(b16, rows, cols, stride, fr, t*TileDim+fc, &tmp16))
-			}
+			EncodeFaceRow(dt, tile, r, loadF32(f32, rows, cols, stride, fr, t*TileDim+fc, &tmp))
 		}
 	}
 	return ntiles * tb
-}
-
-func packStripBF16Tile(dst []byte, src []uint16, rows, cols, stride int) int {
-	ntiles := RoundUp(cols, TileDim) / TileDim
-	for t := range ntiles {
-		tile := dst[t*2*TileElems : (t+1)*2*TileElems]
-		for r := range FaceRows {
-			fr, fc := FaceRowOrigin(r)
-			col := t*TileDim + fc
-			out := (*[2 * FaceDim]byte)(tile[r*2*FaceDim:])
-			n := 0
-			if fr < rows && col < cols {
-				in := src[fr*stride+col : fr*stride+min(cols, col+FaceDim)]
-				for i, h := range in {
-					binary.LittleEndian.PutUint16(out[2*i:], h)
-				}
-				n = len(in)
-			}
-			clear(out[2*n:])
-		}
-	}
-	return ntiles * 2 * TileElems
 }
 
 // PackTiles packs the row-major [h, w] float32 matrix src into TILE-layout
@@ -147,11 +95,6 @@ func packStripBF16Tile(dst []byte, src []uint16, rows, cols, stride int) int {
 // for the encodings.
 func PackTiles(dt DType, dst []byte, src []float32, h, w int) (int, error) {
 	return packTiles(dt, dst, src, h, w, PackStrip)
-}
-
-// PackTilesBF16 is PackTiles for a source of bfloat16 bits.
-func PackTilesBF16(dt DType, dst []byte, src []uint16, h, w int) (int, error) {
-	return packTiles(dt, dst, src, h, w, PackStripBF16)
 }
 
 // packTiles packs a whole matrix strip by strip of 32 rows.

@@ -1,4 +1,14 @@
-package ckpt
+package numfmt
+
+// ScaleFor is the block scale of the recipe for a block whose largest |w|
+// is amax: float32(amax) / 448 in float32, stored in (rounded to nearest
+// even in) scaleDType. diff's re-quantisation check and QuantizeBlockFP8
+// both take it from here.
+func ScaleFor(amax float32, scaleDType DType) float32 {
+	return RoundTo(scaleDType, amax/E4M3MaxFinite)
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // QuantizeBlockFP8 quantises a row-major [rows, cols] float32 matrix to
 // F8_E4M3 codes with one scale per [bm, bn] block, using the recipe of the
@@ -24,7 +34,7 @@ func QuantizeBlockFP8(w []float32, rows, cols, bm, bn int64, scaleDType DType, c
 					}
 				}
 			}
-			s := RoundTo(scaleDType, amax/E4M3MaxFinite)
+			s := ScaleFor(amax, scaleDType)
 			scales[bi*sCols+bj] = s
 			for r := r0; r < r1; r++ {
 				for c := c0; c < c1; c++ {
