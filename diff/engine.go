@@ -621,7 +621,7 @@ func (p *plan) coveredScales() (int64, error) {
 			if err := w.decode(raw, g, vals); err != nil {
 				return 0, err
 			}
-			amax = max(amax, absMax(vals))
+			amax = max(amax, numfmt.AbsMax(vals))
 		}
 		s := numfmt.ScaleFor(amax, q.scaleDType)
 		if !sameValue(s, q.scale[b]) && p.qBlockBad[b].CompareAndSwap(false, true) {
@@ -676,7 +676,7 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 				}
 			}
 		} else {
-			cnt, zs = requantCodes(wF, codes, s)
+			cnt, zs = numfmt.RequantMismatches(wF, codes, s)
 		}
 		r.qElems += cnt
 		r.zeroSign += zs

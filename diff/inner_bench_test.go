@@ -129,57 +129,6 @@ func BenchmarkCountRawDiff(b *testing.B) {
 	}
 }
 
-func BenchmarkEncodeE4M3(b *testing.B) {
-	x := benchFloats(3)
-	b.SetBytes(benchN * 4)
-	var sink byte
-	for b.Loop() {
-		for _, v := range x {
-			sink ^= ckpt.EncodeE4M3(v * 1000)
-		}
-	}
-	_ = sink
-}
-
-// requantBench is a block of BF16 weights and the E4M3 codes of their
-// re-quantisation with every 16th code changed.
-func requantBench() ([]float32, []byte, float32) {
-	w := benchFloats(4)
-	s := ckpt.RoundTo(ckpt.BF16, absMaxGo(w)/ckpt.E4M3MaxFinite)
-	codes := make([]byte, len(w))
-	for i, x := range w {
-		codes[i] = ckpt.EncodeE4M3(x / s)
-		if i%16 == 0 {
-			codes[i] ^= 1
-		}
-	}
-	return w, codes, s
-}
-
-func BenchmarkRequantCodes(b *testing.B) {
-	w, codes, s := requantBench()
-	b.SetBytes(benchN * 4)
-	for b.Loop() {
-		requantCodes(w, codes, s)
-	}
-}
-
-func BenchmarkRequantCodesGo(b *testing.B) {
-	w, codes, s := requantBench()
-	b.SetBytes(benchN * 4)
-	for b.Loop() {
-		requantCodesGo(w, codes, s)
-	}
-}
-
-func BenchmarkAbsMax(b *testing.B) {
-	w := benchFloats(5)
-	b.SetBytes(benchN * 4)
-	for b.Loop() {
-		absMax(w)
-	}
-}
-
 func TestCountChanged(t *testing.T) {
 	t.Parallel()
 	b := []float32{1, 2, 3, 4, 0}

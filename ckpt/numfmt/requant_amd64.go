@@ -1,12 +1,6 @@
 //go:build amd64 && !purego
 
-package diff
-
-import "golang.org/x/sys/cpu"
-
-// useAVX2 says whether the AVX2 kernels of this package (absMaxAVX2,
-// requantAVX2) run on this CPU.
-var useAVX2 = cpu.X86.HasAVX2
+package numfmt
 
 // requantChunk is the most elements one requantAVX2 call takes (its
 // per-lane dword counters and their sum must not wrap).
@@ -15,7 +9,7 @@ const requantChunk = 1 << 30
 // absMax returns the largest |x| of w, ignoring NaN; 0 for none. With
 // AVX2 the multiples of 32 go through absMaxAVX2, the tail through the Go
 // loop (TestAbsMax).
-func absMax(w []float32) float32 {
+func AbsMax(w []float32) float32 {
 	n := len(w) &^ 31
 	if !useAVX2 || n == 0 {
 		return absMaxGo(w)
@@ -27,15 +21,15 @@ func absMax(w []float32) float32 {
 	return m
 }
 
-// requantCodes counts the i whose code ckpt.EncodeE4M3(w[i]/s) decodes
+// RequantMismatches counts the i whose code EncodeE4M3(w[i]/s) decodes
 // to another value than codes[i] (cnt) or differs from it only in the
 // sign of zero (zeroSign); len(codes) >= len(w). With AVX2 the multiples
 // of 8 go through requantAVX2, which has no branch per element
 // (TestRequantCodes, TestEncodeE4M3AVX2), the tail through the Go loop.
-func requantCodes(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+func RequantMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
 	n := len(w) &^ 7
 	if !useAVX2 || n == 0 {
-		return requantCodesGo(w, codes, s)
+		return requantMismatchesGo(w, codes, s)
 	}
 	codes = codes[:len(w)]
 	for i := 0; i < n; i += requantChunk {
@@ -44,7 +38,7 @@ func requantCodes(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
 		cnt += int64(m - same)
 		zeroSign += int64(zs)
 	}
-	c, zs := requantCodesGo(w[n:], codes[n:], s)
+	c, zs := requantMismatchesGo(w[n:], codes[n:], s)
 	return cnt + c, zeroSign + zs
 }
 

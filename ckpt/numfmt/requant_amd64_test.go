@@ -1,17 +1,16 @@
 //go:build amd64 && !purego
 
-package diff
+package numfmt
 
 import (
 	"math"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
 
 // TestEncodeE4M3AVX2 checks the encoding of requantAVX2 (the ENCODE of
-// requant_amd64.s, run alone by encodeE4M3AVX2) against ckpt.EncodeE4M3
+// requant_amd64.s, run alone by encodeE4M3AVX2) against EncodeE4M3
 // of the Go float32 quotient: under s = 1 on a strided sweep over all
 // float32 bit patterns and on every rounding boundary of E4M3 (see
 // e4m3Boundaries), under other scales on the boundaries and a coarser
@@ -28,7 +27,7 @@ func TestEncodeE4M3AVX2(t *testing.T) {
 		got := make([]uint32, len(xs))
 		encodeE4M3AVX2(&got[0], &xs[0], len(xs), s)
 		for i, x := range xs {
-			if want := uint32(ckpt.EncodeE4M3(x / s)); got[i] != want {
+			if want := uint32(EncodeE4M3(x / s)); got[i] != want {
 				require.Failf(t, "code differs", "x %g (%#08x) / s %g: kernel %#x, EncodeE4M3 %#x",
 					x, math.Float32bits(x), s, got[i], want)
 			}

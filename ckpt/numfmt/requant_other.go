@@ -1,13 +1,13 @@
 //go:build !amd64 || purego
 
-package diff
+package numfmt
 
 // absMax returns the largest |x| of w, ignoring NaN; 0 for none.
-func absMax(w []float32) float32 { return absMaxGo(w) }
+func AbsMax(w []float32) float32 { return absMaxGo(w) }
 
-// requantCodes counts the i whose code ckpt.EncodeE4M3(w[i]/s) decodes
+// RequantMismatches counts the i whose code EncodeE4M3(w[i]/s) decodes
 // to another value than codes[i] (cnt) or differs from it only in the
 // sign of zero (zeroSign); len(codes) >= len(w).
-func requantCodes(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
-	return requantCodesGo(w, codes, s)
+func RequantMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+	return requantMismatchesGo(w, codes, s)
 }

@@ -1,15 +1,14 @@
-package diff
+package numfmt
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/require"
 )
 
-// e4m3Boundaries returns the float32 inputs where ckpt.EncodeE4M3 changes
+// e4m3Boundaries returns the float32 inputs where EncodeE4M3 changes
 // its answer, with their neighbours, in both signs: every E4M3 value and
 // every midpoint between two adjacent ones (the round-to-nearest-even
 // ties, in the subnormal range too) ± 1 ulp, 2^-6, 2^-9, 2^-10, 448, the
@@ -23,7 +22,7 @@ func e4m3Boundaries() []float32 {
 		}
 	}
 	for c := range 0x7e {
-		v, next := ckpt.DecodeE4M3(byte(c)), ckpt.DecodeE4M3(byte(c+1))
+		v, next := DecodeE4M3(byte(c)), DecodeE4M3(byte(c+1))
 		add(v)
 		add((v + next) / 2) // exact: the values have 4 significant bits
 	}
@@ -37,8 +36,8 @@ func e4m3Boundaries() []float32 {
 	return out
 }
 
-// TestRequantCodes checks that requantCodes (AVX2 on amd64 when the CPU
-// has it) counts what its Go loop requantCodesGo counts, on random blocks
+// TestRequantCodes checks that RequantMismatches (AVX2 on amd64 when the CPU
+// has it) counts what its Go loop requantMismatchesGo counts, on random blocks
 // of odd and even lengths at every alignment, under the scale of the
 // recipe and under odd scales, with codes equal to the re-quantised ones,
 // with their ±0 and NaN codes flipped in sign, and random codes.
@@ -65,7 +64,7 @@ func TestRequantCodes(t *testing.T) {
 			}
 		}
 		w = w[off:]
-		s := ckpt.RoundTo(ckpt.BF16, absMaxGo(w)/ckpt.E4M3MaxFinite)
+		s := RoundTo(BF16, absMaxGo(w)/E4M3MaxFinite)
 		switch k % 7 {
 		case 5:
 			s = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(300)-150))
@@ -74,7 +73,7 @@ func TestRequantCodes(t *testing.T) {
 		}
 		codes := make([]byte, off+n+rng.IntN(3))[off:]
 		for i, x := range w {
-			c := ckpt.EncodeE4M3(x / s)
+			c := EncodeE4M3(x / s)
 			switch r := rng.IntN(10); {
 			case r == 0:
 				c = byte(rng.IntN(256))
@@ -85,8 +84,8 @@ func TestRequantCodes(t *testing.T) {
 			}
 			codes[i] = c
 		}
-		cnt, zs := requantCodes(w, codes, s)
-		wantCnt, wantZS := requantCodesGo(w, codes, s)
+		cnt, zs := RequantMismatches(w, codes, s)
+		wantCnt, wantZS := requantMismatchesGo(w, codes, s)
 		require.Equal(t, wantCnt, cnt, "block %d (n %d, scale %g): changed codes", k, n, s)
 		require.Equal(t, wantZS, zs, "block %d (n %d, scale %g): ±0 sign flips", k, n, s)
 	}
@@ -115,8 +114,8 @@ func TestAbsMax(t *testing.T) {
 			if n > 0 {
 				w[rng.IntN(n)] = big
 			}
-			require.Equal(t, math.Float32bits(absMaxGo(w)), math.Float32bits(absMax(w)), "n %d, max %g", n, big)
+			require.Equal(t, math.Float32bits(absMaxGo(w)), math.Float32bits(AbsMax(w)), "n %d, max %g", n, big)
 		}
 	}
-	require.Equal(t, float32(0), absMax(make([]float32, 64)))
+	require.Equal(t, float32(0), AbsMax(make([]float32, 64)))
 }
