@@ -2,8 +2,9 @@ package diff
 
 import (
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // NonFiniteCounts are the NaN and Inf values of each side of a tensor.
@@ -26,20 +27,12 @@ func (n *nonFinite) add(o nonFinite) {
 }
 
 func (n *nonFinite) count(b, f []float32) {
-	for _, v := range b {
-		if v != v {
-			n.BaseNaN++
-		} else if math.IsInf(float64(v), 0) {
-			n.BaseInf++
-		}
-	}
-	for _, v := range f[:len(b)] {
-		if v != v {
-			n.FTNaN++
-		} else if math.IsInf(float64(v), 0) {
-			n.FTInf++
-		}
-	}
+	nan, inf := numfmt.CountNonFiniteF32(b)
+	n.BaseNaN += nan
+	n.BaseInf += inf
+	nan, inf = numfmt.CountNonFiniteF32(f[:len(b)])
+	n.FTNaN += nan
+	n.FTInf += inf
 }
 
 // note records the counts in the row and says which side is not finite:

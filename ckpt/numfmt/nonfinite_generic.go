@@ -1,6 +1,10 @@
 package numfmt
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
 
 // Scan is what ScanNonFinite found in a run of elements.
 type Scan struct {
@@ -89,6 +93,26 @@ func ScanNonFinite(dt DType, raw []byte) Scan {
 	}
 	return s
 }
+
+// CountNonFiniteF32 counts the NaN and Inf values of vals: ScanNonFinite
+// over their F32 encoding (on a little-endian host the memory of vals
+// itself, not copied).
+func CountNonFiniteF32(vals []float32) (nan, inf int64) {
+	var raw []byte
+	if littleEndian {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(vals))), 4*len(vals))
+	} else {
+		raw = make([]byte, 4*len(vals))
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+	}
+	s := ScanNonFinite(F32, raw)
+	return s.NaN, s.Inf
+}
+
+// littleEndian: the host stores a float32 as its little-endian encoding.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // HasNonFinite reports whether raw holds a NaN or Inf of dt
 // (ScanNonFinite(dt, raw) finds one), stopping at the first.

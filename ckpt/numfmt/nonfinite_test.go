@@ -126,3 +126,22 @@ func TestCleanPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestCountNonFiniteF32 checks the float32 entry point against IsNaN and
+// IsInf.
+func TestCountNonFiniteF32(t *testing.T) {
+	t.Parallel()
+	vals := []float32{1, float32(math.NaN()), -0, float32(math.Inf(-1)), math.MaxFloat32, math.Float32frombits(0xff800001), float32(math.Inf(1)), 1e-45}
+	for n := range len(vals) + 1 {
+		var nan, inf int64
+		for _, v := range vals[:n] {
+			if v != v {
+				nan++
+			} else if math.IsInf(float64(v), 0) {
+				inf++
+			}
+		}
+		gn, gi := CountNonFiniteF32(vals[:n])
+		require.Equal(t, [2]int64{nan, inf}, [2]int64{gn, gi}, "n=%d", n)
+	}
+}
