@@ -105,3 +105,15 @@ func RoundTo(dt DType, f float32) float32 { return numfmt.RoundTo(dt, f) }
 func QuantizeBlockFP8(w []float32, rows, cols, bm, bn int64, scaleDType DType, codes []byte, scales []float32) {
 	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, scaleDType, codes, scales)
 }
+
+// MaxFinite is numfmt.MaxFinite.
+func MaxFinite(dt DType) float64 { return numfmt.MaxFinite(dt) }
+
+// MayOverflow is numfmt.MayOverflow.
+func MayOverflow(src, dst DType) bool { return numfmt.MayOverflow(src, dst) }
+
+// FiniteIn is numfmt.FiniteIn.
+func FiniteIn(dt DType, x float32) bool { return numfmt.FiniteIn(dt, x) }
+
+// CountNotFinite is numfmt.CountNotFinite.
+func CountNotFinite(dt DType, vals []float32) int64 { return numfmt.CountNotFinite(dt, vals) }
