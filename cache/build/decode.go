@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // band says what readBand produced.
@@ -87,14 +88,14 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly 
 	}
 	if codesOnly {
 		// Every target takes the codes themselves (use.direct).
-		return band{codes: w.raw, checked: !hasNaNE4M3(w.raw)}, nil
+		return band{codes: w.raw, checked: !numfmt.HasNonFinite(numfmt.F8E4M3, w.raw)}, nil
 	}
 	cols := v.Cols
 	w.b16 = grow16(w.b16, int(n*cols))
 	sCols := (cols + v.BN - 1) / v.BN
 	w.tab = grow16(w.tab, int(sCols*256))
 	cur := int64(-1)
-	var nan uint64
+	nan := false
 	for r := int64(0); r < n; r++ {
 		if br := (r0 + r) / v.BM; br != cur {
 			cur = br
@@ -106,65 +107,10 @@ func (b *builder) readFP8Band(v *ckpt.Values, r0, n int64, w *worker, codesOnly 
 		out := w.b16[r*cols : (r+1)*cols]
 		for blk := int64(0); blk < sCols; blk++ {
 			lo, hi := blk*v.BN, min((blk+1)*v.BN, cols)
-			nan |= decodeCodes(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:]))
+			nan = numfmt.LookupE4M3(out[lo:hi], row[lo:hi], (*[256]uint16)(w.tab[blk*256:])) || nan
 		}
 	}
-	return band{bf16: true, b16: w.b16, codes: w.raw, checked: nan == 0}, nil
-}
-
-// hasNaNE4M3 reports whether raw holds an F8_E4M3 NaN code (0x7f or 0xff,
-// the format's only non-finite codes), eight bytes at a time: a byte's low
-// seven bits plus one carry into its top bit only when they are all ones.
-func hasNaNE4M3(raw []byte) bool {
-	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
-	acc, n := swarOr(raw, low7, one)
-	for _, c := range raw[n:] {
-		if c&0x7f == 0x7f {
-			return true
-		}
-	}
-	return acc&top != 0
-}
-
-// swarOr returns the OR of (w & mask) + add over the little-endian 64-bit
-// words w of raw's whole 32-byte chunks, and how many bytes those cover:
-// with mask and add chosen so that no carry crosses a lane, a lane's top
-// bit in the result says whether any word had that lane's field all ones
-// (hasNaNE4M3, finiteBF16).
-func swarOr(raw []byte, mask, add uint64) (acc uint64, n int) {
-	for ; n+32 <= len(raw); n += 32 {
-		b := raw[n : n+32 : n+32]
-		acc |= ((binary.LittleEndian.Uint64(b) & mask) + add) | ((binary.LittleEndian.Uint64(b[8:]) & mask) + add) |
-			((binary.LittleEndian.Uint64(b[16:]) & mask) + add) | ((binary.LittleEndian.Uint64(b[24:]) & mask) + add)
-	}
-	return acc, n
-}
-
-// decodeCodes writes t[c] for every code c of in into out (len(out) ≥
-// len(in)), eight at a time. It returns non-zero when in holds an
-// F8_E4M3 NaN code (0x7f or 0xff, the format's only non-finite codes):
-// the test rides on the words the lookups load, so the build's NaN guard
-// needs no pass of its own over the raw bytes.
-func decodeCodes(out []uint16, in []byte, t *[256]uint16) (nan uint64) {
-	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
-	out = out[:len(in)]
-	for len(in) >= 8 {
-		o := (*[8]uint16)(out)
-		x := binary.LittleEndian.Uint64(in)
-		// A byte's low seven bits plus one carry into its top bit only
-		// when they are all ones (no carry crosses bytes).
-		nan |= ((x & low7) + one) & top
-		o[0], o[1], o[2], o[3] = t[byte(x)], t[byte(x>>8)], t[byte(x>>16)], t[byte(x>>24)]
-		o[4], o[5], o[6], o[7] = t[byte(x>>32)], t[byte(x>>40)], t[byte(x>>48)], t[byte(x>>56)]
-		in, out = in[8:], out[8:]
-	}
-	for i, c := range in {
-		out[i] = t[c]
-		if c&0x7f == 0x7f {
-			nan = 1
-		}
-	}
-	return nan
+	return band{bf16: true, b16: w.b16, codes: w.raw, checked: !nan}, nil
 }
 
 // readBF16Band reads bfloat16 rows as bits, NaN bits kept (NaN and Inf are
@@ -175,37 +121,22 @@ func readBF16Band(v *ckpt.Values, r0, n int64, w *worker) (band, error) {
 	}
 	cnt := int(n * v.Cols)
 	raw := w.raw[:2*cnt]
-	if littleEndian && finiteBF16(raw) {
+	finite := !numfmt.HasNonFinite(numfmt.BF16, raw)
+	if littleEndian && finite {
 		// The bits as they are: no copy (raw is only read from here on).
 		return band{bf16: true, b16: unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(raw))), cnt), checked: true}, nil
 	}
 	w.b16 = grow16(w.b16, cnt)
 	out := w.b16[:cnt]
-	nonFinite := false
 	for i := range out {
-		h := binary.LittleEndian.Uint16(raw[2*i:])
-		nonFinite = nonFinite || h&0x7fff >= 0x7f80 // Inf or NaN
-		out[i] = h
+		out[i] = binary.LittleEndian.Uint16(raw[2*i:])
 	}
-	return band{bf16: true, b16: out, checked: !nonFinite}, nil
+	return band{bf16: true, b16: out, checked: finite}, nil
 }
 
 // littleEndian: the bytes of a uint16 in memory are its little-endian
 // encoding (BF16 data can then be used in place).
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
-// finiteBF16 reports whether the little-endian bfloat16 values of raw are
-// all finite (no exponent field of all ones), four per 64-bit word.
-func finiteBF16(raw []byte) bool {
-	const exp, lsb, top = 0x7f807f807f807f80, 0x0080008000800080, 0x8000800080008000
-	hit, i := swarOr(raw, exp, lsb)
-	for ; i+2 <= len(raw); i += 2 {
-		if binary.LittleEndian.Uint16(raw[i:])&0x7f80 == 0x7f80 {
-			return false
-		}
-	}
-	return hit&top == 0
-}
 
 // widen writes the float32 values of bfloat16 bits (exact).
 func widen(dst []float32, src []uint16) {

@@ -92,37 +92,6 @@ func TestBF16BitsCanonicalNaN(t *testing.T) {
 	}
 }
 
-// TestDecodeCodesNaNFlag: decodeCodes flags a chunk exactly when
-// ckpt.CountNonFinite finds an F8_E4M3 NaN code in it, at every position
-// (word body and tail), and decodes every code through the table.
-func TestDecodeCodesNaNFlag(t *testing.T) {
-	t.Parallel()
-	var tab [256]uint16
-	for c := range tab {
-		tab[c] = uint16(c)*3 + 1
-	}
-	for _, n := range []int{0, 1, 7, 8, 9, 31} {
-		for pos := -1; pos < n; pos++ {
-			for _, code := range []byte{0x7f, 0xff, 0x7e, 0xfe, 0x80} {
-				in := make([]byte, n)
-				for i := range in {
-					in[i] = byte(i*37) & 0x7e // finite codes
-				}
-				if pos >= 0 {
-					in[pos] = code
-				}
-				out := make([]uint16, n)
-				flag := decodeCodes(out, in, &tab)
-				nan, _ := ckpt.CountNonFinite(ckpt.F8E4M3, in)
-				require.Equal(t, nan > 0, flag != 0, "n=%d pos=%d code=%#x", n, pos, code)
-				for i, c := range in {
-					require.Equal(t, tab[c], out[i])
-				}
-			}
-		}
-	}
-}
-
 // TestTransposeRowsSSE2 compares transposeRows (SSE2 on amd64) with the Go
 // version on random rows of several widths and strides.
 func TestTransposeRowsSSE2(t *testing.T) {
@@ -140,27 +109,6 @@ func TestTransposeRowsSSE2(t *testing.T) {
 			transposeRows(got, raw, stride, n)
 			transposeRowsGo(want, raw, stride, n)
 			require.Equal(t, want, got, "n=%d stride=%d", n, stride)
-		}
-	}
-}
-
-// TestFiniteBF16 agrees with ckpt.CountNonFinite on every position of
-// NaN/Inf bits (word body and tail), odd byte counts included.
-func TestFiniteBF16(t *testing.T) {
-	t.Parallel()
-	for _, n := range []int{0, 1, 2, 31, 32, 34, 70} {
-		for pos := -1; pos < n/2; pos++ {
-			for _, h := range []uint16{0x7f80, 0xff80, 0x7fc1, 0xffff, 0x7f7f, 0x3f80} {
-				raw := make([]byte, n)
-				for i := range raw {
-					raw[i] = byte(i * 13 & 0x3f)
-				}
-				if pos >= 0 {
-					raw[2*pos], raw[2*pos+1] = byte(h), byte(h>>8)
-				}
-				nan, inf := ckpt.CountNonFinite(ckpt.BF16, raw)
-				require.Equal(t, nan+inf == 0, finiteBF16(raw), "n=%d pos=%d h=%#x", n, pos, h)
-			}
 		}
 	}
 }
@@ -192,34 +140,6 @@ func TestGroupSources(t *testing.T) {
 	}
 	require.Equal(t, [][]string{{"a", "b", "d"}, {"c"}, {"e"}}, names(groupSources([]*srcState{a, b, c, d, e})))
 	require.Equal(t, [][]string{{"d", "a", "b"}, {"c"}}, names(groupSources([]*srcState{d, c, a, b})))
-}
-
-// TestHasNaNE4M3: a NaN code (0x7f or 0xff) anywhere, in the words or the
-// tail, is found; every other code is not one.
-func TestHasNaNE4M3(t *testing.T) {
-	t.Parallel()
-	for n := 0; n <= 70; n++ {
-		raw := make([]byte, n)
-		for i := range raw {
-			raw[i] = byte(i*37) &^ 0x01 // never 0x7f or 0xff
-		}
-		require.False(t, hasNaNE4M3(raw), "n=%d", n)
-		for pos := 0; pos < n; pos++ {
-			for _, c := range []byte{0x7f, 0xff} {
-				old := raw[pos]
-				raw[pos] = c
-				require.True(t, hasNaNE4M3(raw), "n=%d pos=%d code=%#x", n, pos, c)
-				raw[pos] = old
-			}
-		}
-	}
-	all := make([]byte, 0, 256)
-	for c := range 256 {
-		if c&0x7f != 0x7f {
-			all = append(all, byte(c))
-		}
-	}
-	require.False(t, hasNaNE4M3(all))
 }
 
 // TestDirect27B: on the real 27B FP8 layout at 1x2 (sparse files, headers

@@ -1,6 +1,7 @@
 package numfmt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -132,4 +133,33 @@ func ScaleTable32(t *[256]uint32, src DType, scale float32) error {
 		t[c] = math.Float32bits(x)
 	}
 	return nil
+}
+
+// LookupE4M3 is the table path of block dequantisation: out[i] = t[in[i]]
+// for the F8_E4M3 codes in (len(out) >= len(in)), t a table of
+// ScaleTable16, eight codes at a time. It reports whether in holds an
+// F8_E4M3 NaN code (0x7f or 0xff, the format's only non-finite codes): the
+// test rides on the words the lookups load, so a caller's NaN guard needs
+// no pass of its own over the codes.
+func LookupE4M3(out []uint16, in []byte, t *[256]uint16) (nan bool) {
+	const low7, one, top = 0x7f7f7f7f7f7f7f7f, 0x0101010101010101, 0x8080808080808080
+	out = out[:len(in)]
+	var acc uint64
+	for len(in) >= 8 {
+		o := (*[8]uint16)(out)
+		x := binary.LittleEndian.Uint64(in)
+		// A byte's low seven bits plus one carry into its top bit only
+		// when they are all ones (no carry crosses bytes).
+		acc |= ((x & low7) + one) & top
+		o[0], o[1], o[2], o[3] = t[byte(x)], t[byte(x>>8)], t[byte(x>>16)], t[byte(x>>24)]
+		o[4], o[5], o[6], o[7] = t[byte(x>>32)], t[byte(x>>40)], t[byte(x>>48)], t[byte(x>>56)]
+		in, out = in[8:], out[8:]
+	}
+	for i, c := range in {
+		out[i] = t[c]
+		if c&0x7f == 0x7f {
+			acc = 1
+		}
+	}
+	return acc != 0
 }

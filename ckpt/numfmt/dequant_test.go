@@ -100,3 +100,33 @@ func TestBlockScalesDequantize(t *testing.T) {
 	}
 	require.Error(t, b.Dequantize(F8E4M3, raw[:3], 0, make([]float32, 4)))
 }
+
+// TestLookupE4M3NaNFlag: LookupE4M3 flags a chunk exactly when
+// ScanNonFinite finds an F8_E4M3 NaN code in it, at every position (word
+// body and tail), and decodes every code through the table.
+func TestLookupE4M3NaNFlag(t *testing.T) {
+	t.Parallel()
+	var tab [256]uint16
+	for c := range tab {
+		tab[c] = uint16(c)*3 + 1
+	}
+	for _, n := range []int{0, 1, 7, 8, 9, 31} {
+		for pos := -1; pos < n; pos++ {
+			for _, code := range []byte{0x7f, 0xff, 0x7e, 0xfe, 0x80} {
+				in := make([]byte, n)
+				for i := range in {
+					in[i] = byte(i*37) & 0x7e // finite codes
+				}
+				if pos >= 0 {
+					in[pos] = code
+				}
+				out := make([]uint16, n)
+				flag := LookupE4M3(out, in, &tab)
+				require.Equal(t, ScanNonFinite(F8E4M3, in).NaN > 0, flag, "n=%d pos=%d code=%#x", n, pos, code)
+				for i, c := range in {
+					require.Equal(t, tab[c], out[i])
+				}
+			}
+		}
+	}
+}

@@ -145,3 +145,53 @@ func TestCountNonFiniteF32(t *testing.T) {
 		require.Equal(t, [2]int64{nan, inf}, [2]int64{gn, gi}, "n=%d", n)
 	}
 }
+
+// TestHasNonFiniteBF16 agrees with ScanNonFinite on every position of
+// NaN/Inf bits (word body and tail), odd byte counts included.
+func TestHasNonFiniteBF16(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 2, 31, 32, 34, 70, 300} {
+		for pos := -1; pos < n/2; pos++ {
+			for _, h := range []uint16{0x7f80, 0xff80, 0x7fc1, 0xffff, 0x7f7f, 0x3f80} {
+				raw := make([]byte, n)
+				for i := range raw {
+					raw[i] = byte(i * 13 & 0x3f)
+				}
+				if pos >= 0 {
+					raw[2*pos], raw[2*pos+1] = byte(h), byte(h>>8)
+				}
+				s := ScanNonFinite(BF16, raw)
+				require.Equal(t, s.NaN+s.Inf > 0, HasNonFinite(BF16, raw), "n=%d pos=%d h=%#x", n, pos, h)
+				require.Equal(t, h&0x7f80 == 0x7f80 && pos >= 0, HasNonFinite(BF16, raw), "n=%d pos=%d h=%#x", n, pos, h)
+			}
+		}
+	}
+}
+
+// TestHasNonFiniteE4M3: a NaN code (0x7f or 0xff) anywhere, in the words,
+// the AVX2 groups or the tail, is found; every other code is not one.
+func TestHasNonFiniteE4M3(t *testing.T) {
+	t.Parallel()
+	for n := 0; n <= 300; n++ {
+		raw := make([]byte, n)
+		for i := range raw {
+			raw[i] = byte(i*37) &^ 0x01 // never 0x7f or 0xff
+		}
+		require.False(t, HasNonFinite(F8E4M3, raw), "n=%d", n)
+		for pos := 0; pos < n; pos++ {
+			for _, c := range []byte{0x7f, 0xff} {
+				old := raw[pos]
+				raw[pos] = c
+				require.True(t, HasNonFinite(F8E4M3, raw), "n=%d pos=%d code=%#x", n, pos, c)
+				raw[pos] = old
+			}
+		}
+	}
+	all := make([]byte, 0, 256)
+	for c := range 256 {
+		if c&0x7f != 0x7f {
+			all = append(all, byte(c))
+		}
+	}
+	require.False(t, HasNonFinite(F8E4M3, all))
+}
