@@ -10,7 +10,7 @@ import (
 )
 
 // TestScaleLUT checks the table route of dequantisation against the
-// decode, applyScale and encode route byte for byte: every code (NaN
+// dequantise (numfmt.BlockScales) and encode route byte for byte: every code (NaN
 // included) under ordinary, zero, negative-zero, subnormal, huge (products
 // overflow to Inf) and non-finite scales, into bf16, f16 and f32, with
 // ragged blocks and pieces that start and end anywhere in a row.
@@ -45,8 +45,7 @@ func TestScaleLUT(t *testing.T) {
 	for _, out := range []ckpt.DType{ckpt.BF16, ckpt.F16, ckpt.F32} {
 		db := int64(out.Bits() / 8)
 		vals := make([]float32, len(codes))
-		require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, codes, vals))
-		applyScale(v, 0, vals)
+		require.NoError(t, v.Blocks().Dequantize(ckpt.F8E4M3, codes, 0, vals))
 		want := make([]byte, int64(len(codes))*db)
 		require.NoError(t, ckpt.EncodeFloat32(out, vals, want))
 		lut, err := newScaleLUT(ckpt.F8E4M3, out, v)

@@ -159,11 +159,15 @@ func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
 				continue
 			}
 			vals := s.vals[:q]
-			if err := ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals); err != nil {
-				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
+			var err error
+			if it.Values != nil && it.Values.Blocks() != nil {
+				// dequantised by numfmt.BlockScales (decode, then scale)
+				err = it.Values.Blocks().Dequantize(t.DType, raw[k*sb:(k+q)*sb], e+k, vals)
+			} else {
+				err = ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals)
 			}
-			if it.Values != nil {
-				applyScale(it.Values, e+k, vals)
+			if err != nil {
+				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
 			}
 			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
 				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
@@ -198,22 +202,4 @@ func (s *streamer) checkScales(it *Item) error {
 		return err
 	}
 	return s.guard.Overflow(it.Source, it.DType, over, ckpt.ScaleOverflowWhy(v.Scale.Name, n, first, it.DType))
-}
-
-// applyScale multiplies vals, the elements [e0, e0+len(vals)) of a row-major
-// matrix, by their block scales. A chunk may start and end anywhere in a
-// row; each run of elements sharing one scale is multiplied in one loop.
-func applyScale(v *ckpt.Values, e0 int64, vals []float32) {
-	cols := v.Cols
-	for k := int64(0); k < int64(len(vals)); {
-		e := e0 + k
-		i, j := e/cols, e%cols
-		run := min(min((j/v.BN+1)*v.BN, cols)-j, int64(len(vals))-k)
-		sc := v.ScaleAt(i, j)
-		seg := vals[k : k+run]
-		for x := range seg {
-			seg[x] *= sc
-		}
-		k += run
-	}
 }
