@@ -11,9 +11,9 @@ import (
 
 // scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales by table:
 // for each block column of the current block row, the output bytes of
-// every code c, EncodeFloat32(decode(c) × scale) — the float32 product and
-// rounding of the dequantise (numfmt.BlockScales) and encode route, computed by that
-// route for the 256 codes, so the bytes are the same. A table costs 256
+// every code c, EncodeFloat32(decode(c) × scale) (numfmt.ScaleTable16/32):
+// the float32 product and rounding of the dequantise (numfmt.BlockScales)
+// and encode route, so the bytes are the same. A table costs 256
 // conversions and serves a BM × BN block (16 Ki values for [128, 128]).
 type scaleLUT struct {
 	src, out ckpt.DType
