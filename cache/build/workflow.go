@@ -77,12 +77,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	defer c.Close()
-	rep := &Report{Plan: plan}
-	for _, is := range c.Issues {
-		if is.Status == ckpt.Warn {
-			rep.Warnings = append(rep.Warnings, is.Message)
-		}
-	}
+	rep := &Report{Plan: plan, Warnings: c.Warnings()}
 	res, err := Run(ctx, c, plan, req.Out, req.Options)
 	if err != nil {
 		return rep, err

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,6 +27,15 @@ func (a *App) newCacheCmd() *cobra.Command {
 		a.newCacheIdentifyCmd())
 	return cmd
 }
+
+// The formats of the cache commands' --format (each command's
+// output.Resolve takes the same list).
+var (
+	cacheBuildFormats   = formatEnum(output.Text, output.JSON)
+	cacheVerifyFormats  = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
+	cacheLsFormats      = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	cacheCompareFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+)
 
 // planFlags are the mapping flags shared by build and verify. Set holds
 // the --set NAME=VALUE overrides of profile variables.
@@ -94,7 +103,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	o.planFlags.add(f, "1x2")
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Text, output.JSON), "output format: {} (auto: text)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: text)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
@@ -151,7 +160,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheVerifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
 	return cmd
 }
 
@@ -193,7 +202,7 @@ func (a *App) newCacheLsCmd(runF func(context.Context, *cacheLsOptions) error) *
 			return a.runCacheLs(cmd.Context(), o)
 		},
 	}
-	enumFlag(cmd.Flags(), &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise)")
+	enumFlag(cmd.Flags(), &o.Format, "format", output.Auto, cacheLsFormats, "output format: {} (auto: table on a terminal, text otherwise)")
 	addSelectFlags(cmd.Flags(), &o.Select, "list only the cache folder of DIR (a cache root) for this mesh (default: everything under DIR)",
 		"list only the cache folder with this tag", "list only the cache folder for this device")
 	return cmd

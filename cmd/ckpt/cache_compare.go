@@ -44,7 +44,7 @@ func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheCompareFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
 	return cmd
 }
 
@@ -54,7 +54,7 @@ func (o *cacheCompareOptions) request() check.CompareRequest {
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheCompareFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}

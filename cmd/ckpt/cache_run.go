@@ -50,7 +50,7 @@ func (o *cacheUnpackOptions) request() archive.UnpackRequest {
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
-	format, err := output.Resolve(o.Format, false, output.Text, output.JSON)
+	format, err := output.Resolve(o.Format, false, cacheBuildFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -94,7 +94,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 }
 
 func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheVerifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -127,7 +127,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 }
 
 func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheLsFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
