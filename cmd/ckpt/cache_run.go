@@ -55,9 +55,6 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return usageError("%v", err)
 	}
 	req := o.request(a)
-	if err := req.Validate(); err != nil {
-		return err
-	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
@@ -99,9 +96,6 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return usageError("%v", err)
 	}
 	req := o.request(a)
-	if err := req.Validate(); err != nil {
-		return err
-	}
 	req.Progress = ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache verify", req.Progress)
 	if err != nil {
@@ -151,9 +145,6 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 
 func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	req := o.request()
-	if err := req.Validate(); err != nil {
-		return err
-	}
 	req.Progress = ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache pack", req.Progress)
 	if err != nil {
@@ -170,9 +161,6 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 
 func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	req := o.request()
-	if err := req.Validate(); err != nil {
-		return err
-	}
 	req.Progress = ckpt.NewProgress()
 	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache unpack", req.Progress)
 	if err != nil {
