@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -135,4 +137,31 @@ func TestCacheCompareOptions(t *testing.T) {
 		{"format", []string{"compare", missing, missing, "--format", "html"}, nil, `unknown --format "html" (want one of auto, table, text, json, jsonl, csv, markdown)`},
 		{"one dir", []string{"compare", missing}, nil, "compare takes 2 argument(s), got 1 (see ckpt cache compare --help)"},
 	})
+}
+
+// Through the whole CLI, a wrong cache request exits 2 with its message
+// on stderr, and nothing is written.
+func TestCacheRequestErrorsCLI(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	archiveFile := filepath.Join(dir, "c.tar.zst")
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR"},
+		{[]string{"cache", "build", missing, "-o", dir, "--device-dram", "0"}, `--device-dram: want a positive size, got "0"`},
+		{[]string{"cache", "verify", dir}, "cache verify needs --source SRC (the checkpoint the cache is for)"},
+		{[]string{"cache", "pack", dir}, "cache pack needs -o/--out FILE.tar.zst"},
+		{[]string{"cache", "unpack", archiveFile}, "cache unpack needs -o/--out DIR"},
+	}
+	for _, tc := range tests {
+		code, stdout, stderr := runApp(t, tc.args...)
+		assert.Equal(t, exitUnreadable, code, "%v", tc.args)
+		assert.Empty(t, stdout, "%v", tc.args)
+		assert.Equal(t, "ckpt: "+tc.msg+"\n", stderr, "%v", tc.args)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
 }
