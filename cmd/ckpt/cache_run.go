@@ -67,9 +67,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	rep, err := build.RunSource(ctx, req)
 	stop()
 	if rep != nil {
-		for _, w := range rep.Warnings {
-			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-		}
+		a.warn(rep.Warnings)
 	}
 	if err != nil {
 		return err
