@@ -191,12 +191,42 @@ func (r *ListResult) Unreadable() int {
 	return n
 }
 
+// Bytes is the size of all the listed files.
+func (r *ListResult) Bytes() int64 {
+	var total int64
+	for _, e := range r.Files {
+		total += e.Bytes
+	}
+	return total
+}
+
+// ListSummary is the closing JSON Lines record of cache ls.
+type ListSummary struct {
+	Dir        string `json:"dir"`
+	Files      int    `json:"files"`
+	Bytes      int64  `json:"bytes"`
+	Unreadable int    `json:"unreadable"`
+}
+
+// SummaryRecord is the listing's closing JSON Lines record.
+func (r *ListResult) SummaryRecord() ListSummary {
+	return ListSummary{r.Dir, len(r.Files), r.Bytes(), r.Unreadable()}
+}
+
+// ListRequest is what `ckpt cache ls` asks for: the files under Dir, or
+// those of the cache folder of the root Dir that Select picks.
+type ListRequest struct {
+	Dir    string
+	Select Selector
+}
+
 // ListDir is the workflow of `ckpt cache ls`: List of a directory that
-// must exist. When dir is a cache folder, or sel names one of a cache
-// root, the listing is of that folder (ResolveFolder); otherwise of
-// everything under dir. Every listed cache folder whose build did not
-// finish is named in Unfinished.
-func ListDir(dir string, sel Selector) (*ListResult, error) {
+// must exist. When req.Dir is a cache folder, or req.Select names one of a
+// cache root, the listing is of that folder (ResolveFolder); otherwise of
+// everything under the directory. Every listed cache folder whose build
+// did not finish is named in Unfinished.
+func ListDir(req ListRequest) (*ListResult, error) {
+	dir, sel := req.Dir, req.Select
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("listing %s: not a directory", dir)
 	}

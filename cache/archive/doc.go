@@ -4,8 +4,9 @@
 // last; Unpack extracts into a staging folder, holds every file against
 // the manifest and only then moves them into place under the folder's
 // lock, the manifest last, so that a half-unpacked cache never looks
-// complete. They are the workflows of `ckpt cache pack` and `ckpt cache
-// unpack`.
+// complete. PackFile (Pack into a file placed atomically) and UnpackFile
+// (Unpack of a file) are the workflows of `ckpt cache pack` and `ckpt
+// cache unpack`.
 //
 // The package never prints; failures to write are *ckpt.WriteError.
 package archive

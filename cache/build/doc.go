@@ -1,7 +1,8 @@
 // Package build writes a prebuilt Tenstorrent tensor cache (package cache
-// is its format) from a checkpoint and a mapping plan: Run is the workflow
-// of `ckpt cache build` (after mapping.Resolve), Result.Summary its JSON
-// document.
+// is its format) from a checkpoint and a mapping plan. RunSource is the
+// workflow of `ckpt cache build`: one Request (the source, its
+// mapping.PlanOptions, the cache root), the plan made by mapping.Resolve,
+// Run, and a Report whose Summary is the JSON document.
 //
 // Run streams each source tensor once through the plan's transforms
 // (build.go: preparing, streaming, finishing; sink.go: assembling a target

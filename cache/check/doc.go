@@ -3,14 +3,14 @@
 //
 //   - Verify holds a cache folder against its manifest and the plan of the
 //     current source, fail-closed: every missing, extra, truncated,
-//     corrupted or stale file is a ckpt.Finding (ids Finding*). Run is the
-//     workflow of `ckpt cache verify` (memory, manifest, plan, Verify; its
-//     Result is the JSON document), RunAll the same for every folder of a
-//     root.
+//     corrupted or stale file is a ckpt.Finding (ids Finding*). Run checks
+//     one cache folder (memory, manifest, plan, Verify; its Result is the
+//     JSON document); RunAll, the workflow of `ckpt cache verify` (one
+//     Request), runs it on every folder of a root (AllResult).
 //   - Compare compares two caches file by file, header field by field and
-//     shard by shard (`ckpt cache compare`); Plan holds a mapping plan
-//     against an existing cache by names and headers only (map
-//     --against-cache).
+//     shard by shard (`ckpt cache compare`: CompareDirs); Plan holds a
+//     mapping plan against an existing cache by names and headers only
+//     (map --against-cache).
 //   - Identify finds the profile and settings whose plan reproduces a cache
 //     (`ckpt cache identify`), building the closest candidate's files with
 //     package build to compare their data when asked.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -157,12 +158,182 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	return done()
 }
 
-// RunAll is Run of every cache folder of dir that opt.Select matches:
-// dir itself when it is a cache folder, else each matching folder of the
-// cache root dir (all of them when Select is empty), one result each, in
-// the order of cache.Folders. A root with no matching folder gives one result
-// with the finding Run gives.
-func RunAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
+// Request is what `ckpt cache verify` asks for: the check of the cache
+// folders of Dir (a cache folder, or a cache root: the folders Select
+// matches, all by default) against the checkpoint Source.
+type Request struct {
+	Dir, Source string
+	// Openers resolve non-local sources (see ckpt.SourceOpener).
+	Openers []ckpt.SourceOpener
+	// Rules, Set, Select and MemInfo are as in Options.
+	Rules   string
+	Set     []string
+	Select  cache.Selector
+	MemInfo string
+	// MinMem is the --min-mem size ("" for no memory check).
+	MinMem string
+	VerifyOptions
+}
+
+// Validate refuses a request that is itself wrong before any work: the
+// errors are *ckpt.UsageError with the CLI's messages.
+func (r Request) Validate() error {
+	_, err := r.options()
+	return err
+}
+
+// options are the request as Options of Run.
+func (r Request) options() (Options, error) {
+	if r.Source == "" {
+		return Options{}, &ckpt.UsageError{Reason: "cache verify needs --source SRC (the checkpoint the cache is for)"}
+	}
+	var minMem int64
+	if r.MinMem != "" {
+		var err error
+		if minMem, err = ckpt.ParseSize(r.MinMem); err != nil {
+			return Options{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
+		}
+	}
+	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
+		MinMem: minMem, MemInfo: r.MemInfo}, nil
+}
+
+// AllResult is the outcome of RunAll: one cache verify document per cache
+// folder checked. With several folders the JSON document is AllResult
+// itself; with one it is that folder's Result (Single).
+type AllResult struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema  ckpt.Schema `json:"schema_version"`
+	Dir     string      `json:"dir"`
+	Source  string      `json:"source"`
+	OK      bool        `json:"ok"`
+	Folders []*Result   `json:"folders"`
+}
+
+// Single is the result of the one folder checked, nil when there were
+// several.
+func (r *AllResult) Single() *Result {
+	if len(r.Folders) != 1 {
+		return nil
+	}
+	return r.Folders[0]
+}
+
+// Failed counts the folders that failed their check.
+func (r *AllResult) Failed() int {
+	n := 0
+	for _, f := range r.Folders {
+		if !f.OK {
+			n++
+		}
+	}
+	return n
+}
+
+// Summary is the closing JSON Lines record of a cache verify of one
+// cache folder: the document's verdict and counts.
+type Summary struct {
+	Dir      string `json:"dir"`
+	Source   string `json:"source"`
+	OK       bool   `json:"ok"`
+	Files    int    `json:"files"`
+	Bytes    int64  `json:"bytes"`
+	Findings int    `json:"findings"`
+}
+
+// SummaryRecord is the result's closing JSON Lines record.
+func (r *Result) SummaryRecord() Summary {
+	return Summary{r.Dir, r.Source, r.OK, r.Files, r.Bytes, len(r.Findings)}
+}
+
+// AllSummary is the closing JSON Lines record of a cache verify of
+// several cache folders: the verdict, the folders and how many failed, the
+// files, bytes and findings of all of them.
+type AllSummary struct {
+	Dir      string `json:"dir"`
+	Source   string `json:"source"`
+	OK       bool   `json:"ok"`
+	Folders  int    `json:"folders"`
+	Failed   int    `json:"failed"`
+	Files    int    `json:"files"`
+	Bytes    int64  `json:"bytes"`
+	Findings int    `json:"findings"`
+}
+
+// SummaryRecord is the closing JSON Lines record of several folders'
+// checks.
+func (r *AllResult) SummaryRecord() AllSummary {
+	s := AllSummary{Dir: r.Dir, Source: r.Source, OK: r.OK, Folders: len(r.Folders), Failed: r.Failed()}
+	for _, f := range r.Folders {
+		s.Files, s.Bytes, s.Findings = s.Files+f.Files, s.Bytes+f.Bytes, s.Findings+len(f.Findings)
+	}
+	return s
+}
+
+// FolderFinding is a finding row of a multi-folder cache verify (JSON
+// Lines): the finding's keys after "dir", the folder's path.
+type FolderFinding struct {
+	Dir     string
+	Finding ckpt.Finding
+}
+
+// MarshalJSON writes {"dir": ..., then the finding's keys}.
+func (f FolderFinding) MarshalJSON() ([]byte, error) {
+	dir, err := json.Marshal(f.Dir)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(f.Finding)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("finding %s is not a JSON object", f.Finding.ID)
+	}
+	out := append([]byte(`{"dir":`), dir...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
+
+// Rows are the findings of every folder with their folder's dir, in
+// order (the JSON Lines rows of several folders' checks).
+func (r *AllResult) Rows() []FolderFinding {
+	var rows []FolderFinding
+	for _, f := range r.Folders {
+		for _, fi := range f.Findings {
+			rows = append(rows, FolderFinding{f.Dir, fi})
+		}
+	}
+	return rows
+}
+
+// RunAll is the workflow of `ckpt cache verify`: it validates the request
+// (Validate) and runs Run on every cache folder of req.Dir that
+// req.Select matches: Dir itself when it is a cache folder, else each
+// matching folder of the cache root Dir (all of them when Select is
+// empty), one result each, in the order of cache.Folders. A root with no
+// matching folder gives one result with the finding Run gives.
+func RunAll(ctx context.Context, req Request) (*AllResult, error) {
+	opt, err := req.options()
+	if err != nil {
+		return nil, err
+	}
+	dir := req.Dir
+	all, err := runAll(ctx, dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := &AllResult{Dir: dir, Source: req.Source, OK: true, Folders: all}
+	for _, f := range all {
+		res.OK = res.OK && f.OK
+	}
+	return res, nil
+}
+
+// runAll is Run of every cache folder of dir that opt.Select matches.
+func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	var paths []string
 	if cache.IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		paths = []string{dir}

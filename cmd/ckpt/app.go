@@ -194,13 +194,6 @@ func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Che
 	return ckpt.Open(ctx, src, opt, a.Openers...)
 }
 
-// warnIssues prints the warnings the library recorded while opening c
-// (the Issues that do not fail, such as index.single_file, a tensor stored
-// in two shards in byte-identical copies, tensors the index does not
-// list), for the commands whose report has no place for them (inspect,
-// verify and contract report every issue themselves).
-func (a *App) warnIssues(c *ckpt.Checkpoint) { a.warn(c.Warnings()) }
-
 // warn prints warnings a library workflow returned.
 func (a *App) warn(msgs []string) {
 	for _, m := range msgs {

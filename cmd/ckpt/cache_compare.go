@@ -20,7 +20,9 @@ type cacheCompareOptions struct {
 	Format   string
 }
 
-func (a *App) newCacheCompareCmd() *cobra.Command {
+// newCacheCompareCmd is ckpt cache compare; runF, when set, runs instead of
+// the workflow (tests of the option parsing).
+func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions) error) *cobra.Command {
 	o := &cacheCompareOptions{}
 	cmd := &cobra.Command{
 		Use:   "compare A B",
@@ -28,29 +30,41 @@ func (a *App) newCacheCompareCmd() *cobra.Command {
 		Example: `  ckpt cache compare /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2
   ckpt cache compare ours theirs --format json`,
 		Args: exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.A, o.B = args[0], args[1]
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return a.runCacheCompare(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheCompareFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
 	return cmd
 }
 
+// request is the library request of the options.
+func (o *cacheCompareOptions) request() check.CompareRequest {
+	return check.CompareRequest{A: o.A, B: o.B, CompareOptions: check.CompareOptions{Workers: o.Workers}}
+}
+
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
-	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheCompareFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	prog := ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache compare", prog)
+	req := o.request()
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache compare", req.Progress)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	rep, err := check.Compare(ctx, o.A, o.B, check.CompareOptions{Workers: o.Workers, Progress: prog})
+	rep, err := check.CompareDirs(ctx, req)
 	stop()
 	if err != nil {
 		return err
@@ -69,7 +83,7 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 			return err
 		}
 	case output.JSONL:
-		if err := output.WriteJSONL(w, "difference", rep.Diffs, compareSummaryRecord(res)); err != nil {
+		if err := output.WriteJSONL(w, "difference", rep.Diffs, res.SummaryRecord()); err != nil {
 			return err
 		}
 	default:
@@ -92,19 +106,6 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 		return silentExit(1)
 	}
 	return nil
-}
-
-// compareSummaryRecord is the final JSON Lines record of a comparison:
-// the document's counts and verdict, the number of differences (the
-// records before it).
-func compareSummaryRecord(res check.CompareResult) any {
-	return struct {
-		*check.CompareReport
-		// Differences counts the records (it hides the report's list).
-		Differences int  `json:"differences"`
-		Same        bool `json:"same"`
-		Unreadable  bool `json:"unreadable"`
-	}{res.CompareReport, len(res.Diffs), res.Same, res.Unreadable}
 }
 
 // compareSummary is the verdict line of a comparison.

@@ -17,9 +17,6 @@ func addDeviceDRAMFlag(f interface {
 	f.StringVar(dst, "device-dram", "", "DRAM of one device (e.g. 32GiB) to judge whether the plan fits (default: the device folder's board when known: P100, P150, P300, P150x4, P150x8 (Blackhole), N150, N300, N150x4, T3K (Wormhole))")
 }
 
-// parseDeviceDRAM parses --device-dram ("" is 0: the board's).
-func parseDeviceDRAM(s string) (int64, error) { return mapping.ParseDeviceDRAM(s) }
-
 // printMemory renders the DRAM each device holds (a grid: device,
 // tensors, bytes, largest tensor, headroom), the largest file, and the
 // verdict on the fit.

@@ -1,0 +1,94 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+)
+
+// Request is what `ckpt cache build` asks for: the cache of the plan of
+// Source (Plan: profile or rules file, mesh, device, tag, --set,
+// MESH_DEVICE; made by mapping.Resolve) written under the cache root Out.
+type Request struct {
+	Source  string
+	Openers []ckpt.SourceOpener
+	Plan    mapping.PlanOptions
+	// Out is the cache root (TT_CACHE_PATH).
+	Out string
+	// DeviceDRAM is the --device-dram value ("" for the board's DRAM).
+	DeviceDRAM string
+	// Options tune the build (Run); Options.Progress counts its work.
+	Options
+}
+
+// Validate refuses a request that is itself wrong before any work: the
+// errors are *ckpt.UsageError with the CLI's messages.
+func (r Request) Validate() error {
+	if r.Out == "" {
+		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR"}
+	}
+	if _, err := NaNBits(r.NaN); err != nil {
+		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
+	}
+	_, err := mapping.ParseDeviceDRAM(r.DeviceDRAM)
+	return err
+}
+
+// Report is the outcome of RunSource: the plan and, when it has no
+// problems, the build's JSON document (Summary).
+type Report struct {
+	Plan *mapping.Plan
+	// Problems is set when the plan has problems: nothing was built, Summary
+	// is nil, and the command fails (exit 1).
+	Problems *mapping.PlanError
+	// Warnings are the messages of the source's warning issues.
+	Warnings []string
+	// PlanWarnings are the plan's per-target warnings grouped by rule
+	// (mapping.Plan.GroupedWarnings), Notes the build's (Result.Notes);
+	// both are in Summary.Warnings too.
+	PlanWarnings, Notes []string
+	// Summary is the cache build JSON document, with the DRAM per device.
+	Summary *Summary
+}
+
+// RunSource is the workflow of `ckpt cache build`: it validates the request
+// (Validate), makes the plan of the source (mapping.Resolve, the one way
+// plans are made), builds it (Run) and returns its document with the
+// memory each device holds under the plan. A plan with problems is not
+// built: the report has the plan and its Problems, and no error. When the
+// build fails, the report (its Warnings) comes with the error. The
+// checkpoint is closed when RunSource returns.
+func RunSource(ctx context.Context, req Request) (*Report, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	dram, _ := mapping.ParseDeviceDRAM(req.DeviceDRAM)
+	start := time.Now()
+	c, plan, err := mapping.Resolve(ctx, req.Source, req.Plan, req.Openers...)
+	var pe *mapping.PlanError
+	if errors.As(err, &pe) {
+		c.Close()
+		return &Report{Plan: plan, Problems: pe}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	rep := &Report{Plan: plan, Warnings: c.Warnings()}
+	res, err := Run(ctx, c, plan, req.Out, req.Options)
+	if err != nil {
+		return rep, err
+	}
+	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
+	mem, err := plan.Memory(dram)
+	if err != nil {
+		return rep, err
+	}
+	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
+	rep.Summary = &sum
+	rep.PlanWarnings, rep.Notes = plan.GroupedWarnings(), res.Notes()
+	return rep, nil
+}

@@ -1,0 +1,94 @@
+package check_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunAllRequestErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		req  check.Request
+		msg  string
+	}{
+		{"no source", check.Request{Dir: "d"}, "cache verify needs --source SRC (the checkpoint the cache is for)"},
+		{"min-mem", check.Request{Dir: "d", Source: "s", MinMem: "lots"}, `--min-mem: invalid size "lots"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.req.Validate()
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ckpt.ErrUsage), "%T", err)
+			assert.Contains(t, err.Error(), tc.msg)
+			res, err2 := check.RunAll(context.Background(), tc.req)
+			assert.Nil(t, res)
+			assert.Equal(t, err, err2)
+		})
+	}
+}
+
+// RunAll of a cache folder gives its one result; of a root with two
+// folders, one result each, with the summary record counting them all.
+func TestRunAll(t *testing.T) {
+	t.Parallel()
+	src, out, plan := built(t)
+	ctx := context.Background()
+	one, err := check.RunAll(ctx, check.Request{Dir: filepath.Join(out, filepath.FromSlash(plan.CacheDir)), Source: src})
+	require.NoError(t, err)
+	require.NotNil(t, one.Single())
+	assert.True(t, one.OK, "%+v", one.Single().Findings)
+	r := one.Single()
+	assert.Equal(t, check.Summary{Dir: r.Dir, Source: src, OK: true, Files: r.Files, Bytes: r.Bytes, Findings: 0}, r.SummaryRecord())
+	assert.Positive(t, r.Files)
+
+	_, err = build.RunSource(ctx, build.Request{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2", Tag: "other"}, Out: out})
+	require.NoError(t, err)
+	all, err := check.RunAll(ctx, check.Request{Dir: out, Source: src})
+	require.NoError(t, err)
+	require.Nil(t, all.Single())
+	require.Len(t, all.Folders, 2)
+	assert.True(t, all.OK)
+	assert.Equal(t, 0, all.Failed())
+	assert.Empty(t, all.Rows())
+	sum := all.SummaryRecord()
+	assert.Equal(t, check.AllSummary{Dir: out, Source: src, OK: true, Folders: 2, Failed: 0, Files: 2 * r.Files, Bytes: 2 * r.Bytes}, sum)
+	b, err := json.Marshal(sum)
+	require.NoError(t, err)
+	want, err := json.Marshal(map[string]any{"dir": out, "source": src, "ok": true, "folders": 2, "failed": 0, "files": 2 * r.Files, "bytes": 2 * r.Bytes, "findings": 0})
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(b))
+}
+
+// A multi-folder finding row is the finding's object with "dir" first.
+func TestFolderFindingJSON(t *testing.T) {
+	t.Parallel()
+	f := ckpt.Finding{ID: check.FindingMissing, Status: ckpt.Fail, Message: "gone"}
+	body, err := json.Marshal(f)
+	require.NoError(t, err)
+	b, err := json.Marshal(check.FolderFinding{Dir: "root/P300/x", Finding: f})
+	require.NoError(t, err)
+	assert.Equal(t, `{"dir":"root/P300/x",`+string(body[1:]), string(b))
+}
+
+// The comparison's summary record has the report's counts and the number
+// of differences in place of their list.
+func TestCompareSummaryRecord(t *testing.T) {
+	t.Parallel()
+	rep := &check.CompareReport{A: "a", B: "b", FilesA: 2, FilesB: 1, Common: 1, Identical: 1, Diffs: []check.Difference{{Kind: check.DiffMissing, File: "f"}}}
+	b, err := json.Marshal(rep.Result().SummaryRecord())
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"a","b":"b","files_a":2,"files_b":1,"common":1,"identical":1,"bytes_compared":0,"headers_only":false,`+
+		`"differences":1,"same":false,"unreadable":false}`, string(b))
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+)
+
+// printBuild renders a cache build: its JSON document, or the counts, the
+// speed, the DRAM per device and the manifest's path.
+func printBuild(w io.Writer, format string, rep *build.Report) error {
+	out, plan := rep.Summary, rep.Plan
+	if format == output.JSON {
+		return output.WriteJSON(w, out)
+	}
+	fmt.Fprintf(w, "%s on mesh %s: %d files in %s: %d built, %d unchanged, %d removed\n", out.Profile, out.Mesh, out.Files,
+		filepath.Join(out.Out, filepath.FromSlash(plan.CacheDir)), len(out.Built), out.Skipped, len(out.Removed))
+	fmt.Fprintf(w, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
+		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
+	if err := printMemory(w, output.Text, plan.Device, out.Memory, out.PerDevice); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "manifest: %s\n", out.Manifest)
+	return nil
+}
+
+// printCheck renders the check of one cache folder: its JSON document,
+// its findings as JSON Lines, or printFindings.
+func printCheck(w io.Writer, format string, res *check.Result) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, "finding", res.Findings, res.SummaryRecord())
+	}
+	return printFindings(w, format, res)
+}
+
+// printCheckAll renders the checks of several cache folders: each
+// folder's findings and verdict, then a line counting the verdicts (json:
+// check.AllResult; jsonl: the findings with their folder's dir).
+func printCheckAll(w io.Writer, format string, res *check.AllResult) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, "finding", res.Rows(), res.SummaryRecord())
+	}
+	for i, r := range res.Folders {
+		if i > 0 && format != output.Text {
+			fmt.Fprintln(w)
+		}
+		if err := printFindings(w, format, r); err != nil {
+			return err
+		}
+	}
+	verdict := "all ok"
+	if failed := res.Failed(); failed > 0 {
+		verdict = fmt.Sprintf("%d FAILED", failed)
+	}
+	_, err := fmt.Fprintf(w, "%d cache folders in %s checked: %s\n", len(res.Folders), res.Dir, verdict)
+	return err
+}
+
+// printFindings renders a cache check: one line per finding in text
+// ("id: file: message"), a table (finding, file, message) otherwise; then
+// the verdict.
+func printFindings(w io.Writer, format string, r *check.Result) error {
+	if format == output.Text {
+		for _, f := range r.Findings {
+			if f.File() != "" {
+				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
+			} else {
+				fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+			}
+		}
+	} else if len(r.Findings) > 0 {
+		g := &output.Grid{Header: []string{"finding", "file", "message"}}
+		for _, f := range r.Findings {
+			g.Rows = append(g.Rows, []string{f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
+		}
+		if err := g.Render(w, format); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Findings) == 0 {
+		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source, r.Trusted())
+		return nil
+	}
+	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), r.Dir, r.Files)
+	return nil
+}
+
+// printList renders a cache listing: its JSON document, its files as JSON
+// Lines, or a grid (name, dtype, layout, shard shape, placement, shards,
+// memory, bytes) and, but in csv, a line with the totals.
+func printList(w io.Writer, format string, res *cache.ListResult) error {
+	switch format {
+	case output.JSON:
+		return output.WriteJSON(w, res)
+	case output.JSONL:
+		return output.WriteJSONL(w, "file", res.Files, res.SummaryRecord())
+	}
+	g := &output.Grid{Header: []string{"name", "dtype", "layout", "shard shape", "placement", "shards", "memory", "bytes"}, Right: map[int]bool{5: true, 7: true},
+		Sizes: map[int]bool{7: true}}
+	tableForPeople(g, map[string]int{"bytes": 1, "shard shape": 2, "dtype": 3, "placement": 4, "shards": 5, "layout": 6, "memory": 7})
+	for _, e := range res.Files {
+		if e.Error != "" {
+			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Path), "?", "?", "?", "unreadable: " + ckpt.EscapeName(e.Error), "", "", output.Int(e.Bytes)})
+			continue
+		}
+		shape := make([]int64, len(e.DeviceShape))
+		for i, d := range e.DeviceShape {
+			shape[i] = int64(d)
+		}
+		g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Name), e.DType, e.Layout, output.Shape(shape), e.PlacementText, fmt.Sprint(e.Shards), e.MemoryText,
+			output.Int(e.Bytes)})
+	}
+	if err := g.Render(w, format); err != nil {
+		return err
+	}
+	if format != output.CSV {
+		unfinished := ""
+		switch n := len(res.Unfinished); {
+		case n == 1:
+			unfinished = " (UNFINISHED build: no manifest)"
+		case n > 1:
+			unfinished = fmt.Sprintf(" (%d UNFINISHED builds: no manifest)", n)
+		}
+		fmt.Fprintf(w, "%d files, %s%s\n", len(res.Files), output.Bytes(res.Bytes()), unfinished)
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/archive"
+	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+)
+
+// The cache commands: each runs its library workflow (build.RunSource,
+// check.RunAll, cache.ListDir, archive.PackFile, archive.UnpackFile) with
+// the progress renderer on stderr, and renders its result
+// (cache_render.go).
+
+// request is the library request of the options.
+func (o *cacheBuildOptions) request(a *App) build.Request {
+	return build.Request{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
+		Options: build.Options{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
+			NoSync: !o.Fsync}}
+}
+
+// request is the library request of the options.
+func (o *cacheVerifyOptions) request(a *App) check.Request {
+	return check.Request{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: o.MinMem,
+		MemInfo: o.MemInfo, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
+}
+
+// request is the library request of the options.
+func (o *cacheLsOptions) request() cache.ListRequest {
+	return cache.ListRequest{Dir: o.Dir, Select: o.Select}
+}
+
+// request is the library request of the options.
+func (o *cachePackOptions) request() archive.PackRequest {
+	return archive.PackRequest{Dir: o.Dir, Out: o.Out, PackOptions: archive.PackOptions{Workers: o.Workers, Select: o.Select}}
+}
+
+// request is the library request of the options.
+func (o *cacheUnpackOptions) request() archive.UnpackRequest {
+	return archive.UnpackRequest{File: o.File, Dir: o.Dir}
+}
+
+func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
+	format, err := output.Resolve(o.Format, false, cacheBuildFormats.Values...)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	req := o.request(a)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
+	}
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache build", req.Progress)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	rep, err := build.RunSource(ctx, req)
+	stop()
+	if rep != nil {
+		a.warn(rep.Warnings)
+	}
+	if err != nil {
+		return err
+	}
+	if pe := rep.Problems; pe != nil {
+		printProblems(a.Out, pe.Problems)
+		fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s) (see ckpt map)\n", rep.Plan.Profile.Name, o.Source, rep.Plan.Mesh, len(pe.Problems))
+		return silentExit(exitFailed)
+	}
+	// Warnings and notes are not the result: stderr, prefixed (-q drops
+	// them); the JSON document keeps them in warnings.
+	for _, w := range rep.PlanWarnings {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(a.Err, "ckpt: note: %s\n", n)
+	}
+	return printBuild(a.Out, format, rep)
+}
+
+func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, cacheVerifyFormats.Values...)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	req := o.request(a)
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache verify", req.Progress)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := check.RunAll(ctx, req)
+	stop()
+	if err != nil {
+		return err
+	}
+	if one := res.Single(); one != nil {
+		err = printCheck(a.Out, format, one)
+	} else {
+		err = printCheckAll(a.Out, format, res)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.OK {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
+	format, err := output.Resolve(o.Format, a.Terminal, cacheLsFormats.Values...)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := cache.ListDir(o.request())
+	if err != nil {
+		return err
+	}
+	if err := printList(a.Out, format, res); err != nil {
+		return err
+	}
+	if len(res.Unfinished) > 0 {
+		// The listing stays on stdout; why it is not a usable cache goes
+		// to stderr, exit 1.
+		return &exitError{code: exitFailed, err: errors.New(strings.Join(res.Unfinished, "; "))}
+	}
+	if res.Unreadable() > 0 {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
+	req := o.request()
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache pack", req.Progress)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := archive.PackFile(ctx, req)
+	stop()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
+	return nil
+}
+
+func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
+	req := o.request()
+	req.Progress = ckpt.NewProgress()
+	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache unpack", req.Progress)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	res, err := archive.UnpackFile(ctx, req)
+	stop()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s; all match the manifest\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+	return nil
+}
