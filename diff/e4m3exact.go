@@ -60,18 +60,6 @@ type e4m3Sums struct {
 	changed, zeroSign int64
 }
 
-// add adds the sums t of more pairs of the run into o.
-func (o *e4m3Sums) add(t *e4m3Sums) {
-	o.bb += t.bb
-	o.ff += t.ff
-	o.bf += t.bf
-	if t.mx > o.mx {
-		o.mx = t.mx
-	}
-	o.changed += t.changed
-	o.zeroSign += t.zeroSign
-}
-
 // e4m3RunGo adds the statistics of the code pairs (b[i], f[i]) into o, for
 // scales sb, sf (same: the two scales are equal; callers then pass
 // sb = sf = 1 and scale max themselves). It reports false, with o in an

@@ -44,3 +44,15 @@ func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 //
 //go:noescape
 func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+
+// add adds the sums t of more pairs of the run into o.
+func (o *e4m3Sums) add(t *e4m3Sums) {
+	o.bb += t.bb
+	o.ff += t.ff
+	o.bf += t.bf
+	if t.mx > o.mx {
+		o.mx = t.mx
+	}
+	o.changed += t.changed
+	o.zeroSign += t.zeroSign
+}

@@ -86,15 +86,34 @@ func RewriteHeader(path string, edit func(h *tensorbin.Header)) error {
 	}
 	f.Close()
 	edit(h)
+	return writeTensorbin(path, h, shards)
+}
+
+// writeTensorbin writes a whole .tensorbin file at path: the header of h,
+// then shards[i] at h.Shards[i].Offset of the data region (shards sharing a
+// buffer write the same bytes twice), zero gaps between them.
+func writeTensorbin(path string, h *tensorbin.Header, shards [][]byte) error {
+	prefix, err := tensorbin.EncodeHeader(h)
+	if err != nil {
+		return err
+	}
 	out, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := tensorbin.WriteTensorbin(out, h, shards); err != nil {
-		out.Close()
-		return err
+	_, err = out.Write(prefix)
+	for i, s := range h.Shards {
+		if err == nil {
+			_, err = out.WriteAt(shards[i], int64(h.DataOffset+s.Offset))
+		}
 	}
-	return out.Close()
+	if err == nil {
+		err = out.Truncate(h.FileSize())
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Inject damages the cache directory cdir (the plan's tensor_cache_*

@@ -19,7 +19,10 @@ func Example() {
 	}
 	// Each device gets a [32, 32] column block: pack it straight from the
 	// row-major matrix with a stride.
-	var shards [][]byte
+	var (
+		shards [][]byte
+		got    *tensorbin.Header
+	)
 	var sizes []uint64
 	for d := range 2 {
 		buf := make([]byte, tile.TilesBytes(tile.BFLOAT8_B, h, w/2))
@@ -32,11 +35,18 @@ func Example() {
 	spec := tensorbin.NewTensorSpec([]int{h, w / 2}, tile.BFLOAT8_B, tile.TILE, tensorbin.DRAMInterleaved())
 	hdr := tensorbin.NewMeshShardedHeader(spec, -1, sizes)
 
-	var file bytes.Buffer
-	if err := tensorbin.WriteTensorbin(&file, &hdr, shards); err != nil {
+	// The header, then the shards at their offsets (here back to back:
+	// 1088 bytes is a multiple of the 64-byte alignment).
+	prefix, err := tensorbin.EncodeHeader(&hdr)
+	if err != nil {
 		panic(err)
 	}
-	got, err := tensorbin.ReadTensorbinHeader(bytes.NewReader(file.Bytes()), int64(file.Len()))
+	var file bytes.Buffer
+	file.Write(prefix)
+	for _, s := range shards {
+		file.Write(s)
+	}
+	got, err = tensorbin.ReadTensorbinHeader(bytes.NewReader(file.Bytes()), int64(file.Len()))
 	if err != nil {
 		panic(err)
 	}

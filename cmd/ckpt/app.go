@@ -189,11 +189,6 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 // Version is the tool version recorded in outputs such as cache manifests.
 const Version = "0.1.0"
 
-// open opens a source with the app's openers.
-func (a *App) open(ctx context.Context, src string, opt ckpt.Options) (*ckpt.Checkpoint, error) {
-	return ckpt.Open(ctx, src, opt, a.Openers...)
-}
-
 // warn prints warnings a library workflow returned.
 func (a *App) warn(msgs []string) {
 	for _, m := range msgs {

@@ -110,9 +110,7 @@ func writeDiffHTML(w io.Writer, res *diff.Result, v diffView) error {
 	if p.Layers == nil {
 		p.Layers = diff.ByLayer(res.Tensors)
 	}
-	for _, r := range summaryRelations(res) {
-		p.Relations = append(p.Relations, r)
-	}
+	p.Relations = append(p.Relations, summaryRelations(res)...)
 	for _, c := range res.Config {
 		p.Config = append(p.Config, report.ConfigLine{Path: ckpt.EscapeName(c.Path), Change: c.Change, Text: describeConfigChange(c)})
 	}

@@ -309,7 +309,7 @@ func TestMapListProfiles(t *testing.T) {
 	colpar, mtp = count("qwen36-mtp@pr55548")
 	assert.Zero(t, colpar)
 	assert.Equal(t, 17, mtp)
-	colpar, mtp = count("qwen3_5-tt") // the former name still plans
+	_, mtp = count("qwen3_5-tt") // the former name still plans
 	assert.Equal(t, 17, mtp)
 }
 

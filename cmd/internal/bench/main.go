@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command bench measures ckpt's heavy commands against cat of the same
 // files, in one run, on generated benchmark checkpoints:
 //

@@ -21,7 +21,8 @@ type doc struct {
 	Inner   inner       `json:"inner"`
 	Ptr     *inner      `json:"ptr"`
 	Many    []inner     `json:"many"`
-	hidden  []int
+	//lint:ignore U1000 an unexported field: the test checks it is not written
+	hidden []int
 }
 
 func TestWriteJSONEmptyLists(t *testing.T) {
