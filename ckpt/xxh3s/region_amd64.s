@@ -1,0 +1,67 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func stripesSSE2(sum *[8]uint64, p *byte, key *uint64, n uintptr)
+//
+// For each of the n stripes of 64 bytes at p (stripe i keyed by the eight
+// words at key+8i), lane j (v, word k): sum[j] += lo32(v^k) * hi32(v^k)
+// and sum[j^1] += v; two lanes per register.
+TEXT ·stripesSSE2(SB), NOSPLIT, $0-32
+	MOVQ sum+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ key+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVOU 0(DI), X0
+	MOVOU 16(DI), X1
+	MOVOU 32(DI), X2
+	MOVOU 48(DI), X3
+	TESTQ CX, CX
+	JZ done
+loop:
+	MOVOU 0(SI), X4
+	MOVOU 0(DX), X5
+	PXOR X4, X5
+	PSHUFD $0x4e, X4, X4
+	PADDQ X4, X0
+	MOVO X5, X6
+	PSRLQ $32, X6
+	PMULULQ X6, X5
+	PADDQ X5, X0
+	MOVOU 16(SI), X4
+	MOVOU 16(DX), X5
+	PXOR X4, X5
+	PSHUFD $0x4e, X4, X4
+	PADDQ X4, X1
+	MOVO X5, X6
+	PSRLQ $32, X6
+	PMULULQ X6, X5
+	PADDQ X5, X1
+	MOVOU 32(SI), X4
+	MOVOU 32(DX), X5
+	PXOR X4, X5
+	PSHUFD $0x4e, X4, X4
+	PADDQ X4, X2
+	MOVO X5, X6
+	PSRLQ $32, X6
+	PMULULQ X6, X5
+	PADDQ X5, X2
+	MOVOU 48(SI), X4
+	MOVOU 48(DX), X5
+	PXOR X4, X5
+	PSHUFD $0x4e, X4, X4
+	PADDQ X4, X3
+	MOVO X5, X6
+	PSRLQ $32, X6
+	PMULULQ X6, X5
+	PADDQ X5, X3
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ loop
+done:
+	MOVOU X0, 0(DI)
+	MOVOU X1, 16(DI)
+	MOVOU X2, 32(DI)
+	MOVOU X3, 48(DI)
+	RET
