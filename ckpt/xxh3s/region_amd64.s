@@ -65,3 +65,45 @@ done:
 	MOVOU X2, 32(DI)
 	MOVOU X3, 48(DI)
 	RET
+
+// func stripesAVX2(sum *[8]uint64, p *byte, key *uint64, n uintptr)
+//
+// stripesSSE2 with four lanes per register; the data words and the
+// products are summed apart (Y0-Y1, Y2-Y3) and added at the end.
+TEXT ·stripesAVX2(SB), NOSPLIT, $0-32
+	MOVQ sum+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ key+16(FP), DX
+	MOVQ n+24(FP), CX
+	VMOVDQU 0(DI), Y0
+	VMOVDQU 32(DI), Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	TESTQ CX, CX
+	JZ avxdone
+avxloop:
+	VMOVDQU 0(SI), Y4
+	VMOVDQU 32(SI), Y5
+	VPXOR 0(DX), Y4, Y6
+	VPXOR 32(DX), Y5, Y7
+	VPSHUFD $0x4e, Y4, Y4
+	VPSHUFD $0x4e, Y5, Y5
+	VPADDQ Y4, Y2, Y2
+	VPADDQ Y5, Y3, Y3
+	VPSRLQ $32, Y6, Y8
+	VPSRLQ $32, Y7, Y9
+	VPMULUDQ Y8, Y6, Y6
+	VPMULUDQ Y9, Y7, Y7
+	VPADDQ Y6, Y0, Y0
+	VPADDQ Y7, Y1, Y1
+	ADDQ $64, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ avxloop
+avxdone:
+	VPADDQ Y2, Y0, Y0
+	VPADDQ Y3, Y1, Y1
+	VMOVDQU Y0, 0(DI)
+	VMOVDQU Y1, 32(DI)
+	VZEROUPPER
+	RET
