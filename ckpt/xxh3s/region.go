@@ -231,11 +231,15 @@ func (r *Region) WriteAt(p []byte, off int64) {
 func (r *Region) page(pg int64) *page {
 	p := r.pages[pg]
 	if p == nil {
-		p = new(page)
+		p = pagePool.Get().(*page)
 		r.pages[pg] = p
 	}
 	return p
 }
+
+// pagePool recycles folded pages (cleared): a build's regions go through
+// one page per 64 KiB written.
+var pagePool = sync.Pool{New: func() any { return new(page) }}
 
 // lanes adds the terms of the whole lanes p at offset off (p within one
 // block, off a multiple of 8) to sum.
@@ -319,9 +323,12 @@ func (r *Region) addPart(p []byte, off int64) {
 
 // fold folds the complete blocks at the front into acc (under mu).
 func (r *Region) fold() {
+	var pg *page
 	for r.front < r.nb {
-		pg := r.pages[r.front/pageBlocks]
 		i := r.front % pageBlocks
+		if pg == nil || i == 0 {
+			pg = r.pages[r.front/pageBlocks]
+		}
 		if pg == nil || pg.got[i] < block {
 			return
 		}
@@ -329,16 +336,21 @@ func (r *Region) fold() {
 			r.bad = true
 			return
 		}
+		acc, sum := &r.acc, &pg.sum[i]
 		for j := range 8 {
-			a := r.acc[j] + pg.sum[i][j]
+			a := acc[j] + sum[j]
 			a ^= a >> 47
 			a ^= sec.scr[j]
 			a *= sec.init[7] // prime32_1
-			r.acc[j] = a
+			acc[j] = a
 		}
 		r.front++
 		if r.front%pageBlocks == 0 {
-			delete(r.pages, r.front/pageBlocks-1)
+			pg := r.front/pageBlocks - 1
+			p := r.pages[pg]
+			delete(r.pages, pg)
+			*p = page{}
+			pagePool.Put(p)
 		}
 	}
 }
