@@ -59,7 +59,25 @@ type Options struct {
 	// hashes every file) finds them. The build then runs at the speed of
 	// the page cache instead of the disk's.
 	NoSync bool
+
+	// hashMode (tests): how finished files are hashed (hashStreamed by
+	// default); readBack, when set, is called with the temporary file of
+	// each file hashed by reading it back.
+	hashMode hashMode
+	readBack func(path string)
 }
+
+type hashMode int
+
+const (
+	// hashStreamed: the hashes computed as the file was written; the file
+	// is read back only when they are missing.
+	hashStreamed hashMode = iota
+	// hashCompare: both, and a difference fails the build.
+	hashCompare
+	// hashReadBack: the file read back only.
+	hashReadBack
+)
 
 // windowBudget is the memory the sinks' write windows may hold at once:
 // 24 bands' worth (192 MiB at the default BandBytes).
@@ -111,7 +129,9 @@ type Result struct {
 // float32 first (FP8 dequantised, then the entry's value ops, e.g. bf16
 // rounding). Targets are written at computed offsets into a temporary
 // file (tile positions are known in advance), gathered in write windows
-// where their tiles arrive column by column; a finished file is hashed,
+// where their tiles arrive column by column. Every write is hashed as it
+// is made (xxh3s.Region: the manifest's header and data hashes come from
+// the written bytes, none of the output is read back); a finished file is
 // fsynced (unless NoSync) and renamed into place, and the manifest is
 // written last, atomically. Memory stays bounded by the band size and the
 // windows' budget, not by tensor sizes.
@@ -512,7 +532,7 @@ func (b *builder) stream(ctx context.Context) error {
 		b.res.SourceBytes += int64(st.t.NBytes())
 		b.opt.Progress.AddTotal(int64(st.t.NBytes()))
 	}
-	// Finished targets are hashed, fsynced and renamed by committers, so
+	// Finished targets are fsynced and renamed by committers, so
 	// that conversion never waits for the disk.
 	commits := make(chan *sink, 4096)
 	var cg errgroup.Group
@@ -878,18 +898,15 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	return ctx.Err()
 }
 
-// finalize hashes the data region of a complete target, commits its file
-// and journals its record.
+// finalize takes the hashes of a complete target, commits its file and
+// journals its record.
 func (b *builder) finalize(s *sink) error {
 	if err := s.open(); err != nil {
 		return err
 	}
-	hh, h, ok := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
-	if !ok {
-		var err error
-		if hh, h, err = cache.HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
-			return fmt.Errorf("hashing %s: %w", s.af.Name(), err)
-		}
+	hh, h, err := b.fileHashes(s)
+	if err != nil {
+		return err
 	}
 	if err := s.af.Commit(); err != nil {
 		return err
@@ -913,6 +930,30 @@ func (b *builder) finalize(s *sink) error {
 	b.res.Built = append(b.res.Built, rec.Path)
 	b.opt.Progress.ItemDone()
 	return b.appendJournal(rec)
+}
+
+// fileHashes returns the header and data hashes of a complete target: those
+// computed as it was written (sink.writeAt), or, should they be missing (a
+// region whose bytes were not all written exactly once, or xxh3s.Region
+// unusable with this xxh3), those of the file read back.
+func (b *builder) fileHashes(s *sink) (header, data string, err error) {
+	d, ok := s.data.Sum64()
+	if ok && b.opt.hashMode == hashStreamed {
+		return s.hdrHash, cache.HexHash(d), nil
+	}
+	if b.opt.readBack != nil {
+		b.opt.readBack(s.af.Name())
+	}
+	hh, h, mapped := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
+	if !mapped {
+		if hh, h, err = cache.HashFile(s.af, int64(s.hdr.DataOffset), s.hdr.FileSize()); err != nil {
+			return "", "", fmt.Errorf("hashing %s: %w", s.af.Name(), err)
+		}
+	}
+	if b.opt.hashMode == hashCompare && (!ok || hh != s.hdrHash || h != cache.HexHash(d)) {
+		return "", "", fmt.Errorf("target %s: internal error: hashes as written %s/%016x (%v), read back %s/%s", s.e.Target, s.hdrHash, d, ok, hh, h)
+	}
+	return hh, h, nil
 }
 
 // syncJournal makes the journal durable (unless NoSync: the files it

@@ -15,7 +15,8 @@ import (
 const hashWindow = 8 << 20
 
 // hashOwnFile is cache.HashFile for a file this process has just written and
-// still holds (a build's temporary file, under the folder's lock): the
+// still holds (a build's temporary file, under the folder's lock), when
+// its hashes as written are missing (builder.fileHashes): the
 // bytes are hashed where they lie in the page cache through read-only
 // mappings of at most hashWindow bytes, with no copy into a buffer. ok is
 // false when the file cannot be mapped (the caller then reads it with

@@ -1,10 +1,12 @@
 package build
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -13,7 +15,9 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/zeebo/xxh3"
 )
 
 // sinkKind is how a target is assembled from streamed block rows.
@@ -118,6 +122,12 @@ type sink struct {
 
 	remaining atomic.Int64 // block values not yet written
 	failed    atomic.Bool
+
+	// hdrHash is the xxh3 (hex) of the header region, hashed when it is
+	// written (open); data hashes the data region as it is written
+	// (writeAt), so that a finished file is not read back.
+	hdrHash string
+	data    *xxh3s.Region
 }
 
 func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (*sink, error) {
@@ -731,6 +741,7 @@ func (s *sink) writeAt(p []byte, off int64) error {
 	if _, err := s.af.WriteAt(p, off); err != nil {
 		return fmt.Errorf("writing %s at byte %d: %w", s.af.Name(), off, err)
 	}
+	s.data.WriteAt(p, off-int64(s.hdr.DataOffset))
 	if s.kick != nil && s.dirty.Add(int64(len(p))) >= kickBytes {
 		s.dirty.Store(0)
 		select { // the writeback goroutine is busy: the next write asks again
@@ -772,8 +783,42 @@ func (s *sink) open() error {
 			return
 		}
 		s.af = af
+		s.hdrHash = cache.HexHash(xxh3.Hash(prefix))
+		s.data = xxh3s.NewRegion(int64(s.hdr.DataSize()))
+		// The zero gaps between shard buffers are never written.
+		for _, g := range dataGaps(s.hdr) {
+			for o := g[0]; o < g[1]; o += int64(len(zeros)) {
+				s.data.WriteAt(zeros[:min(int64(len(zeros)), g[1]-o)], o)
+			}
+		}
 	})
 	return s.oerr
+}
+
+var zeros [4096]byte
+
+// dataGaps returns the ranges [from, to) of the data region of h (offsets
+// in it) that no shard buffer covers.
+func dataGaps(h *tensorbin.Header) [][2]int64 {
+	bufs := map[[2]uint64]bool{}
+	var rs [][2]uint64
+	for _, sh := range h.Shards {
+		r := [2]uint64{sh.Offset, sh.Offset + sh.Size}
+		if !bufs[r] {
+			bufs[r] = true
+			rs = append(rs, r)
+		}
+	}
+	slices.SortFunc(rs, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	var gaps [][2]int64
+	var end uint64
+	for _, r := range rs {
+		if r[0] > end {
+			gaps = append(gaps, [2]int64{int64(end), int64(r[0])})
+		}
+		end = max(end, r[1])
+	}
+	return gaps
 }
 
 // abort removes the temporary file of an unfinished target.

@@ -83,7 +83,7 @@ func parseLayers(t *testing.T, doc string) map[string]int {
 	i := strings.Index(doc, "<!-- layers:begin -->")
 	j := strings.Index(doc, "<!-- layers:end -->")
 	require.True(t, i >= 0 && j > i, "docs/architecture.md has no layers table")
-	row := regexp.MustCompile("^\\| (\\d+) \\| (.*) \\|$")
+	row := regexp.MustCompile(`^\| (\d+) \| (.*) \|$`)
 	name := regexp.MustCompile("`([^`]+)`")
 	layers := map[string]int{}
 	for _, line := range strings.Split(doc[i:j], "\n") {
