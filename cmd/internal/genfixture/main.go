@@ -1,5 +1,5 @@
 // Command genfixture writes a generated base / fine-tune checkpoint pair
-// (package ckpttest) for benchmarks: `go run ./cmd/internal/genfixture
+// (package synth) for benchmarks: `go run ./cmd/internal/genfixture
 // -size large -out DIR` writes DIR/base and DIR/ft (~1.2 GB each).
 package main
 
