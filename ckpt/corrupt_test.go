@@ -133,7 +133,7 @@ func TestValidEdgeCases(t *testing.T) {
 			assert.Len(t, h.Tensors, v.Tensors)
 			var ids []string
 			for _, l := range h.Lints {
-				ids = append(ids, l.ID)
+				ids = append(ids, string(l.ID))
 			}
 			assert.ElementsMatch(t, v.Lints, ids)
 			p := filepath.Join(dir, v.Name+".safetensors")
