@@ -228,12 +228,25 @@ func withPartialDownloads(ctx context.Context, store Store, err error) error {
 	return fmt.Errorf("%w (the snapshot has partial downloads: %s)", err, strings.Join(names, ", "))
 }
 
+// The ids of the integrity issues Open records in Checkpoint.Issues (and
+// verify reports; FileSize also for the passing check).
+const (
+	IndexShardName       FindingID = "index.shard_name"       // a weight_map shard name escapes the directory
+	IndexShardMissing    FindingID = "index.shard_missing"    // a shard named by weight_map cannot be opened
+	IndexDuplicateKey    FindingID = "index.duplicate_key"    // a tensor is listed twice in weight_map
+	IndexTensorMissing   FindingID = "index.tensor_missing"   // a weight_map tensor is not in its shard
+	IndexTensorUnlisted  FindingID = "index.tensor_unlisted"  // a stored tensor is not in weight_map
+	IndexTensorDuplicate FindingID = "index.tensor_duplicate" // a tensor is stored in two shards
+	IndexSingleFile      FindingID = "index.single_file"      // both an index and model.safetensors (warn)
+	FileSize             FindingID = "file.size"              // a file's size differs from 8 + header + data
+)
+
 // sizeFinding is the file.size finding of a file opened leniently whose
 // real size differs from the size its header implies.
 func sizeFinding(f *File) Finding {
 	data := f.Size - 8 - int64(f.Header.Size)
 	if f.RealSize > f.Size {
-		return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name},
+		return Finding{ID: FileSize, Status: Fail, Files: []string{f.Name},
 			Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d trailing bytes not covered by any tensor",
 				f.Name, f.RealSize, f.Size, f.Header.Size, data, f.RealSize-f.Size)}
 	}
@@ -247,7 +260,7 @@ func sizeFinding(f *File) Finding {
 	if len(tensors) == 1 {
 		what = "1 tensor"
 	}
-	return Finding{ID: "file.size", Status: Fail, Files: []string{f.Name}, Tensors: tensors,
+	return Finding{ID: FileSize, Status: Fail, Files: []string{f.Name}, Tensors: tensors,
 		Message: fmt.Sprintf("%s is %d bytes, expected %d (8 + header %d + data %d): %d bytes missing, truncated download? %s cut off",
 			f.Name, f.RealSize, f.Size, f.Header.Size, data, f.Size-f.RealSize, what)}
 }
@@ -296,7 +309,7 @@ func singleBesideIndex(c *Checkpoint, store Store, listed []string) (Finding, bo
 	if slices.Contains(shards, SingleFile) {
 		what += fmt.Sprintf(", %s among them", SingleFile)
 	}
-	return Finding{ID: "index.single_file", Status: Warn, Files: []string{IndexFile, SingleFile},
+	return Finding{ID: IndexSingleFile, Status: Warn, Files: []string{IndexFile, SingleFile},
 		Message: fmt.Sprintf("%s holds both %s and %s: ckpt reads the index (%s); transformers' from_pretrained loads %s alone (it looks for it before the index), vLLM loads the shards the index lists; remove the stale one, or pass %s to read the single file",
 			store.Location(""), IndexFile, SingleFile, what, SingleFile, store.Location(SingleFile))}, true
 }
@@ -390,7 +403,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	c.Index, c.Sharded = idx, true
 	if len(idx.Duplicates) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.duplicate_key", Status: Fail, Files: []string{entry},
+		c.Issues = append(c.Issues, Finding{ID: IndexDuplicateKey, Status: Fail, Files: []string{entry},
 			Message: fmt.Sprintf("%s lists %d tensor(s) more than once in weight_map", entry, len(idx.Duplicates)), Tensors: idx.Duplicates})
 	}
 	dirPrefix := ""
@@ -437,10 +450,10 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		var fe *FormatError
 		switch {
 		case CheckName(name) != nil:
-			c.Issues = append(c.Issues, Finding{ID: "index.shard_name", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: IndexShardName, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
 		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
-			c.Issues = append(c.Issues, Finding{ID: "index.shard_missing", Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
+			c.Issues = append(c.Issues, Finding{ID: IndexShardMissing, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
 				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
 		case errors.As(err, &fe):
 			fatal = append(fatal, err)
@@ -502,7 +515,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		c.byName[t.Name] = t
 	}
 	if len(missing) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.tensor_missing", Status: Fail, Files: uniq(missingFiles), Tensors: missing,
+		c.Issues = append(c.Issues, Finding{ID: IndexTensorMissing, Status: Fail, Files: uniq(missingFiles), Tensors: missing,
 			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s%s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0], elsewhere)})
 	}
 	var unlisted, unlistedFiles []string
@@ -515,7 +528,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		}
 	}
 	if len(unlisted) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.tensor_unlisted", Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
+		c.Issues = append(c.Issues, Finding{ID: IndexTensorUnlisted, Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
 			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
 	}
 	if err := c.duplicateIssues(ctx, copies, firstIn); err != nil {
@@ -577,11 +590,11 @@ func (c *Checkpoint) duplicateIssues(ctx context.Context, copies []*Tensor, firs
 		}
 	}
 	if len(differ) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Fail, Tensors: differ, Files: uniq(differFiles),
+		c.Issues = append(c.Issues, Finding{ID: IndexTensorDuplicate, Status: Fail, Tensors: differ, Files: uniq(differFiles),
 			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard with different contents, and loaders disagree on which copy they take (first: %s)", len(differ), firstDiffer)})
 	}
 	if len(same) > 0 {
-		c.Issues = append(c.Issues, Finding{ID: "index.tensor_duplicate", Status: Warn, Tensors: same, Files: uniq(sameFiles),
+		c.Issues = append(c.Issues, Finding{ID: IndexTensorDuplicate, Status: Warn, Tensors: same, Files: uniq(sameFiles),
 			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard, in byte-identical copies (first: %s)", len(same), firstSame)})
 	}
 	return nil

@@ -82,7 +82,7 @@ func TestCorruptLenient(t *testing.T) {
 			require.NoError(t, err)
 			defer ck.Close()
 			require.NotEmpty(t, ck.Issues)
-			assert.Equal(t, id, ck.Issues[0].ID)
+			assert.Equal(t, id, string(ck.Issues[0].ID))
 			assert.Equal(t, ckpt.Fail, ck.Issues[0].Status)
 			_, ok := ck.Lookup("a")
 			assert.True(t, ok, "the readable shard is still listed")
@@ -133,7 +133,7 @@ func TestValidEdgeCases(t *testing.T) {
 			assert.Len(t, h.Tensors, v.Tensors)
 			var ids []string
 			for _, l := range h.Lints {
-				ids = append(ids, l.ID)
+				ids = append(ids, string(l.ID))
 			}
 			assert.ElementsMatch(t, v.Lints, ids)
 			p := filepath.Join(dir, v.Name+".safetensors")

@@ -14,21 +14,28 @@ const (
 	Skip Status = "skip"
 )
 
+// FindingID is the stable id of a finding: it names the check (JSON "id").
+// Each id is a constant declared once, beside the check that emits it:
+// the integrity issues of opening a checkpoint here (IndexShardMissing,
+// FileSize, ...), the checks of ckpt/verify, the problems of a mapping plan
+// (mapping.Problem*) and the findings of cache verify (cache/check.Finding*).
+type FindingID string
+
 // Finding is the one result type of every check in the project: an integrity
 // problem found while opening a checkpoint (Checkpoint.Issues), a check of
 // ckpt/verify, a problem of a mapping plan and a finding of cache verify.
 //
-// ID is stable and names the check (e.g. "index.shard_missing",
-// "file.size", "unmapped", "truncated"); Message says what was expected and
+// ID is stable and names the check (e.g. IndexShardMissing,
+// FileSize, mapping.ProblemUnmapped, check.FindingTruncated); Message says what was expected and
 // what was found and names the tensor, file or config key; Tensors and
 // Files are the subjects concerned. In JSON, "tensors" is always a list
 // and "files" is left out when empty.
 type Finding struct {
-	ID      string   `json:"id"`
-	Status  Status   `json:"status"`
-	Message string   `json:"message"`
-	Tensors []string `json:"tensors"`
-	Files   []string `json:"files,omitempty"`
+	ID      FindingID `json:"id"`
+	Status  Status    `json:"status"`
+	Message string    `json:"message"`
+	Tensors []string  `json:"tensors"`
+	Files   []string  `json:"files,omitempty"`
 }
 
 // MarshalJSON writes Tensors as [] rather than null when it is empty.

@@ -46,9 +46,20 @@ func (t *TensorInfo) NBytes() uint64 { return t.End - t.Begin }
 // Lint is a deviation from the strict format that the reference reader
 // tolerates (reported by verify as a warning).
 type Lint struct {
-	ID      string // "header.start", "header.padding", "header.order", "header.form"
+	ID      LintID
 	Message string
 }
+
+// LintID names a strict-format deviation (Lint.ID).
+type LintID string
+
+// The ids of the header lints.
+const (
+	LintStart   LintID = "header.start"   // the header starts with whitespace, not '{'
+	LintPadding LintID = "header.padding" // padding other than spaces after the JSON
+	LintOrder   LintID = "header.order"   // tensors not in the reference writer's order
+	LintForm    LintID = "header.form"    // an entry as an array, or a dtype as an object
+)
 
 // Header is a parsed safetensors header.
 type Header struct {
@@ -162,12 +173,12 @@ func ParseHeader(buf []byte, name string) (*Header, error) {
 	// Lints: leading byte and trailing padding.
 	trimmed := bytes.TrimLeft(buf, " \t\r\n")
 	if len(buf) > 0 && buf[0] != '{' && len(trimmed) > 0 && trimmed[0] == '{' {
-		h.Lints = append(h.Lints, Lint{"header.start", fmt.Sprintf("header starts with %d byte(s) of whitespace, not '{'", len(buf)-len(trimmed))})
+		h.Lints = append(h.Lints, Lint{LintStart, fmt.Sprintf("header starts with %d byte(s) of whitespace, not '{'", len(buf)-len(trimmed))})
 	}
 	end := p.end
 	for i, c := range buf[end:] {
 		if c != ' ' {
-			h.Lints = append(h.Lints, Lint{"header.padding", fmt.Sprintf("header padding at byte %d is 0x%02x, not a space", 8+end+i, c)})
+			h.Lints = append(h.Lints, Lint{LintPadding, fmt.Sprintf("header padding at byte %d is 0x%02x, not a space", 8+end+i, c)})
 			break
 		}
 	}
@@ -278,7 +289,7 @@ func (p *headerParser) parse() error {
 		return p.errf("unexpected data after the header object")
 	}
 	if p.form {
-		p.h.Lints = append(p.h.Lints, Lint{"header.form", "a tensor entry is written as an array, or a dtype as an object: the reference reader accepts it, its writer never produces it"})
+		p.h.Lints = append(p.h.Lints, Lint{LintForm, "a tensor entry is written as an array, or a dtype as an object: the reference reader accepts it, its writer never produces it"})
 	}
 	return nil
 }
@@ -586,7 +597,7 @@ func (h *Header) validate(size int64) error {
 	for k := 1; k < len(order); k++ {
 		a, b := &h.Tensors[order[k-1]], &h.Tensors[order[k]]
 		if !writerLess(a, b) {
-			h.Lints = append(h.Lints, Lint{"header.order", fmt.Sprintf("tensor %s is stored after %s, not in the reference writer's order (dtype alignment descending, then name)", Quote(b.Name), Quote(a.Name))})
+			h.Lints = append(h.Lints, Lint{LintOrder, fmt.Sprintf("tensor %s is stored after %s, not in the reference writer's order (dtype alignment descending, then name)", Quote(b.Name), Quote(a.Name))})
 			break
 		}
 	}

@@ -115,7 +115,7 @@ func Inspect(c *Checkpoint, m *Matcher) InspectResult {
 	}
 	for _, f := range c.Files {
 		for _, l := range f.Header.Lints {
-			if l.ID != "header.order" { // the writer's order is style, not a format deviation
+			if l.ID != LintOrder { // the writer's order is style, not a format deviation
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s (%s)", f.Location, l.Message, l.ID))
 			}
 		}

@@ -86,7 +86,7 @@ func TestHeaderJSONAsSerde(t *testing.T) {
 			assert.Equal(t, uint64(8), h.Tensors[0].End)
 			var lints []string
 			for _, l := range h.Lints {
-				lints = append(lints, l.ID)
+				lints = append(lints, string(l.ID))
 			}
 			if c.lint != "" {
 				assert.Contains(t, lints, c.lint)

@@ -69,7 +69,7 @@ func TestOpenSingleBesideIndex(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	require.Len(t, c.Issues, 1)
-	assert.Equal(t, "index.single_file", c.Issues[0].ID)
+	assert.Equal(t, "index.single_file", string(c.Issues[0].ID))
 	assert.Equal(t, ckpt.Warn, c.Issues[0].Status)
 	assert.Contains(t, c.Issues[0].Message, "ckpt reads the index")
 

@@ -17,7 +17,7 @@ type resolvedPart struct {
 // nil when the target cannot be produced.
 func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	target, _ := b.target(r, bind) // run checked it
-	fail := func(kind, format string, args ...any) *Entry {
+	fail := func(kind ckpt.FindingID, format string, args ...any) *Entry {
 		var names []string
 		for _, s := range srcs {
 			names = append(names, s.Name)
@@ -29,10 +29,10 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	for _, a := range r.Assert {
 		ok, err := evalAssert(a, vars)
 		if err != nil {
-			return fail("config", "rule %s: %v", r.ID, err)
+			return fail(ProblemConfig, "rule %s: %v", r.ID, err)
 		}
 		if !ok {
-			return fail("config", "rule %s assumes %s, which this config does not satisfy", r.ID, a)
+			return fail(ProblemConfig, "rule %s assumes %s, which this config does not satisfy", r.ID, a)
 		}
 	}
 	e := &Entry{Rule: r.ID, Target: target, Steps: r.Transform, Placement: r.Placement, Devices: int(b.n),
@@ -59,7 +59,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	}
 	ch, err := planSteps(r.Transform, vars, rows)
 	if err != nil {
-		return fail("config", "%v", err)
+		return fail(ProblemConfig, "%v", err)
 	}
 	e.Values, e.Transpose = ch.values, ch.transpose
 	parts, colStart, colCount, reshape, interleave := ch.parts, ch.colStart, ch.colCount, ch.reshape, ch.interleave
@@ -74,12 +74,12 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		c := cols[i]
 		if colCount >= 0 {
 			if colStart < 0 || colStart+colCount > cols[i] {
-				return fail("shape", "columns [%d, %d) are outside %s of shape %v", colStart, colStart+colCount, srcs[i].Name, srcs[i].Shape)
+				return fail(ProblemShape, "columns [%d, %d) are outside %s of shape %v", colStart, colStart+colCount, srcs[i].Name, srcs[i].Shape)
 			}
 			c = colCount
 		}
 		if C >= 0 && c != C {
-			return fail("shape", "cannot stack %s (%d columns) with sources of %d columns", srcs[i].Name, c, C)
+			return fail(ProblemShape, "cannot stack %s (%d columns) with sources of %d columns", srcs[i].Name, c, C)
 		}
 		C = c
 	}
@@ -90,17 +90,17 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	covered := make([]int64, len(srcs))
 	for _, p := range parts {
 		if p.units < 0 || p.unitRows < 0 || p.stride < 0 || p.offset < 0 {
-			return fail("config", "part %s has negative extents", p.Label)
+			return fail(ProblemConfig, "part %s has negative extents", p.Label)
 		}
 		if p.units > 0 && p.offset+(p.units-1)*p.stride+p.unitRows > rows[p.Source] {
-			return fail("shape", "part %s (%d units of %d rows from row %d, stride %d) overruns %s of shape %v",
+			return fail(ProblemShape, "part %s (%d units of %d rows from row %d, stride %d) overruns %s of shape %v",
 				p.Label, p.units, p.unitRows, p.offset, p.stride, srcs[p.Source].Name, srcs[p.Source].Shape)
 		}
 		covered[p.Source] += p.units * p.unitRows
 	}
 	for i := range srcs {
 		if covered[i] != rows[i] {
-			return fail("shape", "the parts take %d rows of %s, which has %d (shape %v): the checkpoint and the config disagree",
+			return fail(ProblemShape, "the parts take %d rows of %s, which has %d (shape %v): the checkpoint and the config disagree",
 				covered[i], srcs[i].Name, rows[i], srcs[i].Shape)
 		}
 	}
@@ -119,20 +119,20 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 				if expr == "" {
 					expr = "rows"
 				}
-				return fail("indivisible", "%s has %d units (%s) along the sharded dimension, which do not divide by the %d devices of mesh %s",
+				return fail(ProblemIndivisible, "%s has %d units (%s) along the sharded dimension, which do not divide by the %d devices of mesh %s",
 					p.Label, p.units, expr, b.n, b.mesh)
 			}
 		}
 	default:
 		shards = int(b.n)
 		if C%b.n != 0 {
-			return fail("indivisible", "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s", C, srcs[0].Name, b.n, b.mesh)
+			return fail(ProblemIndivisible, "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s", C, srcs[0].Name, b.n, b.mesh)
 		}
 	}
 	if interleave {
 		for _, p := range parts[1:] {
 			if p.units != parts[0].units || p.unitRows != parts[0].unitRows {
-				return fail("config", "interleaved parts %s and %s differ in units", parts[0].Label, p.Label)
+				return fail(ProblemConfig, "interleaved parts %s and %s differ in units", parts[0].Label, p.Label)
 			}
 		}
 	}
@@ -187,10 +187,10 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	switch {
 	case reshape != nil:
 		if e.Shape, err = evalShape(reshape, vars, fr, fc); err != nil {
-			return fail("config", "reshape: %v", err)
+			return fail(ProblemConfig, "reshape: %v", err)
 		}
 		if e.DeviceShape, err = evalShape(reshape, vars, dr, dc); err != nil {
-			return fail("config", "reshape of the per-device block [%d, %d]: %v", dr, dc, err)
+			return fail(ProblemConfig, "reshape of the per-device block [%d, %d]: %v", dr, dc, err)
 		}
 	case !ch.layout && len(srcs) == 1 && r.Placement.Kind == "replicate":
 		e.Shape = append([]int64(nil), srcs[0].Shape...)
@@ -199,7 +199,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		e.Shape, e.DeviceShape = []int64{fr, fc}, []int64{dr, dc}
 	}
 	if r.Placement.Is2D() && r.Placement.MeshAxes[0] == AxisShard {
-		return fail("config", "rule %s shards mesh axis 0 (rows), which has one device on mesh %s; shard the columns axis", r.ID, b.mesh)
+		return fail(ProblemConfig, "rule %s shards mesh axis 0 (rows), which has one device on mesh %s; shard the columns axis", r.ID, b.mesh)
 	}
 	if r.Placement.Kind == "shard" {
 		dim := r.Placement.Dim
@@ -216,7 +216,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 			ok = ok && e.DeviceShape[i] == want
 		}
 		if !ok {
-			return fail("config", "rule %s: splitting %s of the source does not shard dimension %d of %v into %v; fix the rule's placement or reshape",
+			return fail(ProblemConfig, "rule %s: splitting %s of the source does not shard dimension %d of %v into %v; fix the rule's placement or reshape",
 				r.ID, r.Placement.Split, r.Placement.Dim, e.Shape, e.DeviceShape)
 		}
 	} else {
@@ -225,14 +225,14 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	e.Memory = MemoryConfig{Kind: r.Memory}
 	if r.Memory == DRAMWidthSharded {
 		if len(e.DeviceShape) != 2 {
-			return fail("config", "DRAM width sharding needs a 2-D [k, n] tensor, got %v", e.DeviceShape)
+			return fail(ProblemConfig, "DRAM width sharding needs a 2-D [k, n] tensor, got %v", e.DeviceShape)
 		}
 		k, n := e.DeviceShape[0], e.DeviceShape[1]
 		const banks, tile = 8, 32
 		if r.Layout == Tile && k%tile != 0 {
 			// ttnn refuses it: the physical shard [k, w] must be whole
 			// tiles (tensor_layout.cpp, "must be tile {32, 32} sized").
-			return fail("config", "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape "+
+			return fail(ProblemConfig, "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape "+
 				"[%d, ...]), got %v", k, e.DeviceShape)
 		}
 		padded := (n + tile*banks - 1) / (tile * banks) * (tile * banks)

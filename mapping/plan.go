@@ -54,15 +54,15 @@ type Ignored struct {
 // of a scheme ckpt does not read (ckpt.QuantScheme), so its values cannot
 // be made. The message names the rule and the target.
 const (
-	ProblemUnmapped    = "unmapped"
-	ProblemMissing     = "missing"
-	ProblemIncomplete  = "incomplete"
-	ProblemIndivisible = "indivisible"
-	ProblemShape       = "shape"
-	ProblemConfig      = "config"
-	ProblemDuplicate   = "duplicate"
-	ProblemDevice      = "device" // the mesh has no device folder upstream and none was given
-	ProblemScale       = "scale"
+	ProblemUnmapped    ckpt.FindingID = "unmapped"
+	ProblemMissing     ckpt.FindingID = "missing"
+	ProblemIncomplete  ckpt.FindingID = "incomplete"
+	ProblemIndivisible ckpt.FindingID = "indivisible"
+	ProblemShape       ckpt.FindingID = "shape"
+	ProblemConfig      ckpt.FindingID = "config"
+	ProblemDuplicate   ckpt.FindingID = "duplicate"
+	ProblemDevice      ckpt.FindingID = "device" // the mesh has no device folder upstream and none was given
+	ProblemScale       ckpt.FindingID = "scale"
 )
 
 // PlanError is returned with a plan that has problems.
@@ -279,7 +279,7 @@ type builder struct {
 	applies    []bool
 }
 
-func (b *builder) problem(kind, rule, target, msg string, tensors ...string) {
+func (b *builder) problem(kind ckpt.FindingID, rule, target, msg string, tensors ...string) {
 	b.plan.Problems = append(b.plan.Problems, ckpt.Finding{ID: kind, Status: ckpt.Fail, Tensors: tensors, Message: msg})
 }
 
@@ -507,12 +507,12 @@ func (b *builder) run() {
 		}
 		if terr != nil {
 			produced[g.rule][g.bind["L"]] = true
-			b.problem("config", r.ID, target, fmt.Sprintf("rule %s: %v", r.ID, terr))
+			b.problem(ProblemConfig, r.ID, target, fmt.Sprintf("rule %s: %v", r.ID, terr))
 			continue
 		}
 		if len(missing) > 0 {
 			produced[g.rule][g.bind["L"]] = true // reported here, not again as missing
-			b.problem("incomplete", r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), missing...)
+			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), missing...)
 			continue
 		}
 		e := b.entry(r, g.bind, g.srcs)
@@ -556,7 +556,7 @@ func (b *builder) run() {
 	sort.SliceStable(b.plan.Ignored, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Ignored[i].Name, b.plan.Ignored[j].Name) })
 	sort.SliceStable(b.plan.Unmapped, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Unmapped[i], b.plan.Unmapped[j]) })
 	if len(b.plan.Unmapped) > 0 {
-		b.problem("unmapped", "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped),
+		b.problem(ProblemUnmapped, "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped),
 			abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
 	}
 	for name, i := range ignoredBy {
@@ -607,7 +607,7 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 				for _, s := range r.Sources {
 					names = append(names, bind.expand(s))
 				}
-				b.problem("missing", r.ID, r.Target, fmt.Sprintf("rule %s (%s) is required for every %s layer but matched nothing for layer(s) %s; expected e.g. %s",
+				b.problem(ProblemMissing, r.ID, r.Target, fmt.Sprintf("rule %s (%s) is required for every %s layer but matched nothing for layer(s) %s; expected e.g. %s",
 					r.ID, r.Target, r.LayerType, strings.Join(lost, ", "), strings.Join(names, ", ")), names...)
 			}
 			continue
@@ -621,7 +621,7 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 				}
 				why = fmt.Sprintf(" (it applies because %s)", strings.Join(cs, " and "))
 			}
-			b.problem("missing", r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why,
+			b.problem(ProblemMissing, r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why,
 				strings.Join(r.Sources, ", ")), r.Sources...)
 		}
 	}
@@ -631,7 +631,7 @@ func (b *builder) checkDuplicates() {
 	seen := map[string]string{}
 	for _, e := range b.plan.Entries {
 		if other, ok := seen[e.File]; ok {
-			b.problem("duplicate", e.Rule, e.Target, fmt.Sprintf("rules %s and %s both write %s", other, e.Rule, e.File))
+			b.problem(ProblemDuplicate, e.Rule, e.Target, fmt.Sprintf("rules %s and %s both write %s", other, e.Rule, e.File))
 		}
 		seen[e.File] = e.Rule
 	}

@@ -236,7 +236,7 @@ func TestBuildFailures(t *testing.T) {
 			var msgs []string
 			kinds := map[string]bool{}
 			for _, p := range pe.Problems {
-				kinds[p.ID] = true
+				kinds[string(p.ID)] = true
 				msgs = append(msgs, p.Message)
 			}
 			assert.True(t, kinds[tc.kind], "want a %s problem in %v", tc.kind, msgs)
@@ -429,7 +429,7 @@ func TestDRAMWidthShardedTileHeight(t *testing.T) {
 			var msgs []string
 			for _, pr := range pl.Problems {
 				if strings.Contains(pr.Message, "target fc:") {
-					msgs = append(msgs, pr.ID+": "+pr.Message)
+					msgs = append(msgs, string(pr.ID)+": "+pr.Message)
 				}
 			}
 			if tc.refuse {

@@ -23,14 +23,17 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// DiffKind is the kind of a Difference (JSON "kind").
+type DiffKind string
+
 // Kinds of differences between two caches (Compare) or between a plan and
 // a cache (Plan).
 const (
-	DiffMissing    = "missing"    // in the first (reference) cache or the plan, not in the second
-	DiffExtra      = "extra"      // in the second cache, not in the first or the plan
-	DiffHeader     = "header"     // a header field differs (Field names it)
-	DiffData       = "data"       // a shard's bytes differ
-	DiffUnreadable = "unreadable" // a file's header cannot be read
+	DiffMissing    DiffKind = "missing"    // in the first (reference) cache or the plan, not in the second
+	DiffExtra      DiffKind = "extra"      // in the second cache, not in the first or the plan
+	DiffHeader     DiffKind = "header"     // a header field differs (Field names it)
+	DiffData       DiffKind = "data"       // a shard's bytes differ
+	DiffUnreadable DiffKind = "unreadable" // a file's header cannot be read
 )
 
 // Difference is one difference found by Compare or Plan. File is the
@@ -47,7 +50,7 @@ const (
 // or infinite and the other is not the same value; those are not in
 // MaxAbsDiff).
 type Difference struct {
-	Kind       string   `json:"kind"`
+	Kind       DiffKind `json:"kind"`
 	File       string   `json:"file"`
 	Target     string   `json:"target,omitempty"`
 	Field      string   `json:"field,omitempty"`

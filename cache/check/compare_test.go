@@ -46,7 +46,7 @@ func fieldsByFile(m map[string][]check.Difference) map[string][]string {
 	out := map[string][]string{}
 	for f, ds := range m {
 		for _, d := range ds {
-			out[f] = append(out[f], d.Kind+":"+d.Field)
+			out[f] = append(out[f], string(d.Kind)+":"+d.Field)
 		}
 	}
 	return out
@@ -148,12 +148,12 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	require.NoError(t, err)
 	rep, err = check.Plan(other, cdir)
 	require.NoError(t, err)
-	kinds := map[string]int{}
+	kinds := map[check.DiffKind]int{}
 	for _, d := range rep.Diffs {
 		kinds[d.Kind]++
 	}
 	// Small: 3 GDN qkvzab + 1 attention wqkv + 1 MTP wqkv renamed.
-	assert.Equal(t, map[string]int{check.DiffMissing: 5, check.DiffExtra: 5}, kinds)
+	assert.Equal(t, map[check.DiffKind]int{check.DiffMissing: 5, check.DiffExtra: 5}, kinds)
 }
 
 // TestBuild2DMapperHeaders: the files of ShardTensor2dMesh targets parse

@@ -20,18 +20,18 @@ import (
 
 // The ids of cache verify findings (ckpt.Finding.ID; every one fails).
 const (
-	FindingMissing   = "missing"   // a planned file is absent (or not in the manifest)
-	FindingExtra     = "extra"     // a file that is neither planned nor recorded, or a leftover of an interrupted build
-	FindingTruncated = "truncated" // shorter than its header says
-	FindingCorrupted = "corrupted" // header unreadable or not the plan's, wrong size, or data hash mismatch
-	FindingStale     = "stale"     // built from source tensors (or a plan entry) that changed since
-	FindingManifest  = "manifest"  // the manifest is absent, unreadable or for another plan
-	FindingMemory    = "memory"    // MemAvailable is below the minimum asked for, or unreadable
+	FindingMissing   ckpt.FindingID = "missing"   // a planned file is absent (or not in the manifest)
+	FindingExtra     ckpt.FindingID = "extra"     // a file that is neither planned nor recorded, or a leftover of an interrupted build
+	FindingTruncated ckpt.FindingID = "truncated" // shorter than its header says
+	FindingCorrupted ckpt.FindingID = "corrupted" // header unreadable or not the plan's, wrong size, or data hash mismatch
+	FindingStale     ckpt.FindingID = "stale"     // built from source tensors (or a plan entry) that changed since
+	FindingManifest  ckpt.FindingID = "manifest"  // the manifest is absent, unreadable or for another plan
+	FindingMemory    ckpt.FindingID = "memory"    // MemAvailable is below the minimum asked for, or unreadable
 )
 
 // fail is a failing finding about file (relative to the cache root; ""
 // for none).
-func fail(id, file, msg string, tensors ...string) ckpt.Finding {
+func fail(id ckpt.FindingID, file, msg string, tensors ...string) ckpt.Finding {
 	f := ckpt.Finding{ID: id, Status: ckpt.Fail, Message: msg, Tensors: tensors}
 	if file != "" {
 		f.Files = []string{file}
@@ -187,7 +187,7 @@ func Verify(ctx context.Context, root string, m *cache.Manifest, c *ckpt.Checkpo
 // bytes hashed.
 func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]ckpt.Finding, int64, error) {
 	var out []ckpt.Finding
-	add := func(kind, format string, args ...any) {
+	add := func(kind ckpt.FindingID, format string, args ...any) {
 		out = append(out, fail(kind, e.File, fmt.Sprintf(format, args...)))
 	}
 	want, err := cache.HeaderFor(e)

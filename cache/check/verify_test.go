@@ -40,8 +40,8 @@ func verify(t *testing.T, src, out string, opt check.VerifyOptions) *check.Verif
 	return rep
 }
 
-func kinds(rep *check.VerifyReport) map[string]string {
-	k := map[string]string{}
+func kinds(rep *check.VerifyReport) map[string]ckpt.FindingID {
+	k := map[string]ckpt.FindingID{}
 	for _, f := range rep.Findings {
 		k[f.File()] = f.ID
 	}
@@ -111,7 +111,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	rep = verify(t, src, out, check.VerifyOptions{})
 	k := kinds(rep)
 	rel := func(p string) string { r, _ := filepath.Rel(out, p); return filepath.ToSlash(r) }
-	require.Equal(t, map[string]string{
+	require.Equal(t, map[string]ckpt.FindingID{
 		rel(trunc):    check.FindingTruncated,
 		rel(data):     check.FindingCorrupted,
 		rel(hdr):      check.FindingCorrupted,
@@ -133,7 +133,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{rel(trunc), rel(data), rel(hdr), rel(pad), rel(longer), rel(missing)}, res.Built)
 	rep = verify(t, src, out, check.VerifyOptions{})
-	require.Equal(t, map[string]string{rel(extra): check.FindingExtra}, kinds(rep))
+	require.Equal(t, map[string]ckpt.FindingID{rel(extra): check.FindingExtra}, kinds(rep))
 }
 
 // changeTensor rewrites one byte of a tensor's data in its safetensors file.

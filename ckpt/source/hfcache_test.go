@@ -138,7 +138,7 @@ func TestCachePartial(t *testing.T) {
 		c, err := openCache(t, root, "hf:org/model", ckpt.Options{Lenient: true})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Issues)
-		assert.Equal(t, "index.shard_missing", c.Issues[0].ID)
+		assert.Equal(t, "index.shard_missing", string(c.Issues[0].ID))
 		assert.Contains(t, c.Issues[0].Message, "partial download")
 		assert.Equal(t, []string{second}, c.Issues[0].Files)
 		p, err := c.Store.(ckpt.PartialStore).Partial(context.Background())

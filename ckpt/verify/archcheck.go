@@ -11,7 +11,16 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
 )
 
-var archIDs = []string{"arch.config", "arch.missing", "arch.unexpected", "arch.shape", "arch.dtype"}
+// The ids of the architecture profile's checks (qwen3_5).
+const (
+	ArchConfig     ckpt.FindingID = "arch.config"     // the profile cannot read the config, or a config value disagrees with the tensors
+	ArchMissing    ckpt.FindingID = "arch.missing"    // tensors the config implies that are absent
+	ArchUnexpected ckpt.FindingID = "arch.unexpected" // tensors the config does not imply
+	ArchShape      ckpt.FindingID = "arch.shape"      // a tensor's shape differs from the config's
+	ArchDType      ckpt.FindingID = "arch.dtype"      // a tensor's dtype is not an accepted one
+)
+
+var archIDs = []ckpt.FindingID{ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType}
 
 func skipArch(msg string) []Check {
 	out := make([]Check, len(archIDs))
@@ -57,7 +66,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 	q, err := arch.ParseQwen35(c.Config)
 	if err != nil {
 		out := skipArch("not checked: the config cannot be read by the qwen3_5 profile")
-		out[0] = Check{ID: "arch.config", Status: Fail, Message: "qwen3_5 profile: " + err.Error()}
+		out[0] = Check{ID: ArchConfig, Status: Fail, Message: "qwen3_5 profile: " + err.Error()}
 		return out, ProfileQwen35
 	}
 	q.TextPrefix = detectTextPrefix(c, q.TextPrefix)
@@ -101,7 +110,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 			continue // shape and dtype: fp8.scale_shape, fp8.scale_dtype
 		}
 		if !slices.Equal(t.Shape, e.Shape) {
-			shapeFails = append(shapeFails, Check{ID: "arch.shape", Status: Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
+			shapeFails = append(shapeFails, Check{ID: ArchShape, Status: Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
 			if len(t.Shape) == len(e.Shape) {
 				for d := range e.Shape {
 					if t.Shape[d] != e.Shape[d] && len(e.DimKeys[d]) == 1 {
@@ -115,7 +124,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 			}
 		}
 		if !dtypeIn(t.DType, e.Alt) {
-			dtypeFails = append(dtypeFails, Check{ID: "arch.dtype", Status: Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
+			dtypeFails = append(dtypeFails, Check{ID: ArchDType, Status: Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
 		}
 	}
 	for _, t := range c.Tensors {
@@ -146,29 +155,29 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		for i, h := range hits {
 			ts[i] = h.tensor
 		}
-		cfgFails = append(cfgFails, Check{ID: "arch.config", Status: Fail, Tensors: ts,
+		cfgFails = append(cfgFails, Check{ID: ArchConfig, Status: Fail, Tensors: ts,
 			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
 	cfgFails = append(cfgFails, layerChecks(c, q)...)
 	if len(cfgFails) == 0 {
-		out = append(out, Check{ID: "arch.config", Status: Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
+		out = append(out, Check{ID: ArchConfig, Status: Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
 	} else {
 		out = append(out, cfgFails...)
 	}
 	if len(missing) > 0 {
-		out = append(out, Check{ID: "arch.missing", Status: Fail, Tensors: missing,
+		out = append(out, Check{ID: ArchMissing, Status: Fail, Tensors: missing,
 			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
 	} else {
-		out = append(out, Check{ID: "arch.missing", Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies are present", len(expected))})
+		out = append(out, Check{ID: ArchMissing, Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies are present", len(expected))})
 	}
 	if len(unexpected) > 0 {
-		out = append(out, Check{ID: "arch.unexpected", Status: Fail, Tensors: unexpected,
+		out = append(out, Check{ID: ArchUnexpected, Status: Fail, Tensors: unexpected,
 			Message: fmt.Sprintf("%s not implied by the config: %s", plural(len(unexpected), "tensor is", "tensors are"), names(unexpected, 8))})
 	} else {
-		out = append(out, Check{ID: "arch.unexpected", Status: Pass, Message: "no tensor beyond those the config implies"})
+		out = append(out, Check{ID: ArchUnexpected, Status: Pass, Message: "no tensor beyond those the config implies"})
 	}
-	out = appendOr(out, shapeFails, Check{ID: "arch.shape", Status: Pass, Message: "every expected tensor has the shape the config implies"})
-	out = appendOr(out, dtypeFails, Check{ID: "arch.dtype", Status: Pass, Message: "every expected tensor has an accepted dtype"})
+	out = appendOr(out, shapeFails, Check{ID: ArchShape, Status: Pass, Message: "every expected tensor has the shape the config implies"})
+	out = appendOr(out, dtypeFails, Check{ID: ArchDType, Status: Pass, Message: "every expected tensor has an accepted dtype"})
 	return out, ProfileQwen35
 }
 
@@ -332,10 +341,10 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35) []Check {
 			}
 		}
 		if len(extra) > 0 {
-			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
+			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
 		}
 		if len(absent) > 0 {
-			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
+			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
 		}
 	}
 	layerKey := tp + "layer_types"
@@ -362,7 +371,7 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35) []Check {
 			} else if v, ok := c.Config.Get(layerKey); ok {
 				where = fmt.Sprintf("%s = %v makes layer %d %s", layerKey, v, i, lt)
 			}
-			out = append(out, Check{ID: "arch.config", Status: Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
+			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
 		}
 	}
 	return out

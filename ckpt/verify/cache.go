@@ -13,6 +13,12 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// The ids of the checks of a Hugging Face cache snapshot.
+const (
+	CachePartial ckpt.FindingID = "cache.partial" // a partial download in the snapshot (ckpt.PartialStore)
+	CacheSHA256  ckpt.FindingID = "cache.sha256"  // a file whose SHA-256 differs from the recorded one (ckpt.DigestStore)
+)
+
 // cacheChecks checks a Hugging Face cache snapshot: partial downloads and,
 // with --read-data, every file's SHA-256 against its blob name. Digests
 // computed while the data was streamed (file name → hex) are used as they
@@ -27,34 +33,34 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			out = append(out, Check{ID: "cache.partial", Status: Fail, Message: fmt.Sprintf("cannot tell partial downloads: %v", err)})
+			out = append(out, Check{ID: CachePartial, Status: Fail, Message: fmt.Sprintf("cannot tell partial downloads: %v", err)})
 		case len(partial) == 0:
-			out = append(out, Check{ID: "cache.partial", Status: Pass, Message: "no partial downloads in the cache snapshot"})
+			out = append(out, Check{ID: CachePartial, Status: Pass, Message: "no partial downloads in the cache snapshot"})
 		default:
 			// An unfinished download that no file of the snapshot links to
 			// (blobs/<etag>.incomplete; blobs/ is shared by every revision)
 			// can be one of this checkpoint's only while a file it needs is
 			// missing; otherwise it is another revision's, or a file the
 			// checkpoint does not read: worth a warning, not a failure.
-			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Finding) bool { return is.ID == "index.shard_missing" })
+			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Finding) bool { return is.ID == ckpt.IndexShardMissing })
 			for _, p := range partial {
 				if strings.HasPrefix(p, "blobs/") && complete {
-					out = append(out, Check{ID: "cache.partial", Status: Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
+					out = append(out, Check{ID: CachePartial, Status: Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
 					continue
 				}
-				out = append(out, Check{ID: "cache.partial", Status: Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
+				out = append(out, Check{ID: CachePartial, Status: Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
 			}
 		}
 	} else {
-		out = append(out, Check{ID: "cache.partial", Status: Skip, Message: "not a Hugging Face cache snapshot"})
+		out = append(out, Check{ID: CachePartial, Status: Skip, Message: "not a Hugging Face cache snapshot"})
 	}
 	ds, ok := inner.(ckpt.DigestStore)
 	switch {
 	case !ok:
-		out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "the source does not record file digests"})
+		out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "the source does not record file digests"})
 		return out, nil
 	case !opt.ReadData:
-		out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "not checked: file digests are checked only with --read-data"})
+		out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "not checked: file digests are checked only with --read-data"})
 		return out, nil
 	}
 	type job struct {
@@ -98,17 +104,17 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 		switch {
 		case j.err != nil:
 			bad++
-			out = append(out, Check{ID: "cache.sha256", Status: Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
+			out = append(out, Check{ID: CacheSHA256, Status: Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
 		case j.got != j.want:
 			bad++
-			out = append(out, Check{ID: "cache.sha256", Status: Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
+			out = append(out, Check{ID: CacheSHA256, Status: Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
 		}
 	}
 	if bad == 0 {
 		if len(jobs) == 0 {
-			out = append(out, Check{ID: "cache.sha256", Status: Skip, Message: "no file has a recorded SHA-256"})
+			out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "no file has a recorded SHA-256"})
 		} else {
-			out = append(out, Check{ID: "cache.sha256", Status: Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
+			out = append(out, Check{ID: CacheSHA256, Status: Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
 		}
 	}
 	return out, nil

@@ -334,6 +334,18 @@ func (cmp *Comparison) Same() bool {
 	return true
 }
 
+// The ids of the checks Compare adds.
+const (
+	ContractKeyAdded      ckpt.FindingID = "contract.key_added"       // keys not in the contract
+	ContractKeyRemoved    ckpt.FindingID = "contract.key_removed"     // keys of the contract missing
+	ContractDType         ckpt.FindingID = "contract.dtype"           // a common key's dtype changed
+	ContractShape         ckpt.FindingID = "contract.shape"           // a common key's shape changed
+	ContractHash          ckpt.FindingID = "contract.hash"            // a tensor's xxh3 changed
+	ContractConfig        ckpt.FindingID = "contract.config"          // one per config key that differs
+	ContractFP8Scheme     ckpt.FindingID = "contract.fp8_scheme"      // the FP8 scheme parameters changed
+	ContractFP8NotConvert ckpt.FindingID = "contract.fp8_not_convert" // modules_to_not_convert entries added or removed
+)
+
 // Compare holds cur against the contract want. Only tensors selected by
 // opt.Match are compared, and only the modules_to_not_convert entries it
 // selects (as a module or as its .weight); the config (every key the
@@ -422,7 +434,7 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 		if !slices.Equal(w.Shape, c.Shape) {
 			same = false
 			g.ShapeChanged++
-			shapeChecks = append(shapeChecks, Check{ID: "contract.shape", Status: Fail, Tensors: []string{n},
+			shapeChecks = append(shapeChecks, Check{ID: ContractShape, Status: Fail, Tensors: []string{n},
 				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
 		}
 		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) {
@@ -444,31 +456,31 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	}
 	var out []Check
 	if len(added) > 0 {
-		out = append(out, Check{ID: "contract.key_added", Status: Fail, Tensors: added, Message: fmt.Sprintf("%s not in the contract: %s", plural(len(added), "key", "keys"), names(added, 8))})
+		out = append(out, Check{ID: ContractKeyAdded, Status: Fail, Tensors: added, Message: fmt.Sprintf("%s not in the contract: %s", plural(len(added), "key", "keys"), names(added, 8))})
 	} else {
-		out = append(out, Check{ID: "contract.key_added", Status: Pass, Message: "no key beyond the contract's"})
+		out = append(out, Check{ID: ContractKeyAdded, Status: Pass, Message: "no key beyond the contract's"})
 	}
 	if len(removed) > 0 {
-		out = append(out, Check{ID: "contract.key_removed", Status: Fail, Tensors: removed, Message: fmt.Sprintf("%s of the contract missing: %s", plural(len(removed), "key", "keys"), names(removed, 8))})
+		out = append(out, Check{ID: ContractKeyRemoved, Status: Fail, Tensors: removed, Message: fmt.Sprintf("%s of the contract missing: %s", plural(len(removed), "key", "keys"), names(removed, 8))})
 	} else {
-		out = append(out, Check{ID: "contract.key_removed", Status: Pass, Message: fmt.Sprintf("all %d keys of the contract present", len(wantBy))})
+		out = append(out, Check{ID: ContractKeyRemoved, Status: Pass, Message: fmt.Sprintf("all %d keys of the contract present", len(wantBy))})
 	}
 	if len(dtypeOrder) == 0 {
-		out = append(out, Check{ID: "contract.dtype", Status: Pass, Message: "every common key keeps its dtype"})
+		out = append(out, Check{ID: ContractDType, Status: Pass, Message: "every common key keeps its dtype"})
 	}
 	for _, k := range dtypeOrder {
 		ns := dtypeBy[k].names
-		out = append(out, Check{ID: "contract.dtype", Status: Fail, Tensors: ns,
+		out = append(out, Check{ID: ContractDType, Status: Fail, Tensors: ns,
 			Message: fmt.Sprintf("%s changed dtype %s: %s", plural(len(ns), "tensor", "tensors"), strings.Replace(k, "->", "→", 1), names(ns, 8))})
 	}
-	out = appendOr(out, shapeChecks, Check{ID: "contract.shape", Status: Pass, Message: "every common key keeps its shape"})
+	out = appendOr(out, shapeChecks, Check{ID: ContractShape, Status: Pass, Message: "every common key keeps its shape"})
 	switch {
 	case !hasHashes(want):
-		out = append(out, Check{ID: "contract.hash", Status: Skip, Message: "not compared: the contract has no hashes (write it with contract --read-data)"})
+		out = append(out, Check{ID: ContractHash, Status: Skip, Message: "not compared: the contract has no hashes (write it with contract --read-data)"})
 	case !hasHashes(cur):
-		out = append(out, Check{ID: "contract.hash", Status: Skip, Message: "not compared: run verify with --read-data to hash the tensors"})
+		out = append(out, Check{ID: ContractHash, Status: Skip, Message: "not compared: run verify with --read-data to hash the tensors"})
 	case len(hashChanged) > 0:
-		out = append(out, Check{ID: "contract.hash", Status: Fail, Tensors: hashChanged, Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(hashChanged), "tensor", "tensors"), names(hashChanged, 8))})
+		out = append(out, Check{ID: ContractHash, Status: Fail, Tensors: hashChanged, Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(hashChanged), "tensor", "tensors"), names(hashChanged, 8))})
 	default:
 		// Say how many were compared: under --match/--exclude only the
 		// selection is, not every common tensor.
@@ -476,7 +488,7 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 		if len(wantBy) != len(want.Tensors) || len(curBy) != len(cur.Tensors) {
 			msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
 		}
-		out = append(out, Check{ID: "contract.hash", Status: Pass, Message: msg})
+		out = append(out, Check{ID: ContractHash, Status: Pass, Message: msg})
 	}
 	out = append(out, cfgChecks...)
 	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
@@ -558,25 +570,25 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Chec
 		}
 		if d.AllowedBy != "" {
 			allowed = append(allowed, ch.Path)
-			out = append(out, Check{ID: "contract.config", Status: Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
+			out = append(out, Check{ID: ContractConfig, Status: Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
 			continue
 		}
 		failed = true
-		out = append(out, Check{ID: "contract.config", Status: Fail, Message: msg})
+		out = append(out, Check{ID: ContractConfig, Status: Fail, Message: msg})
 	}
 	if !failed {
 		msg := fmt.Sprintf("config identical (%s compared)", plural(cmp.ConfigKeys, "key", "keys"))
 		if len(allowed) > 0 {
 			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)", plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
 		}
-		out = append(out, Check{ID: "contract.config", Status: Pass, Message: msg})
+		out = append(out, Check{ID: ContractConfig, Status: Pass, Message: msg})
 	}
 	if want.ConfigRecorded != nil {
 		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config", want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
 		if n := len(cmp.ConfigNotCompared); n > 0 {
 			msg += fmt.Sprintf(": %s of the config now not compared: %s", plural(n, "key", "keys"), names(cmp.ConfigNotCompared, 8))
 		}
-		out = append(out, Check{ID: "contract.config", Status: Warn, Message: msg + " (write the contract again with this version of ckpt)"})
+		out = append(out, Check{ID: ContractConfig, Status: Warn, Message: msg + " (write the contract again with this version of ckpt)"})
 	}
 	return out, nil
 }
@@ -665,15 +677,15 @@ func orUnset(s string) string {
 func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 	switch {
 	case want == nil && cur == nil:
-		return []Check{{ID: "contract.fp8_scheme", Status: Pass, Message: "no FP8 in the contract nor now"}, {ID: "contract.fp8_not_convert", Status: Skip, Message: "no FP8"}}
+		return []Check{{ID: ContractFP8Scheme, Status: Pass, Message: "no FP8 in the contract nor now"}, {ID: ContractFP8NotConvert, Status: Skip, Message: "no FP8"}}
 	case want == nil || cur == nil:
-		return []Check{{ID: "contract.fp8_scheme", Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))}}
+		return []Check{{ID: ContractFP8Scheme, Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))}}
 	}
 	var out []Check
 	if SchemeString(want) != SchemeString(cur) {
-		out = append(out, Check{ID: "contract.fp8_scheme", Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))})
+		out = append(out, Check{ID: ContractFP8Scheme, Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))})
 	} else {
-		out = append(out, Check{ID: "contract.fp8_scheme", Status: Pass, Message: fmt.Sprintf("FP8 scheme identical (%s)", SchemeString(cur))})
+		out = append(out, Check{ID: ContractFP8Scheme, Status: Pass, Message: fmt.Sprintf("FP8 scheme identical (%s)", SchemeString(cur))})
 	}
 	wm := map[string]bool{}
 	for _, e := range want.ModulesToNotConvert {
@@ -694,10 +706,10 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 		}
 	}
 	if len(add) > 0 {
-		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s", plural(len(add), "entry", "entries"), names(add, 8))})
+		out = append(out, Check{ID: ContractFP8NotConvert, Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s", plural(len(add), "entry", "entries"), names(add, 8))})
 	}
 	if len(rem) > 0 {
-		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s", plural(len(rem), "entry", "entries"), names(rem, 8))})
+		out = append(out, Check{ID: ContractFP8NotConvert, Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s", plural(len(rem), "entry", "entries"), names(rem, 8))})
 	}
 	if len(add)+len(rem) == 0 {
 		n := 0
@@ -710,7 +722,7 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 		if n != len(cur.ModulesToNotConvert) {
 			msg = fmt.Sprintf("modules_to_not_convert identical (%d of %d entries selected by --match/--exclude)", n, len(cur.ModulesToNotConvert))
 		}
-		out = append(out, Check{ID: "contract.fp8_not_convert", Status: Pass, Message: msg})
+		out = append(out, Check{ID: ContractFP8NotConvert, Status: Pass, Message: msg})
 	}
 	return out
 }

@@ -15,7 +15,16 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-var dataIDs = []string{"data.scale_values", "data.fp8_nan", "data.float_nonfinite", "data.hash"}
+// The ids of the data checks (Options.ReadData).
+const (
+	DataScaleValues    ckpt.FindingID = "data.scale_values"    // scale values not finite and > 0
+	DataFP8NaN         ckpt.FindingID = "data.fp8_nan"         // NaN codes 0x7f/0xff in F8_E4M3 tensors
+	DataFloatNonFinite ckpt.FindingID = "data.float_nonfinite" // NaN/Inf in float tensors
+	DataHash           ckpt.FindingID = "data.hash"            // per-tensor xxh3-64 of the raw bytes
+	DataRead           ckpt.FindingID = "data.read"            // tensors that could not be read
+)
+
+var dataIDs = []ckpt.FindingID{DataScaleValues, DataFP8NaN, DataFloatNonFinite, DataHash}
 
 // kinds of data scan.
 const (
@@ -311,7 +320,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 			cut = append(cut, t.Name)
 			continue
 		case td.err != nil:
-			readFails = append(readFails, Check{ID: "data.read", Status: Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
+			readFails = append(readFails, Check{ID: DataRead, Status: Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
 			continue
 		}
 		hashes[t.Name] = td.hash
@@ -322,7 +331,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		case kindScale:
 			nScale++
 			if cc.bad() > 0 {
-				scales = append(scales, Check{ID: "data.scale_values", Status: Fail, Tensors: []string{t.Name},
+				scales = append(scales, Check{ID: DataScaleValues, Status: Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: %d of %d scale values are not finite and > 0 (NaN %d, Inf %d, zero %d, negative %d; first at element %d = %s)",
 						ckpt.EscapeName(t.Name), cc.bad(), cc.n, cc.nan, cc.inf, cc.zero, cc.neg, cc.first, cc.firstValue)})
 			}
@@ -332,27 +341,27 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		case kindE4M3:
 			nFP8++
 			if cc.nan > 0 {
-				fp8 = append(fp8, Check{ID: "data.fp8_nan", Status: Fail, Tensors: []string{t.Name},
+				fp8 = append(fp8, Check{ID: DataFP8NaN, Status: Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: %d of %d F8_E4M3 codes are NaN (0x7f/0xff); first at element %d", ckpt.EscapeName(t.Name), cc.nan, cc.n, cc.first)})
 			}
 		case kindFloat:
 			nFloat++
 			if cc.nan+cc.inf > 0 {
-				floats = append(floats, Check{ID: "data.float_nonfinite", Status: Fail, Tensors: []string{t.Name},
+				floats = append(floats, Check{ID: DataFloatNonFinite, Status: Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s (%s): %d NaN and %d Inf of %d values; first at element %d = %s", ckpt.EscapeName(t.Name), t.DType, cc.nan, cc.inf, cc.n, cc.first, cc.firstValue)})
 			}
 		}
 	}
 	var out []Check
-	out = appendOr(out, scales, Check{ID: "data.scale_values", Status: Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
+	out = appendOr(out, scales, Check{ID: DataScaleValues, Status: Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
 	out = append(out, overflow...)
-	out = appendOr(out, fp8, Check{ID: "data.fp8_nan", Status: Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
-	out = appendOr(out, floats, Check{ID: "data.float_nonfinite", Status: Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
-	out = append(out, Check{ID: "data.hash", Status: Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
+	out = appendOr(out, fp8, Check{ID: DataFP8NaN, Status: Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	out = appendOr(out, floats, Check{ID: DataFloatNonFinite, Status: Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
+	out = append(out, Check{ID: DataHash, Status: Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
 	if len(cut) > 0 {
-		out = append(out, Check{ID: "data.read", Status: Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
+		out = append(out, Check{ID: DataRead, Status: Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
 	}
-	out = appendOr(out, readFails, Check{ID: "data.read", Status: Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
+	out = appendOr(out, readFails, Check{ID: DataRead, Status: Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
 	return out, hashes, digests(sha), nil
 }
 
@@ -387,7 +396,7 @@ func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) Check {
 	if !ckpt.FiniteIn(ckpt.F32, cc.overValue*ckpt.E4M3MaxFinite) {
 		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", ckpt.MaxFinite(ckpt.F32))
 	}
-	return Check{ID: "data.scale_values", Status: Warn, Tensors: []string{t.Name},
+	return Check{ID: DataScaleValues, Status: Warn, Tensors: []string{t.Name},
 		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf (cache build and extract --dtype refuse them)",
 			ckpt.EscapeName(t.Name), cc.over, cc.n, ckpt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
 }

@@ -9,7 +9,10 @@
 // Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
 // shards and shards whose size disagrees with their header become findings),
 // then call Run; Report.AddComparison adds the comparison with a contract.
-// Each Check (a ckpt.Finding) has a stable id:
+// Each Check (a ckpt.Finding) has a stable id, a ckpt.FindingID constant
+// declared beside its check (IndexTotalSize, FP8ScaleMissing, ...; the
+// index.* ids Open records and file.size are ckpt's: ckpt.IndexShardMissing,
+// ckpt.FileSize, ...):
 //
 //	index.shard_name        a weight_map shard name escapes the directory
 //	index.shard_missing     a shard named by weight_map cannot be opened
@@ -17,6 +20,8 @@
 //	index.tensor_missing    a weight_map tensor is not in its shard
 //	index.tensor_unlisted   a stored tensor is not in weight_map
 //	index.tensor_duplicate  a tensor is stored in two shards
+//	index.single_file       both an index and a model.safetensors it does not
+//	                        consist of (warn: loaders disagree on which to read)
 //	index.total_size        metadata.total_size differs from the payload bytes
 //	file.size               a file's size differs from 8 + header + data (truncated download)
 //	header.dtype            a tensor has an unknown dtype

@@ -110,10 +110,22 @@ func (in *inventory) isFP8(f *fp8Facts) bool {
 	return false
 }
 
+// The ids of the block-FP8 checks.
+const (
+	FP8Config            ckpt.FindingID = "fp8.config"             // F8_E4M3 tensors without a valid fp8 quantization_config
+	FP8ScaleMissing      ckpt.FindingID = "fp8.scale_missing"      // an F8_E4M3 weight without <name>_scale_inv
+	FP8ScaleShape        ckpt.FindingID = "fp8.scale_shape"        // a scale not of shape [ceil(R/bm), ceil(C/bn)]
+	FP8ScaleDType        ckpt.FindingID = "fp8.scale_dtype"        // a scale not F32, BF16 or F16
+	FP8ScaleOrphan       ckpt.FindingID = "fp8.scale_orphan"       // a scale whose weight is absent or not F8_E4M3
+	FP8Rank              ckpt.FindingID = "fp8.rank"               // an F8_E4M3 tensor that is not 2-D
+	FP8NotConvert        ckpt.FindingID = "fp8.not_convert"        // an F8_E4M3 weight listed in modules_to_not_convert
+	FP8CompressedTensors ckpt.FindingID = "fp8.compressed_tensors" // compressed-tensors naming (weight_scale, input_scale)
+)
+
 func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	f := in.fp8Facts()
 	q := in.quant
-	ids := []string{"fp8.config", "fp8.scale_missing", "fp8.scale_shape", "fp8.scale_dtype", "fp8.scale_orphan", "fp8.rank", "fp8.not_convert", "fp8.compressed_tensors"}
+	ids := []ckpt.FindingID{FP8Config, FP8ScaleMissing, FP8ScaleShape, FP8ScaleDType, FP8ScaleOrphan, FP8Rank, FP8NotConvert, FP8CompressedTensors}
 	if len(f.weights) == 0 && len(f.scales) == 0 && len(f.compressed) == 0 && q == nil {
 		out := make([]Check, len(ids))
 		for i, id := range ids {
@@ -145,34 +157,34 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 			if f.block != nil && len(w.Shape) == 2 {
 				want = fmt.Sprintf("shape %s", ckpt.FormatShape(scaleShape(w.Shape, f.block)))
 			}
-			missing = append(missing, Check{ID: "fp8.scale_missing", Status: Fail, Tensors: []string{w.Name},
+			missing = append(missing, Check{ID: FP8ScaleMissing, Status: Fail, Tensors: []string{w.Name},
 				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), ckpt.EscapeName(sname), want)})
 			continue
 		}
 		nPairs++
 		if !isScaleDType(s.DType) {
-			dtype = append(dtype, Check{ID: "fp8.scale_dtype", Status: Fail, Tensors: []string{s.Name},
+			dtype = append(dtype, Check{ID: FP8ScaleDType, Status: Fail, Tensors: []string{s.Name},
 				Message: fmt.Sprintf("%s has dtype %s, expected F32, BF16 or F16", ckpt.EscapeName(s.Name), s.DType)})
 		}
 		if f.block != nil && len(w.Shape) == 2 {
 			want := scaleShape(w.Shape, f.block)
 			if !slices.Equal(s.Shape, want) {
-				shape = append(shape, Check{ID: "fp8.scale_shape", Status: Fail, Tensors: []string{s.Name, w.Name},
+				shape = append(shape, Check{ID: FP8ScaleShape, Status: Fail, Tensors: []string{s.Name, w.Name},
 					Message: fmt.Sprintf("%s has shape %s, expected %s = [ceil(%d/%d), ceil(%d/%d)] for weight %s and %s.weight_block_size %s",
 						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
 			}
 		}
 	}
-	out = appendOr(out, missing, Check{ID: "fp8.scale_missing", Status: Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
+	out = appendOr(out, missing, Check{ID: FP8ScaleMissing, Status: Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
 	switch {
 	case len(shape) > 0:
 		out = append(out, shape...)
 	case f.block == nil && nPairs > 0:
-		out = append(out, Check{ID: "fp8.scale_shape", Status: Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
+		out = append(out, Check{ID: FP8ScaleShape, Status: Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
 	default:
-		out = append(out, Check{ID: "fp8.scale_shape", Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
+		out = append(out, Check{ID: FP8ScaleShape, Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
 	}
-	out = appendOr(out, dtype, Check{ID: "fp8.scale_dtype", Status: Pass, Message: fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)})
+	out = appendOr(out, dtype, Check{ID: FP8ScaleDType, Status: Pass, Message: fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)})
 
 	// scale_orphan
 	var orphans []Check
@@ -181,24 +193,24 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 		w, ok := in.byName[wname]
 		switch {
 		case !ok:
-			orphans = append(orphans, Check{ID: "fp8.scale_orphan", Status: Fail, Tensors: []string{s.Name},
+			orphans = append(orphans, Check{ID: FP8ScaleOrphan, Status: Fail, Tensors: []string{s.Name},
 				Message: fmt.Sprintf("%s has no weight: %s does not exist", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname))})
 		case w.DType != ckpt.F8E4M3:
-			orphans = append(orphans, Check{ID: "fp8.scale_orphan", Status: Fail, Tensors: []string{s.Name, wname},
+			orphans = append(orphans, Check{ID: FP8ScaleOrphan, Status: Fail, Tensors: []string{s.Name, wname},
 				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
 		}
 	}
-	out = appendOr(out, orphans, Check{ID: "fp8.scale_orphan", Status: Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
+	out = appendOr(out, orphans, Check{ID: FP8ScaleOrphan, Status: Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
 
 	// rank
 	var rank []Check
 	for _, w := range f.weights {
 		if len(w.Shape) != 2 {
-			rank = append(rank, Check{ID: "fp8.rank", Status: Fail, Tensors: []string{w.Name},
+			rank = append(rank, Check{ID: FP8Rank, Status: Fail, Tensors: []string{w.Name},
 				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
 		}
 	}
-	out = appendOr(out, rank, Check{ID: "fp8.rank", Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
+	out = appendOr(out, rank, Check{ID: FP8Rank, Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
 
 	out = append(out, notConvertChecks(f, q)...)
 	out = append(out, compressedCheck(f, q))
@@ -217,7 +229,7 @@ func scaleShape(w, block []int64) []int64 {
 }
 
 func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Check {
-	id := "fp8.config"
+	id := FP8Config
 	n := len(f.weights)
 	if f.ctMethod {
 		return []Check{{ID: id, Status: Skip, Message: fmt.Sprintf("%s.quant_method is compressed-tensors: see fp8.compressed_tensors", q.Path)}}
@@ -259,7 +271,7 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Chec
 }
 
 func notConvertChecks(f *fp8Facts, q *ckpt.QuantConfig) []Check {
-	id := "fp8.not_convert"
+	id := FP8NotConvert
 	if q == nil || len(q.ModulesToNotConvert) == 0 {
 		return []Check{{ID: id, Status: Skip, Message: "no modules_to_not_convert in quantization_config"}}
 	}
@@ -286,7 +298,7 @@ func notConvertChecks(f *fp8Facts, q *ckpt.QuantConfig) []Check {
 }
 
 func compressedCheck(f *fp8Facts, q *ckpt.QuantConfig) Check {
-	id := "fp8.compressed_tensors"
+	id := FP8CompressedTensors
 	var ws, is []string
 	var all []string
 	for _, t := range f.compressed {

@@ -6,15 +6,26 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
+// The ids of the integrity checks verify adds to the issues Open records
+// (ckpt.IndexShardMissing, ckpt.FileSize, ...).
+const (
+	IndexTotalSize ckpt.FindingID = "index.total_size" // metadata.total_size differs from the payload bytes
+	HeaderDType    ckpt.FindingID = "header.dtype"     // a tensor has an unknown dtype
+	HeaderLint     ckpt.FindingID = "header.lint"      // strict-format deviations (warn)
+)
+
 // indexIDs are the integrity checks the core reader records as Issues, in
 // report order, with the message of a passing check.
-var indexIDs = []struct{ id, pass string }{
-	{"index.shard_name", "every shard name in weight_map stays inside the checkpoint directory"},
-	{"index.shard_missing", "every shard named by weight_map exists"},
-	{"index.duplicate_key", "no tensor is listed twice in weight_map"},
-	{"index.tensor_missing", "every tensor listed in weight_map is in its shard"},
-	{"index.tensor_unlisted", "every tensor stored in a shard is listed in weight_map"},
-	{"index.tensor_duplicate", "no tensor is stored in more than one shard"},
+var indexIDs = []struct {
+	id   ckpt.FindingID
+	pass string
+}{
+	{ckpt.IndexShardName, "every shard name in weight_map stays inside the checkpoint directory"},
+	{ckpt.IndexShardMissing, "every shard named by weight_map exists"},
+	{ckpt.IndexDuplicateKey, "no tensor is listed twice in weight_map"},
+	{ckpt.IndexTensorMissing, "every tensor listed in weight_map is in its shard"},
+	{ckpt.IndexTensorUnlisted, "every tensor stored in a shard is listed in weight_map"},
+	{ckpt.IndexTensorDuplicate, "no tensor is stored in more than one shard"},
 }
 
 func integrityChecks(c *ckpt.Checkpoint) []Check {
@@ -23,7 +34,7 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 		for _, x := range indexIDs {
 			out = append(out, Check{ID: x.id, Status: Skip, Message: "single file: no index"})
 		}
-		out = append(out, Check{ID: "index.total_size", Status: Skip, Message: "single file: no index"})
+		out = append(out, Check{ID: IndexTotalSize, Status: Skip, Message: "single file: no index"})
 	} else {
 		for _, x := range indexIDs {
 			found := false
@@ -36,14 +47,14 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 			}
 			if !found {
 				msg := x.pass
-				if x.id == "index.shard_missing" {
+				if x.id == ckpt.IndexShardMissing {
 					msg = fmt.Sprintf("all %s named by weight_map exist", plural(len(c.Index.Shards()), "shard", "shards"))
 				}
 				out = append(out, Check{ID: x.id, Status: Pass, Message: msg})
 			}
 		}
 		for _, is := range c.Issues { // ids added to the core later
-			known := is.ID == "file.size" // reported by fileSizeChecks
+			known := is.ID == ckpt.FileSize // reported by fileSizeChecks
 			for _, x := range indexIDs {
 				known = known || x.id == is.ID
 			}
@@ -70,8 +81,8 @@ func issueMessage(is ckpt.Finding) string {
 func totalSizeCheck(c *ckpt.Checkpoint) Check {
 	idx := c.Index
 	for _, is := range c.Issues {
-		if is.ID == "index.shard_missing" || is.ID == "index.shard_name" {
-			return Check{ID: "index.total_size", Status: Skip, Message: "not checked: a shard is missing"}
+		if is.ID == ckpt.IndexShardMissing || is.ID == ckpt.IndexShardName {
+			return Check{ID: IndexTotalSize, Status: Skip, Message: "not checked: a shard is missing"}
 		}
 	}
 	var payload int64
@@ -86,15 +97,15 @@ func totalSizeCheck(c *ckpt.Checkpoint) Check {
 		}
 	}
 	if _, present := idx.Metadata["total_size"]; !present {
-		return Check{ID: "index.total_size", Status: Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", ckpt.IndexFile, payload)}
+		return Check{ID: IndexTotalSize, Status: Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", ckpt.IndexFile, payload)}
 	}
 	if idx.TotalSize < 0 {
-		return Check{ID: "index.total_size", Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", ckpt.IndexFile, idx.Metadata["total_size"], payload)}
+		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", ckpt.IndexFile, idx.Metadata["total_size"], payload)}
 	}
 	if idx.TotalSize != payload {
-		return Check{ID: "index.total_size", Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", ckpt.IndexFile, idx.TotalSize, payload, payload-idx.TotalSize)}
+		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", ckpt.IndexFile, idx.TotalSize, payload, payload-idx.TotalSize)}
 	}
-	return Check{ID: "index.total_size", Status: Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
+	return Check{ID: IndexTotalSize, Status: Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
 }
 
 // fileSizeChecks reports the file.size findings that a lenient open
@@ -102,12 +113,12 @@ func totalSizeCheck(c *ckpt.Checkpoint) Check {
 func fileSizeChecks(c *ckpt.Checkpoint) []Check {
 	var out []Check
 	for _, is := range c.Issues {
-		if is.ID == "file.size" {
+		if is.ID == ckpt.FileSize {
 			out = append(out, Check{ID: is.ID, Status: is.Status, Tensors: is.Tensors, Message: is.Message})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, Check{ID: "file.size", Status: Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
+		out = append(out, Check{ID: ckpt.FileSize, Status: Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }
@@ -118,27 +129,27 @@ func headerChecks(c *ckpt.Checkpoint) []Check {
 	var unknown []string
 	for _, f := range c.Files {
 		for _, l := range f.Header.Lints {
-			out = append(out, Check{ID: "header.lint", Status: Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID)})
+			out = append(out, Check{ID: HeaderLint, Status: Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID)})
 		}
 		for _, t := range f.Header.Tensors {
 			if !t.DType.Known() {
 				unknown = append(unknown, t.Name)
-				out = append(out, Check{ID: "header.dtype", Status: Fail, Tensors: []string{t.Name},
+				out = append(out, Check{ID: HeaderDType, Status: Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: tensor %s has dtype %s, which is not a safetensors dtype", f.Name, ckpt.EscapeName(t.Name), ckpt.Quote(string(t.DType)))})
 			}
 		}
 	}
 	if len(unknown) == 0 {
-		out = append([]Check{{ID: "header.dtype", Status: Pass, Message: "every tensor has a known safetensors dtype"}}, out...)
+		out = append([]Check{{ID: HeaderDType, Status: Pass, Message: "every tensor has a known safetensors dtype"}}, out...)
 	}
 	lints := 0
 	for _, ch := range out {
-		if ch.ID == "header.lint" {
+		if ch.ID == HeaderLint {
 			lints++
 		}
 	}
 	if lints == 0 {
-		out = append(out, Check{ID: "header.lint", Status: Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", plural(len(c.Files), "file", "files"))})
+		out = append(out, Check{ID: HeaderLint, Status: Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }

@@ -91,8 +91,8 @@ func TestVerifyFullScaleSparse(t *testing.T) {
 		ids := map[string]verify.Status{}
 		for _, ch := range rep.Checks {
 			assert.NotEqual(t, verify.Fail, ch.Status, "%s: %s: %s", variant, ch.ID, ch.Message)
-			if _, seen := ids[ch.ID]; !seen {
-				ids[ch.ID] = ch.Status
+			if _, seen := ids[string(ch.ID)]; !seen {
+				ids[string(ch.ID)] = ch.Status
 			}
 		}
 		assert.Equal(t, verify.Pass, ids["arch.missing"], variant)

@@ -12,6 +12,19 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
+// The ids of the checks of a quantisation scheme other than block FP8
+// (MXFP4, NVFP4, compressed-tensors FP8).
+const (
+	SchemeConfig           ckpt.FindingID = "scheme.config"            // the scheme, or a declaration ckpt cannot check (warn)
+	SchemeWeightShape      ckpt.FindingID = "scheme.weight_shape"      // stored codes not of the scheme's shape
+	SchemeCompanionMissing ckpt.FindingID = "scheme.companion_missing" // a quantised weight without a companion it needs
+	SchemeCompanionDType   ckpt.FindingID = "scheme.companion_dtype"   // a companion of the wrong dtype
+	SchemeCompanionShape   ckpt.FindingID = "scheme.companion_shape"   // a companion not of the shape its weight implies
+	SchemeCompanionOrphan  ckpt.FindingID = "scheme.companion_orphan"  // a scale that belongs to no quantised weight
+	SchemeIgnored          ckpt.FindingID = "scheme.ignored"           // a quantised weight inside the ignore list
+	SchemeScaleValues      ckpt.FindingID = "scheme.scale_values"      // an E8M0 scale 0xFF or a global scale not finite and > 0 (--read-data)
+)
+
 // quantChecks checks the checkpoint's quantisation: the scheme checks when
 // its config declares MXFP4, NVFP4 or compressed-tensors FP8, else the
 // block-FP8 checks (fp8Checks), as before.
@@ -20,7 +33,7 @@ func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt Opt
 	var re *ckpt.RecipeError
 	if errors.As(err, &re) && !(in.quant != nil && strings.EqualFold(in.quant.Method, "fp8")) {
 		// a declaration ckpt cannot check: say so, and run what applies.
-		return append([]Check{{ID: "scheme.config", Status: Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
+		return append([]Check{{ID: SchemeConfig, Status: Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
 	}
 	if err != nil || r == nil || r.Scheme == ckpt.BlockFP8 {
 		return fp8Checks(c, in)
@@ -34,10 +47,10 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 	var out []Check
 	declared := fmt.Sprintf("%s %s", ckpt.EscapeName(baseName(r.File)), r.Path)
 	if len(ws) == 0 {
-		out = append(out, Check{ID: "scheme.config", Status: Warn,
+		out = append(out, Check{ID: SchemeConfig, Status: Warn,
 			Message: fmt.Sprintf("%s declares %s (%s), but no tensor is a quantised weight of it (%s %s)", declared, r.Scheme, sp.Title, dtypeNames(sp.WeightDTypes), sp.WeightName)})
 	} else {
-		out = append(out, Check{ID: "scheme.config", Status: Pass,
+		out = append(out, Check{ID: SchemeConfig, Status: Pass,
 			Message: fmt.Sprintf("%s: %s, declared in %s; %s", r.Scheme, sp.Title, declared, plural(len(ws), "quantised weight", "quantised weights"))})
 	}
 
@@ -47,11 +60,11 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 	for _, w := range ws {
 		wdesc := fmt.Sprintf("%s (%s %s)", ckpt.EscapeName(w.Weight.Name), w.Weight.DType, ckpt.FormatShape(w.Weight.Shape))
 		if w.ShapeProblem != "" {
-			shape = append(shape, Check{ID: "scheme.weight_shape", Status: Fail, Tensors: []string{w.Weight.Name},
+			shape = append(shape, Check{ID: SchemeWeightShape, Status: Fail, Tensors: []string{w.Weight.Name},
 				Message: fmt.Sprintf("%s is %s codes of shape %s: %s", ckpt.EscapeName(w.Weight.Name), w.Scheme, ckpt.FormatShape(w.Weight.Shape), w.ShapeProblem)})
 		}
 		if e := r.Ignored(w.Module); e != "" {
-			ignored = append(ignored, Check{ID: "scheme.ignored", Status: Fail, Tensors: []string{w.Weight.Name},
+			ignored = append(ignored, Check{ID: SchemeIgnored, Status: Fail, Tensors: []string{w.Weight.Name},
 				Message: fmt.Sprintf("%s is quantised (%s), but %s lists %s, which leaves module %s unquantised", wdesc, w.Scheme, r.IgnoreKey, ckpt.Quote(e), ckpt.EscapeName(w.Module))})
 		}
 		for i := range w.Companions {
@@ -63,26 +76,26 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 			}
 			if p.Tensor == nil {
 				if !p.Optional {
-					missing = append(missing, Check{ID: "scheme.companion_missing", Status: Fail, Tensors: []string{w.Weight.Name},
+					missing = append(missing, Check{ID: SchemeCompanionMissing, Status: Fail, Tensors: []string{w.Weight.Name},
 						Message: fmt.Sprintf("%s is %s but has no %s (%s %s, %s)", wdesc, w.Scheme, ckpt.EscapeName(p.Name), p.Role, dtypeNames(p.DTypes), want)})
 				}
 				continue
 			}
 			nComp++
 			if !p.DTypeOK() {
-				dtype = append(dtype, Check{ID: "scheme.companion_dtype", Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
+				dtype = append(dtype, Check{ID: SchemeCompanionDType, Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
 					Message: fmt.Sprintf("%s (%s of %s %s) has dtype %s, expected %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.EscapeName(w.Weight.Name), p.Tensor.DType, dtypeNames(p.DTypes))})
 			}
 			if !p.ShapeOK() {
-				cshape = append(cshape, Check{ID: "scheme.companion_shape", Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
+				cshape = append(cshape, Check{ID: SchemeCompanionShape, Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
 					Message: fmt.Sprintf("%s (%s of %s) has shape %s, expected %s for weight %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.FormatShape(p.Tensor.Shape), want, wdesc)})
 			}
 		}
 	}
-	out = appendOr(out, shape, Check{ID: "scheme.weight_shape", Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
-	out = appendOr(out, missing, Check{ID: "scheme.companion_missing", Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
-	out = appendOr(out, dtype, Check{ID: "scheme.companion_dtype", Status: Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
-	out = appendOr(out, cshape, Check{ID: "scheme.companion_shape", Status: Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
+	out = appendOr(out, shape, Check{ID: SchemeWeightShape, Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
+	out = appendOr(out, missing, Check{ID: SchemeCompanionMissing, Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
+	out = appendOr(out, dtype, Check{ID: SchemeCompanionDType, Status: Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
+	out = appendOr(out, cshape, Check{ID: SchemeCompanionShape, Status: Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
 
 	// companion_orphan: bookkeeping of no quantised weight.
 	var orphans []Check
@@ -96,14 +109,14 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 		if ok {
 			what = fmt.Sprintf("%s is %s %s, not a %s weight", ckpt.EscapeName(wname), w.DType, ckpt.FormatShape(w.Shape), r.Scheme)
 		}
-		orphans = append(orphans, Check{ID: "scheme.companion_orphan", Status: Fail, Tensors: []string{t.Name},
+		orphans = append(orphans, Check{ID: SchemeCompanionOrphan, Status: Fail, Tensors: []string{t.Name},
 			Message: fmt.Sprintf("%s looks like a %s companion but belongs to no quantised weight: %s (a loader may scale unquantised values)", ckpt.EscapeName(t.Name), r.Scheme, what)})
 	}
-	out = appendOr(out, orphans, Check{ID: "scheme.companion_orphan", Status: Pass, Message: "every scale belongs to a quantised weight"})
+	out = appendOr(out, orphans, Check{ID: SchemeCompanionOrphan, Status: Pass, Message: "every scale belongs to a quantised weight"})
 	if r.IgnoreKey == "" || len(r.Ignore) == 0 {
-		out = appendOr(out, ignored, Check{ID: "scheme.ignored", Status: Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
+		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
 	} else {
-		out = appendOr(out, ignored, Check{ID: "scheme.ignored", Status: Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, matched on whole dotted segments)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"))})
+		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, matched on whole dotted segments)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"))})
 	}
 	return append(out, scaleValueChecks(ctx, r, ws, opt)...)
 }
@@ -158,7 +171,7 @@ func baseName(loc string) string { return loc[strings.LastIndexAny(loc, `/\`)+1:
 // finite and > 0). The other companions (weight_scale, input_scale) are
 // scale tensors of data.scale_values.
 func scaleValueChecks(ctx context.Context, r *ckpt.QuantRecipe, ws []*ckpt.QuantWeight, opt Options) []Check {
-	id := "scheme.scale_values"
+	id := SchemeScaleValues
 	if !opt.ReadData {
 		return []Check{{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}}
 	}
@@ -200,7 +213,7 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 		}
 		p := buf[:min(int64(len(buf)), size-off)]
 		if _, err := t.ReadAt(p, off); err != nil {
-			return Check{ID: "scheme.scale_values", Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
+			return Check{ID: SchemeScaleValues, Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
 				Message: fmt.Sprintf("%s (scale of %s) could not be read: %v", ckpt.EscapeName(t.Name), ckpt.EscapeName(w.Weight.Name), err)}, false
 		}
 		switch t.DType {
@@ -230,6 +243,6 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 	if nBad == 0 {
 		return Check{}, true
 	}
-	return Check{ID: "scheme.scale_values", Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
+	return Check{ID: SchemeScaleValues, Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
 		Message: fmt.Sprintf("%s (%s of %s): %d of %d values are no finite scale > 0; first at element %d = %s", ckpt.EscapeName(t.Name), w.Scheme, ckpt.EscapeName(w.Weight.Name), nBad, total, first, firstValue)}, false
 }

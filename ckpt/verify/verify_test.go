@@ -135,7 +135,7 @@ func TestCacheOrphanIncomplete(t *testing.T) {
 func statuses(r *verify.Report) map[string][]verify.Status {
 	m := map[string][]verify.Status{}
 	for _, c := range r.Checks {
-		m[c.ID] = append(m[c.ID], c.Status)
+		m[string(c.ID)] = append(m[string(c.ID)], c.Status)
 	}
 	return m
 }
@@ -143,7 +143,7 @@ func statuses(r *verify.Report) map[string][]verify.Status {
 func message(r *verify.Report, id string) string {
 	var ms []string
 	for _, c := range r.Checks {
-		if c.ID == id {
+		if string(c.ID) == id {
 			ms = append(ms, c.Message)
 		}
 	}

@@ -110,8 +110,8 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 
 // compareSummary is the verdict line of a comparison.
 func compareSummary(rep *check.CompareReport, labelA, labelB string) string {
-	count := map[string]int{}
-	files := map[string]map[string]bool{}
+	count := map[check.DiffKind]int{}
+	files := map[check.DiffKind]map[string]bool{}
 	for _, d := range rep.Diffs {
 		count[d.Kind]++
 		if files[d.Kind] == nil {
@@ -158,7 +158,7 @@ func renderDiffRows(w io.Writer, format string, rep *check.CompareReport, labelA
 		case check.DiffMissing, check.DiffExtra, check.DiffUnreadable:
 			detail = d.Message
 		}
-		g.Rows = append(g.Rows, []string{d.Kind, ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
+		g.Rows = append(g.Rows, []string{string(d.Kind), ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})
 	}
 	if format == output.Table {
 		// For people the file comes first, its rows grouped under their

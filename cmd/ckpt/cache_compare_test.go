@@ -47,7 +47,7 @@ func decodeCompare(t *testing.T, out string) check.CompareResult {
 func diffFields(res check.CompareResult) map[string][]string {
 	got := map[string][]string{}
 	for _, d := range res.Diffs {
-		got[d.File] = append(got[d.File], d.Kind+":"+d.Field)
+		got[d.File] = append(got[d.File], string(d.Kind)+":"+d.Field)
 	}
 	return got
 }

@@ -83,7 +83,7 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 	} else if len(r.Findings) > 0 {
 		g := &output.Grid{Header: []string{"finding", "file", "message"}}
 		for _, f := range r.Findings {
-			g.Rows = append(g.Rows, []string{f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
+			g.Rows = append(g.Rows, []string{string(f.ID), ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
 		}
 		if err := g.Render(w, format); err != nil {
 			return err

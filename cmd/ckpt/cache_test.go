@@ -127,7 +127,7 @@ func TestCacheCommands(t *testing.T) {
 	require.False(t, vr.OK)
 	got := map[string]string{}
 	for _, f := range vr.Findings {
-		got[strings.TrimPrefix(f.File(), "P300/tensor_cache_bfp8_mesh1x2/")] = f.ID
+		got[strings.TrimPrefix(f.File(), "P300/tensor_cache_bfp8_mesh1x2/")] = string(f.ID)
 	}
 	require.Equal(t, map[string]string{
 		"layers.0/tp/A_log_dtype_BFLOAT16_layout_TILE.tensorbin": "missing",

@@ -116,7 +116,7 @@ func schemeVerify(t *testing.T, args ...string) (int, schemeVerifyDoc, string) {
 func failing(doc schemeVerifyDoc, id string) []ckpt.Finding {
 	var out []ckpt.Finding
 	for _, f := range doc.Findings {
-		if f.ID == id && f.Status == ckpt.Fail {
+		if string(f.ID) == id && f.Status == ckpt.Fail {
 			out = append(out, f)
 		}
 	}
@@ -153,7 +153,7 @@ func TestVerifySchemes(t *testing.T) {
 			assert.True(t, doc.OK)
 			for _, f := range doc.Findings {
 				assert.NotEqual(t, ckpt.Fail, f.Status, "%s: %s", f.ID, f.Message)
-				assert.False(t, strings.HasPrefix(f.ID, "fp8."), "%s: the block-FP8 checks do not apply", f.ID)
+				assert.False(t, strings.HasPrefix(string(f.ID), "fp8."), "%s: the block-FP8 checks do not apply", f.ID)
 			}
 
 			scale, weight := synth.SchemeBadScale(tc.scheme)

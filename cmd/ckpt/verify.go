@@ -133,7 +133,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
 	for _, c := range listed {
-		g.Rows = append(g.Rows, []string{string(c.Status), c.ID, c.Message})
+		g.Rows = append(g.Rows, []string{string(c.Status), string(c.ID), c.Message})
 	}
 	if format == output.CSV {
 		return g.Render(w, format)
@@ -151,7 +151,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		fmt.Fprintf(w, "  %s\n", cmp.KeySetOutside(ckpt.GroupMTP))
 		for _, c := range res.Checks {
 			switch c.ID {
-			case "contract.config", "contract.fp8_scheme", "contract.fp8_not_convert", "contract.hash":
+			case verify.ContractConfig, verify.ContractFP8Scheme, verify.ContractFP8NotConvert, verify.ContractHash:
 				fmt.Fprintf(w, "  %s: %s\n", c.ID, c.Message)
 			}
 		}

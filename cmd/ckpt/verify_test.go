@@ -215,8 +215,8 @@ func TestVerifyDefects(t *testing.T) {
 				if c.Status != "fail" {
 					continue
 				}
-				fails = append(fails, c.ID+": "+c.Message)
-				if c.ID == tc.id && (strings.Contains(c.Message, tc.culprit) || contains(c.Tensors, tc.culprit)) {
+				fails = append(fails, string(c.ID)+": "+c.Message)
+				if string(c.ID) == tc.id && (strings.Contains(c.Message, tc.culprit) || contains(c.Tensors, tc.culprit)) {
 					found = true
 				}
 			}
@@ -304,7 +304,7 @@ func TestVerifyProfileNone(t *testing.T) {
 	code, res, _ := verifyJSON(t, "verify", dir, "--arch", "none")
 	assert.Equal(t, 0, code)
 	for _, c := range res.Checks {
-		if strings.HasPrefix(c.ID, "arch.") {
+		if strings.HasPrefix(string(c.ID), "arch.") {
 			assert.Equal(t, "skip", string(c.Status))
 		}
 	}
@@ -328,7 +328,7 @@ func TestVerifyAgainst(t *testing.T) {
 	byID := map[string][]string{}
 	for _, c := range res.Checks {
 		if c.Status == "fail" {
-			byID[c.ID] = append(byID[c.ID], c.Message)
+			byID[string(c.ID)] = append(byID[string(c.ID)], c.Message)
 		}
 	}
 	// exactly: 7 mtp scales removed, 7 mtp weights F8_E4M3 → BF16, 7 not_convert entries
