@@ -426,6 +426,8 @@ type QuantWeight struct {
 	Shape        []int64
 	ShapeProblem string
 	Companions   []Companion
+	// Block is an FP8Block weight's block_structure [bm, bn].
+	Block [2]int64
 }
 
 // Companion is one companion a quantised weight needs, and what was found.
@@ -544,7 +546,7 @@ func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool)
 			return nil, false
 		}
 		sp := SpecOf(g.Scheme)
-		w = &QuantWeight{Scheme: g.Scheme, Weight: t, Name: t.Name, Module: module, Shape: t.Shape}
+		w = &QuantWeight{Scheme: g.Scheme, Weight: t, Name: t.Name, Module: module, Shape: t.Shape, Block: g.Block}
 		sc := Companion{CompanionSpec: sp.Companions[0], Name: module + ".weight_scale"}
 		switch {
 		case g.Scheme == FP8Tensor:

@@ -214,23 +214,45 @@ func TestQuantWeightLayout(t *testing.T) {
 	}
 }
 
-// TestQuantSchemeStillRefusesNewSchemes: the readers (QuantScheme) keep
-// refusing the recognised schemes whose dequantisation they do not do yet.
-func TestQuantSchemeStillRefusesNewSchemes(t *testing.T) {
+// TestQuantSchemeReadsNewSchemes: the readers (QuantScheme, Values)
+// accept an NVFP4 weight, declared in config.json or in
+// hf_quant_config.json only, with its values' shape [N, K] and its
+// companions; an NVFP4 weight without its global scale is refused
+// (ErrScale), naming the companion. Before, QuantScheme refused every
+// NVFP4 weight.
+func TestQuantSchemeReadsNewSchemes(t *testing.T) {
 	t.Parallel()
-	c := openSpecs(t, []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
-		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}, map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`})
+	specs := []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
+		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}
+	for _, files := range []map[string]string{
+		{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`},
+		{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
+	} {
+		c := openSpecs(t, specs, files)
+		x, _ := c.Lookup("m.weight")
+		assert.True(t, c.IsQuantized(x))
+		q, err := c.QuantScheme(x)
+		require.NoError(t, err)
+		assert.Equal(t, ckpt.NVFP4, q.Scheme)
+		assert.Equal(t, []int64{8, 64}, q.Shape)
+		require.NotNil(t, q.Scale)
+		require.NotNil(t, q.Global)
+		assert.Equal(t, "m.weight_scale", q.Scale.Name)
+		assert.Equal(t, "m.weight_scale_2", q.Global.Name)
+		v, err := c.Values(x)
+		require.NoError(t, err)
+		assert.Equal(t, int64(8), v.Rows)
+		assert.Equal(t, int64(64), v.Cols)
+		assert.Equal(t, int64(32), v.RowBytes())
+		dst := make([]float32, 8*64)
+		_, err = v.ReadRows(0, 8, nil, dst)
+		require.NoError(t, err)
+	}
+	c := openSpecs(t, specs[:2], map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`})
 	x, _ := c.Lookup("m.weight")
 	_, err := c.QuantScheme(x)
 	assert.ErrorIs(t, err, ckpt.ErrScale)
-
-	// declared in hf_quant_config.json only: the U8 codes are codes too.
-	c = openSpecs(t, []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
-		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}, map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`})
-	x, _ = c.Lookup("m.weight")
-	assert.True(t, c.IsQuantized(x))
-	_, err = c.QuantScheme(x)
-	assert.ErrorIs(t, err, ckpt.ErrScale)
+	assert.ErrorContains(t, err, `"m.weight_scale_2"`)
 }
 
 // TestHFQuantConfigReadOnlyWhenQuantised: hf_quant_config.json is read

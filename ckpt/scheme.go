@@ -10,9 +10,8 @@ import (
 type Scheme string
 
 // The schemes. QuantScheme, which every command that reads values
-// applies, makes values of Plain and BlockFP8 only; the others are
-// recognised (QuantRecipe, QuantLayout: inspect and verify) and refused by
-// QuantScheme until their dequantisation is wired into the readers.
+// applies, makes values of each of them (Values dequantises them through
+// the numfmt codecs).
 const (
 	// Plain: the stored values are the tensor's values (BF16, F32, ...;
 	// also quantisation bookkeeping such as a scale, read as it is).
@@ -47,8 +46,17 @@ var DefaultBlockSize = [2]int64{128, 128}
 // scheme, its scale tensor and block size.
 type Quant struct {
 	Scheme Scheme
-	Scale  *Tensor // the scale companion (BlockFP8), else nil
-	BM, BN int64   // the block size (BlockFP8)
+	Scale  *Tensor // the scale companion (weight_scale_inv, weight_scale, X_scales), else nil
+	BM, BN int64   // the block size (BlockFP8, FP8Block; FP8Channel [1, K])
+	// Global is an NVFP4 weight's weight_scale_2, else nil.
+	Global *Tensor
+	// Name and Shape are those of the weight's values: X [..., G*32] for
+	// an MXFP4 X_blocks, [N, K] for an NVFP4 [N, K/2]; else the tensor's.
+	Name  string
+	Shape []int64
+	// Companions are the tensors the weight's values consume (its scales)
+	// and those that go with it (an input_scale): not weights themselves.
+	Companions []*Tensor
 }
 
 // ErrScale is matched (with errors.Is) by *MissingScaleError and
@@ -205,7 +213,12 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 // matched by errors.Is(err, ErrScale). It reads no data.
 func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	if !c.IsQuantized(t) {
-		return Quant{Scheme: Plain}, nil
+		return Quant{Scheme: Plain, Name: t.Name, Shape: t.Shape}, nil
+	}
+	if r, err := c.QuantRecipe(); err == nil && r != nil && r.Scheme != BlockFP8 {
+		if w, ok := r.QuantWeight(c, t); ok {
+			return w.quant(t)
+		}
 	}
 	comps := c.ScaleCompanions(t)
 	var scale *Tensor
@@ -252,5 +265,54 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	if err := checkBlockScale(t, scale, bm, bn); err != nil {
 		return unknown(err.Error())
 	}
-	return Quant{Scheme: BlockFP8, Scale: scale, BM: bm, BN: bn}, nil
+	return Quant{Scheme: BlockFP8, Scale: scale, BM: bm, BN: bn, Name: t.Name, Shape: t.Shape, Companions: []*Tensor{scale}}, nil
+}
+
+// quant is QuantScheme for a weight of a recipe's scheme other than block
+// FP8 (SchemeSpec): every required companion present, of a dtype and a
+// shape the scheme allows.
+func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
+	var found []*Tensor
+	for _, p := range w.Companions {
+		if p.Tensor != nil {
+			found = append(found, p.Tensor)
+		}
+	}
+	unknown := func(reason string) (Quant, error) {
+		return Quant{}, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: found, Reason: reason}
+	}
+	if w.Shape == nil {
+		return unknown(fmt.Sprintf("%s weight of shape %v: %s", SpecOf(w.Scheme).Title, t.Shape, w.ShapeProblem))
+	}
+	q := Quant{Scheme: w.Scheme, Name: w.Name, Shape: w.Shape, Companions: found}
+	for i := range w.Companions {
+		p := &w.Companions[i]
+		switch {
+		case p.Tensor == nil && p.Optional:
+			continue
+		case p.Tensor == nil:
+			if len(found) == 0 {
+				return Quant{}, &MissingScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Want: p.Name}
+			}
+			return unknown(fmt.Sprintf("%s needs %s, which is absent", SpecOf(w.Scheme).Title, Quote(p.Name)))
+		case !p.DTypeOK():
+			return unknown(fmt.Sprintf("%s is %s, expected %v", Quote(p.Name), p.Tensor.DType, p.DTypes))
+		case !p.ShapeOK():
+			return unknown(fmt.Sprintf("%s has shape %v, expected %s", Quote(p.Name), p.Tensor.Shape, p.Shape))
+		}
+		switch p.Role {
+		case "scale":
+			q.Scale = p.Tensor
+		case "global_scale":
+			q.Global = p.Tensor
+		}
+	}
+	_, cols := Matrix(w.Shape)
+	switch w.Scheme {
+	case FP8Tensor, FP8Channel: // one scale per row (a tensor's repeated)
+		q.BM, q.BN = 1, max(cols, 1)
+	case FP8Block:
+		q.BM, q.BN = w.Block[0], w.Block[1]
+	}
+	return q, nil
 }

@@ -23,8 +23,15 @@ type Values struct {
 	Rows   int64
 	Cols   int64
 	Scale  *Tensor            // nil unless dequantising
-	BM, BN int64              // block size when Scale is set
+	BM, BN int64              // block size when Scale is set (0 for MXFP4, NVFP4)
 	blocks numfmt.BlockScales // the decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
+	// Scheme is how the values are made (Plain unless dequantising).
+	Scheme Scheme
+	// packed E2M1 (MXFP4, NVFP4): the raw scale codes, one per group of
+	// elements in row-major order, and NVFP4's global scale.
+	codes  []byte
+	group  int64
+	global float32
 }
 
 // Matrix returns the rows×cols view of a tensor's shape.
@@ -121,12 +128,82 @@ func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err err
 // is missing or of another scheme is refused (*MissingScaleError,
 // *UnknownScaleError) rather than read from its codes alone.
 func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
-	s, bm, bn, err := c.BlockScale(t)
+	q, err := c.QuantScheme(t)
 	if err != nil {
 		return nil, err
 	}
-	return NewValues(t, s, bm, bn)
+	return NewQuantValues(t, q)
 }
+
+// NewQuantValues prepares to read t as float32 under q (QuantScheme of t),
+// the one reader of every scheme: Plain and BlockFP8 as NewValues; the
+// compressed-tensors FP8 schemes through the same block dequantiser
+// (numfmt.BlockScales: a tensor's scale repeated per row, a channel's
+// [N, 1] as [1, K] blocks, block_structure blocks); MXFP4 and NVFP4
+// through numfmt.DequantMXFP4 and numfmt.DequantNVFP4. The scales are read
+// whole (they are small).
+func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
+	switch q.Scheme {
+	case Plain, "":
+		return NewValues(t, nil, 0, 0)
+	case BlockFP8:
+		return NewValues(t, q.Scale, q.BM, q.BN)
+	}
+	v := &Values{T: t, Scale: q.Scale, Scheme: q.Scheme}
+	v.Rows, v.Cols = Matrix(q.Shape)
+	raw := make([]byte, q.Scale.NBytes())
+	if _, err := q.Scale.ReadAt(raw, 0); err != nil {
+		return nil, err
+	}
+	switch q.Scheme {
+	case MXFP4, NVFP4:
+		v.codes, v.group = raw, numfmt.MXFP4BlockSize
+		if q.Scheme == NVFP4 {
+			v.group = numfmt.NVFP4BlockSize
+			g := make([]byte, q.Global.NBytes())
+			if _, err := q.Global.ReadAt(g, 0); err != nil {
+				return nil, err
+			}
+			dec := make([]float32, 1)
+			if err := DecodeFloat32(q.Global.DType, g, dec); err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", Quote(q.Global.Name), err)
+			}
+			v.global = dec[0]
+		}
+		if v.Cols%v.group != 0 || int64(len(raw)) != v.Rows*v.Cols/v.group {
+			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
+		}
+		return v, nil
+	case FP8Tensor, FP8Channel, FP8Block:
+	default:
+		return nil, fmt.Errorf("tensor %s: internal error: no reader for scheme %s", Quote(t.Name), q.Scheme)
+	}
+	dec := make([]float32, q.Scale.Numel())
+	if err := DecodeFloat32(q.Scale.DType, raw, dec); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", Quote(q.Scale.Name), err)
+	}
+	if q.Scheme == FP8Tensor {
+		if len(dec) != 1 {
+			return nil, fmt.Errorf("tensor %s of %s: a per-tensor scale has %d values", Quote(q.Scale.Name), q.Scale.File.Location, len(dec))
+		}
+		rep := make([]float32, max(v.Rows, 1))
+		for i := range rep {
+			rep[i] = dec[0]
+		}
+		dec = rep
+	}
+	v.BM, v.BN = q.BM, q.BN
+	sRows, sCols := ceilDiv(v.Rows, v.BM), ceilDiv(v.Cols, v.BN)
+	if int64(len(dec)) < sRows*sCols {
+		return nil, fmt.Errorf("tensor %s of %s: %d scales for %d×%d blocks", Quote(q.Scale.Name), q.Scale.File.Location, len(dec), sRows, sCols)
+	}
+	v.blocks = numfmt.BlockScales{Cols: v.Cols, BM: v.BM, BN: v.BN, SCols: sCols, Scale: dec}
+	return v, nil
+}
+
+// Packed reports whether the values are made from packed E2M1 codes
+// (MXFP4, NVFP4): the stored bytes are not one element each.
+func (v *Values) Packed() bool { return v.group > 0 }
 
 // Dequantized reports whether values are multiplied by a block scale.
 func (v *Values) Dequantized() bool { return v.Scale != nil }
@@ -140,7 +217,12 @@ func (v *Values) BF16Exact() bool {
 }
 
 // RowBytes is the byte size of one row of the raw tensor.
-func (v *Values) RowBytes() int64 { return v.Cols * int64(v.T.DType.Bits()) / 8 }
+func (v *Values) RowBytes() int64 {
+	if v.Packed() {
+		return v.Cols / 2
+	}
+	return v.Cols * int64(v.T.DType.Bits()) / 8
+}
 
 // ReadRows decodes rows [r0, r0+n) into dst (len ≥ n*Cols), using raw as the
 // read buffer (len ≥ n*RowBytes; allocated when too small). It returns the
@@ -163,9 +245,16 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 	}
 	dst = dst[:cnt]
 	var err error
-	if v.Scale != nil {
+	switch {
+	case v.Scheme == MXFP4:
+		g0 := r0 * v.Cols / v.group
+		err = numfmt.DequantMXFP4(dst, raw, v.codes[g0:g0+cnt/v.group])
+	case v.Scheme == NVFP4:
+		g0 := r0 * v.Cols / v.group
+		err = numfmt.DequantNVFP4(dst, raw, v.codes[g0:g0+cnt/v.group], v.global, int(n), int(v.Cols))
+	case v.Scale != nil:
 		err = v.blocks.Dequantize(v.T.DType, raw, r0*v.Cols, dst)
-	} else {
+	default:
 		err = DecodeFloat32(v.T.DType, raw, dst)
 	}
 	if err != nil {
@@ -176,7 +265,7 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 
 // Blocks returns the decoded block scales (nil unless dequantising).
 func (v *Values) Blocks() *numfmt.BlockScales {
-	if v.Scale == nil {
+	if v.Scale == nil || v.blocks.Scale == nil {
 		return nil
 	}
 	return &v.blocks

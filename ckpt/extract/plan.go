@@ -217,13 +217,18 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 				return nil, err
 			}
 			switch {
-			case q.Scheme == ckpt.BlockFP8:
-				v, err := c.Values(t)
+			case q.Scheme != ckpt.Plain:
+				// every scheme through the one reader (ckpt.NewQuantValues);
+				// an MXFP4 X_blocks becomes X [..., G*32].
+				v, err := ckpt.NewQuantValues(t, q)
 				if err != nil {
 					return nil, err
 				}
+				it.Name, it.Shape = q.Name, q.Shape
 				it.DType, it.Action, it.Values = target, Dequantize, v
-				dropped[q.Scale.Name] = true
+				for _, s := range q.Companions {
+					dropped[s.Name] = true
+				}
 			case t.DType.IsFloat():
 				it.DType = target
 				if t.DType != target {
@@ -276,8 +281,14 @@ func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) s
 				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales)", ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name))
 			}
 		}
-	case err == nil && q.Scale != nil && !selected[q.Scale.Name]:
+	case err == nil && q.Scheme == ckpt.BlockFP8 && !selected[q.Scale.Name]:
 		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name))
+	case err == nil && q.Scale != nil:
+		for _, s := range []*ckpt.Tensor{q.Scale, q.Global} {
+			if s != nil && !selected[s.Name] {
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name))
+			}
+		}
 	}
 	return ""
 }

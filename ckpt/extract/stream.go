@@ -98,6 +98,9 @@ const subElems = 32 << 10
 // cache-sized pieces: decode to float32, multiply dequantised weights by
 // their block scales, encode in the output dtype (nearest even).
 func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
+	if it.Values != nil && it.Values.Packed() {
+		return s.convertRows(ctx, it, w)
+	}
 	t := it.Source
 	var err error
 	sb, db := int64(t.DType.Bits()/8), int64(it.DType.Bits()/8)
@@ -202,4 +205,52 @@ func (s *streamer) checkScales(it *Item) error {
 		return err
 	}
 	return s.guard.Overflow(it.Source, it.DType, over, ckpt.ScaleOverflowWhy(v.Scale.Name, n, first, it.DType))
+}
+
+// convertRows dequantises a weight of packed E2M1 codes (MXFP4, NVFP4) a
+// chunk of rows at a time through ckpt.Values.ReadRows (numfmt's
+// dequantisers: the float32 product), then encodes each value in the
+// output dtype (rounded once, nearest even). Finite values that overflow
+// the output are counted for the guard.
+func (s *streamer) convertRows(ctx context.Context, it *Item, w io.Writer) error {
+	v, t := it.Values, it.Source
+	if err := s.guard.CheckTensor(v.Scale); err != nil {
+		return err
+	}
+	db := int64(it.DType.Bits() / 8)
+	rows := max(v.ChunkRows(s.chunk), 1)
+	if v.Cols == 0 || v.Rows == 0 {
+		return nil
+	}
+	if need := rows * v.Cols; int64(cap(s.vals)) < need {
+		s.vals = make([]float32, need)
+	}
+	if need := rows * v.Cols * db; int64(cap(s.enc)) < need {
+		s.enc = make([]byte, need)
+	}
+	var over int64
+	for r := int64(0); r < v.Rows; r += rows {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(rows, v.Rows-r)
+		vals := s.vals[:n*v.Cols]
+		raw, err := v.ReadRows(r, n, s.raw, vals)
+		if err != nil {
+			return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+r*v.RowBytes(), err)
+		}
+		s.raw = raw
+		enc := s.enc[:n*v.Cols*db]
+		if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
+			return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+		if bad := ckpt.CountNotFinite(it.DType, vals); bad > 0 {
+			over += bad - ckpt.CountNotFinite(ckpt.F32, vals) // non-finite sources are not overflow
+		}
+		if _, err := w.Write(enc); err != nil {
+			return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+		s.prog.Add(int64(len(enc)))
+	}
+	return s.guard.Overflow(t, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType)))
 }

@@ -86,7 +86,7 @@ func TestE8M0AllCodes(t *testing.T) {
 func TestE4M3ForNVFP4AllCodes(t *testing.T) {
 	t.Parallel()
 	for c := 0; c < 256; c++ {
-		got := float64(e4m3ToFloat32ForNVFP4(byte(c)))
+		got := float64(DecodeE4M3(byte(c)))
 		if c&0x7F == 0x7F {
 			assert.True(t, math.IsNaN(got), "code %#x is NaN", c)
 			assert.Equal(t, c >= 0x80, math.Signbit(got), "sign of NaN code %#x", c)
@@ -104,6 +104,6 @@ func TestE4M3ForNVFP4AllCodes(t *testing.T) {
 		}
 		assert.Equal(t, want, got, "code %#x", c)
 	}
-	assert.Equal(t, float32(448), e4m3ToFloat32ForNVFP4(0x7E))
-	assert.Equal(t, float32(math.Ldexp(1, -9)), e4m3ToFloat32ForNVFP4(0x01))
+	assert.Equal(t, float32(448), DecodeE4M3(0x7E))
+	assert.Equal(t, float32(math.Ldexp(1, -9)), DecodeE4M3(0x01))
 }

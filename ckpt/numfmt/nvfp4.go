@@ -1,9 +1,6 @@
 package numfmt
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // NVFP4 as NVIDIA ModelOpt exports it (and vLLM's ModelOpt loader reads
 // it): a linear weight [N, K] is stored as
@@ -26,27 +23,6 @@ import (
 
 // NVFP4BlockSize is the number of elements one NVFP4 weight_scale covers.
 const NVFP4BlockSize = 16
-
-// e4m3ToFloat32ForNVFP4 decodes an F8_E4M3 (float8_e4m3fn) code: sign bit
-// 7, four exponent bits with bias 7, three mantissa bits, subnormals at
-// exponent 0 (m * 2^-9), no infinities, NaN at S.1111.111. A private copy
-// for the NVFP4 block scales until numfmt's own E4M3 decoder is used here.
-func e4m3ToFloat32ForNVFP4(c byte) float32 {
-	e, m := int(c>>3)&0xF, float64(c&7)
-	var v float64
-	switch {
-	case e == 0xF && c&7 == 7: // NaN, with the code's sign (as ml_dtypes decodes it)
-		return math.Float32frombits(uint32(c&0x80)<<24 | 0x7FC00000)
-	case e == 0:
-		v = math.Ldexp(m, -9)
-	default:
-		v = math.Ldexp(8+m, e-10)
-	}
-	if c&0x80 != 0 {
-		v = -v
-	}
-	return float32(v)
-}
 
 // NVFP4ScaleShape returns the shape of the weight_scale of an NVFP4 weight
 // stored as packed [N, K/2] ([N, K/16]), or false when packed is not a
@@ -77,7 +53,7 @@ func DequantNVFP4(dst []float32, packed, scales []byte, global float32, rows, co
 		return fmt.Errorf("nvfp4: room for %d values, want %d", len(dst), rows*cols)
 	}
 	for i, sc := range scales {
-		s := e4m3ToFloat32ForNVFP4(sc)
+		s := DecodeE4M3(sc)
 		out := dst[i*NVFP4BlockSize : (i+1)*NVFP4BlockSize]
 		for j, b := range packed[i*NVFP4BlockSize/2 : (i+1)*NVFP4BlockSize/2] {
 			lo, hi := E2M1Pair(b)

@@ -34,7 +34,7 @@ func TestDequantNVFP4Exhaustive(t *testing.T) {
 					assert.True(t, math.IsNaN(float64(got)), "NaN scale %#x", r)
 					continue
 				}
-				s := float64(e4m3ToFloat32ForNVFP4(byte(r)))
+				s := float64(DecodeE4M3(byte(r)))
 				want := float32(e2m1Ref(byte(k)) * s * float64(global)) // exact in float64, rounded once
 				if !assert.Equal(t, want, got, "global %v scale %#x code %#x", global, r, k) {
 					return

@@ -266,28 +266,6 @@ func TestVerifySchemeContract(t *testing.T) {
 	}
 }
 
-// TestExtractRefusesNewSchemes: extract --dtype bf16 refuses the quantised
-// weights of every recognised scheme it does not dequantise yet (exit 1,
-// naming the weight), nothing written. Before, an NVFP4 checkpoint whose
-// scheme is in hf_quant_config.json only was "extracted": its U8 codes
-// copied as data and its F8_E4M3 block scales converted as if they were
-// weights.
-func TestExtractRefusesNewSchemes(t *testing.T) {
-	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Tensor, ckpt.FP8Channel, ckpt.FP8Block} {
-		t.Run(string(s), func(t *testing.T) {
-			t.Parallel()
-			base, _, _ := schemeFixtures(t, s)
-			out := filepath.Join(t.TempDir(), "x.safetensors")
-			code, stdout, stderr := runApp(t, "extract", base, "--match", "**", "--dtype", "bf16", "-o", out, "--progress", "none")
-			require.Equal(t, 1, code, "%s%s", stdout, stderr)
-			assert.Contains(t, stderr, "refusing to read it")
-			assert.Contains(t, stderr, "model.layers.0.")
-			assert.NoFileExists(t, out)
-		})
-	}
-}
-
 // TestVerifyUnknownScheme: a quantisation config ckpt cannot check is a
 // warning that names it (exit 0 unless --strict), not a silent pass.
 func TestVerifyUnknownScheme(t *testing.T) {
