@@ -134,17 +134,46 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 	res.Tensors = make([]Tensor, len(names))
 	var plans []*plan
 	for i, name := range names {
-		b, inB := base.Lookup(name)
-		f, inF := ft.Lookup(name)
+		b, inB := lookupValues(base, name)
+		f, inF := lookupValues(ft, name)
+		var rb, rf src // packed weights: their values, decoded on read
+		var stored [2]ckpt.DType
+		if inB {
+			stored[0] = b.DType
+		}
+		if inF {
+			stored[1] = f.DType
+		}
+		if inB {
+			vt, r, ok, err := packedWeight(base, b)
+			if err != nil {
+				return nil, fmt.Errorf("base %s: %w", base.Source, err)
+			}
+			if ok {
+				b, rb = vt, r
+			}
+		}
+		if inF {
+			vt, r, ok, err := packedWeight(ft, f)
+			if err != nil {
+				return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
+			}
+			if ok {
+				f, rf = vt, r
+			}
+		}
 		row := &res.Tensors[i]
 		*row = Tensor{Name: name, Group: group(name)}
 		if inB {
 			res.Keys.Base++
 			row.BaseDType, row.Shape, row.Numel = b.DType, shapeOf(b), int64(b.Numel())
 		}
+		if inB {
+			row.BaseDType = stored[0] // a packed weight's stored dtype (U8)
+		}
 		if inF {
 			res.Keys.FT++
-			row.FTDType = f.DType
+			row.FTDType = stored[1]
 			if !inB {
 				row.Shape, row.Numel = shapeOf(f), int64(f.Numel())
 			}
@@ -199,10 +228,21 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		if _, err := ft.QuantScheme(f); err != nil {
 			return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
 		}
-		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft})
+		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft, rb: rb, rf: rf})
 	}
 	for _, p := range plans {
-		p.rb, p.rf = p.b, p.f
+		if p.rb == nil {
+			p.rb = p.b
+		}
+		if p.rf == nil {
+			p.rf = p.f
+		}
+		if _, ok := p.rb.(*packedSrc); ok && (opt.SampleBytes > 0 || opt.SampleBudget > 0) {
+			return nil, fmt.Errorf("tensor %s: a sampled diff does not read packed FP4 weights (MXFP4, NVFP4) yet: diff without --sample-bytes/--sample-budget", ckpt.Quote(p.row.Name))
+		}
+		if _, ok := p.rf.(*packedSrc); ok && (opt.SampleBytes > 0 || opt.SampleBudget > 0) {
+			return nil, fmt.Errorf("tensor %s: a sampled diff does not read packed FP4 weights (MXFP4, NVFP4) yet: diff without --sample-bytes/--sample-budget", ckpt.Quote(p.row.Name))
+		}
 	}
 	switch {
 	case opt.SampleBytes > 0 || opt.SampleBudget > 0:

@@ -10,15 +10,16 @@ import (
 )
 
 // selectNames returns the union of both checkpoints' tensor names that m
-// matches, in natural order.
+// matches, in natural order (an MXFP4 X_blocks by its values' name X,
+// valueName).
 func selectNames(base, ft *ckpt.Checkpoint, m *ckpt.Matcher) []string {
 	seen := map[string]bool{}
 	var names []string
 	for _, c := range []*ckpt.Checkpoint{base, ft} {
 		for _, t := range c.Tensors {
-			if !seen[t.Name] && m.Match(t.Name) {
-				seen[t.Name] = true
-				names = append(names, t.Name)
+			if name := valueName(c, t); !seen[name] && m.Match(t.Name) {
+				seen[name] = true
+				names = append(names, name)
 			}
 		}
 	}

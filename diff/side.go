@@ -33,14 +33,24 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	if !t.DType.IsFloat() {
 		return nil, fmt.Errorf("tensor %s of %s: dtype %s cannot be read as float values", ckpt.Quote(t.Name), t.File.Location, t.DType)
 	}
-	st, bm, bn, err := c.BlockScale(t)
+	q, err := c.QuantScheme(t)
 	if err != nil {
 		return nil, err
 	}
 	s := &side{t: t, dt: t.DType, esize: int64(t.DType.Bits() / 8)}
 	s.rows, s.cols = ckpt.Matrix(t.Shape)
-	if st != nil {
-		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, bm, bn, st.Shape[1]
+	st := q.Scale
+	switch q.Scheme {
+	case ckpt.Plain:
+	case ckpt.BlockFP8, ckpt.FP8Block, ckpt.FP8Channel:
+		// a channel's [N, 1] scale is the block scale of [1, K] blocks
+		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, q.BM, q.BN, (s.cols+q.BN-1)/q.BN
+	case ckpt.FP8Tensor:
+		// one scale for the whole [N, K] block (so that the recipe's
+		// requantisation takes the tensor's amax)
+		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, max(s.rows, 1), max(s.cols, 1), 1
+	default:
+		return nil, fmt.Errorf("tensor %s of %s: internal error: scheme %s is read through its values", ckpt.Quote(t.Name), t.File.Location, q.Scheme)
 	}
 	if st != nil && s.dt == ckpt.F8E4M3 {
 		s.e4m3 = e4m3F32

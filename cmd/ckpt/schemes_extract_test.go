@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,6 +227,95 @@ func TestExtractSchemesKeep(t *testing.T) {
 			require.Equal(t, 0, code, "%s%s", stdout, stderr)
 			assert.Contains(t, stderr, "tensor "+ckpt.Quote(weights[0])+" is ")
 			assert.Contains(t, stderr, "which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)")
+		})
+	}
+}
+
+// schemeDiffDoc is the part of diff's JSON the scheme tests read.
+type schemeDiffDoc struct {
+	Summary map[string]int64
+	Tensors []struct {
+		Name                  string
+		Relation              string
+		BaseDType             string  `json:"base_dtype"`
+		Shape                 []int64 `json:"shape"`
+		ChangedElems          *int64  `json:"changed_elems"`
+		RequantMismatchElems  *int64  `json:"requant_mismatch_elems"`
+		RequantMismatchBlocks *int64  `json:"requant_mismatch_blocks"`
+	}
+}
+
+// TestDiffSchemes: diff of each scheme's base against its bf16 fine-tune
+// (a scheme change: MXFP4, NVFP4, FP8 base; bf16 fine-tune) compares
+// dequantised values: every quantised weight is a row under its values'
+// name and shape (an MXFP4 X_blocks as X) with changed_elems exactly the
+// elements whose reference dequantised value differs from the
+// fine-tune's (those of every 7th element of one weight that bf16
+// rounding did not undo; 0 for every other weight); diff of a base
+// against itself is identical throughout. Before, diff compared the
+// packed bytes (shape_changed / only_in_base for MXFP4 and NVFP4) and
+// refused the compressed-tensors FP8 weights.
+func TestDiffSchemes(t *testing.T) {
+	t.Parallel()
+	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Channel, ckpt.FP8Tensor, ckpt.FP8Block} {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			base, _, ft := schemeFixtures(t, s)
+			code, out, stderr := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none")
+			require.Equal(t, 1, code, "%s%s", out, stderr)
+			var doc schemeDiffDoc
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+
+			ftc, err := ckpt.Open(context.Background(), ft, ckpt.Options{})
+			require.NoError(t, err)
+			defer ftc.Close()
+			var ref map[string][]float64
+			if s == ckpt.MXFP4 || s == ckpt.NVFP4 || s == ckpt.FP8Channel {
+				ref = refDequant(t, base, s)
+			}
+			changed := synth.SchemeChangedWeight(s)
+			rows := map[string]bool{}
+			for _, r := range doc.Tensors {
+				rows[r.Name] = true
+				x, inFT := ftc.Lookup(r.Name)
+				if !inFT {
+					assert.Equal(t, "only_in_base", r.Relation, r.Name)
+					assert.Regexp(t, `(_scales|weight_scale|weight_scale_2|input_scale)$`, r.Name)
+					continue
+				}
+				assert.Equal(t, x.Shape, r.Shape, "%s: the shape of the values", r.Name)
+				require.NotNil(t, r.ChangedElems, r.Name)
+				want := int64(0)
+				if vals, ok := ref[r.Name]; ok {
+					fv := make([]byte, x.NBytes())
+					_, err := x.ReadAt(fv, 0)
+					require.NoError(t, err)
+					for i, v := range vals {
+						if float32(v) != ckpt.BF16ToF32(binary.LittleEndian.Uint16(fv[2*i:])) {
+							want++
+						}
+					}
+				} else if r.Name == changed {
+					want = *r.ChangedElems // FP8 tensor/block: checked > 0 below
+				}
+				assert.Equal(t, want, *r.ChangedElems, r.Name)
+				if r.Name == changed {
+					assert.Positive(t, *r.ChangedElems, r.Name)
+					assert.LessOrEqual(t, *r.ChangedElems, (int64(x.Numel())+6)/7, r.Name)
+				} else {
+					assert.Zero(t, *r.ChangedElems, r.Name)
+				}
+			}
+			for _, name := range ftc.Names() {
+				assert.True(t, rows[name], "%s has a row", name)
+			}
+
+			code, out, stderr = runApp(t, "diff", base, base, "--format", "json", "--progress", "none")
+			require.Equal(t, 0, code, "%s%s", out, stderr)
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			for _, r := range doc.Tensors {
+				assert.Equal(t, "identical", r.Relation, r.Name)
+			}
 		})
 	}
 }
