@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/nlpodyssey/safetensors"
 	"github.com/stretchr/testify/assert"
@@ -315,6 +316,77 @@ func TestDiffSchemes(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(out), &doc))
 			for _, r := range doc.Tensors {
 				assert.Equal(t, "identical", r.Relation, r.Name)
+			}
+		})
+	}
+}
+
+// TestDiffSchemesRequantIdentical: a compressed-tensors FP8 base made by
+// quantising a bf16 checkpoint with the recipe (per tensor: one
+// amax/448 scale; per channel: one per row; per block: one per
+// block_structure block) and that bf16 checkpoint compare as
+// requant_identical, weight by weight (both mismatch counts 0), as block
+// FP8 does. Before, diff refused these weights.
+func TestDiffSchemesRequantIdentical(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s      ckpt.Scheme
+		bm, bn int64 // 0: the weight's rows / columns
+	}{{ckpt.FP8Tensor, 0, 0}, {ckpt.FP8Channel, 1, 0}, {ckpt.FP8Block, 32, 32}} {
+		t.Run(string(tc.s), func(t *testing.T) {
+			t.Parallel()
+			base, _, ft := schemeFixtures(t, tc.s)
+			ftc, err := ckpt.Open(context.Background(), ft, ckpt.Options{})
+			require.NoError(t, err)
+			defer ftc.Close()
+			weights := 0
+			editSingle(t, base, func(ts []ckpt.MemTensor) []ckpt.MemTensor {
+				byName := map[string]int{}
+				for i, x := range ts {
+					byName[x.Name] = i
+				}
+				for i, x := range ts {
+					if x.DType != ckpt.F8E4M3 {
+						continue
+					}
+					w, ok := ftc.Lookup(x.Name)
+					require.True(t, ok, x.Name)
+					raw := make([]byte, w.NBytes())
+					_, err := w.ReadAt(raw, 0)
+					require.NoError(t, err)
+					vals := make([]float32, w.Numel())
+					require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, raw, vals))
+					rows, cols := x.Shape[0], x.Shape[1]
+					bm, bn := tc.bm, tc.bn
+					if bm == 0 {
+						bm = rows
+					}
+					if bn == 0 {
+						bn = cols
+					}
+					scales := make([]float32, ((rows+bm-1)/bm)*((cols+bn-1)/bn))
+					numfmt.QuantizeBlockFP8(vals, rows, cols, bm, bn, ckpt.F32, ts[i].Data, scales)
+					si := byName[strings.TrimSuffix(x.Name, ".weight")+".weight_scale"]
+					require.Equal(t, len(scales)*4, len(ts[si].Data), x.Name)
+					require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, scales, ts[si].Data))
+					weights++
+				}
+				return ts
+			})
+			require.Equal(t, 14, weights)
+			code, out, stderr := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none")
+			require.Equal(t, 1, code, "%s%s", out, stderr)
+			var doc schemeDiffDoc
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			assert.Equal(t, int64(weights), doc.Summary["requant_identical"])
+			for _, r := range doc.Tensors {
+				if r.BaseDType != "F8_E4M3" {
+					continue
+				}
+				assert.Equal(t, "requant_identical", r.Relation, r.Name)
+				require.NotNil(t, r.RequantMismatchElems, r.Name)
+				assert.Zero(t, *r.RequantMismatchElems, r.Name)
+				assert.Zero(t, *r.RequantMismatchBlocks, r.Name)
 			}
 		})
 	}
