@@ -107,9 +107,9 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 	return out
 }
 
-// TestExtractSchemesDequantise: extract --dtype bf16 of an MXFP4, an NVFP4
-// and a per-channel FP8 checkpoint equals the reference dequantisation bit
-// for bit; an MXFP4 pair X_blocks/X_scales is one tensor X [..., G*32];
+// TestExtractSchemesDequantise: extract --dtype bf16 (and f32) of an
+// MXFP4, an NVFP4 and a per-channel FP8 checkpoint equals the reference
+// dequantisation bit for bit; an MXFP4 pair X_blocks/X_scales is one tensor X [..., G*32];
 // no companion (scales, weight_scale_2, input_scale) is written; the
 // output opens with ckpt and with nlpodyssey/safetensors and holds every
 // other tensor of the source; a weight whose scale has the wrong shape is
@@ -168,6 +168,27 @@ func TestExtractSchemesDequantise(t *testing.T) {
 					}
 				}
 				assert.Zero(t, bad, "%s: elements that differ from the reference", name)
+			}
+			// --dtype f32: every product is exact in float32.
+			out32 := filepath.Join(t.TempDir(), "x32.safetensors")
+			code, stdout, stderr = runApp(t, "extract", base, "--match", "**", "--dtype", "f32", "-o", out32, "--progress", "none")
+			require.Equal(t, 0, code, "%s%s", stdout, stderr)
+			data, err = os.ReadFile(out32)
+			require.NoError(t, err)
+			st32, err := safetensors.Deserialize(data)
+			require.NoError(t, err)
+			for name, vals := range ref {
+				tv, ok := st32.Tensor(name)
+				require.True(t, ok, name)
+				b := tv.Data()
+				require.Len(t, b, 4*len(vals), name)
+				bad := 0
+				for i, v := range vals {
+					if binary.LittleEndian.Uint32(b[4*i:]) != math.Float32bits(float32(v)) {
+						bad++
+					}
+				}
+				assert.Zero(t, bad, "%s (f32): elements that differ from the reference", name)
 			}
 		})
 	}
