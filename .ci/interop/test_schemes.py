@@ -3,7 +3,9 @@
 against ml_dtypes (float4_e2m1fn, float8_e8m0fnu, float8_e4m3fn) and an
 independent numpy dequantisation, through the fp4dump helper
 (cmd/internal/fp4dump); and checkpoints of each scheme in the hub's layout,
-written with the reference safetensors writer, read by inspect and verify.
+written with the reference safetensors writer, read by inspect and verify,
+and dequantised by extract --dtype bf16|f32 (MXFP4, NVFP4, compressed-tensors
+FP8 per channel) as numpy and ml_dtypes dequantise them.
 
 Upstream layouts (cited in ckpt/numfmt): MXFP4 blocks [..., G, 16] U8 with
 two codes per byte, low nibble first, scales [..., G] E8M0
@@ -19,7 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from stlib import assert_same_floats, ref_write
+from stlib import assert_same_floats, ref_read, ref_write
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FP4 = ml_dtypes.float4_e2m1fn
@@ -173,3 +175,83 @@ def test_hub_layout_inspect_and_verify(ckpt, tmp_path, scheme, make, scale, weig
     fails = [f for f in rep["findings"] if f["status"] == "fail"]
     assert [f["id"] for f in fails] == ["scheme.companion_shape"], fails
     assert fails[0]["tensors"] == [scale, weight]
+
+
+def _fp8_channel_checkpoint(d, bad=False):
+    """A compressed-tensors float-quantized FP8 checkpoint, strategy channel."""
+    rng = np.random.default_rng(6)
+    n, k = 32, 64
+    codes = rng.integers(0, 256, size=(n, k), dtype=np.uint8)
+    codes[(codes & 0x7F) == 0x7F] ^= 1  # no NaN codes
+    scale = (rng.uniform(0.5, 2, size=(n, 1)) / 448).astype("<f4")
+    ref_write(d / "model.safetensors", {
+        "model.embed_tokens.weight": ("BF16", [32, 32], bytes(2 * 32 * 32)),
+        "model.layers.0.mlp.down_proj.weight": ("F8_E4M3", [n, k], codes.tobytes()),
+        "model.layers.0.mlp.down_proj.weight_scale": ("F32", [1, n] if bad else [n, 1], scale.tobytes()),
+        "model.layers.0.mlp.down_proj.input_scale": ("F32", [1], np.array([0.25], dtype="<f4").tobytes()),
+    })
+    w = {"num_bits": 8, "type": "float", "symmetric": True, "dynamic": False, "strategy": "channel"}
+    (d / "config.json").write_text(json.dumps({"model_type": "llama", "quantization_config": {
+        "quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": w}}}}))
+    return n * k + 32 * 32
+
+
+def _numpy_dequant(tensors):
+    """{values name: float32 values} of every quantised weight, by numpy and
+    ml_dtypes alone: the exact product in float64 rounded to float32 once."""
+    out = {}
+    for name, (dt, shape, data) in tensors.items():
+        raw = np.frombuffer(data, dtype=np.uint8)
+        if name.endswith("_blocks"):
+            base = name[: -len("_blocks")]
+            sc = np.frombuffer(tensors[base + "_scales"][2], dtype=np.uint8).view(E8M0).astype(np.float64)
+            codes = e2m1(unpack(raw.reshape(shape))).astype(np.float64)  # [..., G, 32]
+            v = codes * sc.reshape(*shape[:-1], 1)
+            out[base] = v.reshape(*shape[:-2], shape[-2] * 32).astype(np.float32)
+        elif dt == "U8" and name.endswith(".weight"):
+            mod = name[: -len(".weight")]
+            n, k = shape[0], 2 * shape[1]
+            s = np.frombuffer(tensors[mod + ".weight_scale"][2], dtype=np.uint8).view(E4M3).astype(np.float64)
+            g = np.frombuffer(tensors[mod + ".weight_scale_2"][2], dtype="<f4").astype(np.float64)[0]
+            codes = e2m1(unpack(raw.reshape(shape))).astype(np.float64)
+            out[name] = (codes * np.repeat(s.reshape(n, k // 16), 16, axis=1) * g).astype(np.float32)
+        elif dt == "F8_E4M3" and name.endswith(".weight"):
+            mod = name[: -len(".weight")]
+            s = np.frombuffer(tensors[mod + ".weight_scale"][2], dtype="<f4").astype(np.float64)
+            codes = raw.view(E4M3).astype(np.float64).reshape(shape)
+            out[name] = (codes * s.reshape(shape[0], 1)).astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("make", [_mxfp4_checkpoint, _nvfp4_checkpoint, _fp8_channel_checkpoint])
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_hub_layout_extract(ckpt, tmp_path, make, dtype):
+    """extract --dtype bf16|f32 of each scheme's hub-style checkpoint equals
+    numpy/ml_dtypes dequantisation (float32 product, then nearest even to
+    bf16), read back by the reference reader: an MXFP4 pair becomes one
+    tensor X [..., G*32]; no scale companion is written; a weight whose
+    scale has the wrong shape is refused (exit 1)."""
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    make(good)
+    make(bad, bad=True)
+    src = ref_read(good / "model.safetensors")
+    want = _numpy_dequant(src)
+    assert want
+    out = tmp_path / "out.safetensors"
+    ckpt.run("extract", good, "--match", "**", "--dtype", dtype, "-o", out, "--progress", "none")
+    got = ref_read(out)
+    for name in got:
+        assert not name.endswith(("_scales", "_blocks", "weight_scale", "weight_scale_2", "input_scale")), name
+    npdt = ml_dtypes.bfloat16 if dtype == "bf16" else np.float32
+    for name, v in want.items():
+        gdt, gshape, gdata = got[name]
+        assert gdt == dtype.upper(), name
+        assert gshape == list(v.shape), name
+        g = np.frombuffer(gdata, dtype=npdt).astype(np.float32).reshape(v.shape)
+        assert_same_floats(g, v.astype(npdt).astype(np.float32), f"{name} extract --dtype {dtype}")
+    p = ckpt.run("extract", bad, "--match", "**", "--dtype", dtype, "-o", tmp_path / "bad.safetensors", "--progress", "none", rc=1)
+    assert "refusing to read it" in p.stderr
+    assert not (tmp_path / "bad.safetensors").exists()
