@@ -88,8 +88,9 @@ func (e *MissingScaleError) Error() string {
 func (e *MissingScaleError) Is(target error) bool { return target == ErrScale }
 
 // UnknownScaleError says a quantised weight has scale companions, but not
-// as a scheme QuantScheme supports (only block FP8 with weight_scale_inv
-// so far): dequantising it would need a scheme this package does not know.
+// as a scheme QuantScheme supports (SchemeSpec; or a companion of the
+// wrong dtype or shape): dequantising it would need a scheme this package
+// does not know.
 type UnknownScaleError struct {
 	Tensor     string
 	File       string
@@ -107,7 +108,7 @@ func (e *UnknownScaleError) Error() string {
 	if len(parts) > 1 {
 		what += "s"
 	}
-	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8, F8_E4M3 with weight_scale_inv, only)",
+	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8 with weight_scale_inv, and MXFP4, NVFP4 and compressed-tensors FP8 with the companions their config declares)",
 		Quote(e.Tensor), e.DType, e.File, what, strings.Join(parts, ", "), e.Reason)
 }
 
@@ -216,7 +217,9 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 		return Quant{Scheme: Plain, Name: t.Name, Shape: t.Shape}, nil
 	}
 	if r, err := c.QuantRecipe(); err == nil && r != nil && r.Scheme != BlockFP8 {
-		if w, ok := r.QuantWeight(c, t); ok {
+		// with its scale beside it; without, the rule below names what it
+		// finds (no scale, a weight_scale_inv under another quant_method)
+		if w, ok := r.QuantWeight(c, t); ok && w.hasScale() {
 			return w.quant(t)
 		}
 	}
@@ -268,6 +271,16 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	return Quant{Scheme: BlockFP8, Scale: scale, BM: bm, BN: bn, Name: t.Name, Shape: t.Shape, Companions: []*Tensor{scale}}, nil
 }
 
+// hasScale reports whether the weight's scale companion was found.
+func (w *QuantWeight) hasScale() bool {
+	for _, p := range w.Companions {
+		if p.Role == "scale" && p.Tensor != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // quant is QuantScheme for a weight of a recipe's scheme other than block
 // FP8 (SchemeSpec): every required companion present, of a dtype and a
 // shape the scheme allows.
@@ -291,9 +304,6 @@ func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 		case p.Tensor == nil && p.Optional:
 			continue
 		case p.Tensor == nil:
-			if len(found) == 0 {
-				return Quant{}, &MissingScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Want: p.Name}
-			}
 			return unknown(fmt.Sprintf("%s needs %s, which is absent", SpecOf(w.Scheme).Title, Quote(p.Name)))
 		case !p.DTypeOK():
 			return unknown(fmt.Sprintf("%s is %s, expected %v", Quote(p.Name), p.Tensor.DType, p.DTypes))

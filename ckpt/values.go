@@ -107,8 +107,9 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // size [bm, bn] when t is a block-FP8 weight, or a nil scale when its
 // values are the stored values, checked as Values checks them but without
 // reading any data (for callers that fetch the scale bytes themselves). It
-// is QuantScheme for the schemes Values reads: it fails as QuantScheme
-// does for a quantised weight whose scale is missing or not understood.
+// is QuantScheme for Plain and BlockFP8: it fails as QuantScheme does for
+// a quantised weight whose scale is missing or not understood, and with
+// *UnknownScaleError for a weight of another scheme.
 func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err error) {
 	q, err := c.QuantScheme(t)
 	if err != nil {
@@ -120,7 +121,10 @@ func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err err
 	case BlockFP8:
 		return q.Scale, q.BM, q.BN, nil
 	}
-	return nil, 0, 0, fmt.Errorf("tensor %s: internal error: scheme %s has no block scale", Quote(t.Name), q.Scheme)
+	// The other schemes are read by Values (extract, diff); the callers
+	// of BlockScale (map, cache build) lay out block FP8 only.
+	return nil, 0, 0, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: q.Companions,
+		Reason: fmt.Sprintf("%s is read by extract --dtype and diff, not laid out by map and cache build", SpecOf(q.Scheme).Title)}
 }
 
 // Values prepares to read t as float32 by QuantScheme: a block-FP8 weight

@@ -43,8 +43,9 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	for i, t := range srcs {
 		s := Source{Name: t.Name, Tensor: t}
 		// A quantised weight is its codes plus its scale: one without a
-		// scale ckpt can apply is not mapped (ProblemScale).
-		q, err := b.c.QuantScheme(t)
+		// scale ckpt can apply is not mapped (ProblemScale); the layouts
+		// take block FP8 only (ckpt.BlockScale refuses other schemes).
+		scale, _, _, err := b.c.BlockScale(t)
 		if err != nil {
 			names := []string{t.Name}
 			for _, sc := range b.c.ScaleCompanions(t) {
@@ -53,7 +54,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 			b.problem(ProblemScale, r.ID, target, fmt.Sprintf("target %s: %v", target, err), names...)
 			return nil
 		}
-		s.Scale = q.Scale
+		s.Scale = scale
 		e.Sources = append(e.Sources, s)
 		rows[i], cols[i] = ckpt.Matrix(t.Shape)
 	}

@@ -128,8 +128,23 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 				}
 			}
 
+			// A weight_scale [N, 1] under a compressed-tensors FP8
+			// per-channel config is a scheme extract and diff read (issue
+			// #28); map and cache still lay out block FP8 only.
+			reads := tc.name == "compressed-tensors per-channel weight_scale"
+
 			// extract --dtype bf16: refused, nothing written, no JSON.
 			t.Run("extract", func(t *testing.T) {
+				if reads {
+					out := filepath.Join(t.TempDir(), "x.safetensors")
+					code, stdout, stderr := runApp(t, "extract", src, "--match", layer1MLP, "--dtype", "bf16", "--out", out, "--format", "json", "--progress", "none")
+					require.Equal(t, 0, code, "%s%s", stdout, stderr)
+					var rep extract.Report
+					require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+					assert.Equal(t, 1, rep.Summary.Dequantized, "the weight dequantised, its weight_scale not written")
+					assert.Equal(t, 1, rep.Summary.Tensors)
+					return
+				}
 				for _, format := range []string{"text", "json"} {
 					out := filepath.Join(t.TempDir(), "x.safetensors")
 					code, stdout, stderr := runApp(t, "extract", src, "--match", layer1MLP, "--dtype", "bf16", "--out", out, "--format", format, "--progress", "none")
@@ -143,6 +158,28 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 
 			// diff (values mode, the default): refused; header mode still runs.
 			t.Run("diff", func(t *testing.T) {
+				if reads {
+					code, stdout, stderr := runApp(t, "diff", base, src, "--match", layer1MLP, "--format", "json", "--progress", "none")
+					require.Equal(t, 1, code, "%s%s", stdout, stderr)
+					var doc struct {
+						Tensors []struct {
+							Name         string
+							Relation     string
+							ChangedElems *int64 `json:"changed_elems"`
+						}
+					}
+					require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+					var found bool
+					for _, r := range doc.Tensors {
+						if r.Name == downProj {
+							found = true
+							assert.Equal(t, "changed", r.Relation)
+							assert.NotNil(t, r.ChangedElems, "compared by values")
+						}
+					}
+					assert.True(t, found, stdout)
+					return
+				}
 				for _, format := range []string{"text", "json"} {
 					code, stdout, stderr := runApp(t, "diff", base, src, "--match", layer1MLP, "--format", format, "--progress", "none")
 					require.Equal(t, 1, code, "diff %s: %s%s", format, stdout, stderr)
