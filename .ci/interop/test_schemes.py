@@ -4,7 +4,7 @@ against ml_dtypes (float4_e2m1fn, float8_e8m0fnu, float8_e4m3fn) and an
 independent numpy dequantisation, through the fp4dump helper
 (cmd/internal/fp4dump); and checkpoints of each scheme in the hub's layout,
 written with the reference safetensors writer, read by inspect and verify,
-and dequantised by extract --dtype bf16|f32 (MXFP4, NVFP4, compressed-tensors
+and dequantised by extract --dtype bf16|f16|f32 (MXFP4, NVFP4, compressed-tensors
 FP8 per channel) as numpy and ml_dtypes dequantise them.
 
 Upstream layouts (cited in ckpt/numfmt): MXFP4 blocks [..., G, 16] U8 with
@@ -225,11 +225,11 @@ def _numpy_dequant(tensors):
 
 
 @pytest.mark.parametrize("make", [_mxfp4_checkpoint, _nvfp4_checkpoint, _fp8_channel_checkpoint])
-@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
 def test_hub_layout_extract(ckpt, tmp_path, make, dtype):
-    """extract --dtype bf16|f32 of each scheme's hub-style checkpoint equals
-    numpy/ml_dtypes dequantisation (float32 product, then nearest even to
-    bf16), read back by the reference reader: an MXFP4 pair becomes one
+    """extract --dtype bf16|f16|f32 of each scheme's hub-style checkpoint
+    equals numpy/ml_dtypes dequantisation (float32 product, then nearest
+    even to bf16 / f16), read back by the reference reader: an MXFP4 pair becomes one
     tensor X [..., G*32]; no scale companion is written; a weight whose
     scale has the wrong shape is refused (exit 1)."""
     good, bad = tmp_path / "good", tmp_path / "bad"
@@ -245,7 +245,7 @@ def test_hub_layout_extract(ckpt, tmp_path, make, dtype):
     got = ref_read(out)
     for name in got:
         assert not name.endswith(("_scales", "_blocks", "weight_scale", "weight_scale_2", "input_scale")), name
-    npdt = ml_dtypes.bfloat16 if dtype == "bf16" else np.float32
+    npdt = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[dtype]
     for name, v in want.items():
         gdt, gshape, gdata = got[name]
         assert gdt == dtype.upper(), name
