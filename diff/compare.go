@@ -144,7 +144,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		if inF {
 			stored[1] = f.DType
 		}
-		if inB {
+		if inB && mode == ModeValues {
 			vt, r, ok, err := packedWeight(base, b)
 			if err != nil {
 				return nil, fmt.Errorf("base %s: %w", base.Source, err)
@@ -153,7 +153,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 				b, rb = vt, r
 			}
 		}
-		if inF {
+		if inF && mode == ModeValues {
 			vt, r, ok, err := packedWeight(ft, f)
 			if err != nil {
 				return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -20,7 +21,8 @@ import (
 
 // packedWeight returns the virtual tensor of t's values and its reader
 // when t is a packed weight of c; ok is false for every other tensor. A
-// packed weight whose companions QuantScheme refuses is an error.
+// packed weight whose companions QuantScheme refuses is an error. It
+// reads no data.
 func packedWeight(c *ckpt.Checkpoint, t *ckpt.Tensor) (vt *ckpt.Tensor, r *packedSrc, ok bool, err error) {
 	if t.DType != ckpt.U8 || !c.IsQuantized(t) {
 		return nil, nil, false, nil
@@ -32,13 +34,9 @@ func packedWeight(c *ckpt.Checkpoint, t *ckpt.Tensor) (vt *ckpt.Tensor, r *packe
 	if q.Scheme != ckpt.MXFP4 && q.Scheme != ckpt.NVFP4 {
 		return nil, nil, false, nil
 	}
-	v, err := ckpt.NewQuantValues(t, q)
-	if err != nil {
-		return nil, nil, false, err
-	}
 	vt = &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: q.Name, DType: ckpt.F32, Shape: q.Shape}, File: t.File}
 	vt.End = 4 * vt.Numel()
-	return vt, &packedSrc{v: v}, true, nil
+	return vt, &packedSrc{t: t, q: q}, true, nil
 }
 
 // valueName is the name diff lists t under: an MXFP4 X_blocks is X.
@@ -66,9 +64,20 @@ func lookupValues(c *ckpt.Checkpoint, name string) (*ckpt.Tensor, bool) {
 
 // packedSrc serves the little-endian F32 bytes of a packed weight's
 // values, decoding the rows that hold them (safe for concurrent use).
-type packedSrc struct{ v *ckpt.Values }
+// Its scales are read on the first read (ckpt.NewQuantValues).
+type packedSrc struct {
+	t    *ckpt.Tensor
+	q    ckpt.Quant
+	once sync.Once
+	v    *ckpt.Values
+	err  error
+}
 
 func (s *packedSrc) ReadAt(p []byte, off int64) (int, error) {
+	s.once.Do(func() { s.v, s.err = ckpt.NewQuantValues(s.t, s.q) })
+	if s.err != nil {
+		return 0, s.err
+	}
 	v := s.v
 	if off%4 != 0 || len(p)%4 != 0 || off < 0 || off/4+int64(len(p)/4) > v.Rows*v.Cols {
 		return 0, fmt.Errorf("tensor %s: internal error: values [%d, %d) bytes outside its %d values", ckpt.Quote(v.T.Name), off, off+int64(len(p)), v.Rows*v.Cols)
