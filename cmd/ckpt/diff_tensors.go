@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
 )
 
@@ -142,19 +142,7 @@ func intCell(p *int64) string {
 	return output.Int(*p)
 }
 
-func floatCell(p *diff.Float, digits int) string {
-	if p == nil {
-		return "-"
-	}
-	v := float64(*p)
-	switch {
-	case math.IsNaN(v):
-		return "nan"
-	case math.IsInf(v, 0):
-		return "inf"
-	}
-	return fmt.Sprintf("%.*g", digits, v)
-}
+func floatCell(p *diff.Float, digits int) string { return report.FloatText(p, digits) }
 
 func tensorNote(t diff.Tensor) string {
 	var note string

@@ -245,7 +245,12 @@ func (h *Heatmap) htmlLegend(m Metric, used map[State]bool) []hLegend {
 	return out
 }
 
-func floatText(p *diff.Float) string {
+func floatText(p *diff.Float) string { return FloatText(p, 4) }
+
+// FloatText renders a statistic of a diff with digits significant digits:
+// "-" when absent, "nan" and "inf" spelled out (the terminal tables and the
+// report pages show the same text).
+func FloatText(p *diff.Float, digits int) string {
 	if p == nil {
 		return "-"
 	}
@@ -256,7 +261,7 @@ func floatText(p *diff.Float) string {
 	case math.IsInf(v, 0):
 		return "inf"
 	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
+	return strconv.FormatFloat(v, 'g', digits, 64)
 }
 
 func percent(f float64) string {
