@@ -66,7 +66,7 @@ type InspectQuant struct {
 // inspectQuant describes the recipe r (nil for none or block FP8) over the
 // selected tensors.
 func inspectQuant(c *Checkpoint, r *QuantRecipe, sel []*Tensor) *InspectQuant {
-	if r == nil || r.Scheme == BlockFP8 {
+	if r == nil {
 		return nil
 	}
 	q := &InspectQuant{Scheme: r.Scheme, Title: r.Spec().Title, File: path.Base(r.File), Path: r.Path, QuantMethod: r.Method, QuantAlgo: r.Algo,

@@ -168,9 +168,16 @@ func quantLine(q *ckpt.InspectQuant) string {
 	}
 	ignore := "none"
 	if len(q.Ignore) > 0 {
-		parts := make([]string, len(q.Ignore))
+		// A block-FP8 checkpoint lists every unquantised module (hundreds
+		// in the 27B): the line shows the first few, JSON has them all.
+		const shown = 6
+		var parts []string
 		for i, e := range q.Ignore {
-			parts[i] = ckpt.EscapeName(e)
+			if i == shown {
+				parts = append(parts, fmt.Sprintf("and %d more", len(q.Ignore)-shown))
+				break
+			}
+			parts = append(parts, ckpt.EscapeName(e))
 		}
 		ignore = strings.Join(parts, ", ")
 	}
