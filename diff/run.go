@@ -71,6 +71,14 @@ func (r Request) options() (Options, error) {
 			return Options{}, ckpt.Usagef("--sample-budget needs --mode values, not %s", mode)
 		}
 	}
+	// A seed without what it seeds would be silently ignored: the user
+	// meant a sampled comparison.
+	if r.SampleSeed != 0 && r.SampleBytes == "" && r.SampleBudget == "" {
+		return Options{}, ckpt.Usagef("--sample-seed seeds --sample-bytes or --sample-budget; give one of them")
+	}
+	if r.Seed != 0 && r.Sample == 0 {
+		return Options{}, ckpt.Usagef("--seed seeds --sample N; give it")
+	}
 	if opt.Match, err = ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
 		return Options{}, err
 	}

@@ -29,6 +29,10 @@ func TestRunRequestValidate(t *testing.T) {
 		{"budget mode", diff.Request{Mode: "bytes", SampleBudget: "1M"}, "--sample-budget needs --mode values, not bytes"},
 		{"glob", diff.Request{Match: []string{"[a"}}, "["},
 		{"sampled", diff.Request{SampleBudget: "200MB", ByLayer: true}, ""},
+		{"sample-seed alone", diff.Request{SampleSeed: 3}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
+		{"sample-seed with budget", diff.Request{SampleSeed: 3, SampleBudget: "1M"}, ""},
+		{"seed alone", diff.Request{Seed: 5}, "--seed seeds --sample N; give it"},
+		{"seed with sample", diff.Request{Seed: 5, Sample: 3}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

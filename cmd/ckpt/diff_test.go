@@ -128,6 +128,8 @@ func TestDiffExitCodes(t *testing.T) {
 		{"bad format", []string{"diff", base, ft, "--format", "yaml"}, 2, "--format"},
 		{"bad progress", []string{"diff", base, ft, "--progress", "loud"}, 2, "--progress"},
 		{"one argument", []string{"diff", base}, 2, "2 argument"},
+		{"sample seed without sampling", []string{"diff", base, ft, "--sample-seed", "3"}, 2, "--sample-seed seeds --sample-bytes or --sample-budget"},
+		{"seed without sample", []string{"diff", base, ft, "--seed", "5"}, 2, "--seed seeds --sample N"},
 	} {
 		code, _, stderr := runApp(t, append(c.args, "--progress", "none")...)
 		if c.name == "bad progress" {
