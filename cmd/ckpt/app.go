@@ -189,6 +189,17 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 // Version is the tool version recorded in outputs such as cache manifests.
 const Version = "0.1.0"
 
+// startProgress makes the progress counter of a library workflow and shows
+// it on stderr as --progress mode says, under label; stop ends the display.
+// A mode StartProgress does not know is a usage error.
+func (a *App) startProgress(mode, label string) (p *ckpt.Progress, stop func(), err error) {
+	p = ckpt.NewProgress()
+	if stop, err = output.StartProgress(mode, a.ErrTerm, a.Err, label, p); err != nil {
+		return nil, nil, usageError("%v", err)
+	}
+	return p, stop, nil
+}
+
 // warn prints warnings a library workflow returned.
 func (a *App) warn(msgs []string) {
 	for _, m := range msgs {

@@ -59,11 +59,11 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 		return usageError("%v", err)
 	}
 	req := o.request()
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache compare", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "cache compare")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	rep, err := check.CompareDirs(ctx, req)
 	stop()
 	if err != nil {

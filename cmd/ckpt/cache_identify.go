@@ -62,10 +62,9 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
-	prog := ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache identify", prog)
+	prog, stop, err := a.startProgress(o.Progress, "cache identify")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
 	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
 		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog})

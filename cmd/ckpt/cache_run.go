@@ -12,7 +12,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -59,11 +58,11 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
 	}
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache build", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "cache build")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	rep, err := build.RunSource(ctx, req)
 	stop()
 	if rep != nil {
@@ -94,11 +93,11 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return usageError("%v", err)
 	}
 	req := o.request(a)
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache verify", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "cache verify")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	res, err := check.RunAll(ctx, req)
 	stop()
 	if err != nil {
@@ -143,11 +142,11 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 
 func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	req := o.request()
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache pack", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "cache pack")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	res, err := archive.PackFile(ctx, req)
 	stop()
 	if err != nil {
@@ -159,11 +158,11 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 
 func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	req := o.request()
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "cache unpack", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "cache unpack")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	res, err := archive.UnpackFile(ctx, req)
 	stop()
 	if err != nil {

@@ -61,10 +61,9 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers}
 	stop := func() {}
 	if o.ReadData {
-		req.Progress = ckpt.NewProgress()
 		var err error
-		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "contract", req.Progress); err != nil {
-			return usageError("%v", err)
+		if req.Progress, stop, err = a.startProgress(o.Progress, "contract"); err != nil {
+			return err
 		}
 	}
 	res, err := verify.ContractOfSource(ctx, req)

@@ -138,11 +138,10 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	}
 	defer abort()
 	req := o.request(a)
-	req.Progress = ckpt.NewProgress()
-	stop := func() {}
+	stop := func() {} // --mode header reads no data: no progress
 	if o.Mode != string(diff.ModeHeader) {
-		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "diff", req.Progress); err != nil {
-			return usageError("%v", err)
+		if req.Progress, stop, err = a.startProgress(o.Progress, "diff"); err != nil {
+			return err
 		}
 	}
 	res, err := diff.Run(ctx, req)

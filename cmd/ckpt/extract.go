@@ -85,11 +85,11 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 		return usageError("%v", err)
 	}
 	req := o.request(a)
-	req.Progress = ckpt.NewProgress()
-	stop, err := output.StartProgress(o.Progress, a.ErrTerm, a.Err, "extract", req.Progress)
+	prog, stop, err := a.startProgress(o.Progress, "extract")
 	if err != nil {
-		return usageError("%v", err)
+		return err
 	}
+	req.Progress = prog
 	out, err := extract.Run(ctx, req)
 	stop()
 	if out != nil {

@@ -95,9 +95,8 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	req := o.request(a)
 	stop := func() {}
 	if o.ReadData {
-		req.Progress = ckpt.NewProgress()
-		if stop, err = output.StartProgress(o.Progress, a.ErrTerm, a.Err, "verify", req.Progress); err != nil {
-			return usageError("%v", err)
+		if req.Progress, stop, err = a.startProgress(o.Progress, "verify"); err != nil {
+			return err
 		}
 	}
 	rep, err := verify.RunSource(ctx, req)
