@@ -1,4 +1,36 @@
-# Sourced by the interop suites' run.sh (.ci/interop, its ttnn leg):
+# Sourced by the interop suites' run.sh (.ci/interop, its ttnn leg).
+#
+# ensure_venv LABEL PYTHON VENV REQUIREMENTS [uv pip install args...]
+# makes VENV (once: a .installed marker) with PYTHON: pip brings the pinned
+# uv, uv the pinned set of REQUIREMENTS (binary wheels only). pip alone
+# takes a minute or more here (one large index page per package, fetched
+# one after the other).
+uv_version=0.13.9
+ensure_venv() {
+	local label=$1 python=$2 venv=$3 reqs=$4
+	shift 4
+	[ -f "$venv/.installed" ] && return 0
+	echo "$label: creating $venv with $("$python" --version 2>&1)"
+	rm -rf "$venv"
+	local pip
+	if "$python" -m pip --version >/dev/null 2>&1; then
+		"$python" -m venv --without-pip "$venv"
+		pip=("$python" -m pip --python "$venv/bin/python")
+	else
+		"$python" -m venv "$venv"
+		pip=("$venv/bin/python" -m pip)
+	fi
+	"${pip[@]}" install --quiet --disable-pip-version-check --no-input --only-binary=:all: "uv==$uv_version"
+	"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --only-binary :all: "$@" -r "$reqs"
+	touch "$venv/.installed"
+}
+
+# venv_key PYTHON REQUIREMENTS: a short hash of the pinned set, the uv
+# version and the interpreter, naming the venv (a change makes a new one).
+venv_key() {
+	{ cat "$2"; echo "uv $uv_version"; "$1" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16
+}
+
 # pytest_run LABEL PYTHON HERE WORK [pytest args...] runs the suite in HERE
 # with the venv's PYTHON, then closes with "LABEL: N passed, N failed"
 # (", N skipped", ", N xfailed (known bugs)" when there are any) from its

@@ -23,25 +23,9 @@ if ! command -v "$python" >/dev/null; then
 	exit 2
 fi
 
-uv_version=0.13.9
-key=$({ cat "$here/requirements.txt"; echo "uv $uv_version"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
-venv=${CKPT_INTEROP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/venv-$key}
-if [ ! -f "$venv/.installed" ]; then
-	# pip brings uv, uv the pinned set: pip alone takes a minute or more here
-	# (one large index page per package, fetched one after the other).
-	echo "interop: creating $venv"
-	rm -rf "$venv"
-	if "$python" -m pip --version >/dev/null 2>&1; then
-		"$python" -m venv --without-pip "$venv"
-		pip=("$python" -m pip --python "$venv/bin/python")
-	else
-		"$python" -m venv "$venv"
-		pip=("$venv/bin/python" -m pip)
-	fi
-	"${pip[@]}" install --quiet --disable-pip-version-check --no-input --only-binary=:all: "uv==$uv_version"
-	"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --only-binary :all: -r "$here/requirements.txt"
-	touch "$venv/.installed"
-fi
+. .ci/interop/pytest-run.sh
+venv=${CKPT_INTEROP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/venv-$(venv_key "$python" "$here/requirements.txt")}
+ensure_venv interop "$python" "$venv" "$here/requirements.txt"
 echo "interop: venv ready ($((SECONDS - start)) s): $(cd "$here" && "$venv/bin/python" -c \
 	'from stlib import versions; print(", ".join(f"{k} {v}" for k, v in versions().items()))')"
 
@@ -69,5 +53,4 @@ for v in CONVDUMP_BIN STDUMP_BIN GENFIXTURE_BIN; do
 	[ -z "${!v:-}" ] || export "$v"
 done
 
-. .ci/interop/pytest-run.sh
 pytest_run interop "$venv/bin/python" "$here" "$work" "$@"

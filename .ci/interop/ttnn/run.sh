@@ -34,25 +34,11 @@ if [ -z "$python" ]; then
 	exit 0
 fi
 
-uv_version=0.13.9
-key=$({ cat "$here/requirements.txt"; echo "uv $uv_version"; "$python" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)
-venv=${CKPT_TTNN_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/ttnn-venv-$key}
-if [ ! -f "$venv/.installed" ]; then
-	echo "ttnn: creating $venv with $("$python" --version)"
-	rm -rf "$venv"
-	if "$python" -m pip --version >/dev/null 2>&1; then
-		"$python" -m venv --without-pip "$venv"
-		pip=("$python" -m pip --python "$venv/bin/python")
-	else
-		"$python" -m venv "$venv"
-		pip=("$venv/bin/python" -m pip)
-	fi
-	"${pip[@]}" install --quiet --disable-pip-version-check --no-input --only-binary=:all: "uv==$uv_version"
-	# --no-deps: the file pins the whole set, without ttnn's plotting and
-	# dataframe dependencies that nothing here imports (see the file).
-	"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --only-binary :all: --no-deps -r "$here/requirements.txt"
-	touch "$venv/.installed"
-fi
+. .ci/interop/pytest-run.sh
+venv=${CKPT_TTNN_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/ttnn-venv-$(venv_key "$python" "$here/requirements.txt")}
+# --no-deps: the file pins the whole set, without ttnn's plotting and
+# dataframe dependencies that nothing here imports (see the file).
+ensure_venv ttnn "$python" "$venv" "$here/requirements.txt" --no-deps
 echo "ttnn: venv ready ($((SECONDS - start)) s): $("$venv/bin/python" -c \
 	'import importlib.metadata as m; print(", ".join(f"{p} {m.version(p)}" for p in ("ttnn", "numpy", "pytest")))')"
 
@@ -66,5 +52,4 @@ export CKPT_BIN=$work/bin/ckpt GENFIXTURE_BIN=$work/bin/genfixture
 export TT_METAL_MOCK_CLUSTER_DESC_PATH=$PWD/$here/p300-mock-cluster.yaml
 export TT_LOGGER_LEVEL=error
 
-. .ci/interop/pytest-run.sh
 pytest_run ttnn "$venv/bin/python" "$here" "$work" "$@"
