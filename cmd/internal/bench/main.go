@@ -277,6 +277,11 @@ func measureAll(cfg config, bin string, ms []measurement, cleanup func(), fixtur
 		r.Commit, r.Dirty = this.Commit, this.Dirty
 		this.Rows = append(this.Rows, r)
 		fmt.Fprintln(os.Stderr, renderRow(r))
+		if cfg.jsonOut != "" { // after every row: a failure later keeps the rows measured
+			if err := writeRun(cfg.jsonOut, this); err != nil {
+				return false, err
+			}
+		}
 	}
 	cleanup()
 
@@ -299,11 +304,6 @@ func measureAll(cfg config, bin string, ms []measurement, cleanup func(), fixtur
 	}
 	if cfg.against != "" {
 		fmt.Print(renderComparison(cfg.against, prev, cs, cfg.tolerance))
-	}
-	if cfg.jsonOut != "" {
-		if err := writeRun(cfg.jsonOut, this); err != nil {
-			return outside, err
-		}
 	}
 	if cfg.readme != "" {
 		if err := rewriteReadme(cfg.readme, texts); err != nil {

@@ -184,7 +184,7 @@ func pct(f float64) string {
 // renderComparison is the -against table.
 func renderComparison(path string, prev benchRun, cs []comparison, tol float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Against %s (commit %s, %d runs): throughput of this run over the previous one, within ±%s %%?\n\n", path, commitText(prev.Commit, prev.Dirty), prev.Runs, pct(tol))
+	fmt.Fprintf(&b, "Against %s (%s; commit %s, %d runs): throughput of this run over the previous one, within ±%s %%?\n\n", path, prev.Machine, commitText(prev.Commit, prev.Dirty), prev.Runs, pct(tol))
 	b.WriteString("| row | previous | this run | ratio | within |\n|---|---|---|---|---|\n")
 	num := func(v float64, unit string) string {
 		if v == 0 {

@@ -180,8 +180,8 @@ func TestCompareRuns(t *testing.T) {
 		assert.Equal(t, tt.wantOutside, got, tt.name)
 	}
 
-	text := renderComparison("run1.json", benchRun{Commit: "0123456789abcdef", Runs: 3}, cs, 0.15)
-	for _, s := range []string{"within ±15 %", "| `27b-build` | 500 M elem/s | 550 M elem/s | 1.100 | yes |", "| `27b-disk` | 0.40 GB/s | 0.30 GB/s | 0.750 | no |",
+	text := renderComparison("run1.json", benchRun{Machine: "2 cores", Commit: "0123456789abcdef", Runs: 3}, cs, 0.15)
+	for _, s := range []string{"Against run1.json (2 cores; commit 0123456789ab, 3 runs)", "within ±15 %", "| `27b-build` | 500 M elem/s | 550 M elem/s | 1.100 | yes |", "| `27b-disk` | 0.40 GB/s | 0.30 GB/s | 0.750 | no |",
 		"| `only-now` | — | 1.00 GB/s | — | missing from the previous run |", "| `only-before` | 1.00 GB/s | — | — | missing from this run |", "| `27b-verify` | 5.00 GB/s | 5 M elem/s | — | no: unit M elem/s, previously GB/s |"} {
 		assert.Contains(t, text, s)
 	}
