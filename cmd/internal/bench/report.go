@@ -57,6 +57,7 @@ type result struct {
 	Date       string  `json:"date"` // RFC 3339, UTC, when the row's first run started
 	Commit     string  `json:"commit"`
 	Dirty      bool    `json:"dirty"`
+	Cold       bool    `json:"cold,omitempty"` // every run started from a dropped page cache
 }
 
 // benchRun is what -json writes and -against reads.
@@ -263,7 +264,11 @@ func renderBlock(machine string, rows []result, repro string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %s; commit %s; load average %s before, %s after; %s.\n",
 		machine, commitText(first.Commit, first.Dirty), first.LoadBefore, last.LoadAfter, shortDate(first.Date))
-	fmt.Fprintf(&b, "Medians of %d runs, warm page cache; `cat` reads the same files to /dev/null, interleaved with the command.\n", first.Runs)
+	cache := "warm page cache"
+	if first.Cold {
+		cache = "cold page cache (dropped before every run of cat and of the command: the files do not fit in memory)"
+	}
+	fmt.Fprintf(&b, "Medians of %d runs, %s; `cat` reads the same files to /dev/null, interleaved with the command.\n", first.Runs, cache)
 	if repro != "" {
 		b.WriteString(repro + "\n")
 	}

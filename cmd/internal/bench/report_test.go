@@ -229,6 +229,8 @@ func TestRenderBlock(t *testing.T) {
 	withLine := renderBlock("m", rows, "Reproduced by a second run within 15 %: x.")
 	assert.Contains(t, withLine, "interleaved with the command.\nReproduced by a second run within 15 %: x.\n\n| what")
 	assert.Empty(t, renderBlock("m", nil, ""))
+	rows[0].Cold, rows[1].Cold = true, true
+	assert.Contains(t, renderBlock("m", rows, ""), "Medians of 3 runs, cold page cache (dropped before every run of cat and of the command: the files do not fit in memory); `cat` reads")
 }
 
 func TestSelectRowsAndCheckReadme(t *testing.T) {
