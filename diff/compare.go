@@ -37,7 +37,9 @@ type Options struct {
 	// drawn by SampleSeed:
 	// many short ranges spread over the tensor (block-FP8 weights: runs of
 	// whole groups of scale columns, decoded with their scales, and their
-	// scale tensors read whole). Tensors no larger than SampleBytes are
+	// scale tensors read whole; packed FP4 weights: runs of whole groups
+	// of values of one scale code, reading only those groups' codes and
+	// scale codes, counted in the budget). Tensors no larger than SampleBytes are
 	// read whole and classified exactly. The ranges of both sides are
 	// coalesced and read with Workers reads in flight (default 64), each
 	// byte at most once; see Result.Sample and docs/sampling.md.
