@@ -161,18 +161,16 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	}
 	switch q.Scheme {
 	case MXFP4, NVFP4:
-		v.codes, v.group = raw, numfmt.MXFP4BlockSize
+		v.codes, v.group = raw, PackedGroup(q.Scheme)
 		if q.Scheme == NVFP4 {
-			v.group = numfmt.NVFP4BlockSize
 			g := make([]byte, q.Global.NBytes())
 			if _, err := q.Global.ReadAt(g, 0); err != nil {
 				return nil, err
 			}
-			dec := make([]float32, 1)
-			if err := DecodeFloat32(q.Global.DType, g, dec); err != nil {
-				return nil, fmt.Errorf("tensor %s: %w", Quote(q.Global.Name), err)
+			var err error
+			if v.global, err = q.GlobalScale(g); err != nil {
+				return nil, err
 			}
-			v.global = dec[0]
 		}
 		if v.Cols%v.group != 0 || int64(len(raw)) != v.Rows*v.Cols/v.group {
 			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
@@ -203,6 +201,47 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	}
 	v.blocks = numfmt.BlockScales{Cols: v.Cols, BM: v.BM, BN: v.BN, SCols: sCols, Scale: dec}
 	return v, nil
+}
+
+// PackedGroup is the number of values one scale code of a packed E2M1
+// scheme covers (MXFP4 32, NVFP4 16; 0 for every other scheme). The
+// groups are consecutive in the row-major order of the values.
+func PackedGroup(s Scheme) int64 {
+	switch s {
+	case MXFP4:
+		return numfmt.MXFP4BlockSize
+	case NVFP4:
+		return numfmt.NVFP4BlockSize
+	}
+	return 0
+}
+
+// DequantPacked dequantises whole groups (PackedGroup) of the values of a
+// packed E2M1 weight of scheme s (MXFP4, NVFP4) from any group boundary:
+// packed holds len(dst)/2 bytes of codes, scales their groups' scale
+// codes, global an NVFP4 weight's weight_scale_2 (GlobalScale; unused by
+// MXFP4). It is the one dequantiser of both: Values.ReadRows and a sampled
+// diff, which reads only the groups it compares, call it
+// (numfmt.DequantMXFP4, numfmt.DequantNVFP4).
+func DequantPacked(s Scheme, dst []float32, packed, scales []byte, global float32) error {
+	switch s {
+	case MXFP4:
+		return numfmt.DequantMXFP4(dst, packed, scales)
+	case NVFP4:
+		// the groups of 16 are consecutive: any run of them is one row
+		return numfmt.DequantNVFP4(dst, packed, scales, global, 1, len(dst))
+	}
+	return fmt.Errorf("internal error: scheme %s has no packed codes", s)
+}
+
+// GlobalScale decodes the raw bytes of q.Global, an NVFP4 weight's
+// weight_scale_2 (one F32 value).
+func (q Quant) GlobalScale(raw []byte) (float32, error) {
+	dec := make([]float32, 1)
+	if err := DecodeFloat32(q.Global.DType, raw, dec); err != nil {
+		return 0, fmt.Errorf("tensor %s: %w", Quote(q.Global.Name), err)
+	}
+	return dec[0], nil
 }
 
 // Packed reports whether the values are made from packed E2M1 codes
@@ -250,12 +289,9 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 	dst = dst[:cnt]
 	var err error
 	switch {
-	case v.Scheme == MXFP4:
+	case v.Packed():
 		g0 := r0 * v.Cols / v.group
-		err = numfmt.DequantMXFP4(dst, raw, v.codes[g0:g0+cnt/v.group])
-	case v.Scheme == NVFP4:
-		g0 := r0 * v.Cols / v.group
-		err = numfmt.DequantNVFP4(dst, raw, v.codes[g0:g0+cnt/v.group], v.global, int(n), int(v.Cols))
+		err = DequantPacked(v.Scheme, dst, raw, v.codes[g0:g0+cnt/v.group], v.global)
 	case v.Scale != nil:
 		err = v.blocks.Dequantize(v.T.DType, raw, r0*v.Cols, dst)
 	default:

@@ -37,7 +37,9 @@ type Options struct {
 	// drawn by SampleSeed:
 	// many short ranges spread over the tensor (block-FP8 weights: runs of
 	// whole groups of scale columns, decoded with their scales, and their
-	// scale tensors read whole). Tensors no larger than SampleBytes are
+	// scale tensors read whole; packed FP4 weights: runs of whole groups
+	// of values of one scale code, reading only those groups' codes and
+	// scale codes, counted in the budget). Tensors no larger than SampleBytes are
 	// read whole and classified exactly. The ranges of both sides are
 	// coalesced and read with Workers reads in flight (default 64), each
 	// byte at most once; see Result.Sample and docs/sampling.md.
@@ -95,6 +97,13 @@ type plan struct {
 	rb, rf src
 	// sample, in a sampled diff, is the part of the tensor compared.
 	sample *samplePlan
+	// packB and packF, in a sampled diff, are the packed FP4 sides (nil
+	// for others): the sample reads their codes and scale codes, not rb/rf.
+	packB, packF *packedSrc
+	// follows, in a sampled diff, is the packed weight whose scale
+	// companion this pair is: it is compared where the weight's sample
+	// reads it (samplepacked.go).
+	follows *plan
 	// rangeChanged counts the changed elements of each sampled range.
 	rangeChanged []int64
 	// qBlockBad marks, per scale block of a sampled requant plan, that a
@@ -236,12 +245,6 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 		if p.rf == nil {
 			p.rf = p.f
-		}
-		if _, ok := p.rb.(*packedSrc); ok && (opt.SampleBytes > 0 || opt.SampleBudget > 0) {
-			return nil, fmt.Errorf("tensor %s: a sampled diff does not read packed FP4 weights (MXFP4, NVFP4) yet: diff without --sample-bytes/--sample-budget", ckpt.Quote(p.row.Name))
-		}
-		if _, ok := p.rf.(*packedSrc); ok && (opt.SampleBytes > 0 || opt.SampleBudget > 0) {
-			return nil, fmt.Errorf("tensor %s: a sampled diff does not read packed FP4 weights (MXFP4, NVFP4) yet: diff without --sample-bytes/--sample-budget", ckpt.Quote(p.row.Name))
 		}
 	}
 	switch {

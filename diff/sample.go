@@ -67,17 +67,27 @@ func (s *samplePlan) units(g geom) int64 {
 }
 
 // groupCols is the column alignment that keeps whole groups of scale
-// blocks (bn columns) on every block-scaled side (0 when neither side has
-// block scales).
+// blocks (bn columns) on every block-scaled side and whole groups of
+// values of a scale code on every packed FP4 side (0 when neither side
+// has either). Scales of whole rows (per channel, per tensor) need no
+// groups: any element is decoded with its row's scale.
 func (p *plan) groupCols() int64 {
 	var align int64
+	add := func(a int64) {
+		if align == 0 {
+			align = a
+		} else {
+			align = lcm(align, a)
+		}
+	}
 	for _, s := range []*side{p.bs, p.fs} {
-		if s != nil && s.scaled() {
-			if align == 0 {
-				align = s.bn
-			} else {
-				align = lcm(align, s.bn)
-			}
+		if s != nil && s.scaled() && !s.rowBlocks {
+			add(s.bn)
+		}
+	}
+	for _, ps := range []*packedSrc{p.packB, p.packF} {
+		if ps != nil {
+			add(ps.group())
 		}
 	}
 	return align
@@ -105,13 +115,14 @@ func sampleRNG(seed uint64, name string) *rand.Rand {
 // block-scaled pair a range is a run of whole groups of bn columns (across
 // rows, or inside one row when rows end in a short group), so that every
 // sampled element is decoded with its block's scale; the scale tensor is
-// read whole (spans).
+// read whole (spans). On a packed FP4 pair a range is a run of whole
+// groups of values of one scale code, and size counts the codes and the
+// scale codes it reads (samplepacked.go).
 func planSample(p *plan, g geom, size int64, seed uint64) *samplePlan {
-	maxE := max(g.esizeB, g.esizeF, 1)
-	if g.numel*maxE <= size || g.numel == 0 {
+	if g.numel == 0 || p.readBytes(g, g.numel) <= size {
 		return &samplePlan{whole: true}
 	}
-	budget := max(size/maxE, 1) // units per side
+	budget := max(p.unitsIn(g, size), 1) // units per side
 	m := min(max(size/pieceBytes, minRanges), maxRanges)
 	rng := sampleRNG(seed, p.row.Name)
 	var ranges [][2]int64

@@ -36,10 +36,10 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		if inSample != nil && !inSample[row.Name] {
 			continue
 		}
-		if t, ok := base.Lookup(row.Name); ok {
+		if t, ok := lookupValues(base, row.Name); ok {
 			info.Base.BytesTotal += int64(t.NBytes())
 		}
-		if t, ok := ft.Lookup(row.Name); ok {
+		if t, ok := lookupValues(ft, row.Name); ok {
 			info.FT.BytesTotal += int64(t.NBytes())
 		}
 	}
@@ -60,17 +60,29 @@ func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*pla
 		if p.fs != nil && p.fs.scaled() {
 			needF[p.fs.scaleT] = true
 		}
+		p.packB, _ = p.rb.(*packedSrc)
+		p.packF, _ = p.rf.(*packedSrc)
 	}
+	linkFollowers(plans)
 	size := func(*plan) int64 { return opt.SampleBytes }
 	if opt.SampleBudget > 0 {
 		size = budgetShares(plans, needB, needF, e, opt.SampleBudget)
 	}
 	for _, p := range plans {
 		g := e.geometry(p)
-		if needB[p.b] && needF[p.f] {
+		switch {
+		case p.follows != nil:
+			continue // planned after its weight
+		case needB[p.b] && needF[p.f]:
 			p.sample = &samplePlan{whole: true}
-		} else {
+		default:
 			p.sample = planSample(p, g, size(p), opt.SampleSeed)
+		}
+	}
+	for _, p := range plans {
+		g := e.geometry(p)
+		if p.follows != nil {
+			p.sample = p.followSample()
 		}
 		if p.sample.whole {
 			info.WholeTensors++
@@ -156,19 +168,25 @@ const SampleFloor = 16 << 10
 
 // budgetShares splits a budget of total bytes per side over the plans:
 // the scale tensors that weights need are read whole; every other tensor
-// of size s (the larger side) gets min(s, SampleFloor + α·s), with α
-// found by bisection as the largest that keeps the sum within the budget;
-// when the floors alone exceed it, α is 0 and the floor is lowered until
-// they fit.
+// of size s (the larger side; a packed FP4 weight's codes and scale codes
+// together, its scale companions following it at no cost of their own)
+// gets min(s, SampleFloor + α·s), with α found by bisection as the largest
+// that keeps the sum within the budget; when the floors alone exceed it,
+// α is 0 and the floor is lowered until they fit.
 func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, total int64) func(*plan) int64 {
 	var sizes []int64
 	rest := total
+	stored := func(p *plan) int64 { g := e.geometry(p); return p.readBytes(g, g.numel) }
 	for _, p := range plans {
-		if needB[p.b] && needF[p.f] {
-			rest -= max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+		switch {
+		case p.follows != nil:
+			continue
+		case needB[p.b] && needF[p.f]:
+			rest -= stored(p)
 			continue
 		}
-		sizes = append(sizes, max(int64(p.b.NBytes()), int64(p.f.NBytes())))
+		rest -= p.globalBytes()
+		sizes = append(sizes, stored(p))
 	}
 	floor := float64(SampleFloor)
 	cost := func(a float64) float64 {
@@ -201,25 +219,30 @@ func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, 
 		alpha = bisect(cost, 1)
 	}
 	return func(p *plan) int64 {
-		s := max(int64(p.b.NBytes()), int64(p.f.NBytes()))
+		s := stored(p)
 		return max(min(s, int64(floor+alpha*float64(s))), 1)
 	}
 }
 
 // sampleBatches groups the plans into batches of about sampleBatchBytes,
-// keeping the pair of a weight's scale tensors in the weight's batch so
-// that the scale bytes, which both need, are read once.
+// keeping the pair of a weight's scale tensors (and the companions that
+// follow a packed weight) in the weight's batch so that the scale bytes,
+// which both need, are read once.
 func sampleBatches(plans []*plan, e *engine) [][]*plan {
 	byName := make(map[string]*plan, len(plans))
+	followers := map[*plan][]*plan{}
 	for _, p := range plans {
 		byName[p.row.Name] = p
+		if p.follows != nil {
+			followers[p.follows] = append(followers[p.follows], p)
+		}
 	}
 	attached := map[*plan]bool{}
 	var batches [][]*plan
 	var cur []*plan
 	var bytes int64
 	for _, p := range plans {
-		if attached[p] {
+		if attached[p] || p.follows != nil {
 			continue
 		}
 		unit := []*plan{p}
@@ -229,6 +252,7 @@ func sampleBatches(plans []*plan, e *engine) [][]*plan {
 				attached[sp] = true
 			}
 		}
+		unit = append(unit, followers[p]...)
 		for _, q := range unit {
 			g := e.geometry(q)
 			bytes += q.sample.units(g) * (g.esizeB + g.esizeF)
@@ -251,8 +275,16 @@ func fetchBatch(ctx context.Context, e *engine, batch []*plan, reads int) (map[*
 	var spans []ckpt.Span
 	for _, p := range batch {
 		g := e.geometry(p)
-		spans = append(spans, p.sample.spans(p.b, p.bs, g.esizeB)...)
-		spans = append(spans, p.sample.spans(p.f, p.fs, g.esizeF)...)
+		if p.packB != nil {
+			spans = append(spans, p.sample.packedSpans(p.packB)...)
+		} else {
+			spans = append(spans, p.sample.spans(p.b, p.bs, g.esizeB)...)
+		}
+		if p.packF != nil {
+			spans = append(spans, p.sample.packedSpans(p.packF)...)
+		} else {
+			spans = append(spans, p.sample.spans(p.f, p.fs, g.esizeF)...)
+		}
 	}
 	// No gap is read: the plans merge ranges that are close already, and
 	// the bytes read stay within the budget (touching spans still share a
@@ -272,6 +304,16 @@ func fetchBatch(ctx context.Context, e *engine, batch []*plan, reads int) (map[*
 	}
 	for _, p := range batch {
 		p.rb, p.rf = mem[p.b], mem[p.f]
+		if p.packB != nil {
+			if p.rb, err = newPackedMem(p.packB, mem); err != nil {
+				return nil, err
+			}
+		}
+		if p.packF != nil {
+			if p.rf, err = newPackedMem(p.packF, mem); err != nil {
+				return nil, err
+			}
+		}
 		err := p.load(func(t *ckpt.Tensor) ([]byte, error) {
 			raw := make([]byte, t.NBytes())
 			_, err := mem[t].ReadAt(raw, 0)
@@ -296,13 +338,22 @@ type memFrag struct {
 }
 
 func (m *memSrc) ReadAt(p []byte, off int64) (int, error) {
-	end := off + int64(len(p))
+	b, err := m.slice(off, int64(len(p)))
+	if err != nil {
+		return 0, err
+	}
+	return copy(p, b), nil
+}
+
+// slice returns the n bytes read at off (read-only: they are shared).
+func (m *memSrc) slice(off, n int64) ([]byte, error) {
+	end := off + n
 	for _, f := range m.frags {
 		if off >= f.off && end <= f.off+int64(len(f.data)) {
-			return copy(p, f.data[off-f.off:]), nil
+			return f.data[off-f.off : end-f.off], nil
 		}
 	}
-	return 0, fmt.Errorf("tensor %s: internal error: bytes [%d, %d) were not read", ckpt.Quote(m.t.Name), off, end)
+	return nil, fmt.Errorf("tensor %s: internal error: bytes [%d, %d) were not read", ckpt.Quote(m.t.Name), off, end)
 }
 
 // finishSample turns the engine's verdict on a sampled pair into an

@@ -21,6 +21,10 @@ type side struct {
 	scaleDType ckpt.DType
 	bm, bn     int64
 	sCols      int64
+	// rowBlocks: the scale blocks are whole rows (compressed-tensors
+	// per-channel and per-tensor FP8), so that a sample needs no column
+	// groups to decode any element with its scale.
+	rowBlocks bool
 	// e4m3: the value of every F8_E4M3 code, for the fused decode of a
 	// scaled F8_E4M3 side (nil otherwise).
 	e4m3 *[256]float32
@@ -45,10 +49,12 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	case ckpt.BlockFP8, ckpt.FP8Block, ckpt.FP8Channel:
 		// a channel's [N, 1] scale is the block scale of [1, K] blocks
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, q.BM, q.BN, (s.cols+q.BN-1)/q.BN
+		s.rowBlocks = q.Scheme == ckpt.FP8Channel
 	case ckpt.FP8Tensor:
 		// one scale for the whole [N, K] block (so that the recipe's
 		// requantisation takes the tensor's amax)
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, max(s.rows, 1), max(s.cols, 1), 1
+		s.rowBlocks = true
 	default:
 		return nil, fmt.Errorf("tensor %s of %s: internal error: scheme %s is read through its values", ckpt.Quote(t.Name), t.File.Location, q.Scheme)
 	}

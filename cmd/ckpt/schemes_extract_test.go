@@ -347,7 +347,9 @@ func TestDiffSchemes(t *testing.T) {
 // amax/448 scale; per channel: one per row; per block: one per
 // block_structure block) and that bf16 checkpoint compare as
 // requant_identical, weight by weight (both mismatch counts 0), as block
-// FP8 does. Before, diff refused these weights.
+// FP8 does, and a sampled diff as requant_identical_seen (per channel and
+// per tensor sampled within --sample-bytes, not in whole rows). Before,
+// diff refused these weights.
 func TestDiffSchemesRequantIdentical(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -408,6 +410,23 @@ func TestDiffSchemesRequantIdentical(t *testing.T) {
 				require.NotNil(t, r.RequantMismatchElems, r.Name)
 				assert.Zero(t, *r.RequantMismatchElems, r.Name)
 				assert.Zero(t, *r.RequantMismatchBlocks, r.Name)
+			}
+
+			// Sampled (each weight in runs of values, less than a bf16
+			// row per side): requant_identical_seen, every sampled code
+			// re-quantised exactly.
+			sdoc, _ := sampledDiff(t, 1, base, ft, "--sample-bytes", "160", "--sample-seed", "5")
+			assert.Equal(t, int64(weights), sdoc.Summary["requant_identical_seen"])
+			for _, r := range sdoc.Tensors {
+				if r.BaseDType != "F8_E4M3" {
+					continue
+				}
+				assert.True(t, r.Sampled, r.Name)
+				assert.Equal(t, "requant_identical_seen", r.Relation, r.Name)
+				require.NotNil(t, r.RequantMismatchElems, r.Name)
+				assert.Zero(t, *r.RequantMismatchElems, r.Name)
+				assert.Positive(t, *r.SampledElems, r.Name)
+				assert.LessOrEqual(t, 2**r.SampledElems, int64(160), "%s: within the budget", r.Name)
 			}
 		})
 	}
