@@ -1,5 +1,7 @@
 package numfmt
 
+import "math"
+
 // E2M1 (FP4) is the 4-bit float of the OCP Microscaling formats: one sign
 // bit, two exponent bits (bias 1), one mantissa bit, no infinities and no
 // NaN. Its 16 codes are 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives
@@ -48,4 +50,57 @@ func UnpackE2M1(dst []float32, src []byte) int {
 		dst[2*i], dst[2*i+1] = E2M1Pair(b)
 	}
 	return 2 * n
+}
+
+// EncodeE2M1 rounds x to the nearest E2M1 value, ties to the even code,
+// saturating to ±6 (infinities included), and returns its code; the sign
+// bit is x's, so -0 and negative values that round to zero give code 8
+// (-0), and NaN gives 7 (6, as ModelOpt's _cast_fp4, for which NaN is
+// not negative and lies above every bound).
+// The ties are 0.25 → 0, 0.75 → 1, 1.25 → 1, 1.75 → 2, 2.5 → 2, 3.5 → 4
+// and 5 → 4: those of ModelOpt's _cast_fp4 (the bounds 0.25, 0.75, 1.25,
+// 1.75, 2.5, 3.5, 5, rounded up at 0.75, 1.75 and 3.5; NVIDIA/
+// TensorRT-Model-Optimizer:modelopt/torch/quantization/qtensor/
+// nvfp4_tensor.py@0ad6e5f) and of round-to-nearest-even on the bits
+// (triton-lang/triton:python/triton_kernels/triton_kernels/
+// numerics_details/mxfp_details/_downcast_to_mxfp.py@0616e64 "RTNE").
+func EncodeE2M1(x float32) byte {
+	u := math.Float32bits(x)
+	sign := byte(u>>28) & 8
+	a := math.Float32frombits(u & 0x7fffffff)
+	var c byte
+	switch {
+	case a != a: // NaN
+		return 7
+	case a <= 0.25:
+		c = 0
+	case a < 0.75:
+		c = 1
+	case a <= 1.25:
+		c = 2
+	case a < 1.75:
+		c = 3
+	case a <= 2.5:
+		c = 4
+	case a < 3.5:
+		c = 5
+	case a <= 5:
+		c = 6
+	default:
+		c = 7
+	}
+	return sign | c
+}
+
+// SameE2M1 reports whether two E2M1 codes (low four bits) have the same
+// value, and whether they differ only in the sign of zero.
+func SameE2M1(x, y byte) (same, zeroSign bool) {
+	x, y = x&15, y&15
+	if x == y {
+		return true, false
+	}
+	if x&7 == 0 && y&7 == 0 {
+		return true, true
+	}
+	return false, false
 }
