@@ -63,11 +63,12 @@ const notInSample = "data not compared (not in the sample of tensors)"
 type kind int
 
 const (
-	kindPending kind = iota // float values, decided by prepare
-	kindSame                // same dtype and shape, float values
-	kindRaw                 // same dtype and shape, not decodable: bytes only
-	kindCross               // different float dtypes, same shape
-	kindRequant             // block FP8 against a wider float, same shape
+	kindPending    kind = iota // float values, decided by prepare
+	kindSame                   // same dtype and shape, float values
+	kindRaw                    // same dtype and shape, not decodable: bytes only
+	kindCross                  // different float dtypes, same shape
+	kindRequant                // block FP8 against a wider float, same shape
+	kindRequantFP4             // MXFP4/NVFP4 against a wider float (requantfp4.go)
 )
 
 // plan is the comparison of one name.
@@ -110,7 +111,9 @@ type plan struct {
 	// sampled code of it failed to re-quantise: requant_mismatch_blocks
 	// counts blocks, however many row segments of one the sample holds.
 	qBlockBad []atomic.Bool
-	ready     bool // sides and scales loaded
+	// fp4 is the packed side of a kindRequantFP4 plan.
+	fp4   *fp4Side
+	ready bool // sides and scales loaded
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).
@@ -318,6 +321,11 @@ func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 			return fmt.Errorf("%s %s: %w", s.who, s.c.Source, err)
 		}
 	}
+	if p.kind == kindRequantFP4 {
+		if err := p.fp4.load(read); err != nil {
+			return err
+		}
+	}
 	if p.kind == kindSame {
 		p.scalesSame = p.bs.scaled() == p.fs.scaled() && (!p.bs.scaled() || p.bs.sameScale(p.fs))
 		bs, fs := p.bs, p.fs
@@ -349,6 +357,8 @@ func (p *plan) layout() error {
 		return fmt.Errorf("fine-tune %s: %w", p.ft.Source, err)
 	}
 	switch {
+	case p.layoutFP4():
+		p.kind = kindRequantFP4
 	case b.DType == f.DType:
 		p.kind = kindSame
 		p.fp8 = b.DType == ckpt.F8E4M3 || b.DType == ckpt.F8E5M2

@@ -106,6 +106,14 @@ type Tensor struct {
 	// such a code (or sampled whole with a scale not the recipe's).
 	RequantMismatchElems  *int64 `json:"requant_mismatch_elems,omitempty"`
 	RequantMismatchBlocks *int64 `json:"requant_mismatch_blocks,omitempty"`
+	// RequantRecipe names the recipe the requant counts are of when one
+	// side is an MXFP4 or NVFP4 weight, which have more than one recipe
+	// (numfmt: "ocp-floor" or "triton-round-up"; "modelopt", or
+	// "modelopt-stored-global" when the wider side's amax / 2688 is not
+	// the stored weight_scale_2): the first that reproduces the codes and
+	// scales, else the one with the fewest mismatching codes. Empty for
+	// FP8, which has one.
+	RequantRecipe string `json:"requant_recipe,omitempty"`
 	// ZeroSignCodes counts FP8 codes that differ only in the sign of zero
 	// (+0 on one side, -0 on the other). FP8 codes are compared by decoded
 	// value, so these count as equal (as do two NaN codes), both for the

@@ -137,6 +137,9 @@ func (e *engine) geometry(p *plan) geom {
 	} else {
 		g.chunk = max(e.target/maxE, 1)
 	}
+	if p.kind == kindRequantFP4 { // whole FP4 blocks
+		g.chunk = (g.chunk + p.fp4.group - 1) / p.fp4.group * p.fp4.group
+	}
 	return g
 }
 
@@ -288,6 +291,13 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 		total := mergeAll(res)
 		row.Relation = DTypeChanged
 		total.finish(row)
+	case kindRequantFP4:
+		total := mergeAll(res)
+		row.Relation = DTypeChanged
+		total.finish(row)
+		if rangeOf == nil {
+			p.fp4.finish(row, &total.fp4)
+		}
 	case kindRequant:
 		total := mergeAll(res)
 		total.finish(row)
@@ -365,6 +375,11 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, true)
 	case kindCross:
 		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false)
+	case kindRequantFP4:
+		if err := e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false); err != nil || p.geom.ranges != nil {
+			return err // a sample: values only
+		}
+		return e.requantFP4(p, bRaw, fRaw, e0, e1, sc, &r.p)
 	case kindRequant:
 		if p.geom.ranges != nil {
 			return e.requantSegments(p, bRaw, fRaw, e0, e1, sc, &r.p)

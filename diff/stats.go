@@ -22,6 +22,7 @@ type partial struct {
 	// requant mismatches
 	qElems, qBlocks int64
 	zeroSign        int64 // FP8 codes differing only in the sign of zero
+	fp4             fp4Partial
 }
 
 // merge adds o (the following run) into p.
@@ -39,6 +40,7 @@ func (p *partial) merge(o *partial) {
 	p.qElems += o.qElems
 	p.qBlocks += o.qBlocks
 	p.zeroSign += o.zeroSign
+	p.fp4.merge(&o.fp4)
 }
 
 // lanes are the eight-lane partial sums of one call of accumulate:

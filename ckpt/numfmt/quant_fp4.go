@@ -75,9 +75,9 @@ func (r MXFP4Recipe) String() string {
 // NVFP4RecipeName is the name of the NVFP4 recipe (ModelOpt's).
 const NVFP4RecipeName = "modelopt"
 
-// blockAmax returns the largest |w| of w and whether w holds a NaN or an
+// BlockAmax returns the largest |w| of w and whether w holds a NaN or an
 // infinity (which makes the block's scale NaN under every recipe here).
-func blockAmax(w []float32) (amax float32, nonFinite bool) {
+func BlockAmax(w []float32) (amax float32, nonFinite bool) {
 	for _, x := range w {
 		a := math.Float32bits(x) & 0x7fffffff
 		if a >= 0x7f800000 {
@@ -145,7 +145,7 @@ func QuantizeMXFP4(r MXFP4Recipe, w []float32, blocks, scales []byte) error {
 	}
 	for i := range scales {
 		v := w[i*MXFP4BlockSize : (i+1)*MXFP4BlockSize]
-		code, mul := r.MXFP4Scale(blockAmax(v))
+		code, mul := r.MXFP4Scale(BlockAmax(v))
 		scales[i] = code
 		out := blocks[i*MXFP4BlockBytes : (i+1)*MXFP4BlockBytes]
 		for j := range out {
@@ -180,7 +180,7 @@ func comparePacked(w []float32, codes []byte, enc func(float32) byte) (cnt, zero
 // (every value of such a block is NaN, whatever its codes).
 func (r MXFP4Recipe) MXFP4Requant(w []float32, codes []byte, scale byte) (cnt, zeroSign int64, scaleDiffers bool) {
 	w = w[:MXFP4BlockSize]
-	code, mul := r.MXFP4Scale(blockAmax(w))
+	code, mul := r.MXFP4Scale(BlockAmax(w))
 	if code == E8M0NaN && scale == E8M0NaN {
 		return 0, 0, false
 	}
@@ -231,7 +231,7 @@ func QuantizeNVFP4(w []float32, packed, scales []byte) (float32, error) {
 	if len(w) != g*NVFP4BlockSize || len(packed) != g*NVFP4BlockSize/2 {
 		return 0, fmt.Errorf("nvfp4: %d values and %d packed bytes for %d scales, want %d and %d", len(w), len(packed), g, g*NVFP4BlockSize, g*NVFP4BlockSize/2)
 	}
-	amax, nonFinite := blockAmax(w)
+	amax, nonFinite := BlockAmax(w)
 	if nonFinite {
 		amax = float32(math.NaN())
 	}
@@ -252,7 +252,7 @@ func QuantizeNVFP4(w []float32, packed, scales []byte) (float32, error) {
 // nvfp4Scale is NVFP4BlockScale of the block v (NaN when v holds a NaN or
 // an infinity).
 func nvfp4Scale(v []float32, global float32) byte {
-	amax, nonFinite := blockAmax(v)
+	amax, nonFinite := BlockAmax(v)
 	if nonFinite {
 		amax = float32(math.NaN())
 	}

@@ -225,7 +225,7 @@ func TestMXFP4RoundTrip(t *testing.T) {
 		}
 		// one changed element below the block's largest: one mismatch, same scale
 		vals[3] = E2M1ToFloat32(EncodeE2M1(vals[3]*e8m0Reciprocal(scales[0]))+1) * E8M0ToFloat32(scales[0])
-		if a, _ := blockAmax(vals[:32]); a == float32(math.Abs(float64(vals[3]))) {
+		if a, _ := BlockAmax(vals[:32]); a == float32(math.Abs(float64(vals[3]))) {
 			t.Skip("the changed element became the largest") // not with this seed
 		}
 		cnt, _, bad := r.MXFP4Requant(vals, blocks, scales[0])
@@ -299,7 +299,7 @@ func TestNVFP4RoundTrip(t *testing.T) {
 	assert.Positive(t, subnormal, "some block scales are subnormal E4M3")
 	vals := make([]float32, len(w))
 	require.NoError(t, DequantNVFP4(vals, packed, scales, global, rows, cols))
-	amax, _ := blockAmax(vals)
+	amax, _ := BlockAmax(vals)
 	assert.Equal(t, global, NVFP4GlobalScale(amax), "weight_scale_2 reproduces")
 	for b := range scales {
 		cnt, zs, bad := NVFP4Requant(vals[b*16:], packed[b*8:], scales[b], global)
@@ -311,7 +311,7 @@ func TestNVFP4RoundTrip(t *testing.T) {
 	b := 7
 	v := vals[b*16 : b*16+16]
 	i := 0
-	for amax, _ := blockAmax(v); math.Abs(float64(v[i])) >= float64(amax)/2; i++ {
+	for amax, _ := BlockAmax(v); math.Abs(float64(v[i])) >= float64(amax)/2; i++ {
 	}
 	v[i] *= 1.5
 	cnt, _, bad := NVFP4Requant(v, packed[b*8:], scales[b], global)

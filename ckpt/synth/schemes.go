@@ -28,6 +28,19 @@ type SchemeOptions struct {
 	// BadScaleShape gives the scale of SchemeBadScale a wrong shape (of the
 	// right dtype, with data for it).
 	BadScaleShape bool
+	// Requantisable (MXFP4, NVFP4) makes the base's quantised weights by
+	// quantising seeded float values with numfmt's recipe (MXFP4:
+	// ocp-floor; NVFP4: ModelOpt's, with weight_scale_2 = 2^-10), among
+	// them an all-zero block and, for NVFP4, a block with a subnormal
+	// E4M3 scale: the fine-tune (FineTune, the dequantised values exactly,
+	// without the every-7th change) re-quantises to exactly the base's
+	// codes and scales under that recipe.
+	Requantisable bool
+	// RequantChanged, with Requantisable and FineTune, changes this many
+	// elements of SchemeChangedWeight, each in another block, to the next
+	// E2M1 value of its block below the block's largest: each fails to
+	// re-quantise, the blocks' scales stay the recipe's.
+	RequantChanged int
 }
 
 // The small model of WriteScheme: a two-layer decoder (hidden 64,
@@ -117,7 +130,7 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 		out = append(out, bf16Tensor(name, shape, vals))
 	}
 	values := func(name string, shape []int64, vals []float32) {
-		if o.FineTune && name == SchemeChangedWeight(s) {
+		if o.FineTune && name == SchemeChangedWeight(s) && !o.Requantisable {
 			for i := 0; i < len(vals); i += 7 {
 				vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
 			}
@@ -142,6 +155,9 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 			}{{"gate_up_proj", 2 * schemeInter, schemeHidden}, {"down_proj", schemeHidden, schemeInter}} {
 				base := p + "mlp.experts." + m.name
 				blocks, scales, vals := mxfp4Weight(o, base, m.rows, m.cols)
+				if o.Requantisable {
+					blocks, scales, vals = mxfp4Recipe(o, base, m.rows, m.cols)
+				}
 				g := m.cols / numfmt.MXFP4BlockSize
 				if o.FineTune {
 					values(base, []int64{schemeExpert, m.rows, m.cols}, vals)
@@ -223,6 +239,100 @@ func mxfp4Weight(o SchemeOptions, base string, rows, cols int64) (blocks, scales
 	return blocks, scales, vals
 }
 
+// mxfp4Recipe is mxfp4Weight for SchemeOptions.Requantisable: seeded
+// float values (block exponents 2^-9..2^-6, the first block all zero)
+// quantised with numfmt.MXFP4OCP, then dequantised.
+func mxfp4Recipe(o SchemeOptions, base string, rows, cols int64) (blocks, scales []byte, vals []float32) {
+	r := schemeRNG(o, base)
+	g := cols / numfmt.MXFP4BlockSize
+	nScales := schemeExpert * rows * g
+	w := make([]float32, nScales*numfmt.MXFP4BlockSize)
+	for i := range w {
+		if i >= numfmt.MXFP4BlockSize {
+			w[i] = r.sym() * float32(math.Ldexp(1, -6-int(i/numfmt.MXFP4BlockSize)%4))
+		}
+	}
+	blocks, scales = make([]byte, nScales*numfmt.MXFP4BlockBytes), make([]byte, nScales)
+	vals = make([]float32, len(w))
+	if err := numfmt.QuantizeMXFP4(numfmt.MXFP4OCP, w, blocks, scales); err != nil {
+		panic(err) // the sizes agree by construction
+	}
+	if err := numfmt.DequantMXFP4(vals, blocks, scales); err != nil {
+		panic(err)
+	}
+	if o.FineTune && base == SchemeChangedWeight(ckpt.MXFP4) {
+		requantChange(o, vals, blocks, numfmt.MXFP4BlockSize, func(b int) float32 { return numfmt.E8M0ToFloat32(scales[b]) })
+	}
+	return blocks, scales, vals
+}
+
+// nvfp4Recipe is quantLinear's NVFP4 weight for
+// SchemeOptions.Requantisable: seeded float values whose largest is
+// 2688 × 2^-10 (so weight_scale_2 is 2^-10 and every dequantised value is
+// exact in BF16), block 0 all zero (scale 1.0) and block 1 with the
+// subnormal E4M3 scale 3 × 2^-9, quantised with ModelOpt's recipe
+// (numfmt.QuantizeNVFP4), then dequantised.
+func nvfp4Recipe(o SchemeOptions, mod string, rows, cols int64) ([]ckpt.MemTensor, []float32) {
+	r := schemeRNG(o, mod)
+	const bs = numfmt.NVFP4BlockSize
+	global := math.Ldexp(1, -10)
+	w := make([]float32, rows*cols)
+	for i := range w {
+		switch b := i / bs; b {
+		case 0:
+		case 1: // largest |w| / (6 × 2^-10) = 3 × 2^-9, a subnormal E4M3 value
+			w[i] = r.sym() * float32(6*global*3*math.Ldexp(1, -9)) * 0.4 // sym is in (-2, 2)
+		default:
+			w[i] = r.sym() * float32(2688*global*math.Ldexp(1, -1-(b%6)))
+		}
+	}
+	w[bs] = float32(6 * global * 3 * math.Ldexp(1, -9))
+	w[len(w)-1] = float32(2688 * global)
+	packed, scales := make([]byte, rows*cols/2), make([]byte, rows*cols/bs)
+	g, err := numfmt.QuantizeNVFP4(w, packed, scales)
+	if err != nil || g != float32(global) {
+		panic(fmt.Sprintf("synth: nvfp4 recipe: global %v, %v", g, err)) // by construction
+	}
+	vals := make([]float32, len(w))
+	if err := numfmt.DequantNVFP4(vals, packed, scales, g, int(rows), int(cols)); err != nil {
+		panic(err)
+	}
+	if o.FineTune && mod+".weight" == SchemeChangedWeight(ckpt.NVFP4) {
+		requantChange(o, vals, packed, bs, func(b int) float32 { return numfmt.DecodeE4M3(scales[b]) * g })
+	}
+	return []ckpt.MemTensor{
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: ckpt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: ckpt.F8E4M3, Shape: []int64{rows, cols / bs}}, Data: scales},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale_2", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(g)},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".input_scale", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(float32(math.Ldexp(1, -6)))},
+	}, vals
+}
+
+// requantChange changes o.RequantChanged elements of vals, one in each of
+// the blocks 2, 5, 8, ... (group values each; packed their E2M1 codes,
+// scale(b) block b's scale): the first element of the block whose code is
+// below the block's largest becomes the next E2M1 value, so that the
+// block's largest value, and with it its scale, stays.
+func requantChange(o SchemeOptions, vals []float32, packed []byte, group int, scale func(b int) float32) {
+	code := func(i int) byte { return packed[i/2] >> (4 * (i % 2)) & 15 }
+	for k, b := 0, 2; k < o.RequantChanged; b += 3 {
+		if (b+1)*group > len(vals) {
+			panic("synth: RequantChanged is larger than the weight allows")
+		}
+		var top byte
+		for i := b * group; i < (b+1)*group; i++ {
+			top = max(top, code(i)&7)
+		}
+		for i := b * group; i < (b+1)*group; i++ {
+			if c := code(i); c&7 < top {
+				vals[i] = numfmt.E2M1ToFloat32(c+1) * scale(b)
+				k++
+				break
+			}
+		}
+	}
+}
+
 // quantLinear makes the stored tensors of one linear weight [rows, cols]
 // under scheme s and its dequantised values; the codes and scales are
 // seeded and chosen so that every dequantised value is exact in BF16.
@@ -230,6 +340,10 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 	r := schemeRNG(o, mod)
 	bad := o.BadScaleShape && mod+".weight_scale" == mustBad(s)
 	vals := make([]float32, rows*cols)
+	if s == ckpt.NVFP4 && o.Requantisable {
+		ts, vals := nvfp4Recipe(o, mod, rows, cols)
+		return ts, vals, nil
+	}
 	if s == ckpt.NVFP4 {
 		packed := make([]byte, rows*cols/2)
 		for i := range packed {
