@@ -10,7 +10,12 @@
 // compared on their own; an FP8 weight against a wider float of the same
 // shape is requant_identical when quantising the wider side with the
 // recipe of the command contract (ckpt.QuantizeBlockFP8) reproduces the
-// FP8 codes and scales exactly.
+// FP8 codes and scales exactly. MXFP4 and NVFP4 weights are compared by
+// their dequantised values; against a wider float they are
+// requant_identical when one of the scheme's recipes (numfmt:
+// ocp-floor and triton-round-up; ModelOpt's, with the stored
+// weight_scale_2) reproduces their codes and scales, and the row names
+// the recipe (requantfp4.go, docs/formats.md).
 //
 // FP8 codes are compared by the value they decode to: +0 and -0 are
 // equal, and so are two NaN codes, both for identical and for
