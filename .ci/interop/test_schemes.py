@@ -118,6 +118,143 @@ def test_nvfp4_dequantisation(fp4dump, tmp_path, global_scale):
     assert_same_floats(got, want, f"NVFP4 e2m1 × e4m3 × {gs}")
 
 
+def run_out(fp4dump, tmp_path, cmd, values, args=()):
+    """fp4dump CMD [ARGS] IN OUT with IN the float32 values; OUT's bytes."""
+    inp, out = tmp_path / "vals", tmp_path / "out"
+    inp.write_bytes(np.ascontiguousarray(values, dtype="<f4").tobytes())
+    subprocess.run([fp4dump, cmd, *map(str, args), str(inp), str(out)], check=True)
+    return np.frombuffer(out.read_bytes(), dtype=np.uint8)
+
+
+def ref_e2m1(x):
+    """ml_dtypes' float32 → float4_e2m1fn cast (nearest even, saturating),
+    as codes."""
+    return np.asarray(x, dtype=np.float32).astype(FP4).view(np.uint8)
+
+
+def test_e2m1_encode_sweep(fp4dump, tmp_path):
+    """numfmt.EncodeE2M1 on every 997th float32 bit pattern (NaN left out:
+    ml_dtypes has no E2M1 NaN) and on the ties, against ml_dtypes."""
+    bits = np.arange(0, 1 << 32, 997, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x[~np.isnan(x)], np.float32([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, -0.25, -5, -0.0])])
+    got = run_out(fp4dump, tmp_path, "encode-e2m1", x)
+    want = ref_e2m1(x)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(float(x[i]), int(got[i]), int(want[i])) for i in bad[:10]]
+
+
+def _blocks_of(rng, g, n, lo=-20, hi=20):
+    """g blocks of n bf16-exact float32 values, each block with its own
+    power-of-two range; block 0 all zero, block 1 with a largest value of
+    mantissa 1.75 (saturates under a floor scale), block 2 with ties."""
+    e = rng.integers(lo, hi, size=(g, 1))
+    w = (rng.uniform(-1, 1, size=(g, n)) * np.exp2(e)).astype(np.float32)
+    w = w.astype(ml_dtypes.bfloat16).astype(np.float32)
+    w[0] = 0
+    w[1, 0] = 7.0
+    w[2, :8] = [6, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5]
+    return w
+
+
+@pytest.mark.parametrize("recipe", ["ocp-floor", "triton-round-up"])
+def test_mxfp4_quantisation(fp4dump, tmp_path, recipe):
+    """numfmt.QuantizeMXFP4 against numpy: the shared exponent from
+    float64 log2 (OCP MX v1.0 §6.3: floor(log2 amax) - 2; triton_kernels'
+    round-up: ceil(log2(amax / 6)) of the float32 quotient), clamped to
+    E8M0, then the values times 2^-X cast by ml_dtypes (nearest even,
+    saturating). bf16 values, as transformers gives triton."""
+    rng = np.random.default_rng(32)
+    g = 2048
+    w = _blocks_of(rng, g, 32)
+    out = run_out(fp4dump, tmp_path, "quantize-mxfp4", w.reshape(-1), args=(recipe,))
+    scales, blocks = out[:g], out[g:].reshape(g, 16)
+    amax = np.abs(w).max(axis=1)
+    with np.errstate(divide="ignore"):
+        if recipe == "ocp-floor":
+            x = np.floor(np.log2(amax.astype(np.float64))) - 2
+        else:
+            x = np.ceil(np.log2((amax / np.float32(6)).astype(np.float64)))
+    x = np.where(amax == 0, -127, np.maximum(x, -127)).astype(np.int64)
+    assert scales.tolist() == (x + 127).tolist()
+    want = ref_e2m1(np.ldexp(w.astype(np.float64), -x[:, None]).astype(np.float32))
+    want[amax == 0] = 0
+    assert (unpack(blocks) == want).all()
+
+
+def test_nvfp4_quantisation(fp4dump, tmp_path):
+    """numfmt.QuantizeNVFP4 against numpy after ModelOpt's NVFP4QTensor:
+    weight_scale_2 = amax / 2688, block scales amax_b / (6 × it) in float32
+    (1 where 0) cast by ml_dtypes to float8_e4m3fn, codes w / (scale × it)
+    in float32 cast by ml_dtypes to float4_e2m1fn."""
+    rng = np.random.default_rng(16)
+    g = 4096
+    w = _blocks_of(rng, g, 16, lo=-12, hi=4)
+    out = run_out(fp4dump, tmp_path, "quantize-nvfp4", w.reshape(-1))
+    glob = out[:4].view("<f4")[0]
+    scales, packed = out[4:4 + g], out[4 + g:].reshape(g, 8)
+    f32 = np.float32
+    want_g = f32(np.abs(w).max()) / f32(2688)
+    assert glob == want_g
+    s = np.abs(w).max(axis=1) / (f32(6) * want_g)
+    s[s == 0] = 1
+    s8 = s.astype(E4M3)
+    assert scales.tolist() == s8.view(np.uint8).tolist()
+    d = (s8.astype(np.float32) * want_g)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = w / d
+    want = ref_e2m1(np.nan_to_num(q, nan=6.0))  # 0 / 0 is 6 in ModelOpt's _cast_fp4
+    assert (unpack(packed) == want).all()
+    assert (scales & 0x78 == 0).any(), "some block scales are subnormal E4M3"
+
+
+def test_nvfp4_requant_identical(ckpt, tmp_path):
+    """A ModelOpt-layout NVFP4 base quantised by numpy (the reference
+    above) from a bf16 checkpoint: ckpt diff calls the weight
+    requant_identical under the modelopt recipe; with one value moved by a
+    code step, dtype_changed with one mismatching code."""
+    rng = np.random.default_rng(7)
+    n, k = 64, 128
+    w = (rng.uniform(-1, 1, size=(n, k)) * np.exp2(rng.integers(-8, 0, size=(n, k // 16))).repeat(16, axis=1))
+    w = w.astype(ml_dtypes.bfloat16).astype(np.float32)
+    f32 = np.float32
+    glob = f32(np.abs(w).max()) / f32(2688)
+    blk = w.reshape(n, k // 16, 16)
+    s8 = (np.abs(blk).max(axis=2) / (f32(6) * glob)).astype(E4M3)
+    codes = ref_e2m1(blk / (s8.astype(np.float32) * glob)[..., None]).reshape(n, k)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    base, ft = tmp_path / "base", tmp_path / "ft"
+    base.mkdir()
+    ft.mkdir()
+    name = "model.layers.0.mlp.down_proj"
+    ref_write(base / "model.safetensors", {
+        name + ".weight": ("U8", [n, k // 2], packed.tobytes()),
+        name + ".weight_scale": ("F8_E4M3", [n, k // 16], s8.view(np.uint8).tobytes()),
+        name + ".weight_scale_2": ("F32", [], np.array(glob, dtype="<f4").tobytes()),
+    })
+    (base / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    (base / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}, "quantization": {
+        "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}))
+    (ft / "config.json").write_text(json.dumps({"model_type": "llama"}))
+
+    def write_ft(vals):
+        ref_write(ft / "model.safetensors", {name + ".weight": ("BF16", [n, k], vals.astype(ml_dtypes.bfloat16).tobytes())})
+
+    write_ft(w)
+    doc = ckpt.json("diff", base, ft, "--progress", "none", rc=1)
+    row = next(r for r in doc["tensors"] if r["name"] == name + ".weight")
+    assert (row["relation"], row["requant_mismatch_elems"], row["requant_mismatch_blocks"], row["requant_recipe"]) == \
+        ("requant_identical", 0, 0, "modelopt"), row
+    # one element of a block that is not its largest moves to 1.5× (another code)
+    i = next(j for j in range(16, 32) if 0 < abs(w[0, j]) < np.abs(w[0, 16:32]).max() / 2)
+    w2 = w.copy()
+    w2[0, i] *= 1.5
+    write_ft(w2)
+    doc = ckpt.json("diff", base, ft, "--progress", "none", rc=1)
+    row = next(r for r in doc["tensors"] if r["name"] == name + ".weight")
+    assert (row["relation"], row["requant_mismatch_elems"], row["requant_mismatch_blocks"]) == ("dtype_changed", 1, 1), row
+
+
 def _mxfp4_checkpoint(d, bad=False):
     """A gpt-oss-style MXFP4 checkpoint written by the reference writer."""
     rng = np.random.default_rng(4)
