@@ -66,30 +66,25 @@ func UnpackE2M1(dst []float32, src []byte) int {
 // numerics_details/mxfp_details/_downcast_to_mxfp.py@0616e64 "RTNE").
 func EncodeE2M1(x float32) byte {
 	u := math.Float32bits(x)
-	sign := byte(u>>28) & 8
-	a := math.Float32frombits(u & 0x7fffffff)
-	var c byte
-	switch {
-	case a != a: // NaN
+	a := u & 0x7fffffff
+	if a > 0x7f800000 { // NaN
 		return 7
-	case a <= 0.25:
-		c = 0
-	case a < 0.75:
-		c = 1
-	case a <= 1.25:
-		c = 2
-	case a < 1.75:
-		c = 3
-	case a <= 2.5:
-		c = 4
-	case a < 3.5:
-		c = 5
-	case a <= 5:
-		c = 6
-	default:
-		c = 7
 	}
-	return sign | c
+	// The code is the number of rounding bounds below |x|: above 0.25,
+	// 1.25, 2.5 and 5 (ties go down, to the even code), from 0.75, 1.75
+	// and 3.5 on (ties go up), compared on the bits (monotonic for
+	// non-negative floats; infinity counts all seven).
+	c := b2u(a > 0x3e800000) + b2u(a >= 0x3f400000) + b2u(a > 0x3fa00000) + b2u(a >= 0x3fe00000) +
+		b2u(a > 0x40200000) + b2u(a >= 0x40600000) + b2u(a > 0x40a00000)
+	return byte(u>>28)&8 | c
+}
+
+// b2u is 1 for true.
+func b2u(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // SameE2M1 reports whether two E2M1 codes (low four bits) have the same

@@ -155,17 +155,47 @@ func QuantizeMXFP4(r MXFP4Recipe, w []float32, blocks, scales []byte) error {
 	return nil
 }
 
-// comparePacked counts the elements of codes (two per byte, low nibble
-// first, len(codes) = len(w)/2) whose E2M1 code enc(w[i]) has another
-// value (cnt) or differs only in the sign of zero (zeroSign).
-func comparePacked(w []float32, codes []byte, enc func(float32) byte) (cnt, zeroSign int64) {
-	for j, b := range codes[:len(w)/2] {
-		for k, c := range [2]byte{b & 15, b >> 4} {
-			if same, zs := SameE2M1(enc(w[2*j+k]), c); !same {
-				cnt++
-			} else if zs {
-				zeroSign++
-			}
+// e2m1Lo and e2m1Hi bound, as float32 bits, the magnitudes that
+// EncodeE2M1 rounds to each code 0..7: the even codes take their ties
+// (closed intervals), the odd ones not.
+var (
+	e2m1Lo = [8]uint32{0, 0x3e800001, 0x3f400000, 0x3fa00001, 0x3fe00000, 0x40200001, 0x40600000, 0x40a00001}
+	e2m1Hi = [8]uint32{0x3e800000, 0x3f3fffff, 0x3fa00000, 0x3fdfffff, 0x40200000, 0x405fffff, 0x40a00000, 0x7f800000}
+)
+
+// countPacked counts the elements of codes (two per byte, low nibble
+// first, len(codes) = len(w)/2) whose E2M1 code of x (w[i] × f, or
+// w[i] / f when div; triton: with the bits triton_kernels drops, see
+// MXFP4Recipe.encode) has another value than the stored code (cnt) or
+// differs from it only in the sign of zero (zeroSign). It is
+// EncodeE2M1 and SameE2M1 without forming the code: x has the stored
+// code's value iff its magnitude lies in that code's rounding interval
+// and the signs agree or the code is a zero.
+func countPacked(w []float32, codes []byte, f float32, div, triton bool) (cnt, zeroSign int64) {
+	w = w[:2*len(codes)]
+	for i, x := range w {
+		if div {
+			x /= f
+		} else {
+			x *= f
+		}
+		u := math.Float32bits(x)
+		if triton && u>>23&0xff == 125 {
+			u &^= 3
+		}
+		c := codes[i/2] >> (4 * (i & 1)) & 15
+		m, a := c&7, u&0x7fffffff
+		if a > 0x7f800000 { // NaN is code 7
+			a, u = 0x7f800000, 0x7f800000
+		}
+		switch {
+		case a < e2m1Lo[m] || a > e2m1Hi[m]:
+			cnt++
+		case byte(u>>28)&8 == c&8:
+		case m == 0:
+			zeroSign++
+		default:
+			cnt++
 		}
 	}
 	return cnt, zeroSign
@@ -184,7 +214,7 @@ func (r MXFP4Recipe) MXFP4Requant(w []float32, codes []byte, scale byte) (cnt, z
 	if code == E8M0NaN && scale == E8M0NaN {
 		return 0, 0, false
 	}
-	cnt, zeroSign = comparePacked(w, codes[:MXFP4BlockBytes], func(x float32) byte { return r.encode(x * mul) })
+	cnt, zeroSign = countPacked(w, codes[:MXFP4BlockBytes], mul, false, r == MXFP4Triton)
 	return cnt, zeroSign, code != scale
 }
 
@@ -274,6 +304,6 @@ func NVFP4Requant(w []float32, codes []byte, scale byte, global float32) (cnt, z
 		return 0, 0, false
 	}
 	d := DecodeE4M3(s) * global
-	cnt, zeroSign = comparePacked(w, codes[:NVFP4BlockSize/2], func(x float32) byte { return EncodeE2M1(x / d) })
+	cnt, zeroSign = countPacked(w, codes[:NVFP4BlockSize/2], d, true, false)
 	return cnt, zeroSign, !same
 }

@@ -349,3 +349,61 @@ func TestNVFP4RequantNaN(t *testing.T) {
 	cnt, zs, bad = NVFP4Requant(w, packed, 0x38, 1)
 	assert.Equal(t, [3]any{int64(0), int64(1), false}, [3]any{cnt, zs, bad})
 }
+
+// countPackedRef is countPacked spelt out: EncodeE2M1 (and the triton
+// recipe's dropped bits) and SameE2M1.
+func countPackedRef(w []float32, codes []byte, f float32, div, triton bool) (cnt, zeroSign int64) {
+	for i := range 2 * len(codes) {
+		x := w[i] * f
+		if div {
+			x = w[i] / f
+		}
+		var c byte
+		if triton {
+			c = MXFP4Triton.encode(x)
+		} else {
+			c = EncodeE2M1(x)
+		}
+		if same, zs := SameE2M1(c, codes[i/2]>>(4*(i&1))); !same {
+			cnt++
+		} else if zs {
+			zeroSign++
+		}
+	}
+	return cnt, zeroSign
+}
+
+// TestCountPacked compares the interval test of countPacked with
+// encoding and comparing, on values near every rounding bound, ±0, ±Inf,
+// NaN and just above 0.25 (triton's dropped bits), against every code.
+func TestCountPacked(t *testing.T) {
+	t.Parallel()
+	var vals []float32
+	for _, b := range []float32{0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 5, 6, 7, float32(math.Inf(1))} {
+		for _, x := range []float32{b, math.Nextafter32(b, 0), math.Nextafter32(b, 100), math.Float32frombits(math.Float32bits(b) + 3)} {
+			vals = append(vals, x, -x)
+		}
+	}
+	vals = append(vals, float32(math.NaN()), math.Float32frombits(0xffc00000))
+	for _, f := range []float32{1, 0.5, 3, 1.0 / 3} {
+		for _, div := range []bool{false, true} {
+			for _, triton := range []bool{false, true} {
+				for _, v := range vals {
+					x := v * f // so that x / f or x × f lands near the bound
+					if !div {
+						x = v / f
+					}
+					for c := byte(0); c < 16; c++ {
+						w := []float32{x, x}
+						codes := []byte{c | c<<4}
+						gc, gz := countPacked(w, codes, f, div, triton)
+						rc, rz := countPackedRef(w, codes, f, div, triton)
+						if gc != rc || gz != rz {
+							t.Fatalf("x %g (%#08x) f %g div %v triton %v code %#x: got %d/%d, want %d/%d", x, math.Float32bits(x), f, div, triton, c, gc, gz, rc, rz)
+						}
+					}
+				}
+			}
+		}
+	}
+}
