@@ -99,9 +99,9 @@ func (f *fp4Side) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
-	dec := make([]float32, f.q.Global.Numel())
-	if err := ckpt.DecodeFloat32(f.q.Global.DType, g, dec); err != nil || len(dec) != 1 {
-		return fmt.Errorf("tensor %s of %s: not one float32 global scale (%v)", ckpt.Quote(f.q.Global.Name), f.q.Global.File.Location, err)
+	dec := make([]float32, 1) // the first, as ckpt.Values dequantises with
+	if err := ckpt.DecodeFloat32(f.q.Global.DType, g, dec); err != nil {
+		return fmt.Errorf("tensor %s of %s: %w", ckpt.Quote(f.q.Global.Name), f.q.Global.File.Location, err)
 	}
 	f.global = dec[0]
 	return nil

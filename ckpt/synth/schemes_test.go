@@ -155,3 +155,53 @@ func numelOf(shape []int64) int64 {
 	}
 	return n
 }
+
+// TestSchemeRequantisable: with Requantisable, the bf16 fine-tune holds
+// the base's dequantised values exactly (no every-7th change), and with
+// RequantChanged exactly that many elements of the changed weight differ,
+// each in its own block of the scheme.
+func TestSchemeRequantisable(t *testing.T) {
+	t.Parallel()
+	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+		for _, n := range []int{0, 4} {
+			t.Run(string(s), func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				base, ft := dir+"/base", dir+"/ft"
+				require.NoError(t, synth.WriteScheme(base, s, synth.SchemeOptions{Requantisable: true}))
+				require.NoError(t, synth.WriteScheme(ft, s, synth.SchemeOptions{Requantisable: true, FineTune: true, RequantChanged: n}))
+				b, err := ckpt.Open(context.Background(), base, ckpt.Options{})
+				require.NoError(t, err)
+				defer b.Close()
+				f, err := ckpt.Open(context.Background(), ft, ckpt.Options{})
+				require.NoError(t, err)
+				defer f.Close()
+				r, err := b.QuantRecipe()
+				require.NoError(t, err)
+				group := map[ckpt.Scheme]int{ckpt.MXFP4: 32, ckpt.NVFP4: 16}[s]
+				for _, w := range r.QuantWeights(b) {
+					vals := make([]float32, numelOf(w.Shape))
+					comp := func(i int) *ckpt.Tensor { return w.Companions[i].Tensor }
+					if s == ckpt.MXFP4 {
+						require.NoError(t, numfmt.DequantMXFP4(vals, readAll(t, w.Weight), readAll(t, comp(0))))
+					} else {
+						require.NoError(t, numfmt.DequantNVFP4(vals, readAll(t, w.Weight), readAll(t, comp(0)), readF32(t, comp(1))[0], int(w.Shape[0]), int(w.Shape[1])))
+					}
+					x, ok := f.Lookup(w.Name)
+					require.True(t, ok, w.Name)
+					blocks := map[int]bool{}
+					for i, v := range readF32(t, x) {
+						if v != vals[i] {
+							blocks[i/group] = true
+						}
+					}
+					want := 0
+					if w.Name == synth.SchemeChangedWeight(s) {
+						want = n
+					}
+					assert.Len(t, blocks, want, w.Name)
+				}
+			})
+		}
+	}
+}
