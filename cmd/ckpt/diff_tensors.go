@@ -158,6 +158,9 @@ func tensorNote(t diff.Tensor) string {
 	case t.RequantMismatchElems != nil:
 		note = fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))
 	}
+	if t.RequantRecipe != "" && note != "" {
+		note += " (" + t.RequantRecipe + ")"
+	}
 	if t.ZeroSignCodes > 0 {
 		if note != "" {
 			note += "; "

@@ -86,7 +86,12 @@ func TestDiffSchemesRequantFP4(t *testing.T) {
 				}
 				assert.Equal(t, tc.weights, n)
 			}
-			code, out, stderr := runApp(t, "diff", base, base, "--format", "json", "--progress", "none")
+			// the text names the recipe in the row's note
+			code, out, stderr := runApp(t, "diff", base, ft3, "--progress", "none")
+			require.Equal(t, 1, code, "%s%s", out, stderr)
+			assert.Contains(t, out, "re-quantises exactly ("+tc.recipe+")")
+			assert.Contains(t, out, "re-quantising: 3 code(s), 3 block(s) differ ("+tc.recipe+")")
+			code, out, stderr = runApp(t, "diff", base, base, "--format", "json", "--progress", "none")
 			require.Equal(t, 0, code, "%s%s", out, stderr)
 		})
 	}
