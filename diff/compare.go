@@ -111,6 +111,9 @@ type plan struct {
 	// sampled code of it failed to re-quantise: requant_mismatch_blocks
 	// counts blocks, however many row segments of one the sample holds.
 	qBlockBad []atomic.Bool
+	// sampled is set in a sampled diff (Options.SampleBytes/SampleBudget),
+	// which compares packed FP4 weights by value only (no kindRequantFP4).
+	sampled bool
 	// fp4 is the packed side of a kindRequantFP4 plan.
 	fp4   *fp4Side
 	ready bool // sides and scales loaded
@@ -242,7 +245,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft, rb: rb, rf: rf})
 	}
+	sampled := opt.SampleBytes > 0 || opt.SampleBudget > 0
 	for _, p := range plans {
+		p.sampled = sampled
 		if p.rb == nil {
 			p.rb = p.b
 		}

@@ -58,6 +58,9 @@ type fp4Side struct {
 // layoutFP4 reports whether the plan re-quantises a wider float to a
 // packed FP4 side, and sets p.fp4.
 func (p *plan) layoutFP4() bool {
+	if p.sampled {
+		return false // a sample compares values only (samplepacked.go)
+	}
 	pb, bPacked := p.rb.(*packedSrc)
 	pf, fPacked := p.rf.(*packedSrc)
 	var ps *packedSrc
