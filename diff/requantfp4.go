@@ -102,12 +102,8 @@ func (f *fp4Side) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
-	dec := make([]float32, 1) // the first, as ckpt.Values dequantises with
-	if err := ckpt.DecodeFloat32(f.q.Global.DType, g, dec); err != nil {
-		return fmt.Errorf("tensor %s of %s: %w", ckpt.Quote(f.q.Global.Name), f.q.Global.File.Location, err)
-	}
-	f.global = dec[0]
-	return nil
+	f.global, err = f.q.GlobalScale(g) // as ckpt.Values dequantises with
+	return err
 }
 
 // requantFP4 re-quantises the wider side's values [e0, e1) (whole blocks)
