@@ -3,8 +3,10 @@
 // IEEE half, F8_E4M3, F8_E5M2, F8_E8M0 to and from float32), bfloat16
 // rounding with the NaN policy as a parameter (NaNPolicy), the NaN/Inf
 // scanner (ScanNonFinite), block-FP8 dequantisation (BlockScales, with
-// the per-scale lookup tables of ScaleTable16/ScaleTable32) and the block-FP8
-// quantisation recipe (ScaleFor, QuantizeBlockFP8, RequantMismatches).
+// the per-scale lookup tables of ScaleTable16/ScaleTable32), the block-FP8
+// quantisation recipe (ScaleFor, QuantizeBlockFP8, RequantMismatches) and
+// the named FP4 recipes (quant_fp4.go: EncodeE2M1, MXFP4Recipe ocp-floor /
+// triton-round-up, ModelOpt's NVFP4; Quantize*, *Requant).
 //
 // It is a leaf: it imports only the standard library and
 // golang.org/x/sys/cpu, never the reader package ckpt (which re-exports
