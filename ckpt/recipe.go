@@ -213,6 +213,14 @@ func looksQuantised(ts []*Tensor) bool {
 // nil when neither declares one, and a *RecipeError when the declaration
 // is not one of the schemes (Schemes) or not usable as one.
 func (c *Checkpoint) QuantRecipe() (*QuantRecipe, error) {
+	r, err := c.quantRecipe()
+	if err != nil {
+		return nil, err // never a half-read recipe (its Scheme unset)
+	}
+	return r, nil
+}
+
+func (c *Checkpoint) quantRecipe() (*QuantRecipe, error) {
 	if q := c.Config.Quantization(); q != nil {
 		return recipeFromConfig(c.Config.File, q)
 	}

@@ -188,6 +188,14 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	if IsQuantCode(t.DType) {
 		return true
 	}
+	q := c.Config.Quantization()
+	quantised := q != nil && q.Method != "fp8" || q == nil && c.HFQuantConfig != nil
+	if quantised && strings.HasSuffix(t.Name, ".weight_packed") {
+		// compressed-tensors' packed codes, whatever their dtype (I32 for
+		// pack-quantized, U8 for nvfp4/mxfp4-pack-quantized):
+		// compressors/pack_quantized/base.py@0.20.1 and nvfp4/base.py@0.20.1.
+		return true
+	}
 	if t.DType != U8 && t.DType != I8 {
 		return false
 	}
@@ -195,8 +203,6 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	// An MXFP4 <x>_scales (U8 exponents) is the scale of <x>_blocks. A
 	// ModelOpt checkpoint may declare its scheme in hf_quant_config.json
 	// only (NVFP4: U8 codes).
-	q := c.Config.Quantization()
-	quantised := q != nil && q.Method != "fp8" || q == nil && c.HFQuantConfig != nil
 	return quantised && !strings.HasSuffix(t.Name, "_scales")
 }
 
@@ -216,7 +222,8 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	if !c.IsQuantized(t) {
 		return Quant{Scheme: Plain, Name: t.Name, Shape: t.Shape}, nil
 	}
-	if r, err := c.QuantRecipe(); err == nil && r != nil && r.Scheme != BlockFP8 {
+	r, recipeErr := c.QuantRecipe()
+	if r != nil && r.Scheme != BlockFP8 {
 		// with its scale beside it; without, the rule below names what it
 		// finds (no scale, a weight_scale_inv under another quant_method)
 		if w, ok := r.QuantWeight(c, t); ok && w.hasScale() {
@@ -247,6 +254,8 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 			}
 		}
 		return Quant{}, e
+	case scale == nil && recipeErr != nil:
+		return unknown(fmt.Sprintf("its config declares a quantisation ckpt does not read (%v)", recipeErr))
 	case scale == nil:
 		return unknown("no weight_scale_inv beside it, and that naming is not a scheme ckpt supports")
 	case len(others) > 0:

@@ -78,7 +78,8 @@ func (in *inventory) fp8Facts() *fp8Facts {
 	f := &fp8Facts{}
 	for _, t := range in.c.Tensors {
 		switch {
-		case t.DType == ckpt.F8E4M3:
+		case t.DType == ckpt.F8E4M3 && !ckpt.IsBookkeeping(t.Name):
+			// an F8_E4M3 weight_scale is NVFP4's scale, not an FP8 weight
 			f.weights = append(f.weights, t)
 		}
 		if strings.HasSuffix(t.Name, ckpt.ScaleSuffix) {

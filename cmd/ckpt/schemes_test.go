@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -290,4 +291,89 @@ func TestVerifyUnknownScheme(t *testing.T) {
 	assert.True(t, found, raw)
 	code, _, _ = runApp(t, "verify", dir, "--strict")
 	assert.Equal(t, 1, code)
+}
+
+// writeUnreadScheme writes a one-layer checkpoint in the layout
+// compressed-tensors 0.20.1 writes for a format ckpt does not dequantise
+// (compressors/nvfp4/base.py@0.20.1: weight_packed U8 [N, K/2],
+// weight_scale F8_E4M3 [N, K/16], weight_global_scale F32 [1];
+// compressors/pack_quantized/base.py@0.20.1: weight_packed I32 [N, K*bits/32],
+// weight_scale [N, K/group], weight_shape I64 [2]), with its config.
+func writeUnreadScheme(t *testing.T, dir, format string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	const n, k = 32, 64
+	mod := "model.layers.0.mlp.down_proj."
+	ts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "model.norm.weight", DType: ckpt.BF16, Shape: []int64{k}}, Data: make([]byte, 2*k)}}
+	w := map[string]any{"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": true}
+	switch format {
+	case "nvfp4-pack-quantized":
+		ts = append(ts,
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: ckpt.U8, Shape: []int64{n, k / 2}}, Data: make([]byte, n*k/2)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: ckpt.F8E4M3, Shape: []int64{n, k / 16}}, Data: make([]byte, n*k/16)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_global_scale", DType: ckpt.F32, Shape: []int64{1}}, Data: make([]byte, 4)})
+	case "pack-quantized":
+		w = map[string]any{"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32, "symmetric": true}
+		ts = append(ts,
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: ckpt.I32, Shape: []int64{n, k / 8}}, Data: make([]byte, 4*n*k/8)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: ckpt.BF16, Shape: []int64{n, k / 32}}, Data: make([]byte, 2*n*k/32)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_shape", DType: ckpt.I64, Shape: []int64{2}}, Data: make([]byte, 16)})
+	}
+	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil))
+	cfg, err := json.Marshal(map[string]any{"model_type": "llama", "quantization_config": map[string]any{
+		"quant_method": "compressed-tensors", "format": format, "ignore": []string{"lm_head"},
+		"config_groups": map[string]any{"group_0": map[string]any{"targets": []string{"Linear"}, "format": format, "weights": w}}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+}
+
+// TestUnreadCompressedTensorsFormats: a compressed-tensors checkpoint of a
+// format ckpt does not dequantise (NVFP4 and int packing, as
+// compressed-tensors names them) is never passed silently. inspect lists
+// it (before: an internal error, exit 2: the half-read recipe had no
+// scheme); verify warns that its quantisation is not verified, with no
+// block-FP8 failure for NVFP4's F8_E4M3 weight_scale (before: 1 failure
+// per weight, fp8.scale_missing), and --strict fails; extract --dtype bf16
+// refuses the packed weight naming the config's format (before: the I32
+// weight_packed of pack-quantized was copied as if it were values, exit 0).
+func TestUnreadCompressedTensorsFormats(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"nvfp4-pack-quantized", "pack-quantized"} {
+		t.Run(format, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "ct")
+			writeUnreadScheme(t, dir, format)
+
+			code, out, stderr := runApp(t, "inspect", dir, "--format", "json")
+			require.Equal(t, 0, code, stderr)
+			assert.NotContains(t, stderr, "internal error")
+			var doc ckpt.InspectResult
+			require.NoError(t, json.Unmarshal([]byte(out), &doc))
+			assert.Nil(t, doc.Quantization, "no scheme is claimed")
+
+			code, vdoc, raw := schemeVerify(t, dir)
+			require.Equal(t, 0, code, raw)
+			var warned bool
+			for _, f := range vdoc.Findings {
+				assert.NotEqual(t, ckpt.Fail, f.Status, "%s: %s", f.ID, f.Message)
+				if f.ID == "scheme.config" {
+					assert.Equal(t, ckpt.Warn, f.Status)
+					assert.Contains(t, f.Message, "quantisation not verified: ")
+					assert.Contains(t, f.Message, `format "`+format+`"`)
+					warned = true
+				}
+			}
+			assert.True(t, warned, raw)
+			code, _, _ = runApp(t, "verify", dir, "--strict")
+			assert.Equal(t, 1, code)
+
+			outFile := filepath.Join(t.TempDir(), "out.safetensors")
+			code, _, stderr = runApp(t, "extract", dir, "--match", "**", "--dtype", "bf16", "-o", outFile, "--progress", "none")
+			assert.Equal(t, 1, code, stderr)
+			assert.Contains(t, stderr, `"model.layers.0.mlp.down_proj.weight_packed"`)
+			assert.Contains(t, stderr, "its config declares a quantisation ckpt does not read")
+			assert.Contains(t, stderr, "refusing to read it")
+			assert.NoFileExists(t, outFile)
+		})
+	}
 }
