@@ -37,10 +37,15 @@ func TestInterrupt(t *testing.T) {
 		cmd := exec.Command(bin, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		// One thread at the lowest priority: on a loaded machine the
+		// command must not finish between two polls of ready (it did,
+		// once, at a load average of 10).
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 		require.NoError(t, cmd.Start())
+		lowPriority(cmd.Process.Pid)
 		deadline := time.Now().Add(60 * time.Second)
 		for !ready(cmd.Process.Pid) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(time.Millisecond)
 		}
 		require.NoError(t, cmd.Process.Signal(sig))
 		err := cmd.Wait()
