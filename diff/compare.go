@@ -28,7 +28,8 @@ type Options struct {
 	Workers   int
 	ReadAhead int
 	// ChunkBytes is the target raw size of one chunk of one side (default
-	// 1 MiB); a chunk holds at least one row of scale blocks.
+	// 1 MiB); a chunk holds at least one row of scale blocks, read in
+	// pieces of at most about ChunkBytes per side whatever the scheme.
 	ChunkBytes int64
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
@@ -53,6 +54,15 @@ type Options struct {
 	SampleSeed   uint64
 	// ByLayer fills Result.Layers, the per-layer picture.
 	ByLayer bool
+	// probe, when set (tests), reads each chunk at once if unbounded and
+	// receives the largest buffers a chunk read or decoded into.
+	probe *chunkProbe
+}
+
+// chunkProbe is Options.probe.
+type chunkProbe struct {
+	unbounded          bool
+	maxRead, maxDecode int64
 }
 
 // notInSample is the note of a common tensor whose data Options.Sample
@@ -262,6 +272,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 	case len(plans) > 0:
 		e := newEngine(opt, mode)
+		if opt.probe != nil {
+			e.unbounded = opt.probe.unbounded
+		}
 		for _, p := range plans {
 			opt.Progress.AddTotal(int64(p.b.NBytes() + p.f.NBytes()))
 		}
@@ -269,6 +282,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 			return nil, err
 		}
 		res.BytesRead = e.bytesRead.Load()
+		if opt.probe != nil {
+			opt.probe.maxRead, opt.probe.maxDecode = e.maxRead.Load(), e.maxDecode.Load()
+		}
 	}
 	for i := range res.Tensors {
 		res.Summary.Add(res.Tensors[i].Relation)

@@ -22,10 +22,12 @@
 // requant_identical (quantisers disagree on the sign of a zero); rows
 // count such codes in zero_sign_codes.
 //
-// Data is streamed in chunks aligned to the scale blocks, with bounded
-// memory, on several goroutines across tensors and inside large ones; the
-// statistics are merged in chunk order, so results do not depend on
-// scheduling. Raw bytes are compared first and only differing chunks are
+// Data is streamed in chunks aligned to the scale blocks, on several
+// goroutines across tensors and inside large ones; the statistics are
+// merged in chunk order, so results do not depend on scheduling. A chunk
+// larger than Options.ChunkBytes (a per-tensor FP8 weight's chunk is the
+// whole tensor) is read in pieces of at most about ChunkBytes per side
+// with the same results, so memory is bounded whatever the scheme. Raw bytes are compared first and only differing chunks are
 // decoded. The package never prints; cmd/ckpt renders a Result.
 //
 // With Options.SampleBytes (or SampleBudget, a total spread over the

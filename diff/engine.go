@@ -29,6 +29,11 @@ type engine struct {
 	parallel  int
 	progress  *ckpt.Progress
 	bytesRead atomic.Int64
+	// maxRead and maxDecode are the largest buffers a chunk read raw
+	// bytes or decoded values into (bytes; Options.probe); unbounded
+	// (tests) reads each chunk at once, as a reference.
+	maxRead, maxDecode atomic.Int64
+	unbounded          bool
 }
 
 // scratch is the working memory of one chunk in flight.
@@ -52,10 +57,10 @@ func newEngine(opt Options, mode Mode) *engine {
 	if ra == 0 {
 		ra = 2
 	}
-	// The tokens bound memory: each holds one chunk of each side (at
-	// most about a row of scale blocks, a few MiB for the largest weights
-	// of a 27B model) and small decode buffers; cap them so that peak
-	// memory stays well under 256 MiB on machines with many cores.
+	// The tokens bound memory: each holds a piece of one chunk of each
+	// side (at most about ChunkBytes, chunks.go) and small decode
+	// buffers; cap them so that peak memory stays well under 256 MiB on
+	// machines with many cores.
 	n := min(w+max(ra, 0), maxTokens)
 	e := &engine{mode: mode, target: opt.ChunkBytes, tokens: make(chan *scratch, n), parallel: n, progress: opt.Progress}
 	if e.target <= 0 {
@@ -330,6 +335,7 @@ func mergeAll(res []chunkResult) partial {
 // read reads the raw bytes of units [e0, e1) of a tensor into buf.
 func (e *engine) read(t src, e0, e1, esize int64, buf []byte) ([]byte, error) {
 	buf = grow(buf, (e1-e0)*esize)
+	e.note(int64(len(buf)))
 	if _, err := t.ReadAt(buf, e0*esize); err != nil {
 		return buf, err
 	}
@@ -337,7 +343,13 @@ func (e *engine) read(t src, e0, e1, esize int64, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// chunk compares chunk k of a pair.
+// chunk compares chunk k of a pair, in pieces of about the read target
+// (chunks.go): each piece is read into the token's buffers and compared
+// into r in order, so that r is the same as for the chunk read at once.
+// A chunk of two sides with the same bytes and scales is not decoded
+// (r.equal): its statistics come later from normChunk if the tensor is
+// not identical; when a piece differs after equal ones, those are
+// decoded from the base first.
 func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic.Bool) error {
 	e0, e1 := p.geom.bounds(k)
 	gm := p.geom
@@ -346,47 +358,73 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 		r.skipped = true
 		return nil
 	}
-	var err error
-	if sc.bRaw, err = e.read(p.rb, e0, e1, gm.esizeB, sc.bRaw); err != nil {
-		return err
+	if p.kind == kindRequant && gm.ranges == nil {
+		return e.requantChunk(p, e0, e1, sc, &r.p)
 	}
-	if sc.fRaw, err = e.read(p.rf, e0, e1, gm.esizeF, sc.fRaw); err != nil {
-		return err
-	}
-	bRaw, fRaw := sc.bRaw, sc.fRaw
-	switch p.kind {
-	case kindRaw, kindSame:
-		eq := bytes.Equal(bRaw, fRaw)
-		r.rawDiff = !eq
-		if eq && (p.kind == kindRaw || p.scalesSame) {
-			r.equal = true
-			return nil
+	n := e.pieceUnits(gm)
+	decoding := false // some piece was decoded (kindSame)
+	for a := e0; a < e1; {
+		b := p.pieceEnd(a, e1, n)
+		var err error
+		if sc.bRaw, err = e.read(p.rb, a, b, gm.esizeB, sc.bRaw); err != nil {
+			return err
 		}
-		if e.mode == ModeBytes {
-			stop.Store(true)
-			return nil
+		if sc.fRaw, err = e.read(p.rf, a, b, gm.esizeF, sc.fRaw); err != nil {
+			return err
 		}
-		if p.kind == kindRaw {
-			if gm.countable {
-				r.p.changed = countRawDiff(bRaw, fRaw, int(gm.esizeB))
+		bRaw, fRaw := sc.bRaw, sc.fRaw
+		switch p.kind {
+		case kindRaw, kindSame:
+			eq := bytes.Equal(bRaw, fRaw)
+			r.rawDiff = r.rawDiff || !eq
+			if eq && (p.kind == kindRaw || p.scalesSame && !decoding) {
+				break
 			}
-			return nil
+			if e.mode == ModeBytes {
+				stop.Store(true)
+				return nil
+			}
+			if p.kind == kindRaw {
+				if gm.countable {
+					r.p.changed += countRawDiff(bRaw, fRaw, int(gm.esizeB))
+				}
+				break
+			}
+			if !decoding && a > e0 {
+				// the pieces before were equal: their statistics first
+				// (read into sc.codes, unused by this kind)
+				if err := e.normRange(p, e0, a, sc, &sc.codes, &r.p); err != nil {
+					return err
+				}
+			}
+			decoding = true
+			if err := e.segments(p, bRaw, fRaw, a, b, sc, &r.p, true); err != nil {
+				return err
+			}
+		case kindCross:
+			if err := e.segments(p, bRaw, fRaw, a, b, sc, &r.p, false); err != nil {
+				return err
+			}
+		case kindRequantFP4:
+			if err := e.segments(p, bRaw, fRaw, a, b, sc, &r.p, false); err != nil {
+				return err
+			}
+			if gm.ranges == nil { // a sample: values only
+				if err := e.requantFP4(p, bRaw, fRaw, a, b, sc, &r.p); err != nil {
+					return err
+				}
+			}
+		case kindRequant:
+			if err := e.requantSegments(p, bRaw, fRaw, a, b, sc, &r.p); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("tensor %s: internal error: unknown comparison kind %d", ckpt.Quote(p.b.Name), p.kind)
 		}
-		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, true)
-	case kindCross:
-		return e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false)
-	case kindRequantFP4:
-		if err := e.segments(p, bRaw, fRaw, e0, e1, sc, &r.p, false); err != nil || p.geom.ranges != nil {
-			return err // a sample: values only
-		}
-		return e.requantFP4(p, bRaw, fRaw, e0, e1, sc, &r.p)
-	case kindRequant:
-		if p.geom.ranges != nil {
-			return e.requantSegments(p, bRaw, fRaw, e0, e1, sc, &r.p)
-		}
-		return e.requant(p, bRaw, fRaw, e0, e1, sc, &r.p)
+		a = b
 	}
-	return fmt.Errorf("tensor %s: internal error: unknown comparison kind %d", ckpt.Quote(p.b.Name), p.kind)
+	r.equal = p.kind == kindRaw && !r.rawDiff || p.kind == kindSame && !decoding
+	return nil
 }
 
 // segments decodes a chunk segment by segment and accumulates statistics.
@@ -538,59 +576,23 @@ func bf16Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 // sides, so the sums come out exactly as for any other chunk.
 func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 	e0, e1 := p.geom.bounds(k)
-	var err error
-	if sc.bRaw, err = e.read(p.rb, e0, e1, p.geom.esizeB, sc.bRaw); err != nil {
-		return err
-	}
-	return e.segments(p, sc.bRaw, sc.bRaw, e0, e1, sc, r, true)
+	return e.normRange(p, e0, e1, sc, &sc.bRaw, r)
 }
 
-// requant compares a chunk of block-FP8 values with a wider float, block
-// by block (row-major blocks, so that two bm×bn float buffers suffice):
-// the statistics over dequantised values, then the recipe applied to the
-// wider side against the FP8 codes and stored scales.
-func (e *engine) requant(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial) error {
-	q, w := p.q, p.w
-	qRaw, wRaw := bRaw, fRaw
-	if q == p.fs {
-		qRaw, wRaw = fRaw, bRaw
-	}
-	cols := q.cols
-	rows, r0 := (e1-e0)/cols, e0/cols
-	for ra := int64(0); ra < rows; ra += q.bm {
-		rb := min(ra+q.bm, rows)
-		for bj := int64(0); bj < q.sCols; bj++ {
-			c0, c1 := bj*q.bn, min((bj+1)*q.bn, cols)
-			nc := c1 - c0
-			n := (rb - ra) * nc
-			sc.bF, sc.fF = grow(sc.bF, n), grow(sc.fF, n)
-			qF, wF := sc.bF, sc.fF
-			codes := grow(sc.codes, n)
-			sc.codes = codes
-			for rr := ra; rr < rb; rr++ {
-				o := rr*cols + c0 // element offset within the chunk
-				d := (rr - ra) * nc
-				if err := q.decode(qRaw[o*q.esize:(o+nc)*q.esize], e0+o, qF[d:d+nc]); err != nil {
-					return err
-				}
-				if err := w.decode(wRaw[o*w.esize:(o+nc)*w.esize], e0+o, wF[d:d+nc]); err != nil {
-					return err
-				}
-				copy(codes[d:d+nc], qRaw[o:o+nc])
-			}
-			bF, fF := qF, wF
-			if q == p.fs {
-				bF, fF = wF, qF
-			}
-			r.changed += countValueDiff(bF, fF)
-			r.accumulate(bF, fF)
-			cnt, zs, bad := requantBlock(q, wF, codes, (r0+ra)/q.bm, bj)
-			r.qElems += cnt
-			r.zeroSign += zs
-			if bad || cnt > 0 {
-				r.qBlocks++
-			}
+// normRange is normChunk for elements [e0, e1) of a chunk starting at e0,
+// piece by piece, read into *buf.
+func (e *engine) normRange(p *plan, e0, e1 int64, sc *scratch, buf *[]byte, r *partial) error {
+	n := e.pieceUnits(p.geom)
+	for a := e0; a < e1; {
+		b := p.pieceEnd(a, e1, n)
+		var err error
+		if *buf, err = e.read(p.rb, a, b, p.geom.esizeB, *buf); err != nil {
+			return err
 		}
+		if err := e.segments(p, *buf, *buf, a, b, sc, r, true); err != nil {
+			return err
+		}
+		a = b
 	}
 	return nil
 }

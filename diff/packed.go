@@ -63,35 +63,69 @@ func lookupValues(c *ckpt.Checkpoint, name string) (*ckpt.Tensor, bool) {
 }
 
 // packedSrc serves the little-endian F32 bytes of a packed weight's
-// values, decoding the rows that hold them (safe for concurrent use).
-// Its scales are read on the first read (ckpt.NewQuantValues).
+// values (safe for concurrent use): a read of values [e0, e1) reads the
+// codes and the scale codes of the groups that hold them only and
+// dequantises them (ckpt.DequantPacked, as ckpt.Values.ReadRows does), so
+// that its memory is that of the read, whatever the size of the weight or
+// of its scale. NVFP4's weight_scale_2 is read on the first read.
 type packedSrc struct {
-	t    *ckpt.Tensor
-	q    ckpt.Quant
-	once sync.Once
-	v    *ckpt.Values
-	err  error
+	t      *ckpt.Tensor
+	q      ckpt.Quant
+	once   sync.Once
+	global float32
+	err    error
+}
+
+// load checks the size of the scale (as ckpt.NewQuantValues does) and
+// reads NVFP4's global scale.
+func (s *packedSrc) load() error {
+	q := s.q
+	rows, cols := ckpt.Matrix(q.Shape)
+	g := s.group()
+	if g <= 0 || cols%g != 0 || int64(q.Scale.NBytes()) != rows*cols/g {
+		return fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", ckpt.Quote(q.Scale.Name), q.Scale.File.Location, q.Scale.NBytes(), rows, cols, g)
+	}
+	if q.Global == nil {
+		return nil
+	}
+	raw := make([]byte, q.Global.NBytes())
+	if _, err := q.Global.ReadAt(raw, 0); err != nil {
+		return err
+	}
+	var err error
+	s.global, err = q.GlobalScale(raw)
+	return err
 }
 
 func (s *packedSrc) ReadAt(p []byte, off int64) (int, error) {
-	s.once.Do(func() { s.v, s.err = ckpt.NewQuantValues(s.t, s.q) })
+	s.once.Do(func() { s.err = s.load() })
 	if s.err != nil {
 		return 0, s.err
 	}
-	v := s.v
-	if off%4 != 0 || len(p)%4 != 0 || off < 0 || off/4+int64(len(p)/4) > v.Rows*v.Cols {
-		return 0, fmt.Errorf("tensor %s: internal error: values [%d, %d) bytes outside its %d values", ckpt.Quote(v.T.Name), off, off+int64(len(p)), v.Rows*v.Cols)
+	q := s.q
+	numel := int64(q.Scale.NBytes()) * s.group()
+	if off%4 != 0 || len(p)%4 != 0 || off < 0 || off/4+int64(len(p)/4) > numel {
+		return 0, fmt.Errorf("tensor %s: internal error: values [%d, %d) bytes outside its %d values", ckpt.Quote(q.Name), off, off+int64(len(p)), numel)
 	}
-	e0, n := off/4, int64(len(p)/4)
-	if n == 0 {
+	if len(p) == 0 {
 		return 0, nil
 	}
-	r0, r1 := e0/v.Cols, (e0+n+v.Cols-1)/v.Cols
-	vals := make([]float32, (r1-r0)*v.Cols)
-	if _, err := v.ReadRows(r0, r1-r0, nil, vals); err != nil {
+	g := s.group()
+	e0, e1 := off/4, off/4+int64(len(p)/4)
+	g0, g1 := e0/g, (e1+g-1)/g
+	codes := make([]byte, (g1-g0)*g/2)
+	if _, err := s.t.ReadAt(codes, g0*g/2); err != nil {
 		return 0, err
 	}
-	for i, x := range vals[e0-r0*v.Cols : e0-r0*v.Cols+n] {
+	scales := make([]byte, g1-g0)
+	if _, err := q.Scale.ReadAt(scales, g0); err != nil {
+		return 0, err
+	}
+	vals := make([]float32, (g1-g0)*g)
+	if err := ckpt.DequantPacked(q.Scheme, vals, codes, scales, s.global); err != nil {
+		return 0, fmt.Errorf("tensor %s: %w", ckpt.Quote(q.Name), err)
+	}
+	for i, x := range vals[e0-g0*g : e1-g0*g] {
 		binary.LittleEndian.PutUint32(p[4*i:], math.Float32bits(x))
 	}
 	return len(p), nil
