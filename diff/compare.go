@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -63,6 +64,8 @@ type Options struct {
 type chunkProbe struct {
 	unbounded          bool
 	maxRead, maxDecode int64
+	// retained: the bytes of scales the plans still hold after the run.
+	retained int64
 }
 
 // notInSample is the note of a common tensor whose data Options.Sample
@@ -284,6 +287,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		res.BytesRead = e.bytesRead.Load()
 		if opt.probe != nil {
 			opt.probe.maxRead, opt.probe.maxDecode = e.maxRead.Load(), e.maxDecode.Load()
+			for _, p := range plans {
+				opt.probe.retained += p.retainedBytes()
+			}
 		}
 	}
 	for i := range res.Tensors {
@@ -318,6 +324,36 @@ func (p *plan) prepare() error {
 		_, err := t.ReadAt(raw, 0)
 		return raw, err
 	})
+}
+
+// release drops what prepare and load read for the comparison (the
+// scales, decoded and raw, of both sides): the plan outlives its tensor's
+// comparison until the diff ends, and a packed FP4 weight's scales are a
+// sixteenth or a thirty-second of its values.
+func (p *plan) release() {
+	for _, sd := range []*side{p.bs, p.fs} {
+		if sd != nil {
+			sd.scale, sd.scaleRaw = nil, nil
+		}
+	}
+	if p.fp4 != nil {
+		p.fp4.scales = nil
+	}
+	p.e4m3Blocks, p.qBlockBad = nil, nil
+}
+
+// retainedBytes is the size of what release drops (Options.probe).
+func (p *plan) retainedBytes() int64 {
+	var n int64
+	for _, sd := range []*side{p.bs, p.fs} {
+		if sd != nil {
+			n += int64(4*len(sd.scale) + len(sd.scaleRaw))
+		}
+	}
+	if p.fp4 != nil {
+		n += int64(len(p.fp4.scales))
+	}
+	return n + int64(len(p.e4m3Blocks))*int64(unsafe.Sizeof(e4m3Block{})) + int64(len(p.qBlockBad))
 }
 
 // load gives the block-scaled sides their scales, read by read, and

@@ -215,6 +215,7 @@ func seq(n int) []int {
 
 // tensor compares one pair and fills its row.
 func (e *engine) tensor(ctx context.Context, p *plan) error {
+	defer p.release()
 	if err := p.prepare(); err != nil {
 		return err
 	}
