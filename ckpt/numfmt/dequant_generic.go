@@ -163,3 +163,62 @@ func LookupE4M3(out []uint16, in []byte, t *[256]uint16) (nan bool) {
 	}
 	return acc != 0
 }
+
+// DequantE4M3 writes to dst the encoding in out (BF16, F16 or F32,
+// little-endian) of e4m3(codes[i])·s for every code, the float32 product
+// rounded once (BF16 nearest even keeping a NaN's sign and payload, as
+// F32ToBF16): the bytes of EncodeFloat32(out, ...) of the products, and of
+// a ScaleTable16 or ScaleTable32 lookup. dst must hold len(codes)·out
+// bytes. It reports whether codes holds a NaN code (0x7f or 0xff, the
+// format's only non-finite codes), so that a caller's NaN guard needs no
+// pass of its own. On amd64 with AVX2 (and F16C for F16) a kernel does the
+// work (DequantE4M3Fast).
+func DequantE4M3(dst []byte, codes []byte, s float32, out DType) (nan bool, err error) {
+	db := 4 // output bytes per code (no DType.Bits: a map lookup per call)
+	switch out {
+	case BF16, F16:
+		db = 2
+	case F32:
+	default:
+		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	}
+	if need := len(codes) * db; len(dst) < need {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", len(codes), out, len(dst), need)
+	}
+	return dequantE4M3(dst, codes, s, out, db), nil
+}
+
+// DequantE4M3Fast reports whether DequantE4M3 into out runs a vector
+// kernel on this machine (else it is a loop of scalar products, slower
+// than a ScaleTable lookup).
+func DequantE4M3Fast(out DType) bool { return dequantE4M3Kernel(out) }
+
+// dequantE4M3Go is the Go reference of DequantE4M3.
+func dequantE4M3Go(dst []byte, codes []byte, s float32, out DType, db int) (nan bool) {
+	for i, c := range codes {
+		putScaled(dst[i*db:], c, s, out)
+		if c&0x7f == 0x7f {
+			nan = true
+		}
+	}
+	return nan
+}
+
+// putScaled encodes e4m3(c)·s in out at b. A NaN code gives its own
+// (quiet) NaN whatever s is: the product the tables (products) and the
+// decode loops give it, also under a NaN scale, where the compiled
+// operand order of a product would otherwise choose between two NaNs.
+func putScaled(b []byte, c byte, s float32, out DType) {
+	x := e4m3Table[c]
+	if x == x {
+		x *= s
+	}
+	switch out {
+	case BF16:
+		binary.LittleEndian.PutUint16(b, F32ToBF16NaN(x, KeepNaN))
+	case F16:
+		binary.LittleEndian.PutUint16(b, F32ToF16(x))
+	default:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
+	}
+}
