@@ -9,9 +9,10 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
-// scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales, one run
-// of a block's codes at a time: F8_E4M3 codes by numfmt.DequantE4M3 where
-// it has a vector kernel for the output (AVX2), other codes by table:
+// scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales: F8_E4M3
+// codes by numfmt.BlockScales.DequantizeE4M3 where numfmt has a vector
+// kernel for the output (numfmt.DequantE4M3Fast: AVX2), other codes by
+// table:
 // for each block column of the current block row, the output bytes of
 // every code c, EncodeFloat32(decode(c) × scale) (numfmt.ScaleTable16/32):
 // the float32 product and rounding of the dequantise (numfmt.BlockScales)
@@ -77,23 +78,18 @@ func (l *scaleLUT) tables(v *ckpt.Values, br int64) error {
 // whether raw holds a NaN code (F8_E4M3: the kernel and LookupE4M3 see
 // them on the way); otherwise the caller scans raw itself.
 func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) (scanned, nan bool, err error) {
+	if l.kernel {
+		nan, err := v.Blocks().DequantizeE4M3(l.out, raw, e0, enc)
+		return err == nil, nan, err
+	}
 	cols := v.Cols
-	scanned = l.src == ckpt.F8E4M3 && (l.kernel || l.db == 2 && littleEndian)
+	scanned = l.src == ckpt.F8E4M3 && l.db == 2 && littleEndian
 	for k := int64(0); k < int64(len(raw)); {
 		e := e0 + k
 		i, j := e/cols, e%cols
 		bc := j / v.BN
 		run := min(min((bc+1)*v.BN, cols)-j, int64(len(raw))-k)
 		seg := raw[k : k+run]
-		if l.kernel {
-			n, err := numfmt.DequantE4M3(enc[int64(l.db)*k:int64(l.db)*(k+run)], seg, v.ScaleAt(i, j), l.out)
-			if err != nil {
-				return false, false, err
-			}
-			nan = nan || n
-			k += run
-			continue
-		}
 		if br := i / v.BM; br != l.blockRow {
 			if err := l.tables(v, br); err != nil {
 				return false, false, err

@@ -223,9 +223,11 @@ func TestWorkerBuffersBounded(t *testing.T) {
 			want = min(runtime.GOMAXPROCS(0), maxWorkers)
 		}
 		assert.Len(t, bufs, want, "%s %s: workers", tc.src, tc.mode)
-		for _, n := range bufs {
-			assert.Positive(t, n)
+		var sum int64
+		for _, n := range bufs { // a worker that got no piece has none
 			assert.LessOrEqual(t, n, 3*piece, "%s %s chunk %d", tc.src, tc.mode, tc.chunk)
+			sum += n
 		}
+		assert.Positive(t, sum)
 	}
 }

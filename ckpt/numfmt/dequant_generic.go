@@ -61,6 +61,44 @@ func (b *BlockScales) Dequantize(dt DType, raw []byte, g int64, dst []float32) e
 	return nil
 }
 
+// DequantizeE4M3 is Dequantize for F8_E4M3 codes encoded straight in out
+// (BF16, F16 or F32, little-endian; DequantE4M3 for every block's run of
+// codes): the elements [g, g+len(raw)) of the row-major matrix into dst
+// (len(raw)·out bytes; the run may cross rows), the bytes of a
+// ScaleTable16/ScaleTable32 lookup of each block's scale. It reports
+// whether raw holds a NaN code.
+func (b *BlockScales) DequantizeE4M3(out DType, raw []byte, g int64, dst []byte) (nan bool, err error) {
+	n := int64(len(raw))
+	if n == 0 {
+		return false, nil
+	}
+	if b.Cols <= 0 || g < 0 {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes at element %d of a matrix of %d columns", n, g, b.Cols)
+	}
+	db := int64(4)
+	switch out {
+	case BF16, F16:
+		db = 2
+	case F32:
+	default:
+		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	}
+	if int64(len(dst)) < n*db {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", n, out, len(dst), n*db)
+	}
+	// One division per row, none per block.
+	r, c := g/b.Cols, g%b.Cols
+	for k := int64(0); k < n; r, c = r+1, 0 {
+		srow := b.Scale[(r/b.BM)*b.SCols:]
+		for bc := c / b.BN; c < b.Cols && k < n; bc++ {
+			m := min(min((bc+1)*b.BN, b.Cols)-c, n-k)
+			nan = dequantE4M3(dst[k*db:(k+m)*db], raw[k:k+m], srow[bc], out, int(db)) || nan
+			k, c = k+m, c+m
+		}
+	}
+	return nan, nil
+}
+
 // decodeE4M3Go sets dst[i] = t[codes[i]]·s; len(codes) >= len(dst).
 func decodeE4M3Go(t *[256]float32, codes []byte, dst []float32, s float32) {
 	codes = codes[:len(dst)]

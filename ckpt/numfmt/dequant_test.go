@@ -208,3 +208,68 @@ func TestDequantE4M3(t *testing.T) {
 	_, err = DequantE4M3(make([]byte, 4), []byte{1, 2}, 1, F8E4M3)
 	require.Error(t, err)
 }
+
+// TestBlockScalesDequantizeE4M3 checks DequantizeE4M3 against a
+// ScaleTable16/ScaleTable32 lookup of each element's block scale, byte for
+// byte, into BF16, F16 and F32: runs that start anywhere and cross blocks
+// and rows, ragged last blocks, zero, subnormal, NaN and Inf scales; the
+// NaN flag is set exactly when the run holds a NaN code.
+func TestBlockScalesDequantizeE4M3(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, cols, bm, bn = 7, 300, 2, 64
+	b := &BlockScales{Cols: cols, BM: bm, BN: bn, SCols: (cols + bn - 1) / bn}
+	b.Scale = make([]float32, 4*b.SCols)
+	for i := range b.Scale {
+		b.Scale[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(40)-30))
+	}
+	b.Scale[1], b.Scale[2], b.Scale[3], b.Scale[4], b.Scale[6] = 0, 1e-41, float32(math.NaN()), float32(math.Inf(-1)), 3e30
+	raw := make([]byte, rows*cols)
+	for i := range raw {
+		raw[i] = byte(rng.IntN(256))
+		if i%3 == 0 {
+			raw[i] &^= 1 // fewer NaN codes
+		}
+	}
+	for _, out := range []DType{BF16, F16, F32} {
+		db := int64(out.Bits() / 8)
+		tabs := make([][]byte, len(b.Scale)) // the encoding of every code, per block
+		for i, s := range b.Scale {
+			if db == 2 {
+				var tab [256]uint16
+				require.NoError(t, ScaleTable16(&tab, F8E4M3, s, out, KeepNaN))
+				for _, x := range tab {
+					tabs[i] = binary.LittleEndian.AppendUint16(tabs[i], x)
+				}
+			} else {
+				var tab [256]uint32
+				require.NoError(t, ScaleTable32(&tab, F8E4M3, s))
+				for _, x := range tab {
+					tabs[i] = binary.LittleEndian.AppendUint32(tabs[i], x)
+				}
+			}
+		}
+		for range 300 {
+			g := int64(rng.IntN(rows * cols))
+			n := int64(rng.IntN(rows*cols - int(g) + 1))
+			if rng.IntN(4) == 0 {
+				n = min(n, int64(rng.IntN(100)))
+			}
+			got := make([]byte, n*db)
+			nan, err := b.DequantizeE4M3(out, raw[g:g+n], g, got)
+			require.NoError(t, err)
+			require.Equal(t, ScanNonFinite(F8E4M3, raw[g:g+n]).NaN > 0, nan)
+			for k := range n {
+				e := g + k
+				i, j := e/cols, e%cols
+				c := int64(raw[e])
+				want := tabs[(i/bm)*b.SCols+j/bn][c*db : (c+1)*db]
+				require.Equal(t, want, got[k*db:(k+1)*db], "%s g=%d k=%d code %#x scale %g", out, g, k, c, b.At(i, j))
+			}
+		}
+	}
+	_, err := b.DequantizeE4M3(F8E4M3, raw[:4], 0, make([]byte, 4))
+	require.Error(t, err)
+	_, err = b.DequantizeE4M3(BF16, raw[:4], 0, make([]byte, 7))
+	require.Error(t, err)
+}
