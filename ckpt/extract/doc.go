@@ -5,10 +5,14 @@
 //
 // NewPlan decides, from headers alone, which tensors are written, in which
 // dtype, how (raw copy, float conversion or FP8 dequantisation) and into
-// which shard; Plan.Write then streams the data in bounded chunks (never a
-// whole tensor in memory) through ckpt.NewWriter, which lays tensors out in
-// the reference writer's order (dtype alignment descending, then name) with
-// the header padded with spaces to 8 bytes. Output appears atomically: a
+// which shard; Plan.Write then lays each file out with ckpt.LayoutHeader
+// (the reference writer's order: dtype alignment descending, then name;
+// the header padded with spaces to 8 bytes) and cuts its tensors into
+// pieces of at most the chunk size or 1 MiB (never a whole tensor in
+// memory), which up to GOMAXPROCS (at most 4) workers claim in file order,
+// convert into buffers of their own and write at their offsets
+// (WriteShardAt); WriteShard streams the same bytes in order to an
+// io.Writer. Output appears atomically: a
 // single file is written under a temporary name, fsynced and renamed; a
 // directory is assembled under a temporary name beside the target and
 // renamed into place, so an error or a cancelled context leaves nothing

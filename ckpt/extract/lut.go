@@ -9,7 +9,10 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
-// scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales by table:
+// scaleLUT dequantises 8-bit codes (F8_E4M3) under block scales: F8_E4M3
+// codes by numfmt.BlockScales.DequantizeE4M3 where numfmt has a vector
+// kernel for the output (numfmt.DequantE4M3Fast: AVX2), other codes by
+// table:
 // for each block column of the current block row, the output bytes of
 // every code c, EncodeFloat32(decode(c) × scale) (numfmt.ScaleTable16/32):
 // the float32 product and rounding of the dequantise (numfmt.BlockScales)
@@ -18,12 +21,21 @@ import (
 type scaleLUT struct {
 	src, out ckpt.DType
 	db       int      // output bytes per value (2 or 4)
+	kernel   bool     // numfmt.DequantE4M3 instead of tables
 	blockRow int64    // block row the tables are for (-1: none)
 	t16      []uint16 // sCols tables of 256 (db = 2)
 	t32      []uint32 // (db = 4)
 }
 
 func newScaleLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
+	if src == ckpt.F8E4M3 && numfmt.DequantE4M3Fast(out) {
+		return &scaleLUT{src: src, out: out, db: out.Bits() / 8, blockRow: -1, kernel: true}, nil
+	}
+	return newTableLUT(src, out, v)
+}
+
+// newTableLUT is a scaleLUT of tables whatever the codes.
+func newTableLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
 	l := &scaleLUT{src: src, out: out, db: out.Bits() / 8, blockRow: -1}
 	sCols := (v.Cols + v.BN - 1) / v.BN
 	if l.db == 2 {
@@ -62,24 +74,35 @@ func (l *scaleLUT) tables(v *ckpt.Values, br int64) error {
 }
 
 // convert writes to enc the output of the codes raw, the elements
-// [e0, e0+len(raw)) of the row-major matrix v.
-func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) error {
+// [e0, e0+len(raw)) of the row-major matrix v. When scanned, nan says
+// whether raw holds a NaN code (F8_E4M3: the kernel and LookupE4M3 see
+// them on the way); otherwise the caller scans raw itself.
+func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) (scanned, nan bool, err error) {
+	if l.kernel {
+		nan, err := v.Blocks().DequantizeE4M3(l.out, raw, e0, enc)
+		return err == nil, nan, err
+	}
 	cols := v.Cols
+	scanned = l.src == ckpt.F8E4M3 && l.db == 2 && littleEndian
 	for k := int64(0); k < int64(len(raw)); {
 		e := e0 + k
 		i, j := e/cols, e%cols
-		if br := i / v.BM; br != l.blockRow {
-			if err := l.tables(v, br); err != nil {
-				return err
-			}
-		}
 		bc := j / v.BN
 		run := min(min((bc+1)*v.BN, cols)-j, int64(len(raw))-k)
 		seg := raw[k : k+run]
+		if br := i / v.BM; br != l.blockRow {
+			if err := l.tables(v, br); err != nil {
+				return false, false, err
+			}
+		}
 		switch {
 		case l.db == 2 && littleEndian:
 			t := (*[256]uint16)(l.t16[bc*256:])
 			out := unsafe.Slice((*uint16)(unsafe.Pointer(&enc[2*k])), run)
+			if l.src == ckpt.F8E4M3 {
+				nan = numfmt.LookupE4M3(out, seg, t) || nan
+				break
+			}
 			for x, c := range seg {
 				out[x] = t[c]
 			}
@@ -104,7 +127,7 @@ func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) err
 		}
 		k += run
 	}
-	return nil
+	return scanned, nan, nil
 }
 
 // littleEndian: the host stores integers as the output does, so tables of

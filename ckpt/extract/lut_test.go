@@ -9,9 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestScaleLUT checks the table route of dequantisation against the
-// dequantise (numfmt.BlockScales) and encode route byte for byte: every code (NaN
-// included) under ordinary, zero, negative-zero, subnormal, huge (products
+// TestScaleLUT checks the kernel (numfmt.DequantE4M3, where the CPU has
+// it) and the table routes of dequantisation against the dequantise
+// (numfmt.BlockScales) and encode route byte for byte, and the NaN flag of
+// the runs they scan: every code (NaN included) under ordinary, zero, negative-zero, subnormal, huge (products
 // overflow to Inf) and non-finite scales, into bf16, f16 and f32, with
 // ragged blocks and pieces that start and end anywhere in a row.
 func TestScaleLUT(t *testing.T) {
@@ -48,14 +49,24 @@ func TestScaleLUT(t *testing.T) {
 		require.NoError(t, v.Blocks().Dequantize(ckpt.F8E4M3, codes, 0, vals))
 		want := make([]byte, int64(len(codes))*db)
 		require.NoError(t, ckpt.EncodeFloat32(out, vals, want))
-		lut, err := newScaleLUT(ckpt.F8E4M3, out, v)
-		require.NoError(t, err)
-		got := make([]byte, len(want))
-		for e := int64(0); e < int64(len(codes)); {
-			n := min(int64(1+rng.IntN(700)), int64(len(codes))-e)
-			require.NoError(t, lut.convert(v, e, codes[e:e+n], got[e*db:(e+n)*db]))
-			e += n
+		for _, tables := range []bool{false, true} {
+			lut, err := newScaleLUT(ckpt.F8E4M3, out, v)
+			if tables {
+				lut, err = newTableLUT(ckpt.F8E4M3, out, v)
+			}
+			require.NoError(t, err)
+			got := make([]byte, len(want))
+			for e := int64(0); e < int64(len(codes)); {
+				n := min(int64(1+rng.IntN(700)), int64(len(codes))-e)
+				scanned, nan, err := lut.convert(v, e, codes[e:e+n], got[e*db:(e+n)*db])
+				require.NoError(t, err)
+				if scanned {
+					nanCount, _ := ckpt.CountNonFinite(ckpt.F8E4M3, codes[e:e+n])
+					require.Equal(t, nanCount > 0, nan)
+				}
+				e += n
+			}
+			require.Equal(t, want, got, "%s (tables %v, kernel %v)", out, tables, lut.kernel)
 		}
-		require.Equal(t, want, got, "%s", out)
 	}
 }

@@ -49,8 +49,12 @@ type Options struct {
 	// output into shards of at most this many payload bytes (a weight and its
 	// scale stay together; a larger tensor gets a shard of its own).
 	MaxShardSize int64
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes).
+	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes;
+	// a piece converted and written at once holds at most 1 MiB).
 	ChunkBytes int64
+	// Workers is how many workers convert and write the pieces of a file
+	// at once (Plan.Write, WriteShardAt); 0 means GOMAXPROCS, at most 4.
+	Workers int
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
 	// AllowNonFinite extracts tensors holding NaN or Inf (Plan.NonFinite
@@ -114,8 +118,12 @@ type Plan struct {
 	// extracted under keep without its scale, or without a scale at all).
 	Warnings []string
 	chunk    int64
+	nworkers int
 	progress *ckpt.Progress
 	guard    *ckpt.FiniteGuard
+	// bufStat, when set (tests), receives the buffer bytes of every
+	// worker as it ends.
+	bufStat func(int64)
 }
 
 // NonFinite lists the tensors written with NaN or Inf values (only with
@@ -166,7 +174,10 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	if opt.MaxShardSize < 0 {
 		return nil, fmt.Errorf("invalid max shard size %d", opt.MaxShardSize)
 	}
-	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, progress: opt.Progress,
+	if opt.Workers < 0 {
+		return nil, fmt.Errorf("invalid worker count %d", opt.Workers)
+	}
+	p := &Plan{Source: c.Source, DType: strings.ToLower(opt.DType), Config: c.Config, chunk: opt.ChunkBytes, nworkers: opt.Workers, progress: opt.Progress,
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "extract it"}}
 	if p.DType == "" {
 		p.DType = Keep

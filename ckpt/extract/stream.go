@@ -2,41 +2,89 @@ package extract
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// streamer moves tensor data from the source to a writer through three
-// buffers of at most chunk bytes each, allocated once per shard.
+// pieceMax bounds the output bytes, and the source bytes, of one piece:
+// small enough that a worker's output buffer is still in the CPU cache
+// when it is written, large enough that the writes are few.
+const pieceMax = 1 << 20
+
+// maxWorkers bounds the workers of one shard (Options.Workers = 0 means
+// GOMAXPROCS, at most this many).
+const maxWorkers = 4
+
+// piece is a run of one output tensor's data, converted into a worker's
+// buffer and written with one call at a known offset: units [u0, u0+n) of
+// item (bytes for a copy, rows for packed E2M1 weights, elements
+// otherwise), bytes output bytes at offset off of the file.
+type piece struct {
+	item       int
+	u0, n      int64
+	off, bytes int64
+}
+
+// shardJob is one shard cut into pieces, in file order. Every item has at
+// least one piece (an empty tensor an empty one), so that its first piece
+// checks its scales and its last one, whichever worker finishes it,
+// settles its overflow count and its progress.
+type shardJob struct {
+	items  []*Item
+	pieces []piece
+	last   []int          // index of each item's last piece
+	left   []atomic.Int64 // pieces of each item not done yet
+	over   []atomic.Int64 // values of each item that overflow the output
+	size   int64          // file size
+}
+
+// streamer is one worker: it converts pieces into buffers of its own, of
+// at most the piece size each, allocated on first use and reused.
 type streamer struct {
-	chunk int64
 	raw   []byte    // source bytes
 	vals  []float32 // decoded values
-	enc   []byte    // encoded output
+	out   []byte    // the piece's output
 	prog  *ckpt.Progress
 	guard *ckpt.FiniteGuard // NaN/Inf in the source data
+	lut   *scaleLUT         // tables of lutFor
+	lutOf *Item
 }
 
-func newStreamer(chunk int64, prog *ckpt.Progress, guard *ckpt.FiniteGuard) *streamer {
-	// Whole 8-byte words per chunk, so that chunks hold whole elements.
-	return &streamer{chunk: max(chunk&^7, 8), prog: prog, guard: guard}
+// bufBytes is the size of the worker's buffers.
+func (s *streamer) bufBytes() int64 {
+	return int64(cap(s.raw)) + 4*int64(cap(s.vals)) + int64(cap(s.out))
 }
 
-func (s *streamer) rawBuf(n int64) []byte {
-	if int64(cap(s.raw)) < n {
-		s.raw = make([]byte, n)
+func grow[T any](b []T, n int64) []T {
+	if int64(cap(b)) < n {
+		return make([]T, n)
 	}
-	return s.raw[:n]
+	return b[:n]
 }
 
-// WriteShard streams shard i of the plan to w: the 8-byte length, the
-// header, then every tensor's data in the reference writer's order. No
-// buffer holds more than the plan's chunk size of tensor data.
-func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
+// pieceBytes is the bound on a piece's source and output bytes: the
+// chunk size, at most pieceMax, whole 8-byte words.
+func (p *Plan) pieceBytes() int64 { return max(min(p.chunk, pieceMax)&^7, 8) }
+
+// workers is how many workers write a shard.
+func (p *Plan) workers() int {
+	if p.nworkers > 0 {
+		return p.nworkers
+	}
+	return min(runtime.GOMAXPROCS(0), maxWorkers)
+}
+
+// job lays out shard i (the reference writer's order, ckpt.LayoutHeader)
+// and cuts its tensors into pieces.
+func (p *Plan) job(i int) (*shardJob, []byte, error) {
 	if i < 0 || i >= len(p.Shards) {
-		return fmt.Errorf("shard %d out of range (%d shards)", i, len(p.Shards))
+		return nil, nil, fmt.Errorf("shard %d out of range (%d shards)", i, len(p.Shards))
 	}
 	sh := &p.Shards[i]
 	specs := make([]ckpt.WriteSpec, len(sh.Items))
@@ -45,150 +93,309 @@ func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
 		specs[k] = it.WriteSpec
 		byName[it.Name] = it
 	}
-	wr, err := ckpt.NewWriter(w, specs, p.Metadata)
+	hdr, order, err := ckpt.LayoutHeader(specs, p.Metadata)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	s := newStreamer(p.chunk, p.progress, p.guard)
-	for _, ti := range wr.Order() {
+	base := 8 + int64(len(hdr))
+	j := &shardJob{items: make([]*Item, len(order)), last: make([]int, len(order)),
+		left: make([]atomic.Int64, len(order)), over: make([]atomic.Int64, len(order)), size: base}
+	lim := p.pieceBytes()
+	for k, ti := range order {
 		it := byName[ti.Name]
-		if err := s.item(ctx, it, wr); err != nil {
-			return err
+		j.items[k] = it
+		off := base + int64(ti.Begin)
+		// units, the bytes one unit takes in the output, units per piece
+		var units, ob, per int64
+		switch {
+		case it.Action == Copy:
+			units, ob, per = int64(it.Source.NBytes()), 1, lim
+		case it.Values != nil && it.Values.Packed():
+			v := it.Values
+			units, ob, per = v.Rows, v.Cols*int64(it.DType.Bits()/8), max(v.ChunkRows(lim), 1)
+			if v.Cols == 0 {
+				units = 0
+			}
+		default:
+			sb, db := int64(it.Source.DType.Bits()/8), int64(it.DType.Bits()/8)
+			units, ob, per = int64(it.Source.Numel()), db, max(lim/max(sb, db, 1), 1)
+			if sb == 0 || db == 0 {
+				units = 0 // the piece reports that it cannot convert
+			}
 		}
-		s.prog.ItemDone()
+		for u := int64(0); ; u += per {
+			n := min(per, units-u)
+			j.pieces = append(j.pieces, piece{item: k, u0: u, n: n, off: off, bytes: n * ob})
+			off += n * ob
+			if u+n >= units {
+				break
+			}
+		}
+		j.last[k] = len(j.pieces) - 1
+		j.left[k].Store(int64(j.last[k] + 1 - firstPiece(j, k)))
+		if off != base+int64(ti.End) {
+			return nil, nil, fmt.Errorf("tensor %s: pieces cover %d of %d bytes", ckpt.Quote(ti.Name), off-base-int64(ti.Begin), ti.End-ti.Begin)
+		}
+		j.size = off
 	}
-	return wr.Finish()
+	return j, hdr, nil
 }
 
-func (s *streamer) item(ctx context.Context, it *Item, w io.Writer) error {
-	if it.Action == Copy {
-		return s.copyRaw(ctx, it.Source, w)
+// firstPiece is the index of item k's first piece (the pieces of items
+// before it are all laid out).
+func firstPiece(j *shardJob, k int) int {
+	if k == 0 {
+		return 0
 	}
-	return s.convert(ctx, it, w)
+	return j.last[k-1] + 1
 }
 
-// copyRaw copies the tensor's bytes unchanged.
-func (s *streamer) copyRaw(ctx context.Context, t *ckpt.Tensor, w io.Writer) error {
-	n := int64(t.NBytes())
-	for off := int64(0); off < n; {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		buf := s.rawBuf(min(n-off, s.chunk))
-		if _, err := t.ReadAt(buf, off); err != nil {
-			return err
-		}
-		if err := s.guard.Check(t, buf); err != nil {
-			return err
-		}
-		if _, err := w.Write(buf); err != nil {
-			return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
-		}
-		off += int64(len(buf))
-		s.prog.Add(int64(len(buf)))
+// WriteShard streams shard i of the plan to w: the 8-byte length, the
+// header, then every tensor's data in the reference writer's order, one
+// piece at a time on this goroutine. No buffer holds more than the plan's
+// chunk size of tensor data.
+func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
+	_, err := p.writeShard(ctx, i, &seqWriter{w: w}, 1)
+	return err
+}
+
+// WriteShardAt writes shard i of the plan to w, which receives every byte
+// range once, at its offset: the header, then the pieces of the tensors,
+// converted and written by up to Options.Workers workers at once (each
+// with buffers of at most the chunk size, or 1 MiB). It returns the file
+// size. The bytes are those WriteShard writes. On an error it returns the
+// one WriteShard would have (the error of the first failing piece in file
+// order); w then holds an incomplete file.
+func (p *Plan) WriteShardAt(ctx context.Context, i int, w io.WriterAt) (int64, error) {
+	return p.writeShard(ctx, i, w, p.workers())
+}
+
+// seqWriter is the io.WriterAt of WriteShard: one worker writes the
+// pieces in order, so each WriteAt continues where the last one ended.
+type seqWriter struct {
+	w   io.Writer
+	pos int64
+}
+
+func (s *seqWriter) WriteAt(b []byte, off int64) (int, error) {
+	if off != s.pos {
+		return 0, fmt.Errorf("internal error: sequential write at byte %d, expected %d", off, s.pos)
 	}
+	n, err := s.w.Write(b)
+	s.pos += int64(n)
+	return n, err
+}
+
+// writeShard writes shard i to w with the given number of workers.
+// Pieces are claimed in file order; after a failure no new piece is
+// claimed, the claimed ones finish, and the failure of the earliest piece
+// is returned, so that the error does not depend on the scheduling.
+func (p *Plan) writeShard(ctx context.Context, i int, w io.WriterAt, workers int) (int64, error) {
+	j, hdr, err := p.job(i)
+	if err != nil {
+		return 0, err
+	}
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hdr)))
+	if _, err := w.WriteAt(lenBuf[:], 0); err != nil {
+		return 0, err
+	}
+	if _, err := w.WriteAt(hdr, 8); err != nil {
+		return 0, err
+	}
+	var (
+		next  atomic.Int64
+		stop  atomic.Bool
+		mu    sync.Mutex
+		first = len(j.pieces)
+		ferr  error
+	)
+	fail := func(at int, err error) {
+		mu.Lock()
+		if at < first {
+			first, ferr = at, err
+		}
+		mu.Unlock()
+		stop.Store(true)
+	}
+	work := func() {
+		s := &streamer{prog: p.progress, guard: p.guard}
+		defer func() {
+			if p.bufStat != nil {
+				p.bufStat(s.bufBytes())
+			}
+		}()
+		for !stop.Load() {
+			k := int(next.Add(1) - 1)
+			if k >= len(j.pieces) {
+				return
+			}
+			if err := ctx.Err(); err != nil {
+				fail(k, err)
+				return
+			}
+			pc := j.pieces[k]
+			it := j.items[pc.item]
+			buf, err := s.piece(it, pc, &j.over[pc.item])
+			if err == nil && int64(len(buf)) != pc.bytes {
+				err = fmt.Errorf("internal error: tensor %s: a piece of %d bytes, expected %d", ckpt.Quote(it.Name), len(buf), pc.bytes)
+			}
+			if err == nil && len(buf) > 0 {
+				if _, err = w.WriteAt(buf, pc.off); err != nil {
+					err = fmt.Errorf("writing tensor %s: %w", ckpt.Quote(it.Name), err)
+				}
+			}
+			if err != nil {
+				fail(k, err)
+				return
+			}
+			s.prog.Add(int64(len(buf)))
+			if j.left[pc.item].Add(-1) == 0 {
+				if err := s.finish(it, j.over[pc.item].Load()); err != nil {
+					fail(j.last[pc.item], err)
+					return
+				}
+			}
+		}
+	}
+	workers = max(min(workers, len(j.pieces)), 1)
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	if ferr != nil {
+		return 0, ferr
+	}
+	return j.size, nil
+}
+
+// piece converts one piece into the worker's output buffer and returns
+// it; over counts the values of the item that overflow the output.
+func (s *streamer) piece(it *Item, pc piece, over *atomic.Int64) ([]byte, error) {
+	switch {
+	case it.Action == Copy:
+		return s.copyRaw(it.Source, pc)
+	case it.Values != nil && it.Values.Packed():
+		return s.convertRows(it, pc, over)
+	}
+	return s.convert(it, pc, over)
+}
+
+// finish settles an item once all its pieces are written: values that
+// overflowed the output dtype (refused unless allowed), and the progress.
+func (s *streamer) finish(it *Item, over int64) error {
+	if it.Action != Copy {
+		if err := s.guard.Overflow(it.Source, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType))); err != nil {
+			return err
+		}
+	}
+	s.prog.ItemDone()
 	return nil
 }
 
+// copyRaw reads the piece's bytes of the tensor, unchanged.
+func (s *streamer) copyRaw(t *ckpt.Tensor, pc piece) ([]byte, error) {
+	s.out = grow(s.out, pc.n)
+	buf := s.out
+	if _, err := t.ReadAt(buf, pc.u0); err != nil {
+		return nil, err
+	}
+	if err := s.guard.Check(t, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
 // subElems bounds the values converted in one pass, so that the float32
-// and encoded buffers stay in the CPU cache while reads stay large.
+// values stay in the CPU cache.
 const subElems = 32 << 10
 
-// convert reads the tensor a chunk at a time and converts each chunk in
-// cache-sized pieces: decode to float32, multiply dequantised weights by
-// their block scales, encode in the output dtype (nearest even).
-func (s *streamer) convert(ctx context.Context, it *Item, w io.Writer) error {
-	if it.Values != nil && it.Values.Packed() {
-		return s.convertRows(ctx, it, w)
-	}
+// convert reads the piece's elements and converts them: decode to
+// float32, multiply dequantised weights by their block scales, encode in
+// the output dtype (nearest even); 8-bit codes under block scales go
+// through tables (scaleLUT) instead, to the same bytes. The first piece
+// of a dequantised weight checks its scales first.
+func (s *streamer) convert(it *Item, pc piece, over *atomic.Int64) ([]byte, error) {
 	t := it.Source
-	var err error
 	sb, db := int64(t.DType.Bits()/8), int64(it.DType.Bits()/8)
 	if sb == 0 || db == 0 {
-		return fmt.Errorf("tensor %s: cannot convert %s to %s", ckpt.Quote(t.Name), t.DType, it.DType)
+		return nil, fmt.Errorf("tensor %s: cannot convert %s to %s", ckpt.Quote(t.Name), t.DType, it.DType)
 	}
-	numel := int64(t.Numel())
-	per := min(max(s.chunk/sb, 1), numel)                        // elements per read
-	sub := min(max(s.chunk/max(4, db), 1), per, int64(subElems)) // elements per conversion pass
-	if int64(cap(s.vals)) < sub {
-		s.vals = make([]float32, sub)
-	}
-	if int64(cap(s.enc)) < sub*db {
-		s.enc = make([]byte, sub*db)
-	}
-	if it.Values != nil && it.Values.Scale != nil {
-		if err = s.guard.CheckTensor(it.Values.Scale); err != nil {
-			return err
+	scaled := it.Values != nil && it.Values.Scale != nil
+	if scaled && pc.u0 == 0 {
+		if err := s.guard.CheckTensor(it.Values.Scale); err != nil {
+			return nil, err
 		}
-		if err = s.checkScales(it); err != nil {
-			return err
+		if err := s.checkScales(it); err != nil {
+			return nil, err
 		}
+	}
+	e, m := pc.u0, pc.n
+	s.raw = grow(s.raw, m*sb)
+	s.out = grow(s.out, m*db)
+	raw, out := s.raw, s.out
+	if m == 0 {
+		return out, nil
+	}
+	if _, err := t.ReadAt(raw, e*sb); err != nil {
+		return nil, err
+	}
+	if scaled && sb == 1 && (db == 2 || db == 4) {
+		// Dequantising 8-bit codes: a kernel, or a table per block scale.
+		if s.lutOf != it {
+			lut, err := newScaleLUT(t.DType, it.DType, it.Values)
+			if err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+			}
+			s.lut, s.lutOf = lut, it
+		}
+		scanned, nan, err := s.lut.convert(it.Values, e, raw, out)
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+		if !scanned || nan { // the guard counts, or refuses, NaN codes
+			if err := s.guard.Check(t, raw); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if err := s.guard.Check(t, raw); err != nil {
+		return nil, err
 	}
 	// Finite values may convert to Inf only when the output's range is
 	// smaller (F32 to F16 or BF16, BF16 to F16): only then is the output
 	// scanned, eight bytes at a time (the conversion costs far more).
 	scan := it.Values == nil && ckpt.MayOverflow(t.DType, it.DType)
-	var over int64
-	var lut *scaleLUT
-	if it.Values != nil && it.Values.Scale != nil && sb == 1 && (db == 2 || db == 4) {
-		if lut, err = newScaleLUT(t.DType, it.DType, it.Values); err != nil {
-			return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+	sub := min(m, int64(subElems))
+	s.vals = grow(s.vals, sub)
+	for k := int64(0); k < m; k += sub {
+		q := min(sub, m-k)
+		vals, src, enc := s.vals[:q], raw[k*sb:(k+q)*sb], out[k*db:(k+q)*db]
+		var err error
+		if it.Values != nil && it.Values.Blocks() != nil {
+			// dequantised by numfmt.BlockScales (decode, then scale)
+			err = it.Values.Blocks().Dequantize(t.DType, src, e+k, vals)
+		} else {
+			err = ckpt.DecodeFloat32(t.DType, src, vals)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
+		}
+		if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
+			return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
+		}
+		if scan {
+			if nan, inf := ckpt.CountNonFinite(it.DType, enc); nan+inf > 0 {
+				// Non-finite sources stay non-finite (the guard saw them).
+				sn, si := ckpt.CountNonFinite(t.DType, src)
+				over.Add(nan + inf - sn - si)
+			}
 		}
 	}
-	for e := int64(0); e < numel; e += per {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		m := min(per, numel-e)
-		raw := s.rawBuf(m * sb)
-		if _, err := t.ReadAt(raw, e*sb); err != nil {
-			return err
-		}
-		if err := s.guard.Check(t, raw); err != nil {
-			return err
-		}
-		for k := int64(0); k < m; k += sub {
-			q := min(sub, m-k)
-			enc := s.enc[:q*db]
-			if lut != nil {
-				// Dequantising 8-bit codes: a table per block scale.
-				if err := lut.convert(it.Values, e+k, raw[k:k+q], enc); err != nil {
-					return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
-				}
-				if _, err := w.Write(enc); err != nil {
-					return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
-				}
-				s.prog.Add(int64(len(enc)))
-				continue
-			}
-			vals := s.vals[:q]
-			var err error
-			if it.Values != nil && it.Values.Blocks() != nil {
-				// dequantised by numfmt.BlockScales (decode, then scale)
-				err = it.Values.Blocks().Dequantize(t.DType, raw[k*sb:(k+q)*sb], e+k, vals)
-			} else {
-				err = ckpt.DecodeFloat32(t.DType, raw[k*sb:(k+q)*sb], vals)
-			}
-			if err != nil {
-				return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
-			}
-			if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
-				return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
-			}
-			if scan {
-				if nan, inf := ckpt.CountNonFinite(it.DType, enc); nan+inf > 0 {
-					// Non-finite sources stay non-finite (the guard saw them).
-					sn, si := ckpt.CountNonFinite(t.DType, raw[k*sb:(k+q)*sb])
-					over += nan + inf - sn - si
-				}
-			}
-			if _, err := w.Write(enc); err != nil {
-				return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
-			}
-			s.prog.Add(int64(len(enc)))
-		}
-	}
-	return s.guard.Overflow(t, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType)))
+	return out, nil
 }
 
 // checkScales: when a block scale of a dequantised weight times the
@@ -207,50 +414,35 @@ func (s *streamer) checkScales(it *Item) error {
 	return s.guard.Overflow(it.Source, it.DType, over, ckpt.ScaleOverflowWhy(v.Scale.Name, n, first, it.DType))
 }
 
-// convertRows dequantises a weight of packed E2M1 codes (MXFP4, NVFP4) a
-// chunk of rows at a time through ckpt.Values.ReadRows (numfmt's
+// convertRows dequantises the piece's rows of a weight of packed E2M1
+// codes (MXFP4, NVFP4) through ckpt.Values.ReadRows (numfmt's
 // dequantisers: the float32 product), then encodes each value in the
 // output dtype (rounded once, nearest even). Finite values that overflow
-// the output are counted for the guard.
-func (s *streamer) convertRows(ctx context.Context, it *Item, w io.Writer) error {
+// the output are counted for the guard. The first piece checks the scale.
+func (s *streamer) convertRows(it *Item, pc piece, over *atomic.Int64) ([]byte, error) {
 	v, t := it.Values, it.Source
-	if err := s.guard.CheckTensor(v.Scale); err != nil {
-		return err
+	if pc.u0 == 0 {
+		if err := s.guard.CheckTensor(v.Scale); err != nil {
+			return nil, err
+		}
 	}
 	db := int64(it.DType.Bits() / 8)
-	rows := max(v.ChunkRows(s.chunk), 1)
-	if v.Cols == 0 || v.Rows == 0 {
-		return nil
+	r, n := pc.u0, pc.n
+	s.out = grow(s.out, n*v.Cols*db)
+	if n == 0 {
+		return s.out, nil
 	}
-	if need := rows * v.Cols; int64(cap(s.vals)) < need {
-		s.vals = make([]float32, need)
+	s.vals = grow(s.vals, n*v.Cols)
+	raw, err := v.ReadRows(r, n, s.raw, s.vals)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+r*v.RowBytes(), err)
 	}
-	if need := rows * v.Cols * db; int64(cap(s.enc)) < need {
-		s.enc = make([]byte, need)
+	s.raw = raw
+	if err := ckpt.EncodeFloat32(it.DType, s.vals, s.out); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 	}
-	var over int64
-	for r := int64(0); r < v.Rows; r += rows {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		n := min(rows, v.Rows-r)
-		vals := s.vals[:n*v.Cols]
-		raw, err := v.ReadRows(r, n, s.raw, vals)
-		if err != nil {
-			return fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+r*v.RowBytes(), err)
-		}
-		s.raw = raw
-		enc := s.enc[:n*v.Cols*db]
-		if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
-			return fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
-		}
-		if bad := ckpt.CountNotFinite(it.DType, vals); bad > 0 {
-			over += bad - ckpt.CountNotFinite(ckpt.F32, vals) // non-finite sources are not overflow
-		}
-		if _, err := w.Write(enc); err != nil {
-			return fmt.Errorf("writing tensor %s: %w", ckpt.Quote(t.Name), err)
-		}
-		s.prog.Add(int64(len(enc)))
+	if bad := ckpt.CountNotFinite(it.DType, s.vals); bad > 0 {
+		over.Add(bad - ckpt.CountNotFinite(ckpt.F32, s.vals)) // non-finite sources are not overflow
 	}
-	return s.guard.Overflow(t, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType)))
+	return s.out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,15 +84,10 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 	if err := af.Chmod(outputMode); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
-	cw := &countWriter{w: af}
-	// Written by a goroutine of its own while the next bytes convert: at
-	// most 4 buffers of 1 MiB (or the chunk size, if smaller).
-	bw := newPipeWriter(cw, int(min(p.chunk, 1<<20)), 4)
-	defer bw.Close()
-	if err := p.WriteShard(ctx, i, bw); err != nil {
-		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := bw.Close(); err != nil {
+	// Converted and written by the plan's workers, each piece at its
+	// offset (pwrite), with no copy between the conversion and the write.
+	size, err := p.WriteShardAt(ctx, i, af)
+	if err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -102,18 +96,7 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 	if err := af.Commit(); err != nil {
 		return OutputFile{}, err
 	}
-	return OutputFile{Path: path, Size: cw.n, Tensors: len(p.Shards[i].Items), Bytes: p.Shards[i].Bytes}, nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
+	return OutputFile{Path: path, Size: size, Tensors: len(p.Shards[i].Items), Bytes: p.Shards[i].Bytes}, nil
 }
 
 func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error) {

@@ -61,6 +61,44 @@ func (b *BlockScales) Dequantize(dt DType, raw []byte, g int64, dst []float32) e
 	return nil
 }
 
+// DequantizeE4M3 is Dequantize for F8_E4M3 codes encoded straight in out
+// (BF16, F16 or F32, little-endian; DequantE4M3 for every block's run of
+// codes): the elements [g, g+len(raw)) of the row-major matrix into dst
+// (len(raw)·out bytes; the run may cross rows), the bytes of a
+// ScaleTable16/ScaleTable32 lookup of each block's scale. It reports
+// whether raw holds a NaN code.
+func (b *BlockScales) DequantizeE4M3(out DType, raw []byte, g int64, dst []byte) (nan bool, err error) {
+	n := int64(len(raw))
+	if n == 0 {
+		return false, nil
+	}
+	if b.Cols <= 0 || g < 0 {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes at element %d of a matrix of %d columns", n, g, b.Cols)
+	}
+	db := int64(4)
+	switch out {
+	case BF16, F16:
+		db = 2
+	case F32:
+	default:
+		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	}
+	if int64(len(dst)) < n*db {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", n, out, len(dst), n*db)
+	}
+	// One division per row, none per block.
+	r, c := g/b.Cols, g%b.Cols
+	for k := int64(0); k < n; r, c = r+1, 0 {
+		srow := b.Scale[(r/b.BM)*b.SCols:]
+		for bc := c / b.BN; c < b.Cols && k < n; bc++ {
+			m := min(min((bc+1)*b.BN, b.Cols)-c, n-k)
+			nan = dequantE4M3(dst[k*db:(k+m)*db], raw[k:k+m], srow[bc], out, int(db)) || nan
+			k, c = k+m, c+m
+		}
+	}
+	return nan, nil
+}
+
 // decodeE4M3Go sets dst[i] = t[codes[i]]·s; len(codes) >= len(dst).
 func decodeE4M3Go(t *[256]float32, codes []byte, dst []float32, s float32) {
 	codes = codes[:len(dst)]
@@ -162,4 +200,63 @@ func LookupE4M3(out []uint16, in []byte, t *[256]uint16) (nan bool) {
 		}
 	}
 	return acc != 0
+}
+
+// DequantE4M3 writes to dst the encoding in out (BF16, F16 or F32,
+// little-endian) of e4m3(codes[i])·s for every code, the float32 product
+// rounded once (BF16 nearest even keeping a NaN's sign and payload, as
+// F32ToBF16): the bytes of EncodeFloat32(out, ...) of the products, and of
+// a ScaleTable16 or ScaleTable32 lookup. dst must hold len(codes)·out
+// bytes. It reports whether codes holds a NaN code (0x7f or 0xff, the
+// format's only non-finite codes), so that a caller's NaN guard needs no
+// pass of its own. On amd64 with AVX2 (and F16C for F16) a kernel does the
+// work (DequantE4M3Fast).
+func DequantE4M3(dst []byte, codes []byte, s float32, out DType) (nan bool, err error) {
+	db := 4 // output bytes per code (no DType.Bits: a map lookup per call)
+	switch out {
+	case BF16, F16:
+		db = 2
+	case F32:
+	default:
+		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	}
+	if need := len(codes) * db; len(dst) < need {
+		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", len(codes), out, len(dst), need)
+	}
+	return dequantE4M3(dst, codes, s, out, db), nil
+}
+
+// DequantE4M3Fast reports whether DequantE4M3 into out runs a vector
+// kernel on this machine (else it is a loop of scalar products, slower
+// than a ScaleTable lookup).
+func DequantE4M3Fast(out DType) bool { return dequantE4M3Kernel(out) }
+
+// dequantE4M3Go is the Go reference of DequantE4M3.
+func dequantE4M3Go(dst []byte, codes []byte, s float32, out DType, db int) (nan bool) {
+	for i, c := range codes {
+		putScaled(dst[i*db:], c, s, out)
+		if c&0x7f == 0x7f {
+			nan = true
+		}
+	}
+	return nan
+}
+
+// putScaled encodes e4m3(c)·s in out at b. A NaN code gives its own
+// (quiet) NaN whatever s is: the product the tables (products) and the
+// decode loops give it, also under a NaN scale, where the compiled
+// operand order of a product would otherwise choose between two NaNs.
+func putScaled(b []byte, c byte, s float32, out DType) {
+	x := e4m3Table[c]
+	if x == x {
+		x *= s
+	}
+	switch out {
+	case BF16:
+		binary.LittleEndian.PutUint16(b, F32ToBF16NaN(x, KeepNaN))
+	case F16:
+		binary.LittleEndian.PutUint16(b, F32ToF16(x))
+	default:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(x))
+	}
 }

@@ -169,6 +169,37 @@ func run(cfg config) (outside bool, err error) {
 		return all
 	}
 	common := []string{"--progress", "none", "--format", "json"}
+	// extract --dtype bf16 of the base: its output size (sized once by a
+	// run into tmpfs, untimed) is the byte count of the extract rows.
+	shm := filepath.Join("/dev/shm", fmt.Sprintf("ckpt-bench-%d", os.Getpid()))
+	defer os.RemoveAll(shm)
+	clearShm := func() error {
+		if err := os.RemoveAll(shm); err != nil {
+			return err
+		}
+		return os.MkdirAll(shm, 0o755)
+	}
+	bf16Args := func(out string) []string {
+		return append([]string{"extract", base, "--match", "**", "--dtype", "bf16", "--out", out}, common...)
+	}
+	var bf16Out int64
+	extractBytes := func() int64 {
+		if bf16Out == 0 && clearShm() == nil {
+			if _, err := timeChild(bin, bf16Args(filepath.Join(shm, "x.safetensors")), nil); err == nil {
+				if st, err := os.Stat(filepath.Join(shm, "x.safetensors")); err == nil {
+					bf16Out = st.Size()
+				}
+			}
+			_ = os.RemoveAll(shm)
+		}
+		return bf16Out
+	}
+	sizeExtract := func() error {
+		if extractBytes() == 0 {
+			return fmt.Errorf("could not size the bf16 extract of %s", base)
+		}
+		return clearScratch()
+	}
 	ms := []measurement{
 		{name: "build", what: "`cache build` 1×2, Large FP8 (BFLOAT8_B / BFLOAT4_B), durable (fsync per file)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
 			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
@@ -212,8 +243,30 @@ func run(cfg config) (outside bool, err error) {
 			args: append([]string{"verify", base, "--read-data"}, common...)},
 		{name: "extract", what: "`extract ** --dtype keep` (a copy)", files: func() []string { return shards(base) }, unit: "GB/s", target: "≈ copy",
 			args: append([]string{"extract", base, "--match", "**", "--dtype", "keep", "--out", filepath.Join(scratch, "x.safetensors")}, common...), before: clearScratch},
-		{name: "extract-bf16", what: "`extract ** --dtype bf16` (dequantise)", files: func() []string { return shards(base) }, unit: "GB/s", target: "bounded memory",
-			args: append([]string{"extract", base, "--match", "**", "--dtype", "bf16", "--out", filepath.Join(scratch, "x.safetensors")}, common...), before: clearScratch},
+		{name: "extract-bf16", what: "`extract ** --dtype bf16` (dequantise), durable; GB/s of the output", files: func() []string { return shards(base) }, unit: "GB/s", target: "the disk floor (below), ≤ 512 MiB",
+			args: bf16Args(filepath.Join(scratch, "x.safetensors")), before: sizeExtract, written: extractBytes},
+		{name: "extract-disk", what: "disk floor of the durable extract: `dd conv=fsync` of the bytes `extract ** --dtype bf16` writes", files: func() []string { return shards(base) }, unit: "GB/s",
+			target: "—", written: extractBytes, before: sizeExtract,
+			run: func() (sample, error) {
+				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (extractBytes()+1<<20-1)>>20), "conv=fsync"}, nil)
+			}},
+		{name: "extract-bf16-shm", what: "`extract ** --dtype bf16` (dequantise) into tmpfs (/dev/shm); GB/s of the output", files: func() []string { return shards(base) }, unit: "GB/s", target: "≥ 1 GB/s, ≤ 512 MiB",
+			written: extractBytes, before: func() error { // sized once, untimed
+				if extractBytes() == 0 {
+					return fmt.Errorf("could not size the bf16 extract of %s", base)
+				}
+				return nil
+			},
+			run: func() (sample, error) { // an empty directory before, nothing left after
+				if err := clearShm(); err != nil {
+					return sample{}, err
+				}
+				s, err := timeChild(bin, bf16Args(filepath.Join(shm, "x.safetensors")), nil)
+				if rerr := os.RemoveAll(shm); err == nil {
+					err = rerr
+				}
+				return s, err
+			}},
 	}
 	if layers27 >= 0 {
 		m27 := measurements27B(bin, dir, scratch, clearScratch, layers27, common)
