@@ -80,6 +80,7 @@ func (e *engine) readRect(t src, cols, esize, r0, r1, c0, c1 int64, buf []byte) 
 	buf = grow(buf, (r1-r0)*w)
 	e.note(int64(len(buf)))
 	for r := r0; r < r1; r++ {
+		e.reads.Add(1)
 		if _, err := t.ReadAt(buf[(r-r0)*w:(r-r0+1)*w], (r*cols+c0)*esize); err != nil {
 			return buf, err
 		}
@@ -101,7 +102,7 @@ func (e *engine) requantChunk(p *plan, e0, e1 int64, sc *scratch, r *partial) er
 	for ra := r0; ra < r1; {
 		h := min(q.bm, r1-ra)
 		switch {
-		case h*cols <= n: // whole bands
+		case h*cols <= n || h*cols*max(p.geom.esizeB, p.geom.esizeF) <= e.bandBytes: // whole bands
 			rb := min(ra+max(n/(q.bm*cols), 1)*q.bm, r1)
 			if err := e.requantTile(p, ra, rb, 0, q.sCols, sc, r); err != nil {
 				return err

@@ -391,3 +391,29 @@ func TestBoundedChunksPerTensorFP8(t *testing.T) {
 		assert.GreaterOrEqual(t, whole.maxRead, int64(R*C), ft.name)
 	}
 }
+
+// TestRequantBandsWhole: with the default ChunkBytes, a block-FP8 weight
+// compared with its bf16 copy reads each band of 128 rows whole, one read
+// per side, when the band is at most 8 MiB; with the bands off (an
+// explicit bound) it is read in tiles of whole blocks, a read per row of
+// each tile (over HTTP a range request each), with the same result.
+// Before, the default read tiles too: 1,024 reads here instead of 4.
+func TestRequantBandsWhole(t *testing.T) {
+	t.Parallel()
+	const R, C = 256, 8192 // a bf16 band is 2 MiB: more than a 1 MiB piece
+	w := chunkValues(7, R, C, false)
+	dir := t.TempDir()
+	bc := fp8Side(t, w, R, C, 128, 128, "").write(t, filepath.Join(dir, "base"))
+	fc := bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, ckpt.BF16).write(t, filepath.Join(dir, "ft"))
+	var whole, tiles chunkProbe
+	tiles.noBands = true
+	res, err := Compare(context.Background(), bc, fc, Options{Workers: 2, probe: &whole})
+	require.NoError(t, err)
+	ref, err := Compare(context.Background(), bc, fc, Options{Workers: 2, probe: &tiles})
+	require.NoError(t, err)
+	assert.Equal(t, ref.Tensors, res.Tensors)
+	assert.Equal(t, RequantIdentical, res.Tensors[0].Relation)
+	assert.Equal(t, int64(4), whole.reads, "2 bands, 2 sides")
+	assert.Equal(t, int64(1024), tiles.reads, "2 bands × 2 tiles × 128 rows × 2 sides")
+	assert.LessOrEqual(t, whole.maxRead, int64(4<<20))
+}

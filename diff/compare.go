@@ -30,7 +30,10 @@ type Options struct {
 	ReadAhead int
 	// ChunkBytes is the target raw size of one chunk of one side (default
 	// 1 MiB); a chunk holds at least one row of scale blocks, read in
-	// pieces of at most about ChunkBytes per side whatever the scheme.
+	// pieces of at most about ChunkBytes per side whatever the scheme
+	// (with the default, a band of 128×128 FP8 blocks compared with a
+	// wider float is read whole up to 8 MiB per side: one read, not one
+	// per row).
 	ChunkBytes int64
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
@@ -66,6 +69,8 @@ type chunkProbe struct {
 	maxRead, maxDecode int64
 	// retained: the bytes of scales the plans still hold after the run.
 	retained int64
+	reads    int64 // read calls on the sources
+	noBands  bool  // bandBytes off: the bound of an explicit ChunkBytes
 }
 
 // notInSample is the note of a common tensor whose data Options.Sample
@@ -277,6 +282,9 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		e := newEngine(opt, mode)
 		if opt.probe != nil {
 			e.unbounded = opt.probe.unbounded
+			if opt.probe.noBands {
+				e.bandBytes = 0
+			}
 		}
 		for _, p := range plans {
 			opt.Progress.AddTotal(int64(p.b.NBytes() + p.f.NBytes()))
@@ -286,7 +294,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		}
 		res.BytesRead = e.bytesRead.Load()
 		if opt.probe != nil {
-			opt.probe.maxRead, opt.probe.maxDecode = e.maxRead.Load(), e.maxDecode.Load()
+			opt.probe.maxRead, opt.probe.maxDecode, opt.probe.reads = e.maxRead.Load(), e.maxDecode.Load(), e.reads.Load()
 			for _, p := range plans {
 				opt.probe.retained += p.retainedBytes()
 			}

@@ -34,6 +34,13 @@ type engine struct {
 	// (tests) reads each chunk at once, as a reference.
 	maxRead, maxDecode atomic.Int64
 	unbounded          bool
+	// reads counts the read calls on the sources (Options.probe).
+	reads atomic.Int64
+	// bandBytes: with the default ChunkBytes, a block-FP8 band compared
+	// with a wider float is read whole up to this many bytes per side
+	// (requantChunk) rather than in tiles of whole blocks, whose rows are
+	// one read each: 128 range requests instead of one over HTTP.
+	bandBytes int64
 }
 
 // scratch is the working memory of one chunk in flight.
@@ -64,7 +71,7 @@ func newEngine(opt Options, mode Mode) *engine {
 	n := min(w+max(ra, 0), maxTokens)
 	e := &engine{mode: mode, target: opt.ChunkBytes, tokens: make(chan *scratch, n), parallel: n, progress: opt.Progress}
 	if e.target <= 0 {
-		e.target = 1 << 20
+		e.target, e.bandBytes = 1<<20, 8<<20
 	}
 	for range n {
 		e.tokens <- &scratch{}
@@ -337,6 +344,7 @@ func mergeAll(res []chunkResult) partial {
 func (e *engine) read(t src, e0, e1, esize int64, buf []byte) ([]byte, error) {
 	buf = grow(buf, (e1-e0)*esize)
 	e.note(int64(len(buf)))
+	e.reads.Add(1)
 	if _, err := t.ReadAt(buf, e0*esize); err != nil {
 		return buf, err
 	}
