@@ -1,4 +1,22 @@
-# Sourced by the interop suites' run.sh (.ci/interop, its ttnn leg).
+# Sourced by the interop suites' run.sh (.ci/interop, its ttnn and ctools
+# legs).
+#
+# find_python CONDITION CANDIDATE... prints the first candidate interpreter
+# whose version v (sys.version_info[:2]) meets the Python expression
+# CONDITION, e.g. 'v in ((3, 10), (3, 12))'; it fails when none does.
+# Candidates are tried by running them: pyenv shims exist for versions
+# that are not selected, and then fail.
+find_python() {
+	local cond=$1 c
+	shift
+	for c in "$@"; do
+		if "$c" -c "import sys; v = sys.version_info[:2]; sys.exit(not ($cond))" >/dev/null 2>&1; then
+			echo "$c"
+			return 0
+		fi
+	done
+	return 1
+}
 #
 # ensure_venv LABEL PYTHON VENV REQUIREMENTS [uv pip install args...]
 # makes VENV (once: a .installed marker) with PYTHON: pip brings the pinned

@@ -21,21 +21,13 @@ here=.ci/interop/ctools
 export PYTHONDONTWRITEBYTECODE=1 # nothing written into the work tree
 start=$SECONDS
 
-python=
-for c in ${CKPT_CTOOLS_PYTHON:-} python3 python3.13 python3.12 python3.11; do
-	# pyenv shims exist for versions that are not selected and then fail.
-	if "$c" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11) or sys.version_info[:2] > (3, 14))' >/dev/null 2>&1; then
-		python=$c
-		break
-	fi
-done
-if [ -z "$python" ]; then
+. .ci/interop/pytest-run.sh
+if ! python=$(find_python '(3, 11) <= v <= (3, 14)' ${CKPT_CTOOLS_PYTHON:-} python3 python3.13 python3.12 python3.11); then
 	echo "ctools: skipped: no CPython 3.11 to 3.14 found (compressed-tensors 0.20.1 needs >= 3.11; set CKPT_CTOOLS_PYTHON)"
 	echo "ctools: 0 passed, 0 failed, 1 skipped"
 	exit 0
 fi
 
-. .ci/interop/pytest-run.sh
 venv=${CKPT_CTOOLS_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/ctools-venv-$(venv_key "$python" "$here/requirements.txt")}
 # --no-deps: the file pins the whole set (uv pip compile, see the file).
 ensure_venv ctools "$python" "$venv" "$here/requirements.txt" --no-deps

@@ -19,22 +19,14 @@ here=.ci/interop/ttnn
 export PYTHONDONTWRITEBYTECODE=1 # nothing written into the work tree
 start=$SECONDS
 
-python=
+. .ci/interop/pytest-run.sh
 pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
-for c in ${CKPT_TTNN_PYTHON:-} python3.12 python3.10 "$pyenv_root"/versions/3.12*/bin/python3.12 "$pyenv_root"/versions/3.10*/bin/python3.10; do
-	# pyenv shims exist for versions that are not selected and then fail.
-	if "$c" -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 10), (3, 12)))' >/dev/null 2>&1; then
-		python=$c
-		break
-	fi
-done
-if [ -z "$python" ]; then
+if ! python=$(find_python 'v in ((3, 10), (3, 12))' ${CKPT_TTNN_PYTHON:-} python3.12 python3.10 "$pyenv_root"/versions/3.12*/bin/python3.12 "$pyenv_root"/versions/3.10*/bin/python3.10); then
 	echo "ttnn: skipped: no CPython 3.10 or 3.12 found (ttnn 0.81.1 has wheels for those only; set CKPT_TTNN_PYTHON)"
 	echo "ttnn: 0 passed, 0 failed, 1 skipped"
 	exit 0
 fi
 
-. .ci/interop/pytest-run.sh
 venv=${CKPT_TTNN_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ckpt-interop/ttnn-venv-$(venv_key "$python" "$here/requirements.txt")}
 # --no-deps: the file pins the whole set, without ttnn's plotting and
 # dataframe dependencies that nothing here imports (see the file).
