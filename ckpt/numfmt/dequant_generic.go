@@ -75,14 +75,11 @@ func (b *BlockScales) DequantizeE4M3(out DType, raw []byte, g int64, dst []byte)
 	if b.Cols <= 0 || g < 0 {
 		return false, fmt.Errorf("dequantising %d F8_E4M3 codes at element %d of a matrix of %d columns", n, g, b.Cols)
 	}
-	db := int64(4)
-	switch out {
-	case BF16, F16:
-		db = 2
-	case F32:
-	default:
-		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	d, err := outBytes(out)
+	if err != nil {
+		return false, err
 	}
+	db := int64(d)
 	if int64(len(dst)) < n*db {
 		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", n, out, len(dst), n*db)
 	}
@@ -202,6 +199,18 @@ func LookupE4M3(out []uint16, in []byte, t *[256]uint16) (nan bool) {
 	return acc != 0
 }
 
+// outBytes is the size of one BF16, F16 or F32 output value (no
+// DType.Bits: a map lookup per call).
+func outBytes(out DType) (int, error) {
+	switch out {
+	case BF16, F16:
+		return 2, nil
+	case F32:
+		return 4, nil
+	}
+	return 0, fmt.Errorf("cannot encode float32 as %s", out)
+}
+
 // DequantE4M3 writes to dst the encoding in out (BF16, F16 or F32,
 // little-endian) of e4m3(codes[i])·s for every code, the float32 product
 // rounded once (BF16 nearest even keeping a NaN's sign and payload, as
@@ -212,13 +221,9 @@ func LookupE4M3(out []uint16, in []byte, t *[256]uint16) (nan bool) {
 // pass of its own. On amd64 with AVX2 (and F16C for F16) a kernel does the
 // work (DequantE4M3Fast).
 func DequantE4M3(dst []byte, codes []byte, s float32, out DType) (nan bool, err error) {
-	db := 4 // output bytes per code (no DType.Bits: a map lookup per call)
-	switch out {
-	case BF16, F16:
-		db = 2
-	case F32:
-	default:
-		return false, fmt.Errorf("cannot encode float32 as %s", out)
+	db, err := outBytes(out)
+	if err != nil {
+		return false, err
 	}
 	if need := len(codes) * db; len(dst) < need {
 		return false, fmt.Errorf("dequantising %d F8_E4M3 codes to %s: have %d of %d bytes", len(codes), out, len(dst), need)
