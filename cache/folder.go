@@ -146,6 +146,13 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	clean := filepath.Clean(dir)
 	if base := filepath.Base(clean); folderRE.MatchString(base) {
 		dev := filepath.Dir(clean)
+		if b := filepath.Base(dev); b == "." || b == ".." || b == string(filepath.Separator) {
+			// the folder named from inside its device folder (or via
+			// ..): the device is the name of the directory it is in
+			if abs, err := filepath.Abs(clean); err == nil {
+				dev = filepath.Dir(abs)
+			}
+		}
 		f := Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + base}
 		if !sel.Match(f) {
 			return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: []Folder{f}}
