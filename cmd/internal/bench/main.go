@@ -731,7 +731,7 @@ func freeFor(dir string, need int64) error {
 	if err := syscall.Statfs(filepath.Dir(dir), &st); err != nil {
 		return err
 	}
-	if int64(st.Bavail)*st.Bsize >= need+need/10 {
+	if int64(st.Bavail)*int64(st.Bsize) >= need+need/10 {
 		return nil
 	}
 	fmt.Fprintf(os.Stderr, "removing fixture %s to make room (it is written again by the next run)\n", dir)
