@@ -234,10 +234,22 @@ func TestSourcesDiffUnderFaults(t *testing.T) {
 	t.Parallel()
 	f := newSourceForms(t)
 	kinds := []sourcetest.FaultKind{sourcetest.Drop, sourcetest.Status500, sourcetest.TooMany, sourcetest.Short, sourcetest.WrongRange}
+	// Every third distinct request (file and range) fails once; its
+	// retry is served. A shared count of all requests let concurrent
+	// reads steer one read's retries onto fault after fault (8 in a row
+	// once, under load: exit 2).
 	var n, faults atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]bool{}
 	f.hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
-		k := n.Add(1)
-		if k%3 != 0 {
+		n.Add(1)
+		key := r.Method + " " + file + " " + r.Header.Get("Range")
+		mu.Lock()
+		retry := seen[key]
+		seen[key] = true
+		k := int64(len(seen))
+		mu.Unlock()
+		if retry || k%3 != 0 {
 			return sourcetest.Fault{}
 		}
 		faults.Add(1)
