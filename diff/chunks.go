@@ -281,20 +281,6 @@ func (e *engine) requantBig(p *plan, t0, t1, bj, n int64, sc *scratch, r *partia
 		}
 		return nil
 	}
-	// codesAt counts the codes that differ from the recipe's with scale s.
-	codesAt := func(s float32, wF []float32, codes []byte) (cnt, zs int64) {
-		if s == 0 {
-			for _, c := range codes {
-				if c == 0x80 {
-					zs++
-				} else if c != 0 {
-					cnt++
-				}
-			}
-			return cnt, zs
-		}
-		return numfmt.RequantMismatches(wF, codes, s)
-	}
 	// The statistics, the absolute maximum of the wide side and the codes
 	// against the stored scale, which is the recipe's scale of a
 	// re-quantised block; else (it is not) a second pass counts the codes
@@ -315,7 +301,7 @@ func (e *engine) requantBig(p *plan, t0, t1, bj, n int64, sc *scratch, r *partia
 			r.nf.count(bF, fF)
 		}
 		amax = max(amax, numfmt.AbsMax(wF))
-		c, z := codesAt(stored, wF, codes)
+		c, z := requantCodes(wF, codes, stored)
 		cnt += c
 		zs += z
 	})
@@ -327,7 +313,7 @@ func (e *engine) requantBig(p *plan, t0, t1, bj, n int64, sc *scratch, r *partia
 	if s != stored {
 		cnt, zs = 0, 0
 		err := pass(func(_, wF []float32, codes []byte) {
-			c, z := codesAt(s, wF, codes)
+			c, z := requantCodes(wF, codes, s)
 			cnt += c
 			zs += z
 		})

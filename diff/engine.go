@@ -692,18 +692,7 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		r.accumulate(bF, fF)
 		codes := qRaw[o : o+n]
 		s := q.scale[(row/q.bm)*q.sCols+bj]
-		var cnt, zs int64
-		if s == 0 {
-			for _, c := range codes {
-				if c == 0x80 {
-					zs++
-				} else if c != 0 {
-					cnt++
-				}
-			}
-		} else {
-			cnt, zs = numfmt.RequantMismatches(wF, codes, s)
-		}
+		cnt, zs := requantCodes(wF, codes, s)
 		r.qElems += cnt
 		r.zeroSign += zs
 		if cnt > 0 && p.qBlockBad[(row/q.bm)*q.sCols+bj].CompareAndSwap(false, true) {
@@ -712,4 +701,22 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		g += n
 	}
 	return nil
+}
+
+// requantCodes counts the FP8 codes of a block that differ from the
+// recipe's for the wide values wF under scale s, and the zero-sign codes
+// (numfmt.RequantMismatches); a zero scale (an all-zero block) expects
+// zero codes, -0 (0x80) counted as a zero sign.
+func requantCodes(wF []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+	if s != 0 {
+		return numfmt.RequantMismatches(wF, codes, s)
+	}
+	for _, c := range codes {
+		if c == 0x80 {
+			zeroSign++
+		} else if c != 0 {
+			cnt++
+		}
+	}
+	return cnt, zeroSign
 }
