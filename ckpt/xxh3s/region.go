@@ -252,17 +252,8 @@ func (r *Region) lanes(sum *[8]uint64, p []byte, off int64) {
 		stop = r.t // later stripes of the last block only enter the final stripe
 	}
 	// Up to the first stripe boundary, lane by lane.
-	for j != 0 && len(p) >= 8 && s < stop {
-		v := binary.LittleEndian.Uint64(p)
-		k := v ^ sec.lane[s+int64(j)]
-		sum[j] += uint64(uint32(k)) * (k >> 32)
-		sum[j^1] += v
-		p = p[8:]
-		j++
-		if j == 8 {
-			j = 0
-			s++
-		}
+	if j != 0 {
+		p, s, j = laneByLane(sum, p, s, j, stop, true)
 	}
 	// Whole stripes.
 	if len(p) >= stripe && s < stop {
@@ -272,6 +263,13 @@ func (r *Region) lanes(sum *[8]uint64, p []byte, off int64) {
 		s += n
 	}
 	// The rest, lane by lane.
+	laneByLane(sum, p, s, j, stop, false)
+}
+
+// laneByLane adds whole lanes of p to sum one at a time from lane j of
+// stripe s, before stripe stop (toBoundary: only up to the next stripe
+// boundary), and returns what is left of p and where it starts.
+func laneByLane(sum *[8]uint64, p []byte, s int64, j int, stop int64, toBoundary bool) ([]byte, int64, int) {
 	for len(p) >= 8 && s < stop {
 		v := binary.LittleEndian.Uint64(p)
 		k := v ^ sec.lane[s+int64(j)]
@@ -282,8 +280,12 @@ func (r *Region) lanes(sum *[8]uint64, p []byte, off int64) {
 		if j == 8 {
 			j = 0
 			s++
+			if toBoundary {
+				break
+			}
 		}
 	}
+	return p, s, j
 }
 
 // addPart adds bytes p at off that lie within one lane.
