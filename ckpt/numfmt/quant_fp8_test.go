@@ -253,3 +253,16 @@ func TestFP8BlockMismatches(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeE8M0 holds the E8M0 encoder: every code's value back to its
+// code (0xFF, NaN, to itself), and anything not a power of two in range
+// (3, 0, -1, +Inf, 2^-128, NaN) to the NaN code.
+func TestEncodeE8M0(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		require.Equal(t, byte(c), EncodeE8M0(E8M0ToFloat32(byte(c))), "code %#x", c)
+	}
+	for _, f := range []float32{3, 0, -1, float32(math.Inf(1)), 0x1p-128, float32(math.NaN()), -0x1p-3} {
+		require.Equal(t, byte(E8M0NaN), EncodeE8M0(f), "%g", f)
+	}
+}
