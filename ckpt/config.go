@@ -79,7 +79,10 @@ type QuantConfig struct {
 	ActivationScheme    string
 	BlockSize           []int64 // weight_block_size, nil when absent
 	ModulesToNotConvert []string
-	Raw                 map[string]any
+	// ScaleFmt is transformers' scale_fmt: "float" (F32 scales, the
+	// default when absent) or "ue8m0" (F8_E8M0 scales).
+	ScaleFmt string
+	Raw      map[string]any
 }
 
 // IsBlockFP8 reports whether this is a block-FP8 ("fp8" method with a
@@ -109,6 +112,7 @@ func (c *Config) Quantization() *QuantConfig {
 	q.Method, _ = qc["quant_method"].(string)
 	q.Fmt, _ = qc["fmt"].(string)
 	q.ActivationScheme, _ = qc["activation_scheme"].(string)
+	q.ScaleFmt, _ = qc["scale_fmt"].(string)
 	if bs, ok := qc["weight_block_size"].([]any); ok {
 		for _, v := range bs {
 			if n, ok := AsInt(v); ok {

@@ -106,6 +106,17 @@ func QuantizeBlockFP8(w []float32, rows, cols, bm, bn int64, scaleDType DType, c
 	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, scaleDType, codes, scales)
 }
 
+// QuantizeBlockFP8Named is numfmt.QuantizeBlockFP8Recipe with the recipe
+// given by its name ("ckpt", "transformers", ...; numfmt.FP8Recipes); false
+// for a name that is none.
+func QuantizeBlockFP8Named(recipe string, w []float32, rows, cols, bm, bn int64, scaleDType DType, codes []byte, scales []float32) bool {
+	r, ok := numfmt.ParseFP8Recipe(recipe)
+	if ok {
+		numfmt.QuantizeBlockFP8Recipe(r, w, rows, cols, bm, bn, scaleDType, codes, scales)
+	}
+	return ok
+}
+
 // MaxFinite is numfmt.MaxFinite.
 func MaxFinite(dt DType) float64 { return numfmt.MaxFinite(dt) }
 

@@ -57,6 +57,10 @@ type SchemeSpec struct {
 
 var floatScale = []DType{F32, BF16, F16}
 
+// blockScale are the dtypes of a block-FP8 weight_scale_inv
+// (IsBlockScaleDType).
+var blockScale = []DType{F32, BF16, F16, F8E8M0}
+
 // schemeSpecs: the upstream facts behind each entry are cited where they
 // are used (numfmt for the element formats and layouts).
 //   - block FP8: deepseek-ai/DeepSeek-V3 README_WEIGHTS.md, transformers
@@ -79,7 +83,7 @@ var floatScale = []DType{F32, BF16, F16}
 var schemeSpecs = []*SchemeSpec{
 	{Scheme: BlockFP8, Title: "block FP8 (DeepSeek/Qwen style)", Declared: `quantization_config.quant_method "fp8" (weight_block_size, default [128, 128])`,
 		WeightName: "<module>.weight", WeightDTypes: []DType{F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = weight_block_size",
-		Companions: []CompanionSpec{{Role: "scale", Suffix: ScaleSuffix, DTypes: floatScale, Shape: "[ceil(N/bm), ceil(K/bn)]"}},
+		Companions: []CompanionSpec{{Role: "scale", Suffix: ScaleSuffix, DTypes: blockScale, Shape: "[ceil(N/bm), ceil(K/bn)]"}},
 		IgnoreKeys: []string{"modules_to_not_convert", "ignored_layers"}},
 	{Scheme: MXFP4, Title: "MXFP4 (gpt-oss)", Declared: `quantization_config.quant_method "mxfp4"`,
 		WeightName: "<x>_blocks", WeightDTypes: []DType{U8}, WeightShape: "[..., G, 16] (32 packed E2M1 codes per block, low nibble first)", ValuesPerElement: 2, Block: "32 elements of the last dimension",

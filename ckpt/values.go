@@ -51,7 +51,8 @@ func Matrix(shape []int64) (rows, cols int64) {
 
 // NewValues prepares to read t as float32. If scale is non-nil, t must be a
 // 2-D F8_E4M3 tensor and scale its [ceil(R/bm), ceil(C/bn)] block scale
-// (F32, BF16 or F16); the scale is read whole (it is small).
+// (F32, BF16, F16, or F8_E8M0 as transformers writes it for scale_fmt
+// "ue8m0": 2^(e-127), 0xFF NaN); the scale is read whole (it is small).
 func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	if !t.DType.IsFloat() {
 		return nil, fmt.Errorf("tensor %s of %s: dtype %s cannot be read as float values", Quote(t.Name), t.File.Location, t.DType)
@@ -93,15 +94,22 @@ func checkBlockScale(t, scale *Tensor, bm, bn int64) error {
 	if len(scale.Shape) != 2 || scale.Shape[0] != want[0] || scale.Shape[1] != want[1] {
 		return fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
 	}
-	switch scale.DType {
-	case F32, BF16, F16:
-	default:
-		return fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16 or F16", Quote(scale.Name), scale.File.Location, scale.DType)
+	if !IsBlockScaleDType(scale.DType) {
+		return fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16, F16 or F8_E8M0", Quote(scale.Name), scale.File.Location, scale.DType)
 	}
 	return nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// IsBlockScaleDType reports whether dt is a dtype a block-FP8
+// weight_scale_inv may have: F32, BF16, F16, or F8_E8M0 (transformers'
+// scale_fmt "ue8m0", huggingface/transformers:src/transformers/
+// integrations/finegrained_fp8.py@v5.23.0 FP8Linear and Fp8Quantize: a
+// power of two 2^(e-127), dequantised as code·2^(e-127) in float32).
+func IsBlockScaleDType(dt DType) bool {
+	return dt == F32 || dt == BF16 || dt == F16 || dt == F8E8M0
+}
 
 // BlockScale returns the weight_scale_inv companion of t and the block
 // size [bm, bn] when t is a block-FP8 weight, or a nil scale when its

@@ -184,7 +184,8 @@ func (e *engine) requantTile(p *plan, t0, t1, bj0, bj1 int64, sc *scratch, r *pa
 			}
 			r.changed += countValueDiff(bF, fF)
 			r.accumulate(bF, fF)
-			cnt, zs, bad := requantBlock(q, wF, codes, ra/q.bm, bj)
+			cnt, zs, bad, dead := requantBlock(q, wF, codes, ra/q.bm, bj, r.qDead)
+			r.qDead = dead
 			r.qElems += cnt
 			r.zeroSign += zs
 			if bad || cnt > 0 {
@@ -301,25 +302,42 @@ func (e *engine) requantBig(p *plan, t0, t1, bj, n int64, sc *scratch, r *partia
 			r.nf.count(bF, fF)
 		}
 		amax = max(amax, numfmt.AbsMax(wF))
-		c, z := requantCodes(wF, codes, stored)
+		c, z := q.storedOp(stored).Mismatches(wF, codes)
 		cnt += c
 		zs += z
 	})
 	if err != nil {
 		return err
 	}
-	s := numfmt.ScaleFor(amax, q.scaleDType)
-	scaleDiffers := !sameValue(s, stored)
-	if s != stored {
-		cnt, zs = 0, 0
-		err := pass(func(_, wF []float32, codes []byte) {
-			c, z := requantCodes(wF, codes, s)
+	// count runs a pass that counts the codes of operation b
+	count := func(b numfmt.FP8Block) (cnt, zs int64, err error) {
+		err = pass(func(_, wF []float32, codes []byte) {
+			c, z := b.Mismatches(wF, codes)
 			cnt += c
 			zs += z
 		})
-		if err != nil {
+		return cnt, zs, err
+	}
+	op := q.storedOp(stored)
+	rb := q.recipes[0].Block(amax, q.scaleDType)
+	scaleDiffers := !sameValue(rb.Scale, stored)
+	known := []opCount{{op, cnt}}
+	if !rb.Same(op) {
+		if cnt, zs, err = count(rb); err != nil {
 			return err
 		}
+		known = append(known, opCount{rb, cnt})
+	}
+	var passErr error
+	r.qDead = q.otherRecipes(amax, stored, r.qDead, known, func(b numfmt.FP8Block) int64 {
+		c, _, err := count(b)
+		if err != nil && passErr == nil {
+			passErr = err
+		}
+		return c
+	})
+	if passErr != nil {
+		return passErr
 	}
 	r.add(&l)
 	r.qElems += cnt

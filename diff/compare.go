@@ -434,6 +434,11 @@ func (p *plan) layout() error {
 	default:
 		p.kind = kindCross
 	}
+	if p.kind == kindRequant {
+		if p.q.recipes = recipesFor(p.q.scaleDType, p.q.ct); len(p.q.recipes) == 0 {
+			p.kind = kindCross // no recipe stores such scales: values only
+		}
+	}
 	return nil
 }
 

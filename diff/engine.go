@@ -323,6 +323,7 @@ func (e *engine) tensor(ctx context.Context, p *plan) error {
 			}
 			qb += extra
 		}
+		requantRecipe(row, p.q, &qe, &qb, total.qDead, p.qBlockBad != nil || rangeOf != nil)
 		row.RequantMismatchElems, row.RequantMismatchBlocks = &qe, &qb
 		row.Relation = DTypeChanged
 		if qe == 0 && qb == 0 {
@@ -607,9 +608,10 @@ func (e *engine) normRange(p *plan, e0, e1 int64, sc *scratch, buf *[]byte, r *p
 }
 
 // coveredScales checks the stored scale of every block a sampled requant
-// plan read whole against the recipe (the block's absolute maximum over
-// 448, in the scale dtype), as an unsampled diff does: a sample never says
-// less than it saw. It returns the blocks whose scale differs and whose
+// plan read whole against the recipes (the block's absolute maximum over
+// 448 in the scale dtype, or another recipe's scale of it: the sample
+// names no recipe), as an unsampled diff does: a sample never says less
+// than it saw. It returns the blocks whose scale differs and whose
 // codes did not already count them.
 func (p *plan) coveredScales() (int64, error) {
 	q, w := p.q, p.w
@@ -649,8 +651,7 @@ func (p *plan) coveredScales() (int64, error) {
 			}
 			amax = max(amax, numfmt.AbsMax(vals))
 		}
-		s := numfmt.ScaleFor(amax, q.scaleDType)
-		if !sameValue(s, q.scale[b]) && p.qBlockBad[b].CompareAndSwap(false, true) {
+		if !q.someRecipeScale(amax, q.scale[b]) && p.qBlockBad[b].CompareAndSwap(false, true) {
 			extra++
 		}
 	}
@@ -660,7 +661,9 @@ func (p *plan) coveredScales() (int64, error) {
 // requantSegments is requant for the ranges of a sampled diff, which are
 // runs of whole groups of bn columns inside rows, not whole blocks: each
 // group segment is compared by value, and the wider side re-quantised with
-// the FP8 side's stored scale of its block against the codes. Whether the
+// the FP8 side's stored scale of its block against the codes (division by
+// it; multiplication by its reciprocal under transformers-ue8m0, the
+// same codes for a power of two). Whether the
 // stored scale is the recipe's (the block's absolute maximum over 448)
 // needs the whole block and is not checked: a sample checks codes only.
 func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratch, r *partial) error {
@@ -692,7 +695,7 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		r.accumulate(bF, fF)
 		codes := qRaw[o : o+n]
 		s := q.scale[(row/q.bm)*q.sCols+bj]
-		cnt, zs := requantCodes(wF, codes, s)
+		cnt, zs := q.storedOp(s).Mismatches(wF, codes)
 		r.qElems += cnt
 		r.zeroSign += zs
 		if cnt > 0 && p.qBlockBad[(row/q.bm)*q.sCols+bj].CompareAndSwap(false, true) {
@@ -701,22 +704,4 @@ func (e *engine) requantSegments(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *s
 		g += n
 	}
 	return nil
-}
-
-// requantCodes counts the FP8 codes of a block that differ from the
-// recipe's for the wide values wF under scale s, and the zero-sign codes
-// (numfmt.RequantMismatches); a zero scale (an all-zero block) expects
-// zero codes, -0 (0x80) counted as a zero sign.
-func requantCodes(wF []float32, codes []byte, s float32) (cnt, zeroSign int64) {
-	if s != 0 {
-		return numfmt.RequantMismatches(wF, codes, s)
-	}
-	for _, c := range codes {
-		if c == 0x80 {
-			zeroSign++
-		} else if c != 0 {
-			cnt++
-		}
-	}
-	return cnt, zeroSign
 }

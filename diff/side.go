@@ -28,6 +28,12 @@ type side struct {
 	// e4m3: the value of every F8_E4M3 code, for the fused decode of a
 	// scaled F8_E4M3 side (nil otherwise).
 	e4m3 *[256]float32
+	// recipes are the block-FP8 recipes that store this side's scales,
+	// the counting recipe first (requant.go); set for the FP8 side of a
+	// requant plan.
+	recipes []numfmt.FP8Recipe
+	// ct: the scale is a compressed-tensors weight_scale.
+	ct bool
 }
 
 // sideLayout describes t without reading data: its matrix view and, for a
@@ -50,11 +56,12 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 		// a channel's [N, 1] scale is the block scale of [1, K] blocks
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, q.BM, q.BN, (s.cols+q.BN-1)/q.BN
 		s.rowBlocks = q.Scheme == ckpt.FP8Channel
+		s.ct = q.Scheme != ckpt.BlockFP8
 	case ckpt.FP8Tensor:
 		// one scale for the whole [N, K] block (so that the recipe's
 		// requantisation takes the tensor's amax)
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, max(s.rows, 1), max(s.cols, 1), 1
-		s.rowBlocks = true
+		s.rowBlocks, s.ct = true, true
 	default:
 		return nil, fmt.Errorf("tensor %s of %s: internal error: scheme %s is read through its values", ckpt.Quote(t.Name), t.File.Location, q.Scheme)
 	}

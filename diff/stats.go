@@ -21,7 +21,10 @@ type partial struct {
 	nf        nonFinite // NaN/Inf values of each side (nonfinite.go)
 	// requant mismatches
 	qElems, qBlocks int64
-	zeroSign        int64 // FP8 codes differing only in the sign of zero
+	// qDead marks the other recipes of a block-FP8 side (bit i:
+	// side.recipes[i+1]) that failed a block of the run (requant.go).
+	qDead    uint16
+	zeroSign int64 // FP8 codes differing only in the sign of zero
 	fp4             fp4Partial
 }
 
@@ -39,6 +42,7 @@ func (p *partial) merge(o *partial) {
 	p.dot += o.dot
 	p.qElems += o.qElems
 	p.qBlocks += o.qBlocks
+	p.qDead |= o.qDead
 	p.zeroSign += o.zeroSign
 	p.fp4.merge(&o.fp4)
 }

@@ -215,6 +215,78 @@ def test_block_quantise_recipe(convdump, tmp_path, sdt):
     assert bad.size == 0, f"{len(bad)} codes differ, first at {bad[:4].tolist()}"
 
 
+F32 = np.float32
+
+
+def ceil_pow2(x):
+    """2^ceil(log2 x) with log2 rounded to float32 first, as torch's float32
+    log2 (numpy's float64 log2 rounded once is the correctly rounded one)."""
+    return np.float32(2.0 ** np.ceil(np.log2(np.float64(x)).astype(np.float32)))
+
+
+def numpy_block_recipe(recipe, blk, sdt):
+    """One block of the named recipe (docs/formats.md): its stored scale and
+    its codes, in numpy float32 arithmetic (every operation rounded)."""
+    amax = F32(np.abs(blk).max())
+    div = True
+    if recipe in ("transformers", "transformers-ue8m0"):
+        m, inv = (F32(F32(1) / amax) * F32(448), None) if amax > 0 else (F32(1), F32(1))
+        inv = F32(F32(1) / m) if amax > 0 else F32(1)
+        if recipe == "transformers":
+            return inv, e4m3_satfinite((blk * m).astype(F32))
+        s = ceil_pow2(max(inv, F32(2.0 ** -126)))
+        return s, e4m3_satfinite((blk * F32(F32(1) / s)).astype(F32))
+    if recipe == "compressed-tensors":
+        s = F32((amax / F32(448)).astype(F32).astype(NP[sdt]))
+        if s == 0:
+            s = F32({"F32": 2.0 ** -23, "BF16": 2.0 ** -7, "F16": 2.0 ** -10}[sdt])  # the dtype's machine epsilon
+        return s, e4m3_satfinite((blk / s).astype(F32).astype(NP[sdt]).astype(F32))
+    floor = F32(1e-10) if recipe.startswith("vllm-group") else F32(1e-4)
+    s = F32(max(amax, floor) / F32(448))
+    if recipe == "deepseek-v3-ue8m0":
+        s = ceil_pow2(s)
+    elif recipe == "vllm-group-ue8m0":
+        s = ceil_pow2(max(s, F32(1e-10)))
+    elif recipe == "vllm-block":
+        return s, e4m3_satfinite((blk * F32(F32(1) / s)).astype(F32))
+    return s, e4m3_satfinite((blk / s).astype(F32))
+
+
+RECIPES = [("transformers", "F32"), ("transformers-ue8m0", "F8_E8M0"), ("compressed-tensors", "F32"),
+           ("compressed-tensors", "BF16"), ("compressed-tensors", "F16"), ("deepseek-v3", "F32"),
+           ("deepseek-v3-ue8m0", "F32"), ("vllm-block", "F32"), ("vllm-group", "F32"), ("vllm-group-ue8m0", "F32")]
+
+
+@pytest.mark.parametrize("recipe,sdt", RECIPES)
+def test_block_quantise_named_recipes(convdump, tmp_path, recipe, sdt):
+    """Every block-FP8 recipe of the ecosystem (numfmt quant_fp8.go) against
+    the same arithmetic in numpy, on bf16 weights whose blocks span 1e-45
+    (subnormal amax, below every floor) to 1e4, with a zero block and
+    E4M3 ties: every stored scale and code equal."""
+    rng = np.random.default_rng(17)
+    rows, cols, bm, bn = 160, 256, 32, 32
+    w = block_weights(rng, rows, cols, bm, bn).astype(BF16).astype(np.float32)
+    w[2 * bm:3 * bm, :bn] = np.float32(1e-40) * rng.standard_normal((bm, bn)).astype(np.float32)
+    w[3 * bm:4 * bm, :bn] *= np.float32(1e-6)
+    src, cf, sf = tmp_path / "w.f32", tmp_path / "codes", tmp_path / "scales"
+    w.tofile(src)
+    subprocess.run([convdump, "quant", *map(str, (rows, cols, bm, bn)), sdt, src, cf, sf, recipe], check=True)
+    codes = np.fromfile(cf, dtype=np.uint8).reshape(rows, cols)
+    scales = np.fromfile(sf, dtype=np.float32).reshape(rows // bm, cols // bn)
+    want_codes = np.zeros_like(codes)
+    want_scales = np.zeros_like(scales)
+    with np.errstate(all="ignore"):
+        for i in range(rows // bm):
+            for j in range(cols // bn):
+                s, c = numpy_block_recipe(recipe, w[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn], sdt)
+                want_scales[i, j] = s
+                want_codes[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = c
+    assert_same_floats(scales, want_scales, f"{recipe} {sdt} block scales")
+    same = (codes == want_codes) | (((codes & 0x7F) == 0x7F) & ((want_codes & 0x7F) == 0x7F))
+    bad = np.argwhere(~same)
+    assert bad.size == 0, f"{len(bad)} codes differ, first at {bad[:4].tolist()}"
+
+
 def write_fp8_checkpoint(d, tensors, bm, bn):
     """A block-FP8 checkpoint directory written by the reference writer."""
     d.mkdir()
@@ -281,3 +353,66 @@ def test_requant_identical_matches_numpy_recipe(ckpt, tmp_path, sdt):
         t = {x["name"]: x for x in r["tensors"]}["l.weight"]
         assert t["relation"] == want_rel, t
         assert t.get("requant_mismatch_elems", 0) == mismatches, t
+
+
+ORDER = ["ckpt", "transformers", "transformers-ue8m0", "compressed-tensors", "deepseek-v3", "deepseek-v3-ue8m0",
+         "vllm-block", "vllm-group", "vllm-group-ue8m0"]
+
+
+@pytest.mark.parametrize("recipe,sdt", [r for r in RECIPES if r[0] != "compressed-tensors"])
+def test_requant_identical_names_numpy_recipe(ckpt, tmp_path, recipe, sdt):
+    """A block-FP8 base quantised by each recipe in numpy against its bf16
+    weights: diff calls the weight requant_identical with requant_recipe the
+    first recipe, in diff's order, whose numpy arithmetic gives the same
+    codes and scales (the recipe itself unless an earlier one agrees on
+    every block); one code flipped makes it dtype_changed with the counting
+    recipe's counts."""
+    rng = np.random.default_rng(23)
+    bm, bn, rows, cols = 32, 32, 96, 128
+    w = block_weights(rng, rows, cols, bm, bn).astype(BF16)
+    wf = w.astype(np.float32)
+
+    def quant(name):
+        codes = np.zeros((rows, cols), dtype=np.uint8)
+        scales = np.zeros((rows // bm, cols // bn), dtype=np.float32)
+        with np.errstate(all="ignore"):
+            for i in range(rows // bm):
+                for j in range(cols // bn):
+                    blk = wf[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn]
+                    if name == "ckpt":
+                        c, s = numpy_quantise(blk, bm, bn, sdt)
+                        s = s[0, 0]
+                    else:
+                        s, c = numpy_block_recipe(name, blk, sdt)
+                    scales[i, j] = s
+                    codes[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = c
+        return codes, scales
+
+    codes, scales = quant(recipe)
+
+    def stores(name):
+        return name == "transformers-ue8m0" if sdt == "F8_E8M0" else name not in ("transformers-ue8m0", "compressed-tensors")
+
+    def same(a, b):
+        return (np.all((a[0] == b[0]) | (((a[0] & 0x7F) == 0x7F) & ((b[0] & 0x7F) == 0x7F)))
+                and np.array_equal(a[1].view(np.uint32), b[1].view(np.uint32)))
+
+    want = next(n for n in ORDER if stores(n) and same(quant(n), (codes, scales)))
+    s = scales.astype(NP[sdt])
+    ft = tmp_path / "ft"
+    ft.mkdir()
+    ref_write(ft / "model.safetensors", {"l.weight": ("BF16", [rows, cols], w.tobytes())}, {"format": "pt"})
+    (ft / "config.json").write_text(json.dumps({"model_type": "interop"}))
+    bad = codes.copy()
+    bad[40, 17] ^= 1
+    for name, c, rel in (("same", codes, "requant_identical"), ("bad", bad, "dtype_changed")):
+        base = tmp_path / f"base-{name}"
+        write_fp8_checkpoint(base, {"l.weight": ("F8_E4M3", [rows, cols], c.tobytes()),
+                                    "l.weight_scale_inv": (sdt, list(s.shape), s.tobytes())}, bm, bn)
+        r = ckpt.json("diff", base, ft, "--progress", "none", rc=1)
+        t = {x["name"]: x for x in r["tensors"]}["l.weight"]
+        assert t["relation"] == rel, t
+        if rel == "requant_identical":
+            assert t["requant_recipe"] == want, t
+        else:
+            assert t["requant_recipe"] == ("transformers-ue8m0" if sdt == "F8_E8M0" else "ckpt"), t

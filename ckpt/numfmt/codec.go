@@ -294,6 +294,10 @@ func EncodeFloat32(dt DType, src []float32, dst []byte) error {
 		for i, v := range src {
 			dst[i] = EncodeE4M3(v)
 		}
+	case F8E8M0:
+		for i, v := range src {
+			dst[i] = EncodeE8M0(v)
+		}
 	default:
 		return fmt.Errorf("cannot encode float32 as %s", dt)
 	}

@@ -30,6 +30,21 @@ func E8M0ToFloat32(c byte) float32 {
 	return math.Float32frombits(uint32(c) << 23)
 }
 
+// EncodeE8M0 returns the E8M0 code of f when f is a power of two
+// 2^-127..2^127 (the scales the ue8m0 recipes make), else the NaN code
+// 0xFF: E8M0 has no zero, sign, infinity or mantissa, and the recipes
+// round to a power of two before they store.
+func EncodeE8M0(f float32) byte {
+	u := math.Float32bits(f)
+	switch {
+	case u == 1<<22: // 2^-127, a float32 subnormal
+		return 0
+	case u&0x807fffff == 0 && u>>23 >= 1 && u>>23 <= 254:
+		return byte(u >> 23)
+	}
+	return E8M0NaN
+}
+
 // E8M0IsNaN reports whether c is the NaN code of E8M0.
 func E8M0IsNaN(c byte) bool { return c == E8M0NaN }
 

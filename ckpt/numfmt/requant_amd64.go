@@ -27,18 +27,29 @@ func AbsMax(w []float32) float32 {
 // of 8 go through requantAVX2, which has no branch per element
 // (TestRequantCodes, TestEncodeE4M3AVX2), the tail through the Go loop.
 func RequantMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+	return requantMismatches(w, codes, s, false)
+}
+
+// RequantMulMismatches is RequantMismatches for the codes
+// EncodeE4M3(w[i]·m) (recipes that multiply by 448/amax), through the
+// same kernel.
+func RequantMulMismatches(w []float32, codes []byte, m float32) (cnt, zeroSign int64) {
+	return requantMismatches(w, codes, m, true)
+}
+
+func requantMismatches(w []float32, codes []byte, s float32, mul bool) (cnt, zeroSign int64) {
 	n := len(w) &^ 7
 	if !useAVX2 || n == 0 {
-		return requantMismatchesGo(w, codes, s)
+		return requantMismatchesGo(w, codes, s, mul)
 	}
 	codes = codes[:len(w)]
 	for i := 0; i < n; i += requantChunk {
 		m := min(n-i, requantChunk)
-		same, zs := requantAVX2(&w[i], &codes[i], m, s)
+		same, zs := requantAVX2(&w[i], &codes[i], m, s, mul)
 		cnt += int64(m - same)
 		zeroSign += int64(zs)
 	}
-	c, zs := requantMismatchesGo(w[n:], codes[n:], s)
+	c, zs := requantMismatchesGo(w[n:], codes[n:], s, mul)
 	return cnt + c, zeroSign + zs
 }
 
@@ -49,14 +60,16 @@ func RequantMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int6
 func absMaxAVX2(w *float32, n int) float32
 
 // requantAVX2 counts over i < n (a positive multiple of 8, at most
-// requantChunk) the codes EncodeE4M3(w[i]/s) that decode to the value of
-// codes[i] (same) and those that differ from it only in the sign of zero.
+// requantChunk) the codes EncodeE4M3(w[i]/s) (EncodeE4M3(w[i]·s) when
+// mul) that decode to the value of codes[i] (same) and those that differ
+// from it only in the sign of zero.
 //
 //go:noescape
-func requantAVX2(w *float32, codes *byte, n int, s float32) (same, zeroSign int)
+func requantAVX2(w *float32, codes *byte, n int, s float32, mul bool) (same, zeroSign int)
 
-// encodeE4M3AVX2 sets dst[i] = EncodeE4M3(src[i]/s) for i < n (a positive
-// multiple of 8) with requantAVX2's encoding; only its test calls it.
+// encodeE4M3AVX2 sets dst[i] = EncodeE4M3(src[i]/s) (src[i]·s when mul)
+// for i < n (a positive multiple of 8) with requantAVX2's encoding; only
+// its test calls it.
 //
 //go:noescape
-func encodeE4M3AVX2(dst *uint32, src *float32, n int, s float32)
+func encodeE4M3AVX2(dst *uint32, src *float32, n int, s float32, mul bool)

@@ -4,9 +4,12 @@
 
 // Re-quantisation kernels of requantBlock (the Go side is requant_amd64.go).
 //
-// ENCODE turns the 8 float32 x at (SI) into the codes ckpt.EncodeE4M3(x/s)
-// as dwords, with the operations of the Go function on each lane:
-//   u = x/s (VDIVPS: the float32 quotient of the Go loop), a = u &^ sign;
+// ENCODE turns the 8 float32 x at (SI) into the codes ckpt.EncodeE4M3(x/s),
+// or ckpt.EncodeE4M3(x·s) when R8 is not zero, as dwords, with the
+// operations of the Go function on each lane:
+//   u = x/s (VDIVPS: the float32 quotient of the Go loop) or x·s (VMULPS:
+//   the float32 product; R8 is the same for every iteration, so that the
+//   branch is always predicted), a = u &^ sign;
 //   subnormal codes (a < 2^-6): a·512 (exact) converted to an integer
 //   with the MXCSR rounding, nearest even, as math.RoundToEven;
 //   the others: a is first clamped: VMINPS(448, a) gives 448 for
@@ -22,7 +25,11 @@
 // Y12 448.0, Y13 512.0, Y14 0x7fffffff, Y15 s; rqk<> the added constant.
 #define ENCODE \
 	VMOVUPS (SI), Y0; \
+	CMPQ R8, $0; \
+	JNE 3(PC); \
 	VDIVPS Y15, Y0, Y0;       /* u = x/s */ \
+	JMP 2(PC); \
+	VMULPS Y15, Y0, Y0;       /* u = x·s */ \
 	VANDPS Y14, Y0, Y1;       /* a = |u| */ \
 	VPCMPGTD Y0, Y9, Y0;      /* u < 0 as an integer: the sign */ \
 	VPAND Y7, Y0, Y0;         /* sign<<7 */ \
@@ -72,15 +79,17 @@ GLOBL rq7f<>(SB), RODATA|NOPTR, $32
 	VPBROADCASTD rqc<>+24(SB), Y14; \
 	VPXOR Y9, Y9, Y9
 
-// func requantAVX2(w *float32, codes *byte, n int, s float32) (same, zeroSign int)
+// func requantAVX2(w *float32, codes *byte, n int, s float32, mul bool) (same, zeroSign int)
 //
 // n is a positive multiple of 8 below 2^31. same counts the i < n whose
-// code EncodeE4M3(w[i]/s) decodes to the value of codes[i] (equal, ±0,
-// or both NaN), zeroSign those that differ only in the sign of zero.
+// code EncodeE4M3(w[i]/s) (EncodeE4M3(w[i]·s) when mul) decodes to the
+// value of codes[i] (equal, ±0, or both NaN), zeroSign those that differ
+// only in the sign of zero.
 TEXT ·requantAVX2(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), SI
 	MOVQ codes+8(FP), DI
 	MOVQ n+16(FP), CX
+	MOVBQZX mul+28(FP), R8
 	CONSTS
 	VPXOR Y5, Y5, Y5          // same, per lane
 	VPXOR Y6, Y6, Y6          // zeroSign, per lane
@@ -121,14 +130,15 @@ loop:
 	VZEROUPPER
 	RET
 
-// func encodeE4M3AVX2(dst *uint32, src *float32, n int, s float32)
+// func encodeE4M3AVX2(dst *uint32, src *float32, n int, s float32, mul bool)
 //
-// dst[i] = EncodeE4M3(src[i]/s) for i < n, a positive multiple of 8: the
-// ENCODE of requantAVX2 on its own, for its test.
-TEXT ·encodeE4M3AVX2(SB), NOSPLIT, $0-28
+// dst[i] = EncodeE4M3(src[i]/s) (src[i]·s when mul) for i < n, a positive
+// multiple of 8: the ENCODE of requantAVX2 on its own, for its test.
+TEXT ·encodeE4M3AVX2(SB), NOSPLIT, $0-29
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVBQZX mul+28(FP), R8
 	CONSTS
 enc:
 	ENCODE

@@ -11,7 +11,8 @@ import (
 
 // TestEncodeE4M3AVX2 checks the encoding of requantAVX2 (the ENCODE of
 // requant_amd64.s, run alone by encodeE4M3AVX2) against EncodeE4M3
-// of the Go float32 quotient: under s = 1 on a strided sweep over all
+// of the Go float32 quotient, and of the product for the multiplying
+// recipes: under s = 1 on a strided sweep over all
 // float32 bit patterns and on every rounding boundary of E4M3 (see
 // e4m3Boundaries), under other scales on the boundaries and a coarser
 // sweep.
@@ -25,11 +26,17 @@ func TestEncodeE4M3AVX2(t *testing.T) {
 			xs = append(xs, 0)
 		}
 		got := make([]uint32, len(xs))
-		encodeE4M3AVX2(&got[0], &xs[0], len(xs), s)
-		for i, x := range xs {
-			if want := uint32(EncodeE4M3(x / s)); got[i] != want {
-				require.Failf(t, "code differs", "x %g (%#08x) / s %g: kernel %#x, EncodeE4M3 %#x",
-					x, math.Float32bits(x), s, got[i], want)
+		for _, mul := range []bool{false, true} {
+			encodeE4M3AVX2(&got[0], &xs[0], len(xs), s, mul)
+			for i, x := range xs {
+				q := x / s
+				if mul {
+					q = x * s
+				}
+				if want := uint32(EncodeE4M3(q)); got[i] != want {
+					require.Failf(t, "code differs", "x %g (%#08x), s %g, mul %v: kernel %#x, EncodeE4M3 %#x",
+						x, math.Float32bits(x), s, mul, got[i], want)
+				}
 			}
 		}
 	}

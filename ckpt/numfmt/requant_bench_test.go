@@ -59,7 +59,7 @@ func BenchmarkRequantCodesGo(b *testing.B) {
 	w, codes, s := requantBench()
 	b.SetBytes(benchN * 4)
 	for b.Loop() {
-		requantMismatchesGo(w, codes, s)
+		requantMismatchesGo(w, codes, s, false)
 	}
 }
 

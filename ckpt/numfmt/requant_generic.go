@@ -15,15 +15,21 @@ func absMaxGo(w []float32) float32 {
 	return amax
 }
 
-// requantMismatchesGo counts the i whose code EncodeE4M3(w[i]/s) decodes
-// to another value than codes[i] (cnt) or differs from it only in the
-// sign of zero (zeroSign); len(codes) >= len(w). It is
-// RequantMismatches' loop for the tail and off amd64, and its test's
+// requantMismatchesGo counts the i whose code EncodeE4M3(w[i]/s)
+// (EncodeE4M3(w[i]·s) when mul) decodes to another value than codes[i]
+// (cnt) or differs from it only in the sign of zero (zeroSign);
+// len(codes) >= len(w). It is RequantMismatches' and
+// RequantMulMismatches' loop for the tail and off amd64, and their test's
 // reference.
-func requantMismatchesGo(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+func requantMismatchesGo(w []float32, codes []byte, s float32, mul bool) (cnt, zeroSign int64) {
 	codes = codes[:len(w)]
 	for i, x := range w {
-		if c := EncodeE4M3(x / s); c != codes[i] {
+		if mul {
+			x *= s
+		} else {
+			x /= s
+		}
+		if c := EncodeE4M3(x); c != codes[i] {
 			if same, zs := SameE4M3(c, codes[i]); !same {
 				cnt++
 			} else if zs {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -24,6 +25,13 @@ type Options struct {
 	FP8                                                   bool
 	Block                                                 [2]int     // weight_block_size
 	ScaleDType                                            ckpt.DType // BF16 by default
+	// Recipe quantises the FP8 weights (numfmt.FP8Ckpt by default). The
+	// transformers recipes write the config of transformers'
+	// FineGrainedFP8 save (TransformersFP8Config) with F32 scales, or
+	// F8_E8M0 scales and scale_fmt "ue8m0" for FP8TransformersUE8M0 (its
+	// powers of two as F32 when ScaleDType is F32, as DeepSeek-V3.1 stores
+	// them); ScaleDType is ignored otherwise.
+	Recipe numfmt.FP8Recipe
 	LayersPerShard                                        int        // 0: one single file
 	Seed                                                  uint64
 	// FineTune makes the light fine-tune of the base with the same options:
@@ -119,8 +127,49 @@ func Config(o Options) map[string]any {
 		sort.Strings(skip)
 		cfg["quantization_config"] = map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
 			"weight_block_size": []int{o.Block[0], o.Block[1]}, "modules_to_not_convert": skip}
+		if o.transformers() {
+			cfg["quantization_config"] = TransformersFP8Config(o.Block, o.Recipe == numfmt.FP8TransformersUE8M0, skip)
+		}
 	}
 	return cfg
+}
+
+// TransformersFP8Config is the quantization_config transformers' save
+// writes for a FineGrainedFP8Config (its to_dict, as 5.23.0 writes it:
+// huggingface/transformers:src/transformers/utils/quantization_config.py
+// @v5.23.0): quant_method "fp8", modules_to_not_convert,
+// modules_to_convert null, activation_scheme "dynamic", weight_block_size,
+// dequantize false, scale_fmt "float" or "ue8m0", expert_dtype "fp8"; no
+// fmt.
+func TransformersFP8Config(block [2]int, ue8m0 bool, notConvert []string) map[string]any {
+	sf := "float"
+	if ue8m0 {
+		sf = "ue8m0"
+	}
+	return map[string]any{"quant_method": "fp8", "modules_to_not_convert": notConvert, "modules_to_convert": nil,
+		"activation_scheme": "dynamic", "weight_block_size": []int{block[0], block[1]}, "dequantize": false,
+		"scale_fmt": sf, "expert_dtype": "fp8"}
+}
+
+// transformers reports whether o uses a transformers recipe (and so its
+// config layout).
+func (o Options) transformers() bool {
+	return o.Recipe == numfmt.FP8Transformers || o.Recipe == numfmt.FP8TransformersUE8M0
+}
+
+// scaleDType is the dtype of the FP8 scales o writes.
+func (o Options) scaleDType() ckpt.DType {
+	switch {
+	case o.Recipe == numfmt.FP8TransformersUE8M0 && o.ScaleDType == ckpt.F32:
+		return ckpt.F32
+	case o.Recipe == numfmt.FP8TransformersUE8M0:
+		return ckpt.F8E8M0
+	case o.transformers():
+		return ckpt.F32
+	case o.ScaleDType == "":
+		return ckpt.BF16
+	}
+	return o.ScaleDType
 }
 
 func isFP8Module(t arch.Tensor) bool {
@@ -220,11 +269,8 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	codes := make([]byte, rows*cols)
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	scales := make([]float32, sr*sc)
-	sd := o.ScaleDType
-	if sd == "" {
-		sd = ckpt.BF16
-	}
-	ckpt.QuantizeBlockFP8(vals, rows, cols, bm, bn, sd, codes, scales)
+	sd := o.scaleDType()
+	numfmt.QuantizeBlockFP8Recipe(o.Recipe, vals, rows, cols, bm, bn, sd, codes, scales)
 	sdata := make([]byte, len(scales)*sd.Bits()/8)
 	ckpt.EncodeFloat32(sd, scales, sdata)
 	return []ckpt.MemTensor{

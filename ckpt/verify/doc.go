@@ -32,7 +32,8 @@
 //	                        with a valid weight_block_size (or a wrong fmt)
 //	fp8.scale_missing       an F8_E4M3 weight without <name>_scale_inv
 //	fp8.scale_shape         a scale not of shape [ceil(R/bm), ceil(C/bn)]
-//	fp8.scale_dtype         a scale not F32, BF16 or F16
+//	fp8.scale_dtype         a scale not F32, BF16, F16 or F8_E8M0 (a warning
+//	                        for F8_E8M0 without scale_fmt "ue8m0")
 //	fp8.scale_orphan        a scale whose weight is absent or not F8_E4M3
 //	fp8.rank                an F8_E4M3 tensor that is not 2-D
 //	fp8.not_convert         an F8_E4M3 weight listed in modules_to_not_convert

@@ -63,7 +63,7 @@ func isCompressedScale(name string) bool {
 	return false
 }
 
-func isScaleDType(d ckpt.DType) bool { return d == ckpt.F32 || d == ckpt.BF16 || d == ckpt.F16 }
+func isScaleDType(d ckpt.DType) bool { return ckpt.IsBlockScaleDType(d) }
 
 // fp8Facts is what the FP8 checks learn about the checkpoint.
 type fp8Facts struct {
@@ -116,7 +116,7 @@ const (
 	FP8Config            ckpt.FindingID = "fp8.config"             // F8_E4M3 tensors without a valid fp8 quantization_config
 	FP8ScaleMissing      ckpt.FindingID = "fp8.scale_missing"      // an F8_E4M3 weight without <name>_scale_inv
 	FP8ScaleShape        ckpt.FindingID = "fp8.scale_shape"        // a scale not of shape [ceil(R/bm), ceil(C/bn)]
-	FP8ScaleDType        ckpt.FindingID = "fp8.scale_dtype"        // a scale not F32, BF16 or F16
+	FP8ScaleDType        ckpt.FindingID = "fp8.scale_dtype"        // a scale not F32, BF16, F16 or F8_E8M0 (scale_fmt "ue8m0")
 	FP8ScaleOrphan       ckpt.FindingID = "fp8.scale_orphan"       // a scale whose weight is absent or not F8_E4M3
 	FP8Rank              ckpt.FindingID = "fp8.rank"               // an F8_E4M3 tensor that is not 2-D
 	FP8NotConvert        ckpt.FindingID = "fp8.not_convert"        // an F8_E4M3 weight listed in modules_to_not_convert
@@ -146,7 +146,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	}
 	// scale_missing, scale_shape, scale_dtype
 	var missing, shape, dtype []Check
-	nPairs := 0
+	nPairs, nE8M0 := 0, 0
 	for _, w := range f.weights {
 		sname := ckpt.ScaleName(w.Name)
 		s, ok := in.byName[sname]
@@ -163,9 +163,16 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 			continue
 		}
 		nPairs++
-		if !isScaleDType(s.DType) {
+		switch {
+		case !isScaleDType(s.DType):
 			dtype = append(dtype, Check{ID: FP8ScaleDType, Status: Fail, Tensors: []string{s.Name},
-				Message: fmt.Sprintf("%s has dtype %s, expected F32, BF16 or F16", ckpt.EscapeName(s.Name), s.DType)})
+				Message: fmt.Sprintf("%s has dtype %s, expected F32, BF16 or F16 (or F8_E8M0 with scale_fmt \"ue8m0\")", ckpt.EscapeName(s.Name), s.DType)})
+		case s.DType == ckpt.F8E8M0:
+			nE8M0++
+			if q != nil && q.ScaleFmt != "ue8m0" {
+				dtype = append(dtype, Check{ID: FP8ScaleDType, Status: Warn, Tensors: []string{s.Name},
+					Message: fmt.Sprintf("%s is F8_E8M0 but %s.scale_fmt is %s, not \"ue8m0\": transformers makes float32 scales for scale_fmt \"float\" (read here as 2^(e-127))", ckpt.EscapeName(s.Name), q.Path, scaleFmtText(q.ScaleFmt))})
+			}
 		}
 		if f.block != nil && len(w.Shape) == 2 {
 			want := scaleShape(w.Shape, f.block)
@@ -185,7 +192,11 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	default:
 		out = append(out, Check{ID: FP8ScaleShape, Status: Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
 	}
-	out = appendOr(out, dtype, Check{ID: FP8ScaleDType, Status: Pass, Message: fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)})
+	passDType := fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)
+	if nE8M0 > 0 {
+		passDType = fmt.Sprintf("every scale (%d) is F32, BF16, F16 or F8_E8M0 (%d F8_E8M0, scale_fmt \"ue8m0\")", nPairs, nE8M0)
+	}
+	out = appendOr(out, dtype, Check{ID: FP8ScaleDType, Status: Pass, Message: passDType})
 
 	// scale_orphan
 	var orphans []Check
@@ -229,6 +240,14 @@ func scaleShape(w, block []int64) []int64 {
 	return []int64{(w[0] + block[0] - 1) / block[0], (w[1] + block[1] - 1) / block[1]}
 }
 
+// scaleFmtText quotes a scale_fmt, "(unset)" when absent.
+func scaleFmtText(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	return ckpt.Quote(s)
+}
+
 func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Check {
 	id := FP8Config
 	n := len(f.weights)
@@ -257,6 +276,9 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Chec
 	var out []Check
 	if q.Fmt != "" && q.Fmt != "e4m3" {
 		out = append(out, Check{ID: id, Status: Fail, Message: fmt.Sprintf("%s.fmt is %s but the weights are F8_E4M3 (expected \"e4m3\")", q.Path, ckpt.Quote(q.Fmt))})
+	}
+	if q.ScaleFmt != "" && q.ScaleFmt != "float" && q.ScaleFmt != "ue8m0" {
+		out = append(out, Check{ID: id, Status: Fail, Message: fmt.Sprintf("%s.scale_fmt is %s, expected \"float\" or \"ue8m0\" (transformers' FineGrainedFP8Config refuses others)", q.Path, scaleFmtText(q.ScaleFmt))})
 	}
 	if q.ActivationScheme != "" && q.ActivationScheme != "dynamic" {
 		out = append(out, Check{ID: id, Status: Warn, Message: fmt.Sprintf("%s.activation_scheme is %s; block FP8 loaders (vLLM) require \"dynamic\"", q.Path, ckpt.Quote(q.ActivationScheme))})

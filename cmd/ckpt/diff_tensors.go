@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
@@ -158,7 +159,8 @@ func tensorNote(t diff.Tensor) string {
 	case t.RequantMismatchElems != nil:
 		note = fmt.Sprintf("re-quantising: %s code(s), %s block(s) differ", output.Int(*t.RequantMismatchElems), output.Int(*t.RequantMismatchBlocks))
 	}
-	if t.RequantRecipe != "" && note != "" {
+	// the recipe, but not ckpt's own block-FP8 recipe, the default
+	if t.RequantRecipe != "" && t.RequantRecipe != numfmt.FP8Ckpt.String() && note != "" {
 		note += " (" + t.RequantRecipe + ")"
 	}
 	if t.ZeroSignCodes > 0 {

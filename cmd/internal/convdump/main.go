@@ -5,11 +5,12 @@
 //	convdump e4m3 IN OUT
 //	    IN holds little-endian float32 values; OUT gets one ckpt.EncodeE4M3
 //	    code per value.
-//	convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES
+//	convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES [RECIPE]
 //	    IN holds a row-major ROWS×COLS float32 matrix; ckpt.QuantizeBlockFP8
-//	    with [BM, BN] blocks writes its F8_E4M3 codes to CODES and its block
-//	    scales (already rounded to SCALE_DTYPE: F32, BF16 or F16) as
-//	    little-endian float32 to SCALES.
+//	    (or the block-FP8 recipe named RECIPE: transformers, deepseek-v3,
+//	    ...) with [BM, BN] blocks writes its F8_E4M3 codes to CODES and its
+//	    block scales (already rounded to SCALE_DTYPE: F32, BF16, F16 or
+//	    F8_E8M0) as little-endian float32 to SCALES.
 //	convdump decode DTYPE IN OUT
 //	    IN holds raw values of DTYPE (e.g. F8_E5M2); OUT gets them as
 //	    little-endian float32 (ckpt.DecodeFloat32), for codes that extract
@@ -38,7 +39,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: convdump e4m3 IN OUT | convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES | convdump decode DTYPE IN OUT")
+		return fmt.Errorf("usage: convdump e4m3 IN OUT | convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES [RECIPE] | convdump decode DTYPE IN OUT")
 	}
 	switch args[0] {
 	case "e4m3":
@@ -55,8 +56,8 @@ func run(args []string) error {
 		}
 		return os.WriteFile(args[2], out, 0o644)
 	case "quant":
-		if len(args) != 9 {
-			return fmt.Errorf("usage: convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES")
+		if len(args) != 9 && len(args) != 10 {
+			return fmt.Errorf("usage: convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES [RECIPE]")
 		}
 		var dims [4]int64
 		for i := range dims {
@@ -68,8 +69,8 @@ func run(args []string) error {
 		}
 		rows, cols, bm, bn := dims[0], dims[1], dims[2], dims[3]
 		sdt := ckpt.DType(args[5])
-		if sdt != ckpt.F32 && sdt != ckpt.BF16 && sdt != ckpt.F16 {
-			return fmt.Errorf("scale dtype %q: want F32, BF16 or F16", args[5])
+		if !ckpt.IsBlockScaleDType(sdt) {
+			return fmt.Errorf("scale dtype %q: want F32, BF16, F16 or F8_E8M0", args[5])
 		}
 		w, err := readF32(args[6])
 		if err != nil {
@@ -80,7 +81,13 @@ func run(args []string) error {
 		}
 		codes := make([]byte, rows*cols)
 		scales := make([]float32, ((rows+bm-1)/bm)*((cols+bn-1)/bn))
-		ckpt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
+		recipe := "ckpt"
+		if len(args) == 10 {
+			recipe = args[9]
+		}
+		if !ckpt.QuantizeBlockFP8Named(recipe, w, rows, cols, bm, bn, sdt, codes, scales) {
+			return fmt.Errorf("unknown block-FP8 recipe %q", recipe)
+		}
 		if err := os.WriteFile(args[7], codes, 0o644); err != nil {
 			return err
 		}
