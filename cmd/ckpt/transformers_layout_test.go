@@ -323,13 +323,16 @@ func TestVariants(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.Empty(t, findingsOf(rep, "index.variant"))
 	ex := filepath.Join(t.TempDir(), "x.safetensors")
+	cacheOut := filepath.Join(t.TempDir(), "cache")
 	for _, args := range [][]string{
 		{"inspect", dir},
 		{"contract", dir, "-o", filepath.Join(t.TempDir(), "c.json")},
 		{"diff", dir, dir},
 		{"map", dir, "--summary"},
 		{"extract", dir, "--match", "lm_head.weight", "-o", ex},
-		{"cache", "build", dir, "--out", filepath.Join(t.TempDir(), "cache"), "--progress", "none"},
+		{"cache", "build", dir, "--out", cacheOut, "--progress", "none", "--fsync=false"},
+		{"cache", "verify", cacheOut, "--source", dir, "--progress", "none"},
+		{"cache", "identify", cacheOut, "--source", dir, "--headers-only", "--progress", "none"},
 	} {
 		code, _, errs := runApp(t, append(args, "--variant", "fp16")...)
 		assert.Equal(t, 0, code, "%v: %s", args, errs)

@@ -270,6 +270,14 @@ func TestVerifyF32Alternatives(t *testing.T) {
 	code, res, errs := verifyJSON(t, "verify", dir)
 	require.Equal(t, 0, code, errs)
 	require.True(t, res.OK)
+	// F32 is the releases' dtype of A_log under a bfloat16 config: no
+	// declared-dtype warning, in verify or map.
+	for _, c := range findingsOf(res, "arch.dtype") {
+		assert.Equal(t, verify.Pass, c.Status, c.Message)
+	}
+	code, m, errs := mapJSON(t, dir)
+	require.Equal(t, 0, code, errs)
+	assert.Empty(t, dtypeWarnings(m.Warnings))
 }
 
 func TestVerifyUnreadable(t *testing.T) {
