@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -64,14 +65,24 @@ type Options struct {
 	Lenient bool
 	// Workers bounds concurrent header reads (default 16).
 	Workers int
+	// Variant selects a variant of a checkpoint directory, as transformers'
+	// from_pretrained(variant=NAME) does: model.NAME.safetensors or the
+	// index model.safetensors.index.NAME.json (VariantFiles). "" opens the
+	// default checkpoint, or a directory's only variant when it has no
+	// default (with an IndexVariant warning).
+	Variant string
 }
 
 // Checkpoint is an opened checkpoint: headers, index and config. No tensor
 // data is read, except the copies of a tensor stored in more than one
 // shard, which are compared (index.tensor_duplicate).
 type Checkpoint struct {
-	Source  string
-	Store   Store
+	Source string
+	Store  Store
+	// Entry is the file opened first, relative to the store root: the
+	// index (model.safetensors.index.json, or a variant's) or the single
+	// .safetensors file.
+	Entry   string
 	Sharded bool
 	Index   *Index  // nil for a single file
 	Config  *Config // nil when there is no config.json
@@ -166,13 +177,28 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Checkpoint, error) {
 	c := &Checkpoint{Source: store.Location(entry), Store: store, byName: map[string]*Tensor{}}
 	var listed []string // the store's files when the entry was detected
+	variant := opt.Variant
+	if opt.Variant != "" {
+		if err := CheckVariant(opt.Variant); err != nil {
+			return nil, err
+		}
+		if single, index := VariantFiles(opt.Variant); entry != "" && path.Base(entry) != single && path.Base(entry) != index {
+			return nil, &UsageError{Option: "--variant", Reason: fmt.Sprintf("%s selects %s or %s of a checkpoint directory, but the source names the file %s", opt.Variant, single, index, store.Location(entry))}
+		}
+	}
 	if entry == "" {
 		var err error
-		entry, listed, err = detectEntry(ctx, store)
+		var note *Finding
+		entry, listed, note, err = detectEntry(ctx, store, opt.Variant)
 		if err != nil {
 			return nil, withPartialDownloads(ctx, store, err)
 		}
+		if note != nil {
+			c.Issues = append(c.Issues, *note)
+			variant = variantOfEntry(entry)
+		}
 	}
+	c.Entry = entry
 	if data, err := readSmallFile(ctx, store, "config.json", 64<<20); err == nil {
 		cfg, err := ParseConfig(data, store.Location("config.json"))
 		if err != nil {
@@ -198,7 +224,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		c.Close()
 		return nil, herr
 	}
-	if is, ok := singleBesideIndex(c, store, listed); ok {
+	if is, ok := singleBesideIndex(c, store, listed, variant); ok {
 		c.Issues = append(c.Issues, is)
 	}
 	for _, f := range c.Files {
@@ -294,65 +320,93 @@ const SingleFile = "model.safetensors"
 // names (vllm/model_executor/model_loader/default_loader.py@00b5ad0712629374e6352e2b31de0460be0fdf17,
 // _prepare_weights with filter_duplicate_safetensors_files). ckpt reads
 // the index, like vLLM.
-func singleBesideIndex(c *Checkpoint, store Store, listed []string) (Finding, bool) {
-	if c.Index == nil || !slices.Contains(listed, SingleFile) {
+func singleBesideIndex(c *Checkpoint, store Store, listed []string, variant string) (Finding, bool) {
+	single, index := VariantFiles(variant)
+	if c.Index == nil || !slices.Contains(listed, single) {
 		return Finding{}, false
 	}
 	shards := c.Index.Shards()
-	if len(shards) == 1 && shards[0] == SingleFile {
-		return Finding{}, false // the index lists model.safetensors alone: both name the same file
+	if len(shards) == 1 && shards[0] == single {
+		return Finding{}, false // the index lists the single file alone: both name the same file
 	}
 	what := fmt.Sprintf("the %d shards it lists", len(shards))
 	if len(shards) == 1 {
 		what = "the shard it lists, " + shards[0]
 	}
-	if slices.Contains(shards, SingleFile) {
-		what += fmt.Sprintf(", %s among them", SingleFile)
+	if slices.Contains(shards, single) {
+		what += fmt.Sprintf(", %s among them", single)
 	}
-	return Finding{ID: IndexSingleFile, Status: Warn, Files: []string{IndexFile, SingleFile},
+	return Finding{ID: IndexSingleFile, Status: Warn, Files: []string{index, single},
 		Message: fmt.Sprintf("%s holds both %s and %s: ckpt reads the index (%s); transformers' from_pretrained loads %s alone (it looks for it before the index), vLLM loads the shards the index lists; remove the stale one, or pass %s to read the single file",
-			store.Location(""), IndexFile, SingleFile, what, SingleFile, store.Location(SingleFile))}, true
+			store.Location(""), index, single, what, single, store.Location(single))}, true
 }
 
 // detectEntry finds the entry of a store (the index, else its only
-// .safetensors file) and returns the store's file names too (nil for a
-// store that cannot list).
-func detectEntry(ctx context.Context, store Store) (string, []string, error) {
+// .safetensors file; with variant, that variant's index, else its single
+// file) and returns the store's file names too (nil for a store that
+// cannot list). A directory without a default checkpoint and with one
+// variant opens that variant, and the IndexVariant warning says so.
+func detectEntry(ctx context.Context, store Store, variant string) (string, []string, *Finding, error) {
 	names, err := store.List(ctx)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	if names == nil { // store cannot list: try the index, then model.safetensors
-		b, err := store.Open(ctx, IndexFile)
+	single, index := VariantFiles(variant)
+	if names == nil { // store cannot list: try the index, then the single file
+		b, err := store.Open(ctx, index)
 		if err == nil {
 			b.Close()
-			return IndexFile, nil, nil
+			return index, nil, nil, nil
 		}
 		if !isNotExist(err) {
 			// Only a missing index means "no index": a server error, a
 			// timeout or a refused token is that failure, not a reason to
 			// look for model.safetensors instead.
-			return "", nil, err
+			return "", nil, nil, err
 		}
-		return SingleFile, nil, nil
+		return single, nil, nil, nil
+	}
+	if variant != "" {
+		e, err := variantEntry(store, names, variant)
+		return e, names, nil, err
 	}
 	var st []string
 	for _, n := range names {
 		if n == IndexFile {
-			return IndexFile, names, nil
+			return IndexFile, names, nil, nil
 		}
 		if strings.HasSuffix(n, ".safetensors") {
 			st = append(st, n)
 		}
 	}
-	switch len(st) {
-	case 1:
-		return st[0], names, nil
-	case 0:
-		return "", names, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
+	vd := variantsOf(names)
+	var plain []string
+	for _, n := range st {
+		if !vd.belongs(n) {
+			plain = append(plain, n)
+		}
+	}
+	switch {
+	case len(plain) == 1:
+		return plain[0], names, nil, nil
+	case len(plain) == 0 && len(vd.entry) == 1:
+		v := vd.names()[0]
+		f := &Finding{ID: IndexVariant, Status: Warn, Files: []string{vd.entry[v]},
+			Message: fmt.Sprintf("%s holds no %s and no %s, only the variant %s (%s): ckpt reads it, as transformers' from_pretrained(variant=%q) does (without variant= it finds no weights here); --variant %s says so and silences this warning",
+				store.Location(""), IndexFile, SingleFile, Quote(v), vd.entry[v], v, v)}
+		return vd.entry[v], names, f, nil
+	case len(plain) == 0 && len(vd.entry) > 1:
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass --variant NAME",
+			IndexFile, SingleFile, len(vd.entry), vd.describe())}
+	case len(st) == 0:
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
 	default:
-		sort.Slice(st, func(i, j int) bool { return NaturalLess(st[i], st[j]) })
-		return "", names, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(st), strings.Join(st, ", "), IndexFile)}
+		sort.Slice(plain, func(i, j int) bool { return NaturalLess(plain[i], plain[j]) })
+		also := ""
+		if len(vd.entry) > 0 {
+			also = fmt.Sprintf(" (besides the variants %s: --variant NAME opens one)", vd.describe())
+		}
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s%s", len(plain), strings.Join(plain, ", "), IndexFile, also)}
 	}
 }
 
@@ -529,7 +583,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	if len(unlisted) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: IndexTensorUnlisted, Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
-			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)", len(unlisted), IndexFile, Quote(unlisted[0]), unlistedFiles[0])})
+			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)", len(unlisted), path.Base(entry), Quote(unlisted[0]), unlistedFiles[0])})
 	}
 	if err := c.duplicateIssues(ctx, copies, firstIn); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Config is a parsed config.json. Raw keeps every key (numbers as
@@ -196,3 +197,57 @@ func (c *Config) Get(path string) (any, bool) {
 }
 
 func (c *Config) String() string { return fmt.Sprintf("config %s", c.File) }
+
+// Declared is the dtype a config declares for its float tensors: the
+// value of its dtype key, read at Key ("dtype", "text_config.dtype", ...),
+// and the safetensors dtype it names (DType "" for a value that names no
+// float dtype).
+type Declared struct {
+	DType DType
+	Key   string
+	Value string
+}
+
+// String is `config.json dtype = "float32"`.
+func (d Declared) String() string { return fmt.Sprintf("config.json %s = %s", d.Key, Quote(d.Value)) }
+
+// declaredKeys are where a config declares its dtype, in the order read:
+// transformers 5 writes dtype at the top level and applies it to every
+// sub-config (modeling_utils.py _get_dtype: config.dtype, then
+// sub_config.dtype = main_dtype); earlier releases wrote torch_dtype, which
+// PreTrainedConfig still reads as dtype; Qwen's own releases declare it in
+// text_config.
+var declaredKeys = []string{"dtype", "torch_dtype", "text_config.dtype", "text_config.torch_dtype"}
+
+// DeclaredDType returns the dtype the config declares (false when it
+// declares none: no key, or a null).
+func (c *Config) DeclaredDType() (Declared, bool) {
+	for _, k := range declaredKeys {
+		v, ok := c.Get(k)
+		if !ok || v == nil {
+			continue
+		}
+		s, isString := v.(string)
+		if !isString {
+			s = fmt.Sprint(v)
+		}
+		return Declared{DType: torchFloat(s), Key: k, Value: s}, true
+	}
+	return Declared{}, false
+}
+
+// torchFloat maps a torch float dtype name ("bfloat16", "torch.float16",
+// "float") to its safetensors dtype ("" for another name).
+func torchFloat(s string) DType {
+	switch strings.TrimPrefix(s, "torch.") {
+	case "bfloat16":
+		return BF16
+	case "float16", "half":
+		return F16
+	case "float32", "float":
+		return F32
+	case "float64", "double":
+		return F64
+	}
+	return ""
+}

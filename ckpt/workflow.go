@@ -57,6 +57,8 @@ type InspectRequest struct {
 	Openers        []SourceOpener
 	Match, Exclude []string
 	Workers        int
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // Validate checks the request before any work: globs, workers.
@@ -80,7 +82,7 @@ func InspectSource(ctx context.Context, req InspectRequest) (*InspectResult, err
 		return nil, err
 	}
 	m, _ := CheckGlobs(req.Match, req.Exclude)
-	c, openErr := OpenAllowingUnknown(ctx, req.Source, Options{Workers: req.Workers}, req.Openers...)
+	c, openErr := OpenAllowingUnknown(ctx, req.Source, Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
 	if c == nil {
 		return nil, openErr
 	}

@@ -25,6 +25,8 @@ type Request struct {
 	ByLayer        bool
 	// Progress, if set, counts the tensor bytes of both sides.
 	Progress *ckpt.Progress
+	// Variant selects a variant of each directory side (ckpt.Options.Variant).
+	Variant string
 }
 
 // Validate checks the request before any work; a wrong request is a
@@ -103,7 +105,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 	var warnings []string
 	var unknownErr error
 	for i, src := range []string{req.Base, req.FT} {
-		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: req.Workers}, req.Openers...)
+		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
 		if c == nil {
 			return failedRun(warnings), err
 		}

@@ -66,6 +66,10 @@ const (
 	// main.
 	mainHead = "db6dc348"
 	qwen36   = "models/demos/blackhole/qwen36/tt/"
+	// weightMapping is the revision weight_mapping.py, the loader's
+	// state-dict remap (prefixes stripped, vision and MTP keys dropped),
+	// was read at.
+	weightMapping = "1b43246cf2e30d807c770a02d495cad87f95098e"
 )
 
 // qwen36Line is what distinguishes the upstream lines of the qwen36 loader.
@@ -316,6 +320,12 @@ func qwen36Profile(line qwen36Line) *Profile {
 		Pinned:      line.pinned,
 		Arch:        ArchBlackhole,
 		Tag:         "bfp8",
+		// Qwen3_5ForConditionalGeneration (the releases) and
+		// Qwen3_5ForCausalLM (text only) configs.
+		ModelTypes: []string{"qwen3_5", "qwen3_5_text"},
+		Aliases: []Alias{{Prefix: "model.", As: textPrefix,
+			Note: "text-only checkpoints (Qwen3_5ForCausalLM) store the text model under model.: the loader strips model.language_model. or " +
+				"model. alike (" + qwen36 + "weight_mapping.py@" + weightMapping + ": remap_qwen36_state_dict, load_qwen36_state_dict_fp8)"}},
 		Variables: []Variable{
 			{Name: VarProj1DDecode, Default: true,
 				Doc: "in-projections (GDN qkvzab, attention wqkv_fused_qkvg) cached DRAM-interleaved under .il names; false: DRAM-width-sharded " +

@@ -63,7 +63,34 @@ const (
 	ProblemDuplicate   ckpt.FindingID = "duplicate"
 	ProblemDevice      ckpt.FindingID = "device" // the mesh has no device folder upstream and none was given
 	ProblemScale       ckpt.FindingID = "scale"
+	// ProblemArchitecture: the config's model_type is not one the
+	// profile serves (Profile.ModelTypes); no rule is applied.
+	ProblemArchitecture ckpt.FindingID = "architecture"
 )
+
+// servesModelType says why p does not serve the config's architecture
+// ("" when it does: p lists no model types, or the config's).
+func servesModelType(p *Profile, cfg *ckpt.Config) string {
+	mt := cfg.ModelType()
+	if len(p.ModelTypes) == 0 || slices.Contains(p.ModelTypes, mt) || mt == "" && arch.Is(cfg) {
+		return ""
+	}
+	var serve []string
+	for _, n := range BuiltinNames() {
+		if bp, err := Builtin(n); err == nil {
+			serve = append(serve, fmt.Sprintf("%s (model_type %s)", n, strings.Join(bp.ModelTypes, ", ")))
+		}
+	}
+	what := fmt.Sprintf("model_type %s", ckpt.Quote(mt))
+	if mt == "" {
+		what = "a config without model_type"
+	}
+	if as := cfg.Architectures(); len(as) > 0 {
+		what += fmt.Sprintf(" (architectures %s)", strings.Join(as, ", "))
+	}
+	return fmt.Sprintf("profile %s serves model_type %s, not %s: no mapping profile serves this architecture (built-in: %s; a profile of your own: --rules FILE)",
+		p.Name, strings.Join(p.ModelTypes, ", "), what, strings.Join(serve, "; "))
+}
 
 // PlanError is returned with a plan that has problems.
 type PlanError struct{ Problems []ckpt.Finding }
@@ -246,6 +273,11 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if c.Config == nil {
 		return nil, fmt.Errorf("%s has no config.json: the %s profile derives shapes and layer types from it", c.Source, p.Name)
 	}
+	if err := servesModelType(p, c.Config); err != "" {
+		plan := &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: "NONE"}
+		plan.Problems = []ckpt.Finding{{ID: ProblemArchitecture, Status: ckpt.Fail, Tensors: []string{}, Message: err}}
+		return plan, &PlanError{Problems: plan.Problems}
+	}
 	device, devErr := p.DeviceFor(mesh)
 	if devErr != nil {
 		device = "NONE" // the plan is not executable: see the device problem
@@ -277,6 +309,8 @@ type builder struct {
 	rules      *trie
 	ignores    *trie
 	applies    []bool
+	// viaAlias counts the tensors matched through a profile alias.
+	viaAlias int
 }
 
 func (b *builder) problem(kind ckpt.FindingID, rule, target, msg string, tensors ...string) {
@@ -450,13 +484,24 @@ func (b *builder) run() {
 	groups := map[string]*group{}
 	var order []string
 	ignoredBy := map[string]int{}
+	attempted := map[string]bool{} // in a group whose target failed, or a duplicate: its problem names them
 	for _, t := range b.c.Tensors {
 		if w, ok := strings.CutSuffix(t.Name, ckpt.ScaleSuffix); ok {
 			if _, has := b.c.Lookup(w); has {
 				continue // consumed with its weight
 			}
 		}
-		for _, m := range b.rules.lookup(t.Name) {
+		name := t.Name
+		ms, ig := b.rules.lookup(name), b.ignoreOf(name)
+		if len(ms) == 0 && ig < 0 {
+			if alt, ok := b.p.alias(name); ok {
+				name, ms, ig = alt, b.rules.lookup(alt), b.ignoreOf(alt)
+				if len(ms) > 0 || ig >= 0 {
+					b.viaAlias++
+				}
+			}
+		}
+		for _, m := range ms {
 			r := &b.p.Rules[m.rule]
 			if !b.applies[m.rule] || !b.layerOK(r, m.bind) {
 				continue
@@ -468,21 +513,22 @@ func (b *builder) run() {
 				groups[k] = g
 				order = append(order, k)
 			}
+			if prev := g.srcs[m.src]; prev != nil && prev != t {
+				b.problem(ProblemDuplicate, r.ID, "", fmt.Sprintf("source tensors %s and %s are both read as %s (rule %s): the serving stack strips their prefixes alike, and which one it keeps depends on their order",
+					prev.Name, t.Name, name, r.ID), prev.Name, t.Name)
+				attempted[t.Name] = true
+				for _, sc := range b.c.ScaleCompanions(t) {
+					attempted[sc.Name] = true
+				}
+				continue
+			}
 			g.srcs[m.src] = t
 		}
-		if ms := b.ignores.lookup(t.Name); len(ms) > 0 {
-			ignoredBy[t.Name] = ms[0].ignore
-		} else {
-			for i, ig := range b.p.Ignore {
-				if ig.Prefix != "" && strings.HasPrefix(t.Name, ig.Prefix) {
-					ignoredBy[t.Name] = i
-					break
-				}
-			}
+		if ig >= 0 {
+			ignoredBy[t.Name] = ig
 		}
 	}
 	mapped := map[string]bool{}
-	attempted := map[string]bool{} // in a group whose target failed: its problem names them
 	produced := make([]map[string]bool, len(b.p.Rules))
 	for _, k := range order {
 		g := groups[k]
@@ -493,7 +539,7 @@ func (b *builder) run() {
 		var missing []string
 		for i, s := range g.srcs {
 			if s == nil {
-				missing = append(missing, g.bind.expand(r.Sources[i]))
+				missing = append(missing, b.spell(g.bind.expand(r.Sources[i])))
 			}
 		}
 		target, terr := b.target(r, g.bind)
@@ -565,7 +611,44 @@ func (b *builder) run() {
 				b.p.Ignore[i].Reason))
 		}
 	}
+	// The declared-dtype rule, as verify applies it (arch.DTypeRule).
+	for _, f := range arch.DTypeRuleOf(b.c).Findings(b.c) {
+		b.plan.Warnings = append(b.plan.Warnings, f.Message)
+	}
 	sort.Strings(b.plan.Warnings)
+}
+
+// ignoreOf is the ignore rule that matches a name (its template, else its
+// prefix), -1 for none.
+func (b *builder) ignoreOf(name string) int {
+	if ms := b.ignores.lookup(name); len(ms) > 0 {
+		return ms[0].ignore
+	}
+	for i, ig := range b.p.Ignore {
+		if ig.Prefix != "" && strings.HasPrefix(name, ig.Prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// spell is a source name of the rules as this checkpoint stores it: under
+// the alias prefix when every tensor matched through an alias did so.
+func (b *builder) spell(name string) string {
+	if b.viaAlias == 0 {
+		return name
+	}
+	for _, a := range b.p.Aliases {
+		if rest, ok := strings.CutPrefix(name, a.As); ok {
+			for _, t := range b.c.Tensors {
+				if strings.HasPrefix(t.Name, a.As) {
+					return name // the checkpoint has tensors under the rules' own prefix too
+				}
+			}
+			return a.Prefix + rest
+		}
+	}
+	return name
 }
 
 func abbreviate(names []string, n int) string {
@@ -605,7 +688,7 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 				bind := binding{"L": lost[0]}
 				var names []string
 				for _, s := range r.Sources {
-					names = append(names, bind.expand(s))
+					names = append(names, b.spell(bind.expand(s)))
 				}
 				b.problem(ProblemMissing, r.ID, r.Target, fmt.Sprintf("rule %s (%s) is required for every %s layer but matched nothing for layer(s) %s; expected e.g. %s",
 					r.ID, r.Target, r.LayerType, strings.Join(lost, ", "), strings.Join(names, ", ")), names...)
@@ -621,8 +704,12 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 				}
 				why = fmt.Sprintf(" (it applies because %s)", strings.Join(cs, " and "))
 			}
+			var names []string
+			for _, s := range r.Sources {
+				names = append(names, b.spell(s))
+			}
 			b.problem(ProblemMissing, r.ID, r.Target, fmt.Sprintf("required rule %s (%s) matched nothing%s; expected %s", r.ID, r.Target, why,
-				strings.Join(r.Sources, ", ")), r.Sources...)
+				strings.Join(names, ", ")), names...)
 		}
 	}
 }

@@ -26,8 +26,38 @@ type Profile struct {
 	// a file's name, dtype, layout or memory config. Rules test them with
 	// a Condition on Var; BuildWith takes overrides (ckpt map --set).
 	Variables []Variable `json:"variables,omitempty"`
-	Rules     []Rule     `json:"rules"`
-	Ignore    []Ignore   `json:"ignore,omitempty"`
+	// ModelTypes are the config model_types (the top-level model_type of
+	// config.json) the profile serves: a checkpoint of another is refused
+	// before any rule is applied (ProblemArchitecture). Empty: any.
+	ModelTypes []string `json:"model_types,omitempty"`
+	// Aliases are the other name prefixes under which the serving stack
+	// reads a source prefix the rules are written with (Alias).
+	Aliases []Alias  `json:"aliases,omitempty"`
+	Rules   []Rule   `json:"rules"`
+	Ignore  []Ignore `json:"ignore,omitempty"`
+}
+
+// Alias is a prefix the serving stack strips like another: a source tensor
+// named Prefix+rest that no rule or ignore rule matches under its own name
+// (and whose name does not start with As) is matched as As+rest. The plan
+// keeps the stored name, so the cache files are those of the same tensors
+// stored under As. Two tensors that meet under one name are a problem
+// (ProblemDuplicate).
+type Alias struct {
+	Prefix string `json:"prefix"`
+	As     string `json:"as"`
+	// Note says where the serving stack does this (file@commit).
+	Note string `json:"note,omitempty"`
+}
+
+// alias is the name n is matched as under the first alias that applies.
+func (p *Profile) alias(n string) (string, bool) {
+	for _, a := range p.Aliases {
+		if rest, ok := strings.CutPrefix(n, a.Prefix); ok && !strings.HasPrefix(n, a.As) {
+			return a.As + rest, true
+		}
+	}
+	return "", false
 }
 
 // Pinned records the upstream revision a profile transcribes.
@@ -350,6 +380,11 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("rules %q and %q write the same target %s", other, r.ID, r.Target)
 		}
 		targets[key] = r.ID
+	}
+	for i, a := range p.Aliases {
+		if a.Prefix == "" || a.As == "" || a.Prefix == a.As {
+			return fmt.Errorf("alias %d needs a prefix and another as, got %q and %q", i, a.Prefix, a.As)
+		}
 	}
 	for i, ig := range p.Ignore {
 		if ig.Reason == "" {

@@ -27,6 +27,9 @@ type PlanOptions struct {
 	// Base holds settings that apply unless Set overrides them (e.g. the
 	// settings a cache's manifest records).
 	Base Settings
+	// Variant selects a variant of a directory source
+	// (ckpt.Options.Variant).
+	Variant string
 }
 
 // LoadProfile returns the profile o names, with the Device and Tag
@@ -103,7 +106,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if _, err := prof.Resolve(mesh, set); err != nil {
 		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{}, openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,8 +28,9 @@ type Summary struct {
 	Rehashed          int         `json:"rehashed"`
 	Seconds           float64     `json:"seconds"`
 	ElementsPerSecond float64     `json:"elements_per_second"`
-	// Warnings are the plan's per-target warnings grouped by rule
-	// (mapping.Plan.GroupedWarnings), then the build's notes (Notes).
+	// Warnings are the plan's warnings (mapping.Plan.Warnings), its
+	// per-target warnings grouped by rule (mapping.Plan.GroupedWarnings),
+	// then the build's notes (Notes).
 	Warnings []string `json:"warnings"`
 	// Unknown are files in the cache folder no ckpt build recorded (left
 	// alone); NonFinite the source tensors built with NaN/Inf kept.
@@ -48,7 +49,7 @@ func (r *Result) Summary(out string, plan *mapping.Plan, seconds float64) Summar
 	s := Summary{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
 		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed,
-		Seconds: seconds, Warnings: append(plan.GroupedWarnings(), r.Notes()...),
+		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.Notes()...),
 		Unknown: append([]string{}, r.Unknown...), NonFinite: append([]ckpt.NonFinite{}, r.NonFinite...)}
 	if seconds > 0 {
 		s.ElementsPerSecond = float64(r.SourceElements) / seconds

@@ -46,8 +46,9 @@ type Report struct {
 	Problems *mapping.PlanError
 	// Warnings are the messages of the source's warning issues.
 	Warnings []string
-	// PlanWarnings are the plan's per-target warnings grouped by rule
-	// (mapping.Plan.GroupedWarnings), Notes the build's (Result.Notes);
+	// PlanWarnings are the plan's warnings (mapping.Plan.Warnings: the
+	// declared-dtype rule, ...), then its per-target warnings grouped by
+	// rule (mapping.Plan.GroupedWarnings); Notes the build's (Result.Notes);
 	// both are in Summary.Warnings too.
 	PlanWarnings, Notes []string
 	// Summary is the cache build JSON document, with the DRAM per device.
@@ -89,6 +90,6 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	}
 	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
 	rep.Summary = &sum
-	rep.PlanWarnings, rep.Notes = plan.GroupedWarnings(), res.Notes()
+	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), res.Notes()
 	return rep, nil
 }

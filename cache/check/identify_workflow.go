@@ -30,6 +30,8 @@ type IdentifyRequest struct {
 	NaN      string
 	Workers  int
 	Progress *ckpt.Progress
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // IdentifySummary is the closing JSON Lines record of cache identify.
@@ -88,7 +90,7 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 		res.BuildFlags = buildFlagsOf(res, nan)
 		return res, nil
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{}, req.Openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant}, req.Openers...)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,8 @@ type Options struct {
 	// from MemInfo, default /proc/meminfo) is below it.
 	MinMem  int64
 	MemInfo string
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // Result is the cache verify JSON document (docs/cli.md): every
@@ -130,7 +132,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
 		}
 	}
-	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings}
+	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	var pe *mapping.PlanError
 	if errors.As(err, &pe) {
@@ -173,6 +175,8 @@ type Request struct {
 	// MinMem is the --min-mem size ("" for no memory check).
 	MinMem string
 	VerifyOptions
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // Validate refuses a request that is itself wrong before any work: the
@@ -195,7 +199,7 @@ func (r Request) options() (Options, error) {
 		}
 	}
 	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: minMem, MemInfo: r.MemInfo}, nil
+		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant}, nil
 }
 
 // AllResult is the outcome of RunAll: one cache verify document per cache

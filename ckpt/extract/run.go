@@ -24,6 +24,8 @@ type Request struct {
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // Validate checks the request before any work; a wrong request is a
@@ -77,7 +79,7 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	dtype := strings.ToLower(req.DType)
-	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{}, req.Openers...)
+	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Variant: req.Variant}, req.Openers...)
 	if c == nil {
 		return nil, err
 	}

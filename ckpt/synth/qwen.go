@@ -31,9 +31,9 @@ type Options struct {
 	// F8_E8M0 scales and scale_fmt "ue8m0" for FP8TransformersUE8M0 (its
 	// powers of two as F32 when ScaleDType is F32, as DeepSeek-V3.1 stores
 	// them); ScaleDType is ignored otherwise.
-	Recipe numfmt.FP8Recipe
-	LayersPerShard                                        int        // 0: one single file
-	Seed                                                  uint64
+	Recipe         numfmt.FP8Recipe
+	LayersPerShard int // 0: one single file
+	Seed           uint64
 	// FineTune makes the light fine-tune of the base with the same options:
 	// a few tensors changed, the MTP head shipped as its bf16 master values
 	// (no scales), everything else byte-identical.
@@ -41,6 +41,20 @@ type Options struct {
 	// FineTuneAll (with FineTune) perturbs every tensor instead, keeping
 	// the base's dtypes: the worst case for diff, where nothing is identical.
 	FineTuneAll bool
+	// DType is the dtype of the unquantised tensors, as save_pretrained
+	// writes a model of that dtype, declared as transformers 5 declares
+	// it: the top-level dtype ("float32", ...; text_config.dtype too).
+	// "" is BF16 declared as the releases do, in text_config.dtype only.
+	DType ckpt.DType
+	// TextOnly is the layout of transformers' Qwen3_5ForCausalLM: a flat
+	// config (model_type qwen3_5_text, architectures
+	// [Qwen3_5ForCausalLM]), the text model under model. instead of
+	// model.language_model., no vision tower (Vision is ignored).
+	TextOnly bool
+	// Variant names the files as save_pretrained(variant=Variant) does:
+	// model.V.safetensors, or model.V-0000k-of-0000n.safetensors with
+	// model.safetensors.index.V.json (ckpt.VariantFiles).
+	Variant string
 }
 
 // Small is the default tiny base: 4 layers (3 linear-attention, 1 full),
@@ -98,11 +112,21 @@ func Config(o Options) map[string]any {
 		"attn_output_gate": true, "rms_norm_eps": 1e-6, "hidden_act": "silu", "partial_rotary_factor": 0.25,
 		"max_position_embeddings": 4096, "dtype": "bfloat16", "attention_bias": false,
 	}
+	if o.DType != "" {
+		text["dtype"] = torchName(o.DType)
+	}
 	cfg := map[string]any{
 		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
 		"tie_word_embeddings": false, "text_config": text,
 	}
-	if o.Vision {
+	if o.DType != "" {
+		cfg["dtype"] = torchName(o.DType)
+	}
+	if o.TextOnly {
+		cfg = text // flat: Qwen3_5TextConfig at the top level
+		cfg["architectures"] = []string{"Qwen3_5ForCausalLM"}
+	}
+	if o.Vision && !o.TextOnly {
 		cfg["vision_config"] = map[string]any{"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 32,
 			"intermediate_size": 64, "num_heads": 2, "in_channels": 3, "patch_size": 4, "temporal_patch_size": 2,
 			"spatial_merge_size": 2, "num_position_embeddings": 16, "out_hidden_size": o.Hidden,
@@ -116,7 +140,7 @@ func Config(o Options) map[string]any {
 			}
 		}
 		// An MoE leftover that names no tensor: it must not match mlp.gate_proj.
-		skip = append(skip, "model.language_model.layers.0.mlp.gate")
+		skip = append(skip, textPrefix(o)+"layers.0.mlp.gate")
 		if o.FineTune && !o.FineTuneAll && o.MTP {
 			for _, t := range expected(o, false) {
 				if t.Group == "mtp" && isFP8Module(t) {
@@ -172,6 +196,27 @@ func (o Options) scaleDType() ckpt.DType {
 	return o.ScaleDType
 }
 
+// textPrefix is where o stores the text model.
+func textPrefix(o Options) string {
+	if o.TextOnly {
+		return "model."
+	}
+	return "model.language_model."
+}
+
+// torchName is the torch name of a float dtype, as config.json gives it.
+func torchName(d ckpt.DType) string {
+	switch d {
+	case ckpt.F32:
+		return "float32"
+	case ckpt.F16:
+		return "float16"
+	case ckpt.F64:
+		return "float64"
+	}
+	return "bfloat16"
+}
+
 func isFP8Module(t arch.Tensor) bool {
 	return t.Role == "linear" && !strings.HasPrefix(t.Name, "mtp.fc") && !strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
 }
@@ -179,7 +224,7 @@ func isFP8Module(t arch.Tensor) bool {
 func expected(o Options, fp8 bool) []arch.Tensor {
 	raw, _ := json.Marshal(Config(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
 		KVHeads: o.KVHeads, HeadDim: o.HeadDim, LinKHeads: o.LinKHeads, LinVHeads: o.LinVHeads, LinKDim: o.LinKDim,
-		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision}))
+		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, TextOnly: o.TextOnly}))
 	cfg, err := ckpt.ParseConfig(raw, "config.json")
 	if err != nil {
 		panic(err) // generated config: cannot happen
@@ -199,7 +244,7 @@ func Master(o Options, t arch.Tensor) []float32 {
 		n *= d
 	}
 	h := fnv.New64a()
-	h.Write([]byte(t.Name))
+	h.Write([]byte(canonicalName(o, t.Name))) // the same values in either layout
 	rng := newRNG(h.Sum64() ^ o.Seed*0x9e3779b97f4a7c15)
 	out := make([]float32, n)
 	center, spread := float32(0), float32(0.05)
@@ -242,8 +287,19 @@ func (r *rng) sym() float32 {
 	return (a + b - 1) * 2
 }
 
-// fineTuneChanged lists the tensors a fine-tune perturbs.
-func fineTuneChanged(name string) bool {
+// canonicalName is a tensor's name in the releases' layout
+// (model.language_model.*), whatever o's layout.
+func canonicalName(o Options, name string) string {
+	if rest, ok := strings.CutPrefix(name, textPrefix(o)); ok {
+		return "model.language_model." + rest
+	}
+	return name
+}
+
+// fineTuneChanged lists the tensors a fine-tune perturbs (the same ones
+// in either layout).
+func fineTuneChanged(o Options, name string) bool {
+	name = canonicalName(o, name)
 	return strings.HasSuffix(name, "layers.1.mlp.down_proj.weight") && !strings.HasPrefix(name, "mtp.") ||
 		strings.HasSuffix(name, "language_model.layers.2.post_attention_layernorm.weight") ||
 		strings.HasSuffix(name, "language_model.layers.0.linear_attn.in_proj_a.weight")
@@ -253,16 +309,20 @@ func fineTuneChanged(name string) bool {
 // weight and, for FP8, its scale.
 func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	vals := Master(o, t)
-	if o.FineTune && (o.FineTuneAll || fineTuneChanged(t.Name)) {
+	if o.FineTune && (o.FineTuneAll || fineTuneChanged(o, t.Name)) {
 		for i := 0; i < len(vals); i += 7 {
 			vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
 		}
 	}
 	shipBF16 := !t.FP8 || (o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp."))
 	if shipBF16 {
-		data := make([]byte, 2*len(vals))
-		ckpt.EncodeFloat32(ckpt.BF16, vals, data)
-		return []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: ckpt.BF16, Shape: t.Shape}, Data: data}}
+		d := o.DType
+		if d == "" {
+			d = ckpt.BF16
+		}
+		data := make([]byte, d.Bits()/8*len(vals))
+		ckpt.EncodeFloat32(d, vals, data)
+		return []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: d, Shape: t.Shape}, Data: data}}
 	}
 	rows, cols := t.Shape[0], t.Shape[1]
 	bm, bn := int64(o.Block[0]), int64(o.Block[1])
@@ -323,11 +383,16 @@ func Write(dir string, o Options) error {
 		return shardRank(keys[i]) < shardRank(keys[j]) || shardRank(keys[i]) == shardRank(keys[j]) && ckpt.NaturalLess(keys[i], keys[j])
 	})
 	names := map[string]string{}
+	stem := "model"
+	if o.Variant != "" {
+		stem += "." + o.Variant
+	}
+	single, index := ckpt.VariantFiles(o.Variant)
 	for i, k := range keys {
-		names[k] = fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, len(keys))
+		names[k] = fmt.Sprintf("%s-%05d-of-%05d.safetensors", stem, i+1, len(keys))
 	}
 	if o.LayersPerShard <= 0 {
-		names["model"] = "model.safetensors"
+		names["model"] = single
 	}
 	weightMap := map[string]string{}
 	var total int64
@@ -362,7 +427,7 @@ func Write(dir string, o Options) error {
 		return nil
 	}
 	idx, _ := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
-	return os.WriteFile(filepath.Join(dir, ckpt.IndexFile), idx, 0o644)
+	return os.WriteFile(filepath.Join(dir, index), idx, 0o644)
 }
 
 func shardRank(k string) int {

@@ -17,7 +17,7 @@ const (
 	ArchMissing    ckpt.FindingID = "arch.missing"    // tensors the config implies that are absent
 	ArchUnexpected ckpt.FindingID = "arch.unexpected" // tensors the config does not imply
 	ArchShape      ckpt.FindingID = "arch.shape"      // a tensor's shape differs from the config's
-	ArchDType      ckpt.FindingID = "arch.dtype"      // a tensor's dtype is not an accepted one
+	ArchDType      ckpt.FindingID = "arch.dtype"      // a tensor's dtype is not an accepted one (fail), or a float tensor's is not the declared one (warn; arch.FindingDType)
 )
 
 var archIDs = []ckpt.FindingID{ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType}
@@ -30,27 +30,6 @@ func skipArch(msg string) []Check {
 	return out
 }
 
-// textPrefixes are the text-model prefixes a Qwen3.5 checkpoint may use.
-var textPrefixes = []string{"model.language_model.", "model.", "language_model.model."}
-
-// detectTextPrefix picks the prefix under which most decoder layers are
-// stored, keeping def when none is found.
-func detectTextPrefix(c *ckpt.Checkpoint, def string) string {
-	best, bestN := def, 0
-	for _, p := range textPrefixes {
-		n := 0
-		for _, t := range c.Tensors {
-			if strings.HasPrefix(t.Name, p+"layers.") || t.Name == p+"embed_tokens.weight" {
-				n++
-			}
-		}
-		if n > bestN {
-			best, bestN = p, n
-		}
-	}
-	return best
-}
-
 func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, string) {
 	switch profile {
 	case ProfileNone:
@@ -60,7 +39,12 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 			if c.Config == nil {
 				return skipArch("no architecture profile: no config.json"), ""
 			}
-			return skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures())), ""
+			out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
+			if ws := arch.DTypeRuleOf(c).Findings(c); len(ws) > 0 {
+				// The declared-dtype rule needs no profile.
+				out = append(out[:len(out)-1], ws...)
+			}
+			return out, ""
 		}
 	}
 	q, err := arch.ParseQwen35(c.Config)
@@ -69,7 +53,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		out[0] = Check{ID: ArchConfig, Status: Fail, Message: "qwen3_5 profile: " + err.Error()}
 		return out, ProfileQwen35
 	}
-	q.TextPrefix = detectTextPrefix(c, q.TextPrefix)
+	q.TextPrefix = arch.DetectTextPrefix(c, q.TextPrefix)
 	f := in.fp8Facts()
 	fp8 := in.isFP8(f)
 	var bm, bn int64
@@ -123,7 +107,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 				}
 			}
 		}
-		if !dtypeIn(t.DType, e.Alt) {
+		if !dtypeIn(t.DType, e.Alt) && !floatOnly(t.DType, e.Alt) {
 			dtypeFails = append(dtypeFails, Check{ID: ArchDType, Status: Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
 		}
 	}
@@ -177,8 +161,28 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		out = append(out, Check{ID: ArchUnexpected, Status: Pass, Message: "no tensor beyond those the config implies"})
 	}
 	out = appendOr(out, shapeFails, Check{ID: ArchShape, Status: Pass, Message: "every expected tensor has the shape the config implies"})
+	// A float tensor of another float dtype than expected is the
+	// declared-dtype rule's (arch.DTypeRule, shared with map and cache
+	// build): a warning naming both.
+	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
+		dtypeFails = append(dtypeFails, Check(f))
+	}
 	out = appendOr(out, dtypeFails, Check{ID: ArchDType, Status: Pass, Message: "every expected tensor has an accepted dtype"})
 	return out, ProfileQwen35
+}
+
+// floatOnly reports whether a stored dtype and every expected one are
+// plain float dtypes: the declared-dtype rule decides those.
+func floatOnly(d ckpt.DType, alt []ckpt.DType) bool {
+	if !arch.PlainFloat(d) {
+		return false
+	}
+	for _, a := range alt {
+		if !arch.PlainFloat(a) {
+			return false
+		}
+	}
+	return true
 }
 
 func isAre(n int) string {

@@ -70,7 +70,7 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 	var jobs []*job
 	cand := []string{"config.json"}
 	if c.Index != nil {
-		cand = append(cand, ckpt.IndexFile)
+		cand = append(cand, c.Entry)
 	}
 	for _, f := range c.Files {
 		cand = append(cand, f.Name)

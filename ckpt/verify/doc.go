@@ -22,6 +22,8 @@
 //	index.tensor_duplicate  a tensor is stored in two shards
 //	index.single_file       both an index and a model.safetensors it does not
 //	                        consist of (warn: loaders disagree on which to read)
+//	index.variant           no default checkpoint, one variant (warn: it is read,
+//	                        as from_pretrained(variant=NAME) would; --variant NAME)
 //	index.total_size        metadata.total_size differs from the payload bytes
 //	file.size               a file's size differs from 8 + header + data (truncated download)
 //	header.dtype            a tensor has an unknown dtype
@@ -57,7 +59,9 @@
 //	arch.unexpected         tensors the config does not imply
 //	arch.shape              a tensor's shape differs from the config's, naming
 //	                        the config keys behind the differing dimensions
-//	arch.dtype              a tensor's dtype is not an accepted one
+//	arch.dtype              a tensor's dtype is not an accepted one; warn: a float
+//	                        tensor's is not the dtype the config declares
+//	                        (ckpt/arch DTypeRule, shared with map and cache build)
 //	data.scale_values       scale values not finite and > 0 (--read-data)
 //	data.fp8_nan            NaN codes 0x7f/0xff in F8_E4M3 tensors
 //	data.float_nonfinite    NaN/Inf in BF16/F16/F32/F64/F8_E5M2 tensors

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -53,18 +54,29 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 				out = append(out, Check{ID: x.id, Status: Pass, Message: msg})
 			}
 		}
-		for _, is := range c.Issues { // ids added to the core later
-			known := is.ID == ckpt.FileSize // reported by fileSizeChecks
-			for _, x := range indexIDs {
-				known = known || x.id == is.ID
-			}
-			if !known {
-				out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors, Files: is.Files})
-			}
-		}
+		out = append(out, laterIssues(c)...)
 		out = append(out, totalSizeCheck(c))
 	}
+	if !c.Sharded {
+		out = append(out, laterIssues(c)...) // a single variant file: index.variant
+	}
 	out = append(out, fileSizeChecks(c)...)
+	return out
+}
+
+// laterIssues are the issues of ids added to the core later than
+// indexIDs (index.single_file, index.variant), as recorded.
+func laterIssues(c *ckpt.Checkpoint) []Check {
+	var out []Check
+	for _, is := range c.Issues {
+		known := is.ID == ckpt.FileSize // reported by fileSizeChecks
+		for _, x := range indexIDs {
+			known = known || x.id == is.ID
+		}
+		if !known {
+			out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors, Files: is.Files})
+		}
+	}
 	return out
 }
 
@@ -97,13 +109,13 @@ func totalSizeCheck(c *ckpt.Checkpoint) Check {
 		}
 	}
 	if _, present := idx.Metadata["total_size"]; !present {
-		return Check{ID: IndexTotalSize, Status: Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", ckpt.IndexFile, payload)}
+		return Check{ID: IndexTotalSize, Status: Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", path.Base(c.Entry), payload)}
 	}
 	if idx.TotalSize < 0 {
-		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", ckpt.IndexFile, idx.Metadata["total_size"], payload)}
+		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", path.Base(c.Entry), idx.Metadata["total_size"], payload)}
 	}
 	if idx.TotalSize != payload {
-		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", ckpt.IndexFile, idx.TotalSize, payload, payload-idx.TotalSize)}
+		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", path.Base(c.Entry), idx.TotalSize, payload, payload-idx.TotalSize)}
 	}
 	return Check{ID: IndexTotalSize, Status: Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
 }

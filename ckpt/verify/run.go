@@ -28,6 +28,8 @@ type Request struct {
 	AllowConfig    []string
 	// Strict makes warnings fail the report.
 	Strict bool
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // Validate checks the request before any work; a wrong request is a
@@ -74,7 +76,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 			return nil, err
 		}
 	}
-	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Workers: req.Workers, Lenient: true}, req.Openers...)
+	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Workers: req.Workers, Lenient: true, Variant: req.Variant}, req.Openers...)
 	if c == nil {
 		return nil, err
 	}
@@ -139,6 +141,8 @@ type ContractRequest struct {
 	Workers  int
 	// Progress, if set, counts the bytes hashed with ReadData.
 	Progress *ckpt.Progress
+	// Variant selects a variant of a directory source (ckpt.Options.Variant).
+	Variant string
 }
 
 // ContractResult is the contract of a source and the warnings of opening
@@ -156,7 +160,7 @@ type ContractResult struct {
 // (ContractOf). The result is returned with the warnings of opening even
 // when the contract could not be computed.
 func ContractOfSource(ctx context.Context, req ContractRequest) (*ContractResult, error) {
-	c, err := ckpt.Open(ctx, req.Source, ckpt.Options{Workers: req.Workers}, req.Openers...)
+	c, err := ckpt.Open(ctx, req.Source, ckpt.Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
 	if err != nil {
 		if c != nil {
 			c.Close()

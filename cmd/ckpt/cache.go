@@ -42,6 +42,8 @@ var (
 type planFlags struct {
 	Profile, Rules, Mesh, Device, Tag string
 	Set                               []string
+	// Variant is the --variant of the source (addVariantFlag).
+	Variant string
 }
 
 func (p *planFlags) add(f interface {
@@ -59,7 +61,7 @@ func (p *planFlags) add(f interface {
 
 // planOptions are the plan flags as mapping.PlanOptions.
 func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE")}
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant}
 }
 
 // ---- build ----
@@ -101,6 +103,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	f := cmd.Flags()
 	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
+	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: text)")
@@ -116,6 +119,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 
 type cacheVerifyOptions struct {
 	Dir, Source string
+	Variant     string
 	Rules       string
 	Set         []string
 	MinMem      string
@@ -150,6 +154,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
+	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")

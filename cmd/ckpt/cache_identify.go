@@ -25,6 +25,7 @@ type cacheIdentifyOptions struct {
 	NaN         string
 	Workers     int
 	Progress    string
+	Variant     string
 }
 
 func (a *App) newCacheIdentifyCmd() *cobra.Command {
@@ -43,6 +44,7 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only; with neither, the candidates are planned from the cache's file names and held against its headers, shapes and data not compared)")
+	addVariantFlag(f, &o.Variant)
 	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
 	completeWith(f, "profile", mapping.BuiltinNames())
 	f.StringVar(&o.Rules, "rules", "", "try this mapping profile JSON instead of the built-in profiles")
@@ -67,7 +69,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		return err
 	}
 	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
-		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog})
+		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog, Variant: o.Variant})
 	stop()
 	if res != nil {
 		for _, w := range res.Warnings {

@@ -16,6 +16,7 @@ type contractOptions struct {
 	Out      string
 	ReadData bool
 	Workers  int
+	Variant  string
 	Progress string
 }
 
@@ -51,6 +52,7 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 	deprecatedAlias(f, "output", "", "out")
 	f.BoolVar(&o.ReadData, "read-data", false, "also hash every tensor (xxh3-64 of the raw bytes)")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
+	addVariantFlag(f, &o.Variant)
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
 	return cmd
 }
@@ -58,7 +60,7 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 // runContract runs the contract workflow (verify.ContractOfSource) and
 // writes the contract to stdout or -o.
 func (a *App) runContract(ctx context.Context, o *contractOptions) error {
-	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers}
+	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
 	stop := func() {}
 	if o.ReadData {
 		var err error

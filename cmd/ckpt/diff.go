@@ -19,6 +19,7 @@ type diffOptions struct {
 	Sample   int
 	Seed     uint64
 	Workers  int
+	Variant  string
 	Progress string
 	All      bool
 	// SummaryOnly prints only the keys, config, per-group and summary
@@ -107,6 +108,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
 	f.StringVar(&o.SampleBudget, "sample-budget", "", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")
+	f.StringVar(&o.Variant, "variant", "", "read the variant NAME of each checkpoint directory, as transformers' from_pretrained(variant=NAME) does: model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards (default: the default checkpoint, or a directory's only variant, with a warning); to compare a variant with another checkpoint, name its index or file as that side")
 	enumFlag(f, &o.By, "by", byTensor, byEnum, "table/text/jsonl rows: {}")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
@@ -119,7 +121,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 func (o *diffOptions) request(a *App) diff.Request {
 	return diff.Request{Base: o.Base, FT: o.FT, Openers: a.Openers, Mode: o.Mode, Match: o.Match, Exclude: o.Exclude,
 		Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, SampleBytes: o.SampleBytes, SampleBudget: o.SampleBudget,
-		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer}
+		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer, Variant: o.Variant}
 }
 
 // runDiff runs the diff workflow (diff.Run) and renders its result to

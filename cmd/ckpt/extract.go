@@ -23,6 +23,7 @@ type extractOptions struct {
 	Format         string
 	Progress       string
 	ChunkBytes     int64 // tests only
+	Variant        string
 }
 
 // newExtractCmd is ckpt extract; runF, when set, runs instead of the
@@ -68,13 +69,14 @@ of selected quantised weights.`,
 	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	enumFlag(f, &o.Format, "format", output.Auto, extractFormats, "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
+	addVariantFlag(f, &o.Variant)
 	return cmd
 }
 
 // request is the library request of the options.
 func (o *extractOptions) request(a *App) extract.Request {
 	return extract.Request{Source: o.Source, Openers: a.Openers, Out: o.Out, Match: o.Match, Exclude: o.Exclude, DType: o.DType,
-		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, ChunkBytes: o.ChunkBytes}
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, ChunkBytes: o.ChunkBytes, Variant: o.Variant}
 }
 
 // runExtract runs the extract workflow (extract.Run) and renders its

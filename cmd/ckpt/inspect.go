@@ -20,6 +20,7 @@ type inspectOptions struct {
 	SummaryOnly bool
 	Metadata    bool
 	Workers     int
+	Variant     string
 }
 
 // newInspectCmd is ckpt inspect; runF, when set, runs instead of the
@@ -51,12 +52,13 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
 	f.BoolVar(&o.Metadata, "metadata", false, "also show each file's safetensors __metadata__ (table/text/markdown; csv: only the metadata rows; json always has it)")
 	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
+	addVariantFlag(f, &o.Variant)
 	return cmd
 }
 
 // request is the library request of the options.
 func (o *inspectOptions) request(a *App) ckpt.InspectRequest {
-	return ckpt.InspectRequest{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers}
+	return ckpt.InspectRequest{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers, Variant: o.Variant}
 }
 
 // runInspect runs the inspect workflow (ckpt.InspectSource) and renders

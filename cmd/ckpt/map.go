@@ -68,6 +68,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f.BoolVar(&o.List, "list-profiles", false, "list the built-in profiles (one per upstream line of the serving stack) with their upstream pins and variables, and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &o.Set)
+	addVariantFlag(f, &o.Variant)
 	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out the targets of source tensors matching this glob; repeatable")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
@@ -117,6 +118,11 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 			return err
 		}
 		return renderCompare(a.Out, format, rep, "plan", "cache")
+	}
+	if pe := res.Problems; pe != nil && refused(pe) && format != output.JSON && format != output.JSONL {
+		// No rule was applied: the plan is empty, and its tables would say nothing.
+		printProblems(a.Out, pe.Problems)
+		return silentExit(exitFailed)
 	}
 	doc := res.Doc
 	// Warnings are not the result: stderr, prefixed (-q drops them); the
@@ -231,6 +237,17 @@ func addSetFlag(f interface {
 }
 
 // printProblems prints a plan's problems, one line each.
+// refused reports whether the plan was refused before any rule (the
+// profile serves another architecture).
+func refused(pe *mapping.PlanError) bool {
+	for _, p := range pe.Problems {
+		if p.ID == mapping.ProblemArchitecture {
+			return true
+		}
+	}
+	return false
+}
+
 func printProblems(w io.Writer, problems []ckpt.Finding) {
 	for _, p := range problems {
 		fmt.Fprintf(w, "problem (%s): %s\n", p.ID, ckpt.EscapeName(p.Message))

@@ -27,6 +27,7 @@ type verifyOptions struct {
 	// makes warnings fail (exit 1).
 	OnlyFailed bool
 	Strict     bool
+	Variant    string
 }
 
 // newVerifyCmd is ckpt verify; runF, when set, runs instead of the
@@ -70,6 +71,7 @@ accepts an intended change at PATH or under it.`,
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
 	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
+	addVariantFlag(f, &o.Variant)
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
 	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
@@ -82,7 +84,7 @@ accepts an intended change at PATH or under it.`,
 // request is the library request of the options.
 func (o *verifyOptions) request(a *App) verify.Request {
 	return verify.Request{Source: o.Source, Openers: a.Openers, Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers,
-		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict}
+		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict, Variant: o.Variant}
 }
 
 // runVerify runs the verify workflow (verify.RunSource) and renders its

@@ -168,8 +168,10 @@ func TestVerifyDefects(t *testing.T) {
 		{"tensor reshaped", false, func(d string) {
 			editTensor(t, d, lm+"layers.0.linear_attn.conv1d.weight", func(mt *ckpt.MemTensor) { mt.Shape = []int64{mt.Shape[0], 4, 1} })
 		}, 1, "arch.shape", "text_config.linear_conv_kernel_dim = 4"},
+		// A float tensor of another float dtype is a warning
+		// (TestDeclaredDType); an integer where a float belongs fails.
 		{"wrong dtype", false, func(d string) {
-			editTensor(t, d, lm+"layers.0.linear_attn.A_log", func(mt *ckpt.MemTensor) { mt.DType = ckpt.F16 })
+			editTensor(t, d, lm+"layers.0.linear_attn.A_log", func(mt *ckpt.MemTensor) { mt.DType = ckpt.I16 })
 		}, 1, "arch.dtype", lm + "layers.0.linear_attn.A_log"},
 		{"layer kind disagrees", false, func(d string) {
 			editJSON(t, cfgPath(d), func(m map[string]any) { text(m)["layer_types"].([]any)[0] = "full_attention" })
@@ -268,6 +270,14 @@ func TestVerifyF32Alternatives(t *testing.T) {
 	code, res, errs := verifyJSON(t, "verify", dir)
 	require.Equal(t, 0, code, errs)
 	require.True(t, res.OK)
+	// F32 is the releases' dtype of A_log under a bfloat16 config: no
+	// declared-dtype warning, in verify or map.
+	for _, c := range findingsOf(res, "arch.dtype") {
+		assert.Equal(t, verify.Pass, c.Status, c.Message)
+	}
+	code, m, errs := mapJSON(t, dir)
+	require.Equal(t, 0, code, errs)
+	assert.Empty(t, dtypeWarnings(m.Warnings))
 }
 
 func TestVerifyUnreadable(t *testing.T) {
