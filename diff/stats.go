@@ -25,7 +25,7 @@ type partial struct {
 	// side.recipes[i+1]) that failed a block of the run (requant.go).
 	qDead    uint16
 	zeroSign int64 // FP8 codes differing only in the sign of zero
-	fp4             fp4Partial
+	fp4      fp4Partial
 }
 
 // merge adds o (the following run) into p.
