@@ -64,8 +64,10 @@ const (
 	// holds: branch atupe/qwen38-optimizations (QWEN38_HANDOFF.md@db6dc348,
 	// 2026-10-09), whose own switches are opt-in, so with them off it is
 	// main.
-	mainHead = "db6dc348"
-	qwen36   = "models/demos/blackhole/qwen36/tt/"
+	mainHead = "db6dc348aa32b978b8602682dbae1e4aab8b6511"
+	// mainShort is mainHead as the docs cite it.
+	mainShort = "db6dc348"
+	qwen36    = "models/demos/blackhole/qwen36/tt/"
 	// weightMapping is the revision weight_mapping.py, the loader's
 	// state-dict remap (prefixes stripped, vision and MTP keys dropped),
 	// was read at.
@@ -86,6 +88,10 @@ type qwen36Line struct {
 	// gateUpFixed: mlp_gateup_agmm_enabled(n) is simply n > 1, without the
 	// QWEN36_NO_AGMM override.
 	gateUpFixed bool
+	// fusedDecode: gdn/tp.py also caches the fp32 constants of the fused
+	// GDN decode (dt_bias_fp32, neg_exp_A_fp32) under the
+	// QWEN36_GDN_FUSED_DECODE switch.
+	fusedDecode bool
 }
 
 var pinsShared = map[string]string{
@@ -97,7 +103,10 @@ var pinsShared = map[string]string{
 	"tt_metal/impl/data_format/bfloat16.cpp":            "0266e6f1f3b025345ea752018469941cada53034",
 }
 
-func pins(commit, note string, files map[string]string) *Pinned {
+// pins are a line's pinned files (the shared ones included), the note on
+// their coherence and what remains open; NotAtLine lists the files whose
+// revision is not the line's commit.
+func pins(commit, note string, files map[string]string, open []string) *Pinned {
 	all := map[string]string{}
 	for k, v := range pinsShared {
 		all[k] = v
@@ -105,8 +114,24 @@ func pins(commit, note string, files map[string]string) *Pinned {
 	for k, v := range files {
 		all[k] = v
 	}
-	return &Pinned{Repo: ttMetal, Commit: commit, Path: "models/demos/blackhole/qwen36", Files: all, Note: note}
+	var notAt []string
+	for f, rev := range all {
+		if !strings.HasPrefix(rev, commit) {
+			notAt = append(notAt, f)
+		}
+	}
+	sort.Strings(notAt)
+	return &Pinned{Repo: ttMetal, Commit: commit, Path: "models/demos/blackhole/qwen36", Files: all, Note: note, NotAtLine: notAt, Open: open}
 }
+
+// What remains open on both lines.
+var (
+	openSwiGLU = "prepare_for_fused_swiglu (models/tt_dit/utils/tensor.py), which orders the tiles of mlp.gate_up.weight.swiglu.tp, is in no " +
+		"stored version: the gate/up tile interleave comes from the fused matmul's contract"
+	openReplicated = "the topology of a replicated (unsharded) file and the alignment of ROW_MAJOR files are inferred from ttnn 0.81.1's own files, " +
+		"not read from a cache the stack wrote"
+	openMTPKeys = "whether the stack's FP8 loader keeps the mtp.* tensors: weight_mapping.py@1b43246c drops them, the MTP line's drafter loads them"
+)
 
 var (
 	lineMTP = qwen36Line{name: ProfileMTP, mtp: true,
@@ -120,25 +145,46 @@ var (
 			qwen36 + "layer.py":        "002e83d4d0f4da3622aca7307230b15045d48fbd",
 			qwen36 + "model.py":        "015056e66cf13d87a2b18471a4e06c68090b576f",
 			qwen36 + "tp_common.py":    "00ef57aa80a26290c3516bfcb556b569a1cb396c",
-			qwen36 + "mlp.py":          "stored version with _build_gate_up(..., use_gateup_agmm) and forward(x, mode); the index does not expose its commit",
-			qwen36 + "mtp.py":          "stored tensor-parallel Qwen36MTP versions (tp_common.shard_w fc, cache root mtp/); the index does not expose their commits",
+			qwen36 + "mlp.py": mainHead + " (the stored revision read that writes mlp.gate_up.weight.swiglu.tp: _build_gate_up when " +
+				"tp_common.mlp_gateup_agmm_enabled(tp) and use_gateup_agmm; the MTP line's own versions of that block are stored without a commit. " +
+				"mlp.py@0740b8081708b3af60442c9463955e3ba5aa3f81 predates the fused SwiGLU and writes no such file, but layer.py@002e83d4 " +
+				"skips the ff-norm all-gather whenever mlp_gateup_agmm_enabled, which only an mlp.py with the fused weight serves)",
+			qwen36 + "mtp.py": "stored tensor-parallel Qwen36MTP versions (tp_common.shard_w fc, cache root mtp/); the index does not expose their commits",
+		}, []string{
+			"every file: no qwen36 file is stored at the PR head " + prHead + " (nor at 96f3f041), so no file could be read at the line",
+			"the commits of the tensor-parallel mtp.py and of the MTP line's mlp.py (both stored, without a commit)",
+			openSwiGLU, openReplicated, openMTPKeys,
 		})}
-	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true,
+	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true, fusedDecode: true,
 		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention) on a 1xN Blackhole mesh, as tt-metal main's qwen36 " +
-			"tensor-parallel loader (2026-10) caches it: out.colpar for every GDN layer, fused-SwiGLU gate_up on every multi-device mesh, no MTP " +
-			"head (main drops mtp.*)",
-		pinned: pins(mainHead, "base of branch atupe/qwen38-optimizations (eac0c9b3, 755a0d64, "+mainHead+"; QWEN38_HANDOFF.md@"+mainHead+" is "+
-			"dated 2026-10-09 and measures against main); its own switches are opt-in and off here", map[string]string{
-			qwen36 + "gdn/tp.py":         mainHead + " (out.colpar when num_devices > 1)",
-			qwen36 + "mlp.py":            mainHead + " (_build_gate_up with as_tensor(preprocess=...), prepare_for_fused_swiglu(ndev=tp, gate_is_first=True))",
-			qwen36 + "tp_common.py":      mainHead + " (mlp_gateup_agmm_enabled(n) = n > 1)",
-			qwen36 + "weight_mapping.py": "load_qwen36_state_dict_fp8 skips every key that starts with mtp (read at 1b43246c and in the " + mainHead + " line)",
-			qwen36 + "model_config.py": "009f48d45918d773b0023cb6b71f91a4c6f35712 (not read at " + mainHead + "; proj_1d_decode / mlp_1d_decode " +
-				"are set the same way in every stored version that has them)",
-			qwen36 + "attention/tp.py": "01c6e8ed4a20a142e6eacf0b94cd217c4b7d9fec (not read at " + mainHead + ": the comparison of that line with " +
-				"the MTP line found no difference in this file's names)",
-			qwen36 + "layer.py": "002e83d4d0f4da3622aca7307230b15045d48fbd (not read at " + mainHead + ": taken as in the MTP line)",
-			qwen36 + "model.py": "015056e66cf13d87a2b18471a4e06c68090b576f (not read at " + mainHead + ": taken as in the MTP line)",
+			"tensor-parallel loader (2026-10) caches it: out.colpar for every GDN layer, the fused GDN decode's fp32 dt_bias_fp32 and " +
+			"neg_exp_A_fp32, fused-SwiGLU gate_up on every multi-device mesh, no MTP head (main drops mtp.*)",
+		pinned: pins(mainHead, "base of branch atupe/qwen38-optimizations (eac0c9b30aa, 755a0d6461d, "+mainShort+"; QWEN38_HANDOFF.md@"+mainShort+" is "+
+			"dated 2026-10-09 and measures against main); its opt-in switches are off here, its default-on QWEN36_GDN_FUSED_DECODE is on "+
+			"(gdn_fused_decode_enabled); the files not stored at "+mainShort+" were read at the revisions given", map[string]string{
+			qwen36 + "gdn/tp.py": mainHead + " (out.colpar when num_devices > 1; dt_bias_fp32 and neg_exp_A_fp32, FLOAT32 TILE ShardTensorToMesh(-1), " +
+				"when gdn_fused_decode_enabled() and gdn_conv_kernel_size == 4)",
+			qwen36 + "mlp.py":       mainHead + " (_build_gate_up with as_tensor(preprocess=...), prepare_for_fused_swiglu(ndev=tp, gate_is_first=True))",
+			qwen36 + "tp_common.py": mainHead + " (mlp_gateup_agmm_enabled(n) = n > 1; the BFP4 / BFP8 dtype switches default off)",
+			qwen36 + "model.py": mainHead + " (tt_transformers Embedding; RMSNorm weight_key norm, is_distributed at TP > 1; output.weight.vshard " +
+				"when the vocabulary divides by the mesh: the names of the MTP line)",
+			qwen36 + "attention/tp.py": mainHead + " (wqkv_fused_qkvg.il / .dramshard and wo, q_norm / k_norm not cached: the names of the MTP line; " +
+				"no .rp content tag in this revision)",
+			qwen36 + "weight_mapping.py": weightMapping + " (not stored at " + mainShort + "; load_qwen36_state_dict_fp8 " +
+				"dequantises FP8 to bf16, passes other tensors through in their own dtype and skips every key that starts with mtp)",
+			qwen36 + "model_config.py": "009f48d45918d773b0023cb6b71f91a4c6f35712 (not stored at " + mainShort + "; here proj_1d_decode and " +
+				"mlp_1d_decode are set for every multi-device mesh, as in every stored version that has them, and gdn_out_weight_memcfg / " +
+				"attn_wo_weight_memcfg are None, giving out and wo; some stored versions DRAM-shard them instead: out.dramshard, wo.dramshard)",
+			qwen36 + "layer.py": "002e83d4d0f4da3622aca7307230b15045d48fbd (not stored at " + mainShort + "; here the norms are RMSNorm with " +
+				"state_dict_prefix layers.N. at the cache root, the TP weights go under layers.N/tp and the MLP under layers.N, with the " +
+				"constructor model.py@" + mainShort + " calls; model.py@" + mainShort + " shares a decode all-reduce with its layers that " +
+				"this revision lacks, so the line's layer.py differs from it outside the cache paths)",
+		}, []string{
+			"layer.py, model_config.py and weight_mapping.py: not stored at " + mainShort + " nor at the branch's other commits (the index names " +
+				"eac0c9b30aa and 755a0d6461d only by these prefixes); read at the revisions pinned",
+			"neg_exp_A_fp32 values: −exp is computed in float64 and rounded to float32; torch's float32 exp (2.15.0 measured) differs from " +
+				"that in the last bit for about 1 % of inputs, so such a value can be one unit in the last place from the stack's",
+			openSwiGLU, openReplicated,
 		})}
 )
 
@@ -151,6 +197,10 @@ const (
 	// VarOutColpar is not a switch upstream: main's gdn/tp.py writes
 	// out.colpar whenever the mesh has more than one device.
 	VarOutColpar = "gdn_out_colpar"
+	// VarGDNFusedDecode is gdn/tp.py's gdn_fused_decode_enabled() (the
+	// environment variable QWEN36_GDN_FUSED_DECODE, on unless "0"): the
+	// fused GDN decode's fp32 dt_bias_fp32 and neg_exp_A_fp32.
+	VarGDNFusedDecode = "gdn_fused_decode_enabled"
 )
 
 // Builders for the built-in profile's rules.
@@ -389,7 +439,7 @@ func qwen36Profile(line qwen36Line) *Profile {
 		add(colpar)
 		p.Variables = append(p.Variables, Variable{Name: VarOutColpar, Default: true,
 			Doc:         "every GDN layer also caches the column-parallel out-projection layers.N/tp/out.colpar on a mesh of more than one device",
-			Upstream:    qwen36 + "gdn/tp.py@" + mainHead + " (load_gdn_weights_tp: if num_devices > 1)",
+			Upstream:    qwen36 + "gdn/tp.py@" + mainShort + " (load_gdn_weights_tp: if num_devices > 1)",
 			Unsupported: "not a switch upstream: written whenever the mesh has more than one device"})
 	}
 	for _, n := range []string{"dt_bias", "A_log"} {
@@ -407,6 +457,29 @@ func qwen36Profile(line qwen36Line) *Profile {
 			Transform: []Step{roundBF16(), {Op: OpSelectCols, Start: fmt.Sprint(j), Count: "1"}, fuse(gdnQKVParts(0)...), reshapeStep("1", "1", "rows")},
 			Placement: colParallel, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved,
 			Note: "conv kernel tap j of every channel, channels reordered per device like qkv"})
+	}
+
+	if line.fusedDecode {
+		for _, f := range []struct {
+			name, src string
+			steps     []Step
+			note      string
+		}{
+			{"dt_bias_fp32", "dt_bias", nil, "_shard_small_fp32(dt_bias): the source's values in float32 (.float()), no bf16 rounding"},
+			{"neg_exp_A_fp32", "A_log", []Step{{Op: OpNegExp}}, "_shard_small_fp32(-torch.exp(A_log.float())): −exp in float32, no bf16 rounding"},
+		} {
+			steps := append(append([]Step(nil), f.steps...), fuse(Part{Source: 0, Label: f.src + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}),
+				reshapeStep("1", "1", "rows"))
+			add(Rule{ID: "gdn." + f.name, Target: "layers.{L}/tp/" + f.name, Sources: []string{la + f.src}, LayerType: lin, Required: true,
+				When: Conditions{on(VarGDNFusedDecode)}, Assert: []string{"linear_conv_kernel_dim == 4"},
+				Transform: steps, Placement: colParallel, DType: Float32, Layout: Tile, Memory: DRAMInterleaved,
+				Note: f.note + "; [1, 1, heads], ShardTensorToMesh(dim=-1)"})
+		}
+		p.Variables = append(p.Variables, Variable{Name: VarGDNFusedDecode, Default: true,
+			Doc: "every GDN layer also caches the fused decode's float32 constants layers.N/tp/dt_bias_fp32 and layers.N/tp/neg_exp_A_fp32 " +
+				"(FLOAT32 TILE, sharded like dt_bias); false (QWEN36_GDN_FUSED_DECODE=0): no such files",
+			Upstream: qwen36 + "gdn/tp.py@" + mainShort + " (gdn_fused_decode_enabled(): QWEN36_GDN_FUSED_DECODE, default \"1\"; load_gdn_weights_tp " +
+				"writes them when it is on and gdn_conv_kernel_size == 4)"})
 	}
 
 	// Gated full-attention layers (tt/attention/tp.py), the MLP of every
@@ -483,7 +556,7 @@ func gateUpVar(line qwen36Line) Variable {
 		Upstream: qwen36 + "tp_common.py mlp_gateup_agmm_enabled(num_devices), read by mlp.py load_mlp_weights"}
 	if line.gateUpFixed {
 		v.Doc = "every dense MLP also caches the prefill fused-SwiGLU weight mlp.gate_up.weight.swiglu.tp on a mesh of more than one device"
-		v.Upstream = qwen36 + "tp_common.py@" + mainHead + " (mlp_gateup_agmm_enabled(n) is n > 1), read by mlp.py@" + mainHead
+		v.Upstream = qwen36 + "tp_common.py@" + mainShort + " (mlp_gateup_agmm_enabled(n) is n > 1), read by mlp.py@" + mainShort
 		v.Unsupported = "not a switch on this line: mlp_gateup_agmm_enabled(n) is n > 1, without the QWEN36_NO_AGMM override"
 	}
 	return v
@@ -506,7 +579,8 @@ func mtpNote(line qwen36Line) string {
 	}
 	return "No MTP head: main has no tensor-parallel MTP and weight_mapping.load_qwen36_state_dict_fp8 skips every key that starts with mtp; " +
 		"the mtp.* tensors are listed as ignored with that reason (profile " + ProfileMTP + " caches them). GDN layers also get out.colpar, the " +
-		"column-parallel out-projection used in prefill."
+		"column-parallel out-projection used in prefill, and with gdn_fused_decode_enabled (QWEN36_GDN_FUSED_DECODE, on by default) the " +
+		"fused decode's float32 dt_bias_fp32 and neg_exp_A_fp32 (= −exp(A_log), computed in float32)."
 }
 
 // ProfileInfo describes a built-in profile for listings (ckpt map

@@ -128,6 +128,31 @@ func TestProfileLines27B(t *testing.T) {
 	assert.Equal(t, []int64{6144, 5120}, e.Shape)
 	assert.Equal(t, []int64{6144, 2560}, e.DeviceShape)
 	assert.Equal(t, mapping.BFloat8B, e.DType)
+	// The fused GDN decode's fp32 constants: two per GDN layer, FLOAT32
+	// TILE [1, 1, 48] sharded by value head, only on main, and only with
+	// the switch on.
+	fp32 := func(e *mapping.Entry) bool {
+		return strings.HasSuffix(e.Target, "/tp/dt_bias_fp32") || strings.HasSuffix(e.Target, "/tp/neg_exp_A_fp32")
+	}
+	assert.Equal(t, 96, count(main, fp32))
+	assert.Zero(t, count(mtpLine, fp32))
+	for _, name := range []string{"dt_bias_fp32", "neg_exp_A_fp32"} {
+		e := entryByTarget(main, "layers.0/tp/"+name)
+		require.NotNil(t, e, name)
+		assert.Equal(t, mapping.Float32, e.DType)
+		assert.Equal(t, mapping.Tile, e.Layout)
+		assert.Equal(t, []int64{1, 1, 48}, e.Shape)
+		assert.Equal(t, []int64{1, 1, 24}, e.DeviceShape)
+		assert.Equal(t, "shard(dim=-1)", e.Placement.String())
+	}
+	assert.Equal(t, []mapping.ValueOp{{Op: mapping.OpNegExp}}, entryByTarget(main, "layers.0/tp/neg_exp_A_fp32").Values, "no bf16 rounding")
+	assert.Empty(t, entryByTarget(main, "layers.0/tp/dt_bias_fp32").Values, "the source's values as they are")
+	prof0, err := mapping.Builtin(mapping.ProfileMain)
+	require.NoError(t, err)
+	off, err := mapping.BuildWith(c, prof0, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarGDNFusedDecode: false})
+	require.NoError(t, err)
+	assert.Zero(t, count(off, fp32), "QWEN36_GDN_FUSED_DECODE=0")
+	assert.Equal(t, len(main.Entries)-96, len(off.Entries))
 	ignoredMTP := 0
 	for _, ig := range main.Ignored {
 		if strings.HasPrefix(ig.Name, "mtp.") {

@@ -101,19 +101,11 @@ func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 // default follows the vectorised kernels instead, 0xFFFF: BuildOptions.NaN).
 func ApplyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
-		round, add, err := op.Elementwise()
-		switch {
-		case err != nil:
+		e, err := op.Elementwise()
+		if err != nil {
 			return err
-		case round:
-			for i, x := range vals {
-				vals[i] = numfmt.RoundBF16(x, numfmt.TTNaN)
-			}
-		default:
-			for i := range vals {
-				vals[i] += add
-			}
 		}
+		e.Apply(vals, numfmt.TTNaN)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Op is the operation of a transform step (Step.Op) or of a value op
@@ -17,6 +18,7 @@ type Op string
 const (
 	OpRound      Op = "round"
 	OpAdd        Op = "add"
+	OpNegExp     Op = "neg_exp"
 	OpSelectCols Op = "select_cols"
 	OpFuse       Op = "fuse"
 	OpTranspose  Op = "transpose"
@@ -68,6 +70,14 @@ var ops = []opSpec{
 			return nil
 		},
 		describe: func(s *Step, _ *Entry) string { return fmt.Sprintf("add(%g)", *s.Value) },
+	},
+	{op: OpNegExp,
+		check: func(*Step, int, int) error { return nil },
+		plan: func(_ *Step, c *chain) error {
+			c.values = append(c.values, ValueOp{Op: OpNegExp})
+			return nil
+		},
+		describe: func(*Step, *Entry) string { return "neg_exp(float32)" },
 	},
 	{op: OpSelectCols, params: "start, count", layout: 1,
 		check: func(s *Step, i, _ int) error {
@@ -269,19 +279,62 @@ func (e *Entry) Describe() []string {
 	return out
 }
 
+// ElemKind is what a value op does to every value.
+type ElemKind uint8
+
+// The elementwise value ops.
+const (
+	// ElemRound rounds to bfloat16, nearest even.
+	ElemRound ElemKind = iota + 1
+	// ElemAdd adds Elem.Add in float32.
+	ElemAdd
+	// ElemNegExp takes −exp(x) in float32 (numfmt.NegExp32).
+	ElemNegExp
+)
+
+// Elem is a value op ready to apply: its kind and, for ElemAdd, the
+// addend.
+type Elem struct {
+	Kind ElemKind
+	Add  float32
+}
+
+// Apply applies the op to vals in place; a NaN a bf16 rounding meets
+// becomes what nan says. It is the one place a value op is computed
+// (ApplyValues and the cache builder's compiled ops call it).
+func (e Elem) Apply(vals []float32, nan numfmt.NaNPolicy) {
+	switch e.Kind {
+	case ElemRound:
+		for i, x := range vals {
+			vals[i] = numfmt.RoundBF16(x, nan)
+		}
+	case ElemAdd:
+		for i := range vals {
+			vals[i] += e.Add
+		}
+	case ElemNegExp:
+		for i, x := range vals {
+			vals[i] = numfmt.NegExp32(x)
+		}
+	}
+}
+
 // Elementwise is what a value op does to every value: round it to bf16
-// (round), or add add to it in float32. It is the one interpreter of value
-// ops (ApplyValues and the cache builder's compiled ops use it); an op
-// that is not a value op, or a rounding to another dtype, is an error.
-func (v ValueOp) Elementwise() (round bool, add float32, err error) {
+// (round), add a constant in float32 (add), or take −exp in float32
+// (neg_exp). It is the one interpreter of value ops (ApplyValues and the
+// cache builder's compiled ops use it); an op that is not a value op, or a
+// rounding to another dtype, is an error.
+func (v ValueOp) Elementwise() (Elem, error) {
 	switch v.Op {
 	case OpRound:
 		if v.DType != "BF16" {
-			return false, 0, fmt.Errorf("round to %q is not supported", v.DType)
+			return Elem{}, fmt.Errorf("round to %q is not supported", v.DType)
 		}
-		return true, 0, nil
+		return Elem{Kind: ElemRound}, nil
 	case OpAdd:
-		return false, float32(v.Value), nil
+		return Elem{Kind: ElemAdd, Add: float32(v.Value)}, nil
+	case OpNegExp:
+		return Elem{Kind: ElemNegExp}, nil
 	}
-	return false, 0, fmt.Errorf("unknown value op %q", v.Op)
+	return Elem{}, fmt.Errorf("unknown value op %q", v.Op)
 }

@@ -121,7 +121,8 @@ type Piece struct {
 }
 
 // ValueOp is an elementwise operation on float32 values: OpRound to DType
-// (nearest-even) or OpAdd Value (in float32); Elementwise interprets it.
+// (nearest-even), OpAdd Value (in float32) or OpNegExp (−exp in float32);
+// Elementwise interprets it.
 type ValueOp struct {
 	Op    Op      `json:"op"`
 	DType string  `json:"dtype,omitempty"`

@@ -31,8 +31,10 @@ import (
 // full-attention layers and the MTP layer (not cached) = 367.
 const (
 	targets27B = 997
-	// targets27BMain: the MTP line less its mtp/ targets, plus 48 out.colpar.
-	targets27BMain = 997 - 17 + 48
+	// targets27BMain: the MTP line less its mtp/ targets, plus 48 out.colpar
+	// and the fused GDN decode's dt_bias_fp32 and neg_exp_A_fp32 of the 48
+	// GDN layers.
+	targets27BMain = 997 - 17 + 48 + 96
 	ignored27B     = 367
 )
 

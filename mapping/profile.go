@@ -73,6 +73,12 @@ type Pinned struct {
 	// Note says how coherent the pins are: which line they stand for and
 	// what could not be read at a commit of it.
 	Note string `json:"note,omitempty"`
+	// NotAtLine lists, in name order, the files of Files that were not
+	// read at Commit (the line itself) but at another revision.
+	NotAtLine []string `json:"not_at_line,omitempty"`
+	// Open lists what remains unverified about the line: what no stored
+	// version shows, and what was inferred instead of read.
+	Open []string `json:"open,omitempty"`
 }
 
 // Variable is a boolean switch of the serving stack, named after the

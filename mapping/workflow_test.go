@@ -3,11 +3,13 @@ package mapping_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -100,19 +102,45 @@ func TestMapResults(t *testing.T) {
 // TestElementwise: the one interpreter of value ops.
 func TestElementwise(t *testing.T) {
 	t.Parallel()
-	round, add, err := mapping.ValueOp{Op: mapping.OpRound, DType: "BF16"}.Elementwise()
+	e, err := mapping.ValueOp{Op: mapping.OpRound, DType: "BF16"}.Elementwise()
 	require.NoError(t, err)
-	assert.True(t, round)
-	assert.Zero(t, add)
-	round, add, err = mapping.ValueOp{Op: mapping.OpAdd, Value: 1}.Elementwise()
+	assert.Equal(t, mapping.Elem{Kind: mapping.ElemRound}, e)
+	e, err = mapping.ValueOp{Op: mapping.OpAdd, Value: 1}.Elementwise()
 	require.NoError(t, err)
-	assert.False(t, round)
-	assert.Equal(t, float32(1), add)
-	_, _, err = mapping.ValueOp{Op: mapping.OpRound, DType: "FP16"}.Elementwise()
+	assert.Equal(t, mapping.Elem{Kind: mapping.ElemAdd, Add: 1}, e)
+	e, err = mapping.ValueOp{Op: mapping.OpNegExp}.Elementwise()
+	require.NoError(t, err)
+	assert.Equal(t, mapping.Elem{Kind: mapping.ElemNegExp}, e)
+	_, err = mapping.ValueOp{Op: mapping.OpRound, DType: "FP16"}.Elementwise()
 	assert.EqualError(t, err, `round to "FP16" is not supported`)
-	_, _, err = mapping.ValueOp{Op: mapping.OpTranspose}.Elementwise()
+	_, err = mapping.ValueOp{Op: mapping.OpTranspose}.Elementwise()
 	assert.EqualError(t, err, `unknown value op "transpose"`)
 	assert.False(t, errors.Is(err, ckpt.ErrUsage))
+
+	// Apply: every kind on a few values, NaN included.
+	nan := math.Float32frombits(0x7fc01234)
+	cases := []struct {
+		e    mapping.Elem
+		in   []float32
+		want []uint32
+	}{
+		{mapping.Elem{Kind: mapping.ElemRound}, []float32{1.00390625, 1.01171875, nan},
+			[]uint32{0x3f800000, 0x3f820000, 0xffff0000}},
+		{mapping.Elem{Kind: mapping.ElemAdd, Add: 1}, []float32{0.5, -1}, []uint32{0x3fc00000, 0}},
+		// −exp(0) = −1, −exp(ln 2) rounds to −2 exactly, −exp(−Inf) = −0,
+		// −exp(+Inf) = −Inf, a NaN keeps its payload with the sign flipped.
+		{mapping.Elem{Kind: mapping.ElemNegExp}, []float32{0, float32(math.Ln2), float32(math.Inf(-1)), float32(math.Inf(1)), nan},
+			[]uint32{0xbf800000, 0xc0000000, 0x80000000, 0xff800000, 0xffc01234}},
+	}
+	for _, c := range cases {
+		v := append([]float32(nil), c.in...)
+		c.e.Apply(v, numfmt.VectorNaN)
+		got := make([]uint32, len(v))
+		for i, x := range v {
+			got[i] = math.Float32bits(x)
+		}
+		assert.Equal(t, c.want, got, "%+v", c.e)
+	}
 }
 
 // TestMapKeepsSourceWarnings: the source's warnings come with the result,

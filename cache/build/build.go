@@ -658,7 +658,7 @@ func (b *builder) sources() ([]*srcState, error) {
 	for _, st := range srcs {
 		st.roundFirst = true
 		for _, u := range st.uses {
-			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].round
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Kind == mapping.ElemRound
 		}
 		if err := b.checkOverflow(st); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
@@ -15,12 +16,11 @@ import (
 // ttnn.from_torch, which pads after the model code's arithmetic).
 type valueOps []valueOp
 
-// valueOp is a bf16 rounding whose NaNs become the pattern nan (round), or
-// the float32 addition of add.
+// valueOp is one value op (mapping.Elem); a NaN its bf16 rounding meets
+// becomes the pattern nan.
 type valueOp struct {
-	round bool
-	nan   uint16
-	add   float32
+	mapping.Elem
+	nan uint16
 }
 
 // compileOps compiles ops; every NaN a rounding produces or meets becomes
@@ -28,11 +28,11 @@ type valueOp struct {
 func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 	out := make(valueOps, 0, len(ops))
 	for _, op := range ops {
-		round, add, err := op.Elementwise()
+		e, err := op.Elementwise()
 		if err != nil {
 			return nil, fmt.Errorf("unsupported value op %s %s", op.Op, op.DType)
 		}
-		out = append(out, valueOp{round: round, nan: nan, add: add})
+		out = append(out, valueOp{Elem: e, nan: nan})
 	}
 	return out, nil
 }
@@ -41,22 +41,14 @@ func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 // NaN pattern.
 func (ops valueOps) apply(v []float32) {
 	for _, op := range ops {
-		if !op.round {
-			for i := range v {
-				v[i] += op.add
-			}
-			continue
-		}
-		for i, x := range v {
-			v[i] = ckpt.RoundBF16NaN(x, op.nan)
-		}
+		op.Apply(v, numfmt.NaNPolicy(op.nan))
 	}
 }
 
 // roundOnly reports whether the ops are exactly one bf16 rounding (the
 // common case: FP8 or bf16 weights as shard_w hands them over).
 func (ops valueOps) roundOnly() bool {
-	return len(ops) == 1 && ops[0].round
+	return len(ops) == 1 && ops[0].Kind == mapping.ElemRound
 }
 
 // afterRead returns the ops still to apply to values read from a source:
@@ -64,7 +56,7 @@ func (ops valueOps) roundOnly() bool {
 // mapping.OpsAfterRead: torch's .to(bfloat16) leaves a bf16 tensor as it
 // is, NaN bits included).
 func (ops valueOps) afterRead(bf16Exact bool) valueOps {
-	if bf16Exact && len(ops) > 0 && ops[0].round {
+	if bf16Exact && len(ops) > 0 && ops[0].Kind == mapping.ElemRound {
 		return ops[1:]
 	}
 	return ops

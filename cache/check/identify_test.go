@@ -45,6 +45,11 @@ func TestIdentify(t *testing.T) {
 		{mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false}, []string{"proj_1d_decode=false"}},
 		{mapping.ProfileMain, mapping.Settings{mapping.VarMLP1DDecode: false}, []string{"mlp_1d_decode=false"}},
 		{mapping.ProfileMTP, mapping.Settings{mapping.VarGateUpAGMM: false, mapping.VarProj1DDecode: false}, []string{"mlp_gateup_agmm_enabled=false", "proj_1d_decode=false"}},
+		// main's fused GDN decode switch (QWEN36_GDN_FUSED_DECODE=0: no
+		// dt_bias_fp32 / neg_exp_A_fp32), alone and with another switch.
+		{mapping.ProfileMain, mapping.Settings{mapping.VarGDNFusedDecode: false}, []string{"gdn_fused_decode_enabled=false"}},
+		{mapping.ProfileMain, mapping.Settings{mapping.VarGDNFusedDecode: false, mapping.VarProj1DDecode: false},
+			[]string{"gdn_fused_decode_enabled=false", "proj_1d_decode=false"}},
 	} {
 		out, plan := buildWith(t, c, tc.profile, tc.set)
 		res, err := check.Identify(context.Background(), out, c, check.IdentifyOptions{})
@@ -60,6 +65,12 @@ func TestIdentify(t *testing.T) {
 		res2, err := check.Identify(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, check.IdentifyOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, res.Best, res2.Best)
+		// From the file names and headers alone, the same verdict.
+		res3, err := check.IdentifyNames(context.Background(), out, check.IdentifyOptions{})
+		require.NoError(t, err)
+		require.True(t, res3.Exact, "%s %v names only: %+v", tc.profile, tc.set, res3.Best)
+		assert.Equal(t, tc.profile, res3.Best.Profile, "%v names only", tc.set)
+		assert.Equal(t, tc.overrides, res3.Best.Overrides, "names only")
 	}
 }
 

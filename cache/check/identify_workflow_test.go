@@ -36,6 +36,8 @@ func TestRunIdentifyUsage(t *testing.T) {
 // RunIdentify takes the source from --source, else from the ckpt
 // manifest, else identifies from names and headers alone; the three agree
 // on the profile and switches of a cache built with proj_1d_decode=false.
+// 16 candidates: the MTP line's three switches and main's three
+// (proj_1d_decode, mlp_1d_decode, gdn_fused_decode_enabled), 2^3 each.
 func TestRunIdentifySources(t *testing.T) {
 	t.Parallel()
 	src, c, _ := fixture(t, synth.Small())
@@ -50,7 +52,7 @@ func TestRunIdentifySources(t *testing.T) {
 		assert.Equal(t, namesOnly, res.NamesOnly)
 		assert.Equal(t, namesOnly, len(res.NotCompared) > 0)
 		assert.Equal(t, check.IdentifySummary{Dir: folder, Source: source, Exact: true, Profile: mapping.ProfileMTP,
-			Overrides: []string{"proj_1d_decode=false"}, Candidates: 12}, res.Summary())
+			Overrides: []string{"proj_1d_decode=false"}, Candidates: 16}, res.Summary())
 	}
 	res, err := check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: out, Source: src, HeadersOnly: true})
 	require.NoError(t, err)

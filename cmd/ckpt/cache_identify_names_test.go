@@ -86,9 +86,12 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 		files     int
 	}{
 		{"mtp", nil, mapping.ProfileMTP, []string{}, 82},
-		{"main", []string{"--profile", mapping.ProfileMain}, mapping.ProfileMain, []string{}, 68},
+		{"main", []string{"--profile", mapping.ProfileMain}, mapping.ProfileMain, []string{}, 74},
 		{"proj", []string{"--set", "proj_1d_decode=false"}, mapping.ProfileMTP, []string{"proj_1d_decode=false"}, 82},
-		{"mainmlp", []string{"--profile", mapping.ProfileMain, "--set", "mlp_1d_decode=false"}, mapping.ProfileMain, []string{"mlp_1d_decode=false"}, 68},
+		{"mainmlp", []string{"--profile", mapping.ProfileMain, "--set", "mlp_1d_decode=false"}, mapping.ProfileMain, []string{"mlp_1d_decode=false"}, 74},
+		// main with the fused GDN decode off (QWEN36_GDN_FUSED_DECODE=0): no dt_bias_fp32 / neg_exp_A_fp32
+		{"mainnofused", []string{"--profile", mapping.ProfileMain, "--set", "gdn_fused_decode_enabled=false"}, mapping.ProfileMain,
+			[]string{"gdn_fused_decode_enabled=false"}, 68},
 		{"noagmm", []string{"--set", "mlp_gateup_agmm_enabled=false", "--set", "proj_1d_decode=false"}, mapping.ProfileMTP,
 			[]string{"mlp_gateup_agmm_enabled=false", "proj_1d_decode=false"}, 77},
 	} {
@@ -117,7 +120,7 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 		assert.Equal(t, tc.profile, doc.Best.Profile)
 		assert.Equal(t, tc.overrides, doc.Best.Overrides)
 		assert.Empty(t, doc.Ties)
-		assert.Len(t, doc.Candidates, 12, "8 settings of the MTP line's 3 switches, 4 of main's 2")
+		assert.Len(t, doc.Candidates, 16, "8 settings of the MTP line's 3 switches, 8 of main's 3")
 		require.NotEmpty(t, doc.NotCompared)
 		assert.Contains(t, doc.NotCompared[0], "shapes not compared: no source")
 		assert.Contains(t, doc.NotCompared, "data not compared: no source")
@@ -125,7 +128,7 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 		code, stdout, _ = runApp(t, "cache", "identify", out, "--format", "jsonl")
 		require.Equal(t, 0, code)
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
-		require.Len(t, lines, 13)
+		require.Len(t, lines, 17)
 		var sum struct {
 			Type       string   `json:"type"`
 			Exact      bool     `json:"exact"`
@@ -133,11 +136,11 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 			Overrides  []string `json:"overrides"`
 			Candidates int      `json:"candidates"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(lines[12]), &sum))
+		require.NoError(t, json.Unmarshal([]byte(lines[16]), &sum))
 		assert.True(t, sum.Exact)
 		assert.Equal(t, tc.profile, sum.Profile)
 		assert.Equal(t, tc.overrides, sum.Overrides)
-		assert.Equal(t, 12, sum.Candidates)
+		assert.Equal(t, 16, sum.Candidates)
 	}
 }
 
@@ -156,7 +159,7 @@ func TestCacheIdentifyNamesOnlyClosest(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(folder, filepath.FromSlash(removed))))
 	code, stdout, _ := runApp(t, "cache", "identify", out)
 	assert.Equal(t, 1, code, stdout)
-	assert.Contains(t, stdout, "(67 files, mesh 1x2): no candidate reproduces its names and headers alone (no source); closest qwen36@main-2026-10 with 1 difference(s)")
+	assert.Contains(t, stdout, "(73 files, mesh 1x2): no candidate reproduces its names and headers alone (no source); closest qwen36@main-2026-10 with 1 difference(s)")
 	assert.Contains(t, stdout, removed)
 	code, doc := identifyJSON(t, out)
 	assert.Equal(t, 1, code)
@@ -256,10 +259,13 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 		want    string
 	}{
 		{mapping.ProfileMTP, nil, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36-mtp@pr55548, by"},
-		{mapping.ProfileMain, nil, 2, 997 - 17 + 48, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36@main-2026-10, by"},
+		// main: no mtp/ (17), out.colpar (48) and the fused decode's two fp32 files (96)
+		{mapping.ProfileMain, nil, 2, 997 - 17 + 48 + 96, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36@main-2026-10, by"},
 		{mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false}, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2",
 			"exactly qwen36-mtp@pr55548 with proj_1d_decode=false, by"},
-		{mapping.ProfileMain, nil, 4, 997 - 17 + 48, "/P150x4/tensor_cache_bfp8_mesh1x4", "exactly qwen36@main-2026-10, by"},
+		{mapping.ProfileMain, nil, 4, 997 - 17 + 48 + 96, "/P150x4/tensor_cache_bfp8_mesh1x4", "exactly qwen36@main-2026-10, by"},
+		{mapping.ProfileMain, mapping.Settings{mapping.VarGDNFusedDecode: false}, 2, 997 - 17 + 48, "/P300/tensor_cache_bfp8_mesh1x2",
+			"exactly qwen36@main-2026-10 with gdn_fused_decode_enabled=false, by"},
 	} {
 		p, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)

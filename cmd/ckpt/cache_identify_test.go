@@ -59,7 +59,7 @@ func TestCacheIdentify(t *testing.T) {
 		if tc.name == "proj" {
 			assert.Equal(t, []string{"proj_1d_decode=false"}, res.Best.Overrides)
 		}
-		assert.Len(t, res.Candidates, 12, "8 settings of the MTP line's 3 switches, 4 of main's 2")
+		assert.Len(t, res.Candidates, 16, "8 settings of the MTP line's 3 switches, 8 of main's 3")
 	}
 
 	// A cache with one file missing (and no manifest, as the serving stack

@@ -63,4 +63,10 @@ func printPins(w io.Writer, indent string, p *mapping.Pinned) {
 	for _, f := range files {
 		fmt.Fprintf(w, "%s  %s@%s\n", indent, f, p.Files[f])
 	}
+	if len(p.NotAtLine) > 0 {
+		fmt.Fprintf(w, "%snot read at the line (%d of %d files): %s\n", indent, len(p.NotAtLine), len(p.Files), strings.Join(p.NotAtLine, ", "))
+	}
+	for _, o := range p.Open {
+		fmt.Fprintf(w, "%sopen: %s\n", indent, o)
+	}
 }

@@ -256,10 +256,18 @@ func TestMapListProfiles(t *testing.T) {
 	code, stdout, stderr := runApp(t, "map", "--list-profiles")
 	require.Equal(t, 0, code, stderr)
 	for _, want := range []string{"qwen36-mtp@pr55548 (default) (formerly qwen3_5-tt)", "qwen36@main-2026-10\n",
-		"pinned: tenstorrent/tt-metal@acd4eaccf17adb2c3e17c4738cb1c4fa3aa783f5", "pinned: tenstorrent/tt-metal@db6dc348",
-		"variable gdn_out_colpar=true (fixed:", "default: qwen36-mtp@pr55548: "} {
+		"pinned: tenstorrent/tt-metal@acd4eaccf17adb2c3e17c4738cb1c4fa3aa783f5", "pinned: tenstorrent/tt-metal@db6dc348aa32b978b8602682dbae1e4aab8b6511",
+		"variable gdn_out_colpar=true (fixed:", "default: qwen36-mtp@pr55548: ",
+		// main's fused GDN decode switch, overridable (QWEN36_GDN_FUSED_DECODE=0)
+		"  variable gdn_fused_decode_enabled=true: every GDN layer also caches the fused decode's float32 constants",
+		// what could not be read at each line, and what stays open
+		"  not read at the line (14 of 14 files): models/common/rmsnorm.py, ",
+		"models/demos/blackhole/qwen36/tt/layer.py, models/demos/blackhole/qwen36/tt/model_config.py, models/demos/blackhole/qwen36/tt/weight_mapping.py, ",
+		"  open: prepare_for_fused_swiglu (models/tt_dit/utils/tensor.py)",
+		"  open: neg_exp_A_fp32 values: −exp is computed in float64"} {
 		assert.Contains(t, stdout, want)
 	}
+	assert.NotContains(t, stdout, "variable gdn_fused_decode_enabled=true (fixed:", "the switch can be set")
 	code, stdout, stderr = runApp(t, "map", "--list-profiles", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	var doc struct {
@@ -268,14 +276,44 @@ func TestMapListProfiles(t *testing.T) {
 			Name      string `json:"name"`
 			Default   bool   `json:"default"`
 			Variables []struct {
-				Name string `json:"name"`
+				Name        string `json:"name"`
+				Default     bool   `json:"default"`
+				Unsupported string `json:"unsupported"`
 			} `json:"variables"`
+			Pinned struct {
+				Files     map[string]string `json:"files"`
+				NotAtLine []string          `json:"not_at_line"`
+				Open      []string          `json:"open"`
+			} `json:"pinned"`
 		} `json:"profiles"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	assert.Equal(t, "qwen36-mtp@pr55548", doc.Default)
 	require.Len(t, doc.Profiles, 2)
 	assert.True(t, doc.Profiles[0].Default)
+	main := doc.Profiles[1]
+	require.Equal(t, "qwen36@main-2026-10", main.Name)
+	var names []string
+	for _, v := range main.Variables {
+		names = append(names, v.Name)
+		if v.Name == "gdn_fused_decode_enabled" {
+			assert.True(t, v.Default)
+			assert.Empty(t, v.Unsupported)
+		}
+	}
+	assert.Contains(t, names, "gdn_fused_decode_enabled")
+	// The MTP line has no file at its head; main has gdn/tp.py, mlp.py,
+	// tp_common.py, model.py and attention/tp.py at db6dc348.
+	assert.Len(t, doc.Profiles[0].Pinned.NotAtLine, len(doc.Profiles[0].Pinned.Files))
+	for _, f := range []string{"gdn/tp.py", "mlp.py", "tp_common.py", "model.py", "attention/tp.py"} {
+		assert.NotContains(t, main.Pinned.NotAtLine, "models/demos/blackhole/qwen36/tt/"+f)
+		assert.True(t, strings.HasPrefix(main.Pinned.Files["models/demos/blackhole/qwen36/tt/"+f], "db6dc348aa32b978b8602682dbae1e4aab8b6511"), f)
+	}
+	assert.Len(t, main.Pinned.NotAtLine, len(main.Pinned.Files)-5)
+	assert.NotEmpty(t, main.Pinned.Open)
+	// The MTP line names the stored revision that writes the fused-SwiGLU file.
+	assert.True(t, strings.HasPrefix(doc.Profiles[0].Pinned.Files["models/demos/blackhole/qwen36/tt/mlp.py"],
+		"db6dc348aa32b978b8602682dbae1e4aab8b6511 (the stored revision read that writes mlp.gate_up.weight.swiglu.tp"))
 	code, _, stderr = runApp(t, "map", "--list-profiles", "--dump")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--list-profiles takes no")

@@ -134,10 +134,27 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, "qwen36-mtp@pr55548", prof["name"])
 	assert.Equal(t, "acd4eaccf17adb2c3e17c4738cb1c4fa3aa783f5", prof["pinned"].(map[string]any)["commit"])
 	assert.Equal(t, "qwen36@main-2026-10", profs[1].(map[string]any)["name"])
+	// Per profile: the pinned files not read at the line, and what is open.
+	mainPins := profs[1].(map[string]any)["pinned"].(map[string]any)
+	assert.Equal(t, "db6dc348aa32b978b8602682dbae1e4aab8b6511", mainPins["commit"])
+	assert.Contains(t, mainPins["not_at_line"], "models/demos/blackhole/qwen36/tt/layer.py")
+	assert.Contains(t, mainPins["not_at_line"], "models/demos/blackhole/qwen36/tt/model_config.py")
+	assert.NotContains(t, mainPins["not_at_line"], "models/demos/blackhole/qwen36/tt/gdn/tp.py")
+	for _, p := range profs {
+		pins := p.(map[string]any)["pinned"].(map[string]any)
+		var open []string
+		for _, o := range pins["open"].([]any) {
+			open = append(open, o.(string))
+		}
+		assert.Contains(t, strings.Join(open, "\n"), "prepare_for_fused_swiglu", "%s", p.(map[string]any)["name"])
+	}
 
 	code, stdout, _ = runApp(t, "version")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "ckpt "+Version+"\ncommit: ")
+	assert.Contains(t, stdout, "  not read at the line (14 of 14 files): models/common/rmsnorm.py")
+	assert.Contains(t, stdout, "  not read at the line (9 of 14 files): models/common/rmsnorm.py, models/demos/blackhole/qwen36/tt/layer.py")
+	assert.Contains(t, stdout, "  open: prepare_for_fused_swiglu")
 }
 
 // walk calls fn for c and every command below it.

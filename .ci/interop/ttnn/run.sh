@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The ttnn leg of the interop suite: the files of `ckpt cache build` against
 # the real ttnn from PyPI (ttnn 0.81.1 on tt-metal's mock cluster, with the
-# P300 descriptor beside this script), see README "Interop suite". Creates
-# (once, then reuses) a virtual environment with the pinned set of
-# requirements.txt, builds the Go programs the tests drive, runs the tests
-# and closes with "ttnn: N passed, N failed". ttnn ships wheels for CPython
-# 3.10 and 3.12 only: where neither is found the leg is skipped with a
-# message and exits 0. Extra arguments go to pytest (e.g. -k load -x).
+# P300 and P150x4 descriptors beside this script), see README "Interop
+# suite". Creates (once, then reuses) a virtual environment with the pinned
+# set of requirements.txt, builds the Go programs the tests drive, installs
+# the compiler stand-in that lets the mock cluster open a mesh device
+# (sfpi_standin.py: a temporary TT_METAL_RUNTIME_ROOT of links to the ttnn
+# package plus a script that answers riscv-tt-elf-g++ --version with the
+# version the wheel's pre-compiled firmware was built with; on a mock
+# cluster nothing is compiled, so no real compiler is needed and the venv is
+# not modified), runs the tests from a temporary directory (opening a mesh
+# writes generated/fabric/*.yaml into the current directory) and closes
+# with "ttnn: N passed, N failed". ttnn ships wheels for CPython 3.10 and
+# 3.12 only: where neither is found the leg is skipped with a message and
+# exits 0. Extra arguments go to pytest (e.g. -k load -x).
 #
 #   CKPT_TTNN_PYTHON  interpreter to create the venv with (default: the
 #                     first python3.12 / python3.10 that runs, on PATH or
@@ -43,5 +50,10 @@ echo "ttnn: built ckpt, genfixture ($((SECONDS - start)) s)"
 export CKPT_BIN=$work/bin/ckpt GENFIXTURE_BIN=$work/bin/genfixture
 export TT_METAL_MOCK_CLUSTER_DESC_PATH=$PWD/$here/p300-mock-cluster.yaml
 export TT_LOGGER_LEVEL=error
+export TT_METAL_RUNTIME_ROOT=$work/tt-runtime
+echo "ttnn: compiler stand-in under $TT_METAL_RUNTIME_ROOT answers: $("$venv/bin/python" "$here/sfpi_standin.py" "$TT_METAL_RUNTIME_ROOT")"
 
+here=$PWD/$here
+mkdir "$work/cwd"
+cd "$work/cwd"
 pytest_run ttnn "$venv/bin/python" "$here" "$work" "$@"

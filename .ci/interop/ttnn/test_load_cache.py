@@ -1,11 +1,11 @@
 """`ttnn.load_tensor` loads every file of a `ckpt cache build` of the tiny
-Qwen3.5-style checkpoint (genfixture), with the default switches and with
-the DRAM width-sharded variants. The mock cluster cannot open a mesh device
-(opening one builds firmware with the RISC-V toolchain, sfpi, which is not
-on PyPI), so the files load to host, as `load_tensor(path, device=None)`;
-the loaded tensor must have the plan's dtype, layout, shape, memory config
-and placement, and dumping it again must give back ckpt's file byte for
-byte."""
+Qwen3.5-style checkpoint (genfixture) to host, for both built-in profiles
+with the default switches and with the DRAM width-sharded variants (main's
+defaults include its fused-decode fp32 files): the loaded tensor must have
+the plan's dtype, layout, shape, memory config and placement, and dumping
+it again must give back ckpt's file byte for byte. test_mesh_load.py loads
+the files of every switch setting onto mock mesh devices (the mock cluster
+keeps no device memory, so the data is checked here)."""
 
 import json
 import os
@@ -16,9 +16,13 @@ import ttnn
 
 import ttlib
 
+DRAMSHARD = ["--set", "proj_1d_decode=false", "--set", "mlp_1d_decode=false"]
+MAIN = ["--profile", "qwen36@main-2026-10"]
 VARIANTS = {
     "default": [],
-    "dramshard": ["--set", "proj_1d_decode=false", "--set", "mlp_1d_decode=false"],
+    "dramshard": DRAMSHARD,
+    "main": MAIN,
+    "main-dramshard": MAIN + DRAMSHARD,
 }
 
 
@@ -50,8 +54,11 @@ def test_every_file_loads(built, tmp_path):
     variant, root, manifest = built
     files = manifest["files"]
     assert len(files) > 50
-    if variant == "dramshard":
+    if variant.endswith("dramshard"):
         assert any(".dramshard" in f["path"] for f in files)
+    if variant.startswith("main"):
+        assert any("/neg_exp_A_fp32_dtype_FLOAT32_layout_TILE" in f["path"] for f in files)
+        assert any("/dt_bias_fp32_dtype_FLOAT32_layout_TILE" in f["path"] for f in files)
     failures = []
     for f in files:
         path = os.path.join(root, f["path"])

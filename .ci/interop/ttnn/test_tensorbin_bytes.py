@@ -1,8 +1,10 @@
-"""Every kind of file the built-in profile writes, written once by `ckpt
-cache build` (a one-rule-per-case profile over a checkpoint of BF16
-sources, so the bytes come from the build's own code) and once by the real
-ttnn from the same values with ttnn's own mappers and memory configs: the
-two files must be equal, whole file, byte for byte."""
+"""Every kind of file the built-in profiles write, written once by `ckpt
+cache build` (a one-rule-per-case profile over a checkpoint of BF16 and
+F32 sources, so the bytes come from the build's own code) and once by the
+real ttnn from the same values with ttnn's own mappers and memory configs:
+the two files must be equal, whole file, byte for byte. The FLOAT32 TILE
+cases include main's fused-decode files (dt_bias_fp32, neg_exp_A_fp32:
+float32 values that are not bf16 values)."""
 
 import os
 
@@ -18,7 +20,7 @@ SEEDS = {c.name: i + 1 for i, c in enumerate(CASES)}
 
 @pytest.fixture(scope="module")
 def sources():
-    return {c.name: ttlib.bf16_bits(c.src, SEEDS[c.name]) for c in CASES}
+    return {c.name: ttlib.source_bits(c, SEEDS[c.name]) for c in CASES}
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,13 @@ class Case:
     shape: tuple = ()  # the logical (full) tensor shape ttnn gets
     memory: str = "dram_interleaved"
     note: str = ""
+    # The source's dtype in the checkpoint ("BF16", or "F32": full float32
+    # significands), whether the rule rounds to bf16 first (shard_w's
+    # .to(bfloat16); the fused-decode fp32 files do not), and "neg_exp" for
+    # a rule that takes -exp of the values in float32 (neg_exp_A_fp32).
+    src_dtype: str = "BF16"
+    round: bool = True
+    values: str = ""
 
     def target_shape(self):
         if self.shape:
@@ -62,7 +69,9 @@ class Case:
         return f"{self.name}_dtype_{dt.name}_layout_{lay.name}.tensorbin"
 
     def rule(self):
-        steps = [{"op": "round", "dtype": "BF16"}]
+        steps = [{"op": "round", "dtype": "BF16"}] if self.round else []
+        if self.values == "neg_exp":
+            steps.append({"op": "neg_exp"})
         if self.transpose:
             steps.append({"op": "transpose"})
         if self.reshape:
@@ -116,8 +125,17 @@ CASES = [
     Case("partial", (24, 80), "BFLOAT4_B", "TILE", "shard", dim=0, split="cols", transpose=True),
     # a 4-D TILE tensor with outer dims > 1 (TILE pads each [40, 24] slice)
     Case("outer", (6, 960), "BFLOAT16", "TILE", "replicate", reshape=["2", "3", "40", "24"], shape=(2, 3, 40, 24)),
-    # FLOAT32 TILE (allowed by profiles; the qwen38 line's dt_bias_fp32)
+    # FLOAT32 TILE of bf16 values
     Case("fp32", (96,), "FLOAT32", "TILE", "shard", dim=-1, split="rows", reshape=["1", "1", "rows"], shape=(1, 1, 96)),
+    # main's fused GDN decode files (gdn/tp.py@db6dc348 _shard_small_fp32): [1, 1, 48] -> [1, 1, 24] FLOAT32 TILE per
+    # device, no bf16 rounding: dt_bias_fp32 of an F32 source (every significand bit in use) and neg_exp_A_fp32,
+    # -exp(A_log) in float32, of a BF16 and of an F32 A_log
+    Case("dt_bias_fp32", (48,), "FLOAT32", "TILE", "shard", dim=-1, split="rows", reshape=["1", "1", "rows"], shape=(1, 1, 48),
+         src_dtype="F32", round=False),
+    Case("neg_exp_A_fp32", (48,), "FLOAT32", "TILE", "shard", dim=-1, split="rows", reshape=["1", "1", "rows"], shape=(1, 1, 48),
+         round=False, values="neg_exp"),
+    Case("neg_exp_A_fp32.f32", (48,), "FLOAT32", "TILE", "shard", dim=-1, split="rows", reshape=["1", "1", "rows"], shape=(1, 1, 48),
+         src_dtype="F32", round=False, values="neg_exp"),
 ]
 
 
@@ -139,6 +157,33 @@ def bf16_bits(shape, seed):
 
 def bits_to_f32(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def f32_bits(shape, seed):
+    """Random float32 values as uint32 bits, every significand bit in use,
+    in A_log's range (-8, 4): -exp of them is finite and normal."""
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-8, 4, size=shape).astype(np.float32).view(np.uint32)
+
+
+def source_bits(case, seed):
+    """The case's source values as stored: bf16 bits (uint16) or float32
+    bits (uint32)."""
+    return f32_bits(case.src, seed) if case.src_dtype == "F32" else bf16_bits(case.src, seed)
+
+
+def source_f32(bits):
+    """The float32 values of source bits (bf16 widened exactly, or float32)."""
+    return bits.view(np.float32) if bits.dtype == np.uint32 else bits_to_f32(bits)
+
+
+def neg_exp(a):
+    """-exp(a) for float32 a as ckpt computes it: in float64, rounded to
+    float32. (torch's float32 exp differs from this in the last bit for
+    about 1 % of inputs; this is ckpt's formula, so the test holds the
+    writer, not the formula, against ttnn.)"""
+    with np.errstate(over="ignore"):  # a large A_log gives -inf, as in ckpt
+        return (-np.exp(a.astype(np.float64))).astype(np.float32)
 
 
 def write_safetensors(path, tensors):
@@ -165,7 +210,7 @@ def build_cases(ckpt_bin, work, cases, sources, extra=()):
     src = os.path.join(work, "src")
     os.makedirs(src, exist_ok=True)
     write_safetensors(os.path.join(src, "model.safetensors"),
-                      {"src." + c.name: ("BF16", sources[c.name]) for c in cases})
+                      {"src." + c.name: (c.src_dtype, sources[c.name]) for c in cases})
     with open(os.path.join(src, "config.json"), "w") as f:
         json.dump({}, f)
     rules = os.path.join(work, "rules.json")
@@ -206,9 +251,12 @@ def mesh_mapper(case):
 
 
 def ttnn_input(case, bits):
-    """The logical tensor the serving code hands ttnn: the bf16 source
-    (exact in float32), transposed and reshaped like the rule."""
-    a = bits_to_f32(bits)
+    """The logical tensor the serving code hands ttnn: the source in
+    float32 (bf16 widened exactly), -exp of it for a neg_exp case,
+    transposed and reshaped like the rule."""
+    a = source_f32(bits)
+    if case.values == "neg_exp":
+        a = neg_exp(a)
     if a.ndim == 1:
         a = a.reshape(a.shape[0], 1)
     if case.transpose:

@@ -14,24 +14,27 @@ import (
 
 func main() {
 	out := flag.String("out", "", "directory to write base/ and ft/ into (required)")
-	size := flag.String("size", "large", "small (the demo pair), large (~1.2 GB per checkpoint) or odd (~0.6 GB, partial FP8 blocks)")
+	size := flag.String("size", "large", "small (the demo pair), small4 (small with heads that divide by 4: it maps on a 1x4 mesh), "+
+		"large (~1.2 GB per checkpoint) or odd (~0.6 GB, partial FP8 blocks)")
 	all := flag.Bool("all-changed", false, "the fine-tune perturbs every tensor (diff's worst case)")
 	layers := flag.Int("layers", 0, "decoder layers (0: those of -size)")
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|large|odd] [-layers N] [-all-changed]")
+		fmt.Fprintln(os.Stderr, "usage: genfixture -out DIR [-size small|small4|large|odd] [-layers N] [-all-changed]")
 		os.Exit(2)
 	}
 	var o synth.Options
 	switch *size {
 	case "small":
 		o = synth.Small()
+	case "small4":
+		o = small4()
 	case "large":
 		o = synth.Large()
 	case "odd":
 		o = synth.LargeOdd()
 	default:
-		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small, large or odd)\n", *size)
+		fmt.Fprintf(os.Stderr, "genfixture: unknown -size %q (want small, small4, large or odd)\n", *size)
 		os.Exit(2)
 	}
 	if *layers < 0 {
@@ -50,4 +53,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "genfixture: writing fine-tune: %v\n", err)
 		os.Exit(2)
 	}
+}
+
+// small4 is synth.Small with every sharded count divisible by 4 (attention
+// and KV heads, GDN key and value heads, intermediate tiles), so that the
+// built-in profiles plan it on a 1x4 mesh (P150x4) as well as on 1x2.
+func small4() synth.Options {
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	return o
 }
