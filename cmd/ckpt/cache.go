@@ -125,6 +125,7 @@ type cacheVerifyOptions struct {
 	MinMem      string
 	MemInfo     string
 	Rehash      bool
+	ReadData    bool
 	Workers     int
 	Progress    string
 	Format      string
@@ -163,6 +164,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
+	f.BoolVar(&o.ReadData, "read-data", false, "also compare every file's data with what SRC builds to (reads the whole source; without it the data is held against the manifest's hashes only)")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	enumFlag(f, &o.Format, "format", output.Auto, cacheVerifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
