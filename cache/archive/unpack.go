@@ -202,6 +202,9 @@ func readManifest(tr *tar.Reader) (mb []byte, legacy bool, err error) {
 		if h.Name != cache.ManifestName {
 			last, lastSize = h.Name, h.Size
 			n++
+			if err := plainEntry(h); err != nil {
+				return nil, false, err
+			}
 			if h.Typeflag == tar.TypeReg {
 				// Read past without writing, but not past a header that
 				// does not describe the entry's size (a bomb of zeros).
@@ -312,6 +315,8 @@ type unpacker struct {
 	recs    map[string]cache.FileRecord
 	seen    map[string]bool
 	dirs    map[string]bool // staged directories (relative to the stage)
+
+	spaceChecked bool
 }
 
 // run stages, checks and swaps; on failure it undoes what it created.
@@ -331,8 +336,8 @@ func (u *unpacker) run(ctx context.Context, tr *tar.Reader) (res *Unpacked, err 
 }
 
 // prepare creates the folder if needed, takes its lock, removes staging
-// folders that an unpack which died left, checks the free space and makes
-// the staging folder beside the folder.
+// folders that an unpack which died left and makes the staging folder
+// beside the folder.
 func (u *unpacker) prepare() error {
 	st, err := os.Lstat(u.path)
 	switch {
@@ -370,14 +375,6 @@ func (u *unpacker) prepare() error {
 				os.RemoveAll(filepath.Join(parent, e.Name()))
 			}
 		}
-	}
-	var need int64
-	for _, f := range u.m.Files {
-		need += f.Size
-	}
-	if avail, ok := freeBytes(parent); ok && avail < need {
-		return &ckpt.WriteError{Op: "unpacking", Path: u.path, Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
-			len(u.m.Files), ckpt.FormatBytes(need), ckpt.FormatBytes(avail))}
 	}
 	if u.stage, err = os.MkdirTemp(parent, prefix); err != nil {
 		return &ckpt.WriteError{Op: "creating staging folder", Path: parent, Err: err}
@@ -499,8 +496,8 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	if err := cache.CheckRelPath(name); err != nil {
 		return bad(name, "%v", err)
 	}
-	if h.Typeflag != tar.TypeReg {
-		return bad(name, "%s, not a regular file", typeName(h.Typeflag))
+	if err := plainEntry(h); err != nil {
+		return err
 	}
 	rec, ok := u.recs[name]
 	switch {
@@ -520,6 +517,14 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	}
 	if hdr.HeaderSize != rec.HeaderSize {
 		return bad(name, "header size %d, the manifest records %d", hdr.HeaderSize, rec.HeaderSize)
+	}
+	if !u.spaceChecked {
+		// Once the first entry's header showed the archive to be what it
+		// claims: does all it declares fit?
+		u.spaceChecked = true
+		if err := u.checkSpace(); err != nil {
+			return err
+		}
 	}
 	rel := strings.TrimPrefix(name, u.m.CacheDir+"/")
 	if d := path.Dir(rel); !u.dirs[d] {
@@ -604,6 +609,35 @@ func readHead(r io.Reader, name string, size int64) ([]byte, *tensorbin.Header, 
 	return head, hdr, nil
 }
 
+// checkSpace refuses (our side: *ckpt.WriteError) an archive whose files
+// do not fit in the free space beside the folder.
+func (u *unpacker) checkSpace() error {
+	var need int64
+	for _, f := range u.m.Files {
+		need += f.Size
+	}
+	if avail, ok := freeBytes(u.stage); ok && avail < need {
+		return &ckpt.WriteError{Op: "unpacking", Path: u.path, Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
+			len(u.m.Files), ckpt.FormatBytes(need), ckpt.FormatBytes(avail))}
+	}
+	return nil
+}
+
+// plainEntry refuses an entry that is neither a plain regular file nor a
+// directory: links, devices, and sparse files (whose holes the tar reader
+// fills with zeros: gigabytes from a few bytes of archive).
+func plainEntry(h *tar.Header) error {
+	if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir {
+		return bad(h.Name, "%s, not a regular file", typeName(h.Typeflag))
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return bad(h.Name, "a sparse file (PAX record %s), not a plain regular file", k)
+		}
+	}
+	return nil
+}
+
 func typeName(t byte) string {
 	switch t {
 	case tar.TypeSymlink:
@@ -614,6 +648,8 @@ func typeName(t byte) string {
 		return "a device node"
 	case tar.TypeFifo:
 		return "a FIFO"
+	case tar.TypeGNUSparse:
+		return "a sparse file"
 	}
 	return fmt.Sprintf("of tar type %q", t)
 }

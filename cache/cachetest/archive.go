@@ -34,16 +34,28 @@ type ArchiveEntry struct {
 }
 
 // WriteArchive writes entries as cache pack's format (a tar stream in one
-// zstd frame) to w, in the order given. Tail, when not nil, is appended
-// after the zstd frame as it is (for instance ZeroFrame: a frame that
-// decompresses to gigabytes of zeros).
+// zstd frame, WriteTar) to w, in the order given. Tail, when not nil, is
+// appended after the zstd frame as it is (for instance ZeroFrame: a frame
+// that decompresses to gigabytes of zeros).
 func WriteArchive(w io.Writer, entries []ArchiveEntry, tail []byte) error {
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(zw)
-	short := false
+	if err := WriteTar(zw, entries); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
+// WriteTar writes entries as a tar stream (PAX format) to w, in the order
+// given; an entry whose Size exceeds its data ends the stream inside it.
+func WriteTar(w io.Writer, entries []ArchiveEntry) error {
+	tw := tar.NewWriter(w)
 	for _, e := range entries {
 		typ := e.Type
 		if typ == 0 {
@@ -68,20 +80,10 @@ func WriteArchive(w io.Writer, entries []ArchiveEntry, tail []byte) error {
 			return err
 		}
 		if int64(len(data)) < size {
-			short = true // the tar stream ends inside this entry
-			break
+			return nil // the stream ends inside this entry: no end of archive
 		}
 	}
-	if !short { // a short entry's bytes are already through: no end of archive
-		if err := tw.Close(); err != nil {
-			return err
-		}
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	_, err = w.Write(tail)
-	return err
+	return tw.Close()
 }
 
 // ZeroFrame is a zstd frame of RLE blocks that decompresses to n zero

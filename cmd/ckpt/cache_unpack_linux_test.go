@@ -90,3 +90,21 @@ func TestCacheUnpackBombSmallDisk(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ents, "nothing is left on the small file system")
 }
+
+// TestCacheUnpackNoRoom: an honest archive larger than the free space
+// beside the folder is refused as our side's failure (exit 3, saying how
+// much it needs) once its first entry's header shows it is what it
+// claims, before its data fills the disk; nothing is left.
+func TestCacheUnpackNoRoom(t *testing.T) {
+	t.Parallel()
+	small := mountTmpfs(t, "1m")
+	dir := t.TempDir()
+	_, _, arch := packedCache(t, dir)
+	code, _, stderr := runApp(t, "cache", "unpack", arch, "-o", filepath.Join(small, "cache"), "--progress", "none")
+	assert.Equal(t, 3, code, stderr)
+	assert.Contains(t, stderr, "ckpt: cannot write output: ")
+	assert.Contains(t, stderr, "the archive's 82 files need 1.5 MiB; ")
+	ents, err := os.ReadDir(small)
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+}
