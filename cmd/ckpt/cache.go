@@ -265,10 +265,11 @@ type cacheUnpackOptions struct {
 func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) error) *cobra.Command {
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
-		Use:     "unpack FILE.tar.zst -o DIR",
-		Short:   "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
-		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache`,
-		Args:    exactArgs(1),
+		Use:   "unpack FILE.tar.zst -o DIR",
+		Short: "Extract a packed cache folder into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
+		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache
+  ckpt cache unpack cache.tar.zst -o /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2`,
+		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
 			return o.request().Validate()
@@ -281,7 +282,7 @@ func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) 
 		},
 	}
 	f := cmd.Flags()
-	addOutFlag(f, &o.Dir, "cache root to extract into")
+	addOutFlag(f, &o.Dir, "cache root to extract into (the archive's folder under it), or the cache folder itself (the archive must hold it)")
 	deprecatedAlias(f, "directory", "C", "out")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	return cmd
