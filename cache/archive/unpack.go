@@ -126,17 +126,14 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 	}
 	defer zr.Close()
 	tr := tar.NewReader(archiveReader{zr})
-	mb, legacy, err := readManifest(tr)
+	s, seekable := r.(io.Seeker)
+	mb, legacy, err := readManifest(tr, seekable)
 	if err != nil {
 		return nil, err
 	}
 	if legacy {
 		// The manifest was last (an archive of an earlier ckpt): it is
 		// known now, read the entries again from the start.
-		s, ok := r.(io.Seeker)
-		if !ok {
-			return nil, bad(cache.ManifestName, "not the first entry of the archive (an archive of an earlier ckpt read from a stream: unpack it from a file)")
-		}
 		if _, err := s.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
@@ -182,9 +179,10 @@ func (a archiveReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// readManifest reads the manifest: the first entry, or (legacy) the last
-// one, found by reading through the archive without writing anything.
-func readManifest(tr *tar.Reader) (mb []byte, legacy bool, err error) {
+// readManifest reads the manifest: the first entry, or (legacy, when the
+// archive can be read again) the last one, found by reading through the
+// archive without writing anything.
+func readManifest(tr *tar.Reader, rescan bool) (mb []byte, legacy bool, err error) {
 	last, n := "", 0 // the entry being skipped: a read error is within it
 	var lastSize int64
 	for first := true; ; first = false {
@@ -200,6 +198,9 @@ func readManifest(tr *tar.Reader) (mb []byte, legacy bool, err error) {
 			return nil, false, asBad(last, err)
 		}
 		if h.Name != cache.ManifestName {
+			if !rescan {
+				return nil, false, bad(cache.ManifestName, "not the first entry of the archive (an archive of an earlier ckpt read from a stream: unpack it from a file)")
+			}
 			last, lastSize = h.Name, h.Size
 			n++
 			if err := plainEntry(h); err != nil {
@@ -345,10 +346,12 @@ func (u *unpacker) prepare() error {
 		if err := u.mkdirs(filepath.Dir(u.path)); err != nil {
 			return err
 		}
-		if err := os.Mkdir(u.path, 0o755); err != nil {
+		switch err := os.Mkdir(u.path, 0o755); {
+		case err == nil:
+			u.created = append(u.created, u.path)
+		case !errors.Is(err, fs.ErrExist): // else made meanwhile: the lock decides
 			return &ckpt.WriteError{Op: "creating cache folder", Path: u.path, Err: err}
 		}
-		u.created = append(u.created, u.path)
 	case err != nil:
 		return &ckpt.WriteError{Op: "opening cache folder", Path: u.path, Err: err}
 	case st.Mode()&fs.ModeSymlink == 0 && !st.IsDir():
@@ -403,10 +406,12 @@ func (u *unpacker) mkdirs(dir string) error {
 		}
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
-		if err := os.Mkdir(missing[i], 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		switch err := os.Mkdir(missing[i], 0o755); {
+		case err == nil:
+			u.created = append(u.created, missing[i])
+		case !errors.Is(err, fs.ErrExist): // else made meanwhile, or a link: not ours to remove
 			return &ckpt.WriteError{Op: "creating", Path: missing[i], Err: err}
 		}
-		u.created = append(u.created, missing[i])
 	}
 	return nil
 }
