@@ -136,6 +136,16 @@ func readLockInfo(f *os.File) LockInfo {
 	return li
 }
 
+// Moved tells a held lock that its cache folder now lives at dir (it was
+// renamed while the lock was held, as cache unpack swaps a staged folder
+// in), so that Release removes the lock file where it is and never one
+// another process created at the old path.
+func (l *Lock) Moved(dir string) {
+	if l != nil {
+		l.path = filepath.Join(dir, LockName)
+	}
+}
+
 // Release removes the lock file and releases the lock. It is nil-safe and
 // idempotent.
 func (l *Lock) Release() {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
@@ -56,6 +57,19 @@ type Manifest struct {
 	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
 	// NaN is the NaN style of an AllowNonFinite build (build.Options.NaN).
 	NaN string `json:"nan,omitempty"`
+	// Unpacked is set by cache unpack: this manifest and the folder's
+	// files came out of an archive, so its hashes are the archive's word
+	// for what the files were built from. A build never keeps such a file
+	// as unchanged (it rebuilds it from its source and writes a manifest
+	// without this mark); cache verify says so unless it compared the data.
+	Unpacked *Unpacked `json:"unpacked,omitempty"`
+}
+
+// Unpacked records where an unpacked cache folder came from: the archive's
+// file name (no directory) and when it was unpacked.
+type Unpacked struct {
+	Archive string    `json:"archive"`
+	Time    time.Time `json:"time"`
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and

@@ -1,12 +1,15 @@
 // Package archive moves a built tensor cache folder (package cache is its
-// format) as one zstd-compressed tar stream: Pack writes every file of the
-// manifest, checking each file's hashes on the way, then manifest.json
-// last; Unpack extracts into a staging folder, holds every file against
-// the manifest and only then moves them into place under the folder's
-// lock, the manifest last, so that a half-unpacked cache never looks
-// complete. PackFile (Pack into a file placed atomically) and UnpackFile
-// (Unpack of a file) are the workflows of `ckpt cache pack` and `ckpt
-// cache unpack`.
+// format) as one zstd-compressed tar stream: Pack writes manifest.json
+// first, then every file of the manifest, checking each file's hashes on
+// the way; Unpack trusts nothing the archive says: it holds every entry
+// against the manifest (name, type, declared size, header, hashes) before
+// and while writing it into a staging folder beside the target folder,
+// under the folder's lock, and only then swaps the staged folder in with
+// one atomic rename, so that the folder is either as it was or the
+// archive's, whole. PackFile (Pack into a file placed atomically) and
+// UnpackFile (Unpack of a file) are the workflows of `ckpt cache pack` and
+// `ckpt cache unpack`.
 //
-// The package never prints; failures to write are *ckpt.WriteError.
+// The package never prints; failures to write are *ckpt.WriteError, an
+// archive at fault is *BadArchiveError (ckpt.ErrMalformed).
 package archive

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,7 +65,8 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 }
 
 // UnpackRequest is what `ckpt cache unpack` asks for: the archive File
-// extracted into the cache root Dir.
+// extracted into Dir, a cache root (the archive's folder is written under
+// it) or a cache folder (the archive must hold that folder).
 type UnpackRequest struct {
 	File, Dir string
 	// Progress counts the archive bytes read (nil-safe).
@@ -80,17 +82,19 @@ func (r UnpackRequest) Validate() error {
 	return nil
 }
 
-// UnpackResult is what UnpackFile placed: the manifest and the bytes of
-// its files.
+// UnpackResult is what UnpackFile placed: the manifest, the cache folder
+// written (Dir: its path), the bytes of its files, and what it replaced
+// (Unpacked).
 type UnpackResult struct {
-	Manifest *cache.Manifest
-	Dir      string
-	Bytes    int64
+	Unpacked
+	Dir   string
+	Bytes int64
 }
 
 // UnpackFile is the workflow of `ckpt cache unpack`: it validates the
-// request, opens the archive and extracts it (Unpack), counting the
-// archive bytes read in req.Progress (its total is the file's size).
+// request, opens the archive and extracts it (Unpack, which records the
+// archive's name in the manifest), counting the archive bytes read in
+// req.Progress (its total is the file's size).
 func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -103,11 +107,11 @@ func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 	if st, err := f.Stat(); err == nil {
 		req.Progress.AddTotal(st.Size())
 	}
-	m, err := Unpack(ctx, countingReader{f, req.Progress}, req.Dir, UnpackOptions{})
+	u, err := Unpack(ctx, &countingReader{r: f, p: req.Progress}, req.Dir, UnpackOptions{Archive: req.File})
 	if err != nil {
 		return nil, fmt.Errorf("unpacking %s: %w", req.File, err)
 	}
-	return &UnpackResult{Manifest: m, Dir: req.Dir, Bytes: filesBytes(m)}, nil
+	return &UnpackResult{Unpacked: *u, Dir: u.Folder.Path(), Bytes: filesBytes(u.Manifest)}, nil
 }
 
 // filesBytes is the size of the manifest's files.
@@ -119,14 +123,31 @@ func filesBytes(m *cache.Manifest) int64 {
 	return total
 }
 
-// countingReader counts the archive bytes read.
+// countingReader counts the archive bytes read; it can seek when its
+// reader can (Unpack reads an archive of an earlier version twice), and
+// then counts the second pass again into the total.
 type countingReader struct {
 	r io.Reader
 	p *ckpt.Progress
+	n int64
 }
 
-func (c countingReader) Read(b []byte) (int, error) {
+func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.p.Add(int64(n))
+	c.n += int64(n)
 	return n, err
+}
+
+func (c *countingReader) Seek(off int64, whence int) (int64, error) {
+	s, ok := c.r.(io.Seeker)
+	if !ok {
+		return 0, errors.New("the archive cannot seek")
+	}
+	pos, err := s.Seek(off, whence)
+	if err == nil {
+		c.p.AddTotal(c.n - pos)
+		c.n = pos
+	}
+	return pos, err
 }

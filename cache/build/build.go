@@ -110,6 +110,11 @@ type Result struct {
 	// NonFinite lists the source tensors with NaN or Inf values (only
 	// with AllowNonFinite; also in the manifest).
 	NonFinite []ckpt.NonFinite
+	// FromArchive lists the planned files that an unpacked manifest
+	// (cache.Unpacked) described: each was rebuilt from the source
+	// instead of being kept on the archive's word; Unpacked is that mark.
+	FromArchive []string
+	Unpacked    *cache.Unpacked
 }
 
 // Run executes a mapping plan: it writes every entry's .tensorbin file
@@ -186,6 +191,7 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
+	b.res.Unpacked = b.unpacked
 	if err := b.startJournal(); err != nil {
 		return nil, err
 	}
@@ -222,7 +228,11 @@ type builder struct {
 	boot      string                    // bootID(), for UnsyncedBoot
 	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
 	oldNaN    string                    // the NaN style of the earlier build (manifest)
-	nan       uint16                    // bits of the NaNs the conversion produces (Options.NaN)
+	// fromArchive are the files of an unpacked manifest (cache.Unpacked):
+	// never kept as unchanged.
+	fromArchive map[string]bool
+	unpacked    *cache.Unpacked
+	nan         uint16 // bits of the NaNs the conversion produces (Options.NaN)
 }
 
 func (b *builder) ident(t *ckpt.Tensor) cache.SourceRecord {
@@ -263,7 +273,10 @@ func (b *builder) prepare(ctx context.Context) error {
 		}
 		c := cand{e, hdr, rec}
 		old, ok := b.old[e.File]
-		if b.opt.Force || !ok || !b.outputIntact(old, rec, hdr) || b.recheckFinite(rec) {
+		if b.fromArchive[e.File] {
+			b.res.FromArchive = append(b.res.FromArchive, e.File)
+		}
+		if b.opt.Force || !ok || b.fromArchive[e.File] || !b.outputIntact(old, rec, hdr) || b.recheckFinite(rec) {
 			builds = append(builds, c)
 			continue
 		}

@@ -3,6 +3,7 @@ package build_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -157,4 +159,35 @@ func TestBuildNoSyncRecordsBoot(t *testing.T) {
 		require.Empty(t, f.UnsyncedBoot, f.Path)
 	}
 	checkAgainstMaterialize(t, c, plan, out)
+}
+
+// TestBuildRebuildsUnpackedFiles: files that an unpacked manifest
+// (cache.Unpacked) describes are never kept as unchanged on its word: a
+// rebuild writes each from the source, says so, and writes a manifest
+// without the mark, which the next rebuild trusts.
+func TestBuildRebuildsUnpackedFiles(t *testing.T) {
+	t.Parallel()
+	_, c, plan := fixture(t, synth.Small())
+	out := filepath.Join(t.TempDir(), "cache")
+	dir := cache.FolderOf(out, plan.CacheDir).Path()
+	ctx := context.Background()
+	_, err := build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	require.NoError(t, err)
+	m, err := cache.ReadManifest(dir)
+	require.NoError(t, err)
+	m.Unpacked = &cache.Unpacked{Archive: "shipped.tar.zst"}
+	require.NoError(t, cache.WriteManifest(dir, m))
+
+	res, err := build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	require.NoError(t, err)
+	assert.Empty(t, res.Skipped)
+	assert.Len(t, res.Built, len(plan.Entries))
+	assert.Len(t, res.FromArchive, len(plan.Entries))
+	assert.Contains(t, res.Notes(), fmt.Sprintf("%d files came from shipped.tar.zst (cache unpack): rebuilt from the source, as an archive's manifest is no proof of what they were built from", len(plan.Entries)))
+	assert.Nil(t, res.Manifest.Unpacked)
+
+	res, err = build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	require.NoError(t, err)
+	assert.Empty(t, res.Built)
+	assert.Empty(t, res.FromArchive)
 }

@@ -20,6 +20,7 @@ import (
 // another folder.
 func (b *builder) readOld() error {
 	b.old = map[string]cache.FileRecord{}
+	b.fromArchive = map[string]bool{}
 	keep := func(fs []cache.FileRecord) {
 		for _, f := range fs {
 			if cache.UnderDir(f.Path, b.plan.CacheDir) {
@@ -34,6 +35,14 @@ func (b *builder) readOld() error {
 	b.oldNF = map[string]ckpt.NonFinite{}
 	if m, err := cache.ReadManifest(b.dir); err == nil && m.CacheDir == b.plan.CacheDir {
 		keep(m.Files)
+		if m.Unpacked != nil {
+			// The files came out of an archive: its manifest's word
+			// about their sources is not proof. They are rebuilt.
+			b.unpacked = m.Unpacked
+			for _, f := range m.Files {
+				b.fromArchive[f.Path] = true
+			}
+		}
 		for _, nf := range m.NonFinite {
 			b.oldNF[nf.Tensor] = nf
 		}

@@ -12,22 +12,25 @@ import (
 // Summary is the cache build JSON document (docs/cli.md).
 type Summary struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema            ckpt.Schema `json:"schema_version"`
-	Out               string      `json:"out"`
-	Manifest          string      `json:"manifest"`
-	Profile           string      `json:"profile"`
-	Mesh              string      `json:"mesh"`
-	CacheDir          string      `json:"cache_dir"`
-	Files             int         `json:"files"`
-	Built             []string    `json:"built"`
-	Skipped           int         `json:"skipped"`
-	Removed           []string    `json:"removed"`
-	SourceTensors     int         `json:"source_tensors"`
-	SourceElements    int64       `json:"source_elements"`
-	SourceBytes       int64       `json:"source_bytes"`
-	Rehashed          int         `json:"rehashed"`
-	Seconds           float64     `json:"seconds"`
-	ElementsPerSecond float64     `json:"elements_per_second"`
+	Schema         ckpt.Schema `json:"schema_version"`
+	Out            string      `json:"out"`
+	Manifest       string      `json:"manifest"`
+	Profile        string      `json:"profile"`
+	Mesh           string      `json:"mesh"`
+	CacheDir       string      `json:"cache_dir"`
+	Files          int         `json:"files"`
+	Built          []string    `json:"built"`
+	Skipped        int         `json:"skipped"`
+	Removed        []string    `json:"removed"`
+	SourceTensors  int         `json:"source_tensors"`
+	SourceElements int64       `json:"source_elements"`
+	SourceBytes    int64       `json:"source_bytes"`
+	Rehashed       int         `json:"rehashed"`
+	// FromArchive counts the files an unpacked manifest described, rebuilt
+	// from the source (Result.FromArchive).
+	FromArchive       int     `json:"from_archive"`
+	Seconds           float64 `json:"seconds"`
+	ElementsPerSecond float64 `json:"elements_per_second"`
 	// Warnings are the plan's warnings (mapping.Plan.Warnings), its
 	// per-target warnings grouped by rule (mapping.Plan.GroupedWarnings),
 	// then the build's notes (Notes).
@@ -48,7 +51,7 @@ type Summary struct {
 func (r *Result) Summary(out string, plan *mapping.Plan, seconds float64) Summary {
 	s := Summary{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
-		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed,
+		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed, FromArchive: len(r.FromArchive),
 		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.Notes()...),
 		Unknown: append([]string{}, r.Unknown...), NonFinite: append([]ckpt.NonFinite{}, r.NonFinite...)}
 	if seconds > 0 {
@@ -73,6 +76,13 @@ func (r *Result) Notes() []string {
 	var out []string
 	if l := r.StaleLock; l != nil {
 		out = append(out, fmt.Sprintf("took over the lock of a build that no longer runs (%s)", l))
+	}
+	if n := len(r.FromArchive); n > 0 {
+		from := "an archive"
+		if r.Unpacked != nil && r.Unpacked.Archive != "" {
+			from = ckpt.EscapeName(r.Unpacked.Archive)
+		}
+		out = append(out, fmt.Sprintf("%d files came from %s (cache unpack): rebuilt from the source, as an archive's manifest is no proof of what they were built from", n, from))
 	}
 	if r.Replaced != "" {
 		out = append(out, fmt.Sprintf("the cache folder held a build of %s; it now holds this source's", ckpt.EscapeName(r.Replaced)))

@@ -27,6 +27,7 @@ const (
 	FindingStale     ckpt.FindingID = "stale"     // built from source tensors (or a plan entry) that changed since
 	FindingManifest  ckpt.FindingID = "manifest"  // the manifest is absent, unreadable or for another plan
 	FindingMemory    ckpt.FindingID = "memory"    // MemAvailable is below the minimum asked for, or unreadable
+	FindingData      ckpt.FindingID = "data"      // (ReadData) a file's data is not what the source builds
 )
 
 // fail is a failing finding about file (relative to the cache root; ""
@@ -173,14 +174,19 @@ func Verify(ctx context.Context, root string, m *cache.Manifest, c *ckpt.Checkpo
 	if err != nil {
 		return nil, fmt.Errorf("scanning %s: %w", dir, err)
 	}
-	sort.SliceStable(rep.Findings, func(i, j int) bool {
-		a, b := rep.Findings[i], rep.Findings[j]
+	sortFindings(rep.Findings)
+	return rep, nil
+}
+
+// sortFindings sorts findings by file, then id.
+func sortFindings(fs []ckpt.Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
 		if a.File() != b.File() {
 			return ckpt.NaturalLess(a.File(), b.File())
 		}
 		return a.ID < b.ID
 	})
-	return rep, nil
 }
 
 // verifyEntry checks one planned file; it returns the findings and the

@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -35,6 +37,13 @@ type Options struct {
 	MemInfo string
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// ReadData also compares every file's data with what the source
+	// builds to (the files built into a scratch directory in batches and
+	// compared shard by shard, as cache identify --source does): it reads
+	// the whole source. Without it the files are held against the plan
+	// (names, headers, sizes) and against the manifest's hashes, which
+	// say nothing the manifest's writer could not have made up.
+	ReadData bool
 }
 
 // Result is the cache verify JSON document (docs/cli.md): every
@@ -54,10 +63,30 @@ type Result struct {
 	// otherwise sources whose cheap identity (file size, mtime, offset) is
 	// unchanged were trusted without reading them, and Rehashed counts the
 	// others, which were read.
-	Rehash   bool           `json:"rehash"`
-	Rehashed int            `json:"rehashed"`
-	Findings []ckpt.Finding `json:"findings"`
+	Rehash   bool `json:"rehash"`
+	Rehashed int  `json:"rehashed"`
+	// DataCompared says whether every file's data was compared with a
+	// build from the source (Options.ReadData), DataBytes how many shard
+	// bytes; Compared says in words what the verdict rests on.
+	DataCompared bool   `json:"data_compared"`
+	DataBytes    int64  `json:"data_bytes"`
+	Compared     string `json:"compared"`
+	// Unpacked is the manifest's mark of an unpacked archive.
+	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
+	Findings []ckpt.Finding  `json:"findings"`
 }
+
+// Compared values (Result.Compared).
+const (
+	// ComparedNamesHeaders: the files' names, headers and sizes against
+	// the plan of the source, their bytes against the manifest's hashes,
+	// the source tensors against the manifest's record of them; not the
+	// files' data against the source's.
+	ComparedNamesHeaders = "names, headers and the manifest's hashes"
+	// ComparedData: that, and every file's data against a build from the
+	// source.
+	ComparedData = "names, headers, the manifest's hashes and the data built from the source"
+)
 
 // Trusted says how the sources were checked, for the verdict line.
 func (r *Result) Trusted() string {
@@ -69,6 +98,24 @@ func (r *Result) Trusted() string {
 		s = fmt.Sprintf("sources trusted by file size and mtime, not read (%d whose size or mtime changed were hashed)", r.Rehashed)
 	}
 	return s + "; --rehash reads them"
+}
+
+// Verdict says what a passing check compared, for the verdict line: the
+// data built from the source, or names and headers only; how the sources
+// were checked (Trusted); and that the manifest is an archive's word.
+func (r *Result) Verdict() string {
+	if r.DataCompared {
+		return fmt.Sprintf("compared %s (%s); %s", r.Compared, ckpt.FormatBytes(r.DataBytes), r.Trusted())
+	}
+	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
+	if r.Unpacked != nil {
+		from := "an archive"
+		if r.Unpacked.Archive != "" {
+			from = "the archive " + ckpt.EscapeName(r.Unpacked.Archive)
+		}
+		s += fmt.Sprintf("; the manifest came from %s, so its hashes are that archive's word", from)
+	}
+	return s + "; " + r.Trusted()
 }
 
 // Run is the fail-closed preflight of `ckpt cache verify`: it checks
@@ -156,8 +203,64 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	res.Files, res.Bytes = rep.Files, rep.Bytes
 	res.Rehash, res.Rehashed = opt.Rehash, rep.Rehashed
+	res.Unpacked = m.Unpacked
 	res.Findings = append(res.Findings, rep.Findings...)
+	res.Compared = ComparedNamesHeaders
+	if opt.ReadData {
+		n, err := verifyData(ctx, c, plan, folder, m, rep.Findings, opt)
+		if err != nil {
+			return nil, err
+		}
+		res.DataCompared, res.DataBytes, res.Compared = true, n.bytes, ComparedData
+		res.Findings = append(res.Findings, n.findings...)
+		sortFindings(res.Findings)
+	}
 	return done()
+}
+
+// dataCheck is what verifyData found.
+type dataCheck struct {
+	bytes    int64
+	findings []ckpt.Finding
+}
+
+// verifyData compares the data of every planned file that Verify did not
+// already find missing, truncated or corrupted with what the source builds
+// to (compareData, the mechanism of cache identify --source), with the NaN
+// style the manifest records; each differing file is a FindingData.
+func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt Options) (dataCheck, error) {
+	rep := &CompareReport{}
+	for _, f := range found {
+		switch f.ID {
+		case FindingMissing, FindingTruncated, FindingCorrupted:
+			rel := strings.TrimPrefix(f.File(), plan.CacheDir+"/")
+			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: rel})
+		}
+	}
+	nan := build.NaNVector
+	if m.AllowNonFinite && m.NaN != "" {
+		nan = m.NaN
+	}
+	for _, e := range plan.Entries {
+		if h, err := cache.HeaderFor(e); err == nil {
+			for _, s := range h.Shards {
+				opt.Progress.AddTotal(int64(s.Size))
+			}
+		}
+	}
+	n, _, err := compareData(ctx, c, plan, folder.Path(), rep, IdentifyOptions{Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
+	if err != nil {
+		return dataCheck{}, err
+	}
+	out := dataCheck{bytes: n}
+	for _, d := range rep.Diffs {
+		if d.Kind != DiffData {
+			continue
+		}
+		out.findings = append(out.findings, fail(FindingData, plan.CacheDir+"/"+d.File,
+			fmt.Sprintf("its data is not what the source builds (target %s): %s", d.Target, d.Message)))
+	}
+	return out, nil
 }
 
 // Request is what `ckpt cache verify` asks for: the check of the cache
@@ -174,6 +277,8 @@ type Request struct {
 	MemInfo string
 	// MinMem is the --min-mem size ("" for no memory check).
 	MinMem string
+	// ReadData compares the data too (Options.ReadData).
+	ReadData bool
 	VerifyOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
@@ -199,7 +304,7 @@ func (r Request) options() (Options, error) {
 		}
 	}
 	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant}, nil
+		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData}, nil
 }
 
 // AllResult is the outcome of RunAll: one cache verify document per cache

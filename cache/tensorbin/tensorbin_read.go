@@ -9,6 +9,10 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tile"
 )
 
+// MaxHeaderSize is the largest header (the u64 at the start of a file:
+// FlatBuffer plus padding) that the reader accepts.
+const MaxHeaderSize = maxHeaderFlatbuffer
+
 // ReadTensorbinHeader parses the header of a .tensorbin file of `size` bytes
 // read through r. Every offset is bounds-checked before use, so malformed
 // input yields an error (naming the file, when r has a Name method like

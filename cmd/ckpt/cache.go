@@ -125,6 +125,7 @@ type cacheVerifyOptions struct {
 	MinMem      string
 	MemInfo     string
 	Rehash      bool
+	ReadData    bool
 	Workers     int
 	Progress    string
 	Format      string
@@ -163,6 +164,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
+	f.BoolVar(&o.ReadData, "read-data", false, "also compare every file's data with what SRC builds to (reads the whole source; without it the data is held against the manifest's hashes only)")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	enumFlag(f, &o.Format, "format", output.Auto, cacheVerifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")
@@ -263,10 +265,11 @@ type cacheUnpackOptions struct {
 func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) error) *cobra.Command {
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
-		Use:     "unpack FILE.tar.zst -o DIR",
-		Short:   "Extract a packed cache into DIR, verifying every file against the manifest before anything is put in place",
-		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache`,
-		Args:    exactArgs(1),
+		Use:   "unpack FILE.tar.zst -o DIR",
+		Short: "Extract a packed cache folder into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
+		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache
+  ckpt cache unpack cache.tar.zst -o /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2`,
+		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
 			return o.request().Validate()
@@ -279,7 +282,7 @@ func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) 
 		},
 	}
 	f := cmd.Flags()
-	addOutFlag(f, &o.Dir, "cache root to extract into")
+	addOutFlag(f, &o.Dir, "cache root to extract into (the archive's folder under it), or the cache folder itself (the archive must hold it)")
 	deprecatedAlias(f, "directory", "C", "out")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	return cmd

@@ -91,7 +91,7 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 		fmt.Fprintln(w)
 	}
 	if len(r.Findings) == 0 {
-		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source, r.Trusted())
+		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source, r.Verdict())
 		return nil
 	}
 	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), r.Dir, r.Files)

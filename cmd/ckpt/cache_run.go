@@ -30,7 +30,7 @@ func (o *cacheBuildOptions) request(a *App) build.Request {
 // request is the library request of the options.
 func (o *cacheVerifyOptions) request(a *App) check.Request {
 	return check.Request{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Select: o.Select, MinMem: o.MinMem,
-		MemInfo: o.MemInfo, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
+		MemInfo: o.MemInfo, ReadData: o.ReadData, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
 }
 
 // request is the library request of the options.
@@ -168,6 +168,13 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s; all match the manifest\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
+	}
+	fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
+		len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+	if res.Replaced {
+		fmt.Fprintf(a.Out, "replaced the folder's earlier contents (%d files that the archive does not hold are gone)\n", len(res.Dropped))
+	}
 	return nil
 }

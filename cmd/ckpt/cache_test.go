@@ -95,9 +95,16 @@ func TestCacheCommands(t *testing.T) {
 	require.Contains(t, stdout, "unpacked 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
 	require.Equal(t, 0, code, stdout)
-	// The unpacked cache keeps the recorded mtimes: a rebuild there skips everything.
+	// An unpacked manifest is the archive's word: a rebuild there rebuilds
+	// every file from the source; the one after skips everything.
 	code, stdout, _ = runApp(t, "cache", "build", src, "--out", shipped, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	require.Len(t, res.Built, 82)
+	require.Equal(t, 82, res.FromArchive)
+	code, stdout, _ = runApp(t, "cache", "build", src, "--out", shipped, "--format", "json", "--progress", "none")
+	require.Equal(t, 0, code)
+	res = build.Summary{}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Empty(t, res.Built)
 	require.Equal(t, 82, res.Skipped)

@@ -1,0 +1,238 @@
+package cachetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/klauspost/compress/zstd"
+	"github.com/zeebo/xxh3"
+)
+
+// ArchiveEntry is one entry of a hand-made cache archive (WriteArchive),
+// honest or hostile.
+type ArchiveEntry struct {
+	Name string
+	Data []byte
+	// Type is the tar type flag (tar.TypeReg when 0); Linkname goes with
+	// tar.TypeSymlink and tar.TypeLink.
+	Type     byte
+	Linkname string
+	// Size, when not 0, is the size the entry's header declares instead of
+	// len(Data): the stream then ends inside the entry (a truncated
+	// archive), and entries after it are not written.
+	Size int64
+}
+
+// WriteArchive writes entries as cache pack's format (a tar stream in one
+// zstd frame, WriteTar) to w, in the order given. Tail, when not nil, is
+// appended after the zstd frame as it is (for instance ZeroFrame: a frame
+// that decompresses to gigabytes of zeros).
+func WriteArchive(w io.Writer, entries []ArchiveEntry, tail []byte) error {
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return err
+	}
+	if err := WriteTar(zw, entries); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	_, err = w.Write(tail)
+	return err
+}
+
+// WriteTar writes entries as a tar stream (PAX format) to w, in the order
+// given; an entry whose Size exceeds its data ends the stream inside it.
+func WriteTar(w io.Writer, entries []ArchiveEntry) error {
+	tw := tar.NewWriter(w)
+	for _, e := range entries {
+		typ := e.Type
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		size := int64(len(e.Data))
+		if e.Size != 0 {
+			size = e.Size
+		}
+		if typ != tar.TypeReg {
+			size = 0
+		}
+		h := &tar.Header{Name: e.Name, Typeflag: typ, Linkname: e.Linkname, Size: size, Mode: 0o644, ModTime: time.Unix(1700000000, 0), Format: tar.FormatPAX}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		data := e.Data
+		if int64(len(data)) > size {
+			data = data[:size]
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
+		if int64(len(data)) < size {
+			return nil // the stream ends inside this entry: no end of archive
+		}
+	}
+	return tw.Close()
+}
+
+// ZeroFrame is a zstd frame of RLE blocks that decompresses to n zero
+// bytes (n rounded up to 128 KiB) in about n/32768 bytes: with a tar
+// header declaring a huge entry before it, a decompression bomb.
+func ZeroFrame(n int64) []byte {
+	const block = 128 << 10
+	var b bytes.Buffer
+	b.Write([]byte{0x28, 0xB5, 0x2F, 0xFD}) // magic
+	b.WriteByte(0x00)                       // no content size, no checksum, not single-segment
+	b.WriteByte(7 << 3)                     // window 2^(10+7) = 128 KiB
+	blocks := (n + block - 1) / block
+	for i := int64(0); i < blocks; i++ {
+		last := uint32(0)
+		if i == blocks-1 {
+			last = 1
+		}
+		hdr := uint32(block)<<3 | 1<<1 | last // RLE block of 128 KiB
+		b.Write([]byte{byte(hdr), byte(hdr >> 8), byte(hdr >> 16)})
+		b.WriteByte(0)
+	}
+	return b.Bytes()
+}
+
+// FolderEntries reads the cache folder dir of the cache root root (its
+// manifest and every file it lists) as archive entries, the manifest
+// first, as cache pack writes them.
+func FolderEntries(root, dir string) ([]ArchiveEntry, *cache.Manifest, error) {
+	m, err := cache.ReadManifest(filepath.Join(root, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, nil, err
+	}
+	mb, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(dir), cache.ManifestName))
+	if err != nil {
+		return nil, nil, err
+	}
+	out := []ArchiveEntry{{Name: cache.ManifestName, Data: mb}}
+	for _, f := range m.Files {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, ArchiveEntry{Name: f.Path, Data: b})
+	}
+	return out, m, nil
+}
+
+// Forge returns the entries of an archive that holds the files of the
+// cache folder dir of root `other` under the manifest of the same folder
+// of root `base`, with every file's size and hashes recomputed from the
+// files it now holds: the manifest still says the files were built from
+// base's source tensors. Both folders must list the same paths.
+func Forge(base, other, dir string) ([]ArchiveEntry, error) {
+	m, err := cache.ReadManifest(filepath.Join(base, filepath.FromSlash(dir)))
+	if err != nil {
+		return nil, err
+	}
+	out := []ArchiveEntry{{Name: cache.ManifestName}}
+	for i, f := range m.Files {
+		b, err := os.ReadFile(filepath.Join(other, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return nil, err
+		}
+		if len(b) < 8 {
+			return nil, fmt.Errorf("%s: %d bytes", f.Path, len(b))
+		}
+		hs := binary.LittleEndian.Uint64(b[:8])
+		if hs > uint64(len(b)-8) {
+			return nil, fmt.Errorf("%s: header size %d", f.Path, hs)
+		}
+		rec := &m.Files[i]
+		rec.Size, rec.HeaderSize = int64(len(b)), hs
+		rec.HeaderXXH3, rec.DataXXH3 = cache.HexHash(xxh3.Hash(b[:8+hs])), cache.HexHash(xxh3.Hash(b[8+hs:]))
+		out = append(out, ArchiveEntry{Name: f.Path, Data: b})
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	out[0].Data = append(mb, '\n')
+	return out, nil
+}
+
+// SnapshotTree maps every path under dir (relative, slash-separated) to
+// what it is: a directory, a symbolic link and its target, or a regular
+// file's size, mtime and bytes, so that two snapshots are equal when
+// nothing under dir changed.
+func SnapshotTree(dir string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(dir, p)
+		r = filepath.ToSlash(r)
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			out[r] = "link " + t
+		case info.IsDir():
+			out[r] = "dir"
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[r] = fmt.Sprintf("file %d %d %016x", info.Size(), info.ModTime().UnixNano(), xxh3.Hash(b))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TinyFolderDir is the cache folder of TinyFolder.
+const TinyFolderDir = "P300/tensor_cache_bfp8_mesh1x2"
+
+// TinyFolder returns the entries of an honest archive of a hand-made cache
+// folder (TinyFolderDir, mesh 1x2) of n small .tensorbin files
+// (a/f0.tensorbin, a/f1.tensorbin, ...), the manifest first, and the
+// manifest: small enough for fuzzing seeds.
+func TinyFolder(n int) ([]ArchiveEntry, *cache.Manifest, error) {
+	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: "ckpt", Profile: "qwen35-tt", Mesh: "1x2", Device: "P300", Tag: "bfp8",
+		CacheDir: TinyFolderDir, Source: "tiny", Files: []cache.FileRecord{}}
+	var out []ArchiveEntry
+	for i := range n {
+		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.DRAMInterleaved()), -1, []uint64{2048, 2048})
+		prefix, err := tensorbin.EncodeHeader(&h)
+		if err != nil {
+			return nil, nil, err
+		}
+		data := append(prefix, bytes.Repeat([]byte{byte(i + 1)}, 2048)...)
+		data = append(data, bytes.Repeat([]byte{byte(i + 7)}, 2048)...)
+		p := fmt.Sprintf("%s/a/f%d.tensorbin", TinyFolderDir, i)
+		m.Files = append(m.Files, cache.FileRecord{Path: p, Target: fmt.Sprintf("f%d", i), Size: int64(len(data)), MTimeNS: 1700000000e9,
+			HeaderSize: h.HeaderSize, HeaderXXH3: cache.HexHash(xxh3.Hash(data[:h.DataOffset])), DataXXH3: cache.HexHash(xxh3.Hash(data[h.DataOffset:]))})
+		out = append(out, ArchiveEntry{Name: p, Data: data})
+	}
+	mb, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, nil, err
+	}
+	return append([]ArchiveEntry{{Name: cache.ManifestName, Data: append(mb, '\n')}}, out...), m, nil
+}
+
+// ManifestEntry is the archive entry of manifest m.
+func ManifestEntry(m *cache.Manifest) ArchiveEntry {
+	mb, _ := json.MarshalIndent(m, "", "  ") // plain data: cannot fail
+	return ArchiveEntry{Name: cache.ManifestName, Data: append(mb, '\n')}
+}
