@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // pin is what every response for one file must agree with.
@@ -194,15 +196,19 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	if p.etag != "" && p.ifMatch {
 		req.Header.Set("If-Match", p.etag)
 	}
-	if s.auth != "" && req.URL.Host == s.base.Host {
-		// Never to another host (a signed CDN URL carries its own
-		// credentials, and the token is not the CDN's to see).
+	if s.auth != "" && sameOrigin(req.URL, s.base) {
+		// Only to the endpoint's own origin (a signed CDN URL carries its
+		// own credentials, and the token is not the CDN's to see); the
+		// client's redirect policy removes it from a redirect elsewhere.
 		req.Header.Set("Authorization", s.auth)
 	}
 	s.requests.Add(1)
-	resp, err := s.opt.Client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
-		return res, 0, transient(err)
+		if errors.Is(err, errRedirects) {
+			return res, 0, redactURLError(err) // a loop does not heal
+		}
+		return res, 0, transient(redactURLError(err))
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; a long remainder
@@ -210,7 +216,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
 	}()
-	res.redir = resp.Request != nil && resp.Request.URL.Host != s.base.Host
+	res.redir = resp.Request != nil && !sameOrigin(resp.Request.URL, s.base)
 	if resp.Request != nil {
 		res.final = resp.Request.URL.String()
 	}
@@ -267,7 +273,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		res.noRange = true
 		total := resp.ContentLength
 		if total < 0 {
-			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, url)
+			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, ckpt.Redact(url))
 		}
 		if p.size >= 0 && total != p.size {
 			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
@@ -275,7 +281,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		res.size = total
 		if start > 0 {
 			if start > s.opt.MaxDiscard {
-				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, url, start, s.opt.MaxDiscard)
+				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
 			}
 			if _, err := io.CopyN(io.Discard, body, start); err != nil {
 				return res, 0, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
@@ -342,14 +348,14 @@ func parseUnsatisfied(v string) (int64, bool) {
 }
 
 func (s *HTTPStore) httpError(resp *http.Response, url string) error {
-	e := &HTTPError{URL: url, Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
+	e := &HTTPError{URL: ckpt.Redact(url), Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
 	if e.Message == "" {
 		e.Message = bodyError(resp.Body)
 	}
 	e.Message = oneLine(e.Message)
 	switch {
 	case !s.hub && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
-		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT), never to other hosts"
+		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT: its exact scheme, host and port), never to other origins"
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"
