@@ -199,7 +199,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		}
 	}
 	c.Entry = entry
-	if data, err := readSmallFile(ctx, store, "config.json", 64<<20); err == nil {
+	if data, err := readSmallFile(ctx, store, "config.json", MaxConfigSize); err == nil {
 		cfg, err := ParseConfig(data, store.Location("config.json"))
 		if err != nil {
 			return nil, err
