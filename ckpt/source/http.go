@@ -163,7 +163,7 @@ func (s *HTTPStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 	buf := make([]byte, s.opt.PrefixSize)
 	ctx, stop := mergeCancel(ctx, s.ctx)
 	defer stop()
-	res, err := s.fetch(ctx, b.url, &b.pin, 0, buf)
+	res, err := s.fetch(ctx, b.url, &b.pin, 0, buf, s.opt.OpenIdleTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", b.loc, err)
 	}
@@ -319,7 +319,7 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 		start := off + int64(n)
 		pn := b.pin
 		u := b.readURL()
-		res, err := b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+		res, err := b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)], b.s.opt.IdleTimeout)
 		if err != nil && u != b.url && refused(err) {
 			// The signed target expired or was revoked: resolve again.
 			b.dropTarget(u)
@@ -328,7 +328,7 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 			chunk = min(int64(len(want)-n), b.s.opt.ChunkSize)
 			pn = b.pin
 			u = b.url
-			res, err = b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+			res, err = b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)], b.s.opt.IdleTimeout)
 		}
 		if u == b.url && res.final != "" {
 			b.setTarget(res.final)
