@@ -137,7 +137,7 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 		if ok {
 			c, err := OpenStore(ctx, store, entry, opt)
 			if c != nil {
-				c.Source = src
+				c.Source = Redact(src)
 				if cl, ok := store.(io.Closer); ok {
 					c.ownsStore = cl
 				}
@@ -151,7 +151,7 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 		if errors.As(err, &pe) {
 			err = pe.Err // the path is named once, below
 		}
-		return nil, fmt.Errorf("opening %s: %w", src, err)
+		return nil, fmt.Errorf("opening %s: %w", Redact(src), err)
 	}
 	dir, entry := src, ""
 	if !st.IsDir() {
@@ -166,7 +166,7 @@ func Open(ctx context.Context, src string, opt Options, openers ...SourceOpener)
 		ds.Close()
 		return nil, err
 	}
-	c.Source = src
+	c.Source = Redact(src)
 	c.ownsStore = ds
 	return c, err
 }
@@ -199,7 +199,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 		}
 	}
 	c.Entry = entry
-	if data, err := readSmallFile(ctx, store, "config.json", 64<<20); err == nil {
+	if data, err := readSmallFile(ctx, store, "config.json", MaxConfigSize); err == nil {
 		cfg, err := ParseConfig(data, store.Location("config.json"))
 		if err != nil {
 			return nil, err

@@ -1,11 +1,8 @@
 package ckpt
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -207,58 +204,6 @@ func jsonKindName(v any) string {
 		return "null"
 	}
 	return "number"
-}
-
-// decodeObject decodes a JSON document that must be one object (numbers as
-// json.Number), with messages that do not mention Go types.
-func decodeObject(data []byte, v any) error {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) == 0 {
-		return errors.New("empty document, expected a JSON object")
-	}
-	if trimmed[0] != '{' {
-		var x any
-		if json.Unmarshal(trimmed, &x) != nil {
-			return &json.SyntaxError{Offset: int64(len(data) - len(trimmed))}
-		}
-		return fmt.Errorf("expected a JSON object, found %s", jsonKind(x))
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("%s must not be a JSON %s", te.Field, te.Value)
-		}
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return &json.SyntaxError{Offset: dec.InputOffset()}
-	}
-	return nil
-}
-
-func jsonKind(x any) string {
-	switch x.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	}
-	return "a number"
-}
-
-// jsonErrOffset is the byte offset a JSON error points at, or -1.
-func jsonErrOffset(err error) int64 {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return se.Offset
-	}
-	return -1
 }
 
 // Shards lists the distinct shard names in first-seen order.

@@ -28,6 +28,10 @@ type jscan struct {
 	depth    int
 	maxDepth int
 	base     int64 // added to positions in errors (8 for a header)
+	// dry checks without building: str and number return "" (and key
+	// its key as ""), allocating nothing but the literal of a number whose
+	// range must be checked (the config reader's first pass).
+	dry bool
 }
 
 // jsonSyntaxError is a JSON error at an absolute byte offset.
@@ -159,7 +163,10 @@ func (s *jscan) str() (string, error) {
 		c := s.buf[s.pos]
 		switch {
 		case c == '"':
-			v := string(s.buf[start:s.pos])
+			v := ""
+			if !s.dry {
+				v = string(s.buf[start:s.pos])
+			}
 			s.pos++
 			return v, nil
 		case c == '\\':
@@ -174,17 +181,25 @@ func (s *jscan) str() (string, error) {
 
 // strEscaped finishes a string that has escapes, from its first backslash.
 func (s *jscan) strEscaped(start int) (string, error) {
-	out := append(make([]byte, 0, s.pos-start+16), s.buf[start:s.pos]...)
+	var out []byte
+	if !s.dry {
+		out = append(make([]byte, 0, s.pos-start+16), s.buf[start:s.pos]...)
+	}
 	for s.pos < len(s.buf) {
 		c := s.buf[s.pos]
 		switch {
 		case c == '"':
 			s.pos++
+			if s.dry {
+				return "", nil
+			}
 			return string(out), nil
 		case c < 0x20:
 			return "", s.errAt(s.pos, "control character 0x%02x in a string", c)
 		case c != '\\':
-			out = append(out, c)
+			if !s.dry {
+				out = append(out, c)
+			}
 			s.pos++
 			continue
 		}
@@ -194,22 +209,23 @@ func (s *jscan) strEscaped(start int) (string, error) {
 		}
 		e := s.buf[s.pos+1]
 		s.pos += 2
+		var r rune
 		switch e {
 		case '"', '\\', '/':
-			out = append(out, e)
+			r = rune(e)
 		case 'b':
-			out = append(out, '\b')
+			r = '\b'
 		case 'f':
-			out = append(out, '\f')
+			r = '\f'
 		case 'n':
-			out = append(out, '\n')
+			r = '\n'
 		case 'r':
-			out = append(out, '\r')
+			r = '\r'
 		case 't':
-			out = append(out, '\t')
+			r = '\t'
 		case 'u':
-			r, err := s.hex4(at)
-			if err != nil {
+			var err error
+			if r, err = s.hex4(at); err != nil {
 				return "", err
 			}
 			switch {
@@ -229,9 +245,11 @@ func (s *jscan) strEscaped(start int) (string, error) {
 				}
 				r = utf16.DecodeRune(r, lo)
 			}
-			out = utf8.AppendRune(out, r)
 		default:
 			return "", s.errAt(at, "invalid escape %q in a string", "\\"+string(rune(e)))
+		}
+		if !s.dry {
+			out = utf8.AppendRune(out, r)
 		}
 	}
 	return "", s.errAt(s.pos, "unexpected end of JSON in a string")
@@ -307,18 +325,25 @@ func (s *jscan) number() (string, bool, error) {
 			return "", false, s.errAt(start, "invalid number: no digit in the exponent")
 		}
 	}
-	lit := string(b[start:i])
 	s.pos = i
-	if !isInt || len(lit) > 20 {
+	if !isInt || i-start > 20 {
 		// serde_json parses integers that do not fit 64 bits, and every
 		// non-integer, as f64: out of range is an error.
+		lit := string(b[start:i])
 		if _, err := strconv.ParseFloat(lit, 64); errors.Is(err, strconv.ErrRange) {
 			if f, _ := strconv.ParseFloat(lit, 64); f != 0 { // underflow to 0 is not an error
 				return "", false, s.errAt(start, "number out of range: %s", truncLit(lit))
 			}
 		}
+		if s.dry {
+			return "", isInt, nil
+		}
+		return lit, isInt, nil
 	}
-	return lit, isInt, nil
+	if s.dry {
+		return "", isInt, nil
+	}
+	return string(b[start:i]), isInt, nil
 }
 
 func truncLit(s string) string {

@@ -183,7 +183,7 @@ func (c *Checkpoint) readHFQuantConfig(ctx context.Context) error {
 	if c.Config.Quantization() != nil || !looksQuantised(c.Tensors) {
 		return nil
 	}
-	data, err := readSmallFile(ctx, c.Store, hfQuantConfigFile, 64<<20)
+	data, err := readSmallFile(ctx, c.Store, hfQuantConfigFile, MaxConfigSize)
 	switch {
 	case isNotExist(err):
 		return nil

@@ -1,6 +1,7 @@
 package ckpt
 
 import (
+	listpkg "container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -70,6 +72,7 @@ func CheckName(name string) error {
 type DirStore struct {
 	dir  string
 	root *os.Root
+	pool *FilePool
 }
 
 // NewDirStore opens dir as a Store. Close releases it.
@@ -78,7 +81,7 @@ func NewDirStore(dir string) (*DirStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening checkpoint directory %s: %w", dir, err)
 	}
-	return &DirStore{dir: dir, root: root}, nil
+	return &DirStore{dir: dir, root: root, pool: NewFilePool(0)}, nil
 }
 
 // Dir is the directory the store reads.
@@ -100,11 +103,13 @@ func (s *DirStore) Open(ctx context.Context, name string) (Blob, error) {
 	if err := CheckName(name); err != nil {
 		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
 	}
-	f, err := s.root.Open(filepath.FromSlash(name))
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
+	loc, rel := s.Location(name), filepath.FromSlash(name)
+	b, err := NewPooledFileBlob(s.pool, func() (*os.File, error) { return s.root.Open(rel) }, loc)
+	var fe *FormatError
+	if err != nil && !errors.As(err, &fe) {
+		return nil, fmt.Errorf("opening %s: %w", loc, err)
 	}
-	return NewFileBlob(f, s.Location(name))
+	return b, err
 }
 
 // List lists regular files (and links to them) in the directory.
@@ -123,47 +128,241 @@ func (s *DirStore) List(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// fileBlob is a local regular file. Its ReadAt first tries to copy from
-// the page cache without blocking (readCached, Linux), so that reading a
-// cached checkpoint does not hand the goroutine's processor to another
-// thread per read; what is not cached is read the usual way.
+// DefaultOpenFiles is how many files of one store a FilePool keeps open
+// unless told otherwise: enough for every worker of a command to read its
+// own shard, far below any descriptor limit.
+const DefaultOpenFiles = 32
+
+// FilePool bounds the files of one store that are open at once, so that a
+// checkpoint of any number of shards is read within the file-descriptor
+// limit. A blob's file is opened when the store opens it (its header is
+// read next), kept open while a read uses it, and closed when another blob
+// of the pool needs the slot, least recently used first; a read of a
+// closed one opens it again, and refuses it if the path now names another
+// file than the one first opened. The zero value is not usable: see
+// NewFilePool.
+type FilePool struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	limit int
+	open  int           // slots taken: open files and files being opened
+	idle  *listpkg.List // open files no read uses, least recently used first
+}
+
+// NewFilePool returns a pool of at most limit open files (DefaultOpenFiles
+// when limit <= 0).
+func NewFilePool(limit int) *FilePool {
+	if limit <= 0 {
+		limit = DefaultOpenFiles
+	}
+	p := &FilePool{limit: limit, idle: listpkg.New()}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// take reserves a slot, closing the least recently used idle file when
+// the pool is full and waiting when every open file is in use. p.mu is
+// held.
+func (p *FilePool) take() {
+	for p.open >= p.limit {
+		if e := p.idle.Front(); e != nil {
+			p.idle.Remove(e)
+			v := e.Value.(*fileBlob)
+			v.f.Close()
+			v.f, v.rc, v.elem = nil, nil, nil
+			p.open--
+			continue
+		}
+		p.cond.Wait()
+	}
+	p.open++
+}
+
+// fileBlob is a local regular file of a FilePool. Its ReadAt first tries
+// to copy from the page cache without blocking (readCached, Linux), so
+// that reading a cached checkpoint does not hand the goroutine's processor
+// to another thread per read; what is not cached is read the usual way.
 type fileBlob struct {
-	*os.File
-	size int64
-	rc   syscall.RawConn
+	pool   *FilePool
+	reopen func() (*os.File, error) // nil: the file is never closed before Close
+	loc    string
+	size   int64
+	first  os.FileInfo // of the file first opened
 	// nowait is cleared when the kernel does not support reads that
 	// fail instead of waiting for the disk.
 	nowait atomic.Bool
+
+	// Guarded by pool.mu.
+	f       *os.File // nil while closed
+	rc      syscall.RawConn
+	refs    int              // reads using f
+	elem    *listpkg.Element // in pool.idle while open and unused
+	opening bool
+	closed  bool
 }
 
 // NewFileBlob makes a Blob of the open regular file f (loc names it in
-// errors); the Blob closes f.
+// errors); the Blob closes f. It is kept open until Close.
 func NewFileBlob(f *os.File, loc string) (Blob, error) {
+	p := NewFilePool(1)
+	p.open = 1
+	return newFileBlob(p, f, nil, loc)
+}
+
+// NewPooledFileBlob opens a Blob whose file open opens, in pool: the file
+// is closed when the pool needs its slot and opened again with open when
+// it is read (loc names it in errors).
+func NewPooledFileBlob(pool *FilePool, open func() (*os.File, error), loc string) (Blob, error) {
+	pool.mu.Lock()
+	pool.take()
+	pool.mu.Unlock()
+	f, err := open()
+	if err != nil {
+		pool.mu.Lock()
+		pool.open--
+		pool.cond.Broadcast()
+		pool.mu.Unlock()
+		return nil, err
+	}
+	return newFileBlob(pool, f, open, loc)
+}
+
+// newFileBlob makes the blob of f, which holds a slot of pool.
+func newFileBlob(pool *FilePool, f *os.File, reopen func() (*os.File, error), loc string) (Blob, error) {
 	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &FormatError{File: loc, Offset: -1, Reason: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}
+	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stat %s: %w", loc, err)
+		pool.mu.Lock()
+		pool.open--
+		pool.cond.Broadcast()
+		pool.mu.Unlock()
+		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &FormatError{File: loc, Offset: -1, Reason: fmt.Sprintf("not a regular file (%s)", st.Mode().Type())}
-	}
-	b := &fileBlob{File: f, size: st.Size()}
+	b := &fileBlob{pool: pool, reopen: reopen, loc: loc, size: st.Size(), first: st}
+	b.nowait.Store(true)
+	pool.mu.Lock()
+	b.setFile(f)
+	b.elem = pool.idle.PushBack(b)
+	pool.cond.Broadcast()
+	pool.mu.Unlock()
+	return b, nil
+}
+
+// setFile makes f the blob's open file. pool.mu is held.
+func (b *fileBlob) setFile(f *os.File) {
+	b.f, b.rc = f, nil
 	if rc, err := f.SyscallConn(); err == nil {
 		b.rc = rc
-		b.nowait.Store(true)
 	}
-	return b, nil
 }
 
 func (b *fileBlob) Size() int64 { return b.size }
 
+// acquire returns the blob's open file for one read, opening it again if
+// the pool closed it; release gives it back.
+func (b *fileBlob) acquire() (*os.File, syscall.RawConn, error) {
+	p := b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		switch {
+		case b.closed:
+			return nil, nil, fmt.Errorf("reading %s: %w", b.loc, os.ErrClosed)
+		case b.f != nil:
+			if b.refs == 0 && b.elem != nil {
+				p.idle.Remove(b.elem)
+				b.elem = nil
+			}
+			b.refs++
+			return b.f, b.rc, nil
+		case b.opening:
+			p.cond.Wait()
+			continue
+		}
+		p.take()
+		b.opening = true
+		p.mu.Unlock()
+		f, err := b.reopen()
+		if err == nil {
+			var st os.FileInfo
+			if st, err = f.Stat(); err == nil && (!os.SameFile(st, b.first) || st.Size() != b.size) {
+				err = fmt.Errorf("%s was replaced while it was being read (another file, or %d bytes where it had %d)", b.loc, st.Size(), b.size)
+			}
+			if err != nil {
+				f.Close()
+			}
+		}
+		p.mu.Lock()
+		b.opening = false
+		p.cond.Broadcast()
+		if err != nil {
+			p.open--
+			return nil, nil, fmt.Errorf("opening %s again (closed to stay within the open-file limit): %w", b.loc, err)
+		}
+		if b.closed {
+			f.Close()
+			p.open--
+			continue
+		}
+		b.setFile(f)
+	}
+}
+
+func (b *fileBlob) release() {
+	p := b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b.refs--
+	if b.refs > 0 {
+		return
+	}
+	if b.closed {
+		b.f.Close()
+		b.f, b.rc = nil, nil
+		p.open--
+	} else {
+		b.elem = p.idle.PushBack(b)
+	}
+	p.cond.Broadcast()
+}
+
+// Close closes the blob's file (after the reads that use it).
+func (b *fileBlob) Close() error {
+	p := b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	if b.f == nil || b.refs > 0 {
+		return nil
+	}
+	if b.elem != nil {
+		p.idle.Remove(b.elem)
+		b.elem = nil
+	}
+	err := b.f.Close()
+	b.f, b.rc = nil, nil
+	p.open--
+	p.cond.Broadcast()
+	return err
+}
+
 // ReadAt reads len(p) bytes at off: the part the page cache holds through
 // readCached, the rest (if any) through the file.
 func (b *fileBlob) ReadAt(p []byte, off int64) (int, error) {
+	f, rc, err := b.acquire()
+	if err != nil {
+		return 0, err
+	}
+	defer b.release()
 	n := 0
-	if b.nowait.Load() {
-		b.rc.Control(func(fd uintptr) {
+	if rc != nil && b.nowait.Load() {
+		rc.Control(func(fd uintptr) {
 			var ok bool
 			n, ok = readCached(fd, p, off)
 			if !ok {
@@ -174,7 +373,7 @@ func (b *fileBlob) ReadAt(p []byte, off int64) (int, error) {
 			return n, nil
 		}
 	}
-	m, err := b.File.ReadAt(p[n:], off+int64(n))
+	m, err := f.ReadAt(p[n:], off+int64(n))
 	return n + m, err
 }
 

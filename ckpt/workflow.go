@@ -87,7 +87,7 @@ func InspectSource(ctx context.Context, req InspectRequest) (*InspectResult, err
 		return nil, openErr
 	}
 	defer c.Close()
-	if err := CheckSelection(req.Match, req.Exclude, req.Source, c.Names()); err != nil {
+	if err := CheckSelection(req.Match, req.Exclude, c.Source, c.Names()); err != nil {
 		return nil, err
 	}
 	res := Inspect(c, m)

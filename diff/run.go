@@ -117,7 +117,7 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		warnings = append(warnings, c.Warnings()...)
 		cks[i] = c
 	}
-	if err := ckpt.CheckSelection(req.Match, req.Exclude, req.Base+" or "+req.FT, cks[0].Names(), cks[1].Names()); err != nil {
+	if err := ckpt.CheckSelection(req.Match, req.Exclude, cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
 		return failedRun(warnings), err
 	}
 	res, err := Compare(ctx, cks[0], cks[1], opt)

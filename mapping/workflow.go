@@ -97,7 +97,7 @@ func Map(ctx context.Context, req MapRequest) (*MapResult, error) {
 		doc.PerDevice, doc.Memory = mem.PerDevice, &mem
 	}
 	if selecting {
-		if err := ckpt.CheckSelection(req.Match, req.Exclude, req.Source, c.Names()); err != nil {
+		if err := ckpt.CheckSelection(req.Match, req.Exclude, c.Source, c.Names()); err != nil {
 			return res, err
 		}
 		doc = doc.Select(m)

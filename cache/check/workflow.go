@@ -127,7 +127,7 @@ func (r *Result) Verdict() string {
 // error only when the source cannot be read, the profile cannot be
 // loaded, or ctx is cancelled.
 func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
-	res := &Result{Dir: dir, Source: opt.Source, Findings: []ckpt.Finding{}}
+	res := &Result{Dir: dir, Source: ckpt.Redact(opt.Source), Findings: []ckpt.Finding{}}
 	done := func() (*Result, error) {
 		res.OK = len(res.Findings) == 0
 		return res, nil
@@ -434,7 +434,7 @@ func RunAll(ctx context.Context, req Request) (*AllResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &AllResult{Dir: dir, Source: req.Source, OK: true, Folders: all}
+	res := &AllResult{Dir: dir, Source: ckpt.Redact(req.Source), OK: true, Folders: all}
 	for _, f := range all {
 		res.OK = res.OK && f.OK
 	}

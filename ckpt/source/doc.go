@@ -11,7 +11,8 @@
 //   - hf://ORG/NAME[@REV] — the same repository on the hub, read with HTTP
 //     Range requests from $HF_ENDPOINT/ORG/NAME/resolve/REV/FILE (default
 //     endpoint https://huggingface.co; "Authorization: Bearer $HF_TOKEN" when
-//     set, sent only to the endpoint's host).
+//     set, sent only to the endpoint's origin: scheme, host and port, and
+//     never after a redirect to another origin).
 //   - https://…/FILE.safetensors or https://…/model.safetensors.index.json
 //     (http:// too) — plain HTTP with Range.
 //

@@ -7,11 +7,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // pin is what every response for one file must agree with.
@@ -35,15 +40,18 @@ type result struct {
 
 // fetch reads len(dst) bytes at start (fewer only if the file ends first
 // and p.size is unknown), retrying transient failures with backoff and
-// resuming after the bytes already received, within opt.Timeout.
-func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, dst []byte) (result, error) {
+// resuming after the bytes already received, within opt.Timeout; a
+// failure that repeats unchanged with nothing received (stuckSignature)
+// is given opt.StuckAttempts attempts. idle bounds each request's waits.
+func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, dst []byte, idle time.Duration) (result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.Timeout)
 	defer cancel()
 	var res result
 	got := 0
 	var last error
+	stuck, changing := "", false // the failure every attempt had so far; set once they differ or bytes came
 	for attempt := 1; ; attempt++ {
-		r, retryAfter, err := s.once(ctx, url, p, start+int64(got), dst[got:])
+		r, retryAfter, err := s.once(ctx, url, p, start+int64(got), dst[got:], attempt, idle)
 		if got == 0 {
 			res = r
 		} else {
@@ -74,12 +82,33 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 		if !isRetryable(err) {
 			return res, err
 		}
-		if s.opt.MaxAttempts > 0 && attempt >= s.opt.MaxAttempts {
+		sig := stuckSignature(err, r.n)
+		switch {
+		case changing:
+		case sig == "" || got > 0 || (attempt > 1 && sig != stuck):
+			changing = true
+		default:
+			stuck = sig
+		}
+		of := s.opt.MaxAttempts
+		if !changing && (of <= 0 || of > s.opt.StuckAttempts) {
+			of = s.opt.StuckAttempts
+		}
+		if of > 0 && attempt >= of {
+			if !changing && of == s.opt.StuckAttempts {
+				return res, fmt.Errorf("giving up after %d attempts, each failing the same way: %w", attempt, last)
+			}
 			return res, fmt.Errorf("giving up after %d attempts: %w", attempt, last)
 		}
 		wait := s.backoff(attempt, retryAfter)
+		if !changing {
+			wait = s.stuckBackoff(attempt, retryAfter)
+		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return res, fmt.Errorf("giving up: the next attempt (in %v) would pass the %v time limit: %w", wait.Round(time.Millisecond), s.opt.Timeout, last)
+		}
+		if s.opt.OnRetry != nil {
+			s.opt.OnRetry(Retry{Method: http.MethodGet, URL: logURL(url), Attempt: attempt, Of: of, Wait: wait, Timeout: s.opt.Timeout, Reason: failureReason(err), Err: err})
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -108,6 +137,68 @@ func (s *HTTPStore) backoff(attempt int, retryAfter time.Duration) time.Duration
 		d = s.opt.BackoffMax
 	}
 	return d/2 + rand.N(d/2+1)
+}
+
+// stuckBackoff is huggingface_hub's backoff for a failure that repeats
+// (utils/_http.py, _http_backoff_base: sleep_time starts at
+// base_wait_time and doubles up to max_wait_time, no jitter), or the
+// server's Retry-After (capped).
+func (s *HTTPStore) stuckBackoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, s.opt.MaxRetryAfter)
+	}
+	d := s.opt.StuckBackoffBase
+	for i := 1; i < attempt && d < s.opt.StuckBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, s.opt.StuckBackoffMax)
+}
+
+// stuckSignature names a failure that another attempt is not expected to
+// heal when it repeats: the host name does not resolve, the connection is
+// refused or the network or host unreachable, a 5xx or 429 status with no
+// byte received (n). "" for any other failure.
+func stuckSignature(err error, n int) string {
+	var dns *net.DNSError
+	var he *HTTPError
+	switch {
+	case errors.As(err, &dns):
+		return "dns " + dns.Name
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "unreachable"
+	case errors.As(err, &he) && n == 0:
+		return "status " + strconv.Itoa(he.Status)
+	}
+	return ""
+}
+
+// failureReason says what failed, without the URL the message of a client
+// error or an HTTP status repeats.
+func failureReason(err error) string {
+	var ue *neturl.Error
+	var he *HTTPError
+	switch {
+	case errors.As(err, &he):
+		s := fmt.Sprintf("%d %s", he.Status, http.StatusText(he.Status))
+		if he.Message != "" {
+			s += ": " + he.Message
+		}
+		return s
+	case errors.As(err, &ue):
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// logURL is a URL for reports: without credentials, and without its query
+// (a signed CDN URL's signature).
+func logURL(raw string) string {
+	if i := strings.IndexByte(raw, '?'); i >= 0 {
+		raw = raw[:i] + "?…"
+	}
+	return ckpt.Redact(raw)
 }
 
 // parseRetryAfter reads seconds or an HTTP date.
@@ -160,9 +251,22 @@ func (k kickReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// once makes one request for [start, start+len(dst)).
-func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, dst []byte) (res result, retryAfter time.Duration, err error) {
+// once makes one request for [start, start+len(dst)), the attempt-th of
+// its read, abandoned after idle without progress.
+func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, dst []byte, attempt int, idle time.Duration) (res result, retryAfter time.Duration, err error) {
 	res.size = -1
+	status := 0
+	if s.opt.OnRequest != nil {
+		began := time.Now()
+		defer func() {
+			l := RequestLog{Method: http.MethodGet, URL: logURL(url), Range: fmt.Sprintf("bytes=%d-%d", start, start+int64(len(dst))-1),
+				Attempt: attempt, Status: status, Bytes: int64(res.n), Duration: time.Since(began), Err: err}
+			if err != nil {
+				l.Reason = failureReason(err)
+			}
+			s.opt.OnRequest(l)
+		}()
+	}
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -171,14 +275,14 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	defer func() { <-s.sem }()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wd := newWatchdog(s.opt.IdleTimeout, cancel)
+	wd := newWatchdog(idle, cancel)
 	defer wd.stop()
 	transient := func(err error) error {
 		if ctx.Err() != nil {
 			return s.ctxErr(ctx)
 		}
 		if wd.fired.Load() {
-			return &retryable{fmt.Errorf("no response for %v (idle timeout)", s.opt.IdleTimeout)}
+			return &retryable{fmt.Errorf("no response for %v (idle timeout)", idle)}
 		}
 		return &retryable{err}
 	}
@@ -194,15 +298,19 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	if p.etag != "" && p.ifMatch {
 		req.Header.Set("If-Match", p.etag)
 	}
-	if s.auth != "" && req.URL.Host == s.base.Host {
-		// Never to another host (a signed CDN URL carries its own
-		// credentials, and the token is not the CDN's to see).
+	if s.auth != "" && sameOrigin(req.URL, s.base) {
+		// Only to the endpoint's own origin (a signed CDN URL carries its
+		// own credentials, and the token is not the CDN's to see); the
+		// client's redirect policy removes it from a redirect elsewhere.
 		req.Header.Set("Authorization", s.auth)
 	}
 	s.requests.Add(1)
-	resp, err := s.opt.Client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
-		return res, 0, transient(err)
+		if errors.Is(err, errRedirects) {
+			return res, 0, redactURLError(err) // a loop does not heal
+		}
+		return res, 0, transient(redactURLError(err))
 	}
 	defer func() {
 		// Drain a little so the connection can be reused; a long remainder
@@ -210,12 +318,13 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
 	}()
-	res.redir = resp.Request != nil && resp.Request.URL.Host != s.base.Host
+	res.redir = resp.Request != nil && !sameOrigin(resp.Request.URL, s.base)
 	if resp.Request != nil {
 		res.final = resp.Request.URL.String()
 	}
 	res.etag = resp.Header.Get("ETag")
 	res.lastMod = resp.Header.Get("Last-Modified")
+	status = resp.StatusCode
 
 	switch code := resp.StatusCode; {
 	case code == http.StatusPartialContent || code == http.StatusOK:
@@ -267,7 +376,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		res.noRange = true
 		total := resp.ContentLength
 		if total < 0 {
-			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, url)
+			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, ckpt.Redact(url))
 		}
 		if p.size >= 0 && total != p.size {
 			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
@@ -275,7 +384,7 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 		res.size = total
 		if start > 0 {
 			if start > s.opt.MaxDiscard {
-				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, url, start, s.opt.MaxDiscard)
+				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
 			}
 			if _, err := io.CopyN(io.Discard, body, start); err != nil {
 				return res, 0, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
@@ -342,14 +451,14 @@ func parseUnsatisfied(v string) (int64, bool) {
 }
 
 func (s *HTTPStore) httpError(resp *http.Response, url string) error {
-	e := &HTTPError{URL: url, Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
+	e := &HTTPError{URL: ckpt.Redact(url), Status: resp.StatusCode, Code: resp.Header.Get("X-Error-Code"), Message: resp.Header.Get("X-Error-Message")}
 	if e.Message == "" {
 		e.Message = bodyError(resp.Body)
 	}
 	e.Message = oneLine(e.Message)
 	switch {
 	case !s.hub && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
-		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT), never to other hosts"
+		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT: its exact scheme, host and port), never to other origins"
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"

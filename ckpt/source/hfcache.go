@@ -105,6 +105,7 @@ type CacheStore struct {
 	commit   string
 	root     *os.Root
 	snapshot string // "snapshots/<commit>" inside root
+	pool     *ckpt.FilePool
 }
 
 // OpenCache resolves repo in the cache rooted at cacheRoot (see CacheRoot):
@@ -130,7 +131,7 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 		root.Close()
 		return nil, err
 	}
-	s := &CacheStore{repo: repo, repoDir: repoDir, commit: commit, root: root, snapshot: "snapshots/" + commit}
+	s := &CacheStore{repo: repo, repoDir: repoDir, commit: commit, root: root, snapshot: "snapshots/" + commit, pool: ckpt.NewFilePool(0)}
 	if st, err := root.Stat(s.snapshot); err != nil || !st.IsDir() {
 		root.Close()
 		return nil, &CacheMissError{Repo: repo, Reason: fmt.Sprintf("revision %s is commit %s, but %s has no snapshot of it", repo.Rev(), commit, repoDir)}
@@ -217,17 +218,22 @@ func (s *CacheStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 	if err := ckpt.CheckName(name); err != nil {
 		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
 	}
-	rel := s.snapshot + "/" + name
-	f, err := s.root.Open(filepath.FromSlash(rel))
+	rel := filepath.FromSlash(s.snapshot + "/" + name)
+	loc := s.Location(name)
+	b, err := ckpt.NewPooledFileBlob(s.pool, func() (*os.File, error) { return s.root.Open(rel) }, loc)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if pe := s.partial(name); pe != nil {
 				return nil, pe
 			}
 		}
-		return nil, fmt.Errorf("opening %s: %w", s.Location(name), err)
+		var fe *ckpt.FormatError
+		if errors.As(err, &fe) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("opening %s: %w", loc, err)
 	}
-	return ckpt.NewFileBlob(f, s.Location(name))
+	return b, nil
 }
 
 // List lists the files at the top of the snapshot (links included).

@@ -24,7 +24,8 @@ type HTTPStore struct {
 	ctx      context.Context
 	base     *url.URL // ends in "/"
 	opt      Options
-	auth     string // Authorization header value, "" for none
+	client   *http.Client // opt.Client with the store's redirect policy
+	auth     string       // Authorization header value, "" for none
 	sem      chan struct{}
 	requests atomic.Int64
 	received atomic.Int64
@@ -32,8 +33,8 @@ type HTTPStore struct {
 	// tokenFrom says where the token came from ("HF_TOKEN", "the file
 	// HF_TOKEN_PATH (...)"), for the message of a refused request.
 	tokenFrom string
-	// hub is set for the Hugging Face endpoint (hf:// and URLs on its
-	// host): the only host a token is sent to.
+	// hub is set for the Hugging Face endpoint (hf:// and URLs of its
+	// origin): the only origin a token is sent to.
 	hub bool
 
 	mu    sync.Mutex
@@ -54,10 +55,10 @@ func NewHTTPStore(ctx context.Context, base string, token string, opt Options) (
 func newHTTPStore(ctx context.Context, base, token, tokenFrom string, opt Options) (*HTTPStore, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("source URL %s: %w", ckpt.Quote(base), err)
+		return nil, fmt.Errorf("source URL %s: %w", ckpt.Quote(ckpt.Redact(base)), err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("source URL %s: want http:// or https:// with a host", ckpt.Quote(base))
+		return nil, fmt.Errorf("source URL %s: want http:// or https:// with a host", ckpt.Quote(ckpt.Redact(base)))
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
@@ -70,8 +71,57 @@ func newHTTPStore(ctx context.Context, base, token, tokenFrom string, opt Option
 	if token != "" {
 		s.auth, s.tokenFrom = "Bearer "+token, tokenFrom
 	}
+	s.client = s.redirectPolicy(opt.Client)
 	return s, nil
 }
+
+// MaxRedirects is how many redirects one request follows (a redirect loop
+// fails at once, without retries).
+const MaxRedirects = 10
+
+// errRedirects ends a request that redirected more than MaxRedirects times.
+var errRedirects = fmt.Errorf("stopped after %d redirects (a redirect loop?)", MaxRedirects)
+
+// redirectPolicy returns a copy of c (same Transport, so connections are
+// still shared) that follows at most MaxRedirects redirects and sends the
+// Authorization header only to the store's own origin: net/http would
+// forward it to a subdomain (cdn-lfs.hub.example behind hub.example) and to
+// the same host on another port or scheme.
+func (s *HTTPStore) redirectPolicy(c *http.Client) *http.Client {
+	cc := *c
+	inner := c.CheckRedirect
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > MaxRedirects {
+			return errRedirects
+		}
+		if !sameOrigin(req.URL, s.base) {
+			req.Header.Del("Authorization")
+		}
+		if inner != nil {
+			return inner(req, via)
+		}
+		return nil
+	}
+	return &cc
+}
+
+// origin is a URL's scheme, host and port (the scheme's default port when
+// it names none), lower case: "https://hub.example:443".
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool { return origin(a) == origin(b) }
 
 // URL returns the URL of a file.
 func (s *HTTPStore) URL(name string) string {
@@ -85,14 +135,8 @@ func (s *HTTPStore) URL(name string) string {
 	return u.String()
 }
 
-// Location is the file's URL, without credentials.
-func (s *HTTPStore) Location(name string) string {
-	u, err := url.Parse(s.URL(name))
-	if err != nil {
-		return s.URL(name)
-	}
-	return u.Redacted()
-}
+// Location is the file's URL without credentials (ckpt.Redact).
+func (s *HTTPStore) Location(name string) string { return ckpt.Redact(s.URL(name)) }
 
 // List returns nil: an HTTP directory cannot be listed.
 func (s *HTTPStore) List(ctx context.Context) ([]string, error) { return nil, nil }
@@ -119,7 +163,7 @@ func (s *HTTPStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 	buf := make([]byte, s.opt.PrefixSize)
 	ctx, stop := mergeCancel(ctx, s.ctx)
 	defer stop()
-	res, err := s.fetch(ctx, b.url, &b.pin, 0, buf)
+	res, err := s.fetch(ctx, b.url, &b.pin, 0, buf, s.opt.OpenIdleTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", b.loc, err)
 	}
@@ -275,7 +319,7 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 		start := off + int64(n)
 		pn := b.pin
 		u := b.readURL()
-		res, err := b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+		res, err := b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)], b.s.opt.IdleTimeout)
 		if err != nil && u != b.url && refused(err) {
 			// The signed target expired or was revoked: resolve again.
 			b.dropTarget(u)
@@ -284,7 +328,7 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 			chunk = min(int64(len(want)-n), b.s.opt.ChunkSize)
 			pn = b.pin
 			u = b.url
-			res, err = b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)])
+			res, err = b.s.fetch(b.s.ctx, u, &pn, start, want[n:n+int(chunk)], b.s.opt.IdleTimeout)
 		}
 		if u == b.url && res.final != "" {
 			b.setTarget(res.final)
@@ -301,6 +345,17 @@ func (b *httpBlob) ReadAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// redactURLError removes the credentials from the URL of a client error
+// (net/http masks the password as "***" but keeps a user name, which may
+// be a token).
+func redactURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = ckpt.Redact(ue.URL)
+	}
+	return err
 }
 
 var _ ckpt.Store = (*HTTPStore)(nil)

@@ -72,6 +72,7 @@ const shard = "model-00001-of-00004.safetensors"
 // shard takes many requests.
 func fastOpts() source.Options {
 	return source.Options{PrefixSize: 4 << 10, ChunkSize: 16 << 10, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond,
+		StuckBackoffBase: time.Millisecond, StuckBackoffMax: 5 * time.Millisecond,
 		MaxRetryAfter: 2 * time.Second, IdleTimeout: 2 * time.Second, Timeout: 20 * time.Second}
 }
 
@@ -98,12 +99,18 @@ func faultOn(file string, k sourcetest.FaultKind, retryAfter string, when func(n
 		if f != file {
 			return sourcetest.Fault{}
 		}
-		if when(n.Add(1)) {
+		if i := n.Add(1); when(i) {
+			if k == alternating5xx {
+				return sourcetest.Fault{Kind: []sourcetest.FaultKind{sourcetest.Status500, sourcetest.Status503}[i%2], RetryAfter: retryAfter}
+			}
 			return sourcetest.Fault{Kind: k, RetryAfter: retryAfter}
 		}
 		return sourcetest.Fault{}
 	}
 }
+
+// alternating5xx is a fault of faultOn: 500 and 503 in turn.
+const alternating5xx = sourcetest.FaultKind(1000)
 
 func TestHTTPBlobFaults(t *testing.T) {
 	t.Parallel()
@@ -144,9 +151,15 @@ func TestHTTPBlobFaults(t *testing.T) {
 		{name: "wrong Content-Range once", kind: sourcetest.WrongRange, when: nth(2)},
 		{name: "short body", kind: sourcetest.Short, when: nth(1, 2, 6)},
 		{name: "stalled body then fine", kind: sourcetest.HangBody, when: nth(3), opts: func(o *source.Options) { o.IdleTimeout = 300 * time.Millisecond }},
-		{name: "500 forever", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.Timeout = time.Second },
+		// The same status every time, nothing received: 6 attempts, as
+		// huggingface_hub makes (its backoff is 23 s; fastOpts' is ms).
+		{name: "500 forever", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.Timeout = time.Minute },
+			errText: "giving up after 6 attempts, each failing the same way", maxDelay: 3 * time.Second},
+		{name: "500 forever, MaxAttempts", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.MaxAttempts = 3 }, errText: "giving up after 3 attempts"},
+		// Failing in changing ways: retried for as long as the read's
+		// time limit allows.
+		{name: "500 and 503 in turn forever", kind: alternating5xx, when: from(2), opts: func(o *source.Options) { o.Timeout = time.Second },
 			wantErr: errTimeout, minDelay: 900 * time.Millisecond, maxDelay: 3 * time.Second},
-		{name: "500 forever, MaxAttempts", kind: sourcetest.Status500, when: from(2), opts: func(o *source.Options) { o.MaxAttempts = 6 }, errText: "giving up after 6 attempts"},
 		{name: "wrong Content-Range forever", kind: sourcetest.WrongRange, when: from(2), errText: "Content-Range"},
 		{name: "short bodies forever", kind: sourcetest.Short, when: from(2), errText: "body ended after"},
 		{name: "ETag changes mid-read", kind: sourcetest.NewVersion, when: from(4), wantErr: source.ErrChanged},

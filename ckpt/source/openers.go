@@ -32,11 +32,11 @@ func CacheOpener(getenv func(string) string) ckpt.SourceOpener {
 		}
 		repo, entry, err := ParseRepoPath(rest)
 		if err != nil {
-			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(ckpt.Redact(src)), err)
 		}
 		root, err := CacheRoot(getenv)
 		if err != nil {
-			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(ckpt.Redact(src)), err)
 		}
 		s, err := OpenCache(root, repo)
 		if err != nil {
@@ -74,15 +74,15 @@ func HubOpener(opt Options) ckpt.SourceOpener {
 		}
 		repo, entry, err := ParseRepoPath(rest)
 		if err != nil {
-			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(ckpt.Redact(src)), err)
 		}
 		if Offline(opt.Getenv) {
-			return nil, "", true, &OfflineError{Source: src, Repo: &repo}
+			return nil, "", true, &OfflineError{Source: ckpt.Redact(src), Repo: &repo}
 		}
 		token, from := HubTokenFrom(opt.Getenv)
 		s, err := newHTTPStore(ctx, HubURL(Endpoint(opt.Getenv), repo), token, from, opt)
 		if err != nil {
-			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(ckpt.Redact(src)), err)
 		}
 		s.hub = true
 		return s, entry, true, nil
@@ -91,7 +91,8 @@ func HubOpener(opt Options) ckpt.SourceOpener {
 
 // URLOpener opens http:// and https:// URLs of a .safetensors file or an
 // index (.json); a URL ending in "/" is a directory (index, else
-// model.safetensors). $HF_TOKEN is sent only to the host of $HF_ENDPOINT.
+// model.safetensors). The hub token is sent only to the origin (scheme,
+// host and port) of $HF_ENDPOINT.
 func URLOpener(opt Options) ckpt.SourceOpener {
 	opt = opt.withDefaults()
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
@@ -99,26 +100,26 @@ func URLOpener(opt Options) ckpt.SourceOpener {
 			return nil, "", false, nil
 		}
 		if Offline(opt.Getenv) {
-			return nil, "", true, &OfflineError{Source: src}
+			return nil, "", true, &OfflineError{Source: ckpt.Redact(src)}
 		}
 		u, err := url.Parse(src)
 		if err != nil || u.Host == "" {
-			return nil, "", true, fmt.Errorf("source %s: not a valid URL", ckpt.Quote(src))
+			return nil, "", true, fmt.Errorf("source %s: not a valid URL", ckpt.Quote(ckpt.Redact(src)))
 		}
 		dir, entry := path.Split(u.Path)
 		if entry != "" && !strings.HasSuffix(entry, ".safetensors") && !strings.HasSuffix(entry, ".json") {
-			return nil, "", true, fmt.Errorf("source %s: a URL must name a .safetensors file, an index .json or a directory ending in /", ckpt.Quote(src))
+			return nil, "", true, fmt.Errorf("source %s: a URL must name a .safetensors file, an index .json or a directory ending in /", ckpt.Quote(ckpt.Redact(src)))
 		}
 		base := *u
 		base.Path, base.RawPath = dir, ""
 		token, from, hub := "", "", false
-		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && strings.EqualFold(ep.Host, u.Host) && ep.Scheme == u.Scheme {
+		if ep, err := url.Parse(Endpoint(opt.Getenv)); err == nil && sameOrigin(ep, u) {
 			token, from = HubTokenFrom(opt.Getenv)
 			hub = true
 		}
 		s, err := newHTTPStore(ctx, base.String(), token, from, opt)
 		if err != nil {
-			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(src), err)
+			return nil, "", true, fmt.Errorf("source %s: %w", ckpt.Quote(ckpt.Redact(src)), err)
 		}
 		s.hub = hub
 		return s, entry, true, nil

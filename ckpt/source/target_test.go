@@ -1,6 +1,7 @@
 package source
 
 import (
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -41,3 +42,24 @@ func TestTargetExpiry(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestStuckBackoffIsHubs: a failure that repeats unchanged waits 1, 2, 4,
+// 8 and 8 s between its 6 attempts by default (23 s, huggingface_hub's
+// http_backoff with max_retries 5, base_wait_time 1, max_wait_time 8), a
+// server's Retry-After instead when it sends one (capped).
+func TestStuckBackoffIsHubs(t *testing.T) {
+	t.Parallel()
+	s := &HTTPStore{opt: Options{Client: http.DefaultClient}.withDefaults()}
+	assert.Equal(t, 6, s.opt.StuckAttempts)
+	var total time.Duration
+	var waits []time.Duration
+	for attempt := 1; attempt < s.opt.StuckAttempts; attempt++ {
+		w := s.stuckBackoff(attempt, 0)
+		waits = append(waits, w)
+		total += w
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}, waits)
+	assert.Equal(t, 23*time.Second, total)
+	assert.Equal(t, 3*time.Second, s.stuckBackoff(1, 3*time.Second))
+	assert.Equal(t, s.opt.MaxRetryAfter, s.stuckBackoff(1, time.Hour))
+}

@@ -82,7 +82,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	}
 	defer c.Close()
 	if want != nil {
-		if err := ckpt.CheckSelection(req.Match, req.Exclude, req.Source+" or "+req.Against, c.Names(), want.Names()); err != nil {
+		if err := ckpt.CheckSelection(req.Match, req.Exclude, c.Source+" or "+req.Against, c.Names(), want.Names()); err != nil {
 			return nil, err
 		}
 		if err := CheckAllowConfig(want, ConfigOf(c.Config), req.AllowConfig); err != nil {

@@ -22,6 +22,10 @@ type App struct {
 	Getenv   func(string) string
 	// Openers resolve non-local sources (hf:, hf://, https://).
 	Openers []ckpt.SourceOpener
+	// Net prints what the openers' HTTP sources report (retries, and
+	// requests under -v); the openers are made with its hooks. nil:
+	// nothing is printed.
+	Net *netReporter
 }
 
 // The exit codes (docs/cli.md): like diff(1) for 0, 1 and 2, plus 3 for a
@@ -166,8 +170,9 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 		},
 		SuggestionsMinimumDistance: maxSuggestDistance,
 	}
-	var quiet bool
+	var quiet, verbose bool
 	root.PersistentFlags().BoolVarP(&quiet, "quiet", "q", false, "print only errors on stderr: no progress, notes or warnings")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log every HTTP request on stderr: method, URL without credentials, status, bytes, attempt (also HF_DEBUG=1)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if quiet {
 			// Errors are printed by Run on the caller's stderr; everything
@@ -175,6 +180,7 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 			// goes nowhere.
 			a.Err, a.ErrTerm = io.Discard, false
 		}
+		a.Net.set(a.Err, a.ErrTerm, verbose || envTrue(a.Getenv, "HF_DEBUG"))
 		noteDeprecated(cmd, a.Err)
 		// Every enum flag is checked before the command does any work
 		// (its own PreRunE, then RunE).
@@ -194,6 +200,9 @@ const Version = "0.1.0"
 // A mode StartProgress does not know is a usage error.
 func (a *App) startProgress(mode, label string) (p *ckpt.Progress, stop func(), err error) {
 	p = ckpt.NewProgress()
+	if (mode == "" || mode == output.ProgressAuto) && envTrue(a.Getenv, "HF_HUB_DISABLE_PROGRESS_BARS") {
+		mode = output.ProgressNone // as huggingface_hub's bars; an explicit --progress wins
+	}
 	if stop, err = output.StartProgress(mode, a.ErrTerm, a.Err, label, p); err != nil {
 		return nil, nil, usageError("%v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 func main() {
 	ctx, cancel := notifyContext(context.Background())
+	net := &netReporter{}
 	app := &App{
 		In:       os.Stdin,
 		Out:      os.Stdout,
@@ -20,7 +21,8 @@ func main() {
 		Terminal: term.IsTerminal(int(os.Stdout.Fd())),
 		ErrTerm:  term.IsTerminal(int(os.Stderr.Fd())),
 		Getenv:   os.Getenv,
-		Openers:  source.Openers(source.Options{Getenv: os.Getenv, UserAgent: "ckpt/" + Version}),
+		Openers:  source.Openers(net.withHooks(source.Options{Getenv: os.Getenv, UserAgent: "ckpt/" + Version})),
+		Net:      net,
 	}
 	code := app.Run(ctx, os.Args[1:])
 	cancel()

@@ -24,7 +24,8 @@ func newSourcesApp(m map[string]string, opt source.Options) (*App, *bytes.Buffer
 	out, errb := &bytes.Buffer{}, &bytes.Buffer{}
 	getenv := func(k string) string { return m[k] }
 	opt.Getenv = getenv
-	return &App{Out: out, Err: errb, Getenv: getenv, Openers: source.Openers(opt)}, out, errb
+	net := &netReporter{}
+	return &App{Out: out, Err: errb, Getenv: getenv, Openers: source.Openers(net.withHooks(opt)), Net: net}, out, errb
 }
 
 // runSources runs a command and returns its exit code, stdout and stderr.

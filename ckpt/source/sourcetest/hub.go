@@ -5,6 +5,7 @@
 package sourcetest
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -66,7 +67,10 @@ type Hub struct {
 	Dir    string
 	Repo   string // "org/name"
 	Commit string
-	Token  string // if set, requests must carry "Authorization: Bearer Token"
+	// Token, if set, must be carried as "Authorization: Bearer Token" by
+	// every request but those to the CDN path (signed URLs, as the real
+	// hub's CDN takes no token).
+	Token string
 	// Inject chooses a fault for a request (nil: none). It may be called
 	// concurrently.
 	Inject func(r *http.Request, file string) Fault
@@ -78,6 +82,15 @@ type Hub struct {
 	// once its URL has expired. Set before the first request.
 	Redirect    bool
 	RedirectTTL time.Duration
+	// RedirectTo, when set, is the origin the redirects point to
+	// ("http://cdn-lfs.hub.example:8081": a CDN on another host or port,
+	// served by the same Hub through another listener, see Serve) instead
+	// of the hub's own.
+	RedirectTo string
+	// OnRequest, when set, sees every request before it is answered (to
+	// record which host received which headers). It may be called
+	// concurrently.
+	OnRequest func(r *http.Request)
 	// Latency delays every response by this long (a hub far away);
 	// Bandwidth, when > 0, caps each response body at this many bytes per
 	// second.
@@ -143,6 +156,10 @@ func (h *Hub) ResetCounters() {
 	h.Resolves.Store(0)
 	h.CDN.Store(0)
 }
+
+// Serve starts another listener for the same hub (a CDN on another port,
+// or the hub's host on a second port); the caller closes it.
+func (h *Hub) Serve() *httptest.Server { return httptest.NewServer(h) }
 
 // HubSource is "hf://Repo" for this hub (set HF_ENDPOINT to h.URL).
 func (h *Hub) HubSource() string { return "hf://" + h.Repo }
@@ -252,7 +269,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
 	h.Requests.Add(1)
-	if h.Token != "" && r.Header.Get("Authorization") != "Bearer "+h.Token {
+	if h.OnRequest != nil {
+		h.OnRequest(r)
+	}
+	if h.Token != "" && !strings.HasPrefix(r.URL.Path, "/cdn/") && r.Header.Get("Authorization") != "Bearer "+h.Token {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -315,7 +335,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ttl <= 0 {
 				ttl = time.Hour
 			}
-			loc := fmt.Sprintf("/cdn/%s/%s?Expires=%d&X-Sig=fake", repo, f, time.Now().Add(ttl).Unix())
+			loc := fmt.Sprintf("%s/cdn/%s/%s?Expires=%d&X-Sig=fake", h.RedirectTo, repo, f, time.Now().Add(ttl).Unix())
 			if c, err := h.content(file); err == nil {
 				w.Header().Set("X-Linked-Etag", c.etag)
 				w.Header().Set("X-Linked-Size", strconv.FormatInt(c.size, 10))
@@ -544,4 +564,32 @@ func (h *Hub) Update(name string, data []byte) error {
 	defer h.mu.Unlock()
 	delete(h.files, name)
 	return os.WriteFile(filepath.Join(h.Dir, filepath.FromSlash(name)), data, 0o644)
+}
+
+// Client returns an HTTP client that resolves the host names in hosts
+// (name → IP address, such as "cdn-lfs.hub.example" → "127.0.0.1") itself
+// and fails every other name as the resolver of a machine without network
+// does (a *net.DNSError that is not found), so that tests can give a
+// loopback hub, its CDN and a second port names of their own and never
+// touch the real network.
+func Client(hosts map[string]string) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			ip, ok := hosts[strings.ToLower(host)]
+			if !ok {
+				if net.ParseIP(host) == nil {
+					return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}}
+				}
+				ip = host
+			}
+			return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
+		},
+		MaxIdleConnsPerHost: 16,
+	}
+	return &http.Client{Transport: tr}
 }
