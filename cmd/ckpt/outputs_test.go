@@ -252,3 +252,34 @@ func firstShard(t *testing.T, dir string) string {
 	require.NotEmpty(t, shards)
 	return shards[0]
 }
+
+// TestBuildOutputs: cache build never writes through a link planted at
+// its journal's name (os.Create followed it and truncated the file it
+// named), and refuses a cache folder that holds the checkpoint it reads
+// (exit 2, nothing written).
+func TestBuildOutputs(t *testing.T) {
+	t.Parallel()
+	base, _ := fixturePair(t)
+	root := filepath.Join(t.TempDir(), "cache")
+	folder := filepath.Join(root, "P300", "tensor_cache_bfp8_mesh1x2")
+	require.NoError(t, os.MkdirAll(folder, 0o755))
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o644))
+	require.NoError(t, os.Symlink(victim, filepath.Join(folder, ".ckpt-cache-journal.jsonl")))
+	code, _, stderr := runApp(t, "cache", "build", base, "--out", root, "--mesh", "1x2", "--progress", "none", "-q")
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b), "the file the link named is untouched")
+
+	// The checkpoint inside the cache folder it would be built into.
+	root2 := filepath.Join(t.TempDir(), "cache")
+	inside := filepath.Join(root2, "P300", "tensor_cache_bfp8_mesh1x2")
+	require.NoError(t, os.MkdirAll(filepath.Dir(inside), 0o755))
+	require.NoError(t, os.Rename(copyDir(t, base), inside))
+	before := snapshot(t, root2)
+	code, stdout, stderr := runApp(t, "cache", "build", inside, "--out", root2, "--mesh", "1x2", "--progress", "none")
+	assert.Equal(t, 2, code, stdout+stderr)
+	assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to build into it")
+	assert.Equal(t, before, snapshot(t, root2))
+}
