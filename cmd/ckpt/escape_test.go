@@ -66,7 +66,10 @@ func hostilePair(t *testing.T) (base, ft string) {
 	for i, d := range []string{base, ft} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		var mts []ckpt.MemTensor
-		cfg := map[string]any{"model_type": "x"}
+		// a quantisation whose unquantised modules are the names (inspect's
+		// quantization line copies them)
+		cfg := map[string]any{"model_type": "x", "quantization_config": map[string]any{
+			"quant_method": "fp8", "weight_block_size": []int{128, 128}, "modules_to_not_convert": hostileNames()}}
 		for _, n := range hostileNames() {
 			data := make([]byte, 8)
 			binary.LittleEndian.PutUint32(data, math.Float32bits(1))
