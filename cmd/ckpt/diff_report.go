@@ -80,7 +80,13 @@ func writeDiffStrip(w io.Writer, format string, res *diff.Result, v diffView) er
 	}
 	s := b.String()
 	if format == output.Markdown {
-		s = "```text\n" + s + "```\n"
+		// a fence longer than any run of backticks inside (names are
+		// copied into the strip)
+		fence := "```"
+		for strings.Contains(s, fence) {
+			fence += "`"
+		}
+		s = fence + "text\n" + s + fence + "\n"
 	}
 	_, err := fmt.Fprint(w, s)
 	return err

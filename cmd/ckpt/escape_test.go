@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,7 @@ func hostileNames() []string {
 		"c0\x1b]0;title\x07",
 		"c1\u009bx",
 		"lrm\u200Ex\u200Fy\u061Cz",
+		"```\n<img src=y>\n```",
 	}
 }
 
@@ -70,7 +72,13 @@ func hostilePair(t *testing.T) (base, ft string) {
 		// quantization line copies them)
 		cfg := map[string]any{"model_type": "x", "quantization_config": map[string]any{
 			"quant_method": "fp8", "weight_block_size": []int{128, 128}, "modules_to_not_convert": hostileNames()}}
+		var names []string
 		for _, n := range hostileNames() {
+			// and as a tensor kind of a decoder layer (the --by layer
+			// heatmap's columns)
+			names = append(names, n, "model.language_model.layers.0."+n+".weight")
+		}
+		for _, n := range names {
 			data := make([]byte, 8)
 			binary.LittleEndian.PutUint32(data, math.Float32bits(1))
 			binary.LittleEndian.PutUint32(data[4:], math.Float32bits(float32(1+i)))
@@ -105,12 +113,28 @@ func TestMarkdownEscapesInputs(t *testing.T) {
 		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
 		assert.NotRegexp(t, rawControls, stdout, "%v", args)
 		html := string(blackfriday.Run([]byte(stdout)))
+		if slices.Contains(args, "layer") {
+			assert.Equal(t, 1, strings.Count(html, "<pre>"), "%v: the heatmap is one code block, its fence not closed by a name", args)
+		}
 		for _, bad := range []string{"<img", "<a ", "<em>", "<strong>", "<del>", "<code>", "<blockquote>", "<h1>", "<ol>", "onerror=alert(1)>"} {
 			assert.NotContains(t, html, bad, "%v: rendered", args)
 		}
 		// Every line: the characters that open inline markup appear only
-		// escaped (ckpt's own table pipes and list markers aside).
+		// escaped (ckpt's own table pipes and list markers aside), but in
+		// the heatmap's code block, where nothing is markup.
+		fence := ""
 		for _, l := range strings.Split(stdout, "\n") {
+			if f := strings.TrimRight(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
+				if fence == "" {
+					fence = f
+				} else if f == fence {
+					fence = ""
+				}
+				continue
+			}
+			if fence != "" {
+				continue
+			}
 			cells := strings.TrimPrefix(strings.TrimSpace(l), "- ")
 			cells = strings.ReplaceAll(cells, `\\`, "")
 			cells = regexp.MustCompile(`\\.`).ReplaceAllString(cells, "")
@@ -189,6 +213,8 @@ func TestTerminalEscapesInputs(t *testing.T) {
 		{"verify", base, "--format", "text", "--arch", "none"},
 		{"map", base, "--format", "text"},
 		{"diff", base, ft, "--format", "html"},
+		{"diff", base, ft, "--format", "html", "--by", "layer"},
+		{"diff", base, ft, "--format", "table", "--by", "layer"},
 	} {
 		code, stdout, stderr := runQuiet(t, args...)
 		assert.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
