@@ -58,6 +58,9 @@ func hostileNames() []string {
 // bidi and control characters no output may carry raw.
 var rawControls = regexp.MustCompile("[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u0080-\u009f]")
 
+// hostileLine matches a line that holds text of hostileNames.
+var hostileLine = regexp.MustCompile(`evil|onerror|strike|bold|heading|quote| item|SUM\(|HYPERLINK|lt;b`)
+
 // hostilePair writes a base and a fine-tune whose tensors have the hostile
 // names (each changed in the fine-tune) and whose config.json has them as
 // keys (each value changed).
@@ -108,10 +111,14 @@ func TestMarkdownEscapesInputs(t *testing.T) {
 		{"diff", base, ft, "--format", "markdown", "--by", "layer"},
 		{"inspect", base, "--format", "markdown"},
 		{"verify", base, "--format", "markdown", "--arch", "none"},
+		{"map", base, "--format", "markdown"},
 	} {
 		code, stdout, stderr := runQuiet(t, args...)
 		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
 		assert.NotRegexp(t, rawControls, stdout, "%v", args)
+		if args[0] == "map" {
+			require.Contains(t, stdout, "problem (", "map names the unmapped hostile tensors")
+		}
 		html := string(blackfriday.Run([]byte(stdout)))
 		if slices.Contains(args, "layer") {
 			assert.Equal(t, 1, strings.Count(html, "<pre>"), "%v: the heatmap is one code block, its fence not closed by a name", args)
@@ -132,8 +139,8 @@ func TestMarkdownEscapesInputs(t *testing.T) {
 				}
 				continue
 			}
-			if fence != "" {
-				continue
+			if fence != "" || !hostileLine.MatchString(l) {
+				continue // ckpt's own text (a profile's '@') is not checked
 			}
 			cells := strings.TrimPrefix(strings.TrimSpace(l), "- ")
 			cells = strings.ReplaceAll(cells, `\\`, "")
