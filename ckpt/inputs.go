@@ -27,11 +27,21 @@ func (e *RefusedOutputError) Unwrap() error { return e.RefusedError }
 func (e *RefusedOutputError) Is(target error) bool { return target == ErrUsage }
 
 // InputFiles lists the local files the checkpoint is read from: every
-// shard, and the index and config.json beside them (whether they exist or
-// not). Remote checkpoints have none.
+// shard, the index it was opened from (a variant's too), config.json and
+// hf_quant_config.json, and the default index and config.json beside the
+// shards (whether they exist or not). A remote checkpoint's are URLs, which
+// name no local file.
 func (c *Checkpoint) InputFiles() []string {
 	seen := map[string]bool{}
 	var files []string
+	if c.Index != nil {
+		files = append(files, c.Index.File)
+	}
+	for _, cfg := range []*Config{c.Config, c.HFQuantConfig} {
+		if cfg != nil {
+			files = append(files, cfg.File)
+		}
+	}
 	for _, f := range c.Files {
 		if f.Location == "" {
 			continue

@@ -283,3 +283,24 @@ func TestBuildOutputs(t *testing.T) {
 	assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to build into it")
 	assert.Equal(t, before, snapshot(t, root2))
 }
+
+// TestOutputNeverOverVariantIndex: the index a --variant opens (and
+// hf_quant_config.json, config.json) are inputs too: an -o onto them is
+// refused, exit 2.
+func TestOutputNeverOverVariantIndex(t *testing.T) {
+	t.Parallel()
+	base, _ := fixturePair(t)
+	dir := copyDir(t, base)
+	idx := filepath.Join(dir, "model.safetensors.index.fp16.json")
+	require.NoError(t, os.Rename(filepath.Join(dir, "model.safetensors.index.json"), idx))
+	before := snapshot(t, dir)
+	for _, args := range [][]string{
+		{"contract", dir, "--variant", "fp16", "-o", idx},
+		{"diff", dir, dir, "--variant", "fp16", "--mode", "header", "-o", idx, "--progress", "none"},
+	} {
+		code, stdout, stderr := runApp(t, args...)
+		assert.Equal(t, 2, code, "%v: %s%s", args, stdout, stderr)
+		assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to write over an input", "%v", args)
+	}
+	assert.Equal(t, before, snapshot(t, dir))
+}
