@@ -14,23 +14,6 @@ import (
 // The output policy of every command that writes a file it was asked to
 // (docs/cli.md "What ckpt trusts", Outputs): atomicfile.Place.
 
-// snapshot reads every regular file under dir (links not followed), by
-// path, to show afterwards that nothing there changed.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		require.NoError(t, err)
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			require.NoError(t, err)
-			files[p] = string(b)
-		}
-		return nil
-	}))
-	return files
-}
-
 // builtCache builds the small fixture's cache into a new root and returns
 // the root and one of its .tensorbin files.
 func builtCache(t *testing.T) (root, tensorbin string) {
