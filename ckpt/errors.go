@@ -3,6 +3,7 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
@@ -101,11 +102,18 @@ func (e *UsageError) Is(target error) bool { return target == ErrUsage }
 // escaped, so that hostile tensor names cannot corrupt a terminal.
 func Quote(s string) string { return fmt.Sprintf("%q", s) }
 
-// EscapeName returns s with control characters and invalid UTF-8 escaped
-// (Go syntax) but without surrounding quotes when nothing needs escaping.
+// EscapeName returns s with control characters (C0, DEL, C1),
+// bidirectional controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
+// U+061C), every other character Go does not print (strconv.IsPrint:
+// format characters, unassigned code points, spaces other than ' ') and
+// invalid UTF-8 escaped (Go syntax, as Quote writes them) but without
+// surrounding quotes; s is returned as it is when nothing needs escaping.
+// It is the one escaping of names and values for a terminal: a hostile
+// tensor name cannot move the cursor, recolour the terminal or reorder
+// the text around it.
 func EscapeName(s string) string {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' || (r >= 0x80 && r < 0xa0) {
+		if r == '\uFFFD' || !strconv.IsPrint(r) {
 			q := Quote(s)
 			return q[1 : len(q)-1]
 		}

@@ -1,33 +1,81 @@
 package ckpt
 
 import (
-	"os"
+	"errors"
 	"path/filepath"
+
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
-// InputAt reports whether path names a file the checkpoint was read from
-// (a shard, its index or its config.json, through any link): writing an
-// output there would replace an input while it is being read. It returns
-// the input's location. Remote checkpoints have no such file.
-func (c *Checkpoint) InputAt(path string) (string, bool) {
-	out, err := os.Stat(path)
-	if err != nil || !out.Mode().IsRegular() {
-		return "", false
-	}
+// ErrRefusedOutput is matched (with errors.Is) by every
+// *RefusedOutputError: an output path that names an input of the same
+// command, a directory, a block device or another thing an output is never
+// written onto (atomicfile.Place, the one output policy). The CLI maps it
+// to exit 2: the command line is wrong, nothing was written.
+var ErrRefusedOutput = atomicfile.ErrRefused
+
+// RefusedOutputError is an output path that CheckOutput refused before
+// anything was written: an *atomicfile.RefusedError (errors.As finds it,
+// errors.Is matches ErrRefusedOutput) that is also a request the workflow
+// refuses (errors.Is matches ErrUsage).
+type RefusedOutputError struct{ *atomicfile.RefusedError }
+
+// Unwrap returns the *atomicfile.RefusedError.
+func (e *RefusedOutputError) Unwrap() error { return e.RefusedError }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *RefusedOutputError) Is(target error) bool { return target == ErrUsage }
+
+// InputFiles lists the local files the checkpoint is read from: every
+// shard, the index it was opened from (a variant's too), config.json and
+// hf_quant_config.json, and the default index and config.json beside the
+// shards (whether they exist or not). A remote checkpoint's are URLs, which
+// name no local file.
+func (c *Checkpoint) InputFiles() []string {
 	seen := map[string]bool{}
-	var candidates []string
+	var files []string
+	if c.Index != nil {
+		files = append(files, c.Index.File)
+	}
+	for _, cfg := range []*Config{c.Config, c.HFQuantConfig} {
+		if cfg != nil {
+			files = append(files, cfg.File)
+		}
+	}
 	for _, f := range c.Files {
-		candidates = append(candidates, f.Location)
+		if f.Location == "" {
+			continue
+		}
+		files = append(files, f.Location)
 		dir := filepath.Dir(f.Location)
 		if !seen[dir] {
 			seen[dir] = true
-			candidates = append(candidates, filepath.Join(dir, IndexFile), filepath.Join(dir, "config.json"))
+			files = append(files, filepath.Join(dir, IndexFile), filepath.Join(dir, "config.json"))
 		}
 	}
-	for _, in := range candidates {
-		if st, err := os.Stat(in); err == nil && os.SameFile(out, st) {
-			return in, true
+	return files
+}
+
+// CheckOutput refuses (a *RefusedOutputError, also a usage error) an
+// output path given by flag
+// ("-o", "--out") that is one of the files the checkpoints cs are read from
+// (InputFiles; the same device and inode, through any link): writing there
+// would replace an input while it is being read. A path that does not
+// exist, or is none of them, is fine.
+func CheckOutput(flag, path string, cs ...*Checkpoint) error {
+	if path == "" {
+		return nil
+	}
+	var inputs []string
+	for _, c := range cs {
+		if c != nil {
+			inputs = append(inputs, c.InputFiles()...)
 		}
 	}
-	return "", false
+	err := atomicfile.CheckInputs(path, atomicfile.Policy{Flag: flag, Inputs: inputs, InputsAre: "the checkpoint being read"})
+	var r *atomicfile.RefusedError
+	if errors.As(err, &r) {
+		return &RefusedOutputError{r}
+	}
+	return err
 }

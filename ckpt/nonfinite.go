@@ -30,6 +30,9 @@ type NonFiniteError struct {
 	// (Why says how, e.g. the first overflowing block scale).
 	Output DType
 	Why    string
+	// ReadAs, when set, is how the tensor's bytes are read (an MXFP4
+	// scale stored as U8 is read as F8_E8M0).
+	ReadAs DType
 }
 
 func (e *NonFiniteError) Error() string {
@@ -37,11 +40,18 @@ func (e *NonFiniteError) Error() string {
 		return e.overflowMessage()
 	}
 	what := fmt.Sprintf("%d NaN and %d Inf", e.NaN, e.Inf)
-	if e.DType == F8E4M3 {
+	dt, as := e.DType, string(e.DType)
+	if e.ReadAs != "" {
+		dt, as = e.ReadAs, fmt.Sprintf("%s read as %s", e.DType, e.ReadAs)
+	}
+	switch dt {
+	case F8E4M3:
 		what = fmt.Sprintf("%d NaN codes (0x7f/0xff)", e.NaN)
+	case F8E8M0:
+		what = fmt.Sprintf("%d NaN codes (0xff)", e.NaN)
 	}
 	return fmt.Sprintf("tensor %s (%s) has %s of %d values: refusing to %s (pass --allow-nonfinite to proceed anyway)",
-		Quote(e.Tensor), e.DType, what, e.Values, e.Action)
+		Quote(e.Tensor), as, what, e.Values, e.Action)
 }
 
 // CountNonFinite counts NaN and Inf encodings in raw little-endian
@@ -101,6 +111,39 @@ func (g *FiniteGuard) CheckTensor(t *Tensor) error {
 		return &NonFiniteError{NonFinite: NonFinite{Tensor: t.Name, NaN: nan, Inf: inf}, DType: t.DType, Values: int64(t.Numel()), Action: g.Action}
 	}
 	g.add(t.Name, nan, inf, 0)
+	return nil
+}
+
+// CheckScales checks every scale a dequantised weight's values v are
+// multiplied by, as CheckTensor checks a tensor, whatever the scheme: the
+// block or channel scale of FP8 weights, an MXFP4 weight's E8M0 codes
+// (stored as U8, read as F8_E8M0: 0xff is NaN), an NVFP4 weight's F8_E4M3
+// block scales and its F32 global scale (weight_scale_2). A NaN or Inf
+// scale makes values NaN or Inf: refused (*NonFiniteError naming the
+// scale) unless Allow, when the scale's counts are kept. Values of plain
+// tensors have no scale: nothing is checked.
+func (g *FiniteGuard) CheckScales(v *Values) error {
+	if g == nil || v == nil || v.Scale == nil {
+		return nil
+	}
+	if v.Scheme == MXFP4 {
+		nan, _ := CountNonFinite(F8E8M0, v.codes)
+		if nan == 0 {
+			return nil
+		}
+		if !g.Allow {
+			return &NonFiniteError{NonFinite: NonFinite{Tensor: v.Scale.Name, NaN: nan}, DType: v.Scale.DType, ReadAs: F8E8M0,
+				Values: int64(len(v.codes)), Action: g.Action}
+		}
+		g.add(v.Scale.Name, nan, 0, 0)
+		return nil
+	}
+	if err := g.CheckTensor(v.Scale); err != nil {
+		return err
+	}
+	if v.Global != nil {
+		return g.CheckTensor(v.Global)
+	}
 	return nil
 }
 

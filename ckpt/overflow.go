@@ -73,11 +73,17 @@ func (v *Values) CountOverflow(dt DType) (int64, error) {
 // they are counted (NonFinite.Overflow); otherwise it returns
 // *NonFiniteError with Output set. A zero count or a nil guard does nothing.
 func (g *FiniteGuard) Overflow(t *Tensor, out DType, count int64, why string) error {
+	return g.OverflowOf(t, int64(t.Numel()), out, count, why)
+}
+
+// OverflowOf is Overflow for a tensor read as values values (a packed
+// E2M1 weight holds two per stored element: Values.NumValues).
+func (g *FiniteGuard) OverflowOf(t *Tensor, values int64, out DType, count int64, why string) error {
 	if g == nil || count == 0 {
 		return nil
 	}
 	if !g.Allow {
-		return &NonFiniteError{NonFinite: NonFinite{Tensor: t.Name, Overflow: count}, DType: t.DType, Values: int64(t.Numel()), Action: g.Action, Output: out, Why: why}
+		return &NonFiniteError{NonFinite: NonFinite{Tensor: t.Name, Overflow: count}, DType: t.DType, Values: values, Action: g.Action, Output: out, Why: why}
 	}
 	g.add(t.Name, 0, 0, count)
 	return nil

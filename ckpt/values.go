@@ -2,6 +2,7 @@ package ckpt
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
@@ -32,6 +33,8 @@ type Values struct {
 	codes  []byte
 	group  int64
 	global float32
+	// Global is an NVFP4 weight's weight_scale_2 (nil otherwise).
+	Global *Tensor
 }
 
 // Matrix returns the rows×cols view of a tensor's shape.
@@ -171,6 +174,7 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	case MXFP4, NVFP4:
 		v.codes, v.group = raw, PackedGroup(q.Scheme)
 		if q.Scheme == NVFP4 {
+			v.Global = q.Global
 			g := make([]byte, q.Global.NBytes())
 			if _, err := q.Global.ReadAt(g, 0); err != nil {
 				return nil, err
@@ -310,6 +314,41 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 	}
 	return raw, nil
 }
+
+// scaleNaN reports whether a packed weight's scale code is NaN: E8M0's
+// 0xff (MXFP4), F8_E4M3's 0x7f/0xff (NVFP4).
+func (v *Values) scaleNaN(c byte) bool {
+	if v.Scheme == MXFP4 {
+		return c == 0xff
+	}
+	return c&0x7f == 0x7f
+}
+
+// NonFiniteScaled counts the values of rows [r0, r0+n) of a packed E2M1
+// weight (MXFP4, NVFP4) whose scale is not finite (a NaN scale code, a NaN
+// or infinite NVFP4 global scale): those values are not finite because
+// their scale is not, not because the product overflows. It is 0 for
+// every other weight and out-of-range rows.
+func (v *Values) NonFiniteScaled(r0, n int64) int64 {
+	if !v.Packed() || r0 < 0 || n <= 0 || r0+n > v.Rows {
+		return 0
+	}
+	g0, g1 := r0*v.Cols/v.group, (r0+n)*v.Cols/v.group
+	if v.Scheme == NVFP4 && (math.IsNaN(float64(v.global)) || math.IsInf(float64(v.global), 0)) {
+		return (g1 - g0) * v.group
+	}
+	var bad int64
+	for _, c := range v.codes[g0:g1] {
+		if v.scaleNaN(c) {
+			bad++
+		}
+	}
+	return bad * v.group
+}
+
+// NumValues is the number of values (Rows × Cols): for a packed E2M1
+// weight, twice its stored elements.
+func (v *Values) NumValues() int64 { return v.Rows * v.Cols }
 
 // Blocks returns the decoded block scales (nil unless dequantising).
 func (v *Values) Blocks() *numfmt.BlockScales {

@@ -27,6 +27,9 @@ type Request struct {
 	Progress *ckpt.Progress
 	// Variant selects a variant of each directory side (ckpt.Options.Variant).
 	Variant string
+	// Out is the report's path (-o), "" for stdout: Run refuses one that
+	// is a file of either side (ckpt.CheckOutput).
+	Out string
 }
 
 // Validate checks the request before any work; a wrong request is a
@@ -88,7 +91,8 @@ func (r Request) options() (Options, error) {
 }
 
 // Run is the diff workflow: it validates the request, opens both sides
-// (tensors of unknown dtypes are compared as bytes), checks that every
+// (tensors of unknown dtypes are compared as bytes), refuses an Out that
+// is a file of either side, checks that every
 // glob selects tensors of either side and compares them (Compare).
 //
 // Once a side is open, the result is returned even with an error: its
@@ -116,6 +120,9 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		}
 		warnings = append(warnings, c.Warnings()...)
 		cks[i] = c
+	}
+	if err := ckpt.CheckOutput("-o", req.Out, cks[0], cks[1]); err != nil {
+		return failedRun(warnings), err
 	}
 	if err := ckpt.CheckSelection(req.Match, req.Exclude, cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
 		return failedRun(warnings), err

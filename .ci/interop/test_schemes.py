@@ -392,3 +392,74 @@ def test_hub_layout_extract(ckpt, tmp_path, make, dtype):
     p = ckpt.run("extract", bad, "--match", "**", "--dtype", dtype, "-o", tmp_path / "bad.safetensors", "--progress", "none", rc=1)
     assert "refusing to read it" in p.stderr
     assert not (tmp_path / "bad.safetensors").exists()
+
+
+def _with(d, name, data):
+    """Rewrites tensor name of d/model.safetensors with data (same dtype and
+    shape) through the reference reader and writer."""
+    tensors = ref_read(d / "model.safetensors")
+    dt, shape, _ = tensors[name]
+    tensors[name] = (dt, shape, np.ascontiguousarray(data).tobytes())
+    ref_write(d / "model.safetensors", tensors)
+
+
+_MX_S = "model.layers.0.mlp.experts.down_proj_scales"
+_NV_G = "model.layers.0.mlp.down_proj.weight_scale_2"
+
+
+@pytest.mark.parametrize("make,name,value,dtype", [
+    (_mxfp4_checkpoint, _MX_S, 254, "bf16"),   # 2^127: codes >= 2 overflow float32
+    (_mxfp4_checkpoint, _MX_S, 142, "f16"),    # 2^15: codes >= 2 overflow f16
+    (_nvfp4_checkpoint, _NV_G, 3e37, "bf16"),  # a huge global scale
+    (_nvfp4_checkpoint, _NV_G, 6e4, "f16"),
+])
+def test_hub_layout_extract_overflow(ckpt, tmp_path, make, name, value, dtype):
+    """extract --dtype of an MXFP4 / NVFP4 weight whose finite scales make
+    values overflow is refused (exit 1) counting as many values as numpy
+    finds not finite in the dequantised (float32 product, then dtype)
+    values, out of the weight's values; --allow-nonfinite writes them and
+    reports the same count in JSON."""
+    d = tmp_path / "src"
+    d.mkdir()
+    make(d)
+    src = ref_read(d / "model.safetensors")
+    dt, shape, _ = src[name]
+    if dt == "U8":
+        _with(d, name, np.full(shape, value, dtype=np.uint8))
+    else:
+        _with(d, name, np.array(value, dtype="<f4"))
+    npdt = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}[dtype]
+    with np.errstate(over="ignore"):
+        (vname, v), = _numpy_dequant(ref_read(d / "model.safetensors")).items()
+        count = int(np.count_nonzero(~np.isfinite(v.astype(npdt).astype(np.float32))))
+    assert count > 0
+    out = tmp_path / "out.safetensors"
+    p = ckpt.run("extract", d, "--match", "**", "--dtype", dtype, "-o", out, "--progress", "none", rc=1)
+    assert f": {count} of {v.size} values are finite but overflow to Inf when converted to {dtype.upper()}" in p.stderr, p.stderr
+    assert not out.exists()
+    doc = ckpt.json("extract", d, "--match", "**", "--dtype", dtype, "-o", out, "--progress", "none", "--allow-nonfinite")
+    assert [(r["tensor"], r.get("overflow")) for r in doc["nonfinite"]] == [(vname + ("_blocks" if make is _mxfp4_checkpoint else ""), count)]
+
+
+@pytest.mark.parametrize("make,name,value,want", [
+    (_mxfp4_checkpoint, _MX_S, 0xFF, "(U8 read as F8_E8M0) has {n} NaN codes (0xff)"),
+    (_nvfp4_checkpoint, _NV_G, np.nan, "(F32) has {n} NaN and 0 Inf"),
+])
+def test_hub_layout_extract_nan_scale(ckpt, tmp_path, make, name, value, want):
+    """A NaN scale (E8M0 0xff, a NaN weight_scale_2) is refused by extract
+    --dtype as a NaN FP8 scale is (exit 1, naming the scale and counting
+    its NaN as numpy does)."""
+    d = tmp_path / "src"
+    d.mkdir()
+    make(d)
+    dt, shape, data = ref_read(d / "model.safetensors")[name]
+    if dt == "U8":
+        s = np.frombuffer(data, dtype=np.uint8).copy()
+        s[::7] = value
+        n = int(np.count_nonzero(s.view(E8M0).astype(np.float32) != s.view(E8M0).astype(np.float32)))
+    else:
+        s = np.array(value, dtype="<f4")
+        n = int(np.count_nonzero(np.isnan(s)))
+    _with(d, name, s)
+    p = ckpt.run("extract", d, "--match", "**", "--dtype", "bf16", "-o", tmp_path / "o.safetensors", "--progress", "none", rc=1)
+    assert f'tensor "{name}" ' + want.format(n=n) in p.stderr, p.stderr

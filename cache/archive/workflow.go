@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -45,23 +47,53 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	af, err := atomicfile.Create(req.Out)
+	// The output policy (atomicfile.Open): never over a file of the
+	// folder being packed (its .tensorbin files, manifest, journal, lock),
+	// through any link; a device or FIFO (/dev/stdout) is written through.
+	af, err := atomicfile.Open(req.Out, atomicfile.Policy{Flag: "-o", Inputs: folderFiles(req.Dir, req.Select), InputsAre: "the cache being packed"})
 	if err != nil {
 		return nil, err
 	}
 	defer af.Abort()
-	m, err := Pack(ctx, req.Dir, af, req.PackOptions)
+	cw := &countingWriter{w: af}
+	m, err := Pack(ctx, req.Dir, cw, req.PackOptions)
 	if err != nil {
 		return nil, err
 	}
 	if err := af.Commit(); err != nil {
 		return nil, err
 	}
-	res := &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m)}
-	if st, err := os.Stat(req.Out); err == nil {
-		res.ArchiveBytes = st.Size()
+	return &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}, nil
+}
+
+// folderFiles lists the files of the cache folder that dir (a folder, or
+// a root holding one that sel picks) names: what Pack reads, and more.
+// Nothing when it names none (Pack says why).
+func folderFiles(dir string, sel cache.Selector) []string {
+	folder, err := cache.ResolveFolder(dir, sel)
+	if err != nil {
+		return nil
 	}
-	return res, nil
+	var files []string
+	filepath.WalkDir(folder.Path(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	return files
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // UnpackRequest is what `ckpt cache unpack` asks for: the archive File

@@ -169,10 +169,20 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 	if err := cache.CheckRelPath(plan.CacheDir); err != nil {
 		return nil, fmt.Errorf("cache folder: %w", err)
 	}
+	// The output policy (atomicfile.Place): a directory or a new name,
+	// never a file, a device or anything else; and never a root holding a
+	// checkpoint (source and output swapped) or whose cache folder holds
+	// files the build reads.
+	if _, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true}); err != nil {
+		return nil, err
+	}
 	if err := checkOutRoot(out); err != nil {
 		return nil, err
 	}
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
+	if err := checkFolderInputs(dir, c); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, &ckpt.WriteError{Op: "creating cache folder", Err: err}
 	}
@@ -450,7 +460,13 @@ func (b *builder) startJournal() error {
 		}
 	}
 	sort.Strings(b.res.Removed)
-	f, err := os.Create(filepath.Join(b.dir, cache.JournalName))
+	// A new journal, never written through whatever is at its name (a
+	// link to a file elsewhere would be truncated by os.Create).
+	jp := filepath.Join(b.dir, cache.JournalName)
+	if err := os.Remove(jp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return &ckpt.WriteError{Op: "removing old build journal", Err: err}
+	}
+	f, err := os.OpenFile(jp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return &ckpt.WriteError{Op: "creating build journal", Err: err}
 	}

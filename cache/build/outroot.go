@@ -3,10 +3,12 @@ package build
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // CheckpointOutError says the output of a build is a directory holding a
@@ -46,4 +48,29 @@ func checkOutRoot(out string) error {
 		}
 	}
 	return &CheckpointOutError{Out: out, File: found[0]}
+}
+
+// checkFolderInputs refuses a cache folder that is the directory of one of
+// the files the build reads (a shard, the index, config.json): the build
+// renames its files into the folder and removes files the plan no longer
+// names, so an input there could be replaced or removed. A folder that
+// does not exist yet holds nothing.
+func checkFolderInputs(dir string, c *ckpt.Checkpoint) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	for _, in := range c.InputFiles() {
+		dirs := []string{filepath.Dir(in)}
+		if real, err := filepath.EvalSymlinks(in); err == nil {
+			dirs = append(dirs, filepath.Dir(real)) // the file a link names
+		}
+		for _, d := range dirs {
+			if ds, err := os.Stat(d); err != nil || !os.SameFile(st, ds) {
+				continue
+			}
+			return &atomicfile.RefusedError{Path: "the cache folder " + dir, Reason: fmt.Sprintf("holds %s, a file of the checkpoint being read: refusing to build into it", in)}
+		}
+	}
+	return nil
 }

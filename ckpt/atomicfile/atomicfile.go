@@ -15,6 +15,13 @@
 //	... write to f ...
 //	return f.Commit()
 //
+// An output a command was asked to write (-o, --out, --dir) goes through
+// Place, the one output policy (Open for files): links are followed and
+// never replaced, a character device or FIFO is written through, anything
+// else that is not a regular file is refused, and so is every input of the
+// same command. Create alone is for the files a writer places inside a
+// folder it owns (a cache folder, an extract directory being assembled).
+//
 // It is a leaf package: it imports only the standard library.
 package atomicfile
 
@@ -75,6 +82,9 @@ type File struct {
 	NoSync bool
 	// syncDir is SyncDir (tests inject failures).
 	syncDir func(dir string) error
+	// stream: the target is a character device or FIFO written through
+	// (Open): no temporary name, no rename, no fsync.
+	stream bool
 }
 
 // Create starts writing path atomically: it creates the temporary file
@@ -95,8 +105,13 @@ func Create(path string) (*File, error) {
 	return &File{File: f, target: path}, nil
 }
 
-// Target is the path the file is renamed to by Commit.
+// Target is the path the file is renamed to by Commit (for a stream, the
+// path it was opened at).
 func (f *File) Target() string { return f.target }
+
+// Stream reports whether the file is a character device or FIFO written
+// through (Open), not a temporary file renamed into place.
+func (f *File) Stream() bool { return f.stream }
 
 // Write writes to the temporary file; an error is a *WriteError.
 func (f *File) Write(p []byte) (int, error) {
@@ -124,8 +139,12 @@ func (f *File) Truncate(size int64) error {
 	return nil
 }
 
-// Chmod sets the temporary file's mode; an error is a *WriteError.
+// Chmod sets the temporary file's mode (a stream's device or FIFO is left
+// as it is); an error is a *WriteError.
 func (f *File) Chmod(mode os.FileMode) error {
+	if f.stream {
+		return nil
+	}
 	if err := f.File.Chmod(mode); err != nil {
 		return &WriteError{Err: err}
 	}
@@ -136,13 +155,20 @@ func (f *File) Chmod(mode os.FileMode) error {
 // then fsyncs the directory (unless NoSync). On a failure before the rename
 // the temporary file is removed and the target is untouched; a failure to
 // sync the directory after the rename is reported too (the target is in
-// place, but may not survive a power loss). A second Commit, or one after
-// Abort, does nothing.
+// place, but may not survive a power loss). A stream (Open of a character
+// device or FIFO) is only closed. A second Commit, or one after Abort, does
+// nothing.
 func (f *File) Commit() error {
 	if f.done {
 		return nil
 	}
 	f.done = true
+	if f.stream {
+		if err := f.File.Close(); err != nil {
+			return &WriteError{Op: "closing", Path: f.target, Err: err}
+		}
+		return nil
+	}
 	if !f.NoSync {
 		if err := f.File.Sync(); err != nil {
 			f.File.Close()
@@ -167,7 +193,8 @@ func (f *File) Commit() error {
 	return SyncDir(filepath.Dir(f.target))
 }
 
-// Abort removes the temporary file. It is nil-safe, idempotent and a no-op
+// Abort removes the temporary file (a stream is closed: what was written
+// to it stays written). It is nil-safe, idempotent and a no-op
 // after Commit, so that `defer f.Abort()` follows every successful Create.
 func (f *File) Abort() {
 	if f == nil || f.done {
@@ -175,7 +202,9 @@ func (f *File) Abort() {
 	}
 	f.done = true
 	f.File.Close()
-	os.Remove(f.File.Name())
+	if !f.stream {
+		os.Remove(f.File.Name())
+	}
 }
 
 // WriteFile writes data to path atomically (Create, Write, Commit).

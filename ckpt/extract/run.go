@@ -84,8 +84,8 @@ func Run(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	defer c.Close()
-	if in, ok := c.InputAt(req.Out); ok {
-		return nil, ckpt.Usagef("--out %s is %s, a file of the checkpoint being read: refusing to write over an input", req.Out, in)
+	if err := ckpt.CheckOutput("--out", req.Out, c); err != nil {
+		return nil, err
 	}
 	rep := &Report{Source: c.Source, Shown: c.Warnings()}
 	plan, err := NewPlan(c, Options{Match: req.Match, Exclude: req.Exclude, DType: dtype, WithScales: req.WithScales,

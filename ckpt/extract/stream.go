@@ -287,7 +287,14 @@ func (s *streamer) piece(it *Item, pc piece, over *atomic.Int64) ([]byte, error)
 // overflowed the output dtype (refused unless allowed), and the progress.
 func (s *streamer) finish(it *Item, over int64) error {
 	if it.Action != Copy {
-		if err := s.guard.Overflow(it.Source, it.DType, over, fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType))); err != nil {
+		why := fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType))
+		values := int64(it.Source.Numel())
+		if v := it.Values; v != nil && v.Packed() {
+			// the products of its codes and finite scales
+			why = fmt.Sprintf("codes times the scales of %s; %s", ckpt.Quote(v.Scale.Name), why)
+			values = v.NumValues()
+		}
+		if err := s.guard.OverflowOf(it.Source, values, it.DType, over, why); err != nil {
 			return err
 		}
 	}
@@ -417,12 +424,15 @@ func (s *streamer) checkScales(it *Item) error {
 // convertRows dequantises the piece's rows of a weight of packed E2M1
 // codes (MXFP4, NVFP4) through ckpt.Values.ReadRows (numfmt's
 // dequantisers: the float32 product), then encodes each value in the
-// output dtype (rounded once, nearest even). Finite values that overflow
-// the output are counted for the guard. The first piece checks the scale.
+// output dtype (rounded once, nearest even). Values of finite scales that
+// are not finite in the output (the float32 product overflowed, or its
+// rounding to the output) are counted for the guard. The first piece
+// checks the scales (FiniteGuard.CheckScales: NaN scale codes, NVFP4's
+// global scale).
 func (s *streamer) convertRows(it *Item, pc piece, over *atomic.Int64) ([]byte, error) {
 	v, t := it.Values, it.Source
 	if pc.u0 == 0 {
-		if err := s.guard.CheckTensor(v.Scale); err != nil {
+		if err := s.guard.CheckScales(v); err != nil {
 			return nil, err
 		}
 	}
@@ -442,7 +452,9 @@ func (s *streamer) convertRows(it *Item, pc piece, over *atomic.Int64) ([]byte, 
 		return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 	}
 	if bad := ckpt.CountNotFinite(it.DType, s.vals); bad > 0 {
-		over.Add(bad - ckpt.CountNotFinite(ckpt.F32, s.vals)) // non-finite sources are not overflow
+		// E2M1 codes are finite: only values of non-finite scales are
+		// non-finite sources (counted by CheckScales), the rest overflow.
+		over.Add(bad - v.NonFiniteScaled(r, n))
 	}
 	return s.out, nil
 }

@@ -64,7 +64,14 @@ func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
 		if p.Sharded {
 			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but --out %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
 		}
-		f, err := p.writeFile(ctx, 0, out)
+		// The output policy (atomicfile.Place): a regular file replaced
+		// atomically, a link's target, never a device or FIFO (the
+		// shards are written at offsets).
+		af, err := atomicfile.Open(out, atomicfile.Policy{Flag: "--out", Seek: true})
+		if err != nil {
+			return nil, err
+		}
+		f, err := p.writeOut(ctx, 0, af)
 		if err != nil {
 			return nil, err
 		}
@@ -74,12 +81,19 @@ func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
 	return p.writeDir(ctx, out)
 }
 
-// writeFile writes shard i to path atomically.
+// writeFile writes shard i to path (in a folder being assembled)
+// atomically.
 func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, error) {
 	af, err := atomicfile.Create(path)
 	if err != nil {
 		return OutputFile{}, err
 	}
+	return p.writeOut(ctx, i, af)
+}
+
+// writeOut writes shard i into af and commits it (aborts it on error).
+func (p *Plan) writeOut(ctx context.Context, i int, af *atomicfile.File) (OutputFile, error) {
+	path := af.Target()
 	defer af.Abort()
 	if err := af.Chmod(outputMode); err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
@@ -100,20 +114,14 @@ func (p *Plan) writeFile(ctx context.Context, i int, path string) (OutputFile, e
 }
 
 func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error) {
-	existing := false
-	if st, err := os.Stat(out); err == nil {
-		if !st.IsDir() {
-			return nil, fmt.Errorf("output %s exists and is not a directory", out)
-		}
-		ents, err := os.ReadDir(out)
-		if err != nil {
-			return nil, fmt.Errorf("reading output directory %s: %w", out, err)
-		}
-		if len(ents) > 0 {
-			return nil, fmt.Errorf("output directory %s is not empty (%d entries): refusing to mix files", out, len(ents))
-		}
-		existing = true
+	// The output policy (atomicfile.Place): a new name or an empty
+	// directory (through links), nothing else.
+	tgt, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true, Empty: true})
+	if err != nil {
+		return nil, err
 	}
+	existing := tgt.Kind == atomicfile.Dir
+	out = tgt.Path
 	// A new directory is assembled beside out and renamed into place. An
 	// existing (empty) one may be a mount point or sit in a read-only
 	// parent: the files are assembled in a hidden folder inside it and

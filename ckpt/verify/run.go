@@ -168,10 +168,8 @@ func ContractOfSource(ctx context.Context, req ContractRequest) (*ContractResult
 		return nil, fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
 	}
 	defer c.Close()
-	if req.Out != "" {
-		if in, ok := c.InputAt(req.Out); ok {
-			return nil, ckpt.Usagef("-o %s is %s, a file of the checkpoint being read: refusing to write over an input", req.Out, in)
-		}
+	if err := ckpt.CheckOutput("-o", req.Out, c); err != nil {
+		return nil, err
 	}
 	res := &ContractResult{Source: c.Source, Warnings: c.Warnings()}
 	opt := Options{Workers: req.Workers, ReadData: req.ReadData}

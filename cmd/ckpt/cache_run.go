@@ -72,7 +72,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return err
 	}
 	if pe := rep.Problems; pe != nil {
-		printProblems(a.Out, pe.Problems)
+		printProblems(a.Out, pe.Problems, output.EscapeTerm)
 		fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s) (see ckpt map)\n", rep.Plan.Profile.Name, o.Source, rep.Plan.Mesh, len(pe.Problems))
 		return silentExit(exitFailed)
 	}

@@ -61,6 +61,17 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 // writes the contract to stdout or -o.
 func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
+	// The -o file is opened first (the output policy, atomicfile.Place),
+	// so that a refused or unwritable path fails before the work; the
+	// workflow refuses it when it is a file of the checkpoint.
+	var af *atomicfile.File
+	if o.Out != "" {
+		var err error
+		if af, err = atomicfile.Open(o.Out, atomicfile.Policy{Flag: "-o"}); err != nil {
+			return err
+		}
+		defer af.Abort()
+	}
 	stop := func() {}
 	if o.ReadData {
 		var err error
@@ -77,14 +88,9 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		return err
 	}
 	k := res.Contract
-	if o.Out == "" {
+	if af == nil {
 		return verify.WriteContract(a.Out, k)
 	}
-	af, err := atomicfile.Create(o.Out)
-	if err != nil {
-		return err
-	}
-	defer af.Abort()
 	if err := verify.WriteContract(af, k); err != nil {
 		return fmt.Errorf("writing %s: %w", o.Out, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/spf13/cobra"
 )
@@ -28,7 +29,7 @@ func (a *App) newDemoCmd() *cobra.Command {
 			return a.runDemo(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Dir, "dir", "", "write the demo checkpoints here instead of a new temporary directory")
+	cmd.Flags().StringVar(&o.Dir, "dir", "", "write the demo checkpoints here (a new or empty directory) instead of a new temporary directory")
 	cmd.Flags().BoolVar(&o.Clean, "clean", false, "remove the demo's temporary directory at the end (the printed commands then no longer work)")
 	return cmd
 }
@@ -45,10 +46,17 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		return usageError("--clean removes the demo's temporary directory; it does not apply to --dir (remove %s yourself)", o.Dir)
 	}
 	dir := o.Dir
+	if dir != "" {
+		// The output policy (atomicfile.Place): a new name or an empty
+		// directory (through links), never one holding anything.
+		if _, err := atomicfile.Place(dir, atomicfile.Policy{Flag: "--dir", Dir: true, Empty: true}); err != nil {
+			return err
+		}
+	}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "ckpt-demo-")
 		if err != nil {
-			return err
+			return &atomicfile.WriteError{Op: "creating the demo directory", Err: err}
 		}
 		dir = tmp
 		if o.Clean {
@@ -60,7 +68,8 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 	}
 	base, ft, err := synth.Pair(dir)
 	if err != nil {
-		return fmt.Errorf("writing demo checkpoints: %w", err)
+		// Our side's failure (exit 3): the demo writes its own files.
+		return &atomicfile.WriteError{Op: "writing demo checkpoints in", Path: dir, Err: err}
 	}
 	fmt.Fprintf(a.Out, "Demo checkpoints in %s:\n  base: a Qwen3.5-style hybrid block-FP8 checkpoint (3 linear-attention + 1 full-attention layers, MTP head, vision tower)\n  ft:   a light fine-tune that ships the MTP head in bf16\n\n", dir)
 	for _, s := range demoSteps(dir, base, ft) {

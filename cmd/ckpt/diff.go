@@ -121,7 +121,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 func (o *diffOptions) request(a *App) diff.Request {
 	return diff.Request{Base: o.Base, FT: o.FT, Openers: a.Openers, Mode: o.Mode, Match: o.Match, Exclude: o.Exclude,
 		Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, SampleBytes: o.SampleBytes, SampleBudget: o.SampleBudget,
-		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer, Variant: o.Variant}
+		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer, Variant: o.Variant, Out: o.Out}
 }
 
 // runDiff runs the diff workflow (diff.Run) and renders its result to

@@ -44,13 +44,19 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 		return writeDiffHTML(w, res, v)
 	}
 	// line writes one line of prose: a list item in Markdown (indent
-	// nests it), else indented by two spaces per level.
+	// nests it; its text arguments, names and values copied from the
+	// inputs, escaped), else indented by two spaces per level.
 	line := func(indent int, f string, args ...any) {
-		s := fmt.Sprintf(f, args...)
 		if format == output.Markdown {
-			fmt.Fprintf(w, "%s- %s\n", strings.Repeat("  ", indent), s)
+			for i, a := range args {
+				if s, ok := a.(string); ok {
+					args[i] = output.EscapeMarkdown(s)
+				}
+			}
+			fmt.Fprintf(w, "%s- %s\n", strings.Repeat("  ", indent), fmt.Sprintf(f, args...))
 			return
 		}
+		s := fmt.Sprintf(f, args...)
 		fmt.Fprintf(w, "%s%s\n", strings.Repeat("  ", indent), s)
 	}
 	mode := string(res.Mode)

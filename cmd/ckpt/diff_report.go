@@ -12,16 +12,18 @@ import (
 	"github.com/ckpt-dev/ckpt/diff"
 )
 
-// diffOutput returns where diff writes its report: stdout, or (-o) a file
-// written atomically, created before the comparison so that an unwritable
-// path fails at once (exit 3); commit renames it into place, abort (after
-// commit: nothing) removes the temporary file.
+// diffOutput returns where diff writes its report: stdout, or (-o) the
+// output policy's file (atomicfile.Open: a file written atomically, or a
+// character device or FIFO written through), opened before the comparison
+// so that a refused path (exit 2) or an unwritable one (exit 3) fails at
+// once; diff.Run refuses a file of either side. commit renames it into
+// place, abort (after commit: nothing) removes the temporary file.
 func (a *App) diffOutput(path string) (w io.Writer, commit func() error, abort func(), err error) {
 	nothing := func() error { return nil }
 	if path == "" {
 		return a.Out, nothing, func() {}, nil
 	}
-	af, err := atomicfile.Create(path)
+	af, err := atomicfile.Open(path, atomicfile.Policy{Flag: "-o"})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -78,7 +80,13 @@ func writeDiffStrip(w io.Writer, format string, res *diff.Result, v diffView) er
 	}
 	s := b.String()
 	if format == output.Markdown {
-		s = "```text\n" + s + "```\n"
+		// a fence longer than any run of backticks inside (names are
+		// copied into the strip)
+		fence := "```"
+		for strings.Contains(s, fence) {
+			fence += "`"
+		}
+		s = fence + "text\n" + s + fence + "\n"
 	}
 	_, err := fmt.Fprint(w, s)
 	return err

@@ -89,6 +89,11 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 	if metadata && format == output.CSV {
 		return metadataGrid(res).Render(w, format)
 	}
+	// the prose lines' text copied from the inputs, escaped for the format
+	esc := output.EscapeTerm
+	if format == output.Markdown {
+		esc = output.EscapeMarkdown
+	}
 	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	tableForPeople(tensors, map[string]int{"dtype": 1, "shape": 2, "bytes": 3, "parameters": 4, "file": 5})
 	tensors.Names[5] = true
@@ -133,13 +138,13 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 		fmt.Fprintln(w)
 	}
 	if q := res.Quantization; q != nil {
-		fmt.Fprintln(w, quantLine(q))
+		fmt.Fprintln(w, quantLine(q, esc))
 	}
 	kind := "single file"
 	if res.Sharded {
 		kind = fmt.Sprintf("%d shards", len(res.Files))
 	}
-	fmt.Fprintf(w, "%s: %s tensors, %s parameters, %s (%s)\n", ckpt.EscapeName(res.Source), output.Int(s.Tensors), output.Int(s.Parameters), output.Bytes(s.Bytes), kind)
+	fmt.Fprintf(w, "%s: %s tensors, %s parameters, %s (%s)\n", esc(res.Source), output.Int(s.Tensors), output.Int(s.Parameters), output.Bytes(s.Bytes), kind)
 	return nil
 }
 
@@ -160,7 +165,7 @@ func metadataGrid(res *ckpt.InspectResult) *output.Grid {
 }
 
 // quantLine is inspect's line about the quantisation scheme.
-func quantLine(q *ckpt.InspectQuant) string {
+func quantLine(q *ckpt.InspectQuant, esc func(string) string) string {
 	how := ""
 	switch {
 	case q.GroupSize > 0:
@@ -179,7 +184,7 @@ func quantLine(q *ckpt.InspectQuant) string {
 				parts = append(parts, fmt.Sprintf("and %d more", len(q.Ignore)-shown))
 				break
 			}
-			parts = append(parts, ckpt.EscapeName(e))
+			parts = append(parts, esc(e))
 		}
 		ignore = strings.Join(parts, ", ")
 	}
@@ -188,5 +193,5 @@ func quantLine(q *ckpt.InspectQuant) string {
 		weights = "1 quantised weight"
 	}
 	return fmt.Sprintf("quantization: %s, %s (%s %s%s); %s; not quantised (%s): %s\n",
-		q.Scheme, q.Title, ckpt.EscapeName(q.File), q.Path, how, weights, q.IgnoreKey, ignore)
+		esc(string(q.Scheme)), q.Title, esc(q.File), esc(q.Path), how, weights, esc(q.IgnoreKey), ignore)
 }

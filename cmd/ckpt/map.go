@@ -108,7 +108,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return err
 	case o.AgainstCache != "":
 		if pe := res.Problems; pe != nil {
-			printProblems(a.Out, pe.Problems)
+			printProblems(a.Out, pe.Problems, output.EscapeTerm)
 			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n",
 				res.Plan.Profile.Name, o.Source, res.Plan.Mesh, len(pe.Problems), o.AgainstCache)
 			return silentExit(exitFailed)
@@ -121,7 +121,11 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	}
 	if pe := res.Problems; pe != nil && refused(pe) && format != output.JSON && format != output.JSONL {
 		// No rule was applied: the plan is empty, and its tables would say nothing.
-		printProblems(a.Out, pe.Problems)
+		esc := output.EscapeTerm
+		if format == output.Markdown {
+			esc = output.EscapeMarkdown
+		}
+		printProblems(a.Out, pe.Problems, esc)
 		return silentExit(exitFailed)
 	}
 	doc := res.Doc
@@ -198,7 +202,11 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 			return err
 		}
 	}
-	printProblems(w, res.Problems)
+	esc := output.EscapeTerm // the prose lines' copied text, escaped for the format
+	if format == output.Markdown {
+		esc = output.EscapeMarkdown
+	}
+	printProblems(w, res.Problems, esc)
 	pin := ""
 	if res.Pinned != nil {
 		c := res.Pinned.Commit
@@ -217,7 +225,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
-		res.Profile, pin, res.Mesh, res.Settings, s.Targets, ckpt.EscapeName(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+		res.Profile, pin, res.Mesh, res.Settings, s.Targets, esc(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
 	return nil
 }
 
@@ -236,7 +244,6 @@ func addSetFlag(f interface {
 	f.StringArrayVar(dst, "set", nil, "override a profile variable, NAME=true|false (repeatable; ckpt map --dump lists them with their defaults)")
 }
 
-// printProblems prints a plan's problems, one line each.
 // refused reports whether the plan was refused before any rule (the
 // profile serves another architecture).
 func refused(pe *mapping.PlanError) bool {
@@ -248,9 +255,11 @@ func refused(pe *mapping.PlanError) bool {
 	return false
 }
 
-func printProblems(w io.Writer, problems []ckpt.Finding) {
+// printProblems prints a plan's problems, one line each, their messages
+// escaped by esc (the output format's escaping).
+func printProblems(w io.Writer, problems []ckpt.Finding, esc func(string) string) {
 	for _, p := range problems {
-		fmt.Fprintf(w, "problem (%s): %s\n", p.ID, ckpt.EscapeName(p.Message))
+		fmt.Fprintf(w, "problem (%s): %s\n", p.ID, esc(p.Message))
 	}
 }
 

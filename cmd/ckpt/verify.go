@@ -144,16 +144,21 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 	} else if err := g.Render(w, format); err != nil {
 		return err
 	}
+	// the prose lines' text copied from the inputs, escaped for the format
+	esc := output.EscapeTerm
+	if format == output.Markdown {
+		esc = output.EscapeMarkdown
+	}
 	if cmp := res.Against; cmp != nil {
-		fmt.Fprintf(w, "\nagainst %s (contract of %s):\n", ckpt.EscapeName(cmp.Contract), ckpt.EscapeName(cmp.Source))
+		fmt.Fprintf(w, "\nagainst %s (contract of %s):\n", esc(cmp.Contract), esc(cmp.Source))
 		for _, gd := range cmp.Groups {
-			fmt.Fprintf(w, "  %s\n", gd.Summary())
+			fmt.Fprintf(w, "  %s\n", esc(gd.Summary()))
 		}
-		fmt.Fprintf(w, "  %s\n", cmp.KeySetOutside(ckpt.GroupMTP))
+		fmt.Fprintf(w, "  %s\n", esc(cmp.KeySetOutside(ckpt.GroupMTP)))
 		for _, c := range res.Checks {
 			switch c.ID {
 			case verify.ContractConfig, verify.ContractFP8Scheme, verify.ContractFP8NotConvert, verify.ContractHash:
-				fmt.Fprintf(w, "  %s: %s\n", c.ID, c.Message)
+				fmt.Fprintf(w, "  %s: %s\n", c.ID, esc(c.Message))
 			}
 		}
 	}
@@ -164,6 +169,6 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 	case !res.OK:
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", ckpt.EscapeName(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
+	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", esc(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
 	return nil
 }

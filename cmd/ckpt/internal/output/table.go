@@ -87,8 +87,24 @@ type Grid struct {
 	Drop      map[int]int
 }
 
-// Render writes g in format (table, text, markdown or csv).
+// Render writes g in format (table, text, markdown or csv), every cell
+// and the title escaped for the format (EscapeCSV, EscapeMarkdown,
+// EscapeTerm: cells may
+// hold names and values copied from inputs).
 func (g *Grid) Render(w io.Writer, format string) error {
+	esc := map[string]func(string) string{CSV: EscapeCSV, Markdown: EscapeMarkdown, Text: EscapeTerm, Table: EscapeTerm}[format]
+	if esc != nil {
+		e := *g
+		e.Title = esc(g.Title)
+		e.Rows = make([][]string, len(g.Rows))
+		for i, r := range g.Rows {
+			e.Rows[i] = make([]string, len(r))
+			for j, c := range r {
+				e.Rows[i][j] = esc(c)
+			}
+		}
+		g = &e
+	}
 	switch format {
 	case CSV:
 		cw := csv.NewWriter(w)
@@ -145,10 +161,7 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		for _, r := range rows {
 			row := make([]any, len(r))
 			for i, c := range r {
-				if format == Markdown { // a '|' in a cell would split the column
-					c = strings.ReplaceAll(c, "|", `\|`)
-				}
-				row[i] = c
+				row[i] = c // escaped above (Markdown: a '|' would split the column)
 			}
 			if err := t.Append(row...); err != nil {
 				return err

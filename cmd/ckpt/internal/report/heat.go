@@ -226,7 +226,7 @@ func Build(res *diff.Result) *Heatmap {
 			case r.Group == ckpt.GroupMTP:
 				r.Label = "mtp " + r.Label
 			case r.Group == ckpt.GroupText && len(textStacks) > 1:
-				r.Label = r.Stack + " " + r.Label
+				r.Label = ckpt.EscapeName(r.Stack) + " " + r.Label
 			}
 			for _, col := range grid.Columns {
 				c := Cell{}
@@ -492,7 +492,9 @@ func columns(kinds []string) []Column {
 				label = label[:min(len(label), 3)] + strconv.Itoa(n)
 			}
 			used[label] = true
-			out = append(out, Column{Kind: k, Label: label, Section: s})
+			// label and section are shown only: escaped (a kind comes from
+			// tensor names); the kind is also a key, escaped where shown
+			out = append(out, Column{Kind: k, Label: ckpt.EscapeName(label), Section: ckpt.EscapeName(s)})
 		}
 	}
 	return out

@@ -36,7 +36,10 @@ type ConfigLine struct{ Path, Change, Text string }
 //go:embed page.html.tmpl
 var pageTemplate string
 
-var tmpl = template.Must(template.New("page").Parse(pageTemplate))
+// tmpl is the page; its text copied from inputs is escaped for HTML by
+// html/template and, with name (ckpt.EscapeName), of controls and
+// bidirectional characters.
+var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{"name": ckpt.EscapeName}).Parse(pageTemplate))
 
 // view types of the template.
 type (
@@ -108,9 +111,9 @@ func WriteHTML(w io.Writer, p *Page) error {
 				hr := hRow{Label: r.Label}
 				for j, c := range r.Cells {
 					cell := h.htmlCell(c, m)
-					cell.Title = r.Label + " " + g.Columns[j].Kind + ": " + cell.Title
+					cell.Title = r.Label + " " + ckpt.EscapeName(g.Columns[j].Kind) + ": " + cell.Title
 					if c.Empty() {
-						cell.Title = r.Label + " " + g.Columns[j].Kind + ": no such tensor"
+						cell.Title = r.Label + " " + ckpt.EscapeName(g.Columns[j].Kind) + ": no such tensor"
 					}
 					st, _ := h.Classify(c, m)
 					used[st] = true

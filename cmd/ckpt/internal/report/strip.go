@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -212,7 +213,7 @@ func WriteStrip(w io.Writer, h *Heatmap, o StripOptions) error {
 	if compact {
 		var ks []string
 		for j, c := range grid.Columns {
-			ks = append(ks, keys[j]+"="+c.Kind)
+			ks = append(ks, keys[j]+"="+ckpt.EscapeName(c.Kind))
 		}
 		writeWrapped(&b, "columns: ", ks, width)
 	}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/csv"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/russross/blackfriday/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileNames are tensor names (and config keys) that carry markup for
+// every format ckpt writes: Markdown images, links, raw HTML, emphasis,
+// autolinks, block starts; spreadsheet formulas; terminal controls and
+// bidirectional overrides (Trojan Source).
+func hostileNames() []string {
+	return []string{
+		"![img](http://evil.example/x.png)",
+		"[link](http://evil.example)",
+		"<img src=x onerror=alert(1)>",
+		"**bold**.__strong__._em_",
+		"~~strike~~",
+		"`code`",
+		"&lt;b&gt;",
+		"a|b",
+		"# heading",
+		"> quote",
+		"1. item",
+		"- item",
+		"[ref]: http://evil.example",
+		"www.evil.example",
+		"http://evil.example/a",
+		"mail@evil.example",
+		`=HYPERLINK("http://evil.example","x")`,
+		"+cmd|' /C calc'!A0",
+		"-2+3+cmd|' /C calc'!A0",
+		"@SUM(1+1)",
+		"\t=tab",
+		"\r=cr",
+		"evil\u202Egnp.exe",
+		"rtl\u2066x\u2069.y\u202A\u202B\u202C\u202D",
+		"c0\x1b]0;title\x07",
+		"c1\u009bx",
+		"lrm\u200Ex\u200Fy\u061Cz",
+		"```\n<img src=y>\n```",
+	}
+}
+
+// bidi and control characters no output may carry raw.
+var rawControls = regexp.MustCompile("[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u0080-\u009f]")
+
+// hostileLine matches a line that holds text of hostileNames.
+var hostileLine = regexp.MustCompile(`evil|onerror|strike|bold|heading|quote| item|SUM\(|HYPERLINK|lt;b`)
+
+// hostilePair writes a base and a fine-tune whose tensors have the hostile
+// names (each changed in the fine-tune) and whose config.json has them as
+// keys (each value changed).
+func hostilePair(t *testing.T) (base, ft string) {
+	t.Helper()
+	dir := t.TempDir()
+	base, ft = filepath.Join(dir, "base"), filepath.Join(dir, "ft")
+	for i, d := range []string{base, ft} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		var mts []ckpt.MemTensor
+		// a quantisation whose unquantised modules are the names (inspect's
+		// quantization line copies them)
+		cfg := map[string]any{"model_type": "x", "quantization_config": map[string]any{
+			"quant_method": "fp8", "weight_block_size": []int{128, 128}, "modules_to_not_convert": hostileNames()}}
+		var names []string
+		for _, n := range hostileNames() {
+			// and as a tensor kind of a decoder layer (the --by layer
+			// heatmap's columns)
+			names = append(names, n, "model.language_model.layers.0."+n+".weight")
+		}
+		for _, n := range names {
+			data := make([]byte, 8)
+			binary.LittleEndian.PutUint32(data, math.Float32bits(1))
+			binary.LittleEndian.PutUint32(data[4:], math.Float32bits(float32(1+i)))
+			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: ckpt.F32, Shape: []int64{2}}, Data: data})
+			cfg[n] = i
+		}
+		require.NoError(t, ckpt.WriteFile(filepath.Join(d, "model.safetensors"), mts, nil))
+		b, err := json.Marshal(cfg)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(d, "config.json"), b, 0o644))
+	}
+	return base, ft
+}
+
+// TestMarkdownEscapesInputs: diff --format markdown (and inspect's, and
+// --by layer's) copies no markup from tensor names or config keys: every
+// character that could open a link, an image, raw HTML, emphasis, code,
+// an autolink or a block is backslash-escaped, and a Markdown renderer
+// (blackfriday, as a check) makes no link, image, HTML element, emphasis,
+// heading or quote of them; the names read back as they are. (Before:
+// the report held live images, links and HTML.)
+func TestMarkdownEscapesInputs(t *testing.T) {
+	t.Parallel()
+	base, ft := hostilePair(t)
+	for _, args := range [][]string{
+		{"diff", base, ft, "--format", "markdown"},
+		{"diff", base, ft, "--format", "markdown", "--by", "layer"},
+		{"inspect", base, "--format", "markdown"},
+		{"verify", base, "--format", "markdown", "--arch", "none"},
+		{"map", base, "--format", "markdown"},
+	} {
+		code, stdout, stderr := runQuiet(t, args...)
+		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+		assert.NotRegexp(t, rawControls, stdout, "%v", args)
+		if args[0] == "map" {
+			require.Contains(t, stdout, "problem (", "map names the unmapped hostile tensors")
+		}
+		html := string(blackfriday.Run([]byte(stdout)))
+		if slices.Contains(args, "layer") {
+			assert.Equal(t, 1, strings.Count(html, "<pre>"), "%v: the heatmap is one code block, its fence not closed by a name", args)
+		}
+		for _, bad := range []string{"<img", "<a ", "<em>", "<strong>", "<del>", "<code>", "<blockquote>", "<h1>", "<ol>", "onerror=alert(1)>"} {
+			assert.NotContains(t, html, bad, "%v: rendered", args)
+		}
+		// Every line: the characters that open inline markup appear only
+		// escaped (ckpt's own table pipes and list markers aside), but in
+		// the heatmap's code block, where nothing is markup.
+		fence := ""
+		for _, l := range strings.Split(stdout, "\n") {
+			if f := strings.TrimRight(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
+				if fence == "" {
+					fence = f
+				} else if f == fence {
+					fence = ""
+				}
+				continue
+			}
+			if fence != "" || !hostileLine.MatchString(l) {
+				continue // ckpt's own text (a profile's '@') is not checked
+			}
+			cells := strings.TrimPrefix(strings.TrimSpace(l), "- ")
+			cells = strings.ReplaceAll(cells, `\\`, "")
+			cells = regexp.MustCompile(`\\.`).ReplaceAllString(cells, "")
+			assert.NotRegexp(t, "[<>`~&@*]|\\]\\(|!\\[|https?:/", cells, "%v: unescaped markup in %q", args, l)
+		}
+	}
+	// The names read back, unescaped, in the diff's rows.
+	code, stdout, _ := runApp(t, "diff", base, ft, "--format", "markdown", "--progress", "none")
+	require.Equal(t, 1, code)
+	unescape := regexp.MustCompile(`\\([!-/:-@\[-` + "`" + `{-~])`)
+	text := unescape.ReplaceAllString(stdout, "$1")
+	for _, n := range hostileNames() {
+		assert.Contains(t, text, ckpt.EscapeName(n), "the name %q reads as it is", n)
+	}
+}
+
+// TestCSVEscapesInputs: a CSV cell copied from an input that begins with
+// '=', '+', '-', '@', a tab or a carriage return starts with a single
+// quote (OWASP's CSV injection guidance); numbers and ckpt's own cells are
+// as they were. (Before: "=HYPERLINK(...)" reached the spreadsheet.)
+func TestCSVEscapesInputs(t *testing.T) {
+	t.Parallel()
+	base, ft := hostilePair(t)
+	for _, args := range [][]string{
+		{"diff", base, ft, "--format", "csv"},
+		{"inspect", base, "--format", "csv"},
+	} {
+		code, stdout, stderr := runQuiet(t, args...)
+		require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+		rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+		require.NoError(t, err, "%v", args)
+		require.Greater(t, len(rows), 1)
+		names := 0
+		for _, r := range rows[1:] {
+			for _, c := range r {
+				if c == "" || c == "-" || isNum(c) {
+					continue
+				}
+				assert.NotContains(t, "=+-@\t\r", c[:1], "%v: cell %q", args, c)
+				if strings.HasPrefix(c, "'") {
+					names++
+				}
+			}
+		}
+		assert.Positive(t, names, "%v: the formula-like names are there, quoted", args)
+		assert.Contains(t, stdout, `'=HYPERLINK(""http://evil.example"",""x"")`, "%v", args)
+		assert.Contains(t, stdout, "'+cmd|", "%v", args)
+		assert.Contains(t, stdout, "'-2+3+cmd|", "%v", args)
+		assert.Contains(t, stdout, "'@SUM(1+1)", "%v", args)
+	}
+	// A number stays a number: the F32 values' statistics of the diff.
+	code, stdout, _ := runApp(t, "diff", base, ft, "--format", "csv", "--progress", "none")
+	require.Equal(t, 1, code)
+	assert.Contains(t, stdout, ",1,1,0.7071", "numeric cells are untouched")
+}
+
+func isNum(s string) bool {
+	var f float64
+	return json.Unmarshal([]byte(s), &f) == nil
+}
+
+// TestTerminalEscapesInputs: text and table output (a terminal's) shows
+// control characters and bidirectional controls of tensor names and
+// config keys escaped (\u202e, \x1b), in inspect, verify, diff and map;
+// so does the HTML page. (Before: a right-to-left override in a tensor
+// name reached the terminal and the page raw.)
+func TestTerminalEscapesInputs(t *testing.T) {
+	t.Parallel()
+	base, ft := hostilePair(t)
+	for _, args := range [][]string{
+		{"diff", base, ft, "--format", "text"},
+		{"diff", base, ft, "--format", "table"},
+		{"diff", base, ft, "--format", "text", "--by", "layer"},
+		{"inspect", base, "--format", "text"},
+		{"inspect", base, "--format", "table"},
+		{"verify", base, "--format", "text", "--arch", "none"},
+		{"map", base, "--format", "text"},
+		{"diff", base, ft, "--format", "html"},
+		{"diff", base, ft, "--format", "html", "--by", "layer"},
+		{"diff", base, ft, "--format", "table", "--by", "layer"},
+	} {
+		code, stdout, stderr := runQuiet(t, args...)
+		assert.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+		assert.NotRegexp(t, rawControls, stdout, "%v: stdout", args)
+		assert.NotRegexp(t, rawControls, stderr, "%v: stderr", args)
+		if args[0] == "diff" || args[0] == "inspect" {
+			assert.Contains(t, stdout, `evil\u202egnp.exe`, "%v", args)
+		}
+	}
+	code, stdout, _ := runApp(t, "diff", base, ft, "--format", "html", "--progress", "none")
+	require.Equal(t, 1, code)
+	assert.NotContains(t, stdout, "<img src=x")
+	assert.Contains(t, stdout, "&lt;img src=x onerror=alert(1)&gt;")
+}
+
+// runQuiet runs the command line with --progress none where the command
+// has the flag.
+func runQuiet(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	if args[0] == "diff" || args[0] == "verify" {
+		args = append(args, "--progress", "none")
+	}
+	return runApp(t, args...)
+}
