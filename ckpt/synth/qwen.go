@@ -351,7 +351,7 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 		ckpt.EncodeFloat32(d, vals, data)
 		out := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: d, Shape: t.Shape}, Data: data}}
 		if !shipBF16 {
-			out = append(out, orphanScale(t, bm, bn))
+			out = append(out, orphanScale(t, bm, bn, o.scaleDType()))
 		}
 		return out
 	}

@@ -48,16 +48,19 @@ func transformersConverts(o Options, t arch.Tensor) bool {
 }
 
 // orphanScale is the weight_scale_inv transformers writes beside a Linear
-// it could not quantise.
-func orphanScale(t arch.Tensor, bm, bn int64) ckpt.MemTensor {
+// it could not quantise, in the dtype of its scales (F32, or F8_E8M0 for
+// scale_fmt "ue8m0").
+func orphanScale(t arch.Tensor, bm, bn int64, sd ckpt.DType) ckpt.MemTensor {
 	sr, sc := (t.Shape[0]+bm-1)/bm, (t.Shape[1]+bn-1)/bn
 	ones := make([]float32, sr*sc)
 	for i := range ones {
 		ones[i] = 1
 	}
-	data := make([]byte, 4*len(ones))
-	ckpt.EncodeFloat32(ckpt.F32, ones, data)
-	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: ckpt.F32, Shape: []int64{sr, sc}}, Data: data}
+	data := make([]byte, int64(len(ones))*int64(sd.Bits())/8)
+	if err := ckpt.EncodeFloat32(sd, ones, data); err != nil {
+		panic(err) // a scale dtype: cannot happen
+	}
+	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: []int64{sr, sc}}, Data: data}
 }
 
 // Resaved returns cfg (a Config) as transformers 5.23.0 writes it back
