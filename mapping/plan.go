@@ -662,8 +662,9 @@ func (b *builder) sourceNames(srcs []*ckpt.Tensor) []string {
 // Unaccounted lists the tensors of c that the plan does not account for:
 // in no entry (as a source or its scale), not ignored, not unmapped and
 // named by no problem. It is the plan's invariant, checked in this one
-// place: BuildWith never returns a plan for which it is not empty (such
-// tensors become unmapped, with a ProblemUnaccounted).
+// place: BuildWith never returns a plan it built for which it is not empty
+// (such tensors become unmapped, with a ProblemUnaccounted); a refused
+// architecture (ProblemArchitecture) is planned not at all.
 func (p *Plan) Unaccounted(c *ckpt.Checkpoint) []string {
 	in := map[string]bool{}
 	for _, e := range p.Entries {
