@@ -22,18 +22,27 @@ type ConfigChange struct {
 	Base   any    `json:"base,omitempty"`
 	FT     any    `json:"ft,omitempty"`
 	Change string `json:"change"` // changed, only_in_base, only_in_ft
+	// Kind is set for a number equal in value whose kind changed
+	// (ConfigIntAsFloat, ConfigFloatAsInt; CompareConfigAsBuilt).
+	Kind string `json:"kind,omitempty"`
+	// Bookkeeping marks a change of a ConfigBookkeeping key: a note, not
+	// a difference (diff).
+	Bookkeeping bool `json:"bookkeeping,omitempty"`
 }
 
 // CompareConfig compares two decoded config objects (Config.Raw, nil for
 // none) and returns the differing paths in sorted order: objects are
 // walked key by key ("text_config.vocab_size"), arrays of the same length
 // element by element ("text_config.layer_types[3]"), arrays of different
-// lengths as a whole. Numbers compare by value (1.0 equals 1). It is the
-// one config comparison of the project: diff lists its result, a contract
-// comparison judges it.
+// lengths as a whole. Numbers compare by value (1.0 equals 1). Changes of
+// ConfigBookkeeping keys are marked Bookkeeping. diff lists its result;
+// contracts judge CompareConfigAsBuilt, which builds on it.
 func CompareConfig(base, ft map[string]any) []ConfigChange {
 	out := []ConfigChange{}
 	walkConfigObject("", base, ft, &out)
+	for i := range out {
+		out[i].Bookkeeping = IsConfigBookkeeping(out[i].Path)
+	}
 	return out
 }
 

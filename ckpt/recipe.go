@@ -145,6 +145,9 @@ type QuantRecipe struct {
 	// that list (for messages).
 	Ignore    []string
 	IgnoreKey string
+	// notConvert is Ignore read as transformers reads a
+	// modules_to_not_convert (block FP8, MXFP4); nil for the other lists.
+	notConvert *NotConvertList
 	// Groups are compressed-tensors' config groups, by name.
 	Groups []QuantGroup
 }
@@ -256,10 +259,12 @@ func recipeFromConfig(file string, q *QuantConfig) (*QuantRecipe, error) {
 			r.Block = [2]int64{q.BlockSize[0], q.BlockSize[1]}
 		}
 		r.Ignore, r.IgnoreKey = q.ModulesToNotConvert, q.Path+".modules_to_not_convert"
+		r.notConvert = NewNotConvertList(r.Ignore)
 		return r, nil
 	case "mxfp4":
 		r.Scheme, r.Group = MXFP4, numfmt.MXFP4BlockSize
 		r.Ignore, r.IgnoreKey = q.ModulesToNotConvert, q.Path+".modules_to_not_convert"
+		r.notConvert = NewNotConvertList(r.Ignore)
 		return r, nil
 	case "modelopt":
 		r.Ignore, r.IgnoreKey = AsStrings(q.Raw["ignore"]), q.Path+".ignore"
@@ -400,15 +405,19 @@ func wildMatch(pattern, s string) bool {
 }
 
 // Ignored returns the ignore-list entry that leaves module unquantised,
-// or "" for none. Entries match on whole dotted segments: an entry names
-// a module or a parent of it ("lm_head", "model.layers.0.mlp"), `*`
-// stands for any run of characters (ModelOpt's exclude_modules are
-// fnmatch wildcards, gpt-oss's modules_to_not_convert regex-like paths
-// such as "model.layers.*.self_attn"), and compressed-tensors' "re:"
+// or "" for none. A modules_to_not_convert (block FP8, MXFP4) is read as
+// transformers reads it (NotConvertList). The other lists match on whole
+// dotted segments: an entry names a module or a parent of it ("lm_head",
+// "model.layers.0.mlp"), `*` stands for any run of characters (ModelOpt's
+// exclude_modules are fnmatch wildcards), and compressed-tensors' "re:"
 // entries are regexes matched from the start of the module's name.
 func (r *QuantRecipe) Ignored(module string) string {
 	if r == nil {
 		return ""
+	}
+	if r.notConvert != nil {
+		e, _ := r.notConvert.Match(module)
+		return e
 	}
 	for _, e := range r.Ignore {
 		if rx, ok := strings.CutPrefix(e, "re:"); ok {

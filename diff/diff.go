@@ -321,9 +321,23 @@ type SideRead struct {
 }
 
 // Differs reports whether the checkpoints differ in keys, config or any
-// tensor (the exit status 1 of ckpt diff).
+// tensor (the exit status 1 of ckpt diff). Changes of bookkeeping config
+// keys (ckpt.ConfigBookkeeping, which contracts do not record either) are
+// notes, not differences.
 func (r *Result) Differs() bool {
-	return r.Summary.Differs() || len(r.Config) > 0
+	return r.Summary.Differs() || r.ConfigDifferences() > 0
+}
+
+// ConfigDifferences counts the config changes that are differences: all
+// but those of bookkeeping keys (ConfigChange.Bookkeeping).
+func (r *Result) ConfigDifferences() int {
+	n := 0
+	for _, c := range r.Config {
+		if !c.Bookkeeping {
+			n++
+		}
+	}
+	return n
 }
 
 // Document is the diff JSON document (docs/cli.md): the result with its

@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
@@ -18,11 +19,7 @@ type resolvedPart struct {
 func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	target, _ := b.target(r, bind) // run checked it
 	fail := func(kind ckpt.FindingID, format string, args ...any) *Entry {
-		var names []string
-		for _, s := range srcs {
-			names = append(names, s.Name)
-		}
-		b.problem(kind, r.ID, target, fmt.Sprintf("target %s: ", target)+fmt.Sprintf(format, args...), names...)
+		b.problem(kind, r.ID, target, fmt.Sprintf("target %s: ", target)+fmt.Sprintf(format, args...), b.sourceNames(srcs)...)
 		return nil
 	}
 	vars := b.vars
@@ -47,9 +44,11 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		// take block FP8 only (ckpt.BlockScale refuses other schemes).
 		scale, _, _, err := b.c.BlockScale(t)
 		if err != nil {
-			names := []string{t.Name}
-			for _, sc := range b.c.ScaleCompanions(t) {
-				names = append(names, sc.Name)
+			names := b.sourceNames([]*ckpt.Tensor{t})
+			for _, o := range b.sourceNames(srcs) {
+				if !slices.Contains(names, o) {
+					names = append(names, o)
+				}
 			}
 			b.problem(ProblemScale, r.ID, target, fmt.Sprintf("target %s: %v", target, err), names...)
 			return nil

@@ -66,6 +66,8 @@ const (
 	// ProblemArchitecture: the config's model_type is not one the
 	// profile serves (Profile.ModelTypes); no rule is applied.
 	ProblemArchitecture ckpt.FindingID = "architecture"
+	// ProblemUnaccounted: tensors the plan would otherwise lose (Plan.Unaccounted).
+	ProblemUnaccounted ckpt.FindingID = "unaccounted"
 )
 
 // servesModelType says why p does not serve the config's architecture
@@ -530,6 +532,7 @@ func (b *builder) run() {
 		}
 	}
 	mapped := map[string]bool{}
+	var orphans []string // weight_scale_inv of mapped weights that are not FP8
 	produced := make([]map[string]bool, len(b.p.Rules))
 	for _, k := range order {
 		g := groups[k]
@@ -554,12 +557,12 @@ func (b *builder) run() {
 		}
 		if terr != nil {
 			produced[g.rule][g.bind["L"]] = true
-			b.problem(ProblemConfig, r.ID, target, fmt.Sprintf("rule %s: %v", r.ID, terr))
+			b.problem(ProblemConfig, r.ID, target, fmt.Sprintf("rule %s: %v", r.ID, terr), b.sourceNames(g.srcs)...)
 			continue
 		}
 		if len(missing) > 0 {
 			produced[g.rule][g.bind["L"]] = true // reported here, not again as missing
-			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), missing...)
+			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), append(missing, b.sourceNames(g.srcs)...)...)
 			continue
 		}
 		e := b.entry(r, g.bind, g.srcs)
@@ -583,9 +586,12 @@ func (b *builder) run() {
 			continue
 		}
 		name := t.Name
-		if w, ok := strings.CutSuffix(name, ckpt.ScaleSuffix); ok {
+		w, isScale := strings.CutSuffix(name, ckpt.ScaleSuffix)
+		if isScale {
 			if _, has := b.c.Lookup(w); has {
 				name = w // a scale follows its weight
+			} else {
+				isScale = false
 			}
 		}
 		if i, ok := ignoredBy[name]; ok {
@@ -594,6 +600,15 @@ func (b *builder) run() {
 				reason = "block scale of an ignored weight: " + reason
 			}
 			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: reason})
+			continue
+		}
+		if isScale && mapped[w] {
+			// The weight is mapped without this scale: it is not an FP8
+			// weight (transformers writes the weight_scale_inv of a Linear
+			// it could not quantise beside the weight left as it was).
+			wt, _ := b.c.Lookup(w)
+			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: fmt.Sprintf("weight_scale_inv of a weight that is %s, not F8_E4M3: not applied, the weight is mapped as it is (%s)", wt.DType, orphanScaleReason)})
+			orphans = append(orphans, t.Name)
 			continue
 		}
 		if !attempted[t.Name] {
@@ -606,6 +621,11 @@ func (b *builder) run() {
 		b.problem(ProblemUnmapped, "", "", fmt.Sprintf("%d source tensor(s) are neither mapped nor ignored: %s", len(b.plan.Unmapped),
 			abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
 	}
+	if len(orphans) > 0 {
+		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%d weight_scale_inv beside weights that are not F8_E4M3 are left out, their weights mapped unscaled (verify fails them as fp8.scale_orphan): %s",
+			len(orphans), abbreviate(orphans, 3)))
+	}
+	b.checkAccounted()
 	for name, i := range ignoredBy {
 		if mapped[name] {
 			b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s is both mapped and matched by ignore rule %d (%s); it stays mapped", name, i,
@@ -617,6 +637,74 @@ func (b *builder) run() {
 		b.plan.Warnings = append(b.plan.Warnings, f.Message)
 	}
 	sort.Strings(b.plan.Warnings)
+}
+
+// orphanScaleReason is why a weight_scale_inv beside a weight that is not
+// F8_E4M3 is left out of the plan.
+const orphanScaleReason = "the serving stack's weight_mapping.load_qwen36_state_dict_fp8 skips every weight_scale_inv and dequantises only float8_e4m3fn weights"
+
+// sourceNames lists the sources found of a group and their scale
+// companions: the tensors a failed target's problem names.
+func (b *builder) sourceNames(srcs []*ckpt.Tensor) []string {
+	var out []string
+	for _, s := range srcs {
+		if s == nil {
+			continue
+		}
+		out = append(out, s.Name)
+		for _, sc := range b.c.ScaleCompanions(s) {
+			out = append(out, sc.Name)
+		}
+	}
+	return out
+}
+
+// Unaccounted lists the tensors of c that the plan does not account for:
+// in no entry (as a source or its scale), not ignored, not unmapped and
+// named by no problem. It is the plan's invariant, checked in this one
+// place: BuildWith never returns a plan it built for which it is not empty
+// (such tensors become unmapped, with a ProblemUnaccounted); a refused
+// architecture (ProblemArchitecture) is planned not at all.
+func (p *Plan) Unaccounted(c *ckpt.Checkpoint) []string {
+	in := map[string]bool{}
+	for _, e := range p.Entries {
+		for _, s := range e.Sources {
+			in[s.Name] = true
+			if s.Scale != nil {
+				in[s.Scale.Name] = true
+			}
+		}
+	}
+	for _, ig := range p.Ignored {
+		in[ig.Name] = true
+	}
+	for _, n := range p.Unmapped {
+		in[n] = true
+	}
+	for _, f := range p.Problems {
+		for _, n := range f.Tensors {
+			in[n] = true
+		}
+	}
+	var out []string
+	for _, t := range c.Tensors {
+		if !in[t.Name] {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// checkAccounted holds the plan to its invariant (Unaccounted).
+func (b *builder) checkAccounted() {
+	lost := b.plan.Unaccounted(b.c)
+	if len(lost) == 0 {
+		return
+	}
+	b.plan.Unmapped = append(b.plan.Unmapped, lost...)
+	sort.SliceStable(b.plan.Unmapped, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Unmapped[i], b.plan.Unmapped[j]) })
+	b.problem(ProblemUnaccounted, "", "", fmt.Sprintf("%d source tensor(s) are in no entry, ignore list, unmapped list or problem of the plan (a defect of the profile or of ckpt): %s",
+		len(lost), abbreviate(lost, 5)), lost...)
 }
 
 // ignoreOf is the ignore rule that matches a name (its template, else its

@@ -21,6 +21,12 @@ type Tensor struct {
 	ScaleOf string
 	Group   string // "text", "mtp" or "visual"
 	Role    string // embedding, vector, linear, conv, ssm_param, gated_norm, lm_head, vision, fp8_block_scale
+	// Linear marks the weight of an nn.Linear that transformers builds
+	// (Qwen3_5ForConditionalGeneration: the text and vision projections
+	// and lm_head; not mtp.*, which transformers does not build): the
+	// modules its FP8 quantizer converts unless modules_to_not_convert
+	// keeps them (TensorsExcept).
+	Linear bool
 	// Keys names the config keys (JSON paths) that determine the shape.
 	Keys []string
 	// DimKeys names, for each dimension of Shape, the config keys its
@@ -172,10 +178,16 @@ func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
 	return q.TensorsExcept(fp8, bm, bn, nil)
 }
 
-// TensorsExcept is Tensors for an FP8 release whose quantization_config
-// keeps some modules unconverted: a projection whose module name (the
-// weight's name without ".weight") satisfies notConvert is expected in
-// BF16 without a scale. A nil notConvert converts every projection.
+// TensorsExcept is Tensors for an FP8 checkpoint whose
+// quantization_config keeps some modules unconverted (notConvert, on the
+// module name: the weight's name without ".weight"). With a notConvert,
+// the modules are those transformers' FP8 quantizer converts: every Linear
+// (Tensor.Linear: text and vision projections, lm_head) is expected
+// F8_E4M3 with a scale unless notConvert keeps it, and an MTP projection
+// (which transformers does not build) when the release converts it and
+// notConvert does not keep it. A nil notConvert is the release's
+// convention: the large text and MTP projections are FP8, in_proj_a/b,
+// mtp.fc, lm_head and the vision tower BF16.
 func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module string) bool) []Tensor {
 	var out []Tensor
 	tp := q.TextPath
@@ -186,8 +198,15 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		if t.Alt == nil {
 			t.Alt = bf
 		}
-		if fp8able && notConvert != nil && notConvert(strings.TrimSuffix(name, ".weight")) {
-			fp8able = false
+		t.Linear = group != "mtp" && (role == "linear" || role == "lm_head" || group == "visual" && isVisionLinear(name))
+		if notConvert != nil {
+			kept := notConvert(strings.TrimSuffix(name, ".weight"))
+			switch {
+			case t.Linear:
+				fp8able = !kept
+			case fp8able && kept:
+				fp8able = false
+			}
 		}
 		if fp8 && fp8able {
 			t.DType, t.Alt, t.FP8 = ckpt.F8E4M3, []ckpt.DType{ckpt.F8E4M3}, true
@@ -282,6 +301,19 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		add("visual", vp+"merger.linear_fc2.bias", "vision", []int64{v.OutHidden}, false, nil, vk+"out_hidden_size")
 	}
 	return out
+}
+
+// isVisionLinear reports whether a vision tower tensor is the weight of
+// an nn.Linear (Qwen3_5VisionBlock attn.qkv, attn.proj, mlp.linear_fc1/2;
+// the patch merger's linear_fc1/2): patch_embed is a Conv3d, pos_embed an
+// Embedding, the norms LayerNorms.
+func isVisionLinear(name string) bool {
+	for _, s := range []string{".attn.qkv.weight", ".attn.proj.weight", ".linear_fc1.weight", ".linear_fc2.weight"} {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // sep separates the keys of consecutive dimensions in the key lists of

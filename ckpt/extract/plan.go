@@ -253,11 +253,22 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	}
 	kept := p.Items[:0]
 	for _, it := range p.Items {
-		if !dropped[it.Name] {
-			kept = append(kept, it)
+		if dropped[it.Name] {
+			continue
 		}
+		if target != "" && ckpt.IsBookkeeping(it.Source.Name) {
+			// A scale is not a value: under a float dtype it is consumed by
+			// its weight's dequantisation or left out, never converted.
+			p.Warnings = append(p.Warnings, scaleLeftOut(c, it.Source, selected, p.DType))
+			continue
+		}
+		kept = append(kept, it)
 	}
 	p.Items = kept
+	if len(p.Items) == 0 {
+		return nil, fmt.Errorf("%w %s in %s but quantisation scales, which are not values under --dtype %s (select their weights to dequantise them)",
+			ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, p.DType)
+	}
 	for _, it := range p.Items {
 		p.TotalBytes += it.NBytes()
 	}
@@ -274,6 +285,26 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 	}
 	p.shard(opt.MaxShardSize, owner)
 	return p, nil
+}
+
+// scaleLeftOut says why the scale s is not written under a float dtype.
+func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, dtype string) string {
+	i := strings.LastIndexByte(s.Name, '.')
+	name := s.Name[i+1:]
+	w, ok := strings.CutSuffix(s.Name, ckpt.ScaleSuffix) // block FP8: <weight>_scale_inv
+	if !ok {
+		w = s.Name[:i+1] + "weight" // <module>.weight_scale, <module>.input_scale, ...
+	}
+	why := fmt.Sprintf("its weight %s is not in the checkpoint", ckpt.Quote(w))
+	if wt, found := c.Lookup(w); found {
+		switch {
+		case !c.IsQuantized(wt):
+			why = fmt.Sprintf("its weight %s is %s, not quantised: nothing applies it", ckpt.Quote(w), wt.DType)
+		case !selected[w]:
+			why = fmt.Sprintf("its weight %s is not extracted (select it to dequantise it with this scale)", ckpt.Quote(w))
+		}
+	}
+	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the --dtype %s output; %s", ckpt.Quote(s.Name), name, dtype, why)
 }
 
 // keepWarning says what is wrong with extracting the quantised weight t

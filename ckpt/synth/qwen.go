@@ -55,6 +55,16 @@ type Options struct {
 	// model.V.safetensors, or model.V-0000k-of-0000n.safetensors with
 	// model.safetensors.index.V.json (ckpt.VariantFiles).
 	Variant string
+	// TransformersFP8 (with FP8) writes the FP8 checkpoint as transformers'
+	// FineGrainedFP8 quantizer saves it (transformers.go) instead of the
+	// release layout; NotConvert is then its modules_to_not_convert (nil:
+	// null, transformers' default).
+	TransformersFP8 bool
+	NotConvert      []string
+	// Resaved writes config.json as transformers' save_pretrained writes
+	// it back after from_pretrained (transformers.go): the same model,
+	// with the defaults filled in.
+	Resaved bool
 }
 
 // Small is the default tiny base: 4 layers (3 linear-attention, 1 full),
@@ -154,6 +164,9 @@ func Config(o Options) map[string]any {
 		if o.transformers() {
 			cfg["quantization_config"] = TransformersFP8Config(o.Block, o.Recipe == numfmt.FP8TransformersUE8M0, skip)
 		}
+		if o.TransformersFP8 {
+			cfg["quantization_config"] = TransformersFP8Config(o.Block, o.Recipe == numfmt.FP8TransformersUE8M0, o.NotConvert)
+		}
 	}
 	return cfg
 }
@@ -175,10 +188,19 @@ func TransformersFP8Config(block [2]int, ue8m0 bool, notConvert []string) map[st
 		"scale_fmt": sf, "expert_dtype": "fp8"}
 }
 
-// transformers reports whether o uses a transformers recipe (and so its
-// config layout).
+// transformers reports whether o uses a transformers recipe or layout
+// (and so its config layout and F32 scales).
 func (o Options) transformers() bool {
-	return o.Recipe == numfmt.FP8Transformers || o.Recipe == numfmt.FP8TransformersUE8M0
+	return o.Recipe == numfmt.FP8Transformers || o.Recipe == numfmt.FP8TransformersUE8M0 || o.TransformersFP8
+}
+
+// recipe is the recipe o quantises with: transformers' for the
+// TransformersFP8 layout unless another transformers recipe is asked for.
+func (o Options) recipe() numfmt.FP8Recipe {
+	if o.TransformersFP8 && o.Recipe == numfmt.FP8Ckpt {
+		return numfmt.FP8Transformers
+	}
+	return o.Recipe
 }
 
 // scaleDType is the dtype of the FP8 scales o writes.
@@ -315,22 +337,29 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 		}
 	}
 	shipBF16 := !t.FP8 || (o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp."))
-	if shipBF16 {
+	rows, cols := int64(0), int64(0)
+	if len(t.Shape) == 2 {
+		rows, cols = t.Shape[0], t.Shape[1]
+	}
+	bm, bn := int64(o.Block[0]), int64(o.Block[1])
+	if shipBF16 || o.TransformersFP8 && (rows%bm != 0 || cols%bn != 0) {
 		d := o.DType
 		if d == "" {
 			d = ckpt.BF16
 		}
 		data := make([]byte, d.Bits()/8*len(vals))
 		ckpt.EncodeFloat32(d, vals, data)
-		return []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: d, Shape: t.Shape}, Data: data}}
+		out := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: d, Shape: t.Shape}, Data: data}}
+		if !shipBF16 {
+			out = append(out, orphanScale(t, bm, bn, o.scaleDType()))
+		}
+		return out
 	}
-	rows, cols := t.Shape[0], t.Shape[1]
-	bm, bn := int64(o.Block[0]), int64(o.Block[1])
 	codes := make([]byte, rows*cols)
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	scales := make([]float32, sr*sc)
 	sd := o.scaleDType()
-	numfmt.QuantizeBlockFP8Recipe(o.Recipe, vals, rows, cols, bm, bn, sd, codes, scales)
+	numfmt.QuantizeBlockFP8Recipe(o.recipe(), vals, rows, cols, bm, bn, sd, codes, scales)
 	sdata := make([]byte, len(scales)*sd.Bits()/8)
 	ckpt.EncodeFloat32(sd, scales, sdata)
 	return []ckpt.MemTensor{
@@ -362,7 +391,11 @@ func Write(dir string, o Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfg, _ := json.MarshalIndent(Config(o), "", "  ")
+	cfgMap := Config(o)
+	if o.Resaved {
+		cfgMap = Resaved(cfgMap)
+	}
+	cfg, _ := json.MarshalIndent(cfgMap, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
 		return err
 	}
@@ -370,8 +403,11 @@ func Write(dir string, o Options) error {
 	byShard := map[string][]arch.Tensor{}
 	var keys []string
 	for _, t := range ts {
-		if o.FP8 && isFP8Module(t) {
+		if o.FP8 && isFP8Module(t) && !o.TransformersFP8 {
 			t.FP8 = true
+		}
+		if o.FP8 && o.TransformersFP8 {
+			t.FP8 = transformersConverts(o, t)
 		}
 		k := shardOf(o, t.Name)
 		if _, ok := byShard[k]; !ok {

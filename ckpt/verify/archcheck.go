@@ -61,8 +61,8 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		bm, bn = f.block[0], f.block[1]
 	}
 	var notConvert func(string) bool
-	if fp8 && in.quant != nil && len(in.quant.ModulesToNotConvert) > 0 {
-		notConvert = func(m string) bool { return notConvertEntry(in.quant, m) != "" }
+	if fp8 && in.notConvert != nil {
+		notConvert = func(m string) bool { _, kept := in.notConvertEntry(m); return kept }
 	}
 	expected := q.TensorsExcept(fp8, bm, bn, notConvert)
 	exp := make(map[string]*arch.Tensor, len(expected))
@@ -249,14 +249,25 @@ func dtypeMessage(in *inventory, e *arch.Tensor, t *ckpt.Tensor) string {
 	want := strings.Join(alts, " or ")
 	why := ""
 	switch {
+	case e.FP8 && e.Linear && in.quant != nil:
+		list := in.quant.Path + ".modules_to_not_convert"
+		if in.quant.ModulesToNotConvert == nil {
+			list += " (absent: transformers keeps only lm_head)"
+		}
+		why = fmt.Sprintf(" with a weight_scale_inv: %s does not keep module %s unconverted, so transformers builds it as an FP8Linear and casts these %s values to F8_E4M3 codes", list, ckpt.EscapeName(moduleOf(e.Name)), t.DType)
+		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
+			why += " with a scale it initialises itself (there is none)"
+		} else {
+			why += " scaled by the weight_scale_inv beside it"
+		}
 	case e.FP8:
 		why = " with a weight_scale_inv (FP8 release; module not in modules_to_not_convert)"
 		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
 			why += "; it has no scale either"
 		}
 	case t.DType == ckpt.F8E4M3 && in.quant != nil:
-		if e := notConvertEntry(in.quant, moduleOf(t.Name)); e != "" {
-			why = fmt.Sprintf(" (modules_to_not_convert lists %s)", ckpt.Quote(e))
+		if e, ok := in.notConvertEntry(moduleOf(t.Name)); ok {
+			why = fmt.Sprintf(" (modules_to_not_convert lists %s, which keeps it unconverted)", ckpt.Quote(e))
 		} else {
 			why = " (this projection stays unquantised in FP8 releases)"
 		}

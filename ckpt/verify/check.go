@@ -165,6 +165,9 @@ type inventory struct {
 	c      *ckpt.Checkpoint
 	byName map[string]*ckpt.Tensor
 	quant  *ckpt.QuantConfig
+	// notConvert is the modules_to_not_convert transformers applies
+	// (notConvertOf); nil without a quantization_config.
+	notConvert *ckpt.NotConvertList
 }
 
 func newInventory(c *ckpt.Checkpoint) *inventory {
@@ -173,6 +176,7 @@ func newInventory(c *ckpt.Checkpoint) *inventory {
 		in.byName[t.Name] = t
 	}
 	in.quant = c.Config.Quantization()
+	in.notConvert = notConvertOf(in.quant)
 	return in
 }
 

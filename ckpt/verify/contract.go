@@ -59,26 +59,13 @@ type ContractEntry struct {
 	XXH3  string  `json:"xxh3,omitempty"`
 }
 
-// ConfigBookkeeping are the config keys a contract leaves out, at any
-// depth: they name where and with what the checkpoint was written, or
-// generation defaults, and change neither the computation nor the tensor
-// layout (the tensors' dtypes are in the contract itself). Every other key
-// is recorded. Changing this list changes ContractVersion.
-var ConfigBookkeeping = []string{
-	"_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset",
-	"transformers_version", "torch_dtype", "dtype",
-	"use_cache", "output_attentions", "output_hidden_states", "return_dict",
-	"max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_return_sequences",
-	"temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
-}
-
 // quantSelectionKeys are the quantization_config keys compared per
 // selected tensor (contract.fp8_not_convert, which follows --match and
 // --exclude) rather than as config values.
 var quantSelectionKeys = []string{"modules_to_not_convert", "ignored_layers"}
 
 // ConfigOf is the config a contract records: a copy of cfg.Raw without the
-// ConfigBookkeeping keys (at any depth) and without the
+// ckpt.ConfigBookkeeping keys (at any depth) and without the
 // modules_to_not_convert / ignored_layers lists of quantization_config
 // (the contract's FP8 scheme holds them). Nil cfg gives {}.
 func ConfigOf(cfg *ckpt.Config) map[string]any {
@@ -91,7 +78,7 @@ func ConfigOf(cfg *ckpt.Config) map[string]any {
 func filterConfig(m map[string]any, inQuant bool) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if slices.Contains(ConfigBookkeeping, k) || inQuant && slices.Contains(quantSelectionKeys, k) {
+		if slices.Contains(ckpt.ConfigBookkeeping, k) || inQuant && slices.Contains(quantSelectionKeys, k) {
 			continue
 		}
 		if o, ok := v.(map[string]any); ok {
@@ -297,7 +284,7 @@ type CompareOptions struct {
 // the comparison sees. Suggest lists key paths that end with it.
 type UnknownConfigPathError struct {
 	Path        string
-	Bookkeeping bool // a ConfigBookkeeping key: never recorded
+	Bookkeeping bool // a ckpt.ConfigBookkeeping key: never recorded
 	// QuantSelection: quantization_config.modules_to_not_convert (or
 	// ignored_layers), which the FP8 scheme records, not the config.
 	QuantSelection bool
@@ -524,7 +511,8 @@ func jsonString(v any) string {
 func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Check, error) {
 	curKeys := ckpt.ConfigKeys(cur.Config)
 	wantKeys := ckpt.ConfigKeys(want.Config)
-	if err := checkAllowPaths(allow, wantKeys, curKeys); err != nil {
+	builtKeys := builtConfigKeys(want.Config, cur.Config)
+	if err := checkAllowPaths(allow, append([][]string{wantKeys, curKeys}, builtKeys...)...); err != nil {
 		return nil, err
 	}
 	now := cur.Config
@@ -545,18 +533,23 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Chec
 		}
 	}
 	keys := map[string]bool{}
-	for _, p := range wantKeys {
-		keys[p] = true
+	changes := ckpt.CompareConfigAsBuilt(want.Config, now)
+	if want.ConfigRecorded != nil {
+		// only some keys recorded: defaults would stand for the others
+		changes = ckpt.CompareConfig(want.Config, now)
+		builtKeys = [][]string{wantKeys, ckpt.ConfigKeys(now)}
 	}
-	for _, p := range ckpt.ConfigKeys(now) {
-		keys[p] = true
+	for _, ks := range builtKeys {
+		for _, p := range ks {
+			keys[p] = true
+		}
 	}
 	cmp.ConfigKeys = len(keys)
 	cmp.ConfigChanges = []ConfigDifference{}
 	var out []Check
 	var allowed []string
 	failed := false
-	for _, ch := range ckpt.CompareConfig(want.Config, now) {
+	for _, ch := range changes {
 		d := ConfigDifference{ConfigChange: ch, AllowedBy: allowedBy(ch.Path, allow)}
 		cmp.ConfigChanges = append(cmp.ConfigChanges, d)
 		msg := "config " + ckpt.EscapeName(ch.Path) + ": "
@@ -567,6 +560,12 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Chec
 			msg += "absent in the contract, " + configValue(ch.FT) + " now"
 		default:
 			msg += configValue(ch.Base) + " in the contract, " + configValue(ch.FT) + " now"
+		}
+		switch ch.Kind {
+		case ckpt.ConfigIntAsFloat:
+			msg += " (an integer given as a float: transformers' strict config refuses it, and Python's range() refuses a float)"
+		case ckpt.ConfigFloatAsInt:
+			msg += " (a float given as an integer)"
 		}
 		if d.AllowedBy != "" {
 			allowed = append(allowed, ch.Path)
@@ -613,7 +612,14 @@ func coversPath(a, path string) bool {
 // checkpoint's config), as Compare does; callers run it before reading
 // tensor data, so that a mistyped path fails at once.
 func CheckAllowConfig(want *Contract, cur map[string]any, allow []string) error {
-	return checkAllowPaths(allow, ckpt.ConfigKeys(want.Config), ckpt.ConfigKeys(cur))
+	return checkAllowPaths(allow, append([][]string{ckpt.ConfigKeys(want.Config), ckpt.ConfigKeys(cur)}, builtConfigKeys(want.Config, cur)...)...)
+}
+
+// builtConfigKeys are the key paths of both configs as transformers builds
+// the model from them (ckpt.ConfigAsBuilt), which a version-2 contract
+// compares: --allow-config may name them too.
+func builtConfigKeys(want, cur map[string]any) [][]string {
+	return [][]string{ckpt.ConfigKeys(ckpt.ConfigAsBuilt(want)), ckpt.ConfigKeys(ckpt.ConfigAsBuilt(cur))}
 }
 
 func checkAllowPaths(allow []string, keyLists ...[]string) error {
@@ -642,7 +648,7 @@ func checkAllowPath(a string, keyLists ...[]string) error {
 	sort.Strings(suggest)
 	parent := strings.TrimSuffix(a, "."+last)
 	quant := parent != a && (parent == "quantization_config" || strings.HasSuffix(parent, ".quantization_config")) && slices.Contains(quantSelectionKeys, last)
-	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ConfigBookkeeping, last), QuantSelection: quant, Suggest: suggest}
+	return &UnknownConfigPathError{Path: a, Bookkeeping: slices.Contains(ckpt.ConfigBookkeeping, last), QuantSelection: quant, Suggest: suggest}
 }
 
 // configValue renders a config value for a message: its JSON, shortened

@@ -73,15 +73,30 @@ func TestCompareConfig(t *testing.T) {
 		status  []verify.Status
 		message []string // contained by the contract.config findings, in order
 		changes int
-		keys    int // keys compared; 0: the 11 of baseConfig
+		keys    int // keys compared; 0: the 66 of baseConfig as transformers builds it
 	}{
-		{name: "identical", status: []verify.Status{verify.Pass}, message: []string{"config identical (11 keys compared)"}},
+		{name: "identical", status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
 		{name: "bookkeeping only", edit: func(m map[string]any) {
 			m["transformers_version"] = "4.58.0"
 			m["temperature"] = json.Number("1.0")
 			text(m)["dtype"] = "float32"
 			m["quantization_config"].(map[string]any)["modules_to_not_convert"] = []any{"lm_head", "mtp.fc"}
-		}, status: []verify.Status{verify.Pass}, message: []string{"config identical (11 keys compared)"}},
+		}, status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
+		{name: "defaults made explicit, rope keys moved", edit: func(m map[string]any) {
+			text(m)["attention_dropout"] = json.Number("0.0")
+			text(m)["pad_token_id"] = nil
+			text(m)["initializer_range"] = json.Number("0.02")
+			text(m)["partial_rotary_factor"] = json.Number("0.25") // the class's default, moved into rope_parameters
+			m["vision_config"].(map[string]any)["rope_parameters"] = map[string]any{"rope_theta": json.Number("10000.0"), "rope_type": "axial"}
+			m["image_token_id"] = json.Number("248056")
+		}, status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
+		{name: "a default changed", edit: func(m map[string]any) { text(m)["attention_dropout"] = json.Number("0.1") },
+			status:  []verify.Status{verify.Fail},
+			message: []string{"config text_config.attention_dropout: 0.0 in the contract, 0.1 now"}, changes: 1},
+		{name: "an integer given as a float", edit: func(m map[string]any) { text(m)["hidden_size"] = json.Number("128.0") },
+			status:  []verify.Status{verify.Fail},
+			message: []string{"config text_config.hidden_size: 128 in the contract, 128.0 now (an integer given as a float: transformers' strict config refuses it, and Python's range() refuses a float)"},
+			changes: 1},
 		{name: "rms_norm_eps", edit: func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") },
 			status:  []verify.Status{verify.Fail},
 			message: []string{"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now"}, changes: 1},
@@ -92,13 +107,16 @@ func TestCompareConfig(t *testing.T) {
 			`config text_config.hidden_act: "silu" in the contract, "gelu" now`,
 			"config text_config.rope_parameters.rope_theta: 10000000 in the contract, 1000000 now",
 		}, changes: 2},
-		{name: "added and removed keys", edit: func(m map[string]any) {
-			delete(m["vision_config"].(map[string]any), "depth")
-			text(m)["rope_scaling"] = map[string]any{"factor": json.Number("4")}
-		}, status: []verify.Status{verify.Fail, verify.Fail}, message: []string{
-			"config text_config.rope_scaling: absent in the contract, {\"factor\":4} now",
-			"config vision_config.depth: 1 in the contract, absent now",
-		}, changes: 2, keys: 13}, // + text_config.rope_scaling.factor, and vision_config now {}
+		{name: "keys removed and added, as transformers reads them", edit: func(m map[string]any) {
+			delete(m["vision_config"].(map[string]any), "depth")                 // Qwen3_5VisionConfig's default: 27
+			text(m)["rope_scaling"] = map[string]any{"factor": json.Number("4")} // replaces rope_parameters
+			text(m)["mtp_num_hidden_layers"] = json.Number("1")                  // no default: an extra key
+		}, status: []verify.Status{verify.Fail, verify.Fail, verify.Fail, verify.Fail}, message: []string{
+			"config text_config.mtp_num_hidden_layers: absent in the contract, 1 now",
+			"config text_config.rope_parameters.factor: absent in the contract, 4 now",
+			"config text_config.rope_parameters.rope_theta: 10000000 in the contract, 10000.0 now",
+			"config vision_config.depth: 1 in the contract, 27 now",
+		}, changes: 4, keys: 68},
 		{name: "array element", edit: func(m map[string]any) { text(m)["layer_types"] = []any{"full_attention", "full_attention"} },
 			status:  []verify.Status{verify.Fail},
 			message: []string{`config text_config.layer_types[0]: "linear_attention" in the contract, "full_attention" now`}, changes: 1},
@@ -109,7 +127,7 @@ func TestCompareConfig(t *testing.T) {
 			allow:  []string{"text_config.rms_norm_eps"},
 			status: []verify.Status{verify.Pass, verify.Pass}, message: []string{
 				"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now (allowed by --allow-config text_config.rms_norm_eps)",
-				"config identical but for 1 change allowed by --allow-config (11 keys compared)",
+				"config identical but for 1 change allowed by --allow-config (66 keys compared)",
 			}, changes: 1},
 		{name: "allowed by a parent, another fails", edit: func(m map[string]any) {
 			text(m)["rope_parameters"].(map[string]any)["rope_theta"] = json.Number("1000000")
@@ -137,7 +155,7 @@ func TestCompareConfig(t *testing.T) {
 			}
 			assert.Len(t, cmp.ConfigChanges, tc.changes)
 			if tc.keys == 0 {
-				tc.keys = 11
+				tc.keys = 66
 			}
 			assert.Equal(t, tc.keys, cmp.ConfigKeys)
 			assert.Equal(t, len(tc.status) == 0 || tc.status[0] != verify.Fail, cmp.Same())
@@ -164,7 +182,7 @@ func TestCompareConfigJSON(t *testing.T) {
 		NotComp []string          `json:"config_not_compared"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
-	assert.Equal(t, 11, doc.Keys)
+	assert.Equal(t, 66, doc.Keys) // as transformers builds the model (ckpt.ConfigAsBuilt)
 	require.Len(t, doc.Changes, 1)
 	assert.JSONEq(t, `{"path": "text_config.rms_norm_eps", "base": 1e-6, "ft": 1e-5, "change": "changed"}`, string(doc.Changes[0]))
 	assert.Equal(t, []string{}, doc.NotComp)
@@ -181,7 +199,9 @@ func TestAllowConfigUnknown(t *testing.T) {
 		suggest     []string
 	}{
 		{"rms_norm_eps", "did you mean 'text_config.rms_norm_eps'?", false, []string{"text_config.rms_norm_eps"}},
-		{"rope_theta", "did you mean 'text_config.rope_parameters.rope_theta'?", false, []string{"text_config.rope_parameters.rope_theta"}},
+		// the keys as transformers builds them: Qwen3_5VisionConfig has rope_parameters too
+		{"rope_theta", "did you mean 'text_config.rope_parameters.rope_theta' or 'vision_config.rope_parameters.rope_theta'?", false,
+			[]string{"text_config.rope_parameters.rope_theta", "vision_config.rope_parameters.rope_theta"}},
 		{"transformers_version", "a bookkeeping key, which contracts do not record", true, nil},
 		{"text_config.nope", `--allow-config "text_config.nope" names no config key of the contract or of the checkpoint`, false, nil},
 	} {

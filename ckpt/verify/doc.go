@@ -38,9 +38,9 @@
 //	                        for F8_E8M0 without scale_fmt "ue8m0")
 //	fp8.scale_orphan        a scale whose weight is absent or not F8_E4M3
 //	fp8.rank                an F8_E4M3 tensor that is not 2-D
-//	fp8.not_convert         an F8_E4M3 weight listed in modules_to_not_convert
-//	                        (whole dotted segments); warn for entries that only
-//	                        substring-match (transformers' pitfall)
+//	fp8.not_convert         an F8_E4M3 weight that modules_to_not_convert keeps
+//	                        unconverted, read as transformers reads the list
+//	                        (ckpt.NotConvertList)
 //	fp8.compressed_tensors  compressed-tensors naming (weight_scale, input_scale)
 //	scheme.config           (instead of fp8.*, for MXFP4, NVFP4 and compressed-
 //	                        tensors FP8, see ckpt.SchemeSpec) the scheme, named

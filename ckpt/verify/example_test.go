@@ -39,5 +39,4 @@ func ExampleRun() {
 	}
 	// Output:
 	// ok: true
-	// warn fp8.not_convert
 }

@@ -8,45 +8,14 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// MatchModule reports whether a modules_to_not_convert entry names module
-// (or a parent of it) on whole dotted segments: "mlp.gate" matches
-// "model.layers.0.mlp.gate" but not "model.layers.0.mlp.gate_proj", and
-// "layers.1" does not match "layers.10". Transformers matches by substring,
-// which is how dropped scales have shipped; a checker must not.
-func MatchModule(entry, module string) bool {
-	if entry == "" {
-		return false
+// notConvertEntry returns the entry of the config's modules_to_not_convert
+// that keeps module unconverted, as transformers reads the list
+// (ckpt.NotConvertList), and whether one does.
+func (in *inventory) notConvertEntry(module string) (string, bool) {
+	if in.notConvert == nil {
+		return "", false
 	}
-	for i := 0; i+len(entry) <= len(module); {
-		j := strings.Index(module[i:], entry)
-		if j < 0 {
-			return false
-		}
-		j += i
-		end := j + len(entry)
-		if (j == 0 || module[j-1] == '.') && (end == len(module) || module[end] == '.') {
-			return true
-		}
-		i = j + 1
-	}
-	return false
-}
-
-// notConvertEntry returns the first modules_to_not_convert entry that
-// matches module, or "".
-func notConvertEntry(q *ckpt.QuantConfig, module string) string {
-	if q == nil {
-		return ""
-	}
-	for _, e := range q.ModulesToNotConvert {
-		if strings.HasPrefix(e, "re:") {
-			continue
-		}
-		if MatchModule(e, module) {
-			return e
-		}
-	}
-	return ""
+	return in.notConvert.Match(module)
 }
 
 func moduleOf(weight string) string { return strings.TrimSuffix(weight, ".weight") }
@@ -224,7 +193,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 	}
 	out = appendOr(out, rank, Check{ID: FP8Rank, Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
 
-	out = append(out, notConvertChecks(f, q)...)
+	out = append(out, notConvertChecks(in, f, q)...)
 	out = append(out, compressedCheck(f, q))
 	return out
 }
@@ -293,31 +262,22 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Chec
 	return out
 }
 
-func notConvertChecks(f *fp8Facts, q *ckpt.QuantConfig) []Check {
+func notConvertChecks(in *inventory, f *fp8Facts, q *ckpt.QuantConfig) []Check {
 	id := FP8NotConvert
 	if q == nil || len(q.ModulesToNotConvert) == 0 {
 		return []Check{{ID: id, Status: Skip, Message: "no modules_to_not_convert in quantization_config"}}
 	}
-	var out, warns []Check
+	var out []Check
 	for _, w := range f.weights {
-		mod := moduleOf(w.Name)
-		if e := notConvertEntry(q, mod); e != "" {
+		if e, ok := in.notConvertEntry(moduleOf(w.Name)); ok {
 			out = append(out, Check{ID: id, Status: Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3, but %s.modules_to_not_convert lists %s, expected an unconverted (BF16) module", ckpt.EscapeName(w.Name), q.Path, ckpt.Quote(e))})
-			continue
-		}
-		for _, e := range q.ModulesToNotConvert {
-			if !strings.HasPrefix(e, "re:") && strings.Contains(mod, e) {
-				warns = append(warns, Check{ID: id, Status: Warn, Tensors: []string{w.Name},
-					Message: fmt.Sprintf("modules_to_not_convert entry %s is a substring of %s but not on dotted-segment boundaries: transformers' substring matching would leave this FP8 module unconverted and drop its scale", ckpt.Quote(e), ckpt.EscapeName(mod))})
-				break
-			}
+				Message: fmt.Sprintf("%s is F8_E4M3, but %s.modules_to_not_convert lists %s, which keeps module %s unconverted (BF16) as transformers reads the list", ckpt.EscapeName(w.Name), q.Path, ckpt.Quote(e), ckpt.EscapeName(moduleOf(w.Name)))})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("no F8_E4M3 weight is in modules_to_not_convert (%d entries, matched on whole dotted segments)", len(q.ModulesToNotConvert))})
+		out = append(out, Check{ID: id, Status: Pass, Message: fmt.Sprintf("no F8_E4M3 weight is kept unconverted by modules_to_not_convert (%d entries, read as transformers' should_convert_module reads them)", len(q.ModulesToNotConvert))})
 	}
-	return append(out, warns...)
+	return out
 }
 
 func compressedCheck(f *fp8Facts, q *ckpt.QuantConfig) Check {
@@ -343,4 +303,24 @@ func compressedCheck(f *fp8Facts, q *ckpt.QuantConfig) Check {
 	default:
 		return Check{ID: id, Status: Warn, Tensors: all, Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, names(all, 5))}
 	}
+}
+
+// defaultNotConvert is what transformers keeps unconverted when the config
+// gives no modules_to_not_convert (absent or null): get_keys_to_not_convert
+// (src/transformers/quantizers/base.py@v5.23.0) keeps the output
+// embeddings, the tied weights and the module of the last parameter, which
+// for the Qwen3.5 classes is the one Linear lm_head. A list that is given
+// replaces these defaults (get_modules_to_not_convert).
+var defaultNotConvert = []string{"lm_head"}
+
+// notConvertOf is the modules_to_not_convert transformers applies for q:
+// the list given, or defaultNotConvert when there is none.
+func notConvertOf(q *ckpt.QuantConfig) *ckpt.NotConvertList {
+	if q == nil {
+		return nil
+	}
+	if q.ModulesToNotConvert == nil {
+		return ckpt.NewNotConvertList(defaultNotConvert)
+	}
+	return ckpt.NewNotConvertList(q.ModulesToNotConvert)
 }

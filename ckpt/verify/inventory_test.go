@@ -46,14 +46,8 @@ func TestQwen35ReproducesInventory(t *testing.T) {
 		qc := cfg.Quantization()
 		var notConvert func(string) bool
 		if qc != nil {
-			notConvert = func(m string) bool {
-				for _, e := range qc.ModulesToNotConvert {
-					if verify.MatchModule(e, m) {
-						return true
-					}
-				}
-				return false
-			}
+			l := ckpt.NewNotConvertList(qc.ModulesToNotConvert)
+			notConvert = func(m string) bool { _, kept := l.Match(m); return kept }
 		}
 		got := q.TensorsExcept(variant == "fp8", 128, 128, notConvert)
 		want := inv.Checkpoints[variant].Tensors

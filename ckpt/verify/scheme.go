@@ -116,7 +116,11 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 	if r.IgnoreKey == "" || len(r.Ignore) == 0 {
 		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
 	} else {
-		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, matched on whole dotted segments)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"))})
+		how := "matched on whole dotted segments"
+		if strings.HasSuffix(r.IgnoreKey, "modules_to_not_convert") {
+			how = "read as transformers' should_convert_module reads them"
+		}
+		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"), how)})
 	}
 	return append(out, scaleValueChecks(ctx, r, ws, opt)...)
 }

@@ -18,26 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMatchModule(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		entry, module string
-		want          bool
-	}{
-		{"mlp.gate", "model.layers.0.mlp.gate", true},
-		{"mlp.gate", "model.layers.0.mlp.gate_proj", false},
-		{"model.language_model.layers.0.mlp.gate", "model.language_model.layers.0.mlp.gate_proj", false},
-		{"layers.1", "model.layers.10.mlp", false},
-		{"layers.1", "model.layers.1.mlp", true},
-		{"lm_head", "lm_head", true},
-		{"visual", "model.visual.blocks.0.attn.qkv", true},
-		{"", "x", false},
-		{"gate_proj.x", "gate_proj", false},
-	} {
-		assert.Equal(t, tc.want, verify.MatchModule(tc.entry, tc.module), "%s vs %s", tc.entry, tc.module)
-	}
-}
-
 // fakeCache is a store from a Hugging Face cache: it knows the expected
 // SHA-256 of files and which files are partial downloads.
 type fakeCache struct {

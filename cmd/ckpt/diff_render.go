@@ -76,9 +76,17 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	line(0, "keys: %d in base, %d in ft, %d common, %d only in base, %d only in ft", k.Base, k.FT, k.Common, len(k.OnlyInBase), len(k.OnlyInFT))
 	fmt.Fprintln(w)
 
-	line(0, "config: %d difference(s)", len(res.Config))
+	notes := ""
+	if n := len(res.Config) - res.ConfigDifferences(); n > 0 {
+		notes = fmt.Sprintf(", %d bookkeeping note(s)", n)
+	}
+	line(0, "config: %d difference(s)%s", res.ConfigDifferences(), notes)
 	for _, c := range res.Config {
-		line(1, "%s: %s", ckpt.EscapeName(c.Path), describeConfigChange(c))
+		note := ""
+		if c.Bookkeeping {
+			note = " (bookkeeping: a note, not a difference)"
+		}
+		line(1, "%s: %s%s", ckpt.EscapeName(c.Path), describeConfigChange(c), note)
 	}
 	fmt.Fprintln(w)
 

@@ -120,7 +120,11 @@ func writeDiffHTML(w io.Writer, res *diff.Result, v diffView) error {
 	}
 	p.Relations = append(p.Relations, summaryRelations(res)...)
 	for _, c := range res.Config {
-		p.Config = append(p.Config, report.ConfigLine{Path: ckpt.EscapeName(c.Path), Change: c.Change, Text: describeConfigChange(c)})
+		text := describeConfigChange(c)
+		if c.Bookkeeping {
+			text += " (bookkeeping: a note, not a difference)"
+		}
+		p.Config = append(p.Config, report.ConfigLine{Path: ckpt.EscapeName(c.Path), Change: c.Change, Text: text})
 	}
 	if s := res.Sample; s != nil {
 		p.SampleLine = fmt.Sprintf("%d tensor(s) sampled, %d read whole; read %s, %s", s.SampledTensors, s.WholeTensors,

@@ -202,11 +202,15 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	})
 }
 
-// TestVerifyStrictOnlyFailed: the base fixture has one warning
-// (fp8.not_convert) and no failure.
+// TestVerifyStrictOnlyFailed: the base fixture with activation_scheme
+// "static" has one warning (fp8.config) and no failure.
 func TestVerifyStrictOnlyFailed(t *testing.T) {
 	t.Parallel()
-	base, _ := fixturePair(t)
+	b, _ := fixturePair(t)
+	base := copyDir(t, b)
+	editJSON(t, filepath.Join(base, "config.json"), func(m map[string]any) {
+		m["quantization_config"].(map[string]any)["activation_scheme"] = "static"
+	})
 	code, out, _ := runApp(t, "verify", base, "--format", "text")
 	require.Equal(t, 0, code, "warnings do not fail by default")
 	assert.Contains(t, out, "pass ")
@@ -219,13 +223,13 @@ func TestVerifyStrictOnlyFailed(t *testing.T) {
 	assert.Equal(t, 0, code)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	assert.Equal(t, []string{"status", "check", "message"}, strings.Fields(lines[0]))
-	assert.True(t, strings.HasPrefix(lines[1], "warn    fp8.not_convert"), lines[1])
-	assert.Contains(t, lines[len(lines)-1], "OK: 0 failed, 1 warnings, 23 passed", "the summary still counts every finding")
+	assert.True(t, strings.HasPrefix(lines[1], "warn    fp8.config"), lines[1])
+	assert.Contains(t, lines[len(lines)-1], "OK: 0 failed, 1 warnings, 22 passed", "the summary still counts every finding")
 	assert.NotContains(t, out, "pass ")
 
 	code, out, _ = runApp(t, "verify", base, "--format", "csv", "--only-failed")
 	assert.Equal(t, 0, code)
-	assert.True(t, strings.HasPrefix(out, "status,check,message\nwarn,fp8.not_convert,"), out)
+	assert.True(t, strings.HasPrefix(out, "status,check,message\nwarn,fp8.config,"), out)
 	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 2, "csv: the finding rows only")
 
 	code, out, _ = runApp(t, "verify", base, "--format", "json", "--only-failed", "--strict")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -44,13 +45,17 @@ func TestTerminalTables(t *testing.T) {
 	dir := t.TempDir()
 	base, ft, err := synth.Pair(dir)
 	require.NoError(t, err)
+	warned := copyDir(t, ft) // one warning: fp8.config
+	editJSON(t, filepath.Join(warned, "config.json"), func(m map[string]any) {
+		m["quantization_config"].(map[string]any)["activation_scheme"] = "static"
+	})
 	for _, c := range []struct {
 		args  []string
 		width string
 		color string // a coloured word expected
 	}{
 		{[]string{"verify", base}, "100", "\x1b[32mpass\x1b[0m"},
-		{[]string{"verify", ft}, "80", "\x1b[33mwarn\x1b[0m"},
+		{[]string{"verify", warned}, "80", "\x1b[33mwarn\x1b[0m"},
 		{[]string{"diff", base, ft, "--progress", "none"}, "160", "\x1b[36mrequant_identical\x1b[0m"},
 		{[]string{"map", base, "--mesh", "1x2"}, "160", ""},
 		{[]string{"inspect", base}, "120", ""},
