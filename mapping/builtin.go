@@ -511,8 +511,7 @@ func qwen36Profile(line qwen36Line) *Profile {
 
 	sa := layerPfx + "self_attn."
 	p.Ignore = []Ignore{
-		{Prefix: "model.visual.", Reason: "vision tower: not part of the text TP tensor cache (the qwen36 vision model is built separately and is " +
-			"not served by this cache)"},
+		visionIgnore(),
 		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
 		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
 	}
