@@ -36,6 +36,9 @@ type IdentifyOptions struct {
 	NaN          string
 	// Progress counts bytes compared (nil-safe).
 	Progress *ckpt.Progress
+	// Ignore are --ignore globs every candidate plans with (those the
+	// folder's ckpt manifest records).
+	Ignore []string
 }
 
 // Candidate is one profile with one setting of its variables, held
@@ -214,6 +217,7 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	}
 	var all []tried
 	for _, p := range profiles {
+		p = p.WithIgnores(opt.Ignore)
 		p.Device, p.Tag = f.Device(), f.Tag()
 		for _, set := range settingsOf(p, mesh) {
 			if err := ctx.Err(); err != nil {
