@@ -9,7 +9,9 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -208,4 +210,89 @@ func TestCacheBuildIgnore(t *testing.T) {
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", ft, "--progress", "none")
 	assert.Equal(t, 1, code, stdout)
 	assert.Contains(t, stdout, `stale: 1 tensor that the build left out by --ignore "value_head.**" is not left out now (the source changed since the build): value_head.weight`)
+}
+
+// outOfOrder writes a safetensors file whose tensors are not in the
+// reference writer's order (b stored before a): verify warns header.lint.
+func outOfOrder(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lint.safetensors")
+	hdr := `{"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`
+	require.NoError(t, os.WriteFile(p, ckpttest.Frame(hdr, 8), 0o644))
+	return p
+}
+
+// TestVerifyAllowFinding (#36 D3): --allow-finding ID[:GLOB] accepts a
+// finding: it keeps its status, does not fail --strict (a warning) nor the
+// run (a failure, said loudly on stderr), and is named in the verdict and
+// in JSON allowed.
+func TestVerifyAllowFinding(t *testing.T) {
+	t.Parallel()
+	lint := outOfOrder(t)
+	code, out, _ := runApp(t, "verify", lint, "--arch", "none", "--strict")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "FAILED (--strict: warnings fail): 0 failed, 1 warnings")
+
+	for _, spec := range []string{"header.lint", "header.lint:lint.safetensors", "header.lint:*.safetensors"} {
+		code, out, stderr := runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", spec)
+		assert.Equal(t, 0, code, "%s: %s%s", spec, out, stderr)
+		assert.Contains(t, out, "[allowed by --allow-finding "+spec+"]", spec)
+		assert.Contains(t, out, ": OK: 0 failed, 1 warnings (1 allowed), ", spec)
+		assert.Contains(t, out, "; allowed by --allow-finding: "+spec+" (1 finding)\n", spec)
+		assert.Empty(t, stderr, spec)
+	}
+	code, out, _ = runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", "header.lint", "--format", "json")
+	require.Equal(t, 0, code, out)
+	var rep verify.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.True(t, rep.OK)
+	require.Len(t, rep.Allowed, 1)
+	assert.Equal(t, "header.lint", rep.Allowed[0].Spec)
+	require.Len(t, rep.Allowed[0].Findings, 1)
+	assert.Equal(t, verify.Warn, rep.Allowed[0].Findings[0].Status, "an allowed finding keeps its status")
+	assert.Contains(t, rep.Allowed[0].Findings[0].Message, "header.order")
+	code, out, _ = runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", "header.lint", "--format", "jsonl")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"allowed":1`)
+
+	// A subject that names another file accepts nothing, and says so.
+	code, out, stderr := runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", "header.lint:other.safetensors")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, stderr, "ckpt: warning: --allow-finding header.lint:other.safetensors accepted nothing: no failing or warning finding with the id header.lint names only tensors (or files) matching \"other.safetensors\"\n")
+
+	// Unknown ids exit 2, naming the ids there are; a lint id points to
+	// header.lint.
+	for _, tc := range []struct{ spec, want string }{
+		{"header.lnt", "the header findings are header.dtype, header.lint"},
+		{"header.order", "header.order is a header lint, reported as finding header.lint"},
+		{"nonsense", "no finding has the id \"nonsense\" (the ids are index.*, file.*"},
+		{"header.lint:", "empty SUBJECT"},
+	} {
+		code, _, stderr := runApp(t, "verify", lint, "--allow-finding", tc.spec)
+		assert.Equal(t, 2, code, tc.spec)
+		assert.Contains(t, stderr, tc.want, tc.spec)
+	}
+
+	// Failing findings: a fine-tune with two tensors the contract (and the
+	// config) does not have fails arch.unexpected and contract.key_added,
+	// each naming both. Accepting one tensor does not accept a finding;
+	// both do, and the verdict and stderr say failures were accepted.
+	base := smallBase(t)
+	contract := filepath.Join(t.TempDir(), "base.contract.json")
+	code, _, stderr = runApp(t, "contract", base, "-o", contract)
+	require.Equal(t, 0, code, stderr)
+	addExtraTensors(t, base, "extra.safetensors", "value_head.weight", "value_head.bias")
+	code, out, _ = runApp(t, "verify", base, "--against", contract, "--allow-finding", "contract.key_added:value_head.weight", "--allow-finding", "arch.unexpected")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, ": FAILED: 2 failed (1 allowed), ")
+	code, out, stderr = runApp(t, "verify", base, "--against", contract, "--allow-finding", "contract.key_added:value_head.weight",
+		"--allow-finding", "contract.key_added:value_head.bias", "--allow-finding", "arch.unexpected:value_head.*")
+	assert.Equal(t, 0, code, out+stderr)
+	assert.Contains(t, out, ": OK only because --allow-finding accepts 2 FAILED findings: 2 failed (2 allowed), ")
+	assert.Contains(t, out, "; allowed by --allow-finding: contract.key_added:value_head.weight (1 finding), contract.key_added:value_head.bias (1 finding), arch.unexpected:value_head.* (1 finding)\n")
+	assert.Contains(t, stderr, "ckpt: warning: --allow-finding contract.key_added:value_head.weight accepts a FAILED finding: contract.key_added: 2 keys not in the contract: ")
+	assert.Contains(t, stderr, "ckpt: warning: --allow-finding arch.unexpected:value_head.* accepts a FAILED finding: arch.unexpected: 2 tensors are not implied by the config: value_head.bias, value_head.weight\n")
+	code, out, _ = runApp(t, "verify", base, "--against", contract, "--allow-finding", "contract.key_added:value_head.*", "--allow-finding", "arch.unexpected", "--strict")
+	assert.Equal(t, 1, code, "the fp8.not_convert warning of the small base still fails --strict: %s", out)
+	assert.Contains(t, out, ": FAILED (--strict: warnings fail): 2 failed (2 allowed), 1 warnings, ")
 }
