@@ -296,6 +296,9 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
 	}
+	for _, msg := range deviceProblems(p, device, mesh) {
+		b.problem(ProblemDevice, "", "", msg)
+	}
 	b.readConfig()
 	if err := b.compile(); err != nil {
 		return nil, err
