@@ -135,6 +135,29 @@ func TestMapIgnore(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 	}
 
+	// A profile of --rules can hold a glob ignore rule itself.
+	code, dump, _ := runApp(t, "map", "--dump")
+	require.Equal(t, 0, code)
+	var prof map[string]any
+	require.NoError(t, json.Unmarshal([]byte(dump), &prof))
+	prof["ignore"] = append(prof["ignore"].([]any), map[string]any{"glob": "value_head.**", "reason": "the value head of RLHF"})
+	b, err := json.Marshal(prof)
+	require.NoError(t, err)
+	rules := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(rules, b, 0o644))
+	code, out, stderr = runApp(t, "map", ft, "--rules", rules, "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	res = mapping.Result{}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Contains(t, res.Ignored, mapping.Ignored{Name: "value_head.weight", Reason: "the value head of RLHF", Glob: "value_head.**"})
+	prof["ignore"] = append(prof["ignore"].([]any), map[string]any{"glob": "a.**", "prefix": "a.", "reason": "two selectors"})
+	b, err = json.Marshal(prof)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(rules, b, 0o644))
+	code, _, stderr = runApp(t, "map", ft, "--rules", rules)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "needs exactly one of template, prefix and glob")
+
 	// An FP8 weight: its block scale follows it into the ignored list.
 	fp8 := filepath.Join(t.TempDir(), "fp8")
 	require.NoError(t, synth.Write(fp8, synth.Small()))
