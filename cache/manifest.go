@@ -63,6 +63,10 @@ type Manifest struct {
 	// as unchanged (it rebuilds it from its source and writes a manifest
 	// without this mark); cache verify says so unless it compared the data.
 	Unpacked *Unpacked `json:"unpacked,omitempty"`
+	// Ignore records the --ignore globs of the build (mapping.Plan.Ignore),
+	// each with the source tensors it left out of the plan; cache verify
+	// plans with these globs and holds the source against the tensors.
+	Ignore []IgnoreRecord `json:"ignore,omitempty"`
 }
 
 // Unpacked records where an unpacked cache folder came from: the archive's
@@ -70,6 +74,38 @@ type Manifest struct {
 type Unpacked struct {
 	Archive string    `json:"archive"`
 	Time    time.Time `json:"time"`
+}
+
+// IgnoreRecord is one --ignore glob of a build and the source tensors it
+// left out of the plan (their block scales too), in natural order.
+type IgnoreRecord struct {
+	Glob    string   `json:"glob"`
+	Tensors []string `json:"tensors"`
+}
+
+// IgnoreRecords are the --ignore globs of a plan (Plan.Ignore), in order,
+// each with the tensors of Plan.Ignored it left out.
+func IgnoreRecords(pl *mapping.Plan) []IgnoreRecord {
+	var out []IgnoreRecord
+	for _, g := range pl.Ignore {
+		r := IgnoreRecord{Glob: g, Tensors: []string{}}
+		for _, ig := range pl.Ignored {
+			if ig.Glob == g {
+				r.Tensors = append(r.Tensors, ig.Name)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// IgnoreGlobs are the globs of the records.
+func IgnoreGlobs(rs []IgnoreRecord) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Glob)
+	}
+	return out
 }
 
 // FileRecord is one cache file of a manifest. Path is slash-separated and

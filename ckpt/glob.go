@@ -34,6 +34,17 @@ func NewMatcher(include, exclude []string) (*Matcher, error) {
 	return m, nil
 }
 
+// CompileGlob compiles one glob of the --match syntax for the option
+// named flag (e.g. "--ignore"): a Matcher that matches the names the glob
+// matches. The error names the option.
+func CompileGlob(flag, pattern string) (*Matcher, error) {
+	g, err := glob.Compile(pattern, '.')
+	if err != nil {
+		return nil, fmt.Errorf("invalid %s glob %s: %w", flag, Quote(pattern), err)
+	}
+	return &Matcher{include: []*glob.Pattern{g}}, nil
+}
+
 // Match reports whether name is selected. A nil Matcher matches everything.
 func (m *Matcher) Match(name string) bool {
 	if m == nil {

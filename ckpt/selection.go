@@ -20,7 +20,7 @@ var ErrEmptySelection = errors.New("no tensor matches")
 // `visual.**`) and names the prefixes the tensor names actually have.
 type EmptySelectionError struct {
 	Match, Exclude []string
-	// Flag ("--match" or "--exclude") and Glob name the one glob that
+	// Flag ("--match", "--exclude" or "--ignore") and Glob name the one glob that
 	// matches no tensor name while the selection as a whole is not empty;
 	// both are "" when the selection is empty.
 	Flag, Glob string
@@ -34,8 +34,11 @@ func (e *EmptySelectionError) Error() string {
 	var b strings.Builder
 	if e.Glob != "" {
 		what := "it selects nothing"
-		if e.Flag == "--exclude" {
+		switch e.Flag {
+		case "--exclude":
 			what = "it excludes nothing"
+		case "--ignore":
+			what = "it ignores nothing"
 		}
 		fmt.Fprintf(&b, "no tensor matches %s %s in %s (%d tensors), so %s", e.Flag, Quote(e.Glob), e.Source, e.Tensors, what)
 	} else {
@@ -131,6 +134,32 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 			})
 			return e
 		}
+	}
+	return nil
+}
+
+// CheckGlobsMatch returns *EmptySelectionError (Flag flag, Glob the glob)
+// when one of globs, the globs of the option flag (e.g. "--ignore"),
+// matches none of names, with the globs that would match suggested; nil
+// when each matches some name, or when there are no names. Invalid globs
+// return CompileGlob's error.
+func CheckGlobsMatch(flag string, globs []string, source string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	for _, p := range globs {
+		one, err := CompileGlob(flag, p)
+		if err != nil {
+			return err
+		}
+		if anyMatch(one, names) {
+			continue
+		}
+		return &EmptySelectionError{Flag: flag, Glob: p, Source: source, Tensors: len(names), Prefixes: namePrefixes(names, 8),
+			Suggest: suggest(p, names, func(cand string) bool {
+				cm, err := CompileGlob(flag, cand)
+				return err == nil && anyMatch(cm, names)
+			})}
 	}
 	return nil
 }

@@ -16,6 +16,10 @@ type Board struct {
 	// tt-metal keeps part of each DRAM bank for itself, so the room left
 	// for tensors is somewhat smaller.
 	DRAM int64 `json:"dram"`
+	// Arch is the chips' architecture (ArchBlackhole, ArchWormhole) and
+	// Chips how many the board (or system) has: the largest mesh it opens.
+	Arch  string `json:"arch"`
+	Chips int    `json:"chips"`
 }
 
 // boards are the known device folders and the DRAM of one chip. Sources
@@ -32,15 +36,53 @@ type Board struct {
 // GDDR6 parts come in binary densities, so "32 GB" is 32 GiB.
 // Multi-board folders (P150x4, T3K...) are meshes of the same chips.
 var boards = map[string]Board{
-	"P100":   {Name: "P100", Chip: "Blackhole p100a, 28 GiB GDDR6", DRAM: 28 << 30},
-	"P150":   {Name: "P150", Chip: "Blackhole p150, 32 GiB GDDR6", DRAM: 32 << 30},
-	"P300":   {Name: "P300", Chip: "Blackhole p300, 32 GiB GDDR6 per chip (two chips)", DRAM: 32 << 30},
-	"P150x4": {Name: "P150x4", Chip: "Blackhole p150 ×4, 32 GiB GDDR6 per chip", DRAM: 32 << 30},
-	"P150x8": {Name: "P150x8", Chip: "Blackhole p150 ×8, 32 GiB GDDR6 per chip", DRAM: 32 << 30},
-	"N150":   {Name: "N150", Chip: "Wormhole n150, 12 GiB GDDR6", DRAM: 12 << 30},
-	"N300":   {Name: "N300", Chip: "Wormhole n300, 12 GiB GDDR6 per chip (two chips)", DRAM: 12 << 30},
-	"N150x4": {Name: "N150x4", Chip: "Wormhole n150 ×4, 12 GiB GDDR6 per chip", DRAM: 12 << 30},
-	"T3K":    {Name: "T3K", Chip: "Wormhole n300 ×4 (T3000), 12 GiB GDDR6 per chip", DRAM: 12 << 30},
+	"P100":   {Name: "P100", Chip: "Blackhole p100a, 28 GiB GDDR6", DRAM: 28 << 30, Arch: ArchBlackhole, Chips: 1},
+	"P150":   {Name: "P150", Chip: "Blackhole p150, 32 GiB GDDR6", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 1},
+	"P300":   {Name: "P300", Chip: "Blackhole p300, 32 GiB GDDR6 per chip (two chips)", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 2},
+	"P150x4": {Name: "P150x4", Chip: "Blackhole p150 ×4, 32 GiB GDDR6 per chip", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 4},
+	"P150x8": {Name: "P150x8", Chip: "Blackhole p150 ×8, 32 GiB GDDR6 per chip", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 8},
+	"N150":   {Name: "N150", Chip: "Wormhole n150, 12 GiB GDDR6", DRAM: 12 << 30, Arch: ArchWormhole, Chips: 1},
+	"N300":   {Name: "N300", Chip: "Wormhole n300, 12 GiB GDDR6 per chip (two chips)", DRAM: 12 << 30, Arch: ArchWormhole, Chips: 2},
+	"N150x4": {Name: "N150x4", Chip: "Wormhole n150 ×4, 12 GiB GDDR6 per chip", DRAM: 12 << 30, Arch: ArchWormhole, Chips: 4},
+	"T3K":    {Name: "T3K", Chip: "Wormhole n300 ×4 (T3000), 12 GiB GDDR6 per chip", DRAM: 12 << 30, Arch: ArchWormhole, Chips: 8},
+}
+
+// archName is how messages name an architecture.
+func archName(arch string) string {
+	switch arch {
+	case ArchBlackhole:
+		return "Blackhole"
+	case ArchWormhole:
+		return "Wormhole"
+	}
+	return arch
+}
+
+// deviceProblems are the reasons the device folder's board cannot serve
+// the plan as planned: a mesh of more devices than the board has chips
+// (ttnn cannot open it there), or a board of another architecture than
+// the profile's (the serving stack runs another line there: its files
+// and memory configs are not the ones planned). None for a folder that
+// is no known board (--device, MESH_DEVICE such as P300x2).
+func deviceProblems(p *Profile, device string, mesh Mesh) []string {
+	b, ok := BoardOf(device)
+	if !ok {
+		return nil
+	}
+	var out []string
+	if n := mesh.Devices(); n > b.Chips {
+		out = append(out, fmt.Sprintf("device folder %s is a %s board with %d chip(s): a %s mesh of %d devices does not open on it (a mesh of at most %d devices, or the device folder of a larger system: --device or MESH_DEVICE)",
+			device, archName(b.Arch), b.Chips, mesh, n, b.Chips))
+	}
+	arch := p.Arch
+	if arch == "" {
+		arch = ArchBlackhole
+	}
+	if b.Arch != arch {
+		out = append(out, fmt.Sprintf("device folder %s is a %s board, and profile %s plans for %s: on %s the serving stack runs another line of the model (other file names and memory configs, not transcribed), so this would not be the cache it loads (a %s device folder: --device or MESH_DEVICE; or a profile whose arch is %s)",
+			device, archName(b.Arch), p.Name, archName(arch), archName(b.Arch), archName(arch), b.Arch))
+	}
+	return out
 }
 
 // BoardOf returns the known board of a device folder name.
@@ -80,9 +122,12 @@ type Memory struct {
 	DRAM     int64  `json:"dram,omitempty"`
 	DRAMFrom string `json:"dram_from,omitempty"`
 	// Fits and Headroom (the smallest of the devices') are set when DRAM
-	// is known.
+	// is known and the board can hold the mesh.
 	Fits     *bool  `json:"fits,omitempty"`
 	Headroom *int64 `json:"headroom,omitempty"`
+	// NotJudged says why the fit is not judged although the DRAM is known
+	// (a mesh of more devices than the board has chips).
+	NotJudged string `json:"not_judged,omitempty"`
 }
 
 // Memory computes what each device holds under the plan. dram is the DRAM
@@ -127,7 +172,10 @@ func (pl *Plan) Memory(dram int64) (Memory, error) {
 			}
 		}
 	}
-	if m.DRAM > 0 {
+	if b, ok := BoardOf(pl.Device); ok && dram <= 0 && pl.Mesh.Devices() > b.Chips {
+		m.NotJudged = fmt.Sprintf("a %s mesh has %d devices, and %s has %d chip(s)", pl.Mesh, pl.Mesh.Devices(), pl.Device, b.Chips)
+	}
+	if m.DRAM > 0 && m.NotJudged == "" {
 		fits := true
 		var worst int64
 		for i := range m.PerDevice {

@@ -55,7 +55,15 @@ func TestPlanMemory(t *testing.T) {
 		assert.Equal(t, *tc.fits, *m.Fits, tc.name)
 		assert.Equal(t, tc.wantDRAM-per, *m.Headroom, tc.name)
 	}
-	_, err := (&mapping.Plan{Mesh: mapping.Mesh{Rows: 1, Cols: 1}, Entries: []*mapping.Entry{{Target: "x", DType: "NOPE", Layout: "TILE"}}}).Memory(0)
+	// A mesh of more devices than the board has chips: the bytes per
+	// device, no verdict, and why (#36 D4).
+	m, err := (&mapping.Plan{Mesh: mapping.Mesh{Rows: 1, Cols: 2}, Device: "N150", Entries: entries}).Memory(0)
+	require.NoError(t, err)
+	assert.Equal(t, per, m.PerDevice[1].Bytes)
+	assert.Nil(t, m.Fits)
+	assert.Nil(t, m.PerDevice[0].Fits)
+	assert.Equal(t, "a 1x2 mesh has 2 devices, and N150 has 1 chip(s)", m.NotJudged)
+	_, err = (&mapping.Plan{Mesh: mapping.Mesh{Rows: 1, Cols: 1}, Entries: []*mapping.Entry{{Target: "x", DType: "NOPE", Layout: "TILE"}}}).Memory(0)
 	assert.ErrorContains(t, err, "target x: ")
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -202,6 +203,20 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 
 	notes := []string{"shapes not compared: no source (each file's own shape stands for the planned one; dtype, layout, memory config, " +
 		"placement and shard sizes are checked against it)"}
+	// The number of decoder layers is the config's: the names show the
+	// highest layer present, and a cache that lacks its last layers reads
+	// like the cache of a shorter model.
+	switch {
+	case maxLayer >= 0:
+		last := ""
+		if t := layerTypes[maxLayer]; t != "" {
+			last = fmt.Sprintf(", the last a %s layer", t)
+		}
+		notes = append(notes, fmt.Sprintf("decoder layers not known without the source: the names show layers 0 to %d%s; "+
+			"a cache that lacks its last layers reads the same", maxLayer, last))
+	default:
+		notes = append(notes, "decoder layers not known without the source: no file names a decoder layer")
+	}
 	if len(untyped) > 0 {
 		notes = append(notes, fmt.Sprintf("layer(s) %s: no file names the layer type, so no file of a layer-type rule was expected there",
 			strings.Join(untyped, ", ")))
@@ -212,8 +227,18 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			ks = append(ks, k)
 		}
 		sort.Strings(ks)
-		notes = append(notes, fmt.Sprintf("config not known without the source: no file of the rules that apply when %s, so none was expected",
-			strings.Join(ks, "; ")))
+		// Name what those rules cache (their first targets), so that a
+		// missing part (the MTP head) is seen as possibly missing.
+		var targets []string
+		for _, nr := range rules {
+			for _, k := range nr.keys {
+				if unobserved[k] && len(targets) < 3 && !slices.Contains(targets, nr.rule.Target) {
+					targets = append(targets, nr.rule.Target)
+				}
+			}
+		}
+		notes = append(notes, fmt.Sprintf("config not known without the source: the cache has no file of the rules of profile %s that apply when %s (e.g. %s), so none was expected; "+
+			"a cache that lacks them reads the same", p.Name, strings.Join(ks, "; "), strings.Join(targets, ", ")))
 	}
 	if len(unknownTargets) > 0 {
 		sort.Strings(unknownTargets)

@@ -84,7 +84,8 @@ func TestPlanNamesInference(t *testing.T) {
 		assert.False(t, strings.HasPrefix(f, "mtp/"), f)
 	}
 	assert.Len(t, got, len(kept)+1)
-	assert.Contains(t, strings.Join(notes, "\n"), "config not known without the source: no file of the rules that apply when mtp_num_hidden_layers gt 0")
+	assert.Contains(t, strings.Join(notes, "\n"), "config not known without the source: the cache has no file of the rules of profile "+p.Name+" that apply when mtp_num_hidden_layers gt 0 (e.g. mtp/")
+	assert.Contains(t, strings.Join(notes, "\n"), "decoder layers not known without the source: the names show layers 0 to 3, the last a full_attention layer; a cache that lacks its last layers reads the same")
 
 	// A stray layer index far beyond the layers makes no files expected.
 	stray := append(append([]string(nil), kept...), "layers.99999999/tp/out_dtype_BFLOAT8_B_layout_TILE.tensorbin")

@@ -35,12 +35,18 @@ type Plan struct {
 	Unmapped []string
 	Problems []ckpt.Finding // why the plan cannot be executed (ids Problem*)
 	Warnings []string
+	// Ignore are the --ignore globs the plan was made with
+	// (PlanOptions.Ignores; Resolve sets it): the Glob of the Ignored
+	// tensors they left out.
+	Ignore []string
 }
 
-// Ignored is a tensor left out with the reason of its ignore rule.
+// Ignored is a tensor left out with the reason of its ignore rule; Glob is
+// the glob of a Glob ignore rule (an --ignore GLOB) that matched it.
 type Ignored struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
+	Glob   string `json:"glob,omitempty"`
 }
 
 // The ids of plan problems: the ckpt.Finding of a problem has one of these
@@ -290,6 +296,9 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
 	}
+	for _, msg := range deviceProblems(p, device, mesh) {
+		b.problem(ProblemDevice, "", "", msg)
+	}
 	b.readConfig()
 	if err := b.compile(); err != nil {
 		return nil, err
@@ -311,7 +320,9 @@ type builder struct {
 	layerTypes []string
 	rules      *trie
 	ignores    *trie
-	applies    []bool
+	// globs are the compiled Glob ignore rules, by index in p.Ignore.
+	globs   map[int]*ckpt.Matcher
+	applies []bool
 	// viaAlias counts the tensors matched through a profile alias.
 	viaAlias int
 }
@@ -405,7 +416,15 @@ func (b *builder) compile() error {
 			b.rules.add(t, leaf{rule: i, src: j, ignore: -1})
 		}
 	}
+	b.globs = map[int]*ckpt.Matcher{}
 	for i, ig := range b.p.Ignore {
+		if ig.Glob != "" {
+			m, err := ckpt.CompileGlob("ignore", ig.Glob)
+			if err != nil {
+				return err
+			}
+			b.globs[i] = m
+		}
 		if ig.Template == "" {
 			continue
 		}
@@ -599,7 +618,7 @@ func (b *builder) run() {
 			if name != t.Name {
 				reason = "block scale of an ignored weight: " + reason
 			}
-			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: reason})
+			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: reason, Glob: b.p.Ignore[i].Glob})
 			continue
 		}
 		if isScale && mapped[w] {
@@ -626,11 +645,22 @@ func (b *builder) run() {
 			len(orphans), abbreviate(orphans, 3)))
 	}
 	b.checkAccounted()
+	globMapped := map[int][]string{}
 	for name, i := range ignoredBy {
 		if mapped[name] {
+			if b.p.Ignore[i].Glob != "" {
+				globMapped[i] = append(globMapped[i], name)
+				continue
+			}
 			b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s is both mapped and matched by ignore rule %d (%s); it stays mapped", name, i,
 				b.p.Ignore[i].Reason))
 		}
+	}
+	// A glob (--ignore) says once how many mapped tensors it matched.
+	for i, names := range globMapped {
+		sort.Slice(names, func(a, c int) bool { return ckpt.NaturalLess(names[a], names[c]) })
+		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s matches %d mapped tensor(s), which stay mapped: %s (an ignore leaves out only tensors no rule maps)",
+			b.p.Ignore[i].Reason, len(names), abbreviate(names, 5)))
 	}
 	// The declared-dtype rule, as verify applies it (arch.DTypeRule).
 	for _, f := range arch.DTypeRuleOf(b.c).Findings(b.c) {
@@ -715,6 +745,11 @@ func (b *builder) ignoreOf(name string) int {
 	}
 	for i, ig := range b.p.Ignore {
 		if ig.Prefix != "" && strings.HasPrefix(name, ig.Prefix) {
+			return i
+		}
+	}
+	for i := range b.p.Ignore {
+		if m := b.globs[i]; m != nil && m.Match(name) {
 			return i
 		}
 	}

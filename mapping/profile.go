@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // Profile is a declarative mapping from checkpoint tensors to the files of
@@ -290,13 +292,35 @@ func (cs Conditions) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]Condition(cs))
 }
 
-// Ignore leaves tensors out of the plan on purpose, with a reason. Either
-// Template (a source template with captures) or Prefix (a literal name
-// prefix, e.g. "model.visual.") selects them.
+// Ignore leaves tensors out of the plan on purpose, with a reason. One of
+// Template (a source template with captures), Prefix (a literal name
+// prefix, e.g. "model.visual.") or Glob (a glob of the --match syntax:
+// `*` inside one dotted segment, `**` across; `--ignore GLOB` adds one)
+// selects them. An ignore rule leaves out only tensors no rule maps: a
+// mapped tensor it matches stays mapped, with a warning.
 type Ignore struct {
 	Template string `json:"template,omitempty"`
 	Prefix   string `json:"prefix,omitempty"`
+	Glob     string `json:"glob,omitempty"`
 	Reason   string `json:"reason"`
+}
+
+// IgnoreReason is the reason of the ignore rule `--ignore GLOB` adds.
+func IgnoreReason(glob string) string { return "--ignore " + glob }
+
+// WithIgnores returns a copy of p with one Glob ignore rule per glob (the
+// --ignore globs of the command line), after the profile's own ignore
+// rules, each with the reason IgnoreReason(glob).
+func (p *Profile) WithIgnores(globs []string) *Profile {
+	if len(globs) == 0 {
+		return p
+	}
+	cp := *p
+	cp.Ignore = append(append([]Ignore(nil), p.Ignore...), make([]Ignore, 0, len(globs))...)
+	for _, g := range globs {
+		cp.Ignore = append(cp.Ignore, Ignore{Glob: g, Reason: IgnoreReason(g)})
+	}
+	return &cp
 }
 
 // AnyLayer is the LayerType of rules that apply to every decoder layer.
@@ -396,8 +420,13 @@ func (p *Profile) Validate() error {
 		if ig.Reason == "" {
 			return fmt.Errorf("ignore rule %d has no reason", i)
 		}
-		if (ig.Template == "") == (ig.Prefix == "") {
-			return fmt.Errorf("ignore rule %d needs exactly one of template and prefix", i)
+		if n := btoi(ig.Template != "") + btoi(ig.Prefix != "") + btoi(ig.Glob != ""); n != 1 {
+			return fmt.Errorf("ignore rule %d needs exactly one of template, prefix and glob", i)
+		}
+		if ig.Glob != "" {
+			if _, err := ckpt.CompileGlob("ignore", ig.Glob); err != nil {
+				return fmt.Errorf("ignore rule %d: %w", i, err)
+			}
 		}
 		if ig.Template != "" {
 			if _, err := parseTemplate(ig.Template); err != nil {
@@ -603,4 +632,11 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

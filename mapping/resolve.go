@@ -30,6 +30,21 @@ type PlanOptions struct {
 	// Variant selects a variant of a directory source
 	// (ckpt.Options.Variant).
 	Variant string
+	// Ignore are the --ignore globs: tensors no rule maps that one of them
+	// matches are ignored, with the reason IgnoreReason(glob)
+	// (Profile.WithIgnores). Each must match a tensor name of the source
+	// (else *ckpt.EmptySelectionError, a usage error). BaseIgnore holds
+	// globs that apply when Ignore is nil (those a cache's manifest
+	// records), without that check.
+	Ignore, BaseIgnore []string
+}
+
+// Ignores are the ignore globs the plan applies: Ignore, else BaseIgnore.
+func (o PlanOptions) Ignores() []string {
+	if o.Ignore != nil {
+		return o.Ignore
+	}
+	return o.BaseIgnore
 }
 
 // LoadProfile returns the profile o names, with the Device and Tag
@@ -86,6 +101,12 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, g := range o.Ignore {
+		if _, err := ckpt.CompileGlob("--ignore", g); err != nil {
+			return nil, nil, usage(err)
+		}
+	}
+	prof = prof.WithIgnores(o.Ignores())
 	ms := o.Mesh
 	if ms == "" {
 		ms = "1x2"
@@ -110,11 +131,16 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := ckpt.CheckGlobsMatch("--ignore", o.Ignore, src, c.Names()); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
 	plan, err := BuildWith(c, prof, mesh, set)
 	if plan == nil {
 		c.Close()
 		return nil, nil, err
 	}
+	plan.Ignore = append([]string(nil), o.Ignores()...)
 	return c, plan, err
 }
 

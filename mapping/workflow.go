@@ -64,6 +64,9 @@ func Map(ctx context.Context, req MapRequest) (*MapResult, error) {
 	if selecting && (req.Dump || req.AgainstCache != "") {
 		return nil, &ckpt.UsageError{Reason: "--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"}
 	}
+	if len(req.Plan.Ignore) > 0 && (req.Dump || req.List) {
+		return nil, &ckpt.UsageError{Reason: "--ignore leaves tensors out of the plan of SRC; it does not apply to --dump or --list-profiles"}
+	}
 	if req.List {
 		if req.Dump || req.AgainstCache != "" || selecting || req.Source != "" {
 			return nil, &ckpt.UsageError{Reason: "--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"}

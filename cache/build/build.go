@@ -1014,6 +1014,7 @@ func (b *builder) finish() (*Result, error) {
 	if b.opt.AllowNonFinite {
 		m.NaN = b.opt.NaN
 	}
+	m.Ignore = cache.IgnoreRecords(b.plan)
 	for _, e := range b.plan.Entries {
 		r, ok := b.records[e.File]
 		if !ok {

@@ -36,11 +36,17 @@ type IdentifyOptions struct {
 	NaN          string
 	// Progress counts bytes compared (nil-safe).
 	Progress *ckpt.Progress
+	// Ignore are --ignore globs every candidate plans with (those the
+	// folder's ckpt manifest records).
+	Ignore []string
 }
 
 // Candidate is one profile with one setting of its variables, held
 // against the cache: Differences counts what Plan finds (missing and
-// extra files, differing header fields), 0 for an exact match. Overrides
+// extra files, differing header fields), what every candidate is ranked
+// by; Data counts the data differences of the one candidate whose data was
+// compared (DataCompared: the closest, with IdentifyOptions.Data), which
+// are not in Differences. An exact match has neither. Overrides
 // lists the variables set away from their default for the mesh
 // ("proj_1d_decode=false"). Problem is set instead when the checkpoint
 // does not map with the candidate (then it cannot match).
@@ -53,7 +59,10 @@ type Candidate struct {
 	Extra       int              `json:"extra"`
 	Headers     int              `json:"header_differences"`
 	Data        int              `json:"data_differences"`
-	Problem     string           `json:"problem,omitempty"`
+	// DataCompared: this candidate's data was compared (Data counts its
+	// differences); false for the others.
+	DataCompared bool   `json:"data_compared"`
+	Problem      string `json:"problem,omitempty"`
 }
 
 // IdentifyResult is the cache identify JSON document: the cache folder,
@@ -127,10 +136,12 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 			return nil, err
 		}
 		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
+		res.Candidates[0].DataCompared = true
 		for _, d := range best.rep.Diffs {
 			if d.Kind == DiffData {
+				// Apart from Differences: the other candidates' data is
+				// not compared, so only names and headers rank them.
 				res.Candidates[0].Data++
-				res.Candidates[0].Differences++
 			}
 		}
 	}
@@ -214,6 +225,7 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	}
 	var all []tried
 	for _, p := range profiles {
+		p = p.WithIgnores(opt.Ignore)
 		p.Device, p.Tag = f.Device(), f.Tag()
 		for _, set := range settingsOf(p, mesh) {
 			if err := ctx.Err(); err != nil {
@@ -263,7 +275,7 @@ func (r *IdentifyResult) finish(rep *CompareReport) {
 	r.Best = &best
 	doc := rep.Result()
 	r.Report = &doc
-	r.Exact = best.Differences == 0
+	r.Exact = best.Differences == 0 && best.Data == 0
 	for _, c := range r.Candidates[1:] {
 		if c.Differences == best.Differences {
 			r.Ties = append(r.Ties, describeCandidate(c))

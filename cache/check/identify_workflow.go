@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -73,14 +74,16 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	opt := IdentifyOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
 		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress}
 	src := req.Source
-	if src == "" {
-		f, err := cache.ResolveFolder(req.Dir, req.Select)
-		if err != nil {
-			return nil, err
-		}
-		if m, err := cache.ReadManifest(f.Path()); err == nil && m.Source != "" {
+	f, err := cache.ResolveFolder(req.Dir, req.Select)
+	if err != nil {
+		return nil, err
+	}
+	if m, err := cache.ReadManifest(f.Path()); err == nil {
+		if src == "" {
 			src = m.Source
 		}
+		// The candidates leave out what the build left out.
+		opt.Ignore = cache.IgnoreGlobs(m.Ignore)
 	}
 	if src == "" {
 		res, err := IdentifyNames(ctx, req.Dir, opt)
@@ -115,15 +118,26 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 // NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
 // in the source, --allow-nonfinite with the --nan style it was made with.
 func buildFlagsOf(r *IdentifyResult, nan string) string {
-	if m, err := cache.ReadManifest(r.Dir); err == nil && m.AllowNonFinite {
-		s := " --allow-nonfinite"
+	s := ""
+	m, err := cache.ReadManifest(r.Dir)
+	if err == nil {
+		for _, g := range cache.IgnoreGlobs(m.Ignore) {
+			s += " --ignore " + shellQuote(g)
+		}
+	}
+	switch {
+	case err == nil && m.AllowNonFinite:
+		s += " --allow-nonfinite"
 		if m.NaN != "" {
 			s += " --nan " + m.NaN
 		}
-		return s
+	case len(r.NonFinite) > 0:
+		s += " --allow-nonfinite --nan " + nan
 	}
-	if len(r.NonFinite) > 0 {
-		return " --allow-nonfinite --nan " + nan
-	}
-	return ""
+	return s
+}
+
+// shellQuote quotes a glob for a shell line: in single quotes, a quote inside closed, escaped and reopened.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -44,6 +46,9 @@ type Options struct {
 	// (names, headers, sizes) and against the manifest's hashes, which
 	// say nothing the manifest's writer could not have made up.
 	ReadData bool
+	// Ignore are the --ignore globs the cache must have been built with;
+	// nil for those the manifest records.
+	Ignore []string
 }
 
 // Result is the cache verify JSON document (docs/cli.md): every
@@ -74,6 +79,10 @@ type Result struct {
 	// Unpacked is the manifest's mark of an unpacked archive.
 	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
 	Findings []ckpt.Finding  `json:"findings"`
+	// Ignore are the --ignore globs the source was planned with (the
+	// manifest's, or Options.Ignore) and the tensors each leaves out of
+	// the plan now; absent when there are none.
+	Ignore []cache.IgnoreRecord `json:"ignore,omitempty"`
 }
 
 // Compared values (Result.Compared).
@@ -179,9 +188,19 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
 		}
 	}
-	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant}
+	built := cache.IgnoreGlobs(m.Ignore)
+	if opt.Ignore != nil && !sameSet(opt.Ignore, built) {
+		res.Findings = append(res.Findings, fail(FindingManifest, cache.ManifestName,
+			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(opt.Ignore))))
+	}
+	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
+		Ignore: opt.Ignore, BaseIgnore: built}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	var pe *mapping.PlanError
+	if plan != nil {
+		res.Ignore = cache.IgnoreRecords(plan)
+		res.Findings = append(res.Findings, ignoreChanges(m.Ignore, res.Ignore)...)
+	}
 	if errors.As(err, &pe) {
 		c.Close()
 		for _, p := range pe.Problems {
@@ -263,6 +282,98 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	return out, nil
 }
 
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool { return maps.Equal(uniq(a), uniq(b)) }
+
+func uniq(v []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range v {
+		m[x] = true
+	}
+	return m
+}
+
+// describeIgnores is "with --ignore A --ignore B", or "without --ignore".
+func describeIgnores(globs []string) string {
+	if len(globs) == 0 {
+		return "without --ignore"
+	}
+	s := "with"
+	for _, g := range globs {
+		s += " --ignore " + ckpt.Quote(g)
+	}
+	return s
+}
+
+// ignoreChanges are the stale findings of the --ignore globs the build
+// and this plan share: a tensor a glob leaves out now that the build did
+// not (the source gained it, or no rule maps it any more: the cache holds
+// nothing of it), and one the build left out that it does not leave out
+// now (the source lost it, or a rule maps it now).
+func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
+	was := map[string]map[string]bool{}
+	for _, r := range built {
+		was[r.Glob] = uniq(r.Tensors)
+	}
+	var out []ckpt.Finding
+	for _, r := range now {
+		before, ok := was[r.Glob]
+		if !ok {
+			continue // a glob the build did not have: the manifest finding says so
+		}
+		var added []string
+		for _, t := range r.Tensors {
+			if !before[t] {
+				added = append(added, t)
+			}
+			delete(before, t)
+		}
+		if len(added) > 0 {
+			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s of the source %s left out by --ignore %s now, but %s not left out by the build (the source changed since the build): %s",
+				countTensors(len(added)), isAre(len(added)), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
+		}
+		var gone []string
+		for t := range before {
+			gone = append(gone, t)
+		}
+		if len(gone) > 0 {
+			sort.Slice(gone, func(i, j int) bool { return ckpt.NaturalLess(gone[i], gone[j]) })
+			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s that the build left out by --ignore %s %s not left out now (the source changed since the build): %s",
+				countTensors(len(gone)), ckpt.Quote(r.Glob), isAre(len(gone)), escapedList(gone)), gone...))
+		}
+	}
+	return out
+}
+
+func countTensors(n int) string {
+	if n == 1 {
+		return "1 tensor"
+	}
+	return fmt.Sprintf("%d tensors", n)
+}
+
+func escapedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = ckpt.EscapeName(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
 // Request is what `ckpt cache verify` asks for: the check of the cache
 // folders of Dir (a cache folder, or a cache root: the folders Select
 // matches, all by default) against the checkpoint Source.
@@ -282,6 +393,8 @@ type Request struct {
 	VerifyOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Ignore is as in Options.
+	Ignore []string
 }
 
 // Validate refuses a request that is itself wrong before any work: the
@@ -304,7 +417,7 @@ func (r Request) options() (Options, error) {
 		}
 	}
 	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData}, nil
+		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore}, nil
 }
 
 // AllResult is the outcome of RunAll: one cache verify document per cache

@@ -71,6 +71,10 @@ type Report struct {
 	Hashes map[string]string `json:"-"`
 	// Profile is the architecture profile used ("" for none).
 	Profile string `json:"-"`
+	// Allowed are the --allow-finding values and the failing and warning
+	// findings each accepted (Allow); absent when none was given.
+	Allowed   []Allowance `json:"allowed,omitempty"`
+	allowedBy []string
 }
 
 // Counts returns how many checks have each status.

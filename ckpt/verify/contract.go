@@ -239,6 +239,12 @@ type GroupDiff struct {
 	ShapeChanged  int            `json:"shape_changed"`
 	HashChanged   int            `json:"hash_changed"`
 	DTypeChanges  map[string]int `json:"dtype_changes,omitempty"` // "F8_E4M3 -> BF16": n
+	// ContentCompared says whether content hashes were compared (both
+	// sides have them: Comparison.HashesCompared); without them Identical
+	// counts tensors with the same name, dtype and shape, content unknown.
+	ContentCompared bool `json:"content_compared"`
+	// ContentNotCompared says why content was not compared ("" when it was).
+	ContentNotCompared string `json:"content_not_compared,omitempty"`
 }
 
 // Comparison is the result of Compare.
@@ -368,9 +374,16 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	hashes := hasHashes(want) && hasHashes(cur)
 	hashCompared := 0
 	cmp.HashesCompared = hashes
+	why := ""
+	switch {
+	case !hasHashes(want):
+		why = "the contract has no hashes; write it with contract --read-data"
+	case !hasHashes(cur):
+		why = "run verify with --read-data"
+	}
 	groups := map[string]*GroupDiff{}
 	for _, g := range ckpt.Groups() {
-		groups[g] = &GroupDiff{Group: g}
+		groups[g] = &GroupDiff{Group: g, ContentCompared: hashes, ContentNotCompared: why}
 	}
 	var added, removed, hashChanged []string
 	type change struct{ names []string }
@@ -737,10 +750,24 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 // 8 identical, 7 removed (7 weight_scale_inv), 7 dtype F8_E4M3 → BF16".
 func (g *GroupDiff) Summary() string {
 	head := fmt.Sprintf("%s: %d keys in the contract, %d now", g.Group, g.ContractKeys, g.Keys)
+	// Without hashes only names, dtypes and shapes are compared: say so
+	// rather than "identical".
+	same, tail := "identical", ""
+	if !g.ContentCompared {
+		same = "same dtype and shape"
+		if g.ContentNotCompared != "" {
+			tail = " (content not compared: " + g.ContentNotCompared + ")"
+		} else {
+			tail = " (content not compared)"
+		}
+	}
 	if g.ContractKeys == g.Keys && g.Identical == g.Keys {
+		if !g.ContentCompared {
+			return head + ": same names, dtypes and shapes" + tail
+		}
 		return head + ": identical"
 	}
-	parts := []string{fmt.Sprintf("%d identical", g.Identical)}
+	parts := []string{fmt.Sprintf("%d %s", g.Identical, same)}
 	if g.Removed > 0 {
 		s := fmt.Sprintf("%d removed", g.Removed)
 		if g.RemovedScales > 0 {
@@ -773,5 +800,5 @@ func (g *GroupDiff) Summary() string {
 	if g.HashChanged > 0 {
 		parts = append(parts, fmt.Sprintf("%d content changed", g.HashChanged))
 	}
-	return head + ": " + strings.Join(parts, ", ")
+	return head + ": " + strings.Join(parts, ", ") + tail
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,4 +85,16 @@ func TestFindingIDsDocumented(t *testing.T) {
 	for id := range listed {
 		assert.True(t, known[id], "the package doc lists %s, which is no finding id constant", id)
 	}
+}
+
+// TestFindingIDsList: FindingIDs (the ids --allow-finding takes) holds
+// every finding id constant of verify and of the core reader, once.
+func TestFindingIDsList(t *testing.T) {
+	t.Parallel()
+	ids := append(findingIDs(t, ".", "ckpt.FindingID"), findingIDs(t, "..", "FindingID")...)
+	var got []string
+	for _, id := range verify.FindingIDs() {
+		got = append(got, string(id))
+	}
+	assert.ElementsMatch(t, ids, got)
 }

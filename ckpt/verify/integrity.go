@@ -141,7 +141,7 @@ func headerChecks(c *ckpt.Checkpoint) []Check {
 	var unknown []string
 	for _, f := range c.Files {
 		for _, l := range f.Header.Lints {
-			out = append(out, Check{ID: HeaderLint, Status: Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID)})
+			out = append(out, Check{ID: HeaderLint, Status: Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID), Files: []string{f.Name}})
 		}
 		for _, t := range f.Header.Tensors {
 			if !t.DType.Known() {

@@ -28,6 +28,9 @@ type Request struct {
 	AllowConfig    []string
 	// Strict makes warnings fail the report.
 	Strict bool
+	// AllowFinding are --allow-finding values, ID or ID:SUBJECT
+	// (ParseAllowance): the findings they accept do not fail the report.
+	AllowFinding []string
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
 }
@@ -49,7 +52,21 @@ func (r Request) Validate() error {
 	if len(r.AllowConfig) > 0 && r.Against == "" {
 		return ckpt.Usagef("--allow-config accepts config changes against a contract; give --against FILE")
 	}
-	return nil
+	_, err := r.allowances()
+	return err
+}
+
+// allowances parses AllowFinding.
+func (r Request) allowances() ([]Allowance, error) {
+	var out []Allowance
+	for _, s := range r.AllowFinding {
+		a, err := ParseAllowance(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // RunSource is the verify workflow: it validates the request, loads the
@@ -108,6 +125,9 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	if req.Strict {
 		rep.SetStrict()
 	}
+	if allow, _ := req.allowances(); len(allow) > 0 {
+		rep.Allow(allow)
+	}
 	return rep, nil
 }
 
@@ -121,12 +141,15 @@ type SummaryRecord struct {
 	Warn   int    `json:"warn"`
 	Pass   int    `json:"pass"`
 	Skip   int    `json:"skip"`
+	// Allowed counts the findings --allow-finding accepted (among Fail
+	// and Warn).
+	Allowed int `json:"allowed,omitempty"`
 }
 
 // SummaryRecord is the report's JSON Lines summary record.
 func (r *Report) SummaryRecord() SummaryRecord {
-	n := r.Counts()
-	return SummaryRecord{r.Source, r.OK, r.Strict, n[Fail], n[Warn], n[Pass], n[Skip]}
+	n, a := r.Counts(), r.AllowedCounts()
+	return SummaryRecord{r.Source, r.OK, r.Strict, n[Fail], n[Warn], n[Pass], n[Skip], a[Fail] + a[Warn]}
 }
 
 // ContractRequest is what the contract workflow describes: the checkpoint

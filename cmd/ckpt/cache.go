@@ -44,7 +44,12 @@ type planFlags struct {
 	Set                               []string
 	// Variant is the --variant of the source (addVariantFlag).
 	Variant string
+	// Ignore are the --ignore globs (addIgnoreFlag).
+	Ignore []string
 }
+
+// ignoreUsage is the help of --ignore GLOB for map and cache build.
+const ignoreUsage = "leave source tensors matching this glob out of the plan, listed as ignored with the reason \"--ignore GLOB\" (`*` within a dotted segment, `**` across; only tensors no rule maps: a mapped one stays mapped, with a warning); recorded in the cache manifest; repeatable"
 
 func (p *planFlags) add(f interface {
 	StringVar(*string, string, string, string)
@@ -57,11 +62,13 @@ func (p *planFlags) add(f interface {
 	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	addSetFlag(f, &p.Set)
+	f.StringArrayVar(&p.Ignore, "ignore", nil, ignoreUsage)
 }
 
 // planOptions are the plan flags as mapping.PlanOptions.
 func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant}
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant,
+		Ignore: p.Ignore}
 }
 
 // ---- build ----
@@ -122,6 +129,7 @@ type cacheVerifyOptions struct {
 	Variant     string
 	Rules       string
 	Set         []string
+	Ignore      []string
 	MinMem      string
 	MemInfo     string
 	Rehash      bool
@@ -158,6 +166,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
+	f.StringArrayVar(&o.Ignore, "ignore", nil, "the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")

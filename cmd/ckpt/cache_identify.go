@@ -100,6 +100,9 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 // remaining differences, and the verdict with the command line that plans
 // the cache.
 func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules string) error {
+	// differences are of names and headers, what every candidate is
+	// ranked by; the closest one's data differences (with --source) are
+	// beside them, "data N": the others' data is not compared.
 	g := &output.Grid{Header: []string{"profile", "overrides", "differences", "missing", "extra", "header"}}
 	g.Drop = map[int]int{3: 1, 4: 2, 5: 3} // the parts of the differences give way on a narrow terminal, header counts first
 	for _, c := range r.Candidates {
@@ -111,7 +114,11 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 			g.Rows = append(g.Rows, []string{c.Profile, ov, "does not map: " + c.Problem, "", "", ""})
 			continue
 		}
-		g.Rows = append(g.Rows, []string{c.Profile, ov, fmt.Sprint(c.Differences), fmt.Sprint(c.Missing), fmt.Sprint(c.Extra), fmt.Sprint(c.Headers)})
+		diffs := fmt.Sprint(c.Differences)
+		if c.DataCompared {
+			diffs += fmt.Sprintf(", data %d", c.Data)
+		}
+		g.Rows = append(g.Rows, []string{c.Profile, ov, diffs, fmt.Sprint(c.Missing), fmt.Sprint(c.Extra), fmt.Sprint(c.Headers)})
 	}
 	if err := g.Render(w, format); err != nil {
 		return err
@@ -145,13 +152,24 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
 	}
 	if r.Exact {
+		if r.NamesOnly {
+			// Not "exactly": the decoder layers and config-dependent parts
+			// are only those the names show (listed below).
+			fmt.Fprintf(w, "%s (%d files, mesh %s): %s plans these names and headers for the decoder layers and parts the names show, by %s; not known without the source:\n",
+				ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
+			for _, n := range r.NotCompared {
+				fmt.Fprintf(w, "  %s\n", n)
+			}
+			if len(r.Ties) > 0 {
+				fmt.Fprintf(w, "as close (they plan the same files for these file names): %s\n", strings.Join(r.Ties, "; "))
+			}
+			fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
+			fmt.Fprintln(w, "(--source SRC, the checkpoint the cache was built from, compares them)")
+			return nil
+		}
 		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s, by %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
 		if len(r.Ties) > 0 {
-			of := "this checkpoint"
-			if r.NamesOnly {
-				of = "these file names"
-			}
-			fmt.Fprintf(w, "as exact (they plan the same files for %s): %s\n", of, strings.Join(r.Ties, "; "))
+			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(r.Ties, "; "))
 		}
 		fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
 		printNotCompared(w, r)
@@ -164,8 +182,12 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %d difference(s) (%s)\n",
-		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), r.Best.Differences, cmd)
+	diffs := fmt.Sprintf("%d difference(s)", r.Best.Differences)
+	if r.Best.DataCompared {
+		diffs = fmt.Sprintf("%d name or header difference(s) and %d data difference(s) (the data of the others not compared)", r.Best.Differences, r.Best.Data)
+	}
+	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %s (%s)\n",
+		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), diffs, cmd)
 	printNotCompared(w, r)
 	return nil
 }

@@ -102,15 +102,15 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 		if len(tc.overrides) > 0 {
 			want += " with " + strings.Join(tc.overrides, ", ")
 		}
-		assert.Contains(t, stdout, fmt.Sprintf("(%d files, mesh 1x2): exactly ", tc.files)+want+", by names and headers alone (no source)\n", tc.name)
+		assert.Contains(t, stdout, fmt.Sprintf("(%d files, mesh 1x2): ", tc.files)+want+" plans these names and headers for the decoder layers and parts the names show, by names and headers alone (no source); not known without the source:\n", tc.name)
 		set := ""
 		for _, o := range tc.overrides {
 			set += " --set " + o
 		}
 		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile "+tc.profile+" --mesh 1x2 --device P300"+set+"\n", tc.name)
-		assert.Contains(t, stdout, "\nshapes not compared: no source (")
-		assert.Contains(t, stdout, "\ndata not compared: no source\n")
-		assert.NotContains(t, stdout, "as exact", "no other candidate explains every file")
+		assert.Contains(t, stdout, "\n  shapes not compared: no source (")
+		assert.Contains(t, stdout, "\n  data not compared: no source\n")
+		assert.NotContains(t, stdout, "as close", "no other candidate explains every file")
 
 		code, doc := identifyJSON(t, out)
 		require.Equal(t, 0, code)
@@ -258,14 +258,14 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 		folder  string
 		want    string
 	}{
-		{mapping.ProfileMTP, nil, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36-mtp@pr55548, by"},
+		{mapping.ProfileMTP, nil, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2", "qwen36-mtp@pr55548 plans these names and headers for the decoder layers and parts the names show, by"},
 		// main: no mtp/ (17), out.colpar (48) and the fused decode's two fp32 files (96)
-		{mapping.ProfileMain, nil, 2, 997 - 17 + 48 + 96, "/P300/tensor_cache_bfp8_mesh1x2", "exactly qwen36@main-2026-10, by"},
+		{mapping.ProfileMain, nil, 2, 997 - 17 + 48 + 96, "/P300/tensor_cache_bfp8_mesh1x2", "qwen36@main-2026-10 plans these names and headers for the decoder layers and parts the names show, by"},
 		{mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false}, 2, 997, "/P300/tensor_cache_bfp8_mesh1x2",
-			"exactly qwen36-mtp@pr55548 with proj_1d_decode=false, by"},
-		{mapping.ProfileMain, nil, 4, 997 - 17 + 48 + 96, "/P150x4/tensor_cache_bfp8_mesh1x4", "exactly qwen36@main-2026-10, by"},
+			"qwen36-mtp@pr55548 with proj_1d_decode=false plans these names and headers for the decoder layers and parts the names show, by"},
+		{mapping.ProfileMain, nil, 4, 997 - 17 + 48 + 96, "/P150x4/tensor_cache_bfp8_mesh1x4", "qwen36@main-2026-10 plans these names and headers for the decoder layers and parts the names show, by"},
 		{mapping.ProfileMain, mapping.Settings{mapping.VarGDNFusedDecode: false}, 2, 997 - 17 + 48, "/P300/tensor_cache_bfp8_mesh1x2",
-			"exactly qwen36@main-2026-10 with gdn_fused_decode_enabled=false, by"},
+			"qwen36@main-2026-10 with gdn_fused_decode_enabled=false plans these names and headers for the decoder layers and parts the names show, by"},
 	} {
 		p, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)
@@ -277,7 +277,7 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 		writeHeaders(t, plan, root)
 		code, stdout, stderr := runApp(t, "cache", "identify", root)
 		require.Equal(t, 0, code, stdout+stderr)
-		assert.Contains(t, stdout, tc.folder+" ("+strconv.Itoa(tc.files)+" files, mesh "+mesh.String()+"): "+tc.want+" names and headers alone (no source)\n")
+		assert.Contains(t, stdout, tc.folder+" ("+strconv.Itoa(tc.files)+" files, mesh "+mesh.String()+"): "+tc.want+" names and headers alone (no source); not known without the source:\n")
 		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile "+tc.profile+" --mesh "+mesh.String()+" --device "+
 			strings.Split(tc.folder, "/")[1])
 	}

@@ -74,7 +74,7 @@ func TestCacheIdentify(t *testing.T) {
 	code, stdout, _ := runApp(t, "cache", "identify", out, "--source", src)
 	assert.Equal(t, 1, code, stdout)
 	assert.Contains(t, stdout, "no candidate reproduces its names, headers and data (")
-	assert.Contains(t, stdout, "compared); closest qwen36@main-2026-10 with 1 difference(s)")
+	assert.Contains(t, stdout, "compared); closest qwen36@main-2026-10 with 1 name or header difference(s) and 0 data difference(s)")
 	assert.Contains(t, stdout, "layers.0/tp/out.colpar_dtype_BFLOAT8_B_layout_TILE.tensorbin")
 
 	// One byte of data changed, headers intact: only the data comparison
@@ -91,7 +91,7 @@ func TestCacheIdentify(t *testing.T) {
 	code, stdout, _ = runApp(t, "cache", "identify", out, "--source", src, "--progress", "none")
 	assert.Equal(t, 1, code, stdout)
 	assert.Contains(t, stdout, "no candidate reproduces its names, headers and data")
-	assert.Contains(t, stdout, "closest qwen36-mtp@pr55548 with 1 difference(s)")
+	assert.Contains(t, stdout, "closest qwen36-mtp@pr55548 with 0 name or header difference(s) and 1 data difference(s)")
 	assert.Contains(t, stdout, "data")
 	code, stdout, _ = runApp(t, "cache", "identify", out, "--source", src, "--headers-only")
 	assert.Equal(t, 0, code, stdout)
@@ -107,7 +107,7 @@ func TestCacheIdentify(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(folder, "manifest.json")))
 	code, stdout, stderr = runApp(t, "cache", "identify", out)
 	assert.Equal(t, 0, code, stdout+stderr)
-	assert.Contains(t, stdout, "exactly qwen36-mtp@pr55548, by names and headers alone (no source)\n")
+	assert.Contains(t, stdout, ": qwen36-mtp@pr55548 plans these names and headers for the decoder layers and parts the names show, by names and headers alone (no source); not known without the source:\n")
 	code, _, _ = runApp(t, "cache", "identify", filepath.Join(dir, "nothing"), "--source", src)
 	assert.Equal(t, 2, code)
 	code, _, _ = runApp(t, "cache", "identify", out, "--source", filepath.Join(dir, "nothing"))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -90,6 +91,9 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 		}
 		fmt.Fprintln(w)
 	}
+	for _, ig := range r.Ignore {
+		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", ckpt.Quote(ig.Glob), ignoredTensors(ig.Tensors))
+	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source, r.Verdict())
 		return nil
@@ -137,4 +141,20 @@ func printList(w io.Writer, format string, res *cache.ListResult) error {
 		fmt.Fprintf(w, "%d files, %s%s\n", len(res.Files), output.Bytes(res.Bytes()), unfinished)
 	}
 	return nil
+}
+
+// ignoredTensors is "N tensor(s): a, b, ..." (at most 8 names).
+func ignoredTensors(names []string) string {
+	if len(names) == 0 {
+		return "no tensor"
+	}
+	q := make([]string, 0, min(len(names), 8))
+	for _, n := range names[:min(len(names), 8)] {
+		q = append(q, ckpt.EscapeName(n))
+	}
+	s := fmt.Sprintf("%d tensor(s): %s", len(names), strings.Join(q, ", "))
+	if len(names) > 8 {
+		s += fmt.Sprintf(", ... (%d more)", len(names)-8)
+	}
+	return s
 }

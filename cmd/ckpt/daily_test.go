@@ -442,9 +442,14 @@ func TestMapBytesPerDevice(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "fits: 748.2 KiB per device of 32.0 GiB DRAM (Blackhole p300, 32 GiB GDDR6 per chip (two chips)), headroom 32.0 GiB\n")
 	assert.Contains(t, stdout, "per device (DRAM)\n")
-	// Wormhole: N150 has 12 GiB.
-	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x1", "--device", "N150", "--format", "json")
+	// Wormhole: N150 has 12 GiB (for a profile of that architecture: the
+	// built-in ones plan for Blackhole).
+	dump := filepath.Join(t.TempDir(), "wormhole.json")
+	code, stdout, _ = runApp(t, "map", "--dump")
 	require.Equal(t, 0, code)
+	require.NoError(t, os.WriteFile(dump, []byte(strings.Replace(stdout, `"arch": "blackhole"`, `"arch": "wormhole_b0"`, 1)), 0o644))
+	code, stdout, stderr = runApp(t, "map", src, "--mesh", "1x1", "--device", "N150", "--rules", dump, "--format", "json")
+	require.Equal(t, 0, code, stderr)
 	var wh doc
 	require.NoError(t, json.Unmarshal([]byte(stdout), &wh))
 	assert.Equal(t, int64(12<<30), wh.Memory.DRAM)

@@ -70,7 +70,8 @@ func (a *App) newMapCmd() *cobra.Command {
 	addSetFlag(f, &o.Set)
 	addVariantFlag(f, &o.Variant)
 	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out the targets of source tensors matching this glob; repeatable")
+	f.StringArrayVar(&o.Exclude, "exclude", nil, "do not list the targets of source tensors matching this glob (the plan, its problems and the exit status stay the whole plan's: to leave a tensor out of the plan, --ignore); repeatable")
+	f.StringArrayVar(&o.Ignore, "ignore", nil, ignoreUsage)
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
@@ -217,11 +218,18 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	}
 	s := res.Summary
 	if wh := res.Whole; wh != nil {
-		fmt.Fprintf(w, "selected (--match/--exclude): %d of %d targets, %d of %d source tensors, %d of %d ignored\n",
-			s.Targets, wh.Targets, s.Sources, wh.Sources, s.Ignored, wh.Ignored)
+		fmt.Fprintf(w, "selected (--match/--exclude): %d of %d targets, %d of %d source tensors, %d of %d ignored, %d of %d unmapped\n",
+			s.Targets, wh.Targets, s.Sources, wh.Sources, s.Ignored, wh.Ignored, s.Unmapped, wh.Unmapped)
 	}
+	// complete: every source tensor is in an entry or ignored (each with its
+	// reason above), and the plan has no problem.
 	verdict := "complete"
-	if s.Problems > 0 {
+	switch {
+	case s.Problems > 0 && res.Whole != nil:
+		// The selection narrows the listing, not the plan: say whose problems these are.
+		verdict = fmt.Sprintf("%d problem(s) in the whole plan (%d unmapped there; --match/--exclude narrow what map lists, not the plan: --ignore GLOB leaves a tensor out of it)",
+			s.Problems, res.Whole.Unmapped)
+	case s.Problems > 0:
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",

@@ -133,7 +133,8 @@ func TestMapExitCodes(t *testing.T) {
 		{"unknown profile", []string{"map", base, "--profile", "llama"}, 2, "unknown profile"},
 		{"no source", []string{"map"}, 2, "takes 1 argument"},
 		{"missing source", []string{"map", filepath.Join(dir, "absent")}, 2, "absent"},
-		{"device and tag", []string{"map", base, "--device", "N300", "--tag", "bf16", "--format", "json"}, 0, "N300/tensor_cache_bf16_mesh1x2/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin"},
+		{"device and tag", []string{"map", base, "--device", "P150x8", "--tag", "bf16", "--format", "json"}, 0, "P150x8/tensor_cache_bf16_mesh1x2/layers.0/tp/qkvzab.il_dtype_BFLOAT8_B_layout_TILE.tensorbin"},
+		{"a Wormhole device folder for the Blackhole profile", []string{"map", base, "--device", "N300"}, 1, "problem (device): device folder N300 is a Wormhole board, and profile qwen36-mtp@pr55548 plans for Blackhole"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
@@ -28,6 +29,8 @@ type verifyOptions struct {
 	OnlyFailed bool
 	Strict     bool
 	Variant    string
+	// AllowFinding are the --allow-finding values (ID or ID:GLOB).
+	AllowFinding []string
 }
 
 // newVerifyCmd is ckpt verify; runF, when set, runs instead of the
@@ -78,13 +81,15 @@ accepts an intended change at PATH or under it.`,
 	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
 	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
+	f.StringArrayVar(&o.AllowFinding, "allow-finding", nil, "accept the failing or warning findings with this id (docs/cli.md \"Findings\"; go doc ./ckpt/verify), or with ID:GLOB those whose every tensor (else file) the glob matches: they keep their status but do not fail the run, --strict neither, and are named in the verdict and in JSON allowed; repeatable")
 	return cmd
 }
 
 // request is the library request of the options.
 func (o *verifyOptions) request(a *App) verify.Request {
 	return verify.Request{Source: o.Source, Openers: a.Openers, Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers,
-		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict, Variant: o.Variant}
+		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict, Variant: o.Variant,
+		AllowFinding: o.AllowFinding}
 }
 
 // runVerify runs the verify workflow (verify.RunSource) and renders its
@@ -109,6 +114,18 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if err := printVerify(a.Out, format, rep, o.OnlyFailed); err != nil {
 		return err
 	}
+	// An accepted failure is said loudly; an allowance that accepted
+	// nothing too (a mistyped subject, or a finding fixed since).
+	for _, al := range rep.Allowed {
+		for _, c := range al.Findings {
+			if c.Status == verify.Fail {
+				fmt.Fprintf(a.Err, "ckpt: warning: --allow-finding %s accepts a FAILED finding: %s: %s\n", ckpt.EscapeName(al.Spec), c.ID, ckpt.EscapeName(c.Message))
+			}
+		}
+		if len(al.Findings) == 0 {
+			fmt.Fprintf(a.Err, "ckpt: warning: --allow-finding %s accepted nothing: no failing or warning finding %s\n", ckpt.EscapeName(al.Spec), allowanceWhat(al))
+		}
+	}
 	if !rep.OK {
 		return silentExit(exitFailed)
 	}
@@ -117,9 +134,15 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 
 func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool) error {
 	n := res.Counts()
-	listed := res.Checks
-	if onlyFailed {
-		listed = res.Failed()
+	var listed []verify.Check
+	var idx []int
+	for i, c := range res.Checks {
+		if !onlyFailed || c.Status == verify.Fail || c.Status == verify.Warn {
+			listed, idx = append(listed, c), append(idx, i)
+		}
+	}
+	if listed == nil {
+		listed = []verify.Check{}
 	}
 	if format == output.JSON {
 		if onlyFailed {
@@ -133,8 +156,12 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		return output.WriteJSONL(w, "finding", listed, res.SummaryRecord())
 	}
 	g := &output.Grid{Header: []string{"status", "check", "message"}, Color: map[int]bool{0: true}}
-	for _, c := range listed {
-		g.Rows = append(g.Rows, []string{string(c.Status), string(c.ID), c.Message})
+	for k, c := range listed {
+		msg := c.Message
+		if by := res.AllowedBy(idx[k]); by != "" {
+			msg += " [allowed by --allow-finding " + by + "]"
+		}
+		g.Rows = append(g.Rows, []string{string(c.Status), string(c.ID), msg})
 	}
 	if format == output.CSV {
 		return g.Render(w, format)
@@ -162,13 +189,46 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 			}
 		}
 	}
+	a := res.AllowedCounts()
 	verdict := "OK"
 	switch {
-	case !res.OK && res.Strict && n[verify.Fail] == 0:
+	case res.OK && a[verify.Fail] > 0:
+		verdict = fmt.Sprintf("OK only because --allow-finding accepts %s", plural(a[verify.Fail], "FAILED finding", "FAILED findings"))
+	case !res.OK && res.Strict && n[verify.Fail] == a[verify.Fail]:
 		verdict = "FAILED (--strict: warnings fail)"
 	case !res.OK:
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "\n%s: %s: %d failed, %d warnings, %d passed, %d skipped\n", esc(res.Source), verdict, n[verify.Fail], n[verify.Warn], n[verify.Pass], n[verify.Skip])
+	failed, warns := fmt.Sprintf("%d failed", n[verify.Fail]), fmt.Sprintf("%d warnings", n[verify.Warn])
+	if a[verify.Fail] > 0 {
+		failed += fmt.Sprintf(" (%d allowed)", a[verify.Fail])
+	}
+	if a[verify.Warn] > 0 {
+		warns += fmt.Sprintf(" (%d allowed)", a[verify.Warn])
+	}
+	allowed := ""
+	if len(res.Allowed) > 0 {
+		var parts []string
+		for _, al := range res.Allowed {
+			parts = append(parts, fmt.Sprintf("%s (%s)", esc(al.Spec), plural(len(al.Findings), "finding", "findings")))
+		}
+		allowed = "; allowed by --allow-finding: " + strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[verify.Pass], n[verify.Skip], allowed)
 	return nil
+}
+
+// allowanceWhat names what an allowance looked for.
+func allowanceWhat(al verify.Allowance) string {
+	if al.Subject == "" {
+		return "has the id " + string(al.ID)
+	}
+	return fmt.Sprintf("with the id %s names only tensors (or files) matching %s", al.ID, ckpt.Quote(al.Subject))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

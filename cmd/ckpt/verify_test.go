@@ -356,9 +356,20 @@ func TestVerifyAgainst(t *testing.T) {
 	for _, g := range res.Against.Groups {
 		groups[g.Group] = g.Summary()
 	}
-	assert.Equal(t, "mtp: 22 keys in the contract, 15 now: 8 identical, 7 removed (7 weight_scale_inv), dtype changed: 7 F8_E4M3 → BF16", groups["mtp"])
-	assert.Equal(t, "text_layers: 78 keys in the contract, 78 now: identical", groups["text_layers"])
-	assert.Equal(t, "visual: 21 keys in the contract, 21 now: identical", groups["visual"])
+	// The contract has hashes, this run has none (#36 D4): only names,
+	// dtypes and shapes were compared, and the summaries say so.
+	assert.False(t, res.Against.HashesCompared)
+	assert.Equal(t, "mtp: 22 keys in the contract, 15 now: 8 same dtype and shape, 7 removed (7 weight_scale_inv), dtype changed: 7 F8_E4M3 → BF16 (content not compared: run verify with --read-data)", groups["mtp"])
+	assert.Equal(t, "text_layers: 78 keys in the contract, 78 now: same names, dtypes and shapes (content not compared: run verify with --read-data)", groups["text_layers"])
+	assert.Equal(t, "visual: 21 keys in the contract, 21 now: same names, dtypes and shapes (content not compared: run verify with --read-data)", groups["visual"])
+	for _, g := range res.Against.Groups {
+		assert.False(t, g.ContentCompared, g.Group)
+		assert.Equal(t, "run verify with --read-data", g.ContentNotCompared, g.Group)
+	}
+	code, text, _ := runApp(t, "verify", ft, "--against", contract)
+	require.Equal(t, 1, code)
+	assert.NotContains(t, text, "now: identical")
+	assert.Contains(t, text, "  text_layers: 78 keys in the contract, 78 now: same names, dtypes and shapes (content not compared: run verify with --read-data)\n")
 
 	// with hashes: the three fine-tuned tensors (and the changed FP8 weight's scale) differ
 	code, res, _ = verifyJSON(t, "verify", ft, "--against", contract, "--read-data")
@@ -370,6 +381,22 @@ func TestVerifyAgainst(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{lm + "layers.0.linear_attn.in_proj_a.weight", downProj, ckpt.ScaleName(downProj), lm + "layers.2.post_attention_layernorm.weight"}, hash)
+	for _, g := range res.Against.Groups {
+		assert.True(t, g.ContentCompared, g.Group)
+		if g.Group == "text_layers" {
+			assert.Equal(t, "text_layers: 78 keys in the contract, 78 now: 74 identical, 4 content changed", g.Summary())
+		}
+		if g.Group == "visual" {
+			assert.Equal(t, "visual: 21 keys in the contract, 21 now: identical", g.Summary())
+		}
+	}
+	// A contract without hashes says so too.
+	plain := filepath.Join(dir, "plain.contract.json")
+	code, _, errs = runApp(t, "contract", base, "-o", plain)
+	require.Equal(t, 0, code, errs)
+	code, text, _ = runApp(t, "verify", base, "--against", plain, "--read-data", "--progress", "none")
+	require.Equal(t, 0, code, text)
+	assert.Contains(t, text, "  visual: 21 keys in the contract, 21 now: same names, dtypes and shapes (content not compared: the contract has no hashes; write it with contract --read-data)\n")
 
 	// --match restricts the comparison: outside mtp the fine-tune keeps the contract
 	code, res, errs = verifyJSON(t, "verify", ft, "--against", contract, "--exclude", "mtp.**")

@@ -1,0 +1,182 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
+)
+
+// findingIDs are the ids of every finding verify reports: the integrity
+// issues of opening (package ckpt) and the checks of this package.
+var findingIDs = []ckpt.FindingID{
+	ckpt.IndexShardName, ckpt.IndexShardMissing, ckpt.IndexDuplicateKey, ckpt.IndexTensorMissing, ckpt.IndexTensorUnlisted,
+	ckpt.IndexTensorDuplicate, ckpt.IndexSingleFile, ckpt.IndexVariant, ckpt.FileSize, IndexTotalSize,
+	HeaderDType, HeaderLint,
+	FP8Config, FP8ScaleMissing, FP8ScaleShape, FP8ScaleDType, FP8ScaleOrphan, FP8Rank, FP8NotConvert, FP8CompressedTensors,
+	SchemeConfig, SchemeWeightShape, SchemeCompanionMissing, SchemeCompanionDType, SchemeCompanionShape, SchemeCompanionOrphan,
+	SchemeIgnored, SchemeScaleValues,
+	ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType,
+	DataScaleValues, DataFP8NaN, DataFloatNonFinite, DataHash, DataRead,
+	CachePartial, CacheSHA256,
+	ContractKeyAdded, ContractKeyRemoved, ContractDType, ContractShape, ContractHash, ContractConfig, ContractFP8Scheme, ContractFP8NotConvert,
+}
+
+// FindingIDs returns the id of every finding verify can report (the ids
+// --allow-finding takes).
+func FindingIDs() []ckpt.FindingID { return slices.Clone(findingIDs) }
+
+// Allowance is one --allow-finding ID[:SUBJECT]: it accepts the failing
+// and warning findings with that id (of those, with SUBJECT, the ones
+// whose every tensor, or for a finding that names no tensor every file,
+// the SUBJECT glob matches; `*` within a dotted segment, `**` across, as
+// --match). An accepted finding keeps its status; it no longer fails the
+// report (nor does a warning under --strict). Findings lists those it
+// accepted ([] when none).
+type Allowance struct {
+	Spec     string         `json:"spec"`
+	ID       ckpt.FindingID `json:"id"`
+	Subject  string         `json:"subject,omitempty"`
+	Findings []Check        `json:"findings"`
+	subject  *ckpt.Matcher
+}
+
+// ParseAllowance parses an --allow-finding value, ID or ID:SUBJECT; an
+// unknown ID or an invalid SUBJECT glob is a *ckpt.UsageError.
+func ParseAllowance(spec string) (Allowance, error) {
+	id, subject, qualified := strings.Cut(spec, ":")
+	a := Allowance{Spec: spec, ID: ckpt.FindingID(id), Subject: subject, Findings: []Check{}}
+	if !slices.Contains(findingIDs, a.ID) {
+		return a, &ckpt.UsageError{Option: "--allow-finding", Reason: unknownID(id)}
+	}
+	if qualified {
+		if subject == "" {
+			return a, &ckpt.UsageError{Option: "--allow-finding", Reason: fmt.Sprintf("%s: want ID or ID:SUBJECT (a glob of the tensor or file names the finding names), got an empty SUBJECT", ckpt.Quote(spec))}
+		}
+		m, err := ckpt.CompileGlob("--allow-finding", subject)
+		if err != nil {
+			return a, &ckpt.UsageError{Option: "--allow-finding", Reason: err.Error()}
+		}
+		a.subject = m
+	}
+	return a, nil
+}
+
+// unknownID says why id is not a finding id, naming the ids of its group
+// (the part before the dot), or the groups.
+func unknownID(id string) string {
+	if slices.Contains([]ckpt.LintID{ckpt.LintStart, ckpt.LintPadding, ckpt.LintOrder, ckpt.LintForm}, ckpt.LintID(id)) {
+		return fmt.Sprintf("%s is a header lint, reported as finding %s (its message names the lint; %s:FILE accepts the lints of one file)", id, HeaderLint, HeaderLint)
+	}
+	group, _, _ := strings.Cut(id, ".")
+	var same, groups []string
+	for _, k := range findingIDs {
+		g, _, _ := strings.Cut(string(k), ".")
+		if g == group {
+			same = append(same, string(k))
+		}
+		if !slices.Contains(groups, g+".*") {
+			groups = append(groups, g+".*")
+		}
+	}
+	if len(same) > 0 {
+		return fmt.Sprintf("no finding has the id %s; the %s findings are %s", ckpt.Quote(id), group, strings.Join(same, ", "))
+	}
+	return fmt.Sprintf("no finding has the id %s (the ids are %s; go doc ./ckpt/verify lists them)", ckpt.Quote(id), strings.Join(groups, ", "))
+}
+
+// subjects are what an allowance's SUBJECT must match of a finding: its
+// tensors, else its files.
+func subjects(c Check) []string {
+	if len(c.Tensors) > 0 {
+		return c.Tensors
+	}
+	return c.Files
+}
+
+// covers reports whether a accepts subject s of a finding of its id.
+func (a *Allowance) covers(s string) bool { return a.subject == nil || a.subject.Match(s) }
+
+// Allow applies the allowances (verify --allow-finding): a failing or
+// warning finding whose id one of them names, and each of whose subjects
+// one of those covers (a finding with no subject: one without SUBJECT),
+// is accepted: it is listed in the allowances' Findings and does not fail
+// the report. OK is recomputed; call it after every finding is added.
+func (r *Report) Allow(allow []Allowance) {
+	r.Allowed = allow
+	r.allowedBy = make([]string, len(r.Checks))
+	for i, c := range r.Checks {
+		if c.Status != Fail && c.Status != Warn {
+			continue
+		}
+		var by []int
+		for j := range allow {
+			if allow[j].ID == c.ID {
+				by = append(by, j)
+			}
+		}
+		if len(by) == 0 {
+			continue
+		}
+		subs := subjects(c)
+		ok := true
+		used := map[int]bool{}
+		if len(subs) == 0 {
+			ok = false
+			for _, j := range by {
+				if allow[j].subject == nil {
+					ok, used[j] = true, true
+					break
+				}
+			}
+		}
+		for _, s := range subs {
+			hit := false
+			for _, j := range by {
+				if allow[j].covers(s) {
+					hit, used[j] = true, true
+					break
+				}
+			}
+			ok = ok && hit
+		}
+		if !ok {
+			continue
+		}
+		var specs []string
+		for _, j := range by {
+			if used[j] {
+				allow[j].Findings = append(allow[j].Findings, c)
+				specs = append(specs, allow[j].Spec)
+			}
+		}
+		r.allowedBy[i] = strings.Join(specs, ", ")
+	}
+	r.OK = true
+	for i, c := range r.Checks {
+		if (c.Status == Fail || r.Strict && c.Status == Warn) && r.allowedBy[i] == "" {
+			r.OK = false
+		}
+	}
+}
+
+// AllowedBy is the --allow-finding value(s) that accepted the i-th finding
+// ("" when none did).
+func (r *Report) AllowedBy(i int) string {
+	if i < 0 || i >= len(r.allowedBy) {
+		return ""
+	}
+	return r.allowedBy[i]
+}
+
+// AllowedCounts counts the accepted findings by status.
+func (r *Report) AllowedCounts() map[Status]int {
+	m := map[Status]int{}
+	for i, c := range r.Checks {
+		if r.AllowedBy(i) != "" {
+			m[c.Status]++
+		}
+	}
+	return m
+}
