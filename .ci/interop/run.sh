@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The interop suite: ckpt against the reference implementations of its
-# formats (safetensors, huggingface_hub, numpy, ml_dtypes), see README
-# "Interop suite". Creates (once, then reuses) a virtual environment with the
+# formats (safetensors, huggingface_hub, numpy, ml_dtypes), see
+# docs/interop.md. Creates (once, then reuses) a virtual environment with the
 # pinned versions of requirements.txt, builds the Go programs the tests drive,
 # runs the tests and closes with "interop: N passed, N failed". Exits non-zero
 # on any failure. Extra arguments go to pytest (e.g. -k hf_cache -x).

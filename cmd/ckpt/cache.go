@@ -15,8 +15,8 @@ func (a *App) newCacheCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cache",
 		Short: "Prebuild, verify, list and ship the Tenstorrent tensor cache (.tensorbin files) of a checkpoint",
-		Example: `  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
-  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8`,
+		Example: `  ckpt cache build hf:Qwen/Qwen3.5-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.5-27B-FP8`,
 		Args:                       subcommands,
 		SuggestionsMinimumDistance: maxSuggestDistance,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,8 +93,8 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	cmd := &cobra.Command{
 		Use:   "build SRC --out DIR",
 		Short: "Write the TP-sharded tensor cache of the mapping plan (streaming, bounded memory, crash-safe; skips unchanged files)",
-		Example: `  ckpt cache build ./Qwen3.6-27B-FP8 -o /data/tt-cache --mesh 1x2
-  ckpt cache build hf:Qwen/Qwen3.6-27B-FP8 -o $TT_CACHE_PATH --set proj_1d_decode=false --format json`,
+		Example: `  ckpt cache build ./Qwen3.5-27B-FP8 -o /data/tt-cache --mesh 1x2
+  ckpt cache build hf:Qwen/Qwen3.5-27B-FP8 -o $TT_CACHE_PATH --set proj_1d_decode=false --format json`,
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
@@ -147,8 +147,8 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	cmd := &cobra.Command{
 		Use:   "verify DIR --source SRC",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
-		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.6-27B-FP8
-  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.6-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
+		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.5-27B-FP8
+  ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.5-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]

@@ -34,8 +34,8 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 		Use:   "identify DIR [--source SRC]",
 		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
 		Example: `  ckpt cache identify $TT_CACHE_PATH
-  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.6-27B-FP8
-  ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.6-27B-FP8 --format json`,
+  ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.5-27B-FP8
+  ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.5-27B-FP8 --format json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]

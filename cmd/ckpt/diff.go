@@ -84,7 +84,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
   ckpt diff ./base ./finetune --mode bytes --summary
   ckpt diff ./base ./finetune --format markdown > changes.md
   ckpt diff ./base ./finetune --by layer --format html -o report.html
-  ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ft-FP8 --sample-bytes 64KiB --by layer`,
+  ckpt diff hf://Qwen/Qwen3.5-27B-FP8 hf://org/ThinkingCap-27B-FP8 --sample-bytes 64KiB --by layer`,
 		Args: exactArgs(2),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]

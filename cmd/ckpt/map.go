@@ -37,13 +37,13 @@ func (a *App) newMapCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "map SRC",
 		Short: "Show the weight-mapping plan onto a 1xN Tenstorrent mesh: every source tensor → cache file, transform, placement, dtype; fails on tensors no rule covers",
-		Example: `  ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --summary
-  ckpt map ./Qwen3.6-27B-FP8 --set proj_1d_decode=false
-  ckpt map ./Qwen3.6-27B-FP8 --match 'mtp.**'
+		Example: `  ckpt map ./Qwen3.5-27B-FP8 --mesh 1x2 --summary
+  ckpt map ./Qwen3.5-27B-FP8 --set proj_1d_decode=false
+  ckpt map ./Qwen3.5-27B-FP8 --match 'mtp.**'
   ckpt map --list-profiles
-  ckpt map ./Qwen3.6-27B-FP8 --profile qwen36@main-2026-10
-  ckpt map --dump > my-profile.json && ckpt map ./Qwen3.6-27B-FP8 --rules my-profile.json
-  ckpt map ./Qwen3.6-27B-FP8 --mesh 1x2 --against-cache $TT_CACHE_PATH`,
+  ckpt map ./Qwen3.5-27B-FP8 --profile qwen36@main-2026-10
+  ckpt map --dump > my-profile.json && ckpt map ./Qwen3.5-27B-FP8 --rules my-profile.json
+  ckpt map ./Qwen3.5-27B-FP8 --mesh 1x2 --against-cache $TT_CACHE_PATH`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if (o.Dump || o.List) && len(args) == 0 {
 				return nil

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The compressed-tensors leg of the interop suite: checkpoints written by
 # compressed-tensors' own code (0.20.1, torch on the CPU) read by ckpt
-# inspect / verify / extract / diff, see README "Interop suite". Creates
+# inspect / verify / extract / diff, see docs/interop.md. Creates
 # (once, then reuses) a virtual environment with the pinned set of
 # requirements.txt (torch from PyPI with its CUDA runtime packages, ~5.4 GB
 # installed, no GPU used), builds ckpt, runs the tests and closes with

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ttnn leg of the interop suite: the files of `ckpt cache build` against
 # the real ttnn from PyPI (ttnn 0.81.1 on tt-metal's mock cluster, with the
-# P300 and P150x4 descriptors beside this script), see README "Interop
-# suite". Creates (once, then reuses) a virtual environment with the pinned
+# P300 and P150x4 descriptors beside this script), see
+# docs/interop.md. Creates (once, then reuses) a virtual environment with the pinned
 # set of requirements.txt, builds the Go programs the tests drive, installs
 # the compiler stand-in that lets the mock cluster open a mesh device
 # (sfpi_standin.py: a temporary TT_METAL_RUNTIME_ROOT of links to the ttnn
