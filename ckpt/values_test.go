@@ -185,8 +185,8 @@ func TestValuesErrors(t *testing.T) {
 	assert.Error(t, err)
 	nt, _ := c.Lookup("n.weight")
 	_, err = ckpt.NewValues(nt, st, 32, 16)
-	assert.ErrorContains(t, err, "2-D")
-	c.Config = nil // no quantization_config: the default block, 128x128, disagrees with the scale's shape
+	assert.ErrorContains(t, err, "whole 32-row blocks") // a 3-D stack of experts whose rows are not whole blocks
+	c.Config = nil                                      // no quantization_config: the default block, 128x128, disagrees with the scale's shape
 	_, err = c.Values(wt)
 	var ue *ckpt.UnknownScaleError
 	require.ErrorAs(t, err, &ue)
