@@ -36,7 +36,7 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			return nil, fmt.Errorf("target %s: %w", e.Target, err)
 		}
 		readers[i] = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
-		return v, nil
+		return readers[i], nil
 	}
 	out := make([][]float32, len(e.Shards))
 	var raw []byte
