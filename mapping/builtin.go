@@ -144,6 +144,9 @@ var (
 		"stored version: the gate/up tile interleave comes from the fused matmul's contract"
 	openReplicated = "the topology of a replicated (unsharded) file and the alignment of ROW_MAJOR files are inferred from ttnn 0.81.1's own files, " +
 		"not read from a cache the stack wrote"
+	openMoE = "the MoE loader (moe/weights.py, router.py @" + moeShort + ", shared.py @19273ca2, moe.py @58878fce) is stored at neither line's " +
+		"commit: the newest stored revisions with the expert-parallel _ep_swiglu layout were read, for both lines; the Wormhole branch of " +
+		"load_expert_weights (one fused moe.experts.gate_up_proj_ep_swiglu{N}) is not transcribed"
 	openMTPKeys = "whether the stack's FP8 loader keeps the mtp.* tensors: weight_mapping.py@1b43246c drops them, the MTP line's drafter loads them"
 )
 
@@ -167,7 +170,7 @@ var (
 		}, []string{
 			"every file: no qwen36 file is stored at the PR head " + prHead + " (nor at 96f3f041), so no file could be read at the line",
 			"the commits of the tensor-parallel mtp.py and of the MTP line's mlp.py (both stored, without a commit)",
-			openSwiGLU, openReplicated, openMTPKeys,
+			openSwiGLU, openReplicated, openMTPKeys, openMoE,
 		})}
 	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true, fusedDecode: true,
 		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention) on a 1xN Blackhole mesh, as tt-metal main's qwen36 " +
@@ -198,7 +201,7 @@ var (
 				"eac0c9b30aa and 755a0d6461d only by these prefixes); read at the revisions pinned",
 			"neg_exp_A_fp32 values: −exp is computed in float64 and rounded to float32; torch's float32 exp (2.15.0 measured) differs from " +
 				"that in the last bit for about 1 % of inputs, so such a value can be one unit in the last place from the stack's",
-			openSwiGLU, openReplicated,
+			openSwiGLU, openReplicated, openMoE,
 		})}
 )
 
@@ -517,6 +520,11 @@ func qwen36Profile(line qwen36Line) *Profile {
 		},
 		Notes: []string{
 			lineNote(line),
+			"Qwen3.5/3.6-MoE (model_type qwen3_5_moe): a layer is MoE when num_experts > 0, it is not in mlp_only_layers and (L+1) % " +
+				"decoder_sparse_step == 0 (model_config.py@" + moeShort + " is_moe_layer); it has no dense mlp.* files but, under layers.L/, " +
+				"moe.experts.{gate,up,down}_proj_ep_swiglu{N} (expert-parallel, ShardTensorToMesh(dim=1), each expert transposed), " +
+				"moe.router.weight, moe.shared_expert_gate.weight and the shared expert as a TP MLP under shared_expert/; fused " +
+				"(mlp.experts.gate_up_proj, down_proj) and per-expert (mlp.experts.{i}.*_proj.weight) checkpoints give the same files.",
 			"Switches: proj_1d_decode and mlp_1d_decode (model_config sets both for every multi-device mesh) select the interleaved .il / .tp names; " +
 				"mlp_gateup_agmm_enabled adds the fused-SwiGLU gate_up file. Override with --set NAME=false to get the DRAM-width-sharded .dramshard " +
 				"names of stacks that turn them off.",
