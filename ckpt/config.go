@@ -487,6 +487,22 @@ func AsStrings(v any) []string {
 	return out
 }
 
+// AsInts converts a JSON array of integers (AsInt); other elements are
+// skipped.
+func AsInts(v any) []int64 {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]int64, 0, len(arr))
+	for _, e := range arr {
+		if n, ok := AsInt(e); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Get returns the value at a dotted path ("text_config.vocab_size").
 func (c *Config) Get(path string) (any, bool) {
 	if c == nil {

@@ -3,6 +3,7 @@ package ckpt
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
@@ -52,8 +53,36 @@ func Matrix(shape []int64) (rows, cols int64) {
 	return rows, cols
 }
 
+// StackedMatrix returns the rows×cols view of a shape that keeps the last
+// dimension as the columns: the product of the others rows (a stack of
+// matrices, e.g. fused experts [E, out, in], is E·out rows of in). Ranks 0
+// to 2 are Matrix's.
+func StackedMatrix(shape []int64) (rows, cols int64) {
+	if len(shape) < 3 {
+		return Matrix(shape)
+	}
+	rows, cols = 1, shape[len(shape)-1]
+	for _, d := range shape[:len(shape)-1] {
+		rows *= d
+	}
+	return rows, cols
+}
+
+// Stacked returns v viewed as StackedMatrix: the same values, in the same
+// order, as rows of the last dimension (a block scale keeps applying to
+// the same elements).
+func (v *Values) Stacked() *Values {
+	w := *v
+	w.Rows, w.Cols = StackedMatrix(v.T.Shape)
+	if v.Packed() || w.Rows*w.Cols != v.Rows*v.Cols {
+		return v
+	}
+	return &w
+}
+
 // NewValues prepares to read t as float32. If scale is non-nil, t must be a
-// 2-D F8_E4M3 tensor and scale its [ceil(R/bm), ceil(C/bn)] block scale
+// 2-D F8_E4M3 tensor (or a 3-D stack of them, BlockScaleShape) and scale
+// its [ceil(R/bm), ceil(C/bn)] block scale
 // (F32, BF16, F16, or F8_E8M0 as transformers writes it for scale_fmt
 // "ue8m0": 2^(e-127), 0xFF NaN); the scale is read whole (it is small).
 func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
@@ -68,7 +97,10 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	if err := checkBlockScale(t, scale, bm, bn); err != nil {
 		return nil, err
 	}
-	want := []int64{ceilDiv(v.Rows, bm), ceilDiv(v.Cols, bn)}
+	// The scale's grid over the weight as a 2-D block weight: a 3-D stack
+	// [E, R, C] (R a multiple of bm) is one of E·R rows.
+	rows, cols := StackedMatrix(t.Shape)
+	want := []int64{ceilDiv(rows, bm), ceilDiv(cols, bn)}
 	raw := make([]byte, scale.NBytes())
 	if _, err := scale.ReadAt(raw, 0); err != nil {
 		return nil, err
@@ -78,23 +110,44 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 		return nil, err
 	}
 	v.Scale, v.BM, v.BN = scale, bm, bn
-	v.blocks = numfmt.BlockScales{Cols: v.Cols, BM: bm, BN: bn, SCols: want[1], Scale: dec}
+	v.blocks = numfmt.BlockScales{Cols: cols, BM: bm, BN: bn, SCols: want[1], Scale: dec}
 	return v, nil
+}
+
+// BlockScaleShape is the shape of the [bm, bn] block scale of a block-FP8
+// weight of shape w: [ceil(R/bm), ceil(C/bn)] for a 2-D [R, C], and for a
+// 3-D stack of them (fused MoE experts [E, R, C], each expert with its own
+// block grid, as transformers' FP8 experts and tt-metal's
+// weight_mapping.load_qwen36_state_dict_fp8 dequantise them) [E,
+// ceil(R/bm), ceil(C/bn)]. ok is false for other ranks.
+func BlockScaleShape(w []int64, bm, bn int64) (shape []int64, ok bool) {
+	switch len(w) {
+	case 2:
+		return []int64{ceilDiv(w[0], bm), ceilDiv(w[1], bn)}, true
+	case 3:
+		return []int64{w[0], ceilDiv(w[1], bm), ceilDiv(w[2], bn)}, true
+	}
+	return nil, false
 }
 
 // checkBlockScale checks that scale can be the [bm, bn] block scale of the
 // block-FP8 weight t: t is 2-D, the scale has shape [ceil(R/bm), ceil(C/bn)]
 // and a float dtype a scale may have.
 func checkBlockScale(t, scale *Tensor, bm, bn int64) error {
-	if len(t.Shape) != 2 {
-		return fmt.Errorf("tensor %s of %s: block-FP8 weight must be 2-D, has shape %v", Quote(t.Name), t.File.Location, t.Shape)
-	}
 	if bm <= 0 || bn <= 0 {
 		return fmt.Errorf("tensor %s: invalid block size [%d, %d]", Quote(t.Name), bm, bn)
 	}
-	rows, cols := Matrix(t.Shape)
-	want := []int64{ceilDiv(rows, bm), ceilDiv(cols, bn)}
-	if len(scale.Shape) != 2 || scale.Shape[0] != want[0] || scale.Shape[1] != want[1] {
+	want, ok := BlockScaleShape(t.Shape, bm, bn)
+	if !ok {
+		return fmt.Errorf("tensor %s of %s: block-FP8 weight must be 2-D (or a 3-D stack of experts), has shape %v", Quote(t.Name), t.File.Location, t.Shape)
+	}
+	if len(t.Shape) == 3 && t.Shape[1]%bm != 0 {
+		// Each expert's block grid starts at its first row only when its
+		// rows are whole blocks (tt-metal's FP8 loader needs both dims
+		// multiples of 128).
+		return fmt.Errorf("tensor %s of %s: a 3-D block-FP8 stack needs rows per expert (%d) that are whole %d-row blocks", Quote(t.Name), t.File.Location, t.Shape[1], bm)
+	}
+	if !slices.Equal(scale.Shape, want) {
 		return fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
 	}
 	if !IsBlockScaleDType(scale.DType) {

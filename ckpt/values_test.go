@@ -3,6 +3,7 @@ package ckpt_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -185,8 +186,8 @@ func TestValuesErrors(t *testing.T) {
 	assert.Error(t, err)
 	nt, _ := c.Lookup("n.weight")
 	_, err = ckpt.NewValues(nt, st, 32, 16)
-	assert.ErrorContains(t, err, "2-D")
-	c.Config = nil // no quantization_config: the default block, 128x128, disagrees with the scale's shape
+	assert.ErrorContains(t, err, "whole 32-row blocks") // a 3-D stack of experts whose rows are not whole blocks
+	c.Config = nil                                      // no quantization_config: the default block, 128x128, disagrees with the scale's shape
 	_, err = c.Values(wt)
 	var ue *ckpt.UnknownScaleError
 	require.ErrorAs(t, err, &ue)
@@ -245,4 +246,73 @@ func TestReadRowsShortDestination(t *testing.T) {
 	assert.ErrorContains(t, err, "destination")
 	_, err = v.ReadRows(0, 2, nil, make([]float32, 0, 90)) // capacity is enough
 	assert.NoError(t, err)
+}
+
+// TestValuesExpertStack: a 3-D block-FP8 stack of experts [E, R, C] with
+// an [E, R/bm, ceil(C/bn)] scale reads as each expert's 2-D block weight
+// with its own grid (weight_mapping.load_qwen36_state_dict_fp8's per-expert
+// dequant_fp8_block), in the default and the stacked view; rows per expert
+// that are not whole blocks are refused.
+func TestValuesExpertStack(t *testing.T) {
+	t.Parallel()
+	const E, R, C, bm, bn = 3, 64, 40, 32, 16
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(7, 8))
+	codes := make([]byte, E*R*C)
+	for i := range codes {
+		codes[i] = byte(r.IntN(0x7f)) | byte(r.IntN(2))<<7
+	}
+	sr, sc := int64(R/bm), int64((C+bn-1)/bn)
+	sdata := make([]byte, 2*E*sr*sc)
+	for i := 0; i < len(sdata); i += 2 {
+		binary.LittleEndian.PutUint16(sdata[i:], ckpt.F32ToBF16(float32(math.Ldexp(1+r.Float64(), -8-r.IntN(4)))))
+	}
+	ts := []ckpt.MemTensor{
+		{WriteSpec: ckpt.WriteSpec{Name: "x.experts", DType: ckpt.F8E4M3, Shape: []int64{E, R, C}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: "x.experts_scale_inv", DType: ckpt.BF16, Shape: []int64{E, sr, sc}}, Data: sdata},
+		{WriteSpec: ckpt.WriteSpec{Name: "y.experts", DType: ckpt.F8E4M3, Shape: []int64{2, 48, C}}, Data: codes[:2*48*C]},
+		{WriteSpec: ckpt.WriteSpec{Name: "y.experts_scale_inv", DType: ckpt.BF16, Shape: []int64{2, 2, sc}}, Data: sdata[:2*2*2*sc]},
+	}
+	for e := 0; e < E; e++ {
+		ts = append(ts,
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight", e), DType: ckpt.F8E4M3, Shape: []int64{R, C}}, Data: codes[e*R*C : (e+1)*R*C]},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight_scale_inv", e), DType: ckpt.BF16, Shape: []int64{sr, sc}},
+				Data: sdata[int64(e)*2*sr*sc : int64(e+1)*2*sr*sc]})
+	}
+	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}))
+	cfg := `{"model_type":"x","quantization_config":{"quant_method":"fp8","fmt":"e4m3","activation_scheme":"dynamic","weight_block_size":[32,16]}}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o644))
+	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
+	require.NoError(t, err)
+	defer c.Close()
+	stack, _ := c.Lookup("x.experts")
+	v, err := c.Values(stack)
+	require.NoError(t, err)
+	require.Equal(t, int64(E), v.Rows)
+	all := make([]float32, E*R*C)
+	_, err = v.ReadRows(0, E, nil, all)
+	require.NoError(t, err)
+	sv := v.Stacked()
+	require.Equal(t, [2]int64{E * R, C}, [2]int64{sv.Rows, sv.Cols})
+	stacked := make([]float32, E*R*C)
+	_, err = sv.ReadRows(0, E*R, nil, stacked)
+	require.NoError(t, err)
+	require.Equal(t, all, stacked)
+	for e := 0; e < E; e++ {
+		w, _ := c.Lookup(fmt.Sprintf("x.%d.weight", e))
+		ev, err := c.Values(w)
+		require.NoError(t, err)
+		want := make([]float32, R*C)
+		_, err = ev.ReadRows(0, R, nil, want)
+		require.NoError(t, err)
+		require.Equal(t, want, all[e*R*C:(e+1)*R*C], "expert %d", e)
+		for i := int64(0); i < R; i += 7 {
+			for j := int64(0); j < C; j += 5 {
+				require.Equal(t, ev.ScaleAt(i, j), sv.ScaleAt(int64(e)*R+i, j))
+			}
+		}
+	}
+	odd, _ := c.Lookup("y.experts") // 48 rows per expert: not whole 32-row blocks
+	_, err = c.Values(odd)
+	require.ErrorContains(t, err, "whole 32-row blocks")
 }

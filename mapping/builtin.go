@@ -72,6 +72,11 @@ const (
 	// state-dict remap (prefixes stripped, vision and MTP keys dropped),
 	// was read at.
 	weightMapping = "1b43246cf2e30d807c770a02d495cad87f95098e"
+	// moeWeights is the revision the MoE loader's expert and router files
+	// were read at (the expert-parallel _ep_swiglu layout; its
+	// model_config.py has is_moe_layer and kv_replication).
+	moeWeights = "09c98edaf24f0da9b3fe9cfe70221861b907f8f0"
+	moeShort   = "09c98eda"
 )
 
 // qwen36Line is what distinguishes the upstream lines of the qwen36 loader.
@@ -101,6 +106,15 @@ var pinsShared = map[string]string{
 	"ttnn/core/distributed/distributed_tensor.cpp":      "0104e87bcc12353d3a3461eaf4ccc2befd910d87",
 	"ttnn/core/tensor/flatbuffer/tensor_flatbuffer.cpp": "1104590e4c497e044b2fcda6cfec04bfdc68f356",
 	"tt_metal/impl/data_format/bfloat16.cpp":            "0266e6f1f3b025345ea752018469941cada53034",
+	// The MoE loader (Qwen3.5/3.6-MoE, 35B-A3B), the same on both lines.
+	qwen36 + "moe/weights.py": moeWeights + " (load_expert_weights: expert-parallel ShardTensorToMesh(dim=1), " +
+		"moe.experts.{gate,up,down}_proj_ep_swiglu{tp}, gate/up BFLOAT4_B, down BFLOAT8_B, as_tensor(preprocess=_gate/_up/_down); " +
+		"_stack_per_expert stacks {i}.gate_proj/up_proj/down_proj.weight into the fused layout)",
+	qwen36 + "moe/router.py": moeWeights + " (Qwen36Router: moe.router.weight, [E, H] -> [1, 1, H, E] bf16 TILE, replicated)",
+	qwen36 + "moe/shared.py": "19273ca2bd161a8409284f8873f0a046d0d8c3b0 (Qwen36SharedExpert: Qwen36MLP under shared_expert/ with " +
+		"use_gateup_agmm=False; moe.shared_expert_gate.weight, [1, H] -> [1, 1, H, 1] bf16 TILE, replicated)",
+	qwen36 + "moe/moe.py": "58878fce98f0feeada615b5c31fa8efd6109f7f4 (Qwen36MoE: router from mlp.gate, experts from mlp.experts, " +
+		"the shared expert when shared_intermediate_size; every file under the layer's MLP cache path)",
 }
 
 // pins are a line's pinned files (the shared ones included), the note on
@@ -130,6 +144,9 @@ var (
 		"stored version: the gate/up tile interleave comes from the fused matmul's contract"
 	openReplicated = "the topology of a replicated (unsharded) file and the alignment of ROW_MAJOR files are inferred from ttnn 0.81.1's own files, " +
 		"not read from a cache the stack wrote"
+	openMoE = "the MoE loader (moe/weights.py, router.py @" + moeShort + ", shared.py @19273ca2, moe.py @58878fce) is stored at neither line's " +
+		"commit: the newest stored revisions with the expert-parallel _ep_swiglu layout were read, for both lines; the Wormhole branch of " +
+		"load_expert_weights (one fused moe.experts.gate_up_proj_ep_swiglu{N}) is not transcribed"
 	openMTPKeys = "whether the stack's FP8 loader keeps the mtp.* tensors: weight_mapping.py@1b43246c drops them, the MTP line's drafter loads them"
 )
 
@@ -153,7 +170,7 @@ var (
 		}, []string{
 			"every file: no qwen36 file is stored at the PR head " + prHead + " (nor at 96f3f041), so no file could be read at the line",
 			"the commits of the tensor-parallel mtp.py and of the MTP line's mlp.py (both stored, without a commit)",
-			openSwiGLU, openReplicated, openMTPKeys,
+			openSwiGLU, openReplicated, openMTPKeys, openMoE,
 		})}
 	lineMain = qwen36Line{name: ProfileMain, outColpar: true, gateUpFixed: true, fusedDecode: true,
 		description: "Qwen3.5/3.6-style hybrid (Gated DeltaNet + gated full attention) on a 1xN Blackhole mesh, as tt-metal main's qwen36 " +
@@ -184,7 +201,7 @@ var (
 				"eac0c9b30aa and 755a0d6461d only by these prefixes); read at the revisions pinned",
 			"neg_exp_A_fp32 values: −exp is computed in float64 and rounded to float32; torch's float32 exp (2.15.0 measured) differs from " +
 				"that in the last bit for about 1 % of inputs, so such a value can be one unit in the last place from the stack's",
-			openSwiGLU, openReplicated,
+			openSwiGLU, openReplicated, openMoE,
 		})}
 )
 
@@ -262,6 +279,10 @@ func matmulWeight(id, target, src string, pl Placement, dtype, mem string, extra
 type scope struct {
 	id, dir, layer, src, layerType string
 	when                           Conditions
+	// mlpLayer names the decoder layer whose MLP kind (Rule.MLP) a
+	// fixed-layer scope's MLP rules follow (the MTP layer: the layer it
+	// is built as).
+	mlpLayer string
 }
 
 // with returns the scope's conditions plus more.
@@ -272,6 +293,9 @@ func (s scope) with(more ...Condition) Conditions {
 
 func (s scope) rule(r Rule) Rule {
 	r.LayerType, r.Required = s.layerType, true
+	if r.MLP != "" && s.layerType == "" {
+		r.MLPLayer = s.mlpLayer
+	}
 	if r.When == nil {
 		r.When = s.with()
 	}
@@ -309,12 +333,14 @@ func attentionRules(s scope) []Rule {
 	wqkv := Rule{Sources: []string{sa + "q_proj.weight", sa + "k_proj.weight", sa + "v_proj.weight"},
 		Transform: []Step{roundBF16(), fuse(
 			Part{Source: 0, Label: "q (num_attention_heads heads)", Units: "num_attention_heads", UnitRows: "head_dim", Stride: "2*head_dim"},
-			Part{Source: 1, Label: "k (num_key_value_heads heads)", Units: "num_key_value_heads", UnitRows: "head_dim"},
-			Part{Source: 2, Label: "v (num_key_value_heads heads)", Units: "num_key_value_heads", UnitRows: "head_dim"},
+			Part{Source: 1, Label: "k (num_key_value_heads heads)", Units: "num_key_value_heads", UnitRows: "head_dim", Replicate: true},
+			Part{Source: 2, Label: "v (num_key_value_heads heads)", Units: "num_key_value_heads", UnitRows: "head_dim", Replicate: true},
 			Part{Source: 0, Label: "gate (num_attention_heads heads)", Offset: "head_dim", Units: "num_attention_heads", UnitRows: "head_dim", Stride: "2*head_dim"},
 		), transposeStep()},
 		Placement: colParallel, DType: BFloat8B, Layout: Tile,
-		Note: "q_proj rows hold [q_h | gate_h] per head; per device [all q | k | v | all gate], then transposed"}
+		Note: "q_proj rows hold [q_h | gate_h] per head; per device [all q | k | v | all gate], then transposed; with more devices than KV " +
+			"heads device d takes KV head floor(d·kv_heads/N) whole (tp_common.replicate_kv_weight, called by attention/tp.py@01c6e8ed and " +
+			"attention/tp.py@" + mainShort + " load_attention_weights_tp)"}
 	il, ds := wqkv, wqkv
 	tp := s.dir + s.layer + "/tp/"
 	il.ID, il.Target, il.Memory, il.When = s.id+"attn.wqkv.il", tp+"wqkv_fused_qkvg.il", DRAMInterleaved, s.with(on(VarProj1DDecode))
@@ -327,28 +353,129 @@ func attentionRules(s scope) []Rule {
 // under <layer>/: gate/up bfp4 column-parallel (interleaved with
 // mlp_1d_decode, else DRAM-width-sharded .dramshard), down bfp8
 // row-parallel, and the prefill fused-SwiGLU gate_up weight when the
-// gate/up all-gather matmul is enabled.
+// gate/up all-gather matmul is enabled. On a MoE model it applies to the
+// dense layers only.
 func mlpRules(s scope) []Rule {
+	out := tpMLP(s, s.id+"mlp.", s.dir+s.layer+"/", s.src+"mlp.", "intermediate_size", true)
+	for i := range out {
+		out[i].MLP = MLPDense
+		out[i] = s.rule(out[i])
+	}
+	return out
+}
+
+// tpMLP is the tensor-parallel Qwen36MLP (mlp.py load_mlp_weights) of the
+// projections under src, cached under dir with rule ids under id; units
+// is the config variable of its intermediate size; gateUp adds the
+// fused-SwiGLU weight (use_gateup_agmm).
+func tpMLP(s scope, id, dir, src, units string, gateUp bool) []Rule {
+	var out []Rule
+	for _, n := range []string{"gate_proj", "up_proj"} {
+		parts := fuse(Part{Source: 0, Label: n + " (" + units + " rows)", Units: units})
+		il := matmulWeight(id+n, dir+"mlp."+n+".weight.tp", src+n+".weight", colParallel, BFloat4B, DRAMInterleaved, parts)
+		il.When = s.with(on(VarMLP1DDecode))
+		ds := matmulWeight(id+n+".dramshard", dir+"mlp."+n+".weight.dramshard.tp", src+n+".weight", colParallel, BFloat4B, DRAMWidthSharded, parts)
+		ds.When = s.with(off(VarMLP1DDecode))
+		out = append(out, il, ds)
+	}
+	out = append(out, matmulWeight(id+"down_proj", dir+"mlp.down_proj.weight.tp", src+"down_proj.weight", rowParallel, BFloat8B, DRAMInterleaved))
+	if gateUp {
+		out = append(out, Rule{ID: id + "gate_up", Target: dir + "mlp.gate_up.weight.swiglu.tp",
+			Sources: []string{src + "gate_proj.weight", src + "up_proj.weight"}, When: s.with(on(VarGateUpAGMM)),
+			Transform: []Step{roundBF16(), {Op: OpFuse, Interleave: true, Parts: []Part{
+				{Source: 0, Label: "gate (" + units + "/32 tiles)", Units: units + "/32", UnitRows: "32"},
+				{Source: 1, Label: "up (" + units + "/32 tiles)", Units: units + "/32", UnitRows: "32"},
+			}}, transposeStep()},
+			Placement: colParallel, DType: BFloat4B, Layout: Tile, Memory: DRAMInterleaved,
+			Note: "prefill fused-SwiGLU weight: per device, 32-wide column tiles of gate^T and up^T alternate, gate first"})
+	}
+	return out
+}
+
+// Expert parallelism: the experts are split over the devices along the
+// expert dimension (dim 1 of [1, E, in, out]), whole on each device.
+var expertParallel = Placement{Kind: "shard", Dim: 1, Split: "rows"}
+
+// moeRules are one sparse MoE block as the qwen36 MoE loader caches it
+// under <layer>/ (moe/moe.py, moe/weights.py, moe/router.py,
+// moe/shared.py): the routed experts expert-parallel, from the fused
+// layout (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj [E,
+// H, I]) or stacked from one tensor per expert (_stack_per_expert: the
+// same files); the router and the shared expert's sigmoid gate
+// replicated; the shared expert a tensor-parallel MLP under shared_expert/
+// without the fused-SwiGLU weight.
+func moeRules(s scope) []Rule {
 	mlp := s.src + "mlp."
 	dir := s.dir + s.layer + "/"
 	var out []Rule
-	for _, n := range []string{"gate_proj", "up_proj"} {
-		units := fuse(Part{Source: 0, Label: n + " (intermediate_size rows)", Units: "intermediate_size"})
-		il := matmulWeight(s.id+"mlp."+n, dir+"mlp."+n+".weight.tp", mlp+n+".weight", colParallel, BFloat4B, DRAMInterleaved, units)
-		il.When = s.with(on(VarMLP1DDecode))
-		ds := matmulWeight(s.id+"mlp."+n+".dramshard", dir+"mlp."+n+".weight.dramshard.tp", mlp+n+".weight", colParallel, BFloat4B, DRAMWidthSharded, units)
-		ds.When = s.with(off(VarMLP1DDecode))
-		out = append(out, s.rule(il), s.rule(ds))
+	add := func(r Rule) {
+		r.MLP = MLPMoE
+		out = append(out, s.rule(r))
 	}
-	out = append(out, s.rule(matmulWeight(s.id+"mlp.down_proj", dir+"mlp.down_proj.weight.tp", mlp+"down_proj.weight", rowParallel, BFloat8B, DRAMInterleaved)))
-	out = append(out, s.rule(Rule{ID: s.id + "mlp.gate_up", Target: dir + "mlp.gate_up.weight.swiglu.tp",
-		Sources: []string{mlp + "gate_proj.weight", mlp + "up_proj.weight"}, When: s.with(on(VarGateUpAGMM)),
-		Transform: []Step{roundBF16(), {Op: OpFuse, Interleave: true, Parts: []Part{
-			{Source: 0, Label: "gate (intermediate_size/32 tiles)", Units: "intermediate_size/32", UnitRows: "32"},
-			{Source: 1, Label: "up (intermediate_size/32 tiles)", Units: "intermediate_size/32", UnitRows: "32"},
-		}}, transposeStep()},
-		Placement: colParallel, DType: BFloat4B, Layout: Tile, Memory: DRAMInterleaved,
-		Note: "prefill fused-SwiGLU weight: per device, 32-wide column tiles of gate^T and up^T alternate, gate first"}))
+	const ep = "_ep_swiglu{num_devices}"
+	wsrc := qwen36 + "moe/weights.py@" + moeShort + " load_expert_weights"
+	for _, p := range []struct {
+		name, dtype, offset, note string
+	}{
+		{"gate_proj", BFloat4B, "", "_gate: rows [:I] of each expert's [2I, H], transposed: [1, E, H, I]"},
+		{"up_proj", BFloat4B, "moe_intermediate_size", "_up: rows [I:] of each expert's [2I, H], transposed: [1, E, H, I]"},
+	} {
+		steps := func(part Part) []Step {
+			return []Step{roundBF16(), fuse(part), transposeStep(), reshapeStep("1", "rows/hidden_size", "hidden_size", "cols")}
+		}
+		label := p.name + " (num_experts experts)"
+		fused := Rule{ID: s.id + "moe.experts." + p.name, Target: dir + "moe.experts." + p.name + ep,
+			Sources:   []string{mlp + "experts.gate_up_proj"},
+			Transform: steps(Part{Source: 0, Label: label, Offset: p.offset, Units: "num_experts", UnitRows: "moe_intermediate_size", Stride: "2*moe_intermediate_size"}),
+			Batch:     "moe_intermediate_size", Placement: expertParallel, DType: p.dtype, Layout: Tile, Memory: DRAMInterleaved,
+			Note: wsrc + ": " + p.note + ", ShardTensorToMesh(dim=1): num_experts/N whole experts per device"}
+		add(fused)
+		stacked := fused
+		stacked.ID += ".per_expert"
+		stacked.Sources = []string{mlp + "experts.{X}." + p.name + ".weight"}
+		stacked.Stack = &Stack{Capture: "X", Count: "num_experts"}
+		stacked.Transform = steps(Part{Source: 0, Label: label, Units: "num_experts", UnitRows: "moe_intermediate_size"})
+		stacked.Note = wsrc + ": _stack_per_expert cats {i}.gate_proj and {i}.up_proj into the fused [E, 2I, H], so " +
+			"the file is the fused layout's: " + p.note
+		add(stacked)
+	}
+	down := Rule{ID: s.id + "moe.experts.down_proj", Target: dir + "moe.experts.down_proj" + ep,
+		Sources: []string{mlp + "experts.down_proj"},
+		Transform: []Step{roundBF16(), fuse(Part{Source: 0, Label: "down_proj (num_experts experts)", Units: "num_experts", UnitRows: "hidden_size"}),
+			transposeStep(), reshapeStep("1", "rows/moe_intermediate_size", "moe_intermediate_size", "cols")},
+		Batch: "hidden_size", Placement: expertParallel, DType: BFloat8B, Layout: Tile, Memory: DRAMInterleaved,
+		Note: wsrc + ": _down: each expert's [H, I] transposed: [1, E, I, H], ShardTensorToMesh(dim=1)"}
+	add(down)
+	downStacked := down
+	downStacked.ID += ".per_expert"
+	downStacked.Sources = []string{mlp + "experts.{X}.down_proj.weight"}
+	downStacked.Stack = &Stack{Capture: "X", Count: "num_experts"}
+	downStacked.Note = wsrc + ": _stack_per_expert stacks {i}.down_proj.weight into the fused [E, H, I]; each expert transposed: [1, E, I, H]"
+	add(downStacked)
+
+	router := Rule{ID: s.id + "moe.router", Target: dir + "moe.router.weight", Sources: []string{mlp + "gate.weight"},
+		Transform: []Step{roundBF16(), transposeStep(), reshapeStep("1", "1", "rows", "cols")},
+		Placement: replicated, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved,
+		Note: qwen36 + "moe/router.py@" + moeShort + " Qwen36Router: preprocess t.to(bfloat16).transpose(-2, -1).unsqueeze(0).unsqueeze(0), " +
+			"[E, H] -> [1, 1, H, E], ReplicateTensorToMesh"}
+	add(router)
+	shared := Conditions{{Key: "shared_expert_intermediate_size", Op: "gt", Value: 0.0}}
+	gate := Rule{ID: s.id + "moe.shared_expert_gate", Target: dir + "moe.shared_expert_gate.weight", Sources: []string{mlp + "shared_expert_gate.weight"},
+		When:      s.with(shared...),
+		Transform: []Step{roundBF16(), transposeStep(), reshapeStep("1", "1", "rows", "cols")},
+		Placement: replicated, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved,
+		Note: qwen36 + "moe/shared.py@19273ca2 Qwen36SharedExpert: preprocess t.to(bfloat16).transpose(-2, -1).unsqueeze(0).unsqueeze(0), " +
+			"[1, H] -> [1, 1, H, 1], ReplicateTensorToMesh"}
+	add(gate)
+	for _, r := range tpMLP(s, s.id+"moe.shared_expert.", dir+"shared_expert/", mlp+"shared_expert.", "shared_expert_intermediate_size", false) {
+		if r.When == nil {
+			r.When = s.with()
+		}
+		r.When = append(r.When, shared...)
+		r.Note = strings.TrimPrefix(r.Note+"; ", "; ") + "the shared expert: Qwen36MLP(shared_state, tensor_cache_path / \"shared_expert\", " +
+			"use_gateup_agmm=False) (" + qwen36 + "moe/shared.py@19273ca2)"
+		add(r)
+	}
 	return out
 }
 
@@ -371,8 +498,9 @@ func qwen36Profile(line qwen36Line) *Profile {
 		Arch:        ArchBlackhole,
 		Tag:         "bfp8",
 		// Qwen3_5ForConditionalGeneration (the releases) and
-		// Qwen3_5ForCausalLM (text only) configs.
-		ModelTypes: []string{"qwen3_5", "qwen3_5_text"},
+		// Qwen3_5ForCausalLM (text only) configs, and their MoE forms
+		// (Qwen3_5MoeForConditionalGeneration, Qwen3_5MoeForCausalLM).
+		ModelTypes: []string{"qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"},
 		Aliases: []Alias{{Prefix: "model.", As: textPrefix,
 			Note: "text-only checkpoints (Qwen3_5ForCausalLM) store the text model under model.: the loader strips model.language_model. or " +
 				"model. alike (" + qwen36 + "weight_mapping.py@" + weightMapping + ": remap_qwen36_state_dict, load_qwen36_state_dict_fp8)"}},
@@ -392,6 +520,11 @@ func qwen36Profile(line qwen36Line) *Profile {
 		},
 		Notes: []string{
 			lineNote(line),
+			"Qwen3.5/3.6-MoE (model_type qwen3_5_moe): a layer is MoE when num_experts > 0, it is not in mlp_only_layers and (L+1) % " +
+				"decoder_sparse_step == 0 (model_config.py@" + moeShort + " is_moe_layer); it has no dense mlp.* files but, under layers.L/, " +
+				"moe.experts.{gate,up,down}_proj_ep_swiglu{N} (expert-parallel, ShardTensorToMesh(dim=1), each expert transposed), " +
+				"moe.router.weight, moe.shared_expert_gate.weight and the shared expert as a TP MLP under shared_expert/; fused " +
+				"(mlp.experts.gate_up_proj, down_proj) and per-expert (mlp.experts.{i}.*_proj.weight) checkpoints give the same files.",
 			"Switches: proj_1d_decode and mlp_1d_decode (model_config sets both for every multi-device mesh) select the interleaved .il / .tp names; " +
 				"mlp_gateup_agmm_enabled adds the fused-SwiGLU gate_up file. Override with --set NAME=false to get the DRAM-width-sharded .dramshard " +
 				"names of stacks that turn them off.",
@@ -408,7 +541,8 @@ func qwen36Profile(line qwen36Line) *Profile {
 				".to(bfloat16) do; a NaN torch produces (cast, dequantisation, bf16 arithmetic) gets the bits cache build --nan names (0xFFFF from the " +
 				"vectorised kernels of AVX2/AVX-512 hosts, or 0x7FC0), a bf16 NaN only cast to bf16 keeps its bits; norms add 1.0 in bf16 (torch bf16 arithmetic).",
 			"Newer gdn/tp.py revisions add tap_stack and .padN / .pad{rows} / .abgap{n} suffixes that are empty on Blackhole; the pinned revision " +
-				"has none. With more devices than KV heads attention/tp.py replicates KV heads; this profile reports that mesh as indivisible. The " +
+				"has none. With more devices than KV heads attention/tp.py replicates KV heads (tp_common.replicate_kv_weight): device d holds KV " +
+				"head floor(d·kv_heads/N) of wqkv_fused_qkvg. The " +
 				"T3K-only drafter LM head output.weight.vshard.bfp4 of later mtp.py revisions is not written on Blackhole.",
 		},
 	}
@@ -487,6 +621,7 @@ func qwen36Profile(line qwen36Line) *Profile {
 	// (tt/layer.py, models/common/rmsnorm.py).
 	add(attentionRules(scope{layer: "layers.{L}", src: layerPfx, layerType: full})...)
 	add(mlpRules(scope{layer: "layers.{L}", src: layerPfx, layerType: AnyLayer})...)
+	add(moeRules(scope{layer: "layers.{L}", src: layerPfx, layerType: AnyLayer})...)
 	add(decoderNorms(scope{layer: "layers.{L}", src: layerPfx, layerType: AnyLayer})...)
 
 	// Embedding, final norm and LM head (tt/model.py).
@@ -539,9 +674,10 @@ func mtpRules() []Rule {
 	for _, n := range []string{"pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"} {
 		add(rmsNorm(mtp, "norm."+n, "mtp."+n+".weight", n+".weight")...)
 	}
-	layer := scope{id: "mtp.layer.", dir: "mtp/", layer: mtpLayer, src: "mtp.layers.0.", when: mtp.when}
+	layer := scope{id: "mtp.layer.", dir: "mtp/", layer: mtpLayer, src: "mtp.layers.0.", when: mtp.when, mlpLayer: FirstFullAttentionLayer}
 	add(attentionRules(layer)...)
 	add(mlpRules(layer)...)
+	add(moeRules(layer)...)
 	add(decoderNorms(layer)...)
 
 	return out

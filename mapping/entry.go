@@ -16,7 +16,11 @@ type resolvedPart struct {
 
 // entry resolves one binding of a rule; it records problems and returns
 // nil when the target cannot be produced.
-func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
+//
+// With a Stack, srcs holds stackN tensors per source template (source j of
+// index x at x*len(Sources)+j) and the transform reads template j as one
+// source: the rows of its stackN tensors one after the other.
+func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64) *Entry {
 	target, _ := b.target(r, bind) // run checked it
 	fail := func(kind ckpt.FindingID, format string, args ...any) *Entry {
 		b.problem(kind, r.ID, target, fmt.Sprintf("target %s: ", target)+fmt.Sprintf(format, args...), b.sourceNames(srcs)...)
@@ -35,8 +39,12 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	e := &Entry{Rule: r.ID, Target: target, Steps: r.Transform, Placement: r.Placement, Devices: int(b.n),
 		DType: r.DType, Layout: r.Layout}
 	e.File = path.Join(b.plan.CacheDir, FileName(target, r.DType, r.Layout))
-	rows := make([]int64, len(srcs))
-	cols := make([]int64, len(srcs))
+	J := len(srcs)
+	if stackN > 0 {
+		J = len(r.Sources)
+	}
+	rows := make([]int64, J)
+	cols := make([]int64, J)
 	for i, t := range srcs {
 		s := Source{Name: t.Name, Tensor: t}
 		// A quantised weight is its codes plus its scale: one without a
@@ -55,31 +63,46 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		}
 		s.Scale = scale
 		e.Sources = append(e.Sources, s)
-		rows[i], cols[i] = ckpt.Matrix(t.Shape)
+		tr, tc := ckpt.StackedMatrix(t.Shape)
+		j := i % J
+		if i < J {
+			rows[j], cols[j] = tr, tc
+		} else if first := srcs[j]; !slices.Equal(first.Shape, t.Shape) {
+			return fail(ProblemShape, "cannot stack %s of shape %v with %s of shape %v", t.Name, t.Shape, first.Name, first.Shape)
+		}
+	}
+	// view names source j as the transform sees it (a stacked template
+	// by its first tensor).
+	view := func(j int) *ckpt.Tensor { return srcs[j] }
+	if stackN > 0 {
+		for j := range rows {
+			rows[j] *= stackN
+		}
 	}
 	ch, err := planSteps(r.Transform, vars, rows)
+	_ = view
 	if err != nil {
 		return fail(ProblemConfig, "%v", err)
 	}
 	e.Values, e.Transpose = ch.values, ch.transpose
 	parts, colStart, colCount, reshape, interleave := ch.parts, ch.colStart, ch.colCount, ch.reshape, ch.interleave
 	if parts == nil {
-		for i := range srcs {
-			parts = append(parts, resolvedPart{Part: Part{Source: i, Label: "rows of " + srcs[i].Name}, units: rows[i], unitRows: 1, stride: 1})
+		for i := range rows {
+			parts = append(parts, resolvedPart{Part: Part{Source: i, Label: "rows of " + view(i).Name}, units: rows[i], unitRows: 1, stride: 1})
 		}
 	}
 	// Columns: every part must contribute the same number of columns.
 	var C int64 = -1
-	for i := range srcs {
+	for i := range rows {
 		c := cols[i]
 		if colCount >= 0 {
 			if colStart < 0 || colStart+colCount > cols[i] {
-				return fail(ProblemShape, "columns [%d, %d) are outside %s of shape %v", colStart, colStart+colCount, srcs[i].Name, srcs[i].Shape)
+				return fail(ProblemShape, "columns [%d, %d) are outside %s of shape %v", colStart, colStart+colCount, view(i).Name, view(i).Shape)
 			}
 			c = colCount
 		}
 		if C >= 0 && c != C {
-			return fail(ProblemShape, "cannot stack %s (%d columns) with sources of %d columns", srcs[i].Name, c, C)
+			return fail(ProblemShape, "cannot stack %s (%d columns) with sources of %d columns", view(i).Name, c, C)
 		}
 		C = c
 	}
@@ -93,19 +116,27 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 			return fail(ProblemConfig, "part %s has negative extents", p.Label)
 		}
 		if p.units > 0 && p.offset+(p.units-1)*p.stride+p.unitRows > rows[p.Source] {
-			return fail(ProblemShape, "part %s (%d units of %d rows from row %d, stride %d) overruns %s of shape %v",
-				p.Label, p.units, p.unitRows, p.offset, p.stride, srcs[p.Source].Name, srcs[p.Source].Shape)
+			return fail(ProblemShape, "part %s (%d units of %d rows from row %d, stride %d) overruns %s of %d rows (shape %v%s)",
+				p.Label, p.units, p.unitRows, p.offset, p.stride, view(p.Source).Name, rows[p.Source], view(p.Source).Shape, stackedOf(stackN))
 		}
 		covered[p.Source] += p.units * p.unitRows
 	}
-	for i := range srcs {
-		if covered[i] != rows[i] {
-			return fail(ProblemShape, "the parts take %d rows of %s, which has %d (shape %v): the checkpoint and the config disagree",
-				covered[i], srcs[i].Name, rows[i], srcs[i].Shape)
+	for i := range rows {
+		if covered[i] != rows[i] && !strided(parts, i, rows[i]) {
+			return fail(ProblemShape, "the parts take %d rows of %s, which has %d (shape %v%s): the checkpoint and the config disagree",
+				covered[i], view(i).Name, rows[i], view(i).Shape, stackedOf(stackN))
 		}
 	}
+	splitRows := r.Placement.Kind == "shard" && r.Placement.Split == "rows"
+	// replicated reports whether part p gives each device one whole unit
+	// (Part.Replicate with fewer units than devices).
+	replicated := func(p resolvedPart) bool { return p.Replicate && splitRows && p.units < b.n }
 	var fullRows int64
 	for _, p := range parts {
+		if replicated(p) {
+			fullRows += b.n * p.unitRows
+			continue
+		}
 		fullRows += p.units * p.unitRows
 	}
 	shards := 1
@@ -114,7 +145,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	case r.Placement.Split == "rows":
 		shards = int(b.n)
 		for _, p := range parts {
-			if p.units%b.n != 0 {
+			if p.units%b.n != 0 && !replicated(p) {
 				expr := p.Units
 				if expr == "" {
 					expr = "rows"
@@ -130,13 +161,17 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		}
 	}
 	if interleave {
+		for _, p := range parts {
+			if replicated(p) {
+				return fail(ProblemConfig, "part %s replicates units and cannot be interleaved", p.Label)
+			}
+		}
 		for _, p := range parts[1:] {
 			if p.units != parts[0].units || p.unitRows != parts[0].unitRows {
 				return fail(ProblemConfig, "interleaved parts %s and %s differ in units", parts[0].Label, p.Label)
 			}
 		}
 	}
-	splitRows := r.Placement.Kind == "shard" && r.Placement.Split == "rows"
 	for d := 0; d < shards; d++ {
 		c0, cn := colStart, C
 		if r.Placement.Kind == "shard" && r.Placement.Split == "cols" {
@@ -162,7 +197,10 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		} else {
 			for _, p := range parts {
 				per, u0 := p.units, int64(0)
-				if splitRows {
+				switch {
+				case replicated(p):
+					per, u0 = 1, int64(d)*p.units/b.n
+				case splitRows:
 					per /= b.n
 					u0 = int64(d) * per
 				}
@@ -183,6 +221,19 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 	dr, dc := e.MatrixRows, e.MatrixCols
 	if e.Transpose {
 		fr, fc, dr, dc = fc, fr, dc, dr
+	}
+	if r.Batch != "" {
+		br, err := Eval(r.Batch, vars)
+		if err != nil {
+			return fail(ProblemConfig, "batch %s: %v", r.Batch, err)
+		}
+		if br <= 0 || e.MatrixRows%br != 0 || fullRows%br != 0 {
+			return fail(ProblemShape, "batch %s = %d does not divide the %d rows of the per-device block (%d in all)", r.Batch, br, e.MatrixRows, fullRows)
+		}
+		e.BatchRows = br
+		// The transposed runs stacked: (rows / batch · cols) × batch.
+		fr, fc = fullRows/br*C, br
+		dr, dc = e.MatrixRows/br*e.MatrixCols, br
 	}
 	switch {
 	case reshape != nil:
@@ -240,6 +291,9 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		e.Memory.Grid = [][]int{{0, 0}, {banks - 1, 0}}
 		e.Memory.Orientation = "ROW_MAJOR"
 	}
+	if stackN > 0 {
+		e.Shards = unstack(e.Shards, rows, stackN, J)
+	}
 	if r.Layout == Tile {
 		ds := e.DeviceShape
 		if len(ds) >= 1 && ds[len(ds)-1]%32 != 0 {
@@ -250,6 +304,51 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor) *Entry {
 		}
 	}
 	return e
+}
+
+// strided reports whether the parts of source i are strided runs that
+// each span the whole source (units·stride rows, stride > unit rows): a
+// part of each stride, the rest of which another rule reads (the gate
+// and the up rows of fused experts [E, 2I, H]).
+func strided(parts []resolvedPart, i int, rows int64) bool {
+	n := 0
+	for _, p := range parts {
+		if p.Source != i {
+			continue
+		}
+		if p.stride <= p.unitRows || p.units*p.stride != rows {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// stackedOf says, in a shape message, that a source is a stack.
+func stackedOf(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d stacked", n)
+}
+
+// unstack turns pieces of stacked templates (source j, rows of the stack)
+// into pieces of the tensors: template j's tensor x holds stack rows [x·R,
+// (x+1)·R), R = rows[j]/n, and is source x*J+j.
+func unstack(shards [][]Piece, rows []int64, n int64, J int) [][]Piece {
+	out := make([][]Piece, len(shards))
+	for d, ps := range shards {
+		for _, p := range ps {
+			per := rows[p.Source] / n
+			for a := p.Row; a < p.Row+p.Rows; {
+				x := a / per
+				m := min(p.Row+p.Rows, (x+1)*per) - a
+				out[d] = append(out[d], Piece{Source: int(x)*J + p.Source, Row: a - x*per, Rows: m, Col: p.Col, Cols: p.Cols})
+				a += m
+			}
+		}
+	}
+	return out
 }
 
 func resolvePart(p Part, srcRows int64, vars Vars) (resolvedPart, error) {

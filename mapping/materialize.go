@@ -35,8 +35,8 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", e.Target, err)
 		}
-		readers[i] = v
-		return v, nil
+		readers[i] = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
+		return readers[i], nil
 	}
 	out := make([][]float32, len(e.Shards))
 	var raw []byte
@@ -75,7 +75,7 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			return nil, nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", e.Target, s, at, e.MatrixRows)
 		}
 		if e.Transpose {
-			block = transpose(block, e.MatrixRows, e.MatrixCols)
+			block = TransposeBlock(block, e.MatrixRows, e.MatrixCols, e.BatchRows)
 		}
 		out[s] = block
 	}
@@ -108,6 +108,20 @@ func ApplyValues(ops []ValueOp, vals []float32) error {
 		e.Apply(vals, numfmt.TTNaN)
 	}
 	return nil
+}
+
+// TransposeBlock is step 3 of an Entry: the transpose of the rows×cols
+// block m, or, with batchRows > 0, of each of its runs of batchRows rows,
+// the transposed runs in order.
+func TransposeBlock(m []float32, rows, cols, batchRows int64) []float32 {
+	if batchRows <= 0 || batchRows >= rows {
+		return transpose(m, rows, cols)
+	}
+	out := make([]float32, 0, len(m))
+	for r := int64(0); r < rows; r += batchRows {
+		out = append(out, transpose(m[r*cols:(r+batchRows)*cols], batchRows, cols)...)
+	}
+	return out
 }
 
 func transpose(m []float32, rows, cols int64) []float32 {

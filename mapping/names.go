@@ -47,7 +47,7 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	}
 	plan := &Plan{Profile: p, Mesh: mesh, Settings: settings, Device: device, CacheDir: CacheDir(device, p.Tag, mesh)}
 	n := mesh.Devices()
-	vars := Vars{"N": int64(n)}
+	vars := Vars{"N": int64(n), NumDevices: int64(n)}
 	b := &builder{plan: plan}
 	rules := make([]*nameRule, 0, len(p.Rules))
 	for i := range p.Rules {
@@ -91,6 +91,10 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	maxLayer := -1
 	votes := map[int]map[string]int{}
 	observed := map[string]bool{}
+	// A layer (or a fixed layer's rules: the MTP layer) is MoE when some
+	// file of a MoE rule names it (Rule.MLP).
+	moeLayer := map[int]bool{}
+	moeFixed := false
 	for _, name := range names {
 		for _, nr := range rules {
 			bind, ok := nr.match(name)
@@ -100,11 +104,17 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			for _, k := range nr.keys {
 				observed[k] = true
 			}
+			if nr.rule.MLP == MLPMoE && nr.rule.MLPLayer != "" {
+				moeFixed = true
+			}
 			l, err := strconv.Atoi(bind["L"])
 			if err != nil || l < 0 || l >= MaxNamedLayers {
 				continue // not a layer index (its files are extra)
 			}
 			maxLayer = max(maxLayer, l)
+			if nr.rule.MLP == MLPMoE {
+				moeLayer[l] = true
+			}
 			if t := nr.rule.LayerType; t != "" && t != AnyLayer {
 				if votes[l] == nil {
 					votes[l] = map[string]int{}
@@ -158,6 +168,9 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 				unobserved[k] = true
 			}
 		}
+		if r.MLP != "" && r.MLPLayer != "" && (r.MLP == MLPMoE) != moeFixed {
+			applies = false
+		}
 		if !applies {
 			continue
 		}
@@ -188,6 +201,9 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			binds = []binding{{}}
 		case r.Required && len(nr.caps) == 1 && nr.caps["L"] && r.LayerType != "":
 			for l, t := range layerTypes {
+				if r.MLP != "" && (r.MLP == MLPMoE) != moeLayer[l] {
+					continue
+				}
 				if r.LayerType == AnyLayer || t == r.LayerType {
 					binds = append(binds, binding{"L": strconv.Itoa(l)})
 				}

@@ -121,7 +121,12 @@ var ops = []opSpec{
 			c.transpose = true
 			return nil
 		},
-		describe: func(*Step, *Entry) string { return "transpose" },
+		describe: func(_ *Step, e *Entry) string {
+			if e.BatchRows > 0 {
+				return fmt.Sprintf("transpose(each run of %d rows)", e.BatchRows)
+			}
+			return "transpose"
+		},
 	},
 	{op: OpReshape, params: "shape", layout: 4,
 		check: func(s *Step, i, _ int) error {

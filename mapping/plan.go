@@ -183,8 +183,12 @@ type Entry struct {
 	DeviceShape []int64
 	MatrixRows  int64
 	MatrixCols  int64
-	Shards      [][]Piece
-	Warnings    []string
+	// BatchRows, when set, splits the block into runs of that many rows,
+	// each transposed on its own (step 3 applies per run) and stacked in
+	// order: a batched matmul weight (Rule.Batch).
+	BatchRows int64
+	Shards    [][]Piece
+	Warnings  []string
 }
 
 // Settings are values of profile variables, by name.
@@ -318,8 +322,11 @@ type builder struct {
 	plan       *Plan
 	vars       Vars
 	layerTypes []string
-	rules      *trie
-	ignores    *trie
+	// q is the config as the qwen3_5 architecture reads it (nil for
+	// another architecture): it says which layers are MoE (Rule.MLP).
+	q       *arch.Qwen35
+	rules   *trie
+	ignores *trie
 	// globs are the compiled Glob ignore rules, by index in p.Ignore.
 	globs   map[int]*ckpt.Matcher
 	applies []bool
@@ -344,9 +351,13 @@ func (b *builder) readConfig() {
 		}
 	}
 	b.vars["N"] = b.n
+	// num_devices: the mesh's device count as upstream names it (the
+	// tp of moe/weights.py's _ep_swiglu{tp}), usable in target names.
+	b.vars[NumDevices] = b.n
 	b.layerTypes = ckpt.AsStrings(b.c.Config.Text()["layer_types"])
 	if arch.Is(b.c.Config) {
 		if q, err := arch.ParseQwen35(b.c.Config); err == nil {
+			b.q = q
 			b.layerTypes = q.LayerTypes
 			if _, ok := b.vars["head_dim"]; !ok && q.HeadDim > 0 {
 				b.vars["head_dim"] = q.HeadDim
@@ -362,6 +373,10 @@ func (b *builder) readConfig() {
 		}
 	}
 }
+
+// NumDevices is the derived config variable holding the mesh's device
+// count, e.g. moe.experts.down_proj_ep_swiglu{num_devices}.
+const NumDevices = "num_devices"
 
 // FirstFullAttentionLayer is the derived config variable holding the index
 // of the first "full_attention" entry of layer_types (absent when there is
@@ -406,6 +421,10 @@ func (b *builder) compile() error {
 				return fmt.Errorf("rule %q: %w", r.ID, err)
 			}
 			ok = ok && holds
+		}
+		if r.MLP != "" && r.MLPLayer != "" && ok {
+			l, err := Eval(r.MLPLayer, b.vars)
+			ok = err == nil && b.mlpKind(l) == r.MLP
 		}
 		b.applies[i] = ok
 		for j, s := range r.Sources {
@@ -500,6 +519,17 @@ type group struct {
 	rule int
 	bind binding
 	srcs []*ckpt.Tensor
+	// stacked holds, for a rule with a Stack, the sources of each index
+	// of the stacked capture (srcs is then made from it).
+	stacked map[string][]*ckpt.Tensor
+}
+
+// mlpKind is the kind of decoder layer l's MLP (Rule.MLP).
+func (b *builder) mlpKind(l int64) string {
+	if b.q != nil && b.q.MoELayer(l) {
+		return MLPMoE
+	}
+	return MLPDense
 }
 
 func (b *builder) run() {
@@ -528,14 +558,36 @@ func (b *builder) run() {
 			if !b.applies[m.rule] || !b.layerOK(r, m.bind) {
 				continue
 			}
-			k := strconv.Itoa(m.rule) + "|" + m.bind.key()
+			bind, srcs := m.bind, (*[]*ckpt.Tensor)(nil)
+			var x string
+			if r.Stack != nil {
+				bind = binding{}
+				for k, v := range m.bind {
+					if k != r.Stack.Capture {
+						bind[k] = v
+					}
+				}
+				x = m.bind[r.Stack.Capture]
+			}
+			k := strconv.Itoa(m.rule) + "|" + bind.key()
 			g := groups[k]
 			if g == nil {
-				g = &group{rule: m.rule, bind: m.bind, srcs: make([]*ckpt.Tensor, len(r.Sources))}
+				g = &group{rule: m.rule, bind: bind, srcs: make([]*ckpt.Tensor, len(r.Sources))}
+				if r.Stack != nil {
+					g.srcs, g.stacked = nil, map[string][]*ckpt.Tensor{}
+				}
 				groups[k] = g
 				order = append(order, k)
 			}
-			if prev := g.srcs[m.src]; prev != nil && prev != t {
+			srcs = &g.srcs
+			if r.Stack != nil {
+				if g.stacked[x] == nil {
+					g.stacked[x] = make([]*ckpt.Tensor, len(r.Sources))
+				}
+				sl := g.stacked[x]
+				srcs = &sl
+			}
+			if prev := (*srcs)[m.src]; prev != nil && prev != t {
 				b.problem(ProblemDuplicate, r.ID, "", fmt.Sprintf("source tensors %s and %s are both read as %s (rule %s): the serving stack strips their prefixes alike, and which one it keeps depends on their order",
 					prev.Name, t.Name, name, r.ID), prev.Name, t.Name)
 				attempted[t.Name] = true
@@ -544,7 +596,7 @@ func (b *builder) run() {
 				}
 				continue
 			}
-			g.srcs[m.src] = t
+			(*srcs)[m.src] = t
 		}
 		if ig >= 0 {
 			ignoredBy[t.Name] = ig
@@ -560,8 +612,28 @@ func (b *builder) run() {
 			produced[g.rule] = map[string]bool{}
 		}
 		var missing []string
+		var stackN int64
+		if r.Stack != nil {
+			var serr error
+			if g.srcs, missing, stackN, serr = b.stack(r, g); serr != nil {
+				target, _ := b.target(r, g.bind)
+				var names []string
+				for _, sl := range g.stacked {
+					for _, t := range sl {
+						if t != nil {
+							names = append(names, t.Name)
+							attempted[t.Name] = true
+						}
+					}
+				}
+				sort.Strings(names)
+				produced[g.rule][g.bind["L"]] = true
+				b.problem(ProblemConfig, r.ID, target, fmt.Sprintf("target %s (rule %s): %v", target, r.ID, serr), names...)
+				continue
+			}
+		}
 		for i, s := range g.srcs {
-			if s == nil {
+			if s == nil && r.Stack == nil {
 				missing = append(missing, b.spell(g.bind.expand(r.Sources[i])))
 			}
 		}
@@ -584,7 +656,7 @@ func (b *builder) run() {
 			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), append(missing, b.sourceNames(g.srcs)...)...)
 			continue
 		}
-		e := b.entry(r, g.bind, g.srcs)
+		e := b.entry(r, g.bind, g.srcs, stackN)
 		produced[g.rule][g.bind["L"]] = true
 		if e == nil {
 			continue
@@ -737,6 +809,48 @@ func (b *builder) checkAccounted() {
 		len(lost), abbreviate(lost, 5)), lost...)
 }
 
+// stack orders a stacking group's sources by index of the stacked
+// capture: source j of index x is srcs[x*len(Sources)+j], for x in [0,
+// Count). It returns the names of the tensors missing within that range;
+// an index that is not a number in it is an error.
+func (b *builder) stack(r *Rule, g *group) (srcs []*ckpt.Tensor, missing []string, n int64, err error) {
+	n, err = Eval(r.Stack.Count, b.vars)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("stack count %s: %v", r.Stack.Count, err)
+	}
+	if n <= 0 {
+		return nil, nil, 0, fmt.Errorf("stack count %s is %d", r.Stack.Count, n)
+	}
+	var bad []string
+	for x := range g.stacked {
+		i, perr := strconv.ParseInt(x, 10, 64)
+		if perr != nil || i < 0 || i >= n || strconv.FormatInt(i, 10) != x {
+			bad = append(bad, x)
+		}
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return nil, nil, 0, fmt.Errorf("{%s} = %s is not an index below %s = %d", r.Stack.Capture, strings.Join(bad, ", "), r.Stack.Count, n)
+	}
+	J := len(r.Sources)
+	srcs = make([]*ckpt.Tensor, n*int64(J))
+	for x := int64(0); x < n; x++ {
+		sl := g.stacked[strconv.FormatInt(x, 10)]
+		for j := 0; j < J; j++ {
+			if sl != nil && sl[j] != nil {
+				srcs[x*int64(J)+int64(j)] = sl[j]
+				continue
+			}
+			bind := binding{r.Stack.Capture: strconv.FormatInt(x, 10)}
+			for k, v := range g.bind {
+				bind[k] = v
+			}
+			missing = append(missing, b.spell(bind.expand(r.Sources[j])))
+		}
+	}
+	return srcs, missing, n, nil
+}
+
 // ignoreOf is the ignore rule that matches a name (its template, else its
 // prefix), -1 for none.
 func (b *builder) ignoreOf(name string) int {
@@ -792,21 +906,46 @@ func (b *builder) layerOK(r *Rule, bind binding) bool {
 	if err != nil || l < 0 || l >= len(b.layerTypes) {
 		return false
 	}
+	if r.MLP != "" && b.mlpKind(int64(l)) != r.MLP {
+		return false
+	}
 	return r.LayerType == AnyLayer || b.layerTypes[l] == r.LayerType
 }
 
 func (b *builder) checkRequired(produced []map[string]bool) {
+	// Rules that write the same target are alternatives (a stacked and a
+	// fused layout of the same tensors): one of them producing it is
+	// enough, and a target none produces is reported once.
+	byTarget := map[string][]int{}
+	for i := range b.p.Rules {
+		if b.applies[i] {
+			byTarget[b.p.Rules[i].Target] = append(byTarget[b.p.Rules[i].Target], i)
+		}
+	}
+	reported := map[string]bool{}
 	for i := range b.p.Rules {
 		r := &b.p.Rules[i]
-		if !r.Required || !b.applies[i] {
+		if !r.Required || !b.applies[i] || reported[r.Target] {
 			continue
+		}
+		alts := byTarget[r.Target]
+		made := func(l string) bool {
+			for _, a := range alts {
+				if produced[a][l] {
+					return true
+				}
+			}
+			return false
 		}
 		if r.LayerType != "" {
 			var lost []string
 			for l, typ := range b.layerTypes {
-				if (typ == r.LayerType || r.LayerType == AnyLayer) && !produced[i][strconv.Itoa(l)] {
+				if (typ == r.LayerType || r.LayerType == AnyLayer) && (r.MLP == "" || b.mlpKind(int64(l)) == r.MLP) && !made(strconv.Itoa(l)) {
 					lost = append(lost, strconv.Itoa(l))
 				}
+			}
+			if len(lost) > 0 {
+				reported[r.Target] = true
 			}
 			if len(lost) > 0 {
 				bind := binding{"L": lost[0]}
@@ -819,7 +958,12 @@ func (b *builder) checkRequired(produced []map[string]bool) {
 			}
 			continue
 		}
-		if len(produced[i]) == 0 {
+		any := false
+		for _, a := range alts {
+			any = any || len(produced[a]) > 0
+		}
+		if !any {
+			reported[r.Target] = true
 			why := ""
 			if len(r.When) > 0 {
 				var cs []string

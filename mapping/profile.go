@@ -134,7 +134,31 @@ type Rule struct {
 	Required bool `json:"required,omitempty"`
 	// Assert lists "lhs == rhs" checks over config variables that must
 	// hold for the rule to be valid (e.g. the conv kernel size it spells out).
-	Assert    []string  `json:"assert,omitempty"`
+	Assert []string `json:"assert,omitempty"`
+	// MLP restricts the rule to decoder layers whose feed-forward block is
+	// of that kind: "dense" (a SwiGLU MLP) or "moe" (a sparse mixture of
+	// experts), by the Qwen3-Next / Qwen3.5-MoE rule (arch.Qwen35.MoELayer:
+	// the config has experts, the layer is not in mlp_only_layers and falls
+	// on the decoder_sparse_step cadence). A rule with an {L} capture tests
+	// layer {L}; one without names its layer in MLPLayer, an expression
+	// over config variables (e.g. first_full_attention_layer). Empty: any.
+	MLP      string `json:"mlp,omitempty"`
+	MLPLayer string `json:"mlp_layer,omitempty"`
+	// Stack gathers the sources of many tensors into one target: the
+	// sources capture Stack.Capture (e.g. the expert index of
+	// mlp.experts.{X}.gate_proj.weight), and the tensors of indices 0 ...
+	// Count-1 are stacked, in index order, into one source per template
+	// (their rows one after the other), which the transform then reads
+	// like any source. Rules with a Stack may share their target with
+	// another rule (the same tensors stored fused): the plan reports a
+	// checkpoint that has both.
+	Stack *Stack `json:"stack,omitempty"`
+	// Batch, an expression, splits the per-device block into runs of that
+	// many rows, each transposed on its own (batched matmul weights:
+	// [experts, in, out]); it needs a transpose step. The reshape's rows
+	// and cols are then those of the transposed runs stacked: (block rows
+	// / Batch · block cols) × Batch.
+	Batch     string    `json:"batch,omitempty"`
 	Transform []Step    `json:"transform,omitempty"`
 	Placement Placement `json:"placement"`
 	DType     string    `json:"dtype"`
@@ -142,6 +166,18 @@ type Rule struct {
 	Memory    string    `json:"memory"`
 	Note      string    `json:"note,omitempty"`
 }
+
+// Stack is how a rule stacks many tensors into one source (Rule.Stack).
+type Stack struct {
+	Capture string `json:"capture"`
+	Count   string `json:"count"`
+}
+
+// MLP kinds of Rule.MLP.
+const (
+	MLPDense = "dense"
+	MLPMoE   = "moe"
+)
 
 // Step is one transform of a rule's chain. Ops (the table ops says what
 // each takes and is the one place that interprets it):
@@ -192,6 +228,12 @@ type Part struct {
 	Units    string `json:"units,omitempty"`
 	UnitRows string `json:"unit_rows,omitempty"`
 	Stride   string `json:"stride,omitempty"`
+	// Replicate: when the placement splits rows over more devices than
+	// the part has units, device d takes unit floor(d·units/N) whole
+	// instead of a fraction of one (tp_common.replicate_kv_weight: a KV
+	// head per device, shared by the devices of its query group). With
+	// as many units as devices or more, the units are split as usual.
+	Replicate bool `json:"replicate,omitempty"`
 }
 
 // Placement says how a target is laid over a 1×N mesh.
@@ -403,8 +445,8 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("rule %q: %w", r.ID, err)
 		}
 		key := r.Target + "|" + r.DType + "|" + r.Layout
-		if len(r.When) > 0 {
-			continue // conditional rules may share a target; BuildWith checks the files it produces
+		if len(r.When) > 0 || r.Stack != nil {
+			continue // conditional and stacking rules may share a target; BuildWith checks the files it produces
 		}
 		if other, ok := targets[key]; ok {
 			return fmt.Errorf("rules %q and %q write the same target %s", other, r.ID, r.Target)
@@ -507,6 +549,44 @@ func (r *Rule) validate(vars map[string]bool) error {
 	}
 	if err := r.validateSteps(); err != nil {
 		return err
+	}
+	switch r.MLP {
+	case "", MLPDense, MLPMoE:
+	default:
+		return fmt.Errorf("mlp %q: want %s or %s", r.MLP, MLPDense, MLPMoE)
+	}
+	if r.MLP != "" && !caps["L"] {
+		if r.MLPLayer == "" {
+			return fmt.Errorf("mlp %q without an {L} capture needs mlp_layer", r.MLP)
+		}
+		if err := checkSyntax(r.MLPLayer); err != nil {
+			return fmt.Errorf("mlp_layer: %w", err)
+		}
+	} else if r.MLPLayer != "" {
+		return fmt.Errorf("mlp_layer needs mlp and a rule without an {L} capture")
+	}
+	if st := r.Stack; st != nil {
+		if !caps[st.Capture] {
+			return fmt.Errorf("stack capture {%s} is not captured by the sources", st.Capture)
+		}
+		if strings.Contains(r.Target, "{"+st.Capture+"}") {
+			return fmt.Errorf("target %q names the stacked capture {%s}", r.Target, st.Capture)
+		}
+		if err := checkSyntax(st.Count); err != nil {
+			return fmt.Errorf("stack count: %w", err)
+		}
+	}
+	if r.Batch != "" {
+		if err := checkSyntax(r.Batch); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		transposed := false
+		for _, s := range r.Transform {
+			transposed = transposed || s.Op == OpTranspose
+		}
+		if !transposed {
+			return fmt.Errorf("batch needs a transpose step")
+		}
 	}
 	switch r.Placement.Kind {
 	case "replicate":

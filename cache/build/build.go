@@ -749,6 +749,7 @@ func (b *builder) collectUses() ([]*srcState, error) {
 					if err != nil {
 						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
 					}
+					v = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
 					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New()}
 					bySrc[src.Tensor] = st
 					srcs = append(srcs, st)
@@ -756,7 +757,7 @@ func (b *builder) collectUses() ([]*srcState, error) {
 				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
 					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
 				}
-				st.uses = append(st.uses, use{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col})
+				st.uses = append(st.uses, s.uses(sh, p, block)...)
 				block += p.Rows
 			}
 			if block != s.e.MatrixRows {

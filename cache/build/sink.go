@@ -60,9 +60,14 @@ func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 	switch {
 	case layout == tile.ROW_MAJOR && !e.Transpose:
 		return kindRowMajor, nil
-	case layout == tile.TILE && e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
+	case layout == tile.TILE && e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
 		return kindTransposed, nil
-	case layout == tile.TILE && !e.Transpose && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
+	case layout == tile.TILE && e.Transpose && e.BatchRows > 0 && len(ds) >= 2 && batchesOf(e) == e.MatrixRows/e.BatchRows &&
+		ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.BatchRows:
+		// A batched target: each run of BatchRows block rows is a
+		// transposed matrix of its own (sink.batches).
+		return kindTransposed, nil
+	case layout == tile.TILE && !e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
 		return kindStrip, nil
 	}
 	if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {
@@ -70,6 +75,16 @@ func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 			e.Target, ds, e.MatrixRows, e.MatrixCols, e.Transpose)
 	}
 	return kindWhole, nil
+}
+
+// batchesOf is the number of matrices a TILE target's device shape holds
+// (the product of all but its last two dimensions).
+func batchesOf(e *mapping.Entry) int64 {
+	n := int64(1)
+	for _, d := range e.DeviceShape[:max(len(e.DeviceShape)-2, 0)] {
+		n *= d
+	}
+	return n
 }
 
 type stageKey struct{ shard, unit int }
@@ -92,10 +107,16 @@ type sink struct {
 	oerr   error
 	af     *atomicfile.File
 	base   []int64 // absolute file offset of each shard buffer
-	rows   int     // MatrixRows
+	rows   int     // MatrixRows (BatchRows for a batched transposed target)
 	cols   int     // MatrixCols
-	vops   valueOps
-	nan    uint16 // bits of the NaNs the conversion produces (Options.NaN)
+	// batches is the number of transposed matrices in each shard of a
+	// batched kindTransposed target (Entry.BatchRows), else 1: the sink
+	// then works on batches·shards virtual shards of rows block rows each
+	// (shard sh, batch k is sink shard sh·batches+k), laid out one after
+	// the other in the file as TILE lays out a batch.
+	batches int
+	vops    valueOps
+	nan     uint16 // bits of the NaNs the conversion produces (Options.NaN)
 
 	mu     sync.Mutex
 	stages map[stageKey]*stage
@@ -142,9 +163,16 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (
 		return nil, fmt.Errorf("target %s: %w", e.Target, err)
 	}
 	s := &sink{e: e, kind: kind, dt: dt, layout: layout, hdr: hdr, path: path, vops: vops, nan: nan,
-		rows: int(e.MatrixRows), cols: int(e.MatrixCols), stages: map[stageKey]*stage{}}
+		rows: int(e.MatrixRows), cols: int(e.MatrixCols), batches: 1, stages: map[stageKey]*stage{}}
+	if kind == kindTransposed && e.BatchRows > 0 {
+		s.batches, s.rows = int(e.MatrixRows/e.BatchRows), int(e.BatchRows)
+	}
+	// One matrix of the batch: cols tile rows of rows/32 tiles each.
+	per := int64(tile.TilesBytes(dt, s.cols, s.rows))
 	for _, sh := range hdr.Shards {
-		s.base = append(s.base, int64(hdr.DataOffset+sh.Offset))
+		for k := 0; k < s.batches; k++ {
+			s.base = append(s.base, int64(hdr.DataOffset+sh.Offset)+int64(k)*per)
+		}
 	}
 	if kind == kindWhole {
 		s.whole = make([][]float32, len(e.Shards))
@@ -152,6 +180,24 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (
 	}
 	s.remaining.Store(int64(len(e.Shards)) * e.MatrixRows * e.MatrixCols)
 	return s, nil
+}
+
+// uses are the uses of piece p, at block row block of shard sh: one, or
+// one per batch it spans in a batched target, on the sink's virtual
+// shards.
+func (s *sink) uses(sh int, p mapping.Piece, block int64) []use {
+	if s.batches <= 1 {
+		return []use{{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col}}
+	}
+	var out []use
+	br := int64(s.rows)
+	for a, end := block, block+p.Rows; a < end; {
+		k := a / br
+		m := min(end, (k+1)*br) - a
+		out = append(out, use{s: s, shard: sh*s.batches + int(k), row: p.Row + a - block, rows: m, block: a - k*br, col: p.Col})
+		a += m
+	}
+	return out
 }
 
 // scratch holds a worker's reusable buffers.
@@ -679,7 +725,9 @@ func PackShard(e *mapping.Entry, values []float32) ([]byte, error) {
 
 // packLogical packs an untransposed block (rows × cols) of e.
 func packLogical(e *mapping.Entry, dt tile.DType, layout tile.Layout, block []float32) ([]byte, error) {
-	if e.Transpose {
+	if e.Transpose && e.BatchRows > 0 {
+		block = mapping.TransposeBlock(block, e.MatrixRows, e.MatrixCols, e.BatchRows)
+	} else if e.Transpose {
 		t := make([]float32, len(block))
 		transpose(t, block, int(e.MatrixRows), int(e.MatrixCols))
 		block = t

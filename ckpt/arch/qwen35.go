@@ -54,6 +54,56 @@ type Qwen35 struct {
 	MTPLayers    int64
 	TieEmbed     bool
 	Vision       *Vision
+	// MoE is set for a sparse mixture-of-experts config (qwen3_5_moe:
+	// num_experts > 0); its layers' MLPs are then MoELayer's.
+	MoE *MoE
+}
+
+// MoE holds the settings of a Qwen3.5-MoE (Qwen3-Next style) sparse MLP.
+type MoE struct {
+	Experts            int64 // num_experts
+	TopK               int64 // num_experts_per_tok
+	Intermediate       int64 // moe_intermediate_size
+	SharedIntermediate int64 // shared_expert_intermediate_size (0: no shared expert)
+	SparseStep         int64 // decoder_sparse_step (1 when absent)
+	MLPOnly            map[int64]bool
+	// PerExpert: the experts are stored one tensor per expert and
+	// projection (mlp.experts.{i}.gate_proj.weight, as transformers saves
+	// them), not fused (mlp.experts.gate_up_proj [E, 2I, H] and
+	// mlp.experts.down_proj [E, H, I], the releases' layout). The config
+	// does not say which: DetectExpertLayout reads it off the tensors.
+	PerExpert bool
+}
+
+// MoELayer reports whether decoder layer l has the sparse MoE MLP: the
+// config has experts, l is not in mlp_only_layers and (l+1) is a multiple
+// of decoder_sparse_step — the rule of transformers' Qwen3-Next and of
+// tt-metal's qwen36 (Qwen36ModelArgs.is_moe_layer,
+// models/demos/blackhole/qwen36/tt/model_config.py@09c98eda).
+func (q *Qwen35) MoELayer(l int64) bool {
+	m := q.MoE
+	if m == nil || m.Experts <= 0 || m.MLPOnly[l] {
+		return false
+	}
+	return (l+1)%max(m.SparseStep, 1) == 0
+}
+
+// DetectExpertLayout sets q.MoE.PerExpert when c stores its experts one
+// tensor per expert (a name with .mlp.experts.<digits>.).
+func (q *Qwen35) DetectExpertLayout(c *ckpt.Checkpoint) {
+	if q.MoE == nil {
+		return
+	}
+	for _, t := range c.Tensors {
+		if _, rest, ok := strings.Cut(t.Name, ".mlp.experts."); ok {
+			if i := strings.IndexByte(rest, '.'); i > 0 {
+				if _, err := strconv.Atoi(rest[:i]); err == nil {
+					q.MoE.PerExpert = true
+					return
+				}
+			}
+		}
+	}
 }
 
 // Vision holds the vision tower settings.
@@ -67,12 +117,12 @@ func Is(cfg *ckpt.Config) bool {
 		return false
 	}
 	switch cfg.ModelType() {
-	case "qwen3_5", "qwen3_5_text":
+	case "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text":
 		return true
 	}
 	for _, a := range cfg.Architectures() {
 		switch a {
-		case "Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM":
+		case "Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM":
 			return true
 		}
 	}
@@ -87,7 +137,7 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 	}
 	tc := cfg.Text()
 	q := &Qwen35{TextPath: cfg.TextPath(), TextPrefix: "model.language_model."}
-	if q.TextPath == "" && cfg.ModelType() == "qwen3_5_text" {
+	if mt := cfg.ModelType(); q.TextPath == "" && (mt == "qwen3_5_text" || mt == "qwen3_5_moe_text") {
 		q.TextPrefix = "model."
 	}
 	var missing []string
@@ -102,7 +152,22 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 		*dst = def
 	}
 	get("hidden_size", &q.Hidden, 0, true)
-	get("intermediate_size", &q.Intermediate, 0, true)
+	var experts int64
+	get("num_experts", &experts, 0, false)
+	if experts > 0 {
+		m := &MoE{Experts: experts, MLPOnly: map[int64]bool{}}
+		get("num_experts_per_tok", &m.TopK, 0, false)
+		get("moe_intermediate_size", &m.Intermediate, 0, true)
+		get("shared_expert_intermediate_size", &m.SharedIntermediate, 0, false)
+		get("decoder_sparse_step", &m.SparseStep, 1, false)
+		for _, l := range ckpt.AsInts(tc["mlp_only_layers"]) {
+			m.MLPOnly[l] = true
+		}
+		q.MoE = m
+	}
+	// A MoE config has no dense intermediate_size unless some layer is
+	// dense (mlp_only_layers, decoder_sparse_step > 1).
+	get("intermediate_size", &q.Intermediate, 0, experts <= 0)
 	get("num_hidden_layers", &q.Layers, 0, true)
 	get("num_attention_heads", &q.Heads, 0, true)
 	get("num_key_value_heads", &q.KVHeads, 0, true)
@@ -192,7 +257,8 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 	var out []Tensor
 	tp := q.TextPath
 	bf := []ckpt.DType{ckpt.BF16}
-	add := func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
+	var add addFunc
+	add = func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
 		dimKeys := splitDimKeys(len(shape), keys)
 		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: flatKeys(dimKeys), DimKeys: dimKeys}
 		if t.Alt == nil {
@@ -211,7 +277,11 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		if fp8 && fp8able {
 			t.DType, t.Alt, t.FP8 = ckpt.F8E4M3, []ckpt.DType{ckpt.F8E4M3}, true
 			out = append(out, t)
-			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: []int64{ceil(shape[0], bm), ceil(shape[1], bn)},
+			scale := []int64{ceil(shape[0], bm), ceil(shape[1], bn)}
+			if len(shape) == 3 { // fused experts [E, out, in]: one block grid per expert
+				scale = []int64{shape[0], ceil(shape[1], bm), ceil(shape[2], bn)}
+			}
+			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: scale,
 				DType: ckpt.BF16, Alt: []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys, DimKeys: dimKeys})
 			return
 		}
@@ -229,9 +299,13 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		add(group, pre+"self_attn.q_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
 		add(group, pre+"self_attn.k_norm.weight", "vector", []int64{q.HeadDim}, false, nil, tp+"head_dim")
 	}
-	common := func(group, pre string) {
+	common := func(group, pre string, moe bool) {
 		add(group, pre+"input_layernorm.weight", "vector", []int64{H}, false, nil, kH)
 		add(group, pre+"post_attention_layernorm.weight", "vector", []int64{H}, false, nil, kH)
+		if moe {
+			q.moeMLP(add, group, pre)
+			return
+		}
 		add(group, pre+"mlp.gate_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, sep, kH)
 		add(group, pre+"mlp.up_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, sep, kH)
 		add(group, pre+"mlp.down_proj.weight", "linear", []int64{H, q.Intermediate}, true, nil, kH, sep, kI)
@@ -239,7 +313,7 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 	f32ok := []ckpt.DType{ckpt.BF16, ckpt.F32}
 	for i := int64(0); i < q.Layers; i++ {
 		pre := P + "layers." + strconv.FormatInt(i, 10) + "."
-		common("text", pre)
+		common("text", pre, q.MoELayer(i))
 		if q.LayerTypes[i] == "full_attention" {
 			attnLayer("text", pre)
 			continue
@@ -266,7 +340,9 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		add("mtp", "mtp.pre_fc_norm_hidden.weight", "vector", []int64{H}, false, nil, kH)
 		for i := int64(0); i < q.MTPLayers; i++ {
 			pre := "mtp.layers." + strconv.FormatInt(i, 10) + "."
-			common("mtp", pre)
+			// The MTP decoder layer has the MLP of the text model's
+			// layers (Qwen3.5-MoE: a sparse MoE block).
+			common("mtp", pre, q.MoE != nil && q.MoELayer(q.firstFullAttention()))
 			attnLayer("mtp", pre)
 		}
 		add("mtp", "mtp.norm.weight", "vector", []int64{H}, false, nil, kH)
@@ -314,6 +390,50 @@ func isVisionLinear(name string) bool {
 		}
 	}
 	return false
+}
+
+// addFunc is TensorsExcept's add.
+type addFunc func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string)
+
+// moeMLP lists a sparse MoE block's tensors (transformers'
+// Qwen3_5MoeSparseMoeBlock): the router mlp.gate [E, H], the experts
+// (fused gate_up_proj [E, 2I, H] and down_proj [E, H, I], or one
+// gate/up/down projection per expert), the shared expert's projections
+// and its sigmoid gate mlp.shared_expert_gate [1, H]. The router and the
+// shared-expert gate are never FP8 (the FP8 releases keep them bf16).
+func (q *Qwen35) moeMLP(add addFunc, group, pre string) {
+	m, tp, H := q.MoE, q.TextPath, q.Hidden
+	kH, kE, kI, kS := tp+"hidden_size", tp+"num_experts", tp+"moe_intermediate_size", tp+"shared_expert_intermediate_size"
+	mp := pre + "mlp."
+	add(group, mp+"gate.weight", "router", []int64{m.Experts, H}, false, nil, kE, sep, kH)
+	if m.PerExpert {
+		for e := int64(0); e < m.Experts; e++ {
+			ep := mp + "experts." + strconv.FormatInt(e, 10) + "."
+			add(group, ep+"gate_proj.weight", "linear", []int64{m.Intermediate, H}, true, nil, kI, sep, kH)
+			add(group, ep+"up_proj.weight", "linear", []int64{m.Intermediate, H}, true, nil, kI, sep, kH)
+			add(group, ep+"down_proj.weight", "linear", []int64{H, m.Intermediate}, true, nil, kH, sep, kI)
+		}
+	} else {
+		add(group, mp+"experts.gate_up_proj", "experts", []int64{m.Experts, 2 * m.Intermediate, H}, true, nil, kE, sep, kI, sep, kH)
+		add(group, mp+"experts.down_proj", "experts", []int64{m.Experts, H, m.Intermediate}, true, nil, kE, sep, kH, sep, kI)
+	}
+	if m.SharedIntermediate > 0 {
+		add(group, mp+"shared_expert.gate_proj.weight", "linear", []int64{m.SharedIntermediate, H}, true, nil, kS, sep, kH)
+		add(group, mp+"shared_expert.up_proj.weight", "linear", []int64{m.SharedIntermediate, H}, true, nil, kS, sep, kH)
+		add(group, mp+"shared_expert.down_proj.weight", "linear", []int64{H, m.SharedIntermediate}, true, nil, kH, sep, kS)
+		add(group, mp+"shared_expert_gate.weight", "router", []int64{1, H}, false, nil, sep, kH)
+	}
+}
+
+// firstFullAttention is the index of the first full-attention layer (the
+// layer the qwen36 MTP head is built as), -1 for none.
+func (q *Qwen35) firstFullAttention() int64 {
+	for i, t := range q.LayerTypes {
+		if t == "full_attention" {
+			return int64(i)
+		}
+	}
+	return -1
 }
 
 // sep separates the keys of consecutive dimensions in the key lists of

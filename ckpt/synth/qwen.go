@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -51,6 +52,20 @@ type Options struct {
 	// [Qwen3_5ForCausalLM]), the text model under model. instead of
 	// model.language_model., no vision tower (Vision is ignored).
 	TextOnly bool
+	// Experts > 0 makes a Qwen3.5-MoE checkpoint (model_type qwen3_5_moe,
+	// Qwen3_5MoeForConditionalGeneration; qwen3_5_moe_text with TextOnly):
+	// every decoder layer's MLP, and the MTP layer's, is a sparse MoE
+	// block of Experts experts of MoEIntermediate rows (its router, fused
+	// experts and a shared expert of SharedIntermediate rows with its
+	// gate), and the config has no dense intermediate_size.
+	Experts, MoEIntermediate, SharedIntermediate, TopK int
+	// PerExpert stores the experts one tensor per expert and projection
+	// (mlp.experts.{i}.gate_proj.weight ..., as transformers 5.23 saves
+	// them) instead of fused (mlp.experts.gate_up_proj [E, 2I, H],
+	// mlp.experts.down_proj [E, H, I], the releases' layout). With FP8
+	// both are quantised: per expert as 2-D block weights, fused as 3-D
+	// stacks with one block grid per expert (ckpt.BlockScaleShape).
+	PerExpert bool
 	// Variant names the files as save_pretrained(variant=Variant) does:
 	// model.V.safetensors, or model.V-0000k-of-0000n.safetensors with
 	// model.safetensors.index.V.json (ckpt.VariantFiles).
@@ -74,6 +89,19 @@ func Small() Options {
 	return Options{Hidden: 128, Intermediate: 320, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32,
 		LinKHeads: 2, LinVHeads: 4, LinKDim: 32, LinVDim: 32, Vocab: 512, MTP: true, Vision: true,
 		FP8: true, Block: [2]int{32, 32}, ScaleDType: ckpt.BF16, LayersPerShard: 2, Seed: 1}
+}
+
+// SmallMoE is the tiny Qwen3.5-MoE base: Small's hybrid layers with 8
+// experts of 64 rows (top 2: two experts per device at 1x4) and a 64-row shared expert in every layer,
+// head counts that divide by 4 devices except the 2 KV heads (replicated
+// at 1x4, as the 35B-A3B's), no vision tower; block-FP8 with [32, 32]
+// blocks, fused experts (PerExpert for the other layout).
+func SmallMoE() Options {
+	o := Small()
+	o.Intermediate, o.Vision = 0, false
+	o.LinKHeads, o.LinVHeads = 4, 8
+	o.Experts, o.MoEIntermediate, o.SharedIntermediate, o.TopK = 8, 64, 64, 2
+	return o
 }
 
 // Large is a ~1.2 GB FP8 checkpoint for benchmarks (hidden 2048, 16 layers).
@@ -125,8 +153,17 @@ func Config(o Options) map[string]any {
 	if o.DType != "" {
 		text["dtype"] = torchName(o.DType)
 	}
+	arch, mt := "Qwen3_5", "qwen3_5"
+	if o.Experts > 0 {
+		arch, mt = "Qwen3_5Moe", "qwen3_5_moe"
+		text["model_type"] = "qwen3_5_moe_text"
+		delete(text, "intermediate_size")
+		text["num_experts"], text["num_experts_per_tok"] = o.Experts, max(o.TopK, 1)
+		text["moe_intermediate_size"], text["shared_expert_intermediate_size"] = o.MoEIntermediate, o.SharedIntermediate
+		text["router_aux_loss_coef"], text["output_router_logits"] = 0.001, false
+	}
 	cfg := map[string]any{
-		"architectures": []string{"Qwen3_5ForConditionalGeneration"}, "model_type": "qwen3_5",
+		"architectures": []string{arch + "ForConditionalGeneration"}, "model_type": mt,
 		"tie_word_embeddings": false, "text_config": text,
 	}
 	if o.DType != "" {
@@ -134,7 +171,7 @@ func Config(o Options) map[string]any {
 	}
 	if o.TextOnly {
 		cfg = text // flat: Qwen3_5TextConfig at the top level
-		cfg["architectures"] = []string{"Qwen3_5ForCausalLM"}
+		cfg["architectures"] = []string{arch + "ForCausalLM"}
 	}
 	if o.Vision && !o.TextOnly {
 		cfg["vision_config"] = map[string]any{"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 32,
@@ -149,8 +186,10 @@ func Config(o Options) map[string]any {
 				skip = append(skip, strings.TrimSuffix(t.Name, ".weight"))
 			}
 		}
-		// An MoE leftover that names no tensor: it must not match mlp.gate_proj.
-		skip = append(skip, textPrefix(o)+"layers.0.mlp.gate")
+		if o.Experts == 0 {
+			// An MoE leftover that names no tensor: it must not match mlp.gate_proj.
+			skip = append(skip, textPrefix(o)+"layers.0.mlp.gate")
+		}
 		if o.FineTune && !o.FineTuneAll && o.MTP {
 			for _, t := range expected(o, false) {
 				if t.Group == "mtp" && isFP8Module(t) {
@@ -240,13 +279,14 @@ func torchName(d ckpt.DType) string {
 }
 
 func isFP8Module(t arch.Tensor) bool {
-	return t.Role == "linear" && !strings.HasPrefix(t.Name, "mtp.fc") && !strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
+	return (t.Role == "linear" || t.Role == "experts") && !strings.HasPrefix(t.Name, "mtp.fc") && !strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
 }
 
 func expected(o Options, fp8 bool) []arch.Tensor {
 	raw, _ := json.Marshal(Config(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
 		KVHeads: o.KVHeads, HeadDim: o.HeadDim, LinKHeads: o.LinKHeads, LinVHeads: o.LinVHeads, LinKDim: o.LinKDim,
-		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, TextOnly: o.TextOnly}))
+		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, TextOnly: o.TextOnly,
+		Experts: o.Experts, MoEIntermediate: o.MoEIntermediate, SharedIntermediate: o.SharedIntermediate, TopK: o.TopK}))
 	cfg, err := ckpt.ParseConfig(raw, "config.json")
 	if err != nil {
 		panic(err) // generated config: cannot happen
@@ -254,6 +294,9 @@ func expected(o Options, fp8 bool) []arch.Tensor {
 	q, err := arch.ParseQwen35(cfg)
 	if err != nil {
 		panic(err)
+	}
+	if q.MoE != nil {
+		q.MoE.PerExpert = o.PerExpert
 	}
 	return q.Tensors(fp8, int64(o.Block[0]), int64(o.Block[1]))
 }
@@ -282,6 +325,35 @@ func Master(o Options, t arch.Tensor) []float32 {
 		out[i] = ckpt.RoundTo(ckpt.BF16, center+spread*rng.sym())
 	}
 	return out
+}
+
+// expertValues are the values of one expert's projection of a per-expert
+// checkpoint (PerExpert): its rows of the fused tensor's Master values,
+// so that both layouts hold the same experts (nil for any other tensor).
+func expertValues(o Options, t arch.Tensor) []float32 {
+	pre, rest, ok := strings.Cut(t.Name, ".mlp.experts.")
+	if !ok || o.Experts == 0 {
+		return nil
+	}
+	idx, proj, ok := strings.Cut(rest, ".")
+	e, err := strconv.Atoi(idx)
+	if !ok || err != nil {
+		return nil
+	}
+	E, I, H := int64(o.Experts), int64(o.MoEIntermediate), int64(o.Hidden)
+	fused := arch.Tensor{Name: pre + ".mlp.experts.gate_up_proj", Shape: []int64{E, 2 * I, H}, Role: "experts"}
+	off := int64(e) * 2 * I * H
+	switch proj {
+	case "gate_proj.weight":
+	case "up_proj.weight":
+		off += I * H
+	case "down_proj.weight":
+		fused = arch.Tensor{Name: pre + ".mlp.experts.down_proj", Shape: []int64{E, H, I}, Role: "experts"}
+		off = int64(e) * H * I
+	default:
+		return nil
+	}
+	return Master(o, fused)[off : off+I*H]
 }
 
 // rng is xorshift64*, fast and deterministic.
@@ -330,7 +402,10 @@ func fineTuneChanged(o Options, name string) bool {
 // tensorData produces the stored tensors for one expected weight: the
 // weight and, for FP8, its scale.
 func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
-	vals := Master(o, t)
+	vals := expertValues(o, t)
+	if vals == nil {
+		vals = Master(o, t)
+	}
 	if o.FineTune && (o.FineTuneAll || fineTuneChanged(o, t.Name)) {
 		for i := 0; i < len(vals); i += 7 {
 			vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
@@ -340,6 +415,8 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	rows, cols := int64(0), int64(0)
 	if len(t.Shape) == 2 {
 		rows, cols = t.Shape[0], t.Shape[1]
+	} else if len(t.Shape) == 3 { // a stack of experts: each expert's block grid
+		rows, cols = t.Shape[1], t.Shape[2]
 	}
 	bm, bn := int64(o.Block[0]), int64(o.Block[1])
 	if shipBF16 || o.TransformersFP8 && (rows%bm != 0 || cols%bn != 0) {
@@ -355,16 +432,29 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 		}
 		return out
 	}
-	codes := make([]byte, rows*cols)
+	// A 3-D stack of experts [E, R, C] is E 2-D block weights, each with
+	// its own block grid (ckpt.BlockScaleShape).
+	stack := int64(1)
+	if len(t.Shape) == 3 {
+		stack, rows, cols = t.Shape[0], t.Shape[1], t.Shape[2]
+	}
+	codes := make([]byte, stack*rows*cols)
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
-	scales := make([]float32, sr*sc)
+	scales := make([]float32, stack*sr*sc)
 	sd := o.scaleDType()
-	numfmt.QuantizeBlockFP8Recipe(o.recipe(), vals, rows, cols, bm, bn, sd, codes, scales)
+	for e := int64(0); e < stack; e++ {
+		n, m := e*rows*cols, e*sr*sc
+		numfmt.QuantizeBlockFP8Recipe(o.recipe(), vals[n:n+rows*cols], rows, cols, bm, bn, sd, codes[n:n+rows*cols], scales[m:m+sr*sc])
+	}
 	sdata := make([]byte, len(scales)*sd.Bits()/8)
 	ckpt.EncodeFloat32(sd, scales, sdata)
+	sshape := []int64{sr, sc}
+	if len(t.Shape) == 3 {
+		sshape = []int64{stack, sr, sc}
+	}
 	return []ckpt.MemTensor{
 		{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: ckpt.F8E4M3, Shape: t.Shape}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: []int64{sr, sc}}, Data: sdata},
+		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: sshape}, Data: sdata},
 	}
 }
 

@@ -54,6 +54,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		return out, ProfileQwen35
 	}
 	q.TextPrefix = arch.DetectTextPrefix(c, q.TextPrefix)
+	q.DetectExpertLayout(c)
 	f := in.fp8Facts()
 	fp8 := in.isFP8(f)
 	var bm, bn int64

@@ -124,8 +124,8 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 				continue
 			}
 			want := "a [ceil(R/bm), ceil(C/bn)] scale"
-			if f.block != nil && len(w.Shape) == 2 {
-				want = fmt.Sprintf("shape %s", ckpt.FormatShape(scaleShape(w.Shape, f.block)))
+			if ss, ok := blockScaleShape(w.Shape, f.block); f.block != nil && ok {
+				want = fmt.Sprintf("shape %s", ckpt.FormatShape(ss))
 			}
 			missing = append(missing, Check{ID: FP8ScaleMissing, Status: Fail, Tensors: []string{w.Name},
 				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), ckpt.EscapeName(sname), want)})
@@ -143,7 +143,13 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 					Message: fmt.Sprintf("%s is F8_E8M0 but %s.scale_fmt is %s, not \"ue8m0\": transformers makes float32 scales for scale_fmt \"float\" (read here as 2^(e-127))", ckpt.EscapeName(s.Name), q.Path, scaleFmtText(q.ScaleFmt))})
 			}
 		}
-		if f.block != nil && len(w.Shape) == 2 {
+		if want, ok := blockScaleShape(w.Shape, f.block); f.block != nil && ok && len(w.Shape) == 3 {
+			if !slices.Equal(s.Shape, want) {
+				shape = append(shape, Check{ID: FP8ScaleShape, Status: Fail, Tensors: []string{s.Name, w.Name},
+					Message: fmt.Sprintf("%s has shape %s, expected %s = [%d, ceil(%d/%d), ceil(%d/%d)] for the stack of experts %s and %s.weight_block_size %s",
+						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], w.Shape[1], f.block[0], w.Shape[2], f.block[1], ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
+			}
+		} else if f.block != nil && len(w.Shape) == 2 {
 			want := scaleShape(w.Shape, f.block)
 			if !slices.Equal(s.Shape, want) {
 				shape = append(shape, Check{ID: FP8ScaleShape, Status: Fail, Tensors: []string{s.Name, w.Name},
@@ -185,13 +191,24 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 
 	// rank
 	var rank []Check
+	stacks := 0
 	for _, w := range f.weights {
-		if len(w.Shape) != 2 {
+		s, scaled := in.byName[ckpt.ScaleName(w.Name)]
+		switch {
+		case len(w.Shape) == 3 && scaled && len(s.Shape) == 3:
+			// A stack of 2-D block weights, one block grid per expert
+			// (fused MoE experts, ckpt.BlockScaleShape).
+			stacks++
+		case len(w.Shape) != 2:
 			rank = append(rank, Check{ID: FP8Rank, Status: Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
+				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight (or a 3-D stack of experts with a 3-D scale)", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
 		}
 	}
-	out = appendOr(out, rank, Check{ID: FP8Rank, Status: Pass, Message: fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))})
+	pass := fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))
+	if stacks > 0 {
+		pass = fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D or a 3-D stack of experts (%d) with a 3-D scale", len(f.weights), stacks)
+	}
+	out = appendOr(out, rank, Check{ID: FP8Rank, Status: Pass, Message: pass})
 
 	out = append(out, notConvertChecks(in, f, q)...)
 	out = append(out, compressedCheck(f, q))
@@ -203,6 +220,15 @@ func appendOr(out, found []Check, pass Check) []Check {
 		return append(out, found...)
 	}
 	return append(out, pass)
+}
+
+// blockScaleShape is ckpt.BlockScaleShape for a weight_block_size (none
+// when it is not [bm, bn]).
+func blockScaleShape(w, block []int64) ([]int64, bool) {
+	if len(block) != 2 {
+		return nil, false
+	}
+	return ckpt.BlockScaleShape(w, block[0], block[1])
 }
 
 func scaleShape(w, block []int64) []int64 {

@@ -262,8 +262,11 @@ func TestMapListProfiles(t *testing.T) {
 		// main's fused GDN decode switch, overridable (QWEN36_GDN_FUSED_DECODE=0)
 		"  variable gdn_fused_decode_enabled=true: every GDN layer also caches the fused decode's float32 constants",
 		// what could not be read at each line, and what stays open
-		"  not read at the line (14 of 14 files): models/common/rmsnorm.py, ",
-		"models/demos/blackhole/qwen36/tt/layer.py, models/demos/blackhole/qwen36/tt/model_config.py, models/demos/blackhole/qwen36/tt/weight_mapping.py, ",
+		"  not read at the line (18 of 18 files): models/common/rmsnorm.py, ",
+		"models/demos/blackhole/qwen36/tt/layer.py, models/demos/blackhole/qwen36/tt/model_config.py, models/demos/blackhole/qwen36/tt/moe/moe.py, ",
+		"models/demos/blackhole/qwen36/tt/moe/weights.py, models/demos/blackhole/qwen36/tt/weight_mapping.py, ",
+		// the MoE loader, read at its own revisions for both lines
+		"  open: the MoE loader (moe/weights.py, router.py @09c98eda",
 		"  open: prepare_for_fused_swiglu (models/tt_dit/utils/tensor.py)",
 		"  open: neg_exp_A_fp32 values: −exp is computed in float64"} {
 		assert.Contains(t, stdout, want)

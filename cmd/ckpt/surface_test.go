@@ -152,8 +152,8 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ = runApp(t, "version")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "ckpt "+Version+"\ncommit: ")
-	assert.Contains(t, stdout, "  not read at the line (14 of 14 files): models/common/rmsnorm.py")
-	assert.Contains(t, stdout, "  not read at the line (9 of 14 files): models/common/rmsnorm.py, models/demos/blackhole/qwen36/tt/layer.py")
+	assert.Contains(t, stdout, "  not read at the line (18 of 18 files): models/common/rmsnorm.py")
+	assert.Contains(t, stdout, "  not read at the line (13 of 18 files): models/common/rmsnorm.py, models/demos/blackhole/qwen36/tt/layer.py")
 	assert.Contains(t, stdout, "  open: prepare_for_fused_swiglu")
 }
 

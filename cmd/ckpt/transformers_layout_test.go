@@ -284,7 +284,7 @@ func TestMapRefusesUnservedArchitecture(t *testing.T) {
 	assert.Equal(t, mapping.ProblemArchitecture, p.ID)
 	assert.Contains(t, p.Message, `model_type "llama" (architectures LlamaForCausalLM)`)
 	for _, n := range mapping.BuiltinNames() {
-		assert.Contains(t, p.Message, n+" (model_type qwen3_5, qwen3_5_text)")
+		assert.Contains(t, p.Message, n+" (model_type qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text)")
 	}
 	assert.Empty(t, res.Entries)
 	code, stdout, _ := runApp(t, "cache", "build", dir, "--out", filepath.Join(t.TempDir(), "c"), "--progress", "none")
@@ -292,7 +292,7 @@ func TestMapRefusesUnservedArchitecture(t *testing.T) {
 	assert.Contains(t, stdout, `model_type "llama"`)
 	code, stdout, _ = runApp(t, "map", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout, "problem (architecture): profile "+mapping.BuiltinName+" serves model_type qwen3_5, qwen3_5_text, not model_type \"llama\"")
+	assert.Contains(t, stdout, "problem (architecture): profile "+mapping.BuiltinName+" serves model_type qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text, not model_type \"llama\"")
 }
 
 // TestVariants: save_pretrained(variant=...) directories. Fails before:

@@ -4,7 +4,9 @@
 switches (the defaults, the `.dramshard` ones, main's fused-decode files
 and each combination; `ckpt map --list-profiles` names the switches), on a
 1x2 mesh (P300, p300-mock-cluster.yaml) and on a 1x4 mesh (P150x4,
-p150x4-mock-cluster.yaml; the small4 fixture, whose heads divide by 4).
+p150x4-mock-cluster.yaml; the small4 fixture, whose heads divide by 4),
+and the tiny Qwen3.5-MoE fixture (genfixture -size moe: expert-parallel
+experts, router, shared expert; its 2 KV heads replicated at 1x4) on both.
 mesh_loader.py loads them in a process of its own and checks each device
 tensor against its manifest entry (storage on every device, dtype, layout,
 per-device shape, memory config, placement). Opening a mesh needs the
@@ -27,8 +29,8 @@ import sfpi_standin
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 MESHES = {
-    "1x2": ("small", "P300", "p300-mock-cluster.yaml"),
-    "1x4": ("small4", "P150x4", "p150x4-mock-cluster.yaml"),
+    "1x2": (("small", "moe"), "P300", "p300-mock-cluster.yaml"),
+    "1x4": (("small4", "moe"), "P150x4", "p150x4-mock-cluster.yaml"),
 }
 
 
@@ -57,11 +59,11 @@ def switch_settings(ckpt_bin):
 
 
 def build_all(ckpt_bin, genfixture, work, size, mesh, device, settings):
-    src = os.path.join(work, "fixture")
+    src = os.path.join(work, "fixture-" + size)
     subprocess.run([genfixture, "-size", size, "-out", src], check=True)
     folders = []
     for i, (profile, sets) in enumerate(settings):
-        out = os.path.join(work, f"cache{i}")
+        out = os.path.join(work, f"cache-{size}-{i}")
         p = subprocess.run([ckpt_bin, "cache", "build", os.path.join(src, "base"), "-o", out, "--profile", profile,
                             "--mesh", mesh, "--fsync=false", "-q", *sets], capture_output=True, text=True)
         assert p.returncode == 0, f"{profile} {sets}: {p.stdout}{p.stderr}"
@@ -71,8 +73,11 @@ def build_all(ckpt_bin, genfixture, work, size, mesh, device, settings):
 
 @pytest.mark.parametrize("mesh", list(MESHES))
 def test_every_file_loads_onto_mesh(mesh, ckpt_bin, genfixture, runtime_root, switch_settings, tmp_path):
-    size, device, desc = MESHES[mesh]
-    folders = build_all(ckpt_bin, genfixture, str(tmp_path), size, mesh, device, switch_settings)
+    sizes, device, desc = MESHES[mesh]
+    folders, settings = [], []
+    for size in sizes:
+        folders += build_all(ckpt_bin, genfixture, str(tmp_path), size, mesh, device, switch_settings)
+        settings += [(f"{size} {profile}", sets) for profile, sets in switch_settings]
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     report = str(tmp_path / "report.json")
@@ -85,7 +90,8 @@ def test_every_file_loads_onto_mesh(mesh, ckpt_bin, genfixture, runtime_root, sw
         doc = json.load(f)
     assert doc["devices"] == int(mesh.split("x")[1])
     failures, names = [], set()
-    for (profile, sets), done in zip(switch_settings, doc["folders"]):
+    assert len(doc["folders"]) == len(settings)
+    for (profile, sets), done in zip(settings, doc["folders"]):
         with open(os.path.join(done["folder"], "manifest.json")) as f:
             planned = len(json.load(f)["files"])
         assert done["files"] + len(done["failures"]) == planned
@@ -97,7 +103,12 @@ def test_every_file_loads_onto_mesh(mesh, ckpt_bin, genfixture, runtime_root, sw
     for want in ("qkvzab.dramshard_dtype_BFLOAT8_B_layout_TILE.tensorbin", "mlp.gate_proj.weight.dramshard.tp_dtype_BFLOAT4_B_layout_TILE.tensorbin",
                  "dt_bias_fp32_dtype_FLOAT32_layout_TILE.tensorbin", "neg_exp_A_fp32_dtype_FLOAT32_layout_TILE.tensorbin",
                  "out.colpar_dtype_BFLOAT8_B_layout_TILE.tensorbin", "fc_dtype_BFLOAT8_B_layout_TILE.tensorbin",
-                 "mlp.gate_up.weight.swiglu.tp_dtype_BFLOAT4_B_layout_TILE.tensorbin"):
+                 "mlp.gate_up.weight.swiglu.tp_dtype_BFLOAT4_B_layout_TILE.tensorbin",
+                 # the MoE fixture's expert-parallel experts, router and shared-expert gate
+                 f"moe.experts.gate_proj_ep_swiglu{mesh[2:]}_dtype_BFLOAT4_B_layout_TILE.tensorbin",
+                 f"moe.experts.down_proj_ep_swiglu{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
+                 "moe.router.weight_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 "moe.shared_expert_gate.weight_dtype_BFLOAT16_layout_TILE.tensorbin"):
         assert want in names, want
     # Opening the mesh wrote tt-metal's fabric files into the loader's
     # current directory, not into the work tree.
