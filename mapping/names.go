@@ -243,18 +243,21 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			ks = append(ks, k)
 		}
 		sort.Strings(ks)
-		// Name what those rules cache (their first targets), so that a
-		// missing part (the MTP head) is seen as possibly missing.
-		var targets []string
-		for _, nr := range rules {
-			for _, k := range nr.keys {
-				if unobserved[k] && len(targets) < 3 && !slices.Contains(targets, nr.rule.Target) {
+		// Name what those rules cache (their first targets), condition by
+		// condition, so that a missing part (the MTP head) is seen as
+		// possibly missing.
+		conds := make([]string, 0, len(ks))
+		for _, k := range ks {
+			var targets []string
+			for _, nr := range rules {
+				if len(targets) < 3 && slices.Contains(nr.keys, k) && !slices.Contains(targets, nr.rule.Target) {
 					targets = append(targets, nr.rule.Target)
 				}
 			}
+			conds = append(conds, fmt.Sprintf("%s (e.g. %s)", k, strings.Join(targets, ", ")))
 		}
-		notes = append(notes, fmt.Sprintf("config not known without the source: the cache has no file of the rules of profile %s that apply when %s (e.g. %s), so none was expected; "+
-			"a cache that lacks them reads the same", p.Name, strings.Join(ks, "; "), strings.Join(targets, ", ")))
+		notes = append(notes, fmt.Sprintf("config not known without the source: the cache has no file of the rules of profile %s that apply when %s, so none was expected; "+
+			"a cache that lacks them reads the same", p.Name, strings.Join(conds, "; when ")))
 	}
 	if len(unknownTargets) > 0 {
 		sort.Strings(unknownTargets)
