@@ -35,8 +35,10 @@ func printMemory(w io.Writer, format, device string, m *mapping.Memory, per []ma
 		return err
 	}
 	fmt.Fprintln(w)
+	esc := output.EscapeFor(format) // the file and device names, copied from the plan
+	device = esc(device)
 	if m.LargestFile != "" {
-		fmt.Fprintf(w, "largest file: %s (%s of data)\n", ckpt.EscapeName(m.LargestFile), output.Bytes(m.LargestFileBytes))
+		fmt.Fprintf(w, "largest file: %s (%s of data)\n", esc(m.LargestFile), output.Bytes(m.LargestFileBytes))
 	}
 	var most int64
 	for _, d := range per {
