@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -300,4 +302,21 @@ func TestOutputNeverOverVariantIndex(t *testing.T) {
 		assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to write over an input", "%v", args)
 	}
 	assert.Equal(t, before, snapshot(t, dir))
+	// ModelOpt's hf_quant_config.json, read beside an NVFP4 checkpoint's
+	// config.json, is an input of diff, contract and extract.
+	nv := filepath.Join(t.TempDir(), "nvfp4")
+	require.NoError(t, synth.WriteScheme(nv, ckpt.NVFP4, synth.SchemeOptions{}))
+	hfq := filepath.Join(nv, "hf_quant_config.json")
+	require.FileExists(t, hfq)
+	before = snapshot(t, nv)
+	for _, args := range [][]string{
+		{"contract", nv, "-o", hfq},
+		{"diff", nv, nv, "--mode", "header", "-o", hfq, "--progress", "none"},
+		{"extract", nv, "--match", "**", "--out", hfq, "--progress", "none"},
+	} {
+		code, stdout, stderr := runApp(t, args...)
+		assert.Equal(t, 2, code, "%v: %s%s", args, stdout, stderr)
+		assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to write over an input", "%v", args)
+	}
+	assert.Equal(t, before, snapshot(t, nv))
 }
