@@ -92,6 +92,9 @@ func TestTrustTokenOnlyToItsOrigin(t *testing.T) {
 	hub.Redirect = false
 	code, _, errs := runSources(t, env, opt, "inspect", "http://"+front+"/files/"+ckpt.IndexFile)
 	assert.Equal(t, 0, code, errs)
+	// the same origin, its host in other case: the token goes too
+	code, _, errs = runSources(t, env, opt, "inspect", "http://HUB.Example:"+portOf(t, hub.URL)+"/files/"+ckpt.IndexFile)
+	assert.Equal(t, 0, code, errs)
 	for _, other := range []string{"cdn-lfs.hub.example:" + portOf(t, hub.URL), "hub.example:" + portOf(t, second.URL), "HUB.example:" + portOf(t, second.URL)} {
 		mu.Lock()
 		clear(authed)
@@ -191,7 +194,7 @@ func TestTrustUserinfoRedacted(t *testing.T) {
 			assert.Equal(t, wantCode, code, "%v: %s", args, stderr)
 			transcript = append(transcript, stdout, stderr)
 		}
-		for _, f := range []string{"text", "json"} {
+		for _, f := range []string{"text", "table", "json", "csv", "markdown"} {
 			run(0, "inspect", src, "--format", f)
 			run(0, "verify", src, "--format", f)
 			run(0, "map", src, "--format", f)
@@ -215,6 +218,8 @@ func TestTrustUserinfoRedacted(t *testing.T) {
 		run(0, "cache", "identify", cacheDir, "--source", src, "--format", "json")
 		run(0, "cache", "identify", cacheDir, "--source", src)
 		run(0, "cache", "ls", cacheDir, "--format", "json")
+		run(0, "map", src, "--against-cache", cacheDir)
+		run(1, "map", src, "--against-cache", cacheDir, "--mesh", "1x4") // the plan has problems: not compared
 		run(0, "cache", "pack", cacheDir, "-o", filepath.Join(out, "cache.tar.zst"))
 		run(0, "cache", "unpack", filepath.Join(out, "cache.tar.zst"), "-o", filepath.Join(out, "unpacked"))
 		// Errors that name the source: a missing file, a refused request,
