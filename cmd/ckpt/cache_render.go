@@ -96,7 +96,7 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 		fmt.Fprintln(w)
 	}
 	for _, ig := range r.Ignore {
-		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", ckpt.Quote(ig.Glob), ignoredTensors(ig.Tensors))
+		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", esc(ckpt.Quote(ig.Glob)), esc(ignoredTensors(ig.Tensors)))
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))

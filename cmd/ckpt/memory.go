@@ -46,7 +46,7 @@ func printMemory(w io.Writer, format, device string, m *mapping.Memory, per []ma
 	}
 	switch {
 	case m.NotJudged != "":
-		fmt.Fprintf(w, "fit not judged: %s per device, but %s\n", output.Bytes(most), m.NotJudged)
+		fmt.Fprintf(w, "fit not judged: %s per device, but %s\n", output.Bytes(most), esc(m.NotJudged))
 	case m.Fits == nil:
 		fmt.Fprintf(w, "fit not judged: %s per device, DRAM of device folder %s unknown (pass --device-dram SIZE)\n", output.Bytes(most), device)
 	case *m.Fits:
