@@ -278,7 +278,7 @@ func cacheInputs(t *testing.T) [][]string {
 	root, other, extra := filepath.Join(dir, "cache"), filepath.Join(dir, "other"), filepath.Join(dir, "extra")
 	for _, args := range [][]string{
 		{"cache", "build", src, "-o", root},
-		{"cache", "build", src, "-o", root, "--device", "P150"},
+		{"cache", "build", src, "-o", root, "--mesh", "1x1"},
 		{"cache", "build", src, "-o", other},
 		{"cache", "build", src, "-o", extra},
 	} {
