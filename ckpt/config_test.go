@@ -2,12 +2,14 @@ package ckpt
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -160,8 +162,9 @@ func TestConfigMemoryBounded(t *testing.T) {
 	assert.Contains(t, err.Error(), "more than the 16777216 (16.0 MiB) ckpt reads for a config")
 }
 
-// TestConfigOversizeRefusedBeforeRead: a config.json over MaxConfigSize
-// is refused by Open without reading it, naming the file.
+// TestConfigOversizeRefusedBeforeRead: a config.json (or an
+// hf_quant_config.json) over MaxConfigSize is refused by Open without
+// reading it, naming the file.
 func TestConfigOversizeRefusedBeforeRead(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -174,4 +177,64 @@ func TestConfigOversizeRefusedBeforeRead(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "config.json")
 	assert.Contains(t, err.Error(), "more than the 16777216")
+
+	// ModelOpt's hf_quant_config.json, read beside a checkpoint whose
+	// tensors look quantised and whose config.json declares nothing.
+	dir = t.TempDir()
+	require.NoError(t, WriteFile(filepath.Join(dir, "model.safetensors"), []MemTensor{
+		{WriteSpec: WriteSpec{Name: "m.weight", DType: U8, Shape: []int64{2}}, Data: []byte{1, 2}},
+		{WriteSpec: WriteSpec{Name: "m.weight_scale", DType: F32, Shape: []int64{1}}, Data: []byte{0, 0, 128, 63}},
+	}, nil))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "x"}`), 0o644))
+	f, err = os.Create(filepath.Join(dir, "hf_quant_config.json"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(MaxConfigSize+1))
+	require.NoError(t, f.Close())
+	_, err = Open(t.Context(), dir, Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "hf_quant_config.json")
+	assert.Contains(t, err.Error(), "more than the 16777216")
+
+	// Neither is read: no byte of either file is asked for.
+	for _, name := range []string{"hf_quant_config.json", "config.json"} {
+		if name == "config.json" {
+			require.NoError(t, os.Truncate(filepath.Join(dir, "hf_quant_config.json"), 2))
+			require.NoError(t, os.Truncate(filepath.Join(dir, "config.json"), MaxConfigSize+1))
+		}
+		ds, err := NewDirStore(dir)
+		require.NoError(t, err)
+		cs := &countingStore{Store: ds, reads: map[string]int{}}
+		_, err = OpenStore(t.Context(), cs, "", Options{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), name)
+		assert.Zero(t, cs.reads[name], "%s: refused before a byte of it is read", name)
+	}
+}
+
+// countingStore counts the ReadAt calls of each file of its store.
+type countingStore struct {
+	Store
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (s *countingStore) Open(ctx context.Context, name string) (Blob, error) {
+	b, err := s.Store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &countingBlob{Blob: b, s: s, name: name}, nil
+}
+
+type countingBlob struct {
+	Blob
+	s    *countingStore
+	name string
+}
+
+func (b *countingBlob) ReadAt(p []byte, off int64) (int, error) {
+	b.s.mu.Lock()
+	b.s.reads[b.name]++
+	b.s.mu.Unlock()
+	return b.Blob.ReadAt(p, off)
 }

@@ -64,6 +64,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		{"symlink", with(honest[0], cachetest.ArchiveEntry{Name: f0, Type: tar.TypeSymlink, Linkname: "/etc/passwd"}), nil, false, f0, "a symbolic link, not a regular file"},
 		{"hard link", with(honest[0], cachetest.ArchiveEntry{Name: f0, Type: tar.TypeLink, Linkname: f1}), nil, false, f0, "a hard link"},
 		{"device", with(honest[0], cachetest.ArchiveEntry{Name: f0, Type: tar.TypeChar}), nil, false, f0, "a device node"},
+		{"sparse", with(honest[0], cachetest.ArchiveEntry{Name: f0, Data: honest[1].Data[:4096], Sparse: 4 << 30}), nil, false, f0, "a sparse file"},
 		{"duplicate", with(honest[0], honest[1], honest[1]), nil, false, f0, "appears twice"},
 		{"manifest twice", with(honest[0], honest[1], honest[0]), nil, false, cache.ManifestName, "appears twice"},
 		{"not listed", with(honest[0], honest[1], honest[2], honest[3], cachetest.ArchiveEntry{Name: cachetest.TinyFolderDir + "/b.tensorbin", Data: honest[1].Data}), nil, false,

@@ -49,8 +49,15 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	}
 	// The output policy (atomicfile.Open): never over a file of the
 	// folder being packed (its .tensorbin files, manifest, journal, lock),
-	// through any link; a device or FIFO (/dev/stdout) is written through.
-	af, err := atomicfile.Open(req.Out, atomicfile.Policy{Flag: "-o", Inputs: folderFiles(req.Dir, req.Select), InputsAre: "the cache being packed"})
+	// through any link, nor as a new file inside it (it would stay in
+	// the cache as a file its manifest does not list); a device or FIFO
+	// (/dev/stdout) is written through.
+	files, folder := folderFiles(req.Dir, req.Select)
+	pol := atomicfile.Policy{Flag: "-o", Inputs: files, InputsAre: "the cache being packed"}
+	if folder != "" {
+		pol.InputDirs = []string{folder}
+	}
+	af, err := atomicfile.Open(req.Out, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +74,12 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 }
 
 // folderFiles lists the files of the cache folder that dir (a folder, or
-// a root holding one that sel picks) names: what Pack reads, and more.
-// Nothing when it names none (Pack says why).
-func folderFiles(dir string, sel cache.Selector) []string {
+// a root holding one that sel picks) names: what Pack reads, and more;
+// and the folder. Nothing when it names none (Pack says why).
+func folderFiles(dir string, sel cache.Selector) ([]string, string) {
 	folder, err := cache.ResolveFolder(dir, sel)
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	var files []string
 	filepath.WalkDir(folder.Path(), func(p string, d fs.DirEntry, err error) error {
@@ -81,7 +88,7 @@ func folderFiles(dir string, sel cache.Selector) []string {
 		}
 		return nil
 	})
-	return files
+	return files, folder.Path()
 }
 
 // countingWriter counts the bytes written through it.

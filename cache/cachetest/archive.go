@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -31,6 +32,11 @@ type ArchiveEntry struct {
 	// len(Data): the stream then ends inside the entry (a truncated
 	// archive), and entries after it are not written.
 	Size int64
+	// Sparse, when > 0, makes the entry a GNU sparse file (PAX format
+	// 1.0) of this real size whose only data is Data at offset 0: a few
+	// bytes of archive that a tar reader expands to Sparse bytes. The tar
+	// writer writes no sparse file, so WriteTar writes its headers itself.
+	Sparse int64
 }
 
 // WriteArchive writes entries as cache pack's format (a tar stream in one
@@ -57,6 +63,15 @@ func WriteArchive(w io.Writer, entries []ArchiveEntry, tail []byte) error {
 func WriteTar(w io.Writer, entries []ArchiveEntry) error {
 	tw := tar.NewWriter(w)
 	for _, e := range entries {
+		if e.Sparse > 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if err := writeSparse(w, e); err != nil {
+				return err
+			}
+			continue
+		}
 		typ := e.Type
 		if typ == 0 {
 			typ = tar.TypeReg
@@ -84,6 +99,65 @@ func WriteTar(w io.Writer, entries []ArchiveEntry) error {
 		}
 	}
 	return tw.Close()
+}
+
+// writeSparse writes e as a PAX 1.0 GNU sparse file: an extended header
+// with the GNU.sparse records, then a regular file header whose data is
+// the sparse map (one region: offset 0, len(e.Data) bytes) and e.Data.
+func writeSparse(w io.Writer, e ArchiveEntry) error {
+	var pax bytes.Buffer
+	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", e.Name}, {"GNU.sparse.realsize", strconv.FormatInt(e.Sparse, 10)}} {
+		pax.WriteString(paxRecord(kv[0], kv[1]))
+	}
+	sparseMap := padBlock([]byte(fmt.Sprintf("1\n0\n%d\n", len(e.Data))))
+	data := append(sparseMap, e.Data...)
+	for _, b := range [][]byte{
+		ustarHeader("PaxHeaders/"+e.Name, 'x', int64(pax.Len())), padBlock(pax.Bytes()),
+		ustarHeader(e.Name, tar.TypeReg, int64(len(data))), padBlock(data),
+	} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// paxRecord is one PAX record, "LEN KEY=VALUE\n", LEN counting itself.
+func paxRecord(k, v string) string {
+	body := " " + k + "=" + v + "\n"
+	n := len(body) + 1
+	for len(strconv.Itoa(n))+len(body) != n {
+		n++
+	}
+	return strconv.Itoa(n) + body
+}
+
+// ustarHeader is a 512-byte ustar header block (name under 100 bytes).
+func ustarHeader(name string, typ byte, size int64) []byte {
+	b := make([]byte, 512)
+	copy(b[0:100], name)
+	copy(b[100:], "0000644\x00")
+	copy(b[108:], "0000000\x00")
+	copy(b[116:], "0000000\x00")
+	copy(b[124:], fmt.Sprintf("%011o\x00", size))
+	copy(b[136:], fmt.Sprintf("%011o\x00", 1700000000))
+	b[156] = typ
+	copy(b[257:], "ustar\x0000")
+	copy(b[148:156], "        ")
+	sum := 0
+	for _, c := range b {
+		sum += int(c)
+	}
+	copy(b[148:], fmt.Sprintf("%06o\x00 ", sum))
+	return b
+}
+
+// padBlock pads b with zeros to a multiple of 512 bytes.
+func padBlock(b []byte) []byte {
+	if r := len(b) % 512; r != 0 {
+		b = append(b, make([]byte, 512-r)...)
+	}
+	return b
 }
 
 // ZeroFrame is a zstd frame of RLE blocks that decompresses to n zero

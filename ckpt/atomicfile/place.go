@@ -57,6 +57,13 @@ type Policy struct {
 	// config.json, cache file): an output that is one of them (the same
 	// device and inode, through any link) is refused.
 	Inputs []string
+	// InputDirs are folders the command reads as a whole (the cache
+	// folder cache pack archives): a file written anywhere inside one
+	// (its real path, links followed, under the same directory: device
+	// and inode) would become part of what it reads, or be left there as
+	// a file it does not know, and is refused. A character device or FIFO
+	// inside one, written through, leaves no file and is not refused.
+	InputDirs []string
 	// InputsAre names the inputs in the refusal ("the checkpoint being
 	// read"); "" says "the input".
 	InputsAre string
@@ -96,7 +103,8 @@ const maxLinks = 40
 //     for a file (Policy.Dir: a directory or a new name, anything else
 //     refused; Policy.Empty: a non-empty directory refused);
 //   - a file that is one of Policy.Inputs (the same device and inode) is
-//     refused (CheckInputs).
+//     refused (CheckInputs), and so is a new or regular file inside one of
+//     Policy.InputDirs.
 //
 // A refusal is a *RefusedError (nothing was written); a path that cannot
 // be examined (permission denied on its directory) is a *WriteError.
@@ -112,6 +120,9 @@ func Place(path string, p Policy) (Target, error) {
 		to, err := followLinks(path)
 		if err != nil {
 			return Target{}, &WriteError{Op: "resolving", Path: path, Err: err}
+		}
+		if err := checkInsideInputs(path, to, p); err != nil {
+			return Target{}, err
 		}
 		return Target{Path: to, Kind: New}, nil
 	}
@@ -149,6 +160,9 @@ func Place(path string, p Policy) (Target, error) {
 		if st2, err := os.Stat(to); err != nil || !os.SameFile(st, st2) {
 			return refuse("is a link that cannot be followed to its file (%s): refusing to replace it", to)
 		}
+		if err := checkInsideInputs(path, to, p); err != nil {
+			return Target{}, err
+		}
 		return Target{Path: to, Kind: Regular}, nil
 	case mode&(fs.ModeCharDevice|fs.ModeNamedPipe) != 0:
 		if p.Seek {
@@ -181,6 +195,51 @@ func CheckInputs(path string, p Policy) error {
 		}
 	}
 	return nil
+}
+
+// checkInsideInputs refuses a file to be written at to (path as given)
+// inside one of p.InputDirs: a directory that contains to's directory,
+// itself or any of its parents, compared by device and inode after the
+// links of the path are followed (so a link or a bind mount of the folder
+// is the folder). A directory that cannot be resolved (it does not exist:
+// the write fails on its own) is not inside anything.
+func checkInsideInputs(path, to string, p Policy) error {
+	if len(p.InputDirs) == 0 {
+		return nil
+	}
+	var dirs []os.FileInfo
+	var names []string
+	for _, d := range p.InputDirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			dirs, names = append(dirs, st), append(names, d)
+		}
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(to))
+	if err != nil {
+		return nil
+	}
+	parent, err = filepath.Abs(parent)
+	if err != nil {
+		return nil
+	}
+	for {
+		if st, err := os.Stat(parent); err == nil {
+			for i, d := range dirs {
+				if os.SameFile(st, d) {
+					what := p.InputsAre
+					if what == "" {
+						what = "the input"
+					}
+					return &RefusedError{Flag: p.Flag, Path: path, Reason: fmt.Sprintf("is inside %s, the folder of %s: refusing to write into an input", names[i], what)}
+				}
+			}
+		}
+		up := filepath.Dir(parent)
+		if up == parent {
+			return nil
+		}
+		parent = up
+	}
 }
 
 // followLinks follows the symbolic links of a path that Stat found

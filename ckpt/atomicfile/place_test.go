@@ -42,6 +42,12 @@ func TestPlace(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	inputs := []string{in("input")}
+	require.NoError(t, os.MkdirAll(in("indir/sub"), 0o755))
+	require.NoError(t, os.WriteFile(in("indir/file"), []byte("x"), 0o644))
+	require.NoError(t, syscall.Mkfifo(in("indir/fifo"), 0o644))
+	require.NoError(t, os.Symlink("indir", in("indir-link")))
+	require.NoError(t, os.Symlink(filepath.Join("indir", "sub", "new"), in("into-indir")))
+	indirs := Policy{InputDirs: []string{in("indir")}, InputsAre: "the folder test"}
 	for _, tc := range []struct {
 		name   string
 		path   string
@@ -63,6 +69,13 @@ func TestPlace(t *testing.T) {
 		{name: "an input refused", path: in("input"), p: Policy{Inputs: inputs, InputsAre: "the test"}, refuse: "a file of the test: refusing to write over an input"},
 		{name: "a hard link of an input refused", path: in("hardlink"), p: Policy{Inputs: inputs}, refuse: "a file of the input"},
 		{name: "a link to an input refused", path: in("link-to-input"), p: Policy{Inputs: inputs}, refuse: "refusing to write over an input"},
+		{name: "a new file inside an input folder refused", path: in("indir/new"), p: indirs, refuse: "is inside " + in("indir") + ", the folder of the folder test: refusing to write into an input"},
+		{name: "a file deeper inside one refused", path: in("indir/sub/new"), p: indirs, refuse: "the folder of the folder test"},
+		{name: "a regular file inside one refused", path: in("indir/file"), p: indirs, refuse: "the folder of the folder test"},
+		{name: "inside one through a link to it refused", path: in("indir-link/new"), p: indirs, refuse: "the folder of the folder test"},
+		{name: "a dangling link into one refused", path: in("into-indir"), p: indirs, refuse: "the folder of the folder test"},
+		{name: "beside an input folder", path: in("indir-new"), p: indirs, kind: New},
+		{name: "a FIFO inside an input folder written through", path: in("indir/fifo"), p: indirs, kind: Stream},
 		{name: "directory output: new", path: in("newdir"), p: Policy{Dir: true}, kind: New},
 		{name: "directory output: a directory", path: in("full"), p: Policy{Dir: true}, kind: Dir},
 		{name: "directory output: a non-empty one refused", path: in("full"), p: Policy{Dir: true, Empty: true}, refuse: `not empty (1 entries, "x" first)`},

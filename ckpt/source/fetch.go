@@ -193,13 +193,8 @@ func failureReason(err error) string {
 }
 
 // logURL is a URL for reports: without credentials, and without its query
-// (a signed CDN URL's signature).
-func logURL(raw string) string {
-	if i := strings.IndexByte(raw, '?'); i >= 0 {
-		raw = raw[:i] + "?…"
-	}
-	return ckpt.Redact(raw)
-}
+// (a signed CDN URL's signature), as every message has it (ckpt.Redact).
+func logURL(raw string) string { return ckpt.Redact(raw) }
 
 // parseRetryAfter reads seconds or an HTTP date.
 func parseRetryAfter(v string) time.Duration {

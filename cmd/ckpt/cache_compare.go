@@ -96,7 +96,7 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 			}
 		}
 		if format != output.CSV {
-			fmt.Fprintln(w, compareSummary(rep, labelA, labelB))
+			fmt.Fprintln(w, compareSummary(rep, labelA, labelB, output.EscapeFor(format)))
 		}
 	}
 	switch {
@@ -108,8 +108,9 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 	return nil
 }
 
-// compareSummary is the verdict line of a comparison.
-func compareSummary(rep *check.CompareReport, labelA, labelB string) string {
+// compareSummary is the verdict line of a comparison, the folders' names
+// escaped by esc (the format's).
+func compareSummary(rep *check.CompareReport, labelA, labelB string, esc func(string) string) string {
 	count := map[check.DiffKind]int{}
 	files := map[check.DiffKind]map[string]bool{}
 	for _, d := range rep.Diffs {
@@ -140,7 +141,7 @@ func compareSummary(rep *check.CompareReport, labelA, labelB string) string {
 		parts = append(parts, fmt.Sprintf("%d unreadable", n))
 	}
 	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %d identical, %s; %s: %s",
-		labelA, ckpt.EscapeName(rep.A), rep.FilesA, labelB, ckpt.EscapeName(rep.B), rep.FilesB, rep.Common, rep.Identical,
+		labelA, esc(rep.A), rep.FilesA, labelB, esc(rep.B), rep.FilesB, rep.Common, rep.Identical,
 		data, strings.Join(parts, ", "), verdict)
 }
 

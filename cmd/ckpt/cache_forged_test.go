@@ -18,7 +18,8 @@ import (
 // with every file's hashes recomputed. No verdict that claims the base's
 // data passes it: cache verify --source BASE says it compared names,
 // headers and the manifest's hashes only (in words and JSON), with
-// --read-data it fails naming the files, and a rebuild from BASE rebuilds
+// --read-data it fails naming the files, cache identify --source BASE
+// finds no exact candidate, and a rebuild from BASE rebuilds
 // every file the archive brought instead of calling it unchanged.
 func TestCacheForgedArchive(t *testing.T) {
 	t.Parallel()
@@ -72,6 +73,11 @@ func TestCacheForgedArchive(t *testing.T) {
 		data++
 	}
 	assert.Greater(t, data, 40, "most files differ: every tensor of the other checkpoint does")
+
+	// cache identify --source compares the data too: no candidate is exact.
+	code, stdout, _ = runApp(t, "cache", "identify", shipped, "--source", base, "--progress", "none")
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "no candidate reproduces its names, headers and data")
 
 	// A rebuild from BASE rebuilds every file the archive brought.
 	code, stdout, stderr = runApp(t, "cache", "build", base, "--out", shipped, "--format", "json", "--progress", "none")

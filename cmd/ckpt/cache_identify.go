@@ -124,24 +124,29 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 		return err
 	}
 	fmt.Fprintln(w)
+	// The prose copies the folder's name, its device, tag and mesh, the
+	// profiles' names and overrides (a --rules file's), the rules path:
+	// escaped for the format.
+	esc := output.EscapeFor(format)
+	dir := esc(r.Dir)
 	if r.Best == nil {
-		fmt.Fprintf(w, "%s (mesh %s): the source maps with no candidate profile\n", ckpt.EscapeName(r.Dir), r.Mesh)
+		fmt.Fprintf(w, "%s (mesh %s): the source maps with no candidate profile\n", dir, esc(r.Mesh))
 		return nil
 	}
 	set := ""
 	for _, o := range r.Best.Overrides {
-		set += " --set " + o
+		set += " --set " + esc(o)
 	}
 	// The device folder always: without --device a build goes where
 	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
 	// A candidate of --rules FILE is that file's profile, whatever its name.
-	prof := "--profile " + r.Best.Profile
+	prof := "--profile " + esc(r.Best.Profile)
 	if rules != "" {
-		prof = "--rules " + rules
+		prof = "--rules " + esc(rules)
 	}
-	cmd := fmt.Sprintf("ckpt cache build SRC %s --mesh %s --device %s", prof, r.Mesh, r.Device)
+	cmd := fmt.Sprintf("ckpt cache build SRC %s --mesh %s --device %s", prof, esc(r.Mesh), esc(r.Device))
 	if r.Tag != "bfp8" {
-		cmd += " --tag " + r.Tag
+		cmd += " --tag " + esc(r.Tag)
 	}
 	cmd += set + r.BuildFlags
 	what := "names and headers"
@@ -151,28 +156,32 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
 	}
+	ties := make([]string, len(r.Ties))
+	for i, t := range r.Ties {
+		ties[i] = esc(t)
+	}
 	if r.Exact {
 		if r.NamesOnly {
 			// Not "exactly": the decoder layers and config-dependent parts
 			// are only those the names show (listed below).
 			fmt.Fprintf(w, "%s (%d files, mesh %s): %s plans these names and headers for the decoder layers and parts the names show, by %s; not known without the source:\n",
-				ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
+				dir, r.Files, esc(r.Mesh), esc(r.Best.Describe()), what)
 			for _, n := range r.NotCompared {
-				fmt.Fprintf(w, "  %s\n", n)
+				fmt.Fprintf(w, "  %s\n", esc(n))
 			}
 			if len(r.Ties) > 0 {
-				fmt.Fprintf(w, "as close (they plan the same files for these file names): %s\n", strings.Join(r.Ties, "; "))
+				fmt.Fprintf(w, "as close (they plan the same files for these file names): %s\n", strings.Join(ties, "; "))
 			}
 			fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
 			fmt.Fprintln(w, "(--source SRC, the checkpoint the cache was built from, compares them)")
 			return nil
 		}
-		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s, by %s\n", ckpt.EscapeName(r.Dir), r.Files, r.Mesh, r.Best.Describe(), what)
+		fmt.Fprintf(w, "%s (%d files, mesh %s): exactly %s, by %s\n", dir, r.Files, esc(r.Mesh), esc(r.Best.Describe()), what)
 		if len(r.Ties) > 0 {
-			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(r.Ties, "; "))
+			fmt.Fprintf(w, "as exact (they plan the same files for this checkpoint): %s\n", strings.Join(ties, "; "))
 		}
 		fmt.Fprintf(w, "reproduce it with: %s\n", cmd)
-		printNotCompared(w, r)
+		printNotCompared(w, r, esc)
 		return nil
 	}
 	if rep := r.ClosestReport(); rep != nil && len(rep.Diffs) > 0 {
@@ -187,16 +196,16 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 		diffs = fmt.Sprintf("%d name or header difference(s) and %d data difference(s) (the data of the others not compared)", r.Best.Differences, r.Best.Data)
 	}
 	fmt.Fprintf(w, "%s (%d files, mesh %s): no candidate reproduces its %s; closest %s with %s (%s)\n",
-		ckpt.EscapeName(r.Dir), r.Files, r.Mesh, what, r.Best.Describe(), diffs, cmd)
-	printNotCompared(w, r)
+		dir, r.Files, esc(r.Mesh), what, esc(r.Best.Describe()), diffs, cmd)
+	printNotCompared(w, r, esc)
 	return nil
 }
 
 // printNotCompared lists what a names-only identification could not
-// compare (--source compares it).
-func printNotCompared(w io.Writer, r *check.IdentifyResult) {
+// compare (--source compares it), escaped by esc (the lines name files).
+func printNotCompared(w io.Writer, r *check.IdentifyResult, esc func(string) string) {
 	for _, n := range r.NotCompared {
-		fmt.Fprintln(w, n)
+		fmt.Fprintln(w, esc(n))
 	}
 	if len(r.NotCompared) > 0 {
 		fmt.Fprintln(w, "(--source SRC, the checkpoint the cache was built from, compares them)")

@@ -20,14 +20,15 @@ func printBuild(w io.Writer, format string, rep *build.Report) error {
 	if format == output.JSON {
 		return output.WriteJSON(w, out)
 	}
-	fmt.Fprintf(w, "%s on mesh %s: %d files in %s: %d built, %d unchanged, %d removed\n", out.Profile, out.Mesh, out.Files,
-		filepath.Join(out.Out, filepath.FromSlash(plan.CacheDir)), len(out.Built), out.Skipped, len(out.Removed))
+	esc := output.EscapeFor(format)
+	fmt.Fprintf(w, "%s on mesh %s: %d files in %s: %d built, %d unchanged, %d removed\n", esc(out.Profile), out.Mesh, out.Files,
+		esc(filepath.Join(out.Out, filepath.FromSlash(plan.CacheDir))), len(out.Built), out.Skipped, len(out.Removed))
 	fmt.Fprintf(w, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
 		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
 	if err := printMemory(w, output.Text, plan.Device, out.Memory, out.PerDevice); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "manifest: %s\n", out.Manifest)
+	fmt.Fprintf(w, "manifest: %s\n", esc(out.Manifest))
 	return nil
 }
 
@@ -65,20 +66,23 @@ func printCheckAll(w io.Writer, format string, res *check.AllResult) error {
 	if failed := res.Failed(); failed > 0 {
 		verdict = fmt.Sprintf("%d FAILED", failed)
 	}
-	_, err := fmt.Fprintf(w, "%d cache folders in %s checked: %s\n", len(res.Folders), res.Dir, verdict)
+	_, err := fmt.Fprintf(w, "%d cache folders in %s checked: %s\n", len(res.Folders), output.EscapeFor(format)(res.Dir), verdict)
 	return err
 }
 
 // printFindings renders a cache check: one line per finding in text
 // ("id: file: message"), a table (finding, file, message) otherwise; then
-// the verdict.
+// the verdict. The folder, the source (the manifest's, when no --source
+// was given: an archive's word) and the file names are copied text,
+// escaped for the format.
 func printFindings(w io.Writer, format string, r *check.Result) error {
+	esc := output.EscapeFor(format)
 	if format == output.Text {
 		for _, f := range r.Findings {
 			if f.File() != "" {
-				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message))
+				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, esc(f.File()), esc(f.Message))
 			} else {
-				fmt.Fprintf(w, "%s: %s\n", f.ID, ckpt.EscapeName(f.Message))
+				fmt.Fprintf(w, "%s: %s\n", f.ID, esc(f.Message))
 			}
 		}
 	} else if len(r.Findings) > 0 {
@@ -92,13 +96,13 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 		fmt.Fprintln(w)
 	}
 	for _, ig := range r.Ignore {
-		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", ckpt.Quote(ig.Glob), ignoredTensors(ig.Tensors))
+		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", esc(ckpt.Quote(ig.Glob)), esc(ignoredTensors(ig.Tensors)))
 	}
 	if len(r.Findings) == 0 {
-		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), r.Dir, r.Source, r.Verdict())
+		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))
 		return nil
 	}
-	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), r.Dir, r.Files)
+	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), esc(r.Dir), r.Files)
 	return nil
 }
 

@@ -175,6 +175,27 @@ func TestCacheUnpackTakesLock(t *testing.T) {
 	assert.Equal(t, before, snapshot(t, root))
 }
 
+// TestCacheUnpackTakesNamedFolderLock: an unpack into a cache folder
+// named as such (-o DEVICE/tensor_cache_...), which another process holds
+// locked, is refused (exit 2, naming the holder) and the folder is
+// untouched. (Before: the archive's folder was nested under the named one
+// and only that nested folder was locked: the files went into the locked
+// folder.)
+func TestCacheUnpackTakesNamedFolderLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, root, arch := packedCache(t, dir)
+	folder := filepath.Join(root, filepath.FromSlash(folder1x2))
+	lock, err := cache.LockFolder(folder)
+	require.NoError(t, err)
+	defer lock.Release()
+	before := snapshot(t, root)
+	code, _, stderr := runApp(t, "cache", "unpack", arch, "-o", folder, "--progress", "none")
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "is being changed by another process (pid ")
+	assert.Equal(t, before, snapshot(t, root), "the locked folder is untouched")
+}
+
 // TestCacheUnpackBombIsBadArchive: archives of ~150 KB that declare a
 // 4 GiB entry are refused as bad archives naming the entry (exit 2, not
 // 3), before anything of it is written.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/russross/blackfriday/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,34 +121,7 @@ func TestMarkdownEscapesInputs(t *testing.T) {
 		if args[0] == "map" {
 			require.Contains(t, stdout, "problem (", "map names the unmapped hostile tensors")
 		}
-		html := string(blackfriday.Run([]byte(stdout)))
-		if slices.Contains(args, "layer") {
-			assert.Equal(t, 1, strings.Count(html, "<pre>"), "%v: the heatmap is one code block, its fence not closed by a name", args)
-		}
-		for _, bad := range []string{"<img", "<a ", "<em>", "<strong>", "<del>", "<code>", "<blockquote>", "<h1>", "<ol>", "onerror=alert(1)>"} {
-			assert.NotContains(t, html, bad, "%v: rendered", args)
-		}
-		// Every line: the characters that open inline markup appear only
-		// escaped (ckpt's own table pipes and list markers aside), but in
-		// the heatmap's code block, where nothing is markup.
-		fence := ""
-		for _, l := range strings.Split(stdout, "\n") {
-			if f := strings.TrimRight(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
-				if fence == "" {
-					fence = f
-				} else if f == fence {
-					fence = ""
-				}
-				continue
-			}
-			if fence != "" || !hostileLine.MatchString(l) {
-				continue // ckpt's own text (a profile's '@') is not checked
-			}
-			cells := strings.TrimPrefix(strings.TrimSpace(l), "- ")
-			cells = strings.ReplaceAll(cells, `\\`, "")
-			cells = regexp.MustCompile(`\\.`).ReplaceAllString(cells, "")
-			assert.NotRegexp(t, "[<>`~&@*]|\\]\\(|!\\[|https?:/", cells, "%v: unescaped markup in %q", args, l)
-		}
+		assertMarkdownInert(t, fmt.Sprint(args), stdout, slices.Contains(args, "layer"))
 	}
 	// The names read back, unescaped, in the diff's rows.
 	code, stdout, _ := runApp(t, "diff", base, ft, "--format", "markdown", "--progress", "none")
@@ -155,6 +130,44 @@ func TestMarkdownEscapesInputs(t *testing.T) {
 	text := unescape.ReplaceAllString(stdout, "$1")
 	for _, n := range hostileNames() {
 		assert.Contains(t, text, ckpt.EscapeName(n), "the name %q reads as it is", n)
+	}
+}
+
+// assertMarkdownInert checks a Markdown document (stdout of the command
+// line args) for markup copied from hostile names: a renderer (blackfriday)
+// makes no link, image, HTML element, emphasis, heading or quote of it,
+// and every line that holds hostile text has the characters that open
+// inline markup only escaped (ckpt's own table pipes and list markers
+// aside), but in a code block (heatmap: the one of diff --by layer).
+func assertMarkdownInert(t *testing.T, args, stdout string, heatmap bool) {
+	t.Helper()
+	html := string(blackfriday.Run([]byte(stdout)))
+	if heatmap {
+		assert.Equal(t, 1, strings.Count(html, "<pre>"), "%v: the heatmap is one code block, its fence not closed by a name", args)
+	}
+	for _, bad := range []string{"<img", "<a ", "<em>", "<strong>", "<del>", "<code>", "<blockquote>", "<h1>", "<ol>", "onerror=alert(1)>"} {
+		assert.NotContains(t, html, bad, "%v: rendered", args)
+	}
+	// Every line: the characters that open inline markup appear only
+	// escaped (ckpt's own table pipes and list markers aside), but in
+	// the heatmap's code block, where nothing is markup.
+	fence := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.TrimRight(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
+			if fence == "" {
+				fence = f
+			} else if f == fence {
+				fence = ""
+			}
+			continue
+		}
+		if fence != "" || !hostileLine.MatchString(l) {
+			continue // ckpt's own text (a profile's '@') is not checked
+		}
+		cells := strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		cells = strings.ReplaceAll(cells, `\\`, "")
+		cells = regexp.MustCompile(`\\.`).ReplaceAllString(cells, "")
+		assert.NotRegexp(t, "[<>`~&@*]|\\]\\(|!\\[|https?:/", cells, "%v: unescaped markup in %q", args, l)
 	}
 }
 
@@ -245,4 +258,107 @@ func runQuiet(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		args = append(args, "--progress", "none")
 	}
 	return runApp(t, args...)
+}
+
+// hostileSegment is a file name (no '/') that carries markup for Markdown
+// and controls for the terminal: a folder, a source or an output path
+// named so is copied text, as a tensor name is.
+const hostileSegment = "![img](evil.png) <img src=x onerror=alert(1)> **bold** _em_ [link](www.evil.example) a|b `code` ~~strike~~ &lt;b&gt; evil\u202egnp c0\x1b]0;t\x07"
+
+// cacheInputs builds, under a folder named hostileSegment, a source, its
+// cache root (two device folders), a copy of the 1x2 folder missing a
+// file, one with an extra file, and a mapping profile whose name is
+// hostile; it returns the command lines that copy them into their output
+// (format is appended).
+func cacheInputs(t *testing.T) [][]string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), hostileSegment)
+	src := filepath.Join(dir, "model")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	root, other, extra := filepath.Join(dir, "cache"), filepath.Join(dir, "other"), filepath.Join(dir, "extra")
+	for _, args := range [][]string{
+		{"cache", "build", src, "-o", root},
+		{"cache", "build", src, "-o", root, "--mesh", "1x1"},
+		{"cache", "build", src, "-o", other},
+		{"cache", "build", src, "-o", extra},
+	} {
+		code, _, stderr := runApp(t, append(args, "--progress", "none")...)
+		require.Equal(t, 0, code, "%v: %s", args, stderr)
+	}
+	folder := filepath.Join(root, "P300", "tensor_cache_bfp8_mesh1x2")
+	otherFolder := filepath.Join(other, "P300", "tensor_cache_bfp8_mesh1x2")
+	extraFolder := filepath.Join(extra, "P300", "tensor_cache_bfp8_mesh1x2")
+	var bins []string // (not filepath.Glob: the folder's name is a pattern)
+	ents, err := os.ReadDir(otherFolder)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tensorbin") {
+			bins = append(bins, filepath.Join(otherFolder, e.Name()))
+		}
+	}
+	require.Greater(t, len(bins), 1)
+	require.NoError(t, os.Remove(bins[0]))
+	data, err := os.ReadFile(bins[1])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(extraFolder, "<img src=x onerror=alert(1)> evil\u202e.tensorbin"), data, 0o644))
+	code, dump, _ := runApp(t, "map", "--dump")
+	require.Equal(t, 0, code)
+	var prof map[string]any
+	require.NoError(t, json.Unmarshal([]byte(dump), &prof))
+	prof["name"] = "<img src=x onerror=alert(1)>@evil **bold**\u202e"
+	b, err := json.Marshal(prof)
+	require.NoError(t, err)
+	rules := filepath.Join(dir, "rules.json")
+	require.NoError(t, os.WriteFile(rules, b, 0o644))
+	return [][]string{
+		{"cache", "verify", folder, "--source", src},
+		{"cache", "verify", root, "--source", src},
+		{"cache", "verify", extraFolder, "--source", src},
+		{"cache", "ls", extraFolder},
+		{"cache", "compare", folder, otherFolder},
+		{"cache", "identify", folder},
+		{"cache", "identify", folder, "--rules", rules},
+		{"cache", "identify", otherFolder, "--source", src},
+		{"map", src, "--against-cache", otherFolder},
+		{"map", src, "--rules", rules, "--summary"},
+		{"extract", src, "--match", "mtp.**", "-o", filepath.Join(dir, "mtp") + string(filepath.Separator)},
+	}
+}
+
+// freshOut gives extract's output folder of args a name of its own for
+// run n (a directory output must be new or empty).
+func freshOut(args []string, n int) []string {
+	args = slices.Clone(args)
+	if args[0] == "extract" {
+		o := args[len(args)-1]
+		args[len(args)-1] = strings.TrimSuffix(o, string(filepath.Separator)) + fmt.Sprint(n) + string(filepath.Separator)
+	}
+	return args
+}
+
+// TestMarkdownEscapesCacheInputs: the prose lines of the cache commands,
+// map and extract with --format markdown (the verdicts naming the folder,
+// the source, the profile of a --rules file, the files written) escape
+// what they copy as their tables do; in text and table output they show
+// control and bidirectional characters escaped. (Before: cache verify,
+// compare and identify escaped them for the terminal only, and the
+// verdict of cache verify, map's profile line and cache build's paths not
+// even that.)
+func TestMarkdownEscapesCacheInputs(t *testing.T) {
+	t.Parallel()
+	for _, args := range cacheInputs(t) {
+		for i, f := range []string{"markdown", "text", "table"} {
+			args := append(freshOut(args, i), "--format", f)
+			code, stdout, stderr := runQuiet(t, args...)
+			require.Contains(t, []int{0, 1}, code, "%v: %s", args, stderr)
+			assert.NotRegexp(t, rawControls, stdout, "%v: stdout", args)
+			assert.NotRegexp(t, rawControls, stderr, "%v: stderr", args)
+			require.True(t, hostileLine.MatchString(stdout), "%v copies a hostile name", args)
+			if f == "markdown" {
+				assertMarkdownInert(t, fmt.Sprint(args), stdout, false)
+			} else {
+				assert.Contains(t, stdout, `\u202e`, "%v: the hostile name, escaped", args)
+			}
+		}
+	}
 }

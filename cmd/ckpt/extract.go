@@ -130,10 +130,10 @@ func printExtract(w io.Writer, format string, r *extract.Report) error {
 	fmt.Fprintf(w, "\nextracted %s tensors (%d dequantised, %d converted, %d copied), %s of data (%s bytes) in %d file(s), dtype %s\n",
 		output.Int(int64(s.Tensors)), s.Dequantized, s.Converted, s.Copied, output.Bytes(s.Bytes), output.Int(s.Bytes), s.Files, r.DType)
 	if r.Index != "" {
-		fmt.Fprintf(w, "index: %s\n", ckpt.EscapeName(r.Index))
+		fmt.Fprintf(w, "index: %s\n", output.EscapeFor(format)(r.Index))
 	}
 	if r.Config != "" {
-		fmt.Fprintf(w, "config: %s\n", ckpt.EscapeName(r.Config))
+		fmt.Fprintf(w, "config: %s\n", output.EscapeFor(format)(r.Config))
 	}
 	return nil
 }

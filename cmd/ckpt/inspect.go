@@ -90,10 +90,7 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 		return metadataGrid(res).Render(w, format)
 	}
 	// the prose lines' text copied from the inputs, escaped for the format
-	esc := output.EscapeTerm
-	if format == output.Markdown {
-		esc = output.EscapeMarkdown
-	}
+	esc := output.EscapeFor(format)
 	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	tableForPeople(tensors, map[string]int{"dtype": 1, "shape": 2, "bytes": 3, "parameters": 4, "file": 5})
 	tensors.Names[5] = true

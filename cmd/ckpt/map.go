@@ -109,9 +109,10 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return err
 	case o.AgainstCache != "":
 		if pe := res.Problems; pe != nil {
-			printProblems(a.Out, pe.Problems, output.EscapeTerm)
+			esc := output.EscapeFor(format)
+			printProblems(a.Out, pe.Problems, esc)
 			fmt.Fprintf(a.Out, "the %s plan of %s on mesh %s has %d problem(s); not compared with %s\n",
-				res.Plan.Profile.Name, o.Source, res.Plan.Mesh, len(pe.Problems), o.AgainstCache)
+				esc(res.Plan.Profile.Name), esc(ckpt.Redact(o.Source)), res.Plan.Mesh, len(pe.Problems), esc(o.AgainstCache))
 			return silentExit(exitFailed)
 		}
 		rep, err := check.Plan(res.Plan, o.AgainstCache)
@@ -122,11 +123,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	}
 	if pe := res.Problems; pe != nil && refused(pe) && format != output.JSON && format != output.JSONL {
 		// No rule was applied: the plan is empty, and its tables would say nothing.
-		esc := output.EscapeTerm
-		if format == output.Markdown {
-			esc = output.EscapeMarkdown
-		}
-		printProblems(a.Out, pe.Problems, esc)
+		printProblems(a.Out, pe.Problems, output.EscapeFor(format))
 		return silentExit(exitFailed)
 	}
 	doc := res.Doc
@@ -203,10 +200,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 			return err
 		}
 	}
-	esc := output.EscapeTerm // the prose lines' copied text, escaped for the format
-	if format == output.Markdown {
-		esc = output.EscapeMarkdown
-	}
+	esc := output.EscapeFor(format) // the prose lines' copied text, escaped for the format
 	printProblems(w, res.Problems, esc)
 	pin := ""
 	if res.Pinned != nil {
@@ -214,7 +208,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		if len(c) > 12 {
 			c = c[:12]
 		}
-		pin = fmt.Sprintf(" (%s@%s %s)", res.Pinned.Repo, c, res.Pinned.Path)
+		pin = " (" + esc(fmt.Sprintf("%s@%s %s", res.Pinned.Repo, c, res.Pinned.Path)) + ")"
 	}
 	s := res.Summary
 	if wh := res.Whole; wh != nil {
@@ -233,7 +227,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
-		res.Profile, pin, res.Mesh, res.Settings, s.Targets, esc(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+		esc(res.Profile), pin, res.Mesh, esc(fmt.Sprint(res.Settings)), s.Targets, esc(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
 	return nil
 }
 

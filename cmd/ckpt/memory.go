@@ -35,8 +35,10 @@ func printMemory(w io.Writer, format, device string, m *mapping.Memory, per []ma
 		return err
 	}
 	fmt.Fprintln(w)
+	esc := output.EscapeFor(format) // the file and device names, copied from the plan
+	device = esc(device)
 	if m.LargestFile != "" {
-		fmt.Fprintf(w, "largest file: %s (%s of data)\n", ckpt.EscapeName(m.LargestFile), output.Bytes(m.LargestFileBytes))
+		fmt.Fprintf(w, "largest file: %s (%s of data)\n", esc(m.LargestFile), output.Bytes(m.LargestFileBytes))
 	}
 	var most int64
 	for _, d := range per {
@@ -44,7 +46,7 @@ func printMemory(w io.Writer, format, device string, m *mapping.Memory, per []ma
 	}
 	switch {
 	case m.NotJudged != "":
-		fmt.Fprintf(w, "fit not judged: %s per device, but %s\n", output.Bytes(most), m.NotJudged)
+		fmt.Fprintf(w, "fit not judged: %s per device, but %s\n", output.Bytes(most), esc(m.NotJudged))
 	case m.Fits == nil:
 		fmt.Fprintf(w, "fit not judged: %s per device, DRAM of device folder %s unknown (pass --device-dram SIZE)\n", output.Bytes(most), device)
 	case *m.Fits:

@@ -39,7 +39,7 @@ func isCharDevice(t *testing.T, p string) bool {
 // the contract; a full device (as /dev/full) fails the write, exit 3
 // "cannot write output", and stays a device; a null device takes the
 // output, exit as usual. extract, which writes its file at offsets,
-// refuses both (exit 2). (Before: the device node and the FIFO were
+// refuses both (exit 2); a block device is refused by all (exit 2). (Before: the device node and the FIFO were
 // replaced by regular files and the command said "wrote …".)
 func TestOutputStreams(t *testing.T) {
 	t.Parallel()
@@ -129,4 +129,23 @@ func TestOutputStreams(t *testing.T) {
 	st, err := os.Lstat(fifo)
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeNamedPipe, st.Mode()&os.ModeNamedPipe)
+
+	// A block device is refused by every writer, exit 2, and stays one
+	// (numbers 0, 0: no device answers them, so a regression could not
+	// write anywhere).
+	blk := filepath.Join(dir, "blk")
+	require.NoError(t, syscall.Mknod(blk, syscall.S_IFBLK|0o600, int(unix.Mkdev(0, 0))))
+	for _, args := range [][]string{
+		{"diff", base, ft, "-o", blk},
+		{"contract", base, "-o", blk},
+		{"cache", "pack", root, "-o", blk},
+		{"extract", base, "--match", "mtp.**", "--out", blk},
+	} {
+		code, stdout, stderr := runApp(t, append(args, "--progress", "none")...)
+		assert.Equal(t, 2, code, "%v: %s%s", args, stdout, stderr)
+		assert.Contains(t, stderr, "is a block device", "%v", args)
+		st, err := os.Lstat(blk)
+		require.NoError(t, err)
+		assert.True(t, st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0, "%v: the block device is still one", args)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -30,10 +32,13 @@ func builtCache(t *testing.T) (root, tensorbin string) {
 
 // TestOutputNeverOverInput: diff -o onto a shard, the index or config.json
 // of either side (directly, through a link or a hard link), and cache pack
-// -o onto a file of the cache it packs, are refused with exit 2 before
-// anything is written; every input is untouched. (Before: diff replaced
-// the shard with its report, pack replaced the .tensorbin with the archive
-// and exited 0.)
+// -o onto a file of the cache it packs or as a new file inside its folder
+// (directly, through a link to the folder or its root, a dangling link
+// into it), are
+// refused with exit 2 before anything is written; every input is
+// untouched. (Before: diff replaced the shard with its report, pack
+// replaced the .tensorbin with the archive and exited 0, and wrote a new
+// archive into the folder, left there as a file of the cache.)
 func TestOutputNeverOverInput(t *testing.T) {
 	t.Parallel()
 	pair := t.TempDir()
@@ -47,6 +52,13 @@ func TestOutputNeverOverInput(t *testing.T) {
 	manifest := filepath.Join(filepath.Dir(bin), "manifest.json")
 	binLink := filepath.Join(pair, "archive.tar.zst")
 	require.NoError(t, os.Symlink(bin, binLink))
+	folder := filepath.Dir(bin)
+	folderLink := filepath.Join(pair, "folder-link")
+	require.NoError(t, os.Symlink(folder, folderLink))
+	rootLink := filepath.Join(pair, "root-link")
+	require.NoError(t, os.Symlink(root, rootLink))
+	intoFolder := filepath.Join(pair, "into-folder.tar.zst")
+	require.NoError(t, os.Symlink(filepath.Join(folder, "new.tar.zst"), intoFolder))
 	before := []map[string]string{snapshot(t, base), snapshot(t, ft), snapshot(t, root)}
 	for _, tc := range []struct {
 		args []string
@@ -61,6 +73,10 @@ func TestOutputNeverOverInput(t *testing.T) {
 		{[]string{"cache", "pack", root, "-o", bin}, "a file of the cache being packed: refusing to write over an input"},
 		{[]string{"cache", "pack", root, "-o", binLink}, "a file of the cache being packed"},
 		{[]string{"cache", "pack", filepath.Dir(bin), "-o", manifest}, "a file of the cache being packed"},
+		{[]string{"cache", "pack", root, "-o", filepath.Join(folder, "cache.tar.zst")}, "is inside " + folder + ", the folder of the cache being packed: refusing to write into an input"},
+		{[]string{"cache", "pack", folder, "-o", filepath.Join(folderLink, "cache.tar.zst")}, "the folder of the cache being packed"},
+		{[]string{"cache", "pack", rootLink, "-o", filepath.Join(folder, "cache.tar.zst")}, "the folder of the cache being packed"},
+		{[]string{"cache", "pack", root, "-o", intoFolder}, "the folder of the cache being packed"},
 	} {
 		code, stdout, stderr := runApp(t, append(tc.args, "--progress", "none")...)
 		assert.Equal(t, 2, code, "%v: %s%s", tc.args, stdout, stderr)
@@ -286,4 +302,21 @@ func TestOutputNeverOverVariantIndex(t *testing.T) {
 		assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to write over an input", "%v", args)
 	}
 	assert.Equal(t, before, snapshot(t, dir))
+	// ModelOpt's hf_quant_config.json, read beside an NVFP4 checkpoint's
+	// config.json, is an input of diff, contract and extract.
+	nv := filepath.Join(t.TempDir(), "nvfp4")
+	require.NoError(t, synth.WriteScheme(nv, ckpt.NVFP4, synth.SchemeOptions{}))
+	hfq := filepath.Join(nv, "hf_quant_config.json")
+	require.FileExists(t, hfq)
+	before = snapshot(t, nv)
+	for _, args := range [][]string{
+		{"contract", nv, "-o", hfq},
+		{"diff", nv, nv, "--mode", "header", "-o", hfq, "--progress", "none"},
+		{"extract", nv, "--match", "**", "--out", hfq, "--progress", "none"},
+	} {
+		code, stdout, stderr := runApp(t, args...)
+		assert.Equal(t, 2, code, "%v: %s%s", args, stdout, stderr)
+		assert.Contains(t, stderr, "a file of the checkpoint being read: refusing to write over an input", "%v", args)
+	}
+	assert.Equal(t, before, snapshot(t, nv))
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +91,9 @@ func TestTrustTokenOnlyToItsOrigin(t *testing.T) {
 	// subdomain of its host on the same port nor to its host on another.
 	hub.Redirect = false
 	code, _, errs := runSources(t, env, opt, "inspect", "http://"+front+"/files/"+ckpt.IndexFile)
+	assert.Equal(t, 0, code, errs)
+	// the same origin, its host in other case: the token goes too
+	code, _, errs = runSources(t, env, opt, "inspect", "http://HUB.Example:"+portOf(t, hub.URL)+"/files/"+ckpt.IndexFile)
 	assert.Equal(t, 0, code, errs)
 	for _, other := range []string{"cdn-lfs.hub.example:" + portOf(t, hub.URL), "hub.example:" + portOf(t, second.URL), "HUB.example:" + portOf(t, second.URL)} {
 		mu.Lock()
@@ -189,7 +194,7 @@ func TestTrustUserinfoRedacted(t *testing.T) {
 			assert.Equal(t, wantCode, code, "%v: %s", args, stderr)
 			transcript = append(transcript, stdout, stderr)
 		}
-		for _, f := range []string{"text", "json"} {
+		for _, f := range []string{"text", "table", "json", "csv", "markdown"} {
 			run(0, "inspect", src, "--format", f)
 			run(0, "verify", src, "--format", f)
 			run(0, "map", src, "--format", f)
@@ -213,6 +218,8 @@ func TestTrustUserinfoRedacted(t *testing.T) {
 		run(0, "cache", "identify", cacheDir, "--source", src, "--format", "json")
 		run(0, "cache", "identify", cacheDir, "--source", src)
 		run(0, "cache", "ls", cacheDir, "--format", "json")
+		run(0, "map", src, "--against-cache", cacheDir)
+		run(1, "map", src, "--against-cache", cacheDir, "--mesh", "1x4") // the plan has problems: not compared
 		run(0, "cache", "pack", cacheDir, "-o", filepath.Join(out, "cache.tar.zst"))
 		run(0, "cache", "unpack", filepath.Join(out, "cache.tar.zst"), "-o", filepath.Join(out, "unpacked"))
 		// Errors that name the source: a missing file, a refused request,
@@ -262,6 +269,106 @@ func TestTrustUserinfoRedacted(t *testing.T) {
 		assert.Contains(t, string(manifest), ckpt.Redacted+"@"+host, "the manifest names the source, redacted")
 	}
 	assert.True(t, sawBasic.Load(), "the credentials are still sent to the URL's host")
+}
+
+// TestTrustSignedURLRedacted: a hub's redirect to a signed CDN URL
+// (X-Amz-Signature, Signature and Key-Pair-Id, token, Expires) whose later
+// reads fail: the query is a credential (it reads the file until it
+// expires), so no message, finding, retry or request line shows it; each
+// still names the file by its path.
+func TestTrustSignedURLRedacted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := synth.Pair(dir)
+	require.NoError(t, err)
+	hub := sourcetest.NewHub(base, "org/base")
+	defer hub.Close()
+	hub.AddRepo("org/ft", ft)
+	hub.Redirect = true
+	hub.SignedQuery = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=amzsecret0123&Signature=cfsecret4567&Key-Pair-Id=KPSECRET89&token=toksecretab"
+	secrets := []string{"amzsecret", "cfsecret", "KPSECRET", "toksecret", "Expires=", "X-Amz-"}
+	cdn := hub.Serve()
+	hub.RedirectTo = cdn.URL
+	cache := filepath.Join(t.TempDir(), "cache")
+	code, _, errs := runApp(t, "cache", "build", base, "-o", cache, "--progress", "none")
+	require.Equal(t, 0, code, errs)
+	opt := source.Options{BackoffBase: time.Millisecond, BackoffMax: time.Millisecond, MaxAttempts: 2,
+		StuckAttempts: 2, StuckBackoffBase: time.Millisecond, StuckBackoffMax: time.Millisecond}
+	env := map[string]string{"HF_ENDPOINT": hub.URL}
+	var transcript []string
+	named := `/org/base/[^ ]*model[-.][^ ]*(safetensors|json)`
+	check := func(what string, code, want int, out, errs string) {
+		t.Helper()
+		assert.Equal(t, want, code, "%s: %s", what, errs)
+		all := out + "\n" + errs
+		for _, s := range secrets {
+			assert.Empty(t, linesWith(all, s), "%s: the signed query (%s)", what, s)
+		}
+		if named != "" {
+			assert.Regexp(t, named, all, "%s names the file", what)
+		}
+		transcript = append(transcript, all)
+	}
+	// The CDN answers the first read of each file (its header) and fails
+	// every later one.
+	for _, fault := range []sourcetest.Fault{{Kind: sourcetest.Status500}, {Kind: sourcetest.Reject, Status: http.StatusForbidden, Body: "denied"}} {
+		hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+			if strings.HasPrefix(r.URL.Path, "/cdn/") && !strings.HasPrefix(r.Header.Get("Range"), "bytes=0-") {
+				return fault
+			}
+			return sourcetest.Fault{}
+		}
+		for _, args := range [][]string{
+			{"verify", "hf://org/base", "--read-data", "--format", "text"},
+			{"verify", "hf://org/base", "--read-data", "--format", "json"},
+			{"verify", "hf://org/base", "--read-data", "--format", "jsonl", "-v"},
+		} {
+			code, out, errs := runSources(t, env, opt, append(args, "--progress", "none")...)
+			check(fmt.Sprint(fault.Kind, args), code, 1, out, errs)
+		}
+		for _, args := range [][]string{
+			{"diff", "hf://org/base", "hf://org/ft", "--format", "json"},
+			{"extract", "hf://org/base", "--match", "mtp.**", "--dtype", "bf16", "-o", filepath.Join(t.TempDir(), "mtp.safetensors")},
+			{"cache", "build", "hf://org/base", "-o", filepath.Join(t.TempDir(), "c")},
+			{"cache", "verify", cache, "--source", "hf://org/base", "--read-data", "--format", "json"},
+		} {
+			code, out, errs := runSources(t, env, opt, append(args, "--progress", "none")...)
+			check(fmt.Sprint(fault.Kind, args), code, 2, out, errs)
+		}
+	}
+	// The CDN is gone: the redirect's own request fails to connect.
+	hub.Inject = nil
+	cdn.Close()
+	for _, args := range [][]string{{"inspect", "hf://org/base"}, {"inspect", "hf://org/base", "-v"}} {
+		code, out, errs := runSources(t, env, opt, args...)
+		check(fmt.Sprint("no CDN ", args), code, 2, out, errs)
+	}
+	// A SRC that is itself a signed URL: its query is sent, never written
+	// (stdout, stderr, the cache manifest).
+	hub.Redirect = false
+	signed := hub.URL + "/files/" + ckpt.IndexFile + "?" + hub.SignedQuery
+	built := filepath.Join(t.TempDir(), "signed")
+	named = `/files/` + regexp.QuoteMeta(ckpt.IndexFile+"?"+ckpt.Redacted)
+	for _, args := range [][]string{
+		{"inspect", signed, "--format", "json"},
+		{"verify", signed},
+	} {
+		code, out, errs := runSources(t, env, opt, args...)
+		check(fmt.Sprint("signed SRC ", args), code, 0, out, errs)
+	}
+	code, out, errs := runSources(t, env, opt, "cache", "build", signed, "-o", built)
+	named = ""
+	check("signed SRC cache build", code, 0, out, errs)
+	manifest, err := os.ReadFile(filepath.Join(built, "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
+	require.NoError(t, err)
+	for _, s := range secrets {
+		assert.NotContains(t, string(manifest), s, "the manifest's source")
+	}
+	assert.Contains(t, string(manifest), ckpt.IndexFile+"?"+ckpt.Redacted)
+	// The messages did quote the CDN's URLs, by their paths.
+	all := strings.Join(transcript, "\n")
+	assert.Contains(t, all, "/cdn/org/base/model-00002-of-00004.safetensors?"+ckpt.Redacted)
+	assert.Contains(t, all, "/cdn/org/base/model.safetensors.index.json?"+ckpt.Redacted+`": dial tcp`)
 }
 
 // linesWith returns the lines of s that contain sub.

@@ -172,10 +172,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		return err
 	}
 	// the prose lines' text copied from the inputs, escaped for the format
-	esc := output.EscapeTerm
-	if format == output.Markdown {
-		esc = output.EscapeMarkdown
-	}
+	esc := output.EscapeFor(format)
 	if cmp := res.Against; cmp != nil {
 		fmt.Fprintf(w, "\nagainst %s (contract of %s):\n", esc(cmp.Contract), esc(cmp.Source))
 		for _, gd := range cmp.Groups {

@@ -87,6 +87,10 @@ type Hub struct {
 	// served by the same Hub through another listener, see Serve) instead
 	// of the hub's own.
 	RedirectTo string
+	// SignedQuery, when set, is the signature part of the redirects'
+	// query, after Expires (default "X-Sig=fake"): a test may sign as a
+	// CDN does ("X-Amz-Signature=...", "Signature=...&Key-Pair-Id=...").
+	SignedQuery string
 	// OnRequest, when set, sees every request before it is answered (to
 	// record which host received which headers). It may be called
 	// concurrently.
@@ -335,7 +339,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if ttl <= 0 {
 				ttl = time.Hour
 			}
-			loc := fmt.Sprintf("%s/cdn/%s/%s?Expires=%d&X-Sig=fake", h.RedirectTo, repo, f, time.Now().Add(ttl).Unix())
+			sig := h.SignedQuery
+			if sig == "" {
+				sig = "X-Sig=fake"
+			}
+			loc := fmt.Sprintf("%s/cdn/%s/%s?Expires=%d&%s", h.RedirectTo, repo, f, time.Now().Add(ttl).Unix(), sig)
 			if c, err := h.content(file); err == nil {
 				w.Header().Set("X-Linked-Etag", c.etag)
 				w.Header().Set("X-Linked-Size", strconv.FormatInt(c.size, 10))

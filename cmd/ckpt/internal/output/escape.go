@@ -11,13 +11,29 @@ import (
 
 // The escaping of text copied from inputs (tensor names, config keys and
 // values, file names), one function per format (EscapeTerm, EscapeCSV, EscapeMarkdown; the
-// HTML page's html/template escapes for HTML). Grid.Render applies the
-// one of its format to every cell; commands apply it to the text they
-// copy into prose lines. The terminal's is ckpt.EscapeName (the libraries'
+// HTML page's html/template escapes for HTML), chosen by EscapeFor.
+// Grid.Render applies the one of its format to every cell; commands apply
+// it to the text they copy into prose lines. The terminal's is ckpt.EscapeName (the libraries'
 // messages use it too): control characters (C0, DEL, C1), bidirectional
 // controls (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C) and every
 // other character Go does not print (strconv.IsPrint) are shown escaped,
 // in Go syntax; it is applied to text and table cells as well.
+
+// EscapeFor is the escaping of format for text copied from inputs: in
+// its tables (Grid.Render) and in its prose lines (a command's verdict,
+// the paths, sources, profile and file names it names): EscapeMarkdown
+// for Markdown, EscapeCSV for CSV, EscapeTerm for the rest (text, table).
+// Every command renders copied text through it, so a Markdown report
+// carries no markup and a terminal no control character from its inputs.
+func EscapeFor(format string) func(string) string {
+	switch format {
+	case Markdown:
+		return EscapeMarkdown
+	case CSV:
+		return EscapeCSV
+	}
+	return EscapeTerm
+}
 
 // EscapeTerm escapes s for a terminal (ckpt.EscapeName).
 func EscapeTerm(s string) string { return ckpt.EscapeName(s) }

@@ -83,3 +83,16 @@ func TestEscapeTerm(t *testing.T) {
 		assert.Equal(t, want, EscapeTerm(in), "%q", in)
 	}
 }
+
+func TestEscapeFor(t *testing.T) {
+	t.Parallel()
+	const s = "=**x**\u202e"
+	for format, want := range map[string]string{
+		Markdown: `=\*\*x\*\*\\u202e`,
+		CSV:      "'=**x**\u202e",
+		Text:     `=**x**\u202e`,
+		Table:    `=**x**\u202e`,
+	} {
+		assert.Equal(t, want, EscapeFor(format)(s), format)
+	}
+}

@@ -92,8 +92,7 @@ type Grid struct {
 // EscapeTerm: cells may
 // hold names and values copied from inputs).
 func (g *Grid) Render(w io.Writer, format string) error {
-	esc := map[string]func(string) string{CSV: EscapeCSV, Markdown: EscapeMarkdown, Text: EscapeTerm, Table: EscapeTerm}[format]
-	if esc != nil {
+	if esc := EscapeFor(format); format == CSV || format == Markdown || format == Text || format == Table {
 		e := *g
 		e.Title = esc(g.Title)
 		e.Rows = make([][]string, len(g.Rows))
