@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -182,6 +183,9 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 		}
 		a.Net.set(a.Err, a.ErrTerm, verbose || envTrue(a.Getenv, "HF_DEBUG"))
 		noteDeprecated(cmd, a.Err)
+		if err := checkWorkers(cmd); err != nil {
+			return err
+		}
 		// Every enum flag is checked before the command does any work
 		// (its own PreRunE, then RunE).
 		return checkEnums(cmd)
@@ -190,6 +194,19 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 	root.AddCommand(cmds...)
 	completeEnums(root)
 	return root
+}
+
+// checkWorkers refuses a --workers given as 0 or less on any command
+// (leaving the flag out is what picks the default).
+func checkWorkers(cmd *cobra.Command) error {
+	fl := cmd.Flags().Lookup("workers")
+	if fl == nil || !fl.Changed {
+		return nil
+	}
+	if n, err := strconv.Atoi(fl.Value.String()); err == nil && n < 1 {
+		return usageError("--workers must be at least 1, got %d", n)
+	}
+	return nil
 }
 
 // Version is the tool version recorded in outputs such as cache manifests.
