@@ -31,3 +31,25 @@ func TestWorkersAtLeastOne(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownSubcommandBeforeFlags: a mistyped subcommand followed by its
+// flags gets the did-you-mean it gets without them, not "unknown
+// shorthand flag".
+func TestUnknownSubcommandBeforeFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cache", "biuld", missing, "-o", "x"}, `ckpt: unknown command "biuld" for "ckpt cache"; did you mean build? (see ckpt cache --help)` + "\n"},
+		{[]string{"cache", "biuld", missing}, `ckpt: unknown command "biuld" for "ckpt cache"; did you mean build? (see ckpt cache --help)` + "\n"},
+		{[]string{"cache", "verfy", missing, "--source", missing}, `ckpt: unknown command "verfy" for "ckpt cache"; did you mean verify? (see ckpt cache --help)` + "\n"},
+		{[]string{"inspcet", missing, "--format", "json"}, `ckpt: unknown command "inspcet" for "ckpt"; did you mean inspect? (see ckpt --help)` + "\n"},
+		// a flag the group does not know, with no subcommand: the flag error
+		{[]string{"cache", "--bogus"}, "ckpt: unknown flag: --bogus (see ckpt cache --help)\n"},
+	} {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, exitUnreadable, code, "%v", tc.args)
+		assert.Equal(t, tc.want, stderr, "%v", tc.args)
+	}
+}
