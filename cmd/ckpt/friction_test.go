@@ -1,9 +1,13 @@
 package main
 
 import (
+	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The small frictions of issue #36 ("the first hour"), each a test that
@@ -52,4 +56,28 @@ func TestUnknownSubcommandBeforeFlags(t *testing.T) {
 		assert.Equal(t, exitUnreadable, code, "%v", tc.args)
 		assert.Equal(t, tc.want, stderr, "%v", tc.args)
 	}
+}
+
+// TestTagOneFolder: a --tag that is not one folder-name part (x/y, ..)
+// would build a folder cache verify cannot find: refused before any work.
+func TestTagOneFolder(t *testing.T) {
+	t.Parallel()
+	base, _, err := synth.Pair(t.TempDir())
+	require.NoError(t, err)
+	for _, tag := range []string{"x/y", "..", "a b", "/abs"} {
+		out := filepath.Join(t.TempDir(), "cache")
+		code, _, stderr := runApp(t, "cache", "build", base, "-o", out, "--tag", tag, "--progress", "none")
+		assert.Equal(t, exitUnreadable, code, "--tag %q: %s", tag, stderr)
+		assert.Contains(t, stderr, "cache tag "+strconv.Quote(tag)+": want one folder-name part", tag)
+		assert.NoDirExists(t, out, "nothing is built")
+		code, _, stderr = runApp(t, "map", base, "--tag", tag)
+		assert.Equal(t, exitUnreadable, code, "map --tag %q: %s", tag, stderr)
+	}
+	// a tag of one part builds a folder cache verify finds
+	out := filepath.Join(t.TempDir(), "cache")
+	code, _, stderr := runApp(t, "cache", "build", base, "-o", out, "--tag", "bf16.v2", "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr := runApp(t, "cache", "verify", out, "--source", base, "--progress", "none")
+	assert.Equal(t, 0, code, stdout+stderr)
+	assert.DirExists(t, filepath.Join(out, "P300", "tensor_cache_bf16.v2_mesh1x2"))
 }
