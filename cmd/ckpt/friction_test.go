@@ -81,3 +81,28 @@ func TestTagOneFolder(t *testing.T) {
 	assert.Equal(t, 0, code, stdout+stderr)
 	assert.DirExists(t, filepath.Join(out, "P300", "tensor_cache_bf16.v2_mesh1x2"))
 }
+
+// TestAllowConfigBelowALeaf: --allow-config under a key that holds a value
+// (text_config.hidden_size.x) names no key: refused (exit 2) before any
+// data is read; an element of an array key is a key.
+func TestAllowConfigBelowALeaf(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := synth.Pair(dir)
+	require.NoError(t, err)
+	contract := filepath.Join(dir, "base.contract.json")
+	code, _, stderr := runApp(t, "contract", base, "-o", contract)
+	require.Equal(t, 0, code, stderr)
+	for _, p := range []string{"text_config.hidden_size.x", "text_config.layer_types.full"} {
+		code, stdout, stderr := runApp(t, "verify", ft, "--against", contract, "--allow-config", p)
+		assert.Equal(t, exitUnreadable, code, "%s: %s", p, stdout+stderr)
+		assert.Contains(t, stderr, "--allow-config "+strconv.Quote(p)+" names no config key of the contract or of the checkpoint", p)
+		assert.Empty(t, stdout)
+	}
+	for _, p := range []string{"text_config.hidden_size", "text_config", "text_config.layer_types[1]"} {
+		code, stdout, stderr := runApp(t, "verify", ft, "--against", contract, "--allow-config", p)
+		assert.Equal(t, exitFailed, code, "%s: the fine-tune still differs: %s", p, stderr)
+		assert.NotContains(t, stderr, "names no config key", p)
+		assert.NotEmpty(t, stdout)
+	}
+}
