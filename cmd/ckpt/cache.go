@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -75,6 +76,8 @@ func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions 
 
 type cacheBuildOptions struct {
 	Source, Out string
+	// OutFromEnv: Out is $TT_CACHE_PATH, no -o/--out was given.
+	OutFromEnv bool
 	planFlags
 	Workers        int
 	Progress       string
@@ -98,17 +101,24 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			if o.Out == "" && a.Getenv != nil && a.Getenv("TT_CACHE_PATH") != "" {
+				// The cache root the serving stack reads, as the help says.
+				o.Out, o.OutFromEnv = a.Getenv("TT_CACHE_PATH"), true
+			}
 			return o.request(a).Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
+			if o.OutFromEnv {
+				fmt.Fprintf(a.Err, "ckpt: note: no -o/--out: building under $TT_CACHE_PATH (%s)\n", o.Out)
+			}
 			return a.runCacheBuild(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
+	addOutFlag(f, &o.Out, "cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")

@@ -75,7 +75,7 @@ func TestCacheBuildOptions(t *testing.T) {
 				o.planFlags = planFlags{Profile: mapping.BuiltinName, Rules: "r.json", Mesh: "1x4", Device: "P150x4", Tag: "bf16", Set: []string{"proj_1d_decode=false"}}
 				o.Workers, o.Progress, o.Format, o.Force, o.Fsync, o.DeviceDRAM, o.AllowNonFinite, o.NaN = 3, "none", "json", true, false, "32GiB", true, build.NaNScalar
 			}), ""},
-		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR"},
+		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{"nan", []string{"build", missing, "-o", "out", "--nan", "avx"}, nil, `--nan: NaN style "avx": want vector or scalar`},
 		{"device dram", []string{"build", missing, "-o", "out", "--device-dram", "0"}, nil, `--device-dram: want a positive size, got "0"`},
 		{"format", []string{"build", missing, "-o", "out", "--format", "csv"}, nil, `unknown --format "csv" (want one of auto, text, json)`},
@@ -149,7 +149,7 @@ func TestCacheRequestErrorsCLI(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR"},
+		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{[]string{"cache", "build", missing, "-o", dir, "--device-dram", "0"}, `--device-dram: want a positive size, got "0"`},
 		{[]string{"cache", "verify", dir}, "cache verify needs --source SRC (the checkpoint the cache is for)"},
 		{[]string{"cache", "pack", dir}, "cache pack needs -o/--out FILE.tar.zst"},

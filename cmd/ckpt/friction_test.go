@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -105,4 +107,35 @@ func TestAllowConfigBelowALeaf(t *testing.T) {
 		assert.NotContains(t, stderr, "names no config key", p)
 		assert.NotEmpty(t, stdout)
 	}
+}
+
+// TestBuildOutFromTTCachePath: without -o/--out, cache build writes under
+// $TT_CACHE_PATH (the cache root the serving stack reads, as the help
+// says), and says so; -o wins over it.
+func TestBuildOutFromTTCachePath(t *testing.T) {
+	t.Parallel()
+	base, _, err := synth.Pair(t.TempDir())
+	require.NoError(t, err)
+	root := filepath.Join(t.TempDir(), "tt-cache")
+	env := map[string]string{"TT_CACHE_PATH": root}
+	var out, errb bytes.Buffer
+	app := &App{Out: &out, Err: &errb, Getenv: func(k string) string { return env[k] }}
+	code := app.Run(context.Background(), []string{"cache", "build", base, "--progress", "none"})
+	require.Equal(t, 0, code, errb.String())
+	assert.Contains(t, errb.String(), "ckpt: note: no -o/--out: building under $TT_CACHE_PATH ("+root+")\n")
+	assert.FileExists(t, filepath.Join(root, "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
+
+	other := filepath.Join(t.TempDir(), "other")
+	out.Reset()
+	errb.Reset()
+	code = app.Run(context.Background(), []string{"cache", "build", base, "-o", other, "--progress", "none"})
+	require.Equal(t, 0, code, errb.String())
+	assert.NotContains(t, errb.String(), "TT_CACHE_PATH")
+	assert.FileExists(t, filepath.Join(other, "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
+
+	// neither: the usage error names both
+	app = &App{Out: &out, Err: &errb, Getenv: func(string) string { return "" }}
+	errb.Reset()
+	assert.Equal(t, exitUnreadable, app.Run(context.Background(), []string{"cache", "build", base}))
+	assert.Equal(t, "ckpt: cache build needs -o/--out DIR (or $TT_CACHE_PATH)\n", errb.String())
 }
