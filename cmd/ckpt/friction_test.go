@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,4 +140,33 @@ func TestBuildOutFromTTCachePath(t *testing.T) {
 	errb.Reset()
 	assert.Equal(t, exitUnreadable, app.Run(context.Background(), []string{"cache", "build", base}))
 	assert.Equal(t, "ckpt: cache build needs -o/--out DIR (or $TT_CACHE_PATH)\n", errb.String())
+}
+
+// TestBareRepoIDHint: a source that does not exist locally and is written
+// like a repository id (as hf takes it) is named as one, with hf: and
+// hf:// and whether the local cache holds it; still exit 2.
+func TestBareRepoIDHint(t *testing.T) {
+	t.Parallel()
+	hub := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(hub, "models--Qwen--Cached-27B", "snapshots"), 0o755))
+	env := map[string]string{"HF_HUB_CACHE": hub}
+	for _, tc := range []struct {
+		src, cache string
+	}{
+		{"Qwen/Qwen3.5-27B-FP8", "the local Hugging Face cache (it does not hold this repository: hf download Qwen/Qwen3.5-27B-FP8 fetches it)"},
+		{"Qwen/Cached-27B", "the local Hugging Face cache (it holds this repository)"},
+		{"Qwen/Cached-27B@v1", "the local Hugging Face cache (it holds this repository)"},
+	} {
+		for _, args := range [][]string{{"inspect", tc.src}, {"verify", tc.src}, {"diff", tc.src, tc.src}, {"map", tc.src}} {
+			code, stdout, stderr := runSources(t, env, source.Options{}, args...)
+			assert.Equal(t, exitUnreadable, code, "%v", args)
+			assert.Empty(t, stdout)
+			assert.Equal(t, "ckpt: opening "+tc.src+": no such file or directory; it looks like a Hugging Face repository id: hf:"+tc.src+" reads "+
+				tc.cache+", hf://"+tc.src+" reads the hub\n", stderr, "%v", args)
+		}
+	}
+	// a path that is not written like an id keeps the plain message
+	code, _, stderr := runSources(t, env, source.Options{}, "inspect", "./Qwen/none")
+	assert.Equal(t, exitUnreadable, code)
+	assert.Equal(t, "ckpt: opening ./Qwen/none: no such file or directory\n", stderr)
 }
