@@ -170,3 +170,28 @@ func TestBareRepoIDHint(t *testing.T) {
 	assert.Equal(t, exitUnreadable, code)
 	assert.Equal(t, "ckpt: opening ./Qwen/none: no such file or directory\n", stderr)
 }
+
+// TestCacheCommandsRefuseCheckpointDir: ls, pack and identify of a
+// checkpoint directory refuse it alike (exit 2, "not a cache: ... a
+// checkpoint directory"); ls used to list "0 files, 0 B", exit 0.
+func TestCacheCommandsRefuseCheckpointDir(t *testing.T) {
+	t.Parallel()
+	base, _, err := synth.Pair(t.TempDir())
+	require.NoError(t, err)
+	want := "ckpt: not a cache: " + base + " is a checkpoint directory (it holds model.safetensors.index.json); ckpt cache build " + base + " -o DIR builds a cache from it\n"
+	for _, args := range [][]string{
+		{"cache", "ls", base},
+		{"cache", "ls", base, "--format", "json"},
+		{"cache", "pack", base, "-o", filepath.Join(t.TempDir(), "c.tar.zst")},
+		{"cache", "identify", base},
+	} {
+		code, stdout, stderr := runApp(t, args...)
+		assert.Equal(t, exitUnreadable, code, "%v: %s", args, stdout)
+		assert.Empty(t, stdout, "%v", args)
+		assert.Equal(t, want, stderr, "%v", args)
+	}
+	// an empty directory is still an empty listing
+	code, stdout, _ := runApp(t, "cache", "ls", t.TempDir())
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "0 files, 0 B")
+}
