@@ -195,3 +195,26 @@ func TestCacheCommandsRefuseCheckpointDir(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "0 files, 0 B")
 }
+
+// TestUnpackNamesWhatTheFileIs: cache unpack of a file that is not a
+// cache archive names what it is (as a SRC that is not safetensors is
+// named) and creates nothing under -o.
+func TestUnpackNamesWhatTheFileIs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _, err := synth.Pair(dir)
+	require.NoError(t, err)
+	empty := filepath.Join(dir, "empty.tar.zst")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	for _, tc := range []struct{ file, looks string }{
+		{filepath.Join(base, "config.json"), ": it looks like a config.json"},
+		{filepath.Join(base, "model-00001-of-00004.safetensors"), ": it is a safetensors file"},
+		{empty, ": it is empty"},
+	} {
+		out := filepath.Join(t.TempDir(), "unpacked")
+		code, stdout, stderr := runApp(t, "cache", "unpack", tc.file, "-o", out, "--progress", "none")
+		assert.Equal(t, exitUnreadable, code, stdout)
+		assert.Equal(t, "ckpt: unpacking "+tc.file+": not a cache archive (a zstd-compressed tar, as ckpt cache pack writes it)"+tc.looks+"\n", stderr)
+		assert.NoDirExists(t, out, "nothing is created before the archive is recognised")
+	}
+}
