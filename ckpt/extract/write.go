@@ -139,6 +139,8 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
+			// a message names the output, not the folder it is assembled in
+			err = atomicfile.NameTarget(err, tmp, out)
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
