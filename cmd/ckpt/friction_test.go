@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
@@ -217,4 +220,43 @@ func TestUnpackNamesWhatTheFileIs(t *testing.T) {
 		assert.Equal(t, "ckpt: unpacking "+tc.file+": not a cache archive (a zstd-compressed tar, as ckpt cache pack writes it)"+tc.looks+"\n", stderr)
 		assert.NoDirExists(t, out, "nothing is created before the archive is recognised")
 	}
+}
+
+// TestProblemsGrouped: the plan problems of one cause are one line with
+// the count and examples (map, cache build); the JSON document keeps
+// every problem.
+func TestProblemsGrouped(t *testing.T) {
+	t.Parallel()
+	base, _, err := synth.Pair(t.TempDir())
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"map", base, "--mesh", "1x3", "--device", "P150x3"},
+		{"cache", "build", base, "--mesh", "1x3", "--device", "P150x3", "-o", filepath.Join(t.TempDir(), "c"), "--progress", "none"},
+	} {
+		code, stdout, _ := runApp(t, args...)
+		require.Equal(t, exitFailed, code, "%v", args)
+		var lines []string
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "problem (") {
+				lines = append(lines, l)
+			}
+		}
+		norms := 0
+		for _, l := range lines {
+			if strings.Contains(l, "hidden_size/32 rows of 32 has 4 units") {
+				norms++
+				assert.Contains(t, l, "problem (indivisible): target layers.0.input_layernorm.weight_distributed: hidden_size/32 rows of 32")
+				assert.Contains(t, l, "; the same for 13 more target(s): layers.0.post_attention_layernorm.weight_distributed, layers.1.input_layernorm.weight_distributed, layers.1.post_attention_layernorm.weight_distributed and 10 more")
+			}
+		}
+		assert.Equal(t, 1, norms, "%v: one line for the 14 norms:\n%s", args, stdout)
+		assert.Less(t, len(lines), 15, "%v: 65 problems in a few lines", args)
+	}
+	code, stdout, _ := runApp(t, "map", base, "--mesh", "1x3", "--device", "P150x3", "--format", "json")
+	require.Equal(t, exitFailed, code)
+	var doc struct {
+		Problems []ckpt.Finding `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.Len(t, doc.Problems, 65, "the document lists every problem")
 }
