@@ -260,3 +260,32 @@ func TestProblemsGrouped(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
 	assert.Len(t, doc.Problems, 65, "the document lists every problem")
 }
+
+// TestIdentifyReproduceLineRuns: the reproduce line of cache identify
+// names the real source (the manifest's, or --source) and the cache root,
+// and run as printed it rebuilds the same folder (every file unchanged).
+func TestIdentifyReproduceLineRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _, err := synth.Pair(dir)
+	require.NoError(t, err)
+	root := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", base, "-o", root, "--tag", "bf16x", "--set", "proj_1d_decode=false", "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	for _, args := range [][]string{
+		{"cache", "identify", root},
+		{"cache", "identify", root, "--source", base, "--headers-only"},
+	} {
+		code, stdout, stderr := runApp(t, args...)
+		require.Equal(t, 0, code, stdout+stderr)
+		_, line, ok := strings.Cut(stdout, "reproduce it with: ")
+		require.True(t, ok, stdout)
+		line, _, _ = strings.Cut(line, "\n")
+		assert.Equal(t, "ckpt cache build "+base+" --out "+root+" --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300 --tag bf16x --set proj_1d_decode=false", line)
+		words := strings.Fields(line)
+		require.Equal(t, "ckpt", words[0])
+		code, stdout, stderr = runApp(t, append(words[1:], "--progress", "none")...)
+		require.Equal(t, 0, code, stderr)
+		assert.Contains(t, stdout, ": 0 built, 82 unchanged, 0 removed\n", "the line rebuilds the same folder")
+	}
+}
