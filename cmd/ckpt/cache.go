@@ -155,7 +155,7 @@ type cacheVerifyOptions struct {
 func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) error) *cobra.Command {
 	o := &cacheVerifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify DIR --source SRC",
+		Use:   "verify DIR [--source SRC]",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
 		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.5-27B-FP8
   ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.5-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
@@ -172,7 +172,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (default: the source its manifest names, with a note)")
 	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")

@@ -94,7 +94,7 @@ func TestCacheVerifyOptions(t *testing.T) {
 			"--device", "P300", "--rehash", "--read-data", "--workers", "2", "--progress", "plain", "--format", "jsonl"},
 			&cacheVerifyOptions{Dir: missing, Source: "src", Rules: "r.json", Set: []string{"a=true"}, MinMem: "4GiB", MemInfo: "/proc/meminfo", Rehash: true,
 				ReadData: true, Workers: 2, Progress: "plain", Format: "jsonl", Select: cache.Selector{Mesh: "1x2", Tag: "bfp8", Device: "P300"}}, ""},
-		{"no source", []string{"verify", missing}, nil, "cache verify needs --source SRC (the checkpoint the cache is for)"},
+		{"no source: the manifest's", []string{"verify", missing}, &cacheVerifyOptions{Dir: missing, MemInfo: "/proc/meminfo", Progress: "auto", Format: "auto"}, ""},
 		{"min-mem", []string{"verify", missing, "--source", "src", "--min-mem", "lots"}, nil, "--min-mem: " + sizeErr.Error()},
 		{"format", []string{"verify", missing, "--source", "src", "--format", "csv"}, nil,
 			`unknown --format "csv" (want one of auto, table, text, json, jsonl, markdown)`},
@@ -151,7 +151,6 @@ func TestCacheRequestErrorsCLI(t *testing.T) {
 	}{
 		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{[]string{"cache", "build", missing, "-o", dir, "--device-dram", "0"}, `--device-dram: want a positive size, got "0"`},
-		{[]string{"cache", "verify", dir}, "cache verify needs --source SRC (the checkpoint the cache is for)"},
 		{[]string{"cache", "pack", dir}, "cache pack needs -o/--out FILE.tar.zst"},
 		{[]string{"cache", "unpack", archiveFile}, "cache unpack needs -o/--out DIR"},
 	}

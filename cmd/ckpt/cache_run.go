@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -102,6 +103,11 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	stop()
 	if err != nil {
 		return err
+	}
+	for _, f := range res.Folders {
+		if f.SourceFromManifest {
+			fmt.Fprintf(a.Err, "ckpt: note: %s: checking against the source its manifest names, %s (--source SRC names another)\n", f.Dir, ckpt.EscapeName(f.Source))
+		}
 	}
 	if one := res.Single(); one != nil {
 		err = printCheck(a.Out, format, one)

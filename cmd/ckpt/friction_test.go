@@ -289,3 +289,33 @@ func TestIdentifyReproduceLineRuns(t *testing.T) {
 		assert.Contains(t, stdout, ": 0 built, 82 unchanged, 0 removed\n", "the line rebuilds the same folder")
 	}
 }
+
+// TestCacheVerifySourceFromManifest: without --source, cache verify checks
+// against the source the manifest names and says so; a stale source is
+// still found; --source still wins.
+func TestCacheVerifySourceFromManifest(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := synth.Pair(dir)
+	require.NoError(t, err)
+	root := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", base, "-o", root, "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	folder := filepath.Join(root, "P300", "tensor_cache_bfp8_mesh1x2")
+	for _, d := range []string{root, folder} {
+		code, stdout, stderr := runApp(t, "cache", "verify", d, "--progress", "none")
+		assert.Equal(t, 0, code, stdout+stderr)
+		assert.Contains(t, stdout, "match the plan of "+base+" and their manifest")
+		assert.Contains(t, stderr, "ckpt: note: "+d+": checking against the source its manifest names, "+base+" (--source SRC names another)\n")
+	}
+	code, stdout, stderr := runApp(t, "cache", "verify", root, "--progress", "none", "--format", "json")
+	require.Equal(t, 0, code, stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.Equal(t, base, doc["source"])
+	assert.Equal(t, true, doc["source_from_manifest"])
+	// --source names another checkpoint: no note, and the fine-tune is stale
+	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", ft, "--progress", "none")
+	assert.Equal(t, exitFailed, code, stdout+stderr)
+	assert.NotContains(t, stderr, "manifest names")
+}
