@@ -32,7 +32,7 @@ func (a *App) newCacheCmd() *cobra.Command {
 // The formats of the cache commands' --format (each command's
 // output.Resolve takes the same list).
 var (
-	cacheBuildFormats   = formatEnum(output.Text, output.JSON)
+	cacheBuildFormats   = formatEnum(output.Table, output.Text, output.JSON)
 	cacheVerifyFormats  = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	cacheLsFormats      = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	cacheCompareFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
@@ -123,7 +123,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: text)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: table on a terminal, text otherwise; the per-device block as map shows it)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)

@@ -78,7 +78,7 @@ func TestCacheBuildOptions(t *testing.T) {
 		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{"nan", []string{"build", missing, "-o", "out", "--nan", "avx"}, nil, `--nan: NaN style "avx": want vector or scalar`},
 		{"device dram", []string{"build", missing, "-o", "out", "--device-dram", "0"}, nil, `--device-dram: want a positive size, got "0"`},
-		{"format", []string{"build", missing, "-o", "out", "--format", "csv"}, nil, `unknown --format "csv" (want one of auto, text, json)`},
+		{"format", []string{"build", missing, "-o", "out", "--format", "csv"}, nil, `unknown --format "csv" (want one of auto, table, text, json)`},
 		{"no source", []string{"build", "-o", "out"}, nil, "build takes 1 argument(s), got 0 (see ckpt cache build --help)"},
 	})
 }

@@ -50,7 +50,7 @@ func (o *cacheUnpackOptions) request() archive.UnpackRequest {
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
-	format, err := output.Resolve(o.Format, false, cacheBuildFormats.Values...)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheBuildFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}

@@ -319,3 +319,29 @@ func TestCacheVerifySourceFromManifest(t *testing.T) {
 	assert.Equal(t, exitFailed, code, stdout+stderr)
 	assert.NotContains(t, stderr, "manifest names")
 }
+
+// TestBuildPerDeviceAsMap: on a terminal cache build's per-device block
+// renders sizes as map's does (32.0 GiB, not 34358972160): one renderer.
+func TestBuildPerDeviceAsMap(t *testing.T) {
+	t.Parallel()
+	base, _, err := synth.Pair(t.TempDir())
+	require.NoError(t, err)
+	env := map[string]string{"COLUMNS": "120", "NO_COLOR": "1"}
+	code, built := runTerminal(t, env, "cache", "build", base, "-o", filepath.Join(t.TempDir(), "c"), "--progress", "none")
+	require.Equal(t, 0, code, built)
+	code, mapped := runTerminal(t, env, "map", base)
+	require.Equal(t, 0, code, mapped)
+	block := func(s string) string {
+		_, b, ok := strings.Cut(s, "per device (DRAM)\n")
+		require.True(t, ok, s)
+		b, _, _ = strings.Cut(b, "\n\n")
+		return b
+	}
+	assert.Equal(t, block(mapped), block(built))
+	assert.Contains(t, block(built), "32.0 GiB")
+	assert.NotContains(t, built, "34358972160")
+	// piped, the text format keeps exact integers, as map's does
+	code, piped, _ := runApp(t, "cache", "build", base, "-o", filepath.Join(t.TempDir(), "c"), "--progress", "none")
+	require.Equal(t, 0, code)
+	assert.Contains(t, piped, "34358972160")
+}
