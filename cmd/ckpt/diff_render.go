@@ -174,21 +174,20 @@ func groupGrid(res *diff.Result) *output.Grid {
 }
 
 // dropZeroColumns lets a terminal table that is too narrow drop the
-// relation columns from first to end (exclusive) whose counts are all
-// zero, then the count of identical tensors (the rest of the row's
-// tensors).
+// relation columns from first to end (exclusive) by importance: those
+// zero everywhere first (output.Grid chooses by emptiness), then the
+// others from the last, changed and identical (or same_header) kept
+// longest.
 func dropZeroColumns(g *output.Grid, first, end int) {
 	g.Drop = map[int]int{}
 	for j := first; j < end; j++ {
-		zero := true
-		for _, r := range g.Rows {
-			zero = zero && r[j] == "0"
-		}
-		switch {
-		case zero:
+		switch g.Header[j] {
+		case string(diff.Changed):
 			g.Drop[j] = 1
-		case g.Header[j] == string(diff.Identical) || g.Header[j] == string(diff.SameHeader):
+		case string(diff.Identical), string(diff.SameHeader):
 			g.Drop[j] = 2
+		default:
+			g.Drop[j] = 3 + j - first
 		}
 	}
 }

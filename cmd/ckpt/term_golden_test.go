@@ -75,7 +75,7 @@ func TestDiffTableNamesWhole(t *testing.T) {
 		assert.Regexp(t, `(?m)^│ self_attn\.k_proj\.weight_scale_inv +│ only_in_base `, out)
 	}
 	_, out := runTerminal(t, map[string]string{"COLUMNS": "100", "NO_COLOR": "1"}, "diff", base, ft, "--progress", "none")
-	assert.Contains(t, out, "(not shown at 100 columns: base, ft, changed, max_abs_diff, cosine;", "dropped columns are named")
+	assert.Contains(t, out, "(not shown at 100 columns: changed, max_abs_diff, cosine, note;", "dropped columns are named: the mostly empty note first, not base and ft")
 	_, out = runTerminal(t, map[string]string{"COLUMNS": "160", "NO_COLOR": "1"}, "diff", base, ft, "--progress", "none")
 	assert.NotContains(t, out, "not shown", "at 160 columns every column fits")
 	assert.Contains(t, out, "│ max_abs_diff │")
