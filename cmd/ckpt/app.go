@@ -119,6 +119,11 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	root.SetOut(run.Out)
 	root.SetErr(a.Err)
 	err := root.ExecuteContext(ctx)
+	if t := output.TermOf(run.Out); t != nil {
+		if ferr := t.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
 	if stdout.err != nil && !errors.Is(err, ckpt.ErrWrite) {
 		// The report was lost (stdout on a full disk or a closed pipe),
 		// whatever the command printed with: our side's failure (3).
@@ -224,6 +229,15 @@ func (a *App) startProgress(mode, label string) (p *ckpt.Progress, stop func(), 
 		return nil, nil, usageError("%v", err)
 	}
 	return p, stop, nil
+}
+
+// proseFor makes the terminal, when stdout is one, wrap the lines of
+// prose of a command that prints in format at spaces: in the table format
+// (for people), never in JSON, CSV, Markdown or text (for tools).
+func (a *App) proseFor(format string) {
+	if t := output.TermOf(a.Out); t != nil {
+		t.Prose = format == output.Table
+	}
 }
 
 // warn prints warnings a library workflow returned.

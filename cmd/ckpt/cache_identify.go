@@ -65,6 +65,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	prog, stop, err := a.startProgress(o.Progress, "cache identify")
 	if err != nil {
 		return err

@@ -54,6 +54,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -93,6 +94,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "cache verify")
 	if err != nil {
@@ -128,6 +130,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	res, err := cache.ListDir(o.request())
 	if err != nil {
 		return err

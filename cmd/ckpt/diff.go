@@ -132,6 +132,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	// The -o file is created first, so that an unwritable path fails
 	// before the comparison.
 	out, commit, abort, err := a.diffOutput(o.Out)

@@ -13,6 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -344,4 +345,41 @@ func TestBuildPerDeviceAsMap(t *testing.T) {
 	code, piped, _ := runApp(t, "cache", "build", base, "-o", filepath.Join(t.TempDir(), "c"), "--progress", "none")
 	require.Equal(t, 0, code)
 	assert.Contains(t, piped, "34358972160")
+}
+
+// TestProseWrapsAtSpaces: on a terminal the lines of text around the
+// tables fit its width, broken at spaces (a terminal used to cut them
+// inside words: "shap/e_changed", "hea/droom"); JSON and text output are
+// left as they are.
+func TestProseWrapsAtSpaces(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, ft, err := synth.Pair(dir)
+	require.NoError(t, err)
+	for _, width := range []int{80, 100} {
+		env := map[string]string{"COLUMNS": strconv.Itoa(width), "NO_COLOR": "1"}
+		for _, args := range [][]string{
+			{"diff", base, ft, "--progress", "none"},
+			{"diff", base, ft, "--progress", "none", "--by", "layer"},
+			{"map", base},
+			{"cache", "build", base, "-o", filepath.Join(t.TempDir(), "c"), "--progress", "none"},
+		} {
+			_, out := runTerminal(t, env, args...)
+			for _, l := range strings.Split(out, "\n") {
+				if twwidth.Width(l) > width {
+					assert.NotContains(t, strings.TrimSpace(l), " ", "%v at %d: a line of words wider than the terminal: %q", args, width, l)
+				}
+			}
+			assert.NotRegexp(t, `(?m)(shap|hea)$`, out)
+		}
+		_, out := runTerminal(t, env, "diff", base, ft, "--progress", "none")
+		assert.Contains(t, out, "summary: 106 identical, 4 changed, 7 requant_identical, 0 dtype_changed, 0")
+		_, out = runTerminal(t, env, "map", base)
+		assert.Contains(t, out, "headroom 32.0 GiB")
+		_, out = runTerminal(t, env, "map", base, "--format", "json")
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), "JSON on a terminal is not wrapped")
+		_, out = runTerminal(t, env, "diff", base, ft, "--progress", "none", "--format", "text")
+		assert.Contains(t, out, "summary: 106 identical, 4 changed, 7 requant_identical, 0 dtype_changed, 0 shape_changed, 7 only_in_base, 0 only_in_ft; differences found\n", "text is for tools")
+	}
 }

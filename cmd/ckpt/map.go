@@ -89,6 +89,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	res, err := mapping.Map(ctx, o.request(a))
 	if res != nil {
 		for _, w := range res.Warnings {

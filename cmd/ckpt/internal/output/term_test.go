@@ -1,6 +1,7 @@
 package output
 
 import (
+	"io"
 	"bytes"
 	"fmt"
 	"strings"
@@ -383,4 +384,23 @@ func TestTableDropsByImportance(t *testing.T) {
 	assert.Contains(t, out, "(not shown at 60 columns: zero;", "the column that says nothing goes first")
 	out = render(t, g, &Term{Width: 160}, Table)
 	assert.NotContains(t, out, "not shown")
+}
+
+// TestTermWrapsProse: with Prose a line longer than the width wraps at
+// spaces keeping its indent; table lines, coloured lines and lines that
+// fit pass as they are; Flush writes a last line without a newline.
+func TestTermWrapsProse(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	tm := &Term{Writer: &b, Width: 20, Prose: true}
+	_, err := io.WriteString(tm, "short\n  fits: 748.2 KiB per device, headroom 32.0 GiB\n│ a table line that is wider than twenty │\nlast line with no newline at all")
+	require.NoError(t, err)
+	assert.Equal(t, "short\n  fits: 748.2 KiB\n  per device,\n  headroom 32.0 GiB\n│ a table line that is wider than twenty │\n", b.String())
+	require.NoError(t, tm.Flush())
+	assert.True(t, strings.HasSuffix(b.String(), "\nlast line with no\nnewline at all"), b.String())
+	b.Reset()
+	tm.Prose = false
+	_, err = io.WriteString(tm, "a line of text longer than twenty columns\n")
+	require.NoError(t, err)
+	assert.Equal(t, "a line of text longer than twenty columns\n", b.String(), "without Prose nothing is wrapped")
 }
