@@ -86,6 +86,7 @@ type cacheBuildOptions struct {
 	AllowNonFinite bool
 	NaN            string
 	Fsync          bool
+	NoSpaceCheck   bool
 	DeviceDRAM     string
 }
 
@@ -126,6 +127,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: table on a terminal, text otherwise; the per-device block as map shows it)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
+	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write (default: refuse before writing anything, naming both sizes, exit 3)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")

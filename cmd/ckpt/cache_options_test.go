@@ -70,10 +70,12 @@ func TestCacheBuildOptions(t *testing.T) {
 	runOptionCases(t, (*App).newCacheBuildCmd, []optionCase[cacheBuildOptions]{
 		{"defaults", []string{"build", missing, "-o", "out"}, def(nil), ""},
 		{"all", []string{"build", missing, "--out", "out", "--rules", "r.json", "--mesh", "1x4", "--device", "P150x4", "--tag", "bf16", "--set", "proj_1d_decode=false",
-			"--workers", "3", "--progress", "none", "--format", "json", "--force", "--fsync=false", "--device-dram", "32GiB", "--allow-nonfinite", "--nan", "scalar"},
+			"--workers", "3", "--progress", "none", "--format", "json", "--force", "--fsync=false", "--device-dram", "32GiB", "--allow-nonfinite", "--nan", "scalar",
+			"--no-space-check"},
 			def(func(o *cacheBuildOptions) {
 				o.planFlags = planFlags{Profile: mapping.BuiltinName, Rules: "r.json", Mesh: "1x4", Device: "P150x4", Tag: "bf16", Set: []string{"proj_1d_decode=false"}}
 				o.Workers, o.Progress, o.Format, o.Force, o.Fsync, o.DeviceDRAM, o.AllowNonFinite, o.NaN = 3, "none", "json", true, false, "32GiB", true, build.NaNScalar
+				o.NoSpaceCheck = true
 			}), ""},
 		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{"nan", []string{"build", missing, "-o", "out", "--nan", "avx"}, nil, `--nan: NaN style "avx": want vector or scalar`},

@@ -25,7 +25,7 @@ import (
 func (o *cacheBuildOptions) request(a *App) build.Request {
 	return build.Request{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
 		Options: build.Options{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
-			NoSync: !o.Fsync}}
+			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
 }
 
 // request is the library request of the options.
