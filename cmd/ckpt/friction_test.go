@@ -383,3 +383,34 @@ func TestProseWrapsAtSpaces(t *testing.T) {
 		assert.Contains(t, out, "summary: 106 identical, 4 changed, 7 requant_identical, 0 dtype_changed, 0 shape_changed, 7 only_in_base, 0 only_in_ft; differences found\n", "text is for tools")
 	}
 }
+
+// TestExtractedSubsetVerifies: a directory extract of a selection records
+// the selection in its config.json (ckpt_subset), and verify of it passes,
+// expecting only the selection's tensors; a full extract records none.
+func TestExtractedSubsetVerifies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _, err := synth.Pair(dir)
+	require.NoError(t, err)
+	for _, extra := range [][]string{nil, {"--dtype", "bf16"}, {"--exclude", "mtp.fc.*"}} {
+		out := filepath.Join(t.TempDir(), "mtp")
+		code, _, stderr := runApp(t, append([]string{"extract", base, "--match", "mtp.**", "-o", out + "/", "--progress", "none"}, extra...)...)
+		require.Equal(t, 0, code, stderr)
+		data, err := os.ReadFile(filepath.Join(out, "config.json"))
+		require.NoError(t, err)
+		var cfg map[string]any
+		require.NoError(t, json.Unmarshal(data, &cfg))
+		assert.NotNil(t, cfg["ckpt_subset"], "%v", extra)
+		code, stdout, stderr := runApp(t, "verify", out)
+		assert.Equal(t, 0, code, "%v: %s%s", extra, stdout, stderr)
+		assert.Contains(t, stdout, "the config implies within the subset the config records (--match mtp.**")
+	}
+	out := filepath.Join(t.TempDir(), "all")
+	code, _, stderr := runApp(t, "extract", base, "--match", "**", "-o", out+"/", "--progress", "none")
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(filepath.Join(out, "config.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "ckpt_subset")
+	code, stdout, _ := runApp(t, "verify", out)
+	assert.Equal(t, 0, code, stdout)
+}
