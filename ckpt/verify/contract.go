@@ -37,6 +37,9 @@ type Contract struct {
 	ConfigRecorded []string        `json:"-"`
 	FP8            *Scheme         `json:"fp8"`
 	Tensors        []ContractEntry `json:"tensors"`
+	// GeneratedBy names the tool, version and time that wrote the
+	// contract (set by the caller; never compared).
+	GeneratedBy *ckpt.Generator `json:"generated_by,omitempty"`
 }
 
 // Scheme is the FP8 scheme: the quantization_config parameters, the scale

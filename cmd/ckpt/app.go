@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -27,6 +28,9 @@ type App struct {
 	// requests under -v); the openers are made with its hooks. nil:
 	// nothing is printed.
 	Net *netReporter
+	// Now is the clock of the time reports and contracts name (nil:
+	// time.Now; tests fix it so that goldens stay the same).
+	Now func() time.Time
 }
 
 // The exit codes (docs/cli.md): like diff(1) for 0, 1 and 2, plus 3 for a
@@ -229,6 +233,15 @@ func (a *App) startProgress(mode, label string) (p *ckpt.Progress, stop func(), 
 		return nil, nil, usageError("%v", err)
 	}
 	return p, stop, nil
+}
+
+// generator names this build and the time, for reports and contracts.
+func (a *App) generator() *ckpt.Generator {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	return ckpt.NewGenerator("ckpt", Version, now())
 }
 
 // proseFor makes the terminal, when stdout is one, wrap the lines of
