@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // A cache root (TT_CACHE_PATH) holds one cache folder per device, tag and
@@ -95,9 +97,16 @@ type NoCacheError struct {
 	Dir      string
 	Selector Selector
 	Others   []Folder // folders present that the selector left out
+	// Checkpoint is the checkpoint file Dir holds (CheckpointFile) when
+	// it is a checkpoint directory, not a cache.
+	Checkpoint string
 }
 
 func (e *NoCacheError) Error() string {
+	if e.Checkpoint != "" {
+		return fmt.Sprintf("not a cache: %s is a checkpoint directory (it holds %s); ckpt cache build %s -o DIR builds a cache from it",
+			e.Dir, ckpt.EscapeName(e.Checkpoint), e.Dir)
+	}
 	msg := fmt.Sprintf("%s holds no cache folder (<device>/tensor_cache_<tag>_mesh<R>x<C>)", e.Dir)
 	if len(e.Others) > 0 {
 		msg = fmt.Sprintf("%s holds no cache folder for%s; it has %s", e.Dir, e.Selector.describe(), folderList(e.Others))
@@ -171,11 +180,43 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	}
 	switch len(fs) {
 	case 0:
-		return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: all}
+		e := &NoCacheError{Dir: dir, Selector: sel, Others: all}
+		if len(all) == 0 {
+			e.Checkpoint = CheckpointFile(dir)
+		}
+		return Folder{}, e
 	case 1:
 		return fs[0], nil
 	}
 	return Folder{}, &AmbiguousCacheError{Dir: dir, Folders: fs}
+}
+
+// CheckpointFile is the checkpoint file directly in dir — its index when
+// it has one, else its first .safetensors file —, or "" when dir holds
+// none (or cannot be read): a directory it names is a checkpoint, not a
+// cache.
+func CheckpointFile(dir string) string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var found []string
+	for _, d := range ents {
+		n := d.Name()
+		if n == ckpt.IndexFile || strings.HasSuffix(n, ".safetensors") || strings.HasSuffix(n, ".safetensors.index.json") {
+			found = append(found, n)
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	sort.Strings(found)
+	for _, n := range found {
+		if strings.HasSuffix(n, ".json") {
+			return n
+		}
+	}
+	return found[0]
 }
 
 // UnderDir reports whether a root-relative file path lies in cacheDir.

@@ -247,6 +247,13 @@ func ListDir(req ListRequest) (*ListResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(es) == 0 && len(folders) == 0 {
+		if f := CheckpointFile(dir); f != "" {
+			// A checkpoint directory is not an empty cache: refused as
+			// pack and identify refuse it.
+			return nil, &NoCacheError{Dir: dir, Checkpoint: f}
+		}
+	}
 	if es == nil {
 		es = []ListEntry{}
 	}

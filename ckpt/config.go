@@ -581,3 +581,48 @@ func torchFloat(s string) DType {
 	}
 	return ""
 }
+
+// SubsetKey is the config.json key under which ckpt extract records that
+// a checkpoint holds a selection of its source's tensors: {"match":
+// [globs], "exclude": [globs]}, as --match/--exclude were given. verify
+// then expects only the tensors the config implies that the selection
+// takes (docs/formats.md). Loaders ignore the key.
+const SubsetKey = "ckpt_subset"
+
+// Subset is the selection a SubsetKey records.
+type Subset struct {
+	Match   []string `json:"match"`
+	Exclude []string `json:"exclude"`
+}
+
+// Subset is the selection the config records under SubsetKey, nil when it
+// records none (or c is nil); an entry that is not a list of strings is an
+// error.
+func (c *Config) Subset() (*Subset, error) {
+	if c == nil {
+		return nil, nil
+	}
+	v, ok := c.Raw[SubsetKey]
+	if !ok {
+		return nil, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("config %s: %s is not an object", c.File, SubsetKey)
+	}
+	s := &Subset{}
+	for key, dst := range map[string]*[]string{"match": &s.Match, "exclude": &s.Exclude} {
+		l, _ := m[key].([]any)
+		if m[key] != nil && l == nil {
+			return nil, fmt.Errorf("config %s: %s.%s is not a list of globs", c.File, SubsetKey, key)
+		}
+		for _, g := range l {
+			str, ok := g.(string)
+			if !ok {
+				return nil, fmt.Errorf("config %s: %s.%s is not a list of globs", c.File, SubsetKey, key)
+			}
+			*dst = append(*dst, str)
+		}
+	}
+	return s, nil
+}

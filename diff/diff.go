@@ -284,6 +284,9 @@ type Result struct {
 	Layers []LayerSummary `json:"layers,omitempty"`
 	// Warnings are those of opening the sides (Run), not in the document.
 	Warnings []string `json:"-"`
+	// GeneratedBy names the tool, version and time that wrote the report
+	// (set by the caller).
+	GeneratedBy *ckpt.Generator `json:"generated_by,omitempty"`
 }
 
 // SampleInfo describes a sampled diff.

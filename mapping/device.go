@@ -64,6 +64,18 @@ func CheckDeviceFolder(name string) error {
 	return nil
 }
 
+// CheckTag reports whether tag can be the cache tag of a folder name
+// tensor_cache_<tag>_mesh<R>x<C>: one path element of letters, digits,
+// '_', '-' and '.' (as device folders are), so that the folder is a single
+// directory under its device folder, where cache verify, ls and identify
+// look for it.
+func CheckTag(tag string) error {
+	if !validDeviceFolder.MatchString(tag) {
+		return fmt.Errorf("cache tag %q: want one folder-name part of letters, digits, '_', '-' and '.' such as bfp8 (it names the folder tensor_cache_<tag>_mesh1xN)", tag)
+	}
+	return nil
+}
+
 // DeviceFor is the device folder of the profile's cache on a mesh: the
 // profile's fixed Device when it has one, else upstream's name for the
 // number of devices of its architecture (Blackhole when unset).

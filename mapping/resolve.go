@@ -86,6 +86,9 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 	if o.Tag != "" {
 		cp.Tag = o.Tag
 	}
+	if err := CheckTag(cp.Tag); cp.Tag != "" && err != nil {
+		return nil, usage(err)
+	}
 	return &cp, nil
 }
 

@@ -229,8 +229,12 @@ def test_keep_fp8_with_scales_sharded(ckpt, pair, tmp_path):
     # FP8 weights stay with their scales, in one shard
     wm = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
     assert all(wm[n] == wm[n + "_scale_inv"] for n in fp8)
+    # the source's config, and the selection it holds (ckpt_subset: verify
+    # of the output then expects only the selected tensors)
     cfg = json.loads((out / "config.json").read_text())
+    assert cfg.pop("ckpt_subset") == {"match": ["mtp.**"], "exclude": ["**.weight_scale_inv"]}
     assert cfg == json.loads((base / "config.json").read_text())
+    ckpt.run("verify", out)  # verify of the extracted head passes (exit 0)
 
 
 def test_keep_whole_fp8_checkpoint_single_file(ckpt, pair, tmp_path):

@@ -97,7 +97,8 @@ def cache_env(hf):
 
 
 def without_source(doc):
-    return {k: v for k, v in doc.items() if k not in ("source", "base", "ft", "bytes_read")}
+    # generated_by names when each document was written
+    return {k: v for k, v in doc.items() if k not in ("source", "base", "ft", "bytes_read", "generated_by")}
 
 
 def test_the_cache_is_huggingface_hubs(hf):

@@ -143,6 +143,9 @@ func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if err := recognise(f, req.File); err != nil {
+		return nil, err // before anything is created under req.Dir
+	}
 	if st, err := f.Stat(); err == nil {
 		req.Progress.AddTotal(st.Size())
 	}
@@ -151,6 +154,45 @@ func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 		return nil, fmt.Errorf("unpacking %s: %w", req.File, err)
 	}
 	return &UnpackResult{Unpacked: *u, Dir: u.Folder.Path(), Bytes: filesBytes(u.Manifest)}, nil
+}
+
+// zstdMagic starts every zstd frame (RFC 8878, 3.1.1).
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// NotArchiveError says the file given to unpack is not a cache archive (a
+// zstd-compressed tar, as cache pack writes it) and names what it looks
+// like, in the words a SRC that is not safetensors gets
+// (ckpt.DescribeBytes).
+type NotArchiveError struct {
+	File  string
+	Looks string // "it looks like a config.json", ... ("" when unknown)
+}
+
+func (e *NotArchiveError) Error() string {
+	msg := fmt.Sprintf("unpacking %s: not a cache archive (a zstd-compressed tar, as ckpt cache pack writes it)", e.File)
+	if e.Looks != "" {
+		msg += ": " + e.Looks
+	}
+	return msg
+}
+
+// recognise reads the first bytes of f (at offset 0, leaving f's offset
+// alone) and refuses a file that does not start with a zstd frame.
+func recognise(f *os.File, name string) error {
+	buf := make([]byte, 64<<10)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("unpacking %s: %w", name, err)
+	}
+	buf = buf[:n]
+	if len(buf) >= len(zstdMagic) && string(buf[:len(zstdMagic)]) == string(zstdMagic) {
+		return nil
+	}
+	looks := ckpt.DescribeBytes(buf)
+	if n == 0 {
+		looks = "it is empty"
+	}
+	return &NotArchiveError{File: name, Looks: looks}
 }
 
 // filesBytes is the size of the manifest's files.

@@ -59,6 +59,14 @@ type Options struct {
 	// hashes every file) finds them. The build then runs at the speed of
 	// the page cache instead of the disk's.
 	NoSync bool
+	// NoSpaceCheck skips the check, before anything is written, that the
+	// file system of the cache folder has room for the files to build
+	// (their sizes are known from the plan); by default a build that does
+	// not fit fails at once with *NoSpaceError (a *ckpt.WriteError).
+	NoSpaceCheck bool
+	// FreeSpace is the bytes available to the build in a directory (nil:
+	// the file system's, by statfs; -1 when unknown, which skips the check).
+	FreeSpace func(dir string) (int64, error)
 
 	// hashMode (tests): how finished files are hashed (hashStreamed by
 	// default); readBack, when set, is called with the temporary file of
@@ -344,6 +352,13 @@ func (b *builder) prepare(ctx context.Context) error {
 	if err := b.checkScales(scales); err != nil {
 		return err
 	}
+	var need int64
+	for _, c := range builds {
+		need += c.rec.Size
+	}
+	if err := b.checkSpace(need, len(builds)); err != nil {
+		return err
+	}
 	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
 	for _, c := range builds {
 		s, err := newSink(c.e, c.hdr, filepath.Join(b.out, filepath.FromSlash(c.e.File)), b.nan)
@@ -356,6 +371,41 @@ func (b *builder) prepare(ctx context.Context) error {
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)
+	return nil
+}
+
+// NoSpaceError says the file system of a cache folder has less room than
+// the files a build would write.
+type NoSpaceError struct {
+	Dir         string
+	Files       int
+	Need, Avail int64
+}
+
+func (e *NoSpaceError) Error() string {
+	return fmt.Sprintf("not enough free space in %s: the build writes %d file(s), %s (%d bytes), and %s (%d bytes) is available; free some, or pass --no-space-check",
+		e.Dir, e.Files, ckpt.FormatBytes(e.Need), e.Need, ckpt.FormatBytes(e.Avail), e.Avail)
+}
+
+// checkSpace refuses a build of need bytes (files files) that its cache
+// folder's file system has no room for, before anything is written. A
+// rebuilt file is written beside the old one and renamed over it, so
+// the old files' space is not counted as free.
+func (b *builder) checkSpace(need int64, files int) error {
+	if b.opt.NoSpaceCheck || need == 0 {
+		return nil
+	}
+	free := b.opt.FreeSpace
+	if free == nil {
+		free = freeSpace
+	}
+	avail, err := free(b.dir)
+	if err != nil || avail < 0 {
+		return nil // unknown: the writes say what fails
+	}
+	if avail < need {
+		return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: b.dir, Files: files, Need: need, Avail: avail}}
+	}
 	return nil
 }
 

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
@@ -24,30 +23,13 @@ func (e *CheckpointOutError) Error() string {
 }
 
 // checkOutRoot refuses a cache root that holds a checkpoint: an index, or
-// a .safetensors file directly in it. A root that does not exist yet is
-// fine.
+// a .safetensors file directly in it (cache.CheckpointFile). A root that
+// does not exist yet is fine.
 func checkOutRoot(out string) error {
-	ents, err := os.ReadDir(out)
-	if err != nil {
-		return nil // missing (created later) or unreadable (the build says why)
+	if f := cache.CheckpointFile(out); f != "" {
+		return &CheckpointOutError{Out: out, File: f}
 	}
-	var found []string
-	for _, d := range ents {
-		n := d.Name()
-		if n == ckpt.IndexFile || strings.HasSuffix(n, ".safetensors") || strings.HasSuffix(n, ".safetensors.index.json") {
-			found = append(found, n)
-		}
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	sort.Strings(found)
-	for _, n := range found {
-		if strings.HasSuffix(n, ".json") {
-			return &CheckpointOutError{Out: out, File: n}
-		}
-	}
-	return &CheckpointOutError{Out: out, File: found[0]}
+	return nil
 }
 
 // checkFolderInputs refuses a cache folder that is the directory of one of

@@ -28,7 +28,7 @@ type Request struct {
 // errors are *ckpt.UsageError with the CLI's messages.
 func (r Request) Validate() error {
 	if r.Out == "" {
-		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR"}
+		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
 	}
 	if _, err := NaNBits(r.NaN); err != nil {
 		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}

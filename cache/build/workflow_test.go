@@ -26,7 +26,7 @@ func TestRunSourceRequestErrors(t *testing.T) {
 		req  build.Request
 		msg  string
 	}{
-		{"no out", build.Request{Plan: plan}, "cache build needs -o/--out DIR"},
+		{"no out", build.Request{Plan: plan}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{"nan", build.Request{Plan: plan, Out: "o", Options: build.Options{NaN: "avx"}}, `--nan: NaN style "avx": want vector or scalar`},
 		{"device dram", build.Request{Plan: plan, Out: "o", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
 		{"mesh", build.Request{Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "2"}, Out: "o"}, ""},

@@ -21,7 +21,8 @@ import (
 // Options tune Run.
 type Options struct {
 	VerifyOptions
-	// Source is the checkpoint the cache must have been built from.
+	// Source is the checkpoint the cache must have been built from; ""
+	// for the source its manifest names (Result.SourceFromManifest).
 	Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
@@ -83,6 +84,9 @@ type Result struct {
 	// manifest's, or Options.Ignore) and the tensors each leaves out of
 	// the plan now; absent when there are none.
 	Ignore []cache.IgnoreRecord `json:"ignore,omitempty"`
+	// SourceFromManifest: no source was given (Options.Source ""), and
+	// Source is the one the folder's manifest names.
+	SourceFromManifest bool `json:"source_from_manifest,omitempty"`
 }
 
 // Compared values (Result.Compared).
@@ -183,6 +187,13 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 		return done()
 	}
 	res.Profile, res.Mesh = m.Profile, m.Mesh
+	if opt.Source == "" {
+		// The source the cache was built from, as its manifest names it.
+		if m.Source == "" {
+			return nil, &ckpt.UsageError{Reason: fmt.Sprintf("the manifest of %s names no source: pass --source SRC (the checkpoint the cache is for)", folder.Path())}
+		}
+		opt.Source, res.Source, res.SourceFromManifest = m.Source, m.Source, true
+	}
 	if opt.Rules == "" {
 		if _, err := mapping.Builtin(m.Profile); err != nil {
 			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
@@ -376,7 +387,8 @@ func isAre(n int) string {
 
 // Request is what `ckpt cache verify` asks for: the check of the cache
 // folders of Dir (a cache folder, or a cache root: the folders Select
-// matches, all by default) against the checkpoint Source.
+// matches, all by default) against the checkpoint Source ("" for the one
+// each folder's manifest names).
 type Request struct {
 	Dir, Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
@@ -406,9 +418,6 @@ func (r Request) Validate() error {
 
 // options are the request as Options of Run.
 func (r Request) options() (Options, error) {
-	if r.Source == "" {
-		return Options{}, &ckpt.UsageError{Reason: "cache verify needs --source SRC (the checkpoint the cache is for)"}
-	}
 	var minMem int64
 	if r.MinMem != "" {
 		var err error

@@ -28,9 +28,11 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // ErrWrite is matched (with errors.Is) by every *WriteError: the tool could
@@ -93,16 +95,40 @@ type File struct {
 func Create(path string) (*File, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), TempPattern(path))
 	if err != nil {
-		return nil, &WriteError{Op: "creating", Path: path, Err: err}
+		return nil, &WriteError{Op: "creating", Path: path, Err: unpath(err)}
 	}
 	// os.CreateTemp makes 0600 files; a checkpoint or cache file is as
 	// readable as one written by os.Create.
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, &WriteError{Op: "creating", Path: path, Err: err}
+		return nil, &WriteError{Op: "creating", Path: path, Err: unpath(err)}
 	}
 	return &File{File: f, target: path}, nil
+}
+
+// named gives an error of the temporary file the target's path: a message
+// names the file the user asked for, never ".<name>.tmp-123".
+func (f *File) named(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == f.File.Name() {
+		return &fs.PathError{Op: pe.Op, Path: f.target, Err: pe.Err}
+	}
+	return err
+}
+
+// unpath is the cause of a *fs.PathError or *os.LinkError (which name the
+// temporary file), for a WriteError that names the target itself.
+func unpath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // Target is the path the file is renamed to by Commit (for a stream, the
@@ -117,7 +143,7 @@ func (f *File) Stream() bool { return f.stream }
 func (f *File) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err != nil {
-		err = &WriteError{Err: err}
+		err = &WriteError{Err: f.named(err)}
 	}
 	return n, err
 }
@@ -126,7 +152,7 @@ func (f *File) Write(p []byte) (int, error) {
 func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
 	if err != nil {
-		err = &WriteError{Err: err}
+		err = &WriteError{Err: f.named(err)}
 	}
 	return n, err
 }
@@ -134,7 +160,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 // Truncate sizes the temporary file; an error is a *WriteError.
 func (f *File) Truncate(size int64) error {
 	if err := f.File.Truncate(size); err != nil {
-		return &WriteError{Err: err}
+		return &WriteError{Err: f.named(err)}
 	}
 	return nil
 }
@@ -146,7 +172,7 @@ func (f *File) Chmod(mode os.FileMode) error {
 		return nil
 	}
 	if err := f.File.Chmod(mode); err != nil {
-		return &WriteError{Err: err}
+		return &WriteError{Err: f.named(err)}
 	}
 	return nil
 }
@@ -173,16 +199,16 @@ func (f *File) Commit() error {
 		if err := f.File.Sync(); err != nil {
 			f.File.Close()
 			os.Remove(f.File.Name())
-			return &WriteError{Op: "syncing", Path: f.target, Err: err}
+			return &WriteError{Op: "syncing", Path: f.target, Err: unpath(err)}
 		}
 	}
 	if err := f.File.Close(); err != nil {
 		os.Remove(f.File.Name())
-		return &WriteError{Op: "closing", Path: f.target, Err: err}
+		return &WriteError{Op: "closing", Path: f.target, Err: unpath(err)}
 	}
 	if err := os.Rename(f.File.Name(), f.target); err != nil {
 		os.Remove(f.File.Name())
-		return &WriteError{Op: "renaming into", Path: f.target, Err: err}
+		return &WriteError{Op: "renaming into", Path: f.target, Err: unpath(err)}
 	}
 	if f.NoSync {
 		return nil
@@ -246,3 +272,21 @@ func Rename(from, to string) error {
 	}
 	return SyncDir(filepath.Dir(to))
 }
+
+// NameTarget makes err, an error of writing into the temporary folder tmp
+// that is renamed to target when complete, name target instead of tmp in
+// its message (errors.Is and errors.As still see err); nil stays nil.
+func NameTarget(err error, tmp, target string) error {
+	if err == nil || tmp == "" || !strings.Contains(err.Error(), tmp) {
+		return err
+	}
+	return &targetNamed{err: err, tmp: tmp, target: target}
+}
+
+type targetNamed struct {
+	err         error
+	tmp, target string
+}
+
+func (e *targetNamed) Error() string { return strings.ReplaceAll(e.err.Error(), e.tmp, e.target) }
+func (e *targetNamed) Unwrap() error { return e.err }

@@ -62,6 +62,11 @@ func TestFile(t *testing.T) {
 				var we *WriteError
 				require.True(t, errors.As(err, &we))
 				require.ErrorContains(t, err, tc.wantErr)
+				// the message names the target, never the temporary file
+				assert.NotContains(t, err.Error(), ".tmp-")
+				if !tc.syncFails {
+					assert.Contains(t, err.Error(), target)
+				}
 			}
 			var names []string
 			ents, err := os.ReadDir(dir)
@@ -170,4 +175,19 @@ func TestTempPattern(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, matched, f.Name())
 	require.Equal(t, filepath.Join(dir, "manifest.json"), f.Target())
+}
+
+// TestNameTarget: an error of a file inside a temporary folder names the
+// folder's target and still matches what it wraps.
+func TestNameTarget(t *testing.T) {
+	t.Parallel()
+	tmp, target := "/out/.ex.tmp-123", "/out/ex"
+	inner := &WriteError{Op: "writing", Path: tmp + "/model.safetensors", Err: os.ErrPermission}
+	err := NameTarget(inner, tmp, target)
+	assert.Equal(t, "writing /out/ex/model.safetensors: permission denied", err.Error())
+	assert.ErrorIs(t, err, ErrWrite)
+	assert.ErrorIs(t, err, os.ErrPermission)
+	assert.Nil(t, NameTarget(nil, tmp, target))
+	other := errors.New("reading x: bad")
+	assert.Same(t, other, NameTarget(other, tmp, target))
 }

@@ -114,6 +114,10 @@ type Plan struct {
 	// (every one dequantised or converted), so that the copied config.json
 	// loses its quantization_config.
 	DropQuantization bool
+	// Subset is set when the selection leaves source tensors out: the
+	// copied config.json then records it (SubsetKey), so that verify
+	// expects only the tensors of the selection.
+	Subset *ckpt.Subset
 	// Warnings are things the user should know (a quantised weight
 	// extracted under keep without its scale, or without a scale at all).
 	Warnings []string
@@ -158,6 +162,13 @@ func TargetDType(mode string) (ckpt.DType, error) {
 		return ckpt.F32, nil
 	}
 	return "", fmt.Errorf("invalid dtype %q (want keep, bf16, f16 or f32)", mode)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // NewPlan selects and plans the tensors of c to extract. It reads headers
@@ -273,6 +284,9 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 		p.TotalBytes += it.NBytes()
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
+	if len(selected) < len(c.Tensors) {
+		p.Subset = &ckpt.Subset{Match: nonNil(opt.Match), Exclude: nonNil(opt.Exclude)}
+	}
 	p.Metadata = commonMetadata(p.Items)
 	// A scale stays in its weight's shard (ckpt.ScaleCompanions).
 	owner := map[string]string{}

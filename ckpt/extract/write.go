@@ -139,6 +139,8 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
+			// a message names the output, not the folder it is assembled in
+			err = atomicfile.NameTarget(err, tmp, out)
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
@@ -248,7 +250,8 @@ func (p *Plan) IndexJSON() []byte {
 
 // ConfigJSON is the config.json written beside a directory output: the
 // source config (re-encoded with sorted keys, numbers as written), without
-// its quantization_config when DropQuantization is set.
+// its quantization_config when DropQuantization is set, with the
+// selection under ckpt.SubsetKey when Subset is set.
 func (p *Plan) ConfigJSON() ([]byte, error) {
 	if p.Config == nil {
 		return nil, errors.New("the source has no config.json")
@@ -257,6 +260,14 @@ func (p *Plan) ConfigJSON() ([]byte, error) {
 	raw := p.Config.Raw
 	if p.DropQuantization && q != nil {
 		raw = dropKey(raw, strings.Split(q.Path, "."))
+	}
+	if p.Subset != nil {
+		cp := make(map[string]any, len(raw)+1)
+		for k, v := range raw {
+			cp[k] = v
+		}
+		cp[ckpt.SubsetKey] = map[string]any{"match": p.Subset.Match, "exclude": p.Subset.Exclude}
+		raw = cp
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -15,11 +15,13 @@ const DefaultEndpoint = "https://huggingface.co"
 
 // Openers returns the openers for every non-local source form: hf: (the
 // local cache), hf:// (the hub), http(s):// URLs, and local paths inside
-// a cache snapshot. They share one HTTP
+// a cache snapshot; last, a local path that does not exist and is written
+// like a repository id (ORG/NAME) gets a hint at hf: and hf://
+// (BareRepoOpener). They share one HTTP
 // client, so connections are reused across the sources of a command.
 func Openers(opt Options) []ckpt.SourceOpener {
 	opt = opt.withDefaults()
-	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt), SnapshotPathOpener()}
+	return []ckpt.SourceOpener{CacheOpener(opt.Getenv), HubOpener(opt), URLOpener(opt), SnapshotPathOpener(), BareRepoOpener(opt.Getenv)}
 }
 
 // CacheOpener opens hf:ORG/NAME[@REV][/FILE] from the local Hugging Face

@@ -66,6 +66,31 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		notConvert = func(m string) bool { _, kept := in.notConvertEntry(m); return kept }
 	}
 	expected := q.TensorsExcept(fp8, bm, bn, notConvert)
+	// A checkpoint ckpt extract wrote from a selection (its config records
+	// it, ckpt.SubsetKey): only the tensors the selection takes.
+	sub, err := c.Config.Subset()
+	if err != nil {
+		out := skipArch("not checked: " + err.Error())
+		out[0] = Check{ID: ArchConfig, Status: Fail, Message: err.Error()}
+		return out, ProfileQwen35
+	}
+	within := ""
+	if sub != nil {
+		m, err := ckpt.NewMatcher(sub.Match, sub.Exclude)
+		if err != nil {
+			out := skipArch("not checked: " + err.Error())
+			out[0] = Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("config %s: %v", ckpt.SubsetKey, err)}
+			return out, ProfileQwen35
+		}
+		kept := expected[:0]
+		for _, e := range expected {
+			if m.Match(e.Name) || (e.ScaleOf != "" && m.Match(e.ScaleOf)) {
+				kept = append(kept, e)
+			}
+		}
+		expected = kept
+		within = fmt.Sprintf(" within the subset the config records (%s)", describeSubset(sub))
+	}
 	exp := make(map[string]*arch.Tensor, len(expected))
 	for i := range expected {
 		exp[expected[i].Name] = &expected[i]
@@ -143,7 +168,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		cfgFails = append(cfgFails, Check{ID: ArchConfig, Status: Fail, Tensors: ts,
 			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
-	cfgFails = append(cfgFails, layerChecks(c, q)...)
+	cfgFails = append(cfgFails, layerChecks(c, q, sub != nil)...)
 	if len(cfgFails) == 0 {
 		out = append(out, Check{ID: ArchConfig, Status: Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
 	} else {
@@ -153,7 +178,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		out = append(out, Check{ID: ArchMissing, Status: Fail, Tensors: missing,
 			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
 	} else {
-		out = append(out, Check{ID: ArchMissing, Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies are present", len(expected))})
+		out = append(out, Check{ID: ArchMissing, Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
 	}
 	if len(unexpected) > 0 {
 		out = append(out, Check{ID: ArchUnexpected, Status: Fail, Tensors: unexpected,
@@ -302,7 +327,25 @@ func describeProfile(q *arch.Qwen35, fp8 bool, block []int64, n int) string {
 }
 
 // layerChecks compares layer counts and layer kinds with the tensors.
-func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35) []Check {
+// describeSubset is a subset's globs as --match/--exclude would give them.
+func describeSubset(s *ckpt.Subset) string {
+	var parts []string
+	for _, g := range s.Match {
+		parts = append(parts, "--match "+ckpt.EscapeName(g))
+	}
+	for _, g := range s.Exclude {
+		parts = append(parts, "--exclude "+ckpt.EscapeName(g))
+	}
+	if len(parts) == 0 {
+		return "every tensor"
+	}
+	return strings.Join(parts, " ")
+}
+
+// layerChecks holds the layer stacks against the config's counts; a
+// subset (ckpt extract of a selection) is not expected to hold every
+// layer, only none beyond the counts.
+func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
 	tp := q.TextPath
 	type stack struct {
 		prefix string
@@ -359,7 +402,7 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35) []Check {
 		if len(extra) > 0 {
 			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
 		}
-		if len(absent) > 0 {
+		if len(absent) > 0 && !subset {
 			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
 		}
 	}

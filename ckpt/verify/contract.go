@@ -37,6 +37,9 @@ type Contract struct {
 	ConfigRecorded []string        `json:"-"`
 	FP8            *Scheme         `json:"fp8"`
 	Tensors        []ContractEntry `json:"tensors"`
+	// GeneratedBy names the tool, version and time that wrote the
+	// contract (set by the caller; never compared).
+	GeneratedBy *ckpt.Generator `json:"generated_by,omitempty"`
 }
 
 // Scheme is the FP8 scheme: the quantization_config parameters, the scale
@@ -648,8 +651,10 @@ func checkAllowPath(a string, keyLists ...[]string) error {
 	var suggest []string
 	for _, keys := range keyLists {
 		for _, p := range keys {
-			// a names a key, an object above keys, or an element of an array.
-			if coversPath(a, p) || coversPath(p, a) {
+			// a names a key, an object above keys, or an element of an
+			// array (below a key that is a leaf: only "key[i]...", never
+			// "key.sub", which names nothing).
+			if coversPath(a, p) || strings.HasPrefix(a, p+"[") {
 				return nil
 			}
 			if strings.HasSuffix(p, "."+a) && !slices.Contains(suggest, p) {

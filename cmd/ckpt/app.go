@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -26,6 +28,9 @@ type App struct {
 	// requests under -v); the openers are made with its hooks. nil:
 	// nothing is printed.
 	Net *netReporter
+	// Now is the clock of the time reports and contracts name (nil:
+	// time.Now; tests fix it so that goldens stay the same).
+	Now func() time.Time
 }
 
 // The exit codes (docs/cli.md): like diff(1) for 0, 1 and 2, plus 3 for a
@@ -118,6 +123,11 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 	root.SetOut(run.Out)
 	root.SetErr(a.Err)
 	err := root.ExecuteContext(ctx)
+	if t := output.TermOf(run.Out); t != nil {
+		if ferr := t.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
 	if stdout.err != nil && !errors.Is(err, ckpt.ErrWrite) {
 		// The report was lost (stdout on a full disk or a closed pipe),
 		// whatever the command printed with: our side's failure (3).
@@ -182,6 +192,9 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 		}
 		a.Net.set(a.Err, a.ErrTerm, verbose || envTrue(a.Getenv, "HF_DEBUG"))
 		noteDeprecated(cmd, a.Err)
+		if err := checkWorkers(cmd); err != nil {
+			return err
+		}
 		// Every enum flag is checked before the command does any work
 		// (its own PreRunE, then RunE).
 		return checkEnums(cmd)
@@ -190,6 +203,19 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 	root.AddCommand(cmds...)
 	completeEnums(root)
 	return root
+}
+
+// checkWorkers refuses a --workers given as 0 or less on any command
+// (leaving the flag out is what picks the default).
+func checkWorkers(cmd *cobra.Command) error {
+	fl := cmd.Flags().Lookup("workers")
+	if fl == nil || !fl.Changed {
+		return nil
+	}
+	if n, err := strconv.Atoi(fl.Value.String()); err == nil && n < 1 {
+		return usageError("--workers must be at least 1, got %d", n)
+	}
+	return nil
 }
 
 // Version is the tool version recorded in outputs such as cache manifests.
@@ -207,6 +233,24 @@ func (a *App) startProgress(mode, label string) (p *ckpt.Progress, stop func(), 
 		return nil, nil, usageError("%v", err)
 	}
 	return p, stop, nil
+}
+
+// generator names this build and the time, for reports and contracts.
+func (a *App) generator() *ckpt.Generator {
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	return ckpt.NewGenerator("ckpt", Version, now())
+}
+
+// proseFor makes the terminal, when stdout is one, wrap the lines of
+// prose of a command that prints in format at spaces: in the table format
+// (for people), never in JSON, CSV, Markdown or text (for tools).
+func (a *App) proseFor(format string) {
+	if t := output.TermOf(a.Out); t != nil {
+		t.Prose = format == output.Table
+	}
 }
 
 // warn prints warnings a library workflow returned.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -31,7 +32,7 @@ func (a *App) newCacheCmd() *cobra.Command {
 // The formats of the cache commands' --format (each command's
 // output.Resolve takes the same list).
 var (
-	cacheBuildFormats   = formatEnum(output.Text, output.JSON)
+	cacheBuildFormats   = formatEnum(output.Table, output.Text, output.JSON)
 	cacheVerifyFormats  = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	cacheLsFormats      = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	cacheCompareFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
@@ -75,6 +76,8 @@ func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions 
 
 type cacheBuildOptions struct {
 	Source, Out string
+	// OutFromEnv: Out is $TT_CACHE_PATH, no -o/--out was given.
+	OutFromEnv bool
 	planFlags
 	Workers        int
 	Progress       string
@@ -83,6 +86,7 @@ type cacheBuildOptions struct {
 	AllowNonFinite bool
 	NaN            string
 	Fsync          bool
+	NoSpaceCheck   bool
 	DeviceDRAM     string
 }
 
@@ -98,24 +102,32 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			if o.Out == "" && a.Getenv != nil && a.Getenv("TT_CACHE_PATH") != "" {
+				// The cache root the serving stack reads, as the help says.
+				o.Out, o.OutFromEnv = a.Getenv("TT_CACHE_PATH"), true
+			}
 			return o.request(a).Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
+			if o.OutFromEnv {
+				fmt.Fprintf(a.Err, "ckpt: note: no -o/--out: building under $TT_CACHE_PATH (%s)\n", o.Out)
+			}
 			return a.runCacheBuild(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
-	addOutFlag(f, &o.Out, "cache root (TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
+	addOutFlag(f, &o.Out, "cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, "1x2")
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: text)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: table on a terminal, text otherwise; the per-device block as map shows it)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
+	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write (default: refuse before writing anything, naming both sizes, exit 3)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
 	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
@@ -145,7 +157,7 @@ type cacheVerifyOptions struct {
 func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) error) *cobra.Command {
 	o := &cacheVerifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify DIR --source SRC",
+		Use:   "verify DIR [--source SRC]",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
 		Example: `  ckpt cache verify /data/tt-cache --source ./Qwen3.5-27B-FP8
   ckpt cache verify /data/tt-cache --source hf:Qwen/Qwen3.5-27B-FP8 --mesh 1x2 --min-mem 4GiB --format json`,
@@ -162,7 +174,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (required)")
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (default: the source its manifest names, with a note)")
 	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")

@@ -58,6 +58,7 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request()
 	prog, stop, err := a.startProgress(o.Progress, "cache compare")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -64,6 +65,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	prog, stop, err := a.startProgress(o.Progress, "cache identify")
 	if err != nil {
 		return err
@@ -85,7 +87,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSONL:
 		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, res.Summary())
 	default:
-		err = printIdentify(a.Out, format, res, o.Rules)
+		err = printIdentify(a.Out, format, res, o.Rules, o.Variant)
 	}
 	if err != nil {
 		return err
@@ -99,7 +101,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules string) error {
+func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, variant string) error {
 	// differences are of names and headers, what every candidate is
 	// ranked by; the closest one's data differences (with --source) are
 	// beside them, "data N": the others' data is not compared.
@@ -135,18 +137,29 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules st
 	}
 	set := ""
 	for _, o := range r.Best.Overrides {
-		set += " --set " + esc(o)
+		set += " --set " + esc(shellQuote(o))
 	}
 	// The device folder always: without --device a build goes where
 	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
 	// A candidate of --rules FILE is that file's profile, whatever its name.
-	prof := "--profile " + esc(r.Best.Profile)
+	q := func(s string) string { return esc(shellQuote(s)) }
+	prof := "--profile " + q(r.Best.Profile)
 	if rules != "" {
-		prof = "--rules " + esc(rules)
+		prof = "--rules " + q(rules)
 	}
-	cmd := fmt.Sprintf("ckpt cache build SRC %s --mesh %s --device %s", prof, esc(r.Mesh), esc(r.Device))
+	// The real source when known (--source, or the manifest's), and the
+	// cache root the folder is in: the line runs as printed.
+	src := "SRC"
+	if r.Source != "" {
+		src = q(r.Source)
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Clean(r.Dir)))
+	cmd := fmt.Sprintf("ckpt cache build %s --out %s %s --mesh %s --device %s", src, q(root), prof, q(r.Mesh), q(r.Device))
 	if r.Tag != "bfp8" {
-		cmd += " --tag " + esc(r.Tag)
+		cmd += " --tag " + q(r.Tag)
+	}
+	if variant != "" {
+		cmd += " --variant " + q(variant)
 	}
 	cmd += set + r.BuildFlags
 	what := "names and headers"

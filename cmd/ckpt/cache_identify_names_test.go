@@ -107,7 +107,7 @@ func TestCacheIdentifyNamesOnly(t *testing.T) {
 		for _, o := range tc.overrides {
 			set += " --set " + o
 		}
-		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile "+tc.profile+" --mesh 1x2 --device P300"+set+"\n", tc.name)
+		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --out "+filepath.Join(dir, tc.name)+" --profile "+tc.profile+" --mesh 1x2 --device P300"+set+"\n", tc.name)
 		assert.Contains(t, stdout, "\n  shapes not compared: no source (")
 		assert.Contains(t, stdout, "\n  data not compared: no source\n")
 		assert.NotContains(t, stdout, "as close", "no other candidate explains every file")
@@ -278,7 +278,7 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 		code, stdout, stderr := runApp(t, "cache", "identify", root)
 		require.Equal(t, 0, code, stdout+stderr)
 		assert.Contains(t, stdout, tc.folder+" ("+strconv.Itoa(tc.files)+" files, mesh "+mesh.String()+"): "+tc.want+" names and headers alone (no source); not known without the source:\n")
-		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile "+tc.profile+" --mesh "+mesh.String()+" --device "+
+		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --out "+root+" --profile "+tc.profile+" --mesh "+mesh.String()+" --device "+
 			strings.Split(tc.folder, "/")[1])
 	}
 }

@@ -41,7 +41,7 @@ func TestCacheIdentify(t *testing.T) {
 		code, stdout, stderr := runApp(t, "cache", "identify", out, "--source", src)
 		require.Equal(t, 0, code, "%s: %s%s", tc.name, stdout, stderr)
 		assert.Contains(t, stdout, strings.TrimSuffix(tc.want, "\n")+", by names, headers and data (", tc.name)
-		assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile ")
+		assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --profile ")
 		// Without --source: the source the ckpt manifest names.
 		code, stdout, stderr = runApp(t, "cache", "identify", out, "--format", "json")
 		require.Equal(t, 0, code, stderr)
@@ -139,7 +139,7 @@ func TestCacheIdentifyReproduceLine(t *testing.T) {
 	code, stdout, stderr := runApp(t, "cache", "identify", out)
 	require.Equal(t, 0, code, stdout+stderr)
 	assert.Contains(t, stdout, "cache/P300x2/tensor_cache_bfp8_mesh1x2 (82 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names and headers\n")
-	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
 
 	// Without a manifest (as the serving stack writes a cache, NaN
 	// included: it refuses none): the data comparison builds the NaN too
@@ -149,13 +149,13 @@ func TestCacheIdentifyReproduceLine(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(out, "P300x2", "tensor_cache_bfp8_mesh1x2", "manifest.json")))
 	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--nan", "scalar", "--progress", "none")
 	require.Equal(t, 0, code, stdout+stderr)
-	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2 --allow-nonfinite --nan scalar\n")
 	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 1, code, stdout+stderr)
 	assert.Contains(t, stdout, "norm.weight")
 	code, stdout, stderr = runApp(t, "cache", "identify", out, "--source", src, "--headers-only")
 	require.Equal(t, 0, code, stdout+stderr)
-	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300x2\n")
 }
 
 // Identified with --rules FILE, the line that rebuilds the cache uses that
@@ -174,5 +174,5 @@ func TestCacheIdentifyRulesLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(rules, []byte(dump), 0o644))
 	code, stdout, stderr := runApp(t, "cache", "identify", out, "--rules", rules)
 	require.Equal(t, 0, code, stdout+stderr)
-	assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --rules "+rules+" --mesh 1x2 --device P300\n")
+	assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --rules "+rules+" --mesh 1x2 --device P300\n")
 }

@@ -70,15 +70,17 @@ func TestCacheBuildOptions(t *testing.T) {
 	runOptionCases(t, (*App).newCacheBuildCmd, []optionCase[cacheBuildOptions]{
 		{"defaults", []string{"build", missing, "-o", "out"}, def(nil), ""},
 		{"all", []string{"build", missing, "--out", "out", "--rules", "r.json", "--mesh", "1x4", "--device", "P150x4", "--tag", "bf16", "--set", "proj_1d_decode=false",
-			"--workers", "3", "--progress", "none", "--format", "json", "--force", "--fsync=false", "--device-dram", "32GiB", "--allow-nonfinite", "--nan", "scalar"},
+			"--workers", "3", "--progress", "none", "--format", "json", "--force", "--fsync=false", "--device-dram", "32GiB", "--allow-nonfinite", "--nan", "scalar",
+			"--no-space-check"},
 			def(func(o *cacheBuildOptions) {
 				o.planFlags = planFlags{Profile: mapping.BuiltinName, Rules: "r.json", Mesh: "1x4", Device: "P150x4", Tag: "bf16", Set: []string{"proj_1d_decode=false"}}
 				o.Workers, o.Progress, o.Format, o.Force, o.Fsync, o.DeviceDRAM, o.AllowNonFinite, o.NaN = 3, "none", "json", true, false, "32GiB", true, build.NaNScalar
+				o.NoSpaceCheck = true
 			}), ""},
-		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR"},
+		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{"nan", []string{"build", missing, "-o", "out", "--nan", "avx"}, nil, `--nan: NaN style "avx": want vector or scalar`},
 		{"device dram", []string{"build", missing, "-o", "out", "--device-dram", "0"}, nil, `--device-dram: want a positive size, got "0"`},
-		{"format", []string{"build", missing, "-o", "out", "--format", "csv"}, nil, `unknown --format "csv" (want one of auto, text, json)`},
+		{"format", []string{"build", missing, "-o", "out", "--format", "csv"}, nil, `unknown --format "csv" (want one of auto, table, text, json)`},
 		{"no source", []string{"build", "-o", "out"}, nil, "build takes 1 argument(s), got 0 (see ckpt cache build --help)"},
 	})
 }
@@ -94,7 +96,7 @@ func TestCacheVerifyOptions(t *testing.T) {
 			"--device", "P300", "--rehash", "--read-data", "--workers", "2", "--progress", "plain", "--format", "jsonl"},
 			&cacheVerifyOptions{Dir: missing, Source: "src", Rules: "r.json", Set: []string{"a=true"}, MinMem: "4GiB", MemInfo: "/proc/meminfo", Rehash: true,
 				ReadData: true, Workers: 2, Progress: "plain", Format: "jsonl", Select: cache.Selector{Mesh: "1x2", Tag: "bfp8", Device: "P300"}}, ""},
-		{"no source", []string{"verify", missing}, nil, "cache verify needs --source SRC (the checkpoint the cache is for)"},
+		{"no source: the manifest's", []string{"verify", missing}, &cacheVerifyOptions{Dir: missing, MemInfo: "/proc/meminfo", Progress: "auto", Format: "auto"}, ""},
 		{"min-mem", []string{"verify", missing, "--source", "src", "--min-mem", "lots"}, nil, "--min-mem: " + sizeErr.Error()},
 		{"format", []string{"verify", missing, "--source", "src", "--format", "csv"}, nil,
 			`unknown --format "csv" (want one of auto, table, text, json, jsonl, markdown)`},
@@ -149,9 +151,8 @@ func TestCacheRequestErrorsCLI(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR"},
+		{[]string{"cache", "build", missing}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
 		{[]string{"cache", "build", missing, "-o", dir, "--device-dram", "0"}, `--device-dram: want a positive size, got "0"`},
-		{[]string{"cache", "verify", dir}, "cache verify needs --source SRC (the checkpoint the cache is for)"},
 		{[]string{"cache", "pack", dir}, "cache pack needs -o/--out FILE.tar.zst"},
 		{[]string{"cache", "unpack", archiveFile}, "cache unpack needs -o/--out DIR"},
 	}

@@ -25,7 +25,7 @@ func printBuild(w io.Writer, format string, rep *build.Report) error {
 		esc(filepath.Join(out.Out, filepath.FromSlash(plan.CacheDir))), len(out.Built), out.Skipped, len(out.Removed))
 	fmt.Fprintf(w, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
 		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
-	if err := printMemory(w, output.Text, plan.Device, out.Memory, out.PerDevice); err != nil {
+	if err := printMemory(w, format, plan.Device, out.Memory, out.PerDevice); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "manifest: %s\n", esc(out.Manifest))

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -24,7 +25,7 @@ import (
 func (o *cacheBuildOptions) request(a *App) build.Request {
 	return build.Request{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
 		Options: build.Options{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
-			NoSync: !o.Fsync}}
+			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
 }
 
 // request is the library request of the options.
@@ -49,10 +50,11 @@ func (o *cacheUnpackOptions) request() archive.UnpackRequest {
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
-	format, err := output.Resolve(o.Format, false, cacheBuildFormats.Values...)
+	format, err := output.Resolve(o.Format, a.Terminal, cacheBuildFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
@@ -92,6 +94,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "cache verify")
 	if err != nil {
@@ -102,6 +105,11 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	stop()
 	if err != nil {
 		return err
+	}
+	for _, f := range res.Folders {
+		if f.SourceFromManifest {
+			fmt.Fprintf(a.Err, "ckpt: note: %s: checking against the source its manifest names, %s (--source SRC names another)\n", f.Dir, ckpt.EscapeName(f.Source))
+		}
 	}
 	if one := res.Single(); one != nil {
 		err = printCheck(a.Out, format, one)
@@ -122,6 +130,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	res, err := cache.ListDir(o.request())
 	if err != nil {
 		return err

@@ -26,9 +26,9 @@ func TestCacheCommands(t *testing.T) {
 	code, _, stderr := runApp(t, "cache", "build", src)
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--out")
-	code, _, stderr = runApp(t, "cache", "verify", out)
+	code, _, stderr = runApp(t, "cache", "verify", out, "--rules", "r.json", "--min-mem", "lots")
 	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "--source")
+	require.Contains(t, stderr, "--min-mem")
 	code, _, _ = runApp(t, "cache", "build", src, "--out", out, "--mesh", "2x2")
 	require.Equal(t, 2, code)
 

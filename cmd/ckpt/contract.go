@@ -88,6 +88,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 		return err
 	}
 	k := res.Contract
+	k.GeneratedBy = a.generator()
 	if af == nil {
 		return verify.WriteContract(a.Out, k)
 	}

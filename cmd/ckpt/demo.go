@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -135,6 +136,16 @@ func shellJoin(args []string) string {
 		}
 	}
 	return out
+}
+
+// shellQuote is s as one word of a POSIX shell command line: as it is when
+// it holds only letters, digits and -_./:@=+,% (a profile name, a flag
+// value, a path), else in single quotes (a ' inside as '\”).
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@=+,%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func containsSpecial(s string) bool {

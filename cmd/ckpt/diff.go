@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
+	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/report"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/spf13/cobra"
 )
@@ -132,6 +133,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	// The -o file is created first, so that an unwritable path fails
 	// before the comparison.
 	out, commit, abort, err := a.diffOutput(o.Out)
@@ -154,6 +156,9 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	var unknown *ckpt.UnknownDTypeError
 	if err != nil && !errors.As(err, &unknown) {
 		return err
+	}
+	if format == output.JSON || format == output.Markdown || format == report.HTML {
+		res.GeneratedBy = a.generator() // a report names its tool, version and time
 	}
 	if err := printDiff(out, format, res, diffView{All: o.All, ByLayer: o.By == byLayer, SummaryOnly: o.SummaryOnly, Getenv: a.Getenv}); err != nil {
 		return err

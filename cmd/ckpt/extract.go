@@ -86,6 +86,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "extract")
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 func runExtractApp(ctx context.Context, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
+	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv, Now: fixedNow}
 	code := app.Run(ctx, args)
 	return code, out.String(), errb.String()
 }

@@ -77,6 +77,15 @@ const maxSuggestDistance = 2
 // for an unknown flag (--fromat: did you mean --format?) and a pointer to
 // the command's help.
 func flagError(c *cobra.Command, err error) error {
+	// A command that only groups subcommands (ckpt, ckpt cache) parsed the
+	// flags of a subcommand it did not know: the mistyped subcommand is
+	// the error (ckpt cache biuld SRC -o x: did you mean build?), not
+	// the flag.
+	if c.HasAvailableSubCommands() {
+		if args := c.Flags().Args(); len(args) > 0 {
+			return subcommands(c, args)
+		}
+	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
 		if s := suggestFlag(c, name); s != "" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,10 +22,14 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 func runApp(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv}
+	app := &App{Out: &out, Err: &errb, Getenv: os.Getenv, Now: fixedNow}
 	code = app.Run(context.Background(), args)
 	return code, out.String(), errb.String()
 }
+
+// fixedNow is the clock of runApp: reports and contracts name this time,
+// so that goldens do not change with the date.
+func fixedNow() time.Time { return time.Date(2026, time.December, 1, 12, 0, 0, 0, time.UTC) }
 
 // golden compares got with testdata/name (or rewrites it with -update).
 func golden(t *testing.T, name, got string) {

@@ -68,6 +68,7 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	res, err := ckpt.InspectSource(ctx, o.request(a))
 	if res == nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/check"
@@ -88,6 +89,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	res, err := mapping.Map(ctx, o.request(a))
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -257,12 +259,71 @@ func refused(pe *mapping.PlanError) bool {
 	return false
 }
 
-// printProblems prints a plan's problems, one line each, their messages
-// escaped by esc (the output format's escaping).
+// printProblems prints a plan's problems, those of one cause on one line
+// (groupProblems), their messages and names escaped by esc (the output
+// format's escaping).
 func printProblems(w io.Writer, problems []ckpt.Finding, esc func(string) string) {
-	for _, p := range problems {
-		fmt.Fprintf(w, "problem (%s): %s\n", p.ID, esc(p.Message))
+	for _, g := range groupProblems(problems) {
+		p := g.first
+		line := fmt.Sprintf("problem (%s): %s", p.ID, esc(p.Message))
+		if n := len(g.targets) - 1; n > 0 {
+			ex := g.targets[1:min(len(g.targets), 4)]
+			for i := range ex {
+				ex[i] = esc(ex[i])
+			}
+			more := ""
+			if n > len(ex) {
+				more = fmt.Sprintf(" and %d more", n-len(ex))
+			}
+			line += fmt.Sprintf("; the same for %d more target(s): %s%s", n, strings.Join(ex, ", "), more)
+		} else if g.count > 1 {
+			line += fmt.Sprintf(" (%d times)", g.count)
+		}
+		fmt.Fprintln(w, line)
 	}
+}
+
+// problemGroup is the problems of one cause: the first of them, the
+// targets they name (in order), how many there are.
+type problemGroup struct {
+	first   ckpt.Finding
+	targets []string
+	count   int
+}
+
+// problemTarget matches the "target NAME: " a plan problem of one target
+// starts with.
+var problemTarget = regexp.MustCompile(`^target (\S+): `)
+
+// groupProblems folds the problems of one cause into one group, in the
+// order of their first: the same id and the same message once the target
+// it starts with and the tensors it names are left out (42 targets that a
+// mesh cannot divide for the same reason are one line with a count and
+// examples; the JSON document keeps every problem).
+func groupProblems(problems []ckpt.Finding) []*problemGroup {
+	var out []*problemGroup
+	byKey := map[string]*problemGroup{}
+	for _, p := range problems {
+		msg, target := p.Message, ""
+		if m := problemTarget.FindStringSubmatch(msg); m != nil {
+			target, msg = m[1], msg[len(m[0]):]
+		}
+		for _, t := range p.Tensors {
+			msg = strings.ReplaceAll(msg, t, "\x00")
+		}
+		key := string(p.ID) + "\x00" + msg
+		g := byKey[key]
+		if g == nil {
+			g = &problemGroup{first: p}
+			byKey[key] = g
+			out = append(out, g)
+		}
+		g.count++
+		if target != "" {
+			g.targets = append(g.targets, target)
+		}
+	}
+	return out
 }
 
 // sourceList shows source names without their scales, shortening the

@@ -25,7 +25,7 @@ func newSourcesApp(m map[string]string, opt source.Options) (*App, *bytes.Buffer
 	getenv := func(k string) string { return m[k] }
 	opt.Getenv = getenv
 	net := &netReporter{}
-	return &App{Out: out, Err: errb, Getenv: getenv, Openers: source.Openers(net.withHooks(opt)), Net: net}, out, errb
+	return &App{Out: out, Err: errb, Getenv: getenv, Openers: source.Openers(net.withHooks(opt)), Net: net, Now: fixedNow}, out, errb
 }
 
 // runSources runs a command and returns its exit code, stdout and stderr.

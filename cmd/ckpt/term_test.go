@@ -23,7 +23,7 @@ import (
 func runTerminal(t *testing.T, env map[string]string, args ...string) (code int, stdout string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	app := &App{Out: &out, Err: &errb, Terminal: true, Getenv: func(k string) string { return env[k] }}
+	app := &App{Out: &out, Err: &errb, Terminal: true, Getenv: func(k string) string { return env[k] }, Now: fixedNow}
 	code = app.Run(context.Background(), args)
 	return code, out.String()
 }

@@ -99,6 +99,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	a.proseFor(format)
 	req := o.request(a)
 	stop := func() {}
 	if o.ReadData {

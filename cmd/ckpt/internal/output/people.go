@@ -332,9 +332,12 @@ func natural(header []string, lines []line, cols []int) []int {
 func boxWidth(w []int) int { return sum(w) + 3*len(w) + 1 }
 
 // choose picks the columns shown at width: every column without a Drop
-// priority, then the columns of each priority (1 first, then 2...) that
-// still fit at their narrowest (prose that is never dropped: 24 columns). It returns the columns shown and the
-// headers of those it drops.
+// priority, then the droppable columns by importance — first those whose
+// cells mostly say something, then those mostly empty, then those all
+// empty (a cell is empty when it is "" or "-", or "0" in a column of
+// numbers), each by priority (1 first, then 2...) — as long as they fit
+// at their narrowest (prose that is never dropped: 24 columns). It
+// returns the columns shown and the headers of those it drops.
 func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dropped []string) {
 	mins := make([]int, len(header))
 	for j := range header {
@@ -344,18 +347,30 @@ func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dro
 			mins[j] = min(ci.nat, max(ci.min, 24))
 		}
 	}
+	type level struct{ empty, prio int }
 	keep := map[int]bool{}
-	var levels []int
+	levelOf := map[int]level{}
+	var levels []level
 	for j := range header {
 		if p := g.Drop[j]; p > 0 {
-			if !slices.Contains(levels, p) {
-				levels = append(levels, p)
+			l := level{g.emptiness(lines, j), p}
+			if l.empty == 2 {
+				l.prio = 0 // the columns that say nothing: shown all together, or none
+			}
+			levelOf[j] = l
+			if !slices.Contains(levels, l) {
+				levels = append(levels, l)
 			}
 		} else {
 			keep[j] = true
 		}
 	}
-	slices.Sort(levels)
+	slices.SortFunc(levels, func(a, b level) int {
+		if a.empty != b.empty {
+			return a.empty - b.empty
+		}
+		return a.prio - b.prio
+	})
 	cost := func() int {
 		var w []int
 		for j := range header {
@@ -365,15 +380,15 @@ func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dro
 		}
 		return boxWidth(w)
 	}
-	for _, p := range levels {
+	for _, l := range levels {
 		for j := range header {
-			if g.Drop[j] == p {
+			if g.Drop[j] > 0 && levelOf[j] == l {
 				keep[j] = true
 			}
 		}
 		if cost() > width {
 			for j := range header {
-				if g.Drop[j] == p {
+				if g.Drop[j] > 0 && levelOf[j] == l {
 					keep[j] = false
 				}
 			}
@@ -387,6 +402,32 @@ func (g *Grid) choose(header []string, lines []line, width int) (cols []int, dro
 		}
 	}
 	return cols, dropped
+}
+
+// emptiness classes column j over the body lines: 2 when no cell says
+// anything ("", "-", or "0" in a column of numbers: a count that is zero
+// everywhere), 1 when more than half are "" or "-", else 0.
+func (g *Grid) emptiness(lines []line, j int) int {
+	n, blank, zero := 0, 0, 0
+	for _, l := range lines {
+		if l.heading != "" || j >= len(l.cells) {
+			continue
+		}
+		n++
+		switch c := strings.TrimSpace(l.cells[j]); {
+		case c == "" || c == "-":
+			blank++
+		case c == "0" && g.Right[j]:
+			zero++
+		}
+	}
+	switch {
+	case blank+zero == n:
+		return 2
+	case 2*blank > n:
+		return 1
+	}
+	return 0
 }
 
 // fitCols gives the shown columns widths that fit width. Columns give way

@@ -77,7 +77,7 @@ func startBar(w io.Writer, label string, p *ckpt.Progress, period time.Duration)
 		mpb.PrependDecorators(decor.Name(label+" "), decor.CountersKibiByte("% .1f / % .1f")),
 		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" "),
 			decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO), ""),
-			decor.Name(" "), decor.AverageSpeed(decor.SizeB1024(0), "% .1f")))
+			decor.Name(" "), averageRate(time.Now())))
 	update := func() (done, total int64) {
 		done, total, _ = p.Snapshot()
 		bar.SetTotal(total, false)
@@ -91,6 +91,20 @@ func startBar(w io.Writer, label string, p *ckpt.Progress, period time.Duration)
 			bar.Abort(true) // unfinished: the bar is removed
 		}
 		pb.Wait()
+	})
+}
+
+// averageRate is the bar's speed: the bytes done over the time since
+// start, on every frame, the last one too. (mpb's AverageSpeed keeps the
+// value of the frame before completion, so a bar completed before a frame
+// had counted anything ended at "0.0 b/s".)
+func averageRate(start time.Time) decor.Decorator {
+	return decor.Any(func(s decor.Statistics) string {
+		rate := 0.0
+		if el := time.Since(start).Seconds(); el > 0 {
+			rate = float64(s.Current) / el
+		}
+		return fmt.Sprintf("% .1f/s", decor.SizeB1024(int64(rate)))
 	})
 }
 

@@ -103,6 +103,26 @@ func TestBarMovesAndEndsAt100(t *testing.T) {
 	assert.Contains(t, last, "2.0 KiB / 2.0 KiB")
 }
 
+// TestBarEndsAtItsAverageRate: a bar whose work was all done between two
+// frames ends at the average rate of the run, not at "0.0 b/s" (extract's
+// bar, #36).
+func TestBarEndsAtItsAverageRate(t *testing.T) {
+	t.Parallel()
+	ft := &fakeTerm{}
+	p := ckpt.NewProgress()
+	stop := startBar(ft, "extract", p, time.Hour) // no frame before stop
+	p.AddTotal(4 << 20)
+	p.Add(4 << 20)
+	time.Sleep(20 * time.Millisecond)
+	stop()
+	fr := ft.Frames()
+	require.NotEmpty(t, fr)
+	last := fr[len(fr)-1]
+	assert.Contains(t, last, "100 %")
+	assert.NotContains(t, last, "0.0 b/s")
+	assert.Regexp(t, `[1-9][0-9.]* (KiB|MiB|GiB)/s`, last)
+}
+
 func TestBarClearedWhenUnfinished(t *testing.T) {
 	t.Parallel()
 	ft := &fakeTerm{}

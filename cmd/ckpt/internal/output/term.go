@@ -1,6 +1,7 @@
 package output
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"regexp"
@@ -17,7 +18,74 @@ type Term struct {
 	io.Writer
 	Width int
 	Color bool
+	// Prose, set by a command that prints tables for people (the table
+	// format), wraps every line of text longer than Width at spaces (a
+	// word longer than the line after its '.', '/' and ','), keeping its
+	// indent; the lines of a table (│ ┌ ├ └) pass as they are. Flush
+	// writes what is left of a last line without a newline.
+	Prose   bool
+	pending []byte
 }
+
+// Write writes p, wrapping its lines of prose when Prose is set.
+func (t *Term) Write(p []byte) (int, error) {
+	if !t.Prose && len(t.pending) == 0 {
+		return t.Writer.Write(p)
+	}
+	t.pending = append(t.pending, p...)
+	for {
+		i := bytes.IndexByte(t.pending, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(t.pending[:i])
+		t.pending = t.pending[i+1:]
+		if _, err := io.WriteString(t.Writer, t.wrapLine(line)+"\n"); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Flush writes the part of a line Write holds back (no newline yet).
+func (t *Term) Flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	line := string(t.pending)
+	t.pending = nil
+	_, err := io.WriteString(t.Writer, t.wrapLine(line))
+	return err
+}
+
+// wrapLine wraps one line of prose to the terminal's width at spaces,
+// each continuation indented as the line is; a table line, or one that
+// fits, is returned as it is.
+func (t *Term) wrapLine(line string) string {
+	plain := ansiRE.ReplaceAllString(line, "")
+	if !t.Prose || t.Width <= 0 || twwidth.Width(plain) <= t.Width || line != plain || tableLine(plain) {
+		return line
+	}
+	body := strings.TrimLeft(line, " ")
+	indent := line[:len(line)-len(body)]
+	if len(indent) >= t.Width/2 {
+		indent = ""
+	}
+	wrapped := wrapParts(body, t.Width-len(indent))
+	return indent + strings.ReplaceAll(wrapped, "\n", "\n"+indent)
+}
+
+// tableLine tells a line of a drawn table.
+func tableLine(s string) bool {
+	for _, b := range []string{"│", "┌", "├", "└"} {
+		if strings.HasPrefix(s, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// ansiRE matches an SGR escape sequence (colour).
+var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // defaultWidth is the width of a terminal whose size is unknown.
 const defaultWidth = 80

@@ -1,6 +1,7 @@
 package output
 
 import (
+	"io"
 	"bytes"
 	"fmt"
 	"strings"
@@ -355,4 +356,51 @@ func TestShrink(t *testing.T) {
 	w = []int{4, 30, 100}
 	shrink(w, []int{1, 2}, []int{0, 10, 10}, 65)
 	assert.Equal(t, 65, w[0]+w[1]+w[2], "the cap's remainder is handed out")
+}
+
+// TestTableDropsByImportance: a droppable column that is mostly empty
+// ("" or "-") gives way before a fuller one of a higher priority number,
+// and columns that say nothing (all "-", or all "0" in a column of
+// numbers) before both (#36: the diff table kept a mostly empty note and
+// dropped base and ft).
+func TestTableDropsByImportance(t *testing.T) {
+	t.Parallel()
+	g := &Grid{Header: []string{"name", "kind", "note", "count", "zero"}, Right: map[int]bool{3: true, 4: true},
+		Drop: map[int]int{2: 1, 3: 2, 4: 3}}
+	for i := range 6 {
+		note := ""
+		if i == 0 {
+			note = "requantisesexactly"
+		}
+		g.Rows = append(g.Rows, []string{fmt.Sprintf("tensor.%d.weight", i), "changed", note, fmt.Sprint(1000 * (i + 1)), "0"})
+	}
+	// boxes: name and kind 29 columns, count 8 more, note 21 more, zero 7
+	// more: at 52 the filled count goes in before the mostly empty note
+	// (which no longer fits), and the all-zero column in what is left
+	out := render(t, g, &Term{Width: 52}, Table)
+	assert.Contains(t, out, "(not shown at 52 columns: note;")
+	assert.Contains(t, tableLines(out)[1], " count ")
+	out = render(t, g, &Term{Width: 60}, Table)
+	assert.Contains(t, out, "(not shown at 60 columns: zero;", "the column that says nothing goes first")
+	out = render(t, g, &Term{Width: 160}, Table)
+	assert.NotContains(t, out, "not shown")
+}
+
+// TestTermWrapsProse: with Prose a line longer than the width wraps at
+// spaces keeping its indent; table lines, coloured lines and lines that
+// fit pass as they are; Flush writes a last line without a newline.
+func TestTermWrapsProse(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	tm := &Term{Writer: &b, Width: 20, Prose: true}
+	_, err := io.WriteString(tm, "short\n  fits: 748.2 KiB per device, headroom 32.0 GiB\n│ a table line that is wider than twenty │\nlast line with no newline at all")
+	require.NoError(t, err)
+	assert.Equal(t, "short\n  fits: 748.2 KiB\n  per device,\n  headroom 32.0 GiB\n│ a table line that is wider than twenty │\n", b.String())
+	require.NoError(t, tm.Flush())
+	assert.True(t, strings.HasSuffix(b.String(), "\nlast line with no\nnewline at all"), b.String())
+	b.Reset()
+	tm.Prose = false
+	_, err = io.WriteString(tm, "a line of text longer than twenty columns\n")
+	require.NoError(t, err)
+	assert.Equal(t, "a line of text longer than twenty columns\n", b.String(), "without Prose nothing is wrapped")
 }
