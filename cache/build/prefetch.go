@@ -36,13 +36,14 @@ type prefetched struct {
 // sources, have one size); all of them, in use or free, stay within
 // prefetchBudget (a single band larger than that is read alone).
 type prefetcher struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	alloc int64 // bytes of the buffers, in use or free
-	out   int   // bands held
-	free  map[int][][]byte
-	reads chan prefetchRead
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	cond   *sync.Cond
+	alloc  int64 // bytes of the buffers, in use or free
+	out    int   // bands held
+	free   map[int][][]byte
+	mapped map[*byte]bool // the buffers bigBuf mapped
+	reads  chan prefetchRead
+	wg     sync.WaitGroup
 }
 
 type prefetchRead struct {
@@ -53,7 +54,7 @@ type prefetchRead struct {
 }
 
 func newPrefetcher() *prefetcher {
-	pf := &prefetcher{free: map[int][][]byte{}, reads: make(chan prefetchRead, 256)}
+	pf := &prefetcher{free: map[int][][]byte{}, mapped: map[*byte]bool{}, reads: make(chan prefetchRead, 256)}
 	pf.cond = sync.NewCond(&pf.mu)
 	for range prefetchReaders {
 		pf.wg.Go(func() {
@@ -95,10 +96,16 @@ func (pf *prefetcher) start(ctx context.Context, st *srcState, r0, n int64) *pre
 		return nil
 	}
 	pf.out++
-	pf.mu.Unlock()
 	if buf == nil {
-		buf = ckpt.NewStreamBuffer(size)
+		// Huge pages where they can be had (a band of codes is just
+		// under 2 MiB with its margins); ReadStream's alignment.
+		b, mapped := bigBuf(class)
+		if mapped {
+			pf.mapped[&b[0]] = true
+		}
+		buf = b[:class]
 	}
+	pf.mu.Unlock()
 	p := &prefetched{done: make(chan struct{}), buf: buf}
 	pf.reads <- prefetchRead{p: p, t: v.T, off: r0 * v.RowBytes(), n: size}
 	return p
@@ -108,9 +115,12 @@ func (pf *prefetcher) start(ctx context.Context, st *srcState, r0, n int64) *pre
 func (pf *prefetcher) dropOne() bool {
 	for c, fs := range pf.free {
 		if len(fs) > 0 {
-			fs[len(fs)-1] = nil // garbage now: not kept by the backing array
+			b := fs[len(fs)-1]
+			fs[len(fs)-1] = nil // not kept by the backing array
 			pf.free[c] = fs[:len(fs)-1]
 			pf.alloc -= int64(c)
+			freeBig(b, pf.mapped[&b[0]])
+			delete(pf.mapped, &b[0])
 			return true
 		}
 	}
@@ -135,8 +145,17 @@ func (pf *prefetcher) wake() {
 	pf.mu.Unlock()
 }
 
-// close stops the readers after the reads started.
+// close stops the readers after the reads started and frees the buffers
+// (every band is released by then).
 func (pf *prefetcher) close() {
 	close(pf.reads)
 	pf.wg.Wait()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	for _, fs := range pf.free {
+		for _, b := range fs {
+			freeBig(b, pf.mapped[&b[0]])
+		}
+	}
+	pf.free, pf.mapped = nil, nil
 }

@@ -34,7 +34,7 @@ import (
 const (
 	// stageChunk is the size of a staged piece of a file image (and of
 	// one direct write); chunks start at multiples of it.
-	stageChunk = 1 << 20
+	stageChunk = 4 << 20
 	// dioAlign is the alignment of direct writes: memory, offset and
 	// length (the logical block size of any disk is at most this).
 	dioAlign = 4096
@@ -70,10 +70,11 @@ func (o Options) stageChunkSize() int64 {
 type stager struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	chunk    int64 // chunk size
-	left     int64 // bytes of budget not allocated
-	inflight int   // chunks queued or being written
-	free     [][]byte
+	chunk    int64          // chunk size
+	left     int64          // bytes of budget not allocated
+	inflight int            // chunks queued or being written
+	free     [][]byte       // chunk-sized buffers
+	mapped   map[*byte]bool // those of them mapped by bigBuf (close frees them)
 	queue    chan stageWrite
 	wg       sync.WaitGroup
 	// direct and paged count the bytes written directly and through the
@@ -87,7 +88,7 @@ type stageWrite struct {
 }
 
 func newStager(budget, chunk int64) *stager {
-	st := &stager{left: budget, chunk: chunk, queue: make(chan stageWrite, 1024)}
+	st := &stager{left: budget, chunk: chunk, mapped: map[*byte]bool{}, queue: make(chan stageWrite, 1024)}
 	st.cond = sync.NewCond(&st.mu)
 	for range stageWriters {
 		st.wg.Go(func() {
@@ -99,10 +100,17 @@ func newStager(budget, chunk int64) *stager {
 	return st
 }
 
-// close stops the writers once every queued write is done.
+// close stops the writers once every queued write is done and frees the
+// buffers.
 func (st *stager) close() {
 	close(st.queue)
 	st.wg.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, b := range st.free {
+		freeBig(b, st.mapped[&b[0]])
+	}
+	st.free, st.mapped = nil, nil
 }
 
 // get returns a chunk buffer (a recycled one holds the bytes of its last
@@ -111,30 +119,42 @@ func (st *stager) close() {
 // flight to give memory back when the budget is spent; nil when the budget
 // is spent and nothing is being written (the chunk then goes through the
 // page cache).
-func (st *stager) get() []byte {
+//
+// n is the chunk's size: a whole chunk gets a pooled buffer (bigBuf), the
+// short last chunk of a file one of its own size from the heap.
+func (st *stager) get(n int64) []byte {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	for st.left < st.chunk {
+	for st.left < n {
 		if st.inflight == 0 {
 			return nil
 		}
 		st.cond.Wait()
 	}
-	st.left -= st.chunk
-	if n := len(st.free); n > 0 {
-		b := st.free[n-1]
-		st.free[n-1] = nil
-		st.free = st.free[:n-1]
+	st.left -= n
+	if n != st.chunk {
+		return alignedBuf(int(n+dioAlign-1) &^ (dioAlign - 1))[:n]
+	}
+	if k := len(st.free); k > 0 {
+		b := st.free[k-1]
+		st.free[k-1] = nil
+		st.free = st.free[:k-1]
 		return b
 	}
-	return alignedBuf(int(st.chunk))
+	b, mapped := bigBuf(int(n))
+	if mapped {
+		st.mapped[&b[0]] = true
+	}
+	return b[:n]
 }
 
 // put gives a chunk buffer back.
 func (st *stager) put(b []byte) {
 	st.mu.Lock()
-	st.free = append(st.free, b)
-	st.left += st.chunk
+	if int64(len(b)) == st.chunk {
+		st.free = append(st.free, b)
+	}
+	st.left += int64(len(b))
 	st.cond.Broadcast()
 	st.mu.Unlock()
 }
@@ -258,7 +278,7 @@ func (img *image) writeChunk(c int, p []byte, off int64) error {
 	ch := &img.chunks[c]
 	if ch.state == chunkFresh {
 		img.mu.Unlock()
-		buf := img.st.get()
+		buf := img.st.get(img.valid(c))
 		img.mu.Lock()
 		switch {
 		case ch.state != chunkFresh: // another writer staged it meanwhile
