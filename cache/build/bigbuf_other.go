@@ -7,3 +7,5 @@ package build
 func bigBuf(n int) (b []byte, mapped bool) { return alignedBuf(n), false }
 
 func freeBig(b []byte, mapped bool) {}
+
+const hugePage = 2 << 20

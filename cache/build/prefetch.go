@@ -26,22 +26,26 @@ const (
 // is set.
 type prefetched struct {
 	done chan struct{}
-	buf  []byte // from the pool
+	buf  []byte // in the ring at off (own: a band larger than the ring)
+	off  int
+	own  bool
 	raw  []byte // the band's bytes, in buf
 	err  error
 }
 
-// prefetcher reads bands ahead of the workers. Its buffers are kept by
-// size for the next bands of that size (the bands of a source, and of most
-// sources, have one size); all of them, in use or free, stay within
-// prefetchBudget (a single band larger than that is read alone).
+// prefetcher reads bands ahead of the workers into one buffer of
+// prefetchBudget bytes, mapped once (bigBuf), used as a ring: bands are
+// placed one after the other in the order they are read and their space
+// comes back as the oldest ones are released (the workers release them
+// about in that order). A fresh mapping for every band, or one per band
+// size, had the kernel zero new pages all the time (clear_page: 10 % of a
+// build's CPU time).
 type prefetcher struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	alloc  int64 // bytes of the buffers, in use or free
-	out    int   // bands held
-	free   map[int][][]byte
-	mapped map[*byte]bool // the buffers bigBuf mapped
+	ring   ring
+	slab   []byte
+	mapped bool
 	reads  chan prefetchRead
 	wg     sync.WaitGroup
 }
@@ -54,7 +58,9 @@ type prefetchRead struct {
 }
 
 func newPrefetcher() *prefetcher {
-	pf := &prefetcher{free: map[int][][]byte{}, mapped: map[*byte]bool{}, reads: make(chan prefetchRead, 256)}
+	pf := &prefetcher{reads: make(chan prefetchRead, 256)}
+	pf.slab, pf.mapped = bigBuf(prefetchBudget)
+	pf.ring.size = len(pf.slab)
 	pf.cond = sync.NewCond(&pf.mu)
 	for range prefetchReaders {
 		pf.wg.Go(func() {
@@ -67,95 +73,115 @@ func newPrefetcher() *prefetcher {
 	return pf
 }
 
-// start reads rows [r0, r0+n) of st ahead, waiting for a buffer; nil when
-// the context ends first.
+// start reads rows [r0, r0+n) of st ahead, waiting for room in the ring;
+// nil when the context ends first.
 func (pf *prefetcher) start(ctx context.Context, st *srcState, r0, n int64) *prefetched {
 	v := st.v
 	size := int(n * v.RowBytes())
-	class := size + 2*ckpt.StreamAlign
-	pf.mu.Lock()
-	var buf []byte
-	for ctx.Err() == nil {
-		if fs := pf.free[class]; len(fs) > 0 {
-			buf = fs[len(fs)-1]
-			fs[len(fs)-1] = nil // the backing array must not keep it
-			pf.free[class] = fs[:len(fs)-1]
-			break
+	// ReadStream's margins, and whole alignment units in the ring.
+	need := (size + 2*ckpt.StreamAlign + ckpt.StreamAlign - 1) &^ (ckpt.StreamAlign - 1)
+	p := &prefetched{done: make(chan struct{})}
+	if need > pf.ring.size {
+		p.own, p.buf = true, ckpt.NewStreamBuffer(size)
+	} else {
+		pf.mu.Lock()
+		for {
+			if ctx.Err() != nil {
+				pf.mu.Unlock()
+				return nil
+			}
+			if off, ok := pf.ring.alloc(need); ok {
+				p.off, p.buf = off, pf.slab[off:off+need:off+need]
+				break
+			}
+			pf.cond.Wait() // the ring is full: wait for a band to be released
 		}
-		if pf.alloc+int64(class) <= prefetchBudget || pf.alloc == 0 {
-			pf.alloc += int64(class)
-			break
-		}
-		if pf.dropOne() {
-			continue
-		}
-		pf.cond.Wait() // every buffer is in use: wait for one
-	}
-	if ctx.Err() != nil {
 		pf.mu.Unlock()
-		return nil
 	}
-	pf.out++
-	if buf == nil {
-		// Huge pages where they can be had (a band of codes is just
-		// under 2 MiB with its margins); ReadStream's alignment.
-		b, mapped := bigBuf(class)
-		if mapped {
-			pf.mapped[&b[0]] = true
-		}
-		buf = b[:class]
-	}
-	pf.mu.Unlock()
-	p := &prefetched{done: make(chan struct{}), buf: buf}
 	pf.reads <- prefetchRead{p: p, t: v.T, off: r0 * v.RowBytes(), n: size}
 	return p
 }
 
-// dropOne lets a free buffer go (of another size than the one needed).
-func (pf *prefetcher) dropOne() bool {
-	for c, fs := range pf.free {
-		if len(fs) > 0 {
-			b := fs[len(fs)-1]
-			fs[len(fs)-1] = nil // not kept by the backing array
-			pf.free[c] = fs[:len(fs)-1]
-			pf.alloc -= int64(c)
-			freeBig(b, pf.mapped[&b[0]])
-			delete(pf.mapped, &b[0])
-			return true
-		}
-	}
-	return false
-}
-
-// release gives a band's buffer and budget back.
+// release gives a band's room back.
 func (pf *prefetcher) release(p *prefetched) {
 	<-p.done // a band abandoned before its read ended
+	if p.own {
+		return
+	}
 	pf.mu.Lock()
-	class := len(p.buf)
-	pf.free[class] = append(pf.free[class], p.buf)
-	pf.out--
+	pf.ring.free(p.off)
 	pf.cond.Broadcast()
 	pf.mu.Unlock()
 }
 
-// wake lets a start waiting for budget see that the context ended.
+// wake lets a start waiting for room see that the context ended.
 func (pf *prefetcher) wake() {
 	pf.mu.Lock()
 	pf.cond.Broadcast()
 	pf.mu.Unlock()
 }
 
-// close stops the readers after the reads started and frees the buffers
+// close stops the readers after the reads started and frees the ring
 // (every band is released by then).
 func (pf *prefetcher) close() {
 	close(pf.reads)
 	pf.wg.Wait()
-	pf.mu.Lock()
-	defer pf.mu.Unlock()
-	for _, fs := range pf.free {
-		for _, b := range fs {
-			freeBig(b, pf.mapped[&b[0]])
+	freeBig(pf.slab, pf.mapped)
+	pf.slab = nil
+}
+
+// ring allocates spans of [0, size) in order, freed in any order: the
+// room of the oldest live spans comes back once they and every span
+// before them are free.
+type ring struct {
+	size, head int
+	live       []ringSpan // in allocation order
+}
+
+type ringSpan struct {
+	off, n int
+	freed  bool
+}
+
+// alloc returns the offset of n bytes, or false when there is no room.
+func (r *ring) alloc(n int) (int, bool) {
+	if len(r.live) == 0 {
+		r.head = 0
+	}
+	off := -1
+	switch {
+	case len(r.live) == 0 || r.head > r.live[0].off:
+		// Live spans are [tail, head): room at the end, else at the start.
+		if r.size-r.head >= n {
+			off = r.head
+		} else if len(r.live) == 0 || r.live[0].off >= n {
+			off = 0
+		}
+	default:
+		// Wrapped: live spans are [tail, end) and [0, head).
+		if r.live[0].off-r.head >= n {
+			off = r.head
 		}
 	}
-	pf.free, pf.mapped = nil, nil
+	if off < 0 {
+		return 0, false
+	}
+	r.live = append(r.live, ringSpan{off: off, n: n})
+	r.head = off + n
+	return off, true
+}
+
+// free frees the span at off.
+func (r *ring) free(off int) {
+	for i := range r.live {
+		if r.live[i].off == off && !r.live[i].freed {
+			r.live[i].freed = true
+			break
+		}
+	}
+	k := 0
+	for k < len(r.live) && r.live[k].freed {
+		k++
+	}
+	r.live = append(r.live[:0], r.live[k:]...)
 }
