@@ -60,13 +60,15 @@ func TestBuildReadsSourceDirect(t *testing.T) {
 	if !probeDirectHere(src) {
 		t.Skip("the file system of the test's temporary directory refuses direct reads")
 	}
-	pages, _ := cachedPages(t, src, ".safetensors", true) // dropped from the page cache
+	// Dropped from the page cache (pages the kernel keeps nonetheless,
+	// under load, are cached before the build and copied from there).
+	pages, before := cachedPages(t, src, ".safetensors", true)
 	_, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "cache"), build.Options{Workers: 2, BandBytes: 8192})
 	require.NoError(t, err)
 	_, cached := cachedPages(t, src, ".safetensors", false)
-	t.Logf("%d of %d source pages cached after the build", cached, pages)
+	t.Logf("%d of %d source pages cached after the build, %d before", cached, pages, before)
 	// Headers, scales and the small tensors read whole are cached.
-	require.Less(t, float64(cached)/float64(pages), 0.2)
+	require.Less(t, float64(cached-before)/float64(pages), 0.2)
 }
 
 // cachedPages counts the whole pages of the files under root with the
