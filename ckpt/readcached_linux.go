@@ -1,6 +1,9 @@
 package ckpt
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -42,4 +45,33 @@ func readCached(fd uintptr, p []byte, off int64) (int, bool) {
 		n += int(r)
 	}
 	return n, true
+}
+
+// openDirectRead opens f again for direct (O_DIRECT) reads, through
+// /proc/self/fd: the same file whatever its name is by now.
+func openDirectRead(f *os.File) (*os.File, error) {
+	return os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", f.Fd()), os.O_RDONLY|syscall.O_DIRECT, 0)
+}
+
+// isDirectUnsupported: a direct read refused (alignment the file system
+// does not take, or no direct I/O at all).
+func isDirectUnsupported(err error) bool { return errors.Is(err, syscall.EINVAL) }
+
+// allCached reports whether the page cache holds every page of [off,
+// off+n) of the file fd, without reading anything (cachestat, Linux 6.5;
+// a read that fails instead of waiting, as readCached's, starts the
+// kernel's read-ahead of what is missing). ok is false when the kernel has
+// no cachestat.
+func allCached(fd uintptr, off int64, n int) (all, ok bool) {
+	if n <= 0 {
+		return true, true
+	}
+	page := int64(os.Getpagesize())
+	first, last := off/page, (off+int64(n)-1)/page
+	r := unix.CachestatRange{Off: uint64(first * page), Len: uint64((last - first + 1) * page)}
+	var st unix.Cachestat_t
+	if err := unix.Cachestat(uint(fd), &r, &st, 0); err != nil {
+		return false, false
+	}
+	return int64(st.Cache) >= last-first+1, true
 }

@@ -67,6 +67,31 @@ type spanRun struct {
 	idx        []int
 }
 
+// interleave returns the order in which ReadSpans starts its reads: the
+// files' reads in turn (the first read of every file, then the second,
+// ...), so that reads in flight spread over the files and their stores
+// (each side of a diff has its own, which bounds its own requests in
+// flight) instead of queueing behind one file's.
+func interleave(runs []*spanRun) []int {
+	var files []*File
+	byFile := map[*File][]int{}
+	for k, r := range runs {
+		if _, ok := byFile[r.f]; !ok {
+			files = append(files, r.f)
+		}
+		byFile[r.f] = append(byFile[r.f], k)
+	}
+	order := make([]int, 0, len(runs))
+	for i := 0; len(order) < len(runs); i++ {
+		for _, f := range files {
+			if ks := byFile[f]; i < len(ks) {
+				order = append(order, ks[i])
+			}
+		}
+	}
+	return order
+}
+
 // ReadSpans reads many byte ranges of tensors at once, the vectored read
 // for sampled comparisons over slow or remote sources: the spans of each
 // file are sorted and coalesced (overlapping, touching and, up to
@@ -115,7 +140,8 @@ func ReadSpans(ctx context.Context, spans []Span, opt SpanOptions) (*SpanResult,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(opt.Workers)
 	bufs := make([][]byte, len(runs))
-	for k, r := range runs {
+	for _, k := range interleave(runs) {
+		r := runs[k]
 		if gctx.Err() != nil {
 			break
 		}

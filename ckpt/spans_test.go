@@ -98,3 +98,49 @@ func TestReadSpans(t *testing.T) {
 	_, err = ckpt.ReadSpans(ctx, []ckpt.Span{{Tensor: tc, Len: 1}}, ckpt.SpanOptions{})
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// TestReadSpansInterleavesFiles: ReadSpans starts the reads of several
+// files in turn (the first read of each file, then the second, ...), so
+// that the reads in flight spread over the files and their stores (the two
+// sides of a sampled diff each bound their own requests in flight) instead
+// of queueing behind the reads of the first file.
+func TestReadSpansInterleavesFiles(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var order []string
+	open := func(name string) *ckpt.Checkpoint {
+		dir := t.TempDir()
+		mts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "w", DType: ckpt.U8, Shape: []int64{100000}}, Data: make([]byte, 100000)}}
+		require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), mts, nil))
+		ds, err := ckpt.NewDirStore(dir)
+		require.NoError(t, err)
+		t.Cleanup(func() { ds.Close() })
+		var armed bool
+		hs := &ckpttest.HookStore{Store: ds, OnRead: func(string, int64, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if armed {
+				order = append(order, name)
+			}
+		}}
+		c, err := ckpt.OpenStore(context.Background(), hs, "", ckpt.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		mu.Lock()
+		armed = true
+		mu.Unlock()
+		return c
+	}
+	a, b := open("a"), open("b")
+	ta, _ := a.Lookup("w")
+	tb, _ := b.Lookup("w")
+	var spans []ckpt.Span
+	for _, tt := range []*ckpt.Tensor{ta, tb} { // all of a's spans, then all of b's
+		for i := int64(0); i < 4; i++ {
+			spans = append(spans, ckpt.Span{Tensor: tt, Off: i * 10000, Len: 100})
+		}
+	}
+	_, err := ckpt.ReadSpans(context.Background(), spans, ckpt.SpanOptions{MaxGap: -1, Workers: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "a", "b", "a", "b", "a", "b"}, order)
+}

@@ -191,6 +191,9 @@ type fileBlob struct {
 	// nowait is cleared when the kernel does not support reads that
 	// fail instead of waiting for the disk.
 	nowait atomic.Bool
+	// noDirect is set when the file system refuses direct reads
+	// (ReadStream, stream.go).
+	noDirect atomic.Bool
 
 	// Guarded by pool.mu.
 	f       *os.File // nil while closed

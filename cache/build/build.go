@@ -73,6 +73,14 @@ type Options struct {
 	// each file hashed by reading it back.
 	hashMode hashMode
 	readBack func(path string)
+	// noDirect (tests): every write through the page cache, as where
+	// the file system refuses direct writes; stageBytes and stageChunk
+	// (tests, when > 0): the staging budget and chunk size (stage.go).
+	noDirect               bool
+	stageBytes, stageChunk int64
+	// stageStats (tests), when set, gets the bytes the staged files
+	// wrote directly and through the page cache.
+	stageStats func(direct, paged int64)
 }
 
 type hashMode int
@@ -205,6 +213,9 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &Result{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
+	if !opt.NoSync && !opt.noDirect && probeDirect(dir) {
+		b.stager = newStager(opt.stageBudget(), opt.stageChunkSize())
+	}
 	b.boot = bootID()
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
@@ -212,6 +223,14 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 	b.res.Unpacked = b.unpacked
 	if err := b.startJournal(); err != nil {
 		return nil, err
+	}
+	if b.stager != nil {
+		defer func() {
+			b.stager.close()
+			if opt.stageStats != nil {
+				opt.stageStats(b.stager.direct.Load(), b.stager.paged.Load())
+			}
+		}()
 	}
 	if err := b.stream(ctx); err != nil {
 		b.abortAll()
@@ -243,9 +262,12 @@ type builder struct {
 	// winBudget is the memory left for the sinks' write windows.
 	winBudget atomic.Int64
 	winPool   bufPool
-	boot      string                    // bootID(), for UnsyncedBoot
-	oldNF     map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
-	oldNaN    string                    // the NaN style of the earlier build (manifest)
+	// stager stages the files of a durable build for direct writes
+	// (stage.go; nil: every write goes through the page cache).
+	stager *stager
+	boot   string                    // bootID(), for UnsyncedBoot
+	oldNF  map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
+	oldNaN string                    // the NaN style of the earlier build (manifest)
 	// fromArchive are the files of an unpacked manifest (cache.Unpacked):
 	// never kept as unchanged.
 	fromArchive map[string]bool
@@ -368,6 +390,12 @@ func (b *builder) prepare(ctx context.Context) error {
 		s.rec = c.rec
 		s.noSync = b.opt.NoSync
 		s.budget, s.pool = &b.winBudget, &b.winPool
+		// A file is staged for direct writes when its image fills up as
+		// it is written, or is small enough to be held whole (tiles that
+		// come column by column complete no chunk before the end).
+		if b.stager != nil && (s.kind != kindTransposed || c.hdr.FileSize() <= stageMaxFile) {
+			s.staged, s.stager = true, b.stager
+		}
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)
@@ -589,6 +617,7 @@ type job struct {
 	src        *srcState
 	r0, n      int64
 	prev, mine chan struct{}
+	pre        *prefetched // the band's raw bytes read ahead (nil: readBand reads them)
 }
 
 // stream reads every needed source once and feeds the sinks.
@@ -632,7 +661,9 @@ func (b *builder) stream(ctx context.Context) error {
 	kick := make(chan *os.File, 4)
 	if !b.opt.NoSync {
 		for _, s := range b.todo {
-			s.kick = kick
+			if !s.staged {
+				s.kick = kick
+			}
 		}
 	}
 	kg.Go(func() {
@@ -646,16 +677,48 @@ func (b *builder) stream(ctx context.Context) error {
 	}()
 	g, ctx := errgroup.WithContext(ctx)
 	b.commits = commits
-	jobs := make(chan job)
+	// feed -> read-ahead (prefetch.go) -> workers: the jobs queue holds
+	// the bands read ahead, in order.
+	fed := make(chan job)
+	jobs := make(chan job, 256)
+	pf := newPrefetcher()
+	g.Go(func() error {
+		defer close(fed)
+		return b.feed(ctx, srcs, fed)
+	})
 	g.Go(func() error {
 		defer close(jobs)
-		return b.feed(ctx, srcs, jobs)
+		for j := range fed {
+			if st := j.src; st.bitsPath() != "" {
+				if j.pre = pf.start(ctx, st, j.r0, j.n); j.pre == nil {
+					return ctx.Err()
+				}
+			}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				if j.pre != nil {
+					pf.release(j.pre)
+				}
+				return ctx.Err()
+			}
+		}
+		return nil
 	})
+	go func() { // a read-ahead waiting for budget sees a failed build
+		<-ctx.Done()
+		pf.wake()
+	}()
 	for range b.opt.Workers {
 		g.Go(func() error {
 			w := &worker{}
 			for j := range jobs {
-				if err := b.runJob(ctx, w, j); err != nil {
+				err := b.runJob(ctx, w, j)
+				if j.pre != nil {
+					w.pre = nil
+					pf.release(j.pre)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -663,6 +726,12 @@ func (b *builder) stream(ctx context.Context) error {
 		})
 	}
 	err = g.Wait()
+	for j := range jobs { // the bands read ahead for workers that stopped
+		if j.pre != nil {
+			pf.release(j.pre)
+		}
+	}
+	pf.close()
 	close(commits)
 	cg.Wait()
 	if err != nil {
@@ -754,7 +823,8 @@ func (b *builder) sources() ([]*srcState, error) {
 	// tile column that another use writes its own way (sink.blocked).
 	for _, st := range srcs {
 		for _, u := range st.uses {
-			u.s.windowed = u.s.windowed || u.direct
+			// A staged file gathers its tiles in its image: no windows.
+			u.s.windowed = (u.s.windowed || u.direct) && !u.s.staged
 		}
 	}
 	for _, st := range srcs {
@@ -864,7 +934,10 @@ func groupSources(srcs []*srcState) [][]*srcState {
 const codeBandBytes = 2 << 20
 
 type worker struct {
+	// raw: the current band's raw bytes (own, or a band read ahead: pre).
 	raw []byte
+	own []byte
+	pre *prefetched
 	f32 []float32
 	b16 []uint16
 	tab []uint16 // per scale block: the bf16 bits of the 256 e4m3 codes × scale
@@ -904,6 +977,7 @@ func (b *builder) bandRows(st *srcState) int64 {
 
 func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 	st := j.src
+	w.pre = j.pre
 	bd, err := b.readBand(st, j.r0, j.n, w)
 	if err != nil {
 		return err
@@ -983,6 +1057,11 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 func (b *builder) finalize(s *sink) error {
 	if err := s.open(); err != nil {
 		return err
+	}
+	if s.img != nil {
+		if err := s.img.flush(); err != nil {
+			return err
+		}
 	}
 	hh, h, err := b.fileHashes(s)
 	if err != nil {

@@ -125,10 +125,12 @@ func benchBuild(b *testing.B, dir string) {
 		elems += int64(tt.Numel())
 	}
 	b.SetBytes(elems)
+	var direct, paged int64 // bytes of staged files (durable builds)
+	o := build.StageStats(build.Options{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}, func(d, p int64) { direct, paged = direct+d, paged+p })
 	cpu := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := build.Run(context.Background(), c, plan, out, build.Options{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}); err != nil {
+		if _, err := build.Run(context.Background(), c, plan, out, o); err != nil {
 			b.Fatal(err)
 		}
 		// Dirty pages of earlier outputs would throttle the next build.
@@ -137,4 +139,6 @@ func benchBuild(b *testing.B, dir string) {
 		b.StartTimer()
 	}
 	cpu.report(elems)
+	b.ReportMetric(float64(direct)/1e6/float64(b.N), "direct-MB/op")
+	b.ReportMetric(float64(paged)/1e6/float64(b.N), "paged-MB/op")
 }

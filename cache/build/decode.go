@@ -53,11 +53,11 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 		return readBF16Band(v, r0, n, w)
 	}
 	w.f32 = growF(w.f32, int(n*v.Cols))
-	raw, err := v.ReadRows(r0, n, w.raw, w.f32)
+	raw, err := v.ReadRows(r0, n, w.own, w.f32)
 	if err != nil {
 		return band{}, err
 	}
-	w.raw = raw
+	w.raw, w.own = raw, raw
 	return band{rounded: v.BF16Exact()}, nil
 }
 
@@ -74,10 +74,20 @@ func (st *srcState) bitsPath() ckpt.DType {
 	return ""
 }
 
-// readRaw reads the raw bytes of rows [r0, r0+n) of v into w.raw.
+// readRaw points w.raw at the raw bytes of rows [r0, r0+n) of v: the
+// band read ahead (w.pre), or read now into the worker's own buffer.
 func readRaw(v *ckpt.Values, r0, n int64, w *worker) error {
+	if p := w.pre; p != nil {
+		<-p.done
+		if p.err != nil {
+			return p.err
+		}
+		w.raw = p.raw
+		return nil
+	}
 	need := n * v.RowBytes()
-	w.raw = growB(w.raw, int(need))
+	w.own = growB(w.own, int(need))
+	w.raw = w.own
 	_, err := v.T.ReadAt(w.raw, r0*v.RowBytes())
 	return err
 }

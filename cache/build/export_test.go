@@ -21,3 +21,24 @@ func HashStreamed(o Options, readBack func(string)) Options {
 	o.readBack = readBack
 	return o
 }
+
+// NoDirect returns o set to write every file through the page cache, as
+// where the file system refuses direct writes.
+func NoDirect(o Options) Options {
+	o.noDirect = true
+	return o
+}
+
+// Staging returns o with the staging budget and chunk size of direct
+// writes set (bytes; chunk a multiple of 4096).
+func Staging(o Options, budget, chunk int64) Options {
+	o.stageBytes, o.stageChunk = budget, chunk
+	return o
+}
+
+// StageStats returns o set to call f with the bytes the staged files of a
+// durable build wrote directly and through the page cache.
+func StageStats(o Options, f func(direct, paged int64)) Options {
+	o.stageStats = f
+	return o
+}

@@ -124,6 +124,11 @@ type sink struct {
 	filled []int
 
 	noSync bool // Options.NoSync
+	// staged: a durable build writes the file through a staged image
+	// (stage.go) once open made one (img; nil: the page cache).
+	staged bool
+	stager *stager
+	img    *image
 	// kick takes files whose write-back should start (durable builds);
 	// dirty counts the bytes written since the last request.
 	kick  chan<- *os.File
@@ -786,7 +791,13 @@ func transpose(dst, src []float32, rows, cols int) {
 }
 
 func (s *sink) writeAt(p []byte, off int64) error {
-	if _, err := s.af.WriteAt(p, off); err != nil {
+	var err error
+	if s.img != nil {
+		err = s.img.WriteAt(p, off)
+	} else {
+		_, err = s.af.WriteAt(p, off)
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s at byte %d: %w", s.af.Name(), off, err)
 	}
 	s.data.WriteAt(p, off-int64(s.hdr.DataOffset))
@@ -822,10 +833,27 @@ func (s *sink) open() error {
 		if err == nil {
 			err = af.Truncate(s.hdr.FileSize())
 		}
+		if err == nil && s.staged {
+			if d, derr := openDirect(af.File); derr == nil {
+				written := [][2]int64{{0, int64(len(prefix))}}
+				for _, sh := range s.hdr.Shards {
+					o := int64(s.hdr.DataOffset + sh.Offset)
+					written = append(written, [2]int64{o, o + int64(sh.Size)})
+				}
+				s.img = newImage(s.stager, af.File, d, s.hdr.FileSize(), written)
+			}
+		}
 		if err == nil {
-			_, err = af.WriteAt(prefix, 0)
+			if s.img != nil {
+				err = s.img.WriteAt(prefix, 0)
+			} else {
+				_, err = af.WriteAt(prefix, 0)
+			}
 		}
 		if err != nil {
+			if s.img != nil {
+				s.img.release()
+			}
 			af.Abort()
 			s.oerr = fmt.Errorf("creating %s: %w", s.path, err)
 			return
@@ -872,6 +900,9 @@ func dataGaps(h *tensorbin.Header) [][2]int64 {
 // abort removes the temporary file of an unfinished target.
 func (s *sink) abort() {
 	s.once.Do(func() { s.oerr = fmt.Errorf("aborted") })
+	if s.img != nil {
+		s.img.release()
+	}
 	if s.af != nil {
 		s.af.Abort()
 	}

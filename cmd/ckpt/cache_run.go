@@ -57,8 +57,9 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	a.proseFor(format)
 	req := o.request(a)
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// Keep the heap (bands, tile staging) well inside the 512 MiB budget.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(384 << 20))
+		// Keep the heap (bands read ahead, tile staging, the staged
+		// images of durable builds) inside the 512 MiB budget.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(448 << 20))
 	}
 	prog, stop, err := a.startProgress(o.Progress, "cache build")
 	if err != nil {

@@ -105,7 +105,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
-	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes/--sample-budget also the reads in flight (default 64)")
+	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes/--sample-budget also the reads in flight (default 128, 64 per side)")
 	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
 	f.StringVar(&o.SampleBudget, "sample-budget", "", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")

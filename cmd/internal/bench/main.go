@@ -333,7 +333,7 @@ func measureAll(cfg config, bin string, ms []measurement, cleanup func(), fixtur
 		}
 		r.Name, r.Block, r.What, r.Target, r.Runs = m.name, m.block, m.what, m.target, cfg.runs
 		r.LoadBefore, r.LoadAfter, r.Date = before, loadAvg(), date
-		r.Commit, r.Dirty = this.Commit, this.Dirty
+		r.Commit, r.Dirty, r.Cores = this.Commit, this.Dirty, runtime.NumCPU()
 		this.Rows = append(this.Rows, r)
 		fmt.Fprintln(os.Stderr, renderRow(r))
 		if cfg.jsonOut != "" { // after every row: a failure later keeps the rows measured
@@ -633,8 +633,11 @@ func machine() string {
 // (synth.WriteInventoryValues, realistic seeded values; layers > 0
 // keeps the first layers decoder layers only) and its light fine-tune,
 // written once into DIR/27b[-L<layers>] and reused: cache build without
-// and with fsync, the disk floor of the bytes it writes, diff, verify
-// --read-data.
+// and with fsync, the disk floor of the bytes it writes (dd conv=fsync
+// alone, and at the same time as cat of the source: the floor of a build
+// that overlaps its reads and writes), diff, verify --read-data. The
+// block ends with the durable build against the slower of the concurrent
+// floor and its CPU bound (boundLine).
 func measurements27B(bin, dir, scratch string, clearScratch func() error, layers int, common []string) []measurement {
 	name := filepath.Join(dir, "27b")
 	label := "27B FP8 (real layout, 64 layers)"
@@ -685,7 +688,21 @@ func measurements27B(bin, dir, scratch string, clearScratch func() error, layers
 	}
 	cache := filepath.Join(scratch, "cache")
 	build := append([]string{"cache", "build", base, "--out", cache, "--mesh", "1x2"}, common...)
-	var built int64 // bytes of the durable build's cache, for the disk floor
+	var built int64 // bytes of the durable build's cache, for the disk floors
+	sizeBuilt := func() error { // once, untimed (a build kept by an earlier row serves)
+		if built == 0 {
+			if _, err := os.Stat(filepath.Join(cache, "manifest.json")); err != nil {
+				if err := clearScratch(); err != nil {
+					return err
+				}
+				if _, err := timeChild(bin, append(slices.Clone(build), "--fsync=false"), nil); err != nil {
+					return err
+				}
+			}
+			built = dirBytes(cache)
+		}
+		return clearScratch()
+	}
 	// diff and verify come first: then the fine-tune (its own shards, ~12
 	// GB) can be removed when the disk cannot also hold the cache (~31
 	// GB); the next run writes it again.
@@ -699,29 +716,50 @@ func measurements27B(bin, dir, scratch string, clearScratch func() error, layers
 		{name: "27b-build", what: "`cache build` 1×2, " + label + ", durable", files: files(base), unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
 			args: build, before: clearScratch},
 		{name: "27b-disk", what: "disk floor: `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes", files: files(base), unit: "GB/s", target: "—",
-			written: func() int64 { return built },
-			before: func() error {
-				if built == 0 {
-					if _, err := os.Stat(filepath.Join(cache, "manifest.json")); err != nil {
-						if err := clearScratch(); err != nil {
-							return err
-						}
-						if _, err := timeChild(bin, append(slices.Clone(build), "--fsync=false"), nil); err != nil {
-							return err
-						}
-					}
-					built = dirBytes(cache)
-				}
-				return clearScratch()
-			},
+			written: func() int64 { return built }, before: sizeBuilt,
 			run: func() (sample, error) {
 				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (built+1<<20-1)>>20), "conv=fsync"}, nil)
+			}},
+		// The floor of a build that overlaps its reads and writes: the
+		// disk reading the source and writing the output at once.
+		{name: "27b-disk-concurrent", what: "concurrent disk floor: `cat` of the source and `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes, at the same time; GB/s of the bytes written", files: files(base), unit: "GB/s", target: "—",
+			written: func() int64 { return built }, before: sizeBuilt,
+			run: func() (sample, error) {
+				return timeConcurrent(
+					[]string{"cat"}, files(base)(),
+					[]string{"dd"}, []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (built+1<<20-1)>>20), "conv=fsync"})
 			}},
 	}
 	for i := range ms {
 		ms[i].cold = true // ~31 GB: more than this machine's memory
 	}
 	return ms
+}
+
+// timeConcurrent runs two children at the same time (a[0] with aArgs,
+// b[0] with bArgs): the wall time until both ended, their CPU times
+// added, the larger peak RSS.
+func timeConcurrent(a, aArgs, b, bArgs []string) (sample, error) {
+	type res struct {
+		s   sample
+		err error
+	}
+	ch := make(chan res, 1)
+	start := time.Now()
+	go func() {
+		s, err := timeChild(a[0], aArgs, nil)
+		ch <- res{s, err}
+	}()
+	sb, errB := timeChild(b[0], bArgs, nil)
+	ra := <-ch
+	wall := time.Since(start).Seconds()
+	if ra.err != nil {
+		return sample{}, ra.err
+	}
+	if errB != nil {
+		return sample{}, errB
+	}
+	return sample{wall: wall, cpu: ra.s.cpu + sb.cpu, rssMiB: max(ra.s.rssMiB, sb.rssMiB)}, nil
 }
 
 // freeFor removes the fixture dir when the file system cannot otherwise

@@ -58,6 +58,7 @@ type result struct {
 	Commit     string  `json:"commit"`
 	Dirty      bool    `json:"dirty"`
 	Cold       bool    `json:"cold,omitempty"` // every run started from a dropped page cache
+	Cores      int     `json:"cores,omitempty"` // of the machine (the CPU bound: CPUS / Cores)
 }
 
 // benchRun is what -json writes and -against reads.
@@ -277,7 +278,37 @@ func renderBlock(machine string, rows []result, repro string) string {
 	for _, r := range rows {
 		b.WriteString(renderRow(r) + "\n")
 	}
+	if line := boundLine(rows); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
 	return b.String()
+}
+
+// boundLine compares the durable build of the 27B rows with the slower of
+// its two floors: the concurrent disk floor (the disk reading the source
+// and writing the output at once) and the CPU bound (the build's CPU time
+// over the cores). "" when the block lacks either row.
+func boundLine(rows []result) string {
+	find := func(name string) (result, bool) {
+		i := slices.IndexFunc(rows, func(r result) bool { return r.Name == name })
+		if i < 0 {
+			return result{}, false
+		}
+		return rows[i], true
+	}
+	bld, ok1 := find("27b-build")
+	conc, ok2 := find("27b-disk-concurrent")
+	cores := bld.Cores
+	if !ok1 || !ok2 || cores < 1 || conc.WallS <= 0 {
+		return ""
+	}
+	cpu := bld.CPUS / float64(cores)
+	floor, which := conc.WallS, "the concurrent disk floor"
+	if cpu > floor {
+		floor, which = cpu, "the CPU bound"
+	}
+	return fmt.Sprintf("Durable build %.1f s = %.2f × the slower of the concurrent disk floor (%.1f s) and the CPU bound (its CPU time over %d cores: %.1f s), %s; %.2f ns CPU/elem, peak RSS %.0f MiB.",
+		bld.WallS, bld.WallS/floor, conc.WallS, cores, cpu, which, bld.NsCPUElem, bld.RSSMiB)
 }
 
 // rowsOf returns the rows of block.

@@ -307,3 +307,21 @@ func TestMeasureAllRefusesBeforeWork(t *testing.T) {
 		assert.NoDirExists(t, filepath.Join(dir, "bench"), tt.name)
 	}
 }
+
+// TestBoundLine: the 27B block ends with the durable build against the
+// slower of the concurrent disk floor and the CPU bound (CPU time over
+// the cores), and with nothing when either row is missing.
+func TestBoundLine(t *testing.T) {
+	t.Parallel()
+	bld := sampleRow("27b-build", block27B, 500, "M elem/s")
+	bld.WallS, bld.CPUS, bld.Cores, bld.NsCPUElem, bld.RSSMiB = 40, 60, 2, 1.2, 400
+	conc := sampleRow("27b-disk-concurrent", block27B, 1.1, "GB/s")
+	conc.WallS = 36
+	line := boundLine([]result{bld, conc})
+	assert.Equal(t, "Durable build 40.0 s = 1.11 × the slower of the concurrent disk floor (36.0 s) and the CPU bound (its CPU time over 2 cores: 30.0 s), the concurrent disk floor; 1.20 ns CPU/elem, peak RSS 400 MiB.", line)
+	bld.CPUS = 80 // CPU-bound: 40 s
+	assert.Contains(t, boundLine([]result{bld, conc}), "= 1.00 × the slower", "the CPU bound is the slower")
+	assert.Empty(t, boundLine([]result{bld}))
+	block := renderBlock("2 cores", []result{bld, conc}, "")
+	assert.Contains(t, block, "\n\nDurable build 40.0 s")
+}
