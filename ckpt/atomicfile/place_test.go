@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,7 +33,7 @@ func TestPlace(t *testing.T) {
 	require.NoError(t, os.Symlink("loop-a", in("loop-b")))
 	require.NoError(t, os.MkdirAll(in("sub"), 0o755))
 	require.NoError(t, os.MkdirAll(in("full/x"), 0o755))
-	require.NoError(t, syscall.Mkfifo(in("fifo"), 0o644))
+	require.NoError(t, mkfifo(in("fifo"), 0o644))
 	sdir, err := os.MkdirTemp("", "sock")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(sdir) })
@@ -44,7 +43,7 @@ func TestPlace(t *testing.T) {
 	inputs := []string{in("input")}
 	require.NoError(t, os.MkdirAll(in("indir/sub"), 0o755))
 	require.NoError(t, os.WriteFile(in("indir/file"), []byte("x"), 0o644))
-	require.NoError(t, syscall.Mkfifo(in("indir/fifo"), 0o644))
+	require.NoError(t, mkfifo(in("indir/fifo"), 0o644))
 	require.NoError(t, os.Symlink("indir", in("indir-link")))
 	require.NoError(t, os.Symlink(filepath.Join("indir", "sub", "new"), in("into-indir")))
 	indirs := Policy{InputDirs: []string{in("indir")}, InputsAre: "the folder test"}
@@ -139,7 +138,7 @@ func TestOpenThroughLinkAndStream(t *testing.T) {
 	assert.Equal(t, os.ModeSymlink, st.Mode()&os.ModeSymlink, "the link is not replaced")
 
 	fifo := filepath.Join(dir, "fifo")
-	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	require.NoError(t, mkfifo(fifo, 0o644))
 	st0, err := os.Lstat(fifo)
 	require.NoError(t, err)
 	got := make(chan string, 1)
