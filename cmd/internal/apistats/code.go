@@ -84,7 +84,7 @@ func enclosing(f *ast.File, pos token.Pos) string {
 			return funcName(fd)
 		}
 	}
-	return ""
+	return "(package level)"
 }
 
 // productFiles calls fn for every product file of the packages keep accepts
