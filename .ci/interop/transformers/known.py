@@ -25,6 +25,11 @@ TIE = ("unfixed: a composite Qwen3.5 config with tie_word_embeddings true at the
        "(modeling_utils.py@5.23.0 get_expanded_tied_weights_keys reads self.config) and writes no lm_head.weight; "
        "verify (arch.missing) and map (rule lm_head) read text_config's false and require it")
 
+ARCH_FP8 = ("unfixed: verify's arch.dtype fails every FP8 weight of a Linear the released Qwen3.5 FP8 files keep "
+            "in BF16 (the vision tower, mtp.fc: 'this projection stays unquantised in FP8 releases') although "
+            "FineGrainedFP8Config() converts them and transformers loads the file; a release convention, not a "
+            "loader's rule (the check branch tf-dtype-layout reworks for behaviour 1)")
+
 # Which layouts, dtypes and classes each behaviour touches.
 SERVED = {"qwen3_5", "qwen3_5_text"}  # the built-in mapping profile's architecture
 
@@ -51,19 +56,19 @@ def known_bugs(check, case):
         "fp8-diff-dequantized:release": B3,
         "fp8-verify:ue8m0": B5,
         "fp8-verify:visual": B6,
-        "fp8-inspect:ue8m0": B5,
         "fp8-extract:ue8m0": B5,
         "fp8-map:ue8m0": B5,
         "fp8-map:default": B4,
         "fp8-extract:default": B4,
         "fp8-orphans-map:default": B4,
         "fp8-orphans-extract:default": B4,
-        "fp8-uncovered-bf16-linear": B6,
+        "fp8-uncovered-bf16-linear:llama": B6,
         "resave-release-config": B8,
         "float-layer-count": B8,
         "diff-bookkeeping": B9,
         "resave-diff": B9,
         "tie-top-level-only": TIE,
+        "fp8-default-arch-dtype": ARCH_FP8,
     }.get(f"{check}:{case}" if case is not None and not hasattr(case, "kind") else check)
 
 

@@ -359,3 +359,45 @@ def test_diff_bf16_f32_same_values(ckpt, zoo):
         assert t["changed_elems"] == 0 and t["max_abs_diff"] == 0 and t["rel_l2"] == 0, t
         assert t["cosine"] == pytest.approx(cosine(sa[t["name"]], sb[t["name"]]), abs=1e-12), t
     assert {c["path"] for c in doc["config"]} == {"dtype"}
+
+
+# ---------------------------------------------------------------- variants
+
+@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("qwen3_5", "bf16", "variant")))
+def test_variant_dir_opens_and_says_so(ckpt, zoo):
+    """A directory holding one variant (save_pretrained(variant="fp16"),
+    sharded: model.safetensors.index.fp16.json) opens without --variant, as
+    from_pretrained(variant="fp16") reads it, with the same tensors, and
+    says which variant it opened."""
+    s = zoo.save("qwen3_5", "bf16", "variant")
+    p = ckpt.run("inspect", s.dir, "--format", "json")
+    assert {t["name"] for t in json.loads(p.stdout)["tensors"]} == set(tflib.headers(s.dir, s.variant))
+    assert s.variant in p.stderr
+
+
+@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("llama", "bf16", "variant")))
+def test_variant_single_file(ckpt, zoo, tmp_path):
+    """save_pretrained(variant="ema") unsharded writes model.ema.safetensors;
+    --variant ema reads it, as from_pretrained(variant="ema") does."""
+    m = zoo.model("llama")
+    d = tmp_path / "ema"
+    m.save_pretrained(d, variant="ema")
+    assert (d / "model.ema.safetensors").exists()
+    doc = ckpt.json("inspect", d, "--variant", "ema")
+    assert {t["name"] for t in doc["tensors"]} == set(tflib.headers(str(d), "ema"))
+
+
+@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("llama", "bf16", "variant")))
+def test_several_variants_listed(ckpt, zoo, tmp_path):
+    """A directory with two variants (fp16 and ema, both sharded): without
+    --variant the command exits 2 naming both; --variant picks one."""
+    m = zoo.model("llama")
+    d = tmp_path / "two"
+    total = sum(p.numel() * p.element_size() for p in m.parameters())
+    for v in ("fp16", "ema"):
+        m.save_pretrained(d, variant=v, max_shard_size=total // 3)
+    assert (d / "model.safetensors.index.fp16.json").exists() and (d / "model.safetensors.index.ema.json").exists()
+    p = ckpt.run("inspect", d, rc=2)
+    assert "fp16" in p.stderr and "ema" in p.stderr
+    doc = ckpt.json("inspect", d, "--variant", "ema")
+    assert {t["name"] for t in doc["tensors"]} == set(tflib.headers(str(d), "ema"))

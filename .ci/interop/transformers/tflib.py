@@ -322,13 +322,41 @@ def fp8_quantize_tensors(model, tensors):
     return out
 
 
-def fp8_dequantized(d, kind):
-    """{name: tensor} of FP8 checkpoint d as transformers loads it with
+def fp8_dequantized_model(d, kind):
+    """FP8 checkpoint d as transformers loads it with
     FineGrainedFP8Config(dequantize=True): Fp8Dequantize of every FP8 weight,
-    in bf16 (the model's state dict, tied weights written once)."""
-    m = CLASSES[kind].from_pretrained(d, quantization_config=T.FineGrainedFP8Config(dequantize=True),
-                                      dtype=torch.bfloat16)
-    return {k: v.detach() for k, v in m.state_dict().items()}
+    in bf16."""
+    return CLASSES[kind].from_pretrained(d, quantization_config=T.FineGrainedFP8Config(dequantize=True),
+                                         dtype=torch.bfloat16)
+
+
+def fp8_dequantized(d, kind):
+    """{name: tensor} of fp8_dequantized_model(d, kind) (its state dict)."""
+    return {k: v.detach() for k, v in fp8_dequantized_model(d, kind).state_dict().items()}
+
+
+def save_dequantized(d, kind, out):
+    """transformers' bf16 copy of FP8 checkpoint d: the state dict of its
+    dequantize=True load, put into a fresh model of the class built from the
+    same config without quantization_config and saved by save_pretrained
+    into out; the MTP head (which transformers does not load) dequantised
+    with Fp8Dequantize and added back. (save_pretrained of the
+    dequantize=True model itself is no bf16 copy: it runs the quantizer's
+    reverse op, Fp8Quantize, on save and writes FP8 weights again, the
+    embeddings and the vision tower included.) Returns out."""
+    m = fp8_dequantized_model(d, kind)
+    cfg = m.config.to_dict()
+    cfg.pop("quantization_config", None)
+    fresh = CLASSES[kind](m.config.__class__.from_dict(cfg)).to(torch.bfloat16)
+    missing, unexpected = fresh.load_state_dict(m.state_dict(), strict=False)
+    assert not unexpected and not missing, (missing, unexpected)
+    fresh.save_pretrained(out)
+    sd = read_all(d)
+    mtp = {k: (dequantize_like_transformers(v, sd[k + "_scale_inv"]) if v.dtype == torch.float8_e4m3fn else v)
+           for k, v in sd.items() if k.startswith("mtp.") and not k.endswith("_scale_inv")}
+    if mtp:
+        add_tensors(str(out), mtp)
+    return out
 
 
 def dequantize_like_transformers(codes, scale, dtype=torch.bfloat16):

@@ -121,27 +121,33 @@ class Zoo:
             self._other[name] = d if r is None else r
         return self._other[name]
 
-    def fp8(self, flavour):
+    def fp8(self, flavour, kind="qwen3_5"):
         """(dir, quantised model, {name: tensor} as written) of the
-        FineGrainedFP8 checkpoint of the bf16 single-file Qwen3.5 save, the
-        MTP head quantised by the same quantizer's Fp8Quantize (each module
-        that should_convert_module converts under the same list) and added
-        as the release carries it."""
+        FineGrainedFP8 checkpoint of the bf16 single-file save of kind, the
+        MTP head (Qwen3.5) quantised by the same quantizer's Fp8Quantize
+        (each module that should_convert_module converts under the same
+        list) and added as the release carries it. For a class other than
+        Qwen3.5 the release list is ["lm_head"]."""
         def make(d):
-            base = self.save("qwen3_5", "bf16", "single")
-            q = tflib.fp8_quantize(base.dir, "qwen3_5", **FP8[flavour])
+            from transformers.quantizers.quantizers_utils import should_convert_module
+            base = self.save(kind, "bf16", "single")
+            cfg = dict(FP8[flavour])
+            if kind != "qwen3_5" and "modules_to_not_convert" in cfg:
+                cfg["modules_to_not_convert"] = ["lm_head"]
+            q = tflib.fp8_quantize(base.dir, kind, **cfg)
             q.save_pretrained(d)
             skip = q.hf_quantizer.quantization_config.modules_to_not_convert
             mtp = {}
-            from transformers.quantizers.quantizers_utils import should_convert_module
             for k, v in base.extra.items():
                 if v.ndim == 2 and should_convert_module(k.removesuffix(".weight"), skip):
                     mtp.update(tflib.fp8_quantize_tensors(q, {k: v}))
                 else:
                     mtp[k] = v
-            tflib.add_tensors(d, mtp)
+            if mtp:
+                tflib.add_tensors(d, mtp)
             return d, q, tflib.read_all(d)
-        return self.once(f"fp8-{flavour}", make)
+        name = f"fp8-{flavour}" if kind == "qwen3_5" else f"fp8-{kind}-{flavour}"
+        return self.once(name, make)
 
     def trained(self, kind, opt, steps=3):
         """The bf16 model of kind after steps optimizer steps, loaded from
