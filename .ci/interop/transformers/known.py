@@ -19,7 +19,7 @@ B6 = "#33 behaviour 6 (modules_to_not_convert not read as should_convert_module)
 B7 = "#33 behaviour 7 (save_pretrained(variant=) directories refused; no --variant): fixed on branch tf-dtype-layout"
 B8 = "#33 behaviour 8 (contract config compared as JSON, not as transformers builds the model): fixed on branch tf-plan-config"
 B9 = "#33 behaviour 9 (diff counts bookkeeping config keys): fixed on branch tf-plan-config"
-# Found by this leg (reported to the lead, see README "Interop suite").
+# Found by this leg.
 TIE = ("unfixed: a composite Qwen3.5 config with tie_word_embeddings true at the top level only (what "
        "Qwen3_5Config(tie_word_embeddings=True) saves): transformers ties on the top-level key "
        "(modeling_utils.py@5.23.0 get_expanded_tied_weights_keys reads self.config) and writes no lm_head.weight; "

@@ -183,7 +183,8 @@ def test_cache_build_unserved_refused(ckpt, zoo, case, tmp_path):
     s = zoo.save(case)
     out = tmp_path / "cache"
     ckpt.run("cache", "build", *src(ckpt, s), "--mesh", "1x2", "--out", out, rc=1)
-    assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
+    written = [p for p in out.rglob("*") if p.is_file()] if out.exists() else []
+    assert written == []
 
 
 def cache_files(root):
