@@ -160,6 +160,16 @@ def test_map_served(ckpt, zoo, case):
     for n, t in s.extra.items():
         if t.ndim == 2:
             assert where[n] == {"entry"}, n
+    # Each decoder layer is planned as the kind the config's layer_types
+    # (transformers' own list, not the default interval) says it is: gated
+    # attention's fused q/k/v/gate target, or the Gated DeltaNet's.
+    cfg = json.load(open(os.path.join(s.dir, "config.json")))
+    lt = cfg.get("text_config", cfg)["layer_types"]
+    targets = [e["target"] for e in doc["entries"]]
+    for i, kind in enumerate(lt):
+        attn = any(t.startswith(f"layers.{i}/tp/wqkv") for t in targets)
+        gdn = any(t.startswith(f"layers.{i}/tp/qkvzab") for t in targets)
+        assert (attn, gdn) == (kind == "full_attention", kind == "linear_attention"), (i, kind)
 
 
 @pytest.mark.parametrize("case", params("map_unserved", UNSERVED))
