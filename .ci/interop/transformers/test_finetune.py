@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import tflib
-from known import known_bugs
+from known import mark
 from test_saves import cosine
 
 TRAINED = [("qwen3_5", "sgd"), ("qwen3_5", "adam"), ("llama", "sgd"), ("qwen3_moe", "adam"), ("qwen3_next", "sgd")]
@@ -180,7 +180,7 @@ def test_resave_contract(ckpt, zoo, tmp_path):
     assert v["ok"], [f for f in v["findings"] if f["status"] == "fail"]
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("resave-diff", None))
+@mark("resave-diff")
 def test_resave_diff(ckpt, zoo, tmp_path):
     """diff of the base and its bare re-save: every tensor identical, and
     the config keys transformers adds on save (text_config.dtype,
@@ -218,7 +218,7 @@ def built(d):
     return cfg, m.state_dict()
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("resave-release-config", None))
+@mark("resave-release-config")
 def test_resave_release_config(ckpt, zoo, tmp_path):
     """A base with the released config style, re-saved bare: transformers
     builds the same model from both (config.to_dict() and every tensor
@@ -236,7 +236,7 @@ def test_resave_release_config(ckpt, zoo, tmp_path):
     assert v["ok"], [f for f in v["findings"] if f["status"] == "fail"]
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("float-layer-count", None))
+@mark("float-layer-count")
 def test_float_layer_count(ckpt, zoo, tmp_path):
     """text_config.num_hidden_layers 4 -> 4.0: transformers refuses the
     config (an integer field given a float); verify --against the base's
@@ -295,7 +295,7 @@ def test_bookkeeping_contract(ckpt, zoo, tmp_path):
     assert ckpt.json("verify", d, "--against", c)["ok"]
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("diff-bookkeeping", None))
+@mark("diff-bookkeeping")
 def test_bookkeeping_diff(ckpt, zoo, tmp_path):
     """The same pair: diff finds no difference (exit 0, differs false)."""
     base, d = bookkeeping_edit(zoo, tmp_path)

@@ -17,14 +17,23 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 
 import tflib
-from known import SERVED, known_bugs, params
+from known import SERVED, mark, params
 from zoo import CASES, Case
 
 BF16 = [c for c in CASES if c.dtype == "bf16"]
 
 
 def src(ck, saved):
+    """The SRC arguments of a one-checkpoint command for a save: its
+    directory, and --variant NAME for a variant save (as
+    from_pretrained(variant=NAME))."""
     return [saved.dir, *saved.variant_args()]
+
+
+def side(saved):
+    """One side of a diff: the directory, or a variant save's index (diff's
+    --variant would apply to both sides; docs/cli.md)."""
+    return tflib.index_path(saved.dir, saved.variant) if saved.variant else saved.dir
 
 
 # ---------------------------------------------------------------- inspect
@@ -256,7 +265,7 @@ def test_cache_same_weights_same_bytes(ckpt, zoo, tmp_path):
     assert builds["f32"] == builds["single"]
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("cache", Case("qwen3_5_text", "bf16", "single")))
+@mark("cache-text-only")
 def test_cache_text_only_same_bytes(ckpt, zoo, tmp_path):
     """The text-only Qwen3_5ForCausalLM save of the same language model
     (model.* instead of model.language_model.*, as the serving stack's
@@ -268,7 +277,7 @@ def test_cache_text_only_same_bytes(ckpt, zoo, tmp_path):
     assert full and text == full
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("tie-top-level-only", None))
+@mark("tie-top-level-only")
 def test_tied_top_level_only(ckpt, tmp_path):
     """Qwen3_5Config(tie_word_embeddings=True) with a text_config that does
     not repeat it (text_config.tie_word_embeddings stays false in the saved
@@ -350,7 +359,7 @@ def test_diff_layouts_identical(ckpt, zoo, case):
     """diff of the single-file and the sharded (or variant) save of one
     model: every tensor identical, exit 0, as safetensors reads them."""
     a, b = zoo.save(case.kind, case.dtype, "single"), zoo.save(case)
-    doc = ckpt.json("diff", a.dir, *src(ckpt, b))
+    doc = ckpt.json("diff", a.dir, side(b))
     assert doc["differs"] is False
     assert {t["name"] for t in doc["tensors"]} == set(tflib.headers(a.dir))
     assert all(t["relation"] == "identical" for t in doc["tensors"])
@@ -374,7 +383,7 @@ def test_diff_bf16_f32_same_values(ckpt, zoo):
 
 # ---------------------------------------------------------------- variants
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("qwen3_5", "bf16", "variant")))
+@mark("variant-dir")
 def test_variant_dir_opens_and_says_so(ckpt, zoo):
     """A directory holding one variant (save_pretrained(variant="fp16"),
     sharded: model.safetensors.index.fp16.json) opens without --variant, as
@@ -386,7 +395,7 @@ def test_variant_dir_opens_and_says_so(ckpt, zoo):
     assert s.variant in p.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("llama", "bf16", "variant")))
+@mark("variant-dir")
 def test_variant_single_file(ckpt, zoo, tmp_path):
     """save_pretrained(variant="ema") unsharded writes model.ema.safetensors;
     --variant ema reads it, as from_pretrained(variant="ema") does."""
@@ -398,7 +407,7 @@ def test_variant_single_file(ckpt, zoo, tmp_path):
     assert {t["name"] for t in doc["tensors"]} == set(tflib.headers(str(d), "ema"))
 
 
-@pytest.mark.xfail(strict=True, reason=known_bugs("variant", Case("llama", "bf16", "variant")))
+@mark("variant-dir")
 def test_several_variants_listed(ckpt, zoo, tmp_path):
     """A directory with two variants (fp16 and ema, both sharded): without
     --variant the command exits 2 naming both; --variant picks one."""

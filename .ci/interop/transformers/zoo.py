@@ -68,8 +68,8 @@ class Saved:
         return case_id(self.kind, self.dtype, self.layout)
 
     def variant_args(self):
-        """ckpt's flags that select this save's variant (none today: see
-        known_bugs)."""
+        """ckpt's flags that select this save's variant, as
+        from_pretrained(variant=) does."""
         return ["--variant", self.variant] if self.variant else []
 
 
