@@ -15,11 +15,6 @@ B6 = "#33 behaviour 6 (modules_to_not_convert not read as should_convert_module)
 B8 = "#33 behaviour 8 (contract config compared as JSON, not as transformers builds the model): fixed on branch tf-plan-config"
 B9 = "#33 behaviour 9 (diff counts bookkeeping config keys): fixed on branch tf-plan-config"
 # Found by this leg.
-TIE = ("unfixed: a composite Qwen3.5 config with tie_word_embeddings true at the top level only (what "
-       "Qwen3_5Config(tie_word_embeddings=True) saves): transformers ties on the top-level key "
-       "(modeling_utils.py@5.23.0 get_expanded_tied_weights_keys reads self.config) and writes no lm_head.weight; "
-       "verify (arch.missing) and map (rule lm_head) read text_config's false and require it")
-
 ARCH_FP8 = ("unfixed: verify's arch.dtype fails every FP8 weight of a Linear the released Qwen3.5 FP8 files keep "
             "in BF16 (the vision tower, mtp.fc: 'this projection stays unquantised in FP8 releases') although "
             "FineGrainedFP8Config() converts them and transformers loads the file; a release convention, not a "
@@ -42,7 +37,6 @@ def known_bugs(check, case):
         "float-layer-count": B8,
         "diff-bookkeeping": B9,
         "resave-diff": B9,
-        "tie-top-level-only": TIE,
         "fp8-default-arch-dtype": ARCH_FP8,
     }.get(f"{check}:{case}" if case is not None and not hasattr(case, "kind") else check)
 
