@@ -126,7 +126,8 @@ class Zoo:
         FineGrainedFP8 checkpoint of the bf16 single-file save of kind, the
         MTP head (Qwen3.5) quantised by the same quantizer's Fp8Quantize
         (each module that should_convert_module converts under the same
-        list) and added as the release carries it. For a class other than
+        list, but mtp.fc, BF16 in every released FP8 file) and added as the
+        release carries it. For a class other than
         Qwen3.5 the release list is ["lm_head"]."""
         def make(d):
             from transformers.quantizers.quantizers_utils import should_convert_module
@@ -139,7 +140,9 @@ class Zoo:
             skip = q.hf_quantizer.quantization_config.modules_to_not_convert
             mtp = {}
             for k, v in base.extra.items():
-                if v.ndim == 2 and should_convert_module(k.removesuffix(".weight"), skip):
+                # mtp.fc stays BF16 as in the released FP8 files (transformers
+                # builds no MTP head, so no list of its decides).
+                if v.ndim == 2 and k != "mtp.fc.weight" and should_convert_module(k.removesuffix(".weight"), skip):
                     mtp.update(tflib.fp8_quantize_tensors(q, {k: v}))
                 else:
                     mtp[k] = v
