@@ -240,7 +240,7 @@ def text_only_of(zoo):
     return zoo.once("qwen3_5-text-of-full", make)
 
 
-@pytest.mark.parametrize("case", params("cache", [Case("qwen3_5", "bf16", "single"), Case("qwen3_5_text", "bf16", "single")]))
+@pytest.mark.parametrize("case", params("cache", [Case(k, "bf16", "single") for k in sorted(SERVED)]))
 def test_cache_build(ckpt, zoo, case, tmp_path):
     """cache build of a Qwen3.5 save writes every file map plans, and
     cache verify --source accepts it."""
