@@ -369,6 +369,27 @@ func (c *Config) TextInt(key string) (int64, bool) {
 	return AsInt(c.Text()[key])
 }
 
+// TieWordEmbeddings reports whether the checkpoint ties lm_head to the
+// input embeddings, as transformers reads it: the model's own config
+// decides (PreTrainedModel.get_expanded_tied_weights_keys reads
+// self.config.tie_word_embeddings, huggingface/transformers
+// src/transformers/modeling_utils.py in the 5.23.0 release), which for a
+// composite config such as Qwen3_5Config is the top-level key, whatever
+// text_config says (Qwen3_5Config(tie_word_embeddings=True) saves
+// text_config.tie_word_embeddings false beside it). Where the top level
+// does not say, text_config's key is taken. ok is false when neither is a
+// bool.
+func (c *Config) TieWordEmbeddings() (tie, ok bool) {
+	if c == nil {
+		return false, false
+	}
+	if b, ok := c.Raw["tie_word_embeddings"].(bool); ok {
+		return b, true
+	}
+	b, ok := c.Text()["tie_word_embeddings"].(bool)
+	return b, ok
+}
+
 // ModelType is the top-level model_type.
 func (c *Config) ModelType() string {
 	if c == nil {

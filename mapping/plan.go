@@ -456,7 +456,16 @@ func (b *builder) compile() error {
 	return nil
 }
 
+// configValue is a config setting a condition tests: the text model's
+// (text_config first, then the top level), but tie_word_embeddings as
+// transformers reads it (ckpt.Config.TieWordEmbeddings: the top level of a
+// composite config decides).
 func (b *builder) configValue(key string) (any, bool) {
+	if key == "tie_word_embeddings" {
+		if tie, ok := b.c.Config.TieWordEmbeddings(); ok {
+			return tie, true
+		}
+	}
 	if v, ok := b.c.Config.Text()[key]; ok {
 		return v, true
 	}

@@ -1,5 +1,5 @@
-# Sourced by the interop suites' run.sh (.ci/interop, its ttnn and ctools
-# legs).
+# Sourced by the interop suites' run.sh (.ci/interop, its ttnn, ctools and
+# transformers legs).
 #
 # find_python CONDITION CANDIDATE... prints the first candidate interpreter
 # whose version v (sys.version_info[:2]) meets the Python expression

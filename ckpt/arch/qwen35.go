@@ -182,11 +182,7 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 	if q.HeadDim == 0 && q.Heads > 0 {
 		q.HeadDim = q.Hidden / q.Heads
 	}
-	if b, ok := tc["tie_word_embeddings"].(bool); ok {
-		q.TieEmbed = b
-	} else if b, ok := cfg.Raw["tie_word_embeddings"].(bool); ok {
-		q.TieEmbed = b
-	}
+	q.TieEmbed, _ = cfg.TieWordEmbeddings()
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s: qwen3_5 config lacks %v", cfg.File, missing)
 	}
