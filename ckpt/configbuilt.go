@@ -340,10 +340,7 @@ func CompareConfigAsBuilt(base, ft map[string]any) []ConfigChange {
 			kinds[k] = v
 		}
 	}
-	out := []ConfigChange{}
-	for _, ch := range CompareConfig(b, f) {
-		out = append(out, ch)
-	}
+	out := append([]ConfigChange{}, CompareConfig(b, f)...)
 	// number kinds: CompareConfig compares by value
 	walkKinds("", b, f, kinds, &out)
 	slices.SortStableFunc(out, func(x, y ConfigChange) int { return strings.Compare(x.Path, y.Path) })

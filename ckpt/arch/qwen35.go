@@ -253,8 +253,7 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 	var out []Tensor
 	tp := q.TextPath
 	bf := []ckpt.DType{ckpt.BF16}
-	var add addFunc
-	add = func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
+	add := addFunc(func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
 		dimKeys := splitDimKeys(len(shape), keys)
 		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: flatKeys(dimKeys), DimKeys: dimKeys}
 		if t.Alt == nil {
@@ -282,7 +281,7 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 			return
 		}
 		out = append(out, t)
-	}
+	})
 	H, P := q.Hidden, q.TextPrefix
 	K, Vd := q.LinKHeads*q.LinKDim, q.LinVHeads*q.LinVDim
 	kH, kI, kV := tp+"hidden_size", tp+"intermediate_size", tp+"vocab_size"

@@ -229,6 +229,7 @@ func TestFP8BlockMismatches(t *testing.T) {
 			}
 			cnt, zs := b.Mismatches(w, codes)
 			require.Zero(t, cnt, "%s block %d: own codes", r, k)
+			require.Zero(t, zs, "%s block %d: own codes, sign of zero", r, k)
 			var wantZS int64
 			for i := range codes {
 				switch rng.IntN(6) {

@@ -153,7 +153,7 @@ func assertMarkdownInert(t *testing.T, args, stdout string, heatmap bool) {
 	// the heatmap's code block, where nothing is markup.
 	fence := ""
 	for _, l := range strings.Split(stdout, "\n") {
-		if f := strings.TrimRight(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
+		if f := strings.TrimSuffix(l, "text"); strings.HasPrefix(l, "```") && strings.Trim(f, "`") == "" {
 			if fence == "" {
 				fence = f
 			} else if f == fence {
