@@ -688,7 +688,7 @@ func measurements27B(bin, dir, scratch string, clearScratch func() error, layers
 	}
 	cache := filepath.Join(scratch, "cache")
 	build := append([]string{"cache", "build", base, "--out", cache, "--mesh", "1x2"}, common...)
-	var built int64 // bytes of the durable build's cache, for the disk floors
+	var built int64             // bytes of the durable build's cache, for the disk floors
 	sizeBuilt := func() error { // once, untimed (a build kept by an earlier row serves)
 		if built == 0 {
 			if _, err := os.Stat(filepath.Join(cache, "manifest.json")); err != nil {

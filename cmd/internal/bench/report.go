@@ -57,7 +57,7 @@ type result struct {
 	Date       string  `json:"date"` // RFC 3339, UTC, when the row's first run started
 	Commit     string  `json:"commit"`
 	Dirty      bool    `json:"dirty"`
-	Cold       bool    `json:"cold,omitempty"` // every run started from a dropped page cache
+	Cold       bool    `json:"cold,omitempty"`  // every run started from a dropped page cache
 	Cores      int     `json:"cores,omitempty"` // of the machine (the CPU bound: CPUS / Cores)
 }
 

@@ -1,9 +1,9 @@
 package output
 
 import (
-	"io"
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
