@@ -5,12 +5,13 @@ reading them back, and running the ckpt binary."""
 import json
 import os
 import struct
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import safetensors
 from safetensors import TensorSpec, deserialize, serialize, serialize_file
+
+from ckptrun import Ckpt  # noqa: F401  (the runner, shared with the ctools and transformers legs)
 
 # Every safetensors dtype and its element size in bits (the format's table).
 BITS = {
@@ -176,28 +177,6 @@ def assert_same_floats(got, want, what):
         raise AssertionError(
             f"{what}: {bad.size} of {got.size} values differ; first at {i.tolist()}: "
             f"got {[hex(int(x)) for x in gb.ravel()[i]]}, want {[hex(int(x)) for x in wb.ravel()[i]]}")
-
-
-class Ckpt:
-    """Runs the ckpt binary."""
-
-    def __init__(self, binary, env=None):
-        self.binary = binary
-        self.env = dict(os.environ if env is None else env)
-
-    def run(self, *args, rc=0, env=None):
-        e = dict(self.env)
-        e.update(env or {})
-        p = subprocess.run([self.binary, *map(str, args)], capture_output=True, text=True, env=e, timeout=300)
-        want = rc if isinstance(rc, (tuple, list)) else (rc,)
-        assert p.returncode in want, (
-            f"ckpt {' '.join(map(str, args))}: exit {p.returncode}, want {want}\n"
-            f"stdout: {p.stdout[-3000:]}\nstderr: {p.stderr[-3000:]}")
-        return p
-
-    def json(self, *args, rc=0, env=None):
-        p = self.run(*args, "--format", "json", rc=rc, env=env)
-        return json.loads(p.stdout)
 
 
 def versions():
