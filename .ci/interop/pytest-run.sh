@@ -43,6 +43,22 @@ ensure_venv() {
 	touch "$venv/.installed"
 }
 
+# build_ckpt LABEL WORK exports CKPT_BIN: the binary $CKPT_BIN names (made
+# absolute; nothing is built, no Go needed), else ckpt built into WORK/bin.
+build_ckpt() {
+	local label=$1 work=$2
+	if [ -n "${CKPT_BIN:-}" ]; then
+		CKPT_BIN=$(realpath "$CKPT_BIN")
+		echo "$label: using CKPT_BIN=$CKPT_BIN, nothing built"
+	else
+		mkdir -p "$work/bin"
+		go build -o "$work/bin/" ./cmd/ckpt
+		echo "$label: built ckpt ($((SECONDS - start)) s)"
+		CKPT_BIN=$work/bin/ckpt
+	fi
+	export CKPT_BIN
+}
+
 # venv_key PYTHON REQUIREMENTS: a short hash of the pinned set, the uv
 # version and the interpreter, naming the venv (a change makes a new one).
 venv_key() {

@@ -36,16 +36,7 @@ echo "ctools: venv ready ($((SECONDS - start)) s): $("$venv/bin/python" -c \
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-ctools.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/bin"
-if [ -n "${CKPT_BIN:-}" ]; then
-	CKPT_BIN=$(realpath "$CKPT_BIN")
-	echo "ctools: using CKPT_BIN=$CKPT_BIN, nothing built"
-else
-	go build -o "$work/bin/" ./cmd/ckpt
-	echo "ctools: built ckpt ($((SECONDS - start)) s)"
-	CKPT_BIN=$work/bin/ckpt
-fi
-export CKPT_BIN
+build_ckpt ctools "$work"
 # No GPU is used or looked for; torch on the CPU, one thread per core of
 # the shared CI machine is plenty for these small models.
 export CUDA_VISIBLE_DEVICES= TOKENIZERS_PARALLELISM=false TQDM_DISABLE=1 HF_HUB_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1

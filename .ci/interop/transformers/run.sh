@@ -39,16 +39,7 @@ echo "transformers: venv ready ($((SECONDS - start)) s): $("$venv/bin/python" -c
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ckpt-transformers.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/bin"
-if [ -n "${CKPT_BIN:-}" ]; then
-	CKPT_BIN=$(realpath "$CKPT_BIN")
-	echo "transformers: using CKPT_BIN=$CKPT_BIN, nothing built"
-else
-	go build -o "$work/bin/" ./cmd/ckpt
-	echo "transformers: built ckpt ($((SECONDS - start)) s)"
-	CKPT_BIN=$work/bin/ckpt
-fi
-export CKPT_BIN
+build_ckpt transformers "$work"
 # No GPU is used or looked for, nothing is downloaded: every model is made
 # by code from a config, and the hub is switched off. Nothing of the
 # caller's Hugging Face set-up may leak in; HF_HOME points into the work
