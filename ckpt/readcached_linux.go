@@ -58,20 +58,51 @@ func openDirectRead(f *os.File) (*os.File, error) {
 func isDirectUnsupported(err error) bool { return errors.Is(err, syscall.EINVAL) }
 
 // allCached reports whether the page cache holds every page of [off,
-// off+n) of the file fd, without reading anything (cachestat, Linux 6.5;
-// a read that fails instead of waiting, as readCached's, starts the
-// kernel's read-ahead of what is missing). ok is false when the kernel has
-// no cachestat.
-func allCached(fd uintptr, off int64, n int) (all, ok bool) {
+// off+n) of the file fd, without reading anything: with cachestat (Linux
+// 6.5) where the kernel has it, else with mincore over a mapping of the
+// range (a read that fails instead of waiting, as readCached's, would
+// start the kernel's read-ahead of what is missing, and the direct read
+// would then read it a second time while it fills the page cache). stat
+// false skips cachestat (the kernel refused it before). Where mincore
+// cannot tell (the kernel reports only this process's own mappings for a
+// file the caller may not write), the range reads as not cached and is
+// read directly: correct, without the copy from memory. ok is false when
+// neither call is available; statErr is true when cachestat failed.
+func allCached(fd uintptr, off int64, n int, stat bool) (all, ok, statErr bool) {
 	if n <= 0 {
-		return true, true
+		return true, true, false
 	}
 	page := int64(os.Getpagesize())
 	first, last := off/page, (off+int64(n)-1)/page
-	r := unix.CachestatRange{Off: uint64(first * page), Len: uint64((last - first + 1) * page)}
-	var st unix.Cachestat_t
-	if err := unix.Cachestat(uint(fd), &r, &st, 0); err != nil {
+	if stat {
+		r := unix.CachestatRange{Off: uint64(first * page), Len: uint64((last - first + 1) * page)}
+		var st unix.Cachestat_t
+		if err := unix.Cachestat(uint(fd), &r, &st, 0); err == nil {
+			return int64(st.Cache) >= last-first+1, true, false
+		}
+		statErr = true
+	}
+	all, ok = mincoreAll(fd, first*page, int(last-first+1))
+	return all, ok, statErr
+}
+
+// mincoreAll reports whether the page cache holds the pages pages of the
+// file fd from the page-aligned offset off, by mapping them (nothing is
+// read) and asking mincore.
+func mincoreAll(fd uintptr, off int64, pages int) (all, ok bool) {
+	m, err := unix.Mmap(int(fd), off, pages*os.Getpagesize(), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
 		return false, false
 	}
-	return int64(st.Cache) >= last-first+1, true
+	defer unix.Munmap(m)
+	vec := make([]byte, pages)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return false, false
+	}
+	for _, v := range vec {
+		if v&1 == 0 {
+			return false, true
+		}
+	}
+	return true, true
 }

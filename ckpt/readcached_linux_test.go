@@ -67,9 +67,19 @@ func TestFileBlobReadAt(t *testing.T) {
 // TestFileBlobReadStream reads a file through fileBlob.readStream at many
 // offsets and lengths, cached and dropped from the page cache, against
 // os.File.ReadAt; what was not cached is read directly from the disk and
-// stays out of the page cache.
+// stays out of the page cache, with cachestat and, as on kernels before
+// 6.5, without it (mincore).
 func TestFileBlobReadStream(t *testing.T) {
 	t.Parallel()
+	for _, noStat := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cachestat", true: "mincore"}[noStat], func(t *testing.T) {
+			t.Parallel()
+			testFileBlobReadStream(t, noStat)
+		})
+	}
+}
+
+func testFileBlobReadStream(t *testing.T, noStat bool) {
 	data := make([]byte, 3<<20+321)
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range data {
@@ -81,6 +91,7 @@ func TestFileBlobReadStream(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	fb := b.(*fileBlob)
+	fb.noStat.Store(noStat)
 	ref, err := os.Open(p)
 	require.NoError(t, err)
 	defer ref.Close()
@@ -121,4 +132,52 @@ func TestFileBlobReadStream(t *testing.T) {
 		cached += int(v & 1)
 	}
 	assert.LessOrEqual(t, cached, 2, "pages of %d cached after direct reads", len(vec))
+}
+
+// TestAllCached: with some pages of a file in the page cache, allCached
+// tells a range whose pages are all cached from one that misses any, with
+// cachestat and with mincore alike. The file is dropped whole (the kernel
+// keeps the large folios a partial drop would split) and two parts are
+// read back with read-ahead off (the kernel may still read a little
+// around them: no case depends on the pages beside them).
+func TestAllCached(t *testing.T) {
+	t.Parallel()
+	page := os.Getpagesize()
+	data := make([]byte, 64*page)
+	p := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(p, data, 0o644))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Sync())
+	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
+	require.NoError(t, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_RANDOM))
+	_, err = f.ReadAt(data[:16*page], 0)
+	require.NoError(t, err)
+	_, err = f.ReadAt(data[:16*page], int64(48*page))
+	require.NoError(t, err)
+	for _, stat := range []bool{true, false} {
+		if _, _, statErr := allCached(f.Fd(), 0, 1, true); stat && statErr {
+			continue // this kernel has no cachestat
+		}
+		for _, tc := range []struct {
+			off, n int
+			want   bool
+		}{
+			{0, 8 * page, true},
+			{page + 5, 3 * page, true},
+			{56*page + 1, 8*page - 1, true},
+			{60*page + 3, 1, true},
+			{0, 0, true},
+			{0, 64 * page, false},
+			{7*page + 9, 18 * page, false},
+			{20 * page, 24 * page, false},
+			{30*page + 1, 1, false},
+			{40*page - 1, 30 * page, false},
+		} {
+			all, ok, _ := allCached(f.Fd(), int64(tc.off), tc.n, stat)
+			require.True(t, ok)
+			assert.Equal(t, tc.want, all, "stat %v [%d, %d)", stat, tc.off, tc.off+tc.n)
+		}
+	}
 }

@@ -16,4 +16,6 @@ func openDirectRead(f *os.File) (*os.File, error) { return nil, errors.ErrUnsupp
 func isDirectUnsupported(err error) bool { return errors.Is(err, errors.ErrUnsupported) }
 
 // allCached: no page cache queries off Linux.
-func allCached(fd uintptr, off int64, n int) (all, ok bool) { return false, false }
+func allCached(fd uintptr, off int64, n int, stat bool) (all, ok, statErr bool) {
+	return false, false, false
+}

@@ -194,6 +194,9 @@ type fileBlob struct {
 	// noDirect is set when the file system refuses direct reads
 	// (ReadStream, stream.go).
 	noDirect atomic.Bool
+	// noStat is set when the kernel refuses cachestat (before Linux 6.5,
+	// or a filter): allCached asks mincore only.
+	noStat atomic.Bool
 
 	// Guarded by pool.mu.
 	f       *os.File // nil while closed

@@ -77,10 +77,15 @@ func (b *fileBlob) readStream(buf []byte, abs int64, n int) ([]byte, error) {
 		rc.Control(func(fd uintptr) {
 			if direct {
 				// Cached or not is asked first where the kernel can
-				// tell: a read that fails instead of waiting would
-				// start the read-ahead of what it misses, which the
-				// direct read then reads a second time.
-				if all, ok := allCached(fd, abs, n); ok && !all {
+				// tell (allCached): a read that fails instead of
+				// waiting would start the read-ahead of what it
+				// misses, which the direct read then reads a second
+				// time.
+				all, ok, statErr := allCached(fd, abs, n, !b.noStat.Load())
+				if statErr {
+					b.noStat.Store(true)
+				}
+				if ok && !all {
 					return
 				}
 			}
