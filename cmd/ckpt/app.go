@@ -253,10 +253,20 @@ func (a *App) proseFor(format string) {
 	}
 }
 
-// warn prints warnings a library workflow returned.
-func (a *App) warn(msgs []string) {
+// warn prints warnings a library workflow returned, one line each,
+// prefixed "ckpt: warning: ": a message naming what an input names (a
+// tensor, an archive member, a manifest's source) prints with its control
+// characters escaped, as every name on the terminal does, whoever built
+// the message.
+func (a *App) warn(msgs ...string) { a.stderrLines("warning", msgs) }
+
+// note prints notes (what was done on the user's behalf, what was not
+// checked) as warn prints warnings, prefixed "ckpt: note: ".
+func (a *App) note(msgs ...string) { a.stderrLines("note", msgs) }
+
+func (a *App) stderrLines(kind string, msgs []string) {
 	for _, m := range msgs {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", m)
+		fmt.Fprintf(a.Err, "ckpt: %s: %s\n", kind, ckpt.EscapeName(m))
 	}
 }
 

@@ -113,7 +113,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 				return runF(cmd.Context(), o)
 			}
 			if o.OutFromEnv {
-				fmt.Fprintf(a.Err, "ckpt: note: no -o/--out: building under $TT_CACHE_PATH (%s)\n", o.Out)
+				a.note(fmt.Sprintf("no -o/--out: building under $TT_CACHE_PATH (%s)", o.Out))
 			}
 			return a.runCacheBuild(cmd.Context(), o)
 		},

@@ -74,9 +74,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog, Variant: o.Variant})
 	stop()
 	if res != nil {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-		}
+		a.warn(res.Warnings...)
 	}
 	if err != nil {
 		return err

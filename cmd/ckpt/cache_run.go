@@ -69,7 +69,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	rep, err := build.RunSource(ctx, req)
 	stop()
 	if rep != nil {
-		a.warn(rep.Warnings)
+		a.warn(rep.Warnings...)
 	}
 	if err != nil {
 		return err
@@ -81,12 +81,8 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	// Warnings and notes are not the result: stderr, prefixed (-q drops
 	// them); the JSON document keeps them in warnings.
-	for _, w := range rep.PlanWarnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-	}
-	for _, n := range rep.Notes {
-		fmt.Fprintf(a.Err, "ckpt: note: %s\n", n)
-	}
+	a.warn(rep.PlanWarnings...)
+	a.note(rep.Notes...)
 	return printBuild(a.Out, format, rep)
 }
 
@@ -109,7 +105,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	}
 	for _, f := range res.Folders {
 		if f.SourceFromManifest {
-			fmt.Fprintf(a.Err, "ckpt: note: %s: checking against the source its manifest names, %s (--source SRC names another)\n", f.Dir, ckpt.EscapeName(f.Source))
+			a.note(fmt.Sprintf("%s: checking against the source its manifest names, %s (--source SRC names another)", f.Dir, ckpt.EscapeName(f.Source)))
 		}
 	}
 	if one := res.Single(); one != nil {
@@ -178,9 +174,7 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-	}
+	a.warn(res.Warnings...)
 	fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
 		len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
 	if res.Replaced {

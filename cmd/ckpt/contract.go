@@ -82,7 +82,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	res, err := verify.ContractOfSource(ctx, req)
 	stop()
 	if res != nil {
-		a.warn(res.Warnings)
+		a.warn(res.Warnings...)
 	}
 	if err != nil {
 		return err

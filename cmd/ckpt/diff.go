@@ -151,7 +151,7 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 	res, err := diff.Run(ctx, req)
 	stop()
 	if res != nil {
-		a.warn(res.Warnings)
+		a.warn(res.Warnings...)
 	}
 	var unknown *ckpt.UnknownDTypeError
 	if err != nil && !errors.As(err, &unknown) {

@@ -362,3 +362,28 @@ func TestMarkdownEscapesCacheInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestStderrLinesEscaped: warnings and notes reach stderr with the
+// control characters of what they quote escaped (an archive's manifest, a
+// tensor name, a source's path can carry terminal controls), one line
+// each; a message without any prints as it is.
+func TestStderrLinesEscaped(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		say  func(a *App)
+		want string
+	}{
+		{"warning", func(a *App) { a.warn("12 files came from x\x1b]0;owned\x07.tar.zst") },
+			"ckpt: warning: 12 files came from x\\x1b]0;owned\\a.tar.zst\n"},
+		{"note", func(a *App) { a.note("checking \u202eevil", "plain \"quoted\" name") },
+			"ckpt: note: checking \\u202eevil\nckpt: note: plain \"quoted\" name\n"},
+		{"newline", func(a *App) { a.warn("two\nlines") }, "ckpt: warning: two\\nlines\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errb strings.Builder
+			tc.say(&App{Err: &errb})
+			assert.Equal(t, tc.want, errb.String())
+		})
+	}
+}

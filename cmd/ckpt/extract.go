@@ -96,13 +96,13 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	out, err := extract.Run(ctx, req)
 	stop()
 	if out != nil {
-		a.warn(out.Shown)
+		a.warn(out.Shown...)
 	}
 	if err != nil {
 		return err
 	}
 	if s := ckpt.NonFiniteNote(out.NonFinite); s != "" {
-		fmt.Fprintf(a.Err, "ckpt: note: %s\n", s)
+		a.note(s)
 	}
 	return printExtract(a.Out, format, out)
 }

@@ -73,7 +73,7 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	if res == nil {
 		return err
 	}
-	a.warn(res.Warnings)
+	a.warn(res.Warnings...)
 	if err := printInspect(a.Out, format, res, o.SummaryOnly, o.Metadata); err != nil {
 		return err
 	}

@@ -92,9 +92,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	a.proseFor(format)
 	res, err := mapping.Map(ctx, o.request(a))
 	if res != nil {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(a.Err, "ckpt: warning: %s\n", w)
-		}
+		a.warn(res.Warnings...)
 	}
 	if err != nil {
 		return err
@@ -131,12 +129,8 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	doc := res.Doc
 	// Warnings are not the result: stderr, prefixed (-q drops them); the
 	// JSON document keeps them in warnings.
-	for _, line := range doc.EntryWarnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", line)
-	}
-	for _, wn := range doc.PlanWarnings {
-		fmt.Fprintf(a.Err, "ckpt: warning: %s\n", ckpt.EscapeName(wn))
-	}
+	a.warn(doc.EntryWarnings...)
+	a.warn(doc.PlanWarnings...)
 	if err := printMap(a.Out, format, doc, o.Summary); err != nil {
 		return err
 	}

@@ -120,11 +120,11 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	for _, al := range rep.Allowed {
 		for _, c := range al.Findings {
 			if c.Status == verify.Fail {
-				fmt.Fprintf(a.Err, "ckpt: warning: --allow-finding %s accepts a FAILED finding: %s: %s\n", ckpt.EscapeName(al.Spec), c.ID, ckpt.EscapeName(c.Message))
+				a.warn(fmt.Sprintf("--allow-finding %s accepts a FAILED finding: %s: %s", ckpt.EscapeName(al.Spec), c.ID, ckpt.EscapeName(c.Message)))
 			}
 		}
 		if len(al.Findings) == 0 {
-			fmt.Fprintf(a.Err, "ckpt: warning: --allow-finding %s accepted nothing: no failing or warning finding %s\n", ckpt.EscapeName(al.Spec), allowanceWhat(al))
+			a.warn(fmt.Sprintf("--allow-finding %s accepted nothing: no failing or warning finding %s", ckpt.EscapeName(al.Spec), allowanceWhat(al)))
 		}
 	}
 	if !rep.OK {
