@@ -50,7 +50,10 @@ type Manifest struct {
 	Tag      string           `json:"tag"`
 	CacheDir string           `json:"cache_dir"`
 	Source   string           `json:"source"`
-	Files    []FileRecord     `json:"files"`
+	// Variant is the variant of a directory source the cache was built
+	// from (--variant; ckpt.Options.Variant), "" for the default.
+	Variant string       `json:"variant,omitempty"`
+	Files   []FileRecord `json:"files"`
 	// AllowNonFinite is set when the build was told to accept source
 	// tensors holding NaN or Inf; NonFinite lists those it found.
 	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`

@@ -39,6 +39,9 @@ type Plan struct {
 	// (PlanOptions.Ignores; Resolve sets it): the Glob of the Ignored
 	// tensors they left out.
 	Ignore []string
+	// Variant is the variant of a directory source the plan was made from
+	// (PlanOptions.Variant; Resolve sets it), "" for the default.
+	Variant string
 }
 
 // Ignored is a tensor left out with the reason of its ignore rule; Glob is

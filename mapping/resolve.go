@@ -144,6 +144,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		return nil, nil, err
 	}
 	plan.Ignore = append([]string(nil), o.Ignores()...)
+	plan.Variant = o.Variant
 	return c, plan, err
 }
 

@@ -1140,7 +1140,7 @@ func (b *builder) abortAll() {
 func (b *builder) finish() (*Result, error) {
 	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
+		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Variant: b.plan.Variant, Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	if b.opt.AllowNonFinite {
 		m.NaN = b.opt.NaN
 	}

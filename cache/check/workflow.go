@@ -193,6 +193,9 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 			return nil, &ckpt.UsageError{Reason: fmt.Sprintf("the manifest of %s names no source: pass --source SRC (the checkpoint the cache is for)", folder.Path())}
 		}
 		opt.Source, res.Source, res.SourceFromManifest = m.Source, m.Source, true
+		if opt.Variant == "" {
+			opt.Variant = m.Variant // and the variant of it
+		}
 	}
 	if opt.Rules == "" {
 		if _, err := mapping.Builtin(m.Profile); err != nil {
