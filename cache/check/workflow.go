@@ -167,7 +167,10 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	folder, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		var amb *cache.AmbiguousCacheError
-		if errors.As(err, &amb) {
+		var nc *cache.NoCacheError
+		if errors.As(err, &amb) || (errors.As(err, &nc) && nc.Checkpoint != "") {
+			// Not a verdict on a cache: the wrong directory (exit 2, as
+			// for cache ls, identify and pack).
 			return nil, err
 		}
 		res.Findings = append(res.Findings, fail(FindingManifest, "", err.Error()))

@@ -175,9 +175,10 @@ func TestBareRepoIDHint(t *testing.T) {
 	assert.Equal(t, "ckpt: opening ./Qwen/none: no such file or directory\n", stderr)
 }
 
-// TestCacheCommandsRefuseCheckpointDir: ls, pack and identify of a
-// checkpoint directory refuse it alike (exit 2, "not a cache: ... a
-// checkpoint directory"); ls used to list "0 files, 0 B", exit 0.
+// TestCacheCommandsRefuseCheckpointDir: ls, pack, identify and verify of
+// a checkpoint directory refuse it alike (exit 2, "not a cache: ... a
+// checkpoint directory"); ls used to list "0 files, 0 B", exit 0, and
+// verify to fail it as a cache (a manifest finding, exit 1).
 func TestCacheCommandsRefuseCheckpointDir(t *testing.T) {
 	t.Parallel()
 	base, _, err := synth.Pair(t.TempDir())
@@ -188,6 +189,8 @@ func TestCacheCommandsRefuseCheckpointDir(t *testing.T) {
 		{"cache", "ls", base, "--format", "json"},
 		{"cache", "pack", base, "-o", filepath.Join(t.TempDir(), "c.tar.zst")},
 		{"cache", "identify", base},
+		{"cache", "verify", base},
+		{"cache", "verify", base, "--format", "json", "--read-data"},
 	} {
 		code, stdout, stderr := runApp(t, args...)
 		assert.Equal(t, exitUnreadable, code, "%v: %s", args, stdout)
