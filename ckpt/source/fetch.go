@@ -451,10 +451,16 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 		e.Message = bodyError(resp.Body)
 	}
 	e.Message = oneLine(e.Message)
+	refused := resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
 	switch {
-	case !s.hub && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+	case refused && s.hub && resp.Request != nil && !sameOrigin(resp.Request.URL, s.base):
+		// The hub redirected the download elsewhere (its CDN, with a
+		// signed URL) and that server refused it: not the repository's
+		// access, which the hub itself granted by redirecting.
+		e.Hint = "refused by " + resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + ", where the hub redirected the download (a signed URL that expired, or a server that refuses this network), not by the hub; a Hugging Face token is not sent there"
+	case !s.hub && refused:
 		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT: its exact scheme, host and port), never to other origins"
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || e.Code == "GatedRepo":
+	case refused || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"
 		} else {

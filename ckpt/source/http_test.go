@@ -473,3 +473,46 @@ func TestHTTPOneRequestPerRead(t *testing.T) {
 		hub.Close()
 	}
 }
+
+// TestHTTPRefusedHints: a 403 the hub answers itself is about the
+// repository (private or gated: a token hint); one from the CDN the hub
+// redirected the download to is not (the hub granted access by
+// redirecting): its hint names that server and says the token is not
+// sent there.
+func TestHTTPRefusedHints(t *testing.T) {
+	t.Parallel()
+	dir := smallFixture(t)
+	for _, tc := range []struct {
+		name      string
+		cdn       bool // the CDN refuses, not the hub
+		want, not string
+	}{
+		{"hub", false, "the repository may be private or gated", "redirected"},
+		{"cdn", true, "where the hub redirected the download", "gated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hub := sourcetest.NewHub(dir, "org/model")
+			defer hub.Close()
+			hub.Redirect = tc.cdn // (a redirect is answered before any fault)
+			cdn := hub.Serve()
+			hub.RedirectTo = cdn.URL
+			hub.Inject = func(r *http.Request, file string) sourcetest.Fault {
+				if file == shard {
+					return sourcetest.Fault{Kind: sourcetest.Reject, Status: http.StatusForbidden, Body: "denied"}
+				}
+				return sourcetest.Fault{}
+			}
+			opt := fastOpts()
+			opt.Getenv = mapEnv(map[string]string{"HF_ENDPOINT": hub.URL})
+			_, err := ckpt.Open(context.Background(), "hf://org/model", ckpt.Options{}, source.Openers(opt)...)
+			var he *source.HTTPError
+			require.ErrorAs(t, err, &he)
+			assert.Equal(t, http.StatusForbidden, he.Status)
+			assert.Contains(t, he.Hint, tc.want)
+			assert.NotContains(t, he.Hint, tc.not)
+			if tc.cdn {
+				assert.Contains(t, he.Hint, "refused by "+cdn.URL+",")
+			}
+		})
+	}
+}
