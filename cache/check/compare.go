@@ -377,7 +377,7 @@ func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Hea
 			if d == nil {
 				d = firstDifference(spec, ha.Shards[i], i, off+int64(u)+int64(at), (off+int64(u))/int64(unit), ulp)
 				if why != "" {
-					d.Message += "; " + fmt.Sprintf(why, *d.FirstByte)
+					d.Message += fmt.Sprintf("; the element at byte %d is %s", *d.FirstByte, why)
 				}
 			}
 			d.DiffUnits++

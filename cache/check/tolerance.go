@@ -80,7 +80,8 @@ func (c *ulpCheck) distance(x, y []byte, k int) (ulp uint64, ok bool, a, b uint3
 // unit holds one differing unit pair (whole elements) within the
 // tolerance. When every element is within it, the unit's differing
 // elements are counted and at is -1; otherwise at is the offset in the
-// unit of the first element beyond it, and why says how far beyond.
+// unit of the first element beyond it, and why gives both elements'
+// bits and how far apart they are.
 func (c *ulpCheck) unit(x, y []byte) (at int, why string) {
 	var elems int64
 	var most uint64
@@ -88,9 +89,9 @@ func (c *ulpCheck) unit(x, y []byte) (at int, why string) {
 		ulp, ok, a, b := c.distance(x, y, k)
 		switch {
 		case !ok:
-			return k, fmt.Sprintf("the element at byte %%d is %s vs %s: a NaN or infinity is within no ulp of other bits", c.bits(a), c.bits(b))
+			return k, fmt.Sprintf("%s vs %s: a NaN or infinity is within no ulp of other bits", c.bits(a), c.bits(b))
 		case ulp > c.tol.ULP:
-			return k, fmt.Sprintf("the element at byte %%d is %s vs %s, %d ulp apart", c.bits(a), c.bits(b), ulp)
+			return k, fmt.Sprintf("%s vs %s, %d ulp apart", c.bits(a), c.bits(b), ulp)
 		case ulp > 0 || a != b: // +0 against -0 differ by bits, by no ulp
 			elems++
 			most = max(most, ulp)
