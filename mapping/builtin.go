@@ -200,7 +200,9 @@ var (
 			"layer.py, model_config.py and weight_mapping.py: not stored at " + mainShort + " nor at the branch's other commits (the index names " +
 				"eac0c9b30aa and 755a0d6461d only by these prefixes); read at the revisions pinned",
 			"neg_exp_A_fp32 values: −exp is computed in float64 and rounded to float32; torch's float32 exp (2.15.0 measured) differs from " +
-				"that in the last bit for about 1 % of inputs, so such a value can be one unit in the last place from the stack's",
+				"that in the last bit for about 1 % of inputs, so such a value can be one unit in the last place from the stack's; " +
+				"cache compare, cache identify --source and cache verify --read-data hold these files within 1 ulp (op neg_exp) and say so, " +
+				"every other file byte for byte",
 			openSwiGLU, openReplicated, openMoE,
 		})}
 )

@@ -70,8 +70,13 @@ type Difference struct {
 	// matrix decode to the same values: they differ only in the padding
 	// TILE adds beyond the shape (MaxAbsDiff covers the other tiles, and
 	// is absent when every differing tile is one of these).
-	PaddingUnits int64  `json:"padding_only_units,omitempty"`
-	Message      string `json:"message"`
+	PaddingUnits int64 `json:"padding_only_units,omitempty"`
+	// Tolerance is set on a data difference of a file whose entry applies
+	// a value op that is not exactly reproducible: the file was compared
+	// within it, and the difference is beyond it (FirstByte is the first
+	// element beyond it; units within it are not in DiffUnits).
+	Tolerance *mapping.Tolerance `json:"tolerance,omitempty"`
+	Message   string             `json:"message"`
 }
 
 // CompareReport is the outcome of Compare or Plan.
@@ -82,7 +87,8 @@ type CompareReport struct {
 	B string `json:"b"`
 	// FilesA and FilesB count the .tensorbin files (or planned files) on
 	// each side, Common those on both, Identical the common files without
-	// a difference, Bytes the shard bytes compared.
+	// a difference (and not within a tolerance), Bytes the shard bytes
+	// compared.
 	FilesA    int   `json:"files_a"`
 	FilesB    int   `json:"files_b"`
 	Common    int   `json:"common"`
@@ -91,6 +97,10 @@ type CompareReport struct {
 	// HeadersOnly: no data was read (Plan).
 	HeadersOnly bool         `json:"headers_only"`
 	Diffs       []Difference `json:"differences"`
+	// Tolerated are the files whose data differs only within the
+	// tolerance of a value op their entry applies (Tolerated); they are
+	// not differences, and not counted in Identical.
+	Tolerated []Tolerated `json:"within_tolerance,omitempty"`
 }
 
 // Same reports whether no difference was found.
@@ -122,7 +132,12 @@ type CompareOptions struct {
 // common file (cache.HeaderDiffs, shard offsets excepted), and the bytes of each
 // shard, streamed in chunks (memory is bounded by Workers × 2 × ChunkBytes,
 // whatever the file sizes), naming the first differing tile and the decoded
-// maximum absolute difference. A file whose header cannot be read is a
+// maximum absolute difference. A file that a rule with a value op that is
+// not exactly reproducible names (neg_exp: mapping.Tolerance; the rules of
+// the built-in profile a ckpt manifest of either side names, else of every
+// built-in profile) is compared within that op's tolerance, element by
+// element, and is Tolerated when it differs only within it; every other
+// file byte for byte. A file whose header cannot be read is a
 // DiffUnreadable difference; an error is returned only when a directory
 // cannot be listed or a file cannot be read after its header. Differences
 // are sorted by file. Symbolic links to folders and files are followed; a
@@ -157,6 +172,7 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 		}
 	}
 	rep.Common = len(common)
+	tols := compareTolerances(a, b, common)
 	var mu sync.Mutex
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(opt.Workers)
@@ -165,17 +181,20 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			diffs, n, err := compareFile(ctx, filepath.Join(a, filepath.FromSlash(p)), filepath.Join(b, filepath.FromSlash(p)), p, opt)
+			diffs, tol, n, err := compareFile(ctx, filepath.Join(a, filepath.FromSlash(p)), filepath.Join(b, filepath.FromSlash(p)), p, tols[p], opt)
 			if err != nil {
 				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			rep.Bytes += n
-			if len(diffs) == 0 {
+			if len(diffs) == 0 && tol == nil {
 				rep.Identical++
 			}
 			rep.Diffs = append(rep.Diffs, diffs...)
+			if tol != nil {
+				rep.Tolerated = append(rep.Tolerated, *tol)
+			}
 			return nil
 		})
 	}
@@ -183,6 +202,7 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 		return nil, err
 	}
 	sortDiffs(rep.Diffs)
+	sortTolerated(rep.Tolerated)
 	return rep, nil
 }
 
@@ -206,6 +226,12 @@ func emptyCompare(a, b string, na, nb int) error {
 func contains(sorted []string, p string) bool {
 	i := sort.SearchStrings(sorted, p)
 	return i < len(sorted) && sorted[i] == p
+}
+
+// sortTolerated orders the files within a tolerance by file (natural
+// order).
+func sortTolerated(ts []Tolerated) {
+	sort.SliceStable(ts, func(i, j int) bool { return ckpt.NaturalLess(ts[i].File, ts[j].File) })
 }
 
 // sortDiffs orders differences by file (natural order), keeping the order
@@ -248,35 +274,43 @@ func headerDiffs(file string, a, b *tensorbin.Header) []Difference {
 }
 
 // compareFile compares one common file: header fields, then the data of
-// each shard when both sides have shards of the same sizes.
-func compareFile(ctx context.Context, pa, pb, file string, opt CompareOptions) ([]Difference, int64, error) {
+// each shard when both sides have shards of the same sizes, within ft's
+// tolerance when it has one. It returns the differences and, for a file
+// whose data differs only within the tolerance, its Tolerated record.
+func compareFile(ctx context.Context, pa, pb, file string, ft fileTol, opt CompareOptions) ([]Difference, *Tolerated, int64, error) {
 	fa, ha, err := openHeader(pa)
 	if err != nil {
-		return []Difference{{Kind: DiffUnreadable, File: file, A: "unreadable", Message: err.Error()}}, 0, nil
+		return []Difference{{Kind: DiffUnreadable, File: file, A: "unreadable", Message: err.Error()}}, nil, 0, nil
 	}
 	defer fa.Close()
 	fb, hb, err := openHeader(pb)
 	if err != nil {
-		return []Difference{{Kind: DiffUnreadable, File: file, B: "unreadable", Message: err.Error()}}, 0, nil
+		return []Difference{{Kind: DiffUnreadable, File: file, B: "unreadable", Message: err.Error()}}, nil, 0, nil
 	}
 	defer fb.Close()
 	diffs := headerDiffs(file, ha, hb)
 	if !sameShardSizes(ha, hb) {
-		return diffs, 0, nil // the header differences say why the data is not compared
+		return diffs, nil, 0, nil // the header differences say why the data is not compared
 	}
 	var n int64
+	ulp := newULPCheck(&ha.Spec, ft.tol)
+	beyond := false
 	for i := range ha.Shards {
-		d, err := compareShard(ctx, fa, fb, ha, hb, i, opt)
+		d, err := compareShard(ctx, fa, fb, ha, hb, i, ulp, opt)
 		if err != nil {
-			return nil, n, fmt.Errorf("comparing %s shard %d: %w", file, i, err)
+			return nil, nil, n, fmt.Errorf("comparing %s shard %d: %w", file, i, err)
 		}
 		n += int64(ha.Shards[i].Size)
 		if d != nil {
-			d.File = file
+			d.File, d.Target = file, ft.target
 			diffs = append(diffs, *d)
+			beyond = true
 		}
 	}
-	return diffs, n, nil
+	if beyond {
+		return diffs, nil, n, nil
+	}
+	return diffs, ulp.tolerated(file, ft), n, nil
 }
 
 // unitBytes is the comparison unit of a shard: one tile for TILE layouts,
@@ -296,7 +330,11 @@ func unitBytes(s *tensorbin.TensorSpec) int {
 // difference uses A's spec (dtype and layout are equal when the headers
 // agree; when they do not, the header differences already say so and the
 // decoded values are A's reading of both sides).
-func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Header, i int, opt CompareOptions) (*Difference, error) {
+//
+// With ulp (a file compared within a tolerance), a differing unit whose
+// every element is within it is not a difference (ulp counts it); the
+// difference names the first element beyond it.
+func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Header, i int, ulp *ulpCheck, opt CompareOptions) (*Difference, error) {
 	spec := &ha.Spec
 	unit := unitBytes(spec)
 	chunk := opt.ChunkBytes
@@ -330,8 +368,17 @@ func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Hea
 			if bytes.Equal(ba[u:e], bb[u:e]) {
 				continue
 			}
+			at, why := firstByte(ba[u:e], bb[u:e]), ""
+			if ulp != nil {
+				if at, why = ulp.unit(ba[u:e], bb[u:e]); at < 0 {
+					continue
+				}
+			}
 			if d == nil {
-				d = firstDifference(spec, ha.Shards[i], i, off+int64(u)+int64(firstByte(ba[u:e], bb[u:e])), (off+int64(u))/int64(unit))
+				d = firstDifference(spec, ha.Shards[i], i, off+int64(u)+int64(at), (off+int64(u))/int64(unit), ulp)
+				if why != "" {
+					d.Message += fmt.Sprintf("; the element at byte %d is %s", *d.FirstByte, why)
+				}
 			}
 			d.DiffUnits++
 			acc.add(ba[u:e], bb[u:e], (off+int64(u))/int64(unit))
@@ -352,9 +399,14 @@ func firstByte(a, b []byte) int {
 	return len(a)
 }
 
-func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byteOff, unit int64) *Difference {
+func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byteOff, unit int64, ulp *ulpCheck) *Difference {
 	shard := i
 	d := &Difference{Kind: DiffData, Shard: &shard, Device: sh.Coord, FirstByte: &byteOff}
+	differs := "differs"
+	if ulp != nil {
+		t := *ulp.tol
+		d.Tolerance, differs = &t, ulp.phrase()
+	}
 	switch {
 	case spec.Layout == tile.TILE && spec.DType.TileBytes() > 0:
 		shape := make([]int, len(spec.Shape))
@@ -365,12 +417,12 @@ func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byte
 		perRow := int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
 		r, c := unit/perRow, unit%perRow
 		d.Tile, d.TileRow, d.TileCol = &unit, &r, &c
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing tile %d (tile row %d, column %d)", i, cache.FormatDims(sh.Coord), byteOff, unit, r, c)
+		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d: first differing tile %d (tile row %d, column %d)", i, cache.FormatDims(sh.Coord), differs, byteOff, unit, r, c)
 	case spec.Layout == tile.ROW_MAJOR && spec.DType.ElementSize() > 0:
 		d.Element = &unit
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d: first differing element %d", i, cache.FormatDims(sh.Coord), byteOff, unit)
+		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d: first differing element %d", i, cache.FormatDims(sh.Coord), differs, byteOff, unit)
 	default:
-		d.Message = fmt.Sprintf("shard %d (device %s) differs from byte %d", i, cache.FormatDims(sh.Coord), byteOff)
+		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d", i, cache.FormatDims(sh.Coord), differs, byteOff)
 	}
 	return d
 }

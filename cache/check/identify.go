@@ -406,9 +406,11 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 
 // compareData builds the files of plan that the cache also holds into a
 // scratch root, in batches of at most opt.ScratchBytes of planned file
-// size, compares each with the cache's file shard by shard and adds the
-// data differences to rep; the scratch root is removed. It returns the
-// shard bytes compared.
+// size, compares each with the cache's file shard by shard (within the
+// tolerance of its entry, mapping.Entry.Tolerance, when it applies a
+// value op that is not exactly reproducible) and adds the data
+// differences and the files within a tolerance to rep; the scratch root
+// is removed. It returns the shard bytes compared.
 func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
 	budget := opt.ScratchBytes
 	if budget <= 0 {
@@ -446,7 +448,8 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			diffs, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
+			diffs, tol, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel,
+				fileTol{tol: e.Tolerance(), target: e.Target}, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
 			if err != nil {
 				return err
 			}
@@ -456,6 +459,9 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 					d.Target = e.Target
 					rep.Diffs = append(rep.Diffs, d)
 				}
+			}
+			if tol != nil {
+				rep.Tolerated = append(rep.Tolerated, *tol)
 			}
 		}
 		batch, size = batch[:0], 0
@@ -482,5 +488,6 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		return total, nonFinite, err
 	}
 	sortDiffs(rep.Diffs)
+	sortTolerated(rep.Tolerated)
 	return total, nonFinite, nil
 }

@@ -77,6 +77,11 @@ type Result struct {
 	DataCompared bool   `json:"data_compared"`
 	DataBytes    int64  `json:"data_bytes"`
 	Compared     string `json:"compared"`
+	// Tolerated are the files whose data differs from the source's build
+	// only within the tolerance of a value op their entry applies
+	// (neg_exp: within 1 ulp of float32); they pass, and the verdict says
+	// they were held within it, not bit for bit.
+	Tolerated []Tolerated `json:"within_tolerance,omitempty"`
 	// Unpacked is the manifest's mark of an unpacked archive.
 	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
 	Findings []ckpt.Finding  `json:"findings"`
@@ -118,7 +123,7 @@ func (r *Result) Trusted() string {
 // were checked (Trusted); and that the manifest is an archive's word.
 func (r *Result) Verdict() string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s); %s", r.Compared, ckpt.FormatBytes(r.DataBytes), r.Trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), ToleratedNote(r.Tolerated), r.Trusted())
 	}
 	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
 	if r.Unpacked != nil {
@@ -247,7 +252,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.DataCompared, res.DataBytes, res.Compared = true, n.bytes, ComparedData
+		res.DataCompared, res.DataBytes, res.Compared, res.Tolerated = true, n.bytes, ComparedData, n.tolerated
 		res.Findings = append(res.Findings, n.findings...)
 		sortFindings(res.Findings)
 	}
@@ -256,8 +261,9 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 
 // dataCheck is what verifyData found.
 type dataCheck struct {
-	bytes    int64
-	findings []ckpt.Finding
+	bytes     int64
+	findings  []ckpt.Finding
+	tolerated []Tolerated
 }
 
 // verifyData compares the data of every planned file that Verify did not
@@ -288,7 +294,7 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	if err != nil {
 		return dataCheck{}, err
 	}
-	out := dataCheck{bytes: n}
+	out := dataCheck{bytes: n, tolerated: rep.Tolerated}
 	for _, d := range rep.Diffs {
 		if d.Kind != DiffData {
 			continue

@@ -97,7 +97,14 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 			}
 		}
 		if format != output.CSV {
-			fmt.Fprintln(w, compareSummary(rep, labelA, labelB, output.EscapeFor(format)))
+			esc := output.EscapeFor(format)
+			for _, t := range rep.Tolerated {
+				fmt.Fprintf(w, "within %d ulp (%s): %s: %d element(s) differ, by at most %d ulp\n", t.Tolerance.ULP, t.Tolerance.Op, esc(t.File), t.Elements, t.MaxULP)
+			}
+			if len(rep.Tolerated) > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w, compareSummary(rep, labelA, labelB, esc))
 		}
 	}
 	switch {
@@ -127,6 +134,14 @@ func compareSummary(rep *check.CompareReport, labelA, labelB string, esc func(st
 		verdict = "UNREADABLE files"
 	case !rep.Same():
 		verdict = "DIFFERENT"
+	case len(rep.Tolerated) > 0:
+		// Not "identical": some data is the same computation within a
+		// tolerance, not the same bits.
+		verdict = "equal within tolerance, not identical"
+	}
+	identical := fmt.Sprintf("%d identical", rep.Identical)
+	if n := len(rep.Tolerated); n > 0 {
+		identical += fmt.Sprintf(", %d equal within a tolerance", n)
 	}
 	parts := []string{
 		fmt.Sprintf("%d missing in %s", count[check.DiffMissing], labelB),
@@ -141,9 +156,9 @@ func compareSummary(rep *check.CompareReport, labelA, labelB string, esc func(st
 	if n := count[check.DiffUnreadable]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d unreadable", n))
 	}
-	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %d identical, %s; %s: %s",
-		labelA, esc(rep.A), rep.FilesA, labelB, esc(rep.B), rep.FilesB, rep.Common, rep.Identical,
-		data, strings.Join(parts, ", "), verdict)
+	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %s, %s; %s: %s%s",
+		labelA, esc(rep.A), rep.FilesA, labelB, esc(rep.B), rep.FilesB, rep.Common, identical,
+		data, strings.Join(parts, ", "), verdict, check.ToleratedNote(rep.Tolerated))
 }
 
 // renderDiffRows prints the differences of a comparison report as a grid

@@ -166,6 +166,11 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 	}
 	if r.DataCompared {
 		what = fmt.Sprintf("names, headers and data (%s compared)", ckpt.FormatBytes(r.DataBytes))
+		if rep := r.ClosestReport(); rep != nil {
+			// Files whose data is the same computation within a
+			// tolerance (neg_exp), not the same bits: said, not hidden.
+			what += check.ToleratedNote(rep.Tolerated)
+		}
 	}
 	ties := make([]string, len(r.Ties))
 	for i, t := range r.Ties {
