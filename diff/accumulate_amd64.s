@@ -111,3 +111,54 @@ bf16loop:
 	STORELANES
 	VZEROUPPER
 	RET
+
+// func accumulateBF16AVX512(l *lanes, b, f *byte, n int)
+//
+// accumulateBF16FMA in 512-bit vectors: the eight lanes of each sum are
+// the eight float64 of one register (ss Z8, nb Z10, nf Z12, d Z14; the
+// maximum of |f-b| in Z7), the same operations on each lane in the same
+// order, so the same bits. VPMOVZXWD and VPSLLD widen eight BF16 values
+// to float32, VCVTPS2PD to float64.
+TEXT ·accumulateBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ l+0(FP), DX
+	MOVQ b+8(FP), SI
+	MOVQ f+16(FP), DI
+	MOVQ n+24(FP), CX
+	SHLQ $1, CX // bytes per side
+	XORQ AX, AX
+	VMOVUPD 0(DX), Z8
+	VMOVUPD 64(DX), Z10
+	VMOVUPD 128(DX), Z12
+	VMOVUPD 192(DX), Z14
+	VBROADCASTSD 256(DX), Z7
+	VBROADCASTSD absmask64<>(SB), Z6
+bf16loop512:
+	VPMOVZXWD (SI)(AX*1), Y0
+	VPSLLD $16, Y0, Y0
+	VCVTPS2PD Y0, Z0
+	VPMOVZXWD (DI)(AX*1), Y2
+	VPSLLD $16, Y2, Y2
+	VCVTPS2PD Y2, Z2
+	VSUBPD Z0, Z2, Z4
+	VFMADD231PD Z4, Z4, Z8
+	VFMADD231PD Z0, Z0, Z10
+	VFMADD231PD Z2, Z2, Z12
+	VFMADD231PD Z0, Z2, Z14
+	VANDPD Z6, Z4, Z4
+	VMAXPD Z7, Z4, Z7
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JNE bf16loop512
+	VMOVUPD Z8, 0(DX)
+	VMOVUPD Z10, 64(DX)
+	VMOVUPD Z12, 128(DX)
+	VMOVUPD Z14, 192(DX)
+	VEXTRACTF64X4 $1, Z7, Y0
+	VMAXPD Y0, Y7, Y7
+	VEXTRACTF128 $1, Y7, X0
+	VMAXPD X0, X7, X7
+	VPERMILPD $1, X7, X0
+	VMAXPD X0, X7, X7
+	VMOVSD X7, 256(DX)
+	VZEROUPPER
+	RET

@@ -214,6 +214,11 @@ func TestAccumulateBF16(t *testing.T) {
 			accumulateGo(&want, bF, fF)
 			require.Equal(t, laneBits(&want), laneBits(&got), "length %d, run %d", n, rep)
 			require.Equal(t, laneBits(&want), laneBits(&goGot), "Go, length %d, run %d", n, rep)
+			for kern := range bf16Best + 1 { // every kernel this CPU runs
+				kGot := start
+				accumulateRawBF16With(kern, &kGot, b, f)
+				require.Equal(t, laneBits(&want), laneBits(&kGot), "kernel %d, length %d, run %d", kern, n, rep)
+			}
 
 			pStart := partial{maxAbs: start.mx, normB: 3}
 			pGot, pWant := pStart, pStart

@@ -162,6 +162,17 @@ func scaleParts(s float32) (m int64, e int) {
 	return m, e
 }
 
+// e4m3Kernel names an implementation of e4m3Run and e4m3Blocks: the Go
+// loop (e4m3RunGo, e4m3BlocksGo) or a kernel of the same results bit for
+// bit (amd64: e4m3run_amd64.go); e4m3Kernels lists those this CPU runs.
+type e4m3Kernel uint8
+
+const (
+	e4m3KernelGo e4m3Kernel = iota
+	e4m3KernelAVX2
+	e4m3KernelAVX512
+)
+
 // e4m3Block is what the exact path needs of one scale block: whether it
 // applies and how, and the scale factors, computed once per tensor.
 type e4m3Block struct {

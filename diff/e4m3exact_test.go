@@ -215,11 +215,14 @@ func TestE4M3SegmentMatchesDecoded(t *testing.T) {
 	}
 }
 
+// TestCountRawDiff checks countRawDiffGo, the AVX-512 kernel (where this
+// CPU runs it) and countRawDiff against a plain loop for every element
+// size, on lengths around the kernel's 64 bytes and longer ones.
 func TestCountRawDiff(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, es := range []int{1, 2, 4, 8} {
-		for n := 0; n < 70; n++ {
+		for _, n := range append(seq(70), 127, 128, 129, 191, 255, 256, 1000, 4099) {
 			a := make([]byte, n)
 			for i := range a {
 				a[i] = byte(r.IntN(256))
@@ -236,6 +239,8 @@ func TestCountRawDiff(t *testing.T) {
 					want++
 				}
 			}
+			require.Equal(t, want, countRawDiffGo(a, b, es), "Go loop, esize %d, n %d", es, n)
+			require.Equal(t, want, countRawDiffWith(true, a, b, es), "kernel, esize %d, n %d", es, n)
 			require.Equal(t, want, countRawDiff(a, b, es), "esize %d, n %d", es, n)
 		}
 	}

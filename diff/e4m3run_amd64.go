@@ -2,38 +2,99 @@
 
 package diff
 
-// e4m3Run adds the statistics of the code pairs (b[i], f[i]) in block k
-// (not e4m3Generic) into o like e4m3RunGo under k's scales, with the same
-// results bit for bit: with AVX2 and FMA3 the multiples of 32 go through
-// e4m3BlocksAVX2 as one block, the tail through the Go loop (the sums are
-// exact in any order, see e4m3exact.go; TestE4M3Run).
-func e4m3Run(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
-	n := len(b) &^ 31
-	same := k.class == e4m3Same
-	if !useFMA || n == 0 {
-		return e4m3RunGo(b, f, same, k.kb, k.kf, o)
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+// useAVX512 says whether e4m3BlocksAVX512 runs on this CPU: AVX-512 F, BW,
+// DQ, VL and VBMI, besides the AVX2 and FMA3 of the other kernels.
+var useAVX512 = useFMA && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ &&
+	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VBMI
+
+// e4m3Best is the fastest kernel this CPU runs.
+var e4m3Best = func() e4m3Kernel {
+	switch {
+	case useAVX512:
+		return e4m3KernelAVX512
+	case useFMA:
+		return e4m3KernelAVX2
 	}
-	f = f[:len(b)]
-	var t e4m3Sums
-	if e4m3BlocksAVX2(&b[0], &f[0], n, k, 1, &t) == 0 {
-		return false
+	return e4m3KernelGo
+}()
+
+// e4m3Kernels are the kernels this CPU runs, the Go loop first (tests
+// hold each against it).
+func e4m3Kernels() []e4m3Kernel {
+	ks := []e4m3Kernel{e4m3KernelGo}
+	if useFMA {
+		ks = append(ks, e4m3KernelAVX2)
 	}
-	o.add(&t)
-	if n == len(b) {
-		return true
+	if useAVX512 {
+		ks = append(ks, e4m3KernelAVX512)
 	}
-	return e4m3RunGo(b[n:], f[n:], same, k.kb, k.kf, o)
+	return ks
 }
 
-// e4m3Blocks is e4m3BlocksGo, bit for bit: with AVX2 and FMA3 and bn a
-// multiple of 32, one call of e4m3BlocksAVX2 runs the blocks
-// (TestE4M3Blocks).
+// e4m3Run adds the statistics of the code pairs (b[i], f[i]) in block k
+// (not e4m3Generic) into o like e4m3RunGo under k's scales, with the same
+// results bit for bit (the sums are exact in any order, see e4m3exact.go;
+// TestE4M3Run).
+func e4m3Run(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
+	return e4m3RunWith(e4m3Best, b, f, k, o)
+}
+
+// e4m3RunWith is e4m3Run with kernel kern (one that this CPU runs): the
+// multiples of 64 pairs go through e4m3BlocksAVX512 as one block, those of
+// 32 through e4m3BlocksAVX2, the tail through the Go loop.
+func e4m3RunWith(kern e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
+	same := k.class == e4m3Same
+	f = f[:len(b)]
+	if kern == e4m3KernelAVX512 {
+		if n := len(b) &^ 63; n > 0 {
+			var t e4m3Sums
+			if e4m3BlocksAVX512(&b[0], &f[0], n, k, 1, &t, &e4m3Tab) == 0 {
+				return false
+			}
+			o.add(&t)
+			b, f = b[n:], f[n:]
+		}
+	}
+	if kern != e4m3KernelGo {
+		if n := len(b) &^ 31; n > 0 {
+			var t e4m3Sums
+			if e4m3BlocksAVX2(&b[0], &f[0], n, k, 1, &t) == 0 {
+				return false
+			}
+			o.add(&t)
+			b, f = b[n:], f[n:]
+		}
+	}
+	if len(b) == 0 {
+		return true
+	}
+	return e4m3RunGo(b, f, same, k.kb, k.kf, o)
+}
+
+// e4m3Blocks is e4m3BlocksGo, bit for bit: one call of a kernel runs the
+// blocks when their width suits it (TestE4M3Blocks).
 func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	if !useFMA || bn <= 0 || bn%32 != 0 || len(k) == 0 {
+	return e4m3BlocksWith(e4m3Best, b, f, bn, k, out)
+}
+
+// e4m3BlocksWith is e4m3Blocks with kernel kern (one that this CPU runs):
+// e4m3BlocksAVX512 for bn a multiple of 64, e4m3BlocksAVX2 for bn a
+// multiple of 32, else the Go loop.
+func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	if kern == e4m3KernelGo || bn <= 0 || bn%32 != 0 || len(k) == 0 {
 		return e4m3BlocksGo(b, f, bn, k, out)
 	}
 	n := len(k) * bn
 	b, f, out = b[:n], f[:n], out[:len(k)]
+	if kern == e4m3KernelAVX512 && bn%64 == 0 {
+		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab)
+	}
 	return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
 }
 
@@ -44,6 +105,28 @@ func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 //
 //go:noescape
 func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+
+// e4m3BlocksAVX512 is e4m3BlocksAVX2 in 512-bit vectors for bn a positive
+// multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab).
+//
+//go:noescape
+func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte) int
+
+// e4m3Tab holds the top two bytes of the float64 value of every F8_E4M3
+// magnitude m (code & 0x7f), whose other bits are zero: the low byte at
+// [m], the high byte at [128+m]; the NaN magnitude 0x7f gets those of a
+// float64 NaN (TestE4M3Tab).
+var e4m3Tab = func() [256]byte {
+	var t [256]byte
+	for m := range 128 {
+		u := uint64(0x7ff8) << 48 // NaN
+		if m != 0x7f {
+			u = math.Float64bits(e4m3Values[m])
+		}
+		t[m], t[128+m] = byte(u>>48), byte(u>>56)
+	}
+	return t
+}()
 
 // add adds the sums t of more pairs of the run into o.
 func (o *e4m3Sums) add(t *e4m3Sums) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,25 +79,29 @@ func checkE4M3Run(t *testing.T, scales []e4m3Scales, b, f []byte, o0 e4m3Sums, m
 	for _, sc := range scales {
 		k := sc.block()
 		sb, sf := k.kb, k.kf
-		got, want := o0, o0
-		okGot := e4m3Run(b, f, &k, &got)
+		want := o0
 		okWant := e4m3RunGo(b, f, sc.same, sb, sf, &want)
-		if okGot != okWant {
-			require.Failf(t, "NaN verdict differs", "%s, n %d, same %v sb %g sf %g: got %v, want %v",
-				msg, len(b), sc.same, sb, sf, okGot, okWant)
-		}
-		if !okWant {
-			continue
-		}
-		if e4m3SumsBits(got) != e4m3SumsBits(want) {
-			require.Failf(t, "sums differ", "%s, n %d, same %v sb %g sf %g:\ngot  %+v\nwant %+v",
-				msg, len(b), sc.same, sb, sf, got, want)
+		for _, kern := range e4m3Kernels() {
+			got := o0
+			okGot := e4m3RunWith(kern, b, f, &k, &got)
+			if okGot != okWant {
+				require.Failf(t, "NaN verdict differs", "%s, kernel %d, n %d, same %v sb %g sf %g: got %v, want %v",
+					msg, kern, len(b), sc.same, sb, sf, okGot, okWant)
+			}
+			if !okWant {
+				continue
+			}
+			if e4m3SumsBits(got) != e4m3SumsBits(want) {
+				require.Failf(t, "sums differ", "%s, kernel %d, n %d, same %v sb %g sf %g:\ngot  %+v\nwant %+v",
+					msg, kern, len(b), sc.same, sb, sf, got, want)
+			}
 		}
 	}
 }
 
-// TestE4M3Run checks e4m3Run (the AVX2 kernel with the Go loop for the
-// tail on amd64) against e4m3RunGo bit for bit under scales 1 and many
+// TestE4M3Run checks e4m3RunWith with every kernel this CPU runs (on
+// amd64 the AVX-512 and the AVX2 kernel, with the Go loop for the tail)
+// against e4m3RunGo bit for bit under scales 1 and many
 // pairs of different scales: every pair of codes at several positions
 // in runs of several lengths, random runs of every length up to 200 and
 // some long ones, NaN codes at the first, the last and inner positions,
@@ -113,7 +118,7 @@ func TestE4M3Run(t *testing.T) {
 				j := (i + shift*7) % n
 				b[j], f[j] = nc[i/len(nc)], nc[i%len(nc)]
 			}
-			for _, run := range []int{32, 128, 1000, 32768} {
+			for _, run := range []int{32, 64, 96, 128, 1000, 32768} {
 				for i := 0; i < n; i += run {
 					e := min(i+run, n)
 					checkE4M3Run(t, e4m3FewScales, b[i:e], f[i:e], e4m3Sums{}, fmt.Sprintf("all pairs, shift %d, run %d at %d", shift, run, i))
@@ -170,12 +175,12 @@ func TestE4M3Run(t *testing.T) {
 	})
 	t.Run("special", func(t *testing.T) {
 		t.Parallel()
-		for _, n := range []int{1, 31, 32, 33, 64, 95, 128, 160, 4096} {
+		for _, n := range []int{1, 31, 32, 33, 63, 64, 65, 95, 96, 127, 128, 160, 192, 4096} {
 			// NaN codes: alone at the first, the last and inner
 			// positions of either side, among zeros and among values.
 			for _, fill := range []byte{0x00, 0x38, 0xfe} {
 				for _, nan := range []byte{0x7f, 0xff} {
-					for _, at := range []int{0, n - 1, n / 2, n / 3, 31, 32} {
+					for _, at := range []int{0, n - 1, n / 2, n / 3, 31, 32, 63, 64} {
 						if at >= n {
 							continue
 						}
@@ -230,9 +235,14 @@ func BenchmarkE4M3Run(b *testing.B) {
 		for _, impl := range []struct {
 			name string
 			run  func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool
-		}{{"kernel", e4m3Run}, {"go", func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
+		}{{"kernel", e4m3Run}, {"avx2", func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
+			return e4m3RunWith(e4m3KernelAVX2, b, f, k, o)
+		}}, {"go", func(b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 			return e4m3RunGo(b, f, k.class == e4m3Same, k.kb, k.kf, o)
 		}}} {
+			if impl.name == "avx2" && !slices.Contains(e4m3Kernels(), e4m3KernelAVX2) {
+				continue
+			}
 			for _, sc := range []struct {
 				name string
 				k    e4m3Block
@@ -256,8 +266,9 @@ func BenchmarkE4M3Run(b *testing.B) {
 	}
 }
 
-// TestE4M3Blocks checks e4m3Blocks (one kernel call for all the blocks on
-// amd64) against e4m3BlocksGo bit for bit: blocks of every class in
+// TestE4M3Blocks checks e4m3BlocksWith with every kernel this CPU runs
+// (one kernel call for all the blocks on amd64) against e4m3BlocksGo bit
+// for bit: blocks of every class in
 // random order (the scales of e4m3FewScales and e4m3Generic ones), NaN
 // codes in some blocks, block widths the kernel takes and ones it leaves
 // to the Go loop, sums written over stale ones and nothing written past
@@ -265,7 +276,7 @@ func BenchmarkE4M3Run(b *testing.B) {
 func TestE4M3Blocks(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, bn := range []int{32, 64, 96, 128, 48, 1} {
+	for _, bn := range []int{32, 64, 96, 128, 192, 48, 1} {
 		for _, nk := range []int{1, 2, 5, 16} {
 			for iter := range 20 {
 				k := make([]e4m3Block, nk)
@@ -298,19 +309,24 @@ func TestE4M3Blocks(t *testing.T) {
 				}
 				stale := e4m3Sums{bb: 1, ff: 2, bf: 3, mx: 4, changed: 5, zeroSign: 6}
 				got, want := make([]e4m3Sums, nk+1), make([]e4m3Sums, nk)
-				for j := range got {
-					got[j] = stale
-				}
-				nGot := e4m3Blocks(b, f, bn, k, got[:nk])
 				nWant := e4m3BlocksGo(b, f, bn, k, want)
 				msg := fmt.Sprintf("bn %d, nk %d, iter %d", bn, nk, iter)
-				require.Equal(t, nWant, nGot, msg)
-				require.Equal(t, stale, got[nk], "%s: written past the last block", msg)
 				for j := range nWant {
 					var o e4m3Sums
 					require.True(t, e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], k[j].class == e4m3Same, k[j].kb, k[j].kf, &o))
 					require.Equal(t, e4m3SumsBits(o), e4m3SumsBits(want[j]), "%s: e4m3BlocksGo, block %d", msg, j)
-					require.Equal(t, e4m3SumsBits(want[j]), e4m3SumsBits(got[j]), "%s: block %d", msg, j)
+				}
+				for _, kern := range e4m3Kernels() {
+					for j := range got {
+						got[j] = stale
+					}
+					nGot := e4m3BlocksWith(kern, b, f, bn, k, got[:nk])
+					msg := fmt.Sprintf("%s, kernel %d", msg, kern)
+					require.Equal(t, nWant, nGot, msg)
+					require.Equal(t, stale, got[nk], "%s: written past the last block", msg)
+					for j := range nWant {
+						require.Equal(t, e4m3SumsBits(want[j]), e4m3SumsBits(got[j]), "%s: block %d", msg, j)
+					}
 				}
 				if nWant < nk { // the block it stopped at is generic or holds a NaN
 					var o e4m3Sums
@@ -373,6 +389,96 @@ func BenchmarkE4M3Segment(b *testing.B) {
 				}
 				perPair(b, rows*cols)
 			})
+		}
+	}
+}
+
+// TestE4M3KernelEdges holds every kernel against e4m3BlocksGo on blocks
+// of edge values, one case a row: NaN codes at a block's first, last and
+// middle positions (either side, either sign), ±0 against ±0, the
+// subnormals, the largest magnitude 448 against its negation and against
+// the smallest, under one and two scales, in blocks of 64, 128 and 192.
+func TestE4M3KernelEdges(t *testing.T) {
+	t.Parallel()
+	type pos struct {
+		at   int
+		code byte
+		f    bool // on the f side
+	}
+	cases := []struct {
+		name   string
+		b, f   func(i int) byte // codes by position
+		set    []pos            // then these
+		scales e4m3Scales
+	}{
+		{"zeros of both signs", func(i int) byte { return byte(i&1) << 7 }, func(i int) byte { return byte(i&2) << 6 }, nil, e4m3Scales{true, 1, 1}},
+		{"zeros, two scales", func(i int) byte { return byte(i&1) << 7 }, func(i int) byte { return byte(i&2) << 6 }, nil, e4m3Scales{false, 0.5, 0x1p-5}},
+		{"subnormals", func(i int) byte { return byte(i%8) | byte(i&8)<<4 }, func(i int) byte { return byte((i+3)%8) | byte(i&16)<<3 }, nil, e4m3Scales{true, 1, 1}},
+		{"subnormals, two scales", func(i int) byte { return byte(i % 8) }, func(i int) byte { return byte(7 - i%8) }, nil, e4m3Scales{false, 0x1p-100, 0x1.4p-95}},
+		{"max against -max", func(int) byte { return 0x7e }, func(int) byte { return 0xfe }, nil, e4m3Scales{true, 1, 1}},
+		{"max against min", func(int) byte { return 0x7e }, func(i int) byte { return 0x01 | byte(i&1)<<7 }, nil, e4m3Scales{false, 0x1p100, 0x1p100}},
+		{"max, two scales", func(int) byte { return 0xfe }, func(int) byte { return 0x7e }, nil, e4m3Scales{false, 0x1p5, -0x1p-5}},
+		{"every code", func(i int) byte { return byte(i) }, func(i int) byte { return byte(i * 7) }, []pos{{0x7f, 0, false}, {0xff, 0x80, false}, {0x7f * 7 % 256, 1, true}}, e4m3Scales{true, 1, 1}},
+		{"NaN first on b", func(int) byte { return 0x38 }, func(int) byte { return 0x38 }, []pos{{0, 0x7f, false}}, e4m3Scales{true, 1, 1}},
+		{"NaN last on f", func(int) byte { return 0x38 }, func(int) byte { return 0xb8 }, []pos{{-1, 0xff, true}}, e4m3Scales{true, 1, 1}},
+		{"NaN middle on f, two scales", func(int) byte { return 0 }, func(int) byte { return 0x80 }, []pos{{-2, 0x7f, true}}, e4m3Scales{false, 0.0087890625, 0.013671875}},
+		{"NaN on both", func(int) byte { return 0x01 }, func(int) byte { return 0x81 }, []pos{{63, 0xff, false}, {63, 0x7f, true}}, e4m3Scales{false, 1, 1}},
+	}
+	for _, bn := range []int{64, 128, 192} {
+		for _, tc := range cases {
+			const nk = 3
+			b, f := make([]byte, nk*bn), make([]byte, nk*bn)
+			for i := range b {
+				b[i], f[i] = tc.b(i), tc.f(i)
+				if b[i]&0x7f == 0x7f { // NaN only where set says
+					b[i] = 0x7e
+				}
+				if f[i]&0x7f == 0x7f {
+					f[i] = 0x7e
+				}
+			}
+			for _, p := range tc.set { // in the middle block; -1: its last, -2: its middle
+				at := p.at
+				switch at {
+				case -1:
+					at = bn - 1
+				case -2:
+					at = bn / 2
+				}
+				at = bn + at%bn
+				if p.f {
+					f[at] = p.code
+				} else {
+					b[at] = p.code
+				}
+			}
+			k := make([]e4m3Block, nk)
+			for j := range k {
+				k[j] = tc.scales.block()
+			}
+			want := make([]e4m3Sums, nk)
+			nWant := e4m3BlocksGo(b, f, bn, k, want)
+			for _, kern := range e4m3Kernels() {
+				got := make([]e4m3Sums, nk)
+				nGot := e4m3BlocksWith(kern, b, f, bn, k, got)
+				msg := fmt.Sprintf("%s, bn %d, kernel %d", tc.name, bn, kern)
+				require.Equal(t, nWant, nGot, msg)
+				for j := range nWant {
+					assert.Equal(t, e4m3SumsBits(want[j]), e4m3SumsBits(got[j]), "%s: block %d", msg, j)
+				}
+				for j := range nk { // runs: the tail of each block too
+					var o, w e4m3Sums
+					okW := e4m3RunGo(b[j*bn:(j+1)*bn-5], f[j*bn:(j+1)*bn-5], tc.scales.same, k[j].kb, k[j].kf, &w)
+					okG := e4m3RunWith(kern, b[j*bn:(j+1)*bn-5], f[j*bn:(j+1)*bn-5], &k[j], &o)
+					require.Equal(t, okW, okG, "%s: run %d", msg, j)
+					if okW {
+						assert.Equal(t, e4m3SumsBits(w), e4m3SumsBits(o), "%s: run %d", msg, j)
+					}
+				}
+			}
+			if len(tc.set) > 0 && tc.set[0].code&0x7f == 0x7f {
+				assert.Equal(t, 1, nWant, "%s, bn %d: the NaN block stops the blocks", tc.name, bn)
+			}
 		}
 	}
 }

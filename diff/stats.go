@@ -183,13 +183,14 @@ func countChanged(b, f []float32, rb, rf []byte, esize int64) int64 {
 	return n
 }
 
-// countRawDiff counts the elements of esize bytes (1, 2, 4 or 8) that
-// differ between a and b, eight bytes at a time without a branch: in the
+// countRawDiffGo counts the elements of esize bytes (1, 2, 4 or 8) that
+// differ between a and b (countRawDiff, with a kernel on amd64), eight
+// bytes at a time without a branch: in the
 // XOR of two words, a lane is nonzero iff adding 0x7f..f to its low bits
 // carries into its top bit or its top bit is set. Each lane's verdict (0
 // or 1) is added into the same lane of an accumulator, which is summed
 // before a lane can overflow.
-func countRawDiff(a, b []byte, esize int) int64 {
+func countRawDiffGo(a, b []byte, esize int) int64 {
 	b = b[:len(a)]
 	var low, top uint64
 	shift := uint(8*esize - 1)
@@ -225,7 +226,7 @@ func countRawDiff(a, b []byte, esize int) int64 {
 }
 
 // laneDiffs adds up, lane by lane, the differing lanes of the words of x
-// and y (len(x) = len(y), a multiple of 8); see countRawDiff. Not inlined:
+// and y (len(x) = len(y), a multiple of 8); see countRawDiffGo. Not inlined:
 // alone, its loop keeps every variable in a register.
 //
 //go:noinline
