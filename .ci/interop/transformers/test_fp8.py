@@ -12,6 +12,7 @@ build / extract / diff and held against transformers' own dequantisation
 (from_pretrained with FineGrainedFP8Config(dequantize=True): Fp8Dequantize)
 and against Fp8Quantize re-run on the bf16 weights."""
 
+import json
 import os
 
 import pytest
@@ -174,6 +175,42 @@ def test_verify_uncovered_bf16_linear(ckpt, zoo, kind, tmp_path):
     assert not [f for f in was if name in f[1]]
     doc = ckpt.json("verify", e, rc=1)
     assert failing(doc) - was == {("arch.dtype", (name,))}
+
+
+@pytest.mark.parametrize("kind", params("fp8-uncovered-bf16-experts", ["qwen3_moe", "qwen3_next", "gpt_oss"]))
+def test_verify_uncovered_bf16_experts(ckpt, zoo, kind, tmp_path):
+    """The FP8 checkpoint of a MoE class quantised with the experts kept
+    (modules_to_not_convert ["lm_head", "mlp.experts"]: its experts BF16),
+    then its list edited to ["lm_head"]: transformers builds an FP8Experts
+    for each layer's experts (replace_with_fp8_linear: every module named
+    "*.experts") and reports their scales missing, or, for GPT-OSS, whose
+    experts have biases, refuses to build it (FP8Experts asserts has_bias
+    is False). Structural verify fails arch.dtype for exactly the experts'
+    weights (no bias), nothing else beyond what it finds before the edit."""
+    base = zoo.save(kind)
+    d = tmp_path / "kept"
+    tflib.fp8_quantize(base.dir, kind, modules_to_not_convert=["lm_head", "mlp.experts"]).save_pretrained(d)
+    sd = tflib.read_all(str(d))
+    experts = sorted(k for k in sd if ".mlp.experts." in k and not k.endswith("_bias"))
+    assert experts and all(sd[k].dtype == torch.bfloat16 for k in experts), experts
+    was = failing(ckpt.json("verify", d, rc=(0, 1)))
+    e = tmp_path / "uncovered"
+    import shutil
+    shutil.copytree(d, e)
+    cfg = json.loads((e / "config.json").read_text())
+    cfg["quantization_config"]["modules_to_not_convert"] = ["lm_head"]
+    (e / "config.json").write_text(json.dumps(cfg))
+    with tflib.fp8_quantizer_on_cpu():
+        if kind == "gpt_oss":
+            with pytest.raises(AssertionError, match="FP8Experts does not support bias"):
+                tflib.CLASSES[kind].from_pretrained(e, dtype=torch.bfloat16)
+        else:
+            m, info = tflib.CLASSES[kind].from_pretrained(e, dtype=torch.bfloat16, output_loading_info=True)
+            missing = {k for k in info["missing_keys"] if ".mlp.experts." in k}
+            assert missing and all(k.endswith("_scale_inv") for k in missing), missing
+            assert m.get_parameter("model.layers.0.mlp.experts.gate_up_proj").dtype == FP8_DTYPE
+    doc = ckpt.json("verify", e, rc=1)
+    assert failing(doc) - was == {("arch.dtype", (k,)) for k in experts}
 
 
 # ---------------------------------------------------------------- extract
