@@ -347,6 +347,48 @@ func CompareConfigAsBuilt(base, ft map[string]any) []ConfigChange {
 	return out
 }
 
+// CompareConfigNoted is the config comparison of diff: every change of
+// the JSON (CompareConfig), each marked as a note where it is not a
+// difference of what transformers builds (Bookkeeping, or BuildsSame when
+// CompareConfigAsBuilt has no change at, under or above its path), and the
+// changes of CompareConfigAsBuilt that no change of the JSON shows (an
+// integer key given as a float, equal by value; a moved key whose value
+// changed, at its built path). So the changes that are no notes are
+// exactly those a contract fails: none for a bare re-save by
+// save_pretrained. Sorted by path.
+func CompareConfigNoted(base, ft map[string]any) []ConfigChange {
+	raw := CompareConfig(base, ft)
+	built := CompareConfigAsBuilt(base, ft)
+	shown := make([]bool, len(built))
+	for i := range raw {
+		if raw[i].Bookkeeping {
+			continue
+		}
+		raw[i].BuildsSame = true
+		for j := range built {
+			if configPathsOverlap(raw[i].Path, built[j].Path) {
+				raw[i].BuildsSame, shown[j] = false, true
+			}
+		}
+	}
+	for j, c := range built {
+		if !shown[j] {
+			raw = append(raw, c)
+		}
+	}
+	slices.SortStableFunc(raw, func(x, y ConfigChange) int { return strings.Compare(x.Path, y.Path) })
+	return raw
+}
+
+// configPathsOverlap reports whether one config path is the other or lies
+// under it ("a.b" and "a.b.c" or "a.b[2]", not "a.bc").
+func configPathsOverlap(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == b || strings.HasPrefix(b, a) && (b[len(a)] == '.' || b[len(a)] == '[')
+}
+
 // walkKinds adds the changes of number kind between values equal by value.
 func walkKinds(path string, b, f any, kinds map[string]numKind, out *[]ConfigChange) {
 	switch bv := b.(type) {

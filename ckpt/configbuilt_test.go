@@ -113,3 +113,72 @@ func jsonText(v any) any {
 	}
 	return v
 }
+
+// TestCompareConfigNoted: diff's comparison lists every change of the JSON
+// and marks as notes exactly those after which transformers builds the
+// same model, so that its differences are CompareConfigAsBuilt's: none for
+// the bare re-save (14 BuildsSame notes, 4 bookkeeping), one for each
+// change of what transformers builds, the as-built change added where no
+// change of the JSON shows it (an integer given as a float).
+func TestCompareConfigNoted(t *testing.T) {
+	t.Parallel()
+	o := synth.Small()
+	o.FP8 = false
+	raw, err := os.ReadFile(filepath.Join("synth", "testdata", "small_bf16_resaved_by_transformers_5.23.0.json"))
+	require.NoError(t, err)
+	resaved, err := ckpt.ParseConfig(raw, "config.json")
+	require.NoError(t, err)
+	count := func(cs []ckpt.ConfigChange) (book, same int, diffs []ckpt.ConfigChange) {
+		for _, c := range cs {
+			switch {
+			case c.Bookkeeping:
+				book++
+			case c.BuildsSame:
+				same++
+			default:
+				diffs = append(diffs, c)
+			}
+		}
+		return book, same, diffs
+	}
+	base := parse(t, synth.Config(o))
+	book, same, diffs := count(ckpt.CompareConfigNoted(base, resaved.Raw))
+	assert.Equal(t, 4, book)
+	assert.Equal(t, 14, same)
+	assert.Empty(t, diffs)
+
+	for _, tc := range []struct {
+		name  string
+		edit  func(text map[string]any)
+		same  int
+		diffs []ckpt.ConfigChange
+	}{
+		{"num_hidden_layers as a float", func(tc map[string]any) { tc["num_hidden_layers"] = json.Number("4.0") }, 14,
+			[]ckpt.ConfigChange{{Path: "text_config.num_hidden_layers", Base: json.Number("4"), FT: json.Number("4.0"), Change: ckpt.ConfigChanged, Kind: ckpt.ConfigIntAsFloat}}},
+		{"a default changed", func(tc map[string]any) { tc["attention_dropout"] = json.Number("0.1") }, 13,
+			[]ckpt.ConfigChange{{Path: "text_config.attention_dropout", FT: json.Number("0.1"), Change: ckpt.ConfigOnlyInFT}}},
+		{"a moved key changed", func(tc map[string]any) {
+			tc["rope_parameters"].(map[string]any)["partial_rotary_factor"] = json.Number("0.5")
+		}, 13, []ckpt.ConfigChange{{Path: "text_config.rope_parameters", FT: map[string]any{"partial_rotary_factor": json.Number("0.5"),
+			"rope_theta": json.Number("10000.0"), "rope_type": "default"}, Change: ckpt.ConfigOnlyInFT}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := parse(t, resaved.Raw) // a copy
+			tc.edit(ft["text_config"].(map[string]any))
+			got := ckpt.CompareConfigNoted(base, ft)
+			_, same, diffs := count(got)
+			assert.Equal(t, tc.same, same)
+			assert.Equal(t, tc.diffs, diffs)
+			assert.Len(t, ckpt.CompareConfigAsBuilt(base, ft), 1, "one change of what transformers builds")
+			assert.IsNonDecreasing(t, paths(got))
+		})
+	}
+}
+
+func paths(cs []ckpt.ConfigChange) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Path
+	}
+	return out
+}

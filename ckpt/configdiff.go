@@ -28,6 +28,11 @@ type ConfigChange struct {
 	// Bookkeeping marks a change of a ConfigBookkeeping key: a note, not
 	// a difference (diff).
 	Bookkeeping bool `json:"bookkeeping,omitempty"`
+	// BuildsSame marks a change of the JSON after which transformers
+	// builds the same model (CompareConfigAsBuilt finds nothing there: a
+	// default filled in, a key moved into rope_parameters): a note, not a
+	// difference (diff; CompareConfigNoted).
+	BuildsSame bool `json:"builds_same,omitempty"`
 }
 
 // CompareConfig compares two decoded config objects (Config.Raw, nil for

@@ -24,7 +24,10 @@ func TestDiffConfig(t *testing.T) {
 	got := diff.DiffConfig(base, ft)
 	raw, err := json.Marshal(got)
 	require.NoError(t, err)
+	// "a": 1 → 1.0 is a change, as the contract reads it
+	// (ckpt.CompareConfigAsBuilt): an integer given as a float.
 	assert.JSONEq(t, `[
+		{"path": "a", "base": 1, "ft": 1.0, "change": "changed", "kind": "integer_as_float"},
 		{"path": "gone", "base": true, "change": "only_in_base"},
 		{"path": "new", "change": "only_in_ft"},
 		{"path": "q.skip", "base": ["x", "y"], "ft": ["x", "y", "z"], "change": "changed"},

@@ -325,18 +325,19 @@ type SideRead struct {
 
 // Differs reports whether the checkpoints differ in keys, config or any
 // tensor (the exit status 1 of ckpt diff). Changes of bookkeeping config
-// keys (ckpt.ConfigBookkeeping, which contracts do not record either) are
-// notes, not differences.
+// keys (ckpt.ConfigBookkeeping, which contracts do not record either) and
+// changes after which transformers builds the same model
+// (ckpt.CompareConfigNoted) are notes, not differences.
 func (r *Result) Differs() bool {
 	return r.Summary.Differs() || r.ConfigDifferences() > 0
 }
 
 // ConfigDifferences counts the config changes that are differences: all
-// but those of bookkeeping keys (ConfigChange.Bookkeeping).
+// but the notes (ConfigChange.Bookkeeping, ConfigChange.BuildsSame).
 func (r *Result) ConfigDifferences() int {
 	n := 0
 	for _, c := range r.Config {
-		if !c.Bookkeeping {
+		if !c.Bookkeeping && !c.BuildsSame {
 			n++
 		}
 	}

@@ -40,9 +40,14 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 				return skipArch("no architecture profile: no config.json"), ""
 			}
 			out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
-			if ws := arch.DTypeRuleOf(c).Findings(c); len(ws) > 0 {
-				// The declared-dtype rule needs no profile.
-				out = append(out[:len(out)-1], ws...)
+			// The FP8 module table and the declared-dtype rule need no
+			// profile.
+			ds := fp8ModuleChecks(c, in)
+			for _, f := range arch.DTypeRuleOf(c).Findings(c) {
+				ds = append(ds, Check(f))
+			}
+			if len(ds) > 0 {
+				out = append(out[:len(out)-1], ds...)
 			}
 			return out, ""
 		}
@@ -276,16 +281,7 @@ func dtypeMessage(in *inventory, e *arch.Tensor, t *ckpt.Tensor) string {
 	why := ""
 	switch {
 	case e.FP8 && e.Linear && in.quant != nil:
-		list := in.quant.Path + ".modules_to_not_convert"
-		if in.quant.ModulesToNotConvert == nil {
-			list += " (absent: transformers keeps only lm_head)"
-		}
-		why = fmt.Sprintf(" with a weight_scale_inv: %s does not keep module %s unconverted, so transformers builds it as an FP8Linear and casts these %s values to F8_E4M3 codes", list, ckpt.EscapeName(moduleOf(e.Name)), t.DType)
-		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
-			why += " with a scale it initialises itself (there is none)"
-		} else {
-			why += " scaled by the weight_scale_inv beside it"
-		}
+		why = " with a weight_scale_inv" + convertedWhy(in, moduleOf(e.Name), arch.FP8Linear, t)
 	case e.FP8:
 		why = " with a weight_scale_inv (FP8 release; module not in modules_to_not_convert)"
 		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
@@ -434,4 +430,71 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
 		}
 	}
 	return out
+}
+
+// convertedWhy is why a float weight t of module, which transformers'
+// FP8 quantizer converts to class (arch.FP8Linear, arch.FP8Experts), is
+// not loaded as stored: ": quantization_config.modules_to_not_convert does
+// not keep module M unconverted, so transformers builds it as an FP8Linear
+// and casts these BF16 values to F8_E4M3 codes with a scale it initialises
+// itself (there is none)".
+func convertedWhy(in *inventory, module, class string, t *ckpt.Tensor) string {
+	list := in.quant.Path + ".modules_to_not_convert"
+	if in.quant.ModulesToNotConvert == nil {
+		list += " (absent: transformers keeps only lm_head)"
+	}
+	why := fmt.Sprintf(": %s does not keep module %s unconverted, so transformers builds it as an %s and casts these %s values to F8_E4M3 codes", list, ckpt.EscapeName(module), class, t.DType)
+	if _, ok := in.byName[ckpt.ScaleName(t.Name)]; !ok {
+		return why + " with a scale it initialises itself (there is none)"
+	}
+	return why + " scaled by the weight_scale_inv beside it"
+}
+
+// fp8ModuleChecks are the arch.dtype findings of a block-FP8 checkpoint
+// (quant_method fp8 with a weight_block_size) of a family without an
+// architecture profile, from the FP8 module table (arch.FP8ModulesOf):
+// each BF16, F16 or F32 weight of a module transformers' FineGrainedFP8
+// quantizer converts and modules_to_not_convert does not keep fails, as the
+// qwen3_5 profile fails it; with no such weight, one pass naming how many
+// weights were looked at. A model type the table does not know is one skip
+// saying what was not checked. nil when the checkpoint is not block-FP8.
+func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []Check {
+	if !in.quant.IsBlockFP8() {
+		return nil
+	}
+	m, ok := arch.FP8ModulesOf(c.Config)
+	if !ok {
+		return []Check{{ID: ArchDType, Status: Skip, Message: fmt.Sprintf("not checked: which tensors of model_type %s are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows %s), so a BF16 weight modules_to_not_convert does not keep is not found here",
+			ckpt.Quote(c.Config.ModelType()), strings.Join(arch.FP8ModuleTypes(), ", "))}}
+	}
+	var out []Check
+	n := 0
+	for _, t := range c.Tensors {
+		module, class, ok := m.Module(t.Name)
+		if !ok {
+			continue
+		}
+		if _, kept := in.notConvertEntry(module); kept {
+			continue
+		}
+		n++
+		if !arch.PlainFloat(t.DType) {
+			continue // F8_E4M3 (its scale: fp8.*), or another dtype (not this check's)
+		}
+		msg := fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv%s", ckpt.EscapeName(t.Name), t.DType, convertedWhy(in, module, class, t))
+		if class == arch.FP8Experts && m.ExpertBiases() {
+			msg = fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv or module %s kept by %s.modules_to_not_convert: transformers builds it as an FP8Experts, which refuses %s's expert biases, so the model does not load",
+				ckpt.EscapeName(t.Name), t.DType, ckpt.EscapeName(module), in.quant.Path, m.Class)
+		}
+		out = append(out, Check{ID: ArchDType, Status: Fail, Tensors: []string{t.Name}, Message: msg})
+	}
+	switch {
+	case len(out) > 0:
+		return out
+	case n == 0:
+		return []Check{{ID: ArchDType, Status: Skip, Message: fmt.Sprintf("not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in %s (model_type %s: model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep",
+			m.Class, ckpt.Quote(m.ModelType))}}
+	}
+	return []Check{{ID: ArchDType, Status: Pass,
+		Message: fmt.Sprintf("model_type %s (FP8 module table of %s, no architecture profile): none of the %d weights of modules transformers' FP8 quantizer converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)", ckpt.Quote(m.ModelType), m.Class, n)}}
 }

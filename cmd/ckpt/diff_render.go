@@ -77,16 +77,24 @@ func printDiff(w io.Writer, format string, res *diff.Result, v diffView) error {
 	fmt.Fprintln(w)
 
 	notes := ""
-	if n := len(res.Config) - res.ConfigDifferences(); n > 0 {
-		notes = fmt.Sprintf(", %d bookkeeping note(s)", n)
+	var book, same int
+	for _, c := range res.Config {
+		switch {
+		case c.Bookkeeping:
+			book++
+		case c.BuildsSame:
+			same++
+		}
+	}
+	if book > 0 {
+		notes += fmt.Sprintf(", %d bookkeeping note(s)", book)
+	}
+	if same > 0 {
+		notes += fmt.Sprintf(", %d note(s) transformers builds the same", same)
 	}
 	line(0, "config: %d difference(s)%s", res.ConfigDifferences(), notes)
 	for _, c := range res.Config {
-		note := ""
-		if c.Bookkeeping {
-			note = " (bookkeeping: a note, not a difference)"
-		}
-		line(1, "%s: %s%s", ckpt.EscapeName(c.Path), describeConfigChange(c), note)
+		line(1, "%s: %s%s", ckpt.EscapeName(c.Path), describeConfigChange(c), configNote(c))
 	}
 	fmt.Fprintln(w)
 
@@ -205,4 +213,20 @@ func sideRead(name string, s diff.SideRead) string {
 		reqs = fmt.Sprintf(" (%s request(s))", output.Int(s.Requests))
 	}
 	return fmt.Sprintf("%s %s of %s (%.2f %%) in %s read(s)%s", name, output.Bytes(s.BytesRead), output.Bytes(s.BytesTotal), pct, output.Int(s.Reads), reqs)
+}
+
+// configNote is the suffix of a config change that is a note, not a
+// difference (diff.Result.ConfigDifferences).
+func configNote(c ckpt.ConfigChange) string {
+	switch {
+	case c.Bookkeeping:
+		return " (bookkeeping: a note, not a difference)"
+	case c.BuildsSame:
+		return " (transformers builds the same model: a note, not a difference)"
+	case c.Kind == ckpt.ConfigIntAsFloat:
+		return " (an integer given as a float: transformers' strict config refuses it)"
+	case c.Kind == ckpt.ConfigFloatAsInt:
+		return " (a float given as an integer)"
+	}
+	return ""
 }

@@ -120,10 +120,7 @@ func writeDiffHTML(w io.Writer, res *diff.Result, v diffView) error {
 	}
 	p.Relations = append(p.Relations, summaryRelations(res)...)
 	for _, c := range res.Config {
-		text := describeConfigChange(c)
-		if c.Bookkeeping {
-			text += " (bookkeeping: a note, not a difference)"
-		}
+		text := describeConfigChange(c) + configNote(c)
 		p.Config = append(p.Config, report.ConfigLine{Path: ckpt.EscapeName(c.Path), Change: c.Change, Text: text})
 	}
 	if s := res.Sample; s != nil {

@@ -113,3 +113,77 @@ func TestDiffBookkeepingIsANote(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.True(t, doc.Differs)
 }
+
+// TestDiffBareResave: diff of a checkpoint and transformers' bare re-save
+// of it (synth's Resaved: the class defaults filled in, partial_rotary_factor
+// moved into rope_parameters, every tensor identical) is identical, exit 0:
+// the 14 changed keys are notes, transformers builds the same model from
+// both configs (the comparison of contracts, ckpt.CompareConfigAsBuilt);
+// a change of what it builds differs, an integer given as a float included.
+func TestDiffBareResave(t *testing.T) {
+	t.Parallel()
+	base := writeSmall(t, func(*synth.Options) {})
+	resaved := writeSmall(t, func(o *synth.Options) { o.Resaved = true })
+	type change struct {
+		Path        string `json:"path"`
+		Kind        string `json:"kind"`
+		Bookkeeping bool   `json:"bookkeeping"`
+		BuildsSame  bool   `json:"builds_same"`
+	}
+	diffJSON := func(ft string) (int, bool, []change) {
+		code, out, stderr := runApp(t, "diff", base, ft, "--format", "json", "--progress", "none")
+		require.NotEqual(t, 2, code, stderr)
+		var doc struct {
+			Differs bool     `json:"differs"`
+			Config  []change `json:"config"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &doc))
+		return code, doc.Differs, doc.Config
+	}
+	code, differs, cfg := diffJSON(resaved)
+	assert.Equal(t, 0, code)
+	assert.False(t, differs)
+	same := 0
+	for _, c := range cfg {
+		assert.True(t, c.Bookkeeping || c.BuildsSame, c.Path)
+		if c.BuildsSame {
+			same++
+		}
+	}
+	assert.Equal(t, 14, same)
+	code, out, _ := runApp(t, "diff", base, resaved, "--format", "text", "--progress", "none")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "config: 0 difference(s), 4 bookkeeping note(s), 14 note(s) transformers builds the same\n")
+	assert.Contains(t, out, "text_config.attention_dropout: (absent) → 0.0 (transformers builds the same model: a note, not a difference)")
+
+	for _, tc := range []struct {
+		name        string
+		edit        func(text map[string]any)
+		want        change
+		line, count string
+	}{
+		{"an integer given as a float", func(tc map[string]any) { tc["num_hidden_layers"] = json.Number("4.0") },
+			change{Path: "text_config.num_hidden_layers", Kind: "integer_as_float"},
+			"text_config.num_hidden_layers: 4 → 4.0 (an integer given as a float: transformers' strict config refuses it)", "14"},
+		{"a default the re-save wrote, changed", func(tc map[string]any) { tc["attention_dropout"] = json.Number("0.1") },
+			change{Path: "text_config.attention_dropout"}, "text_config.attention_dropout: (absent) → 0.1\n", "13"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := copyDir(t, resaved)
+			editJSON(t, filepath.Join(edited, "config.json"), func(m map[string]any) { tc.edit(m["text_config"].(map[string]any)) })
+			code, differs, cfg := diffJSON(edited)
+			assert.Equal(t, 1, code)
+			assert.True(t, differs)
+			var diffs []change
+			for _, c := range cfg {
+				if !c.Bookkeeping && !c.BuildsSame {
+					diffs = append(diffs, c)
+				}
+			}
+			assert.Equal(t, []change{tc.want}, diffs)
+			_, out, _ := runApp(t, "diff", base, edited, "--format", "text", "--progress", "none")
+			assert.Contains(t, out, "config: 1 difference(s), 4 bookkeeping note(s), "+tc.count+" note(s) transformers builds the same\n")
+			assert.Contains(t, out, tc.line)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,4 +166,102 @@ func TestVerifyNotConvertAsTransformers(t *testing.T) {
 	code, out, _ := runApp(t, "verify", uncovered, "--only-failed")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "FAILED: 3 failed")
+}
+
+// writeLlamaFP8 writes a two-layer LlamaForCausalLM FineGrainedFP8
+// checkpoint as transformers 5.23.0 saves one (every Linear F8_E4M3 with
+// an F32 weight_scale_inv, lm_head BF16 and listed in
+// modules_to_not_convert), but with the weights named in bf16 stored BF16
+// without a scale; modelType replaces "llama" in its config.
+func writeLlamaFP8(t *testing.T, modelType string, bf16 ...string) string {
+	t.Helper()
+	const h, block = 64, 32
+	var mts []ckpt.MemTensor
+	add := func(name string, dt ckpt.DType, shape ...int64) {
+		for _, b := range bf16 {
+			if b == name {
+				dt = ckpt.BF16
+			}
+		}
+		n := int64(dt.Bits() / 8)
+		for _, d := range shape {
+			n *= d
+		}
+		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}, Data: make([]byte, n)})
+		if dt == ckpt.F8E4M3 {
+			s := []int64{shape[0] / block, shape[1] / block}
+			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: ckpt.F32, Shape: s}, Data: make([]byte, s[0]*s[1]*4)})
+		}
+	}
+	add("model.embed_tokens.weight", ckpt.BF16, 128, h)
+	for _, p := range []string{"model.layers.0.", "model.layers.1."} {
+		add(p+"input_layernorm.weight", ckpt.BF16, h)
+		add(p+"post_attention_layernorm.weight", ckpt.BF16, h)
+		for _, m := range []string{"q_proj", "k_proj", "v_proj", "o_proj"} {
+			add(p+"self_attn."+m+".weight", ckpt.F8E4M3, h, h)
+		}
+		add(p+"mlp.gate_proj.weight", ckpt.F8E4M3, 2*h, h)
+		add(p+"mlp.up_proj.weight", ckpt.F8E4M3, 2*h, h)
+		add(p+"mlp.down_proj.weight", ckpt.F8E4M3, h, 2*h)
+	}
+	add("model.norm.weight", ckpt.BF16, h)
+	add("lm_head.weight", ckpt.BF16, 128, h)
+	dir := t.TempDir()
+	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), mts, map[string]string{"format": "pt"}))
+	cfg, err := json.Marshal(map[string]any{"model_type": modelType, "architectures": []string{"LlamaForCausalLM"}, "dtype": "bfloat16",
+		"hidden_size": h, "num_hidden_layers": 2, "quantization_config": map[string]any{"quant_method": "fp8", "activation_scheme": "dynamic",
+			"weight_block_size": []int{block, block}, "modules_to_not_convert": []string{"lm_head"}}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644))
+	return dir
+}
+
+// TestVerifyUncoveredLinearWithoutProfile (issue 33, behaviour 6, for the
+// families without an architecture profile): an FP8 Llama checkpoint whose
+// down_proj is BF16 without a scale and not covered by
+// modules_to_not_convert fails verify (exit 1) with one arch.dtype finding
+// naming the weight and the FP8Linear transformers builds for it, in text
+// and JSON; the checkpoint as transformers writes it passes; a model type
+// the FP8 module table does not know is not checked, and says so.
+func TestVerifyUncoveredLinearWithoutProfile(t *testing.T) {
+	t.Parallel()
+	const w = "model.layers.1.mlp.down_proj.weight"
+	want := w + " is BF16, expected F8_E4M3 with a weight_scale_inv: quantization_config.modules_to_not_convert does not keep module model.layers.1.mlp.down_proj unconverted, " +
+		"so transformers builds it as an FP8Linear and casts these BF16 values to F8_E4M3 codes with a scale it initialises itself (there is none)"
+	dtypeOf := func(rep verify.Report) []verify.Check {
+		var out []verify.Check
+		for _, ch := range rep.Checks {
+			if ch.ID == verify.ArchDType {
+				out = append(out, ch)
+			}
+		}
+		return out
+	}
+
+	code, rep, stderr := verifyJSON(t, "verify", writeLlamaFP8(t, "llama"))
+	require.Equal(t, 0, code, stderr)
+	assert.True(t, rep.OK)
+	require.Len(t, dtypeOf(rep), 1)
+	assert.Equal(t, verify.Pass, dtypeOf(rep)[0].Status)
+	assert.Equal(t, `model_type "llama" (FP8 module table of LlamaForCausalLM, no architecture profile): none of the 14 weights of modules transformers' FP8 quantizer converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)`, dtypeOf(rep)[0].Message)
+
+	bad := writeLlamaFP8(t, "llama", w)
+	code, rep, _ = verifyJSON(t, "verify", bad)
+	assert.Equal(t, 1, code)
+	assert.False(t, rep.OK)
+	fails := rep.Failed()
+	require.Len(t, fails, 1)
+	assert.Equal(t, verify.ArchDType, fails[0].ID)
+	assert.Equal(t, []string{w}, fails[0].Tensors)
+	assert.Equal(t, want, fails[0].Message)
+	code, out, _ := runApp(t, "verify", bad, "--only-failed")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, want)
+	assert.Contains(t, out, "FAILED: 1 failed")
+
+	code, rep, stderr = verifyJSON(t, "verify", writeLlamaFP8(t, "mistral", w))
+	require.Equal(t, 0, code, stderr)
+	require.Len(t, dtypeOf(rep), 1)
+	assert.Equal(t, verify.Skip, dtypeOf(rep)[0].Status)
+	assert.Equal(t, `not checked: which tensors of model_type "mistral" are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows gpt_oss, llama, qwen3, qwen3_moe, qwen3_next), so a BF16 weight modules_to_not_convert does not keep is not found here`, dtypeOf(rep)[0].Message)
 }

@@ -4,19 +4,15 @@ known_bugs(check, case) names the bug that changes the answer of a check
 for a case, and params() turns it into pytest.mark.xfail(strict=True), so
 a marked case does fail today and its mark must go when the fix is merged
 (strict: an unexpected pass fails the run). The nine behaviours of issue
-#33 (branches tf-dtype-layout, tf-fp8, tf-plan-config) are merged and their
-marks gone; "unfixed" is a disagreement found by this leg that no branch
-fixes yet."""
+#33 (branches tf-dtype-layout, tf-fp8, tf-plan-config) and the one this
+leg found (a BF16 Linear modules_to_not_convert does not cover, in an FP8
+checkpoint of a class without an architecture profile) are fixed and their
+marks gone: KNOWN is empty until this leg finds another."""
 
 import pytest
 
-# Found by this leg.
-UNCOVERED = ("unfixed: in an FP8 checkpoint of a class verify has no profile of (Llama), a BF16 Linear weight "
-             "that modules_to_not_convert does not keep, its scale absent, passes verify (exit 0: fp8.not_convert "
-             "only checks FP8 weights the list keeps; arch.dtype knows Qwen3.5's Linears only), although "
-             "transformers builds an FP8Linear for it, casts the BF16 values to F8_E4M3 codes and reports its "
-             "weight_scale_inv missing (#33 behaviour 6's 'a BF16 Linear the list does not cover is a failing "
-             "finding', outside the qwen3_5 profile)")
+# check:case -> the bug that changes its answer today.
+KNOWN = {}
 
 # The architectures the built-in mapping profiles serve (model_type).
 SERVED = {"qwen3_5", "qwen3_5_text", "qwen3_5_moe"}
@@ -25,9 +21,7 @@ SERVED = {"qwen3_5", "qwen3_5_text", "qwen3_5_moe"}
 def known_bugs(check, case):
     """The reason today's ckpt fails check for case (a zoo.Saved or
     zoo.Case, or a string naming a case of a test module), or None."""
-    return {
-        "fp8-uncovered-bf16-linear:llama": UNCOVERED,
-    }.get(f"{check}:{case}" if case is not None and not hasattr(case, "kind") else check)
+    return KNOWN.get(f"{check}:{case}" if case is not None and not hasattr(case, "kind") else check)
 
 
 def params(check, cases, ids=None):

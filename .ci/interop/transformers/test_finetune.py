@@ -222,7 +222,9 @@ def built(d):
 def test_resave_release_config(ckpt, zoo, tmp_path):
     """A base with the released config style, re-saved bare: transformers
     builds the same model from both (config.to_dict() and every tensor
-    equal), so verify --against the base's contract passes."""
+    equal), so verify --against the base's contract passes, and diff finds
+    no difference (exit 0): each key the re-save added or moved is a note
+    (builds_same, or bookkeeping)."""
     base = zoo.save("qwen3_5")
     rel = tmp_path / "release"
     shutil.copytree(base.dir, rel)
@@ -234,13 +236,18 @@ def test_resave_release_config(ckpt, zoo, tmp_path):
     ckpt.run("contract", rel, "-o", c)
     v = ckpt.json("verify", d, "--against", c)
     assert v["ok"], [f for f in v["findings"] if f["status"] == "fail"]
+    doc = ckpt.json("diff", rel, d)
+    assert doc["differs"] is False
+    assert any(x.get("builds_same") for x in doc["config"])
+    assert all(x.get("builds_same") or x.get("bookkeeping") for x in doc["config"]), doc["config"]
 
 
 @mark("float-layer-count")
 def test_float_layer_count(ckpt, zoo, tmp_path):
     """text_config.num_hidden_layers 4 -> 4.0: transformers refuses the
     config (an integer field given a float); verify --against the base's
-    contract must fail naming the key."""
+    contract must fail naming the key, and diff (exit 1) lists it as the
+    one difference, an integer given as a float."""
     base = zoo.save("qwen3_5")
     d = tmp_path / "float"
     shutil.copytree(base.dir, d)
@@ -252,6 +259,9 @@ def test_float_layer_count(ckpt, zoo, tmp_path):
     v = ckpt.json("verify", d, "--against", c, rc=1)
     assert any("num_hidden_layers" in f["message"] for f in v["findings"]
                if f["id"] == "contract.config" and f["status"] == "fail")
+    doc = ckpt.json("diff", base.dir, d, rc=1)
+    assert [(x["path"], x.get("kind")) for x in doc["config"] if not (x.get("builds_same") or x.get("bookkeeping"))] == [
+        ("text_config.num_hidden_layers", "integer_as_float")]
 
 
 def test_config_change_fails_contract(ckpt, zoo, tmp_path):

@@ -12,6 +12,7 @@ build / extract / diff and held against transformers' own dequantisation
 (from_pretrained with FineGrainedFP8Config(dequantize=True): Fp8Dequantize)
 and against Fp8Quantize re-run on the bf16 weights."""
 
+import json
 import os
 
 import pytest
@@ -125,21 +126,41 @@ def test_verify_default_conversion(ckpt, zoo):
     assert not bad, bad[:3]
 
 
-UNCOVERED = {"qwen3_5": "model.language_model.layers.0.mlp.down_proj.weight", "llama": "model.layers.0.mlp.down_proj.weight"}
+# One Linear weight of each class the leg makes, FP8 in its release-list
+# FP8 file (the modeling files' nn.Linear modules: arch.FP8ModulesSource):
+# the dense and shared-expert MLPs, full- and linear-attention projections.
+UNCOVERED = {
+    "qwen3_5": "model.language_model.layers.0.mlp.down_proj.weight",
+    "qwen3_5_text": "model.layers.1.linear_attn.out_proj.weight",
+    "qwen3_5_moe": "model.language_model.layers.0.mlp.shared_expert.down_proj.weight",
+    "qwen3_next": "model.layers.0.linear_attn.in_proj_qkvz.weight",
+    "qwen3": "model.layers.0.self_attn.o_proj.weight",
+    "qwen3_moe": "model.layers.1.self_attn.q_proj.weight",
+    "llama": "model.layers.0.mlp.down_proj.weight",
+    "gpt_oss": "model.layers.0.self_attn.v_proj.weight",
+}
+
+
+def failing(doc):
+    """The failing findings of a verify document, as (id, tensors)."""
+    return {(f["id"], tuple(f["tensors"])) for f in doc["findings"] if f["status"] == "fail"}
 
 
 @pytest.mark.parametrize("kind", params("fp8-uncovered-bf16-linear", list(UNCOVERED)))
 def test_verify_uncovered_bf16_linear(ckpt, zoo, kind, tmp_path):
-    """One FP8 Linear of the release-list checkpoint replaced by its bf16
-    dequantisation, its scale dropped, modules_to_not_convert not listing
-    it: transformers' FP8 load (the quantizer's GPU path) builds an
-    FP8Linear for it, casts the BF16 values to F8_E4M3 codes and reports its
-    weight_scale_inv missing (left as initialised), a broken module.
-    Structural verify must fail it, naming the weight (for Qwen3.5 the
-    architecture profile's arch.dtype does; Llama has no profile)."""
+    """One FP8 Linear of the release-list checkpoint of each class replaced
+    by its bf16 dequantisation, its scale dropped, modules_to_not_convert
+    not listing it: transformers' FP8 load (the quantizer's GPU path) builds
+    an FP8Linear for it, casts the BF16 values to F8_E4M3 codes and reports
+    its weight_scale_inv missing (left as initialised), a broken module.
+    Structural verify must fail it, naming the weight, with arch.dtype and
+    nothing else beyond what it finds in the file before the edit (the
+    Qwen3.5 classes: the architecture profile; the others: the FP8 module
+    table, arch.FP8Modules)."""
     import shutil
     d, _, sd = zoo.fp8("release", kind)
     name = UNCOVERED[kind]
+    assert sd[name].dtype == FP8_DTYPE, name
     e = tmp_path / "uncovered"
     shutil.copytree(d, e)
     w = tflib.dequantize_like_transformers(sd[name], sd[name + "_scale_inv"])
@@ -147,10 +168,49 @@ def test_verify_uncovered_bf16_linear(ckpt, zoo, kind, tmp_path):
     tflib.add_tensors(str(e), {name: w})
     with tflib.fp8_quantizer_on_cpu():
         m, info = tflib.CLASSES[kind].from_pretrained(e, dtype=torch.bfloat16, output_loading_info=True)
-    assert info["missing_keys"] == {name + "_scale_inv"}
+        _, before = tflib.CLASSES[kind].from_pretrained(d, dtype=torch.bfloat16, output_loading_info=True)
+    assert set(info["missing_keys"]) - set(before["missing_keys"]) == {name + "_scale_inv"}
     assert m.get_parameter(name).dtype == FP8_DTYPE
+    was = failing(ckpt.json("verify", d, rc=(0, 1)))
+    assert not [f for f in was if name in f[1]]
     doc = ckpt.json("verify", e, rc=1)
-    assert any(name in f["tensors"] for f in doc["findings"] if f["status"] == "fail")
+    assert failing(doc) - was == {("arch.dtype", (name,))}
+
+
+@pytest.mark.parametrize("kind", params("fp8-uncovered-bf16-experts", ["qwen3_moe", "qwen3_next", "gpt_oss"]))
+def test_verify_uncovered_bf16_experts(ckpt, zoo, kind, tmp_path):
+    """The FP8 checkpoint of a MoE class quantised with the experts kept
+    (modules_to_not_convert ["lm_head", "mlp.experts"]: its experts BF16),
+    then its list edited to ["lm_head"]: transformers builds an FP8Experts
+    for each layer's experts (replace_with_fp8_linear: every module named
+    "*.experts") and reports their scales missing, or, for GPT-OSS, whose
+    experts have biases, refuses to build it (FP8Experts asserts has_bias
+    is False). Structural verify fails arch.dtype for exactly the experts'
+    weights (no bias), nothing else beyond what it finds before the edit."""
+    base = zoo.save(kind)
+    d = tmp_path / "kept"
+    tflib.fp8_quantize(base.dir, kind, modules_to_not_convert=["lm_head", "mlp.experts"]).save_pretrained(d)
+    sd = tflib.read_all(str(d))
+    experts = sorted(k for k in sd if ".mlp.experts." in k and not k.endswith("_bias"))
+    assert experts and all(sd[k].dtype == torch.bfloat16 for k in experts), experts
+    was = failing(ckpt.json("verify", d, rc=(0, 1)))
+    e = tmp_path / "uncovered"
+    import shutil
+    shutil.copytree(d, e)
+    cfg = json.loads((e / "config.json").read_text())
+    cfg["quantization_config"]["modules_to_not_convert"] = ["lm_head"]
+    (e / "config.json").write_text(json.dumps(cfg))
+    with tflib.fp8_quantizer_on_cpu():
+        if kind == "gpt_oss":
+            with pytest.raises(AssertionError, match="FP8Experts does not support bias"):
+                tflib.CLASSES[kind].from_pretrained(e, dtype=torch.bfloat16)
+        else:
+            m, info = tflib.CLASSES[kind].from_pretrained(e, dtype=torch.bfloat16, output_loading_info=True)
+            missing = {k for k in info["missing_keys"] if ".mlp.experts." in k}
+            assert missing and all(k.endswith("_scale_inv") for k in missing), missing
+            assert m.get_parameter("model.layers.0.mlp.experts.gate_up_proj").dtype == FP8_DTYPE
+    doc = ckpt.json("verify", e, rc=1)
+    assert failing(doc) - was == {("arch.dtype", (k,)) for k in experts}
 
 
 # ---------------------------------------------------------------- extract

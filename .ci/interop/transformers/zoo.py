@@ -128,13 +128,16 @@ class Zoo:
         (each module that should_convert_module converts under the same
         list, but mtp.fc, BF16 in every released FP8 file) and added as the
         release carries it. For a class other than
-        Qwen3.5 the release list is ["lm_head"]."""
+        Qwen3.5 the release list is ["lm_head"], for GPT-OSS ["lm_head",
+        "mlp.experts"]: FP8Experts refuses expert biases (its __init__
+        asserts has_bias is False, integrations/finegrained_fp8.py@5.23.0),
+        so GptOssExperts stays BF16."""
         def make(d):
             from transformers.quantizers.quantizers_utils import should_convert_module
             base = self.save(kind, "bf16", "single")
             cfg = dict(FP8[flavour])
             if kind != "qwen3_5" and "modules_to_not_convert" in cfg:
-                cfg["modules_to_not_convert"] = ["lm_head"]
+                cfg["modules_to_not_convert"] = ["lm_head"] + (["mlp.experts"] if kind == "gpt_oss" else [])
             q = tflib.fp8_quantize(base.dir, kind, **cfg)
             q.save_pretrained(d)
             skip = q.hf_quantizer.quantization_config.modules_to_not_convert
