@@ -185,6 +185,7 @@ type entryKey struct {
 	DeviceShape []int64              `json:"device_shape"`
 	MatrixRows  int64                `json:"matrix_rows"`
 	MatrixCols  int64                `json:"matrix_cols"`
+	Flat        bool                 `json:"flat,omitempty"`
 	Shards      [][]mapping.Piece    `json:"shards"`
 }
 
@@ -195,7 +196,7 @@ type entryKey struct {
 func EntryHash(e *mapping.Entry) string {
 	k := entryKey{Rule: e.Rule, Target: e.Target, File: e.File, Values: e.Values, Transpose: e.Transpose,
 		Placement: e.Placement, Devices: e.Devices, DType: e.DType, Layout: e.Layout, Memory: e.Memory,
-		Shape: e.Shape, DeviceShape: e.DeviceShape, MatrixRows: e.MatrixRows, MatrixCols: e.MatrixCols, Shards: e.Shards}
+		Shape: e.Shape, DeviceShape: e.DeviceShape, MatrixRows: e.MatrixRows, MatrixCols: e.MatrixCols, Flat: e.Flat, Shards: e.Shards}
 	for _, s := range e.Sources {
 		k.Sources = append(k.Sources, s.Name)
 		if s.Scale != nil {

@@ -145,13 +145,50 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, "target", res.Entries, res.Record())
+		entries := res.Entries
+		if res.Vision != nil {
+			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+		}
+		return output.WriteJSONL(w, "target", entries, res.Record())
 	}
-	if !summaryOnly || format == output.CSV {
-		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
+	if format == output.CSV { // one table: the vision targets are named visual.*
+		entries := res.Entries
+		if res.Vision != nil {
+			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+		}
+		return printTargets(w, format, "", entries)
+	}
+	if !summaryOnly {
+		if err := printTargets(w, format, "", res.Entries); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if v := res.Vision; v != nil {
+			if err := printTargets(w, format, "vision part: "+ckpt.EscapeName(v.CacheDir), v.Entries); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if err := printIgnored(w, format, res.Ignored); err != nil {
+		return err
+	}
+	if res.Vision != nil && len(res.Vision.Ignored) > 0 {
+		if err := printIgnored(w, format, res.Vision.Ignored); err != nil {
+			return err
+		}
+	}
+	return printMapTail(w, format, res)
+}
+
+// printTargets prints the targets table of a plan (or its vision part,
+// under a title).
+func printTargets(w io.Writer, format, title string, entries []mapping.ResultEntry) error {
+	{ // the table
+		g := &output.Grid{Title: title, Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
 		tableForPeople(g, map[string]int{"per device": 1, "placement": 2, "dtype": 3, "shape": 4, "layout": 5, "memory": 6})
 		g.GroupAlso = map[int]bool{7: true}
-		for _, e := range res.Entries {
+		for _, e := range entries {
 			pl := "replicate"
 			if e.Placement.Dim != nil {
 				pl = fmt.Sprintf("shard %d", *e.Placement.Dim)
@@ -165,18 +202,16 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 			}
 			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources)})
 		}
-		if format == output.CSV {
-			return g.Render(w, format)
-		}
-		if err := g.Render(w, format); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
+		return g.Render(w, format)
 	}
-	if len(res.Ignored) > 0 {
+}
+
+// printIgnored prints the ignored tensors by reason.
+func printIgnored(w io.Writer, format string, ignored []mapping.Ignored) error {
+	if len(ignored) > 0 {
 		reasons := map[string]int{}
 		var order []string
-		for _, ig := range res.Ignored {
+		for _, ig := range ignored {
 			if reasons[ig.Reason] == 0 {
 				order = append(order, ig.Reason)
 			}
@@ -191,6 +226,12 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		}
 		fmt.Fprintln(w)
 	}
+	return nil
+}
+
+// printMapTail prints the memory table, the problems and the summary
+// lines of a map document.
+func printMapTail(w io.Writer, format string, res *mapping.Result) error {
 	if res.Memory != nil {
 		if err := printMemory(w, format, deviceOf(res.CacheDir), res.Memory, res.PerDevice); err != nil {
 			return err
@@ -224,6 +265,11 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
 		esc(res.Profile), pin, res.Mesh, esc(fmt.Sprint(res.Settings)), s.Targets, esc(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+	if v := res.Vision; v != nil {
+		vs := v.Summary
+		fmt.Fprintf(w, "vision part %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped, %d problem(s)\n",
+			esc(v.Profile), esc(fmt.Sprint(v.Settings)), vs.Targets, esc(v.CacheDir), vs.Sources, vs.Scales, vs.Ignored, vs.Unmapped, vs.Problems)
+	}
 	return nil
 }
 
