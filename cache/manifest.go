@@ -49,7 +49,16 @@ type Manifest struct {
 	Device   string           `json:"device"`
 	Tag      string           `json:"tag"`
 	CacheDir string           `json:"cache_dir"`
-	Source   string           `json:"source"`
+	// Part is "" for a model's main (text) folder and "vision" for the
+	// folder of its vision tower (mapping.Plan.Part; Profile is then the
+	// main profile, whose vision part it is); Companion is the
+	// cache_dir of the model's other folder: the vision folder in the main
+	// manifest, the main folder in the vision manifest. A vision folder
+	// is named without a mesh suffix (<device>/tensor_cache_<tag>), like a
+	// single-device text folder upstream; its manifest tells them apart.
+	Part      string `json:"part,omitempty"`
+	Companion string `json:"companion,omitempty"`
+	Source    string `json:"source"`
 	// Variant is the variant of a directory source the cache was built
 	// from (--variant; ckpt.Options.Variant), "" for the default.
 	Variant string       `json:"variant,omitempty"`

@@ -31,8 +31,16 @@ type Plan struct {
 	// Vision is the plan of the profile's vision part (Profile.Vision),
 	// into its own cache folder, when the checkpoint has a vision tower;
 	// its problems are also the plan's.
-	Vision  *Plan
-	Ignored []Ignored
+	Vision *Plan
+	// Part is "" for a model's main plan and PartVision for its vision
+	// part; Companion is the other folder of the same model (the vision
+	// folder of a main plan that has one, the main folder of a vision
+	// part). Cache manifests record both.
+	Part, Companion string
+	// MainProfile is, in a vision part, the name of the main profile it
+	// belongs to (what its manifest records: plans are made from it).
+	MainProfile string
+	Ignored     []Ignored
 	// Unmapped lists source tensors that no applicable rule or ignore rule
 	// matches (scales count with their weight). Tensors of targets that
 	// failed (indivisible, incomplete...) are named by those problems instead.
@@ -343,6 +351,7 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 		return nil, fmt.Errorf("vision part: %w", verr)
 	}
 	plan.Vision = vp
+	vp.Part, vp.Companion, vp.MainProfile, plan.Companion = PartVision, plan.CacheDir, p.Name, vp.CacheDir
 	plan.Problems = append(plan.Problems, vp.Problems...)
 	if len(plan.Problems) > 0 {
 		return plan, &PlanError{Problems: plan.Problems}

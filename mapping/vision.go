@@ -23,6 +23,9 @@ func VisionFolder(device string, instruct bool) string {
 	return device + "/tensor_cache_bfp8"
 }
 
+// PartVision is the Plan.Part (and cache manifest part) of a vision part.
+const PartVision = "vision"
+
 // Variables of the vision part.
 const (
 	// VarInstruct is tt_transformers' ModelArgs.instruct: the vision

@@ -1168,9 +1168,14 @@ func (b *builder) abortAll() {
 
 // finish writes the manifest and removes the journal.
 func (b *builder) finish() (*Result, error) {
-	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
+	profile := b.plan.Profile.Name
+	if b.plan.MainProfile != "" {
+		profile = b.plan.MainProfile // a vision part: its plan is made from the main profile
+	}
+	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: profile,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Variant: b.plan.Variant, Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
+		CacheDir: b.plan.CacheDir, Part: b.plan.Part, Companion: b.plan.Companion, Source: b.plan.Source, Variant: b.plan.Variant,
+		Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	if b.opt.AllowNonFinite {
 		m.NaN = b.opt.NaN
 	}

@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -79,17 +80,39 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	}
 	defer c.Close()
 	rep := &Report{Plan: plan, Warnings: c.Warnings()}
+	// The vision part first: the main manifest, written last, names a
+	// companion folder that is complete.
+	var vsum *Summary
+	var vnotes []string
+	if vp := plan.Vision; vp != nil {
+		vres, err := Run(ctx, c, vp, req.Out, req.Options)
+		if err != nil {
+			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
+		}
+		s := vres.Summary(req.Out, vp, time.Since(start).Seconds())
+		vsum = &s
+		for _, n := range vres.Notes() {
+			vnotes = append(vnotes, "vision part: "+n)
+		}
+	}
 	res, err := Run(ctx, c, plan, req.Out, req.Options)
 	if err != nil {
 		return rep, err
 	}
 	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
+	if vsum != nil {
+		sum.Vision = vsum
+		sum.Warnings = append(sum.Warnings, vsum.Warnings...)
+	}
 	mem, err := plan.Memory(dram)
 	if err != nil {
 		return rep, err
 	}
 	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
 	rep.Summary = &sum
-	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), res.Notes()
+	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), append(res.Notes(), vnotes...)
+	if vp := plan.Vision; vp != nil {
+		rep.PlanWarnings = append(append(rep.PlanWarnings, vp.Warnings...), vp.GroupedWarnings()...)
+	}
 	return rep, nil
 }

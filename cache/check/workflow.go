@@ -217,7 +217,18 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
 		Ignore: opt.Ignore, BaseIgnore: built}
+	if m.Part == mapping.PartVision {
+		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
+	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
+	if err == nil && m.Part == mapping.PartVision {
+		if plan.Vision == nil {
+			c.Close()
+			res.Findings = append(res.Findings, fail(FindingStale, "", fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
+			return done()
+		}
+		plan = plan.Vision
+	}
 	var pe *mapping.PlanError
 	if plan != nil {
 		res.Ignore = cache.IgnoreRecords(plan)
@@ -580,6 +591,16 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	var paths []string
 	if cache.IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		paths = []string{dir}
+		// A model's main folder is checked with its vision folder.
+		if m, err := cache.ReadManifest(dir); err == nil && m.Part == "" && m.Companion != "" {
+			if f, err := cache.ResolveFolder(dir, cache.Selector{}); err == nil {
+				if comp := cache.FolderOf(f.Root, m.Companion).Path(); comp != filepath.Clean(dir) {
+					if st, err := os.Stat(comp); err == nil && st.IsDir() {
+						paths = append(paths, comp)
+					}
+				}
+			}
+		}
 	} else if all, err := cache.Folders(dir); err == nil {
 		for _, f := range all {
 			if opt.Select.Match(f) {
