@@ -224,7 +224,7 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 	}
 	switch len(fs) {
 	case 0:
-		e := &NoCacheError{Dir: dir, Selector: sel, Others: all}
+		e := &NoCacheError{Dir: dir, Selector: sel, Others: dropCompanions(all)}
 		if len(all) == 0 {
 			e.Checkpoint = CheckpointFile(dir)
 		}

@@ -346,7 +346,11 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if len(plan.Problems) > 0 && plan.Problems[0].ID == ProblemArchitecture {
 		return plan, err
 	}
-	vp, verr := buildOne(c, p.Vision, mesh, visionSet)
+	// The vision folder is in the text folder's device folder: the same
+	// device and architecture.
+	vprof := *p.Vision
+	vprof.Arch, vprof.Device = p.Arch, p.Device
+	vp, verr := buildOne(c, &vprof, mesh, visionSet)
 	if vp == nil {
 		return nil, fmt.Errorf("vision part: %w", verr)
 	}
@@ -915,11 +919,21 @@ func (b *builder) run() {
 		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s matches %d mapped tensor(s), which stay mapped: %s (an ignore leaves out only tensors no rule maps)",
 			b.p.Ignore[i].Reason, len(names), abbreviate(names, 5)))
 	}
-	// The declared-dtype rule, as verify applies it (arch.DTypeRule).
-	for _, f := range arch.DTypeRuleOf(b.c).Findings(b.c) {
+	// The declared-dtype rule, as verify applies it (arch.DTypeRule): once,
+	// in the main plan (a scoped part's plan would repeat it).
+	for _, f := range b.dtypeFindings() {
 		b.plan.Warnings = append(b.plan.Warnings, f.Message)
 	}
 	sort.Strings(b.plan.Warnings)
+}
+
+// dtypeFindings are the declared-dtype rule's findings of the checkpoint,
+// for the main plan only.
+func (b *builder) dtypeFindings() []ckpt.Finding {
+	if b.p.Scope != "" {
+		return nil
+	}
+	return arch.DTypeRuleOf(b.c).Findings(b.c)
 }
 
 // orphanScaleReason is why a weight_scale_inv beside a weight that is not

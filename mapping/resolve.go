@@ -151,6 +151,11 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	plan.Ignore = append([]string(nil), o.Ignores()...)
 	plan.Variant = o.Variant
+	if plan.Vision != nil {
+		// Its manifest records them too: its plan is made with them.
+		plan.Vision.Ignore = append([]string(nil), o.Ignores()...)
+		plan.Vision.Variant = o.Variant
+	}
 	return c, plan, err
 }
 

@@ -80,29 +80,25 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	}
 	defer c.Close()
 	rep := &Report{Plan: plan, Warnings: c.Warnings()}
-	// The vision part first: the main manifest, written last, names a
-	// companion folder that is complete.
-	var vsum *Summary
+	res, err := Run(ctx, c, plan, req.Out, req.Options)
+	if err != nil {
+		return rep, err
+	}
+	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
+	// Then the vision part, into its own folder (the main build refused
+	// whatever the output policy refuses before anything was written).
 	var vnotes []string
 	if vp := plan.Vision; vp != nil {
 		vres, err := Run(ctx, c, vp, req.Out, req.Options)
 		if err != nil {
 			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
 		}
-		s := vres.Summary(req.Out, vp, time.Since(start).Seconds())
-		vsum = &s
+		vs := vres.Summary(req.Out, vp, time.Since(start).Seconds())
+		sum.Vision = &vs
+		sum.Warnings = append(sum.Warnings, vs.Warnings...)
 		for _, n := range vres.Notes() {
 			vnotes = append(vnotes, "vision part: "+n)
 		}
-	}
-	res, err := Run(ctx, c, plan, req.Out, req.Options)
-	if err != nil {
-		return rep, err
-	}
-	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
-	if vsum != nil {
-		sum.Vision = vsum
-		sum.Warnings = append(sum.Warnings, vsum.Warnings...)
 	}
 	mem, err := plan.Memory(dram)
 	if err != nil {
