@@ -55,6 +55,10 @@ func (f Folder) Mesh() string {
 	return f.mesh
 }
 
+// Unmeshed says the folder is named without a mesh (a vision folder,
+// <device>/tensor_cache_<tag>).
+func (f Folder) Unmeshed() bool { return folderRE.FindStringSubmatch(path.Base(f.Dir))[2] == "" }
+
 // withManifestMesh fills in the mesh of a folder named without one from
 // its manifest (a vision folder records the mesh it was built for).
 func (f Folder) withManifestMesh() Folder {

@@ -403,7 +403,7 @@ func (p *Profile) FolderFor(device string, m Mesh, set Settings) string {
 		tag = ts.Tag
 	}
 	if p.Folder == FolderUnmeshed {
-		return device + "/tensor_cache_" + tag
+		return UnmeshedCacheDir(device, tag)
 	}
 	return CacheDir(device, tag, m)
 }

@@ -23,6 +23,9 @@ func VisionFolder(device string, instruct bool) string {
 	return device + "/tensor_cache_bfp8"
 }
 
+// VisionInstructTag is the tag of the vision folder with instruct set.
+const VisionInstructTag = "instruct_bfp8"
+
 // PartVision is the Plan.Part (and cache manifest part) of a vision part.
 const PartVision = "vision"
 
@@ -86,7 +89,7 @@ func visionProfile() *Profile {
 		Folder:    FolderUnmeshed,
 		Config:    "vision_config",
 		Scope:     VisionPrefix,
-		TagSwitch: &TagSwitch{Var: VarInstruct, Tag: "instruct_bfp8"},
+		TagSwitch: &TagSwitch{Var: VarInstruct, Tag: VisionInstructTag},
 		Variables: []Variable{{Name: VarInstruct, Doc: "tt_transformers' ModelArgs.instruct (HF_MODEL, lower-cased, contains \"instruct\" or " +
 			"\"it\"): the vision folder is tensor_cache_instruct_bfp8", Upstream: "models/tt_transformers/tt/model_config.py@0039cbf0 (weight_cache_path)"}},
 		Notes: []string{

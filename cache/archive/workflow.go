@@ -38,6 +38,10 @@ type PackResult struct {
 	Out      string
 	// Bytes is the size of the archived files, ArchiveBytes the archive's.
 	Bytes, ArchiveBytes int64
+	// Companion is the path of the packed folder's companion (the model's
+	// other folder: its vision folder, or its main folder), "" for none.
+	// An archive holds one folder: the companion is packed on its own.
+	Companion string
 }
 
 // PackFile is the workflow of `ckpt cache pack`: it validates the request
@@ -67,7 +71,13 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	if err := af.Commit(); err != nil {
 		return nil, err
 	}
-	return &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}, nil
+	res := &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}
+	if len(folders) > 1 {
+		if st, err := os.Stat(folders[1]); err == nil && st.IsDir() {
+			res.Companion = folders[1]
+		}
+	}
+	return res, nil
 }
 
 // folderFiles lists the files of the cache folder that dir (a folder, or

@@ -85,3 +85,62 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 		})
 	}
 }
+
+// cache identify of a vision folder holds each candidate's vision part
+// against it (not the text plan, which shares no file with it): a build's
+// vision folder is exactly the built-in profile's, by names and headers and
+// by data; the instruct folder is identified with instruct=true; a flipped
+// byte is a data difference; without a source it is a usage error (names
+// alone do not plan a vision folder). Before this, every vision file was
+// "extra" and no candidate matched.
+func TestIdentifyVisionFolder(t *testing.T) {
+	t.Parallel()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src := t.TempDir()
+	require.NoError(t, synth.Write(src, o))
+	ctx := context.Background()
+	for _, instruct := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "cache")
+		po := mapping.PlanOptions{Mesh: "1x4"}
+		if instruct {
+			po.Set = []string{"instruct=true"}
+		}
+		rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out, Plan: po})
+		require.NoError(t, err)
+		vdir := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()
+		res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: vdir, Source: src})
+		require.NoError(t, err)
+		require.NotNil(t, res.Best, "instruct=%v: %+v", instruct, res.Candidates)
+		assert.True(t, res.Exact, "instruct=%v: %+v", instruct, res.Candidates)
+		assert.True(t, res.DataCompared)
+		assert.Equal(t, mapping.PartVision, res.Part)
+		assert.Equal(t, 33, res.Files)
+		assert.Equal(t, mapping.BuiltinName, res.Best.Profile)
+		assert.Equal(t, "bfp8", res.Tag, "the text tag of the build that writes the folder")
+		if instruct {
+			assert.Equal(t, []string{"instruct=true"}, res.Best.Overrides)
+		} else {
+			assert.Empty(t, res.Best.Overrides)
+		}
+		if instruct {
+			continue
+		}
+		_, err = check.IdentifyNames(ctx, vdir, check.IdentifyOptions{})
+		var ue *ckpt.UsageError
+		require.ErrorAs(t, err, &ue)
+		assert.Contains(t, ue.Error(), "--source SRC")
+
+		p := filepath.Join(out, filepath.FromSlash(rep.Plan.Vision.Entries[0].File))
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		b[len(b)-1] ^= 0x40
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+		res, err = check.RunIdentify(ctx, check.IdentifyRequest{Dir: vdir, Source: src})
+		require.NoError(t, err)
+		assert.False(t, res.Exact)
+		assert.Equal(t, 1, res.Best.Data, "the flipped byte")
+		assert.Equal(t, 0, res.Best.Differences, "names and headers still the plan's")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -591,21 +592,31 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	var paths []string
 	if cache.IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		paths = []string{dir}
-		// A model's main folder is checked with its vision folder.
-		if m, err := cache.ReadManifest(dir); err == nil && m.Part == "" && m.Companion != "" {
-			if f, err := cache.ResolveFolder(dir, cache.Selector{}); err == nil {
-				if comp := cache.FolderOf(f.Root, m.Companion).Path(); comp != filepath.Clean(dir) {
-					if st, err := os.Stat(comp); err == nil && st.IsDir() {
-						paths = append(paths, comp)
-					}
-				}
-			}
-		}
 	} else if all, err := cache.Folders(dir); err == nil {
 		for _, f := range all {
 			if opt.Select.Match(f) {
 				paths = append(paths, f.Path())
 			}
+		}
+	}
+	// A model's main folder is checked with its vision folder when that
+	// is there (an archive holds one folder: a text folder unpacked alone
+	// is checked alone).
+	for _, p := range paths {
+		m, err := cache.ReadManifest(p)
+		if err != nil || m.Part != "" || m.Companion == "" {
+			continue
+		}
+		f, err := cache.ResolveFolder(p, cache.Selector{})
+		if err != nil {
+			continue
+		}
+		comp := cache.FolderOf(f.Root, m.Companion).Path()
+		if slices.Contains(paths, comp) || comp == filepath.Clean(p) {
+			continue
+		}
+		if st, err := os.Stat(comp); err == nil && st.IsDir() {
+			paths = append(paths, comp)
 		}
 	}
 	if len(paths) <= 1 {

@@ -89,6 +89,10 @@ func TestCacheCommands(t *testing.T) {
 	code, stdout, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "packed 82 files")
+	// The vision folder is not in the archive, and the note says how to pack it.
+	vision := filepath.Join(out, "P300", "tensor_cache_bfp8")
+	require.Contains(t, stderr, "ckpt: note: an archive holds one cache folder: the model's other folder "+vision+
+		" is not in it (ckpt cache pack "+vision+" -o ARCHIVE packs it)\n")
 	shipped := filepath.Join(dir, "shipped")
 	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-o", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)

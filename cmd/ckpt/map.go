@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -115,11 +118,11 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 				esc(res.Plan.Profile.Name), esc(ckpt.Redact(o.Source)), res.Plan.Mesh, len(pe.Problems), esc(o.AgainstCache))
 			return silentExit(exitFailed)
 		}
-		rep, err := check.Plan(res.Plan, o.AgainstCache)
+		reps, err := check.PlanModel(res.Plan, o.AgainstCache)
 		if err != nil {
 			return err
 		}
-		return renderCompare(a.Out, format, rep, "plan", "cache")
+		return renderPlanCompare(a.Out, format, reps)
 	}
 	if pe := res.Problems; pe != nil && refused(pe) && format != output.JSON && format != output.JSONL {
 		// No rule was applied: the plan is empty, and its tables would say nothing.
@@ -383,4 +386,65 @@ func sourceList(names []string) string {
 		s += fmt.Sprintf(" (+%d scales)", scales)
 	}
 	return s
+}
+
+// renderPlanCompare renders map --against-cache's reports: the text
+// folder's, then the vision folder's. JSON is one document, the vision
+// report under vision; JSON Lines one stream of both folders' differences
+// and one summary; the tables give each report in turn.
+// The exit code covers both.
+func renderPlanCompare(w io.Writer, format string, reps []*check.CompareReport) error {
+	if len(reps) == 1 {
+		return renderCompare(w, format, reps[0], "plan", "cache")
+	}
+	if format == output.JSON {
+		doc, v := reps[0].Result(), reps[1].Result()
+		doc.Vision = &v
+		doc.Same, doc.Unreadable = doc.Same && v.Same, doc.Unreadable || v.Unreadable
+		if err := output.WriteJSON(w, doc); err != nil {
+			return err
+		}
+		switch {
+		case doc.Unreadable:
+			return silentExit(2)
+		case !doc.Same:
+			return silentExit(1)
+		}
+		return nil
+	}
+	if format == output.JSONL {
+		// One stream, one summary: the vision folder's differences name
+		// their files from the text folder (../tensor_cache_bfp8/...), and
+		// the summary counts both folders.
+		m := *reps[0]
+		m.Diffs = append([]check.Difference{}, reps[0].Diffs...)
+		v := reps[1]
+		up := "../" + path.Base(filepath.ToSlash(v.B)) + "/"
+		for _, d := range v.Diffs {
+			d.File = up + d.File
+			m.Diffs = append(m.Diffs, d)
+		}
+		m.FilesA, m.FilesB, m.Common, m.Identical = m.FilesA+v.FilesA, m.FilesB+v.FilesB, m.Common+v.Common, m.Identical+v.Identical
+		return renderCompare(w, format, &m, "plan", "cache")
+	}
+	var worst *exitError
+	for i, rep := range reps {
+		if i > 0 && format != output.JSONL && format != output.CSV {
+			fmt.Fprintln(w)
+		}
+		err := renderCompare(w, format, rep, "plan", "cache")
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee) && ee.err == nil:
+			if worst == nil || ee.code > worst.code {
+				worst = ee
+			}
+		case err != nil:
+			return err
+		}
+	}
+	if worst != nil {
+		return worst
+	}
+	return nil
 }
