@@ -160,8 +160,8 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	}
 	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
 	if res.Companion != "" {
-		fmt.Fprintf(a.Err, "ckpt: note: an archive holds one cache folder: the model's other folder %s is not in it (ckpt cache pack %s -o ARCHIVE packs it)\n",
-			ckpt.EscapeName(res.Companion), ckpt.EscapeName(res.Companion))
+		a.note(fmt.Sprintf("an archive holds one cache folder: the model's other folder %s is not in it (ckpt cache pack %s -o ARCHIVE packs it)",
+			res.Companion, res.Companion))
 	}
 	return nil
 }
