@@ -10,24 +10,31 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 // A cache root (TT_CACHE_PATH) holds one cache folder per device, tag and
-// mesh, side by side: <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>/. Each
+// mesh, side by side: <root>/<device>/tensor_cache_<tag>_mesh<R>x<C>/, and
+// the folder of a model's vision tower, named without a mesh:
+// <root>/<device>/tensor_cache_<tag>/ (its manifest says it is a vision
+// part, and names the model's main folder: Manifest.Part, Companion). Each
 // folder has its own manifest, build journal and lock, so that builds for
 // other meshes, tags, devices or checkpoints never touch each other.
 
-// folderRE matches the name of a cache folder.
-var folderRE = regexp.MustCompile(`^tensor_cache_(.+)_mesh([0-9]+x[0-9]+)$`)
+// folderRE matches the name of a cache folder; the mesh is optional.
+var folderRE = regexp.MustCompile(`^tensor_cache_(.+?)(?:_mesh([0-9]+x[0-9]+))?$`)
 
 // IsFolderName reports whether name (a base name) is that of a cache
-// folder: tensor_cache_<tag>_mesh<R>x<C>.
+// folder: tensor_cache_<tag>_mesh<R>x<C>, or tensor_cache_<tag> (a vision
+// tower's folder, or upstream's single-device one).
 func IsFolderName(name string) bool { return folderRE.MatchString(name) }
 
 // Folder is one cache folder of a cache root.
 type Folder struct {
 	Root string // the cache root
 	Dir  string // slash-separated, relative to Root: <device>/tensor_cache_<tag>_mesh<R>x<C>
+	// mesh is the manifest's mesh of a folder named without one (Folders).
+	mesh string
 }
 
 // Path is the folder's path.
@@ -39,8 +46,46 @@ func (f Folder) Device() string { return path.Dir(f.Dir) }
 // Tag is the cache tag of the folder's name.
 func (f Folder) Tag() string { return folderRE.FindStringSubmatch(path.Base(f.Dir))[1] }
 
-// Mesh is the mesh of the folder's name, e.g. "1x2".
-func (f Folder) Mesh() string { return folderRE.FindStringSubmatch(path.Base(f.Dir))[2] }
+// Mesh is the mesh of the folder's name, e.g. "1x2"; "" for a folder
+// named without one.
+func (f Folder) Mesh() string {
+	if m := folderRE.FindStringSubmatch(path.Base(f.Dir))[2]; m != "" {
+		return m
+	}
+	return f.mesh
+}
+
+// Unmeshed says the folder is named without a mesh (a vision folder,
+// <device>/tensor_cache_<tag>).
+func (f Folder) Unmeshed() bool { return folderRE.FindStringSubmatch(path.Base(f.Dir))[2] == "" }
+
+// withManifestMesh fills in the mesh of a folder named without one from
+// its manifest (a vision folder records the mesh it was built for).
+func (f Folder) withManifestMesh() Folder {
+	if folderRE.FindStringSubmatch(path.Base(f.Dir))[2] == "" {
+		if m, err := ReadManifest(f.Path()); err == nil {
+			f.mesh = m.Mesh
+		}
+	}
+	return f
+}
+
+// dropCompanions removes from fs the vision folders whose main folder is
+// also in fs: a model's folders count as one, its main folder.
+func dropCompanions(fs []Folder) []Folder {
+	in := map[string]bool{}
+	for _, f := range fs {
+		in[f.Dir] = true
+	}
+	var out []Folder
+	for _, f := range fs {
+		if m, err := ReadManifest(f.Path()); err == nil && m.Part == mapping.PartVision && in[m.Companion] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
 
 // FolderOf returns the cache folder of a plan's CacheDir under root.
 func FolderOf(root, cacheDir string) Folder { return Folder{Root: root, Dir: cacheDir} }
@@ -73,7 +118,7 @@ func Folders(root string) ([]Folder, error) {
 		}
 		for _, s := range sub {
 			if folderRE.MatchString(s.Name()) && isDirFollow(dev, s) {
-				out = append(out, Folder{Root: root, Dir: d.Name() + "/" + s.Name()})
+				out = append(out, Folder{Root: root, Dir: d.Name() + "/" + s.Name()}.withManifestMesh())
 			}
 		}
 	}
@@ -162,7 +207,7 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 				dev = filepath.Dir(abs)
 			}
 		}
-		f := Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + base}
+		f := Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + base}.withManifestMesh()
 		if !sel.Match(f) {
 			return Folder{}, &NoCacheError{Dir: dir, Selector: sel, Others: []Folder{f}}
 		}
@@ -178,9 +223,12 @@ func ResolveFolder(dir string, sel Selector) (Folder, error) {
 			fs = append(fs, f)
 		}
 	}
+	if len(fs) > 1 {
+		fs = dropCompanions(fs)
+	}
 	switch len(fs) {
 	case 0:
-		e := &NoCacheError{Dir: dir, Selector: sel, Others: all}
+		e := &NoCacheError{Dir: dir, Selector: sel, Others: dropCompanions(all)}
 		if len(all) == 0 {
 			e.Checkpoint = CheckpointFile(dir)
 		}

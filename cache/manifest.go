@@ -49,7 +49,16 @@ type Manifest struct {
 	Device   string           `json:"device"`
 	Tag      string           `json:"tag"`
 	CacheDir string           `json:"cache_dir"`
-	Source   string           `json:"source"`
+	// Part is "" for a model's main (text) folder and "vision" for the
+	// folder of its vision tower (mapping.Plan.Part; Profile is then the
+	// main profile, whose vision part it is); Companion is the
+	// cache_dir of the model's other folder: the vision folder in the main
+	// manifest, the main folder in the vision manifest. A vision folder
+	// is named without a mesh suffix (<device>/tensor_cache_<tag>), like a
+	// single-device text folder upstream; its manifest tells them apart.
+	Part      string `json:"part,omitempty"`
+	Companion string `json:"companion,omitempty"`
+	Source    string `json:"source"`
 	// Variant is the variant of a directory source the cache was built
 	// from (--variant; ckpt.Options.Variant), "" for the default.
 	Variant string       `json:"variant,omitempty"`
@@ -185,6 +194,7 @@ type entryKey struct {
 	DeviceShape []int64              `json:"device_shape"`
 	MatrixRows  int64                `json:"matrix_rows"`
 	MatrixCols  int64                `json:"matrix_cols"`
+	Flat        bool                 `json:"flat,omitempty"`
 	Shards      [][]mapping.Piece    `json:"shards"`
 }
 
@@ -195,7 +205,7 @@ type entryKey struct {
 func EntryHash(e *mapping.Entry) string {
 	k := entryKey{Rule: e.Rule, Target: e.Target, File: e.File, Values: e.Values, Transpose: e.Transpose,
 		Placement: e.Placement, Devices: e.Devices, DType: e.DType, Layout: e.Layout, Memory: e.Memory,
-		Shape: e.Shape, DeviceShape: e.DeviceShape, MatrixRows: e.MatrixRows, MatrixCols: e.MatrixCols, Shards: e.Shards}
+		Shape: e.Shape, DeviceShape: e.DeviceShape, MatrixRows: e.MatrixRows, MatrixCols: e.MatrixCols, Flat: e.Flat, Shards: e.Shards}
 	for _, s := range e.Sources {
 		k.Sources = append(k.Sources, s.Name)
 		if s.Scale != nil {

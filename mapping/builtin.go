@@ -646,6 +646,7 @@ func qwen36Profile(line qwen36Line) *Profile {
 		add(mtpRules()...)
 	}
 
+	p.Vision = visionProfile()
 	sa := layerPfx + "self_attn."
 	p.Ignore = []Ignore{
 		visionIgnore(),

@@ -11,7 +11,7 @@ import (
 // resolvedPart is a Part with its expressions evaluated.
 type resolvedPart struct {
 	Part
-	offset, units, unitRows, stride int64
+	offset, units, unitRows, stride, pad int64
 }
 
 // entry resolves one binding of a rule; it records problems and returns
@@ -37,7 +37,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		}
 	}
 	e := &Entry{Rule: r.ID, Target: target, Steps: r.Transform, Placement: r.Placement, Devices: int(b.n),
-		DType: r.DType, Layout: r.Layout}
+		DType: r.DType, Layout: r.Layout, Flat: r.Flat}
 	e.File = path.Join(b.plan.CacheDir, FileName(target, r.DType, r.Layout))
 	J := len(srcs)
 	if stackN > 0 {
@@ -64,6 +64,9 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		s.Scale = scale
 		e.Sources = append(e.Sources, s)
 		tr, tc := ckpt.StackedMatrix(t.Shape)
+		if r.Flat {
+			tr, tc = ckpt.Matrix(t.Shape)
+		}
 		j := i % J
 		if i < J {
 			rows[j], cols[j] = tr, tc
@@ -131,17 +134,72 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	// replicated reports whether part p gives each device one whole unit
 	// (Part.Replicate with fewer units than devices).
 	replicated := func(p resolvedPart) bool { return p.Replicate && splitRows && p.units < b.n }
+	// Padding and reordering inside units.
+	for _, p := range parts {
+		if p.pad < 0 {
+			return fail(ProblemConfig, "part %s pads its units with %d rows", p.Label, p.pad)
+		}
+		if p.Order == OrderInterleaveHalves && p.unitRows%2 != 0 {
+			return fail(ProblemConfig, "part %s interleaves the halves of units of %d rows, an odd number", p.Label, p.unitRows)
+		}
+	}
 	var fullRows int64
+	anyReplicated := false
 	for _, p := range parts {
 		if replicated(p) {
-			fullRows += b.n * p.unitRows
+			fullRows += b.n * (p.unitRows + p.pad)
+			anyReplicated = true
 			continue
 		}
-		fullRows += p.units * p.unitRows
+		fullRows += p.units * (p.unitRows + p.pad)
+	}
+	padRows := ch.padRows > 0
+	if padRows && anyReplicated {
+		return fail(ProblemConfig, "pad cannot follow parts that replicate units")
+	}
+	if padRows {
+		if ch.padRows < fullRows {
+			return fail(ProblemConfig, "pad to %d rows: the block has %d already", ch.padRows, fullRows)
+		}
+		fullRows = ch.padRows
+	}
+	// Columns of the block: the source window in units, each followed by
+	// its zero columns, the whole repeated, then padded.
+	var csegs []seg
+	unit, cpad := C, int64(0)
+	if colCount >= 0 {
+		unit, cpad = ch.colUnit, ch.colPad
+		if unit <= 0 {
+			unit = C
+		}
+	}
+	for rep := int64(0); rep < max(ch.colRepeat, 1); rep++ {
+		for c := int64(0); unit > 0 && c < C; c += unit {
+			csegs = append(csegs, seg{at: colStart + c, n: unit})
+			if cpad > 0 {
+				csegs = append(csegs, seg{zero: true, n: cpad})
+			}
+		}
+	}
+	if len(csegs) == 0 {
+		csegs = []seg{{at: colStart}} // no columns: pieces of none
+	}
+	fullCols := segsLen(csegs)
+	if ch.padCols > fullCols || ch.padCols > 0 && ch.padCols < fullCols {
+		if ch.padCols < fullCols {
+			return fail(ProblemConfig, "pad to %d columns: the block has %d already", ch.padCols, fullCols)
+		}
+		csegs = appendSeg(csegs, seg{zero: true, n: ch.padCols - fullCols})
+		fullCols = ch.padCols
 	}
 	shards := 1
 	switch {
 	case r.Placement.Kind == "replicate":
+	case r.Placement.Split == "rows" && padRows:
+		shards = int(b.n)
+		if fullRows%b.n != 0 {
+			return fail(ProblemIndivisible, "%d rows of the padded block along the sharded dimension do not divide by the %d devices of mesh %s", fullRows, b.n, b.mesh)
+		}
 	case r.Placement.Split == "rows":
 		shards = int(b.n)
 		for _, p := range parts {
@@ -156,8 +214,8 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		}
 	default:
 		shards = int(b.n)
-		if C%b.n != 0 {
-			return fail(ProblemIndivisible, "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s", C, srcs[0].Name, b.n, b.mesh)
+		if fullCols%b.n != 0 {
+			return fail(ProblemIndivisible, "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s", fullCols, srcs[0].Name, b.n, b.mesh)
 		}
 	}
 	if interleave {
@@ -167,57 +225,90 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 			}
 		}
 		for _, p := range parts[1:] {
-			if p.units != parts[0].units || p.unitRows != parts[0].unitRows {
+			if p.units != parts[0].units || p.unitRows != parts[0].unitRows || p.pad != parts[0].pad {
 				return fail(ProblemConfig, "interleaved parts %s and %s differ in units", parts[0].Label, p.Label)
 			}
 		}
 	}
-	for d := 0; d < shards; d++ {
-		c0, cn := colStart, C
-		if r.Placement.Kind == "shard" && r.Placement.Split == "cols" {
-			cn = C / b.n
-			c0 = colStart + int64(d)*cn
-		}
-		var ps []Piece
+	// rowSegs lists the block rows of units [u0, u0+per) of every part (of
+	// every part's own range when each part is split).
+	rowSegs := func(split bool, d int64) []seg {
+		var out []seg
 		add := func(p resolvedPart, u int64) {
-			ps = appendPiece(ps, Piece{Source: p.Source, Row: p.offset + u*p.stride, Rows: p.unitRows, Col: c0, Cols: cn})
+			r0 := p.offset + u*p.stride
+			if p.Order == OrderInterleaveHalves {
+				h := p.unitRows / 2
+				for i := int64(0); i < h; i++ {
+					out = appendSeg(out, seg{src: p.Source, at: r0 + i, n: 1})
+					out = appendSeg(out, seg{src: p.Source, at: r0 + h + i, n: 1})
+				}
+			} else {
+				out = appendSeg(out, seg{src: p.Source, at: r0, n: p.unitRows})
+			}
+			if p.pad > 0 {
+				out = appendSeg(out, seg{zero: true, n: p.pad})
+			}
 		}
 		if interleave {
-			per := parts[0].units
-			u0 := int64(0)
-			if splitRows {
+			per, u0 := parts[0].units, int64(0)
+			if split {
 				per /= b.n
-				u0 = int64(d) * per
+				u0 = d * per
 			}
 			for u := u0; u < u0+per; u++ {
 				for _, p := range parts {
 					add(p, u)
 				}
 			}
-		} else {
-			for _, p := range parts {
-				per, u0 := p.units, int64(0)
-				switch {
-				case replicated(p):
-					per, u0 = 1, int64(d)*p.units/b.n
-				case splitRows:
-					per /= b.n
-					u0 = int64(d) * per
-				}
-				for u := u0; u < u0+per; u++ {
-					add(p, u)
-				}
+			return out
+		}
+		for _, p := range parts {
+			per, u0 := p.units, int64(0)
+			switch {
+			case split && replicated(p):
+				per, u0 = 1, d*p.units/b.n
+			case split:
+				per /= b.n
+				u0 = d * per
+			}
+			for u := u0; u < u0+per; u++ {
+				add(p, u)
 			}
 		}
-		e.Shards = append(e.Shards, ps)
-		if d == 0 {
-			e.MatrixCols = cn
-			for _, p := range ps {
-				e.MatrixRows += p.Rows
-			}
+		return out
+	}
+	splitCols := r.Placement.Kind == "shard" && r.Placement.Split == "cols"
+	var whole []seg
+	if padRows {
+		whole = rowSegs(false, 0)
+		if pad := fullRows - segsLen(whole); pad > 0 {
+			whole = appendSeg(whole, seg{zero: true, n: pad})
 		}
 	}
-	fr, fc := fullRows, C
+	for d := 0; d < shards; d++ {
+		var rs []seg
+		switch {
+		case padRows && splitRows:
+			per := fullRows / b.n
+			rs = cutSegs(whole, int64(d)*per, per)
+		case padRows:
+			rs = whole
+		default:
+			rs = rowSegs(splitRows, int64(d))
+		}
+		cs := csegs
+		if splitCols {
+			per := fullCols / b.n
+			cs = cutSegs(csegs, int64(d)*per, per)
+		}
+		ps := crossSegs(rs, cs)
+		e.Shards = append(e.Shards, ps)
+		if d == 0 {
+			e.MatrixCols = segsLen(cs)
+			e.MatrixRows = segsLen(rs)
+		}
+	}
+	fr, fc := fullRows, fullCols
 	dr, dc := e.MatrixRows, e.MatrixCols
 	if e.Transpose {
 		fr, fc, dr, dc = fc, fr, dc, dr
@@ -376,19 +467,86 @@ func resolvePart(p Part, srcRows int64, vars Vars) (resolvedPart, error) {
 	ev(p.Units, &rp.units)
 	rp.stride = rp.unitRows
 	ev(p.Stride, &rp.stride)
+	ev(p.Pad, &rp.pad)
 	return rp, err
 }
 
-// appendPiece appends p, merging it into the last piece when it continues it.
-func appendPiece(ps []Piece, p Piece) []Piece {
-	if n := len(ps); n > 0 {
-		l := &ps[n-1]
-		if l.Source == p.Source && l.Col == p.Col && l.Cols == p.Cols && l.Row+l.Rows == p.Row {
-			l.Rows += p.Rows
-			return ps
+// seg is a run of n rows (or columns) of the block: from source src
+// starting at row (column) at, or zeros.
+type seg struct {
+	src   int
+	at, n int64
+	zero  bool
+}
+
+// appendSeg appends s, merging it into the last segment when it continues
+// it (the next rows of the same source, or more zeros).
+func appendSeg(ss []seg, s seg) []seg {
+	if s.n == 0 {
+		return ss
+	}
+	if n := len(ss); n > 0 {
+		l := &ss[n-1]
+		if l.zero && s.zero || !l.zero && !s.zero && l.src == s.src && l.at+l.n == s.at {
+			l.n += s.n
+			return ss
 		}
 	}
-	return append(ps, p)
+	return append(ss, s)
+}
+
+func segsLen(ss []seg) int64 {
+	var n int64
+	for _, s := range ss {
+		n += s.n
+	}
+	return n
+}
+
+// cutSegs is the run [from, from+n) of the rows (columns) ss list.
+func cutSegs(ss []seg, from, n int64) []seg {
+	var out []seg
+	var pos int64
+	for _, s := range ss {
+		a, e := max(from, pos), min(from+n, pos+s.n)
+		if a < e {
+			c := s
+			if !c.zero {
+				c.at += a - pos
+			}
+			c.n = e - a
+			out = appendSeg(out, c)
+		}
+		pos += s.n
+	}
+	return out
+}
+
+// crossSegs makes the pieces of a shard whose block rows are rs and
+// columns cs: one band per row segment, one piece per column segment
+// (zero where either is zero; neighbouring zeros joined).
+func crossSegs(rs, cs []seg) []Piece {
+	var ps []Piece
+	for _, r := range rs {
+		var at int64
+		first := len(ps)
+		for _, c := range cs {
+			p := Piece{Source: r.src, Row: r.at, Rows: r.n, Col: c.at, Cols: c.n, At: at}
+			if r.zero || c.zero {
+				p = Piece{Rows: r.n, Cols: c.n, At: at, Zero: true}
+			}
+			at += c.n
+			if n := len(ps); n > first {
+				l := &ps[n-1]
+				if l.Zero && p.Zero || !l.Zero && !p.Zero && l.Source == p.Source && l.Col+l.Cols == p.Col {
+					l.Cols += p.Cols
+					continue
+				}
+			}
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 func evalShape(exprs []string, base Vars, rows, cols int64) ([]int64, error) {

@@ -12,9 +12,12 @@ import (
 type Vars map[string]int64
 
 // Eval evaluates an integer expression: identifiers, non-negative integer
-// literals, + - * / and parentheses, with the usual precedence. Division
-// must be exact; an inexact division, an unknown identifier or a syntax
-// error is an error naming the expression.
+// literals, + - * / and parentheses, with the usual precedence, and the
+// function roundup(x, m): x rounded up to a multiple of m (the padding of
+// a dimension to whole tiles, as tt-metal's nearest_multiple and
+// math.ceil(x / m) * m compute it). Division must be exact; an inexact
+// division, an unknown identifier or function or a syntax error is an
+// error naming the expression.
 func Eval(expr string, vars Vars) (int64, error) {
 	p := &exprParser{src: expr, vars: vars}
 	p.next()
@@ -149,6 +152,9 @@ func (p *exprParser) atom() (int64, error) {
 		return v, nil
 	case isIdentByte(t[0]):
 		p.next()
+		if p.tok == "(" {
+			return p.call(t)
+		}
 		if p.syntaxOnly {
 			return 1, nil
 		}
@@ -159,6 +165,43 @@ func (p *exprParser) atom() (int64, error) {
 		return v, nil
 	}
 	return 0, fmt.Errorf("unexpected %q", t)
+}
+
+// call evaluates a function call whose name was just read (the current
+// token is its "(").
+func (p *exprParser) call(name string) (int64, error) {
+	var args []int64
+	p.next()
+	for {
+		v, err := p.sum()
+		if err != nil {
+			return 0, err
+		}
+		args = append(args, v)
+		if p.tok == ")" {
+			p.next()
+			break
+		}
+		if p.tok != "," {
+			return 0, fmt.Errorf("missing ) after the arguments of %s", name)
+		}
+		p.next()
+	}
+	switch name {
+	case "roundup":
+		if len(args) != 2 {
+			return 0, fmt.Errorf("roundup takes 2 arguments (x, m), got %d", len(args))
+		}
+		if p.syntaxOnly {
+			return 1, nil
+		}
+		x, m := args[0], args[1]
+		if m <= 0 {
+			return 0, fmt.Errorf("roundup(%d, %d): the multiple must be positive", x, m)
+		}
+		return (x + m - 1) / m * m, nil
+	}
+	return 0, fmt.Errorf("unknown function %q (known: roundup)", name)
 }
 
 // evalAssert evaluates "lhs == rhs" (or "lhs != rhs").

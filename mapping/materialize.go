@@ -35,7 +35,10 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 		if err != nil {
 			return nil, fmt.Errorf("target %s: %w", e.Target, err)
 		}
-		readers[i] = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
+		if !e.Flat {
+			v = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
+		}
+		readers[i] = v
 		return readers[i], nil
 	}
 	out := make([][]float32, len(e.Shards))
@@ -43,17 +46,29 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 	var rowBuf []float32
 	for s, pieces := range e.Shards {
 		block := make([]float32, per)
-		at := int64(0)
-		for _, p := range pieces {
+		placed, rows, err := PlaceBands(pieces, e.MatrixCols)
+		if err != nil {
+			return nil, nil, fmt.Errorf("target %s: shard %d: %w", e.Target, s, err)
+		}
+		if rows != e.MatrixRows {
+			return nil, nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", e.Target, s, rows, e.MatrixRows)
+		}
+		for _, p := range placed {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
+			}
+			if p.Zero {
+				continue // the block is zero there: padding, no value op applies
+			}
+			if p.Source < 0 || p.Source >= len(e.Sources) {
+				return nil, nil, fmt.Errorf("target %s: piece %+v names source %d of %d", e.Target, p.Piece, p.Source, len(e.Sources))
 			}
 			v, err := reader(p.Source)
 			if err != nil {
 				return nil, nil, err
 			}
-			if p.Cols != e.MatrixCols || p.Col < 0 || p.Col+p.Cols > v.Cols || p.Row < 0 || p.Row+p.Rows > v.Rows {
-				return nil, nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d) or the block width %d", e.Target, p,
+			if p.Col < 0 || p.Col+p.Cols > v.Cols || p.Row < 0 || p.Row+p.Rows > v.Rows {
+				return nil, nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d) or the block width %d", e.Target, p.Piece,
 					e.Sources[p.Source].Name, v.Rows, v.Cols, e.MatrixCols)
 			}
 			need := p.Rows * v.Cols
@@ -63,16 +78,14 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			if raw, err = v.ReadRows(p.Row, p.Rows, raw, rowBuf[:need]); err != nil {
 				return nil, nil, fmt.Errorf("target %s: reading %s: %w", e.Target, e.Sources[p.Source].Name, err)
 			}
+			ops := OpsAfterRead(e.Values, v.BF16Exact())
 			for r := int64(0); r < p.Rows; r++ {
-				copy(block[(at+r)*e.MatrixCols:(at+r+1)*e.MatrixCols], rowBuf[r*v.Cols+p.Col:r*v.Cols+p.Col+p.Cols])
+				dst := block[(p.BlockRow+r)*e.MatrixCols+p.At:][:p.Cols]
+				copy(dst, rowBuf[r*v.Cols+p.Col:r*v.Cols+p.Col+p.Cols])
+				if err := ApplyValues(ops, dst); err != nil {
+					return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
+				}
 			}
-			if err := ApplyValues(OpsAfterRead(e.Values, v.BF16Exact()), block[at*e.MatrixCols:(at+p.Rows)*e.MatrixCols]); err != nil {
-				return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
-			}
-			at += p.Rows
-		}
-		if at != e.MatrixRows {
-			return nil, nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", e.Target, s, at, e.MatrixRows)
 		}
 		if e.Transpose {
 			block = TransposeBlock(block, e.MatrixRows, e.MatrixCols, e.BatchRows)

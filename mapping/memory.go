@@ -130,7 +130,8 @@ type Memory struct {
 	NotJudged string `json:"not_judged,omitempty"`
 }
 
-// Memory computes what each device holds under the plan. dram is the DRAM
+// Memory computes what each device holds under the plan (its vision part
+// included: the tower is on the same devices). dram is the DRAM
 // of one device; 0 takes it from the plan's device folder when it is a
 // known board (BoardOf), else the fit is not judged.
 func (pl *Plan) Memory(dram int64) (Memory, error) {
@@ -147,7 +148,7 @@ func (pl *Plan) Memory(dram int64) (Memory, error) {
 	for i := 0; i < n; i++ {
 		m.PerDevice = append(m.PerDevice, DeviceBytes{Device: i, Coord: []int{i / max(pl.Mesh.Cols, 1), i % max(pl.Mesh.Cols, 1)}})
 	}
-	for _, e := range pl.Entries {
+	for _, e := range pl.AllEntries() {
 		size, err := pieceBytes(e)
 		if err != nil {
 			return m, err

@@ -41,6 +41,13 @@ func CacheDir(device, tag string, m Mesh) string {
 	return fmt.Sprintf("%s/tensor_cache_%s_mesh%dx%d", device, tag, m.Rows, m.Cols)
 }
 
+// UnmeshedCacheDir is the cache folder <device>/tensor_cache_<tag> of a
+// profile whose folder is named without the mesh (Profile.Folder
+// FolderUnmeshed: the vision part's).
+func UnmeshedCacheDir(device, tag string) string {
+	return device + "/tensor_cache_" + tag
+}
+
 // FileExt is the extension of cache files.
 const FileExt = ".tensorbin"
 

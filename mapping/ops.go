@@ -22,6 +22,7 @@ const (
 	OpNegExp     Op = "neg_exp"
 	OpSelectCols Op = "select_cols"
 	OpFuse       Op = "fuse"
+	OpPad        Op = "pad"
 	OpTranspose  Op = "transpose"
 	OpReshape    Op = "reshape"
 )
@@ -90,12 +91,18 @@ var ops = []opSpec{
 		inexact: &Tolerance{Op: OpNegExp, ULP: 1, Why: "transcendental: within 1 ulp of float32 " +
 			"(torch's float32 exp is not correctly rounded; ckpt's −exp is)"},
 	},
-	{op: OpSelectCols, params: "start, count", layout: 1,
+	{op: OpSelectCols, params: "start, count, unit, pad, repeat", layout: 1,
 		check: func(s *Step, i, _ int) error {
-			for _, e := range []string{s.Start, s.Count} {
+			for j, e := range []string{s.Start, s.Count, s.Unit, s.Pad, s.Repeat} {
+				if e == "" && j >= 2 {
+					continue
+				}
 				if err := checkSyntax(e); err != nil {
 					return fmt.Errorf("step %d: %w", i, err)
 				}
+			}
+			if s.Pad != "" && s.Unit == "" {
+				return fmt.Errorf("step %d: select_cols pads units: pad needs unit", i)
 			}
 			return nil
 		},
@@ -104,11 +111,41 @@ var ops = []opSpec{
 			if c.colStart, err = Eval(s.Start, c.vars); err != nil {
 				return err
 			}
-			c.colCount, err = Eval(s.Count, c.vars)
-			return err
+			if c.colCount, err = Eval(s.Count, c.vars); err != nil {
+				return err
+			}
+			c.colUnit, c.colPad, c.colRepeat = c.colCount, 0, 1
+			ev := func(e string, dst *int64) {
+				if err == nil && e != "" {
+					*dst, err = Eval(e, c.vars)
+				}
+			}
+			ev(s.Unit, &c.colUnit)
+			ev(s.Pad, &c.colPad)
+			ev(s.Repeat, &c.colRepeat)
+			if err != nil {
+				return err
+			}
+			switch {
+			case c.colUnit <= 0 || c.colCount%c.colUnit != 0:
+				return fmt.Errorf("select_cols: %d columns are not whole units of %d", c.colCount, c.colUnit)
+			case c.colPad < 0 || c.colRepeat < 1:
+				return fmt.Errorf("select_cols: pad %d and repeat %d must be at least 0 and 1", c.colPad, c.colRepeat)
+			}
+			return nil
 		},
 		describe: func(s *Step, _ *Entry) string {
-			return fmt.Sprintf("select_cols(start=%s, count=%s)", s.Start, s.Count)
+			d := fmt.Sprintf("select_cols(start=%s, count=%s", s.Start, s.Count)
+			if s.Unit != "" {
+				d += ", unit=" + s.Unit
+			}
+			if s.Pad != "" {
+				d += ", pad=" + s.Pad
+			}
+			if s.Repeat != "" {
+				d += ", repeat=" + s.Repeat
+			}
+			return d + ")"
 		},
 	},
 	{op: OpFuse, params: "parts, interleave", layout: 2,
@@ -126,7 +163,45 @@ var ops = []opSpec{
 		},
 		describe: describeFuse,
 	},
-	{op: OpTranspose, layout: 3,
+	{op: OpPad, params: "rows, cols", layout: 3,
+		check: func(s *Step, i, _ int) error {
+			if s.Rows == "" && s.Cols == "" {
+				return fmt.Errorf("step %d: pad needs rows or cols", i)
+			}
+			for _, e := range []string{s.Rows, s.Cols} {
+				if e == "" {
+					continue
+				}
+				if err := checkSyntax(e); err != nil {
+					return fmt.Errorf("step %d: %w", i, err)
+				}
+			}
+			return nil
+		},
+		plan: func(s *Step, c *chain) error {
+			var err error
+			if s.Rows != "" {
+				if c.padRows, err = Eval(s.Rows, c.vars); err != nil {
+					return err
+				}
+			}
+			if s.Cols != "" {
+				c.padCols, err = Eval(s.Cols, c.vars)
+			}
+			return err
+		},
+		describe: func(s *Step, _ *Entry) string {
+			var a []string
+			if s.Rows != "" {
+				a = append(a, "rows="+s.Rows)
+			}
+			if s.Cols != "" {
+				a = append(a, "cols="+s.Cols)
+			}
+			return "pad(" + strings.Join(a, ", ") + ")"
+		},
+	},
+	{op: OpTranspose, layout: 4,
 		check: func(*Step, int, int) error { return nil },
 		plan: func(_ *Step, c *chain) error {
 			c.transpose = true
@@ -139,7 +214,7 @@ var ops = []opSpec{
 			return "transpose"
 		},
 	},
-	{op: OpReshape, params: "shape", layout: 4,
+	{op: OpReshape, params: "shape", layout: 5,
 		check: func(s *Step, i, _ int) error {
 			if len(s.Shape) == 0 {
 				return fmt.Errorf("step %d: reshape needs a shape", i)
@@ -269,7 +344,12 @@ func checkFuse(s *Step, i, sources int) error {
 		if pt.Label == "" {
 			return fmt.Errorf("step %d: part %d has no label", i, j)
 		}
-		for _, e := range []string{pt.Offset, pt.Units, pt.UnitRows, pt.Stride} {
+		switch pt.Order {
+		case "", OrderInterleaveHalves:
+		default:
+			return fmt.Errorf("step %d part %q: order %q: want %s", i, pt.Label, pt.Order, OrderInterleaveHalves)
+		}
+		for _, e := range []string{pt.Offset, pt.Units, pt.UnitRows, pt.Stride, pt.Pad} {
 			if e == "" {
 				continue
 			}
@@ -329,11 +409,16 @@ type chain struct {
 	// values are the value ops in order; the rest come from layout steps.
 	values             []ValueOp
 	colStart, colCount int64 // colCount < 0: every column
-	parts              []resolvedPart
-	interleave         bool
-	transpose          bool
-	reshape            []string
-	layout             bool // some layout step is present
+	// colUnit, colPad, colRepeat: select_cols' units of columns, the zero
+	// columns after each and how often the window repeats.
+	colUnit, colPad, colRepeat int64
+	// padRows, padCols: pad's sizes of the block (0: no padding).
+	padRows, padCols int64
+	parts            []resolvedPart
+	interleave       bool
+	transpose        bool
+	reshape          []string
+	layout           bool // some layout step is present
 }
 
 // planSteps interprets a validated transform chain for one binding. Its

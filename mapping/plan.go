@@ -28,7 +28,19 @@ type Plan struct {
 	Device   string
 	CacheDir string
 	Entries  []*Entry // in natural order of target
-	Ignored  []Ignored
+	// Vision is the plan of the profile's vision part (Profile.Vision),
+	// into its own cache folder, when the checkpoint has a vision tower;
+	// its problems are also the plan's.
+	Vision *Plan
+	// Part is "" for a model's main plan and PartVision for its vision
+	// part; Companion is the other folder of the same model (the vision
+	// folder of a main plan that has one, the main folder of a vision
+	// part). Cache manifests record both.
+	Part, Companion string
+	// MainProfile is, in a vision part, the name of the main profile it
+	// belongs to (what its manifest records: plans are made from it).
+	MainProfile string
+	Ignored     []Ignored
 	// Unmapped lists source tensors that no applicable rule or ignore rule
 	// matches (scales count with their weight). Tensors of targets that
 	// failed (indivisible, incomplete...) are named by those problems instead.
@@ -122,13 +134,60 @@ type Source struct {
 }
 
 // Piece is a rectangle of a source's matrix view (shape[0] rows × product
-// of the other dimensions): rows [Row, Row+Rows), columns [Col, Col+Cols).
+// of the other dimensions): rows [Row, Row+Rows), columns [Col, Col+Cols);
+// or, when Zero is set, Rows × Cols zeros (padding: Source, Row and Col
+// are 0 and no value op applies to it).
+//
+// The pieces of a shard fill the block in bands of rows, top to bottom: a
+// piece with At = 0 starts a band, and each following piece with At > 0
+// lies beside the one before it in the same band (same Rows, At = the
+// previous piece's At + Cols). Every band is MatrixCols wide; a band of one
+// piece is a piece of the full width, which is all most entries have.
 type Piece struct {
 	Source int   `json:"source"`
 	Row    int64 `json:"row"`
 	Rows   int64 `json:"rows"`
 	Col    int64 `json:"col"`
 	Cols   int64 `json:"cols"`
+	At     int64 `json:"at,omitempty"`
+	Zero   bool  `json:"zero,omitempty"`
+}
+
+// Placed is a piece with the block row and column it lands at.
+type Placed struct {
+	Piece
+	BlockRow int64
+}
+
+// PlaceBands places the pieces of one shard of a block cols wide (see
+// Piece): each with its block row, in order. It returns the block's rows,
+// or an error when the pieces do not form bands of that width.
+func PlaceBands(pieces []Piece, cols int64) ([]Placed, int64, error) {
+	out := make([]Placed, 0, len(pieces))
+	var row, bandRows, next int64
+	for i, p := range pieces {
+		if p.Rows < 0 || p.Cols < 0 || p.At < 0 {
+			return nil, 0, fmt.Errorf("piece %d %+v has negative extents", i, p)
+		}
+		if p.At == 0 {
+			if next != 0 && next != cols {
+				return nil, 0, fmt.Errorf("piece %d starts a band after a band %d columns wide, want %d", i, next, cols)
+			}
+			row += bandRows
+			bandRows, next = p.Rows, 0
+		} else if p.At != next || p.Rows != bandRows {
+			return nil, 0, fmt.Errorf("piece %d %+v does not continue its band (at column %d, %d rows)", i, p, next, bandRows)
+		}
+		if p.At+p.Cols > cols {
+			return nil, 0, fmt.Errorf("piece %d %+v overruns the block width %d", i, p, cols)
+		}
+		next = p.At + p.Cols
+		out = append(out, Placed{Piece: p, BlockRow: row})
+	}
+	if len(pieces) > 0 && next != cols {
+		return nil, 0, fmt.Errorf("the last band is %d columns wide, want %d", next, cols)
+	}
+	return out, row + bandRows, nil
 }
 
 // ValueOp is an elementwise operation on float32 values: OpRound to DType
@@ -186,6 +245,9 @@ type Entry struct {
 	DeviceShape []int64
 	MatrixRows  int64
 	MatrixCols  int64
+	// Flat: the sources' matrix view is shape[0] × the product of the rest
+	// (ckpt.Matrix, Rule.Flat), not the stacked view.
+	Flat bool
 	// BatchRows, when set, splits the block into runs of that many rows,
 	// each transposed on its own (step 3 applies per run) and stacked in
 	// order: a batched matmul weight (Rule.Batch).
@@ -276,6 +338,78 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	if p == nil {
 		return nil, fmt.Errorf("no profile")
 	}
+	mainSet, visionSet := p.splitSettings(set)
+	plan, err := buildOne(c, p, mesh, mainSet)
+	if plan == nil || p.Vision == nil || c.Config == nil || c.Config.Raw[p.Vision.Config] == nil {
+		return plan, err
+	}
+	if len(plan.Problems) > 0 && plan.Problems[0].ID == ProblemArchitecture {
+		return plan, err
+	}
+	// The vision folder is in the text folder's device folder: the same
+	// device and architecture.
+	vprof := *p.Vision
+	vprof.Arch, vprof.Device = p.Arch, p.Device
+	vp, verr := buildOne(c, &vprof, mesh, visionSet)
+	if vp == nil {
+		return nil, fmt.Errorf("vision part: %w", verr)
+	}
+	plan.Vision = vp
+	vp.Part, vp.Companion, vp.MainProfile, plan.Companion = PartVision, plan.CacheDir, p.Name, vp.CacheDir
+	plan.Problems = append(plan.Problems, vp.Problems...)
+	if len(plan.Problems) > 0 {
+		return plan, &PlanError{Problems: plan.Problems}
+	}
+	return plan, nil
+}
+
+// splitSettings gives each of p and its vision part the settings of the
+// variables it declares; a name neither declares stays with p (which
+// refuses it).
+func (p *Profile) splitSettings(set Settings) (main, vision Settings) {
+	main, vision = Settings{}, Settings{}
+	for k, v := range set {
+		if p.Vision != nil && p.Variable(k) == nil && p.Vision.Variable(k) != nil {
+			vision[k] = v
+		} else {
+			main[k] = v
+		}
+	}
+	return main, vision
+}
+
+// ResolveAll is Resolve for p and its vision part: each takes the settings
+// of the variables it declares.
+func (p *Profile) ResolveAll(m Mesh, set Settings) error {
+	main, vision := p.splitSettings(set)
+	if _, err := p.Resolve(m, main); err != nil {
+		return err
+	}
+	if p.Vision != nil {
+		if _, err := p.Vision.Resolve(m, vision); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FolderFor is the cache folder of the profile's plans (relative to the
+// cache root) for a device folder, mesh and settings: CacheDir, or
+// <device>/tensor_cache_<tag> for an unmeshed profile; the tag is the
+// TagSwitch's when its variable is set.
+func (p *Profile) FolderFor(device string, m Mesh, set Settings) string {
+	tag := p.Tag
+	if ts := p.TagSwitch; ts != nil && set[ts.Var] {
+		tag = ts.Tag
+	}
+	if p.Folder == FolderUnmeshed {
+		return UnmeshedCacheDir(device, tag)
+	}
+	return CacheDir(device, tag, m)
+}
+
+// buildOne plans one profile (not its vision part).
+func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
@@ -299,7 +433,7 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 		device = "NONE" // the plan is not executable: see the device problem
 	}
 	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.Devices())}
-	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: CacheDir(device, p.Tag, mesh)}
+	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: p.FolderFor(device, mesh, settings)}
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
 	}
@@ -347,6 +481,26 @@ func (b *builder) readConfig() {
 		if n, ok := ckpt.AsInt(v); ok {
 			b.vars[k] = n
 		}
+	}
+	if b.p.Config != "" {
+		// A section of its own (the vision tower's): its settings, and
+		// its blocks as the layers {L} ranges over.
+		sec, _ := b.c.Config.Raw[b.p.Config].(map[string]any)
+		for k, v := range sec {
+			if n, ok := ckpt.AsInt(v); ok {
+				b.vars[k] = n
+			}
+		}
+		b.vars["N"], b.vars[NumDevices] = b.n, b.n
+		depth, ok := ckpt.AsInt(sec["depth"])
+		if !ok {
+			depth, _ = ckpt.AsInt(sec["num_hidden_layers"])
+		}
+		b.layerTypes = make([]string, max(0, min(depth, MaxNamedLayers)))
+		for i := range b.layerTypes {
+			b.layerTypes[i] = "block"
+		}
+		return
 	}
 	for k, v := range b.c.Config.Text() {
 		if n, ok := ckpt.AsInt(v); ok {
@@ -459,18 +613,27 @@ func (b *builder) compile() error {
 	return nil
 }
 
-// configValue is a config setting a condition tests: the text model's
-// (text_config first, then the top level), but tie_word_embeddings as
-// transformers reads it (ckpt.Config.TieWordEmbeddings: the top level of a
-// composite config decides).
+// configValue is a config setting a condition tests: from the profile's
+// config section (a vision part's vision_config) when it names one, else the
+// text model's (text_config first, then the top level), but
+// tie_word_embeddings as transformers reads it (ckpt.Config.TieWordEmbeddings:
+// the top level of a composite config decides).
 func (b *builder) configValue(key string) (any, bool) {
-	if key == "tie_word_embeddings" {
-		if tie, ok := b.c.Config.TieWordEmbeddings(); ok {
-			return tie, true
+	if b.p.Config != "" {
+		if sec, ok := b.c.Config.Raw[b.p.Config].(map[string]any); ok {
+			if v, ok := sec[key]; ok {
+				return v, true
+			}
 		}
-	}
-	if v, ok := b.c.Config.Text()[key]; ok {
-		return v, true
+	} else {
+		if key == "tie_word_embeddings" {
+			if tie, ok := b.c.Config.TieWordEmbeddings(); ok {
+				return tie, true
+			}
+		}
+		if v, ok := b.c.Config.Text()[key]; ok {
+			return v, true
+		}
 	}
 	v, ok := b.c.Config.Raw[key]
 	return v, ok
@@ -479,9 +642,16 @@ func (b *builder) configValue(key string) (any, bool) {
 func (b *builder) condition(c Condition) (bool, error) {
 	var v any
 	var present bool
-	if c.Var != "" {
+	switch {
+	case c.Var != "":
 		v, present = b.plan.Settings[c.Var]
-	} else {
+	case c.Expr != "":
+		n, err := Eval(c.Expr, b.vars)
+		if err != nil {
+			return false, fmt.Errorf("condition %s: %w", c, err)
+		}
+		v, present = n, true
+	default:
 		v, present = b.configValue(c.Key)
 	}
 	truthy := func(x any) bool {
@@ -550,6 +720,9 @@ func (b *builder) run() {
 	ignoredBy := map[string]int{}
 	attempted := map[string]bool{} // in a group whose target failed, or a duplicate: its problem names them
 	for _, t := range b.c.Tensors {
+		if !b.p.inScope(t.Name) {
+			continue // the main profile's
+		}
 		if w, ok := strings.CutSuffix(t.Name, ckpt.ScaleSuffix); ok {
 			if _, has := b.c.Lookup(w); has {
 				continue // consumed with its weight
@@ -685,7 +858,7 @@ func (b *builder) run() {
 	b.checkDuplicates()
 	sort.SliceStable(b.plan.Entries, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Entries[i].Target, b.plan.Entries[j].Target) })
 	for _, t := range b.c.Tensors {
-		if mapped[t.Name] {
+		if mapped[t.Name] || !b.p.inScope(t.Name) {
 			continue
 		}
 		name := t.Name
@@ -746,11 +919,21 @@ func (b *builder) run() {
 		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s matches %d mapped tensor(s), which stay mapped: %s (an ignore leaves out only tensors no rule maps)",
 			b.p.Ignore[i].Reason, len(names), abbreviate(names, 5)))
 	}
-	// The declared-dtype rule, as verify applies it (arch.DTypeRule).
-	for _, f := range arch.DTypeRuleOf(b.c).Findings(b.c) {
+	// The declared-dtype rule, as verify applies it (arch.DTypeRule): once,
+	// in the main plan (a scoped part's plan would repeat it).
+	for _, f := range b.dtypeFindings() {
 		b.plan.Warnings = append(b.plan.Warnings, f.Message)
 	}
 	sort.Strings(b.plan.Warnings)
+}
+
+// dtypeFindings are the declared-dtype rule's findings of the checkpoint,
+// for the main plan only.
+func (b *builder) dtypeFindings() []ckpt.Finding {
+	if b.p.Scope != "" {
+		return nil
+	}
+	return arch.DTypeRuleOf(b.c).Findings(b.c)
 }
 
 // orphanScaleReason is why a weight_scale_inv beside a weight that is not
@@ -802,11 +985,33 @@ func (p *Plan) Unaccounted(c *ckpt.Checkpoint) []string {
 	}
 	var out []string
 	for _, t := range c.Tensors {
-		if !in[t.Name] {
+		if !in[t.Name] && p.Profile.inScope(t.Name) {
 			out = append(out, t.Name)
 		}
 	}
 	return out
+}
+
+// AllEntries lists the plan's entries, then its vision part's.
+func (p *Plan) AllEntries() []*Entry {
+	if p.Vision == nil {
+		return p.Entries
+	}
+	return append(append([]*Entry(nil), p.Entries...), p.Vision.Entries...)
+}
+
+// Parts lists the plan and its vision part (each a plan of one cache
+// folder), in that order.
+func (p *Plan) Parts() []*Plan {
+	if p.Vision == nil {
+		return []*Plan{p}
+	}
+	return []*Plan{p, p.Vision}
+}
+
+// inScope reports whether the profile plans the tensor (Profile.Scope).
+func (p *Profile) inScope(name string) bool {
+	return p == nil || p.Scope == "" || strings.HasPrefix(name, p.Scope)
 }
 
 // checkAccounted holds the plan to its invariant (Unaccounted).

@@ -20,9 +20,29 @@ type Profile struct {
 	// Device and Tag name the cache root <Device>/tensor_cache_<Tag>_mesh<R>x<C>.
 	// An empty Device is upstream's name for the mesh (DeviceFor): P150,
 	// P300, P150x4... on Blackhole; Arch says which table ("" is Blackhole).
-	Device string   `json:"device,omitempty"`
-	Arch   string   `json:"arch,omitempty"`
-	Tag    string   `json:"tag"`
+	Device string `json:"device,omitempty"`
+	Arch   string `json:"arch,omitempty"`
+	Tag    string `json:"tag"`
+	// Config names the section of config.json whose integer settings the
+	// rules' expressions use (e.g. "vision_config"); empty: the text
+	// settings (text_config, else the top level). Top-level settings are
+	// visible either way, under the section's.
+	Config string `json:"config,omitempty"`
+	// Folder is how the cache folder under the device folder is named:
+	// "" for tensor_cache_<tag>_mesh<R>x<C> (the qwen36 text model), or
+	// FolderUnmeshed for tensor_cache_<tag> (tt_transformers'
+	// ModelArgs.weight_cache_path, as the vision tower caches).
+	Folder string `json:"folder,omitempty"`
+	// TagSwitch, when set, makes the folder's tag another when a profile
+	// variable is true (the vision tower's instruct folder).
+	TagSwitch *TagSwitch `json:"tag_switch,omitempty"`
+	// Scope, when set, is the name prefix of the tensors the profile plans
+	// (the vision part: model.visual.); the others are the main profile's.
+	Scope string `json:"scope,omitempty"`
+	// Vision is the profile's vision part: a second profile, planned into
+	// its own cache folder when the checkpoint has a vision tower
+	// (config.json vision_config); Plan.Vision is its plan.
+	Vision *Profile `json:"vision,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
 	// Variables are the serving stack's configuration switches that change
 	// a file's name, dtype, layout or memory config. Rules test them with
@@ -37,6 +57,16 @@ type Profile struct {
 	Aliases []Alias  `json:"aliases,omitempty"`
 	Rules   []Rule   `json:"rules"`
 	Ignore  []Ignore `json:"ignore,omitempty"`
+}
+
+// FolderUnmeshed is the Profile.Folder of a cache folder named without a
+// mesh suffix: <device>/tensor_cache_<tag>.
+const FolderUnmeshed = "unmeshed"
+
+// TagSwitch replaces a profile's tag by Tag when the variable Var is true.
+type TagSwitch struct {
+	Var string `json:"var"`
+	Tag string `json:"tag"`
 }
 
 // Alias is a prefix the serving stack strips like another: a source tensor
@@ -158,7 +188,12 @@ type Rule struct {
 	// [experts, in, out]); it needs a transpose step. The reshape's rows
 	// and cols are then those of the transposed runs stacked: (block rows
 	// / Batch · block cols) × Batch.
-	Batch     string    `json:"batch,omitempty"`
+	Batch string `json:"batch,omitempty"`
+	// Flat reads the sources as shape[0] × the product of the other
+	// dimensions (ckpt.Matrix: a Conv3d weight [out, in, t, h, w] as
+	// [out, in·t·h·w]) instead of the stacked view of tensors of rank 3
+	// and more (ckpt.StackedMatrix: every dimension but the last as rows).
+	Flat      bool      `json:"flat,omitempty"`
 	Transform []Step    `json:"transform,omitempty"`
 	Placement Placement `json:"placement"`
 	DType     string    `json:"dtype"`
@@ -190,17 +225,29 @@ const (
 //   - "add" (Value): add a constant in float32 (the unit offset of
 //     zero-centred norms). Put a "round" after it when the serving code
 //     adds in bf16.
-//   - "select_cols" (Start, Count): keep columns [Start, Start+Count) of
-//     every source's matrix view (shape[0] × product of the rest).
+//   - "select_cols" (Start, Count; Unit, Pad, Repeat): keep columns
+//     [Start, Start+Count) of every source's matrix view (shape[0] ×
+//     product of the rest). With Unit, the window is taken in units of
+//     Unit columns, each followed by Pad zero columns (heads padded to
+//     whole tiles); with Repeat, the window (its units and padding) is
+//     taken Repeat times side by side (a vector broadcast to a tile of
+//     rows). The block's columns are then these, and a placement that
+//     splits columns splits them into N contiguous ranges.
 //   - "fuse" (Parts, Interleave): build the row order of the result from
 //     parts of the sources, per device (see Part).
+//   - "pad" (Rows, Cols): zero rows and columns at the end of the block
+//     up to Rows rows and Cols columns (either may be empty: no padding
+//     there), before the split over the devices: a placement that splits
+//     a padded axis splits the padded block into N contiguous ranges (so
+//     the zeros land on the last devices), not part by part.
 //   - "transpose": the [out, in] matrix becomes [in, out].
 //   - "reshape" (Shape): give the row-major result this shape; the
 //     expressions may use rows and cols of the (transposed) matrix.
 //
 // Value steps (round, add) are elementwise and apply in their listed order;
-// layout steps must appear in the order select_cols, fuse, transpose,
-// reshape. The two kinds commute, so their interleaving is cosmetic.
+// layout steps must appear in the order select_cols, fuse, pad,
+// transpose, reshape. Zero rows and columns (Part.Pad, select_cols' Pad,
+// pad) are padding: the value ops do not apply to them, they stay zero. The two kinds commute, so their interleaving is cosmetic.
 type Step struct {
 	Op         Op       `json:"op"`
 	DType      string   `json:"dtype,omitempty"`
@@ -209,8 +256,15 @@ type Step struct {
 	Count      string   `json:"count,omitempty"`
 	Parts      []Part   `json:"parts,omitempty"`
 	Interleave bool     `json:"interleave,omitempty"`
-	Shape      []string `json:"shape,omitempty"`
-	Note       string   `json:"note,omitempty"`
+	// Unit, Pad and Repeat refine select_cols (see Step).
+	Unit   string `json:"unit,omitempty"`
+	Pad    string `json:"pad,omitempty"`
+	Repeat string `json:"repeat,omitempty"`
+	// Rows and Cols are the padded block's size (pad).
+	Rows  string   `json:"rows,omitempty"`
+	Cols  string   `json:"cols,omitempty"`
+	Shape []string `json:"shape,omitempty"`
+	Note  string   `json:"note,omitempty"`
 }
 
 // Part is a run of row units of one source. Unit u (0 ≤ u < Units) covers
@@ -221,6 +275,13 @@ type Step struct {
 // part's range d — or, with Interleave, unit by unit across the parts
 // (part0 u0, part1 u0, part0 u1, ...). Empty Units means all rows of the
 // source as units of UnitRows.
+//
+// Pad adds that many zero rows after each unit (a head of head_dim rows
+// padded to a whole number of tiles); they count as rows of the unit
+// wherever the unit goes. Order reorders the rows inside each unit:
+// OrderInterleaveHalves makes row 2i of a unit its row i and row 2i+1 its
+// row i + UnitRows/2 (tt_transformers' reverse_permute: the q/k rows of a
+// rotate-half head in the interleaved order of Meta's RoPE).
 type Part struct {
 	Source   int    `json:"source"`
 	Label    string `json:"label"`
@@ -233,8 +294,14 @@ type Part struct {
 	// instead of a fraction of one (tp_common.replicate_kv_weight: a KV
 	// head per device, shared by the devices of its query group). With
 	// as many units as devices or more, the units are split as usual.
-	Replicate bool `json:"replicate,omitempty"`
+	Replicate bool   `json:"replicate,omitempty"`
+	Pad       string `json:"pad,omitempty"`
+	Order     string `json:"order,omitempty"`
 }
+
+// OrderInterleaveHalves is the Part.Order that interleaves the two halves
+// of every unit (see Part).
+const OrderInterleaveHalves = "interleave_halves"
 
 // Placement says how a target is laid over a 1×N mesh.
 type Placement struct {
@@ -276,13 +343,17 @@ func (p Placement) String() string {
 	return p.Kind
 }
 
-// Condition tests a config setting or a profile variable. Key is looked
-// up in the text settings, then at the top level; Var names a profile
-// variable (exactly one of the two). Op: "gt", "eq", "ne" (numbers or
-// booleans) or "true" / "false" (a missing key is false).
+// Condition tests a config setting, a profile variable or an integer
+// expression over the config variables. Key is looked up in the text
+// settings (the profile's Config section), then at the top level; Var
+// names a profile variable; Expr is evaluated as rule expressions are
+// (exactly one of the three). Op: "gt", "eq", "ne" (numbers or booleans)
+// or "true" / "false" (a missing key is false; an expression is true when
+// it is not 0).
 type Condition struct {
 	Key   string `json:"key,omitempty"`
 	Var   string `json:"var,omitempty"`
+	Expr  string `json:"expr,omitempty"`
 	Op    string `json:"op"`
 	Value any    `json:"value,omitempty"`
 }
@@ -292,6 +363,9 @@ func (c Condition) String() string {
 	name := c.Key
 	if c.Var != "" {
 		name = c.Var
+	}
+	if c.Expr != "" {
+		name = "(" + c.Expr + ")"
 	}
 	if c.Op == "true" || c.Op == "false" {
 		return name + " " + c.Op
@@ -453,6 +527,22 @@ func (p *Profile) Validate() error {
 		}
 		targets[key] = r.ID
 	}
+	switch p.Folder {
+	case "", FolderUnmeshed:
+	default:
+		return fmt.Errorf("folder %q: want empty or %q", p.Folder, FolderUnmeshed)
+	}
+	if ts := p.TagSwitch; ts != nil && (!vars[ts.Var] || ts.Tag == "") {
+		return fmt.Errorf("tag_switch needs a declared variable and a tag, got %q and %q", ts.Var, ts.Tag)
+	}
+	if p.Vision != nil {
+		if p.Vision.Vision != nil {
+			return fmt.Errorf("vision part %s has a vision part of its own", p.Vision.Name)
+		}
+		if err := p.Vision.Validate(); err != nil {
+			return fmt.Errorf("vision part %s: %w", p.Vision.Name, err)
+		}
+	}
 	for i, a := range p.Aliases {
 		if a.Prefix == "" || a.As == "" || a.Prefix == a.As {
 			return fmt.Errorf("alias %d needs a prefix and another as, got %q and %q", i, a.Prefix, a.As)
@@ -540,8 +630,13 @@ func (r *Rule) validate(vars map[string]bool) error {
 		default:
 			return fmt.Errorf("condition op %q: want gt, eq, ne, true or false", c.Op)
 		}
-		if (c.Key == "") == (c.Var == "") {
-			return fmt.Errorf("condition %s needs exactly one of key and var", c)
+		if n := btoi(c.Key != "") + btoi(c.Var != "") + btoi(c.Expr != ""); n != 1 {
+			return fmt.Errorf("condition %s needs exactly one of key, var and expr", c)
+		}
+		if c.Expr != "" {
+			if err := checkSyntax(c.Expr); err != nil {
+				return fmt.Errorf("condition: %w", err)
+			}
 		}
 		if c.Var != "" && !vars[c.Var] {
 			return fmt.Errorf("condition on %q: the profile declares no such variable", c.Var)

@@ -43,7 +43,7 @@ func TestValidateRejects(t *testing.T) {
 		{"ignore without reason", `{"name":"p","rules":[` + ok + `}],"ignore":[{"prefix":"model.visual."}]}`, "no reason"},
 		{"duplicate id", `{"name":"p","rules":[` + ok + `},` + ok + `}]}`, "used twice"},
 		{"condition on an undeclared variable", `{"name":"p","rules":[` + ok + `,"when":{"var":"proj_1d_decode","op":"true"}}]}`, "no such variable"},
-		{"condition with key and var", `{"name":"p","variables":[{"name":"v","default":true,"doc":"d"}],"rules":[` + ok + `,"when":[{"key":"k","var":"v","op":"true"}]}]}`, "exactly one of key and var"},
+		{"condition with key and var", `{"name":"p","variables":[{"name":"v","default":true,"doc":"d"}],"rules":[` + ok + `,"when":[{"key":"k","var":"v","op":"true"}]}]}`, "exactly one of key, var and expr"},
 		{"bad variable name", `{"name":"p","variables":[{"name":"1v","default":true,"doc":"d"}],"rules":[` + ok + `}]}`, "not an identifier"},
 		{"mesh axes on replicate", `{"name":"p","rules":[` + strings.Replace(ok, `{"kind":"replicate"}`, `{"kind":"replicate","mesh_axes":["replicate","shard"]}`, 1) + `}]}`, "needs a shard placement"},
 		{"mesh axes without a shard", `{"name":"p","rules":[` + strings.Replace(ok, `{"kind":"replicate"}`, `{"kind":"shard","dim":2,"split":"rows","mesh_axes":["replicate","replicate"]}`, 1) + `}]}`, "exactly one of them shard"},

@@ -82,6 +82,12 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 		if err := CheckDeviceFolder(cp.Device); err != nil {
 			return nil, usage(err)
 		}
+		if cp.Vision != nil {
+			// The vision part's folder is in the same device folder.
+			v := *cp.Vision
+			v.Device = cp.Device
+			cp.Vision = &v
+		}
 	}
 	if o.Tag != "" {
 		cp.Tag = o.Tag
@@ -127,7 +133,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 			set[k] = v
 		}
 	}
-	if _, err := prof.Resolve(mesh, set); err != nil {
+	if err := prof.ResolveAll(mesh, set); err != nil {
 		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
@@ -145,6 +151,11 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	plan.Ignore = append([]string(nil), o.Ignores()...)
 	plan.Variant = o.Variant
+	if plan.Vision != nil {
+		// Its manifest records them too: its plan is made with them.
+		plan.Vision.Ignore = append([]string(nil), o.Ignores()...)
+		plan.Vision.Variant = o.Variant
+	}
 	return c, plan, err
 }
 

@@ -71,6 +71,9 @@ type Result struct {
 	// knows the device DRAM).
 	PerDevice []DeviceBytes `json:"per_device,omitempty"`
 	Memory    *Memory       `json:"memory,omitempty"`
+	// Vision is the document of the plan's vision part (Plan.Vision), its
+	// own cache folder; its problems are this document's too.
+	Vision *Result `json:"vision,omitempty"`
 	// PlanWarnings are the warnings about the plan as a whole and
 	// EntryWarnings the per-target warnings grouped by rule
 	// (Plan.GroupedWarnings); Warnings holds both, per target.
@@ -120,6 +123,10 @@ func (pl *Plan) Result() Result {
 	}
 	res.Summary = ResultSummary{Targets: len(res.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(res.Ignored),
 		Unmapped: len(res.Unmapped), Problems: len(res.Problems), Warnings: len(res.Warnings)}
+	if pl.Vision != nil {
+		v := pl.Vision.Result()
+		res.Vision = &v
+	}
 	return res
 }
 
@@ -173,6 +180,10 @@ func (r Result) Select(m *ckpt.Matcher) Result {
 	}
 	out.Summary = ResultSummary{Targets: len(out.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(out.Ignored),
 		Unmapped: len(out.Unmapped), Problems: len(out.Problems), Warnings: len(out.Warnings)}
+	if r.Vision != nil {
+		v := r.Vision.Select(m)
+		out.Vision = &v
+	}
 	return out
 }
 

@@ -259,7 +259,11 @@ func checkManifest(mb []byte) (*cache.Manifest, error) {
 	if err != nil {
 		return nil, bad(cache.ManifestName, "%v", err)
 	}
-	if want := mapping.CacheDir(m.Device, m.Tag, mesh); m.CacheDir != want || !cache.IsFolderName(path.Base(m.CacheDir)) {
+	want := mapping.CacheDir(m.Device, m.Tag, mesh)
+	if m.Part == mapping.PartVision {
+		want = mapping.UnmeshedCacheDir(m.Device, m.Tag) // a vision folder is named without the mesh
+	}
+	if m.CacheDir != want || !cache.IsFolderName(path.Base(m.CacheDir)) {
 		return nil, bad(cache.ManifestName, "cache_dir %s is not the folder of its device %s, tag %s and mesh %s (%s)",
 			strconv.Quote(m.CacheDir), strconv.Quote(m.Device), strconv.Quote(m.Tag), m.Mesh, strconv.Quote(want))
 	}

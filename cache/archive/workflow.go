@@ -38,6 +38,10 @@ type PackResult struct {
 	Out      string
 	// Bytes is the size of the archived files, ArchiveBytes the archive's.
 	Bytes, ArchiveBytes int64
+	// Companion is the path of the packed folder's companion (the model's
+	// other folder: its vision folder, or its main folder), "" for none.
+	// An archive holds one folder: the companion is packed on its own.
+	Companion string
 }
 
 // PackFile is the workflow of `ckpt cache pack`: it validates the request
@@ -52,11 +56,8 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	// through any link, nor as a new file inside it (it would stay in
 	// the cache as a file its manifest does not list); a device or FIFO
 	// (/dev/stdout) is written through.
-	files, folder := folderFiles(req.Dir, req.Select)
-	pol := atomicfile.Policy{Flag: "-o", Inputs: files, InputsAre: "the cache being packed"}
-	if folder != "" {
-		pol.InputDirs = []string{folder}
-	}
+	files, folders := folderFiles(req.Dir, req.Select)
+	pol := atomicfile.Policy{Flag: "-o", Inputs: files, InputsAre: "the cache being packed", InputDirs: folders}
 	af, err := atomicfile.Open(req.Out, pol)
 	if err != nil {
 		return nil, err
@@ -70,25 +71,40 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	if err := af.Commit(); err != nil {
 		return nil, err
 	}
-	return &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}, nil
+	res := &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}
+	if len(folders) > 1 {
+		if st, err := os.Stat(folders[1]); err == nil && st.IsDir() {
+			res.Companion = folders[1]
+		}
+	}
+	return res, nil
 }
 
 // folderFiles lists the files of the cache folder that dir (a folder, or
-// a root holding one that sel picks) names: what Pack reads, and more;
-// and the folder. Nothing when it names none (Pack says why).
-func folderFiles(dir string, sel cache.Selector) ([]string, string) {
+// a root holding one that sel picks) names, and of its companion: what Pack
+// reads, and more; and those folders. Nothing when it names none (Pack says
+// why).
+func folderFiles(dir string, sel cache.Selector) ([]string, []string) {
 	folder, err := cache.ResolveFolder(dir, sel)
 	if err != nil {
-		return nil, ""
+		return nil, nil
+	}
+	dirs := []string{folder.Path()}
+	// The model's other folder (a vision folder, its main folder) is one
+	// model with it: never written over either.
+	if m, err := cache.ReadManifest(folder.Path()); err == nil && m.Companion != "" {
+		dirs = append(dirs, cache.FolderOf(folder.Root, m.Companion).Path())
 	}
 	var files []string
-	filepath.WalkDir(folder.Path(), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	return files, folder.Path()
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	return files, dirs
 }
 
 // countingWriter counts the bytes written through it.

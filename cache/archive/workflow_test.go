@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
+	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,4 +82,49 @@ func TestPackFileUnpackFileErrors(t *testing.T) {
 	_, err = archive.UnpackFile(context.Background(), archive.UnpackRequest{File: file, Dir: t.TempDir()})
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "unpacking "+file+": "), err.Error())
+}
+
+// A vision model's two folders: an archive holds one folder, so packing
+// the model's root packs its text folder and names the vision folder
+// (PackResult.Companion); the vision folder packs and unpacks on its own
+// (its manifest's cache_dir is named without the mesh: unpack refused it
+// before); the text folder unpacked alone verifies alone, and with both
+// unpacked the model verifies as two folders, data included.
+func TestPackUnpackVisionModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := filepath.Join(t.TempDir(), "base")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	out := filepath.Join(t.TempDir(), "cache")
+	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Plan.Vision)
+	vdir := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()
+
+	textFile := filepath.Join(t.TempDir(), "text.tar.zst")
+	pr, err := archive.PackFile(ctx, archive.PackRequest{Dir: out, Out: textFile})
+	require.NoError(t, err)
+	assert.Equal(t, rep.Plan.CacheDir, pr.Manifest.CacheDir, "the root packs the text folder")
+	assert.Equal(t, vdir, pr.Companion)
+	visionFile := filepath.Join(t.TempDir(), "vision.tar.zst")
+	pv, err := archive.PackFile(ctx, archive.PackRequest{Dir: vdir, Out: visionFile})
+	require.NoError(t, err)
+	assert.Equal(t, rep.Plan.Vision.CacheDir, pv.Manifest.CacheDir)
+	assert.Equal(t, cache.FolderOf(out, rep.Plan.CacheDir).Path(), pv.Companion)
+
+	dest := filepath.Join(t.TempDir(), "shipped")
+	_, err = archive.UnpackFile(ctx, archive.UnpackRequest{File: textFile, Dir: dest})
+	require.NoError(t, err)
+	res, err := check.RunAll(ctx, check.Request{Dir: dest, Source: src})
+	require.NoError(t, err)
+	assert.True(t, res.OK, "the text folder unpacked alone checks alone: %+v", res)
+	require.Len(t, res.Folders, 1)
+
+	ur, err := archive.UnpackFile(ctx, archive.UnpackRequest{File: visionFile, Dir: dest})
+	require.NoError(t, err)
+	assert.Equal(t, cache.FolderOf(dest, rep.Plan.Vision.CacheDir).Path(), ur.Dir)
+	res, err = check.RunAll(ctx, check.Request{Dir: dest, Source: src, ReadData: true})
+	require.NoError(t, err)
+	assert.True(t, res.OK, "%+v", res)
+	assert.Len(t, res.Folders, 2)
 }

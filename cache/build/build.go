@@ -572,6 +572,7 @@ func (b *builder) appendJournal(r cache.FileRecord) error {
 type srcState struct {
 	t      *ckpt.Tensor
 	v      *ckpt.Values
+	flat   bool // read as ckpt.Matrix (Entry.Flat), not stacked
 	bands  int
 	hasher *xxh3s.Hasher
 	hashed int
@@ -595,6 +596,9 @@ type use struct {
 	s                     *sink
 	shard                 int
 	row, rows, block, col int64
+	// at and width: the block columns the run fills (a piece beside
+	// others, mapping.Piece); width is the block's for a full-width piece.
+	at, width int64
 	// direct: the target's tiles are encoded straight from the band's
 	// F8_E4M3 codes (sink.putFP8).
 	direct bool
@@ -626,9 +630,14 @@ func (b *builder) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Zero-sized targets are complete at once.
+	// Zero-sized targets are complete at once, and so are those whose
+	// zero pieces fill them (shards of padding alone are written now).
 	for _, s := range b.todo {
-		if s.remaining.Load() == 0 {
+		done, err := s.flushZeroShards()
+		if err != nil {
+			return err
+		}
+		if done || s.remaining.Load() == 0 {
 			if err := b.finalize(s); err != nil {
 				return err
 			}
@@ -860,8 +869,21 @@ func (b *builder) collectUses() ([]*srcState, error) {
 			continue
 		}
 		for sh, pieces := range s.e.Shards {
-			var block int64
-			for _, p := range pieces {
+			placed, block, err := mapping.PlaceBands(pieces, s.e.MatrixCols)
+			if err != nil {
+				return nil, fmt.Errorf("target %s: shard %d: %w", s.e.Target, sh, err)
+			}
+			if block != s.e.MatrixRows {
+				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+			}
+			for _, pp := range placed {
+				p := pp.Piece
+				if p.Zero {
+					continue // zeros from the start (newSink)
+				}
+				if p.Source < 0 || p.Source >= len(s.e.Sources) {
+					return nil, fmt.Errorf("target %s: piece %+v names source %d of %d", s.e.Target, p, p.Source, len(s.e.Sources))
+				}
 				src := s.e.Sources[p.Source]
 				st := bySrc[src.Tensor]
 				if st == nil {
@@ -869,19 +891,20 @@ func (b *builder) collectUses() ([]*srcState, error) {
 					if err != nil {
 						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
 					}
-					v = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
-					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New()}
+					if !s.e.Flat {
+						v = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
+					}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New(), flat: s.e.Flat}
 					bySrc[src.Tensor] = st
 					srcs = append(srcs, st)
+				} else if st.flat != s.e.Flat {
+					return nil, fmt.Errorf("target %s: %s is read as shape[0] × the rest by one target and as a stack of its last dimension by another",
+						s.e.Target, src.Name)
 				}
-				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols {
+				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols && s.kind != kindWhole {
 					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
 				}
-				st.uses = append(st.uses, s.uses(sh, p, block)...)
-				block += p.Rows
-			}
-			if block != s.e.MatrixRows {
-				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+				st.uses = append(st.uses, s.uses(sh, p, pp.BlockRow)...)
 			}
 		}
 	}
@@ -1025,6 +1048,13 @@ func (b *builder) runJob(ctx context.Context, w *worker, j job) error {
 		var complete bool
 		ops := u.s.opsFor(bd.rounded || bd.bf16)
 		switch {
+		case u.s.kind == kindWhole && u.width != int64(u.s.cols):
+			if bd.bf16 && !widened {
+				w.f32 = growF(w.f32, len(bd.b16))
+				widen(w.f32, bd.b16)
+				widened = true
+			}
+			complete, err = u.s.putWhole(u.shard, int(u.block+a-u.row), int(e-a), w.f32[off:], cols, int(u.col), int(u.at), int(u.width), ops)
 		case u.direct:
 			complete, err = u.s.putFP8(&w.sc, u.shard, int(u.block+a-u.row), int(e-a), bd.codes[off:], cols, int(u.col), st.v, a)
 		case bd.bf16 && len(ops) == 0:
@@ -1138,9 +1168,14 @@ func (b *builder) abortAll() {
 
 // finish writes the manifest and removes the journal.
 func (b *builder) finish() (*Result, error) {
-	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: b.plan.Profile.Name,
+	profile := b.plan.Profile.Name
+	if b.plan.MainProfile != "" {
+		profile = b.plan.MainProfile // a vision part: its plan is made from the main profile
+	}
+	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: b.opt.Tool, ToolVersion: b.opt.ToolVersion, Profile: profile,
 		Pinned: b.plan.Profile.Pinned, Mesh: b.plan.Mesh.String(), Settings: b.plan.Settings, Device: b.plan.Device, Tag: b.plan.Profile.Tag,
-		CacheDir: b.plan.CacheDir, Source: b.plan.Source, Variant: b.plan.Variant, Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
+		CacheDir: b.plan.CacheDir, Part: b.plan.Part, Companion: b.plan.Companion, Source: b.plan.Source, Variant: b.plan.Variant,
+		Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	if b.opt.AllowNonFinite {
 		m.NaN = b.opt.NaN
 	}

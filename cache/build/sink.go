@@ -35,8 +35,9 @@ const (
 	// kindRowMajor: a ROW_MAJOR target that is the block in any shape;
 	// block rows map to contiguous bytes.
 	kindRowMajor
-	// kindWhole: anything else (reshaped small vectors); the block is
-	// assembled in memory, bounded by maxWholeValues.
+	// kindWhole: anything else (reshaped small vectors, and entries with
+	// zero pieces or pieces side by side: padded heads and widths); the
+	// block is assembled in memory, bounded by maxWholeValues.
 	kindWhole
 )
 
@@ -47,8 +48,29 @@ const maxWholeValues = 16 << 20
 // unitRows is the block-row granularity of tiled sinks: one tile.
 const unitRows = tile.TileDim
 
+// padded reports whether some shard of e has a zero piece or a piece
+// narrower than the block (mapping.Piece bands): such an entry is
+// assembled whole.
+func padded(e *mapping.Entry) bool {
+	for _, ps := range e.Shards {
+		for _, p := range ps {
+			if p.Zero || p.Cols != e.MatrixCols {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 	ds := e.DeviceShape
+	if padded(e) {
+		if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {
+			return 0, fmt.Errorf("target %s: a %dx%d block with zero padding or pieces side by side (device shape %v) is assembled in memory, and it is too large for that",
+				e.Target, e.MatrixRows, e.MatrixCols, ds)
+		}
+		return kindWhole, nil
+	}
 	leadingOnes := func(n int) bool {
 		for _, d := range ds[:len(ds)-n] {
 			if d != 1 {
@@ -182,6 +204,14 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (
 	if kind == kindWhole {
 		s.whole = make([][]float32, len(e.Shards))
 		s.filled = make([]int, len(e.Shards))
+		// Zero pieces are there from the start: the block is zeroed.
+		for sh, ps := range e.Shards {
+			for _, p := range ps {
+				if p.Zero {
+					s.filled[sh] += int(p.Rows * p.Cols)
+				}
+			}
+		}
 	}
 	s.remaining.Store(int64(len(e.Shards)) * e.MatrixRows * e.MatrixCols)
 	return s, nil
@@ -192,14 +222,14 @@ func newSink(e *mapping.Entry, hdr *tensorbin.Header, path string, nan uint16) (
 // shards.
 func (s *sink) uses(sh int, p mapping.Piece, block int64) []use {
 	if s.batches <= 1 {
-		return []use{{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col}}
+		return []use{{s: s, shard: sh, row: p.Row, rows: p.Rows, block: block, col: p.Col, at: p.At, width: p.Cols}}
 	}
 	var out []use
 	br := int64(s.rows)
 	for a, end := block, block+p.Rows; a < end; {
 		k := a / br
 		m := min(end, (k+1)*br) - a
-		out = append(out, use{s: s, shard: sh*s.batches + int(k), row: p.Row + a - block, rows: m, block: a - k*br, col: p.Col})
+		out = append(out, use{s: s, shard: sh*s.batches + int(k), row: p.Row + a - block, rows: m, block: a - k*br, col: p.Col, at: p.At, width: p.Cols})
 		a += m
 	}
 	return out
@@ -278,25 +308,71 @@ func (s *sink) put(w *scratch, sh, b0, n int, src []float32, stride, col int, op
 		}
 		return s.done(int64(n) * int64(s.cols)), nil
 	case kindWhole:
-		s.mu.Lock()
-		if s.whole[sh] == nil {
-			s.whole[sh] = make([]float32, s.rows*s.cols)
-		}
-		dst := s.whole[sh][b0*s.cols:]
-		err := s.extract(dst, src, n, stride, col, ops)
-		s.filled[sh] += n
-		full := s.filled[sh] == s.rows
-		s.mu.Unlock()
-		if err != nil || !full {
-			return false, err
-		}
-		return s.flushWhole(sh)
+		return s.putWhole(sh, b0, n, src, stride, col, 0, s.cols, ops)
 	}
 	return s.units(b0, n, func(u, a, m int) (bool, error) {
 		return s.writeUnits(w, sh, u, src[(a-b0)*stride:], stride, col, m, ops)
 	}, func(u, off, a, m int) (bool, error) {
 		return s.stage(w, sh, u, off, src[(a-b0)*stride:], m, stride, col, ops)
 	})
+}
+
+// putWhole delivers n rows of w values to the block of shard sh of a
+// kindWhole target, at block row b0 and column at: row r is
+// src[r*stride+col : ...+w]; ops are applied to them. It reports whether
+// the target is now completely written.
+func (s *sink) putWhole(sh, b0, n int, src []float32, stride, col, at, w int, ops valueOps) (bool, error) {
+	if n <= 0 || w <= 0 {
+		return false, nil
+	}
+	s.mu.Lock()
+	if s.whole[sh] == nil {
+		s.whole[sh] = make([]float32, s.rows*s.cols)
+	}
+	for r := 0; r < n; r++ {
+		dst := s.whole[sh][(b0+r)*s.cols+at:][:w]
+		copy(dst, src[r*stride+col:r*stride+col+w])
+		if len(ops) > 0 {
+			ops.apply(dst)
+		}
+	}
+	s.filled[sh] += n * w
+	full := s.filled[sh] == s.rows*s.cols
+	s.mu.Unlock()
+	if !full {
+		return false, nil
+	}
+	return s.flushWhole(sh)
+}
+
+// flushZeroShards writes the shards of a kindWhole target that its zero
+// pieces fill alone (no source row lands there); it reports whether the
+// target is then complete.
+func (s *sink) flushZeroShards() (bool, error) {
+	if s.kind != kindWhole || s.rows*s.cols == 0 {
+		return false, nil
+	}
+	complete := false
+	for sh := range s.filled {
+		s.mu.Lock()
+		full := s.filled[sh] == s.rows*s.cols
+		if full && s.whole[sh] == nil {
+			s.whole[sh] = make([]float32, s.rows*s.cols)
+		}
+		s.mu.Unlock()
+		if !full {
+			continue
+		}
+		if err := s.open(); err != nil {
+			return false, err
+		}
+		c, err := s.flushWhole(sh)
+		if err != nil {
+			return false, err
+		}
+		complete = complete || c
+	}
+	return complete, nil
 }
 
 // units splits block rows [b0, b0+n) of a tiled target into runs of

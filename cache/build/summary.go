@@ -44,6 +44,9 @@ type Summary struct {
 	// knows the device DRAM).
 	PerDevice []mapping.DeviceBytes `json:"per_device,omitempty"`
 	Memory    *mapping.Memory       `json:"memory,omitempty"`
+	// Vision is the build of the plan's vision part (mapping.Plan.Vision),
+	// in its own cache folder; per_device and memory above count both.
+	Vision *Summary `json:"vision,omitempty"`
 }
 
 // Summary is the build result of plan written to the cache root out, as

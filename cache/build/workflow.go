@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -84,12 +85,30 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		return rep, err
 	}
 	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
+	// Then the vision part, into its own folder (the main build refused
+	// whatever the output policy refuses before anything was written).
+	var vnotes []string
+	if vp := plan.Vision; vp != nil {
+		vres, err := Run(ctx, c, vp, req.Out, req.Options)
+		if err != nil {
+			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
+		}
+		vs := vres.Summary(req.Out, vp, time.Since(start).Seconds())
+		sum.Vision = &vs
+		sum.Warnings = append(sum.Warnings, vs.Warnings...)
+		for _, n := range vres.Notes() {
+			vnotes = append(vnotes, "vision part: "+n)
+		}
+	}
 	mem, err := plan.Memory(dram)
 	if err != nil {
 		return rep, err
 	}
 	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
 	rep.Summary = &sum
-	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), res.Notes()
+	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), append(res.Notes(), vnotes...)
+	if vp := plan.Vision; vp != nil {
+		rep.PlanWarnings = append(append(rep.PlanWarnings, vp.Warnings...), vp.GroupedWarnings()...)
+	}
 	return rep, nil
 }

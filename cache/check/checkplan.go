@@ -162,3 +162,46 @@ func similarPlanned(p string, planned map[string]*mapping.Entry) string {
 	sort.Strings(cands)
 	return strings.Join(cands, ", ")
 }
+
+// PlanModel is Plan for every folder of a model: the plan's own folder
+// and, for a plan with a vision part (mapping.Plan.Vision), its vision
+// folder, in that order. dir is the cache root (both folders are compared
+// there), the text folder (its vision folder is the one beside it, in the
+// same device folder), or the vision folder itself (only the vision part
+// is compared). A vision folder that is not there gives a report with
+// every planned file missing.
+func PlanModel(plan *mapping.Plan, dir string) ([]*CompareReport, error) {
+	vp := plan.Vision
+	clean := filepath.Clean(dir)
+	if vp != nil && filepath.Base(clean) == path.Base(vp.CacheDir) {
+		rep, err := Plan(vp, dir)
+		if err != nil {
+			return nil, err
+		}
+		return []*CompareReport{rep}, nil
+	}
+	rep, err := Plan(plan, dir)
+	if err != nil {
+		return nil, err
+	}
+	if vp == nil {
+		return []*CompareReport{rep}, nil
+	}
+	vdir := filepath.Join(filepath.Dir(clean), path.Base(vp.CacheDir))
+	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
+		vdir = filepath.Join(dir, filepath.FromSlash(vp.CacheDir))
+	}
+	if st, err := os.Stat(vdir); err != nil || !st.IsDir() {
+		miss := &CompareReport{A: vp.CacheDir, B: vdir, FilesA: len(vp.Entries), HeadersOnly: true, Diffs: []Difference{}}
+		for _, e := range vp.Entries {
+			miss.Diffs = append(miss.Diffs, Difference{Kind: DiffMissing, File: strings.TrimPrefix(e.File, vp.CacheDir+"/"), Target: e.Target,
+				Message: fmt.Sprintf("planned (target %s, rule %s), not in the cache: no vision folder %s", e.Target, e.Rule, vdir)})
+		}
+		return []*CompareReport{rep, miss}, nil
+	}
+	vrep, err := Plan(vp, vdir)
+	if err != nil {
+		return nil, err
+	}
+	return []*CompareReport{rep, vrep}, nil
+}

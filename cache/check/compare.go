@@ -555,6 +555,10 @@ type CompareResult struct {
 	*CompareReport
 	Same       bool `json:"same"`
 	Unreadable bool `json:"unreadable"`
+	// Vision is the report of the model's vision folder (map
+	// --against-cache of a plan with a vision part); Same and Unreadable
+	// then cover both folders.
+	Vision *CompareResult `json:"vision,omitempty"`
 }
 
 // Result returns the report as its JSON document.

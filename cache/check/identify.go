@@ -76,7 +76,10 @@ type IdentifyResult struct {
 	Mesh   string      `json:"mesh"`
 	Device string      `json:"device"`
 	Tag    string      `json:"tag"`
-	Files  int         `json:"files"`
+	// Part is "vision" for a vision folder (its manifest says so, or it
+	// is named without a mesh): each candidate is its plan's vision part.
+	Part  string `json:"part,omitempty"`
+	Files int    `json:"files"`
 	// DataCompared says whether the closest candidate\'s data was compared
 	// (IdentifyOptions.Data); DataBytes how many shard bytes.
 	DataCompared bool  `json:"data_compared"`
@@ -119,8 +122,8 @@ func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
 func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyOptions) (*IdentifyResult, error) {
-	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string) (tried, error) {
-		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir)
+	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
+		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision)
 		return tried{cand: cand, plan: plan, rep: rep}, err
 	})
 	if err != nil {
@@ -159,7 +162,11 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 // the cache). opt.Data is ignored: there is no source to build from.
 func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
 	headers := headerCache{}
-	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string) (tried, error) {
+	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
+		if vision {
+			return tried{}, &ckpt.UsageError{Reason: fmt.Sprintf("%s is a vision folder: it is identified against the checkpoint it was built from (--source SRC), "+
+				"not by its file names alone", fdir)}
+		}
 		settings, err := p.Resolve(mesh, set)
 		if err != nil {
 			return tried{}, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -202,7 +209,7 @@ type tried struct {
 // them, closest first. It returns the closest that maps (nil when none
 // does); the caller finishes the result with its report.
 func identify(ctx context.Context, dir string, opt IdentifyOptions,
-	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string) (tried, error)) (*IdentifyResult, *tried, error) {
+	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error)) (*IdentifyResult, *tried, error) {
 	f, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, nil, err
@@ -219,19 +226,42 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 		return nil, nil, fmt.Errorf("cache folder %s holds no %s file: nothing to identify", f.Path(), mapping.FileExt)
 	}
 	res := &IdentifyResult{Dir: f.Path(), Mesh: mesh.String(), Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
+	// A vision folder: its manifest says so, or (a stack's) it is named
+	// without a mesh. Its files do not depend on the text model's
+	// switches or tag: each profile is tried once, with instruct set for
+	// the instruct folder, and the text tag is the default one.
+	vision := f.Unmeshed()
+	if m, err := cache.ReadManifest(f.Path()); err == nil {
+		vision = m.Part == mapping.PartVision
+	}
+	if vision {
+		res.Part = mapping.PartVision
+	}
 	profiles, err := identifyProfiles(opt)
 	if err != nil {
 		return nil, nil, err
 	}
+	if vision && len(profiles) > 0 {
+		res.Tag = profiles[0].Tag // the text tag a build that writes this folder takes by default
+	}
 	var all []tried
 	for _, p := range profiles {
 		p = p.WithIgnores(opt.Ignore)
-		p.Device, p.Tag = f.Device(), f.Tag()
-		for _, set := range settingsOf(p, mesh) {
+		p.Device = f.Device()
+		sets := []mapping.Settings{{}}
+		if vision {
+			if f.Tag() == mapping.VisionInstructTag {
+				sets[0] = mapping.Settings{mapping.VarInstruct: true}
+			}
+		} else {
+			p.Tag = f.Tag()
+			sets = settingsOf(p, mesh)
+		}
+		for _, set := range sets {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err
 			}
-			t, err := try(p, mesh, set, f.Path(), files)
+			t, err := try(p, mesh, set, f.Path(), files, vision)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -301,12 +331,21 @@ func (c *Candidate) count(rep *CompareReport) {
 // tryCandidate holds the plan of c with profile p and the variables set
 // against the cache folder dir (Plan). A checkpoint that does not map so
 // gives a candidate with Problem set (Differences -1) and no plan.
-func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string) (Candidate, *mapping.Plan, *CompareReport, error) {
-	settings, err := p.Resolve(mesh, set)
-	if err != nil {
-		return Candidate{}, nil, nil, fmt.Errorf("profile %s: %w", p.Name, err)
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *CompareReport, error) {
+	var cand Candidate
+	if !vision {
+		settings, err := p.Resolve(mesh, set)
+		if err != nil {
+			return Candidate{}, nil, nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		cand = Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
+	} else {
+		cand = Candidate{Profile: p.Name, Settings: mapping.Settings{}, Overrides: []string{}}
+		for k, v := range set {
+			cand.Settings[k] = v
+			cand.Overrides = append(cand.Overrides, fmt.Sprintf("%s=%v", k, v))
+		}
 	}
-	cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
 	plan, err := mapping.BuildWith(c, p, mesh, set)
 	var pe *mapping.PlanError
 	switch {
@@ -316,6 +355,15 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 		return cand, nil, nil, nil
 	case err != nil:
 		return Candidate{}, nil, nil, err
+	}
+	if vision {
+		if plan.Vision == nil {
+			cand.Problem = "the checkpoint has no vision tower (no vision_config in config.json) to plan a vision folder"
+			cand.Differences = -1
+			return cand, nil, nil, nil
+		}
+		plan = plan.Vision
+		cand.Settings = plan.Settings
 	}
 	rep, err := Plan(plan, dir)
 	if err != nil {

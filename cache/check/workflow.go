@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -217,7 +218,18 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	}
 	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
 		Ignore: opt.Ignore, BaseIgnore: built}
+	if m.Part == mapping.PartVision {
+		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
+	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
+	if err == nil && m.Part == mapping.PartVision {
+		if plan.Vision == nil {
+			c.Close()
+			res.Findings = append(res.Findings, fail(FindingStale, "", fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
+			return done()
+		}
+		plan = plan.Vision
+	}
 	var pe *mapping.PlanError
 	if plan != nil {
 		res.Ignore = cache.IgnoreRecords(plan)
@@ -585,6 +597,26 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 			if opt.Select.Match(f) {
 				paths = append(paths, f.Path())
 			}
+		}
+	}
+	// A model's main folder is checked with its vision folder when that
+	// is there (an archive holds one folder: a text folder unpacked alone
+	// is checked alone).
+	for _, p := range paths {
+		m, err := cache.ReadManifest(p)
+		if err != nil || m.Part != "" || m.Companion == "" {
+			continue
+		}
+		f, err := cache.ResolveFolder(p, cache.Selector{})
+		if err != nil {
+			continue
+		}
+		comp := cache.FolderOf(f.Root, m.Companion).Path()
+		if slices.Contains(paths, comp) || comp == filepath.Clean(p) {
+			continue
+		}
+		if st, err := os.Stat(comp); err == nil && st.IsDir() {
+			paths = append(paths, comp)
 		}
 	}
 	if len(paths) <= 1 {

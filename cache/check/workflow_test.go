@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -57,15 +58,25 @@ func TestRunAll(t *testing.T) {
 	all, err := check.RunAll(ctx, check.Request{Dir: out, Source: src})
 	require.NoError(t, err)
 	require.Nil(t, all.Single())
-	require.Len(t, all.Folders, 2)
+	// The two text folders, and the vision folder the second build
+	// (cache build's workflow) wrote: the tag is the text folder's.
+	require.Len(t, all.Folders, 3)
 	assert.True(t, all.OK)
 	assert.Equal(t, 0, all.Failed())
 	assert.Empty(t, all.Rows())
+	var vf *check.Result
+	for _, f := range all.Folders {
+		if strings.HasSuffix(f.Dir, "/tensor_cache_bfp8") {
+			vf = f
+		}
+	}
+	require.NotNil(t, vf, "the vision folder P300/tensor_cache_bfp8")
+	files, bytes := 2*r.Files+vf.Files, 2*r.Bytes+vf.Bytes
 	sum := all.SummaryRecord()
-	assert.Equal(t, check.AllSummary{Dir: out, Source: src, OK: true, Folders: 2, Failed: 0, Files: 2 * r.Files, Bytes: 2 * r.Bytes}, sum)
+	assert.Equal(t, check.AllSummary{Dir: out, Source: src, OK: true, Folders: 3, Failed: 0, Files: files, Bytes: bytes}, sum)
 	b, err := json.Marshal(sum)
 	require.NoError(t, err)
-	want, err := json.Marshal(map[string]any{"dir": out, "source": src, "ok": true, "folders": 2, "failed": 0, "files": 2 * r.Files, "bytes": 2 * r.Bytes, "findings": 0})
+	want, err := json.Marshal(map[string]any{"dir": out, "source": src, "ok": true, "folders": 3, "failed": 0, "files": files, "bytes": bytes, "findings": 0})
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(b))
 }

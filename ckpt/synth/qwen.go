@@ -23,9 +23,14 @@ type Options struct {
 	Vocab                                                 int
 	MTP                                                   bool
 	Vision                                                bool
-	FP8                                                   bool
-	Block                                                 [2]int     // weight_block_size
-	ScaleDType                                            ckpt.DType // BF16 by default
+	// VisionSize sizes the vision tower (with Vision); the zero value is
+	// the default tiny tower (one block, hidden 32, 2 heads of 16,
+	// intermediate 64), whose hidden size splits into whole tiles on no
+	// mesh.
+	VisionSize VisionSize
+	FP8        bool
+	Block      [2]int     // weight_block_size
+	ScaleDType ckpt.DType // BF16 by default
 	// Recipe quantises the FP8 weights (numfmt.FP8Ckpt by default). The
 	// transformers recipes write the config of transformers'
 	// FineGrainedFP8 save (TransformersFP8Config) with F32 scales, or
@@ -80,6 +85,35 @@ type Options struct {
 	// it back after from_pretrained (transformers.go): the same model,
 	// with the defaults filled in.
 	Resaved bool
+}
+
+// VisionSize is the shape of a generated vision tower; zero fields take
+// the defaults of the tiny tower (Depth 1, Hidden 32, Heads 2,
+// Intermediate 64).
+type VisionSize struct {
+	Depth, Hidden, Heads, Intermediate int
+}
+
+// TinyVision is a vision tower whose hidden size splits into whole tiles
+// on 1x2 and 1x4 meshes (128: 32 per device at 1x4), with heads of 16
+// (padded to 32 by the qwen36 demo) that divide by 4, and an intermediate
+// size (130) that the demo pads to 192 at 1x2 and to 256 at 1x4, where
+// the last device holds padding only; two blocks.
+func TinyVision() VisionSize {
+	return VisionSize{Depth: 2, Hidden: 128, Heads: 8, Intermediate: 130}
+}
+
+func (v VisionSize) withDefaults() VisionSize {
+	def := func(x *int, d int) {
+		if *x == 0 {
+			*x = d
+		}
+	}
+	def(&v.Depth, 1)
+	def(&v.Hidden, 32)
+	def(&v.Heads, 2)
+	def(&v.Intermediate, 64)
+	return v
 }
 
 // Small is the default tiny base: 4 layers (3 linear-attention, 1 full),
@@ -174,8 +208,9 @@ func Config(o Options) map[string]any {
 		cfg["architectures"] = []string{arch + "ForCausalLM"}
 	}
 	if o.Vision && !o.TextOnly {
-		cfg["vision_config"] = map[string]any{"model_type": "qwen3_5_vision", "depth": 1, "hidden_size": 32,
-			"intermediate_size": 64, "num_heads": 2, "in_channels": 3, "patch_size": 4, "temporal_patch_size": 2,
+		vs := o.VisionSize.withDefaults()
+		cfg["vision_config"] = map[string]any{"model_type": "qwen3_5_vision", "depth": vs.Depth, "hidden_size": vs.Hidden,
+			"intermediate_size": vs.Intermediate, "num_heads": vs.Heads, "in_channels": 3, "patch_size": 4, "temporal_patch_size": 2,
 			"spatial_merge_size": 2, "num_position_embeddings": 16, "out_hidden_size": o.Hidden,
 			"deepstack_visual_indexes": []int{}}
 	}
@@ -285,7 +320,7 @@ func isFP8Module(t arch.Tensor) bool {
 func expected(o Options, fp8 bool) []arch.Tensor {
 	raw, _ := json.Marshal(Config(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
 		KVHeads: o.KVHeads, HeadDim: o.HeadDim, LinKHeads: o.LinKHeads, LinVHeads: o.LinVHeads, LinKDim: o.LinKDim,
-		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, TextOnly: o.TextOnly,
+		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, VisionSize: o.VisionSize, TextOnly: o.TextOnly,
 		Experts: o.Experts, MoEIntermediate: o.MoEIntermediate, SharedIntermediate: o.SharedIntermediate, TopK: o.TopK}))
 	cfg, err := ckpt.ParseConfig(raw, "config.json")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -196,9 +197,16 @@ func TestCacheBuildIgnore(t *testing.T) {
 	assert.Contains(t, stdout, "left out of the plan by --ignore \"value_head.**\": 1 tensor(s): value_head.weight\nok: 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", ft, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code)
-	var doc check.Result
-	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
-	assert.Equal(t, m.Ignore, doc.Ignore)
+	var all check.AllResult // the text folder and its vision folder
+	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+	require.Len(t, all.Folders, 2)
+	for _, doc := range all.Folders {
+		if strings.HasSuffix(doc.Dir, "_mesh1x2") {
+			assert.Equal(t, m.Ignore, doc.Ignore)
+		} else {
+			assert.Equal(t, []string{"value_head.**"}, cache.IgnoreGlobs(doc.Ignore), "the vision folder is planned with the same globs")
+		}
+	}
 
 	// Another set of globs: a manifest finding, though it leaves out the same.
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", ft, "--progress", "none", "--ignore", "value_*.**")

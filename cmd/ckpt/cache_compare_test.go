@@ -111,17 +111,49 @@ func TestMapAgainstCache(t *testing.T) {
 	t.Parallel()
 	src, ours, stack, _, inj := stackCache(t)
 
-	// Our plan against our own build (the root or the cache directory): exit 0.
+	// Our plan against our own build (the root or the cache directory): exit 0;
+	// the vision folder beside it is held against the plan's vision part.
+	vision := filepath.Join(ours, "P300", "tensor_cache_bfp8")
 	for _, dir := range []string{ours, filepath.Join(ours, "P300", "tensor_cache_bfp8_mesh1x2")} {
 		code, stdout, stderr := runApp(t, "map", src, "--against-cache", dir)
 		require.Equal(t, 0, code, stdout+stderr)
 		assert.Contains(t, stdout, "82 identical")
+		assert.Contains(t, stdout, "plan P300/tensor_cache_bfp8 (21 files) vs cache "+vision+" (21 files): 21 in both, 21 identical")
 	}
+	// The vision folder alone: the vision part only.
+	code, stdout, stderr := runApp(t, "map", src, "--against-cache", vision)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "21 identical")
+	assert.NotContains(t, stdout, "82")
+	// A model without its vision folder: every vision file missing, exit 1;
+	// JSON has the vision report under vision, and same covers both.
+	noVision := filepath.Join(t.TempDir(), "c")
+	require.NoError(t, os.CopyFS(noVision, os.DirFS(ours)))
+	require.NoError(t, os.RemoveAll(filepath.Join(noVision, "P300", "tensor_cache_bfp8")))
+	code, stdout, _ = runApp(t, "map", src, "--against-cache", noVision, "--format", "json")
+	require.Equal(t, 1, code, stdout)
+	var doc struct {
+		Same   bool `json:"same"`
+		Vision struct {
+			Same        bool              `json:"same"`
+			Differences []json.RawMessage `json:"differences"`
+		} `json:"vision"`
+		Differences []json.RawMessage `json:"differences"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.False(t, doc.Same)
+	assert.Empty(t, doc.Differences, "the text folder is the plan's")
+	assert.Len(t, doc.Vision.Differences, 21, "every vision file missing")
+	// JSON Lines: one stream, the vision files named from the text folder.
+	code, stdout, _ = runApp(t, "map", src, "--against-cache", noVision, "--format", "jsonl")
+	require.Equal(t, 1, code, stdout)
+	assert.Equal(t, 21, strings.Count(stdout, `"file":"../tensor_cache_bfp8/visual.`), stdout)
+	assert.Equal(t, 1, strings.Count(stdout, `"type":"summary"`), stdout)
 
 	// Against the damaged stack cache: names the rename (with its planned
 	// twin), the topology, dtype and memory config; exit 1. The flipped data
 	// byte is not seen: no data is read.
-	code, stdout, _ := runApp(t, "map", src, "--against-cache", stack, "--format", "json")
+	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--format", "json")
 	require.Equal(t, 1, code)
 	assert.Equal(t, inj.Want(false), diffFields(decodeCompare(t, stdout)))
 	code, stdout, _ = runApp(t, "map", src, "--against-cache", stack, "--format", "text")
@@ -135,7 +167,7 @@ func TestMapAgainstCache(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Equal(t, []string{"header:memory_config"}, diffFields(decodeCompare(t, stdout))[inj.RenamedTo])
 
-	code, _, stderr := runApp(t, "map", src, "--against-cache", filepath.Join(stack, "absent"))
+	code, _, stderr = runApp(t, "map", src, "--against-cache", filepath.Join(stack, "absent"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "absent")
 }

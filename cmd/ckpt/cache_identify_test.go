@@ -176,3 +176,29 @@ func TestCacheIdentifyRulesLine(t *testing.T) {
 	require.Equal(t, 0, code, stdout+stderr)
 	assert.Contains(t, stdout, "reproduce it with: ckpt cache build "+src+" --out "+out+" --rules "+rules+" --mesh 1x2 --device P300\n")
 }
+
+// cache identify of a build's vision folder (<device>/tensor_cache_bfp8)
+// names the profile whose vision part reproduces it, exit 0, and its
+// reproduce line rebuilds both folders unchanged; before, every vision file
+// was extra and it exited 1.
+func TestCacheIdentifyVisionFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	out := filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, stderr)
+	vdir := filepath.Join(out, "P300", "tensor_cache_bfp8")
+	code, stdout, stderr := runApp(t, "cache", "identify", vdir, "--source", src)
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, vdir+" (21 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names, headers and data (")
+	_, line, ok := strings.Cut(stdout, "reproduce it with: ")
+	require.True(t, ok, stdout)
+	line, _, _ = strings.Cut(line, "\n")
+	assert.Equal(t, "ckpt cache build "+src+" --out "+out+" --profile qwen36-mtp@pr55548 --mesh 1x2 --device P300", line)
+	code, stdout, stderr = runApp(t, append(strings.Fields(line)[1:], "--progress", "none", "--fsync=false")...)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, ": 0 built, 82 unchanged, 0 removed\n")
+	assert.Contains(t, stdout, "vision part qwen36-vision: 21 files in "+vdir+": 0 built, 21 unchanged, 0 removed\n")
+}

@@ -25,10 +25,17 @@ func printBuild(w io.Writer, format string, rep *build.Report) error {
 		esc(filepath.Join(out.Out, filepath.FromSlash(plan.CacheDir))), len(out.Built), out.Skipped, len(out.Removed))
 	fmt.Fprintf(w, "streamed %d source tensors (%s elements, %s) in %.1fs: %.0f M elements/s\n", out.SourceTensors,
 		output.Int(out.SourceElements), output.Bytes(out.SourceBytes), out.Seconds, out.ElementsPerSecond/1e6)
+	if v := out.Vision; v != nil {
+		fmt.Fprintf(w, "vision part %s: %d files in %s: %d built, %d unchanged, %d removed\n", esc(v.Profile), v.Files,
+			esc(filepath.Join(v.Out, filepath.FromSlash(v.CacheDir))), len(v.Built), v.Skipped, len(v.Removed))
+	}
 	if err := printMemory(w, format, plan.Device, out.Memory, out.PerDevice); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "manifest: %s\n", esc(out.Manifest))
+	if v := out.Vision; v != nil {
+		fmt.Fprintf(w, "manifest: %s\n", esc(v.Manifest))
+	}
 	return nil
 }
 

@@ -40,7 +40,7 @@ func TestCacheRootKeepsFolders(t *testing.T) {
 	require.Contains(t, stdout, "ok: 82 files")
 	require.Contains(t, stdout, filepath.Join(out, "P150", "tensor_cache_bfp8_mesh1x1")+" match")
 	require.Contains(t, stdout, filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")+" match")
-	require.Contains(t, stdout, "2 cache folders in "+out+" checked: all ok")
+	require.Contains(t, stdout, "4 cache folders in "+out+" checked: all ok") // each mesh's text and vision folder
 	// Rebuilding 1x2 keeps everything of 1x1 and changes nothing.
 	code, stdout, stderr = runBin(t, nil, "cache", "build", src, "--out", out, "--mesh", "1x2", "--progress", "none")
 	require.Equal(t, 0, code, stderr)

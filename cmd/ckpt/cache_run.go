@@ -159,6 +159,10 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 		return err
 	}
 	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
+	if res.Companion != "" {
+		a.note(fmt.Sprintf("an archive holds one cache folder: the model's other folder %s is not in it (ckpt cache pack %s -o ARCHIVE packs it)",
+			res.Companion, res.Companion))
+	}
 	return nil
 }
 

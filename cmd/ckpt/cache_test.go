@@ -89,6 +89,10 @@ func TestCacheCommands(t *testing.T) {
 	code, stdout, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "packed 82 files")
+	// The vision folder is not in the archive, and the note says how to pack it.
+	vision := filepath.Join(out, "P300", "tensor_cache_bfp8")
+	require.Contains(t, stderr, "ckpt: note: an archive holds one cache folder: the model's other folder "+vision+
+		" is not in it (ckpt cache pack "+vision+" -o ARCHIVE packs it)\n")
 	shipped := filepath.Join(dir, "shipped")
 	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-o", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
@@ -129,12 +133,14 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(files, "stray.tensorbin"), []byte("?"), 0o644))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code)
-	var vr check.Result
-	require.NoError(t, json.Unmarshal([]byte(stdout), &vr))
-	require.False(t, vr.OK)
+	var all check.AllResult // the text folder and its vision folder
+	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+	require.False(t, all.OK)
 	got := map[string]string{}
-	for _, f := range vr.Findings {
-		got[strings.TrimPrefix(f.File(), "P300/tensor_cache_bfp8_mesh1x2/")] = string(f.ID)
+	for _, vr := range all.Folders {
+		for _, f := range vr.Findings {
+			got[strings.TrimPrefix(f.File(), "P300/tensor_cache_bfp8_mesh1x2/")] = string(f.ID)
+		}
 	}
 	require.Equal(t, map[string]string{
 		"layers.0/tp/A_log_dtype_BFLOAT16_layout_TILE.tensorbin": "missing",
@@ -143,7 +149,7 @@ func TestCacheCommands(t *testing.T) {
 	}, got)
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none")
 	require.Equal(t, 1, code)
-	golden(t, "cache_verify_damaged.golden", strings.ReplaceAll(stdout, out, "$CACHE"))
+	golden(t, "cache_verify_damaged.golden", strings.ReplaceAll(strings.ReplaceAll(stdout, out, "$CACHE"), src, "$SRC"))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--progress", "none", "--format", "markdown")
 	require.Equal(t, 1, code)
 	require.Contains(t, stdout, "| finding   | file")

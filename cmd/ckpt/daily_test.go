@@ -138,7 +138,11 @@ func TestCacheUnfinishedNamed(t *testing.T) {
 	for _, target := range []string{folder, out} {
 		code, stdout, stderr := runApp(t, "cache", "ls", target, "--format", "text")
 		assert.Equal(t, 1, code, target)
-		assert.Contains(t, stdout, "82 files, ")
+		n := "82 files, "
+		if target == out {
+			n = "103 files, " // the root holds the vision folder's 21 too
+		}
+		assert.Contains(t, stdout, n)
 		assert.Contains(t, stdout, "(UNFINISHED build: no manifest)\n")
 		assert.Equal(t, "ckpt: "+want+"\n", stderr)
 		code, stdout, _ = runApp(t, "cache", "ls", target, "--format", "json")
@@ -208,10 +212,12 @@ func TestCacheRootSelect(t *testing.T) {
 		Folders []check.Result
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
-	require.Len(t, all.Folders, 2)
+	// Each mesh's text folder and vision folder (tensor_cache_bfp8).
+	require.Len(t, all.Folders, 4)
 	assert.True(t, all.OK)
-	assert.Equal(t, "1x1", all.Folders[0].Mesh)
-	assert.Equal(t, "1x2", all.Folders[1].Mesh)
+	for i, mesh := range []string{"1x1", "1x1", "1x2", "1x2"} {
+		assert.Equal(t, mesh, all.Folders[i].Mesh, all.Folders[i].Dir)
+	}
 
 	// Damage one folder: its verdict fails, the other's stays ok.
 	p300 := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
@@ -224,17 +230,20 @@ func TestCacheRootSelect(t *testing.T) {
 	assert.Contains(t, stdout, "ok: ")
 	assert.Contains(t, stdout, filepath.Join(out, "P150", "tensor_cache_bfp8_mesh1x1")+" match the plan")
 	assert.Contains(t, stdout, "FAILED: ")
-	assert.Contains(t, stdout, "2 cache folders in "+out+" checked: 1 FAILED\n")
+	assert.Contains(t, stdout, "4 cache folders in "+out+" checked: 1 FAILED\n")
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "jsonl", "--progress", "none")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, `"dir":"`+p300+`"`)
-	assert.Contains(t, stdout, `"folders":2,"failed":1`)
-	// --mesh keeps the one-folder document.
+	assert.Contains(t, stdout, `"folders":4,"failed":1`)
+	// --mesh keeps that mesh's model: its text and vision folders.
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--mesh", "1x1", "--format", "json", "--progress", "none")
 	assert.Equal(t, 0, code)
-	var one check.Result
-	require.NoError(t, json.Unmarshal([]byte(stdout), &one))
-	assert.Equal(t, "1x1", one.Mesh)
+	var two check.AllResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &two))
+	require.Len(t, two.Folders, 2)
+	for _, f := range two.Folders {
+		assert.Equal(t, "1x1", f.Mesh, f.Dir)
+	}
 }
 
 // failWriter fails every write, as stdout on a full disk does.
@@ -394,7 +403,7 @@ func TestMapBytesPerDevice(t *testing.T) {
 			files = append(files, p)
 		}
 	}
-	require.Len(t, files, 82)
+	require.Len(t, files, 82+21, "the text folder's and the vision folder's")
 	onDevice := make([]int64, 2)
 	var largest int64
 	largestFile := ""
@@ -419,7 +428,7 @@ func TestMapBytesPerDevice(t *testing.T) {
 	}
 	for d := range 2 {
 		assert.Equal(t, onDevice[d], m.PerDevice[d].Bytes, "device %d", d)
-		assert.Equal(t, 82, m.PerDevice[d].Tensors)
+		assert.Equal(t, 82+21, m.PerDevice[d].Tensors, "the text and vision folders")
 		assert.Equal(t, []int{0, d}, m.PerDevice[d].Coord)
 		require.NotNil(t, m.PerDevice[d].Headroom)
 		assert.Equal(t, int64(32<<30)-onDevice[d], *m.PerDevice[d].Headroom)
@@ -437,10 +446,10 @@ func TestMapBytesPerDevice(t *testing.T) {
 	assert.Equal(t, "--device-dram", small.Memory.DRAMFrom)
 	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x2", "--device-dram", "512KiB", "--format", "text", "--summary")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "DOES NOT FIT: 748.2 KiB per device, 512.0 KiB DRAM (--device-dram), short by 236.2 KiB\n")
+	assert.Contains(t, stdout, "DOES NOT FIT: 808.9 KiB per device, 512.0 KiB DRAM (--device-dram), short by 296.9 KiB\n")
 	code, stdout, _ = runApp(t, "cache", "build", src, "--out", out, "--mesh", "1x2", "--progress", "none")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "fits: 748.2 KiB per device of 32.0 GiB DRAM (Blackhole p300, 32 GiB GDDR6 per chip (two chips)), headroom 32.0 GiB\n")
+	assert.Contains(t, stdout, "fits: 808.9 KiB per device of 32.0 GiB DRAM (Blackhole p300, 32 GiB GDDR6 per chip (two chips)), headroom 32.0 GiB\n")
 	assert.Contains(t, stdout, "per device (DRAM)\n")
 	// Wormhole: N150 has 12 GiB (for a profile of that architecture: the
 	// built-in ones plan for Blackhole).
@@ -456,7 +465,7 @@ func TestMapBytesPerDevice(t *testing.T) {
 	// An unknown board: no verdict, and how to get one.
 	code, stdout, _ = runApp(t, "map", src, "--mesh", "1x2", "--device", "LAB7", "--summary", "--format", "text")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "fit not judged: 748.2 KiB per device, DRAM of device folder LAB7 unknown (pass --device-dram SIZE)\n")
+	assert.Contains(t, stdout, "fit not judged: 808.9 KiB per device, DRAM of device folder LAB7 unknown (pass --device-dram SIZE)\n")
 	code, _, stderr = runApp(t, "map", src, "--device-dram", "lots")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "--device-dram: ")

@@ -199,6 +199,11 @@ func TestJSONVocabulary(t *testing.T) {
 	for _, e := range list(mj, "entries") {
 		byFile[e["file"].(string)] = e
 	}
+	if v, ok := mj["vision"].(map[string]any); ok { // the vision part's folder
+		for _, e := range list(v, "entries") {
+			byFile[e["file"].(string)] = e
+		}
+	}
 	lj := run(0, "cache", "ls", f.cacheRoot, "--format", "json")
 	files := list(lj, "files")
 	require.NotEmpty(t, files)

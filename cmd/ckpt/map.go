@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -115,11 +118,11 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 				esc(res.Plan.Profile.Name), esc(ckpt.Redact(o.Source)), res.Plan.Mesh, len(pe.Problems), esc(o.AgainstCache))
 			return silentExit(exitFailed)
 		}
-		rep, err := check.Plan(res.Plan, o.AgainstCache)
+		reps, err := check.PlanModel(res.Plan, o.AgainstCache)
 		if err != nil {
 			return err
 		}
-		return renderCompare(a.Out, format, rep, "plan", "cache")
+		return renderPlanCompare(a.Out, format, reps)
 	}
 	if pe := res.Problems; pe != nil && refused(pe) && format != output.JSON && format != output.JSONL {
 		// No rule was applied: the plan is empty, and its tables would say nothing.
@@ -145,13 +148,50 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
-		return output.WriteJSONL(w, "target", res.Entries, res.Record())
+		entries := res.Entries
+		if res.Vision != nil {
+			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+		}
+		return output.WriteJSONL(w, "target", entries, res.Record())
 	}
-	if !summaryOnly || format == output.CSV {
-		g := &output.Grid{Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
+	if format == output.CSV { // one table: the vision targets are named visual.*
+		entries := res.Entries
+		if res.Vision != nil {
+			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+		}
+		return printTargets(w, format, "", entries)
+	}
+	if !summaryOnly {
+		if err := printTargets(w, format, "", res.Entries); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		if v := res.Vision; v != nil {
+			if err := printTargets(w, format, "vision part: "+ckpt.EscapeName(v.CacheDir), v.Entries); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if err := printIgnored(w, format, res.Ignored); err != nil {
+		return err
+	}
+	if res.Vision != nil && len(res.Vision.Ignored) > 0 {
+		if err := printIgnored(w, format, res.Vision.Ignored); err != nil {
+			return err
+		}
+	}
+	return printMapTail(w, format, res)
+}
+
+// printTargets prints the targets table of a plan (or its vision part,
+// under a title).
+func printTargets(w io.Writer, format, title string, entries []mapping.ResultEntry) error {
+	{ // the table
+		g := &output.Grid{Title: title, Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
 		tableForPeople(g, map[string]int{"per device": 1, "placement": 2, "dtype": 3, "shape": 4, "layout": 5, "memory": 6})
 		g.GroupAlso = map[int]bool{7: true}
-		for _, e := range res.Entries {
+		for _, e := range entries {
 			pl := "replicate"
 			if e.Placement.Dim != nil {
 				pl = fmt.Sprintf("shard %d", *e.Placement.Dim)
@@ -165,18 +205,16 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 			}
 			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources)})
 		}
-		if format == output.CSV {
-			return g.Render(w, format)
-		}
-		if err := g.Render(w, format); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
+		return g.Render(w, format)
 	}
-	if len(res.Ignored) > 0 {
+}
+
+// printIgnored prints the ignored tensors by reason.
+func printIgnored(w io.Writer, format string, ignored []mapping.Ignored) error {
+	if len(ignored) > 0 {
 		reasons := map[string]int{}
 		var order []string
-		for _, ig := range res.Ignored {
+		for _, ig := range ignored {
 			if reasons[ig.Reason] == 0 {
 				order = append(order, ig.Reason)
 			}
@@ -191,6 +229,12 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 		}
 		fmt.Fprintln(w)
 	}
+	return nil
+}
+
+// printMapTail prints the memory table, the problems and the summary
+// lines of a map document.
+func printMapTail(w io.Writer, format string, res *mapping.Result) error {
 	if res.Memory != nil {
 		if err := printMemory(w, format, deviceOf(res.CacheDir), res.Memory, res.PerDevice); err != nil {
 			return err
@@ -224,6 +268,11 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 	}
 	fmt.Fprintf(w, "%s%s on mesh %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped: %s\n",
 		esc(res.Profile), pin, res.Mesh, esc(fmt.Sprint(res.Settings)), s.Targets, esc(res.CacheDir), s.Sources, s.Scales, s.Ignored, s.Unmapped, verdict)
+	if v := res.Vision; v != nil {
+		vs := v.Summary
+		fmt.Fprintf(w, "vision part %s (%s): %d targets in %s from %d source tensors (+%d scales), %d ignored, %d unmapped, %d problem(s)\n",
+			esc(v.Profile), esc(fmt.Sprint(v.Settings)), vs.Targets, esc(v.CacheDir), vs.Sources, vs.Scales, vs.Ignored, vs.Unmapped, vs.Problems)
+	}
 	return nil
 }
 
@@ -337,4 +386,65 @@ func sourceList(names []string) string {
 		s += fmt.Sprintf(" (+%d scales)", scales)
 	}
 	return s
+}
+
+// renderPlanCompare renders map --against-cache's reports: the text
+// folder's, then the vision folder's. JSON is one document, the vision
+// report under vision; JSON Lines one stream of both folders' differences
+// and one summary; the tables give each report in turn.
+// The exit code covers both.
+func renderPlanCompare(w io.Writer, format string, reps []*check.CompareReport) error {
+	if len(reps) == 1 {
+		return renderCompare(w, format, reps[0], "plan", "cache")
+	}
+	if format == output.JSON {
+		doc, v := reps[0].Result(), reps[1].Result()
+		doc.Vision = &v
+		doc.Same, doc.Unreadable = doc.Same && v.Same, doc.Unreadable || v.Unreadable
+		if err := output.WriteJSON(w, doc); err != nil {
+			return err
+		}
+		switch {
+		case doc.Unreadable:
+			return silentExit(2)
+		case !doc.Same:
+			return silentExit(1)
+		}
+		return nil
+	}
+	if format == output.JSONL {
+		// One stream, one summary: the vision folder's differences name
+		// their files from the text folder (../tensor_cache_bfp8/...), and
+		// the summary counts both folders.
+		m := *reps[0]
+		m.Diffs = append([]check.Difference{}, reps[0].Diffs...)
+		v := reps[1]
+		up := "../" + path.Base(filepath.ToSlash(v.B)) + "/"
+		for _, d := range v.Diffs {
+			d.File = up + d.File
+			m.Diffs = append(m.Diffs, d)
+		}
+		m.FilesA, m.FilesB, m.Common, m.Identical = m.FilesA+v.FilesA, m.FilesB+v.FilesB, m.Common+v.Common, m.Identical+v.Identical
+		return renderCompare(w, format, &m, "plan", "cache")
+	}
+	var worst *exitError
+	for i, rep := range reps {
+		if i > 0 && format != output.JSONL && format != output.CSV {
+			fmt.Fprintln(w)
+		}
+		err := renderCompare(w, format, rep, "plan", "cache")
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee) && ee.err == nil:
+			if worst == nil || ee.code > worst.code {
+				worst = ee
+			}
+		case err != nil:
+			return err
+		}
+	}
+	if worst != nil {
+		return worst
+	}
+	return nil
 }

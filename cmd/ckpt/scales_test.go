@@ -237,9 +237,14 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 				contains(stdout, "cache verify")
 				code, stdout, _ = runApp(t, "cache", "verify", built, "--source", src, "--progress", "none", "--format", "json")
 				require.Equal(t, 1, code, stdout)
-				var cr check.Result
-				require.NoError(t, json.Unmarshal([]byte(stdout), &cr))
-				assert.False(t, cr.OK)
+				var all check.AllResult // the text folder and its vision folder
+				require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+				assert.False(t, all.OK)
+				var findings []ckpt.Finding
+				for _, r := range all.Folders {
+					findings = append(findings, r.Findings...)
+				}
+				cr := struct{ Findings []ckpt.Finding }{findings}
 				found := false
 				for _, f := range cr.Findings {
 					if f.ID == check.FindingStale && strings.Contains(f.Message, "problem (scale)") && slices.Contains(f.Tensors, downProj) {

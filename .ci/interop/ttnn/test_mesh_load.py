@@ -6,7 +6,10 @@ and each combination; `ckpt map --list-profiles` names the switches), on a
 1x2 mesh (P300, p300-mock-cluster.yaml) and on a 1x4 mesh (P150x4,
 p150x4-mock-cluster.yaml; the small4 fixture, whose heads divide by 4),
 and the tiny Qwen3.5-MoE fixture (genfixture -size moe: expert-parallel
-experts, router, shared expert; its 2 KV heads replicated at 1x4) on both.
+experts, router, shared expert; its 2 KV heads replicated at 1x4) on both;
+with each fixture's vision tower folder (<device>/tensor_cache_bfp8: the
+replicated variants of small at 1x2, the fractured ones of small4 at
+1x4).
 mesh_loader.py loads them in a process of its own and checks each device
 tensor against its manifest entry (storage on every device, dtype, layout,
 per-device shape, memory config, placement). Opening a mesh needs the
@@ -68,16 +71,24 @@ def build_all(ckpt_bin, genfixture, work, size, mesh, device, settings):
                             "--mesh", mesh, "--fsync=false", "-q", *sets], capture_output=True, text=True)
         assert p.returncode == 0, f"{profile} {sets}: {p.stdout}{p.stderr}"
         folders.append(os.path.join(out, device, f"tensor_cache_bfp8_mesh{mesh}"))
-    return folders
+    # The vision tower's folder (no mesh suffix; the same files under every
+    # setting of the text switches): the first build's, for a fixture that
+    # has a tower.
+    vision = os.path.join(work, f"cache-{size}-0", device, "tensor_cache_bfp8")
+    return folders, [vision] if os.path.isdir(vision) else []
 
 
 @pytest.mark.parametrize("mesh", list(MESHES))
 def test_every_file_loads_onto_mesh(mesh, ckpt_bin, genfixture, runtime_root, switch_settings, tmp_path):
     sizes, device, desc = MESHES[mesh]
     folders, settings = [], []
+    visions = 0
     for size in sizes:
-        folders += build_all(ckpt_bin, genfixture, str(tmp_path), size, mesh, device, switch_settings)
-        settings += [(f"{size} {profile}", sets) for profile, sets in switch_settings]
+        text, vision = build_all(ckpt_bin, genfixture, str(tmp_path), size, mesh, device, switch_settings)
+        folders += text + vision
+        settings += [(f"{size} {profile}", sets) for profile, sets in switch_settings] + [(f"{size} vision", [])] * len(vision)
+        visions += len(vision)
+    assert visions >= 1, "a fixture with a vision tower"
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     report = str(tmp_path / "report.json")
@@ -108,7 +119,17 @@ def test_every_file_loads_onto_mesh(mesh, ckpt_bin, genfixture, runtime_root, sw
                  f"moe.experts.gate_proj_ep_swiglu{mesh[2:]}_dtype_BFLOAT4_B_layout_TILE.tensorbin",
                  f"moe.experts.down_proj_ep_swiglu{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
                  "moe.router.weight_dtype_BFLOAT16_layout_TILE.tensorbin",
-                 "moe.shared_expert_gate.weight_dtype_BFLOAT16_layout_TILE.tensorbin"):
+                 "moe.shared_expert_gate.weight_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 # the vision tower's files (test_vision.py holds their bytes)
+                 f"visual.blocks.0.attention.wqkv_col.tp{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
+                 f"visual.blocks.0.attention.wo_row.tp{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
+                 f"visual.blocks.0.feed_forward.linear_fc1_w_col.tp{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
+                 f"visual.blocks.0.feed_forward.linear_fc1_b_col.tp{mesh[2:]}_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 "visual.blocks.0.norm1weight_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 "visual.merger.normbias_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 f"visual.merger.linear_fc2_w_row.tp{mesh[2:]}_dtype_BFLOAT8_B_layout_TILE.tensorbin",
+                 f"visual.patch_embed_proj_w.tp{mesh[2:]}_dtype_BFLOAT16_layout_TILE.tensorbin",
+                 f"visual.pos_embed_w_rm.tp{mesh[2:]}_dtype_BFLOAT16_layout_ROW_MAJOR.tensorbin"):
         assert want in names, want
     # Opening the mesh wrote tt-metal's fabric files into the loader's
     # current directory, not into the work tree.

@@ -64,10 +64,13 @@ func main() {
 }
 
 // small4 is synth.Small with every sharded count divisible by 4 (attention
-// and KV heads, GDN key and value heads, intermediate tiles), so that the
-// built-in profiles plan it on a 1x4 mesh (P150x4) as well as on 1x2.
+// and KV heads, GDN key and value heads, intermediate tiles) and the tiny
+// vision tower whose hidden size splits into whole tiles on 4 devices
+// (synth.TinyVision), so that the built-in profiles plan it, text and
+// vision folder, on a 1x4 mesh (P150x4) as well as on 1x2.
 func small4() synth.Options {
 	o := synth.Small()
 	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
 	return o
 }
