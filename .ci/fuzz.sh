@@ -24,7 +24,26 @@ start=$SECONDS
 for t in "${targets[@]}"; do
 	pkg=${t% *} name=${t#* }
 	echo "fuzz: $name in ./$pkg for $fuzztime"
+	corpus="$pkg/testdata/fuzz/$name"
+	before=$(ls "$corpus" 2>/dev/null | sort || true)
+	status=0
 	TMPDIR=$work go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s -parallel 2 \
-		"./$pkg" -test.fuzzcachedir="$work/cache" 2>&1 | grep -v '^fuzz: elapsed' || { echo "fuzz: $name FAILED" >&2; exit 1; }
+		"./$pkg" -test.fuzzcachedir="$work/cache" >"$work/out" 2>&1 || status=$?
+	grep -v '^fuzz: elapsed' "$work/out" || true
+	if [ "$status" -ne 0 ]; then
+		after=$(ls "$corpus" 2>/dev/null | sort || true)
+		# Go 1.26's fuzzing coordinator can report the end of -fuzztime
+		# itself as a failure ("context deadline exceeded", no input
+		# written) when a worker is slow to stop on a loaded machine:
+		# golang/go#75804, fixed in Go 1.27. A failing input is always
+		# written to the corpus directory; without one, that race is
+		# all it was.
+		if [ "$before" = "$after" ] && grep -qx '    context deadline exceeded' "$work/out"; then
+			echo "fuzz: $name: stopped by the coordinator's end-of-time race (golang/go#75804), no failing input written: passed"
+		else
+			echo "fuzz: $name FAILED" >&2
+			exit 1
+		fi
+	fi
 done
 echo "fuzz: ${#targets[@]} targets passed in $((SECONDS - start))s"
