@@ -467,6 +467,9 @@ type builder struct {
 	// globs are the compiled Glob ignore rules, by index in p.Ignore.
 	globs   map[int]*ckpt.Matcher
 	applies []bool
+	// ignoreApplies says, by index in p.Ignore, whether an ignore rule's
+	// When holds.
+	ignoreApplies []bool
 	// viaAlias counts the tensors matched through a profile alias.
 	viaAlias int
 }
@@ -591,6 +594,18 @@ func (b *builder) compile() error {
 			}
 			b.rules.add(t, leaf{rule: i, src: j, ignore: -1})
 		}
+	}
+	b.ignoreApplies = make([]bool, len(b.p.Ignore))
+	for i, ig := range b.p.Ignore {
+		ok := true
+		for _, c := range ig.When {
+			holds, err := b.condition(c)
+			if err != nil {
+				return fmt.Errorf("ignore rule %d: %w", i, err)
+			}
+			ok = ok && holds
+		}
+		b.ignoreApplies[i] = ok
 	}
 	b.globs = map[int]*ckpt.Matcher{}
 	for i, ig := range b.p.Ignore {
@@ -1071,16 +1086,18 @@ func (b *builder) stack(r *Rule, g *group) (srcs []*ckpt.Tensor, missing []strin
 // ignoreOf is the ignore rule that matches a name (its template, else its
 // prefix), -1 for none.
 func (b *builder) ignoreOf(name string) int {
-	if ms := b.ignores.lookup(name); len(ms) > 0 {
-		return ms[0].ignore
+	for _, m := range b.ignores.lookup(name) {
+		if b.ignoreApplies[m.ignore] {
+			return m.ignore
+		}
 	}
 	for i, ig := range b.p.Ignore {
-		if ig.Prefix != "" && strings.HasPrefix(name, ig.Prefix) {
+		if ig.Prefix != "" && strings.HasPrefix(name, ig.Prefix) && b.ignoreApplies[i] {
 			return i
 		}
 	}
 	for i := range b.p.Ignore {
-		if m := b.globs[i]; m != nil && m.Match(name) {
+		if m := b.globs[i]; m != nil && m.Match(name) && b.ignoreApplies[i] {
 			return i
 		}
 	}

@@ -419,6 +419,10 @@ type Ignore struct {
 	Prefix   string `json:"prefix,omitempty"`
 	Glob     string `json:"glob,omitempty"`
 	Reason   string `json:"reason"`
+	// When, if set, makes the rule apply only where its conditions hold
+	// (as a Rule's When): tensors a switch turns out of the cache are
+	// ignored with the switch's reason only when it is on.
+	When Conditions `json:"when,omitempty"`
 }
 
 // IgnoreReason is the reason of the ignore rule `--ignore GLOB` adds.
@@ -565,6 +569,34 @@ func (p *Profile) Validate() error {
 				return fmt.Errorf("ignore rule %d: %w", i, err)
 			}
 		}
+		if err := validateConditions(ig.When, vars); err != nil {
+			return fmt.Errorf("ignore rule %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validateConditions checks the conditions of a rule's or an ignore rule's
+// When: a known op, exactly one of key, var and expr, an expression that
+// parses, a declared variable.
+func validateConditions(cs Conditions, vars map[string]bool) error {
+	for _, c := range cs {
+		switch c.Op {
+		case "gt", "eq", "ne", "true", "false":
+		default:
+			return fmt.Errorf("condition op %q: want gt, eq, ne, true or false", c.Op)
+		}
+		if n := btoi(c.Key != "") + btoi(c.Var != "") + btoi(c.Expr != ""); n != 1 {
+			return fmt.Errorf("condition %s needs exactly one of key, var and expr", c)
+		}
+		if c.Expr != "" {
+			if err := checkSyntax(c.Expr); err != nil {
+				return fmt.Errorf("condition: %w", err)
+			}
+		}
+		if c.Var != "" && !vars[c.Var] {
+			return fmt.Errorf("condition on %q: the profile declares no such variable", c.Var)
+		}
 	}
 	return nil
 }
@@ -624,23 +656,8 @@ func (r *Rule) validate(vars map[string]bool) error {
 			return err
 		}
 	}
-	for _, c := range r.When {
-		switch c.Op {
-		case "gt", "eq", "ne", "true", "false":
-		default:
-			return fmt.Errorf("condition op %q: want gt, eq, ne, true or false", c.Op)
-		}
-		if n := btoi(c.Key != "") + btoi(c.Var != "") + btoi(c.Expr != ""); n != 1 {
-			return fmt.Errorf("condition %s needs exactly one of key, var and expr", c)
-		}
-		if c.Expr != "" {
-			if err := checkSyntax(c.Expr); err != nil {
-				return fmt.Errorf("condition: %w", err)
-			}
-		}
-		if c.Var != "" && !vars[c.Var] {
-			return fmt.Errorf("condition on %q: the profile declares no such variable", c.Var)
-		}
+	if err := validateConditions(r.When, vars); err != nil {
+		return err
 	}
 	if err := r.validateSteps(); err != nil {
 		return err

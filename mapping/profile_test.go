@@ -41,6 +41,7 @@ func TestValidateRejects(t *testing.T) {
 		{"bad expression", `{"name":"p","rules":[` + ok + `,"transform":[{"op":"reshape","shape":["rows/"]}]}]}`, "expression"},
 		{"part source out of range", `{"name":"p","rules":[` + ok + `,"transform":[{"op":"fuse","parts":[{"source":3,"label":"x"}]}]}]}`, "names source 3"},
 		{"ignore without reason", `{"name":"p","rules":[` + ok + `}],"ignore":[{"prefix":"model.visual."}]}`, "no reason"},
+		{"ignore condition on an undeclared variable", `{"name":"p","rules":[` + ok + `}],"ignore":[{"prefix":"model.visual.","reason":"r","when":{"var":"nope","op":"true"}}]}`, "ignore rule 0: condition on \"nope\""},
 		{"duplicate id", `{"name":"p","rules":[` + ok + `},` + ok + `}]}`, "used twice"},
 		{"condition on an undeclared variable", `{"name":"p","rules":[` + ok + `,"when":{"var":"proj_1d_decode","op":"true"}}]}`, "no such variable"},
 		{"condition with key and var", `{"name":"p","variables":[{"name":"v","default":true,"doc":"d"}],"rules":[` + ok + `,"when":[{"key":"k","var":"v","op":"true"}]}]}`, "exactly one of key, var and expr"},

@@ -34,6 +34,11 @@ const (
 	// VarInstruct is tt_transformers' ModelArgs.instruct: the vision
 	// folder is tensor_cache_instruct_bfp8 instead of tensor_cache_bfp8.
 	VarInstruct = "instruct"
+	// VarHostVisionEmbed is upstream's QWEN36_HOST_VISION_EMBED=1: the
+	// tower embeds patches and positions on the host (the reference
+	// model's patch_embed and fast_pos_embed_interpolate), so VisionEmbed
+	// is not built and the three embedding files are not written.
+	VarHostVisionEmbed = "host_vision_embed"
 	// VisionReplicatedActs is the condition upstream calls
 	// vision_replicated_acts: hidden_size / N is not a whole number of
 	// tiles, so the tower keeps its activations replicated.
@@ -58,6 +63,11 @@ const (
 	visionMerger = "1a6b64e03908f3ef0493692a2a6017f74ae06796"
 	visionEmbed  = "1c6e8f62e6b6c2e213b1e24e4116dc7a20781731"
 	visionConfig = "1a6b64e03908f3ef0493692a2a6017f74ae06796"
+	// visionModel is the stored model.py that builds VisionEmbed (the
+	// embedding on the device unless QWEN36_HOST_VISION_EMBED=1);
+	// visionModelHost the stored one that embeds on the host only.
+	visionModel     = "00c023afa53f9bf3793bb395f62a38be16adab91"
+	visionModelHost = "d49bb17261dbfb4601cfc2014a1dd6b87f06206f"
 	loadCkpts    = "009c27a3b2394128cb35a0a1e5d5d73680abaf35"
 )
 
@@ -76,6 +86,9 @@ func visionProfile() *Profile {
 			qwen36Vision + "vision_block.py":     visionBlock,
 			qwen36Vision + "patch_merger.py":     visionMerger,
 			qwen36Vision + "patch_embed.py":      visionEmbed,
+			qwen36Vision + "model.py": visionModel + " (DropInVisionTransformer: VisionEmbed writes the embedding files unless " +
+				"QWEN36_HOST_VISION_EMBED=1 or transformers lacks vision_utils.get_vision_bilinear_indices_and_weights; " +
+				visionModelHost[:8] + " embeds on the host and writes none: --set " + VarHostVisionEmbed + "=true)",
 			qwen36Vision + "vision_model_config.py": visionConfig + " (hidden_dim: intermediate_size rounded up to 32·N; padded_head_dim); " +
 				"vision_replicated_acts ((hidden_size / N) % 32 != 0) as the stored versions that have it",
 			"models/tt_transformers/tt/load_checkpoints.py": loadCkpts + " (standardize_hf_keys_multimodal, convert_hf_to_meta: qkv split, " +
@@ -83,7 +96,9 @@ func visionProfile() *Profile {
 			"models/tt_transformers/tt/model_config.py": "0039cbf0 (weight_cache_path: tensor_cache_bfp8, tensor_cache_instruct_bfp8 when instruct)",
 		}, Note: "the vision files are stored at commits of their own, not at either text line's: both lines write the same vision files",
 			Open: []string{"which stored version of vision_model_config.py, vision_attention.py and model.py a stack runs (22, 12 and 13 " +
-				"versions, undated): it decides the embedding files and the replicated variants"}},
+				"versions): the index dates none of them and the repository's history could not be had, so the newest by commit date is " +
+				"not known; model.py@" + visionModel[:8] + " describes its device embedding as replacing the host path model.py@" +
+				visionModelHost[:8] + " has (the default follows it; --set " + VarHostVisionEmbed + "=true the host path)"}},
 		Arch:      ArchBlackhole,
 		Tag:       "bfp8",
 		Folder:    FolderUnmeshed,
@@ -91,7 +106,12 @@ func visionProfile() *Profile {
 		Scope:     VisionPrefix,
 		TagSwitch: &TagSwitch{Var: VarInstruct, Tag: VisionInstructTag},
 		Variables: []Variable{{Name: VarInstruct, Doc: "tt_transformers' ModelArgs.instruct (HF_MODEL, lower-cased, contains \"instruct\" or " +
-			"\"it\"): the vision folder is tensor_cache_instruct_bfp8", Upstream: "models/tt_transformers/tt/model_config.py@0039cbf0 (weight_cache_path)"}},
+			"\"it\"): the vision folder is tensor_cache_instruct_bfp8", Upstream: "models/tt_transformers/tt/model_config.py@0039cbf0 (weight_cache_path)"},
+			{Name: VarHostVisionEmbed, Doc: "the patch and position embedding run on the host (upstream: QWEN36_HOST_VISION_EMBED=1, or a " +
+				"stack at model.py@" + visionModelHost[:8] + "): no visual.patch_embed_proj_w/b or visual.pos_embed_w_rm files, their three " +
+				"tensors ignored; false: VisionEmbed caches them",
+				Upstream: qwen36Vision + "model.py@" + visionModel[:8] + " (DropInVisionTransformer.__init__: VisionEmbed unless " +
+					"os.environ QWEN36_HOST_VISION_EMBED == \"1\"); model.py@" + visionModelHost[:8] + " has no VisionEmbed"}},
 		Notes: []string{
 			"Every sharded file uses ShardTensor2dMesh(dims=(None, d)) on the 1xN mesh, every replicated one ReplicateTensorToMesh; all DRAM interleaved.",
 			"Heads: head_dim = hidden_size / num_heads, padded with zero rows (zero input columns for wo) to a multiple of 32; q and k rows " +
@@ -181,22 +201,33 @@ func visionProfile() *Profile {
 		transposeStep(), tile4))
 	add(r("merger.fc2_bias", tmg+"linear_fc2_b_frac"+tp, mg+"linear_fc2.bias", col2D, BFloat16, Tile, nil, mgNote, vec))
 	embNote := "patch_embed.py@" + visionEmbed[:8]
+	// The embedding files: written by VisionEmbed, which model.py@00c023af
+	// builds unless QWEN36_HOST_VISION_EMBED=1; on the host path (that
+	// switch, or model.py@d49bb172) the three tensors are read by the
+	// reference model only and cached nowhere.
+	device, host := off(VarHostVisionEmbed), on(VarHostVisionEmbed)
+	hostReason := "not cached with --set " + VarHostVisionEmbed + "=true: DropInVisionTransformer embeds on the host (the reference model's " +
+		"patch_embed and fast_pos_embed_interpolate) when QWEN36_HOST_VISION_EMBED=1 (" + qwen36Vision + "model.py@" + visionModel[:8] +
+		"), as model.py@" + visionModelHost[:8] + " always does, and VisionEmbed writes no file"
+	for _, n := range []string{"patch_embed.proj.weight", "patch_embed.proj.bias", "pos_embed.weight"} {
+		p.Ignore = append(p.Ignore, Ignore{Template: VisionPrefix + n, Reason: hostReason, When: Conditions{host}})
+	}
 	for _, rp := range []struct {
 		sfx  string
 		pl   Placement
 		when Condition
 	}{{"", col2D, frac}, {".repl", replicated, repl}} {
-		pw := r("patch_embed.w"+rp.sfx, "visual.patch_embed_proj_w"+tp, VisionPrefix+"patch_embed.proj.weight", rp.pl, BFloat16, Tile, Conditions{rp.when},
+		pw := r("patch_embed.w"+rp.sfx, "visual.patch_embed_proj_w"+tp, VisionPrefix+"patch_embed.proj.weight", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
 			embNote+": the Conv3d weight flattened to [in_channels·temporal_patch_size·patch_size², hidden_size]", transposeStep(), tile4)
 		pw.Flat = true // proj.weight.reshape(embed_dim, -1)
 		add(pw)
-		add(r("patch_embed.b"+rp.sfx, "visual.patch_embed_proj_b"+tp, VisionPrefix+"patch_embed.proj.bias", rp.pl, BFloat16, Tile, Conditions{rp.when},
+		add(r("patch_embed.b"+rp.sfx, "visual.patch_embed_proj_b"+tp, VisionPrefix+"patch_embed.proj.bias", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
 			embNote+": [1, 1, 1, hidden_size]", transposeStep(), tile4))
 		pos := rp.pl
 		if pos.Kind == "shard" {
 			pos = Placement{Kind: "shard", Dim: -1, Split: "cols", MeshAxes: meshCols2D}
 		}
-		add(r("pos_embed"+rp.sfx, "visual.pos_embed_w_rm"+tp, VisionPrefix+"pos_embed.weight", pos, BFloat16, RowMajor, Conditions{rp.when},
+		add(r("pos_embed"+rp.sfx, "visual.pos_embed_w_rm"+tp, VisionPrefix+"pos_embed.weight", pos, BFloat16, RowMajor, Conditions{device, rp.when},
 			embNote+": ROW_MAJOR for ttnn.embedding"))
 	}
 	return p
