@@ -148,6 +148,18 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 			require.ErrorIs(t, err, ckpt.ErrWrite)
 			assert.Contains(t, err.Error(), "injected failure")
 		}},
+		{"main swap fails, two renames where the file system cannot exchange", es, func(root string, opt *UnpackOptions) {
+			mainDir := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
+			opt.exchange = func(stage, dir string) (string, error) {
+				if dir == mainDir {
+					return "", errors.New("injected failure")
+				}
+				return swapRenames(stage, dir)
+			}
+		}, false, func(t *testing.T, err error, root string) {
+			require.ErrorIs(t, err, ckpt.ErrWrite)
+			assert.Contains(t, err.Error(), "injected failure")
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,4 +272,35 @@ func TestUnpackOneFolderOfVisionModel(t *testing.T) {
 			assert.True(t, strings.HasPrefix(after["P300/tensor_cache_bfp8/v/old.tensorbin"], "file 10 "))
 		})
 	}
+}
+
+// TestUnpackVisionPairSwapBackFails: when the main folder's swap fails
+// and swapping the vision folder back fails too, nothing is removed and
+// the error says exactly where each vision folder is: the archive's in
+// place, the old one beside it.
+func TestUnpackVisionPairSwapBackFails(t *testing.T) {
+	t.Parallel()
+	es, _, _, err := cachetest.TinyVisionPair(2, 2)
+	require.NoError(t, err)
+	root, mainDir, visionDir := pairRoot(t)
+	calls := 0
+	opt := UnpackOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
+		switch {
+		case dir == mainDir:
+			return "", errors.New("injected failure")
+		case dir == visionDir && calls > 0:
+			return "", errors.New("injected second failure")
+		}
+		calls++
+		return exchange(stage, dir)
+	}}
+	_, err = Unpack(context.Background(), bytes.NewReader(tarArchive(t, es)), root, opt)
+	require.ErrorIs(t, err, ckpt.ErrWrite)
+	msg := err.Error()
+	assert.Contains(t, msg, "injected failure")
+	assert.Contains(t, msg, "moving the old folder back also failed (injected second failure): "+visionDir+" holds the archive's folder, the old one is at ")
+	old := msg[strings.LastIndex(msg, " the old one is at ")+len(" the old one is at "):]
+	assert.FileExists(t, filepath.Join(old, "v", "old.tensorbin"), "the old vision folder is kept where the error says")
+	assert.FileExists(t, filepath.Join(visionDir, "a", "f0.tensorbin"), "the archive's vision folder is in place")
+	assert.FileExists(t, filepath.Join(mainDir, "a", "old.tensorbin"), "the main folder is as it was")
 }
