@@ -43,8 +43,9 @@ func TestPackUnpack(t *testing.T) {
 	t.Parallel()
 	src, out, _ := built(t)
 	var arch bytes.Buffer
-	m, err := archive.Pack(context.Background(), out, &arch, archive.PackOptions{Workers: 2})
+	p, err := archive.Pack(context.Background(), out, &arch, archive.PackOptions{Workers: 2})
 	require.NoError(t, err)
+	m := p.Manifest
 
 	dest := filepath.Join(t.TempDir(), "shipped")
 	u, err := archive.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, archive.UnpackOptions{})

@@ -6,10 +6,18 @@
 // and while writing it into a staging folder beside the target folder,
 // under the folder's lock, and only then swaps the staged folder in with
 // one atomic rename, so that the folder is either as it was or the
-// archive's, whole. PackFile (Pack into a file placed atomically) and
+// archive's, whole.
+//
+// A vision model's two folders (its main folder and the vision folder the
+// main manifest names as its companion) are one archive: the main
+// manifest, the vision manifest as <its cache_dir>/manifest.json, then the
+// main folder's files, then the vision folder's. Unpack stages both and
+// places neither until both are complete (see Unpack for the order of
+// the two swaps). PackFile (Pack into a file placed atomically) and
 // UnpackFile (Unpack of a file) are the workflows of `ckpt cache pack` and
 // `ckpt cache unpack`.
 //
 // The package never prints; failures to write are *ckpt.WriteError, an
-// archive at fault is *BadArchiveError (ckpt.ErrMalformed).
+// archive at fault is *BadArchiveError (ckpt.ErrMalformed); warnings are
+// returned in the results (Packed.Warnings, Unpacked.Warnings).
 package archive

@@ -61,9 +61,16 @@ func bad(entry, format string, args ...any) error {
 type FolderMismatchError struct {
 	Named, Archive string // cache folders (<device>/tensor_cache_<tag>_mesh<R>x<C>)
 	Path           string // the folder named
+	// Companion is the archive's second folder (a vision model's vision
+	// folder), "" for an archive of one folder.
+	Companion string
 }
 
 func (e *FolderMismatchError) Error() string {
+	if e.Companion != "" {
+		return fmt.Sprintf("the archive holds cache folders %s and %s (one model), not %s (named by %s): unpack it into the cache root, or name a folder %s or %s",
+			e.Archive, e.Companion, e.Named, e.Path, path.Base(e.Archive), path.Base(e.Companion))
+	}
 	return fmt.Sprintf("the archive holds cache folder %s, not %s (named by %s): unpack it into the cache root, or name a folder %s",
 		e.Archive, e.Named, e.Path, path.Base(e.Archive))
 }
@@ -77,6 +84,10 @@ type UnpackOptions struct {
 
 	noSync bool // (fuzzing) skip the fsyncs
 	now    func() time.Time
+	// freeBytes (tests) replaces the file system's free space (freeBytes).
+	freeBytes func(dir string) (int64, bool)
+	// exchange (tests) replaces the swap of a staged folder into place.
+	exchange func(stage, dir string) (string, error)
 }
 
 // Unpacked is what Unpack placed.
@@ -89,36 +100,63 @@ type Unpacked struct {
 	// not hold: they are gone with the old folder.
 	Replaced bool
 	Dropped  []string
-	// Warnings: what went wrong after the new folder was in place (the old
-	// copy could not be removed).
+	// Warnings: what went wrong after the new folders were in place (an
+	// old copy could not be removed).
 	Warnings []string
+	// Companion is what Unpack placed of the model's vision folder when
+	// the archive holds both folders of a vision model (Manifest, Folder,
+	// ... are then the main folder's); nil for an archive of one folder.
+	Companion *Unpacked
+	// Missing is the path of the folder the manifest names as its
+	// companion when the archive does not hold it (it was packed alone):
+	// that folder is left as it is. "" otherwise.
+	Missing string
 }
 
 // Unpack extracts an archive written by Pack into dest: a cache root (the
 // archive's folder, <device>/tensor_cache_<tag>_mesh<R>x<C>, is written
 // under it) or a cache folder (its name is tensor_cache_<tag>_mesh<R>x<C>;
-// the archive must hold exactly that folder of that device).
+// the archive must hold exactly that folder of that device). An archive of
+// a vision model's two folders (Pack) writes both, beside each other; a
+// dest that names one of them places the other beside it.
 //
 // Nothing the archive says is trusted: its manifest (the first entry; an
 // archive of an earlier version with the manifest last is read twice when
 // r can seek) must name a cache folder consistent with its own device, tag
-// and mesh and list only clean .tensorbin paths inside it; every entry must
-// be a regular file the manifest lists, once, declaring the recorded size,
-// and its header must parse and describe exactly that size before its data
-// is written; its bytes must hash to the recorded hashes. Any of these
-// failing is a *BadArchiveError naming the entry.
+// and mesh and list only clean .tensorbin paths inside it; a second
+// manifest (the second entry, <cache_dir>/manifest.json) must be the
+// vision folder the first names as its companion, naming the first back;
+// every entry must be a regular file a manifest lists, once, declaring the
+// recorded size, and its header must parse and describe exactly that size
+// before its data is written; its bytes must hash to the recorded hashes.
+// Any of these failing is a *BadArchiveError naming the entry. Before the
+// data of the first file is written, the free space beside the folders
+// must hold the files of all of them (counted together where they share a
+// file system), else a *ckpt.WriteError naming the folder and both sizes.
 //
-// The folder is staged in a temporary folder beside it (same file system,
+// Each folder is staged in a temporary folder beside it (same file system,
 // also when the device folder is a link to another one), under the
 // folder's lock (cache.LockFolder; *cache.LockedError when another process
 // holds it), with the manifest (marked cache.Unpacked) written last; only
-// then is it swapped in with one atomic rename (an exchange with the
-// existing folder, which is then removed). On any failure the existing
-// folder, its manifest included, is as it was, and nothing of the unpack is
-// left behind.
+// when every folder of the archive is staged, checked and synced is each
+// swapped in with one atomic rename (an exchange with the existing
+// folder, which is then removed). On any failure before that, every
+// existing folder, its manifest included, is as it was, and nothing of the
+// unpack is left behind. Of two folders the vision folder is swapped in
+// first and the main folder last, so that a main folder from the archive
+// always has the archive's vision folder beside it; when the second swap
+// fails the first is swapped back. Only a crash in the instant between the
+// two renames leaves the vision folder from the archive beside the main
+// folder as it was (unpacking again completes it).
 func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*Unpacked, error) {
 	if opt.now == nil {
 		opt.now = time.Now
+	}
+	if opt.freeBytes == nil {
+		opt.freeBytes = freeBytes
+	}
+	if opt.exchange == nil {
+		opt.exchange = exchange
 	}
 	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
 	if err != nil {
@@ -142,29 +180,104 @@ func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*
 		}
 		tr = tar.NewReader(archiveReader{zr})
 	}
-	m, err := checkManifest(mb)
+	m, err := checkManifest(mb, cache.ManifestName)
 	if err != nil {
 		return nil, err
 	}
+	u := &unpacker{opt: opt, legacy: legacy, mb: mb}
+	var cm *cache.Manifest
+	if !legacy {
+		// A second folder's manifest comes right after the first one.
+		if cm, err = u.readCompanion(tr, m); err != nil {
+			return nil, err
+		}
+	}
 	named := cache.IsFolderName(filepath.Base(filepath.Clean(dest)))
-	target := cache.FolderOf(dest, m.CacheDir)
+	main := &part{m: m, folder: cache.FolderOf(dest, m.CacheDir)}
+	main.path = main.folder.Path()
+	u.parts = []*part{main}
+	var vision *part
+	if cm != nil {
+		vision = &part{m: cm, folder: cache.FolderOf(dest, cm.CacheDir)}
+		vision.path = vision.folder.Path()
+		u.parts = append(u.parts, vision)
+	}
 	if named {
 		f, err := cache.ResolveFolder(dest, cache.Selector{})
 		if err != nil {
 			return nil, err
 		}
-		if f.Dir != m.CacheDir {
-			return nil, &FolderMismatchError{Named: f.Dir, Archive: m.CacheDir, Path: dest}
+		at, other := main, vision // the part at dest, the one beside it
+		if vision != nil && f.Dir == cm.CacheDir {
+			at, other = vision, main
 		}
-		target = f
+		if f.Dir != at.m.CacheDir {
+			e := &FolderMismatchError{Named: f.Dir, Archive: m.CacheDir, Path: dest}
+			if cm != nil {
+				e.Companion = cm.CacheDir
+			}
+			return nil, e
+		}
+		at.folder, at.path = f, dest
+		if other != nil {
+			other.folder = cache.FolderOf(f.Root, other.m.CacheDir)
+			other.path = filepath.Join(filepath.Dir(dest), path.Base(other.m.CacheDir))
+		}
 	}
-	u := &unpacker{opt: opt, m: m, mb: mb, legacy: legacy, folder: target}
-	if named {
-		u.path = dest
-	} else {
-		u.path = target.Path()
+	if m.Companion != "" && cm == nil {
+		u.missing = filepath.Join(filepath.Dir(main.path), path.Base(m.Companion))
+	}
+	u.owner = map[string]*part{}
+	for _, p := range u.parts {
+		p.recs = map[string]cache.FileRecord{}
+		for _, f := range p.m.Files {
+			p.recs[f.Path] = f
+			u.owner[f.Path] = p
+		}
 	}
 	return u.run(ctx, tr)
+}
+
+// readCompanion reads the entry after the first manifest: the manifest of
+// the model's second folder (returned, checked) when it is
+// <m.Companion>/manifest.json, else the first file entry, kept for
+// extractAll (nil manifest).
+func (u *unpacker) readCompanion(tr *tar.Reader, m *cache.Manifest) (*cache.Manifest, error) {
+	h, err := tr.Next()
+	if err == io.EOF {
+		u.eof = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, asBad("", err)
+	}
+	if m.Companion == "" || h.Name != companionManifestName(m.Companion) {
+		u.pending = h
+		return nil, nil
+	}
+	if h.Typeflag != tar.TypeReg {
+		return nil, bad(h.Name, "not a regular file")
+	}
+	if h.Size < 0 || h.Size > maxManifestBytes {
+		return nil, bad(h.Name, "%d bytes (at most %d)", h.Size, maxManifestBytes)
+	}
+	cb, err := io.ReadAll(tr)
+	if err != nil {
+		return nil, asBad(h.Name, err)
+	}
+	cm, err := checkManifest(cb, h.Name)
+	if err != nil {
+		return nil, err
+	}
+	if m.Part != "" || cm.Part != mapping.PartVision {
+		return nil, bad(h.Name, "the second manifest must be of the vision folder of the first (a main folder), not part %s of part %s",
+			strconv.Quote(cm.Part), strconv.Quote(m.Part))
+	}
+	if why := pairProblem(m, cm); why != "" {
+		return nil, bad(h.Name, "not the other folder of the model of %s: %s", m.CacheDir, why)
+	}
+	u.companionEntry = h.Name
+	return cm, nil
 }
 
 // archiveReader marks errors of reading the archive (truncated or damaged
@@ -250,21 +363,21 @@ func asBad(entry string, err error) error {
 // and mesh, and its files clean, distinct .tensorbin paths in that folder
 // with no file where another one needs a directory, of sizes that can hold
 // their headers.
-func checkManifest(mb []byte) (*cache.Manifest, error) {
+func checkManifest(mb []byte, entry string) (*cache.Manifest, error) {
 	m, err := cache.ParseManifest(mb, "in the archive")
 	if err != nil {
-		return nil, bad(cache.ManifestName, "%v", err)
+		return nil, bad(entry, "%v", err)
 	}
 	mesh, err := mapping.ParseMesh(m.Mesh)
 	if err != nil {
-		return nil, bad(cache.ManifestName, "%v", err)
+		return nil, bad(entry, "%v", err)
 	}
 	want := mapping.CacheDir(m.Device, m.Tag, mesh)
 	if m.Part == mapping.PartVision {
 		want = mapping.UnmeshedCacheDir(m.Device, m.Tag) // a vision folder is named without the mesh
 	}
 	if m.CacheDir != want || !cache.IsFolderName(path.Base(m.CacheDir)) {
-		return nil, bad(cache.ManifestName, "cache_dir %s is not the folder of its device %s, tag %s and mesh %s (%s)",
+		return nil, bad(entry, "cache_dir %s is not the folder of its device %s, tag %s and mesh %s (%s)",
 			strconv.Quote(m.CacheDir), strconv.Quote(m.Device), strconv.Quote(m.Tag), m.Mesh, strconv.Quote(want))
 	}
 	files := map[string]bool{}
@@ -274,19 +387,19 @@ func checkManifest(mb []byte) (*cache.Manifest, error) {
 		rel := strings.TrimPrefix(f.Path, m.CacheDir+"/")
 		switch {
 		case files[f.Path]:
-			return nil, bad(cache.ManifestName, "lists %s twice", strconv.Quote(f.Path))
+			return nil, bad(entry, "lists %s twice", strconv.Quote(f.Path))
 		case !strings.HasSuffix(f.Path, mapping.FileExt):
-			return nil, bad(cache.ManifestName, "lists %s, which is not a %s file", strconv.Quote(f.Path), mapping.FileExt)
+			return nil, bad(entry, "lists %s, which is not a %s file", strconv.Quote(f.Path), mapping.FileExt)
 		case len(rel) > maxPathBytes:
-			return nil, bad(cache.ManifestName, "lists a path of %d bytes (at most %d)", len(rel), maxPathBytes)
+			return nil, bad(entry, "lists a path of %d bytes (at most %d)", len(rel), maxPathBytes)
 		case f.Size < 8 || f.HeaderSize > uint64(f.Size-8):
-			return nil, bad(cache.ManifestName, "records %d bytes with a header of %d for %s", f.Size, f.HeaderSize, strconv.Quote(f.Path))
+			return nil, bad(entry, "records %d bytes with a header of %d for %s", f.Size, f.HeaderSize, strconv.Quote(f.Path))
 		case total+f.Size < total:
-			return nil, bad(cache.ManifestName, "file sizes overflow")
+			return nil, bad(entry, "file sizes overflow")
 		}
 		for _, seg := range strings.Split(rel, "/") {
 			if strings.HasPrefix(seg, ".") || len(seg) > maxNameBytes {
-				return nil, bad(cache.ManifestName, "lists %s: a name that begins with a dot or is longer than %d bytes", strconv.Quote(f.Path), maxNameBytes)
+				return nil, bad(entry, "lists %s: a name that begins with a dot or is longer than %d bytes", strconv.Quote(f.Path), maxNameBytes)
 			}
 		}
 		files[f.Path] = true
@@ -297,7 +410,7 @@ func checkManifest(mb []byte) (*cache.Manifest, error) {
 	}
 	for p := range files {
 		if dirs[p] {
-			return nil, bad(cache.ManifestName, "lists %s both as a file and as a directory of other files", strconv.Quote(p))
+			return nil, bad(entry, "lists %s both as a file and as a directory of other files", strconv.Quote(p))
 		}
 	}
 	return m, nil
@@ -306,9 +419,25 @@ func checkManifest(mb []byte) (*cache.Manifest, error) {
 // unpacker is one Unpack at work.
 type unpacker struct {
 	opt    UnpackOptions
-	m      *cache.Manifest
-	mb     []byte
+	mb     []byte // the first manifest's bytes
 	legacy bool
+	parts  []*part          // the main folder first
+	owner  map[string]*part // the part each listed file belongs to
+	seen   map[string]bool
+	// pending is the entry read after the first manifest that was not a
+	// second one; eof says the archive ended there.
+	pending *tar.Header
+	eof     bool
+	// companionEntry is the name of the second manifest's entry ("" for
+	// none); missing the path of a companion the archive lacks.
+	companionEntry, missing string
+
+	spaceChecked bool
+}
+
+// part is one cache folder of the archive being unpacked.
+type part struct {
+	m      *cache.Manifest
 	folder cache.Folder
 	path   string // the folder as named (root/cache_dir, or dest)
 
@@ -318,58 +447,69 @@ type unpacker struct {
 	stage   string      // the staging folder beside real
 	root    *os.Root    // stage
 	recs    map[string]cache.FileRecord
-	seen    map[string]bool
 	dirs    map[string]bool // staged directories (relative to the stage)
 
-	spaceChecked bool
+	// Of an archive of two folders: stageLock is the lock taken in the
+	// staged folder before the swap, so that the folder placed first
+	// stays locked until both are; moved is where the old folder is once
+	// the staged one is in place (placed).
+	stageLock *cache.Lock
+	moved     string
+	placed    bool
+	res       *Unpacked
 }
 
 // run stages, checks and swaps; on failure it undoes what it created.
 func (u *unpacker) run(ctx context.Context, tr *tar.Reader) (res *Unpacked, err error) {
 	defer func() {
 		if err != nil {
-			u.undo()
+			for i := len(u.parts) - 1; i >= 0; i-- {
+				u.parts[i].undo()
+			}
 		}
 	}()
-	if err := u.prepare(); err != nil {
-		return nil, err
+	for _, p := range u.parts {
+		if err := p.prepare(); err != nil {
+			return nil, err
+		}
 	}
+	u.seen = map[string]bool{}
 	if err := u.extractAll(ctx, tr); err != nil {
 		return nil, err
 	}
-	return u.swap()
+	return u.place()
 }
 
 // prepare creates the folder if needed, takes its lock, removes staging
 // folders that an unpack which died left and makes the staging folder
 // beside the folder.
-func (u *unpacker) prepare() error {
-	st, err := os.Lstat(u.path)
+func (p *part) prepare() error {
+	st, err := os.Lstat(p.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := u.mkdirs(filepath.Dir(u.path)); err != nil {
+		if err := p.mkdirs(filepath.Dir(p.path)); err != nil {
 			return err
 		}
-		switch err := os.Mkdir(u.path, 0o755); {
+		switch err := os.Mkdir(p.path, 0o755); {
 		case err == nil:
-			u.created = append(u.created, u.path)
+			p.created = append(p.created, p.path)
 		case !errors.Is(err, fs.ErrExist): // else made meanwhile: the lock decides
-			return &ckpt.WriteError{Op: "creating cache folder", Path: u.path, Err: err}
+			return &ckpt.WriteError{Op: "creating cache folder", Path: p.path, Err: err}
 		}
 	case err != nil:
-		return &ckpt.WriteError{Op: "opening cache folder", Path: u.path, Err: err}
+		return &ckpt.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
 	case st.Mode()&fs.ModeSymlink == 0 && !st.IsDir():
-		return &ckpt.WriteError{Op: "unpacking", Path: u.path, Err: errors.New("exists and is not a directory")}
+		return &ckpt.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("exists and is not a directory")}
 	}
-	real, err := filepath.EvalSymlinks(u.path)
+	real, err := filepath.EvalSymlinks(p.path)
 	if err != nil {
-		return &ckpt.WriteError{Op: "opening cache folder", Path: u.path, Err: err}
+		return &ckpt.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
 	}
 	if st, err := os.Stat(real); err != nil || !st.IsDir() {
-		return &ckpt.WriteError{Op: "unpacking", Path: u.path, Err: errors.New("is a link to something that is not a directory")}
+		return &ckpt.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("is a link to something that is not a directory")}
 	}
-	u.real = real
-	if u.lock, err = cache.LockFolder(real); err != nil {
+	p.real = real
+	if p.lock, err = cache.LockFolder(real); err != nil {
 		return err
 	}
 	parent, base := filepath.Dir(real), filepath.Base(real)
@@ -383,22 +523,18 @@ func (u *unpacker) prepare() error {
 			}
 		}
 	}
-	if u.stage, err = os.MkdirTemp(parent, prefix); err != nil {
+	if p.stage, err = os.MkdirTemp(parent, prefix); err != nil {
 		return &ckpt.WriteError{Op: "creating staging folder", Path: parent, Err: err}
 	}
-	if u.root, err = os.OpenRoot(u.stage); err != nil {
-		return &ckpt.WriteError{Op: "opening staging folder", Path: u.stage, Err: err}
+	if p.root, err = os.OpenRoot(p.stage); err != nil {
+		return &ckpt.WriteError{Op: "opening staging folder", Path: p.stage, Err: err}
 	}
-	u.recs = map[string]cache.FileRecord{}
-	for _, f := range u.m.Files {
-		u.recs[f.Path] = f
-	}
-	u.seen, u.dirs = map[string]bool{}, map[string]bool{".": true}
+	p.dirs = map[string]bool{".": true}
 	return nil
 }
 
 // mkdirs creates dir and its missing parents, recording which it created.
-func (u *unpacker) mkdirs(dir string) error {
+func (p *part) mkdirs(dir string) error {
 	var missing []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil {
@@ -412,7 +548,7 @@ func (u *unpacker) mkdirs(dir string) error {
 	for i := len(missing) - 1; i >= 0; i-- {
 		switch err := os.Mkdir(missing[i], 0o755); {
 		case err == nil:
-			u.created = append(u.created, missing[i])
+			p.created = append(p.created, missing[i])
 		case !errors.Is(err, fs.ErrExist): // else made meanwhile, or a link: not ours to remove
 			return &ckpt.WriteError{Op: "creating", Path: missing[i], Err: err}
 		}
@@ -420,38 +556,44 @@ func (u *unpacker) mkdirs(dir string) error {
 	return nil
 }
 
-// undo removes the staging folder, releases the lock and removes the
+// undo removes the staging folder, releases the locks and removes the
 // directories this unpack created (empty again by then).
-func (u *unpacker) undo() {
-	if u.root != nil {
-		u.root.Close()
+func (p *part) undo() {
+	if p.root != nil {
+		p.root.Close()
 	}
-	if u.stage != "" {
-		os.RemoveAll(u.stage)
+	p.stageLock.Release()
+	if p.stage != "" {
+		os.RemoveAll(p.stage)
 	}
-	u.lock.Release()
-	for i := len(u.created) - 1; i >= 0; i-- {
-		os.Remove(u.created[i])
+	p.lock.Release()
+	for i := len(p.created) - 1; i >= 0; i-- {
+		os.Remove(p.created[i])
 	}
 }
 
-// extractAll writes every entry into the staging folder and checks that
-// every file the manifest lists came.
+// extractAll writes every entry into its folder's staging folder and
+// checks that every file the manifests list came.
 func (u *unpacker) extractAll(ctx context.Context, tr *tar.Reader) error {
 	manifests := 0
 	if !u.legacy {
 		manifests = 1 // readManifest consumed it
 	}
-	for {
+	for !u.eof {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return asBad("", err)
+		h := u.pending
+		u.pending = nil
+		if h == nil {
+			var err error
+			h, err = tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return asBad("", err)
+			}
 		}
 		if h.Name == cache.ManifestName {
 			manifests++
@@ -467,14 +609,19 @@ func (u *unpacker) extractAll(ctx context.Context, tr *tar.Reader) error {
 			}
 			continue
 		}
+		if h.Name == u.companionEntry {
+			return bad(h.Name, "appears twice")
+		}
 		if err := u.entry(h, tr); err != nil {
 			return err
 		}
 	}
 	var lacking []string
-	for _, f := range u.m.Files {
-		if !u.seen[f.Path] {
-			lacking = append(lacking, f.Path)
+	for _, p := range u.parts {
+		for _, f := range p.m.Files {
+			if !u.seen[f.Path] {
+				lacking = append(lacking, f.Path)
+			}
 		}
 	}
 	if len(lacking) > 0 {
@@ -487,9 +634,9 @@ func (u *unpacker) extractAll(ctx context.Context, tr *tar.Reader) error {
 	return nil
 }
 
-// entry checks one tar entry against the manifest and writes it into the
-// staging folder: its name, type and declared size first, then its
-// header, before any of its data is written; its hashes after.
+// entry checks one tar entry against the manifests and writes it into its
+// folder's staging folder: its name, type and declared size first, then
+// its header, before any of its data is written; its hashes after.
 func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	name := h.Name
 	if h.Typeflag == tar.TypeDir {
@@ -497,10 +644,12 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 		if err := cache.CheckRelPath(d); err != nil {
 			return bad(name, "%v", err)
 		}
-		if d != u.m.CacheDir && !cache.UnderDir(d, u.m.CacheDir) && !strings.HasPrefix(u.m.CacheDir, d+"/") {
-			return bad(name, "a directory outside the cache folder %s", u.m.CacheDir)
+		for _, p := range u.parts {
+			if cd := p.m.CacheDir; d == cd || cache.UnderDir(d, cd) || strings.HasPrefix(cd, d+"/") {
+				return nil // directories come with their files
+			}
 		}
-		return nil // directories come with their files
+		return bad(name, "a directory outside the cache folder %s", u.parts[0].m.CacheDir)
 	}
 	if err := cache.CheckRelPath(name); err != nil {
 		return bad(name, "%v", err)
@@ -508,7 +657,14 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	if err := plainEntry(h); err != nil {
 		return err
 	}
-	rec, ok := u.recs[name]
+	p, ok := u.owner[name]
+	if !ok && path.Base(name) == cache.ManifestName {
+		return bad(name, "a manifest out of place (an archive holds the manifest of a second folder only right after the first one, and only of the folder that one names as its companion)")
+	}
+	var rec cache.FileRecord
+	if ok {
+		rec = p.recs[name]
+	}
 	switch {
 	case !ok:
 		return bad(name, "not in the manifest")
@@ -535,18 +691,18 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 			return err
 		}
 	}
-	rel := strings.TrimPrefix(name, u.m.CacheDir+"/")
-	if d := path.Dir(rel); !u.dirs[d] {
-		if err := u.root.MkdirAll(d, 0o755); err != nil {
-			return &ckpt.WriteError{Op: "creating", Path: filepath.Join(u.stage, filepath.FromSlash(d)), Err: err}
+	rel := strings.TrimPrefix(name, p.m.CacheDir+"/")
+	if d := path.Dir(rel); !p.dirs[d] {
+		if err := p.root.MkdirAll(d, 0o755); err != nil {
+			return &ckpt.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(d)), Err: err}
 		}
 		for ; d != "."; d = path.Dir(d) {
-			u.dirs[d] = true
+			p.dirs[d] = true
 		}
 	}
-	f, err := u.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := p.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return &ckpt.WriteError{Op: "creating", Path: filepath.Join(u.stage, filepath.FromSlash(rel)), Err: err}
+		return &ckpt.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
 	}
 	rh := newRegionHasher()
 	w := io.MultiWriter(outputWriter{f}, rh, progressWriter{u.opt.Progress})
@@ -580,8 +736,8 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 		// The recorded mtime, as the build left it (a rebuild still
 		// rebuilds unpacked files: cache.Unpacked).
 		mt := time.Unix(0, rec.MTimeNS)
-		if err := u.root.Chtimes(rel, mt, mt); err != nil {
-			return &ckpt.WriteError{Op: "setting the mtime of", Path: filepath.Join(u.stage, filepath.FromSlash(rel)), Err: err}
+		if err := p.root.Chtimes(rel, mt, mt); err != nil {
+			return &ckpt.WriteError{Op: "setting the mtime of", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
 		}
 	}
 	u.opt.Progress.ItemDone()
@@ -619,15 +775,46 @@ func readHead(r io.Reader, name string, size int64) ([]byte, *tensorbin.Header, 
 }
 
 // checkSpace refuses (our side: *ckpt.WriteError) an archive whose files
-// do not fit in the free space beside the folder.
+// do not fit in the free space beside their folders: the files of folders
+// on one file system (a vision model's two folders, side by side) are
+// counted together.
 func (u *unpacker) checkSpace() error {
-	var need int64
-	for _, f := range u.m.Files {
-		need += f.Size
+	type pool struct {
+		parts []*part
+		need  int64
+		files int
 	}
-	if avail, ok := freeBytes(u.stage); ok && avail < need {
-		return &ckpt.WriteError{Op: "unpacking", Path: u.path, Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
-			len(u.m.Files), ckpt.FormatBytes(need), ckpt.FormatBytes(avail))}
+	var pools []*pool
+	for _, p := range u.parts {
+		var in *pool
+		for _, q := range pools {
+			if cache.SameFileSystem(q.parts[0].stage, p.stage) {
+				in = q
+				break
+			}
+		}
+		if in == nil {
+			in = &pool{}
+			pools = append(pools, in)
+		}
+		in.parts = append(in.parts, p)
+		for _, f := range p.m.Files {
+			in.need += f.Size
+		}
+		in.files += len(p.m.Files)
+	}
+	for _, q := range pools {
+		avail, ok := u.opt.freeBytes(q.parts[0].stage)
+		if !ok || avail >= q.need {
+			continue
+		}
+		first := q.parts[0]
+		if len(q.parts) == 1 {
+			return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
+				q.files, ckpt.FormatBytes(q.need), ckpt.FormatBytes(avail))}
+		}
+		return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files of the model's two folders (this one and %s, on one file system) need %s (%d bytes) together; %s (%d bytes) is free beside the folders (the old copies stay until the new ones are complete)",
+			q.files, q.parts[1].path, ckpt.FormatBytes(q.need), q.need, ckpt.FormatBytes(avail), avail)}
 	}
 	return nil
 }
@@ -663,64 +850,139 @@ func typeName(t byte) string {
 	return fmt.Sprintf("of tar type %q", t)
 }
 
-// swap writes the manifest (marked as unpacked) into the staging folder,
-// syncs it and exchanges it with the folder in one rename; the old folder
-// is removed after.
-func (u *unpacker) swap() (*Unpacked, error) {
-	m := *u.m
+// place writes each folder's manifest (marked as unpacked) into its
+// staging folder and syncs it, then swaps the staged folders in, the
+// vision folder first and the main folder last, each with one atomic
+// exchange; the old folders are removed after. When a swap fails, the
+// folders already swapped are swapped back: the cache is as it was.
+func (u *unpacker) place() (*Unpacked, error) {
+	for _, p := range u.parts {
+		if err := u.seal(p); err != nil {
+			return nil, err
+		}
+	}
+	two := len(u.parts) > 1
+	if two {
+		// The folder placed first stays locked (by the lock taken in its
+		// stage, which becomes the folder) until both are placed.
+		for _, p := range u.parts {
+			l, err := cache.LockFolder(p.stage)
+			if err != nil {
+				return nil, err
+			}
+			p.stageLock = l
+		}
+	}
+	for i := len(u.parts) - 1; i >= 0; i-- {
+		p := u.parts[i]
+		err := u.swapIn(p)
+		if err == nil && i > 0 && !u.opt.noSync {
+			// The first rename reaches the disk before the second.
+			err = atomicfile.SyncDir(filepath.Dir(p.real))
+		}
+		if err != nil {
+			for _, q := range u.parts[i:] {
+				if q.placed {
+					if berr := u.swapBack(q); berr != nil {
+						err = fmt.Errorf("%w; %v", err, berr)
+					}
+				}
+			}
+			return nil, err
+		}
+	}
+	// From here on the new folders are in place: nothing is undone. The
+	// old ones (with our locks) are at moved.
+	for _, p := range u.parts {
+		if !u.opt.noSync {
+			if err := atomicfile.SyncDir(filepath.Dir(p.real)); err != nil {
+				p.res.Warnings = append(p.res.Warnings, err.Error())
+			}
+		}
+		if err := os.RemoveAll(p.moved); err != nil {
+			p.res.Warnings = append(p.res.Warnings, fmt.Sprintf("the unpacked folder %s is in place, but its old copy could not be removed: %v", p.path, err))
+		}
+		p.lock.Release()
+		p.stageLock.Release()
+		p.stage = ""
+	}
+	res := u.parts[0].res
+	res.Missing = u.missing
+	if two {
+		res.Companion = u.parts[1].res
+		res.Warnings = append(res.Warnings, res.Companion.Warnings...)
+	}
+	return res, nil
+}
+
+// seal writes the manifest (marked as unpacked) into the staging folder
+// and syncs it, and notes what the swap will replace.
+func (u *unpacker) seal(p *part) error {
+	m := *p.m
 	m.Unpacked = &cache.Unpacked{Time: u.opt.now().UTC().Truncate(time.Second)}
 	if u.opt.Archive != "" {
 		m.Unpacked.Archive = filepath.Base(u.opt.Archive)
 	}
-	if err := cache.WriteManifest(u.stage, &m); err != nil {
-		return nil, err
+	if err := cache.WriteManifest(p.stage, &m); err != nil {
+		return err
 	}
 	if !u.opt.noSync {
 		var dirs []string
-		for d := range u.dirs {
+		for d := range p.dirs {
 			dirs = append(dirs, d)
 		}
 		sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 		for _, d := range dirs {
-			if err := atomicfile.SyncDir(filepath.Join(u.stage, filepath.FromSlash(d))); err != nil {
-				return nil, err
+			if err := atomicfile.SyncDir(filepath.Join(p.stage, filepath.FromSlash(d))); err != nil {
+				return err
 			}
 		}
 	}
-	res := &Unpacked{Manifest: &m, Folder: u.folder}
-	res.Dropped, res.Replaced = u.dropped()
-	u.root.Close()
-	u.root = nil
-	moved, err := exchange(u.stage, u.real)
+	p.res = &Unpacked{Manifest: &m, Folder: p.folder}
+	p.res.Dropped, p.res.Replaced = p.dropped()
+	p.root.Close()
+	p.root = nil
+	return nil
+}
+
+// swapIn exchanges the staged folder with the folder.
+func (u *unpacker) swapIn(p *part) error {
+	moved, err := u.opt.exchange(p.stage, p.real)
 	if err != nil {
-		return nil, &ckpt.WriteError{Op: "moving the unpacked folder into place at", Path: u.real, Err: err}
+		return &ckpt.WriteError{Op: "moving the unpacked folder into place at", Path: p.real, Err: err}
 	}
-	// From here on the new folder is in place: nothing is undone. The old
-	// one (with our lock file) is at moved.
-	u.lock.Moved(moved)
-	if !u.opt.noSync {
-		if err := atomicfile.SyncDir(filepath.Dir(u.real)); err != nil {
-			res.Warnings = append(res.Warnings, err.Error())
-		}
+	p.moved, p.placed = moved, true
+	p.lock.Moved(moved)
+	p.stageLock.Moved(p.real)
+	p.stage = "" // nothing of it is removed while it is in place
+	return nil
+}
+
+// swapBack puts the old folder, at moved since swapIn, back in place; the
+// unpacked one is then removed by undo. When that fails too the error
+// says where each folder is, and neither is removed.
+func (u *unpacker) swapBack(p *part) error {
+	back, err := u.opt.exchange(p.moved, p.real)
+	if err != nil {
+		return fmt.Errorf("moving the old folder back also failed (%v): %s holds the archive's folder, the old one is at %s", err, p.real, p.moved)
 	}
-	if err := os.RemoveAll(moved); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the unpacked folder is in place, but its old copy could not be removed: %v", err))
-	}
-	u.lock.Release()
-	u.stage = ""
-	return res, nil
+	p.placed = false
+	p.lock.Moved(p.real)
+	p.stageLock.Moved(back)
+	p.stage = back
+	return nil
 }
 
 // dropped lists the files of the folder being replaced that the archive
 // does not hold (root-relative), and whether it held anything.
-func (u *unpacker) dropped() ([]string, bool) {
+func (p *part) dropped() ([]string, bool) {
 	var out []string
 	held := false
-	filepath.WalkDir(u.real, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == u.real {
+	filepath.WalkDir(p.real, func(fp string, d fs.DirEntry, err error) error {
+		if err != nil || fp == p.real {
 			return nil
 		}
-		rel, _ := filepath.Rel(u.real, p)
+		rel, _ := filepath.Rel(p.real, fp)
 		if rel == cache.LockName {
 			return nil
 		}
@@ -728,8 +990,8 @@ func (u *unpacker) dropped() ([]string, bool) {
 		if d.IsDir() {
 			return nil
 		}
-		r := u.m.CacheDir + "/" + filepath.ToSlash(rel)
-		if _, ok := u.recs[r]; !ok && rel != cache.ManifestName {
+		r := p.m.CacheDir + "/" + filepath.ToSlash(rel)
+		if _, ok := p.recs[r]; !ok && rel != cache.ManifestName {
 			out = append(out, r)
 		}
 		return nil

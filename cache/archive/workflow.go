@@ -31,17 +31,16 @@ func (r PackRequest) Validate() error {
 	return nil
 }
 
-// PackResult is what PackFile wrote: the manifest of the archived folder,
-// the bytes of its files and the size of the archive.
+// PackResult is what PackFile wrote: the folders archived (Packed: of a
+// vision model, both), the bytes of their files and the size of the
+// archive.
 type PackResult struct {
-	Manifest *cache.Manifest
-	Out      string
-	// Bytes is the size of the archived files, ArchiveBytes the archive's.
-	Bytes, ArchiveBytes int64
-	// Companion is the path of the packed folder's companion (the model's
-	// other folder: its vision folder, or its main folder), "" for none.
-	// An archive holds one folder: the companion is packed on its own.
-	Companion string
+	Packed
+	Out string
+	// Bytes is the size of the archived files of the (main) folder,
+	// CompanionBytes of the vision folder packed with it (0 for none),
+	// ArchiveBytes the archive's.
+	Bytes, CompanionBytes, ArchiveBytes int64
 }
 
 // PackFile is the workflow of `ckpt cache pack`: it validates the request
@@ -52,8 +51,8 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 		return nil, err
 	}
 	// The output policy (atomicfile.Open): never over a file of the
-	// folder being packed (its .tensorbin files, manifest, journal, lock),
-	// through any link, nor as a new file inside it (it would stay in
+	// folders being packed (its .tensorbin files, manifest, journal, lock),
+	// through any link, nor as a new file inside them (it would stay in
 	// the cache as a file its manifest does not list); a device or FIFO
 	// (/dev/stdout) is written through.
 	files, folders := folderFiles(req.Dir, req.Select)
@@ -64,18 +63,16 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	}
 	defer af.Abort()
 	cw := &countingWriter{w: af}
-	m, err := Pack(ctx, req.Dir, cw, req.PackOptions)
+	p, err := Pack(ctx, req.Dir, cw, req.PackOptions)
 	if err != nil {
 		return nil, err
 	}
 	if err := af.Commit(); err != nil {
 		return nil, err
 	}
-	res := &PackResult{Manifest: m, Out: req.Out, Bytes: filesBytes(m), ArchiveBytes: cw.n}
-	if len(folders) > 1 {
-		if st, err := os.Stat(folders[1]); err == nil && st.IsDir() {
-			res.Companion = folders[1]
-		}
+	res := &PackResult{Packed: *p, Out: req.Out, Bytes: filesBytes(p.Manifest), ArchiveBytes: cw.n}
+	if p.Companion != nil {
+		res.CompanionBytes = filesBytes(p.Companion)
 	}
 	return res, nil
 }
@@ -85,7 +82,7 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 // reads, and more; and those folders. Nothing when it names none (Pack says
 // why).
 func folderFiles(dir string, sel cache.Selector) ([]string, []string) {
-	folder, err := cache.ResolveFolder(dir, sel)
+	folder, err := resolvePack(dir, sel)
 	if err != nil {
 		return nil, nil
 	}
@@ -139,11 +136,17 @@ func (r UnpackRequest) Validate() error {
 
 // UnpackResult is what UnpackFile placed: the manifest, the cache folder
 // written (Dir: its path), the bytes of its files, and what it replaced
-// (Unpacked).
+// (Unpacked); of an archive of a vision model's two folders, the vision
+// folder too (Unpacked.Companion, CompanionDir, CompanionBytes).
 type UnpackResult struct {
 	Unpacked
 	Dir   string
 	Bytes int64
+	// CompanionDir is the path of the vision folder written with the main
+	// folder ("" for an archive of one folder), CompanionBytes the bytes
+	// of its files.
+	CompanionDir   string
+	CompanionBytes int64
 }
 
 // UnpackFile is the workflow of `ckpt cache unpack`: it validates the
@@ -169,7 +172,11 @@ func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unpacking %s: %w", req.File, err)
 	}
-	return &UnpackResult{Unpacked: *u, Dir: u.Folder.Path(), Bytes: filesBytes(u.Manifest)}, nil
+	res := &UnpackResult{Unpacked: *u, Dir: u.Folder.Path(), Bytes: filesBytes(u.Manifest)}
+	if c := u.Companion; c != nil {
+		res.CompanionDir, res.CompanionBytes = c.Folder.Path(), filesBytes(c.Manifest)
+	}
+	return res, nil
 }
 
 // zstdMagic starts every zstd frame (RFC 8878, 3.1.1).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -169,6 +170,22 @@ type Result struct {
 // temporary names, and records them in a journal (cache.JournalName) so that the
 // next build resumes instead of starting over.
 func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*Result, error) {
+	b, err := open(ctx, c, plan, out, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+	if err := checkSpace(b.opt, b); err != nil {
+		return nil, err
+	}
+	return b.run(ctx)
+}
+
+// open does what a build does before it writes a file: it refuses an
+// output the policy refuses, creates and locks the cache folder, reads the
+// earlier build and decides what to build (prepare). The builder holds the
+// folder's lock until close. checkSpace, then run, build it.
+func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*builder, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -206,21 +223,40 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Release()
 	if err := removeTemps(dir); err != nil {
+		lock.Release()
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, res: &Result{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Result{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
-	if !opt.NoSync && !opt.noDirect && probeDirect(dir) {
-		b.stager = newStager(opt.stageBudget(), opt.stageChunkSize())
-	}
 	b.boot = bootID()
 	if err := b.prepare(ctx); err != nil {
+		lock.Release()
 		return nil, err
 	}
 	b.res.Unpacked = b.unpacked
+	return b, nil
+}
+
+// close releases the cache folder's lock.
+func (b *builder) close() { b.lock.Release() }
+
+// run builds what prepare decided: the journal, the files, the manifest.
+func (b *builder) run(ctx context.Context) (*Result, error) {
+	opt := b.opt
+	if !opt.NoSync && !opt.noDirect && probeDirect(b.dir) {
+		b.stager = newStager(opt.stageBudget(), opt.stageChunkSize())
+		for _, s := range b.todo {
+			// A file is staged for direct writes when its image fills up
+			// as it is written, or is small enough to be held whole
+			// (tiles that come column by column complete no chunk before
+			// the end).
+			if s.kind != kindTransposed || s.hdr.FileSize() <= stageMaxFile {
+				s.staged, s.stager = true, b.stager
+			}
+		}
+	}
 	if err := b.startJournal(); err != nil {
 		return nil, err
 	}
@@ -246,6 +282,11 @@ type builder struct {
 	dir  string // the cache folder
 	opt  Options
 	res  *Result
+	lock *cache.Lock // the cache folder's, held from open to close
+	// need and files are the bytes and the number of the files to build
+	// (prepare), what checkSpace holds against the free space.
+	need  int64
+	files int
 
 	idents map[string]cache.SourceRecord // cheap identity by tensor name
 	hashes map[string]string             // known xxh3 by tensor name (this build)
@@ -374,13 +415,10 @@ func (b *builder) prepare(ctx context.Context) error {
 	if err := b.checkScales(scales); err != nil {
 		return err
 	}
-	var need int64
 	for _, c := range builds {
-		need += c.rec.Size
+		b.need += c.rec.Size
 	}
-	if err := b.checkSpace(need, len(builds)); err != nil {
-		return err
-	}
+	b.files = len(builds)
 	sort.Slice(builds, func(i, j int) bool { return ckpt.NaturalLess(builds[i].e.File, builds[j].e.File) })
 	for _, c := range builds {
 		s, err := newSink(c.e, c.hdr, filepath.Join(b.out, filepath.FromSlash(c.e.File)), b.nan)
@@ -390,12 +428,6 @@ func (b *builder) prepare(ctx context.Context) error {
 		s.rec = c.rec
 		s.noSync = b.opt.NoSync
 		s.budget, s.pool = &b.winBudget, &b.winPool
-		// A file is staged for direct writes when its image fills up as
-		// it is written, or is small enough to be held whole (tiles that
-		// come column by column complete no chunk before the end).
-		if b.stager != nil && (s.kind != kindTransposed || c.hdr.FileSize() <= stageMaxFile) {
-			s.staged, s.stager = true, b.stager
-		}
 		b.todo = append(b.todo, s)
 	}
 	sort.Strings(b.res.Skipped)
@@ -403,36 +435,71 @@ func (b *builder) prepare(ctx context.Context) error {
 }
 
 // NoSpaceError says the file system of a cache folder has less room than
-// the files a build would write.
+// the files a build would write: of a vision model, the files of both its
+// folders when they share the file system (Also names the other folder).
 type NoSpaceError struct {
 	Dir         string
+	Also        []string // the other folders on Dir's file system whose files are counted in
 	Files       int
 	Need, Avail int64
 }
 
 func (e *NoSpaceError) Error() string {
+	where := e.Dir
+	if len(e.Also) > 0 {
+		where = fmt.Sprintf("%s (for it and %s, one file system: the model's folders are built together)", e.Dir, strings.Join(e.Also, ", "))
+	}
 	return fmt.Sprintf("not enough free space in %s: the build writes %d file(s), %s (%d bytes), and %s (%d bytes) is available; free some, or pass --no-space-check",
-		e.Dir, e.Files, ckpt.FormatBytes(e.Need), e.Need, ckpt.FormatBytes(e.Avail), e.Avail)
+		where, e.Files, ckpt.FormatBytes(e.Need), e.Need, ckpt.FormatBytes(e.Avail), e.Avail)
 }
 
-// checkSpace refuses a build of need bytes (files files) that its cache
-// folder's file system has no room for, before anything is written. A
-// rebuilt file is written beside the old one and renamed over it, so
-// the old files' space is not counted as free.
-func (b *builder) checkSpace(need int64, files int) error {
-	if b.opt.NoSpaceCheck || need == 0 {
+// checkSpace refuses builds (a model's folders: its main part and its
+// vision part) that their cache folders' file systems have no room for,
+// before anything is written: the files of folders on one file system
+// (cache.SameFileSystem) are counted together. A rebuilt file is written
+// beside the old one and renamed over it, so the old files' space is not
+// counted as free.
+func checkSpace(opt Options, bs ...*builder) error {
+	if opt.NoSpaceCheck {
 		return nil
 	}
-	free := b.opt.FreeSpace
+	free := opt.FreeSpace
 	if free == nil {
 		free = freeSpace
 	}
-	avail, err := free(b.dir)
-	if err != nil || avail < 0 {
-		return nil // unknown: the writes say what fails
+	type pool struct {
+		dirs  []string
+		need  int64
+		files int
 	}
-	if avail < need {
-		return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: b.dir, Files: files, Need: need, Avail: avail}}
+	var pools []*pool
+	for _, b := range bs {
+		if b.need == 0 {
+			continue
+		}
+		var in *pool
+		for _, p := range pools {
+			if cache.SameFileSystem(p.dirs[0], b.dir) {
+				in = p
+				break
+			}
+		}
+		if in == nil {
+			in = &pool{}
+			pools = append(pools, in)
+		}
+		in.dirs = append(in.dirs, b.dir)
+		in.need += b.need
+		in.files += b.files
+	}
+	for _, p := range pools {
+		avail, err := free(p.dirs[0])
+		if err != nil || avail < 0 {
+			continue // unknown: the writes say what fails
+		}
+		if avail < p.need {
+			return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: p.dirs[0], Also: p.dirs[1:], Files: p.files, Need: p.need, Avail: avail}}
+		}
 	}
 	return nil
 }

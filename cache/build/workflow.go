@@ -80,16 +80,36 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	}
 	defer c.Close()
 	rep := &Report{Plan: plan, Warnings: c.Warnings()}
-	res, err := Run(ctx, c, plan, req.Out, req.Options)
+	// Both parts of a vision model are opened (locked, and what to build
+	// decided) before either writes a file, so that the output policy and
+	// the free space, counted for both folders together, refuse the build
+	// before anything is written.
+	mb, err := open(ctx, c, plan, req.Out, req.Options)
+	if err != nil {
+		return rep, err
+	}
+	defer mb.close()
+	parts := []*builder{mb}
+	var vb *builder
+	if vp := plan.Vision; vp != nil {
+		if vb, err = open(ctx, c, vp, req.Out, req.Options); err != nil {
+			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
+		}
+		defer vb.close()
+		parts = append(parts, vb)
+	}
+	if err := checkSpace(mb.opt, parts...); err != nil {
+		return rep, err
+	}
+	res, err := mb.run(ctx)
 	if err != nil {
 		return rep, err
 	}
 	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
-	// Then the vision part, into its own folder (the main build refused
-	// whatever the output policy refuses before anything was written).
+	// Then the vision part, into its own folder.
 	var vnotes []string
 	if vp := plan.Vision; vp != nil {
-		vres, err := Run(ctx, c, vp, req.Out, req.Options)
+		vres, err := vb.run(ctx)
 		if err != nil {
 			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
 		}

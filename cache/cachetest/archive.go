@@ -277,32 +277,69 @@ func SnapshotTree(dir string) (map[string]string, error) {
 // TinyFolderDir is the cache folder of TinyFolder.
 const TinyFolderDir = "P300/tensor_cache_bfp8_mesh1x2"
 
+// TinyVisionDir is the vision folder of TinyVisionPair (named without a
+// mesh, beside TinyFolderDir).
+const TinyVisionDir = "P300/tensor_cache_bfp8"
+
 // TinyFolder returns the entries of an honest archive of a hand-made cache
 // folder (TinyFolderDir, mesh 1x2) of n small .tensorbin files
 // (a/f0.tensorbin, a/f1.tensorbin, ...), the manifest first, and the
 // manifest: small enough for fuzzing seeds.
 func TinyFolder(n int) ([]ArchiveEntry, *cache.Manifest, error) {
-	m := &cache.Manifest{Format: cache.ManifestFormat, Tool: "ckpt", Profile: "qwen35-tt", Mesh: "1x2", Device: "P300", Tag: "bfp8",
-		CacheDir: TinyFolderDir, Source: "tiny", Files: []cache.FileRecord{}}
+	m := tinyManifest(TinyFolderDir, "", "")
+	files, err := tinyFiles(m, n, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append([]ArchiveEntry{ManifestEntry(m)}, files...), m, nil
+}
+
+// TinyVisionPair returns the entries of an honest archive of a hand-made
+// vision model, as cache pack writes it: the main folder's manifest
+// (TinyFolderDir, n files, naming TinyVisionDir as its companion), the
+// vision folder's manifest as TinyVisionDir/manifest.json (k files, part
+// vision, naming the main folder back), then the main folder's files,
+// then the vision folder's; and both manifests.
+func TinyVisionPair(n, k int) ([]ArchiveEntry, *cache.Manifest, *cache.Manifest, error) {
+	m := tinyManifest(TinyFolderDir, "", TinyVisionDir)
+	v := tinyManifest(TinyVisionDir, "vision", TinyFolderDir)
+	mf, err := tinyFiles(m, n, 0)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	vf, err := tinyFiles(v, k, 50)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ve := ManifestEntry(v)
+	ve.Name = TinyVisionDir + "/" + cache.ManifestName
+	out := append([]ArchiveEntry{ManifestEntry(m), ve}, mf...)
+	return append(out, vf...), m, v, nil
+}
+
+func tinyManifest(dir, part, companion string) *cache.Manifest {
+	return &cache.Manifest{Format: cache.ManifestFormat, Tool: "ckpt", Profile: "qwen35-tt", Mesh: "1x2", Device: "P300", Tag: "bfp8",
+		CacheDir: dir, Part: part, Companion: companion, Source: "tiny", Files: []cache.FileRecord{}}
+}
+
+// tinyFiles adds n small .tensorbin files to m (under m.CacheDir/a/, their
+// bytes from seed) and returns their entries.
+func tinyFiles(m *cache.Manifest, n, seed int) ([]ArchiveEntry, error) {
 	var out []ArchiveEntry
 	for i := range n {
 		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.DRAMInterleaved()), -1, []uint64{2048, 2048})
 		prefix, err := tensorbin.EncodeHeader(&h)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		data := append(prefix, bytes.Repeat([]byte{byte(i + 1)}, 2048)...)
-		data = append(data, bytes.Repeat([]byte{byte(i + 7)}, 2048)...)
-		p := fmt.Sprintf("%s/a/f%d.tensorbin", TinyFolderDir, i)
+		data := append(prefix, bytes.Repeat([]byte{byte(seed + i + 1)}, 2048)...)
+		data = append(data, bytes.Repeat([]byte{byte(seed + i + 7)}, 2048)...)
+		p := fmt.Sprintf("%s/a/f%d.tensorbin", m.CacheDir, i)
 		m.Files = append(m.Files, cache.FileRecord{Path: p, Target: fmt.Sprintf("f%d", i), Size: int64(len(data)), MTimeNS: 1700000000e9,
 			HeaderSize: h.HeaderSize, HeaderXXH3: cache.HexHash(xxh3.Hash(data[:h.DataOffset])), DataXXH3: cache.HexHash(xxh3.Hash(data[h.DataOffset:]))})
 		out = append(out, ArchiveEntry{Name: p, Data: data})
 	}
-	mb, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nil, nil, err
-	}
-	return append([]ArchiveEntry{{Name: cache.ManifestName, Data: append(mb, '\n')}}, out...), m, nil
+	return out, nil
 }
 
 // ManifestEntry is the archive entry of manifest m.

@@ -251,7 +251,7 @@ func (a *App) newCachePackCmd(runF func(context.Context, *cachePackOptions) erro
 	o := &cachePackOptions{}
 	cmd := &cobra.Command{
 		Use:   "pack DIR --out FILE.tar.zst",
-		Short: "Archive a built cache (tar + zstd, manifest last), checking every file's hash against the manifest",
+		Short: "Archive a built cache folder (a vision model's two folders together; tar + zstd, manifest first), checking every file's hash against the manifest",
 		Example: `  ckpt cache pack /data/tt-cache -o cache.tar.zst
   ckpt cache pack /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 -o bfp8-1x2.tar.zst`,
 		Args: exactArgs(1),
@@ -287,7 +287,7 @@ func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) 
 	o := &cacheUnpackOptions{}
 	cmd := &cobra.Command{
 		Use:   "unpack FILE.tar.zst -o DIR",
-		Short: "Extract a packed cache folder into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
+		Short: "Extract a packed cache folder (or a vision model's two) into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
 		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache
   ckpt cache unpack cache.tar.zst -o /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2`,
 		Args: exactArgs(1),

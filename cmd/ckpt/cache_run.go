@@ -158,11 +158,15 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
-	if res.Companion != "" {
-		a.note(fmt.Sprintf("an archive holds one cache folder: the model's other folder %s is not in it (ckpt cache pack %s -o ARCHIVE packs it)",
-			res.Companion, res.Companion))
+	a.warn(res.Warnings...)
+	if res.Companion != nil {
+		// A vision model: both folders, one archive.
+		fmt.Fprintf(a.Out, "packed %d files (%s) of %s and %d files (%s) of its vision folder %s into %s (%s): one model, one archive\n",
+			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Folder.Path(), len(res.Companion.Files), output.Bytes(res.CompanionBytes), res.CompanionFolder.Path(),
+			res.Out, output.Bytes(res.ArchiveBytes))
+		return nil
 	}
+	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
 	return nil
 }
 
@@ -179,10 +183,21 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 		return err
 	}
 	a.warn(res.Warnings...)
-	fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
-		len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+	if res.Companion != nil {
+		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s and %d files (%s) into its vision folder %s: all match the archive's manifests; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
+			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir, len(res.Companion.Manifest.Files), output.Bytes(res.CompanionBytes), res.CompanionDir)
+	} else {
+		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
+			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+	}
 	if res.Replaced {
 		fmt.Fprintf(a.Out, "replaced the folder's earlier contents (%d files that the archive does not hold are gone)\n", len(res.Dropped))
+	}
+	if c := res.Companion; c != nil && c.Replaced {
+		fmt.Fprintf(a.Out, "replaced the vision folder's earlier contents (%d files that the archive does not hold are gone)\n", len(c.Dropped))
+	}
+	if res.Missing != "" {
+		a.note(fmt.Sprintf("the archive holds %s alone: the model's other folder %s, which its manifest names, is not in it (left as it is)", res.Dir, res.Missing))
 	}
 	return nil
 }

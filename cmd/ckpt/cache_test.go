@@ -88,15 +88,15 @@ func TestCacheCommands(t *testing.T) {
 	arch := filepath.Join(dir, "cache.tar.zst")
 	code, stdout, stderr = runApp(t, "cache", "pack", out, "-o", arch, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stdout, "packed 82 files")
-	// The vision folder is not in the archive, and the note says how to pack it.
+	// A vision model: its two folders, one archive.
 	vision := filepath.Join(out, "P300", "tensor_cache_bfp8")
-	require.Contains(t, stderr, "ckpt: note: an archive holds one cache folder: the model's other folder "+vision+
-		" is not in it (ckpt cache pack "+vision+" -o ARCHIVE packs it)\n")
+	require.Contains(t, stdout, "packed 82 files (1.5 MiB) of "+filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")+" and 21 files (106.3 KiB) of its vision folder "+vision+" into "+arch)
+	require.Empty(t, stderr)
 	shipped := filepath.Join(dir, "shipped")
 	code, stdout, stderr = runApp(t, "cache", "unpack", arch, "-o", shipped, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "unpacked 82 files")
+	require.Contains(t, stdout, "and 21 files (106.3 KiB) into its vision folder "+filepath.Join(shipped, "P300", "tensor_cache_bfp8"))
 	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
 	require.Equal(t, 0, code, stdout)
 	// An unpacked manifest is the archive's word: a rebuild there rebuilds
@@ -106,6 +106,8 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Built, 82)
 	require.Equal(t, 82, res.FromArchive)
+	require.NotNil(t, res.Vision)
+	require.Equal(t, 21, res.Vision.FromArchive, "the vision folder came from the archive too")
 	code, stdout, _ = runApp(t, "cache", "build", src, "--out", shipped, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code)
 	res = build.Summary{}

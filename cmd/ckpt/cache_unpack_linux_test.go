@@ -5,6 +5,9 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -94,17 +97,86 @@ func TestCacheUnpackBombSmallDisk(t *testing.T) {
 // TestCacheUnpackNoRoom: an honest archive larger than the free space
 // beside the folder is refused as our side's failure (exit 3, saying how
 // much it needs) once its first entry's header shows it is what it
-// claims, before its data fills the disk; nothing is left.
+// claims, before its data fills the disk; nothing is left. The archive of
+// the small fixture holds its text and vision folders: 82 + 21 files,
+// counted together; an archive of one folder says so for one.
 func TestCacheUnpackNoRoom(t *testing.T) {
 	t.Parallel()
 	small := mountTmpfs(t, "1m")
 	dir := t.TempDir()
-	_, _, arch := packedCache(t, dir)
+	_, root, arch := packedCache(t, dir)
 	code, _, stderr := runApp(t, "cache", "unpack", arch, "-o", filepath.Join(small, "cache"), "--progress", "none")
 	assert.Equal(t, 3, code, stderr)
 	assert.Contains(t, stderr, "ckpt: cannot write output: ")
-	assert.Contains(t, stderr, "the archive's 82 files need 1.5 MiB; ")
+	assert.Contains(t, stderr, "the archive's 103 files of the model's two folders (this one and "+filepath.Join(small, "cache", "P300", "tensor_cache_bfp8")+
+		", on one file system) need 1.6 MiB (1667200 bytes) together; ")
+	assert.Contains(t, stderr, " is free beside the folders (the old copies stay until the new ones are complete)")
 	ents, err := os.ReadDir(small)
 	require.NoError(t, err)
 	assert.Empty(t, ents)
+
+	entries, _, err := cachetest.FolderEntries(root, folder1x2)
+	require.NoError(t, err)
+	alone := filepath.Join(dir, "text.tar.zst")
+	writeArchive(t, alone, entries, nil)
+	code, _, stderr = runApp(t, "cache", "unpack", alone, "-o", filepath.Join(small, "cache"), "--progress", "none")
+	assert.Equal(t, 3, code, stderr)
+	assert.Contains(t, stderr, "the archive's 82 files need 1.5 MiB; ")
+	ents, err = os.ReadDir(small)
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+}
+
+// TestCacheNoRoomForBothFolders: on a file system with room for a vision
+// model's text folder and for its vision folder, but not for both, cache
+// build and cache unpack of the model's archive are refused before
+// anything is written (exit 3), the error naming the folder, the other
+// folder, the bytes needed and the bytes free; nothing is left. (Before:
+// the build checked each folder alone and ran out of space writing, and
+// the archive held the text folder only, which fitted.)
+func TestCacheNoRoomForBothFolders(t *testing.T) {
+	t.Parallel()
+	// 1600 KiB: the text folder's 1,558,336 bytes fit, and the vision
+	// folder's 108,864, but not both.
+	small := mountTmpfs(t, "1600k")
+	free := func(stderr, after string) int64 { // the bytes free the message names
+		t.Helper()
+		m := regexp.MustCompile(`; [0-9.]+ [KM]iB \(([0-9]+) bytes\) ` + after).FindStringSubmatch(stderr)
+		require.NotNil(t, m, stderr)
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	dir := t.TempDir()
+	src, _, arch := packedCache(t, dir)
+	out := filepath.Join(small, "cache")
+	tdir := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
+	vdir := filepath.Join(out, "P300", "tensor_cache_bfp8")
+
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none")
+	assert.Equal(t, 3, code, stderr)
+	assert.Contains(t, stderr, "ckpt: cannot write output: checking free space: not enough free space in "+tdir+" (for it and "+vdir+
+		", one file system: the model's folders are built together): the build writes 103 file(s), 1.6 MiB (1667200 bytes), and ")
+	assert.Contains(t, stderr, " is available; free some, or pass --no-space-check")
+	avail := free(strings.Replace(stderr, ", and ", "; ", 1), "is available")
+	assert.Greater(t, avail, int64(1558336), "room for the text folder")
+	assert.Less(t, avail, int64(1558336+108864), "not for both")
+	for _, d := range []string{tdir, vdir} {
+		files, err := cache.TensorbinFiles(d)
+		require.NoError(t, err)
+		assert.Empty(t, files, "nothing written in %s", d)
+	}
+	require.NoError(t, os.RemoveAll(out))
+
+	code, _, stderr = runApp(t, "cache", "unpack", arch, "-o", out, "--progress", "none")
+	assert.Equal(t, 3, code, stderr)
+	assert.Contains(t, stderr, "ckpt: cannot write output: unpacking "+arch+": unpacking "+tdir+": the archive's 103 files of the model's two folders (this one and "+vdir+
+		", on one file system) need 1.6 MiB (1667200 bytes) together; ")
+	assert.Contains(t, stderr, " is free beside the folders (the old copies stay until the new ones are complete)")
+	avail = free(stderr, "is free beside")
+	assert.Greater(t, avail, int64(1558336), "room for the text folder")
+	assert.Less(t, avail, int64(1558336+108864), "not for both")
+	ents, err := os.ReadDir(small)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "nothing is left")
 }

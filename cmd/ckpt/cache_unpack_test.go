@@ -14,8 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// folder1x2 is the cache folder of the small fixture's default build.
-const folder1x2 = "P300/tensor_cache_bfp8_mesh1x2"
+// folder1x2 is the cache folder of the small fixture's default build,
+// visionFolder the folder of its vision tower.
+const (
+	folder1x2    = "P300/tensor_cache_bfp8_mesh1x2"
+	visionFolder = "P300/tensor_cache_bfp8"
+)
 
 // packedCache builds the small fixture's cache into dir/cache and packs it
 // into dir/cache.tar.zst; it returns the source, the cache root and the
@@ -96,7 +100,8 @@ func TestCacheUnpackReplacesWholeFolder(t *testing.T) {
 	code, stdout, stderr := runApp(t, "cache", "unpack", arch, "-o", target, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "unpacked 82 files")
-	assert.Contains(t, stdout, "into "+folder+": all match the archive's manifest; their data was not compared with any source")
+	assert.Contains(t, stdout, "into "+folder+" and 21 files (106.3 KiB) into its vision folder "+filepath.Join(filepath.Dir(folder), "tensor_cache_bfp8")+
+		": all match the archive's manifests; their data was not compared with any source")
 	assert.Contains(t, stdout, "replaced the folder's earlier contents (2 files that the archive does not hold are gone)")
 	assert.NoFileExists(t, filepath.Join(folder, "stray_dtype_BFLOAT16_layout_TILE.tensorbin"))
 	assert.FileExists(t, asDir, "the archive's file, where a directory was")
@@ -104,7 +109,8 @@ func TestCacheUnpackReplacesWholeFolder(t *testing.T) {
 	assert.Equal(t, 0, code, stdout)
 	ents, err := os.ReadDir(filepath.Dir(folder))
 	require.NoError(t, err)
-	require.Len(t, ents, 1, "no staging folder or old copy is left beside the folder")
+	require.Len(t, ents, 2, "no staging folder or old copy is left beside the folders: %v", ents)
+	assert.Equal(t, []string{"tensor_cache_bfp8", "tensor_cache_bfp8_mesh1x2"}, []string{ents[0].Name(), ents[1].Name()})
 }
 
 // TestCacheUnpackTrustsNoFolderName: the folder written is the one the
@@ -123,15 +129,16 @@ func TestCacheUnpackTrustsNoFolderName(t *testing.T) {
 	// Named as the folder of another mesh: refused, nothing written.
 	code, _, stderr = runApp(t, "cache", "unpack", arch, "-o", other, "--progress", "none")
 	require.Equal(t, 2, code, stderr)
-	assert.Contains(t, stderr, "the archive holds cache folder "+folder1x2+", not P150/tensor_cache_bfp8_mesh1x1 (named by "+other+")")
+	assert.Contains(t, stderr, "the archive holds cache folders "+folder1x2+" and "+visionFolder+" (one model), not P150/tensor_cache_bfp8_mesh1x1 (named by "+other+")")
 	assert.Equal(t, before, snapshot(t, root))
 
 	// Named as its own folder: written there (not nested under it).
 	named := filepath.Join(dir, "elsewhere", filepath.FromSlash(folder1x2))
 	code, stdout, stderr := runApp(t, "cache", "unpack", arch, "-o", named, "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	assert.Contains(t, stdout, "into "+named+":")
+	assert.Contains(t, stdout, "into "+named+" and 21 files")
 	require.FileExists(t, filepath.Join(named, cache.ManifestName))
+	require.FileExists(t, filepath.Join(filepath.Dir(named), "tensor_cache_bfp8", cache.ManifestName), "the vision folder beside it")
 	code, stdout, _ = runApp(t, "cache", "verify", named, "--source", src, "--progress", "none")
 	assert.Equal(t, 0, code, stdout)
 
