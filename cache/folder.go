@@ -77,9 +77,20 @@ func dropCompanions(fs []Folder) []Folder {
 	for _, f := range fs {
 		in[f.Dir] = true
 	}
+	// A stack's (manifest-less) vision folder goes with the meshed folder
+	// that names it as its companion (Companion).
+	stack := map[string]bool{}
+	for _, f := range fs {
+		if c, named, _, ok := Companion(f); ok && !named {
+			stack[c.Dir] = true
+		}
+	}
 	var out []Folder
 	for _, f := range fs {
 		if m, err := ReadManifest(f.Path()); err == nil && m.Part == mapping.PartVision && in[m.Companion] {
+			continue
+		}
+		if stack[f.Dir] {
 			continue
 		}
 		out = append(out, f)
@@ -100,11 +111,16 @@ func (s Selector) Match(f Folder) bool {
 }
 
 // Folders lists the cache folders of a root (<device>/tensor_cache_*_mesh*
-// directories, or symbolic links to directories), sorted.
+// directories, or symbolic links to directories), sorted. root may also
+// be a device folder (one that holds cache folders itself): its folders
+// are listed, with the directory above it as their root.
 func Folders(root string) ([]Folder, error) {
 	devs, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("listing cache root %s: %w", root, err)
+	}
+	if out := deviceFolder(root, devs); len(out) > 0 {
+		return out, nil
 	}
 	var out []Folder
 	for _, d := range devs {
@@ -124,6 +140,33 @@ func Folders(root string) ([]Folder, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
 	return out, nil
+}
+
+// deviceFolder lists the cache folders directly in dir (ents are its
+// entries) when dir is a device folder, as Folders lists a root's: with
+// the directory above dir as their root. It is nil when dir holds none.
+func deviceFolder(dir string, ents []os.DirEntry) []Folder {
+	var names []string
+	for _, e := range ents {
+		if folderRE.MatchString(e.Name()) && isDirFollow(dir, e) {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	dev := filepath.Clean(dir)
+	if b := filepath.Base(dev); b == "." || b == ".." || b == string(filepath.Separator) {
+		if abs, err := filepath.Abs(dev); err == nil {
+			dev = abs
+		}
+	}
+	var out []Folder
+	for _, n := range names {
+		out = append(out, Folder{Root: filepath.Dir(dev), Dir: filepath.Base(dev) + "/" + n}.withManifestMesh())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
 }
 
 // isDirFollow reports whether the entry d of dir is a directory or a

@@ -45,7 +45,14 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	if err != nil {
 		return nil, nil, err
 	}
-	plan := &Plan{Profile: p, Mesh: mesh, Settings: settings, Device: device, CacheDir: CacheDir(device, p.Tag, mesh)}
+	plan := &Plan{Profile: p, Mesh: mesh, Settings: settings, Device: device, CacheDir: p.FolderFor(device, mesh, settings)}
+	// The vision part's rules of block L name the tower's blocks, not
+	// decoder layers; the notes say so.
+	layers, layerWord := "decoder layers", "layer"
+	if p.Scope == VisionPrefix {
+		layers, layerWord = "vision blocks", "block"
+		plan.Part = PartVision
+	}
 	n := mesh.Devices()
 	vars := Vars{"N": int64(n), NumDevices: int64(n)}
 	b := &builder{plan: plan}
@@ -91,11 +98,23 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	maxLayer := -1
 	votes := map[int]map[string]int{}
 	observed := map[string]bool{}
+	// certain: the conditions some name shows for sure (every rule that
+	// names it has them). A rule with a condition only observed, not
+	// certain, names only the files present: it cannot make others
+	// expected.
+	certain := map[string]bool{}
 	// A layer (or a fixed layer's rules: the MTP layer) is MoE when some
 	// file of a MoE rule names it (Rule.MLP).
 	moeLayer := map[int]bool{}
 	moeFixed := false
 	for _, name := range names {
+		// A name stands for the config conditions of every rule that
+		// names it; those that not all of them share (one name of two
+		// rules with opposite conditions: tie_word_embeddings true and
+		// false, the vision part's fractured and replicated patch
+		// embedding) only show that one of them may hold.
+		var shown []string
+		first := true
 		for _, nr := range rules {
 			bind, ok := nr.match(name)
 			if !ok {
@@ -103,6 +122,11 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			}
 			for _, k := range nr.keys {
 				observed[k] = true
+			}
+			if first {
+				shown, first = slices.Clone(nr.keys), false
+			} else {
+				shown = slices.DeleteFunc(shown, func(k string) bool { return !slices.Contains(nr.keys, k) })
 			}
 			if nr.rule.MLP == MLPMoE && nr.rule.MLPLayer != "" {
 				moeFixed = true
@@ -121,6 +145,9 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 				}
 				votes[l][t]++
 			}
+		}
+		for _, k := range shown {
+			certain[k] = true
 		}
 	}
 	layerTypes := make([]string, maxLayer+1)
@@ -144,19 +171,28 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	}
 
 	unobserved := map[string]bool{}
-	seen := map[string]bool{}
-	add := func(r *Rule, target string) {
+	// sureOf: the file's entry is of a rule whose conditions are all
+	// certain; such a rule's entry replaces one of a rule that is not.
+	at, sureOf := map[string]int{}, map[string]bool{}
+	add := func(r *Rule, target string, sure bool) {
 		file := path.Join(plan.CacheDir, FileName(target, r.DType, r.Layout))
-		if seen[file] {
+		i, ok := at[file]
+		if ok && (sureOf[file] || !sure) {
 			return
 		}
-		seen[file] = true
 		shards := 1
 		if r.Placement.Kind == "shard" {
 			shards = n
 		}
-		plan.Entries = append(plan.Entries, &Entry{Rule: r.ID, Target: target, File: file, Steps: r.Transform, Placement: r.Placement,
-			Devices: n, DType: r.DType, Layout: r.Layout, Memory: MemoryConfig{Kind: r.Memory}, Shards: make([][]Piece, shards)})
+		e := &Entry{Rule: r.ID, Target: target, File: file, Steps: r.Transform, Placement: r.Placement,
+			Devices: n, DType: r.DType, Layout: r.Layout, Memory: MemoryConfig{Kind: r.Memory}, Shards: make([][]Piece, shards)}
+		sureOf[file] = sure
+		if ok {
+			plan.Entries[i] = e
+			return
+		}
+		at[file] = len(plan.Entries)
+		plan.Entries = append(plan.Entries, e)
 	}
 	var unknownTargets []string
 	for _, nr := range rules {
@@ -183,7 +219,7 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			unknownTargets = append(unknownTargets, r.Target)
 			for _, name := range names {
 				if _, ok := nr.match(name); ok {
-					add(r, name)
+					add(r, name, false)
 				}
 			}
 			continue
@@ -195,8 +231,14 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 				present = append(present, bind)
 			}
 		}
+		sure := true
+		for _, k := range nr.keys {
+			sure = sure && certain[k]
+		}
 		var binds []binding
 		switch {
+		case !sure:
+			binds = present
 		case r.Required && len(nr.caps) == 0:
 			binds = []binding{{}}
 		case r.Required && len(nr.caps) == 1 && nr.caps["L"] && r.LayerType != "":
@@ -212,7 +254,7 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			binds = present
 		}
 		for _, bind := range binds {
-			add(r, full.expand(bind))
+			add(r, full.expand(bind), sure)
 		}
 	}
 	sort.SliceStable(plan.Entries, func(i, j int) bool { return ckpt.NaturalLess(plan.Entries[i].Target, plan.Entries[j].Target) })
@@ -228,12 +270,16 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 		if t := layerTypes[maxLayer]; t != "" {
 			last = fmt.Sprintf(", the last a %s layer", t)
 		}
-		notes = append(notes, fmt.Sprintf("decoder layers not known without the source: the names show layers 0 to %d%s; "+
-			"a cache that lacks its last layers reads the same", maxLayer, last))
+		notes = append(notes, fmt.Sprintf("%s not known without the source: the names show %ss 0 to %d%s; "+
+			"a cache that lacks its last %ss reads the same", layers, layerWord, maxLayer, last, layerWord))
 	default:
-		notes = append(notes, "decoder layers not known without the source: no file names a decoder layer")
+		notes = append(notes, fmt.Sprintf("%s not known without the source: no file names a %s", layers, strings.TrimSuffix(layers, "s")))
 	}
-	if len(untyped) > 0 {
+	typed := false
+	for _, nr := range rules {
+		typed = typed || nr.rule.LayerType != "" && nr.rule.LayerType != AnyLayer
+	}
+	if len(untyped) > 0 && typed {
 		notes = append(notes, fmt.Sprintf("layer(s) %s: no file names the layer type, so no file of a layer-type rule was expected there",
 			strings.Join(untyped, ", ")))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -74,8 +75,13 @@ type IdentifyResult struct {
 	Dir    string      `json:"dir"`
 	Source string      `json:"source"`
 	Mesh   string      `json:"mesh"`
-	Device string      `json:"device"`
-	Tag    string      `json:"tag"`
+	// MeshFrom says how the mesh of a vision folder named without one and
+	// without a ckpt manifest was inferred (cache.InferMesh: its .tp<N>
+	// file names, the text folder beside it); "" when the folder's name
+	// or manifest gives it.
+	MeshFrom string `json:"mesh_from,omitempty"`
+	Device   string `json:"device"`
+	Tag      string `json:"tag"`
 	// Part is "vision" for a vision folder (its manifest says so, or it
 	// is named without a mesh): each candidate is its plan's vision part.
 	Part  string `json:"part,omitempty"`
@@ -105,7 +111,20 @@ type IdentifyResult struct {
 	// scalar"; "" for none).
 	Warnings   []string `json:"-"`
 	BuildFlags string   `json:"-"`
-	report     *CompareReport
+	// Vision is the identification of the model's vision folder, when
+	// the cache root or device folder asked about holds one beside this
+	// folder (RunIdentify); Exact then covers both. VisionMissing is the
+	// path of the vision folder this folder's manifest names when it is
+	// not there (not identified; Exact is false).
+	Vision        *IdentifyResult `json:"vision,omitempty"`
+	VisionMissing string          `json:"vision_missing,omitempty"`
+	report        *CompareReport
+}
+
+// FolderExact says whether the closest candidate reproduces this folder
+// exactly (Exact without the vision folder).
+func (r *IdentifyResult) FolderExact() bool {
+	return r.Best != nil && r.Best.Differences == 0 && r.Best.Data == 0
 }
 
 // ClosestReport is the comparison of the closest candidate's plan with the
@@ -164,8 +183,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 	headers := headerCache{}
 	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
 		if vision {
-			return tried{}, &ckpt.UsageError{Reason: fmt.Sprintf("%s is a vision folder: it is identified against the checkpoint it was built from (--source SRC), "+
-				"not by its file names alone", fdir)}
+			return tryVisionNames(p, mesh, set, fdir, files, headers)
 		}
 		settings, err := p.Resolve(mesh, set)
 		if err != nil {
@@ -195,6 +213,37 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 	return res, nil
 }
 
+// tryVisionNames is IdentifyNames's candidate for a vision folder: the
+// plan of p's vision part (in p's device folder and architecture, as
+// mapping.BuildWith plans it) from the folder's file names, held against
+// their headers. A profile without a vision part cannot match.
+func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers headerCache) (tried, error) {
+	cand := Candidate{Profile: p.Name, Settings: mapping.Settings{}, Overrides: []string{}}
+	for k, v := range set {
+		cand.Settings[k] = v
+		cand.Overrides = append(cand.Overrides, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(cand.Overrides)
+	if p.Vision == nil {
+		cand.Problem = "the profile has no vision part to plan a vision folder"
+		cand.Differences = -1
+		return tried{cand: cand}, nil
+	}
+	vp := *p.Vision
+	vp.Arch, vp.Device = p.Arch, p.Device
+	plan, notes, err := mapping.PlanNames(&vp, mesh, set, vp.Device, files)
+	if err != nil {
+		return tried{}, fmt.Errorf("vision part of profile %s: %w", p.Name, err)
+	}
+	maps.Copy(cand.Settings, plan.Settings)
+	rep, err := planReport(plan, fdir, true, headers)
+	if err != nil {
+		return tried{}, err
+	}
+	cand.count(rep)
+	return tried{cand: cand, plan: plan, rep: rep, notes: notes}, nil
+}
+
 // tried is one candidate held against the cache: its plan, the report
 // and what the plan could not decide.
 type tried struct {
@@ -214,10 +263,6 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	if err != nil {
 		return nil, nil, err
 	}
-	mesh, err := mapping.ParseMesh(f.Mesh())
-	if err != nil {
-		return nil, nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
-	}
 	files, err := cache.TensorbinFiles(f.Path())
 	if err != nil {
 		return nil, nil, err
@@ -225,7 +270,21 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("cache folder %s holds no %s file: nothing to identify", f.Path(), mapping.FileExt)
 	}
-	res := &IdentifyResult{Dir: f.Path(), Mesh: mesh.String(), Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
+	meshName, meshFrom := f.Mesh(), ""
+	if meshName == "" {
+		// A vision folder the serving stack wrote: no mesh in its name,
+		// no manifest to record it.
+		inf, err := cache.InferMesh(f, files)
+		if err != nil {
+			return nil, nil, err
+		}
+		meshName, meshFrom = inf.Mesh, inf.From
+	}
+	mesh, err := mapping.ParseMesh(meshName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
+	}
+	res := &IdentifyResult{Dir: f.Path(), Mesh: mesh.String(), MeshFrom: meshFrom, Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
 	// A vision folder: its manifest says so, or (a stack's) it is named
 	// without a mesh. Its files do not depend on the text model's
 	// switches or tag: each profile is tried once, with instruct set for

@@ -2,6 +2,8 @@ package check
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -43,13 +45,21 @@ type IdentifySummary struct {
 	Profile    string   `json:"profile,omitempty"`
 	Overrides  []string `json:"overrides"`
 	Candidates int      `json:"candidates"`
+	// Vision and VisionMissing are as in IdentifyResult.
+	Vision        *IdentifySummary `json:"vision,omitempty"`
+	VisionMissing string           `json:"vision_missing,omitempty"`
 }
 
-// Summary is the result's closing JSON Lines record.
+// Summary is the result's closing JSON Lines record; Exact covers the
+// vision folder too (Vision, its own record, when it was identified).
 func (r *IdentifyResult) Summary() IdentifySummary {
-	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates)}
+	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
+	}
+	if r.Vision != nil {
+		v := r.Vision.Summary()
+		s.Vision = &v
 	}
 	return s
 }
@@ -60,7 +70,52 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // Identify, or IdentifyNames without a source. The result carries the
 // source's warnings (also when RunIdentify fails after opening it) and
 // the cache build flags names and headers cannot show (BuildFlags).
+//
+// Dir a cache root or device folder asks about a whole model: when the
+// folder it resolves to has a vision folder (cache.Companion: the one its
+// manifest names, or a stack's beside a folder without a manifest), that
+// folder is identified too (Vision; its source is its own manifest's when
+// Source is empty), and Exact covers both; a vision folder the manifest
+// names that is not there is VisionMissing, and the result is not exact.
+// Dir a cache folder is that folder only.
 func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
+	res, err := runIdentify(ctx, req)
+	if err != nil || cache.IsFolderName(filepath.Base(filepath.Clean(req.Dir))) {
+		return res, err
+	}
+	f, err := cache.ResolveFolder(req.Dir, req.Select)
+	if err != nil {
+		return res, err
+	}
+	comp, _, exists, ok := cache.Companion(f)
+	switch {
+	case !ok:
+		return res, nil
+	case !exists:
+		res.VisionMissing, res.Exact = comp.Path(), false
+		return res, nil
+	}
+	vreq := req
+	vreq.Dir, vreq.Select = comp.Path(), cache.Selector{}
+	vres, err := runIdentify(ctx, vreq)
+	if vres != nil {
+		for _, w := range vres.Warnings {
+			if !slices.Contains(res.Warnings, w) {
+				res.Warnings = append(res.Warnings, w)
+			}
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	vres.Warnings = nil
+	res.Vision = vres
+	res.Exact = res.Exact && vres.Exact
+	return res, nil
+}
+
+// runIdentify is RunIdentify of the one cache folder req.Dir resolves to.
+func runIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
 	nan := req.NaN
 	if nan == "" {
 		nan = build.NaNVector

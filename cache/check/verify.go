@@ -18,7 +18,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The ids of cache verify findings (ckpt.Finding.ID; every one fails).
+// The ids of cache verify findings (ckpt.Finding.ID; every one fails but
+// FindingCompanion of a text folder alone, a warning).
 const (
 	FindingMissing   ckpt.FindingID = "missing"   // a planned file is absent (or not in the manifest)
 	FindingExtra     ckpt.FindingID = "extra"     // a file that is neither planned nor recorded, or a leftover of an interrupted build
@@ -28,6 +29,12 @@ const (
 	FindingManifest  ckpt.FindingID = "manifest"  // the manifest is absent, unreadable or for another plan
 	FindingMemory    ckpt.FindingID = "memory"    // MemAvailable is below the minimum asked for, or unreadable
 	FindingData      ckpt.FindingID = "data"      // (ReadData) a file's data is not what the source builds
+	// FindingCompanion: the vision folder a text folder's manifest names
+	// is not there. It fails the check of the cache root or device folder
+	// (the whole model); of the text folder alone it is a warning (the
+	// folder verifies, the model is not known complete) that fails only
+	// under Strict.
+	FindingCompanion ckpt.FindingID = "companion"
 )
 
 // fail is a failing finding about file (relative to the cache root; ""

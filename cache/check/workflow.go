@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -51,6 +52,9 @@ type Options struct {
 	// Ignore are the --ignore globs the cache must have been built with;
 	// nil for those the manifest records.
 	Ignore []string
+	// Strict makes warnings fail too (FindingCompanion of a text folder
+	// checked alone).
+	Strict bool
 }
 
 // Result is the cache verify JSON document (docs/cli.md): every
@@ -93,6 +97,10 @@ type Result struct {
 	// SourceFromManifest: no source was given (Options.Source ""), and
 	// Source is the one the folder's manifest names.
 	SourceFromManifest bool `json:"source_from_manifest,omitempty"`
+	// VisionNotVerified is the path of the vision folder the text
+	// folder's manifest names when it is not there: it was not verified,
+	// and OK says nothing of it (a FindingCompanion says so).
+	VisionNotVerified string `json:"vision_not_verified,omitempty"`
 }
 
 // Compared values (Result.Compared).
@@ -431,6 +439,8 @@ type Request struct {
 	Variant string
 	// Ignore is as in Options.
 	Ignore []string
+	// Strict makes warnings fail too (Options.Strict).
+	Strict bool
 }
 
 // Validate refuses a request that is itself wrong before any work: the
@@ -450,7 +460,7 @@ func (r Request) options() (Options, error) {
 		}
 	}
 	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore}, nil
+		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, Strict: r.Strict}, nil
 }
 
 // AllResult is the outcome of RunAll: one cache verify document per cache
@@ -601,28 +611,59 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	}
 	// A model's main folder is checked with its vision folder when that
 	// is there (an archive holds one folder: a text folder unpacked alone
-	// is checked alone).
+	// is checked alone); one that is not there is a companion finding of
+	// the main folder's check (missing[p]).
+	missing := map[string]cache.Folder{}
 	for _, p := range paths {
-		m, err := cache.ReadManifest(p)
-		if err != nil || m.Part != "" || m.Companion == "" {
-			continue
-		}
 		f, err := cache.ResolveFolder(p, cache.Selector{})
 		if err != nil {
 			continue
 		}
-		comp := cache.FolderOf(f.Root, m.Companion).Path()
-		if slices.Contains(paths, comp) || comp == filepath.Clean(p) {
+		comp, named, exists, ok := cache.Companion(f)
+		if !ok || !named {
 			continue
 		}
-		if st, err := os.Stat(comp); err == nil && st.IsDir() {
-			paths = append(paths, comp)
+		if !exists {
+			missing[p] = comp
+			continue
 		}
+		if c := comp.Path(); !slices.Contains(paths, c) && c != filepath.Clean(p) {
+			paths = append(paths, c)
+		}
+	}
+	// A cache root or device folder asks about the whole model: a vision
+	// folder missing there fails; the text folder named alone verifies
+	// without it, saying it was not verified.
+	whole := !cache.IsFolderName(filepath.Base(filepath.Clean(dir)))
+	companion := func(r *Result, p string) {
+		comp, ok := missing[p]
+		if !ok {
+			return
+		}
+		f := ckpt.Finding{ID: FindingCompanion, Files: []string{comp.Dir}}
+		if whole {
+			f.Status = ckpt.Fail
+			f.Message = fmt.Sprintf("the vision folder %s that the manifest of %s names is not there (%s): the model's cache is incomplete",
+				comp.Dir, path.Dir(comp.Dir)+"/"+filepath.Base(filepath.Clean(p)), comp.Path())
+		} else {
+			f.Status = ckpt.Warn
+			if opt.Strict {
+				f.Status = ckpt.Fail
+			}
+			f.Message = fmt.Sprintf("the vision folder %s that this folder's manifest names is not there: not verified; this check is of the text folder only, "+
+				"not of the whole model (the cache root checks both)", comp.Path())
+			r.VisionNotVerified = comp.Path()
+		}
+		r.Findings = append(r.Findings, f)
+		r.OK = r.OK && !f.Failed()
 	}
 	if len(paths) <= 1 {
 		r, err := Run(ctx, dir, opt)
 		if err != nil {
 			return nil, err
+		}
+		if len(paths) == 1 {
+			companion(r, paths[0])
 		}
 		return []*Result{r}, nil
 	}
@@ -634,6 +675,7 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
+		companion(r, p)
 		out = append(out, r)
 	}
 	return out, nil

@@ -146,6 +146,7 @@ type cacheVerifyOptions struct {
 	MemInfo     string
 	Rehash      bool
 	ReadData    bool
+	Strict      bool
 	Workers     int
 	Progress    string
 	Format      string
@@ -186,6 +187,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
 	f.BoolVar(&o.ReadData, "read-data", false, "also compare every file's data with what SRC builds to (reads the whole source; without it the data is held against the manifest's hashes only)")
+	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when a text folder checked alone names a vision folder that is not there")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	enumFlag(f, &o.Format, "format", output.Auto, cacheVerifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl: the finding rows)")

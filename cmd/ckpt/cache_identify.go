@@ -85,7 +85,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSONL:
 		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, res.Summary())
 	default:
-		err = printIdentify(a.Out, format, res, o.Rules, o.Variant)
+		err = printIdentifyModel(a.Out, format, res, o.Rules, o.Variant)
 	}
 	if err != nil {
 		return err
@@ -94,6 +94,49 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// printIdentifyModel renders the identification of a cache folder and,
+// when the root or device folder asked about holds the model's vision
+// folder beside it, that folder's after it, then one line for both (the
+// exit code covers both); a vision folder the manifest names that is not
+// there is said to be neither there nor identified.
+func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rules, variant string) error {
+	if err := printIdentify(w, format, r, rules, variant); err != nil {
+		return err
+	}
+	esc := output.EscapeFor(format)
+	if r.VisionMissing != "" {
+		_, err := fmt.Fprintf(w, "vision folder %s (named by the manifest of %s) is not there: not identified; the model is not complete\n", esc(r.VisionMissing), esc(r.Dir))
+		return err
+	}
+	if r.Vision == nil {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "vision folder of the model: %s\n", esc(r.Vision.Dir))
+	if err := printIdentify(w, format, r.Vision, rules, variant); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	word := func(f *check.IdentifyResult) string {
+		switch {
+		case !f.FolderExact() && f.Best == nil:
+			return "NOT reproduced (no candidate maps)"
+		case !f.FolderExact():
+			return fmt.Sprintf("NOT reproduced (closest: %d difference(s))", f.Best.Differences+f.Best.Data)
+		case f.NamesOnly:
+			return "names and headers as planned (no source)"
+		}
+		return "exact"
+	}
+	verdict := "both folders reproduced"
+	if !r.Exact {
+		verdict = "NOT both reproduced"
+	}
+	_, err := fmt.Fprintf(w, "the model's 2 cache folders: %s: text folder %s %s; vision folder %s %s\n",
+		verdict, esc(r.Dir), word(r), esc(r.Vision.Dir), word(r.Vision))
+	return err
 }
 
 // printIdentify renders the candidates (closest first), the closest one's
@@ -176,12 +219,21 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 	for i, t := range r.Ties {
 		ties[i] = esc(t)
 	}
-	if r.Exact {
+	if r.MeshFrom != "" {
+		// A stack's vision folder: neither its name nor a manifest
+		// gives the mesh.
+		fmt.Fprintf(w, "mesh %s inferred from %s\n", esc(r.Mesh), esc(r.MeshFrom))
+	}
+	if r.FolderExact() {
 		if r.NamesOnly {
 			// Not "exactly": the decoder layers and config-dependent parts
 			// are only those the names show (listed below).
-			fmt.Fprintf(w, "%s (%d files, mesh %s): %s plans these names and headers for the decoder layers and parts the names show, by %s; not known without the source:\n",
-				dir, r.Files, esc(r.Mesh), esc(r.Best.Describe()), what)
+			layers := "decoder layers"
+			if r.Part == mapping.PartVision {
+				layers = "vision blocks"
+			}
+			fmt.Fprintf(w, "%s (%d files, mesh %s): %s plans these names and headers for the %s and parts the names show, by %s; not known without the source:\n",
+				dir, r.Files, esc(r.Mesh), esc(r.Best.Describe()), layers, what)
 			for _, n := range r.NotCompared {
 				fmt.Fprintf(w, "  %s\n", esc(n))
 			}

@@ -107,24 +107,31 @@ func TestCacheCompareFollowsLinks(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &ls))
 	assert.Len(t, ls.Files, n)
 
-	// cache verify of a root whose cache folder is a link (and holds one).
+	// cache verify of a root whose cache folder is a link (and holds one);
+	// the model's vision folder beside it is a link too (a root without
+	// it fails: the model is incomplete).
 	root := filepath.Join(dir, "root")
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "P300"), 0o755))
 	require.NoError(t, os.Symlink(a, filepath.Join(root, smallFolder)))
+	require.NoError(t, os.Symlink(filepath.Join(ours, "P300", "tensor_cache_bfp8"), filepath.Join(root, "P300", "tensor_cache_bfp8")))
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "text")
 	require.Equal(t, 0, code, stdout+stderr)
 	assert.Contains(t, stdout, "ok: ")
 	assert.Contains(t, stdout, "; sources trusted by file size and mtime, not read; --rehash reads them")
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stdout+stderr)
-	var vr check.Result
-	require.NoError(t, json.Unmarshal([]byte(stdout), &vr))
+	var all check.AllResult
+	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+	assert.True(t, all.OK)
+	require.Len(t, all.Folders, 2, "the text folder and its vision folder")
+	vr := all.Folders[1] // in the order of the folders' names: the vision folder first
+	assert.Equal(t, filepath.Join(root, smallFolder), vr.Dir)
 	assert.True(t, vr.OK)
 	assert.False(t, vr.Rehash)
 	assert.Equal(t, 0, vr.Rehashed)
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "text", "--rehash")
 	require.Equal(t, 0, code, stdout+stderr)
-	assert.Regexp(t, `; every source tensor read and hashed \([1-9][0-9]*\)\n$`, stdout)
+	assert.Regexp(t, `(?m); every source tensor read and hashed \([1-9][0-9]*\)$`, stdout)
 
 	// Nothing to compare: exit 2, in text and JSON.
 	e1, e2 := filepath.Join(dir, "empty1"), filepath.Join(dir, "empty2")

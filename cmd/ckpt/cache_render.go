@@ -84,18 +84,26 @@ func printCheckAll(w io.Writer, format string, res *check.AllResult) error {
 // escaped for the format.
 func printFindings(w io.Writer, format string, r *check.Result) error {
 	esc := output.EscapeFor(format)
+	// A warning (the missing vision folder of a text folder checked
+	// alone) is named as one: it does not fail the check.
+	id := func(f ckpt.Finding) string {
+		if f.Status == ckpt.Warn {
+			return string(f.ID) + " (warning)"
+		}
+		return string(f.ID)
+	}
 	if format == output.Text {
 		for _, f := range r.Findings {
 			if f.File() != "" {
-				fmt.Fprintf(w, "%s: %s: %s\n", f.ID, esc(f.File()), esc(f.Message))
+				fmt.Fprintf(w, "%s: %s: %s\n", id(f), esc(f.File()), esc(f.Message))
 			} else {
-				fmt.Fprintf(w, "%s: %s\n", f.ID, esc(f.Message))
+				fmt.Fprintf(w, "%s: %s\n", id(f), esc(f.Message))
 			}
 		}
 	} else if len(r.Findings) > 0 {
 		g := &output.Grid{Header: []string{"finding", "file", "message"}}
 		for _, f := range r.Findings {
-			g.Rows = append(g.Rows, []string{string(f.ID), ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
+			g.Rows = append(g.Rows, []string{id(f), ckpt.EscapeName(f.File()), ckpt.EscapeName(f.Message)})
 		}
 		if err := g.Render(w, format); err != nil {
 			return err
@@ -105,11 +113,23 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 	for _, ig := range r.Ignore {
 		fmt.Fprintf(w, "left out of the plan by --ignore %s: %s\n", esc(ckpt.Quote(ig.Glob)), esc(ignoredTensors(ig.Tensors)))
 	}
-	if len(r.Findings) == 0 {
+	if r.OK {
+		if r.VisionNotVerified != "" {
+			// Not the model: its vision folder was not there to check.
+			fmt.Fprintf(w, "ok (text folder only: the vision folder %s was not found and not verified): %d files (%s) in %s match the plan of %s and their manifest; %s\n",
+				esc(r.VisionNotVerified), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))
+			return nil
+		}
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))
 		return nil
 	}
-	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", len(r.Findings), esc(r.Dir), r.Files)
+	failed := 0
+	for _, f := range r.Findings {
+		if f.Failed() {
+			failed++
+		}
+	}
+	fmt.Fprintf(w, "FAILED: %d problem(s) in %s (%d files checked)\n", failed, esc(r.Dir), r.Files)
 	return nil
 }
 

@@ -31,7 +31,7 @@ func (o *cacheBuildOptions) request(a *App) build.Request {
 // request is the library request of the options.
 func (o *cacheVerifyOptions) request(a *App) check.Request {
 	return check.Request{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Ignore: o.Ignore, Select: o.Select, MinMem: o.MinMem,
-		MemInfo: o.MemInfo, ReadData: o.ReadData, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
+		MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
 }
 
 // request is the library request of the options.

@@ -105,7 +105,7 @@ func TestCacheUnpackReplacesWholeFolder(t *testing.T) {
 	assert.Contains(t, stdout, "replaced the folder's earlier contents (2 files that the archive does not hold are gone)")
 	assert.NoFileExists(t, filepath.Join(folder, "stray_dtype_BFLOAT16_layout_TILE.tensorbin"))
 	assert.FileExists(t, asDir, "the archive's file, where a directory was")
-	code, stdout, _ = runApp(t, "cache", "verify", target, "--source", src, "--progress", "none")
+	code, stdout, _ = runApp(t, "cache", "verify", folder, "--source", src, "--progress", "none") // the folder: the archive holds no vision folder
 	assert.Equal(t, 0, code, stdout)
 	ents, err := os.ReadDir(filepath.Dir(folder))
 	require.NoError(t, err)

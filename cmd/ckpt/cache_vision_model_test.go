@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// visionModelCache writes the tiny vision model (heads that divide by 4,
+// synth.TinyVision) and builds its cache on mesh into a new root; it
+// returns the source, the root, the device folder, the text folder and the
+// vision folder.
+func visionModelCache(t *testing.T, mesh string) (src, root, device, text, vision string) {
+	t.Helper()
+	dir := t.TempDir()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src = filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, o))
+	root = filepath.Join(dir, "cache")
+	code, _, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--progress", "none", "--fsync=false")
+	require.Equal(t, 0, code, stderr)
+	dev := map[string]string{"1x2": "P300", "1x4": "P150x4"}[mesh]
+	device = filepath.Join(root, dev)
+	return src, root, device, filepath.Join(device, "tensor_cache_bfp8_mesh"+mesh), filepath.Join(device, "tensor_cache_bfp8")
+}
+
+// stackLikeCache removes every file that is not a .tensorbin file under
+// root, as the serving stack writes only those; a ckpt build leaves
+// nothing of its own there but its two manifests.
+func stackLikeCache(t *testing.T, root string) {
+	t.Helper()
+	var removed []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) == mapping.FileExt {
+			return err
+		}
+		removed = append(removed, filepath.Base(p))
+		return os.Remove(p)
+	}))
+	require.Equal(t, []string{cache.ManifestName, cache.ManifestName}, removed)
+}
+
+// modelIdentifyDoc is the part of the cache identify JSON document of a
+// whole model that these tests read.
+type modelIdentifyDoc struct {
+	Dir    string `json:"dir"`
+	Mesh   string `json:"mesh"`
+	Exact  bool   `json:"exact"`
+	Vision *struct {
+		Dir       string `json:"dir"`
+		Part      string `json:"part"`
+		Mesh      string `json:"mesh"`
+		MeshFrom  string `json:"mesh_from"`
+		Exact     bool   `json:"exact"`
+		NamesOnly bool   `json:"names_only"`
+		Best      struct {
+			Profile string `json:"profile"`
+		} `json:"best"`
+	} `json:"vision"`
+	VisionMissing string `json:"vision_missing"`
+}
+
+// cache identify of a vision model's cache root or device folder reports
+// both folders, one closing line for both, the vision result under vision
+// in JSON; the exit code covers both (a damaged vision folder: 1, though
+// the text folder is exact), and a vision folder the manifest names that
+// is not there is said to be not there and not identified (exit 1). On
+// main the root's report was the text folder's alone, exit 0 in every
+// case, and a device folder held "no cache folder" (exit 2).
+func TestCacheIdentifyModelFolders(t *testing.T) {
+	t.Parallel()
+	_, root, device, text, vision := visionModelCache(t, "1x2")
+	for _, dir := range []string{root, device} {
+		code, stdout, stderr := runApp(t, "cache", "identify", dir, "--format", "text")
+		require.Equal(t, 0, code, stdout+stderr)
+		assert.Contains(t, stdout, text+" (82 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names and headers\n")
+		assert.Contains(t, stdout, "\nvision folder of the model: "+vision+"\n")
+		assert.Contains(t, stdout, vision+" (33 files, mesh 1x2): exactly qwen36-mtp@pr55548, by names and headers\n")
+		assert.Contains(t, stdout, "\nthe model's 2 cache folders: both folders reproduced: text folder "+text+" exact; vision folder "+vision+" exact\n")
+		code, stdout, stderr = runApp(t, "cache", "identify", dir, "--format", "json")
+		require.Equal(t, 0, code, stderr)
+		var doc modelIdentifyDoc
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+		assert.True(t, doc.Exact)
+		assert.Equal(t, text, doc.Dir)
+		require.NotNil(t, doc.Vision)
+		assert.Equal(t, vision, doc.Vision.Dir)
+		assert.Equal(t, mapping.PartVision, doc.Vision.Part)
+		assert.True(t, doc.Vision.Exact)
+		code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "jsonl")
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, `"vision":{"dir":"`+vision+`"`)
+	}
+	// The text folder named: that folder only.
+	code, stdout, _ := runApp(t, "cache", "identify", text, "--format", "text")
+	require.Equal(t, 0, code, stdout)
+	assert.NotContains(t, stdout, "vision folder")
+
+	// A vision file removed: exit 1 for the model, the text folder exact.
+	files, err := cache.TensorbinFiles(vision)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(vision, files[0])))
+	code, stdout, _ = runApp(t, "cache", "identify", root, "--format", "text")
+	require.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, files[0])
+	assert.Contains(t, stdout, "the model's 2 cache folders: NOT both reproduced: text folder "+text+" exact; vision folder "+vision+" NOT reproduced (closest: 1 difference(s))\n")
+	code, _, _ = runApp(t, "cache", "identify", text)
+	assert.Equal(t, 0, code, "the text folder alone is exact")
+
+	// The vision folder not there.
+	require.NoError(t, os.RemoveAll(vision))
+	code, stdout, _ = runApp(t, "cache", "identify", root, "--format", "text")
+	require.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "vision folder "+vision+" (named by the manifest of "+text+") is not there: not identified; the model is not complete\n")
+	code, stdout, _ = runApp(t, "cache", "identify", device, "--format", "json")
+	require.Equal(t, 1, code, stdout)
+	var doc modelIdentifyDoc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.False(t, doc.Exact)
+	assert.Nil(t, doc.Vision)
+	assert.Equal(t, vision, doc.VisionMissing)
+}
+
+// A vision model's cache as the serving stack writes it (only .tensorbin
+// files), at 1x2 and 1x4: cache identify of its vision folder, its root
+// and its device folder names the profile and the mesh, the vision
+// folder's mesh inferred from its .tpN names and the text folder beside it
+// (said so); a removed file and a changed header are differences naming
+// the file (exit 1); names and a text folder that disagree on the mesh are
+// refused naming the folder (exit 2). On main the vision folder exited 2
+// (no mesh), and the root was ambiguous (two cache folders, exit 2).
+func TestCacheIdentifyStackVisionFolder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ mesh, tp, other, device string }{{"1x2", "tp2", "1x4", "P300"}, {"1x4", "tp4", "1x2", "P150x4"}} {
+		t.Run(tc.mesh, func(t *testing.T) {
+			t.Parallel()
+			_, root, device, text, vision := visionModelCache(t, tc.mesh)
+			stackLikeCache(t, root)
+			inferred := "mesh " + tc.mesh + " inferred from the ." + tc.tp + " file names and the text folder " + tc.device + "/tensor_cache_bfp8_mesh" + tc.mesh + " beside it\n"
+			code, stdout, stderr := runApp(t, "cache", "identify", vision, "--format", "text")
+			require.Equal(t, 0, code, stdout+stderr)
+			assert.Contains(t, stdout, inferred)
+			assert.Contains(t, stdout, vision+" (33 files, mesh "+tc.mesh+"): qwen36-mtp@pr55548 plans these names and headers for the vision blocks and parts the names show, by names and headers alone (no source)")
+			assert.Contains(t, stdout, "reproduce it with: ckpt cache build SRC --out "+root+" --profile qwen36-mtp@pr55548 --mesh "+tc.mesh+" --device "+tc.device+"\n")
+			for _, dir := range []string{root, device} {
+				code, stdout, stderr = runApp(t, "cache", "identify", dir, "--format", "text")
+				require.Equal(t, 0, code, stdout+stderr)
+				assert.Contains(t, stdout, text+" (82 files, mesh "+tc.mesh+"): qwen36-mtp@pr55548 plans these names and headers")
+				assert.Contains(t, stdout, inferred)
+				assert.Contains(t, stdout, "the model's 2 cache folders: both folders reproduced: text folder "+text+
+					" names and headers as planned (no source); vision folder "+vision+" names and headers as planned (no source)\n")
+				code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "json")
+				require.Equal(t, 0, code)
+				var doc modelIdentifyDoc
+				require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+				require.NotNil(t, doc.Vision)
+				assert.True(t, doc.Vision.NamesOnly)
+				assert.Equal(t, tc.mesh, doc.Vision.Mesh)
+				assert.Equal(t, strings.TrimSuffix(strings.TrimPrefix(inferred, "mesh "+tc.mesh+" inferred from "), "\n"), doc.Vision.MeshFrom)
+				assert.Equal(t, mapping.ProfileMTP, doc.Vision.Best.Profile)
+			}
+
+			// Damaged: one file removed, one header changed.
+			files, err := cache.TensorbinFiles(vision)
+			require.NoError(t, err)
+			removed, changed := files[0], files[1]
+			require.NoError(t, os.Remove(filepath.Join(vision, removed)))
+			require.NoError(t, cachetest.RewriteHeader(filepath.Join(vision, changed), func(h *tensorbin.Header) {
+				h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[len(h.Spec.Shape)-2]), int(h.Spec.Shape[len(h.Spec.Shape)-1]))
+			}))
+			for _, dir := range []string{vision, root} {
+				code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "text")
+				require.Equal(t, 1, code, stdout)
+				assert.Regexp(t, `(?m)^missing +`+removed, stdout)
+				assert.Regexp(t, `(?m)^header +`+changed+` +memory_config`, stdout)
+			}
+
+			// The names and the text folder beside it disagree: exit 2,
+			// naming the folder.
+			require.NoError(t, os.Rename(text, filepath.Join(device, "tensor_cache_bfp8_mesh"+tc.other)))
+			for _, dir := range []string{vision, root} {
+				code, stdout, stderr = runApp(t, "cache", "identify", dir)
+				require.Equal(t, 2, code, stdout+stderr)
+				assert.Contains(t, stderr, "ckpt: vision folder "+vision+": cannot tell its mesh: its file names end in ."+tc.tp)
+				assert.Contains(t, stderr, "and the text folder beside it, "+tc.device+"/tensor_cache_bfp8_mesh"+tc.other+", is for mesh "+tc.other+"\n")
+			}
+		})
+	}
+}
+
+// cache verify of a text folder whose vision folder (named by its
+// manifest) is missing passes, saying plainly that the vision folder was
+// not found and not verified (JSON vision_not_verified) and claiming
+// nothing of the model; --strict fails it; verify of the cache root or
+// device folder (the whole model) fails with a companion finding naming
+// the folder. On main all of these exited 0 with a plain "ok".
+func TestCacheVerifyMissingVisionFolder(t *testing.T) {
+	t.Parallel()
+	src, root, device, text, vision := visionModelCache(t, "1x2")
+	require.NoError(t, os.RemoveAll(vision))
+	code, stdout, stderr := runApp(t, "cache", "verify", text, "--source", src, "--progress", "none", "--format", "text")
+	require.Equal(t, 0, code, stdout+stderr)
+	assert.Contains(t, stdout, "companion (warning): P300/tensor_cache_bfp8: the vision folder "+vision+" that this folder's manifest names is not there: not verified;")
+	assert.Contains(t, stdout, "ok (text folder only: the vision folder "+vision+" was not found and not verified): 82 files")
+	assert.NotContains(t, stdout, "\nok: ")
+	code, stdout, _ = runApp(t, "cache", "verify", text, "--source", src, "--progress", "none", "--format", "json")
+	require.Equal(t, 0, code)
+	var doc struct {
+		OK                bool   `json:"ok"`
+		VisionNotVerified string `json:"vision_not_verified"`
+		Findings          []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"findings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	assert.True(t, doc.OK)
+	assert.Equal(t, vision, doc.VisionNotVerified)
+	require.Len(t, doc.Findings, 1)
+	assert.Equal(t, "companion", doc.Findings[0].ID)
+	assert.Equal(t, "warn", doc.Findings[0].Status)
+	code, stdout, _ = runApp(t, "cache", "verify", text, "--source", src, "--progress", "none", "--format", "text", "--strict")
+	require.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "FAILED: 1 problem(s) in "+text)
+
+	for _, dir := range []string{root, device} {
+		code, stdout, _ = runApp(t, "cache", "verify", dir, "--source", src, "--progress", "none", "--format", "text")
+		require.Equal(t, 1, code, stdout)
+		assert.Contains(t, stdout, "companion: P300/tensor_cache_bfp8: the vision folder P300/tensor_cache_bfp8 that the manifest of P300/tensor_cache_bfp8_mesh1x2 names is not there ("+vision+"): the model's cache is incomplete\n")
+		assert.Contains(t, stdout, "FAILED: 1 problem(s) in "+dir)
+		assert.NotRegexp(t, `(?m)^ok`, stdout)
+	}
+	// With the vision folder there the root checks both folders.
+	_, root2, device2, _, _ := visionModelCache(t, "1x2")
+	for _, dir := range []string{root2, device2} {
+		code, stdout, _ = runApp(t, "cache", "verify", dir, "--progress", "none", "--format", "text")
+		require.Equal(t, 0, code, stdout)
+		assert.Contains(t, stdout, "2 cache folders in "+dir+" checked: all ok\n")
+	}
+}
