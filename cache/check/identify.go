@@ -178,7 +178,10 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 // show) and held against the names and headers (PlanNames: each file's
 // own shape stands for the planned one). NotCompared says what names and
 // headers cannot show (shapes, data, config-dependent files absent from
-// the cache). opt.Data is ignored: there is no source to build from.
+// the cache). A vision folder is held against each profile's vision part,
+// planned so (its mesh, when neither its name nor a manifest gives it,
+// inferred by cache.InferMesh). opt.Data is ignored: there is no source
+// to build from.
 func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
 	headers := headerCache{}
 	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
