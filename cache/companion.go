@@ -24,9 +24,10 @@ import (
 
 // Companion is the other folder of a model's main folder f: the vision
 // folder its manifest names (Named; Exists says whether it is there), or,
-// for a folder without a ckpt manifest, the one stack-written vision
-// folder beside it in its device folder (an unmeshed folder without a
-// manifest whose files are the vision tower's, visual.*). ok is false
+// for a folder without a ckpt manifest, the one vision folder beside it
+// in its device folder: a stack-written one (an unmeshed folder without
+// a manifest whose files are the vision tower's, visual.*) or one whose
+// vision manifest names f. ok is false
 // when f has no companion (a text-only model, a vision folder, or
 // several candidate vision folders beside a manifest-less one).
 func Companion(f Folder) (comp Folder, named, exists, ok bool) {
@@ -43,7 +44,14 @@ func Companion(f Folder) (comp Folder, named, exists, ok bool) {
 	}
 	var found []Folder
 	for _, c := range deviceFolders(f) {
-		if c.Unmeshed() && isStackVision(c) {
+		if !c.Unmeshed() {
+			continue
+		}
+		if m, err := ReadManifest(c.Path()); err == nil {
+			if m.Part == mapping.PartVision && m.Companion == f.Dir {
+				found = append(found, c.withManifestMesh()) // it names f
+			}
+		} else if isStackVision(c) {
 			found = append(found, c)
 		}
 	}

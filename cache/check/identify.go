@@ -40,6 +40,10 @@ type IdentifyOptions struct {
 	// Ignore are --ignore globs every candidate plans with (those the
 	// folder's ckpt manifest records).
 	Ignore []string
+	// prefer is the profile that wins a tie before the default one (the
+	// text folder's, for its vision folder: both profiles' vision parts
+	// plan the same files).
+	prefer string
 }
 
 // Candidate is one profile with one setting of its variables, held
@@ -347,6 +351,9 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 		}
 		if len(a.Overrides) != len(b.Overrides) {
 			return len(a.Overrides) < len(b.Overrides)
+		}
+		if opt.prefer != "" && (a.Profile == opt.prefer) != (b.Profile == opt.prefer) {
+			return a.Profile == opt.prefer
 		}
 		return a.Profile == mapping.BuiltinName && b.Profile != mapping.BuiltinName
 	})

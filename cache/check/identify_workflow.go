@@ -79,7 +79,7 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // names that is not there is VisionMissing, and the result is not exact.
 // Dir a cache folder is that folder only.
 func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
-	res, err := runIdentify(ctx, req)
+	res, err := runIdentify(ctx, req, "")
 	if err != nil || cache.IsFolderName(filepath.Base(filepath.Clean(req.Dir))) {
 		return res, err
 	}
@@ -97,7 +97,11 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	}
 	vreq := req
 	vreq.Dir, vreq.Select = comp.Path(), cache.Selector{}
-	vres, err := runIdentify(ctx, vreq)
+	prefer := ""
+	if res.Best != nil {
+		prefer = res.Best.Profile // of the vision parts that tie, the text folder's profile's
+	}
+	vres, err := runIdentify(ctx, vreq, prefer)
 	if vres != nil {
 		for _, w := range vres.Warnings {
 			if !slices.Contains(res.Warnings, w) {
@@ -114,8 +118,9 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	return res, nil
 }
 
-// runIdentify is RunIdentify of the one cache folder req.Dir resolves to.
-func runIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
+// runIdentify is RunIdentify of the one cache folder req.Dir resolves to;
+// prefer is the profile that wins a tie (IdentifyOptions.prefer).
+func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*IdentifyResult, error) {
 	nan := req.NaN
 	if nan == "" {
 		nan = build.NaNVector
@@ -127,7 +132,7 @@ func runIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 		return nil, &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
 	}
 	opt := IdentifyOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
-		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress}
+		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}
 	src := req.Source
 	f, err := cache.ResolveFolder(req.Dir, req.Select)
 	if err != nil {

@@ -210,6 +210,17 @@ func TestIdentifyModelRoot(t *testing.T) {
 	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: text})
 	require.NoError(t, err)
 	assert.Nil(t, res.Vision, "a folder is that folder only")
+	// The text manifest removed: the vision folder whose manifest names
+	// the text folder is still its companion.
+	bare := filepath.Join(t.TempDir(), "bare")
+	require.NoError(t, os.CopyFS(bare, os.DirFS(out)))
+	require.NoError(t, os.Remove(filepath.Join(cache.FolderOf(bare, plan.CacheDir).Path(), cache.ManifestName)))
+	res, err = check.RunIdentify(ctx, check.IdentifyRequest{Dir: bare})
+	require.NoError(t, err)
+	assert.True(t, res.Exact)
+	assert.True(t, res.NamesOnly)
+	require.NotNil(t, res.Vision)
+	assert.Equal(t, cache.FolderOf(bare, plan.Vision.CacheDir).Path(), res.Vision.Dir)
 
 	// The vision folder damaged: the root is not exact, the text folder is.
 	p := filepath.Join(out, filepath.FromSlash(plan.Vision.Entries[0].File))
