@@ -225,12 +225,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 // mapping.BuildWith plans it) from the folder's file names, held against
 // their headers. A profile without a vision part cannot match.
 func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers headerCache) (tried, error) {
-	cand := Candidate{Profile: p.Name, Settings: mapping.Settings{}, Overrides: []string{}}
-	for k, v := range set {
-		cand.Settings[k] = v
-		cand.Overrides = append(cand.Overrides, fmt.Sprintf("%s=%v", k, v))
-	}
-	sort.Strings(cand.Overrides)
+	cand := visionCandidate(p, mesh, set)
 	if p.Vision == nil {
 		cand.Problem = "the profile has no vision part to plan a vision folder"
 		cand.Differences = -1
@@ -249,6 +244,40 @@ func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings,
 	}
 	cand.count(rep)
 	return tried{cand: cand, plan: plan, rep: rep, notes: notes}, nil
+}
+
+// visionSettings are the settings a vision folder is tried with for
+// profile p: every combination of its vision part's overridable variables
+// (host_vision_embed), defaults first, with instruct as the folder's name
+// says (the text switches do not change the vision files).
+func visionSettings(p *mapping.Profile, mesh mapping.Mesh, instruct bool) []mapping.Settings {
+	if p.Vision == nil {
+		return []mapping.Settings{{mapping.VarInstruct: instruct}}
+	}
+	var out []mapping.Settings
+	for _, s := range settingsOf(p.Vision, mesh) {
+		if s[mapping.VarInstruct] == instruct {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 { // a vision part without the instruct variable
+		out = settingsOf(p.Vision, mesh)
+	}
+	return out
+}
+
+// visionCandidate is the candidate of profile p for a vision folder with
+// the vision part's settings set: the overrides are those away from the
+// vision part's defaults (instruct=true for the instruct folder).
+func visionCandidate(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings) Candidate {
+	cand := Candidate{Profile: p.Name, Settings: maps.Clone(set), Overrides: []string{}}
+	if cand.Settings == nil {
+		cand.Settings = mapping.Settings{}
+	}
+	if p.Vision != nil {
+		cand.Overrides = overrides(p.Vision, mesh, set)
+	}
+	return cand
 }
 
 // tried is one candidate held against the cache: its plan, the report
@@ -316,9 +345,7 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 		p.Device = f.Device()
 		sets := []mapping.Settings{{}}
 		if vision {
-			if f.Tag() == mapping.VisionInstructTag {
-				sets[0] = mapping.Settings{mapping.VarInstruct: true}
-			}
+			sets = visionSettings(p, mesh, f.Tag() == mapping.VisionInstructTag)
 		} else {
 			p.Tag = f.Tag()
 			sets = settingsOf(p, mesh)
@@ -409,11 +436,7 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 		}
 		cand = Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
 	} else {
-		cand = Candidate{Profile: p.Name, Settings: mapping.Settings{}, Overrides: []string{}}
-		for k, v := range set {
-			cand.Settings[k] = v
-			cand.Overrides = append(cand.Overrides, fmt.Sprintf("%s=%v", k, v))
-		}
+		cand = visionCandidate(p, mesh, set)
 	}
 	plan, err := mapping.BuildWith(c, p, mesh, set)
 	var pe *mapping.PlanError

@@ -376,3 +376,35 @@ func TestVerifyMissingVisionFolder(t *testing.T) {
 	assert.False(t, res.OK, "--strict: the warning fails")
 	assert.Equal(t, ckpt.Fail, res.Single().Findings[0].Status)
 }
+
+// A vision folder built with host_vision_embed=true (no embedding files)
+// is identified with that switch, by names and headers alone and with the
+// source: each profile's vision part is tried with every setting of its
+// switches (instruct as the folder's name says). Before, only the
+// defaults were tried: three embedding files "missing", not exact.
+func TestIdentifyVisionSwitches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := synth.Small()
+	o.VisionSize = synth.TinyVision()
+	src := t.TempDir()
+	require.NoError(t, synth.Write(src, o))
+	out := filepath.Join(t.TempDir(), "cache")
+	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out, Options: build.Options{NoSync: true},
+		Plan: mapping.PlanOptions{Mesh: "1x2", Set: []string{mapping.VarHostVisionEmbed + "=true"}}})
+	require.NoError(t, err)
+	vision := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()
+	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: vision, Source: src})
+	require.NoError(t, err)
+	assert.True(t, res.Exact, "%+v", res.Candidates)
+	assert.Equal(t, []string{mapping.VarHostVisionEmbed + "=true"}, res.Best.Overrides)
+	assert.Equal(t, true, res.Best.Settings[mapping.VarHostVisionEmbed])
+	stackLike(t, out)
+	res, err = check.RunIdentify(ctx, check.IdentifyRequest{Dir: out})
+	require.NoError(t, err)
+	assert.True(t, res.Exact)
+	require.NotNil(t, res.Vision)
+	assert.True(t, res.Vision.NamesOnly)
+	assert.Equal(t, []string{mapping.VarHostVisionEmbed + "=true"}, res.Vision.Best.Overrides)
+	assert.Equal(t, 30, res.Vision.Files, "33 less the three embedding files")
+}
