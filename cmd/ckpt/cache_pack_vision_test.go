@@ -54,7 +54,8 @@ func TestCachePackVisionModel(t *testing.T) {
 // TestCachePackVisionCompanionMissing: a text folder whose vision folder
 // is gone packs alone (exit 0) with a warning naming the missing folder
 // and why; its archive unpacks alone with a note naming the folder it
-// lacks, and verifies alone.
+// lacks, and the text folder verifies alone (the root does not: the model
+// lacks its vision folder).
 func TestCachePackVisionCompanionMissing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -77,6 +78,12 @@ func TestCachePackVisionCompanionMissing(t *testing.T) {
 	assert.Equal(t, "ckpt: note: the archive holds "+st+" alone: the model's other folder "+sv+", which its manifest names, is not in it (left as it is)\n", stderr)
 	assert.NoDirExists(t, sv)
 	require.FileExists(t, filepath.Join(st, cache.ManifestName))
-	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
+	// The text folder verifies alone, saying its vision folder was not
+	// verified; the root (the whole model) fails without it.
+	code, stdout, _ = runApp(t, "cache", "verify", st, "--source", src, "--progress", "none")
 	assert.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "ok (text folder only: the vision folder "+sv+" was not found and not verified)")
+	code, stdout, _ = runApp(t, "cache", "verify", shipped, "--source", src, "--progress", "none")
+	assert.Equal(t, 1, code, stdout)
+	assert.Contains(t, stdout, "companion: "+visionFolder+": the vision folder "+visionFolder+" that the manifest of "+folder1x2+" names is not there")
 }
