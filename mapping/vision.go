@@ -68,7 +68,7 @@ const (
 	// visionModelHost the stored one that embeds on the host only.
 	visionModel     = "00c023afa53f9bf3793bb395f62a38be16adab91"
 	visionModelHost = "d49bb17261dbfb4601cfc2014a1dd6b87f06206f"
-	loadCkpts    = "009c27a3b2394128cb35a0a1e5d5d73680abaf35"
+	loadCkpts       = "009c27a3b2394128cb35a0a1e5d5d73680abaf35"
 )
 
 // visionProfile is the vision part of the built-in profiles: the files
