@@ -87,7 +87,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Packe
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	folder, err := resolvePack(dir, opt.Select)
+	folder, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, err
 	}
@@ -233,42 +233,6 @@ func pairProblem(a, b *cache.Manifest) string {
 		return fmt.Sprintf("a part %s that is neither the main one nor %s", strconv.Quote(a.Part+b.Part), mapping.PartVision)
 	}
 	return ""
-}
-
-// resolvePack finds the cache folder pack archives: the one dir names
-// (cache.ResolveFolder), or, when dir is a device folder (its entries
-// are cache folders), the one of its cache root that sel matches on that
-// device.
-func resolvePack(dir string, sel cache.Selector) (cache.Folder, error) {
-	f, err := cache.ResolveFolder(dir, sel)
-	var nc *cache.NoCacheError
-	if err == nil || !errors.As(err, &nc) || len(nc.Others) > 0 || nc.Checkpoint != "" {
-		return f, err
-	}
-	abs, aerr := filepath.Abs(dir)
-	if aerr != nil {
-		return f, err
-	}
-	ents, rerr := os.ReadDir(abs)
-	if rerr != nil {
-		return f, err
-	}
-	dev := filepath.Base(abs)
-	if sel.Device != "" && sel.Device != dev {
-		return f, err
-	}
-	for _, e := range ents {
-		if cache.IsFolderName(e.Name()) {
-			s := sel
-			s.Device = dev
-			df, derr := cache.ResolveFolder(filepath.Dir(abs), s)
-			if derr != nil {
-				return cache.Folder{}, derr
-			}
-			return df, nil
-		}
-	}
-	return f, err
 }
 
 func packFile(tw *tar.Writer, root string, rec cache.FileRecord, p *ckpt.Progress) error {

@@ -82,7 +82,7 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 // reads, and more; and those folders. Nothing when it names none (Pack says
 // why).
 func folderFiles(dir string, sel cache.Selector) ([]string, []string) {
-	folder, err := resolvePack(dir, sel)
+	folder, err := cache.ResolveFolder(dir, sel)
 	if err != nil {
 		return nil, nil
 	}
