@@ -144,15 +144,28 @@ GLOBL e5k<>(SB), RODATA|NOPTR, $256
 	VEC5(WB, WF, Z23); \
 	STEP(Z27, Z29, Z31, Z10)
 
-// func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte) int
+// The add section of the kernel (before next:) adds the sums of the
+// block just done (X0 = [bb, ff], X2 = bf, X3 = mx, BX changed, R8
+// zeroSign; R10 its e4m3Block) into the partial at AX, as
+// partial.addE4M3 does: each product of a block factor with a sum rounded
+// once (VMULSD then VADDSD, never fused), the maximum by VMAXSD (no NaN
+// gets there, every value is ≥ +0), and Σ(f−b)² as k.bb·(ff + bb − 2bf)
+// for one scale, else as e4m3SumSq: the 128-bit integer mff·A + mbb·B −
+// (±cross2)·C (A, B, C the sums in units of 2^-18), rounded to nearest
+// even with a sticky bit, times 2^n and the block's unit. It clobbers AX,
+// BX, CX, DX, R8, R9, R11 and X4-X6.
+
+// func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte, p *partial) int
 //
 // e4m3BlocksAVX2 for bn a positive multiple of 64: block j runs the unit
 // loop when k[j] is e4m3Same, the scaled one with k[j].kb, kf when it is
 // e4m3Diff, and overwrites out[j] with its sums like e4m3BlocksGo; the
 // kernel returns at the first block that is e4m3Generic or holds a NaN
-// code, with the number of blocks done. R10 points at k[j], R12 at
-// out[j], R13 counts the blocks done.
-TEXT ·e4m3BlocksAVX512(SB), NOSPLIT, $0-64
+// code, with the number of blocks done. With p not nil it also adds each
+// block done into *p as partial.addE4M3 does, in order, with the same
+// operations (the add section). R10 points at k[j], R12 at out[j], R13 counts the
+// blocks done.
+TEXT ·e4m3BlocksAVX512(SB), NOSPLIT, $0-72
 	MOVQ b+0(FP), SI
 	MOVQ f+8(FP), DI
 	MOVQ k+24(FP), R10
@@ -258,12 +271,90 @@ sums:
 	MOVQ BX, e4m3Sums_changed(R12)
 	SUBQ R9, R8                 // #(z and not eq)
 	MOVQ R8, e4m3Sums_zeroSign(R12)
+	MOVQ p+56(FP), AX
+	TESTQ AX, AX
+	JZ next
+	ADDQ BX, partial_changed(AX)
+	ADDQ R8, partial_zeroSign(AX)
+	VMULSD e4m3Block_bb(R10), X0, X4
+	VADDSD partial_normB(AX), X4, X4
+	VMOVSD X4, partial_normB(AX)
+	VPERMILPD $1, X0, X5        // ff
+	VMULSD e4m3Block_ff(R10), X5, X4
+	VADDSD partial_normF(AX), X4, X4
+	VMOVSD X4, partial_normF(AX)
+	VMULSD e4m3Block_bf(R10), X2, X4
+	VADDSD partial_dot(AX), X4, X4
+	VMOVSD X4, partial_dot(AX)
+	VMULSD e4m3Block_mxs(R10), X3, X4
+	VMAXSD partial_maxAbs(AX), X4, X4
+	VMOVSD X4, partial_maxAbs(AX)
+	MOVBLZX e4m3Block_class(R10), BX
+	CMPQ BX, $const_e4m3Same
+	JNE add5diff
+	VADDSD X0, X5, X4           // ff + bb
+	VADDSD X2, X2, X6           // 2·bf
+	VSUBSD X6, X4, X4
+	VMULSD e4m3Block_bb(R10), X4, X4
+	JMP add5ss
+add5diff:
+	MOVQ $0x4110000000000000, BX // 2^18
+	VMOVQ BX, X6
+	VMULSD X6, X5, X4
+	VCVTTSD2SIQ X4, R8           // A = Σv_f²
+	VMULSD X6, X0, X4
+	VCVTTSD2SIQ X4, R9           // B = Σv_b²
+	VMULSD X6, X2, X4
+	VCVTTSD2SIQ X4, R11          // C = Σv_b·v_f
+	MOVQ e4m3Block_mff(R10), AX
+	MULQ R8
+	MOVQ AX, R8
+	MOVQ DX, CX                 // t = CX:R8 = mff·A
+	MOVQ e4m3Block_mbb(R10), AX
+	MULQ R9
+	ADDQ AX, R8
+	ADCQ DX, CX                 // + mbb·B
+	MOVQ e4m3Block_cross2(R10), AX
+	MOVBLZX e4m3Block_crossNeg(R10), BX
+	NEGQ BX
+	XORQ BX, AX
+	SUBQ BX, AX                 // ±cross2, the sign of mb·mf
+	IMULQ R11                   // DX:AX = ±cross2·C, signed
+	SUBQ AX, R8
+	SBBQ DX, CX                 // t ≥ 0: a sum of squares
+	TESTQ CX, CX
+	JNZ add5wide
+	VCVTUSI2SDQ R8, X4, X4
+	JMP add5unit
+add5wide:
+	BSRQ CX, R9                 // n − 1, n the bits of hi
+	MOVQ CX, BX
+	MOVQ $63, CX
+	SUBQ R9, CX                 // 64 − n
+	SHLQ CX, R8, BX             // m = hi<<(64−n) | lo>>n
+	SHLQ CX, R8                 // the bits of lo below m
+	XORQ DX, DX
+	TESTQ R8, R8
+	SETNE DL
+	ORQ DX, BX                  // sticky
+	VCVTUSI2SDQ BX, X4, X4
+	LEAQ 1024(R9), BX
+	SHLQ $52, BX
+	VMOVQ BX, X6                // 2^n
+	VMULSD X6, X4, X4
+add5unit:
+	VMULSD e4m3Block_unit(R10), X4, X4
+	MOVQ p+56(FP), AX
+add5ss:
+	VADDSD partial_sumSqDiff(AX), X4, X4
+	VMOVSD X4, partial_sumSqDiff(AX)
+next:
 	ADDQ $e4m3Block__size, R10
 	ADDQ $e4m3Sums__size, R12
 	INCQ R13
 	JMP block
 
 ret:
-	MOVQ R13, ret+56(FP)
+	MOVQ R13, ret+64(FP)
 	VZEROUPPER
 	RET

@@ -54,7 +54,7 @@ func e4m3RunWith(kern e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 	if kern == e4m3KernelAVX512 {
 		if n := len(b) &^ 63; n > 0 {
 			var t e4m3Sums
-			if e4m3BlocksAVX512(&b[0], &f[0], n, k, 1, &t, &e4m3Tab) == 0 {
+			if e4m3BlocksAVX512(&b[0], &f[0], n, k, 1, &t, &e4m3Tab, nil) == 0 {
 				return false
 			}
 			o.add(&t)
@@ -93,9 +93,30 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 	n := len(k) * bn
 	b, f, out = b[:n], f[:n], out[:len(k)]
 	if kern == e4m3KernelAVX512 && bn%64 == 0 {
-		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab)
+		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab, nil)
 	}
 	return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
+}
+
+// e4m3AddBlocks is e4m3Blocks followed by r.addE4M3 of the blocks done,
+// with the same results bit for bit: the AVX-512 kernel adds each block
+// into r itself, as it finishes it, instead of the Go loop over out
+// afterwards (out, len(k) sums, is then only written). TestE4M3Blocks.
+func e4m3AddBlocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	return e4m3AddBlocksWith(e4m3Best, b, f, bn, k, out, r)
+}
+
+// e4m3AddBlocksWith is e4m3AddBlocks with kernel kern (one that this CPU
+// runs).
+func e4m3AddBlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	if kern == e4m3KernelAVX512 && bn > 0 && bn%64 == 0 && len(k) > 0 {
+		n := len(k) * bn
+		b, f, out = b[:n], f[:n], out[:len(k)]
+		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab, r)
+	}
+	done := e4m3BlocksWith(kern, b, f, bn, k, out)
+	r.addE4M3(out[:done], k)
+	return done
 }
 
 // e4m3BlocksAVX2 is e4m3BlocksGo on the nk blocks of bn pairs at b and f
@@ -107,10 +128,12 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
 
 // e4m3BlocksAVX512 is e4m3BlocksAVX2 in 512-bit vectors for bn a positive
-// multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab).
+// multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab); with
+// p not nil it also adds each block done into *p as p.addE4M3 would
+// (e4m3AddBlocks).
 //
 //go:noescape
-func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte) int
+func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte, p *partial) int
 
 // e4m3Tab holds the top two bytes of the float64 value of every F8_E4M3
 // magnitude m (code & 0x7f), whose other bits are zero: the low byte at

@@ -25,3 +25,15 @@ func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 func e4m3BlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 	return e4m3BlocksGo(b, f, bn, k, out)
 }
+
+// e4m3AddBlocks is e4m3Blocks followed by r.addE4M3 of the blocks done.
+func e4m3AddBlocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	return e4m3AddBlocksWith(e4m3KernelGo, b, f, bn, k, out, r)
+}
+
+// e4m3AddBlocksWith is e4m3AddBlocks: kern is the Go loop here.
+func e4m3AddBlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	done := e4m3BlocksGo(b, f, bn, k, out)
+	r.addE4M3(out[:done], k)
+	return done
+}

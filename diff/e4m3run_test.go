@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -276,6 +277,11 @@ func BenchmarkE4M3Run(b *testing.B) {
 func TestE4M3Blocks(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
+	var wideSumSq [2]int // blocks of two scales whose Σ(f−b)² integer fits 64 bits, and not
+	defer func() {
+		assert.Positive(t, wideSumSq[0], "blocks of two scales with a 64-bit e4m3SumSq integer")
+		assert.Positive(t, wideSumSq[1], "blocks of two scales with a wider e4m3SumSq integer")
+	}()
 	for _, bn := range []int{32, 64, 96, 128, 192, 48, 1} {
 		for _, nk := range []int{1, 2, 5, 16} {
 			for iter := range 20 {
@@ -316,6 +322,36 @@ func TestE4M3Blocks(t *testing.T) {
 					require.True(t, e4m3RunGo(b[j*bn:(j+1)*bn], f[j*bn:(j+1)*bn], k[j].class == e4m3Same, k[j].kb, k[j].kf, &o))
 					require.Equal(t, e4m3SumsBits(o), e4m3SumsBits(want[j]), "%s: e4m3BlocksGo, block %d", msg, j)
 				}
+				// The blocks added into a partial that already holds sums,
+				// as e4m3Segment adds them: by r.addE4M3 of the Go loop's
+				// sums, and by each kernel through e4m3AddBlocksWith, under
+				// the descriptors newE4M3Block makes (one scale: the same
+				// kernel loop under every factor of addE4M3).
+				kAdd := make([]e4m3Block, nk)
+				for j := range kAdd {
+					switch {
+					case k[j].class == e4m3Same:
+						s := e4m3AddScales[rng.IntN(len(e4m3AddScales))]
+						kAdd[j] = newE4M3Block(s, s)
+					case k[j].class == e4m3Diff && k[j].kb != k[j].kf:
+						kAdd[j] = newE4M3Block(float32(k[j].kb), float32(k[j].kf))
+					default: // generic, or two equal scales in the scaled loop (newE4M3Block never makes those)
+						kAdd[j] = k[j]
+						if k[j].class == e4m3Diff {
+							kAdd[j] = newE4M3Block(0x1p-5, 0x1.8p-5)
+						}
+					}
+				}
+				start := partial{changed: 7, maxAbs: 0.75 * float64(rng.IntN(3)), sumSqDiff: rng.Float64(), normB: rng.Float64(),
+					normF: rng.Float64(), dot: rng.Float64() - 0.5, zeroSign: 3}
+				wantAdd, sumsAdd := start, make([]e4m3Sums, nk)
+				nAdd := e4m3BlocksGo(b, f, bn, kAdd, sumsAdd)
+				wantAdd.addE4M3(sumsAdd[:nAdd], kAdd)
+				for j := range nAdd {
+					if kAdd[j].class == e4m3Diff {
+						wideSumSq[sumSqWide(&kAdd[j], &sumsAdd[j])]++
+					}
+				}
 				for _, kern := range e4m3Kernels() {
 					for j := range got {
 						got[j] = stale
@@ -327,6 +363,11 @@ func TestE4M3Blocks(t *testing.T) {
 					for j := range nWant {
 						require.Equal(t, e4m3SumsBits(want[j]), e4m3SumsBits(got[j]), "%s: block %d", msg, j)
 					}
+					gotAdd := start
+					nGot = e4m3AddBlocksWith(kern, b, f, bn, kAdd, got[:nk], &gotAdd)
+					require.Equal(t, nAdd, nGot, "%s: e4m3AddBlocks", msg)
+					require.Equal(t, partialBits(&wantAdd), partialBits(&gotAdd), "%s: e4m3AddBlocks", msg)
+					require.Equal(t, wantAdd.zeroSign, gotAdd.zeroSign, "%s: e4m3AddBlocks", msg)
 				}
 				if nWant < nk { // the block it stopped at is generic or holds a NaN
 					var o e4m3Sums
@@ -337,6 +378,29 @@ func TestE4M3Blocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// e4m3AddScales are the one-scale factors of TestE4M3Blocks's added
+// blocks: zero, both signs, 20 significant bits, the extremes 2^±100.
+var e4m3AddScales = []float32{0.0087890625, -0.013671875, 0, 1, math.Float32frombits(0x3f7ffff0), 0x1p-100, 0x1p100, 3.0517578e-05}
+
+// sumSqWide is 1 when the 128-bit integer e4m3SumSq forms for sums o in
+// block k (of two scales) does not fit in 64 bits, else 0: the kernels
+// round the two cases apart.
+func sumSqWide(k *e4m3Block, o *e4m3Sums) int {
+	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
+	x := new(big.Int).Mul(new(big.Int).SetUint64(k.mff), big.NewInt(A))
+	x.Add(x, new(big.Int).Mul(new(big.Int).SetUint64(k.mbb), big.NewInt(B)))
+	c := new(big.Int).Mul(new(big.Int).SetUint64(k.cross2), big.NewInt(C))
+	if k.crossNeg {
+		x.Add(x, c)
+	} else {
+		x.Sub(x, c)
+	}
+	if x.BitLen() > 64 {
+		return 1
+	}
+	return 0
 }
 
 // e4m3SumsBits is o bit for bit.
@@ -481,4 +545,69 @@ func TestE4M3KernelEdges(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestE4M3AddBlocksRounding holds e4m3AddBlocksWith, one block at a time
+// into a zero partial (so Σ(f−b)² is the block's own, rounded once), against
+// r.addE4M3 of the Go loop's sums on the blocks of two scales whose
+// e4m3SumSq integer is a tie at 53 bits but for bits below the top 64: the
+// sticky bit rounds them up. Random blocks reach a few of them (about one
+// in 2^11 of the wide ones).
+func TestE4M3AddBlocksRounding(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	const bn = 64
+	scales := []float32{math.Float32frombits(0x3f7ffff0), -math.Float32frombits(0x3c0ffff0), math.Float32frombits(0x3e123450), math.Float32frombits(0x3d7edcb0)}
+	found := 0
+	for try := 0; try < 200000 && found < 4; try++ {
+		sb, sf := scales[rng.IntN(len(scales))], scales[rng.IntN(len(scales))]
+		if sb == sf {
+			continue
+		}
+		k := []e4m3Block{newE4M3Block(sb, sf)}
+		b, f := make([]byte, bn), make([]byte, bn)
+		for i := range b {
+			b[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+			f[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+		}
+		o := make([]e4m3Sums, 1)
+		require.Equal(t, 1, e4m3BlocksGo(b, f, bn, k, o))
+		if !stickyDecides(&k[0], &o[0]) {
+			continue
+		}
+		found++
+		var want partial
+		want.addE4M3(o, k)
+		for _, kern := range e4m3Kernels() {
+			var got partial
+			require.Equal(t, 1, e4m3AddBlocksWith(kern, b, f, bn, k, o, &got), "kernel %d", kern)
+			require.Equal(t, partialBits(&want), partialBits(&got), "kernel %d, scales %g %g", kern, sb, sf)
+		}
+	}
+	require.Positive(t, found, "no block whose Σ(f−b)² needs the sticky bit")
+}
+
+// stickyDecides says whether the e4m3SumSq integer of sums o in block k
+// rounds differently to float64 without the bits below its top 64.
+func stickyDecides(k *e4m3Block, o *e4m3Sums) bool {
+	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
+	x := new(big.Int).Mul(new(big.Int).SetUint64(k.mff), big.NewInt(A))
+	x.Add(x, new(big.Int).Mul(new(big.Int).SetUint64(k.mbb), big.NewInt(B)))
+	c := new(big.Int).Mul(new(big.Int).SetUint64(k.cross2), big.NewInt(C))
+	if k.crossNeg {
+		x.Add(x, c)
+	} else {
+		x.Sub(x, c)
+	}
+	n := x.BitLen()
+	if n <= 64 {
+		return false
+	}
+	top := new(big.Int).Rsh(x, uint(n-64))
+	if new(big.Int).Lsh(top, uint(n-64)).Cmp(x) == 0 {
+		return false // nothing below the top 64 bits
+	}
+	exact, _ := new(big.Float).SetInt(x).Float64()
+	trunc, _ := new(big.Float).SetInt(new(big.Int).Lsh(top, uint(n-64))).Float64()
+	return exact != trunc
 }

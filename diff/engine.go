@@ -524,8 +524,7 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		if whole := (c1 - c) / bn; c == blk*bn && whole > 0 && bn <= e4m3RunMax {
 			k := blks[blk : blk+whole]
 			sc.e4m3 = grow(sc.e4m3, whole)
-			done := e4m3Blocks(b, f, int(bn), k, sc.e4m3)
-			r.addE4M3(sc.e4m3[:done], k)
+			done := e4m3AddBlocks(b, f, int(bn), k, sc.e4m3, r)
 			c += int64(done) * bn
 			if int64(done) == whole {
 				continue

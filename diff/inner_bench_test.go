@@ -3,6 +3,7 @@ package diff
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -144,5 +145,44 @@ func TestCountChanged(t *testing.T) {
 	}
 	if got := countRawDiff([]byte("abcdefghijklmnopq"), []byte("abcdefghijklmnopQ"), 1); got != 1 {
 		t.Fatalf("countRawDiff = %d, want 1", got)
+	}
+}
+
+// BenchmarkAddE4M3 measures partial.addE4M3 per block of 128 code pairs
+// (the exact sums of fine-tuned-like blocks), for blocks all of one scale,
+// all of two, and the two kinds mixed at random as in a fine-tune whose
+// scales moved in about half of the blocks.
+func BenchmarkAddE4M3(b *testing.B) {
+	const nk, bn = 4096, 128
+	rng := rand.New(rand.NewPCG(5, 6))
+	x, y := make([]byte, nk*bn), make([]byte, nk*bn)
+	for i := range x {
+		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+		y[i] = x[i]
+		if rng.IntN(7) == 0 && x[i]&0x7f < 0x7e {
+			y[i]++
+		}
+	}
+	for _, mix := range []string{"same", "scaled", "mixed"} {
+		k := make([]e4m3Block, nk)
+		for j := range k {
+			s := float32(rng.IntN(200)+1) * 0x1p-14
+			if mix == "scaled" || mix == "mixed" && rng.IntN(2) == 0 {
+				k[j] = newE4M3Block(s, s*1.0078125)
+			} else {
+				k[j] = newE4M3Block(s, s)
+			}
+		}
+		out := make([]e4m3Sums, nk)
+		if e4m3BlocksGo(x, y, bn, k, out) != nk {
+			b.Fatal("NaN")
+		}
+		b.Run(mix, func(b *testing.B) {
+			var r partial
+			for b.Loop() {
+				r.addE4M3(out, k)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nk, "ns/block")
+		})
 	}
 }
