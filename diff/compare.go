@@ -421,6 +421,13 @@ func (p *plan) layout() error {
 	if p.fs, err = sideLayout(p.ft, f); err != nil {
 		return fmt.Errorf("fine-tune %s: %w", p.ft.Source, err)
 	}
+	if p.bs.scaled() != p.fs.scaled() && len(b.Shape) > 2 && slices.Equal(b.Shape, f.Shape) {
+		// The unscaled side of a stack takes the scaled side's view, so
+		// that rows and columns mean the same on both.
+		for _, s := range []*side{p.bs, p.fs} {
+			s.rows, s.cols = ckpt.StackedMatrix(s.t.Shape)
+		}
+	}
 	switch {
 	case p.layoutFP4():
 		p.kind = kindRequantFP4

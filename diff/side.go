@@ -50,6 +50,12 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	s := &side{t: t, dt: t.DType, esize: int64(t.DType.Bits() / 8)}
 	s.rows, s.cols = ckpt.Matrix(t.Shape)
 	st := q.Scale
+	if st != nil {
+		// A 3-D stack of block-scaled matrices (fused experts [E, R, C],
+		// R whole blocks) is one block weight of E·R rows of C, as its
+		// scale's grid is (ckpt.NewValues).
+		s.rows, s.cols = ckpt.StackedMatrix(t.Shape)
+	}
 	switch q.Scheme {
 	case ckpt.Plain:
 	case ckpt.BlockFP8, ckpt.FP8Block, ckpt.FP8Channel:
