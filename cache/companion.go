@@ -61,6 +61,17 @@ func Companion(f Folder) (comp Folder, named, exists, ok bool) {
 	return found[0], false, true, true
 }
 
+// PartOf is the main folder that the ckpt manifest of the vision folder f
+// names as its model's (Manifest.Companion). ok is false for a folder
+// without a manifest, or whose manifest is not a part's.
+func PartOf(f Folder) (main string, ok bool) {
+	m, err := ReadManifest(f.Path())
+	if err != nil || m.Part == "" || m.Companion == "" {
+		return "", false
+	}
+	return m.Companion, true
+}
+
 // deviceFolders lists the cache folders of f's device folder, f itself
 // left out.
 func deviceFolders(f Folder) []Folder {

@@ -124,6 +124,11 @@ type Result struct {
 	// Replaced is the source of the earlier build in this cache folder
 	// when it differs from this build's source.
 	Replaced string
+	// PartOf is the main folder (still there) whose vision part the
+	// earlier build of this vision folder was, when it is not this
+	// build's: one device folder has one vision folder, so that model
+	// has none of its own now.
+	PartOf string
 	// NonFinite lists the source tensors with NaN or Inf values (only
 	// with AllowNonFinite; also in the manifest).
 	NonFinite []ckpt.NonFinite

@@ -50,6 +50,11 @@ func (b *builder) readOld() error {
 		if m.Source != b.plan.Source {
 			b.res.Replaced = m.Source
 		}
+		if m.Part != "" && m.Companion != "" && m.Companion != b.plan.Companion {
+			if st, err := os.Stat(filepath.Join(b.out, filepath.FromSlash(m.Companion))); err == nil && st.IsDir() {
+				b.res.PartOf = m.Companion
+			}
+		}
 	}
 	jr, err := cache.ReadJournal(b.dir)
 	if err != nil {

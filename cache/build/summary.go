@@ -90,6 +90,11 @@ func (r *Result) Notes() []string {
 	if r.Replaced != "" {
 		out = append(out, fmt.Sprintf("the cache folder held a build of %s; it now holds this source's", ckpt.EscapeName(r.Replaced)))
 	}
+	if r.PartOf != "" {
+		out = append(out, fmt.Sprintf("the vision folder held the vision part of %s (a device folder has one vision folder: its name has no mesh); "+
+			"it now holds this build's, and %s has no vision folder of its own (build the two meshes into different device folders or cache roots)",
+			ckpt.EscapeName(r.PartOf), ckpt.EscapeName(r.PartOf)))
+	}
 	if s := ckpt.NonFiniteNote(r.NonFinite); s != "" {
 		out = append(out, s+"; recorded in the manifest")
 	}

@@ -101,6 +101,10 @@ type Result struct {
 	// folder's manifest names when it is not there: it was not verified,
 	// and OK says nothing of it (a FindingCompanion says so).
 	VisionNotVerified string `json:"vision_not_verified,omitempty"`
+	// VisionOwner is, when the vision folder is there but its manifest
+	// names another main folder (VisionNotVerified is then its path),
+	// that folder: the vision part is another model's.
+	VisionOwner string `json:"vision_owner,omitempty"`
 }
 
 // Compared values (Result.Compared).
@@ -611,9 +615,11 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	}
 	// A model's main folder is checked with its vision folder when that
 	// is there (an archive holds one folder: a text folder unpacked alone
-	// is checked alone); one that is not there is a companion finding of
+	// is checked alone); one that is not there, or whose manifest says it
+	// is another folder's vision part (a build of another mesh into the
+	// same device folder replaced it: owner[p]), is a companion finding of
 	// the main folder's check (missing[p]).
-	missing := map[string]cache.Folder{}
+	missing, owner := map[string]cache.Folder{}, map[string]string{}
 	for _, p := range paths {
 		f, err := cache.ResolveFolder(p, cache.Selector{})
 		if err != nil {
@@ -625,6 +631,10 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 		}
 		if !exists {
 			missing[p] = comp
+			continue
+		}
+		if main, ok := cache.PartOf(comp); ok && main != f.Dir {
+			missing[p], owner[p] = comp, main
 			continue
 		}
 		if c := comp.Path(); !slices.Contains(paths, c) && c != filepath.Clean(p) {
@@ -641,18 +651,22 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 			return
 		}
 		f := ckpt.Finding{ID: FindingCompanion, Files: []string{comp.Dir}}
+		notThere := "is not there"
+		if o := owner[p]; o != "" {
+			notThere = "holds the vision part of " + ckpt.EscapeName(o) + ", not of this folder (a build of another mesh into the same device folder replaced it)"
+		}
 		if whole {
 			f.Status = ckpt.Fail
-			f.Message = fmt.Sprintf("the vision folder %s that the manifest of %s names is not there (%s): the model's cache is incomplete",
-				comp.Dir, path.Dir(comp.Dir)+"/"+filepath.Base(filepath.Clean(p)), comp.Path())
+			f.Message = fmt.Sprintf("the vision folder %s that the manifest of %s names %s (%s): the model's cache is incomplete",
+				comp.Dir, path.Dir(comp.Dir)+"/"+filepath.Base(filepath.Clean(p)), notThere, comp.Path())
 		} else {
 			f.Status = ckpt.Warn
 			if opt.Strict {
 				f.Status = ckpt.Fail
 			}
-			f.Message = fmt.Sprintf("the vision folder %s that this folder's manifest names is not there: not verified; this check is of the text folder only, "+
-				"not of the whole model (the cache root checks both)", comp.Path())
-			r.VisionNotVerified = comp.Path()
+			f.Message = fmt.Sprintf("the vision folder %s that this folder's manifest names %s: not verified; this check is of the text folder only, "+
+				"not of the whole model (the cache root checks both)", comp.Path(), notThere)
+			r.VisionNotVerified, r.VisionOwner = comp.Path(), owner[p]
 		}
 		r.Findings = append(r.Findings, f)
 		r.OK = r.OK && !f.Failed()

@@ -116,8 +116,12 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 	if r.OK {
 		if r.VisionNotVerified != "" {
 			// Not the model: its vision folder was not there to check.
-			fmt.Fprintf(w, "ok (text folder only: the vision folder %s was not found and not verified): %d files (%s) in %s match the plan of %s and their manifest; %s\n",
-				esc(r.VisionNotVerified), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))
+			why := "was not found and not verified"
+			if r.VisionOwner != "" {
+				why = "holds the vision part of " + r.VisionOwner + " and was not verified"
+			}
+			fmt.Fprintf(w, "ok (text folder only: the vision folder %s %s): %d files (%s) in %s match the plan of %s and their manifest; %s\n",
+				esc(r.VisionNotVerified), esc(why), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))
 			return nil
 		}
 		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict()))

@@ -250,3 +250,57 @@ func TestCacheVerifyMissingVisionFolder(t *testing.T) {
 		assert.Contains(t, stdout, "2 cache folders in "+dir+" checked: all ok\n")
 	}
 }
+
+// A device folder that opens both meshes holds one vision folder (the
+// stack's naming has no mesh in it): a 1x4 build after a 1x2 build into
+// the same device folder replaces the vision folder the 1x2 text folder's
+// manifest names. The 1x4 build says so, and verify of the 1x2 model does
+// not call it complete: of the text folder alone a warning (a failure with
+// --strict) that its vision folder holds another model's vision part, of
+// the device folder a failure. On main the build said nothing and both
+// verifies were "ok" (the vision folder checked against its own, 1x4,
+// manifest).
+func TestCacheVisionFolderOfAnotherMesh(t *testing.T) {
+	dir := t.TempDir()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, o))
+	root := filepath.Join(dir, "cache")
+	build := func(mesh string) string {
+		code, stdout, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--device", "P150x4", "--progress", "none", "--fsync=false")
+		require.Equal(t, 0, code, stderr)
+		return stdout + stderr
+	}
+	out := build("1x2")
+	assert.NotContains(t, out, "vision part of")
+	out = build("1x4")
+	assert.Contains(t, out, "held the vision part of P150x4/tensor_cache_bfp8_mesh1x2")
+
+	text := filepath.Join(root, "P150x4", "tensor_cache_bfp8_mesh1x2")
+	code, stdout, stderr := runApp(t, "cache", "verify", text, "--progress", "none")
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout+stderr, "holds the vision part of P150x4/tensor_cache_bfp8_mesh1x4")
+	assert.Contains(t, stdout, "ok (text folder only: the vision folder "+filepath.Join(root, "P150x4", "tensor_cache_bfp8")+" holds the vision part of P150x4/tensor_cache_bfp8_mesh1x4 and was not verified)")
+	assert.NotContains(t, stdout, "all ok")
+	code, stdout, _ = runApp(t, "cache", "verify", text, "--progress", "none", "--format", "json")
+	assert.Equal(t, 0, code)
+	var doc struct {
+		VisionNotVerified string `json:"vision_not_verified"`
+		VisionOwner       string `json:"vision_owner"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	assert.Equal(t, filepath.Join(root, "P150x4", "tensor_cache_bfp8"), doc.VisionNotVerified)
+	assert.Equal(t, "P150x4/tensor_cache_bfp8_mesh1x4", doc.VisionOwner)
+	code, _, stderr = runApp(t, "cache", "verify", text, "--progress", "none", "--strict")
+	assert.Equal(t, 1, code, stderr)
+
+	code, stdout, stderr = runApp(t, "cache", "verify", filepath.Join(root, "P150x4"), "--progress", "none")
+	assert.Equal(t, 1, code, stderr)
+	assert.Contains(t, stdout+stderr, "holds the vision part of P150x4/tensor_cache_bfp8_mesh1x4")
+
+	// The 1x4 model itself is complete.
+	code, stdout, stderr = runApp(t, "cache", "verify", filepath.Join(root, "P150x4", "tensor_cache_bfp8_mesh1x4"), "--progress", "none", "--strict")
+	assert.Equal(t, 0, code, stdout+stderr)
+}
