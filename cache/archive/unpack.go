@@ -517,8 +517,11 @@ func (p *part) prepare() error {
 	if ents, err := os.ReadDir(parent); err == nil {
 		for _, e := range ents {
 			// Ours while we hold the folder's lock: an unpack stages only
-			// under it, so these are left by one that died.
-			if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			// under it, so these are left by one that died. Only the
+			// prefix and os.MkdirTemp's decimal suffix: the staging folder
+			// of a folder whose name continues this one's (a tag with a
+			// dash) is another unpack's.
+			if n := strings.TrimPrefix(e.Name(), prefix); e.IsDir() && n != e.Name() && allDigits(n) {
 				os.RemoveAll(filepath.Join(parent, e.Name()))
 			}
 		}
@@ -998,4 +1001,14 @@ func (p *part) dropped() ([]string, bool) {
 	})
 	sort.Slice(out, func(i, j int) bool { return ckpt.NaturalLess(out[i], out[j]) })
 	return out, held
+}
+
+// allDigits reports whether s is a non-empty run of decimal digits.
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

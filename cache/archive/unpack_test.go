@@ -180,3 +180,28 @@ func TestUnpackNamedFolder(t *testing.T) {
 	}
 	assert.NoDirExists(t, filepath.Join(root, "P150"), "no directory is left from the refused unpack")
 }
+
+// TestUnpackLeavesOtherStaging: an unpack clears the staging folders that
+// an unpack of the same folder left when it died (".unpack-<folder>-<n>"),
+// and no other: the staging folder of a folder whose name continues the
+// unpacked one's ("<folder>-x_mesh1x2", a tag with a dash) belongs to
+// another unpack, under another lock. On the old code the prefix match
+// removed it.
+func TestUnpackLeavesOtherStaging(t *testing.T) {
+	t.Parallel()
+	honest, _, err := cachetest.TinyFolder(2)
+	require.NoError(t, err)
+	root := t.TempDir()
+	folder := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
+	parent, base := filepath.Dir(folder), filepath.Base(folder)
+	other := filepath.Join(parent, ".unpack-"+base+"-x_mesh1x2-12345")
+	stale := filepath.Join(parent, ".unpack-"+base+"-67890")
+	for _, d := range []string{other, stale} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o644))
+	}
+	_, err = archive.Unpack(context.Background(), bytes.NewReader(archiveOf(t, honest, nil)), root, archive.UnpackOptions{})
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(other, "f"), "another folder's staging is not this unpack's to remove")
+	assert.NoDirExists(t, stale, "a staging folder of this folder's dead unpack is removed")
+}
