@@ -77,14 +77,8 @@ func e4m3RunWith(kern e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 	return e4m3RunGo(b, f, same, k.kb, k.kf, o)
 }
 
-// e4m3Blocks is e4m3BlocksGo, bit for bit: one call of a kernel runs the
-// blocks when their width suits it (TestE4M3Blocks).
-func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3BlocksWith(e4m3Best, b, f, bn, k, out)
-}
-
-// e4m3BlocksWith is e4m3Blocks with kernel kern (one that this CPU runs):
-// e4m3BlocksAVX512 for bn a multiple of 64, e4m3BlocksAVX2 for bn a
+// e4m3BlocksWith is e4m3BlocksGo, bit for bit, with kernel kern (one
+// that this CPU runs; TestE4M3Blocks): e4m3BlocksAVX512 for bn a multiple of 64, e4m3BlocksAVX2 for bn a
 // multiple of 32, else the Go loop.
 func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 	if kern == e4m3KernelGo || bn <= 0 || bn%32 != 0 || len(k) == 0 {
@@ -98,7 +92,7 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 	return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
 }
 
-// e4m3AddBlocks is e4m3Blocks followed by r.addE4M3 of the blocks done,
+// e4m3AddBlocks is e4m3BlocksWith(e4m3Best, …) followed by r.addE4M3 of the blocks done,
 // with the same results bit for bit: the AVX-512 kernel adds each block
 // into r itself, as it finishes it, instead of the Go loop over out
 // afterwards (out, len(k) sums, is then only written). TestE4M3Blocks.

@@ -16,17 +16,12 @@ func e4m3RunWith(_ e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 	return e4m3RunGo(b, f, k.class == e4m3Same, k.kb, k.kf, o)
 }
 
-// e4m3Blocks is e4m3BlocksGo here.
-func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3BlocksGo(b, f, bn, k, out)
-}
-
-// e4m3BlocksWith is e4m3Blocks: kern is the Go loop here.
+// e4m3BlocksWith is e4m3BlocksGo: kern is the Go loop here.
 func e4m3BlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 	return e4m3BlocksGo(b, f, bn, k, out)
 }
 
-// e4m3AddBlocks is e4m3Blocks followed by r.addE4M3 of the blocks done.
+// e4m3AddBlocks is e4m3BlocksGo followed by r.addE4M3 of the blocks done.
 func e4m3AddBlocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
 	return e4m3AddBlocksWith(e4m3KernelGo, b, f, bn, k, out, r)
 }

@@ -46,7 +46,7 @@ func TestStackedExperts(t *testing.T) {
 	_, _, q2 := fp8(t, "x.weight", w2, rows, c, blk, blk, ckpt.BF16)
 	sides := map[string][]ckpt.MemTensor{
 		"fp8": q, "fp8 changed": q2,
-		"bf16": {bf16T(t, "x.weight", []int64{rows, c}, wMaster)},
+		"bf16":     {bf16T(t, "x.weight", []int64{rows, c}, wMaster)},
 		"bf16 off": {bf16T(t, "x.weight", []int64{rows, c}, off)},
 	}
 	dir := t.TempDir()

@@ -343,7 +343,7 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	for _, p := range profiles {
 		p = p.WithIgnores(opt.Ignore)
 		p.Device = f.Device()
-		sets := []mapping.Settings{{}}
+		var sets []mapping.Settings
 		if vision {
 			sets = visionSettings(p, mesh, f.Tag() == mapping.VisionInstructTag)
 		} else {
