@@ -61,15 +61,31 @@ func Companion(f Folder) (comp Folder, named, exists, ok bool) {
 	return found[0], false, true, true
 }
 
-// PartOf is the main folder that the ckpt manifest of the vision folder f
-// names as its model's (Manifest.Companion). ok is false for a folder
-// without a manifest, or whose manifest is not a part's.
-func PartOf(f Folder) (main string, ok bool) {
-	m, err := ReadManifest(f.Path())
-	if err != nil || m.Part == "" || m.Companion == "" {
+// PartOf is the main folder that the ckpt manifest of the vision folder
+// comp names as its model's (Manifest.Companion), when that is not main
+// and the part is not the one main's build would have written: it was
+// built for another mesh, device, source, variant or profile. A device
+// folder has one vision folder (its name carries no mesh and no text
+// tag), so a build of another model into it takes it over; a build of
+// the same model under another tag writes the same files. ok is false
+// when comp is main's vision part, or either folder has no manifest.
+func PartOf(main, comp Folder) (owner string, ok bool) {
+	vm, err := ReadManifest(comp.Path())
+	if err != nil || vm.Part == "" || vm.Companion == "" || vm.Companion == main.Dir {
 		return "", false
 	}
-	return m.Companion, true
+	tm, err := ReadManifest(main.Path())
+	if err != nil || SamePart(tm, vm.Mesh, vm.Device, vm.Source, vm.Variant, vm.Profile) {
+		return "", false
+	}
+	return vm.Companion, true
+}
+
+// SamePart reports whether a vision part built with mesh, device, source,
+// variant and (main) profile is the one the build of the main folder
+// whose manifest is m wrote.
+func SamePart(m *Manifest, mesh, device, source, variant, profile string) bool {
+	return m.Mesh == mesh && m.Device == device && m.Source == source && m.Variant == variant && m.Profile == profile
 }
 
 // deviceFolders lists the cache folders of f's device folder, f itself

@@ -124,10 +124,12 @@ type Result struct {
 	// Replaced is the source of the earlier build in this cache folder
 	// when it differs from this build's source.
 	Replaced string
-	// PartOf is the main folder (still there) whose vision part the
-	// earlier build of this vision folder was, when it is not this
-	// build's: one device folder has one vision folder, so that model
-	// has none of its own now.
+	// PartOf is the main folder (still there, naming this folder) whose
+	// vision part the earlier build of this vision folder was, when this
+	// build's part is not the one that folder's build wrote (another
+	// mesh, device, source, variant or profile: cache.SamePart): one
+	// device folder has one vision folder, so that model has none of its
+	// own now.
 	PartOf string
 	// NonFinite lists the source tensors with NaN or Inf values (only
 	// with AllowNonFinite; also in the manifest).

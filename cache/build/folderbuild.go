@@ -51,7 +51,9 @@ func (b *builder) readOld() error {
 			b.res.Replaced = m.Source
 		}
 		if m.Part != "" && m.Companion != "" && m.Companion != b.plan.Companion {
-			if st, err := os.Stat(filepath.Join(b.out, filepath.FromSlash(m.Companion))); err == nil && st.IsDir() {
+			// Another model's vision part: does it stay that model's?
+			if tm, err := cache.ReadManifest(filepath.Join(b.out, filepath.FromSlash(m.Companion))); err == nil && tm.Companion == b.plan.CacheDir &&
+				!cache.SamePart(tm, b.plan.Mesh.String(), b.plan.Device, b.plan.Source, b.plan.Variant, b.plan.MainProfile) {
 				b.res.PartOf = m.Companion
 			}
 		}

@@ -92,7 +92,7 @@ func (r *Result) Notes() []string {
 	}
 	if r.PartOf != "" {
 		out = append(out, fmt.Sprintf("the vision folder held the vision part of %s (a device folder has one vision folder: its name has no mesh); "+
-			"it now holds this build's, and %s has no vision folder of its own (build the two meshes into different device folders or cache roots)",
+			"it now holds this build's, and %s has no vision folder of its own (build the two models into different device folders or cache roots)",
 			ckpt.EscapeName(r.PartOf), ckpt.EscapeName(r.PartOf)))
 	}
 	if s := ckpt.NonFiniteNote(r.NonFinite); s != "" {

@@ -633,7 +633,7 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 			missing[p] = comp
 			continue
 		}
-		if main, ok := cache.PartOf(comp); ok && main != f.Dir {
+		if main, ok := cache.PartOf(f, comp); ok {
 			missing[p], owner[p] = comp, main
 			continue
 		}
@@ -653,7 +653,7 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 		f := ckpt.Finding{ID: FindingCompanion, Files: []string{comp.Dir}}
 		notThere := "is not there"
 		if o := owner[p]; o != "" {
-			notThere = "holds the vision part of " + ckpt.EscapeName(o) + ", not of this folder (a build of another mesh into the same device folder replaced it)"
+			notThere = "holds the vision part of " + ckpt.EscapeName(o) + ", not of this folder (a build of another model into the same device folder replaced it)"
 		}
 		if whole {
 			f.Status = ckpt.Fail
