@@ -42,11 +42,14 @@ type BadArchiveError struct {
 	Reason string
 }
 
+// The reason copies names the archive gives (a device, a cache_dir): it
+// is shown with their control and bidirectional characters escaped
+// (ckpt.EscapeName), as the entry is quoted.
 func (e *BadArchiveError) Error() string {
 	if e.Entry == "" {
-		return "bad archive: " + e.Reason
+		return "bad archive: " + ckpt.EscapeName(e.Reason)
 	}
-	return fmt.Sprintf("bad archive: entry %s: %s", strconv.Quote(e.Entry), e.Reason)
+	return fmt.Sprintf("bad archive: entry %s: %s", strconv.Quote(e.Entry), ckpt.EscapeName(e.Reason))
 }
 
 // Is makes errors.Is(err, ckpt.ErrMalformed) true.
@@ -67,6 +70,11 @@ type FolderMismatchError struct {
 }
 
 func (e *FolderMismatchError) Error() string {
+	msg := e.message()
+	return ckpt.EscapeName(msg) // the archive's folder names, and the path named
+}
+
+func (e *FolderMismatchError) message() string {
 	if e.Companion != "" {
 		return fmt.Sprintf("the archive holds cache folders %s and %s (one model), not %s (named by %s): unpack it into the cache root, or name a folder %s or %s",
 			e.Archive, e.Companion, e.Named, e.Path, path.Base(e.Archive), path.Base(e.Companion))
@@ -380,6 +388,9 @@ func checkManifest(mb []byte, entry string) (*cache.Manifest, error) {
 		return nil, bad(entry, "cache_dir %s is not the folder of its device %s, tag %s and mesh %s (%s)",
 			strconv.Quote(m.CacheDir), strconv.Quote(m.Device), strconv.Quote(m.Tag), m.Mesh, strconv.Quote(want))
 	}
+	if err := checkFolderNames(m); err != "" {
+		return nil, bad(entry, "%s", err)
+	}
 	files := map[string]bool{}
 	dirs := map[string]bool{}
 	var total int64
@@ -468,8 +479,8 @@ func (u *unpacker) run(ctx context.Context, tr *tar.Reader) (res *Unpacked, err 
 			}
 		}
 	}()
-	for _, p := range u.parts {
-		if err := p.prepare(); err != nil {
+	for i, p := range u.parts {
+		if err := p.prepare(u.parts[:i]); err != nil {
 			return nil, err
 		}
 	}
@@ -482,8 +493,11 @@ func (u *unpacker) run(ctx context.Context, tr *tar.Reader) (res *Unpacked, err 
 
 // prepare creates the folder if needed, takes its lock, removes staging
 // folders that an unpack which died left and makes the staging folder
-// beside the folder.
-func (p *part) prepare() error {
+// beside the folder. A folder that is, through links, one of the folders
+// prepared before (the other folder of a vision model), inside it, or
+// holds it is refused before it is locked: swapping one would carry the
+// other away.
+func (p *part) prepare(before []*part) error {
 	st, err := os.Lstat(p.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -509,6 +523,12 @@ func (p *part) prepare() error {
 		return &ckpt.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("is a link to something that is not a directory")}
 	}
 	p.real = real
+	for _, q := range before {
+		if q.real == real || strings.HasPrefix(real, q.real+string(filepath.Separator)) || strings.HasPrefix(q.real, real+string(filepath.Separator)) {
+			return &ckpt.RefusedOutputError{RefusedError: &atomicfile.RefusedError{Flag: "-o", Path: p.path,
+				Reason: fmt.Sprintf("is %s through links, and %s is %s: the model's two folders must be two directories, neither inside the other", real, q.path, q.real)}}
+		}
+	}
 	if p.lock, err = cache.LockFolder(real); err != nil {
 		return err
 	}
@@ -1011,4 +1031,44 @@ func allDigits(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// checkFolderNames says why the folders m names cannot be a model's in a
+// cache root ("" when they can): its device is one path segment; a vision
+// part's folder is named without a mesh (a tag ending in _mesh<R>x<C>
+// would give it a text folder's name); its companion, which the unpacked
+// manifest keeps and verify, identify, pack and build read, is a cache
+// folder of the same device and of the other kind (a main folder's an
+// unmeshed vision folder, a vision folder's a meshed one), never a path
+// into another device or root; and its part is one ckpt knows.
+func checkFolderNames(m *cache.Manifest) string {
+	if strings.Contains(m.Device, "/") || m.Device == "" {
+		return fmt.Sprintf("device %s is not one path segment", strconv.Quote(m.Device))
+	}
+	unmeshed := func(dir string) bool { return cache.FolderOf("", dir).Unmeshed() }
+	switch m.Part {
+	case "":
+	case mapping.PartVision:
+		if !unmeshed(m.CacheDir) {
+			return fmt.Sprintf("cache_dir %s of part %s ends in a mesh: a vision folder is named without a mesh", strconv.Quote(m.CacheDir), mapping.PartVision)
+		}
+	default:
+		return fmt.Sprintf("part %s is neither the main one nor %s", strconv.Quote(m.Part), mapping.PartVision)
+	}
+	if m.Companion == "" {
+		return ""
+	}
+	c := m.Companion
+	want := "an unmeshed vision folder <device>/tensor_cache_<tag>"
+	if m.Part == mapping.PartVision {
+		want = "a text folder <device>/tensor_cache_<tag>_mesh" + m.Mesh
+	}
+	switch {
+	case cache.CheckRelPath(c) != nil || path.Dir(c) != path.Dir(m.CacheDir) || !cache.IsFolderName(path.Base(c)) || c == m.CacheDir:
+	case m.Part == "" && unmeshed(c):
+		return ""
+	case m.Part == mapping.PartVision && !unmeshed(c) && cache.FolderOf("", c).Mesh() == m.Mesh:
+		return ""
+	}
+	return fmt.Sprintf("companion %s is not %s beside %s", strconv.Quote(c), want, m.CacheDir)
 }

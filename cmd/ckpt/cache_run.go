@@ -159,14 +159,15 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 		return err
 	}
 	a.warn(res.Warnings...)
+	esc := output.EscapeTerm // the folders' and the archive's paths, copied
 	if res.Companion != nil {
 		// A vision model: both folders, one archive.
 		fmt.Fprintf(a.Out, "packed %d files (%s) of %s and %d files (%s) of its vision folder %s into %s (%s): one model, one archive\n",
-			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Folder.Path(), len(res.Companion.Files), output.Bytes(res.CompanionBytes), res.CompanionFolder.Path(),
-			res.Out, output.Bytes(res.ArchiveBytes))
+			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Folder.Path()), len(res.Companion.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionFolder.Path()),
+			esc(res.Out), output.Bytes(res.ArchiveBytes))
 		return nil
 	}
-	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), res.Out, output.Bytes(res.ArchiveBytes))
+	fmt.Fprintf(a.Out, "packed %d files (%s) into %s (%s)\n", len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Out), output.Bytes(res.ArchiveBytes))
 	return nil
 }
 
@@ -183,12 +184,13 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 		return err
 	}
 	a.warn(res.Warnings...)
+	esc := output.EscapeTerm // the folders' paths: the user's and the archive's names
 	if res.Companion != nil {
 		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s and %d files (%s) into its vision folder %s: all match the archive's manifests; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
-			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir, len(res.Companion.Manifest.Files), output.Bytes(res.CompanionBytes), res.CompanionDir)
+			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Dir), len(res.Companion.Manifest.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionDir))
 	} else {
 		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
-			len(res.Manifest.Files), output.Bytes(res.Bytes), res.Dir)
+			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Dir))
 	}
 	if res.Replaced {
 		fmt.Fprintf(a.Out, "replaced the folder's earlier contents (%d files that the archive does not hold are gone)\n", len(res.Dropped))
