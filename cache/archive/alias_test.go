@@ -3,7 +3,9 @@ package archive
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
@@ -49,6 +51,48 @@ func TestUnpackVisionPairAliasedFolders(t *testing.T) {
 			assert.Contains(t, err.Error(), visionDir)
 			assert.Contains(t, err.Error(), "must be two directories, neither inside the other")
 			assert.Equal(t, before, snap(t, root), "the cache root is as it was")
+		})
+	}
+}
+
+// TestUnpackVisionPairFreshRootAllOrNothing: into a root that holds
+// neither folder, a failure of the second swap (and of the space check,
+// and a damaged vision file) leaves the root as it was: no device folder,
+// no empty folders, no staging folder, no lock file.
+func TestUnpackVisionPairFreshRootAllOrNothing(t *testing.T) {
+	t.Parallel()
+	es, _, _, err := cachetest.TinyVisionPair(2, 2)
+	require.NoError(t, err)
+	bad := append([]cachetest.ArchiveEntry(nil), es...)
+	last := &bad[len(bad)-1]
+	last.Data = bytes.Clone(last.Data)
+	last.Data[len(last.Data)-1] ^= 1
+	for name, tc := range map[string]struct {
+		entries []cachetest.ArchiveEntry
+		opt     func(root string) UnpackOptions
+	}{
+		"main swap fails": {es, func(root string) UnpackOptions {
+			return UnpackOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
+				if filepath.Base(dir) == filepath.Base(cachetest.TinyFolderDir) {
+					return "", errors.New("injected failure")
+				}
+				return exchange(stage, dir)
+			}}
+		}},
+		"no room": {es, func(string) UnpackOptions {
+			return UnpackOptions{noSync: true, freeBytes: func(string) (int64, bool) { return 1, true }}
+		}},
+		"vision file damaged": {bad, func(string) UnpackOptions { return UnpackOptions{noSync: true} }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			top := t.TempDir()
+			root := filepath.Join(top, "root")
+			require.NoError(t, os.Mkdir(root, 0o755))
+			before := snap(t, top)
+			_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, tc.opt(root))
+			require.Error(t, err)
+			assert.Equal(t, before, snap(t, top), "the root is as it was: %v", err)
 		})
 	}
 }

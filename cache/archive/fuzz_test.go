@@ -23,7 +23,8 @@ import (
 // duplicate, a file the manifest does not list, a wrong hash, a manifest
 // for another folder, none at all); and a vision model's two folders in
 // one archive, honest and hostile (the second folder's file damaged, its
-// manifest out of place, twice, naming another companion, or missing).
+// manifest out of place, twice, naming another companion, or missing; a
+// vision folder named as a text folder, a companion in another root).
 func fuzzSeeds(tb testing.TB) [][]byte {
 	honest, m, err := cachetest.TinyFolder(2)
 	if err != nil {
@@ -66,6 +67,11 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 		[]cachetest.ArchiveEntry{pair[0], pair[1], pair[1], pair[2], pair[3], pair[4], pair[5]},
 		[]cachetest.ArchiveEntry{pair[0], se, pair[2], pair[3], pair[4], pair[5]},
 		[]cachetest.ArchiveEntry{pair[0], pair[2], pair[3]},
+		// A vision folder named as a text folder (a tag ending in
+		// _mesh1x2), a companion in another root.
+		relabel(tb, true, func(m *cache.Manifest) { m.Companion = "P300/tensor_cache_x_mesh1x2" },
+			func(v *cache.Manifest) { v.Tag, v.CacheDir = "x_mesh1x2", "P300/tensor_cache_x_mesh1x2" }),
+		relabel(tb, false, func(m *cache.Manifest) { m.Companion = "../../evil/tensor_cache_bfp8" }, nil),
 	)
 	var out [][]byte
 	for _, s := range sets {

@@ -17,7 +17,7 @@ import (
 // relabel returns the entries of the tiny vision pair (both folders, or
 // the main folder alone) with each manifest edited by its fn and every
 // file moved to the folder its manifest now names.
-func relabel(t *testing.T, both bool, main, vision func(m *cache.Manifest)) []cachetest.ArchiveEntry {
+func relabel(t testing.TB, both bool, main, vision func(m *cache.Manifest)) []cachetest.ArchiveEntry {
 	t.Helper()
 	es, m, v, err := cachetest.TinyVisionPair(2, 2)
 	require.NoError(t, err)
