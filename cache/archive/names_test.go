@@ -149,3 +149,24 @@ func TestUnpackErrorsEscapeNames(t *testing.T) {
 	assert.NotContains(t, err.Error(), "\u202e")
 	assert.Contains(t, err.Error(), `P3\u202e00\u0085`)
 }
+
+// TestUnpackSecondManifestBounded: the second manifest may take only what
+// the first left of the bound of one (maxManifestBytes): one declaring
+// more is refused before a byte of it is read, naming it. (Before: read up
+// to 256 MiB more, a second manifest's worth of memory; this one, whose
+// data is cut short, was "truncated".)
+func TestUnpackSecondManifestBounded(t *testing.T) {
+	t.Parallel()
+	es, _, _, err := cachetest.TinyVisionPair(2, 2)
+	require.NoError(t, err)
+	huge := es[1]
+	huge.Size = int64(maxManifestBytes - len(es[0].Data) + 1)
+	root, _, _ := pairRoot(t)
+	before := snap(t, root)
+	_, err = Unpack(context.Background(), bytes.NewReader(tarArchive(t, []cachetest.ArchiveEntry{es[0], huge})), root, UnpackOptions{noSync: true})
+	var b *BadArchiveError
+	require.True(t, errors.As(err, &b), "%v", err)
+	assert.Equal(t, es[1].Name, b.Entry)
+	assert.Contains(t, b.Reason, "the two manifests at most")
+	assert.Equal(t, before, snap(t, root))
+}

@@ -266,8 +266,10 @@ func (u *unpacker) readCompanion(tr *tar.Reader, m *cache.Manifest) (*cache.Mani
 	if h.Typeflag != tar.TypeReg {
 		return nil, bad(h.Name, "not a regular file")
 	}
-	if h.Size < 0 || h.Size > maxManifestBytes {
-		return nil, bad(h.Name, "%d bytes (at most %d)", h.Size, maxManifestBytes)
+	// The two manifests together within the bound of one: an archive of
+	// two folders needs no more memory than one of a folder.
+	if left := int64(maxManifestBytes - len(u.mb)); h.Size < 0 || h.Size > left {
+		return nil, bad(h.Name, "%d bytes (the two manifests at most %d together, the first has %d)", h.Size, maxManifestBytes, len(u.mb))
 	}
 	cb, err := io.ReadAll(tr)
 	if err != nil {
