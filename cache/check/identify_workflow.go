@@ -45,15 +45,19 @@ type IdentifySummary struct {
 	Profile    string   `json:"profile,omitempty"`
 	Overrides  []string `json:"overrides"`
 	Candidates int      `json:"candidates"`
-	// Vision and VisionMissing are as in IdentifyResult.
+	// Vision, VisionMissing, VisionOther and VisionOwner are as in
+	// IdentifyResult.
 	Vision        *IdentifySummary `json:"vision,omitempty"`
 	VisionMissing string           `json:"vision_missing,omitempty"`
+	VisionOther   string           `json:"vision_other,omitempty"`
+	VisionOwner   string           `json:"vision_owner,omitempty"`
 }
 
 // Summary is the result's closing JSON Lines record; Exact covers the
 // vision folder too (Vision, its own record, when it was identified).
 func (r *IdentifyResult) Summary() IdentifySummary {
-	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing}
+	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing,
+		VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
 	}
@@ -76,7 +80,8 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // manifest names, or a stack's beside a folder without a manifest), that
 // folder is identified too (Vision; its source is its own manifest's when
 // Source is empty), and Exact covers both; a vision folder the manifest
-// names that is not there is VisionMissing, and the result is not exact.
+// names that is not there is VisionMissing, and the result is not exact;
+// so is one of another model (VisionOther).
 // Dir a cache folder is that folder only.
 func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
 	res, err := runIdentify(ctx, req, "")
@@ -115,6 +120,18 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	vres.Warnings = nil
 	res.Vision = vres
 	res.Exact = res.Exact && vres.Exact
+	// A vision folder of another model (a build of another mesh, device,
+	// source or variant into the same device folder, or the stack's for
+	// another mesh) is not this model's, however well it reproduces.
+	if owner, ok := cache.PartOf(f, comp); ok {
+		res.VisionOwner = owner
+		res.VisionOther = "its manifest says it holds the vision part of " + owner + ", not of this folder"
+	} else if vres.Mesh != res.Mesh {
+		res.VisionOther = "it is for mesh " + vres.Mesh + ", not this folder's " + res.Mesh
+	}
+	if res.VisionOther != "" {
+		res.Exact = false
+	}
 	return res, nil
 }
 

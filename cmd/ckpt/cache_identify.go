@@ -130,6 +130,11 @@ func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rul
 		}
 		return "exact"
 	}
+	if r.VisionOther != "" {
+		_, err := fmt.Fprintf(w, "the model's 2 cache folders: NOT both reproduced: text folder %s %s; vision folder %s is another model's (%s): the model is not complete\n",
+			esc(r.Dir), word(r), esc(r.Vision.Dir), esc(r.VisionOther))
+		return err
+	}
 	verdict := "both folders reproduced"
 	if !r.Exact {
 		verdict = "NOT both reproduced"

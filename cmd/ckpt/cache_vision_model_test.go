@@ -336,3 +336,74 @@ func TestCacheVisionFolderOfAnotherTag(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "holds the vision part of P300/tensor_cache_ft_mesh1x2, not of this folder")
 }
+
+// cache identify of a whole model (root or device folder, --mesh
+// choosing the text folder) whose device folder's one vision folder is
+// another model's: a later build of another mesh took it over (its
+// manifest names that folder), or, written by the stack, its .tpN names
+// are of another mesh. The vision folder reproduces, but the model is not
+// complete: exit 1, the closing line says so, JSON and JSON Lines carry
+// vision_other (and vision_owner when a manifest names the owner). The
+// model that owns it is exact. On main both exited 0, "both folders
+// reproduced", while cache verify of the same device folder failed.
+func TestCacheIdentifyVisionFolderOfAnotherModel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, o))
+	root := filepath.Join(dir, "cache")
+	for _, mesh := range []string{"1x4", "1x2"} { // the 1x2 build takes the vision folder over
+		code, _, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--device", "P150x4", "--progress", "none", "--fsync=false")
+		require.Equal(t, 0, code, stderr)
+	}
+	device := filepath.Join(root, "P150x4")
+	text4, vision := filepath.Join(device, "tensor_cache_bfp8_mesh1x4"), filepath.Join(device, "tensor_cache_bfp8")
+	check := func(t *testing.T, other, owner string) {
+		for _, d := range []string{root, device} {
+			code, stdout, stderr := runApp(t, "cache", "identify", d, "--mesh", "1x4", "--format", "text")
+			assert.Equal(t, 1, code, stdout+stderr)
+			assert.Contains(t, stdout, "the model's 2 cache folders: NOT both reproduced: text folder "+text4)
+			assert.Contains(t, stdout, "vision folder "+vision+" is another model's ("+other+"): the model is not complete\n")
+			assert.NotContains(t, stdout, "both folders reproduced")
+			code, stdout, _ = runApp(t, "cache", "identify", d, "--mesh", "1x4", "--format", "json")
+			assert.Equal(t, 1, code)
+			var doc struct {
+				Exact       bool   `json:"exact"`
+				VisionOther string `json:"vision_other"`
+				VisionOwner string `json:"vision_owner"`
+				Vision      *struct {
+					Mesh string `json:"mesh"`
+				} `json:"vision"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+			assert.False(t, doc.Exact)
+			assert.Equal(t, other, doc.VisionOther)
+			assert.Equal(t, owner, doc.VisionOwner)
+			require.NotNil(t, doc.Vision)
+			assert.Equal(t, "1x2", doc.Vision.Mesh)
+			code, stdout, _ = runApp(t, "cache", "identify", d, "--mesh", "1x4", "--format", "jsonl")
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stdout, `"exact":false`)
+			assert.Contains(t, stdout, `"vision_other":"`+other+`"`)
+			// The model that owns it is complete.
+			code, stdout, stderr = runApp(t, "cache", "identify", d, "--mesh", "1x2", "--format", "text")
+			assert.Equal(t, 0, code, stdout+stderr)
+			assert.Contains(t, stdout, "the model's 2 cache folders: both folders reproduced")
+		}
+	}
+	t.Run("manifest", func(t *testing.T) {
+		check(t, "its manifest says it holds the vision part of P150x4/tensor_cache_bfp8_mesh1x2, not of this folder", "P150x4/tensor_cache_bfp8_mesh1x2")
+	})
+	t.Run("stack", func(t *testing.T) {
+		require.NoError(t, filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || filepath.Ext(p) == mapping.FileExt {
+				return err
+			}
+			return os.Remove(p)
+		}))
+		check(t, "it is for mesh 1x2, not this folder's 1x4", "")
+	})
+}
