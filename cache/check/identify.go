@@ -119,13 +119,15 @@ type IdentifyResult struct {
 	// the cache root or device folder asked about holds one beside this
 	// folder (RunIdentify); Exact then covers both. VisionMissing is the
 	// path of the vision folder this folder's manifest names when it is
-	// not there (not identified; Exact is false). VisionOther says, in
+	// not there (not identified; Exact is false); VisionEmpty the path of
+	// one that holds no .tensorbin file (likewise). VisionOther says, in
 	// words, why the vision folder beside this one is another model's
 	// (its manifest names another main folder whose part differs, or its
 	// mesh is not this folder's): it is identified, but Exact is false.
 	// VisionOwner is that other main folder when a manifest names it.
 	Vision        *IdentifyResult `json:"vision,omitempty"`
 	VisionMissing string          `json:"vision_missing,omitempty"`
+	VisionEmpty   string          `json:"vision_empty,omitempty"`
 	VisionOther   string          `json:"vision_other,omitempty"`
 	VisionOwner   string          `json:"vision_owner,omitempty"`
 	report        *CompareReport

@@ -45,10 +45,11 @@ type IdentifySummary struct {
 	Profile    string   `json:"profile,omitempty"`
 	Overrides  []string `json:"overrides"`
 	Candidates int      `json:"candidates"`
-	// Vision, VisionMissing, VisionOther and VisionOwner are as in
+	// Vision, VisionMissing, VisionEmpty, VisionOther and VisionOwner are as in
 	// IdentifyResult.
 	Vision        *IdentifySummary `json:"vision,omitempty"`
 	VisionMissing string           `json:"vision_missing,omitempty"`
+	VisionEmpty   string           `json:"vision_empty,omitempty"`
 	VisionOther   string           `json:"vision_other,omitempty"`
 	VisionOwner   string           `json:"vision_owner,omitempty"`
 }
@@ -56,7 +57,7 @@ type IdentifySummary struct {
 // Summary is the result's closing JSON Lines record; Exact covers the
 // vision folder too (Vision, its own record, when it was identified).
 func (r *IdentifyResult) Summary() IdentifySummary {
-	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing,
+	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty,
 		VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
@@ -80,7 +81,8 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // manifest names, or a stack's beside a folder without a manifest), that
 // folder is identified too (Vision; its source is its own manifest's when
 // Source is empty), and Exact covers both; a vision folder the manifest
-// names that is not there is VisionMissing, and the result is not exact;
+// names that is not there is VisionMissing, one with no .tensorbin file
+// VisionEmpty, and the result is not exact;
 // so is one of another model (VisionOther).
 // Dir a cache folder is that folder only.
 func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
@@ -98,6 +100,12 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 		return res, nil
 	case !exists:
 		res.VisionMissing, res.Exact = comp.Path(), false
+		return res, nil
+	}
+	// A vision folder with no file left is a model missing a part (a
+	// difference, as cache verify says), not a folder that cannot be read.
+	if files, err := cache.TensorbinFiles(comp.Path()); err == nil && len(files) == 0 {
+		res.VisionEmpty, res.Exact = comp.Path(), false
 		return res, nil
 	}
 	vreq := req

@@ -110,6 +110,10 @@ func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rul
 		_, err := fmt.Fprintf(w, "vision folder %s (named by the manifest of %s) is not there: not identified; the model is not complete\n", esc(r.VisionMissing), esc(r.Dir))
 		return err
 	}
+	if r.VisionEmpty != "" {
+		_, err := fmt.Fprintf(w, "vision folder %s of the model holds no %s file: not identified; the model is not complete\n", esc(r.VisionEmpty), mapping.FileExt)
+		return err
+	}
 	if r.Vision == nil {
 		return nil
 	}

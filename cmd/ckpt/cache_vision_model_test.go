@@ -407,3 +407,40 @@ func TestCacheIdentifyVisionFolderOfAnotherModel(t *testing.T) {
 		check(t, "it is for mesh 1x2, not this folder's 1x4", "")
 	})
 }
+
+// cache identify of a whole model whose vision folder (named by the text
+// folder's manifest) holds no .tensorbin file any more: the model is not
+// complete, a difference (exit 1, as cache verify fails it), said in the
+// text and in JSON / JSON Lines (vision_empty), the text folder still
+// identified. On main it exited 2 ("holds no .tensorbin file: nothing to
+// identify"), the text folder's result not printed.
+func TestCacheIdentifyEmptyVisionFolder(t *testing.T) {
+	t.Parallel()
+	_, root, device, text, vision := visionModelCache(t, "1x2")
+	files, err := cache.TensorbinFiles(vision)
+	require.NoError(t, err)
+	for _, f := range files {
+		require.NoError(t, os.Remove(filepath.Join(vision, f)))
+	}
+	for _, dir := range []string{root, device} {
+		code, stdout, stderr := runApp(t, "cache", "identify", dir, "--format", "text")
+		assert.Equal(t, 1, code, stdout+stderr)
+		assert.Contains(t, stdout, text+" (82 files, mesh 1x2): exactly qwen36-mtp@pr55548")
+		assert.Contains(t, stdout, "vision folder "+vision+" of the model holds no .tensorbin file: not identified; the model is not complete\n")
+		code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "json")
+		assert.Equal(t, 1, code)
+		var doc struct {
+			Exact       bool   `json:"exact"`
+			VisionEmpty string `json:"vision_empty"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+		assert.False(t, doc.Exact)
+		assert.Equal(t, vision, doc.VisionEmpty)
+		code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "jsonl")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stdout, `"exact":false`)
+		assert.Contains(t, stdout, `"vision_empty":"`+vision+`"`)
+	}
+	code, _, _ := runApp(t, "cache", "verify", root, "--progress", "none")
+	assert.Equal(t, 1, code, "verify agrees")
+}
