@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -143,8 +144,28 @@ func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rul
 	if !r.Exact {
 		verdict = "NOT both reproduced"
 	}
-	_, err := fmt.Fprintf(w, "the model's 2 cache folders: %s: text folder %s %s; vision folder %s %s\n",
-		verdict, esc(r.Dir), word(r), esc(r.Vision.Dir), word(r.Vision))
+	if _, err := fmt.Fprintf(w, "the model's 2 cache folders: %s: text folder %s %s; vision folder %s %s\n",
+		verdict, esc(r.Dir), word(r), esc(r.Vision.Dir), word(r.Vision)); err != nil {
+		return err
+	}
+	// One build writes both folders: when the vision folder's settings
+	// (instruct, host_vision_embed) are not the text folder's, neither
+	// folder's line reproduces the model (the text line writes another
+	// vision folder, the vision line takes the default tag): one line
+	// with both does.
+	if r.Best == nil || r.Vision.Best == nil || r.Best.Profile != r.Vision.Best.Profile {
+		return nil
+	}
+	all := append([]string(nil), r.Best.Overrides...)
+	for _, o := range r.Vision.Best.Overrides {
+		if !slices.Contains(all, o) {
+			all = append(all, o)
+		}
+	}
+	if len(all) == len(r.Best.Overrides) {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "reproduce the model (both folders) with: %s\n", buildCommand(r, rules, variant, esc, all))
 	return err
 }
 
@@ -185,33 +206,7 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 		fmt.Fprintf(w, "%s (mesh %s): the source maps with no candidate profile\n", dir, esc(r.Mesh))
 		return nil
 	}
-	set := ""
-	for _, o := range r.Best.Overrides {
-		set += " --set " + esc(shellQuote(o))
-	}
-	// The device folder always: without --device a build goes where
-	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
-	// A candidate of --rules FILE is that file's profile, whatever its name.
-	q := func(s string) string { return esc(shellQuote(s)) }
-	prof := "--profile " + q(r.Best.Profile)
-	if rules != "" {
-		prof = "--rules " + q(rules)
-	}
-	// The real source when known (--source, or the manifest's), and the
-	// cache root the folder is in: the line runs as printed.
-	src := "SRC"
-	if r.Source != "" {
-		src = q(r.Source)
-	}
-	root := filepath.Dir(filepath.Dir(filepath.Clean(r.Dir)))
-	cmd := fmt.Sprintf("ckpt cache build %s --out %s %s --mesh %s --device %s", src, q(root), prof, q(r.Mesh), q(r.Device))
-	if r.Tag != "bfp8" {
-		cmd += " --tag " + q(r.Tag)
-	}
-	if variant != "" {
-		cmd += " --variant " + q(variant)
-	}
-	cmd += set + r.BuildFlags
+	cmd := buildCommand(r, rules, variant, esc, r.Best.Overrides)
 	what := "names and headers"
 	if r.NamesOnly {
 		what = "names and headers alone (no source)"
@@ -287,4 +282,38 @@ func printNotCompared(w io.Writer, r *check.IdentifyResult, esc func(string) str
 	if len(r.NotCompared) > 0 {
 		fmt.Fprintln(w, "(--source SRC, the checkpoint the cache was built from, compares them)")
 	}
+}
+
+// buildCommand is the cache build line that plans r's folder with the
+// overrides set (r.Best's, or the model's: the text folder's and its vision
+// folder's), escaped with esc.
+func buildCommand(r *check.IdentifyResult, rules, variant string, esc func(string) string, overrides []string) string {
+	set := ""
+	for _, o := range overrides {
+		set += " --set " + esc(shellQuote(o))
+	}
+	// The device folder always: without --device a build goes where
+	// $MESH_DEVICE or the mesh's upstream name says, not necessarily here.
+	// A candidate of --rules FILE is that file's profile, whatever its name.
+	q := func(s string) string { return esc(shellQuote(s)) }
+	prof := "--profile " + q(r.Best.Profile)
+	if rules != "" {
+		prof = "--rules " + q(rules)
+	}
+	// The real source when known (--source, or the manifest's), and the
+	// cache root the folder is in: the line runs as printed.
+	src := "SRC"
+	if r.Source != "" {
+		src = q(r.Source)
+	}
+	root := filepath.Dir(filepath.Dir(filepath.Clean(r.Dir)))
+	cmd := fmt.Sprintf("ckpt cache build %s --out %s %s --mesh %s --device %s", src, q(root), prof, q(r.Mesh), q(r.Device))
+	if r.Tag != "bfp8" {
+		cmd += " --tag " + q(r.Tag)
+	}
+	if variant != "" {
+		cmd += " --variant " + q(variant)
+	}
+	cmd += set + r.BuildFlags
+	return cmd
 }

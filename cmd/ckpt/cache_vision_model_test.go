@@ -444,3 +444,43 @@ func TestCacheIdentifyEmptyVisionFolder(t *testing.T) {
 	code, _, _ := runApp(t, "cache", "verify", root, "--progress", "none")
 	assert.Equal(t, 1, code, "verify agrees")
 }
+
+// cache identify of a whole model built with a vision switch (instruct,
+// host_vision_embed) and another tag, as ckpt and as the stack writes it:
+// the text folder's line lacks the vision switch and the vision folder's
+// lacks the tag, so neither rebuilds the model; one closing line with
+// both does (and is not printed when the text folder's line covers
+// both). On main there was no such line: the closest to it, the vision
+// folder's, built tensor_cache_bfp8_mesh1x2, not the tag's text folder.
+func TestCacheIdentifyModelBuildLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, o))
+	for _, tc := range []struct{ name, set string }{{"instruct", "instruct=true"}, {"hve", "host_vision_embed=true"}, {"plain", ""}} {
+		root := filepath.Join(dir, tc.name)
+		args := []string{"cache", "build", src, "--out", root, "--mesh", "1x4", "--tag", "ft", "--progress", "none", "--fsync=false"}
+		if tc.set != "" {
+			args = append(args, "--set", tc.set)
+		}
+		code, _, stderr := runApp(t, args...)
+		require.Equal(t, 0, code, stderr)
+		want := "reproduce the model (both folders) with: ckpt cache build " + src + " --out " + root +
+			" --profile qwen36-mtp@pr55548 --mesh 1x4 --device P150x4 --tag ft --set " + tc.set + "\n"
+		code, stdout, stderr := runApp(t, "cache", "identify", root, "--format", "text")
+		require.Equal(t, 0, code, stdout+stderr)
+		if tc.set == "" {
+			assert.NotContains(t, stdout, "reproduce the model", tc.name)
+			continue
+		}
+		assert.Contains(t, stdout, want, tc.name)
+		// As the stack writes it: the same line, SRC for the source.
+		stackLikeCache(t, root)
+		code, stdout, stderr = runApp(t, "cache", "identify", root, "--format", "text")
+		require.Equal(t, 0, code, stdout+stderr)
+		assert.Contains(t, stdout, strings.Replace(want, "build "+src, "build SRC", 1), tc.name)
+	}
+}
