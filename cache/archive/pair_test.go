@@ -229,15 +229,7 @@ func TestUnpackRefusesHostilePairs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			root, _, _ := pairRoot(t)
-			before := snap(t, root)
-			_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, UnpackOptions{noSync: true})
-			var b *BadArchiveError
-			require.True(t, errors.As(err, &b), "%v", err)
-			assert.ErrorIs(t, err, ckpt.ErrMalformed)
-			assert.Equal(t, tc.entry, b.Entry, "%v", err)
-			assert.Contains(t, b.Reason, tc.want)
-			assert.Equal(t, before, snap(t, root))
+			requireRefusedPair(t, tc.entries, tc.entry, tc.want)
 		})
 	}
 }
@@ -303,4 +295,20 @@ func TestUnpackVisionPairSwapBackFails(t *testing.T) {
 	assert.FileExists(t, filepath.Join(old, "v", "old.tensorbin"), "the old vision folder is kept where the error says")
 	assert.FileExists(t, filepath.Join(visionDir, "a", "f0.tensorbin"), "the archive's vision folder is in place")
 	assert.FileExists(t, filepath.Join(mainDir, "a", "old.tensorbin"), "the main folder is as it was")
+}
+
+// requireRefusedPair unpacks the archive of entries into a root holding a
+// vision model (pairRoot) and requires a bad archive naming entry, its
+// reason containing want, and the root exactly as it was.
+func requireRefusedPair(t *testing.T, entries []cachetest.ArchiveEntry, entry, want string) {
+	t.Helper()
+	root, _, _ := pairRoot(t)
+	before := snap(t, root)
+	_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, entries)), root, UnpackOptions{noSync: true})
+	var b *BadArchiveError
+	require.True(t, errors.As(err, &b), "%v", err)
+	assert.ErrorIs(t, err, ckpt.ErrMalformed)
+	assert.Equal(t, entry, b.Entry, "%v", err)
+	assert.Contains(t, b.Reason, want)
+	assert.Equal(t, before, snap(t, root))
 }
