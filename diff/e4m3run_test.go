@@ -621,23 +621,9 @@ func BenchmarkE4M3AddBlocks(b *testing.B) {
 	const nk, bn, rows = 40, 128, 64
 	rng := rand.New(rand.NewPCG(9, 10))
 	x, y := make([]byte, rows*nk*bn), make([]byte, rows*nk*bn)
-	for i := range x {
-		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
-		y[i] = x[i]
-		if rng.IntN(7) == 0 && x[i]&0x7f < 0x7e {
-			y[i]++
-		}
-	}
+	fineTunedCodes(rng, x, y)
 	for _, mix := range []string{"same", "scaled", "mixed"} {
-		k := make([]e4m3Block, nk)
-		for j := range k {
-			s := float32(rng.IntN(200)+1) * 0x1p-14
-			if mix == "scaled" || mix == "mixed" && rng.IntN(2) == 0 {
-				k[j] = newE4M3Block(s, s*1.0078125)
-			} else {
-				k[j] = newE4M3Block(s, s)
-			}
-		}
+		k := mixedBlocks(rng, nk, mix)
 		out := make([]e4m3Sums, nk)
 		b.Run(mix, func(b *testing.B) {
 			var r partial

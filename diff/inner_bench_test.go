@@ -156,23 +156,9 @@ func BenchmarkAddE4M3(b *testing.B) {
 	const nk, bn = 4096, 128
 	rng := rand.New(rand.NewPCG(5, 6))
 	x, y := make([]byte, nk*bn), make([]byte, nk*bn)
-	for i := range x {
-		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
-		y[i] = x[i]
-		if rng.IntN(7) == 0 && x[i]&0x7f < 0x7e {
-			y[i]++
-		}
-	}
+	fineTunedCodes(rng, x, y)
 	for _, mix := range []string{"same", "scaled", "mixed"} {
-		k := make([]e4m3Block, nk)
-		for j := range k {
-			s := float32(rng.IntN(200)+1) * 0x1p-14
-			if mix == "scaled" || mix == "mixed" && rng.IntN(2) == 0 {
-				k[j] = newE4M3Block(s, s*1.0078125)
-			} else {
-				k[j] = newE4M3Block(s, s)
-			}
-		}
+		k := mixedBlocks(rng, nk, mix)
 		out := make([]e4m3Sums, nk)
 		if e4m3BlocksGo(x, y, bn, k, out) != nk {
 			b.Fatal("NaN")
@@ -185,4 +171,31 @@ func BenchmarkAddE4M3(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nk, "ns/block")
 		})
 	}
+}
+
+// fineTunedCodes fills x with finite E4M3 codes drawn by rng and y with
+// the same codes, one in seven a step away (a fine-tune's codes).
+func fineTunedCodes(rng *rand.Rand, x, y []byte) {
+	for i := range x {
+		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+		y[i] = x[i]
+		if rng.IntN(7) == 0 && x[i]&0x7f < 0x7e {
+			y[i]++
+		}
+	}
+}
+
+// mixedBlocks is nk scale blocks drawn by rng: all of one scale ("same"),
+// all of two ("scaled"), or the two kinds mixed at random ("mixed").
+func mixedBlocks(rng *rand.Rand, nk int, mix string) []e4m3Block {
+	k := make([]e4m3Block, nk)
+	for j := range k {
+		s := float32(rng.IntN(200)+1) * 0x1p-14
+		if mix == "scaled" || mix == "mixed" && rng.IntN(2) == 0 {
+			k[j] = newE4M3Block(s, s*1.0078125)
+		} else {
+			k[j] = newE4M3Block(s, s)
+		}
+	}
+	return k
 }
