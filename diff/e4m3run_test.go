@@ -388,6 +388,15 @@ var e4m3AddScales = []float32{0.0087890625, -0.013671875, 0, 1, math.Float32from
 // block k (of two scales) does not fit in 64 bits, else 0: the kernels
 // round the two cases apart.
 func sumSqWide(k *e4m3Block, o *e4m3Sums) int {
+	if sumSqInt(k, o).BitLen() > 64 {
+		return 1
+	}
+	return 0
+}
+
+// sumSqInt is the integer e4m3SumSq forms for sums o in block k (of two
+// scales), exactly.
+func sumSqInt(k *e4m3Block, o *e4m3Sums) *big.Int {
 	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
 	x := new(big.Int).Mul(new(big.Int).SetUint64(k.mff), big.NewInt(A))
 	x.Add(x, new(big.Int).Mul(new(big.Int).SetUint64(k.mbb), big.NewInt(B)))
@@ -397,10 +406,7 @@ func sumSqWide(k *e4m3Block, o *e4m3Sums) int {
 	} else {
 		x.Sub(x, c)
 	}
-	if x.BitLen() > 64 {
-		return 1
-	}
-	return 0
+	return x
 }
 
 // e4m3SumsBits is o bit for bit.
@@ -590,15 +596,7 @@ func TestE4M3AddBlocksRounding(t *testing.T) {
 // stickyDecides says whether the e4m3SumSq integer of sums o in block k
 // rounds differently to float64 without the bits below its top 64.
 func stickyDecides(k *e4m3Block, o *e4m3Sums) bool {
-	A, B, C := int64(o.ff*0x1p18), int64(o.bb*0x1p18), int64(o.bf*0x1p18)
-	x := new(big.Int).Mul(new(big.Int).SetUint64(k.mff), big.NewInt(A))
-	x.Add(x, new(big.Int).Mul(new(big.Int).SetUint64(k.mbb), big.NewInt(B)))
-	c := new(big.Int).Mul(new(big.Int).SetUint64(k.cross2), big.NewInt(C))
-	if k.crossNeg {
-		x.Add(x, c)
-	} else {
-		x.Sub(x, c)
-	}
+	x := sumSqInt(k, o)
 	n := x.BitLen()
 	if n <= 64 {
 		return false
