@@ -23,17 +23,25 @@ import (
 func visionModelCache(t *testing.T, mesh string) (src, root, device, text, vision string) {
 	t.Helper()
 	dir := t.TempDir()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
-	src = filepath.Join(dir, "base")
-	require.NoError(t, synth.Write(src, o))
+	src = visionSource(t, dir)
 	root = filepath.Join(dir, "cache")
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--progress", "none", "--fsync=false")
 	require.Equal(t, 0, code, stderr)
 	dev := map[string]string{"1x2": "P300", "1x4": "P150x4"}[mesh]
 	device = filepath.Join(root, dev)
 	return src, root, device, filepath.Join(device, "tensor_cache_bfp8_mesh"+mesh), filepath.Join(device, "tensor_cache_bfp8")
+}
+
+// visionSource writes the tiny vision model (heads that divide by 4,
+// synth.TinyVision) as dir/base and returns that path.
+func visionSource(t *testing.T, dir string) string {
+	t.Helper()
+	o := synth.Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = synth.TinyVision()
+	src := filepath.Join(dir, "base")
+	require.NoError(t, synth.Write(src, o))
+	return src
 }
 
 // stackLikeCache removes every file that is not a .tensorbin file under
@@ -262,11 +270,7 @@ func TestCacheVerifyMissingVisionFolder(t *testing.T) {
 // manifest).
 func TestCacheVisionFolderOfAnotherMesh(t *testing.T) {
 	dir := t.TempDir()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
-	src := filepath.Join(dir, "base")
-	require.NoError(t, synth.Write(src, o))
+	src := visionSource(t, dir)
 	root := filepath.Join(dir, "cache")
 	build := func(mesh string) string {
 		code, stdout, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--device", "P150x4", "--progress", "none", "--fsync=false")
@@ -349,11 +353,7 @@ func TestCacheVisionFolderOfAnotherTag(t *testing.T) {
 func TestCacheIdentifyVisionFolderOfAnotherModel(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
-	src := filepath.Join(dir, "base")
-	require.NoError(t, synth.Write(src, o))
+	src := visionSource(t, dir)
 	root := filepath.Join(dir, "cache")
 	for _, mesh := range []string{"1x4", "1x2"} { // the 1x2 build takes the vision folder over
 		code, _, stderr := runApp(t, "cache", "build", src, "--out", root, "--mesh", mesh, "--device", "P150x4", "--progress", "none", "--fsync=false")
@@ -455,11 +455,7 @@ func TestCacheIdentifyEmptyVisionFolder(t *testing.T) {
 func TestCacheIdentifyModelBuildLine(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
-	src := filepath.Join(dir, "base")
-	require.NoError(t, synth.Write(src, o))
+	src := visionSource(t, dir)
 	for _, tc := range []struct{ name, set string }{{"instruct", "instruct=true"}, {"hve", "host_vision_embed=true"}, {"plain", ""}} {
 		root := filepath.Join(dir, tc.name)
 		args := []string{"cache", "build", src, "--out", root, "--mesh", "1x4", "--tag", "ft", "--progress", "none", "--fsync=false"}
