@@ -26,9 +26,7 @@ import (
 // the check; the root resolves to the main folder (one model).
 func TestVisionModelBuildAndVerify(t *testing.T) {
 	t.Parallel()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
+	o := synth.Small4()
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	for _, mesh := range []string{"1x2", "1x4"} {
@@ -98,9 +96,7 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 // file was "extra" and no candidate matched.
 func TestIdentifyVisionFolder(t *testing.T) {
 	t.Parallel()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
+	o := synth.Small4()
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	ctx := context.Background()
@@ -156,9 +152,7 @@ func TestIdentifyVisionFolder(t *testing.T) {
 // build's plan (Plan.Vision the vision part).
 func visionModel(t *testing.T, mesh string) (string, string, *mapping.Plan) {
 	t.Helper()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
+	o := synth.Small4()
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")

@@ -125,6 +125,18 @@ func Small() Options {
 		FP8: true, Block: [2]int{32, 32}, ScaleDType: ckpt.BF16, LayersPerShard: 2, Seed: 1}
 }
 
+// Small4 is Small with every sharded count divisible by 4 (attention and
+// KV heads, GDN key and value heads, intermediate tiles) and the tiny
+// vision tower whose hidden size splits into whole tiles on 4 devices
+// (TinyVision), so that the built-in profiles plan it, text and vision
+// folder, on a 1x4 mesh (P150x4) as well as on 1x2.
+func Small4() Options {
+	o := Small()
+	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
+	o.VisionSize = TinyVision()
+	return o
+}
+
 // SmallMoE is the tiny Qwen3.5-MoE base: Small's hybrid layers with 8
 // experts of 64 rows (top 2: two experts per device at 1x4) and a 64-row shared expert in every layer,
 // head counts that divide by 4 devices except the 2 KV heads (replicated

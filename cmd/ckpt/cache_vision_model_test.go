@@ -32,13 +32,11 @@ func visionModelCache(t *testing.T, mesh string) (src, root, device, text, visio
 	return src, root, device, filepath.Join(device, "tensor_cache_bfp8_mesh"+mesh), filepath.Join(device, "tensor_cache_bfp8")
 }
 
-// visionSource writes the tiny vision model (heads that divide by 4,
+// visionSource writes the tiny vision model (synth.Small4: heads that divide by 4,
 // synth.TinyVision) as dir/base and returns that path.
 func visionSource(t *testing.T, dir string) string {
 	t.Helper()
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
+	o := synth.Small4()
 	src := filepath.Join(dir, "base")
 	require.NoError(t, synth.Write(src, o))
 	return src

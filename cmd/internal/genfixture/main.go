@@ -30,7 +30,7 @@ func main() {
 	case "small":
 		o = synth.Small()
 	case "small4":
-		o = small4()
+		o = synth.Small4()
 	case "moe":
 		o = synth.SmallMoE()
 		o.PerExpert = *perExpert
@@ -61,16 +61,4 @@ func main() {
 		fmt.Fprintf(os.Stderr, "genfixture: writing fine-tune: %v\n", err)
 		os.Exit(2)
 	}
-}
-
-// small4 is synth.Small with every sharded count divisible by 4 (attention
-// and KV heads, GDN key and value heads, intermediate tiles) and the tiny
-// vision tower whose hidden size splits into whole tiles on 4 devices
-// (synth.TinyVision), so that the built-in profiles plan it, text and
-// vision folder, on a 1x4 mesh (P150x4) as well as on 1x2.
-func small4() synth.Options {
-	o := synth.Small()
-	o.Heads, o.KVHeads, o.LinKHeads, o.LinVHeads, o.Intermediate = 8, 4, 4, 8, 512
-	o.VisionSize = synth.TinyVision()
-	return o
 }

@@ -16,7 +16,7 @@ import (
 // divide by 4.
 func TestSmall4MapsOn1x4(t *testing.T) {
 	t.Parallel()
-	for name, o := range map[string]synth.Options{"small4": small4(), "small": synth.Small()} {
+	for name, o := range map[string]synth.Options{"small4": synth.Small4(), "small": synth.Small()} {
 		dir := filepath.Join(t.TempDir(), name)
 		require.NoError(t, synth.Write(dir, o))
 		c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
