@@ -107,10 +107,16 @@ func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA,
 			fmt.Fprintln(w, compareSummary(rep, labelA, labelB, esc))
 		}
 	}
+	return compareExit(res.Same, res.Unreadable)
+}
+
+// compareExit is the exit of a comparison of files: 2 when one could not
+// be read, 1 when they differ, else 0.
+func compareExit(same, unreadable bool) error {
 	switch {
-	case res.Unreadable:
+	case unreadable:
 		return silentExit(2)
-	case !res.Same:
+	case !same:
 		return silentExit(1)
 	}
 	return nil

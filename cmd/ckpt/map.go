@@ -404,13 +404,7 @@ func renderPlanCompare(w io.Writer, format string, reps []*check.CompareReport) 
 		if err := output.WriteJSON(w, doc); err != nil {
 			return err
 		}
-		switch {
-		case doc.Unreadable:
-			return silentExit(2)
-		case !doc.Same:
-			return silentExit(1)
-		}
-		return nil
+		return compareExit(doc.Same, doc.Unreadable)
 	}
 	if format == output.JSONL {
 		// One stream, one summary: the vision folder's differences name
