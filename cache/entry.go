@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // HeaderFor returns the .tensorbin header of the file a plan entry

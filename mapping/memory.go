@@ -3,7 +3,7 @@ package mapping
 import (
 	"fmt"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // Board is a Tenstorrent board family and the DRAM of each of its chips

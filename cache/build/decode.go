@@ -5,9 +5,9 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // band says what readBand produced.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // valueOps is a compiled list of mapping value ops, applied to the valid

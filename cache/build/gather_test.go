@@ -8,9 +8,9 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"github.com/stretchr/testify/require"
 )
 

@@ -5,7 +5,7 @@ package build
 import (
 	"unsafe"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // transposeRowsSSE2 is transposeRowsGo with the values as 16-bit lanes:

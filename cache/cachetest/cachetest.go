@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // Injected names the damaged files, relative to the cache directory.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // NudgeF32 moves element elem (in stored order) of every shard of the

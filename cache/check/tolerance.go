@@ -9,9 +9,9 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // Tolerated is a file whose data differs from the other side's only

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
 	"github.com/ckpt-dev/ckpt/mapping"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

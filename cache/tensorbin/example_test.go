@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // Example packs a 32x64 float32 matrix as BFLOAT8_B tiles split over a 1x2

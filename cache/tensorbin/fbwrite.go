@@ -1,7 +1,7 @@
 package tensorbin
 
 import (
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 	flatbuffers "github.com/google/flatbuffers/go"
 )
 

@@ -3,7 +3,7 @@ package tensorbin
 import (
 	"fmt"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // DataAlignment is the alignment, in bytes, of the data region and of every

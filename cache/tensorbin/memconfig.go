@@ -3,7 +3,7 @@ package tensorbin
 import (
 	"strconv"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // MemoryLayout is ttnn's TensorMemoryLayout (FlatBuffer enum, ushort).

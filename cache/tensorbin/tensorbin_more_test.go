@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/ckpt-dev/ckpt/cache/tile"
+	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
 // MaxHeaderSize is the largest header (the u64 at the start of a file:

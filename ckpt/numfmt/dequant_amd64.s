@@ -4,7 +4,7 @@
 
 // Scaled F8_E4M3 decode (decodeE4M3AVX2; the Go side is dequant_amd64.go).
 //
-// Like the transposed FP8 tile encoder of cache/tile (fp8_amd64.s), a
+// Like the transposed FP8 tile encoder of mapping/tile (fp8_amd64.s), a
 // code's magnitude m = c & 0x7f becomes m' = m + T[min(m, 8)] (VPSHUFB)
 // so that the float32 with bits m'<<20 is e4m3(m)·2^-104, a normal number
 // for every code but NaN: T[8] = 128 adds 16 to the exponent of the

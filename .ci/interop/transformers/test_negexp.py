@@ -12,7 +12,7 @@ assumed.
 What this relies on (torch 2.15.0, the installed package): torch.exp of a
 float32 CPU tensor (the same values under its DEFAULT, AVX2 and AVX-512
 kernels); the TILE layout of a FLOAT32 file stores whole float32 elements
-(cache/tile), so a file of x and a file of -exp(x) built by the same rule
+(mapping/tile), so a file of x and a file of -exp(x) built by the same rule
 hold each input and its result at the same byte."""
 
 import json
