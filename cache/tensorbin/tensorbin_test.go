@@ -174,7 +174,7 @@ func TestWriteMatchesReconstructedSamples(t *testing.T) {
 // host packer, kept beside package tile's golden tests.
 func readGolden(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "tile", "testdata", "ttbfp", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "mapping", "tile", "testdata", "ttbfp", name))
 	require.NoError(t, err)
 	return b
 }
