@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Config is a parsed config.json. Raw keeps every key (numbers as
@@ -554,7 +556,7 @@ func (c *Config) String() string { return fmt.Sprintf("config %s", c.File) }
 // and the safetensors dtype it names (DType "" for a value that names no
 // float dtype).
 type Declared struct {
-	DType DType
+	DType numfmt.DType
 	Key   string
 	Value string
 }
@@ -589,16 +591,16 @@ func (c *Config) DeclaredDType() (Declared, bool) {
 
 // torchFloat maps a torch float dtype name ("bfloat16", "torch.float16",
 // "float") to its safetensors dtype ("" for another name).
-func torchFloat(s string) DType {
+func torchFloat(s string) numfmt.DType {
 	switch strings.TrimPrefix(s, "torch.") {
 	case "bfloat16":
-		return BF16
+		return numfmt.BF16
 	case "float16", "half":
-		return F16
+		return numfmt.F16
 	case "float32", "float":
-		return F32
+		return numfmt.F32
 	case "float64", "double":
-		return F64
+		return numfmt.F64
 	}
 	return ""
 }

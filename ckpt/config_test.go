@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -182,8 +183,8 @@ func TestConfigOversizeRefusedBeforeRead(t *testing.T) {
 	// tensors look quantised and whose config.json declares nothing.
 	dir = t.TempDir()
 	require.NoError(t, WriteFile(filepath.Join(dir, "model.safetensors"), []MemTensor{
-		{WriteSpec: WriteSpec{Name: "m.weight", DType: U8, Shape: []int64{2}}, Data: []byte{1, 2}},
-		{WriteSpec: WriteSpec{Name: "m.weight_scale", DType: F32, Shape: []int64{1}}, Data: []byte{0, 0, 128, 63}},
+		{WriteSpec: WriteSpec{Name: "m.weight", DType: numfmt.U8, Shape: []int64{2}}, Data: []byte{1, 2}},
+		{WriteSpec: WriteSpec{Name: "m.weight_scale", DType: numfmt.F32, Shape: []int64{1}}, Data: []byte{0, 0, 128, 63}},
 	}, nil))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type": "x"}`), 0o644))
 	f, err = os.Create(filepath.Join(dir, "hf_quant_config.json"))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -194,7 +195,7 @@ func TestDeepNestingBoundedMemory(t *testing.T) {
 func TestTensorReadAtBounds(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "m.safetensors")
-	require.NoError(t, ckpt.WriteFile(p, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.U8, Shape: []int64{4}}, Data: []byte{1, 2, 3, 4}}}, nil))
+	require.NoError(t, ckpt.WriteFile(p, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.U8, Shape: []int64{4}}, Data: []byte{1, 2, 3, 4}}}, nil))
 	c, err := ckpt.Open(context.Background(), p, ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()

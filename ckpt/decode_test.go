@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -54,18 +54,18 @@ func TestDecodeE4M3AllCodes(t *testing.T) {
 		0xb8: -1, 0xc0: -2, 0xfe: -448, 0xff: math.NaN(),
 	}
 	for c, want := range spot {
-		sameFloat(t, want, ckpt.DecodeE4M3(c), "spot code 0x%02x", c)
+		sameFloat(t, want, numfmt.DecodeE4M3(c), "spot code 0x%02x", c)
 	}
 	src := make([]byte, 256)
 	for i := range src {
 		src[i] = byte(i)
 	}
 	dst := make([]float32, 256)
-	require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, src, dst))
+	require.NoError(t, numfmt.DecodeFloat32(numfmt.F8E4M3, src, dst))
 	nan := 0
 	for i := 0; i < 256; i++ {
 		want := e4m3Ref(byte(i))
-		sameFloat(t, want, ckpt.DecodeE4M3(byte(i)), "code 0x%02x", i)
+		sameFloat(t, want, numfmt.DecodeE4M3(byte(i)), "code 0x%02x", i)
 		sameFloat(t, want, dst[i], "table code 0x%02x", i)
 		if math.IsNaN(want) {
 			nan++
@@ -89,7 +89,7 @@ func TestDecodeE5M2(t *testing.T) {
 		0x7f: math.NaN(), 0x80: math.Copysign(0, -1), 0xbc: -1, 0xfb: -57344, 0xfc: math.Inf(-1), 0xff: math.NaN(),
 	}
 	for c, want := range spot {
-		sameFloat(t, want, ckpt.DecodeE5M2(c), "code 0x%02x", c)
+		sameFloat(t, want, numfmt.DecodeE5M2(c), "code 0x%02x", c)
 	}
 	for i := 0; i < 256; i++ {
 		c := byte(i)
@@ -108,20 +108,20 @@ func TestDecodeE5M2(t *testing.T) {
 		if s == 1 {
 			want = -want
 		}
-		sameFloat(t, want, ckpt.DecodeE5M2(c), "code 0x%02x", c)
+		sameFloat(t, want, numfmt.DecodeE5M2(c), "code 0x%02x", c)
 	}
 }
 
 func TestDecodeE8M0(t *testing.T) {
 	t.Parallel()
-	sameFloat(t, 1, ckpt.DecodeE8M0(127), "127")
-	sameFloat(t, 2, ckpt.DecodeE8M0(128), "128")
-	sameFloat(t, 0.5, ckpt.DecodeE8M0(126), "126")
-	sameFloat(t, math.Ldexp(1, -127), ckpt.DecodeE8M0(0), "0 (a float32 subnormal)")
-	sameFloat(t, math.Ldexp(1, 127), ckpt.DecodeE8M0(254), "254")
-	sameFloat(t, math.NaN(), ckpt.DecodeE8M0(255), "255")
+	sameFloat(t, 1, numfmt.DecodeE8M0(127), "127")
+	sameFloat(t, 2, numfmt.DecodeE8M0(128), "128")
+	sameFloat(t, 0.5, numfmt.DecodeE8M0(126), "126")
+	sameFloat(t, math.Ldexp(1, -127), numfmt.DecodeE8M0(0), "0 (a float32 subnormal)")
+	sameFloat(t, math.Ldexp(1, 127), numfmt.DecodeE8M0(254), "254")
+	sameFloat(t, math.NaN(), numfmt.DecodeE8M0(255), "255")
 	for i := 0; i < 255; i++ {
-		sameFloat(t, math.Ldexp(1, i-127), ckpt.DecodeE8M0(byte(i)), "code %d", i)
+		sameFloat(t, math.Ldexp(1, i-127), numfmt.DecodeE8M0(byte(i)), "code %d", i)
 	}
 }
 
@@ -153,10 +153,10 @@ func TestF16ToF32(t *testing.T) {
 		0x8000: math.Copysign(0, -1), 0x8001: -math.Ldexp(1, -24),
 	}
 	for h, want := range spot {
-		sameFloat(t, want, ckpt.F16ToF32(h), "0x%04x", h)
+		sameFloat(t, want, numfmt.F16ToF32(h), "0x%04x", h)
 	}
 	for i := 0; i < 1<<16; i++ {
-		want, got := f16Ref(uint16(i)), ckpt.F16ToF32(uint16(i))
+		want, got := f16Ref(uint16(i)), numfmt.F16ToF32(uint16(i))
 		if math.IsNaN(want) != math.IsNaN(float64(got)) || (!math.IsNaN(want) && want != float64(got)) {
 			t.Fatalf("F16ToF32(0x%04x) = %v, want %v", i, got, want)
 		}
@@ -171,11 +171,11 @@ func TestBF16ToF32(t *testing.T) {
 		0x7fc0: math.NaN(), 0x8000: math.Copysign(0, -1),
 	}
 	for h, want := range spot {
-		sameFloat(t, want, ckpt.BF16ToF32(h), "0x%04x", h)
+		sameFloat(t, want, numfmt.BF16ToF32(h), "0x%04x", h)
 	}
 	src := []byte{0x80, 0x3f, 0x49, 0x40}
 	dst := make([]float32, 2)
-	require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, src, dst))
+	require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, src, dst))
 	assert.Equal(t, []float32{1, 3.140625}, dst)
 
 	// Every bit pattern, in runs of every length mod 4 (four values per
@@ -186,9 +186,9 @@ func TestBF16ToF32(t *testing.T) {
 	}
 	for _, n := range []int{1 << 16, 1<<16 - 1, 1<<16 - 2, 1<<16 - 3, 5, 0} {
 		out := make([]float32, n)
-		require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, all, out))
+		require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, all, out))
 		for h := range n {
-			if got, want := math.Float32bits(out[h]), math.Float32bits(ckpt.BF16ToF32(uint16(h))); got != want {
+			if got, want := math.Float32bits(out[h]), math.Float32bits(numfmt.BF16ToF32(uint16(h))); got != want {
 				t.Fatalf("n=%d: 0x%04x decodes to %#08x, want %#08x", n, h, got, want)
 			}
 		}
@@ -274,25 +274,25 @@ func TestF32ToF16RoundNearestEven(t *testing.T) {
 		{float32(math.Ldexp(1, -26)), 0}, {float32(math.Copysign(0, -1)), 0x8000}, {0.1, 0x2e66},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, ckpt.F32ToF16(c.in), "F32ToF16(%v)", c.in)
+		assert.Equal(t, c.want, numfmt.F32ToF16(c.in), "F32ToF16(%v)", c.in)
 	}
 	for _, nan := range []uint32{0x7fc00000, 0x7f800001, 0xffc00000, 0x7fffffff} {
-		h := ckpt.F32ToF16(math.Float32frombits(nan))
-		assert.True(t, math.IsNaN(float64(ckpt.F16ToF32(h))), "NaN 0x%08x → 0x%04x", nan, h)
+		h := numfmt.F32ToF16(math.Float32frombits(nan))
+		assert.True(t, math.IsNaN(float64(numfmt.F16ToF32(h))), "NaN 0x%08x → 0x%04x", nan, h)
 	}
 	vals, codes := grid(f16Ref, 0x8000)
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, x := range randFloats(r, 200000, -30, 17) {
 		want := nearestEven(float64(x), vals, codes)
-		if got := ckpt.F32ToF16(x); got != want {
+		if got := numfmt.F32ToF16(x); got != want {
 			t.Fatalf("F32ToF16(%g) = 0x%04x, want 0x%04x", x, got, want)
 		}
-		if got := ckpt.F32ToF16(-x); got != want|0x8000 {
+		if got := numfmt.F32ToF16(-x); got != want|0x8000 {
 			t.Fatalf("F32ToF16(%g) = 0x%04x, want 0x%04x", -x, got, want|0x8000)
 		}
 	}
 	for h := 0; h < 0x7c00; h++ { // exact round trip of every finite half
-		require.Equal(t, uint16(h), ckpt.F32ToF16(ckpt.F16ToF32(uint16(h))))
+		require.Equal(t, uint16(h), numfmt.F32ToF16(numfmt.F16ToF32(uint16(h))))
 	}
 }
 
@@ -307,11 +307,11 @@ func TestF32ToBF16RoundNearestEven(t *testing.T) {
 		{float32(math.Ldexp(1, -133)), 0x0001}, {float32(math.Copysign(0, -1)), 0x8000},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, ckpt.F32ToBF16(c.in), "F32ToBF16(%v)", c.in)
+		assert.Equal(t, c.want, numfmt.F32ToBF16(c.in), "F32ToBF16(%v)", c.in)
 	}
 	for _, nan := range []uint32{0x7fc00000, 0x7f800001, 0xff800001, 0x7fffffff} {
-		h := ckpt.F32ToBF16(math.Float32frombits(nan))
-		assert.True(t, math.IsNaN(float64(ckpt.BF16ToF32(h))), "NaN 0x%08x → 0x%04x (must not become inf)", nan, h)
+		h := numfmt.F32ToBF16(math.Float32frombits(nan))
+		assert.True(t, math.IsNaN(float64(numfmt.BF16ToF32(h))), "NaN 0x%08x → 0x%04x (must not become inf)", nan, h)
 	}
 	bf := func(h uint16) float64 {
 		s, e, m := h>>15, int(h>>7)&255, int(h&127)
@@ -335,7 +335,7 @@ func TestF32ToBF16RoundNearestEven(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, x := range randFloats(r, 200000, -140, 127) {
 		want := nearestEven(float64(x), vals, codes)
-		if got := ckpt.F32ToBF16(x); got != want {
+		if got := numfmt.F32ToBF16(x); got != want {
 			t.Fatalf("F32ToBF16(%g) = 0x%04x, want 0x%04x", x, got, want)
 		}
 	}
@@ -358,20 +358,20 @@ func TestEncodeE4M3(t *testing.T) {
 		{float32(math.Ldexp(1, -20)), 0},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, ckpt.EncodeE4M3(c.in), "EncodeE4M3(%v)", c.in)
+		assert.Equal(t, c.want, numfmt.EncodeE4M3(c.in), "EncodeE4M3(%v)", c.in)
 	}
 	// NaN keeps its sign both ways (ml_dtypes, torch).
 	negNaN := float32(math.Copysign(math.NaN(), -1))
-	assert.Equal(t, byte(0x7f), ckpt.EncodeE4M3(float32(math.NaN())))
-	assert.Equal(t, byte(0xff), ckpt.EncodeE4M3(negNaN))
-	assert.Equal(t, uint32(0x7fc00000), math.Float32bits(ckpt.DecodeE4M3(0x7f)))
-	assert.Equal(t, uint32(0xffc00000), math.Float32bits(ckpt.DecodeE4M3(0xff)))
+	assert.Equal(t, byte(0x7f), numfmt.EncodeE4M3(float32(math.NaN())))
+	assert.Equal(t, byte(0xff), numfmt.EncodeE4M3(negNaN))
+	assert.Equal(t, uint32(0x7fc00000), math.Float32bits(numfmt.DecodeE4M3(0x7f)))
+	assert.Equal(t, uint32(0xffc00000), math.Float32bits(numfmt.DecodeE4M3(0xff)))
 	// Every finite code round-trips.
 	for c := 0; c < 256; c++ {
 		if c&0x7f == 0x7f {
 			continue
 		}
-		assert.Equal(t, byte(c), ckpt.EncodeE4M3(ckpt.DecodeE4M3(byte(c))), "code 0x%02x", c)
+		assert.Equal(t, byte(c), numfmt.EncodeE4M3(numfmt.DecodeE4M3(byte(c))), "code 0x%02x", c)
 	}
 	// Against the oracle, saturating at 448.
 	vals, codes := grid(func(c uint16) float64 { return e4m3Ref(byte(c)) }, 0x7f)
@@ -381,10 +381,10 @@ func TestEncodeE4M3(t *testing.T) {
 		if x >= 448 {
 			want = 0x7e
 		}
-		if got := ckpt.EncodeE4M3(x); got != want {
+		if got := numfmt.EncodeE4M3(x); got != want {
 			t.Fatalf("EncodeE4M3(%g) = 0x%02x, want 0x%02x", x, got, want)
 		}
-		if got := ckpt.EncodeE4M3(-x); got != want|0x80 {
+		if got := numfmt.EncodeE4M3(-x); got != want|0x80 {
 			t.Fatalf("EncodeE4M3(%g) = 0x%02x, want 0x%02x", -x, got, want|0x80)
 		}
 	}
@@ -392,12 +392,12 @@ func TestEncodeE4M3(t *testing.T) {
 
 func TestDecodeFloat32Errors(t *testing.T) {
 	t.Parallel()
-	assert.Error(t, ckpt.DecodeFloat32(ckpt.BF16, make([]byte, 3), make([]float32, 2)))
-	assert.Error(t, ckpt.DecodeFloat32(ckpt.I32, make([]byte, 8), make([]float32, 2)))
-	assert.Error(t, ckpt.DecodeFloat32(ckpt.F4, make([]byte, 8), make([]float32, 2)))
-	assert.Error(t, ckpt.EncodeFloat32(ckpt.U8, []float32{1}, make([]byte, 1)))
+	assert.Error(t, numfmt.DecodeFloat32(numfmt.BF16, make([]byte, 3), make([]float32, 2)))
+	assert.Error(t, numfmt.DecodeFloat32(numfmt.I32, make([]byte, 8), make([]float32, 2)))
+	assert.Error(t, numfmt.DecodeFloat32(numfmt.F4, make([]byte, 8), make([]float32, 2)))
+	assert.Error(t, numfmt.EncodeFloat32(numfmt.U8, []float32{1}, make([]byte, 1)))
 	dst := make([]float32, 1)
-	require.NoError(t, ckpt.DecodeFloat32(ckpt.F64, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, dst))
+	require.NoError(t, numfmt.DecodeFloat32(numfmt.F64, []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f}, dst))
 	assert.Equal(t, float32(1), dst[0])
 }
 
@@ -423,18 +423,18 @@ func TestBF16NaNPatterns(t *testing.T) {
 		{"negative NaN with payload", 0xffc10000, 0, true, 0xffc1},
 		{"signalling bf16 NaN", 0x7f810000, 0, true, 0x7f81},
 		{"all-ones NaN", 0xffff0000, 0, true, 0xffff},
-		{"float32 NaN below bf16", 0x7f800001, 0, true, ckpt.TTNaNBF16},
+		{"float32 NaN below bf16", 0x7f800001, 0, true, numfmt.TTNaNBF16},
 	}
 	for _, tc := range tests {
 		f := math.Float32frombits(tc.in)
-		for _, nan := range []uint16{ckpt.NaNBF16Vector, ckpt.TTNaNBF16} {
+		for _, nan := range []uint16{numfmt.NaNBF16Vector, numfmt.TTNaNBF16} {
 			want := tc.round
 			if tc.isNaN {
 				want = nan
 			}
-			assert.Equalf(t, want, ckpt.F32ToBF16NaN(f, nan), "%s F32ToBF16NaN(%#08x, %#04x)", tc.name, tc.in, nan)
-			assert.Equalf(t, uint32(want)<<16, math.Float32bits(ckpt.RoundBF16NaN(f, nan)), "%s RoundBF16NaN", tc.name)
+			assert.Equalf(t, want, numfmt.F32ToBF16NaN(f, numfmt.NaNPolicy(nan)), "%s F32ToBF16NaN(%#08x, %#04x)", tc.name, tc.in, nan)
+			assert.Equalf(t, uint32(want)<<16, math.Float32bits(numfmt.RoundBF16(f, numfmt.NaNPolicy(nan))), "%s RoundBF16NaN", tc.name)
 		}
-		assert.Equalf(t, tc.bf16Of, ckpt.BF16Bits(f), "%s BF16Bits(%#08x)", tc.name, tc.in)
+		assert.Equalf(t, tc.bf16Of, numfmt.BF16Bits(f), "%s BF16Bits(%#08x)", tc.name, tc.in)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -20,7 +19,7 @@ func encodeE4M3Reference(f float32) byte {
 		return sign | 0x7f
 	}
 	af := math.Float32frombits(a)
-	if af >= ckpt.E4M3MaxFinite {
+	if af >= numfmt.E4M3MaxFinite {
 		return sign | 0x7e
 	}
 	if af < 1.0/64 { // subnormal range: quantum 2^-9
@@ -48,7 +47,7 @@ func TestEncodeE4M3MatchesReference(t *testing.T) {
 	t.Parallel()
 	check := func(u uint32) {
 		f := math.Float32frombits(u)
-		if got, want := ckpt.EncodeE4M3(f), encodeE4M3Reference(f); got != want {
+		if got, want := numfmt.EncodeE4M3(f), encodeE4M3Reference(f); got != want {
 			t.Fatalf("EncodeE4M3(%g = %#08x) = %#02x, reference says %#02x", f, u, got, want)
 		}
 	}
@@ -69,7 +68,7 @@ func TestRoundBF16MatchesRoundTo(t *testing.T) {
 	t.Parallel()
 	for u := uint64(0); u < 1<<32; u += 4093 {
 		x := math.Float32frombits(uint32(u))
-		got, want := math.Float32bits(numfmt.RoundBF16(x, numfmt.KeepNaN)), math.Float32bits(ckpt.RoundTo(ckpt.BF16, x))
+		got, want := math.Float32bits(numfmt.RoundBF16(x, numfmt.KeepNaN)), math.Float32bits(numfmt.RoundTo(numfmt.BF16, x))
 		if got != want {
 			t.Fatalf("RoundBF16(%#08x) = %#08x, RoundTo says %#08x", u, got, want)
 		}

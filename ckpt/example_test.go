@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
 
@@ -46,9 +47,9 @@ func ExampleOpen() {
 // infinities, 0x7f is NaN, 448 the largest value.
 func ExampleDecodeE4M3() {
 	for _, c := range []byte{0x00, 0x01, 0x08, 0x38, 0x3c, 0x7e, 0x7f, 0x80, 0xfe} {
-		fmt.Printf("0x%02x = %v\n", c, ckpt.DecodeE4M3(c))
+		fmt.Printf("0x%02x = %v\n", c, numfmt.DecodeE4M3(c))
 	}
-	fmt.Printf("encode 1.0625 = 0x%02x (tie to even), encode 1000 = 0x%02x (saturates)\n", ckpt.EncodeE4M3(1.0625), ckpt.EncodeE4M3(1000))
+	fmt.Printf("encode 1.0625 = 0x%02x (tie to even), encode 1000 = 0x%02x (saturates)\n", numfmt.EncodeE4M3(1.0625), numfmt.EncodeE4M3(1000))
 	// Output:
 	// 0x00 = 0
 	// 0x01 = 0.001953125

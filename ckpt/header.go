@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // MaxHeaderSize is the largest header the reference implementation accepts.
@@ -21,7 +23,7 @@ const MaxHeaderSize = 100_000_000
 // the data section, End exclusive.
 type TensorInfo struct {
 	Name       string
-	DType      DType
+	DType      numfmt.DType
 	Shape      []int64
 	Begin, End uint64
 }
@@ -438,7 +440,7 @@ func (p *headerParser) parseField(ti *TensorInfo, field string) error {
 			if err != nil {
 				return p.jsonErr(err, ti.Name)
 			}
-			ti.DType = DType(v)
+			ti.DType = numfmt.DType(v)
 			return nil
 		case '{': // serde's externally tagged form of a unit variant: {"F32": null}
 			if err := s.open('{'); err != nil {
@@ -458,7 +460,7 @@ func (p *headerParser) parseField(ti *TensorInfo, field string) error {
 						return p.jsonErr(err, ti.Name)
 					}
 					if ok, err := s.more('}', false); err == nil && !ok {
-						ti.DType = DType(k)
+						ti.DType = numfmt.DType(k)
 						p.form = true
 						return nil
 					}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,7 +82,7 @@ func TestHeaderJSONAsSerde(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, h.Tensors, 1)
 			assert.Equal(t, c.tensor, h.Tensors[0].Name)
-			assert.Equal(t, ckpt.F32, h.Tensors[0].DType)
+			assert.Equal(t, numfmt.F32, h.Tensors[0].DType)
 			assert.Equal(t, []int64{2}, h.Tensors[0].Shape)
 			assert.Equal(t, uint64(8), h.Tensors[0].End)
 			var lints []string
@@ -150,9 +151,9 @@ func TestDuplicateAcrossShards(t *testing.T) {
 	t.Parallel()
 	mk := func(t *testing.T, second []byte) string {
 		dir := t.TempDir()
-		a := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.U8, Shape: []int64{4}}, Data: []byte{1, 2, 3, 4}}
-		b := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "b", DType: ckpt.U8, Shape: []int64{2}}, Data: []byte{5, 6}}
-		dup := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.U8, Shape: []int64{int64(len(second))}}, Data: second}
+		a := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.U8, Shape: []int64{4}}, Data: []byte{1, 2, 3, 4}}
+		b := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "b", DType: numfmt.U8, Shape: []int64{2}}, Data: []byte{5, 6}}
+		dup := ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.U8, Shape: []int64{int64(len(second))}}, Data: second}
 		require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "s1.safetensors"), []ckpt.MemTensor{a}, nil))
 		require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "s2.safetensors"), []ckpt.MemTensor{b, dup}, nil))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, ckpt.IndexFile), []byte(`{"weight_map":{"a":"s1.safetensors","b":"s2.safetensors"}}`), 0o644))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -124,20 +125,20 @@ func seq(a, b int) []int {
 
 func TestSummarizeParameters(t *testing.T) {
 	t.Parallel()
-	mk := func(name string, dt ckpt.DType, shape ...int64) *ckpt.Tensor {
+	mk := func(name string, dt numfmt.DType, shape ...int64) *ckpt.Tensor {
 		ti := ckpt.TensorInfo{Name: name, DType: dt, Shape: shape}
 		ti.End = ti.Numel() * uint64(dt.Bits()) / 8
 		return &ckpt.Tensor{TensorInfo: ti}
 	}
 	ts := []*ckpt.Tensor{
-		mk("model.layers.0.w.weight", ckpt.F8E4M3, 256, 128),
-		mk("model.layers.0.w.weight_scale_inv", ckpt.BF16, 2, 1),
-		mk("model.layers.1.n.weight", ckpt.BF16, 128),
-		mk("model.layers.3.n.weight", ckpt.BF16, 128),
-		mk("x.input_scale", ckpt.F32, 1),
-		mk("e.scales", ckpt.F8E8M0, 4, 4),
-		mk("scalar", ckpt.F32),
-		mk("mtp.fc.weight", ckpt.BF16, 4, 8),
+		mk("model.layers.0.w.weight", numfmt.F8E4M3, 256, 128),
+		mk("model.layers.0.w.weight_scale_inv", numfmt.BF16, 2, 1),
+		mk("model.layers.1.n.weight", numfmt.BF16, 128),
+		mk("model.layers.3.n.weight", numfmt.BF16, 128),
+		mk("x.input_scale", numfmt.F32, 1),
+		mk("e.scales", numfmt.F8E8M0, 4, 4),
+		mk("scalar", numfmt.F32),
+		mk("mtp.fc.weight", numfmt.BF16, 4, 8),
 	}
 	s := ckpt.Summarize(ts, true)
 	assert.Equal(t, int64(8), s.Tensors)
@@ -159,12 +160,12 @@ func TestSummarizeParameters(t *testing.T) {
 func TestLayoutHeaderRoundTrip(t *testing.T) {
 	t.Parallel()
 	specs := []ckpt.WriteSpec{
-		{Name: "b", DType: ckpt.BF16, Shape: []int64{3}},
-		{Name: "a", DType: ckpt.BF16, Shape: []int64{2, 2}},
-		{Name: "q", DType: ckpt.F8E4M3, Shape: []int64{5}},
-		{Name: "f", DType: ckpt.F32, Shape: []int64{}},
-		{Name: "z", DType: ckpt.F4, Shape: []int64{0}},
-		{Name: "name \"quoted\"\n", DType: ckpt.U8, Shape: []int64{1}},
+		{Name: "b", DType: numfmt.BF16, Shape: []int64{3}},
+		{Name: "a", DType: numfmt.BF16, Shape: []int64{2, 2}},
+		{Name: "q", DType: numfmt.F8E4M3, Shape: []int64{5}},
+		{Name: "f", DType: numfmt.F32, Shape: []int64{}},
+		{Name: "z", DType: numfmt.F4, Shape: []int64{0}},
+		{Name: "name \"quoted\"\n", DType: numfmt.U8, Shape: []int64{1}},
 	}
 	hdr, order, err := ckpt.LayoutHeader(specs, map[string]string{"format": "pt"})
 	require.NoError(t, err)
@@ -193,9 +194,9 @@ func TestLayoutHeaderRoundTrip(t *testing.T) {
 
 	_, _, err = ckpt.LayoutHeader([]ckpt.WriteSpec{{Name: "x", DType: "F7"}}, nil)
 	assert.Error(t, err)
-	_, _, err = ckpt.LayoutHeader([]ckpt.WriteSpec{{Name: "x", DType: ckpt.U8}, {Name: "x", DType: ckpt.U8}}, nil)
+	_, _, err = ckpt.LayoutHeader([]ckpt.WriteSpec{{Name: "x", DType: numfmt.U8}, {Name: "x", DType: numfmt.U8}}, nil)
 	assert.Error(t, err)
-	_, _, err = ckpt.LayoutHeader([]ckpt.WriteSpec{{Name: "x", DType: ckpt.F4, Shape: []int64{3}}}, nil)
+	_, _, err = ckpt.LayoutHeader([]ckpt.WriteSpec{{Name: "x", DType: numfmt.F4, Shape: []int64{3}}}, nil)
 	assert.Error(t, err)
 }
 
@@ -247,7 +248,7 @@ func TestWriteFileKeepsOld(t *testing.T) {
 	target := dir + "/out.safetensors"
 	require.NoError(t, os.WriteFile(target, []byte("done"), 0o644))
 
-	err := ckpt.WriteFile(target, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.F32, Shape: []int64{2}}, Data: make([]byte, 4)}}, nil)
+	err := ckpt.WriteFile(target, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.F32, Shape: []int64{2}}, Data: make([]byte, 4)}}, nil)
 	assert.ErrorContains(t, err, "needs 8")
 	got, _ := os.ReadFile(target)
 	assert.Equal(t, "done", string(got), "a failed write keeps the old file")

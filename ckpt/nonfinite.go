@@ -22,17 +22,17 @@ type NonFinite struct {
 // (Action, e.g. "build a cache from it") was refused.
 type NonFiniteError struct {
 	NonFinite
-	DType  DType
+	DType  numfmt.DType
 	Values int64 // elements of the tensor
 	Action string
 	// Output, when set, is the dtype the tensor's finite values were
 	// converted to and Overflow counts those that are not finite there
 	// (Why says how, e.g. the first overflowing block scale).
-	Output DType
+	Output numfmt.DType
 	Why    string
 	// ReadAs, when set, is how the tensor's bytes are read (an MXFP4
 	// scale stored as U8 is read as F8_E8M0).
-	ReadAs DType
+	ReadAs numfmt.DType
 }
 
 func (e *NonFiniteError) Error() string {
@@ -45,9 +45,9 @@ func (e *NonFiniteError) Error() string {
 		dt, as = e.ReadAs, fmt.Sprintf("%s read as %s", e.DType, e.ReadAs)
 	}
 	switch dt {
-	case F8E4M3:
+	case numfmt.F8E4M3:
 		what = fmt.Sprintf("%d NaN codes (0x7f/0xff)", e.NaN)
-	case F8E8M0:
+	case numfmt.F8E8M0:
 		what = fmt.Sprintf("%d NaN codes (0xff)", e.NaN)
 	}
 	return fmt.Sprintf("tensor %s (%s) has %s of %d values: refusing to %s (pass --allow-nonfinite to proceed anyway)",
@@ -59,7 +59,7 @@ func (e *NonFiniteError) Error() string {
 // exponent for F8_E5M2, BF16, F16, F32 and F64 (a zero mantissa is Inf),
 // the NaN codes 0x7f/0xff of F8_E4M3 (which has no Inf), 0xff of F8_E8M0
 // and 0x80 of the FNUZ formats. Other dtypes count nothing.
-func CountNonFinite(dt DType, raw []byte) (nan, inf int64) {
+func CountNonFinite(dt numfmt.DType, raw []byte) (nan, inf int64) {
 	s := numfmt.ScanNonFinite(dt, raw)
 	return s.NaN, s.Inf
 }
@@ -127,12 +127,12 @@ func (g *FiniteGuard) CheckScales(v *Values) error {
 		return nil
 	}
 	if v.Scheme == MXFP4 {
-		nan, _ := CountNonFinite(F8E8M0, v.codes)
+		nan, _ := CountNonFinite(numfmt.F8E8M0, v.codes)
 		if nan == 0 {
 			return nil
 		}
 		if !g.Allow {
-			return &NonFiniteError{NonFinite: NonFinite{Tensor: v.Scale.Name, NaN: nan}, DType: v.Scale.DType, ReadAs: F8E8M0,
+			return &NonFiniteError{NonFinite: NonFinite{Tensor: v.Scale.Name, NaN: nan}, DType: v.Scale.DType, ReadAs: numfmt.F8E8M0,
 				Values: int64(len(v.codes)), Action: g.Action}
 		}
 		g.add(v.Scale.Name, nan, 0, 0)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -23,12 +24,12 @@ func TestCountNonFinite(t *testing.T) {
 			raw[i] |= 0x7f // plenty of all-ones exponents
 		}
 	}
-	for _, dt := range []ckpt.DType{ckpt.F8E4M3, ckpt.F8E5M2, ckpt.BF16, ckpt.F16, ckpt.F32, ckpt.F64} {
+	for _, dt := range []numfmt.DType{numfmt.F8E4M3, numfmt.F8E5M2, numfmt.BF16, numfmt.F16, numfmt.F32, numfmt.F64} {
 		w := dt.Bits() / 8
 		for _, n := range []int{0, 1, 7, 8, 9, 15, 64, 1000, 4096} {
 			b := raw[:n/w*w]
 			var wantNaN, wantInf int64
-			if dt == ckpt.F64 {
+			if dt == numfmt.F64 {
 				for i := 0; i+8 <= len(b); i += 8 {
 					v := math.Float64frombits(binary.LittleEndian.Uint64(b[i:]))
 					if math.IsNaN(v) {
@@ -39,7 +40,7 @@ func TestCountNonFinite(t *testing.T) {
 				}
 			} else {
 				vals := make([]float32, len(b)/w)
-				require.NoError(t, ckpt.DecodeFloat32(dt, b, vals))
+				require.NoError(t, numfmt.DecodeFloat32(dt, b, vals))
 				for _, v := range vals {
 					if v != v {
 						wantNaN++
@@ -53,14 +54,14 @@ func TestCountNonFinite(t *testing.T) {
 		}
 	}
 	// Single-code formats.
-	nan, inf := ckpt.CountNonFinite(ckpt.F8E8M0, []byte{0xff, 0x7f, 0xff, 0})
+	nan, inf := ckpt.CountNonFinite(numfmt.F8E8M0, []byte{0xff, 0x7f, 0xff, 0})
 	require.Equal(t, [2]int64{2, 0}, [2]int64{nan, inf})
-	nan, _ = ckpt.CountNonFinite(ckpt.F8E4M3FNUZ, []byte{0x80, 0x7f, 0xff})
+	nan, _ = ckpt.CountNonFinite(numfmt.F8E4M3FNUZ, []byte{0x80, 0x7f, 0xff})
 	require.EqualValues(t, 1, nan)
-	nan, inf = ckpt.CountNonFinite(ckpt.I32, []byte{0xff, 0xff, 0xff, 0x7f})
+	nan, inf = ckpt.CountNonFinite(numfmt.I32, []byte{0xff, 0xff, 0xff, 0x7f})
 	require.Zero(t, nan+inf)
 	// F8_E4M3: 0x7f and 0xff are NaN, 0x7e/0xfe are the largest finite.
-	nan, inf = ckpt.CountNonFinite(ckpt.F8E4M3, []byte{0x7f, 0xff, 0x7e, 0xfe, 0, 0, 0, 0, 0x7f})
+	nan, inf = ckpt.CountNonFinite(numfmt.F8E4M3, []byte{0x7f, 0xff, 0x7e, 0xfe, 0, 0, 0, 0, 0x7f})
 	require.Equal(t, [2]int64{3, 0}, [2]int64{nan, inf})
 }
 
@@ -68,6 +69,6 @@ func BenchmarkCountNonFiniteFP8(b *testing.B) {
 	raw := make([]byte, 8<<20)
 	b.SetBytes(int64(len(raw)))
 	for b.Loop() {
-		ckpt.CountNonFinite(ckpt.F8E4M3, raw)
+		ckpt.CountNonFinite(numfmt.F8E4M3, raw)
 	}
 }

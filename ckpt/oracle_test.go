@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/nlpodyssey/safetensors"
 	"github.com/stretchr/testify/assert"
@@ -87,7 +88,7 @@ func TestDifferentialOracle(t *testing.T) {
 	}
 	// A file with every dtype the oracle knows, in the reference order.
 	var mts []ckpt.MemTensor
-	for i, d := range []ckpt.DType{ckpt.BOOL, ckpt.U8, ckpt.I8, ckpt.I16, ckpt.U16, ckpt.F16, ckpt.BF16, ckpt.I32, ckpt.U32, ckpt.F32, ckpt.F64, ckpt.I64, ckpt.U64} {
+	for i, d := range []numfmt.DType{numfmt.BOOL, numfmt.U8, numfmt.I8, numfmt.I16, numfmt.U16, numfmt.F16, numfmt.BF16, numfmt.I32, numfmt.U32, numfmt.F32, numfmt.F64, numfmt.I64, numfmt.U64} {
 		n := (i + 1) * d.Bits() / 8 * 3
 		data := make([]byte, n)
 		for j := range data {

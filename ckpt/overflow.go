@@ -3,6 +3,8 @@ package ckpt
 import (
 	"fmt"
 	"math"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Overflow: finite source values whose conversion is not finite (a BF16
@@ -23,13 +25,13 @@ type ScaleOverflow struct {
 // F32), are not finite, and the first one. Non-finite scales are not
 // counted (they are non-finite sources). It reads nothing: the scale is
 // already decoded.
-func (v *Values) OverflowingScales(dt DType) (n int64, first ScaleOverflow) {
+func (v *Values) OverflowingScales(dt numfmt.DType) (n int64, first ScaleOverflow) {
 	if v.Scale == nil {
 		return 0, first
 	}
 	for i, s := range v.blocks.Scale {
 		a := float32(math.Abs(float64(s)))
-		if a > math.MaxFloat32 || s != s || FiniteIn(dt, a*E4M3MaxFinite) {
+		if a > math.MaxFloat32 || s != s || numfmt.FiniteIn(dt, a*numfmt.E4M3MaxFinite) {
 			continue
 		}
 		if n == 0 {
@@ -45,7 +47,7 @@ func (v *Values) OverflowingScales(dt DType) (n int64, first ScaleOverflow) {
 // dequantised when v has a block scale (float32 product), then rounded to
 // dt. It is for the rare tensors found to overflow (the caller's cheap
 // test, OverflowingScales or a scan of converted output, fired).
-func (v *Values) CountOverflow(dt DType) (int64, error) {
+func (v *Values) CountOverflow(dt numfmt.DType) (int64, error) {
 	var over int64
 	rows := v.ChunkRows(4 << 20)
 	var raw []byte
@@ -57,7 +59,7 @@ func (v *Values) CountOverflow(dt DType) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		bad := CountNotFinite(dt, vals[:n*v.Cols])
+		bad := numfmt.CountNotFinite(dt, vals[:n*v.Cols])
 		if bad > 0 {
 			// Non-finite source values stay non-finite: not overflow.
 			nan, inf := CountNonFinite(v.T.DType, raw)
@@ -72,13 +74,13 @@ func (v *Values) CountOverflow(dt DType) (int64, error) {
 // converted to out (why: how they overflow, for the message): under Allow
 // they are counted (NonFinite.Overflow); otherwise it returns
 // *NonFiniteError with Output set. A zero count or a nil guard does nothing.
-func (g *FiniteGuard) Overflow(t *Tensor, out DType, count int64, why string) error {
+func (g *FiniteGuard) Overflow(t *Tensor, out numfmt.DType, count int64, why string) error {
 	return g.OverflowOf(t, int64(t.Numel()), out, count, why)
 }
 
 // OverflowOf is Overflow for a tensor read as values values (a packed
 // E2M1 weight holds two per stored element: Values.NumValues).
-func (g *FiniteGuard) OverflowOf(t *Tensor, values int64, out DType, count int64, why string) error {
+func (g *FiniteGuard) OverflowOf(t *Tensor, values int64, out numfmt.DType, count int64, why string) error {
 	if g == nil || count == 0 {
 		return nil
 	}
@@ -100,7 +102,7 @@ func (e *NonFiniteError) overflowMessage() string {
 
 // ScaleOverflowWhy says which block scales overflow dt (for
 // FiniteGuard.Overflow and verify's warning).
-func ScaleOverflowWhy(scale string, n int64, first ScaleOverflow, dt DType) string {
+func ScaleOverflowWhy(scale string, n int64, first ScaleOverflow, dt numfmt.DType) string {
 	return fmt.Sprintf("%d block scale(s) of %s times the largest code %d exceed the %s maximum %.5g, the first at block [%d, %d] = %.5g",
-		n, Quote(scale), E4M3MaxFinite, dt, MaxFinite(dt), first.Block[0], first.Block[1], first.Scale)
+		n, Quote(scale), numfmt.E4M3MaxFinite, dt, numfmt.MaxFinite(dt), first.Block[0], first.Block[1], first.Scale)
 }

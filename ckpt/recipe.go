@@ -22,7 +22,7 @@ type CompanionSpec struct {
 	// ("_scale_inv").
 	Suffix string
 	// DTypes are the dtypes the companion may have.
-	DTypes []DType
+	DTypes []numfmt.DType
 	// Shape says in words which shape the companion has.
 	Shape string
 	// Optional companions may be absent (input_scale: the activations'
@@ -43,7 +43,7 @@ type SchemeSpec struct {
 	// WeightName and WeightDTypes: how the stored codes are named and
 	// typed; WeightShape their shape in words.
 	WeightName   string
-	WeightDTypes []DType
+	WeightDTypes []numfmt.DType
 	WeightShape  string
 	// ValuesPerElement is the number of values one stored element holds
 	// (2 for packed E2M1 in U8, else 1): parameters count the values.
@@ -55,11 +55,11 @@ type SchemeSpec struct {
 	IgnoreKeys []string
 }
 
-var floatScale = []DType{F32, BF16, F16}
+var floatScale = []numfmt.DType{numfmt.F32, numfmt.BF16, numfmt.F16}
 
 // blockScale are the dtypes of a block-FP8 weight_scale_inv
 // (IsBlockScaleDType).
-var blockScale = []DType{F32, BF16, F16, F8E8M0}
+var blockScale = []numfmt.DType{numfmt.F32, numfmt.BF16, numfmt.F16, numfmt.F8E8M0}
 
 // schemeSpecs: the upstream facts behind each entry are cited where they
 // are used (numfmt for the element formats and layouts).
@@ -82,33 +82,33 @@ var blockScale = []DType{F32, BF16, F16, F8E8M0}
 //     names or "re:" regexes.
 var schemeSpecs = []*SchemeSpec{
 	{Scheme: BlockFP8, Title: "block FP8 (DeepSeek/Qwen style)", Declared: `quantization_config.quant_method "fp8" (weight_block_size, default [128, 128])`,
-		WeightName: "<module>.weight", WeightDTypes: []DType{F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = weight_block_size",
+		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = weight_block_size",
 		Companions: []CompanionSpec{{Role: "scale", Suffix: ScaleSuffix, DTypes: blockScale, Shape: "[ceil(N/bm), ceil(K/bn)]"}},
 		IgnoreKeys: []string{"modules_to_not_convert", "ignored_layers"}},
 	{Scheme: MXFP4, Title: "MXFP4 (gpt-oss)", Declared: `quantization_config.quant_method "mxfp4"`,
-		WeightName: "<x>_blocks", WeightDTypes: []DType{U8}, WeightShape: "[..., G, 16] (32 packed E2M1 codes per block, low nibble first)", ValuesPerElement: 2, Block: "32 elements of the last dimension",
-		Companions: []CompanionSpec{{Role: "scale", Suffix: "_scales", DTypes: []DType{U8}, Shape: "[..., G] (E8M0 exponents, bias 127, 0xFF NaN)"}},
+		WeightName: "<x>_blocks", WeightDTypes: []numfmt.DType{numfmt.U8}, WeightShape: "[..., G, 16] (32 packed E2M1 codes per block, low nibble first)", ValuesPerElement: 2, Block: "32 elements of the last dimension",
+		Companions: []CompanionSpec{{Role: "scale", Suffix: "_scales", DTypes: []numfmt.DType{numfmt.U8}, Shape: "[..., G] (E8M0 exponents, bias 127, 0xFF NaN)"}},
 		IgnoreKeys: []string{"modules_to_not_convert"}},
 	{Scheme: NVFP4, Title: "NVFP4 (NVIDIA ModelOpt)", Declared: `quantization_config.quant_method "modelopt" with quant_algo "NVFP4", or hf_quant_config.json quantization.quant_algo "NVFP4"`,
-		WeightName: "<module>.weight", WeightDTypes: []DType{U8}, WeightShape: "[N, K/2] (two E2M1 codes per byte, low nibble first)", ValuesPerElement: 2, Block: "16 elements of a row",
+		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.U8}, WeightShape: "[N, K/2] (two E2M1 codes per byte, low nibble first)", ValuesPerElement: 2, Block: "16 elements of a row",
 		Companions: []CompanionSpec{
-			{Role: "scale", Suffix: "weight_scale", DTypes: []DType{F8E4M3}, Shape: "[N, K/16]"},
-			{Role: "global_scale", Suffix: "weight_scale_2", DTypes: []DType{F32}, Shape: "a scalar ([] or [1])"},
-			{Role: "input_scale", Suffix: "input_scale", DTypes: []DType{F32}, Shape: "a scalar ([] or [1])", Optional: true},
+			{Role: "scale", Suffix: "weight_scale", DTypes: []numfmt.DType{numfmt.F8E4M3}, Shape: "[N, K/16]"},
+			{Role: "global_scale", Suffix: "weight_scale_2", DTypes: []numfmt.DType{numfmt.F32}, Shape: "a scalar ([] or [1])"},
+			{Role: "input_scale", Suffix: "input_scale", DTypes: []numfmt.DType{numfmt.F32}, Shape: "a scalar ([] or [1])", Optional: true},
 		},
 		IgnoreKeys: []string{"exclude_modules", "ignore"}},
 	{Scheme: FP8Tensor, Title: "FP8 per tensor (compressed-tensors)", Declared: `quantization_config.quant_method "compressed-tensors", format "float-quantized", weights strategy "tensor"`,
-		WeightName: "<module>.weight", WeightDTypes: []DType{F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "the whole tensor",
+		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "the whole tensor",
 		Companions: []CompanionSpec{{Role: "scale", Suffix: "weight_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])"},
 			{Role: "input_scale", Suffix: "input_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])", Optional: true}},
 		IgnoreKeys: []string{"ignore"}},
 	{Scheme: FP8Channel, Title: "FP8 per channel (compressed-tensors)", Declared: `quantization_config.quant_method "compressed-tensors", format "float-quantized", weights strategy "channel"`,
-		WeightName: "<module>.weight", WeightDTypes: []DType{F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "one output row",
+		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "one output row",
 		Companions: []CompanionSpec{{Role: "scale", Suffix: "weight_scale", DTypes: floatScale, Shape: "[N, 1]"},
 			{Role: "input_scale", Suffix: "input_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])", Optional: true}},
 		IgnoreKeys: []string{"ignore"}},
 	{Scheme: FP8Block, Title: "FP8 per block (compressed-tensors)", Declared: `quantization_config.quant_method "compressed-tensors", format "float-quantized", weights strategy "block"`,
-		WeightName: "<module>.weight", WeightDTypes: []DType{F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = block_structure",
+		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = block_structure",
 		Companions: []CompanionSpec{{Role: "scale", Suffix: "weight_scale", DTypes: floatScale, Shape: "[ceil(N/bm), ceil(K/bn)]"},
 			{Role: "input_scale", Suffix: "input_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])", Optional: true}},
 		IgnoreKeys: []string{"ignore"}},
@@ -203,7 +203,7 @@ func (c *Checkpoint) readHFQuantConfig(ctx context.Context) error {
 
 func looksQuantised(ts []*Tensor) bool {
 	for _, t := range ts {
-		if t.DType == U8 {
+		if t.DType == numfmt.U8 {
 			return true
 		}
 		switch t.Name[strings.LastIndexByte(t.Name, '.')+1:] {
@@ -516,7 +516,7 @@ func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool)
 	switch {
 	case r.Scheme == MXFP4:
 		base, ok := strings.CutSuffix(t.Name, "_blocks")
-		if !ok || t.DType != U8 {
+		if !ok || t.DType != numfmt.U8 {
 			return nil, false
 		}
 		w = &QuantWeight{Scheme: MXFP4, Weight: t, Name: base, Module: base}
@@ -532,7 +532,7 @@ func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool)
 		}
 		w.Companions = []Companion{sc}
 	case r.Scheme == NVFP4:
-		if !isWeight || t.DType != U8 {
+		if !isWeight || t.DType != numfmt.U8 {
 			return nil, false
 		}
 		w = &QuantWeight{Scheme: NVFP4, Weight: t, Name: t.Name, Module: module}
@@ -547,7 +547,7 @@ func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool)
 			{CompanionSpec: sp.Companions[1], Name: module + ".weight_scale_2", Want: scalarShapes},
 			{CompanionSpec: sp.Companions[2], Name: module + ".input_scale", Want: scalarShapes}}
 	case r.Scheme == BlockFP8:
-		if t.DType != F8E4M3 {
+		if t.DType != numfmt.F8E4M3 {
 			return nil, false
 		}
 		w = &QuantWeight{Scheme: BlockFP8, Weight: t, Name: t.Name, Module: module, Shape: t.Shape}
@@ -559,7 +559,7 @@ func (r *QuantRecipe) QuantWeight(c *Checkpoint, t *Tensor) (*QuantWeight, bool)
 		}
 		w.Companions = []Companion{sc}
 	default: // compressed-tensors FP8
-		if !isWeight || t.DType != F8E4M3 {
+		if !isWeight || t.DType != numfmt.F8E4M3 {
 			return nil, false
 		}
 		g := r.group(module)
@@ -619,7 +619,7 @@ func CountParameters(c *Checkpoint, r *QuantRecipe, t *Tensor, quantized bool) (
 	}
 	switch r.Scheme {
 	case MXFP4:
-		if t.DType == U8 && strings.HasSuffix(t.Name, "_scales") {
+		if t.DType == numfmt.U8 && strings.HasSuffix(t.Name, "_scales") {
 			return 0, false
 		}
 	case BlockFP8, FP8Tensor, FP8Channel, FP8Block:

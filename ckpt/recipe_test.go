@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -81,7 +82,7 @@ func TestQuantRecipe(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: ckpt.U8, Shape: []int64{2}}}, tc.files) // U8: hf_quant_config.json is read
+			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: numfmt.U8, Shape: []int64{2}}}, tc.files) // U8: hf_quant_config.json is read
 			r, err := c.QuantRecipe()
 			if tc.err != "" {
 				var re *ckpt.RecipeError
@@ -130,7 +131,7 @@ func TestQuantWeightLayout(t *testing.T) {
 	const ctGroups = `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{
 		"group_0":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}},
 		"group_1":{"targets":["re:.*down_proj$"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`
-	spec := func(name string, dt ckpt.DType, shape ...int64) ckpt.WriteSpec {
+	spec := func(name string, dt numfmt.DType, shape ...int64) ckpt.WriteSpec {
 		return ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}
 	}
 	type comp struct {
@@ -149,36 +150,36 @@ func TestQuantWeightLayout(t *testing.T) {
 		params int64
 	}{
 		{"mxfp4 blocks", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
-			[]ckpt.WriteSpec{spec("m.experts.down_blocks", ckpt.U8, 2, 8, 3, 16), spec("m.experts.down_scales", ckpt.U8, 2, 8, 3)},
+			[]ckpt.WriteSpec{spec("m.experts.down_blocks", numfmt.U8, 2, 8, 3, 16), spec("m.experts.down_scales", numfmt.U8, 2, 8, 3)},
 			"m.experts.down_blocks", ckpt.MXFP4, []int64{2, 8, 96}, []comp{{"m.experts.down_scales", true, [][]int64{{2, 8, 3}}}}, 2 * 2 * 8 * 3 * 16},
 		{"mxfp4 scales are bookkeeping", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
-			[]ckpt.WriteSpec{spec("m.experts.down_scales", ckpt.U8, 2, 8, 3)}, "m.experts.down_scales", "", nil, nil, 0},
+			[]ckpt.WriteSpec{spec("m.experts.down_scales", numfmt.U8, 2, 8, 3)}, "m.experts.down_scales", "", nil, nil, 0},
 		{"mxfp4 blocks of a wrong shape", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
-			[]ckpt.WriteSpec{spec("m.down_blocks", ckpt.U8, 8, 3, 15)}, "m.down_blocks", ckpt.MXFP4, nil, []comp{{"m.down_scales", false, nil}}, 2 * 8 * 3 * 15},
+			[]ckpt.WriteSpec{spec("m.down_blocks", numfmt.U8, 8, 3, 15)}, "m.down_blocks", ckpt.MXFP4, nil, []comp{{"m.down_scales", false, nil}}, 2 * 8 * 3 * 15},
 		{"nvfp4", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
-			[]ckpt.WriteSpec{spec("m.weight", ckpt.U8, 8, 32), spec("m.weight_scale", ckpt.F8E4M3, 8, 4), spec("m.weight_scale_2", ckpt.F32)},
+			[]ckpt.WriteSpec{spec("m.weight", numfmt.U8, 8, 32), spec("m.weight_scale", numfmt.F8E4M3, 8, 4), spec("m.weight_scale_2", numfmt.F32)},
 			"m.weight", ckpt.NVFP4, []int64{8, 64}, []comp{{"m.weight_scale", true, [][]int64{{8, 4}}}, {"m.weight_scale_2", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 64},
 		{"nvfp4 bf16 weight is plain", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
-			[]ckpt.WriteSpec{spec("lm_head.weight", ckpt.BF16, 8, 32), spec("m.weight", ckpt.U8, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
+			[]ckpt.WriteSpec{spec("lm_head.weight", numfmt.BF16, 8, 32), spec("m.weight", numfmt.U8, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
 		{"ct channel", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`},
-			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 8, 32), spec("m.weight_scale", ckpt.F32, 8, 1)},
+			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 8, 32), spec("m.weight_scale", numfmt.F32, 8, 1)},
 			"m.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{8, 1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct tensor", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
-			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 8, 32), spec("m.weight_scale", ckpt.F32, 1)},
+			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 8, 32), spec("m.weight_scale", numfmt.F32, 1)},
 			"m.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["re:.*proj$"],"weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[4,16]}}}}}`},
-			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 9, 32)},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 9, 32)},
 			"m.q_proj.weight", ckpt.FP8Block, []int64{9, 32}, []comp{{"m.q_proj.weight_scale", false, [][]int64{{3, 2}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 9 * 32},
 		{"ct groups by target: regex first", map[string]string{"config.json": ctGroups},
-			[]ckpt.WriteSpec{spec("m.down_proj.weight", ckpt.F8E4M3, 8, 32), spec("m.down_proj.weight_scale", ckpt.F32, 8, 1)},
+			[]ckpt.WriteSpec{spec("m.down_proj.weight", numfmt.F8E4M3, 8, 32), spec("m.down_proj.weight_scale", numfmt.F32, 8, 1)},
 			"m.down_proj.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.down_proj.weight_scale", true, [][]int64{{8, 1}}}, {"m.down_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct groups by target: then the layer class", map[string]string{"config.json": ctGroups},
-			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 8, 32), spec("m.q_proj.weight_scale", ckpt.F32)},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 8, 32), spec("m.q_proj.weight_scale", numfmt.F32)},
 			"m.q_proj.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.q_proj.weight_scale", true, [][]int64{{}, {1}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct groups by target: a module name is no class", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["lm_head"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
-			[]ckpt.WriteSpec{spec("m.q_proj.weight", ckpt.F8E4M3, 8, 32)}, "m.q_proj.weight", "", nil, nil, 8 * 32},
+			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 8, 32)}, "m.q_proj.weight", "", nil, nil, 8 * 32},
 		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[4,16]}}`},
-			[]ckpt.WriteSpec{spec("m.weight", ckpt.F8E4M3, 9, 32), spec("m.weight_scale_inv", ckpt.BF16, 3, 2)},
+			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 9, 32), spec("m.weight_scale_inv", numfmt.BF16, 3, 2)},
 			"m.weight", ckpt.BlockFP8, []int64{9, 32}, []comp{{"m.weight_scale_inv", true, [][]int64{{3, 2}}}}, 9 * 32},
 	}
 	for _, tc := range tests {
@@ -222,8 +223,8 @@ func TestQuantWeightLayout(t *testing.T) {
 // NVFP4 weight.
 func TestQuantSchemeReadsNewSchemes(t *testing.T) {
 	t.Parallel()
-	specs := []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: ckpt.F8E4M3, Shape: []int64{8, 4}},
-		{Name: "m.weight_scale_2", DType: ckpt.F32, Shape: []int64{}}}
+	specs := []ckpt.WriteSpec{{Name: "m.weight", DType: numfmt.U8, Shape: []int64{8, 32}}, {Name: "m.weight_scale", DType: numfmt.F8E4M3, Shape: []int64{8, 4}},
+		{Name: "m.weight_scale_2", DType: numfmt.F32, Shape: []int64{}}}
 	for _, files := range []map[string]string{
 		{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4"}}`},
 		{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
@@ -266,9 +267,9 @@ func TestHFQuantConfigReadOnlyWhenQuantised(t *testing.T) {
 		specs []ckpt.WriteSpec
 		read  bool
 	}{
-		{"bf16 only", []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.BF16, Shape: []int64{2}}}, false},
-		{"u8 codes", []ckpt.WriteSpec{{Name: "m.weight", DType: ckpt.U8, Shape: []int64{2}}}, true},
-		{"an input_scale", []ckpt.WriteSpec{{Name: "m.input_scale", DType: ckpt.F32, Shape: []int64{}}}, true},
+		{"bf16 only", []ckpt.WriteSpec{{Name: "m.weight", DType: numfmt.BF16, Shape: []int64{2}}}, false},
+		{"u8 codes", []ckpt.WriteSpec{{Name: "m.weight", DType: numfmt.U8, Shape: []int64{2}}}, true},
+		{"an input_scale", []ckpt.WriteSpec{{Name: "m.input_scale", DType: numfmt.F32, Shape: []int64{}}}, true},
 	} {
 		c := openSpecs(t, tc.specs, hfq)
 		assert.Equal(t, tc.read, c.HFQuantConfig != nil, tc.name)

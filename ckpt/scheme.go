@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Scheme names how the values of a tensor are made from what is stored.
@@ -69,7 +71,7 @@ var ErrScale = errors.New("quantised weight without a usable scale")
 type MissingScaleError struct {
 	Tensor string
 	File   string // location of the file that holds it
-	DType  DType
+	DType  numfmt.DType
 	Want   string // the companion the weight needs (<name>_scale_inv)
 	// Unlisted is the shard that stores Want although the index's
 	// weight_map does not list it ("" when no shard stores it).
@@ -94,7 +96,7 @@ func (e *MissingScaleError) Is(target error) bool { return target == ErrScale }
 type UnknownScaleError struct {
 	Tensor     string
 	File       string
-	DType      DType
+	DType      numfmt.DType
 	Companions []*Tensor // the companions found (weight_scale, input_scale, ...)
 	Reason     string    // why they are not understood
 }
@@ -119,9 +121,9 @@ func (e *UnknownScaleError) Is(target error) bool { return target == ErrScale }
 // says: the FP8 weight formats and the sub-byte floats (F8_E8M0 is a scale
 // format and is not one). U8 and I8 hold codes only in a quantised
 // checkpoint (see QuantScheme).
-func IsQuantCode(d DType) bool {
+func IsQuantCode(d numfmt.DType) bool {
 	switch d {
-	case F8E4M3, F8E5M2, F8E4M3FNUZ, F8E5M2FNUZ, F4, F6E2M3, F6E3M2:
+	case numfmt.F8E4M3, numfmt.F8E5M2, numfmt.F8E4M3FNUZ, numfmt.F8E5M2FNUZ, numfmt.F4, numfmt.F6E2M3, numfmt.F6E3M2:
 		return true
 	}
 	return false
@@ -196,7 +198,7 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 		// compressors/pack_quantized/base.py@0.20.1 and nvfp4/base.py@0.20.1.
 		return true
 	}
-	if t.DType != U8 && t.DType != I8 {
+	if t.DType != numfmt.U8 && t.DType != numfmt.I8 {
 		return false
 	}
 	// Block FP8 keeps its codes in F8_E4M3: a U8/I8 tensor there is data.
@@ -260,7 +262,7 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 		return unknown("no weight_scale_inv beside it, and that naming is not a scheme ckpt supports")
 	case len(others) > 0:
 		return unknown("a weight_scale_inv together with other scales of the weight is not a scheme ckpt supports")
-	case t.DType != F8E4M3:
+	case t.DType != numfmt.F8E4M3:
 		return unknown(fmt.Sprintf("block FP8 is F8_E4M3 codes, not %s", t.DType))
 	}
 	bm, bn := DefaultBlockSize[0], DefaultBlockSize[1]

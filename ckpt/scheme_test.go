@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,11 +18,11 @@ import (
 func TestQuantScheme(t *testing.T) {
 	t.Parallel()
 	const blockFP8 = `{"quantization_config":{"quant_method":"fp8","weight_block_size":[32,16]}}`
-	spec := func(name string, dt ckpt.DType, shape ...int64) ckpt.WriteSpec {
+	spec := func(name string, dt numfmt.DType, shape ...int64) ckpt.WriteSpec {
 		return ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}
 	}
-	w := spec("m.weight", ckpt.F8E4M3, 64, 64)
-	inv := spec("m.weight_scale_inv", ckpt.BF16, 2, 4) // [64/32, 64/16]
+	w := spec("m.weight", numfmt.F8E4M3, 64, 64)
+	inv := spec("m.weight_scale_inv", numfmt.BF16, 2, 4) // [64/32, 64/16]
 	missing, unknown := "missing", "unknown"
 	for _, tc := range []struct {
 		name   string
@@ -31,32 +32,32 @@ func TestQuantScheme(t *testing.T) {
 		bm, bn int64  // block size when BlockFP8
 		found  string // the companion an UnknownScaleError names
 	}{
-		{"bf16 weight", blockFP8, []ckpt.WriteSpec{spec("m.weight", ckpt.BF16, 4, 4)}, ckpt.Plain, 0, 0, ""},
-		{"bf16 weight with a stray scale", blockFP8, []ckpt.WriteSpec{spec("m.weight", ckpt.BF16, 64, 64), inv}, ckpt.Plain, 0, 0, ""},
+		{"bf16 weight", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 4, 4)}, ckpt.Plain, 0, 0, ""},
+		{"bf16 weight with a stray scale", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 64, 64), inv}, ckpt.Plain, 0, 0, ""},
 		{"block fp8", blockFP8, []ckpt.WriteSpec{w, inv}, ckpt.BlockFP8, 32, 16, ""},
-		{"block fp8 with input_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.input_scale", ckpt.F32, 1)}, ckpt.BlockFP8, 32, 16, ""},
-		{"no config: 128x128", "", []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
-		{"no weight_block_size: 128x128", `{"quantization_config":{"quant_method":"fp8"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
-		{"weight_scale_inv under compressed-tensors", `{"quantization_config":{"quant_method":"compressed-tensors"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
-		{"scale of another block grid", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", ckpt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
+		{"block fp8 with input_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.input_scale", numfmt.F32, 1)}, ckpt.BlockFP8, 32, 16, ""},
+		{"no config: 128x128", "", []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
+		{"no weight_block_size: 128x128", `{"quantization_config":{"quant_method":"fp8"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
+		{"weight_scale_inv under compressed-tensors", `{"quantization_config":{"quant_method":"compressed-tensors"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
+		{"scale of another block grid", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
 		{"no scale", blockFP8, []ckpt.WriteSpec{w}, missing, 0, 0, ""},
-		{"e5m2, no scale", "", []ckpt.WriteSpec{spec("x", ckpt.F8E5M2, 4)}, missing, 0, 0, ""},
-		{"fnuz, no scale", "", []ckpt.WriteSpec{spec("x", ckpt.F8E4M3FNUZ, 4)}, missing, 0, 0, ""},
-		{"e5m2 with weight_scale_inv", blockFP8, []ckpt.WriteSpec{spec("m.weight", ckpt.F8E5M2, 64, 64), inv}, unknown, 0, 0, "m.weight_scale_inv"},
-		{"per-channel weight_scale", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale", ckpt.F32, 64, 1)}, unknown, 0, 0, "m.weight_scale"},
-		{"weight_scale_2", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_2", ckpt.F32, 1)}, unknown, 0, 0, "m.weight_scale_2"},
-		{"input_scale only", blockFP8, []ckpt.WriteSpec{w, spec("m.input_scale", ckpt.F32, 1)}, unknown, 0, 0, "m.input_scale"},
-		{"weight_scale_inv and weight_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.weight_scale", ckpt.F32, 64, 1)}, unknown, 0, 0, "m.weight_scale"},
-		{"an F8 scale is bookkeeping", blockFP8, []ckpt.WriteSpec{spec("m.weight_scale", ckpt.F8E4M3, 64, 4)}, ckpt.Plain, 0, 0, ""},
-		{"e8m0 is a scale format", "", []ckpt.WriteSpec{spec("x", ckpt.F8E8M0, 4)}, ckpt.Plain, 0, 0, ""},
-		{"u8 without a quantization_config", "", []ckpt.WriteSpec{spec("m.weight_packed", ckpt.U8, 64, 32)}, ckpt.Plain, 0, 0, ""},
-		{"u8 in a block-fp8 checkpoint is data", blockFP8, []ckpt.WriteSpec{spec("m.mask", ckpt.U8, 4, 4)}, ckpt.Plain, 0, 0, ""},
+		{"e5m2, no scale", "", []ckpt.WriteSpec{spec("x", numfmt.F8E5M2, 4)}, missing, 0, 0, ""},
+		{"fnuz, no scale", "", []ckpt.WriteSpec{spec("x", numfmt.F8E4M3FNUZ, 4)}, missing, 0, 0, ""},
+		{"e5m2 with weight_scale_inv", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.F8E5M2, 64, 64), inv}, unknown, 0, 0, "m.weight_scale_inv"},
+		{"per-channel weight_scale", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale", numfmt.F32, 64, 1)}, unknown, 0, 0, "m.weight_scale"},
+		{"weight_scale_2", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_2", numfmt.F32, 1)}, unknown, 0, 0, "m.weight_scale_2"},
+		{"input_scale only", blockFP8, []ckpt.WriteSpec{w, spec("m.input_scale", numfmt.F32, 1)}, unknown, 0, 0, "m.input_scale"},
+		{"weight_scale_inv and weight_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.weight_scale", numfmt.F32, 64, 1)}, unknown, 0, 0, "m.weight_scale"},
+		{"an F8 scale is bookkeeping", blockFP8, []ckpt.WriteSpec{spec("m.weight_scale", numfmt.F8E4M3, 64, 4)}, ckpt.Plain, 0, 0, ""},
+		{"e8m0 is a scale format", "", []ckpt.WriteSpec{spec("x", numfmt.F8E8M0, 4)}, ckpt.Plain, 0, 0, ""},
+		{"u8 without a quantization_config", "", []ckpt.WriteSpec{spec("m.weight_packed", numfmt.U8, 64, 32)}, ckpt.Plain, 0, 0, ""},
+		{"u8 in a block-fp8 checkpoint is data", blockFP8, []ckpt.WriteSpec{spec("m.mask", numfmt.U8, 4, 4)}, ckpt.Plain, 0, 0, ""},
 		{"u8 in a quantised checkpoint", `{"quantization_config":{"quant_method":"compressed-tensors"}}`,
-			[]ckpt.WriteSpec{spec("m.weight_packed", ckpt.U8, 64, 32), spec("m.weight_scale", ckpt.F8E4M3, 64, 4)}, unknown, 0, 0, "m.weight_scale"},
+			[]ckpt.WriteSpec{spec("m.weight_packed", numfmt.U8, 64, 32), spec("m.weight_scale", numfmt.F8E4M3, 64, 4)}, unknown, 0, 0, "m.weight_scale"},
 		{"mxfp4 blocks", `{"quantization_config":{"quant_method":"mxfp4"}}`,
-			[]ckpt.WriteSpec{spec("e.down_blocks", ckpt.U8, 4, 16), spec("e.down_scales", ckpt.U8, 4, 1)}, unknown, 0, 0, "e.down_scales"},
+			[]ckpt.WriteSpec{spec("e.down_blocks", numfmt.U8, 4, 16), spec("e.down_scales", numfmt.U8, 4, 1)}, unknown, 0, 0, "e.down_scales"},
 		{"mxfp4 scales are bookkeeping", `{"quantization_config":{"quant_method":"mxfp4"}}`,
-			[]ckpt.WriteSpec{spec("e.down_scales", ckpt.U8, 4, 1), spec("e.down_blocks", ckpt.U8, 4, 16)}, ckpt.Plain, 0, 0, ""},
+			[]ckpt.WriteSpec{spec("e.down_scales", numfmt.U8, 4, 1), spec("e.down_blocks", numfmt.U8, 4, 16)}, ckpt.Plain, 0, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

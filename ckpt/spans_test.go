@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,9 +25,9 @@ func TestReadSpans(t *testing.T) {
 	}
 	// Writer order: a, b, c back to back (same dtype, natural order).
 	mts := []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.U8, Shape: []int64{1000}}, Data: data(1000, 1)},
-		{WriteSpec: ckpt.WriteSpec{Name: "b", DType: ckpt.U8, Shape: []int64{100000}}, Data: data(100000, 2)},
-		{WriteSpec: ckpt.WriteSpec{Name: "c", DType: ckpt.U8, Shape: []int64{500}}, Data: data(500, 3)},
+		{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.U8, Shape: []int64{1000}}, Data: data(1000, 1)},
+		{WriteSpec: ckpt.WriteSpec{Name: "b", DType: numfmt.U8, Shape: []int64{100000}}, Data: data(100000, 2)},
+		{WriteSpec: ckpt.WriteSpec{Name: "c", DType: numfmt.U8, Shape: []int64{500}}, Data: data(500, 3)},
 	}
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), mts, nil))
 	ds, err := ckpt.NewDirStore(dir)
@@ -110,7 +111,7 @@ func TestReadSpansInterleavesFiles(t *testing.T) {
 	var order []string
 	open := func(name string) *ckpt.Checkpoint {
 		dir := t.TempDir()
-		mts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "w", DType: ckpt.U8, Shape: []int64{100000}}, Data: make([]byte, 100000)}}
+		mts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "w", DType: numfmt.U8, Shape: []int64{100000}}, Data: make([]byte, 100000)}}
 		require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), mts, nil))
 		ds, err := ckpt.NewDirStore(dir)
 		require.NoError(t, err)

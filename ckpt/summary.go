@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Ranges renders sorted distinct integers as "{0..3,5,7..9}".
@@ -32,10 +34,10 @@ func Ranges(ns []int) string {
 
 // DTypeStat sums tensors of one dtype.
 type DTypeStat struct {
-	DType      DType `json:"dtype"`
-	Tensors    int64 `json:"tensors"`
-	Parameters int64 `json:"parameters"`
-	Bytes      int64 `json:"bytes"`
+	DType      numfmt.DType `json:"dtype"`
+	Tensors    int64        `json:"tensors"`
+	Parameters int64        `json:"parameters"`
+	Bytes      int64        `json:"bytes"`
 }
 
 // GroupStat sums tensors of one group.
@@ -65,7 +67,7 @@ type Summary struct {
 // rank-0 tensors and F8_E8M0 tensors never count; quantisation bookkeeping
 // (IsBookkeeping) does not count when the checkpoint is quantised.
 func CountsAsParameter(t *TensorInfo, quantized bool) bool {
-	if len(t.Shape) == 0 || t.DType == F8E8M0 {
+	if len(t.Shape) == 0 || t.DType == numfmt.F8E8M0 {
 		return false
 	}
 	return !(quantized && IsBookkeeping(t.Name))
@@ -83,7 +85,7 @@ func Summarize(ts []*Tensor, quantized bool) Summary {
 // tensor's parameters and whether it counts at all (see CountParameters).
 func SummarizeWith(ts []*Tensor, count func(*Tensor) (int64, bool)) Summary {
 	s := Summary{ParametersByDType: map[string]int64{}}
-	byD := map[DType]*DTypeStat{}
+	byD := map[numfmt.DType]*DTypeStat{}
 	type gacc struct {
 		stat   GroupStat
 		layers map[int]bool

@@ -106,7 +106,7 @@ func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 		return nil, err
 	}
 	dec := make([]float32, want[0]*want[1])
-	if err := DecodeFloat32(scale.DType, raw, dec); err != nil {
+	if err := numfmt.DecodeFloat32(scale.DType, raw, dec); err != nil {
 		return nil, err
 	}
 	v.Scale, v.BM, v.BN = scale, bm, bn
@@ -163,8 +163,8 @@ func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 // scale_fmt "ue8m0", huggingface/transformers:src/transformers/
 // integrations/finegrained_fp8.py@v5.23.0 FP8Linear and Fp8Quantize: a
 // power of two 2^(e-127), dequantised as code·2^(e-127) in float32).
-func IsBlockScaleDType(dt DType) bool {
-	return dt == F32 || dt == BF16 || dt == F16 || dt == F8E8M0
+func IsBlockScaleDType(dt numfmt.DType) bool {
+	return dt == numfmt.F32 || dt == numfmt.BF16 || dt == numfmt.F16 || dt == numfmt.F8E8M0
 }
 
 // BlockScale returns the weight_scale_inv companion of t and the block
@@ -246,7 +246,7 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 		return nil, fmt.Errorf("tensor %s: internal error: no reader for scheme %s", Quote(t.Name), q.Scheme)
 	}
 	dec := make([]float32, q.Scale.Numel())
-	if err := DecodeFloat32(q.Scale.DType, raw, dec); err != nil {
+	if err := numfmt.DecodeFloat32(q.Scale.DType, raw, dec); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", Quote(q.Scale.Name), err)
 	}
 	if q.Scheme == FP8Tensor {
@@ -303,7 +303,7 @@ func DequantPacked(s Scheme, dst []float32, packed, scales []byte, global float3
 // weight_scale_2 (one F32 value).
 func (q Quant) GlobalScale(raw []byte) (float32, error) {
 	dec := make([]float32, 1)
-	if err := DecodeFloat32(q.Global.DType, raw, dec); err != nil {
+	if err := numfmt.DecodeFloat32(q.Global.DType, raw, dec); err != nil {
 		return 0, fmt.Errorf("tensor %s: %w", Quote(q.Global.Name), err)
 	}
 	return dec[0], nil
@@ -321,7 +321,7 @@ func (v *Values) Dequantized() bool { return v.Scale != nil }
 // block scale), so that rounding them to bf16 changes nothing.
 func (v *Values) BF16Exact() bool {
 	dt := v.T.DType
-	return !v.Dequantized() && (dt == BF16 || dt == F8E4M3 || dt == F8E5M2)
+	return !v.Dequantized() && (dt == numfmt.BF16 || dt == numfmt.F8E4M3 || dt == numfmt.F8E5M2)
 }
 
 // RowBytes is the byte size of one row of the raw tensor.
@@ -360,7 +360,7 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 	case v.Scale != nil:
 		err = v.blocks.Dequantize(v.T.DType, raw, r0*v.Cols, dst)
 	default:
-		err = DecodeFloat32(v.T.DType, raw, dst)
+		err = numfmt.DecodeFloat32(v.T.DType, raw, dst)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", Quote(v.T.Name), err)

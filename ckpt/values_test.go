@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,10 +34,10 @@ func TestQuantizeBlockFP8PartialBlocks(t *testing.T) {
 		}
 	}
 	w[4*cols+6] = -3.5
-	for _, sd := range []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16} {
+	for _, sd := range []numfmt.DType{numfmt.BF16, numfmt.F32, numfmt.F16} {
 		codes := make([]byte, rows*cols)
 		scales := make([]float32, sr*sc)
-		ckpt.QuantizeBlockFP8(w, rows, cols, bm, bn, sd, codes, scales)
+		numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, sd, codes, scales)
 		for bi := 0; bi < sr; bi++ {
 			for bj := 0; bj < sc; bj++ {
 				var amax float64
@@ -46,7 +47,7 @@ func TestQuantizeBlockFP8PartialBlocks(t *testing.T) {
 					}
 				}
 				s := scales[bi*sc+bj]
-				assert.Equal(t, ckpt.RoundTo(sd, float32(amax)/448), s, "%s scale of block (%d,%d)", sd, bi, bj)
+				assert.Equal(t, numfmt.RoundTo(sd, float32(amax)/448), s, "%s scale of block (%d,%d)", sd, bi, bj)
 				for i := bi * bm; i < min((bi+1)*bm, rows); i++ {
 					for j := bj * bn; j < min((bj+1)*bn, cols); j++ {
 						c := codes[i*cols+j]
@@ -65,7 +66,7 @@ func TestQuantizeBlockFP8PartialBlocks(t *testing.T) {
 			}
 		}
 		assert.Equal(t, float32(0), scales[1*sc+1], "zero block")
-		assert.Equal(t, ckpt.RoundTo(sd, 3.5/448), scales[2*sc+2])
+		assert.Equal(t, numfmt.RoundTo(sd, 3.5/448), scales[2*sc+2])
 		assert.Equal(t, byte(0xfe), codes[4*cols+6], "the block maximum maps to -448 (up to the scale's rounding)")
 	}
 }
@@ -87,13 +88,13 @@ func writeFP8Checkpoint(t testing.TB, dir string, rows, cols, bm, bn int64) ([]b
 	scale := make([]uint16, sr*sc)
 	sdata := make([]byte, 2*len(scale))
 	for i := range scale {
-		scale[i] = ckpt.F32ToBF16(float32(math.Ldexp(1+r.Float64(), -8-r.IntN(4))))
+		scale[i] = numfmt.F32ToBF16(float32(math.Ldexp(1+r.Float64(), -8-r.IntN(4))))
 		binary.LittleEndian.PutUint16(sdata[2*i:], scale[i])
 	}
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "w.weight", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: "w.weight_scale_inv", DType: ckpt.BF16, Shape: []int64{sr, sc}}, Data: sdata},
-		{WriteSpec: ckpt.WriteSpec{Name: "n.weight", DType: ckpt.F16, Shape: []int64{3, 2, 2}}, Data: []byte{0, 0x3c, 0, 0xc0, 1, 0, 0, 0x7c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c}},
+		{WriteSpec: ckpt.WriteSpec{Name: "w.weight", DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: "w.weight_scale_inv", DType: numfmt.BF16, Shape: []int64{sr, sc}}, Data: sdata},
+		{WriteSpec: ckpt.WriteSpec{Name: "n.weight", DType: numfmt.F16, Shape: []int64{3, 2, 2}}, Data: []byte{0, 0x3c, 0, 0xc0, 1, 0, 0, 0x7c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c, 0, 0x3c}},
 	}, map[string]string{"format": "pt"}))
 	cfg := `{"model_type":"x","quantization_config":{"quant_method":"fp8","fmt":"e4m3","activation_scheme":"dynamic","weight_block_size":[` +
 		itoa(bm) + `,` + itoa(bn) + `]}}`
@@ -146,7 +147,7 @@ func TestValuesDequantize(t *testing.T) {
 				}
 			}
 		}
-		assert.Equal(t, float32(want(tc.rows-1, tc.cols-1)), v.ScaleAt(tc.rows-1, tc.cols-1)*ckpt.DecodeE4M3(codes[tc.rows*tc.cols-1]))
+		assert.Equal(t, float32(want(tc.rows-1, tc.cols-1)), v.ScaleAt(tc.rows-1, tc.cols-1)*numfmt.DecodeE4M3(codes[tc.rows*tc.cols-1]))
 		_, err = v.ReadRows(tc.rows-1, 2, nil, make([]float32, 2*tc.cols))
 		assert.Error(t, err, "rows past the end")
 		_, err = v.ReadRows(-1, 1, nil, make([]float32, tc.cols))
@@ -265,18 +266,18 @@ func TestValuesExpertStack(t *testing.T) {
 	sr, sc := int64(R/bm), int64((C+bn-1)/bn)
 	sdata := make([]byte, 2*E*sr*sc)
 	for i := 0; i < len(sdata); i += 2 {
-		binary.LittleEndian.PutUint16(sdata[i:], ckpt.F32ToBF16(float32(math.Ldexp(1+r.Float64(), -8-r.IntN(4)))))
+		binary.LittleEndian.PutUint16(sdata[i:], numfmt.F32ToBF16(float32(math.Ldexp(1+r.Float64(), -8-r.IntN(4)))))
 	}
 	ts := []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "x.experts", DType: ckpt.F8E4M3, Shape: []int64{E, R, C}}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: "x.experts_scale_inv", DType: ckpt.BF16, Shape: []int64{E, sr, sc}}, Data: sdata},
-		{WriteSpec: ckpt.WriteSpec{Name: "y.experts", DType: ckpt.F8E4M3, Shape: []int64{2, 48, C}}, Data: codes[:2*48*C]},
-		{WriteSpec: ckpt.WriteSpec{Name: "y.experts_scale_inv", DType: ckpt.BF16, Shape: []int64{2, 2, sc}}, Data: sdata[:2*2*2*sc]},
+		{WriteSpec: ckpt.WriteSpec{Name: "x.experts", DType: numfmt.F8E4M3, Shape: []int64{E, R, C}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: "x.experts_scale_inv", DType: numfmt.BF16, Shape: []int64{E, sr, sc}}, Data: sdata},
+		{WriteSpec: ckpt.WriteSpec{Name: "y.experts", DType: numfmt.F8E4M3, Shape: []int64{2, 48, C}}, Data: codes[:2*48*C]},
+		{WriteSpec: ckpt.WriteSpec{Name: "y.experts_scale_inv", DType: numfmt.BF16, Shape: []int64{2, 2, sc}}, Data: sdata[:2*2*2*sc]},
 	}
 	for e := 0; e < E; e++ {
 		ts = append(ts,
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight", e), DType: ckpt.F8E4M3, Shape: []int64{R, C}}, Data: codes[e*R*C : (e+1)*R*C]},
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight_scale_inv", e), DType: ckpt.BF16, Shape: []int64{sr, sc}},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight", e), DType: numfmt.F8E4M3, Shape: []int64{R, C}}, Data: codes[e*R*C : (e+1)*R*C]},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: fmt.Sprintf("x.%d.weight_scale_inv", e), DType: numfmt.BF16, Shape: []int64{sr, sc}},
 				Data: sdata[int64(e)*2*sr*sc : int64(e+1)*2*sr*sc]})
 	}
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}))

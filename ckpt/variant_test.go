@@ -3,6 +3,7 @@ package ckpt
 import (
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,11 +66,11 @@ func TestDeclaredDType(t *testing.T) {
 		want   Declared
 		ok     bool
 	}{
-		{`{"dtype": "float32", "torch_dtype": "bfloat16"}`, Declared{F32, "dtype", "float32"}, true},
-		{`{"torch_dtype": "float16"}`, Declared{F16, "torch_dtype", "float16"}, true},
-		{`{"text_config": {"dtype": "bfloat16"}}`, Declared{BF16, "text_config.dtype", "bfloat16"}, true},
-		{`{"dtype": "bfloat16", "text_config": {"dtype": "float32"}}`, Declared{BF16, "dtype", "bfloat16"}, true},
-		{`{"dtype": null, "text_config": {"torch_dtype": "torch.float32"}}`, Declared{F32, "text_config.torch_dtype", "torch.float32"}, true},
+		{`{"dtype": "float32", "torch_dtype": "bfloat16"}`, Declared{numfmt.F32, "dtype", "float32"}, true},
+		{`{"torch_dtype": "float16"}`, Declared{numfmt.F16, "torch_dtype", "float16"}, true},
+		{`{"text_config": {"dtype": "bfloat16"}}`, Declared{numfmt.BF16, "text_config.dtype", "bfloat16"}, true},
+		{`{"dtype": "bfloat16", "text_config": {"dtype": "float32"}}`, Declared{numfmt.BF16, "dtype", "bfloat16"}, true},
+		{`{"dtype": null, "text_config": {"torch_dtype": "torch.float32"}}`, Declared{numfmt.F32, "text_config.torch_dtype", "torch.float32"}, true},
 		{`{"dtype": "int8"}`, Declared{"", "dtype", "int8"}, true},
 		{`{"hidden_size": 4}`, Declared{}, false},
 	} {

@@ -10,12 +10,13 @@ import (
 	"sort"
 
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // WriteSpec describes one tensor to write.
 type WriteSpec struct {
 	Name  string
-	DType DType
+	DType numfmt.DType
 	Shape []int64
 }
 

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -164,7 +164,7 @@ func bf16Values(rng *rand.Rand, n int, finite bool) []byte {
 				x = uint16(rng.Uint32())
 			default:
 				w := float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(60)-30))
-				x = uint16(math.Float32bits(ckpt.RoundTo(ckpt.BF16, w)) >> 16)
+				x = uint16(math.Float32bits(numfmt.RoundTo(numfmt.BF16, w)) >> 16)
 			}
 			if !finite || x&0x7f80 != 0x7f80 {
 				break
@@ -189,7 +189,7 @@ func bf16Pair(rng *rand.Rand, n int, finite bool) (b, f []byte) {
 
 func decodeBF16(t *testing.T, raw []byte) []float32 {
 	out := make([]float32, len(raw)/2)
-	require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, raw, out))
+	require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, raw, out))
 	return out
 }
 
@@ -307,7 +307,7 @@ func TestBF16SegmentsMatchDecoded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, finite := range []bool{true, false} {
 		b, f := bf16Pair(rng, n, finite)
-		sd := func() *side { return &side{dt: ckpt.BF16, esize: 2, rows: 1, cols: n} }
+		sd := func() *side { return &side{dt: numfmt.BF16, esize: 2, rows: 1, cols: n} }
 		p := &plan{kind: kindSame, bs: sd(), fs: sd(), scalesSame: true, bf16: true,
 			geom: geom{numel: n, chunk: n, esizeB: 2, esizeF: 2, countable: true}}
 		dec := *p

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 func benchPair(b *testing.B, rows, cols int64, ftKind string) (*ckpt.Checkpoint, *ckpt.Checkpoint, int64) {
 	dir := b.TempDir()
 	w := randValues(1, int(rows*cols))
-	_, _, base := fp8(b, "w.weight", w, rows, cols, 128, 128, ckpt.BF16)
+	_, _, base := fp8(b, "w.weight", w, rows, cols, 128, 128, numfmt.BF16)
 	var ft []ckpt.MemTensor
 	switch ftKind {
 	case "requant":
@@ -23,9 +24,9 @@ func benchPair(b *testing.B, rows, cols int64, ftKind string) (*ckpt.Checkpoint,
 	case "changed":
 		w2 := append([]float32(nil), w...)
 		for i := 0; i < len(w2); i += 3 {
-			w2[i] = ckpt.RoundTo(ckpt.BF16, w2[i]*1.05)
+			w2[i] = numfmt.RoundTo(numfmt.BF16, w2[i]*1.05)
 		}
-		_, _, ft = fp8(b, "w.weight", w2, rows, cols, 128, 128, ckpt.BF16)
+		_, _, ft = fp8(b, "w.weight", w2, rows, cols, 128, 128, numfmt.BF16)
 	case "same":
 		ft = base
 	}

@@ -30,7 +30,7 @@ func (r *chunkRNG) next() uint64 {
 
 // bf16 is a value in (-0.05, 0.05) representable in bf16.
 func (r *chunkRNG) bf16() float32 {
-	return ckpt.RoundTo(ckpt.BF16, float32(int64(r.next()%2000001)-1000000)/2e7)
+	return numfmt.RoundTo(numfmt.BF16, float32(int64(r.next()%2000001)-1000000)/2e7)
 }
 
 // chunkWeight is the name of the one weight of a bounded-chunk fixture.
@@ -66,9 +66,9 @@ func (s chunkSide) write(t *testing.T, dir string) *ckpt.Checkpoint {
 	return c
 }
 
-func bytesOf(t *testing.T, dt ckpt.DType, v []float32) []byte {
+func bytesOf(t *testing.T, dt numfmt.DType, v []float32) []byte {
 	b := make([]byte, len(v)*dt.Bits()/8)
-	require.NoError(t, ckpt.EncodeFloat32(dt, v, b))
+	require.NoError(t, numfmt.EncodeFloat32(dt, v, b))
 	return b
 }
 
@@ -82,7 +82,7 @@ func chunkValues(seed uint64, rows, cols int64, nudged bool) []float32 {
 	}
 	if nudged {
 		for i := len(v) / 2; i < len(v); i += 997 {
-			v[i] = ckpt.RoundTo(ckpt.BF16, v[i]*1.03+1e-3)
+			v[i] = numfmt.RoundTo(numfmt.BF16, v[i]*1.03+1e-3)
 		}
 	}
 	return v
@@ -90,7 +90,7 @@ func chunkValues(seed uint64, rows, cols int64, nudged bool) []float32 {
 
 // bf16Side stores w as a plain bf16 weight (an MXFP4 weight's values
 // under its values' name and shape).
-func bf16Side(t *testing.T, name string, shape []int64, w []float32, dt ckpt.DType) chunkSide {
+func bf16Side(t *testing.T, name string, shape []int64, w []float32, dt numfmt.DType) chunkSide {
 	return chunkSide{ts: []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}, Data: bytesOf(t, dt, w)}}}
 }
 
@@ -100,11 +100,11 @@ func bf16Side(t *testing.T, name string, shape []int64, w []float32, dt ckpt.DTy
 func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme) chunkSide {
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	codes, scales := make([]byte, rows*cols), make([]float32, sr*sc)
-	sdt := ckpt.F32
+	sdt := numfmt.F32
 	if ct == "" {
-		sdt = ckpt.BF16
+		sdt = numfmt.BF16
 	}
-	ckpt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
+	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
 	name := chunkWeight + ".weight"
 	s := chunkSide{}
 	sshape := []int64{sr, sc}
@@ -125,7 +125,7 @@ func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme
 		s.cfg = cfg
 	}
 	s.ts = []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
 		{WriteSpec: ckpt.WriteSpec{Name: sname, DType: sdt, Shape: sshape}, Data: bytesOf(t, sdt, scales)},
 	}
 	return s
@@ -166,9 +166,9 @@ func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, chan
 		gb := make([]byte, 4)
 		binary.LittleEndian.PutUint32(gb, math.Float32bits(global))
 		out.ts = []ckpt.MemTensor{
-			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight", DType: ckpt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
-			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight_scale", DType: ckpt.F8E4M3, Shape: []int64{rows, cols / g}}, Data: scales},
-			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight_scale_2", DType: ckpt.F32, Shape: []int64{}}, Data: gb},
+			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight", DType: numfmt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
+			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight_scale", DType: numfmt.F8E4M3, Shape: []int64{rows, cols / g}}, Data: scales},
+			{WriteSpec: ckpt.WriteSpec{Name: chunkWeight + ".weight_scale_2", DType: numfmt.F32, Shape: []int64{}}, Data: gb},
 		}
 		return out, vals
 	}
@@ -176,8 +176,8 @@ func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, chan
 	e, n := int64(2), rows/2
 	base := "model.layers.1.mlp.experts.down_proj"
 	out.ts = []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: ckpt.U8, Shape: []int64{e, n, cols / g, g / 2}}, Data: packed},
-		{WriteSpec: ckpt.WriteSpec{Name: base + "_scales", DType: ckpt.U8, Shape: []int64{e, n, cols / g}}, Data: scales},
+		{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: numfmt.U8, Shape: []int64{e, n, cols / g, g / 2}}, Data: packed},
+		{WriteSpec: ckpt.WriteSpec{Name: base + "_scales", DType: numfmt.U8, Shape: []int64{e, n, cols / g}}, Data: scales},
 	}
 	return out, vals
 }
@@ -212,7 +212,7 @@ func TestBoundedChunks(t *testing.T) {
 		out.ts = append([]ckpt.MemTensor(nil), s.ts...)
 		sc := append([]byte(nil), s.ts[1].Data...)
 		v := make([]float32, len(sc)*8/s.ts[1].DType.Bits())
-		require.NoError(t, ckpt.DecodeFloat32(s.ts[1].DType, sc, v))
+		require.NoError(t, numfmt.DecodeFloat32(s.ts[1].DType, sc, v))
 		for i := range v {
 			v[i] *= 2
 		}
@@ -254,21 +254,21 @@ func TestBoundedChunks(t *testing.T) {
 			tc{s.label + " identical", q, q, Identical, big, nil},
 			tc{s.label + " late codes changed", q, late(q), Changed, big, nil},
 			tc{s.label + " rescaled", q, rescaled(q), Changed, big, nil},
-			tc{s.label + " vs bf16 requant_identical", q, bf16Side(t, name, shape, w, ckpt.BF16), RequantIdentical, big, nil},
-			tc{s.label + " vs bf16 fine-tune", q, bf16Side(t, name, shape, w2, ckpt.BF16), DTypeChanged, big, nil},
-			tc{"bf16 vs " + s.label + " fine-tune", bf16Side(t, name, shape, w, ckpt.BF16), q2, DTypeChanged, big, nil},
-			tc{s.label + " vs f32 other", q, bf16Side(t, name, shape, other, ckpt.F32), DTypeChanged, big, nil},
+			tc{s.label + " vs bf16 requant_identical", q, bf16Side(t, name, shape, w, numfmt.BF16), RequantIdentical, big, nil},
+			tc{s.label + " vs bf16 fine-tune", q, bf16Side(t, name, shape, w2, numfmt.BF16), DTypeChanged, big, nil},
+			tc{"bf16 vs " + s.label + " fine-tune", bf16Side(t, name, shape, w, numfmt.BF16), q2, DTypeChanged, big, nil},
+			tc{s.label + " vs f32 other", q, bf16Side(t, name, shape, other, numfmt.F32), DTypeChanged, big, nil},
 		)
 	}
 	cases = append(cases,
-		tc{"bf16 changed", bf16Side(t, name, shape, w, ckpt.BF16), bf16Side(t, name, shape, w2, ckpt.BF16), Changed, false, nil},
-		tc{"f16 vs f32", bf16Side(t, name, shape, w, ckpt.F16), bf16Side(t, name, shape, w2, ckpt.F32), DTypeChanged, false, nil},
-		tc{"f32 changed", bf16Side(t, name, shape, w, ckpt.F32), bf16Side(t, name, shape, w2, ckpt.F32), Changed, false, nil},
+		tc{"bf16 changed", bf16Side(t, name, shape, w, numfmt.BF16), bf16Side(t, name, shape, w2, numfmt.BF16), Changed, false, nil},
+		tc{"f16 vs f32", bf16Side(t, name, shape, w, numfmt.F16), bf16Side(t, name, shape, w2, numfmt.F32), DTypeChanged, false, nil},
+		tc{"f32 changed", bf16Side(t, name, shape, w, numfmt.F32), bf16Side(t, name, shape, w2, numfmt.F32), Changed, false, nil},
 		tc{"nvfp4 changed", nvB, nvF, Changed, false, nil},
-		tc{"nvfp4 vs bf16", nvB, bf16Side(t, name, shape, nvVals, ckpt.BF16), DTypeChanged, false, nil},
-		tc{"bf16 vs nvfp4", bf16Side(t, name, shape, w, ckpt.BF16), nvF, DTypeChanged, false, nil},
+		tc{"nvfp4 vs bf16", nvB, bf16Side(t, name, shape, nvVals, numfmt.BF16), DTypeChanged, false, nil},
+		tc{"bf16 vs nvfp4", bf16Side(t, name, shape, w, numfmt.BF16), nvF, DTypeChanged, false, nil},
 		tc{"mxfp4 changed", mxB, mxF, Changed, false, nil},
-		tc{"mxfp4 vs bf16", mxB, bf16Side(t, mxName, mxShape, mxVals, ckpt.BF16), DTypeChanged, false, nil},
+		tc{"mxfp4 vs bf16", mxB, bf16Side(t, mxName, mxShape, mxVals, numfmt.BF16), DTypeChanged, false, nil},
 	)
 	// a zero tensor (scale 0), and a NaN in the fine-tune
 	zeros := make([]float32, R*C)
@@ -276,10 +276,10 @@ func TestBoundedChunks(t *testing.T) {
 	withNaN[R*C-5] = float32(math.NaN())
 	qt := fp8Side(t, w, R, C, R, C, ckpt.FP8Tensor)
 	cases = append(cases,
-		tc{"fp8-tensor zeros vs bf16 zeros", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, zeros, ckpt.BF16), RequantIdentical, true, nil},
-		tc{"fp8-tensor zeros vs bf16", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, w, ckpt.BF16), DTypeChanged, true, nil},
-		tc{"fp8-tensor vs bf16 with NaN", qt, bf16Side(t, name, shape, withNaN, ckpt.BF16), DTypeChanged, true, nil},
-		tc{"bf16 with NaN vs fp8-tensor", bf16Side(t, name, shape, withNaN, ckpt.BF16), qt, DTypeChanged, true, nil},
+		tc{"fp8-tensor zeros vs bf16 zeros", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, zeros, numfmt.BF16), RequantIdentical, true, nil},
+		tc{"fp8-tensor zeros vs bf16", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, w, numfmt.BF16), DTypeChanged, true, nil},
+		tc{"fp8-tensor vs bf16 with NaN", qt, bf16Side(t, name, shape, withNaN, numfmt.BF16), DTypeChanged, true, nil},
+		tc{"bf16 with NaN vs fp8-tensor", bf16Side(t, name, shape, withNaN, numfmt.BF16), qt, DTypeChanged, true, nil},
 	)
 	// rows wider than a piece (and than a segment): pieces inside rows
 	const WR, WC = 4, 65536
@@ -294,8 +294,8 @@ func TestBoundedChunks(t *testing.T) {
 		cases = append(cases,
 			tc{string(s) + " wide changed", q, fp8Side(t, ww2, WR, WC, bm, WC, s), Changed, true, wide},
 			tc{string(s) + " wide late codes changed", q, late(q), Changed, true, wide},
-			tc{string(s) + " wide vs bf16", q, bf16Side(t, name, []int64{WR, WC}, ww2, ckpt.BF16), DTypeChanged, true, wide},
-			tc{string(s) + " wide requant_identical", q, bf16Side(t, name, []int64{WR, WC}, ww, ckpt.BF16), RequantIdentical, true, wide},
+			tc{string(s) + " wide vs bf16", q, bf16Side(t, name, []int64{WR, WC}, ww2, numfmt.BF16), DTypeChanged, true, wide},
+			tc{string(s) + " wide requant_identical", q, bf16Side(t, name, []int64{WR, WC}, ww, numfmt.BF16), RequantIdentical, true, wide},
 		)
 	}
 	for i, c := range cases {
@@ -375,7 +375,7 @@ func TestBoundedChunksPerTensorFP8(t *testing.T) {
 		rel  Relation
 	}{
 		{"fp8", fp8Side(t, w2, R, C, R, C, ckpt.FP8Tensor), Changed},
-		{"bf16", bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, ckpt.BF16), RequantIdentical},
+		{"bf16", bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, numfmt.BF16), RequantIdentical},
 	} {
 		fc := ft.side.write(t, filepath.Join(dir, ft.name))
 		var bounded, whole chunkProbe
@@ -404,7 +404,7 @@ func TestRequantBandsWhole(t *testing.T) {
 	w := chunkValues(7, R, C, false)
 	dir := t.TempDir()
 	bc := fp8Side(t, w, R, C, 128, 128, "").write(t, filepath.Join(dir, "base"))
-	fc := bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, ckpt.BF16).write(t, filepath.Join(dir, "ft"))
+	fc := bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, numfmt.BF16).write(t, filepath.Join(dir, "ft"))
 	var whole, tiles chunkProbe
 	tiles.noBands = true
 	res, err := Compare(context.Background(), bc, fc, Options{Workers: 2, probe: &whole})

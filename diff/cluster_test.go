@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,7 +126,7 @@ func TestSampledIntervalHoldsClusteredChanges(t *testing.T) {
 		bm, fm = append(bm, b), append(fm, f)
 		truth[name] = frac
 		name8 := fmt.Sprintf("fp8.%s.weight", pat.name)
-		codes, _, mts := fp8(t, name8, w, rows, cols, 128, 128, ckpt.F32)
+		codes, _, mts := fp8(t, name8, w, rows, cols, 128, 128, numfmt.F32)
 		f8 := append([]ckpt.MemTensor(nil), mts...)
 		f8[0].Data = changeFP8(codes, mask)
 		bm, fm = append(bm, mts...), append(fm, f8...)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Options tune Compare.
@@ -170,7 +171,7 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		b, inB := lookupValues(base, name)
 		f, inF := lookupValues(ft, name)
 		var rb, rf src // packed weights: their values, decoded on read
-		var stored [2]ckpt.DType
+		var stored [2]numfmt.DType
 		if inB {
 			stored[0] = b.DType
 		}
@@ -401,7 +402,7 @@ func (p *plan) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 				p.e4m3Blocks[i] = newE4M3Block(bs.scale[i], fs.scale[i])
 			}
 		}
-		p.bf16 = bs.dt == ckpt.BF16 && fs.dt == ckpt.BF16 && !bs.scaled() && !fs.scaled()
+		p.bf16 = bs.dt == numfmt.BF16 && fs.dt == numfmt.BF16 && !bs.scaled() && !fs.scaled()
 	}
 	p.ready = true
 	return nil
@@ -433,7 +434,7 @@ func (p *plan) layout() error {
 		p.kind = kindRequantFP4
 	case b.DType == f.DType:
 		p.kind = kindSame
-		p.fp8 = b.DType == ckpt.F8E4M3 || b.DType == ckpt.F8E5M2
+		p.fp8 = b.DType == numfmt.F8E4M3 || b.DType == numfmt.F8E5M2
 	case p.bs.scaled() && !p.fs.scaled() && isWide(f.DType):
 		p.kind, p.q, p.w = kindRequant, p.bs, p.fs
 	case p.fs.scaled() && !p.bs.scaled() && isWide(b.DType):
@@ -451,9 +452,9 @@ func (p *plan) layout() error {
 
 // isWide reports whether dt is a float wider than FP8 that the recipe
 // quantises from.
-func isWide(dt ckpt.DType) bool {
+func isWide(dt numfmt.DType) bool {
 	switch dt {
-	case ckpt.BF16, ckpt.F16, ckpt.F32, ckpt.F64:
+	case numfmt.BF16, numfmt.F16, numfmt.F32, numfmt.F64:
 		return true
 	}
 	return false

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Mode selects how much data Compare reads.
@@ -82,10 +83,10 @@ func (f Float) MarshalJSON() ([]byte, error) {
 // Tensor is one row of the comparison: a tensor of the base, the
 // fine-tune or both.
 type Tensor struct {
-	Name      string     `json:"name"`
-	Relation  Relation   `json:"relation"`
-	BaseDType ckpt.DType `json:"base_dtype,omitempty"`
-	FTDType   ckpt.DType `json:"ft_dtype,omitempty"`
+	Name      string       `json:"name"`
+	Relation  Relation     `json:"relation"`
+	BaseDType numfmt.DType `json:"base_dtype,omitempty"`
+	FTDType   numfmt.DType `json:"ft_dtype,omitempty"`
 	// Shape is the base's shape (the fine-tune's for only_in_ft).
 	Shape []int64 `json:"shape"`
 	// FTShape is the fine-tune's shape when it differs (shape_changed).

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
@@ -89,7 +90,7 @@ func TestPairValues(t *testing.T) {
 		byName := rows(res)
 		var mtpWeights []string
 		for _, ten := range bc.Tensors {
-			if strings.HasPrefix(ten.Name, "mtp.") && ten.DType == ckpt.F8E4M3 {
+			if strings.HasPrefix(ten.Name, "mtp.") && ten.DType == numfmt.F8E4M3 {
 				mtpWeights = append(mtpWeights, ten.Name)
 			}
 		}
@@ -127,8 +128,8 @@ func TestPairValues(t *testing.T) {
 			assertStats(t, byName[name], reference(bv, fv))
 			assert.Equal(t, int64(0), *byName[name].RequantMismatchElems)
 			assert.Equal(t, int64(0), *byName[name].RequantMismatchBlocks)
-			assert.Equal(t, ckpt.F8E4M3, byName[name].BaseDType)
-			assert.Equal(t, ckpt.BF16, byName[name].FTDType)
+			assert.Equal(t, numfmt.F8E4M3, byName[name].BaseDType)
+			assert.Equal(t, numfmt.BF16, byName[name].FTDType)
 		}
 		id := byName["lm_head.weight"]
 		assert.Equal(t, int64(0), *id.ChangedElems)
@@ -222,7 +223,7 @@ func TestBytesModeStopsEarly(t *testing.T) {
 	const rows, cols = 1024, 1024 // 2 MiB of bf16 per side
 	w := randValues(7, rows*cols)
 	w2 := append([]float32(nil), w...)
-	w2[3] = ckpt.RoundTo(ckpt.BF16, w2[3]+0.5) // differs in the first chunk only
+	w2[3] = numfmt.RoundTo(numfmt.BF16, w2[3]+0.5) // differs in the first chunk only
 	bc := writeCkpt(t, filepath.Join(dir, "b"), []ckpt.MemTensor{bf16T(t, "x.weight", []int64{rows, cols}, w)}, 0, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "x.weight", []int64{rows, cols}, w2)}, 0, nil)
 	opt := diff.Options{Mode: diff.ModeBytes, ChunkBytes: 16 << 10, Workers: 1, ReadAhead: -1}

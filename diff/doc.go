@@ -9,7 +9,7 @@
 // values (codes × block scales) and their scale companions are also
 // compared on their own; an FP8 weight against a wider float of the same
 // shape is requant_identical when quantising the wider side with the
-// recipe of the command contract (ckpt.QuantizeBlockFP8) reproduces the
+// recipe of the command contract (numfmt.QuantizeBlockFP8) reproduces the
 // FP8 codes and scales exactly. MXFP4 and NVFP4 weights are compared by
 // their dequantised values; against a wider float they are
 // requant_identical when one of the scheme's recipes (numfmt:

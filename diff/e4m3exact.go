@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Two block-scaled F8_E4M3 weights are compared block by block with exact
@@ -31,7 +31,7 @@ import (
 // Σv_f² + Σv_b² − 2Σv_b·v_f, stay below 2^53 units of 2^-18.
 const e4m3RunMax = 1 << 15
 
-// e4m3F32 is the value of every F8_E4M3 code (ckpt.DecodeE4M3), read
+// e4m3F32 is the value of every F8_E4M3 code (numfmt.DecodeE4M3), read
 // only: the decode of scaled F8_E4M3 sides multiplies it by their scales.
 // e4m3Values is the same table as float64 for the exact path (NaN codes:
 // NaN; e4m3Run rejects them before use).
@@ -39,7 +39,7 @@ var e4m3F32, e4m3Values = func() (*[256]float32, *[256]float64) {
 	var t32 [256]float32
 	var t64 [256]float64
 	for c := range t32 {
-		t32[c] = ckpt.DecodeE4M3(byte(c))
+		t32[c] = numfmt.DecodeE4M3(byte(c))
 		t64[c] = float64(t32[c])
 	}
 	return &t32, &t64

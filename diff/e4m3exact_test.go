@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ func TestE4M3Values(t *testing.T) {
 		codes[i] = byte(i)
 	}
 	var want [256]float32
-	require.NoError(t, ckpt.DecodeFloat32(ckpt.F8E4M3, codes[:], want[:]))
+	require.NoError(t, numfmt.DecodeFloat32(numfmt.F8E4M3, codes[:], want[:]))
 	for c, w := range want {
 		got := e4m3Values[c]
 		if c&0x7f == 0x7f {
@@ -136,8 +137,8 @@ func TestU128Float64(t *testing.T) {
 func e4m3Plan(t *testing.T, rows, cols, bm, bn int64, sb, sf []float32) *plan {
 	t.Helper()
 	mk := func(s []float32) *side {
-		ten := &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: "w", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}}
-		return &side{t: ten, dt: ckpt.F8E4M3, esize: 1, rows: rows, cols: cols, scale: s, bm: bm, bn: bn, sCols: (cols + bn - 1) / bn, e4m3: e4m3F32, scaleT: ten}
+		ten := &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: "w", DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}}
+		return &side{t: ten, dt: numfmt.F8E4M3, esize: 1, rows: rows, cols: cols, scale: s, bm: bm, bn: bn, sCols: (cols + bn - 1) / bn, e4m3: e4m3F32, scaleT: ten}
 	}
 	p := &plan{kind: kindSame, fp8: true, bs: mk(sb), fs: mk(sf)}
 	p.e4m3 = true

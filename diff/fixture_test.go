@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,7 +26,7 @@ func (r *rngT) next() uint64 {
 // normal-ish value in (-1, 1), representable in bf16.
 func (r *rngT) bf16() float32 {
 	v := float32(int64(r.next()%2000001)-1000000) / 1e6
-	return ckpt.RoundTo(ckpt.BF16, v*0.05)
+	return numfmt.RoundTo(numfmt.BF16, v*0.05)
 }
 
 func randValues(seed uint64, n int) []float32 {
@@ -37,28 +38,28 @@ func randValues(seed uint64, n int) []float32 {
 	return out
 }
 
-func encode(t testing.TB, dt ckpt.DType, v []float32) []byte {
+func encode(t testing.TB, dt numfmt.DType, v []float32) []byte {
 	b := make([]byte, len(v)*dt.Bits()/8)
-	require.NoError(t, ckpt.EncodeFloat32(dt, v, b))
+	require.NoError(t, numfmt.EncodeFloat32(dt, v, b))
 	return b
 }
 
 // fp8 quantises w [rows, cols] with the recipe and returns the weight and
 // its scale as MemTensors.
-func fp8(t testing.TB, name string, w []float32, rows, cols, bm, bn int64, sdt ckpt.DType) (codes []byte, scales []float32, mts []ckpt.MemTensor) {
+func fp8(t testing.TB, name string, w []float32, rows, cols, bm, bn int64, sdt numfmt.DType) (codes []byte, scales []float32, mts []ckpt.MemTensor) {
 	codes = make([]byte, rows*cols)
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	scales = make([]float32, sr*sc)
-	ckpt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
+	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
 	mts = []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
 		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: sdt, Shape: []int64{sr, sc}}, Data: encode(t, sdt, scales)},
 	}
 	return codes, scales, mts
 }
 
 func bf16T(t testing.TB, name string, shape []int64, v []float32) ckpt.MemTensor {
-	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.BF16, Shape: shape}, Data: encode(t, ckpt.BF16, v)}
+	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.BF16, Shape: shape}, Data: encode(t, numfmt.BF16, v)}
 }
 
 // writeCkpt writes a single-file checkpoint with a block-FP8 config (when
@@ -88,7 +89,7 @@ func dequant(codes []byte, scales []float32, rows, cols, bm, bn int64) []float32
 	sc := (cols + bn - 1) / bn
 	for i := int64(0); i < rows; i++ {
 		for j := int64(0); j < cols; j++ {
-			out[i*cols+j] = ckpt.DecodeE4M3(codes[i*cols+j]) * scales[(i/bm)*sc+j/bn]
+			out[i*cols+j] = numfmt.DecodeE4M3(codes[i*cols+j]) * scales[(i/bm)*sc+j/bn]
 		}
 	}
 	return out

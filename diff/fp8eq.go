@@ -3,14 +3,13 @@ package diff
 import (
 	"encoding/binary"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // FP8 codes are compared by the value they decode to, not bit for bit
 // (numfmt.CanonFP8: ±0 are one value, NaN codes are equally "not a
 // number").
-func canonOf(dt ckpt.DType) (*[256]byte, byte) { return numfmt.CanonFP8(dt) }
+func canonOf(dt numfmt.DType) (*[256]byte, byte) { return numfmt.CanonFP8(dt) }
 
 // sameValue reports whether two decoded values are equal, counting ±0 as
 // equal and NaN as equal to NaN.
@@ -21,7 +20,7 @@ func sameValue(x, y float32) bool { return x == y || (x != x && y != y) }
 // values or, when the block scales of the two sides differ, values that
 // differ after scaling. zeroSign counts codes that differ only in the sign
 // of zero (not counted as changed).
-func countFP8Diff(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
+func countFP8Diff(dt numfmt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
 	if scalesSame {
 		return countFP8DiffGo(dt, a, b, bF, fF, true)
 	}
@@ -36,7 +35,7 @@ func countFP8Diff(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool)
 
 // countFP8DiffGo is countFP8Diff in Go, one element at a time (eight at a
 // time while the codes are equal when the scales are the same).
-func countFP8DiffGo(dt ckpt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
+func countFP8DiffGo(dt numfmt.DType, a, b []byte, bF, fF []float32, scalesSame bool) (changed, zeroSign int64) {
 	tab, _ := canonOf(dt)
 	b = b[:len(a)]
 	i := 0

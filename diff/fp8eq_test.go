@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,7 +29,7 @@ var fp8ValuePairs = func() [][2]float32 {
 // alignment, for both FP8 dtypes and both scale cases.
 func TestCountFP8Values(t *testing.T) {
 	t.Parallel()
-	for _, dt := range []ckpt.DType{ckpt.F8E4M3, ckpt.F8E5M2} {
+	for _, dt := range []numfmt.DType{numfmt.F8E4M3, numfmt.F8E5M2} {
 		t.Run(string(dt), func(t *testing.T) {
 			t.Parallel()
 			check := func(a, b []byte, bF, fF []float32, msg string, args ...any) {
@@ -107,8 +107,8 @@ func TestCountFP8Values(t *testing.T) {
 						b[i] = a[i]
 					}
 				}
-				require.NoError(t, ckpt.DecodeFloat32(dt, a, bF))
-				require.NoError(t, ckpt.DecodeFloat32(dt, b, fF))
+				require.NoError(t, numfmt.DecodeFloat32(dt, a, bF))
+				require.NoError(t, numfmt.DecodeFloat32(dt, b, fF))
 				for i := range bF {
 					bF[i] *= sBase
 					fF[i] *= sFT

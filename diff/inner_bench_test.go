@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 const benchN = 1 << 16
@@ -18,7 +18,7 @@ func benchFloats(seed uint32) []float32 {
 		s ^= s << 13
 		s ^= s >> 17
 		s ^= s << 5
-		out[i] = ckpt.RoundTo(ckpt.BF16, float32(int32(s%2001)-1000)/20000)
+		out[i] = numfmt.RoundTo(numfmt.BF16, float32(int32(s%2001)-1000)/20000)
 	}
 	return out
 }
@@ -74,7 +74,7 @@ func BenchmarkSegmentBF16(b *testing.B) {
 	for _, raw := range []bool{true, false} {
 		name := map[bool]string{true: "raw", false: "decoded"}[raw]
 		b.Run(name, func(b *testing.B) {
-			sd := func() *side { return &side{dt: ckpt.BF16, esize: 2, rows: 1, cols: segMax} }
+			sd := func() *side { return &side{dt: numfmt.BF16, esize: 2, rows: 1, cols: segMax} }
 			p := &plan{kind: kindSame, bs: sd(), fs: sd(), scalesSame: true, bf16: raw}
 			e, sc := &engine{}, &scratch{}
 			b.SetBytes(segMax * 2 * 2)
@@ -94,7 +94,7 @@ func BenchmarkDecodeFP8Scaled(b *testing.B) {
 	for i := range raw {
 		raw[i] = byte(i * 7)
 	}
-	s := &side{dt: ckpt.F8E4M3, esize: 1, rows: 1, cols: benchN, scale: make([]float32, benchN/128), bm: 128, bn: 128, sCols: benchN / 128}
+	s := &side{dt: numfmt.F8E4M3, esize: 1, rows: 1, cols: benchN, scale: make([]float32, benchN/128), bm: 128, bn: 128, sCols: benchN / 128}
 	for i := range s.scale {
 		s.scale[i] = 0.001
 	}
@@ -110,7 +110,7 @@ func BenchmarkDecodeBF16(b *testing.B) {
 	for i := range raw {
 		raw[i] = byte(i * 7)
 	}
-	s := &side{dt: ckpt.BF16, esize: 2, rows: 1, cols: benchN}
+	s := &side{dt: numfmt.BF16, esize: 2, rows: 1, cols: benchN}
 	dst := make([]float32, benchN)
 	b.SetBytes(2 * benchN)
 	for b.Loop() {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Weights of packed E2M1 codes (MXFP4, NVFP4) are compared by their
@@ -24,7 +25,7 @@ import (
 // packed weight whose companions QuantScheme refuses is an error. It
 // reads no data.
 func packedWeight(c *ckpt.Checkpoint, t *ckpt.Tensor) (vt *ckpt.Tensor, r *packedSrc, ok bool, err error) {
-	if t.DType != ckpt.U8 || !c.IsQuantized(t) {
+	if t.DType != numfmt.U8 || !c.IsQuantized(t) {
 		return nil, nil, false, nil
 	}
 	q, err := c.QuantScheme(t)
@@ -34,14 +35,14 @@ func packedWeight(c *ckpt.Checkpoint, t *ckpt.Tensor) (vt *ckpt.Tensor, r *packe
 	if q.Scheme != ckpt.MXFP4 && q.Scheme != ckpt.NVFP4 {
 		return nil, nil, false, nil
 	}
-	vt = &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: q.Name, DType: ckpt.F32, Shape: q.Shape}, File: t.File}
+	vt = &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: q.Name, DType: numfmt.F32, Shape: q.Shape}, File: t.File}
 	vt.End = 4 * vt.Numel()
 	return vt, &packedSrc{t: t, q: q}, true, nil
 }
 
 // valueName is the name diff lists t under: an MXFP4 X_blocks is X.
 func valueName(c *ckpt.Checkpoint, t *ckpt.Tensor) string {
-	if t.DType != ckpt.U8 || !strings.HasSuffix(t.Name, "_blocks") || !c.IsQuantized(t) {
+	if t.DType != numfmt.U8 || !strings.HasSuffix(t.Name, "_blocks") || !c.IsQuantized(t) {
 		return t.Name
 	}
 	if q, err := c.QuantScheme(t); err == nil && q.Scheme == ckpt.MXFP4 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,13 +22,13 @@ const blk = 32
 // a 1-ulp bf16 nudge changes its re-quantised code, and returns the
 // nudged copy and the element's index.
 func nudgeOneCode(t *testing.T, w []float32, rows, cols int64) ([]float32, int) {
-	codes, _, _ := fp8(t, "x", w, rows, cols, blk, blk, ckpt.BF16)
+	codes, _, _ := fp8(t, "x", w, rows, cols, blk, blk, numfmt.BF16)
 	for i := range w {
 		for _, d := range []int32{1, -1} {
 			w2 := append([]float32(nil), w...)
-			bits := ckpt.F32ToBF16(w[i])
-			w2[i] = ckpt.BF16ToF32(uint16(int32(bits) + d))
-			c2, _, _ := fp8(t, "x", w2, rows, cols, blk, blk, ckpt.BF16)
+			bits := numfmt.F32ToBF16(w[i])
+			w2[i] = numfmt.BF16ToF32(uint16(int32(bits) + d))
+			c2, _, _ := fp8(t, "x", w2, rows, cols, blk, blk, numfmt.BF16)
 			diffs := 0
 			for k := range codes {
 				if codes[k] != c2[k] {
@@ -53,7 +54,7 @@ func TestRelationsKnownAnswers(t *testing.T) {
 	// changed bf16: exactly 5 elements differ, spread over chunks
 	chg := append([]float32(nil), small...)
 	for _, i := range []int{0, 9, 31, 32, 63} {
-		chg[i] = ckpt.RoundTo(ckpt.BF16, chg[i]+0.25)
+		chg[i] = numfmt.RoundTo(numfmt.BF16, chg[i]+0.25)
 	}
 	// dtype_changed: bf16 → f32 with different values
 	dt32 := append([]float32(nil), small...)
@@ -61,23 +62,23 @@ func TestRelationsKnownAnswers(t *testing.T) {
 		dt32[i] += 1e-4
 	}
 	// FP8 with one changed scale (codes identical)
-	codes, scales, fpBase := fp8(t, "fp8s.weight", w, R, C, blk, blk, ckpt.BF16)
+	codes, scales, fpBase := fp8(t, "fp8s.weight", w, R, C, blk, blk, numfmt.BF16)
 	scales2 := append([]float32(nil), scales...)
-	scales2[4] = ckpt.BF16ToF32(ckpt.F32ToBF16(scales2[4]) + 1) // block (1,1) one ulp up
-	fpScaleChanged := []ckpt.MemTensor{fpBase[0], {WriteSpec: fpBase[1].WriteSpec, Data: encode(t, ckpt.BF16, scales2)}}
+	scales2[4] = numfmt.BF16ToF32(numfmt.F32ToBF16(scales2[4]) + 1) // block (1,1) one ulp up
+	fpScaleChanged := []ckpt.MemTensor{fpBase[0], {WriteSpec: fpBase[1].WriteSpec, Data: encode(t, numfmt.BF16, scales2)}}
 	// requant both ways, near misses
-	_, _, fpW := fp8(t, "rq.weight", w, R, C, blk, blk, ckpt.BF16)
-	_, _, fpW2 := fp8(t, "rq2.weight", w, R, C, blk, blk, ckpt.BF16)
+	_, _, fpW := fp8(t, "rq.weight", w, R, C, blk, blk, numfmt.BF16)
+	_, _, fpW2 := fp8(t, "rq2.weight", w, R, C, blk, blk, numfmt.BF16)
 	nudged, nudgedAt := nudgeOneCode(t, w, R, C)
-	_, _, fpNear := fp8(t, "near.weight", w, R, C, blk, blk, ckpt.BF16)
-	_, _, fpNearScale := fp8(t, "nears.weight", w, R, C, blk, blk, ckpt.BF16)
-	nearScale := []ckpt.MemTensor{fpNearScale[0], {WriteSpec: fpNearScale[1].WriteSpec, Data: encode(t, ckpt.BF16, scales2)}}
+	_, _, fpNear := fp8(t, "near.weight", w, R, C, blk, blk, numfmt.BF16)
+	_, _, fpNearScale := fp8(t, "nears.weight", w, R, C, blk, blk, numfmt.BF16)
+	nearScale := []ckpt.MemTensor{fpNearScale[0], {WriteSpec: fpNearScale[1].WriteSpec, Data: encode(t, numfmt.BF16, scales2)}}
 	ids := func(v ...int32) ckpt.MemTensor {
 		b := make([]byte, 4*len(v))
 		for i, x := range v {
 			binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
 		}
-		return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "ids", DType: ckpt.I32, Shape: []int64{int64(len(v))}}, Data: b}
+		return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "ids", DType: numfmt.I32, Shape: []int64{int64(len(v))}}, Data: b}
 	}
 
 	baseT := []ckpt.MemTensor{
@@ -96,7 +97,7 @@ func TestRelationsKnownAnswers(t *testing.T) {
 	ftT := []ckpt.MemTensor{
 		bf16T(t, "same.weight", []int64{8, 8}, small),
 		bf16T(t, "chg.weight", []int64{8, 8}, chg),
-		{WriteSpec: ckpt.WriteSpec{Name: "dt.weight", DType: ckpt.F32, Shape: []int64{64}}, Data: encode(t, ckpt.F32, dt32)},
+		{WriteSpec: ckpt.WriteSpec{Name: "dt.weight", DType: numfmt.F32, Shape: []int64{64}}, Data: encode(t, numfmt.F32, dt32)},
 		bf16T(t, "shape.weight", []int64{4, 16}, small),
 		bf16T(t, "new.weight", []int64{2}, small[:2]),
 		ids(1, 2, 7, 4),
@@ -130,7 +131,7 @@ func TestRelationsKnownAnswers(t *testing.T) {
 		by := rows(res)
 
 		assertStats(t, by["chg.weight"], refStats{changed: 5, maxAbs: maxAbs(small, chg), relL2: reference(small, chg).relL2, cosin: reference(small, chg).cosin})
-		assertStats(t, by["dt.weight"], reference(small, roundAll(ckpt.F32, dt32)))
+		assertStats(t, by["dt.weight"], reference(small, roundAll(numfmt.F32, dt32)))
 		assert.Equal(t, []int64{4, 16}, by["shape.weight"].FTShape)
 		assert.Nil(t, by["shape.weight"].ChangedElems)
 		assert.Equal(t, int64(1), *by["ids"].ChangedElems)
@@ -178,10 +179,10 @@ func TestRelationsKnownAnswers(t *testing.T) {
 
 func maxAbs(a, b []float32) float64 { return reference(a, b).maxAbs }
 
-func roundAll(dt ckpt.DType, v []float32) []float32 {
+func roundAll(dt numfmt.DType, v []float32) []float32 {
 	out := make([]float32, len(v))
 	for i, x := range v {
-		out[i] = ckpt.RoundTo(dt, x)
+		out[i] = numfmt.RoundTo(dt, x)
 	}
 	return out
 }

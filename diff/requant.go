@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -25,7 +24,7 @@ const maxFP8Recipes = 16
 // recipesFor returns the recipes that store scales of dtype sd for a
 // block-FP8 weight_scale_inv (ct false) or a compressed-tensors
 // weight_scale (ct true), the counting recipe first.
-func recipesFor(sd ckpt.DType, ct bool) []numfmt.FP8Recipe {
+func recipesFor(sd numfmt.DType, ct bool) []numfmt.FP8Recipe {
 	var out []numfmt.FP8Recipe
 	for _, r := range numfmt.FP8Recipes {
 		if r.Stores(sd, ct) && len(out) < maxFP8Recipes {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +54,7 @@ func TestRequantFP4(t *testing.T) {
 					name := synth.SchemeChangedWeight(tc.s)
 					n := 0
 					for _, r := range res.Tensors {
-						if r.BaseDType != ckpt.U8 || r.FTDType != ckpt.BF16 {
+						if r.BaseDType != numfmt.U8 || r.FTDType != numfmt.BF16 {
 							assert.Empty(t, r.RequantRecipe, r.Name)
 							continue
 						}
@@ -109,7 +110,7 @@ func TestRequantFP4RandomCodes(t *testing.T) {
 			require.NoError(t, err)
 			n := 0
 			for _, r := range res.Tensors {
-				if r.BaseDType != ckpt.U8 || r.FTDType != ckpt.BF16 {
+				if r.BaseDType != numfmt.U8 || r.FTDType != numfmt.BF16 {
 					continue
 				}
 				n++

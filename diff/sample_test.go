@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
@@ -120,7 +121,7 @@ func TestSampleBytesSmallPair(t *testing.T) {
 		if ft, ok := fc.Lookup(r.Name); ok {
 			esize = max(esize, int64(ft.DType.Bits()/8))
 		}
-		if r.BaseDType == ckpt.F8E4M3 || r.FTDType == ckpt.F8E4M3 {
+		if r.BaseDType == numfmt.F8E4M3 || r.FTDType == numfmt.F8E4M3 {
 			cols := r.Numel / r.Shape[0]
 			require.Zero(t, cols%32, r.Name)
 			for _, rg := range r.SampledRanges {

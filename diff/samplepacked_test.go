@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -72,9 +73,9 @@ func sampledElems(rs [][2]int64) int64 {
 // packedCost is what one side of a scheme reads for n sampled values of a
 // weight: codes and scale codes (and NVFP4's 4-byte global scale), or
 // their bf16 values.
-func packedCost(s ckpt.Scheme, dt ckpt.DType, n int64) int64 {
+func packedCost(s ckpt.Scheme, dt numfmt.DType, n int64) int64 {
 	switch {
-	case dt == ckpt.BF16:
+	case dt == numfmt.BF16:
 		return 2 * n
 	case s == ckpt.MXFP4:
 		return n/2 + n/32
@@ -165,18 +166,18 @@ func TestSampledDiffSchemes(t *testing.T) {
 				require.True(t, r.Sampled)
 				n := sampledElems(r.SampledRanges)
 				for _, side := range []struct {
-					dt   ckpt.DType
+					dt   numfmt.DType
 					read int64
 					c    *ckpt.Checkpoint
 				}{{r.BaseDType, one.Sample.Base.BytesRead, b}, {r.FTDType, one.Sample.FT.BytesRead, f}} {
 					want := packedCost(s, side.dt, n)
-					if side.dt == ckpt.F8E4M3 {
+					if side.dt == numfmt.F8E4M3 {
 						sc, ok := side.c.Lookup(strings.TrimSuffix(changed, ".weight") + ".weight_scale")
 						require.True(t, ok)
 						want += int64(sc.NBytes())
 					}
 					assert.Equal(t, want, side.read, "%s %s: bytes read", dir, side.dt)
-					if side.dt != ckpt.F8E4M3 {
+					if side.dt != numfmt.F8E4M3 {
 						assert.LessOrEqual(t, side.read, int64(size), "%s %s: within --sample-bytes", dir, side.dt)
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,12 +22,12 @@ func TestSampledRequantMismatchBlocks(t *testing.T) {
 	t.Parallel()
 	const rows, cols, blk = 256, 256, 128
 	w := randValues(41, rows*cols)
-	codes, scales, mts := fp8(t, "m.weight", w, rows, cols, blk, blk, ckpt.F32)
+	codes, scales, mts := fp8(t, "m.weight", w, rows, cols, blk, blk, numfmt.F32)
 	// The fine-tune's bf16 master moved everywhere: most codes no longer
 	// re-quantise.
 	moved := make([]float32, len(w))
 	for i, x := range w {
-		moved[i] = ckpt.RoundTo(ckpt.BF16, x*1.37+0.001)
+		moved[i] = numfmt.RoundTo(numfmt.BF16, x*1.37+0.001)
 	}
 	dir := t.TempDir()
 	bc := writeCkpt(t, filepath.Join(dir, "b"), mts, blk, nil)
@@ -50,7 +51,7 @@ func TestSampledRequantMismatchBlocks(t *testing.T) {
 			for i := rg[0]; i < rg[1]; i++ {
 				r, c := i/cols, i%cols
 				b := (r/blk)*(cols/blk) + c/blk
-				if ckpt.DecodeE4M3(ckpt.EncodeE4M3(moved[i]/scales[b])) != ckpt.DecodeE4M3(codes[i]) {
+				if numfmt.DecodeE4M3(numfmt.EncodeE4M3(moved[i]/scales[b])) != numfmt.DecodeE4M3(codes[i]) {
 					bad++
 					blocks[b] = true
 				}
@@ -75,17 +76,17 @@ func TestSampledRequantWholeBlockScale(t *testing.T) {
 	t.Parallel()
 	const rows, cols, blk = 1024, 16, 16
 	w := randValues(43, rows*cols)
-	_, scales, mts := fp8(t, "m.weight", w, rows, cols, blk, blk, ckpt.F32)
+	_, scales, mts := fp8(t, "m.weight", w, rows, cols, blk, blk, numfmt.F32)
 	twice := make([]float32, len(scales))
 	for i, s := range scales {
 		twice[i] = 2 * s
 	}
 	codes2 := make([]byte, len(w))
 	for i, x := range w {
-		codes2[i] = ckpt.EncodeE4M3(x / twice[(int64(i)/cols/blk)*(cols/blk)+int64(i)%cols/blk])
+		codes2[i] = numfmt.EncodeE4M3(x / twice[(int64(i)/cols/blk)*(cols/blk)+int64(i)%cols/blk])
 	}
 	off := append([]ckpt.MemTensor(nil), mts...)
-	off[0].Data, off[1].Data = codes2, encode(t, ckpt.F32, twice)
+	off[0].Data, off[1].Data = codes2, encode(t, numfmt.F32, twice)
 	dir := t.TempDir()
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{rows, cols}, w)}, 0, nil)
 	for _, tc := range []struct {

@@ -12,13 +12,13 @@ import (
 // view and, for a block-FP8 weight, its decoded and raw block scales.
 type side struct {
 	t          *ckpt.Tensor
-	dt         ckpt.DType
+	dt         numfmt.DType
 	esize      int64 // bytes per element
 	rows, cols int64
 	scaleT     *ckpt.Tensor // the block scale of a block-FP8 weight, else nil
 	scale      []float32    // decoded block scales, row-major [sRows, sCols]
 	scaleRaw   []byte
-	scaleDType ckpt.DType
+	scaleDType numfmt.DType
 	bm, bn     int64
 	sCols      int64
 	// rowBlocks: the scale blocks are whole rows (compressed-tensors
@@ -71,7 +71,7 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	default:
 		return nil, fmt.Errorf("tensor %s of %s: internal error: scheme %s is read through its values", ckpt.Quote(t.Name), t.File.Location, q.Scheme)
 	}
-	if st != nil && s.dt == ckpt.F8E4M3 {
+	if st != nil && s.dt == numfmt.F8E4M3 {
 		s.e4m3 = e4m3F32
 	}
 	return s, nil
@@ -85,7 +85,7 @@ func (s *side) setScale(raw []byte) error {
 	}
 	s.scaleRaw = raw
 	s.scale = make([]float32, st.Numel())
-	if err := ckpt.DecodeFloat32(st.DType, raw, s.scale); err != nil {
+	if err := numfmt.DecodeFloat32(st.DType, raw, s.scale); err != nil {
 		return fmt.Errorf("tensor %s: %w", ckpt.Quote(st.Name), err)
 	}
 	return nil
@@ -107,7 +107,7 @@ func (s *side) sameScale(o *side) bool {
 func (s *side) decode(raw []byte, g int64, dst []float32) error {
 	var err error
 	if s.scale == nil {
-		err = ckpt.DecodeFloat32(s.dt, raw, dst)
+		err = numfmt.DecodeFloat32(s.dt, raw, dst)
 	} else {
 		b := numfmt.BlockScales{Cols: s.cols, BM: s.bm, BN: s.bn, SCols: s.sCols, Scale: s.scale, FusedE4M3: s.e4m3 != nil}
 		err = b.Dequantize(s.dt, raw, g, dst)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/stretchr/testify/require"
 )
@@ -25,14 +26,14 @@ func TestStackedExperts(t *testing.T) {
 	w := randValues(11, e*r*c)
 	w2 := append([]float32(nil), w...)
 	for i := 0; i < len(w2); i += 5 {
-		w2[i] = ckpt.RoundTo(ckpt.BF16, w2[i]*1.04)
+		w2[i] = numfmt.RoundTo(numfmt.BF16, w2[i]*1.04)
 	}
 	wMaster := make([]float32, len(w))
 	for i := range w {
-		wMaster[i] = ckpt.RoundTo(ckpt.BF16, w[i])
+		wMaster[i] = numfmt.RoundTo(numfmt.BF16, w[i])
 	}
 	off := append([]float32(nil), wMaster...)
-	off[7] = ckpt.RoundTo(ckpt.BF16, off[7]*1.5) // one element that no longer re-quantises
+	off[7] = numfmt.RoundTo(numfmt.BF16, off[7]*1.5) // one element that no longer re-quantises
 	// stack reshapes 2-D tensors [E·R, C] (a weight and its scale) to 3-D.
 	stack := func(mts []ckpt.MemTensor) []ckpt.MemTensor {
 		out := make([]ckpt.MemTensor, len(mts))
@@ -42,8 +43,8 @@ func TestStackedExperts(t *testing.T) {
 		}
 		return out
 	}
-	_, _, q := fp8(t, "x.weight", w, rows, c, blk, blk, ckpt.BF16)
-	_, _, q2 := fp8(t, "x.weight", w2, rows, c, blk, blk, ckpt.BF16)
+	_, _, q := fp8(t, "x.weight", w, rows, c, blk, blk, numfmt.BF16)
+	_, _, q2 := fp8(t, "x.weight", w2, rows, c, blk, blk, numfmt.BF16)
 	sides := map[string][]ckpt.MemTensor{
 		"fp8": q, "fp8 changed": q2,
 		"bf16":     {bf16T(t, "x.weight", []int64{rows, c}, wMaster)},

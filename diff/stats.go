@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // partial holds the statistics of a run of elements, in float64. Partials
@@ -142,8 +142,8 @@ func accumulateBF16Go(l *lanes, b, f []byte) {
 	for len(b) >= 2 {
 		n := min(len(b)/2, bf16Block)
 		// BF16 decodes whenever the bytes suffice, as they do here.
-		_ = ckpt.DecodeFloat32(ckpt.BF16, b, x[:n])
-		_ = ckpt.DecodeFloat32(ckpt.BF16, f, y[:n])
+		_ = numfmt.DecodeFloat32(numfmt.BF16, b, x[:n])
+		_ = numfmt.DecodeFloat32(numfmt.BF16, f, y[:n])
 		accumulateGo(l, x[:n], y[:n])
 		b, f = b[2*n:], f[2*n:]
 	}

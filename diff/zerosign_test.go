@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/diff"
@@ -19,7 +20,7 @@ import (
 func zeroSignWeights(t *testing.T) (w []float32, codes []byte, scales []float32) {
 	const R, C = 64, 64
 	w = randValues(21, R*C)
-	tiny := ckpt.RoundTo(ckpt.BF16, 1e-9)
+	tiny := numfmt.RoundTo(numfmt.BF16, 1e-9)
 	for i := 0; i < R*C; i += 7 {
 		w[i] = -tiny // the recipe (like torch) gives -0 (0x80)
 		if i+3 < R*C {
@@ -31,7 +32,7 @@ func zeroSignWeights(t *testing.T) (w []float32, codes []byte, scales []float32)
 			w[r*C+c] = 0 // a zero block: scale 0, every code 0
 		}
 	}
-	codes, scales, _ = fp8(t, "x", w, R, C, blk, blk, ckpt.BF16)
+	codes, scales, _ = fp8(t, "x", w, R, C, blk, blk, numfmt.BF16)
 	return w, codes, scales
 }
 
@@ -51,8 +52,8 @@ func replaceCode(codes []byte, from, to byte) ([]byte, int64) {
 
 func fp8Tensors(t *testing.T, name string, codes []byte, scales []float32) []ckpt.MemTensor {
 	return []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F8E4M3, Shape: []int64{64, 64}}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: ckpt.BF16, Shape: []int64{2, 2}}, Data: encode(t, ckpt.BF16, scales)},
+		{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.F8E4M3, Shape: []int64{64, 64}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: numfmt.BF16, Shape: []int64{2, 2}}, Data: encode(t, numfmt.BF16, scales)},
 	}
 }
 

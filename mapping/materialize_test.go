@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -27,7 +28,7 @@ func source(t *testing.T, c *ckpt.Checkpoint, name string) [][]float32 {
 	for r := range out {
 		out[r] = flat[int64(r)*v.Cols : int64(r+1)*v.Cols]
 		for j := range out[r] {
-			out[r][j] = ckpt.RoundTo(ckpt.BF16, out[r][j])
+			out[r][j] = numfmt.RoundTo(numfmt.BF16, out[r][j])
 		}
 	}
 	return out
@@ -145,7 +146,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		w := source(t, c, P+"2.post_attention_layernorm.weight")
 		var want []float32
 		for _, r := range w {
-			want = append(want, ckpt.RoundTo(ckpt.BF16, r[0]+1))
+			want = append(want, numfmt.RoundTo(numfmt.BF16, r[0]+1))
 		}
 		vals, shape := materialize(t, c, pl, "layers.2.post_attention_layernorm.weight")
 		require.Equal(t, []int64{1, 1, 4, 32}, shape)
@@ -160,7 +161,7 @@ func TestMaterializeAgainstHandComputation(t *testing.T) {
 		w := source(t, c, "mtp.norm.weight")
 		var want []float32
 		for _, r := range w {
-			want = append(want, ckpt.RoundTo(ckpt.BF16, r[0]+1))
+			want = append(want, numfmt.RoundTo(numfmt.BF16, r[0]+1))
 		}
 		vals, shape := materialize(t, c, pl, "mtp/mtp.norm.weight")
 		require.Equal(t, []int64{1, 1, 4, 32}, shape)

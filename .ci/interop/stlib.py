@@ -42,7 +42,7 @@ SPEC = {
     "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz", "F4": "float4_e2m1fn_x2",
 }
 
-# The dtypes ckpt decodes as floats (ckpt.DType.IsFloat).
+# The dtypes ckpt decodes as floats (numfmt.DType.IsFloat).
 CKPT_FLOAT = ("BF16", "F16", "F32", "F64", "F8_E4M3", "F8_E5M2", "F8_E8M0")
 
 

@@ -75,7 +75,7 @@ def extract_scaled_e4m3(ckpt, tmp_path, codes, mode):
 def test_decode_every_fp8_code(ckpt, convdump, tmp_path, dtype):
     codes = np.arange(256, dtype=np.uint8)
     want = codes.view(NP[dtype]).astype(np.float32)
-    assert_same_floats(convdump_decode(convdump, tmp_path, dtype, codes), want, f"{dtype} → float32 (ckpt.DecodeFloat32)")
+    assert_same_floats(convdump_decode(convdump, tmp_path, dtype, codes), want, f"{dtype} → float32 (numfmt.DecodeFloat32)")
     if dtype == "F8_E5M2":
         # Quantised codes without a scale: extract refuses to read them.
         src = tmp_path / "src-e5m2.safetensors"

@@ -18,6 +18,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
@@ -894,7 +895,7 @@ func (b *builder) sources() ([]*srcState, error) {
 		if err := b.checkOverflow(st); err != nil {
 			return nil, err
 		}
-		if st.bitsPath() == ckpt.F8E4M3 {
+		if st.bitsPath() == numfmt.F8E4M3 {
 			st.codesOnly = true
 			for i := range st.uses {
 				st.uses[i].direct = st.uses[i].directFP8(st.v)

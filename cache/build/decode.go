@@ -47,9 +47,9 @@ type band struct {
 func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 	v := st.v
 	switch st.bitsPath() {
-	case ckpt.F8E4M3:
+	case numfmt.F8E4M3:
 		return b.readFP8Band(v, r0, n, w, st.codesOnly)
-	case ckpt.BF16:
+	case numfmt.BF16:
 		return readBF16Band(v, r0, n, w)
 	}
 	w.f32 = growF(w.f32, int(n*v.Cols))
@@ -63,13 +63,13 @@ func (b *builder) readBand(st *srcState, r0, n int64, w *worker) (band, error) {
 
 // bitsPath returns the source dtype whose bands readBand decodes straight
 // to bfloat16 bits (F8E4M3 or BF16), or "" when they go through float32.
-func (st *srcState) bitsPath() ckpt.DType {
+func (st *srcState) bitsPath() numfmt.DType {
 	v := st.v
 	switch {
-	case st.roundFirst && v.Dequantized() && v.T.DType == ckpt.F8E4M3:
-		return ckpt.F8E4M3
-	case st.roundFirst && !v.Dequantized() && v.T.DType == ckpt.BF16:
-		return ckpt.BF16
+	case st.roundFirst && v.Dequantized() && v.T.DType == numfmt.F8E4M3:
+		return numfmt.F8E4M3
+	case st.roundFirst && !v.Dequantized() && v.T.DType == numfmt.BF16:
+		return numfmt.BF16
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -106,6 +107,6 @@ func TestBuildFusedDecodeFP32(t *testing.T) {
 	assert.Equal(t, 2, seen, "both fused-decode files of layer 0 are planned")
 	// The bf16 twin A_log is still rounded to bf16.
 	for i, x := range vals {
-		assert.NotEqual(t, x, ckpt.RoundTo(ckpt.BF16, x), "value %d is not bf16-exact", i)
+		assert.NotEqual(t, x, numfmt.RoundTo(numfmt.BF16, x), "value %d is not bf16-exact", i)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
@@ -90,7 +89,7 @@ func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, 
 				if roundOnly {
 					nan := ops[0].nan
 					for j, x := range in {
-						out[j] = ckpt.RoundBF16NaN(x, nan)
+						out[j] = numfmt.RoundBF16(x, numfmt.NaNPolicy(nan))
 					}
 				} else {
 					copy(out, in)

@@ -9,13 +9,14 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"github.com/stretchr/testify/require"
 )
 
 // TestRoundBF16 checks the branch-free rounding against the host
-// conversion ckpt.F32ToBF16TT on edge cases (NaNs of every sign and payload
+// conversion numfmt.F32ToBF16TT on edge cases (NaNs of every sign and payload
 // become 0x7FC0) and a sweep of bit patterns.
 func TestRoundBF16(t *testing.T) {
 	t.Parallel()
@@ -25,11 +26,11 @@ func TestRoundBF16(t *testing.T) {
 	}
 	for _, u := range cases {
 		x := math.Float32frombits(u)
-		want := math.Float32bits(ckpt.BF16ToF32(ckpt.F32ToBF16TT(x)))
-		require.Equal(t, want, math.Float32bits(ckpt.RoundBF16TT(x)), "bits %#08x", u)
+		want := math.Float32bits(numfmt.BF16ToF32(numfmt.F32ToBF16TT(x)))
+		require.Equal(t, want, math.Float32bits(numfmt.RoundBF16(x, numfmt.TTNaN)), "bits %#08x", u)
 	}
 	for _, nan := range []uint32{0x7f800001, 0xffbfffff, 0xffc00000, 0x7fffffff} {
-		require.Equal(t, uint32(0x7fc00000), math.Float32bits(ckpt.RoundBF16TT(math.Float32frombits(nan))), "NaN %#08x", nan)
+		require.Equal(t, uint32(0x7fc00000), math.Float32bits(numfmt.RoundBF16(math.Float32frombits(nan), numfmt.TTNaN)), "NaN %#08x", nan)
 	}
 }
 
@@ -47,7 +48,7 @@ func TestPackTransposed16(t *testing.T) {
 			for i := range src16 {
 				h := uint16(rng.Uint32())
 				if h&0x7fff > 0x7f80 {
-					h = ckpt.TTNaNBF16
+					h = numfmt.TTNaNBF16
 				}
 				src16[i], src32[i] = h, math.Float32frombits(uint32(h)<<16)
 			}
@@ -69,26 +70,26 @@ func TestPackTransposed16(t *testing.T) {
 }
 
 // TestBF16BitsCanonicalNaN checks the rounding of the decode tables: nearest
-// even like ckpt.RoundBF16TT, and every NaN (sign and payload dropped) 0x7FC0, as
+// even like numfmt.RoundBF16 under numfmt.TTNaN, and every NaN (sign and payload dropped) 0x7FC0, as
 // tt-metal's host conversion does.
 func TestBF16BitsCanonicalNaN(t *testing.T) {
 	t.Parallel()
 	for _, u := range []uint32{0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7fffffff, 0xffffffff, 0x7fa00000} {
-		require.Equal(t, uint16(ckpt.TTNaNBF16), ckpt.F32ToBF16TT(math.Float32frombits(u)), "bits %#08x", u)
+		require.Equal(t, uint16(numfmt.TTNaNBF16), numfmt.F32ToBF16TT(math.Float32frombits(u)), "bits %#08x", u)
 	}
 	for u := uint32(0); u < 1<<20; u++ {
 		x := math.Float32frombits(u*4093 + u>>3)
 		if x != x {
 			continue
 		}
-		require.Equal(t, uint16(math.Float32bits(ckpt.RoundBF16TT(x))>>16), ckpt.F32ToBF16TT(x))
+		require.Equal(t, uint16(math.Float32bits(numfmt.RoundBF16(x, numfmt.TTNaN))>>16), numfmt.F32ToBF16TT(x))
 	}
 	// FP8 NaN codes under any scale decode to the canonical NaN.
 	for _, s := range []float32{1, -2.5, 1e-30} {
 		var tab [256]uint16
 		tile.E4M3BF16Table(&tab, s)
-		require.Equal(t, uint16(ckpt.TTNaNBF16), tab[0x7f])
-		require.Equal(t, uint16(ckpt.TTNaNBF16), tab[0xff])
+		require.Equal(t, uint16(numfmt.TTNaNBF16), tab[0x7f])
+		require.Equal(t, uint16(numfmt.TTNaNBF16), tab[0xff])
 	}
 }
 
@@ -158,7 +159,7 @@ func TestDirect27B(t *testing.T) {
 	for _, e := range plan.Entries {
 		hdr, err := cache.HeaderFor(e)
 		require.NoError(t, err)
-		s, err := newSink(e, hdr, "", ckpt.NaNBF16Vector)
+		s, err := newSink(e, hdr, "", numfmt.NaNBF16Vector)
 		require.NoError(t, err)
 		b.todo = append(b.todo, s)
 	}
@@ -166,7 +167,7 @@ func TestDirect27B(t *testing.T) {
 	require.NoError(t, err)
 	fp8, mixed := 0, 0
 	for _, st := range srcs {
-		if !st.v.Dequantized() || st.t.DType != ckpt.F8E4M3 {
+		if !st.v.Dequantized() || st.t.DType != numfmt.F8E4M3 {
 			continue
 		}
 		fp8++

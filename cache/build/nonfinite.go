@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // NaN and Inf in source tensors. Every band's raw source bytes go through
@@ -82,11 +83,11 @@ func (b *builder) nonFinite(files []cache.FileRecord) []ckpt.NonFinite {
 
 // overflowTarget is the dtype a source's values are rounded to before
 // they are tiled: bf16 when every target rounds first, else float32.
-func (st *srcState) overflowTarget() ckpt.DType {
+func (st *srcState) overflowTarget() numfmt.DType {
 	if st.roundFirst {
-		return ckpt.BF16
+		return numfmt.BF16
 	}
-	return ckpt.F32
+	return numfmt.F32
 }
 
 // checkOverflow tests the block scales of st (once its roundFirst is
@@ -95,7 +96,7 @@ func (b *builder) checkOverflow(st *srcState) error {
 	dt := st.overflowTarget()
 	v := st.v
 	if !v.Dequantized() {
-		st.scan = ckpt.MayOverflow(v.T.DType, dt)
+		st.scan = numfmt.MayOverflow(v.T.DType, dt)
 		return nil
 	}
 	n, first := v.OverflowingScales(dt)
@@ -114,7 +115,7 @@ func (b *builder) checkOverflow(st *srcState) error {
 // any fails the build, counted over the whole tensor.
 func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 	dt := st.overflowTarget()
-	bad := ckpt.CountNotFinite(dt, w.f32[:rows*st.v.Cols])
+	bad := numfmt.CountNotFinite(dt, w.f32[:rows*st.v.Cols])
 	if bad == 0 {
 		return nil
 	}
@@ -122,7 +123,7 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 	if bad -= nan + inf; bad == 0 {
 		return nil
 	}
-	why := fmt.Sprintf("%s holds at most %.5g", dt, ckpt.MaxFinite(dt))
+	why := fmt.Sprintf("%s holds at most %.5g", dt, numfmt.MaxFinite(dt))
 	if !b.guard.Allow {
 		all, err := st.v.CountOverflow(dt)
 		if err != nil {
@@ -136,7 +137,7 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 // NaN styles of Options.NaN: the bits a NaN gets where the serving
 // host's torch produces one. Tenstorrent cards are served from x86 hosts
 // with AVX2 or AVX-512, whose vectorised kernels write 0xFFFF
-// (ckpt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own
+// (numfmt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own
 // host conversion), 0x7FC0.
 const (
 	NaNVector = "vector"
@@ -147,9 +148,9 @@ const (
 func NaNBits(style string) (uint16, error) {
 	switch style {
 	case "", NaNVector:
-		return ckpt.NaNBF16Vector, nil
+		return numfmt.NaNBF16Vector, nil
 	case NaNScalar:
-		return ckpt.TTNaNBF16, nil
+		return numfmt.TTNaNBF16, nil
 	}
 	return 0, fmt.Errorf("NaN style %q: want %s or %s", style, NaNVector, NaNScalar)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/require"
 )
@@ -81,8 +82,8 @@ func asSingleFile(t *testing.T, src, dst, name string, vals []float32) {
 		spec := ckpt.WriteSpec{Name: tn.Name, DType: tn.DType, Shape: tn.Shape}
 		if tn.Name == name {
 			require.Len(t, vals, int(tn.Numel()))
-			spec.DType, data = ckpt.F32, make([]byte, 4*len(vals))
-			require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, vals, data))
+			spec.DType, data = numfmt.F32, make([]byte, 4*len(vals))
+			require.NoError(t, numfmt.EncodeFloat32(numfmt.F32, vals, data))
 		}
 		ts = append(ts, ckpt.MemTensor{WriteSpec: spec, Data: data})
 	}
@@ -117,7 +118,7 @@ func TestBuildOverflowF32(t *testing.T) {
 	require.ErrorAs(t, err, &nf)
 	require.Equal(t, name, nf.Tensor)
 	require.EqualValues(t, 2, nf.Overflow)
-	require.Equal(t, ckpt.BF16, nf.Output)
+	require.Equal(t, numfmt.BF16, nf.Output)
 	require.Contains(t, err.Error(), `tensor "`+name+`" (F32): 2 of 128 values are finite but overflow to Inf when converted to BF16`)
 
 	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true})

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"github.com/stretchr/testify/require"
@@ -62,7 +63,7 @@ func checkDecoded(t *testing.T, e *mapping.Entry, dt tile.DType, layout tile.Lay
 	if layout == tile.ROW_MAJOR {
 		require.Equal(t, tile.BFLOAT16, dt)
 		for i := range got {
-			got[i] = ckpt.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
+			got[i] = numfmt.BF16ToF32(uint16(data[2*i]) | uint16(data[2*i+1])<<8)
 		}
 	} else {
 		h, w, outer := 1, int(shape[len(shape)-1]), 1

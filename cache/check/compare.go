@@ -18,6 +18,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 	"golang.org/x/sync/errgroup"
@@ -496,7 +497,7 @@ func (a *diffAcc) add(x, y []byte, unit int64) {
 			a.padUnits++
 		}
 	case a.layout == tile.ROW_MAJOR && a.dt == tile.BFLOAT16 && len(x) == 2:
-		a.pair(ckpt.BF16ToF32(binary.LittleEndian.Uint16(x)), ckpt.BF16ToF32(binary.LittleEndian.Uint16(y)))
+		a.pair(numfmt.BF16ToF32(binary.LittleEndian.Uint16(x)), numfmt.BF16ToF32(binary.LittleEndian.Uint16(y)))
 	case a.layout == tile.ROW_MAJOR && a.dt == tile.FLOAT32 && len(x) == 4:
 		a.pair(math.Float32frombits(binary.LittleEndian.Uint32(x)), math.Float32frombits(binary.LittleEndian.Uint32(y)))
 	}

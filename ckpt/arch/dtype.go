@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // FindingDType is the id of the declared-dtype rule's warnings (verify
@@ -40,9 +41,9 @@ func DetectTextPrefix(c *ckpt.Checkpoint, def string) string {
 
 // PlainFloat reports whether d is a dtype unquantised parameters are
 // stored in: F16, BF16, F32 or F64.
-func PlainFloat(d ckpt.DType) bool {
+func PlainFloat(d numfmt.DType) bool {
 	switch d {
-	case ckpt.F16, ckpt.BF16, ckpt.F32, ckpt.F64:
+	case numfmt.F16, numfmt.BF16, numfmt.F32, numfmt.F64:
 		return true
 	}
 	return false
@@ -56,16 +57,16 @@ func PlainFloat(d ckpt.DType) bool {
 type DTypeRule struct {
 	// Expected is "" when nothing is expected (no declaration, or one
 	// that names no float dtype, outside the qwen3_5 architecture).
-	Expected ckpt.DType
+	Expected numfmt.DType
 	// From says where Expected comes from, for messages.
 	From string
 	// Also holds the other dtypes accepted for a tensor, by name.
-	Also map[string][]ckpt.DType
+	Also map[string][]numfmt.DType
 }
 
 // DTypeRuleOf is the rule of c (see DTypeRule).
 func DTypeRuleOf(c *ckpt.Checkpoint) DTypeRule {
-	r := DTypeRule{Also: map[string][]ckpt.DType{}}
+	r := DTypeRule{Also: map[string][]numfmt.DType{}}
 	if c.Config == nil {
 		return r
 	}
@@ -77,7 +78,7 @@ func DTypeRuleOf(c *ckpt.Checkpoint) DTypeRule {
 		return r
 	}
 	if r.Expected == "" {
-		r.Expected, r.From = ckpt.BF16, "the config declares no dtype and the qwen3_5 profile expects BF16"
+		r.Expected, r.From = numfmt.BF16, "the config declares no dtype and the qwen3_5 profile expects BF16"
 		if declared {
 			r.From = fmt.Sprintf("%s names no float dtype and the qwen3_5 profile expects BF16", d)
 		}
@@ -89,7 +90,7 @@ func DTypeRuleOf(c *ckpt.Checkpoint) DTypeRule {
 	q.TextPrefix = DetectTextPrefix(c, q.TextPrefix)
 	for _, e := range q.Tensors(false, 0, 0) {
 		for _, a := range e.Alt {
-			if a != ckpt.BF16 && a != r.Expected {
+			if a != numfmt.BF16 && a != r.Expected {
 				r.Also[e.Name] = append(r.Also[e.Name], a)
 			}
 		}
@@ -98,7 +99,7 @@ func DTypeRuleOf(c *ckpt.Checkpoint) DTypeRule {
 }
 
 // Accepts reports whether the rule accepts dtype d for the tensor name.
-func (r DTypeRule) Accepts(name string, d ckpt.DType) bool {
+func (r DTypeRule) Accepts(name string, d numfmt.DType) bool {
 	return r.Expected == "" || d == r.Expected || slices.Contains(r.Also[name], d)
 }
 
@@ -110,14 +111,14 @@ func (r DTypeRule) Findings(c *ckpt.Checkpoint) []ckpt.Finding {
 	if r.Expected == "" {
 		return nil
 	}
-	by := map[ckpt.DType][]string{}
+	by := map[numfmt.DType][]string{}
 	for _, t := range c.Tensors {
 		if !PlainFloat(t.DType) || ckpt.IsBookkeeping(t.Name) || r.Accepts(t.Name, t.DType) {
 			continue
 		}
 		by[t.DType] = append(by[t.DType], t.Name)
 	}
-	dts := make([]ckpt.DType, 0, len(by))
+	dts := make([]numfmt.DType, 0, len(by))
 	for d := range by {
 		dts = append(dts, d)
 	}

@@ -6,15 +6,16 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Tensor is one expected tensor.
 type Tensor struct {
 	Name  string
 	Shape []int64
-	DType ckpt.DType
+	DType numfmt.DType
 	// Alt lists every accepted dtype (DType included).
-	Alt []ckpt.DType
+	Alt []numfmt.DType
 	// FP8 marks weights stored as F8_E4M3 with a block scale in an FP8
 	// release; ScaleOf names the weight of a scale tensor.
 	FP8     bool
@@ -252,10 +253,10 @@ func (q *Qwen35) Tensors(fp8 bool, bm, bn int64) []Tensor {
 func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module string) bool) []Tensor {
 	var out []Tensor
 	tp := q.TextPath
-	bf := []ckpt.DType{ckpt.BF16}
-	add := addFunc(func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string) {
+	bf := []numfmt.DType{numfmt.BF16}
+	add := addFunc(func(group, name, role string, shape []int64, fp8able bool, alt []numfmt.DType, keys ...string) {
 		dimKeys := splitDimKeys(len(shape), keys)
-		t := Tensor{Name: name, Shape: shape, DType: ckpt.BF16, Alt: alt, Group: group, Role: role, Keys: flatKeys(dimKeys), DimKeys: dimKeys}
+		t := Tensor{Name: name, Shape: shape, DType: numfmt.BF16, Alt: alt, Group: group, Role: role, Keys: flatKeys(dimKeys), DimKeys: dimKeys}
 		if t.Alt == nil {
 			t.Alt = bf
 		}
@@ -270,14 +271,14 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 			}
 		}
 		if fp8 && fp8able {
-			t.DType, t.Alt, t.FP8 = ckpt.F8E4M3, []ckpt.DType{ckpt.F8E4M3}, true
+			t.DType, t.Alt, t.FP8 = numfmt.F8E4M3, []numfmt.DType{numfmt.F8E4M3}, true
 			out = append(out, t)
 			scale := []int64{ceil(shape[0], bm), ceil(shape[1], bn)}
 			if len(shape) == 3 { // fused experts [E, out, in]: one block grid per expert
 				scale = []int64{shape[0], ceil(shape[1], bm), ceil(shape[2], bn)}
 			}
 			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: scale,
-				DType: ckpt.BF16, Alt: []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys, DimKeys: dimKeys})
+				DType: numfmt.BF16, Alt: []numfmt.DType{numfmt.BF16, numfmt.F32, numfmt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys, DimKeys: dimKeys})
 			return
 		}
 		out = append(out, t)
@@ -305,7 +306,7 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 		add(group, pre+"mlp.up_proj.weight", "linear", []int64{q.Intermediate, H}, true, nil, kI, sep, kH)
 		add(group, pre+"mlp.down_proj.weight", "linear", []int64{H, q.Intermediate}, true, nil, kH, sep, kI)
 	}
-	f32ok := []ckpt.DType{ckpt.BF16, ckpt.F32}
+	f32ok := []numfmt.DType{numfmt.BF16, numfmt.F32}
 	for i := int64(0); i < q.Layers; i++ {
 		pre := P + "layers." + strconv.FormatInt(i, 10) + "."
 		common("text", pre, q.MoELayer(i))
@@ -388,7 +389,7 @@ func isVisionLinear(name string) bool {
 }
 
 // addFunc is TensorsExcept's add.
-type addFunc func(group, name, role string, shape []int64, fp8able bool, alt []ckpt.DType, keys ...string)
+type addFunc func(group, name, role string, shape []int64, fp8able bool, alt []numfmt.DType, keys ...string)
 
 // moeMLP lists a sparse MoE block's tensors (transformers'
 // Qwen3_5MoeSparseMoeBlock): the router mlp.gate [E, H], the experts

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Kind says how opening a corrupt variant must fail.
@@ -342,7 +343,7 @@ type Valid struct {
 func ValidFiles() []Valid {
 	var all []string
 	off := uint64(0)
-	for _, d := range ckpt.AllDTypes() {
+	for _, d := range numfmt.AllDTypes() {
 		n := uint64(8) // 8 elements fill whole bytes for every dtype
 		nb := n * uint64(d.Bits()) / 8
 		all = append(all, entry("t_"+string(d), string(d), "[2,4]", off, off+nb))

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // SetNaN overwrites n elements of tensor name in the checkpoint at src
@@ -25,13 +26,13 @@ func SetNaN(src, name string, n int) error {
 	path, off, numel := t.File.Location, t.Offset(), int64(t.Numel())
 	var code []byte
 	switch t.DType {
-	case ckpt.F8E4M3:
+	case numfmt.F8E4M3:
 		code = []byte{0x7f}
-	case ckpt.BF16:
+	case numfmt.BF16:
 		code = []byte{0xc0, 0x7f}
-	case ckpt.F16:
+	case numfmt.F16:
 		code = []byte{0x00, 0x7e}
-	case ckpt.F32:
+	case numfmt.F32:
 		code = []byte{0x00, 0x00, 0xc0, 0x7f}
 	default:
 		c.Close()

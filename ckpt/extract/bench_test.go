@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // BenchmarkExtract measures extraction of one 4096×4096 block-FP8 weight
@@ -17,7 +18,7 @@ var benchChunk int64 = DefaultChunkBytes
 
 func BenchmarkExtract(b *testing.B) {
 	dir := b.TempDir()
-	src := writeFP8Dir(b, filepath.Join(dir, "src"), 4096, 4096, 128, 128, ckpt.BF16)
+	src := writeFP8Dir(b, filepath.Join(dir, "src"), 4096, 4096, 128, 128, numfmt.BF16)
 	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})
 	if err != nil {
 		b.Fatal(err)

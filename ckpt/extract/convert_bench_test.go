@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // BenchmarkConvert measures the conversion of one 2048×2048 F32 tensor
@@ -21,7 +22,7 @@ func BenchmarkConvert(b *testing.B) {
 		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(i%1000)*0.37-150))
 	}
 	src := filepath.Join(b.TempDir(), "f32.safetensors")
-	if err := ckpt.WriteFile(src, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "w", DType: ckpt.F32, Shape: []int64{2048, 2048}}, Data: data}}, nil); err != nil {
+	if err := ckpt.WriteFile(src, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "w", DType: numfmt.F32, Shape: []int64{2048, 2048}}, Data: data}}, nil); err != nil {
 		b.Fatal(err)
 	}
 	c, err := ckpt.Open(context.Background(), src, ckpt.Options{})

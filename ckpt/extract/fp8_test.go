@@ -14,13 +14,14 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // e4m3 decodes an F8_E4M3FN code from the format's definition, in float64,
-// independently of ckpt.DecodeE4M3.
+// independently of numfmt.DecodeE4M3.
 func e4m3(c byte) float64 {
 	s := 1.0
 	if c&0x80 != 0 {
@@ -37,13 +38,13 @@ func e4m3(c byte) float64 {
 }
 
 // scaleValue decodes one element of a BF16, F16 or F32 scale tensor.
-func scaleValue(t *testing.T, dt ckpt.DType, b []byte, i int) float64 {
+func scaleValue(t *testing.T, dt numfmt.DType, b []byte, i int) float64 {
 	switch dt {
-	case ckpt.BF16:
+	case numfmt.BF16:
 		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
-	case ckpt.F32:
+	case numfmt.F32:
 		return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-	case ckpt.F16:
+	case numfmt.F16:
 		h := binary.LittleEndian.Uint16(b[2*i:])
 		e, m := int(h>>10)&31, float64(h&1023)
 		v := (1 + m/1024) * math.Ldexp(1, e-15)
@@ -73,7 +74,7 @@ func roundBits(x float64, prec uint) uint32 {
 // expectDequant computes, independently of the package, the bytes of an
 // FP8 weight dequantised (code × block scale, computed exactly) and rounded
 // to target (BF16 or F32) nearest even.
-func expectDequant(t *testing.T, codes []byte, rows, cols int64, scale []byte, sdt ckpt.DType, bm, bn int64, target ckpt.DType) []byte {
+func expectDequant(t *testing.T, codes []byte, rows, cols int64, scale []byte, sdt numfmt.DType, bm, bn int64, target numfmt.DType) []byte {
 	sCols := (cols + bn - 1) / bn
 	out := make([]byte, rows*cols*int64(target.Bits()/8))
 	for i := range rows {
@@ -81,9 +82,9 @@ func expectDequant(t *testing.T, codes []byte, rows, cols int64, scale []byte, s
 			x := e4m3(codes[i*cols+j]) * scaleValue(t, sdt, scale, int(i/bm*sCols+j/bn))
 			k := i*cols + j
 			switch target {
-			case ckpt.BF16:
+			case numfmt.BF16:
 				binary.LittleEndian.PutUint16(out[2*k:], uint16(roundBits(x, 8)>>16))
-			case ckpt.F32:
+			case numfmt.F32:
 				binary.LittleEndian.PutUint32(out[4*k:], roundBits(x, 24))
 			default:
 				t.Fatalf("target %s", target)
@@ -99,7 +100,7 @@ func expectDequant(t *testing.T, codes []byte, rows, cols int64, scale []byte, s
 // for chunk sizes that split rows and scale blocks anywhere.
 func TestExtractMTPDequantised(t *testing.T) {
 	t.Parallel()
-	for _, sdt := range []ckpt.DType{ckpt.BF16, ckpt.F32, ckpt.F16} {
+	for _, sdt := range []numfmt.DType{numfmt.BF16, numfmt.F32, numfmt.F16} {
 		dir := t.TempDir()
 		o := synth.Small()
 		o.ScaleDType = sdt
@@ -132,8 +133,8 @@ func TestExtractMTPDequantised(t *testing.T) {
 							require.Equal(t, want, got, x.Name)
 							continue
 						}
-						require.Equal(t, ckpt.BF16, s.DType)
-						if tdt == ckpt.BF16 {
+						require.Equal(t, numfmt.BF16, s.DType)
+						if tdt == numfmt.BF16 {
 							require.Equal(t, readTensor(t, s), got, x.Name)
 						} else { // bf16 → f32 is exact: the top half of each word
 							src := readTensor(t, s)
@@ -153,7 +154,7 @@ func TestExtractMTPDequantised(t *testing.T) {
 // writeFP8Dir writes a directory with one rows×cols block-FP8 weight
 // (block bm×bn, so partial blocks when the sizes do not divide), its
 // scale, a bf16 bias, an I64 tensor and a config with quantization_config.
-func writeFP8Dir(t testing.TB, dir string, rows, cols, bm, bn int64, sdt ckpt.DType) string {
+func writeFP8Dir(t testing.TB, dir string, rows, cols, bm, bn int64, sdt numfmt.DType) string {
 	r := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	w := make([]float32, rows*cols)
 	for i := range w {
@@ -165,18 +166,18 @@ func writeFP8Dir(t testing.TB, dir string, rows, cols, bm, bn int64, sdt ckpt.DT
 	codes := make([]byte, rows*cols)
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	scales := make([]float32, sr*sc)
-	ckpt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
+	numfmt.QuantizeBlockFP8(w, rows, cols, bm, bn, sdt, codes, scales)
 	sdata := make([]byte, len(scales)*sdt.Bits()/8)
-	require.NoError(t, ckpt.EncodeFloat32(sdt, scales, sdata))
+	require.NoError(t, numfmt.EncodeFloat32(sdt, scales, sdata))
 	bias := make([]byte, 2*rows)
-	require.NoError(t, ckpt.EncodeFloat32(ckpt.BF16, w[:rows], bias))
+	require.NoError(t, numfmt.EncodeFloat32(numfmt.BF16, w[:rows], bias))
 	ids := randBytes(3, 8*5)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "w.weight", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: "w.weight", DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
 		{WriteSpec: ckpt.WriteSpec{Name: "w.weight_scale_inv", DType: sdt, Shape: []int64{sr, sc}}, Data: sdata},
-		{WriteSpec: ckpt.WriteSpec{Name: "w.bias", DType: ckpt.BF16, Shape: []int64{rows}}, Data: bias},
-		{WriteSpec: ckpt.WriteSpec{Name: "ids", DType: ckpt.I64, Shape: []int64{5}}, Data: ids},
+		{WriteSpec: ckpt.WriteSpec{Name: "w.bias", DType: numfmt.BF16, Shape: []int64{rows}}, Data: bias},
+		{WriteSpec: ckpt.WriteSpec{Name: "ids", DType: numfmt.I64, Shape: []int64{5}}, Data: ids},
 	}, map[string]string{"format": "pt"}))
 	cfg, _ := json.Marshal(map[string]any{"model_type": "test", "hidden_size": 7, "rms_norm_eps": 1e-6,
 		"quantization_config": map[string]any{"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": []int64{bm, bn}}})
@@ -189,11 +190,11 @@ func writeFP8Dir(t testing.TB, dir string, rows, cols, bm, bn int64, sdt ckpt.DT
 func TestDequantPartialBlocks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	src := writeFP8Dir(t, filepath.Join(dir, "src"), 45, 70, 16, 32, ckpt.F32)
+	src := writeFP8Dir(t, filepath.Join(dir, "src"), 45, 70, 16, 32, numfmt.F32)
 	c := openCkpt(t, src)
 	w, _ := c.Lookup("w.weight")
 	sc, _ := c.Lookup("w.weight_scale_inv")
-	want := expectDequant(t, readTensor(t, w), 45, 70, readTensor(t, sc), ckpt.F32, 16, 32, ckpt.BF16)
+	want := expectDequant(t, readTensor(t, w), 45, 70, readTensor(t, sc), numfmt.F32, 16, 32, numfmt.BF16)
 	for _, chunk := range []int64{16, 36, 140, 1000, 0} {
 		p, err := NewPlan(c, Options{Match: []string{"**"}, DType: BF16, ChunkBytes: chunk})
 		require.NoError(t, err)
@@ -209,7 +210,7 @@ func TestDequantPartialBlocks(t *testing.T) {
 		assert.False(t, ok, "scale dropped")
 		ids, _ := oc.Lookup("ids")
 		srcIDs, _ := c.Lookup("ids")
-		assert.Equal(t, ckpt.I64, ids.DType, "non-float kept")
+		assert.Equal(t, numfmt.I64, ids.DType, "non-float kept")
 		assert.Equal(t, readTensor(t, srcIDs), readTensor(t, ids))
 	}
 }

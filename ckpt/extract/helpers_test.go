@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +36,7 @@ func specBytes(s ckpt.WriteSpec) int64 {
 // a whole number of bytes), with random contents.
 func allDTypeTensors() []ckpt.MemTensor {
 	var ts []ckpt.MemTensor
-	for _, dt := range ckpt.AllDTypes() {
+	for _, dt := range numfmt.AllDTypes() {
 		shape := []int64{3, 8} // 24 elements: whole bytes for 4- and 6-bit dtypes
 		add := func(name string, shape []int64) {
 			s := ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}

@@ -19,7 +19,7 @@ import (
 // and encode route, so the bytes are the same. A table costs 256
 // conversions and serves a BM × BN block (16 Ki values for [128, 128]).
 type scaleLUT struct {
-	src, out ckpt.DType
+	src, out numfmt.DType
 	db       int      // output bytes per value (2 or 4)
 	kernel   bool     // numfmt.DequantE4M3 instead of tables
 	blockRow int64    // block row the tables are for (-1: none)
@@ -27,15 +27,15 @@ type scaleLUT struct {
 	t32      []uint32 // (db = 4)
 }
 
-func newScaleLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
-	if src == ckpt.F8E4M3 && numfmt.DequantE4M3Fast(out) {
+func newScaleLUT(src, out numfmt.DType, v *ckpt.Values) (*scaleLUT, error) {
+	if src == numfmt.F8E4M3 && numfmt.DequantE4M3Fast(out) {
 		return &scaleLUT{src: src, out: out, db: out.Bits() / 8, blockRow: -1, kernel: true}, nil
 	}
 	return newTableLUT(src, out, v)
 }
 
 // newTableLUT is a scaleLUT of tables whatever the codes.
-func newTableLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
+func newTableLUT(src, out numfmt.DType, v *ckpt.Values) (*scaleLUT, error) {
 	l := &scaleLUT{src: src, out: out, db: out.Bits() / 8, blockRow: -1}
 	sCols := (v.Cols + v.BN - 1) / v.BN
 	if l.db == 2 {
@@ -45,7 +45,7 @@ func newTableLUT(src, out ckpt.DType, v *ckpt.Values) (*scaleLUT, error) {
 	}
 	var codes [256]byte
 	var dec [256]float32
-	if err := ckpt.DecodeFloat32(src, codes[:], dec[:]); err != nil {
+	if err := numfmt.DecodeFloat32(src, codes[:], dec[:]); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -60,7 +60,7 @@ func (l *scaleLUT) tables(v *ckpt.Values, br int64) error {
 		var err error
 		if l.db == 2 {
 			err = numfmt.ScaleTable16((*[256]uint16)(l.t16[j*256:]), l.src, sc, l.out, numfmt.KeepNaN)
-		} else if l.out == ckpt.F32 {
+		} else if l.out == numfmt.F32 {
 			err = numfmt.ScaleTable32((*[256]uint32)(l.t32[j*256:]), l.src, sc)
 		} else {
 			err = fmt.Errorf("cannot encode float32 as %s", l.out)
@@ -83,7 +83,7 @@ func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) (sc
 		return err == nil, nan, err
 	}
 	cols := v.Cols
-	scanned = l.src == ckpt.F8E4M3 && l.db == 2 && littleEndian
+	scanned = l.src == numfmt.F8E4M3 && l.db == 2 && littleEndian
 	for k := int64(0); k < int64(len(raw)); {
 		e := e0 + k
 		i, j := e/cols, e%cols
@@ -99,7 +99,7 @@ func (l *scaleLUT) convert(v *ckpt.Values, e0 int64, raw []byte, enc []byte) (sc
 		case l.db == 2 && littleEndian:
 			t := (*[256]uint16)(l.t16[bc*256:])
 			out := unsafe.Slice((*uint16)(unsafe.Pointer(&enc[2*k])), run)
-			if l.src == ckpt.F8E4M3 {
+			if l.src == numfmt.F8E4M3 {
 				nan = numfmt.LookupE4M3(out, seg, t) || nan
 				break
 			}

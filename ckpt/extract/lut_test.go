@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,26 +34,26 @@ func TestScaleLUT(t *testing.T) {
 		}
 	}
 	sdata := make([]byte, 4*len(scales))
-	require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, scales, sdata))
+	require.NoError(t, numfmt.EncodeFloat32(numfmt.F32, scales, sdata))
 	src := writeSource(t, t.TempDir(), []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "w", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: "s", DType: ckpt.F32, Shape: []int64{sr, sc}}, Data: sdata},
+		{WriteSpec: ckpt.WriteSpec{Name: "w", DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: "s", DType: numfmt.F32, Shape: []int64{sr, sc}}, Data: sdata},
 	}, nil)
 	c := openCkpt(t, src)
 	w, _ := c.Lookup("w")
 	s, _ := c.Lookup("s")
 	v, err := ckpt.NewValues(w, s, bm, bn)
 	require.NoError(t, err)
-	for _, out := range []ckpt.DType{ckpt.BF16, ckpt.F16, ckpt.F32} {
+	for _, out := range []numfmt.DType{numfmt.BF16, numfmt.F16, numfmt.F32} {
 		db := int64(out.Bits() / 8)
 		vals := make([]float32, len(codes))
-		require.NoError(t, v.Blocks().Dequantize(ckpt.F8E4M3, codes, 0, vals))
+		require.NoError(t, v.Blocks().Dequantize(numfmt.F8E4M3, codes, 0, vals))
 		want := make([]byte, int64(len(codes))*db)
-		require.NoError(t, ckpt.EncodeFloat32(out, vals, want))
+		require.NoError(t, numfmt.EncodeFloat32(out, vals, want))
 		for _, tables := range []bool{false, true} {
-			lut, err := newScaleLUT(ckpt.F8E4M3, out, v)
+			lut, err := newScaleLUT(numfmt.F8E4M3, out, v)
 			if tables {
-				lut, err = newTableLUT(ckpt.F8E4M3, out, v)
+				lut, err = newTableLUT(numfmt.F8E4M3, out, v)
 			}
 			require.NoError(t, err)
 			got := make([]byte, len(want))
@@ -61,7 +62,7 @@ func TestScaleLUT(t *testing.T) {
 				scanned, nan, err := lut.convert(v, e, codes[e:e+n], got[e*db:(e+n)*db])
 				require.NoError(t, err)
 				if scanned {
-					nanCount, _ := ckpt.CountNonFinite(ckpt.F8E4M3, codes[e:e+n])
+					nanCount, _ := ckpt.CountNonFinite(numfmt.F8E4M3, codes[e:e+n])
 					require.Equal(t, nanCount > 0, nan)
 				}
 				e += n

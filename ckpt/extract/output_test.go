@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +73,7 @@ func (w *writeRecorder) Write(p []byte) (int, error) {
 func TestBoundedBuffers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	src := writeFP8Dir(t, filepath.Join(dir, "src"), 200, 300, 64, 64, ckpt.BF16) // 60,000-byte FP8 weight
+	src := writeFP8Dir(t, filepath.Join(dir, "src"), 200, 300, 64, 64, numfmt.BF16) // 60,000-byte FP8 weight
 	const chunk = 1000
 	for _, mode := range []string{Keep, BF16, F32} {
 		t.Run(mode, func(t *testing.T) {
@@ -102,8 +103,8 @@ func TestMemoryBounded(t *testing.T) {
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	srcF32 := writeSource(t, filepath.Join(dir), []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "big", DType: ckpt.F32, Shape: []int64{2048, 1024}}, Data: big}}, nil)
-	srcFP8 := writeFP8Dir(t, filepath.Join(dir, "fp8"), 2048, 2048, 128, 128, ckpt.BF16)
+	srcF32 := writeSource(t, filepath.Join(dir), []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "big", DType: numfmt.F32, Shape: []int64{2048, 1024}}, Data: big}}, nil)
+	srcFP8 := writeFP8Dir(t, filepath.Join(dir, "fp8"), 2048, 2048, 128, 128, numfmt.BF16)
 	big = nil
 	for _, tc := range []struct {
 		src, mode string
@@ -180,7 +181,7 @@ func TestShardedRoundTrip(t *testing.T) {
 				assert.Nil(t, oc.Config.Quantization(), "quantization_config removed")
 				assert.Equal(t, c.Config.ModelType(), oc.Config.ModelType())
 				for _, x := range oc.Tensors {
-					assert.Equal(t, ckpt.BF16, x.DType)
+					assert.Equal(t, numfmt.BF16, x.DType)
 				}
 			}
 		})
@@ -230,7 +231,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 	t.Parallel()
 	for _, sharded := range []bool{false, true} {
 		dir := t.TempDir()
-		src := writeFP8Dir(t, filepath.Join(dir, "src"), 256, 256, 32, 32, ckpt.BF16)
+		src := writeFP8Dir(t, filepath.Join(dir, "src"), 256, 256, 32, 32, numfmt.BF16)
 		c, cs := openCounting(t, src)
 		opt := Options{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024}
 		out := filepath.Join(dir, "out.safetensors")
@@ -261,7 +262,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 func TestWriteErrorLeavesNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	src := writeFP8Dir(t, filepath.Join(dir, "src"), 128, 128, 32, 32, ckpt.BF16)
+	src := writeFP8Dir(t, filepath.Join(dir, "src"), 128, 128, 32, 32, numfmt.BF16)
 	c, cs := openCounting(t, src)
 	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: F32, ChunkBytes: 512})
 	require.NoError(t, err)

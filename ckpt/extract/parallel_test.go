@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,7 +61,7 @@ func TestParallelSameBytes(t *testing.T) {
 	dir := t.TempDir()
 	small := filepath.Join(dir, "small")
 	require.NoError(t, synth.Write(small, synth.Small()))
-	srcs := map[string]string{"small": small, "ragged": writeFP8Dir(t, filepath.Join(dir, "ragged"), 300, 500, 64, 128, ckpt.F32)}
+	srcs := map[string]string{"small": small, "ragged": writeFP8Dir(t, filepath.Join(dir, "ragged"), 300, 500, 64, 128, numfmt.F32)}
 	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
 		d := filepath.Join(dir, string(s))
 		require.NoError(t, synth.WriteScheme(d, s, synth.SchemeOptions{}))
@@ -120,7 +121,7 @@ func nanSource(t *testing.T, dir string, n int) string {
 		if name == "b" || name == "d" {
 			binary.LittleEndian.PutUint32(data[4*(n-1):], math.Float32bits(float32(math.NaN())))
 		}
-		ts = append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F32, Shape: []int64{int64(n)}}, Data: data})
+		ts = append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.F32, Shape: []int64{int64(n)}}, Data: data})
 	}
 	return writeSource(t, dir, ts, nil)
 }
@@ -161,7 +162,7 @@ func TestParallelErrorLeavesNothing(t *testing.T) {
 func TestParallelCancelStopsWorkers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	src := writeFP8Dir(t, filepath.Join(dir, "src"), 512, 512, 32, 32, ckpt.BF16)
+	src := writeFP8Dir(t, filepath.Join(dir, "src"), 512, 512, 32, 32, numfmt.BF16)
 	c, cs := openCounting(t, src)
 	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: F16, ChunkBytes: 1024, Workers: 4})
 	require.NoError(t, err)
@@ -195,8 +196,8 @@ func TestWorkerBuffersBounded(t *testing.T) {
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	srcF32 := writeSource(t, dir, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "big", DType: ckpt.F32, Shape: []int64{2048, 1024}}, Data: big}}, nil)
-	srcFP8 := writeFP8Dir(t, filepath.Join(dir, "fp8"), 2048, 2048, 128, 128, ckpt.BF16)
+	srcF32 := writeSource(t, dir, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "big", DType: numfmt.F32, Shape: []int64{2048, 1024}}, Data: big}}, nil)
+	srcFP8 := writeFP8Dir(t, filepath.Join(dir, "fp8"), 2048, 2048, 128, 128, numfmt.BF16)
 	for _, tc := range []struct {
 		src, mode string
 		chunk     int64

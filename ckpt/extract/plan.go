@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // Output dtype modes (Options.DType, the CLI's --dtype).
@@ -150,16 +151,16 @@ func (p *Plan) Counts() (copied, converted, dequantized int) {
 }
 
 // TargetDType maps a dtype mode to the output float dtype ("" for Keep).
-func TargetDType(mode string) (ckpt.DType, error) {
+func TargetDType(mode string) (numfmt.DType, error) {
 	switch strings.ToLower(mode) {
 	case "", Keep:
 		return "", nil
 	case BF16:
-		return ckpt.BF16, nil
+		return numfmt.BF16, nil
 	case F16:
-		return ckpt.F16, nil
+		return numfmt.F16, nil
 	case F32:
-		return ckpt.F32, nil
+		return numfmt.F32, nil
 	}
 	return "", fmt.Errorf("invalid dtype %q (want keep, bf16, f16 or f32)", mode)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -75,7 +76,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 	src := writeSource(t, dir, ts, map[string]string{"format": "pt", "producer": "test"})
 	c := openCkpt(t, src)
 	var codes []string // --exclude globs of the quantised code dtypes
-	for _, dt := range ckpt.AllDTypes() {
+	for _, dt := range numfmt.AllDTypes() {
 		if ckpt.IsQuantCode(dt) {
 			codes = append(codes, "*."+string(dt))
 		}
@@ -123,8 +124,8 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 				assert.Equal(t, target, got.DType, x.Name)
 				n := int(got.Numel())
 				in, want := make([]float32, n), make([]byte, n*target.Bits()/8)
-				require.NoError(t, ckpt.DecodeFloat32(x.DType, x.Data, in))
-				require.NoError(t, ckpt.EncodeFloat32(target, in, want))
+				require.NoError(t, numfmt.DecodeFloat32(x.DType, x.Data, in))
+				require.NoError(t, numfmt.EncodeFloat32(target, in, want))
 				assert.Equal(t, want, data, x.Name)
 			}
 			assert.Len(t, oc.Tensors, n)

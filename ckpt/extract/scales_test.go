@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +13,7 @@ import (
 // by WithScales stays in its weight's shard, like a weight_scale_inv.
 func TestShardKeepsCompanions(t *testing.T) {
 	t.Parallel()
-	mt := func(name string, dt ckpt.DType, shape ...int64) ckpt.MemTensor {
+	mt := func(name string, dt numfmt.DType, shape ...int64) ckpt.MemTensor {
 		n := int64(dt.Bits() / 8)
 		for _, d := range shape {
 			n *= d
@@ -20,12 +21,12 @@ func TestShardKeepsCompanions(t *testing.T) {
 		return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}, Data: make([]byte, n)}
 	}
 	for _, scale := range []ckpt.MemTensor{
-		mt("m.weight_scale", ckpt.F32, 64, 1),    // per-channel, compressed-tensors
-		mt("m.weight_scale_inv", ckpt.F32, 1, 1), // block FP8, 128x128
+		mt("m.weight_scale", numfmt.F32, 64, 1),    // per-channel, compressed-tensors
+		mt("m.weight_scale_inv", numfmt.F32, 1, 1), // block FP8, 128x128
 	} {
 		t.Run(scale.Name, func(t *testing.T) {
 			t.Parallel()
-			src := writeSource(t, t.TempDir(), []ckpt.MemTensor{mt("a.weight", ckpt.BF16, 64, 64), mt("m.weight", ckpt.F8E4M3, 64, 64), scale}, nil)
+			src := writeSource(t, t.TempDir(), []ckpt.MemTensor{mt("a.weight", numfmt.BF16, 64, 64), mt("m.weight", numfmt.F8E4M3, 64, 64), scale}, nil)
 			c := openCkpt(t, src)
 			p, err := NewPlan(c, Options{Match: []string{"a.weight", "m.weight"}, WithScales: true, MaxShardSize: 4200})
 			require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // pieceMax bounds the output bytes, and the source bytes, of one piece:
@@ -287,7 +288,7 @@ func (s *streamer) piece(it *Item, pc piece, over *atomic.Int64) ([]byte, error)
 // overflowed the output dtype (refused unless allowed), and the progress.
 func (s *streamer) finish(it *Item, over int64) error {
 	if it.Action != Copy {
-		why := fmt.Sprintf("%s holds at most %.5g", it.DType, ckpt.MaxFinite(it.DType))
+		why := fmt.Sprintf("%s holds at most %.5g", it.DType, numfmt.MaxFinite(it.DType))
 		values := int64(it.Source.Numel())
 		if v := it.Values; v != nil && v.Packed() {
 			// the products of its codes and finite scales
@@ -375,7 +376,7 @@ func (s *streamer) convert(it *Item, pc piece, over *atomic.Int64) ([]byte, erro
 	// Finite values may convert to Inf only when the output's range is
 	// smaller (F32 to F16 or BF16, BF16 to F16): only then is the output
 	// scanned, eight bytes at a time (the conversion costs far more).
-	scan := it.Values == nil && ckpt.MayOverflow(t.DType, it.DType)
+	scan := it.Values == nil && numfmt.MayOverflow(t.DType, it.DType)
 	sub := min(m, int64(subElems))
 	s.vals = grow(s.vals, sub)
 	for k := int64(0); k < m; k += sub {
@@ -386,12 +387,12 @@ func (s *streamer) convert(it *Item, pc piece, over *atomic.Int64) ([]byte, erro
 			// dequantised by numfmt.BlockScales (decode, then scale)
 			err = it.Values.Blocks().Dequantize(t.DType, src, e+k, vals)
 		} else {
-			err = ckpt.DecodeFloat32(t.DType, src, vals)
+			err = numfmt.DecodeFloat32(t.DType, src, vals)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+(e+k)*sb, err)
 		}
-		if err := ckpt.EncodeFloat32(it.DType, vals, enc); err != nil {
+		if err := numfmt.EncodeFloat32(it.DType, vals, enc); err != nil {
 			return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 		}
 		if scan {
@@ -448,10 +449,10 @@ func (s *streamer) convertRows(it *Item, pc piece, over *atomic.Int64) ([]byte, 
 		return nil, fmt.Errorf("tensor %s of %s at byte %d: %w", ckpt.Quote(t.Name), t.File.Location, t.Offset()+r*v.RowBytes(), err)
 	}
 	s.raw = raw
-	if err := ckpt.EncodeFloat32(it.DType, s.vals, s.out); err != nil {
+	if err := numfmt.EncodeFloat32(it.DType, s.vals, s.out); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", ckpt.Quote(t.Name), err)
 	}
-	if bad := ckpt.CountNotFinite(it.DType, s.vals); bad > 0 {
+	if bad := numfmt.CountNotFinite(it.DType, s.vals); bad > 0 {
 		// E2M1 codes are finite: only values of non-finite scales are
 		// non-finite sources (counted by CheckScales), the rest overflow.
 		over.Add(bad - v.NonFiniteScaled(r, n))

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // InventoryFile is the name of the embedded real 27B layout: every tensor of
@@ -25,14 +26,14 @@ var inventoryGz []byte
 
 // InventoryTensor is one tensor of the inventory.
 type InventoryTensor struct {
-	Name              string       `json:"name"`
-	DType             ckpt.DType   `json:"dtype"`
-	Shape             []int64      `json:"shape"`
-	Group             string       `json:"group"`
-	Role              string       `json:"role"`
-	NBytes            int64        `json:"nbytes"`
-	ScaleOf           string       `json:"scale_of,omitempty"`
-	DTypeAlternatives []ckpt.DType `json:"dtype_alternatives,omitempty"`
+	Name              string         `json:"name"`
+	DType             numfmt.DType   `json:"dtype"`
+	Shape             []int64        `json:"shape"`
+	Group             string         `json:"group"`
+	Role              string         `json:"role"`
+	NBytes            int64          `json:"nbytes"`
+	ScaleOf           string         `json:"scale_of,omitempty"`
+	DTypeAlternatives []numfmt.DType `json:"dtype_alternatives,omitempty"`
 }
 
 // InventoryCheckpoint is one variant ("bf16" or "fp8") of the inventory.
@@ -122,7 +123,7 @@ func (inv *Inventory) InventoryConfig(variant string) (map[string]any, error) {
 		seen := map[string]bool{}
 		var skip []string
 		for _, t := range ck.Tensors {
-			if t.DType == ckpt.F8E4M3 || t.ScaleOf != "" {
+			if t.DType == numfmt.F8E4M3 || t.ScaleOf != "" {
 				continue
 			}
 			m := strings.TrimSuffix(strings.TrimSuffix(t.Name, ".weight"), ".bias")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ func loadInventory(t *testing.T) *synth.Inventory {
 	return inv
 }
 
-func row(name string, dt ckpt.DType, shape []int64) string {
+func row(name string, dt numfmt.DType, shape []int64) string {
 	return fmt.Sprintf("%s %s %v", name, dt, shape)
 }
 

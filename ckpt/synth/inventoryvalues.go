@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // ValuesOptions selects what WriteInventoryValues writes.
@@ -52,12 +53,12 @@ func newValuePools(seed uint64) *valuePools {
 	}
 	p.fp8 = make([]byte, rows*cols)
 	scales := make([]float32, (rows/128)*(cols/128))
-	ckpt.QuantizeBlockFP8(w, rows, cols, 128, 128, ckpt.BF16, p.fp8, scales)
+	numfmt.QuantizeBlockFP8(w, rows, cols, 128, 128, numfmt.BF16, p.fp8, scales)
 	p.weight = make([]byte, poolBytes)
 	p.norm = make([]byte, poolBytes)
 	for i := 0; i < poolBytes/2; i++ {
-		binary.LittleEndian.PutUint16(p.weight[2*i:], ckpt.F32ToBF16(w[i]))
-		binary.LittleEndian.PutUint16(p.norm[2*i:], ckpt.F32ToBF16(1+0.05*r.sym()))
+		binary.LittleEndian.PutUint16(p.weight[2*i:], numfmt.F32ToBF16(w[i]))
+		binary.LittleEndian.PutUint16(p.norm[2*i:], numfmt.F32ToBF16(1+0.05*r.sym()))
 	}
 	return p
 }
@@ -68,21 +69,21 @@ func (p *valuePools) fill(f *os.File, t InventoryTensor, n int64, seed uint64, b
 	h := fnv.New64a()
 	h.Write([]byte(t.Name))
 	r := newRNG(h.Sum64() ^ seed*0x9e3779b97f4a7c15)
-	if n <= 1<<20 || t.DType != ckpt.BF16 && t.DType != ckpt.F8E4M3 {
+	if n <= 1<<20 || t.DType != numfmt.BF16 && t.DType != numfmt.F8E4M3 {
 		data := make([]byte, n)
 		switch {
 		case t.Role == "fp8_block_scale":
 			// amax/448 of blocks of a weight with spread 0.02: ~2^-12.
 			for i := int64(0); i+1 < n; i += 2 {
-				binary.LittleEndian.PutUint16(data[i:], ckpt.F32ToBF16(float32(math.Ldexp(1+0.5*float64(r.sym()), -12))))
+				binary.LittleEndian.PutUint16(data[i:], numfmt.F32ToBF16(float32(math.Ldexp(1+0.5*float64(r.sym()), -12))))
 			}
-		case t.DType == ckpt.F8E4M3:
+		case t.DType == numfmt.F8E4M3:
 			for i := range data {
 				data[i] = p.fp8[r.next()%uint64(len(p.fp8))]
 			}
 		case t.DType.IsFloat():
 			v := Master(Options{Seed: seed}, arch.Tensor{Name: t.Name, Shape: t.Shape, DType: t.DType, Role: t.Role})
-			if err := ckpt.EncodeFloat32(t.DType, v, data); err != nil {
+			if err := numfmt.EncodeFloat32(t.DType, v, data); err != nil {
 				return err
 			}
 		}
@@ -91,7 +92,7 @@ func (p *valuePools) fill(f *os.File, t InventoryTensor, n int64, seed uint64, b
 	}
 	pool := p.weight
 	switch {
-	case t.DType == ckpt.F8E4M3:
+	case t.DType == numfmt.F8E4M3:
 		pool = p.fp8
 	case t.Role == "gated_norm" || strings.Contains(t.Name, "norm"):
 		pool = p.norm

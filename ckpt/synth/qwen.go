@@ -29,8 +29,8 @@ type Options struct {
 	// mesh.
 	VisionSize VisionSize
 	FP8        bool
-	Block      [2]int     // weight_block_size
-	ScaleDType ckpt.DType // BF16 by default
+	Block      [2]int       // weight_block_size
+	ScaleDType numfmt.DType // BF16 by default
 	// Recipe quantises the FP8 weights (numfmt.FP8Ckpt by default). The
 	// transformers recipes write the config of transformers'
 	// FineGrainedFP8 save (TransformersFP8Config) with F32 scales, or
@@ -51,7 +51,7 @@ type Options struct {
 	// writes a model of that dtype, declared as transformers 5 declares
 	// it: the top-level dtype ("float32", ...; text_config.dtype too).
 	// "" is BF16 declared as the releases do, in text_config.dtype only.
-	DType ckpt.DType
+	DType numfmt.DType
 	// TextOnly is the layout of transformers' Qwen3_5ForCausalLM: a flat
 	// config (model_type qwen3_5_text, architectures
 	// [Qwen3_5ForCausalLM]), the text model under model. instead of
@@ -122,7 +122,7 @@ func (v VisionSize) withDefaults() VisionSize {
 func Small() Options {
 	return Options{Hidden: 128, Intermediate: 320, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 32,
 		LinKHeads: 2, LinVHeads: 4, LinKDim: 32, LinVDim: 32, Vocab: 512, MTP: true, Vision: true,
-		FP8: true, Block: [2]int{32, 32}, ScaleDType: ckpt.BF16, LayersPerShard: 2, Seed: 1}
+		FP8: true, Block: [2]int{32, 32}, ScaleDType: numfmt.BF16, LayersPerShard: 2, Seed: 1}
 }
 
 // Small4 is Small with every sharded count divisible by 4 (attention and
@@ -290,16 +290,16 @@ func (o Options) recipe() numfmt.FP8Recipe {
 }
 
 // scaleDType is the dtype of the FP8 scales o writes.
-func (o Options) scaleDType() ckpt.DType {
+func (o Options) scaleDType() numfmt.DType {
 	switch {
-	case o.Recipe == numfmt.FP8TransformersUE8M0 && o.ScaleDType == ckpt.F32:
-		return ckpt.F32
+	case o.Recipe == numfmt.FP8TransformersUE8M0 && o.ScaleDType == numfmt.F32:
+		return numfmt.F32
 	case o.Recipe == numfmt.FP8TransformersUE8M0:
-		return ckpt.F8E8M0
+		return numfmt.F8E8M0
 	case o.transformers():
-		return ckpt.F32
+		return numfmt.F32
 	case o.ScaleDType == "":
-		return ckpt.BF16
+		return numfmt.BF16
 	}
 	return o.ScaleDType
 }
@@ -313,13 +313,13 @@ func textPrefix(o Options) string {
 }
 
 // torchName is the torch name of a float dtype, as config.json gives it.
-func torchName(d ckpt.DType) string {
+func torchName(d numfmt.DType) string {
 	switch d {
-	case ckpt.F32:
+	case numfmt.F32:
 		return "float32"
-	case ckpt.F16:
+	case numfmt.F16:
 		return "float16"
-	case ckpt.F64:
+	case numfmt.F64:
 		return "float64"
 	}
 	return "bfloat16"
@@ -369,7 +369,7 @@ func Master(o Options, t arch.Tensor) []float32 {
 		spread = 0.02
 	}
 	for i := range out {
-		out[i] = ckpt.RoundTo(ckpt.BF16, center+spread*rng.sym())
+		out[i] = numfmt.RoundTo(numfmt.BF16, center+spread*rng.sym())
 	}
 	return out
 }
@@ -455,7 +455,7 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	}
 	if o.FineTune && (o.FineTuneAll || fineTuneChanged(o, t.Name)) {
 		for i := 0; i < len(vals); i += 7 {
-			vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
+			vals[i] = numfmt.RoundTo(numfmt.BF16, vals[i]*1.01+0.001)
 		}
 	}
 	shipBF16 := !t.FP8 || (o.FineTune && !o.FineTuneAll && strings.HasPrefix(t.Name, "mtp."))
@@ -469,10 +469,10 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 	if shipBF16 || o.TransformersFP8 && (rows%bm != 0 || cols%bn != 0) {
 		d := o.DType
 		if d == "" {
-			d = ckpt.BF16
+			d = numfmt.BF16
 		}
 		data := make([]byte, d.Bits()/8*len(vals))
-		ckpt.EncodeFloat32(d, vals, data)
+		numfmt.EncodeFloat32(d, vals, data)
 		out := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: d, Shape: t.Shape}, Data: data}}
 		if !shipBF16 {
 			out = append(out, orphanScale(t, bm, bn, o.scaleDType()))
@@ -494,13 +494,13 @@ func tensorData(o Options, t arch.Tensor) []ckpt.MemTensor {
 		numfmt.QuantizeBlockFP8Recipe(o.recipe(), vals[n:n+rows*cols], rows, cols, bm, bn, sd, codes[n:n+rows*cols], scales[m:m+sr*sc])
 	}
 	sdata := make([]byte, len(scales)*sd.Bits()/8)
-	ckpt.EncodeFloat32(sd, scales, sdata)
+	numfmt.EncodeFloat32(sd, scales, sdata)
 	sshape := []int64{sr, sc}
 	if len(t.Shape) == 3 {
 		sshape = []int64{stack, sr, sc}
 	}
 	return []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: ckpt.F8E4M3, Shape: t.Shape}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: t.Name, DType: numfmt.F8E4M3, Shape: t.Shape}, Data: codes},
 		{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: sshape}, Data: sdata},
 	}
 }

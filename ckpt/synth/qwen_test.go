@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func TestPairOpens(t *testing.T) {
 	t.Logf("%d tensors, %d bytes, %v, groups %v", s.Tensors, s.Bytes, s.ParametersByDType, s.ByGroup)
 	w, ok := c.Lookup("mtp.layers.0.mlp.down_proj.weight")
 	require.True(t, ok)
-	require.Equal(t, ckpt.F8E4M3, w.DType)
+	require.Equal(t, numfmt.F8E4M3, w.DType)
 	v, err := c.Values(w)
 	require.NoError(t, err)
 	dst := make([]float32, v.Rows*v.Cols)

@@ -125,14 +125,14 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 		n := numel(shape)
 		vals := make([]float32, n)
 		for i := range vals {
-			vals[i] = ckpt.RoundTo(ckpt.BF16, center+spread*r.sym())
+			vals[i] = numfmt.RoundTo(numfmt.BF16, center+spread*r.sym())
 		}
 		out = append(out, bf16Tensor(name, shape, vals))
 	}
 	values := func(name string, shape []int64, vals []float32) {
 		if o.FineTune && name == SchemeChangedWeight(s) && !o.Requantisable {
 			for i := 0; i < len(vals); i += 7 {
-				vals[i] = ckpt.RoundTo(ckpt.BF16, vals[i]*1.01+0.001)
+				vals[i] = numfmt.RoundTo(numfmt.BF16, vals[i]*1.01+0.001)
 			}
 		}
 		out = append(out, bf16Tensor(name, shape, vals))
@@ -168,8 +168,8 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 					sshape = []int64{schemeExpert, g, m.rows} // transposed: same size, wrong shape
 				}
 				out = append(out,
-					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: ckpt.U8, Shape: []int64{schemeExpert, m.rows, g, numfmt.MXFP4BlockBytes}}, Data: blocks},
-					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_scales", DType: ckpt.U8, Shape: sshape}, Data: scales})
+					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: numfmt.U8, Shape: []int64{schemeExpert, m.rows, g, numfmt.MXFP4BlockBytes}}, Data: blocks},
+					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_scales", DType: numfmt.U8, Shape: sshape}, Data: scales})
 			}
 			continue
 		}
@@ -205,8 +205,8 @@ func numel(shape []int64) int64 {
 
 func bf16Tensor(name string, shape []int64, vals []float32) ckpt.MemTensor {
 	data := make([]byte, 2*len(vals))
-	ckpt.EncodeFloat32(ckpt.BF16, vals, data)
-	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.BF16, Shape: shape}, Data: data}
+	numfmt.EncodeFloat32(numfmt.BF16, vals, data)
+	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.BF16, Shape: shape}, Data: data}
 }
 
 func f32Bytes(vals ...float32) []byte {
@@ -301,10 +301,10 @@ func nvfp4Recipe(o SchemeOptions, mod string, rows, cols int64) ([]ckpt.MemTenso
 		requantChange(o, vals, packed, bs, func(b int) float32 { return numfmt.DecodeE4M3(scales[b]) * g })
 	}
 	return []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: ckpt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: ckpt.F8E4M3, Shape: []int64{rows, cols / bs}}, Data: scales},
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale_2", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(g)},
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".input_scale", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(float32(math.Ldexp(1, -6)))},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: numfmt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: numfmt.F8E4M3, Shape: []int64{rows, cols / bs}}, Data: scales},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale_2", DType: numfmt.F32, Shape: []int64{}}, Data: f32Bytes(g)},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".input_scale", DType: numfmt.F32, Shape: []int64{}}, Data: f32Bytes(float32(math.Ldexp(1, -6)))},
 	}, vals
 }
 
@@ -362,10 +362,10 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 			sshape = []int64{rows / 2, 2 * cols / numfmt.NVFP4BlockSize}
 		}
 		return []ckpt.MemTensor{
-			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: ckpt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
-			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: ckpt.F8E4M3, Shape: sshape}, Data: scales},
-			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale_2", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(global)},
-			{WriteSpec: ckpt.WriteSpec{Name: mod + ".input_scale", DType: ckpt.F32, Shape: []int64{}}, Data: f32Bytes(float32(math.Ldexp(1, -6)))},
+			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: numfmt.U8, Shape: []int64{rows, cols / 2}}, Data: packed},
+			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: numfmt.F8E4M3, Shape: sshape}, Data: scales},
+			{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale_2", DType: numfmt.F32, Shape: []int64{}}, Data: f32Bytes(global)},
+			{WriteSpec: ckpt.WriteSpec{Name: mod + ".input_scale", DType: numfmt.F32, Shape: []int64{}}, Data: f32Bytes(float32(math.Ldexp(1, -6)))},
 		}, vals, nil
 	}
 	codes := make([]byte, rows*cols)
@@ -415,12 +415,12 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 	}
 	for i := int64(0); i < rows; i++ {
 		for j := int64(0); j < cols; j++ {
-			vals[i*cols+j] = ckpt.DecodeE4M3(codes[i*cols+j]) * at(i, j)
+			vals[i*cols+j] = numfmt.DecodeE4M3(codes[i*cols+j]) * at(i, j)
 		}
 	}
 	return []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: ckpt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
-		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: ckpt.F32, Shape: sshape}, Data: f32Bytes(svals...)},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight", DType: numfmt.F8E4M3, Shape: []int64{rows, cols}}, Data: codes},
+		{WriteSpec: ckpt.WriteSpec{Name: mod + ".weight_scale", DType: numfmt.F32, Shape: sshape}, Data: f32Bytes(svals...)},
 	}, vals, nil
 }
 

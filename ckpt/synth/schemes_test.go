@@ -63,7 +63,7 @@ func TestWriteScheme(t *testing.T) {
 			require.NoError(t, err)
 			assert.Nil(t, r, "a bf16 fine-tune declares no quantisation")
 			for _, x := range ft.Tensors {
-				assert.Equal(t, ckpt.BF16, x.DType, x.Name)
+				assert.Equal(t, numfmt.BF16, x.DType, x.Name)
 			}
 			_, ok := ft.Lookup(synth.SchemeChangedWeight(tc.scheme))
 			assert.True(t, ok)
@@ -82,7 +82,7 @@ func readAll(t *testing.T, x *ckpt.Tensor) []byte {
 func readF32(t *testing.T, x *ckpt.Tensor) []float32 {
 	t.Helper()
 	out := make([]float32, x.Numel())
-	require.NoError(t, ckpt.DecodeFloat32(x.DType, readAll(t, x), out))
+	require.NoError(t, numfmt.DecodeFloat32(x.DType, readAll(t, x), out))
 	return out
 }
 
@@ -124,7 +124,7 @@ func TestSchemeFineTuneValues(t *testing.T) {
 							case ckpt.FP8Block:
 								k = (i/32)*((cols+31)/32) + j/32
 							}
-							vals[i*cols+j] = ckpt.DecodeE4M3(codes[i*cols+j]) * sc[k]
+							vals[i*cols+j] = numfmt.DecodeE4M3(codes[i*cols+j]) * sc[k]
 						}
 					}
 				}

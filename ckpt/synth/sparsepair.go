@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -111,13 +112,13 @@ func WriteSparseFineTune(dir string, o SparseFineTune) (base, ft string, err err
 func fillPair(bt, ftT *ckpt.Tensor, seed uint64, changed bool) error {
 	var valMask, valSet, flip uint64
 	switch {
-	case bt.DType == ckpt.F8E4M3:
+	case bt.DType == numfmt.F8E4M3:
 		// No NaN: exponent below 0b1111; flip the lowest mantissa bit.
 		valMask, valSet, flip = 0xbfbfbfbfbfbfbfbf, 0, 0x0101010101010101
-	case bt.DType == ckpt.BF16 && strings.HasSuffix(bt.Name, ckpt.ScaleSuffix):
+	case bt.DType == numfmt.BF16 && strings.HasSuffix(bt.Name, ckpt.ScaleSuffix):
 		// Positive scales near 2^-10; one ulp apart.
 		valMask, valSet, flip = 0x007f007f007f007f, 0x3a803a803a803a80, 0x0001000100010001
-	case bt.DType == ckpt.BF16:
+	case bt.DType == numfmt.BF16:
 		// Values ±[2^-7, 2^-6); one ulp apart.
 		valMask, valSet, flip = 0x807f807f807f807f, 0x3c003c003c003c00, 0x0001000100010001
 	default:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // The layouts transformers 5.23.0 writes, as observed from its own
@@ -50,14 +51,14 @@ func transformersConverts(o Options, t arch.Tensor) bool {
 // orphanScale is the weight_scale_inv transformers writes beside a Linear
 // it could not quantise, in the dtype of its scales (F32, or F8_E8M0 for
 // scale_fmt "ue8m0").
-func orphanScale(t arch.Tensor, bm, bn int64, sd ckpt.DType) ckpt.MemTensor {
+func orphanScale(t arch.Tensor, bm, bn int64, sd numfmt.DType) ckpt.MemTensor {
 	sr, sc := (t.Shape[0]+bm-1)/bm, (t.Shape[1]+bn-1)/bn
 	ones := make([]float32, sr*sc)
 	for i := range ones {
 		ones[i] = 1
 	}
 	data := make([]byte, int64(len(ones))*int64(sd.Bits())/8)
-	if err := ckpt.EncodeFloat32(sd, ones, data); err != nil {
+	if err := numfmt.EncodeFloat32(sd, ones, data); err != nil {
 		panic(err) // a scale dtype: cannot happen
 	}
 	return ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(t.Name), DType: sd, Shape: []int64{sr, sc}}, Data: data}

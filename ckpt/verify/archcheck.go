@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // The ids of the architecture profile's checks (qwen3_5).
@@ -114,7 +115,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		t, ok := in.byName[e.Name]
 		if !ok {
 			if e.ScaleOf != "" {
-				if w, ok := in.byName[e.ScaleOf]; ok && w.DType != ckpt.F8E4M3 {
+				if w, ok := in.byName[e.ScaleOf]; ok && w.DType != numfmt.F8E4M3 {
 					continue // reported as the weight's dtype
 				}
 			}
@@ -204,7 +205,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 
 // floatOnly reports whether a stored dtype and every expected one are
 // plain float dtypes: the declared-dtype rule decides those.
-func floatOnly(d ckpt.DType, alt []ckpt.DType) bool {
+func floatOnly(d numfmt.DType, alt []numfmt.DType) bool {
 	if !arch.PlainFloat(d) {
 		return false
 	}
@@ -223,7 +224,7 @@ func isAre(n int) string {
 	return "are"
 }
 
-func dtypeIn(d ckpt.DType, alt []ckpt.DType) bool {
+func dtypeIn(d numfmt.DType, alt []numfmt.DType) bool {
 	for _, a := range alt {
 		if a == d {
 			return true
@@ -287,7 +288,7 @@ func dtypeMessage(in *inventory, e *arch.Tensor, t *ckpt.Tensor) string {
 		if _, ok := in.byName[ckpt.ScaleName(e.Name)]; !ok {
 			why += "; it has no scale either"
 		}
-	case t.DType == ckpt.F8E4M3 && in.quant != nil:
+	case t.DType == numfmt.F8E4M3 && in.quant != nil:
 		if e, ok := in.notConvertEntry(moduleOf(t.Name)); ok {
 			why = fmt.Sprintf(" (modules_to_not_convert lists %s, which keeps it unconverted)", ckpt.Quote(e))
 		} else {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"golang.org/x/sync/errgroup"
 )
@@ -37,11 +38,11 @@ const (
 func kindOf(t *ckpt.Tensor) int {
 	isScale := strings.HasSuffix(t.Name, ckpt.ScaleSuffix) || isCompressedScale(t.Name)
 	switch {
-	case isScale && (t.DType == ckpt.F32 || t.DType == ckpt.BF16 || t.DType == ckpt.F16 || t.DType == ckpt.F64 || t.DType == ckpt.F8E4M3 || t.DType == ckpt.F8E8M0):
+	case isScale && (t.DType == numfmt.F32 || t.DType == numfmt.BF16 || t.DType == numfmt.F16 || t.DType == numfmt.F64 || t.DType == numfmt.F8E4M3 || t.DType == numfmt.F8E8M0):
 		return kindScale
-	case t.DType == ckpt.F8E4M3:
+	case t.DType == numfmt.F8E4M3:
 		return kindE4M3
-	case t.DType == ckpt.BF16 || t.DType == ckpt.F16 || t.DType == ckpt.F32 || t.DType == ckpt.F64 || t.DType == ckpt.F8E5M2:
+	case t.DType == numfmt.BF16 || t.DType == numfmt.F16 || t.DType == numfmt.F32 || t.DType == numfmt.F64 || t.DType == numfmt.F8E5M2:
 		return kindFloat
 	}
 	return kindOther
@@ -69,10 +70,10 @@ func scanChunk(td *tensorData, p []byte, off int64, c *counts, tmp []float32) []
 	case kindScale:
 		tmp = scanScales(td.t.DType, p, base, c, tmp)
 	case kindE4M3:
-		scanValues(ckpt.F8E4M3, p, base, c)
+		scanValues(numfmt.F8E4M3, p, base, c)
 	case kindFloat:
 		switch td.t.DType {
-		case ckpt.BF16, ckpt.F16, ckpt.F32, ckpt.F64, ckpt.F8E5M2:
+		case numfmt.BF16, numfmt.F16, numfmt.F32, numfmt.F64, numfmt.F8E5M2:
 			scanValues(td.t.DType, p, base, c)
 		}
 	}
@@ -392,11 +393,11 @@ func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) Check {
 	if len(t.Shape) == 2 && cols > 0 {
 		block = fmt.Sprintf("block [%d, %d]", cc.overFirst/cols, cc.overFirst%cols)
 	}
-	in := fmt.Sprintf("the BF16 maximum %.5g", ckpt.MaxFinite(ckpt.BF16))
-	if !ckpt.FiniteIn(ckpt.F32, cc.overValue*ckpt.E4M3MaxFinite) {
-		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", ckpt.MaxFinite(ckpt.F32))
+	in := fmt.Sprintf("the BF16 maximum %.5g", numfmt.MaxFinite(numfmt.BF16))
+	if !numfmt.FiniteIn(numfmt.F32, cc.overValue*numfmt.E4M3MaxFinite) {
+		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", numfmt.MaxFinite(numfmt.F32))
 	}
 	return Check{ID: DataScaleValues, Status: Warn, Tensors: []string{t.Name},
 		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf (cache build and extract --dtype refuse them)",
-			ckpt.EscapeName(t.Name), cc.over, cc.n, ckpt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
+			ckpt.EscapeName(t.Name), cc.over, cc.n, numfmt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
 }

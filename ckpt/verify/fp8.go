@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 // notConvertEntry returns the entry of the config's modules_to_not_convert
@@ -32,7 +33,7 @@ func isCompressedScale(name string) bool {
 	return false
 }
 
-func isScaleDType(d ckpt.DType) bool { return ckpt.IsBlockScaleDType(d) }
+func isScaleDType(d numfmt.DType) bool { return ckpt.IsBlockScaleDType(d) }
 
 // fp8Facts is what the FP8 checks learn about the checkpoint.
 type fp8Facts struct {
@@ -47,7 +48,7 @@ func (in *inventory) fp8Facts() *fp8Facts {
 	f := &fp8Facts{}
 	for _, t := range in.c.Tensors {
 		switch {
-		case t.DType == ckpt.F8E4M3 && !ckpt.IsBookkeeping(t.Name):
+		case t.DType == numfmt.F8E4M3 && !ckpt.IsBookkeeping(t.Name):
 			// an F8_E4M3 weight_scale is NVFP4's scale, not an FP8 weight
 			f.weights = append(f.weights, t)
 		}
@@ -136,7 +137,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 		case !isScaleDType(s.DType):
 			dtype = append(dtype, Check{ID: FP8ScaleDType, Status: Fail, Tensors: []string{s.Name},
 				Message: fmt.Sprintf("%s has dtype %s, expected F32, BF16 or F16 (or F8_E8M0 with scale_fmt \"ue8m0\")", ckpt.EscapeName(s.Name), s.DType)})
-		case s.DType == ckpt.F8E8M0:
+		case s.DType == numfmt.F8E8M0:
 			nE8M0++
 			if q != nil && q.ScaleFmt != "ue8m0" {
 				dtype = append(dtype, Check{ID: FP8ScaleDType, Status: Warn, Tensors: []string{s.Name},
@@ -182,7 +183,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []Check {
 		case !ok:
 			orphans = append(orphans, Check{ID: FP8ScaleOrphan, Status: Fail, Tensors: []string{s.Name},
 				Message: fmt.Sprintf("%s has no weight: %s does not exist", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname))})
-		case w.DType != ckpt.F8E4M3:
+		case w.DType != numfmt.F8E4M3:
 			orphans = append(orphans, Check{ID: FP8ScaleOrphan, Status: Fail, Tensors: []string{s.Name, wname},
 				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
 		}

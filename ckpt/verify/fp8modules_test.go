@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 // an F8_E4M3 weight gets its F32 weight_scale_inv (familyDir).
 type familyTensor struct {
 	name  string
-	dtype ckpt.DType
+	dtype numfmt.DType
 	shape []int64
 }
 
@@ -29,21 +30,21 @@ const familyBlock = 32 // the fixtures' weight_block_size: 64-wide Linears are 2
 // Linear a multiple of the block): FP8 for every weight the family's
 // FineGrainedFP8 quantizer converts, BF16 for the rest and for lm_head
 // (kept by the lists below). edit changes dtypes by name.
-func familyTensors(modelType string, edit map[string]ckpt.DType) []familyTensor {
+func familyTensors(modelType string, edit map[string]numfmt.DType) []familyTensor {
 	const h, e = 64, 4
 	var out []familyTensor
-	add := func(name string, dt ckpt.DType, shape ...int64) {
+	add := func(name string, dt numfmt.DType, shape ...int64) {
 		if d, ok := edit[name]; ok {
 			dt = d
 		}
 		out = append(out, familyTensor{name, dt, shape})
 	}
-	f8 := ckpt.F8E4M3
-	add("model.embed_tokens.weight", ckpt.BF16, 128, h)
+	f8 := numfmt.F8E4M3
+	add("model.embed_tokens.weight", numfmt.BF16, 128, h)
 	for _, l := range []string{"0", "1"} {
 		p := "model.layers." + l + "."
-		add(p+"input_layernorm.weight", ckpt.BF16, h)
-		add(p+"post_attention_layernorm.weight", ckpt.BF16, h)
+		add(p+"input_layernorm.weight", numfmt.BF16, h)
+		add(p+"post_attention_layernorm.weight", numfmt.BF16, h)
 		attn := modelType != "qwen3_next" || l == "1" // Qwen3-Next: layer 0 linear attention
 		if attn {
 			for _, m := range []string{"q_proj", "k_proj", "v_proj", "o_proj"} {
@@ -53,7 +54,7 @@ func familyTensors(modelType string, edit map[string]ckpt.DType) []familyTensor 
 			add(p+"linear_attn.in_proj_qkvz.weight", f8, 4*h, h)
 			add(p+"linear_attn.in_proj_ba.weight", f8, h, h)
 			add(p+"linear_attn.out_proj.weight", f8, h, h)
-			add(p+"linear_attn.conv1d.weight", ckpt.BF16, 2*h, 1, 4)
+			add(p+"linear_attn.conv1d.weight", numfmt.BF16, 2*h, 1, 4)
 		}
 		switch modelType {
 		case "llama", "qwen3":
@@ -61,7 +62,7 @@ func familyTensors(modelType string, edit map[string]ckpt.DType) []familyTensor 
 			add(p+"mlp.up_proj.weight", f8, 2*h, h)
 			add(p+"mlp.down_proj.weight", f8, h, 2*h)
 		case "qwen3_moe", "qwen3_next":
-			add(p+"mlp.gate.weight", ckpt.BF16, e, h) // the router: no nn.Linear
+			add(p+"mlp.gate.weight", numfmt.BF16, e, h) // the router: no nn.Linear
 			for i := range e {
 				x := p + "mlp.experts." + string(rune('0'+i)) + "."
 				add(x+"gate_proj.weight", f8, h, h)
@@ -75,16 +76,16 @@ func familyTensors(modelType string, edit map[string]ckpt.DType) []familyTensor 
 				add(p+"mlp.shared_expert_gate.weight", f8, familyBlock, h) // [1, h] upstream; a block here
 			}
 		case "gpt_oss":
-			add(p+"mlp.router.weight", ckpt.BF16, e, h)
-			add(p+"mlp.router.bias", ckpt.BF16, e)
-			add(p+"mlp.experts.gate_up_proj", ckpt.BF16, e, h, 2*h) // kept by "mlp.experts"
-			add(p+"mlp.experts.gate_up_proj_bias", ckpt.BF16, e, 2*h)
-			add(p+"mlp.experts.down_proj", ckpt.BF16, e, h, h)
-			add(p+"mlp.experts.down_proj_bias", ckpt.BF16, e, h)
+			add(p+"mlp.router.weight", numfmt.BF16, e, h)
+			add(p+"mlp.router.bias", numfmt.BF16, e)
+			add(p+"mlp.experts.gate_up_proj", numfmt.BF16, e, h, 2*h) // kept by "mlp.experts"
+			add(p+"mlp.experts.gate_up_proj_bias", numfmt.BF16, e, 2*h)
+			add(p+"mlp.experts.down_proj", numfmt.BF16, e, h, h)
+			add(p+"mlp.experts.down_proj_bias", numfmt.BF16, e, h)
 		}
 	}
-	add("model.norm.weight", ckpt.BF16, h)
-	add("lm_head.weight", ckpt.BF16, 128, h)
+	add("model.norm.weight", numfmt.BF16, h)
+	add("lm_head.weight", numfmt.BF16, 128, h)
 	return out
 }
 
@@ -103,9 +104,9 @@ func familyDir(t *testing.T, modelType, class string, tensors []familyTensor, no
 		}
 		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ft.name, DType: ft.dtype, Shape: ft.shape},
 			Data: make([]byte, n*int64(ft.dtype.Bits())/8)})
-		if ft.dtype == ckpt.F8E4M3 && !contains(noScale, ft.name) {
+		if ft.dtype == numfmt.F8E4M3 && !contains(noScale, ft.name) {
 			s := []int64{(ft.shape[0] + familyBlock - 1) / familyBlock, (ft.shape[1] + familyBlock - 1) / familyBlock}
-			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(ft.name), DType: ckpt.F32, Shape: s},
+			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(ft.name), DType: numfmt.F32, Shape: s},
 				Data: make([]byte, s[0]*s[1]*4)})
 		}
 	}
@@ -151,7 +152,7 @@ func runVerify(t *testing.T, dir string) *verify.Report {
 // type the table does not know is a skip saying it was not checked.
 func TestVerifyFP8ModuleTable(t *testing.T) {
 	t.Parallel()
-	bf := ckpt.BF16
+	bf := numfmt.BF16
 	linearWhy := func(w string, scale string) string {
 		return w + " is BF16, expected F8_E4M3 with a weight_scale_inv: quantization_config.modules_to_not_convert does not keep module " +
 			strings.TrimSuffix(w, ".weight") + " unconverted, so transformers builds it as an FP8Linear and casts these BF16 values to F8_E4M3 codes " + scale
@@ -159,7 +160,7 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 	const noScale, withScale = "with a scale it initialises itself (there is none)", "scaled by the weight_scale_inv beside it"
 	cases := []struct {
 		name, modelType, class string
-		edit                   map[string]ckpt.DType
+		edit                   map[string]numfmt.DType
 		notConvert             []string
 		keepScale              bool     // the edited weights keep their weight_scale_inv
 		fails                  []string // the arch.dtype failures' messages, in tensor order
@@ -169,37 +170,37 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 		{name: "llama FP8 as transformers writes it", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head"},
 			status: verify.Pass, dtype: `model_type "llama" (FP8 module table of LlamaForCausalLM, no architecture profile): none of the 14 weights`},
 		{name: "llama uncovered down_proj", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head"},
-			edit:  map[string]ckpt.DType{"model.layers.1.mlp.down_proj.weight": bf},
+			edit:  map[string]numfmt.DType{"model.layers.1.mlp.down_proj.weight": bf},
 			fails: []string{linearWhy("model.layers.1.mlp.down_proj.weight", noScale)}},
 		{name: "llama down_proj kept by a suffix entry", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head", "mlp.down_proj"},
-			edit:   map[string]ckpt.DType{"model.layers.0.mlp.down_proj.weight": bf, "model.layers.1.mlp.down_proj.weight": bf},
+			edit:   map[string]numfmt.DType{"model.layers.0.mlp.down_proj.weight": bf, "model.layers.1.mlp.down_proj.weight": bf},
 			status: verify.Pass, dtype: "none of the 12 weights"},
 		{name: "llama kept by a regex entry", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head", `model\.layers\.1\..*`},
 			edit:   toBF16("llama", "model.layers.1."),
 			status: verify.Pass, dtype: "none of the 7 weights"},
 		{name: "qwen3 list absent: lm_head kept, q_proj beside its scale", modelType: "qwen3", class: "Qwen3ForCausalLM",
-			edit: map[string]ckpt.DType{"model.layers.0.self_attn.q_proj.weight": bf}, keepScale: true,
+			edit: map[string]numfmt.DType{"model.layers.0.self_attn.q_proj.weight": bf}, keepScale: true,
 			fails: []string{strings.Replace(linearWhy("model.layers.0.self_attn.q_proj.weight", withScale),
 				"modules_to_not_convert does", "modules_to_not_convert (absent: transformers keeps only lm_head) does", 1)}},
 		{name: "qwen3 lm_head not kept", modelType: "qwen3", class: "Qwen3ForCausalLM", notConvert: []string{},
 			fails: []string{linearWhy("lm_head.weight", noScale)}},
 		{name: "qwen3_next linear attention and shared expert gate", modelType: "qwen3_next", class: "Qwen3NextForCausalLM", notConvert: []string{"lm_head"},
-			edit: map[string]ckpt.DType{"model.layers.0.linear_attn.in_proj_ba.weight": bf, "model.layers.1.mlp.shared_expert_gate.weight": bf,
+			edit: map[string]numfmt.DType{"model.layers.0.linear_attn.in_proj_ba.weight": bf, "model.layers.1.mlp.shared_expert_gate.weight": bf,
 				"model.layers.0.mlp.gate.weight": bf},
 			fails: []string{linearWhy("model.layers.0.linear_attn.in_proj_ba.weight", noScale), linearWhy("model.layers.1.mlp.shared_expert_gate.weight", noScale)}},
 		{name: "qwen3_moe BF16 experts not kept", modelType: "qwen3_moe", class: "Qwen3MoeForCausalLM", notConvert: []string{"lm_head"},
-			edit: map[string]ckpt.DType{"model.layers.1.mlp.experts.2.up_proj.weight": bf},
+			edit: map[string]numfmt.DType{"model.layers.1.mlp.experts.2.up_proj.weight": bf},
 			fails: []string{"model.layers.1.mlp.experts.2.up_proj.weight is BF16, expected F8_E4M3 with a weight_scale_inv: quantization_config.modules_to_not_convert does not keep module " +
 				"model.layers.1.mlp.experts unconverted, so transformers builds it as an FP8Experts and casts these BF16 values to F8_E4M3 codes " + noScale}},
 		{name: "qwen3_moe BF16 experts kept", modelType: "qwen3_moe", class: "Qwen3MoeForCausalLM", notConvert: []string{"lm_head", "mlp.experts"},
-			edit:   map[string]ckpt.DType{"model.layers.1.mlp.experts.2.up_proj.weight": bf},
+			edit:   map[string]numfmt.DType{"model.layers.1.mlp.experts.2.up_proj.weight": bf},
 			status: verify.Pass, dtype: "none of the 8 weights"},
 		{name: "gpt_oss experts kept", modelType: "gpt_oss", class: "GptOssForCausalLM", notConvert: []string{"lm_head", "mlp.experts"},
 			status: verify.Pass, dtype: "none of the 8 weights"},
 		{name: "gpt_oss experts not kept", modelType: "gpt_oss", class: "GptOssForCausalLM", notConvert: []string{"lm_head"},
 			fails: []string{gptOssWhy("0", "down_proj"), gptOssWhy("0", "gate_up_proj"), gptOssWhy("1", "down_proj"), gptOssWhy("1", "gate_up_proj")}},
 		{name: "a model type the table does not know", modelType: "mistral", class: "MistralForCausalLM", notConvert: []string{"lm_head"},
-			edit:   map[string]ckpt.DType{"model.layers.1.mlp.down_proj.weight": bf},
+			edit:   map[string]numfmt.DType{"model.layers.1.mlp.down_proj.weight": bf},
 			status: verify.Skip, dtype: `not checked: which tensors of model_type "mistral" are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows gpt_oss, llama, qwen3, qwen3_moe, qwen3_next)`},
 		{name: "every module kept", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"model", "lm_head"},
 			edit:   toBF16("llama", "model."),
@@ -265,11 +266,11 @@ func gptOssWhy(l, p string) string {
 
 // toBF16 is the edit that makes every F8_E4M3 weight of familyTensors
 // whose name starts with prefix BF16.
-func toBF16(modelType, prefix string) map[string]ckpt.DType {
-	out := map[string]ckpt.DType{}
+func toBF16(modelType, prefix string) map[string]numfmt.DType {
+	out := map[string]numfmt.DType{}
 	for _, ft := range familyTensors(modelType, nil) {
-		if ft.dtype == ckpt.F8E4M3 && strings.HasPrefix(ft.name, prefix) {
-			out[ft.name] = ckpt.BF16
+		if ft.dtype == numfmt.F8E4M3 && strings.HasPrefix(ft.name, prefix) {
+			out[ft.name] = numfmt.BF16
 		}
 	}
 	return out
@@ -277,13 +278,13 @@ func toBF16(modelType, prefix string) map[string]ckpt.DType {
 
 // familyDirKeepScales is familyDir of the edited tensors with the scales
 // of the unedited FP8 weights kept (a BF16 weight beside its scale).
-func familyDirKeepScales(t *testing.T, modelType, class, mt string, edit map[string]ckpt.DType, notConvert []string) string {
+func familyDirKeepScales(t *testing.T, modelType, class, mt string, edit map[string]numfmt.DType, notConvert []string) string {
 	t.Helper()
 	var ts []familyTensor
 	for _, ft := range familyTensors(mt, nil) {
 		if _, ok := edit[ft.name]; ok {
 			s := []int64{(ft.shape[0] + familyBlock - 1) / familyBlock, (ft.shape[1] + familyBlock - 1) / familyBlock}
-			ts = append(ts, familyTensor{ft.name, edit[ft.name], ft.shape}, familyTensor{ckpt.ScaleName(ft.name), ckpt.F32, s})
+			ts = append(ts, familyTensor{ft.name, edit[ft.name], ft.shape}, familyTensor{ckpt.ScaleName(ft.name), numfmt.F32, s})
 			continue
 		}
 		ts = append(ts, ft)
@@ -298,7 +299,7 @@ func TestVerifyFP8ModuleTableBF16(t *testing.T) {
 	t.Parallel()
 	var ts []familyTensor
 	for _, ft := range familyTensors("llama", nil) {
-		ts = append(ts, familyTensor{ft.name, ckpt.BF16, ft.shape})
+		ts = append(ts, familyTensor{ft.name, numfmt.BF16, ft.shape})
 	}
 	dir := familyDir(t, "llama", "LlamaForCausalLM", ts, nil)
 	raw, err := json.Marshal(map[string]any{"model_type": "llama", "architectures": []string{"LlamaForCausalLM"}, "dtype": "bfloat16"})

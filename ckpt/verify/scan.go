@@ -3,7 +3,6 @@ package verify
 import (
 	"math"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -49,7 +48,7 @@ func (c *counts) merge(o *counts) {
 // scanValues counts the NaN and Inf values of dt in p (numfmt's one
 // scanner, ScanNonFinite) and notes the first; base is the element index
 // of p[0].
-func scanValues(dt ckpt.DType, p []byte, base int64, c *counts) {
+func scanValues(dt numfmt.DType, p []byte, base int64, c *counts) {
 	s := numfmt.ScanNonFinite(dt, p)
 	c.n += int64(len(p) * 8 / dt.Bits())
 	c.nan += s.NaN
@@ -65,13 +64,13 @@ func scanValues(dt ckpt.DType, p []byte, base int64, c *counts) {
 
 // scanScales decodes scale values and counts those that are not finite
 // and positive.
-func scanScales(dt ckpt.DType, p []byte, base int64, c *counts, tmp []float32) []float32 {
+func scanScales(dt numfmt.DType, p []byte, base int64, c *counts, tmp []float32) []float32 {
 	n := len(p) * 8 / dt.Bits()
 	if cap(tmp) < n {
 		tmp = make([]float32, n)
 	}
 	tmp = tmp[:n]
-	if err := ckpt.DecodeFloat32(dt, p, tmp); err != nil {
+	if err := numfmt.DecodeFloat32(dt, p, tmp); err != nil {
 		return tmp
 	}
 	c.n += int64(n)
@@ -89,7 +88,7 @@ func scanScales(dt ckpt.DType, p []byte, base int64, c *counts, tmp []float32) [
 		case v < 0:
 			c.neg++
 			c.note(base+int64(i), formatFloat(v))
-		case !ckpt.FiniteIn(ckpt.BF16, v*ckpt.E4M3MaxFinite):
+		case !numfmt.FiniteIn(numfmt.BF16, v*numfmt.E4M3MaxFinite):
 			if c.over == 0 {
 				c.overFirst, c.overValue = base+int64(i), v
 			}

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -21,7 +21,7 @@ func TestScanners(t *testing.T) {
 	p[3], p[17] = 0x7f, 0xff
 	var c counts
 	c.first = -1
-	scanValues(ckpt.F8E4M3, p, 100, &c)
+	scanValues(numfmt.F8E4M3, p, 100, &c)
 	assert.Equal(t, int64(2), c.nan)
 	assert.Equal(t, int64(103), c.first)
 
@@ -37,7 +37,7 @@ func TestScanners(t *testing.T) {
 		}
 		var c counts
 		c.first = -1
-		scanValues(map[uint16]ckpt.DType{0x7f80: ckpt.BF16, 0x7c00: ckpt.F16}[tc.mask], b, 0, &c)
+		scanValues(map[uint16]numfmt.DType{0x7f80: numfmt.BF16, 0x7c00: numfmt.F16}[tc.mask], b, 0, &c)
 		assert.Equal(t, int64(1), c.inf, "mask %x", tc.mask)
 		assert.Equal(t, int64(1), c.nan, "mask %x", tc.mask)
 		assert.Equal(t, int64(2), c.first)
@@ -50,16 +50,16 @@ func TestScanners(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 	}
 	c = counts{first: -1}
-	scanValues(ckpt.F32, b, 0, &c)
+	scanValues(numfmt.F32, b, 0, &c)
 	assert.Equal(t, [2]int64{1, 1}, [2]int64{c.nan, c.inf})
 	assert.Equal(t, "Inf", c.firstValue)
 
 	// scales: zero, negative, NaN
 	s := []float32{1, 0, -2, float32(math.NaN()), 0.5}
 	sb := make([]byte, 2*len(s))
-	assert.NoError(t, ckpt.EncodeFloat32(ckpt.BF16, s, sb))
+	assert.NoError(t, numfmt.EncodeFloat32(numfmt.BF16, s, sb))
 	c = counts{first: -1}
-	scanScales(ckpt.BF16, sb, 0, &c, nil)
+	scanScales(numfmt.BF16, sb, 0, &c, nil)
 	assert.Equal(t, [3]int64{1, 1, 1}, [3]int64{c.zero, c.neg, c.nan})
 	assert.Equal(t, int64(1), c.first)
 }
@@ -86,7 +86,7 @@ func TestScannersWide(t *testing.T) {
 				}
 			}
 			got := counts{first: -1}
-			scanValues(ckpt.F8E4M3, p, 0, &got)
+			scanValues(numfmt.F8E4M3, p, 0, &got)
 			assert.Equal(t, want.nan, got.nan, "E4M3 n=%d at=%d", n, at)
 			assert.Equal(t, want.first, got.first, "E4M3 n=%d at=%d", n, at)
 
@@ -98,7 +98,7 @@ func TestScannersWide(t *testing.T) {
 				binary.LittleEndian.PutUint16(h[2*at:], 0xff80)
 			}
 			got = counts{first: -1}
-			scanValues(ckpt.BF16, h, 0, &got)
+			scanValues(numfmt.BF16, h, 0, &got)
 			wantInf := int64(0)
 			if at < n {
 				wantInf = 1
@@ -140,7 +140,7 @@ func TestScanE4M3Long(t *testing.T) {
 				}
 			}
 			got := counts{first: -1}
-			scanValues(ckpt.F8E4M3, p, 5, &got)
+			scanValues(numfmt.F8E4M3, p, 5, &got)
 			require.Equal(t, want, got, "n=%d", n)
 		}
 	}

@@ -129,7 +129,7 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 // scheme's weights.
 func isSchemeCompanion(s ckpt.Scheme, t *ckpt.Tensor) bool {
 	if s == ckpt.MXFP4 {
-		return t.DType == ckpt.U8 && strings.HasSuffix(t.Name, "_scales")
+		return t.DType == numfmt.U8 && strings.HasSuffix(t.Name, "_scales")
 	}
 	last := t.Name[strings.LastIndexByte(t.Name, '.')+1:]
 	switch last {
@@ -160,7 +160,7 @@ func companionNames(sp *ckpt.SchemeSpec) string {
 	return strings.Join(parts, ", ")
 }
 
-func dtypeNames(ds []ckpt.DType) string {
+func dtypeNames(ds []numfmt.DType) string {
 	parts := make([]string, len(ds))
 	for i, d := range ds {
 		parts[i] = string(d)
@@ -221,7 +221,7 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 				Message: fmt.Sprintf("%s (scale of %s) could not be read: %v", ckpt.EscapeName(t.Name), ckpt.EscapeName(w.Weight.Name), err)}, false
 		}
 		switch t.DType {
-		case ckpt.U8: // E8M0
+		case numfmt.U8: // E8M0
 			for i, b := range p {
 				total++
 				if numfmt.E8M0IsNaN(b) {
@@ -231,7 +231,7 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 					nBad++
 				}
 			}
-		case ckpt.F32:
+		case numfmt.F32:
 			for i := 0; i+4 <= len(p); i += 4 {
 				total++
 				v := math.Float32frombits(binary.LittleEndian.Uint32(p[i:]))

@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -35,7 +36,7 @@ func addExtraTensors(t *testing.T, dir, file string, names ...string) {
 	t.Helper()
 	var mts []ckpt.MemTensor
 	for _, n := range names {
-		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: ckpt.BF16, Shape: []int64{4, 8}}, Data: make([]byte, 64)})
+		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: numfmt.BF16, Shape: []int64{4, 8}}, Data: make([]byte, 64)})
 	}
 	addExtraMem(t, dir, file, mts...)
 }
@@ -163,8 +164,8 @@ func TestMapIgnore(t *testing.T) {
 	fp8 := filepath.Join(t.TempDir(), "fp8")
 	require.NoError(t, synth.Write(fp8, synth.Small()))
 	addExtraMem(t, fp8, "extra.safetensors",
-		ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "value_head.weight", DType: ckpt.F8E4M3, Shape: []int64{32, 32}}, Data: make([]byte, 1024)},
-		ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "value_head.weight_scale_inv", DType: ckpt.BF16, Shape: []int64{1, 1}}, Data: []byte{0x80, 0x3f}})
+		ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "value_head.weight", DType: numfmt.F8E4M3, Shape: []int64{32, 32}}, Data: make([]byte, 1024)},
+		ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "value_head.weight_scale_inv", DType: numfmt.BF16, Shape: []int64{1, 1}}, Data: []byte{0x80, 0x3f}})
 	code, out, stderr = runApp(t, "map", fp8, "--ignore", "value_head.weight", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	res = mapping.Result{}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -254,9 +255,9 @@ func TestDiffSampleComparesHeaders(t *testing.T) {
 		{"dtype changed", retyped, "dtype_changed", func(dir string) {
 			editTensor(t, dir, retyped, func(mt *ckpt.MemTensor) {
 				v := make([]float32, len(mt.Data)/2)
-				require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, mt.Data, v))
-				mt.DType, mt.Data = ckpt.F32, make([]byte, 4*len(v))
-				ckpt.EncodeFloat32(ckpt.F32, v, mt.Data)
+				require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, mt.Data, v))
+				mt.DType, mt.Data = numfmt.F32, make([]byte, 4*len(v))
+				numfmt.EncodeFloat32(numfmt.F32, v, mt.Data)
 			})
 		}},
 		{"shape changed", reshape, "shape_changed", func(dir string) {

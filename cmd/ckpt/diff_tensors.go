@@ -129,7 +129,7 @@ func layerGrid(res *diff.Result) *output.Grid {
 	return g
 }
 
-func dtypeCell(d ckpt.DType) string {
+func dtypeCell(d numfmt.DType) string {
 	if d == "" {
 		return "-"
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/russross/blackfriday/v2"
 	"github.com/stretchr/testify/assert"
@@ -87,7 +88,7 @@ func hostilePair(t *testing.T) (base, ft string) {
 			data := make([]byte, 8)
 			binary.LittleEndian.PutUint32(data, math.Float32bits(1))
 			binary.LittleEndian.PutUint32(data[4:], math.Float32bits(float32(1+i)))
-			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: ckpt.F32, Shape: []int64{2}}, Data: data})
+			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: numfmt.F32, Shape: []int64{2}}, Data: data})
 			cfg[n] = i
 		}
 		require.NoError(t, ckpt.WriteFile(filepath.Join(d, "model.safetensors"), mts, nil))

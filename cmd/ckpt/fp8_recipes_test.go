@@ -30,7 +30,7 @@ type recipeRow struct {
 // writeRecipePair writes the small base quantised by recipe r (in
 // transformers' layout for its recipes) to dir/base and the bf16 model it
 // was quantised from to dir/bf16.
-func writeRecipePair(t *testing.T, dir string, r numfmt.FP8Recipe, sd ckpt.DType) (base, bf16 string) {
+func writeRecipePair(t *testing.T, dir string, r numfmt.FP8Recipe, sd numfmt.DType) (base, bf16 string) {
 	t.Helper()
 	base, bf16 = filepath.Join(dir, "base"), filepath.Join(dir, "bf16")
 	o := synth.Small()
@@ -56,8 +56,8 @@ func TestDiffRequantRecipesFP8(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		r  numfmt.FP8Recipe
-		sd ckpt.DType
-	}{{numfmt.FP8Transformers, ""}, {numfmt.FP8TransformersUE8M0, ""}, {numfmt.FP8Ckpt, ckpt.BF16}} {
+		sd numfmt.DType
+	}{{numfmt.FP8Transformers, ""}, {numfmt.FP8TransformersUE8M0, ""}, {numfmt.FP8Ckpt, numfmt.BF16}} {
 		t.Run(tc.r.String(), func(t *testing.T) {
 			t.Parallel()
 			base, bf16 := writeRecipePair(t, t.TempDir(), tc.r, tc.sd)
@@ -150,7 +150,7 @@ func TestUE8M0Scales(t *testing.T) {
 	o := synth.Small()
 	o.Recipe, o.LayersPerShard = numfmt.FP8TransformersUE8M0, 0
 	require.NoError(t, synth.Write(src, o))
-	o.ScaleDType = ckpt.F32
+	o.ScaleDType = numfmt.F32
 	require.NoError(t, synth.Write(f32src, o))
 
 	code, out, stderr := runApp(t, "verify", src, "--format", "json")
@@ -165,7 +165,7 @@ func TestUE8M0Scales(t *testing.T) {
 	const w = "model.language_model.layers.0.mlp.down_proj.weight"
 	st, ok := c.Lookup(ckpt.ScaleName(w))
 	require.True(t, ok)
-	require.Equal(t, ckpt.F8E8M0, st.DType)
+	require.Equal(t, numfmt.F8E8M0, st.DType)
 	scales := make([]byte, st.NBytes())
 	_, err = st.ReadAt(scales, 0)
 	require.NoError(t, err)

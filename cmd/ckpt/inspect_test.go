@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,7 +107,7 @@ func writeNamed(t *testing.T, path string, names ...string) {
 	t.Helper()
 	var mts []ckpt.MemTensor
 	for _, n := range names {
-		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: ckpt.U8, Shape: []int64{2}}, Data: []byte{1, 2}})
+		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: n, DType: numfmt.U8, Shape: []int64{2}}, Data: []byte{1, 2}})
 	}
 	require.NoError(t, ckpt.WriteFile(path, mts, nil))
 }

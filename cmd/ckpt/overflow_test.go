@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,15 +48,15 @@ func TestExtractF16Overflow(t *testing.T) {
 	src := filepath.Join(dir, "big.safetensors")
 	bf := make([]byte, 8)
 	for i, v := range []float32{1, 1e5, 2, 3} {
-		binary.LittleEndian.PutUint16(bf[2*i:], ckpt.F32ToBF16(v))
+		binary.LittleEndian.PutUint16(bf[2*i:], numfmt.F32ToBF16(v))
 	}
 	f := make([]byte, 16)
 	for i, v := range []float32{-7e4, 1, 2, 3} {
 		binary.LittleEndian.PutUint32(f[4*i:], math.Float32bits(v))
 	}
 	require.NoError(t, ckpt.WriteFile(src, []ckpt.MemTensor{
-		{WriteSpec: ckpt.WriteSpec{Name: "a", DType: ckpt.BF16, Shape: []int64{4}}, Data: bf},
-		{WriteSpec: ckpt.WriteSpec{Name: "b", DType: ckpt.F32, Shape: []int64{4}}, Data: f},
+		{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.BF16, Shape: []int64{4}}, Data: bf},
+		{WriteSpec: ckpt.WriteSpec{Name: "b", DType: numfmt.F32, Shape: []int64{4}}, Data: f},
 	}, nil))
 	for _, tc := range []struct{ match, tensor, dtype string }{{"a", "a", "BF16"}, {"b", "b", "F32"}} {
 		x := filepath.Join(dir, tc.match+".safetensors")
@@ -90,7 +91,7 @@ func TestHugeBlockScale(t *testing.T) {
 	require.NoError(t, synth.Write(src, synth.Small()))
 	const w = "model.language_model.layers.0.mlp.down_proj.weight"
 	huge := make([]byte, 2)
-	binary.LittleEndian.PutUint16(huge, ckpt.F32ToBF16(3.39e38))
+	binary.LittleEndian.PutUint16(huge, numfmt.F32ToBF16(3.39e38))
 	require.NoError(t, synth.PokeTensor(src, w+ckpt.ScaleSuffix, 0, huge))
 
 	// verify --read-data: a warning (exit 0), in text and JSON.

@@ -13,6 +13,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -47,7 +48,7 @@ func scaleCases(t *testing.T) []struct {
 			for i := range ts {
 				if ts[i].Name == scale {
 					old = len(ts[i].Data)
-					ts[i] = ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: ckpt.F32, Shape: shape}, Data: data}
+					ts[i] = ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: numfmt.F32, Shape: shape}, Data: data}
 				}
 			}
 			return ts

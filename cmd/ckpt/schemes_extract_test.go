@@ -84,7 +84,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 				v[2*i], v[2*i+1] = refE2M1(b&15)*sc, refE2M1(b>>4)*sc
 			}
 			out[base] = v
-		case s == ckpt.NVFP4 && x.DType == ckpt.U8:
+		case s == ckpt.NVFP4 && x.DType == numfmt.U8:
 			mod := strings.TrimSuffix(x.Name, ".weight")
 			packed, scales, global := raw(x.Name), raw(mod+".weight_scale"), refF32(raw(mod+".weight_scale_2"), 0)
 			v := make([]float64, 2*len(packed))
@@ -93,7 +93,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 				v[2*i], v[2*i+1] = refE2M1(b&15)*sc, refE2M1(b>>4)*sc
 			}
 			out[x.Name] = v
-		case s == ckpt.FP8Channel && x.DType == ckpt.F8E4M3:
+		case s == ckpt.FP8Channel && x.DType == numfmt.F8E4M3:
 			codes, scales := raw(x.Name), raw(strings.TrimSuffix(x.Name, ".weight")+".weight_scale")
 			cols := int(x.Shape[1])
 			v := make([]float64, len(codes))
@@ -313,7 +313,7 @@ func TestDiffSchemes(t *testing.T) {
 					_, err := x.ReadAt(fv, 0)
 					require.NoError(t, err)
 					for i, v := range vals {
-						if float32(v) != ckpt.BF16ToF32(binary.LittleEndian.Uint16(fv[2*i:])) {
+						if float32(v) != numfmt.BF16ToF32(binary.LittleEndian.Uint16(fv[2*i:])) {
 							want++
 						}
 					}
@@ -369,7 +369,7 @@ func TestDiffSchemesRequantIdentical(t *testing.T) {
 					byName[x.Name] = i
 				}
 				for i, x := range ts {
-					if x.DType != ckpt.F8E4M3 {
+					if x.DType != numfmt.F8E4M3 {
 						continue
 					}
 					w, ok := ftc.Lookup(x.Name)
@@ -378,7 +378,7 @@ func TestDiffSchemesRequantIdentical(t *testing.T) {
 					_, err := w.ReadAt(raw, 0)
 					require.NoError(t, err)
 					vals := make([]float32, w.Numel())
-					require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, raw, vals))
+					require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, raw, vals))
 					rows, cols := x.Shape[0], x.Shape[1]
 					bm, bn := tc.bm, tc.bn
 					if bm == 0 {
@@ -388,10 +388,10 @@ func TestDiffSchemesRequantIdentical(t *testing.T) {
 						bn = cols
 					}
 					scales := make([]float32, ((rows+bm-1)/bm)*((cols+bn-1)/bn))
-					numfmt.QuantizeBlockFP8(vals, rows, cols, bm, bn, ckpt.F32, ts[i].Data, scales)
+					numfmt.QuantizeBlockFP8(vals, rows, cols, bm, bn, numfmt.F32, ts[i].Data, scales)
 					si := byName[strings.TrimSuffix(x.Name, ".weight")+".weight_scale"]
 					require.Equal(t, len(scales)*4, len(ts[si].Data), x.Name)
-					require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, scales, ts[si].Data))
+					require.NoError(t, numfmt.EncodeFloat32(numfmt.F32, scales, ts[si].Data))
 					weights++
 				}
 				return ts

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,7 +172,7 @@ func TestDiffSampledPackedSchemes(t *testing.T) {
 					var want int64
 					for _, rg := range r.SampledRanges {
 						for i := rg[0]; i < rg[1]; i++ {
-							if float32(vals[i]) != ckpt.BF16ToF32(binary.LittleEndian.Uint16(raw[2*i:])) {
+							if float32(vals[i]) != numfmt.BF16ToF32(binary.LittleEndian.Uint16(raw[2*i:])) {
 								want++
 							}
 						}

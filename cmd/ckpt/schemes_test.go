@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -216,7 +217,7 @@ func TestVerifySchemeContract(t *testing.T) {
 			x.Shape, x.Data = []int64{2}, append(x.Data, x.Data...)
 		}), nil, false, "scheme.companion_shape", []string{down + ".weight_scale_2", down + ".weight"}, "has shape [2], expected a scalar"},
 		{"nvfp4 block scale as bf16", ckpt.NVFP4, set(down+".weight_scale", func(x *ckpt.MemTensor) {
-			x.DType, x.Data = ckpt.BF16, append(x.Data, x.Data...)
+			x.DType, x.Data = numfmt.BF16, append(x.Data, x.Data...)
 		}), nil, false, "scheme.companion_dtype", []string{down + ".weight_scale", down + ".weight"}, "has dtype BF16, expected F8_E4M3"},
 		{"nvfp4 zero global scale", ckpt.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) { x.Data = make([]byte, 4) }), nil, true,
 			"scheme.scale_values", []string{down + ".weight_scale_2", down + ".weight"}, "1 of 1 values are no finite scale > 0; first at element 0 = 0"},
@@ -232,7 +233,7 @@ func TestVerifySchemeContract(t *testing.T) {
 		{"mxfp4 blocks of 8 bytes", ckpt.MXFP4, set(experts+"_blocks", func(x *ckpt.MemTensor) { x.Shape = []int64{2, 64, 8, 8} }), nil, false,
 			"scheme.weight_shape", []string{experts + "_blocks"}, "is mxfp4 codes of shape [2,64,8,8]: expected [..., G, 16]"},
 		{"fp8 channel scale orphan", ckpt.FP8Channel, func(ts []ckpt.MemTensor) []ckpt.MemTensor {
-			return append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "lm_head.weight_scale", DType: ckpt.F32, Shape: []int64{64, 1}}, Data: make([]byte, 256)})
+			return append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "lm_head.weight_scale", DType: numfmt.F32, Shape: []int64{64, 1}}, Data: make([]byte, 256)})
 		}, nil, false, "scheme.companion_orphan", []string{"lm_head.weight_scale"}, "lm_head.weight is BF16 [64,64], not a fp8-channel weight"},
 		{"fp8 channel ignored module quantised", ckpt.FP8Channel, nil, func(d string) {
 			editJSON(t, filepath.Join(d, "config.json"), func(m map[string]any) {
@@ -304,20 +305,20 @@ func writeUnreadScheme(t *testing.T, dir, format string) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	const n, k = 32, 64
 	mod := "model.layers.0.mlp.down_proj."
-	ts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "model.norm.weight", DType: ckpt.BF16, Shape: []int64{k}}, Data: make([]byte, 2*k)}}
+	ts := []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "model.norm.weight", DType: numfmt.BF16, Shape: []int64{k}}, Data: make([]byte, 2*k)}}
 	w := map[string]any{"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": true}
 	switch format {
 	case "nvfp4-pack-quantized":
 		ts = append(ts,
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: ckpt.U8, Shape: []int64{n, k / 2}}, Data: make([]byte, n*k/2)},
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: ckpt.F8E4M3, Shape: []int64{n, k / 16}}, Data: make([]byte, n*k/16)},
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_global_scale", DType: ckpt.F32, Shape: []int64{1}}, Data: make([]byte, 4)})
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: numfmt.U8, Shape: []int64{n, k / 2}}, Data: make([]byte, n*k/2)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: numfmt.F8E4M3, Shape: []int64{n, k / 16}}, Data: make([]byte, n*k/16)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_global_scale", DType: numfmt.F32, Shape: []int64{1}}, Data: make([]byte, 4)})
 	case "pack-quantized":
 		w = map[string]any{"num_bits": 4, "type": "int", "strategy": "group", "group_size": 32, "symmetric": true}
 		ts = append(ts,
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: ckpt.I32, Shape: []int64{n, k / 8}}, Data: make([]byte, 4*n*k/8)},
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: ckpt.BF16, Shape: []int64{n, k / 32}}, Data: make([]byte, 2*n*k/32)},
-			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_shape", DType: ckpt.I64, Shape: []int64{2}}, Data: make([]byte, 16)})
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_packed", DType: numfmt.I32, Shape: []int64{n, k / 8}}, Data: make([]byte, 4*n*k/8)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_scale", DType: numfmt.BF16, Shape: []int64{n, k / 32}}, Data: make([]byte, 2*n*k/32)},
+			ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: mod + "weight_shape", DType: numfmt.I64, Shape: []int64{2}}, Data: make([]byte, 16)})
 	}
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil))
 	cfg, err := json.Marshal(map[string]any{"model_type": "llama", "quantization_config": map[string]any{

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -60,7 +61,7 @@ func TestMapOrphanScales(t *testing.T) {
 	for _, e := range res.Entries {
 		for _, s := range e.Sources {
 			home[s] = true
-			if w, ok := c.Lookup(s); ok && w.DType == ckpt.F8E4M3 {
+			if w, ok := c.Lookup(s); ok && w.DType == numfmt.F8E4M3 {
 				home[ckpt.ScaleName(s)] = true // dequantised with it
 			}
 		}
@@ -177,10 +178,10 @@ func writeLlamaFP8(t *testing.T, modelType string, bf16 ...string) string {
 	t.Helper()
 	const h, block = 64, 32
 	var mts []ckpt.MemTensor
-	add := func(name string, dt ckpt.DType, shape ...int64) {
+	add := func(name string, dt numfmt.DType, shape ...int64) {
 		for _, b := range bf16 {
 			if b == name {
-				dt = ckpt.BF16
+				dt = numfmt.BF16
 			}
 		}
 		n := int64(dt.Bits() / 8)
@@ -188,24 +189,24 @@ func writeLlamaFP8(t *testing.T, modelType string, bf16 ...string) string {
 			n *= d
 		}
 		mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: name, DType: dt, Shape: shape}, Data: make([]byte, n)})
-		if dt == ckpt.F8E4M3 {
+		if dt == numfmt.F8E4M3 {
 			s := []int64{shape[0] / block, shape[1] / block}
-			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: ckpt.F32, Shape: s}, Data: make([]byte, s[0]*s[1]*4)})
+			mts = append(mts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: ckpt.ScaleName(name), DType: numfmt.F32, Shape: s}, Data: make([]byte, s[0]*s[1]*4)})
 		}
 	}
-	add("model.embed_tokens.weight", ckpt.BF16, 128, h)
+	add("model.embed_tokens.weight", numfmt.BF16, 128, h)
 	for _, p := range []string{"model.layers.0.", "model.layers.1."} {
-		add(p+"input_layernorm.weight", ckpt.BF16, h)
-		add(p+"post_attention_layernorm.weight", ckpt.BF16, h)
+		add(p+"input_layernorm.weight", numfmt.BF16, h)
+		add(p+"post_attention_layernorm.weight", numfmt.BF16, h)
 		for _, m := range []string{"q_proj", "k_proj", "v_proj", "o_proj"} {
-			add(p+"self_attn."+m+".weight", ckpt.F8E4M3, h, h)
+			add(p+"self_attn."+m+".weight", numfmt.F8E4M3, h, h)
 		}
-		add(p+"mlp.gate_proj.weight", ckpt.F8E4M3, 2*h, h)
-		add(p+"mlp.up_proj.weight", ckpt.F8E4M3, 2*h, h)
-		add(p+"mlp.down_proj.weight", ckpt.F8E4M3, h, 2*h)
+		add(p+"mlp.gate_proj.weight", numfmt.F8E4M3, 2*h, h)
+		add(p+"mlp.up_proj.weight", numfmt.F8E4M3, 2*h, h)
+		add(p+"mlp.down_proj.weight", numfmt.F8E4M3, h, 2*h)
 	}
-	add("model.norm.weight", ckpt.BF16, h)
-	add("lm_head.weight", ckpt.BF16, 128, h)
+	add("model.norm.weight", numfmt.BF16, h)
+	add("lm_head.weight", numfmt.BF16, 128, h)
 	dir := t.TempDir()
 	require.NoError(t, ckpt.WriteFile(filepath.Join(dir, "model.safetensors"), mts, map[string]string{"format": "pt"}))
 	cfg, err := json.Marshal(map[string]any{"model_type": modelType, "architectures": []string{"LlamaForCausalLM"}, "dtype": "bfloat16",

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -92,7 +93,7 @@ func buildCache(t *testing.T, src string, extra ...string) (map[string][]byte, m
 // one arch.dtype per tensor ("is F32, expected BF16").
 func TestDeclaredDType(t *testing.T) {
 	t.Parallel()
-	for _, d := range []ckpt.DType{ckpt.F32, ckpt.F16} {
+	for _, d := range []numfmt.DType{numfmt.F32, numfmt.F16} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			o := bf16Save()
@@ -108,12 +109,12 @@ func TestDeclaredDType(t *testing.T) {
 			culprit := lm + "layers.1.mlp.down_proj.weight"
 			editTensor(t, dir, culprit, func(mt *ckpt.MemTensor) {
 				vals := make([]float32, len(mt.Data)*8/d.Bits())
-				require.NoError(t, ckpt.DecodeFloat32(d, mt.Data, vals))
-				mt.DType, mt.Data = ckpt.BF16, make([]byte, 2*len(vals))
-				require.NoError(t, ckpt.EncodeFloat32(ckpt.BF16, vals, mt.Data))
+				require.NoError(t, numfmt.DecodeFloat32(d, mt.Data, vals))
+				mt.DType, mt.Data = numfmt.BF16, make([]byte, 2*len(vals))
+				require.NoError(t, numfmt.EncodeFloat32(numfmt.BF16, vals, mt.Data))
 			})
 			editIndex(t, dir, func(_, meta map[string]any) { meta["total_size"] = meta["total_size"].(float64) - float64(shrink(d)) })
-			want := "1 float tensor is BF16 where config.json dtype = \"" + map[ckpt.DType]string{ckpt.F32: "float32", ckpt.F16: "float16"}[d] + "\" declares " + string(d)
+			want := "1 float tensor is BF16 where config.json dtype = \"" + map[numfmt.DType]string{numfmt.F32: "float32", numfmt.F16: "float16"}[d] + "\" declares " + string(d)
 			code, rep, errs = verifyJSON(t, "verify", dir)
 			require.Equal(t, 0, code, errs)
 			ws := findingsOf(rep, "arch.dtype")
@@ -154,7 +155,7 @@ func dtypeWarnings(ws []string) []string {
 
 // shrink is the byte count one down_proj of bf16Save loses when re-stored
 // from d as BF16 (for the index's total_size).
-func shrink(d ckpt.DType) int {
+func shrink(d numfmt.DType) int {
 	o := bf16Save()
 	return o.Hidden * o.Intermediate * (d.Bits() - 16) / 8
 }
@@ -166,7 +167,7 @@ func TestDeclaredDTypeCacheBytes(t *testing.T) {
 	t.Parallel()
 	want, _, _ := buildCache(t, writeSynth(t, bf16Save()))
 	o := bf16Save()
-	o.DType = ckpt.F32
+	o.DType = numfmt.F32
 	got, _, errs := buildCache(t, writeSynth(t, o))
 	assert.NotContains(t, errs, "float tensor")
 	assert.Equal(t, keysOf(want), keysOf(got))
@@ -301,7 +302,7 @@ func TestMapRefusesUnservedArchitecture(t *testing.T) {
 func TestVariants(t *testing.T) {
 	t.Parallel()
 	o := bf16Save()
-	o.DType, o.Variant = ckpt.F16, "fp16"
+	o.DType, o.Variant = numfmt.F16, "fp16"
 	dir := writeSynth(t, o)
 	require.FileExists(t, filepath.Join(dir, "model.safetensors.index.fp16.json"))
 	require.FileExists(t, filepath.Join(dir, "model.fp16-00001-of-00003.safetensors"))
@@ -367,7 +368,7 @@ func TestVariants(t *testing.T) {
 	o3 := bf16Save()
 	o3.LayersPerShard = 0
 	require.NoError(t, synth.Write(single, o3))
-	o3.Variant, o3.DType = "fp16", ckpt.F16
+	o3.Variant, o3.DType = "fp16", numfmt.F16
 	require.NoError(t, synth.Write(single, o3))
 	require.FileExists(t, filepath.Join(single, "model.fp16.safetensors"))
 	editJSON(t, filepath.Join(single, "config.json"), func(m map[string]any) { delete(m, "dtype"); m["text_config"].(map[string]any)["dtype"] = "bfloat16" })

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +22,7 @@ func TestCacheOfVariant(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "model")
 	o := bf16Save()
-	o.DType, o.Variant = ckpt.F16, "fp16"
+	o.DType, o.Variant = numfmt.F16, "fp16"
 	require.NoError(t, synth.Write(dir, o))
 	o2 := bf16Save()
 	o2.Variant = "bf16"

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,7 @@ const (
 
 func bf16Bits(f float32) []byte {
 	b := make([]byte, 2)
-	binary.LittleEndian.PutUint16(b, ckpt.F32ToBF16(f))
+	binary.LittleEndian.PutUint16(b, numfmt.F32ToBF16(f))
 	return b
 }
 
@@ -88,10 +89,10 @@ func TestVerifyDefects(t *testing.T) {
 		// item 2: integrity
 		{"tensor missing from its shard", false, func(d string) { dropTensor(d, lm+"layers.2.input_layernorm.weight", false) }, 1, "index.tensor_missing", lm + "layers.2.input_layernorm.weight"},
 		{"tensor unlisted", false, func(d string) {
-			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "extra.bias", DType: ckpt.BF16, Shape: []int64{4}}, Data: make([]byte, 8)}, false)
+			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "extra.bias", DType: numfmt.BF16, Shape: []int64{4}}, Data: make([]byte, 8)}, false)
 		}, 1, "index.tensor_unlisted", "extra.bias"},
 		{"tensor in two shards", false, func(d string) {
-			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "norm.weight", DType: ckpt.BF16, Shape: []int64{128}}, Data: make([]byte, 256)}, false)
+			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "norm.weight", DType: numfmt.BF16, Shape: []int64{128}}, Data: make([]byte, 256)}, false)
 		}, 1, "index.tensor_duplicate", lm + "norm.weight"},
 		{"shard missing", false, func(d string) { require.NoError(t, os.Remove(filepath.Join(d, shardOf(t, d, downProj)))) }, 1, "index.shard_missing", "model-00001-of-00004.safetensors"},
 		{"shard name escapes", false, func(d string) {
@@ -120,14 +121,14 @@ func TestVerifyDefects(t *testing.T) {
 			})
 		}, 1, "fp8.scale_shape", ckpt.ScaleName(downProj)},
 		{"scale dtype", false, func(d string) {
-			editTensor(t, d, ckpt.ScaleName(downProj), func(mt *ckpt.MemTensor) { mt.DType = ckpt.I16 })
+			editTensor(t, d, ckpt.ScaleName(downProj), func(mt *ckpt.MemTensor) { mt.DType = numfmt.I16 })
 		}, 1, "fp8.scale_dtype", ckpt.ScaleName(downProj)},
 		{"orphan scale", false, func(d string) {
-			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "layers.0.mlp.gone.weight_scale_inv", DType: ckpt.BF16, Shape: []int64{1, 1}}, Data: bf16Bits(1)}, true)
+			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "layers.0.mlp.gone.weight_scale_inv", DType: numfmt.BF16, Shape: []int64{1, 1}}, Data: bf16Bits(1)}, true)
 		}, 1, "fp8.scale_orphan", lm + "layers.0.mlp.gone.weight_scale_inv"},
 		{"scale next to a bf16 weight", false, func(d string) {
 			editTensor(t, d, upProj, func(mt *ckpt.MemTensor) {
-				mt.DType, mt.Data = ckpt.BF16, make([]byte, 2*len(mt.Data))
+				mt.DType, mt.Data = numfmt.BF16, make([]byte, 2*len(mt.Data))
 			})
 			editIndex(t, d, func(_, meta map[string]any) { meta["total_size"] = meta["total_size"].(float64) + 320*128 })
 		}, 1, "fp8.scale_orphan", ckpt.ScaleName(upProj)},
@@ -157,7 +158,7 @@ func TestVerifyDefects(t *testing.T) {
 		// item 5: architecture
 		{"expected tensor missing", false, func(d string) { dropTensor(d, lm+"layers.1.linear_attn.dt_bias", true) }, 1, "arch.missing", lm + "layers.1.linear_attn.dt_bias"},
 		{"unexpected tensor", false, func(d string) {
-			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "layers.0.mlp.bias", DType: ckpt.BF16, Shape: []int64{4}}, Data: make([]byte, 8)}, true)
+			addTensor(d, upProj, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: lm + "layers.0.mlp.bias", DType: numfmt.BF16, Shape: []int64{4}}, Data: make([]byte, 8)}, true)
 		}, 1, "arch.unexpected", lm + "layers.0.mlp.bias"},
 		{"config disagrees with shapes", false, func(d string) {
 			editJSON(t, cfgPath(d), func(m map[string]any) { text(m)["intermediate_size"] = 336 })
@@ -171,7 +172,7 @@ func TestVerifyDefects(t *testing.T) {
 		// A float tensor of another float dtype is a warning
 		// (TestDeclaredDType); an integer where a float belongs fails.
 		{"wrong dtype", false, func(d string) {
-			editTensor(t, d, lm+"layers.0.linear_attn.A_log", func(mt *ckpt.MemTensor) { mt.DType = ckpt.I16 })
+			editTensor(t, d, lm+"layers.0.linear_attn.A_log", func(mt *ckpt.MemTensor) { mt.DType = numfmt.I16 })
 		}, 1, "arch.dtype", lm + "layers.0.linear_attn.A_log"},
 		{"layer kind disagrees", false, func(d string) {
 			editJSON(t, cfgPath(d), func(m map[string]any) { text(m)["layer_types"].([]any)[0] = "full_attention" })
@@ -262,9 +263,9 @@ func TestVerifyF32Alternatives(t *testing.T) {
 	name := lm + "layers.0.linear_attn.A_log"
 	editTensor(t, dir, name, func(mt *ckpt.MemTensor) {
 		vals := make([]float32, len(mt.Data)/2)
-		require.NoError(t, ckpt.DecodeFloat32(ckpt.BF16, mt.Data, vals))
-		mt.DType, mt.Data = ckpt.F32, make([]byte, 4*len(vals))
-		require.NoError(t, ckpt.EncodeFloat32(ckpt.F32, vals, mt.Data))
+		require.NoError(t, numfmt.DecodeFloat32(numfmt.BF16, mt.Data, vals))
+		mt.DType, mt.Data = numfmt.F32, make([]byte, 4*len(vals))
+		require.NoError(t, numfmt.EncodeFloat32(numfmt.F32, vals, mt.Data))
 	})
 	editIndex(t, dir, func(_, meta map[string]any) { meta["total_size"] = meta["total_size"].(float64) + 8 })
 	code, res, errs := verifyJSON(t, "verify", dir)

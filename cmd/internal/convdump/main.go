@@ -3,17 +3,17 @@
 // compare with numpy and ml_dtypes:
 //
 //	convdump e4m3 IN OUT
-//	    IN holds little-endian float32 values; OUT gets one ckpt.EncodeE4M3
+//	    IN holds little-endian float32 values; OUT gets one numfmt.EncodeE4M3
 //	    code per value.
 //	convdump quant ROWS COLS BM BN SCALE_DTYPE IN CODES SCALES [RECIPE]
-//	    IN holds a row-major ROWS×COLS float32 matrix; ckpt.QuantizeBlockFP8
+//	    IN holds a row-major ROWS×COLS float32 matrix; numfmt.QuantizeBlockFP8
 //	    (or the block-FP8 recipe named RECIPE: transformers, deepseek-v3,
 //	    ...) with [BM, BN] blocks writes its F8_E4M3 codes to CODES and its
 //	    block scales (already rounded to SCALE_DTYPE: F32, BF16, F16 or
 //	    F8_E8M0) as little-endian float32 to SCALES.
 //	convdump decode DTYPE IN OUT
 //	    IN holds raw values of DTYPE (e.g. F8_E5M2); OUT gets them as
-//	    little-endian float32 (ckpt.DecodeFloat32), for codes that extract
+//	    little-endian float32 (numfmt.DecodeFloat32), for codes that extract
 //	    refuses to read without a scale.
 //
 // Exit status 2 on a bad command line or an I/O error. It imports nothing
@@ -28,6 +28,7 @@ import (
 	"strconv"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
 func main() {
@@ -52,7 +53,7 @@ func run(args []string) error {
 		}
 		out := make([]byte, len(in))
 		for i, v := range in {
-			out[i] = ckpt.EncodeE4M3(v)
+			out[i] = numfmt.EncodeE4M3(v)
 		}
 		return os.WriteFile(args[2], out, 0o644)
 	case "quant":
@@ -68,7 +69,7 @@ func run(args []string) error {
 			dims[i] = v
 		}
 		rows, cols, bm, bn := dims[0], dims[1], dims[2], dims[3]
-		sdt := ckpt.DType(args[5])
+		sdt := numfmt.DType(args[5])
 		if !ckpt.IsBlockScaleDType(sdt) {
 			return fmt.Errorf("scale dtype %q: want F32, BF16, F16 or F8_E8M0", args[5])
 		}
@@ -85,9 +86,11 @@ func run(args []string) error {
 		if len(args) == 10 {
 			recipe = args[9]
 		}
-		if !ckpt.QuantizeBlockFP8Named(recipe, w, rows, cols, bm, bn, sdt, codes, scales) {
+		r, ok := numfmt.ParseFP8Recipe(recipe)
+		if !ok {
 			return fmt.Errorf("unknown block-FP8 recipe %q", recipe)
 		}
+		numfmt.QuantizeBlockFP8Recipe(r, w, rows, cols, bm, bn, sdt, codes, scales)
 		if err := os.WriteFile(args[7], codes, 0o644); err != nil {
 			return err
 		}
@@ -100,7 +103,7 @@ func run(args []string) error {
 		if len(args) != 4 {
 			return fmt.Errorf("usage: convdump decode DTYPE IN OUT")
 		}
-		dt := ckpt.DType(args[1])
+		dt := numfmt.DType(args[1])
 		raw, err := os.ReadFile(args[2])
 		if err != nil {
 			return err
@@ -110,7 +113,7 @@ func run(args []string) error {
 			return fmt.Errorf("dtype %q: want a float dtype ckpt decodes, and whole values in %s", args[1], args[2])
 		}
 		vals := make([]float32, len(raw)*8/bits)
-		if err := ckpt.DecodeFloat32(dt, raw, vals); err != nil {
+		if err := numfmt.DecodeFloat32(dt, raw, vals); err != nil {
 			return err
 		}
 		out := make([]byte, 4*len(vals))
