@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -56,7 +55,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	a.proseFor(format)
 	req := o.request(a)
-	if os.Getenv("GOMEMLIMIT") == "" {
+	if a.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands read ahead, tile staging, the staged
 		// images of durable builds) inside the 512 MiB budget.
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(448 << 20))

@@ -132,16 +132,10 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		return g.renderPeople(w)
 	case Markdown:
 		if g.Title != "" {
-			if format == Markdown {
-				fmt.Fprintf(w, "### %s\n\n", g.Title)
-			} else {
-				fmt.Fprintf(w, "%s\n", g.Title)
-			}
+			fmt.Fprintf(w, "### %s\n\n", g.Title)
 		}
-		opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft)}
-		if format == Markdown {
-			opts = append(opts, tablewriter.WithRenderer(renderer.NewMarkdown()))
-		}
+		opts := []tablewriter.Option{tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft),
+			tablewriter.WithRenderer(renderer.NewMarkdown())}
 		aligns := make([]tw.Align, len(g.Header))
 		for i := range aligns {
 			aligns[i] = tw.AlignLeft
@@ -169,9 +163,7 @@ func (g *Grid) Render(w io.Writer, format string) error {
 		if err := t.Render(); err != nil {
 			return err
 		}
-		if format == Markdown {
-			fmt.Fprintln(w)
-		}
+		fmt.Fprintln(w)
 		return nil
 	}
 	return fmt.Errorf("format %q cannot render a table", format)
