@@ -2,6 +2,8 @@
 
 package numfmt
 
+//go:generate sh -c "cd _asm && go run . -out ../dequant_amd64.s"
+
 import "golang.org/x/sys/cpu"
 
 // useAVX2 says whether the AVX2 kernels of this package run on this CPU.

@@ -2,6 +2,8 @@
 
 package numfmt
 
+//go:generate sh -c "cd _asm && go run . -out ../nonfinite_amd64.s"
+
 // cleanGroup is the group ScanNonFinite resolves element by element after
 // a clean prefix: cleanE4M3AVX2 tests 128 bytes at a time.
 const cleanGroup = 128

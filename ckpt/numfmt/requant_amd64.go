@@ -2,6 +2,8 @@
 
 package numfmt
 
+//go:generate sh -c "cd _asm && go run . -out ../requant_amd64.s"
+
 // requantChunk is the most elements one requantAVX2 call takes (its
 // per-lane dword counters and their sum must not wrap).
 const requantChunk = 1 << 30
