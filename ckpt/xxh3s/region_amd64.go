@@ -2,6 +2,8 @@
 
 package xxh3s
 
+//go:generate sh -c "cd _asm && go run . -out ../region_amd64.s"
+
 import (
 	"unsafe"
 
