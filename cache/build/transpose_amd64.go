@@ -2,6 +2,8 @@
 
 package build
 
+//go:generate sh -c "cd _asm && go run . -out ../transpose_amd64.s"
+
 import (
 	"unsafe"
 
