@@ -2,6 +2,8 @@
 
 package tile
 
+//go:generate go run -C _asm . -out ../bfp16_amd64.s
+
 import (
 	"math/bits"
 

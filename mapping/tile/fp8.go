@@ -29,7 +29,7 @@ import (
 // below it). For every positive scale below it the kernel's arithmetic is
 // exact: it widens the codes to float32 values e4m3(m) × 2^-104 and
 // multiplies them by scale × 2^104 times a power of two, which stay finite
-// normal numbers (see fp8_amd64.s).
+// normal numbers (see _asm/fp8.go, which writes fp8_amd64.s).
 const MaxFP8Scale = 256
 
 // fp8ScaleOK reports whether s can go to the kernel: +0 (every product

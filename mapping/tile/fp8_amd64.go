@@ -2,6 +2,8 @@
 
 package tile
 
+//go:generate go run -C _asm . -out ../fp8_amd64.s
+
 import "golang.org/x/sys/cpu"
 
 // fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8Transposed

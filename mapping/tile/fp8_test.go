@@ -89,7 +89,7 @@ func TestEncodeFP8Transposed(t *testing.T) {
 	}
 }
 
-// TestBF16ByFMA checks the rounding the FP8 kernel uses (fp8_amd64.s): for
+// TestBF16ByFMA checks the rounding the FP8 kernel uses (_asm/fp8.go): for
 // a float32 p, c = p·(2^16+1) rounded, c - p·2^16 (computed exactly, as an
 // FMA does) is p rounded to bfloat16 with ties to even — except where that
 // rounding goes up to a power of two, where it is the bfloat16 just below.
