@@ -2,7 +2,7 @@
 
 package build
 
-//go:generate sh -c "cd _asm && go run . -out ../transpose_amd64.s"
+//go:generate go run -C _asm . -out ../transpose_amd64.s
 
 import (
 	"unsafe"

@@ -2,7 +2,7 @@
 
 package numfmt
 
-//go:generate sh -c "cd _asm && go run . -out ../dequant_amd64.s"
+//go:generate go run -C _asm . -out ../dequant_amd64.s
 
 import "golang.org/x/sys/cpu"
 

@@ -2,7 +2,7 @@
 
 package numfmt
 
-//go:generate sh -c "cd _asm && go run . -out ../nonfinite_amd64.s"
+//go:generate go run -C _asm . -out ../nonfinite_amd64.s
 
 // cleanGroup is the group ScanNonFinite resolves element by element after
 // a clean prefix: cleanE4M3AVX2 tests 128 bytes at a time.

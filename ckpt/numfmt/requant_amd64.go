@@ -2,7 +2,7 @@
 
 package numfmt
 
-//go:generate sh -c "cd _asm && go run . -out ../requant_amd64.s"
+//go:generate go run -C _asm . -out ../requant_amd64.s
 
 // requantChunk is the most elements one requantAVX2 call takes (its
 // per-lane dword counters and their sum must not wrap).

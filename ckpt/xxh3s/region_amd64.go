@@ -2,7 +2,7 @@
 
 package xxh3s
 
-//go:generate sh -c "cd _asm && go run . -out ../region_amd64.s"
+//go:generate go run -C _asm . -out ../region_amd64.s
 
 import (
 	"unsafe"

@@ -66,7 +66,7 @@ func generate(out string) error {
 	if err := pass.Compile.Execute(f); err != nil {
 		return fmt.Errorf("compile %s: %w", out, err)
 	}
-	cfg := printer.Config{Argv: append([]string{"go", "run", "."}, os.Args[1:]...)}
+	cfg := printer.Config{Argv: append([]string{"go", "run", "-C", "_asm", "."}, os.Args[1:]...)}
 	b, err := printer.NewGoAsm(cfg).Print(f)
 	if err != nil {
 		return fmt.Errorf("print %s: %w", out, err)
