@@ -8,7 +8,7 @@
 # on a generator that fails or writes nothing, and on a file of PKG marked
 # as generated from _asm that no line wrote. Leaves the work tree alone.
 # Needs avo in the module cache or the Go module proxy (avo is not in the
-# main module); .ci/run does not run it.
+# main module); .ci/run runs it after go vet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
