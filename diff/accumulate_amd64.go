@@ -2,6 +2,8 @@
 
 package diff
 
+//go:generate go run -C _asm . -out ../accumulate_amd64.s
+
 import "golang.org/x/sys/cpu"
 
 // useFMA says whether the AVX2/FMA kernels (accumulate, e4m3Blocks) run on

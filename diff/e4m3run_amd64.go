@@ -2,6 +2,9 @@
 
 package diff
 
+//go:generate go run -C _asm . -out ../e4m3run_amd64.s
+//go:generate go run -C _asm . -out ../e4m3blocks512_amd64.s
+
 import (
 	"math"
 

@@ -2,6 +2,8 @@
 
 package diff
 
+//go:generate go run -C _asm . -out ../fp8eq_amd64.s
+
 // countFP8Block is the number of elements countFP8SSE2 takes at most in
 // one call (255 blocks of 16: its per-byte counters must not wrap).
 const countFP8Block = 255 * 16

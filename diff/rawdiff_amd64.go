@@ -2,6 +2,8 @@
 
 package diff
 
+//go:generate go run -C _asm . -out ../rawdiff_amd64.s
+
 // countRawDiff is countRawDiffGo: with AVX-512 (useAVX512) the multiples
 // of 64 bytes go through rawSameAVX512, the tail through the Go loop
 // (TestCountRawDiff).

@@ -1,0 +1,59 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// rawdiff writes rawdiff_amd64.s: rawSameAVX512, the number of elements
+// of esize bytes (1, 2, 4 or 8) that are equal in a and b, over n bytes
+// (a positive multiple of 64): a VPCMPEQ of the element width per 64
+// bytes into a mask register, POPCNT of the mask.
+func rawdiff(f *file) {
+	f.text("rawSameAVX512", "func(a, b *byte, n int, esize int) int")
+	f.MOVQ(f.arg("a"), RSI)
+	f.MOVQ(f.arg("b"), RDI)
+	f.MOVQ(f.arg("n"), RDX)
+	f.MOVQ(f.arg("esize"), RCX)
+	f.ADDQ(RDX, RSI)
+	f.ADDQ(RDX, RDI)
+	f.NEGQ(RDX)
+	f.XORQ(R8, R8)
+	f.CMPQ(RCX, U8(1))
+	f.JEQ(LabelRef("bytes"))
+	f.CMPQ(RCX, U8(2))
+	f.JEQ(LabelRef("words"))
+	f.CMPQ(RCX, U8(4))
+	f.JEQ(LabelRef("dwords"))
+
+	a := Mem{Base: RSI, Index: RDX, Scale: 1}
+	b := Mem{Base: RDI, Index: RDX, Scale: 1}
+	// One loop per element width: the compare, the mask move of its
+	// width (KMOVB for 8 qwords ... KMOVQ for 64 bytes) and its count.
+	loop := func(label string, cmp func(ops ...Op), kmov func(k, r Op), count Register, last bool) {
+		f.Label(label)
+		f.VMOVDQU64(a, Z0)
+		cmp(b, Z0, K1)
+		kmov(K1, count)
+		if count == RAX {
+			f.POPCNTQ(RAX, RAX)
+		} else {
+			f.POPCNTL(EAX, EAX)
+		}
+		f.ADDQ(RAX, R8)
+		f.ADDQ(U8(64), RDX)
+		f.JNZ(LabelRef(label))
+		if !last {
+			f.JMP(LabelRef("ret"))
+		}
+	}
+	loop("qwords", f.VPCMPEQQ, f.KMOVB, EAX, false)
+	loop("dwords", f.VPCMPEQD, f.KMOVW, EAX, false)
+	loop("words", f.VPCMPEQW, f.KMOVD, EAX, false)
+	loop("bytes", f.VPCMPEQB, f.KMOVQ, RAX, true)
+
+	f.Label("ret")
+	f.MOVQ(R8, f.ret())
+	f.VZEROUPPER()
+	f.RET()
+}
