@@ -125,9 +125,6 @@ func SpecOf(s Scheme) *SchemeSpec {
 	return nil
 }
 
-// Schemes lists the description of every quantisation scheme.
-func Schemes() []*SchemeSpec { return append([]*SchemeSpec(nil), schemeSpecs...) }
-
 // QuantRecipe is a checkpoint's quantisation as its config declares it.
 type QuantRecipe struct {
 	// Scheme is the scheme of the checkpoint's quantised weights (for
@@ -218,7 +215,7 @@ func looksQuantised(ts []*Tensor) bool {
 // config.json's quantization_config (top level, else text_config) or,
 // when that has none, by ModelOpt's hf_quant_config.json. It returns nil,
 // nil when neither declares one, and a *RecipeError when the declaration
-// is not one of the schemes (Schemes) or not usable as one.
+// is not one of the schemes (SpecOf) or not usable as one.
 func (c *Checkpoint) QuantRecipe() (*QuantRecipe, error) {
 	r, err := c.quantRecipe()
 	if err != nil {
