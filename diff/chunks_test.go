@@ -117,7 +117,7 @@ func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme
 		sshape = []int64{1}
 		fallthrough
 	default:
-		cfg, _, err := synth.SchemeConfig(ct, synth.SchemeOptions{})
+		cfg, _, err := synth.QuantConfigJSON(ct, synth.SchemeOptions{})
 		require.NoError(t, err)
 		if ct == ckpt.FP8Block {
 			cfg["quantization_config"].(map[string]any)["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["block_structure"] = []any{bm, bn}
@@ -157,7 +157,7 @@ func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, chan
 		}
 	}
 	vals := make([]float32, rows*cols)
-	cfg, hfq, err := synth.SchemeConfig(s, synth.SchemeOptions{})
+	cfg, hfq, err := synth.QuantConfigJSON(s, synth.SchemeOptions{})
 	require.NoError(t, err)
 	out := chunkSide{cfg: cfg, hfQuant: hfq}
 	if s == ckpt.NVFP4 {

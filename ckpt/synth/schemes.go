@@ -75,9 +75,9 @@ func SchemeChangedWeight(s ckpt.Scheme) string {
 	return "model.layers.1.mlp.down_proj.weight"
 }
 
-// SchemeConfig returns the config.json of a checkpoint of scheme s (and,
+// QuantConfigJSON returns the config.json of a checkpoint of scheme s (and,
 // for NVFP4, the hf_quant_config.json, else nil).
-func SchemeConfig(s ckpt.Scheme, o SchemeOptions) (config, hfQuant map[string]any, err error) {
+func QuantConfigJSON(s ckpt.Scheme, o SchemeOptions) (config, hfQuant map[string]any, err error) {
 	cfg := map[string]any{"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama", "hidden_size": schemeHidden,
 		"intermediate_size": schemeInter, "num_hidden_layers": schemeLayers, "vocab_size": schemeVocab, "torch_dtype": "bfloat16"}
 	var q map[string]any
@@ -431,7 +431,7 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 // bf16 fine-tune of that base instead, with o.BadScaleShape the base with
 // one wrong scale shape (SchemeBadScale).
 func WriteScheme(dir string, s ckpt.Scheme, o SchemeOptions) error {
-	cfg, hfq, err := SchemeConfig(s, o)
+	cfg, hfq, err := QuantConfigJSON(s, o)
 	if err != nil {
 		return err
 	}
