@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // Config is a parsed config.json. Raw keeps every key (numbers as
@@ -409,29 +410,9 @@ func (c *Config) Architectures() []string {
 	return AsStrings(c.Raw["architectures"])
 }
 
-// QuantConfig is the quantization_config of a checkpoint.
-type QuantConfig struct {
-	Path                string // "quantization_config" or "text_config.quantization_config"
-	Method              string
-	Fmt                 string
-	ActivationScheme    string
-	BlockSize           []int64 // weight_block_size, nil when absent
-	ModulesToNotConvert []string
-	// ScaleFmt is transformers' scale_fmt: "float" (F32 scales, the
-	// default when absent) or "ue8m0" (F8_E8M0 scales).
-	ScaleFmt string
-	Raw      map[string]any
-}
-
-// IsBlockFP8 reports whether this is a block-FP8 ("fp8" method with a
-// two-element weight_block_size) configuration.
-func (q *QuantConfig) IsBlockFP8() bool {
-	return q != nil && q.Method == "fp8" && len(q.BlockSize) == 2 && q.BlockSize[0] > 0 && q.BlockSize[1] > 0
-}
-
 // Quantization returns the quantization_config (top level, else inside
 // text_config), or nil.
-func (c *Config) Quantization() *QuantConfig {
+func (c *Config) Quantization() *quant.Config {
 	if c == nil {
 		return nil
 	}
@@ -446,23 +427,7 @@ func (c *Config) Quantization() *QuantConfig {
 	if !ok {
 		return nil
 	}
-	q := &QuantConfig{Path: path, Raw: qc}
-	q.Method, _ = qc["quant_method"].(string)
-	q.Fmt, _ = qc["fmt"].(string)
-	q.ActivationScheme, _ = qc["activation_scheme"].(string)
-	q.ScaleFmt, _ = qc["scale_fmt"].(string)
-	if bs, ok := qc["weight_block_size"].([]any); ok {
-		for _, v := range bs {
-			if n, ok := AsInt(v); ok {
-				q.BlockSize = append(q.BlockSize, n)
-			}
-		}
-	}
-	q.ModulesToNotConvert = AsStrings(qc["modules_to_not_convert"])
-	if q.ModulesToNotConvert == nil {
-		q.ModulesToNotConvert = AsStrings(qc["ignored_layers"])
-	}
-	return q
+	return quant.NewConfig(path, qc)
 }
 
 // AsInt converts a JSON number (json.Number, float64, int) or numeric

@@ -27,7 +27,7 @@ func TestCompareConfigAsBuilt(t *testing.T) {
 	require.NoError(t, err)
 	resaved, err := ckpt.ParseConfig(raw, "config.json")
 	require.NoError(t, err)
-	base := parse(t, synth.Config(o))
+	base := parse(t, synth.ConfigJSON(o))
 	var notBookkeeping int
 	for _, ch := range ckpt.CompareConfig(base, resaved.Raw) {
 		if !ch.Bookkeeping {
@@ -56,7 +56,7 @@ func TestCompareConfigAsBuilt(t *testing.T) {
 		{"an attribute_map alias", func(_, vc map[string]any) { delete(vc, "num_heads"); vc["num_attention_heads"] = 2 }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := synth.Config(o)
+			cfg := synth.ConfigJSON(o)
 			tc.edit(cfg["text_config"].(map[string]any), cfg["vision_config"].(map[string]any))
 			got := ckpt.CompareConfigAsBuilt(base, parse(t, cfg))
 			var norm []ckpt.ConfigChange
@@ -141,7 +141,7 @@ func TestCompareConfigNoted(t *testing.T) {
 		}
 		return book, same, diffs
 	}
-	base := parse(t, synth.Config(o))
+	base := parse(t, synth.ConfigJSON(o))
 	book, same, diffs := count(ckpt.CompareConfigNoted(base, resaved.Raw))
 	assert.Equal(t, 4, book)
 	assert.Equal(t, 14, same)

@@ -15,7 +15,8 @@
 // companions one block row at a time. QuantScheme is the one rule for a
 // quantised weight (its codes plus its scale): one whose scale is missing
 // or of a scheme not supported is refused (ErrScale: *MissingScaleError,
-// *UnknownScaleError), never read from its codes alone.
+// *UnknownScaleError), never read from its codes alone. The schemes and
+// the recipe a config declares (QuantRecipe) are described by package quant.
 //
 // It is also the home of what every other package shares: the one finding
 // type (Finding, Status), the names of the dtypes and scalar number formats
@@ -27,7 +28,7 @@
 // to write our own output. Options.Lenient opens a damaged checkpoint as far
 // as it can and records the damage in Checkpoint.Issues.
 //
-// Subpackages: numfmt (the number formats and their kernels), source (hf:, hf://, https:// stores), verify (every check,
+// Subpackages: numfmt (the number formats and their kernels), quant (the quantisation schemes and recipes), source (hf:, hf://, https:// stores), verify (every check,
 // contracts), arch (the tensors a config implies), extract (subsets,
 // dequantised), ckpttest (generated fixtures).
 //

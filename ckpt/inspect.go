@@ -3,6 +3,8 @@ package ckpt
 import (
 	"fmt"
 	"path"
+
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // InspectFile is one file of the inspect JSON.
@@ -46,8 +48,8 @@ type InspectResult struct {
 
 // InspectQuant is the quantisation scheme in the inspect JSON.
 type InspectQuant struct {
-	Scheme Scheme `json:"scheme"`
-	Title  string `json:"title"`
+	Scheme quant.Scheme `json:"scheme"`
+	Title  string       `json:"title"`
 	// File is the config file that declares it, Path the key in it.
 	File        string `json:"file"`
 	Path        string `json:"path"`
@@ -65,17 +67,17 @@ type InspectQuant struct {
 
 // inspectQuant describes the recipe r (nil for none or block FP8) over the
 // selected tensors.
-func inspectQuant(c *Checkpoint, r *QuantRecipe, sel []*Tensor) *InspectQuant {
+func inspectQuant(c *Checkpoint, r *quant.Recipe, sel []*Tensor) *InspectQuant {
 	if r == nil {
 		return nil
 	}
 	q := &InspectQuant{Scheme: r.Scheme, Title: r.Spec().Title, File: path.Base(r.File), Path: r.Path, QuantMethod: r.Method, QuantAlgo: r.Algo,
-		GroupSize: r.Group, IgnoreKey: r.IgnoreKey, Ignore: append([]string{}, r.Ignore...)}
+		GroupSize: r.GroupSize, IgnoreKey: r.IgnoreKey, Ignore: append([]string{}, r.Ignore...)}
 	if r.Block != [2]int64{} {
 		q.BlockSize = r.Block[:]
 	}
 	for _, t := range sel {
-		if _, ok := r.QuantWeight(c, t); ok {
+		if _, ok := c.QuantWeight(r, t); ok {
 			q.Weights++
 		}
 	}

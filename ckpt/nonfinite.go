@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // NonFinite counts the NaN and Inf values of one tensor.
@@ -126,7 +127,7 @@ func (g *FiniteGuard) CheckScales(v *Values) error {
 	if g == nil || v == nil || v.Scale == nil {
 		return nil
 	}
-	if v.Scheme == MXFP4 {
+	if v.Scheme == quant.MXFP4 {
 		nan, _ := CountNonFinite(numfmt.F8E8M0, v.codes)
 		if nan == 0 {
 			return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -44,7 +45,7 @@ func TestQuantRecipe(t *testing.T) {
 	tests := []struct {
 		name      string
 		files     map[string]string
-		scheme    ckpt.Scheme // "" for no recipe
+		scheme    quant.Scheme // "" for no recipe
 		block     [2]int64
 		group     int64
 		ignoreKey string
@@ -54,22 +55,22 @@ func TestQuantRecipe(t *testing.T) {
 		{"no config", nil, "", [2]int64{}, 0, "", nil, ""},
 		{"config without quantization", map[string]string{"config.json": `{"model_type":"x"}`}, "", [2]int64{}, 0, "", nil, ""},
 		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[64,32],"modules_to_not_convert":["lm_head"]}}`},
-			ckpt.BlockFP8, [2]int64{64, 32}, 0, "quantization_config.modules_to_not_convert", []string{"lm_head"}, ""},
-		{"block fp8 default block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8"}}`}, ckpt.BlockFP8, [2]int64{128, 128}, 0, "quantization_config.modules_to_not_convert", nil, ""},
+			quant.BlockFP8, [2]int64{64, 32}, 0, "quantization_config.modules_to_not_convert", []string{"lm_head"}, ""},
+		{"block fp8 default block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8"}}`}, quant.BlockFP8, [2]int64{128, 128}, 0, "quantization_config.modules_to_not_convert", nil, ""},
 		{"mxfp4", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4","modules_to_not_convert":["model.layers.*.self_attn","lm_head"]}}`},
-			ckpt.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", []string{"model.layers.*.self_attn", "lm_head"}, ""},
-		{"mxfp4 in text_config", map[string]string{"config.json": `{"text_config":{"quantization_config":{"quant_method":"mxfp4"}}}`}, ckpt.MXFP4, [2]int64{}, 32, "text_config.quantization_config.modules_to_not_convert", nil, ""},
+			quant.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", []string{"model.layers.*.self_attn", "lm_head"}, ""},
+		{"mxfp4 in text_config", map[string]string{"config.json": `{"text_config":{"quantization_config":{"quant_method":"mxfp4"}}}`}, quant.MXFP4, [2]int64{}, 32, "text_config.quantization_config.modules_to_not_convert", nil, ""},
 		{"nvfp4 in config.json", map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"NVFP4","group_size":16,"ignore":["lm_head"]}}`},
-			ckpt.NVFP4, [2]int64{}, 16, "quantization_config.ignore", []string{"lm_head"}, ""},
+			quant.NVFP4, [2]int64{}, 16, "quantization_config.ignore", []string{"lm_head"}, ""},
 		{"nvfp4 in hf_quant_config.json", map[string]string{"config.json": `{"model_type":"x"}`,
 			"hf_quant_config.json": `{"producer":{"name":"modelopt"},"quantization":{"quant_algo":"NVFP4","group_size":16,"exclude_modules":["lm_head","model.layers.0*"]}}`},
-			ckpt.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", []string{"lm_head", "model.layers.0*"}, ""},
-		{"hf_quant_config.json without config.json", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"nvfp4"}}`}, ckpt.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", nil, ""},
+			quant.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", []string{"lm_head", "model.layers.0*"}, ""},
+		{"hf_quant_config.json without config.json", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"nvfp4"}}`}, quant.NVFP4, [2]int64{}, 16, "quantization.exclude_modules", nil, ""},
 		{"config.json wins over hf_quant_config.json", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`,
-			"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`}, ckpt.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", nil, ""},
-		{"ct per tensor", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"tensor"}`)}, ckpt.FP8Tensor, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
-		{"ct per channel", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"channel"}`)}, ckpt.FP8Channel, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
-		{"ct per block", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"block","block_structure":[128,64]}`)}, ckpt.FP8Block, [2]int64{128, 64}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+			"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`}, quant.MXFP4, [2]int64{}, 32, "quantization_config.modules_to_not_convert", nil, ""},
+		{"ct per tensor", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"tensor"}`)}, quant.FP8Tensor, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+		{"ct per channel", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"channel"}`)}, quant.FP8Channel, [2]int64{}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
+		{"ct per block", map[string]string{"config.json": ct(`{"num_bits":8,"type":"float","strategy":"block","block_structure":[128,64]}`)}, quant.FP8Block, [2]int64{128, 64}, 0, "quantization_config.ignore", []string{"lm_head", `re:.*mlp\.gate$`}, ""},
 		{"gptq", map[string]string{"config.json": `{"quantization_config":{"quant_method":"gptq","bits":4}}`}, "", [2]int64{}, 0, "", nil, `quant_method "gptq" is not a scheme ckpt knows`},
 		{"modelopt fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"modelopt","quant_algo":"FP8"}}`}, "", [2]int64{}, 0, "", nil, `quant_algo "FP8" is not a ModelOpt scheme ckpt knows`},
 		{"nvfp4 group 32", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4","group_size":32}}`}, "", [2]int64{}, 0, "", nil, "group_size 32, but NVFP4 scales blocks of 16"},
@@ -85,7 +86,7 @@ func TestQuantRecipe(t *testing.T) {
 			c := openSpecs(t, []ckpt.WriteSpec{{Name: "x", DType: numfmt.U8, Shape: []int64{2}}}, tc.files) // U8: hf_quant_config.json is read
 			r, err := c.QuantRecipe()
 			if tc.err != "" {
-				var re *ckpt.RecipeError
+				var re *quant.RecipeError
 				require.ErrorAs(t, err, &re)
 				assert.Contains(t, err.Error(), tc.err)
 				return
@@ -98,31 +99,12 @@ func TestQuantRecipe(t *testing.T) {
 			require.NotNil(t, r)
 			assert.Equal(t, tc.scheme, r.Scheme)
 			assert.Equal(t, tc.block, r.Block)
-			assert.Equal(t, tc.group, r.Group)
+			assert.Equal(t, tc.group, r.GroupSize)
 			assert.Equal(t, tc.ignoreKey, r.IgnoreKey)
 			assert.Equal(t, tc.ignore, r.Ignore)
 			require.NotNil(t, r.Spec(), "every recognised scheme has its description")
 			assert.Equal(t, tc.scheme, r.Spec().Scheme)
 		})
-	}
-}
-
-func TestQuantRecipeIgnored(t *testing.T) {
-	t.Parallel()
-	r := &ckpt.QuantRecipe{Ignore: []string{"lm_head", "model.layers.*.self_attn", "model.layers.1.mlp*", `re:.*\.mlp\.gate$`, "re:(", "mlp.up"}}
-	tests := []struct{ module, want string }{
-		{"lm_head", "lm_head"},
-		{"lm_head_2", ""},
-		{"model.layers.3.self_attn.q_proj", "model.layers.*.self_attn"},
-		{"model.layers.3.self_attn_x.q_proj", ""},
-		{"model.layers.1.mlp.down_proj", "model.layers.1.mlp*"},
-		{"model.layers.10.mlp.down_proj", ""},
-		{"model.layers.2.mlp.gate", `re:.*\.mlp\.gate$`},
-		{"model.layers.2.mlp.gate_proj", ""},
-		{"model.layers.2.mlp.up", ""}, // entries without * are whole module paths from the start
-	}
-	for _, tc := range tests {
-		assert.Equal(t, tc.want, r.Ignored(tc.module), tc.module)
 	}
 }
 
@@ -144,43 +126,43 @@ func TestQuantWeightLayout(t *testing.T) {
 		config map[string]string
 		specs  []ckpt.WriteSpec
 		weight string
-		scheme ckpt.Scheme // "" when the tensor is not a quantised weight
+		scheme quant.Scheme // "" when the tensor is not a quantised weight
 		values []int64
 		comps  []comp
 		params int64
 	}{
 		{"mxfp4 blocks", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
 			[]ckpt.WriteSpec{spec("m.experts.down_blocks", numfmt.U8, 2, 8, 3, 16), spec("m.experts.down_scales", numfmt.U8, 2, 8, 3)},
-			"m.experts.down_blocks", ckpt.MXFP4, []int64{2, 8, 96}, []comp{{"m.experts.down_scales", true, [][]int64{{2, 8, 3}}}}, 2 * 2 * 8 * 3 * 16},
+			"m.experts.down_blocks", quant.MXFP4, []int64{2, 8, 96}, []comp{{"m.experts.down_scales", true, [][]int64{{2, 8, 3}}}}, 2 * 2 * 8 * 3 * 16},
 		{"mxfp4 scales are bookkeeping", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
 			[]ckpt.WriteSpec{spec("m.experts.down_scales", numfmt.U8, 2, 8, 3)}, "m.experts.down_scales", "", nil, nil, 0},
 		{"mxfp4 blocks of a wrong shape", map[string]string{"config.json": `{"quantization_config":{"quant_method":"mxfp4"}}`},
-			[]ckpt.WriteSpec{spec("m.down_blocks", numfmt.U8, 8, 3, 15)}, "m.down_blocks", ckpt.MXFP4, nil, []comp{{"m.down_scales", false, nil}}, 2 * 8 * 3 * 15},
+			[]ckpt.WriteSpec{spec("m.down_blocks", numfmt.U8, 8, 3, 15)}, "m.down_blocks", quant.MXFP4, nil, []comp{{"m.down_scales", false, nil}}, 2 * 8 * 3 * 15},
 		{"nvfp4", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
 			[]ckpt.WriteSpec{spec("m.weight", numfmt.U8, 8, 32), spec("m.weight_scale", numfmt.F8E4M3, 8, 4), spec("m.weight_scale_2", numfmt.F32)},
-			"m.weight", ckpt.NVFP4, []int64{8, 64}, []comp{{"m.weight_scale", true, [][]int64{{8, 4}}}, {"m.weight_scale_2", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 64},
+			"m.weight", quant.NVFP4, []int64{8, 64}, []comp{{"m.weight_scale", true, [][]int64{{8, 4}}}, {"m.weight_scale_2", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 64},
 		{"nvfp4 bf16 weight is plain", map[string]string{"hf_quant_config.json": `{"quantization":{"quant_algo":"NVFP4"}}`},
 			[]ckpt.WriteSpec{spec("lm_head.weight", numfmt.BF16, 8, 32), spec("m.weight", numfmt.U8, 8, 32)}, "lm_head.weight", "", nil, nil, 8 * 32},
 		{"ct channel", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"channel"}}}}}`},
 			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 8, 32), spec("m.weight_scale", numfmt.F32, 8, 1)},
-			"m.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{8, 1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+			"m.weight", quant.FP8Channel, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{8, 1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct tensor", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["Linear"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
 			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 8, 32), spec("m.weight_scale", numfmt.F32, 1)},
-			"m.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+			"m.weight", quant.FP8Tensor, []int64{8, 32}, []comp{{"m.weight_scale", true, [][]int64{{}, {1}}}, {"m.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct block", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["re:.*proj$"],"weights":{"num_bits":8,"type":"float","strategy":"block","block_structure":[4,16]}}}}}`},
 			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 9, 32)},
-			"m.q_proj.weight", ckpt.FP8Block, []int64{9, 32}, []comp{{"m.q_proj.weight_scale", false, [][]int64{{3, 2}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 9 * 32},
+			"m.q_proj.weight", quant.FP8Block, []int64{9, 32}, []comp{{"m.q_proj.weight_scale", false, [][]int64{{3, 2}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 9 * 32},
 		{"ct groups by target: regex first", map[string]string{"config.json": ctGroups},
 			[]ckpt.WriteSpec{spec("m.down_proj.weight", numfmt.F8E4M3, 8, 32), spec("m.down_proj.weight_scale", numfmt.F32, 8, 1)},
-			"m.down_proj.weight", ckpt.FP8Channel, []int64{8, 32}, []comp{{"m.down_proj.weight_scale", true, [][]int64{{8, 1}}}, {"m.down_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+			"m.down_proj.weight", quant.FP8Channel, []int64{8, 32}, []comp{{"m.down_proj.weight_scale", true, [][]int64{{8, 1}}}, {"m.down_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct groups by target: then the layer class", map[string]string{"config.json": ctGroups},
 			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 8, 32), spec("m.q_proj.weight_scale", numfmt.F32)},
-			"m.q_proj.weight", ckpt.FP8Tensor, []int64{8, 32}, []comp{{"m.q_proj.weight_scale", true, [][]int64{{}, {1}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
+			"m.q_proj.weight", quant.FP8Tensor, []int64{8, 32}, []comp{{"m.q_proj.weight_scale", true, [][]int64{{}, {1}}}, {"m.q_proj.input_scale", false, [][]int64{{}, {1}}}}, 8 * 32},
 		{"ct groups by target: a module name is no class", map[string]string{"config.json": `{"quantization_config":{"quant_method":"compressed-tensors","format":"float-quantized","config_groups":{"g":{"targets":["lm_head"],"weights":{"num_bits":8,"type":"float","strategy":"tensor"}}}}}`},
 			[]ckpt.WriteSpec{spec("m.q_proj.weight", numfmt.F8E4M3, 8, 32)}, "m.q_proj.weight", "", nil, nil, 8 * 32},
 		{"block fp8", map[string]string{"config.json": `{"quantization_config":{"quant_method":"fp8","weight_block_size":[4,16]}}`},
 			[]ckpt.WriteSpec{spec("m.weight", numfmt.F8E4M3, 9, 32), spec("m.weight_scale_inv", numfmt.BF16, 3, 2)},
-			"m.weight", ckpt.BlockFP8, []int64{9, 32}, []comp{{"m.weight_scale_inv", true, [][]int64{{3, 2}}}}, 9 * 32},
+			"m.weight", quant.BlockFP8, []int64{9, 32}, []comp{{"m.weight_scale_inv", true, [][]int64{{3, 2}}}}, 9 * 32},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,7 +175,7 @@ func TestQuantWeightLayout(t *testing.T) {
 			params, counts := ckpt.CountParameters(c, r, x, true)
 			assert.Equal(t, tc.params, params, "parameters")
 			assert.Equal(t, tc.params != 0, counts)
-			w, ok := r.QuantWeight(c, x)
+			w, ok := c.QuantWeight(r, x)
 			if tc.scheme == "" {
 				assert.False(t, ok)
 				return
@@ -234,7 +216,7 @@ func TestQuantSchemeReadsNewSchemes(t *testing.T) {
 		assert.True(t, c.IsQuantized(x))
 		q, err := c.QuantScheme(x)
 		require.NoError(t, err)
-		assert.Equal(t, ckpt.NVFP4, q.Scheme)
+		assert.Equal(t, quant.NVFP4, q.Scheme)
 		assert.Equal(t, []int64{8, 64}, q.Shape)
 		require.NotNil(t, q.Scale)
 		require.NotNil(t, q.Global)

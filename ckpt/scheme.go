@@ -6,48 +6,13 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
-
-// Scheme names how the values of a tensor are made from what is stored.
-type Scheme string
-
-// The schemes. QuantScheme, which every command that reads values
-// applies, makes values of each of them (Values dequantises them through
-// the numfmt codecs).
-const (
-	// Plain: the stored values are the tensor's values (BF16, F32, ...;
-	// also quantisation bookkeeping such as a scale, read as it is).
-	Plain Scheme = "plain"
-	// BlockFP8: F8_E4M3 codes times <name>_scale_inv, one scale per
-	// [bm, bn] block (quantization_config.weight_block_size, default
-	// DefaultBlockSize): w[i,j] = e4m3(W[i,j]) * scale_inv[i/bm, j/bn].
-	BlockFP8 Scheme = "block-fp8"
-	// MXFP4: gpt-oss / transformers Mxfp4Config (quant_method "mxfp4"): a
-	// weight X is X_blocks U8 [..., G, 16] (32 packed E2M1 codes per
-	// block) and X_scales U8 [..., G] (E8M0 exponents), values [..., G*32].
-	MXFP4 Scheme = "mxfp4"
-	// NVFP4: NVIDIA ModelOpt (quant_method "modelopt", quant_algo "NVFP4"):
-	// weight U8 [N, K/2] (packed E2M1), weight_scale F8_E4M3 [N, K/16],
-	// weight_scale_2 F32 scalar (global), input_scale F32 (activations).
-	NVFP4 Scheme = "nvfp4"
-	// FP8Tensor, FP8Channel, FP8Block: compressed-tensors float-quantized
-	// FP8 (quant_method "compressed-tensors", format "float-quantized"):
-	// weight F8_E4M3 [N, K] times weight_scale, a multiplier of shape [1]
-	// (strategy tensor), [N, 1] (channel) or [ceil(N/bm), ceil(K/bk)]
-	// (block, block_structure [bm, bk]).
-	FP8Tensor  Scheme = "fp8-tensor"
-	FP8Channel Scheme = "fp8-channel"
-	FP8Block   Scheme = "fp8-block"
-)
-
-// DefaultBlockSize is the block of a block-FP8 weight when the config
-// gives no weight_block_size (transformers' FineGrainedFP8Config default).
-var DefaultBlockSize = [2]int64{128, 128}
 
 // Quant is how one tensor's values are read: its scheme and, for a scaled
 // scheme, its scale tensor and block size.
 type Quant struct {
-	Scheme Scheme
+	Scheme quant.Scheme
 	Scale  *Tensor // the scale companion (weight_scale_inv, weight_scale, X_scales), else nil
 	BM, BN int64   // the block size (BlockFP8, FP8Block; FP8Channel [1, K])
 	// Global is an NVFP4 weight's weight_scale_2, else nil.
@@ -90,7 +55,7 @@ func (e *MissingScaleError) Error() string {
 func (e *MissingScaleError) Is(target error) bool { return target == ErrScale }
 
 // UnknownScaleError says a quantised weight has scale companions, but not
-// as a scheme QuantScheme supports (SchemeSpec; or a companion of the
+// as a scheme QuantScheme supports (quant.Spec; or a companion of the
 // wrong dtype or shape): dequantising it would need a scheme this package
 // does not know.
 type UnknownScaleError struct {
@@ -116,18 +81,6 @@ func (e *UnknownScaleError) Error() string {
 
 // Is makes errors.Is(err, ErrScale) true.
 func (e *UnknownScaleError) Is(target error) bool { return target == ErrScale }
-
-// IsQuantCode reports whether d holds quantised codes whatever the config
-// says: the FP8 weight formats and the sub-byte floats (F8_E8M0 is a scale
-// format and is not one). U8 and I8 hold codes only in a quantised
-// checkpoint (see QuantScheme).
-func IsQuantCode(d numfmt.DType) bool {
-	switch d {
-	case numfmt.F8E4M3, numfmt.F8E5M2, numfmt.F8E4M3FNUZ, numfmt.F8E5M2FNUZ, numfmt.F4, numfmt.F6E2M3, numfmt.F6E3M2:
-		return true
-	}
-	return false
-}
 
 // companionSuffixes follow a weight's own name (x.weight → x.weight_scale).
 var companionSuffixes = []string{ScaleSuffix, "_scale", "_scale_2", "_global_scale", "_zero_point", "_scales", "_shape", "_g_idx"}
@@ -177,7 +130,7 @@ func (c *Checkpoint) ScaleCompanions(t *Tensor) []*Tensor {
 }
 
 // IsQuantized reports whether t holds quantised codes rather than values:
-// a tensor of a quantised code dtype (IsQuantCode), or a U8/I8 tensor of a
+// a tensor of a quantised code dtype (quant.IsCode), or a U8/I8 tensor of a
 // checkpoint whose quantization_config has another method than "fp8", or
 // that has only ModelOpt's hf_quant_config.json (packed or integer codes:
 // compressed-tensors, MXFP4, NVFP4, ...). Quantisation
@@ -187,7 +140,7 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 	if IsBookkeeping(t.Name) {
 		return false
 	}
-	if IsQuantCode(t.DType) {
+	if quant.IsCode(t.DType) {
 		return true
 	}
 	q := c.Config.Quantization()
@@ -222,13 +175,13 @@ func (c *Checkpoint) IsQuantized(t *Tensor) bool {
 // matched by errors.Is(err, ErrScale). It reads no data.
 func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	if !c.IsQuantized(t) {
-		return Quant{Scheme: Plain, Name: t.Name, Shape: t.Shape}, nil
+		return Quant{Scheme: quant.Plain, Name: t.Name, Shape: t.Shape}, nil
 	}
 	r, recipeErr := c.QuantRecipe()
-	if r != nil && r.Scheme != BlockFP8 {
+	if r != nil && r.Scheme != quant.BlockFP8 {
 		// with its scale beside it; without, the rule below names what it
 		// finds (no scale, a weight_scale_inv under another quant_method)
-		if w, ok := r.QuantWeight(c, t); ok && w.hasScale() {
+		if w, ok := c.QuantWeight(r, t); ok && w.hasScale() {
 			return w.quant(t)
 		}
 	}
@@ -265,7 +218,7 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	case t.DType != numfmt.F8E4M3:
 		return unknown(fmt.Sprintf("block FP8 is F8_E4M3 codes, not %s", t.DType))
 	}
-	bm, bn := DefaultBlockSize[0], DefaultBlockSize[1]
+	bm, bn := quant.DefaultBlockSize[0], quant.DefaultBlockSize[1]
 	q := c.Config.Quantization()
 	if q != nil && q.Method != "fp8" {
 		return unknown(fmt.Sprintf("a weight_scale_inv is block FP8, but %s.quant_method is %q, not \"fp8\"", q.Path, q.Method))
@@ -279,7 +232,7 @@ func (c *Checkpoint) QuantScheme(t *Tensor) (Quant, error) {
 	if err := checkBlockScale(t, scale, bm, bn); err != nil {
 		return unknown(err.Error())
 	}
-	return Quant{Scheme: BlockFP8, Scale: scale, BM: bm, BN: bn, Name: t.Name, Shape: t.Shape, Companions: []*Tensor{scale}}, nil
+	return Quant{Scheme: quant.BlockFP8, Scale: scale, BM: bm, BN: bn, Name: t.Name, Shape: t.Shape, Companions: []*Tensor{scale}}, nil
 }
 
 // hasScale reports whether the weight's scale companion was found.
@@ -293,7 +246,7 @@ func (w *QuantWeight) hasScale() bool {
 }
 
 // quant is QuantScheme for a weight of a recipe's scheme other than block
-// FP8 (SchemeSpec): every required companion present, of a dtype and a
+// FP8 (quant.Spec): every required companion present, of a dtype and a
 // shape the scheme allows.
 func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 	var found []*Tensor
@@ -306,7 +259,7 @@ func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 		return Quant{}, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: found, Reason: reason}
 	}
 	if w.Shape == nil {
-		return unknown(fmt.Sprintf("%s weight of shape %v: %s", SpecOf(w.Scheme).Title, t.Shape, w.ShapeProblem))
+		return unknown(fmt.Sprintf("%s weight of shape %v: %s", quant.SpecOf(w.Scheme).Title, t.Shape, w.ShapeProblem))
 	}
 	q := Quant{Scheme: w.Scheme, Name: w.Name, Shape: w.Shape, Companions: found}
 	for i := range w.Companions {
@@ -315,7 +268,7 @@ func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 		case p.Tensor == nil && p.Optional:
 			continue
 		case p.Tensor == nil:
-			return unknown(fmt.Sprintf("%s needs %s, which is absent", SpecOf(w.Scheme).Title, Quote(p.Name)))
+			return unknown(fmt.Sprintf("%s needs %s, which is absent", quant.SpecOf(w.Scheme).Title, Quote(p.Name)))
 		case !p.DTypeOK():
 			return unknown(fmt.Sprintf("%s is %s, expected %v", Quote(p.Name), p.Tensor.DType, p.DTypes))
 		case !p.ShapeOK():
@@ -330,9 +283,9 @@ func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 	}
 	_, cols := Matrix(w.Shape)
 	switch w.Scheme {
-	case FP8Tensor, FP8Channel: // one scale per row (a tensor's repeated)
+	case quant.FP8Tensor, quant.FP8Channel: // one scale per row (a tensor's repeated)
 		q.BM, q.BN = 1, max(cols, 1)
-	case FP8Block:
+	case quant.FP8Block:
 		q.BM, q.BN = w.Block[0], w.Block[1]
 	}
 	return q, nil

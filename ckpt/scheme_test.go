@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,16 +29,16 @@ func TestQuantScheme(t *testing.T) {
 		name   string
 		config string // "" for none
 		specs  []ckpt.WriteSpec
-		want   any    // ckpt.Scheme, missing or unknown
+		want   any    // quant.Scheme, missing or unknown
 		bm, bn int64  // block size when BlockFP8
 		found  string // the companion an UnknownScaleError names
 	}{
-		{"bf16 weight", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 4, 4)}, ckpt.Plain, 0, 0, ""},
-		{"bf16 weight with a stray scale", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 64, 64), inv}, ckpt.Plain, 0, 0, ""},
-		{"block fp8", blockFP8, []ckpt.WriteSpec{w, inv}, ckpt.BlockFP8, 32, 16, ""},
-		{"block fp8 with input_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.input_scale", numfmt.F32, 1)}, ckpt.BlockFP8, 32, 16, ""},
-		{"no config: 128x128", "", []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
-		{"no weight_block_size: 128x128", `{"quantization_config":{"quant_method":"fp8"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, ckpt.BlockFP8, 128, 128, ""},
+		{"bf16 weight", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 4, 4)}, quant.Plain, 0, 0, ""},
+		{"bf16 weight with a stray scale", blockFP8, []ckpt.WriteSpec{spec("m.weight", numfmt.BF16, 64, 64), inv}, quant.Plain, 0, 0, ""},
+		{"block fp8", blockFP8, []ckpt.WriteSpec{w, inv}, quant.BlockFP8, 32, 16, ""},
+		{"block fp8 with input_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.input_scale", numfmt.F32, 1)}, quant.BlockFP8, 32, 16, ""},
+		{"no config: 128x128", "", []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, quant.BlockFP8, 128, 128, ""},
+		{"no weight_block_size: 128x128", `{"quantization_config":{"quant_method":"fp8"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, quant.BlockFP8, 128, 128, ""},
 		{"weight_scale_inv under compressed-tensors", `{"quantization_config":{"quant_method":"compressed-tensors"}}`, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
 		{"scale of another block grid", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_inv", numfmt.F32, 1, 1)}, unknown, 0, 0, "m.weight_scale_inv"},
 		{"no scale", blockFP8, []ckpt.WriteSpec{w}, missing, 0, 0, ""},
@@ -48,16 +49,16 @@ func TestQuantScheme(t *testing.T) {
 		{"weight_scale_2", blockFP8, []ckpt.WriteSpec{w, spec("m.weight_scale_2", numfmt.F32, 1)}, unknown, 0, 0, "m.weight_scale_2"},
 		{"input_scale only", blockFP8, []ckpt.WriteSpec{w, spec("m.input_scale", numfmt.F32, 1)}, unknown, 0, 0, "m.input_scale"},
 		{"weight_scale_inv and weight_scale", blockFP8, []ckpt.WriteSpec{w, inv, spec("m.weight_scale", numfmt.F32, 64, 1)}, unknown, 0, 0, "m.weight_scale"},
-		{"an F8 scale is bookkeeping", blockFP8, []ckpt.WriteSpec{spec("m.weight_scale", numfmt.F8E4M3, 64, 4)}, ckpt.Plain, 0, 0, ""},
-		{"e8m0 is a scale format", "", []ckpt.WriteSpec{spec("x", numfmt.F8E8M0, 4)}, ckpt.Plain, 0, 0, ""},
-		{"u8 without a quantization_config", "", []ckpt.WriteSpec{spec("m.weight_packed", numfmt.U8, 64, 32)}, ckpt.Plain, 0, 0, ""},
-		{"u8 in a block-fp8 checkpoint is data", blockFP8, []ckpt.WriteSpec{spec("m.mask", numfmt.U8, 4, 4)}, ckpt.Plain, 0, 0, ""},
+		{"an F8 scale is bookkeeping", blockFP8, []ckpt.WriteSpec{spec("m.weight_scale", numfmt.F8E4M3, 64, 4)}, quant.Plain, 0, 0, ""},
+		{"e8m0 is a scale format", "", []ckpt.WriteSpec{spec("x", numfmt.F8E8M0, 4)}, quant.Plain, 0, 0, ""},
+		{"u8 without a quantization_config", "", []ckpt.WriteSpec{spec("m.weight_packed", numfmt.U8, 64, 32)}, quant.Plain, 0, 0, ""},
+		{"u8 in a block-fp8 checkpoint is data", blockFP8, []ckpt.WriteSpec{spec("m.mask", numfmt.U8, 4, 4)}, quant.Plain, 0, 0, ""},
 		{"u8 in a quantised checkpoint", `{"quantization_config":{"quant_method":"compressed-tensors"}}`,
 			[]ckpt.WriteSpec{spec("m.weight_packed", numfmt.U8, 64, 32), spec("m.weight_scale", numfmt.F8E4M3, 64, 4)}, unknown, 0, 0, "m.weight_scale"},
 		{"mxfp4 blocks", `{"quantization_config":{"quant_method":"mxfp4"}}`,
 			[]ckpt.WriteSpec{spec("e.down_blocks", numfmt.U8, 4, 16), spec("e.down_scales", numfmt.U8, 4, 1)}, unknown, 0, 0, "e.down_scales"},
 		{"mxfp4 scales are bookkeeping", `{"quantization_config":{"quant_method":"mxfp4"}}`,
-			[]ckpt.WriteSpec{spec("e.down_scales", numfmt.U8, 4, 1), spec("e.down_blocks", numfmt.U8, 4, 16)}, ckpt.Plain, 0, 0, ""},
+			[]ckpt.WriteSpec{spec("e.down_scales", numfmt.U8, 4, 1), spec("e.down_blocks", numfmt.U8, 4, 16)}, quant.Plain, 0, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -102,14 +103,14 @@ func TestQuantScheme(t *testing.T) {
 				assert.Equal(t, tc.want, q.Scheme)
 				assert.Equal(t, tc.bm, q.BM)
 				assert.Equal(t, tc.bn, q.BN)
-				if q.Scheme == ckpt.BlockFP8 {
+				if q.Scheme == quant.BlockFP8 {
 					assert.Equal(t, ckpt.ScaleName(x.Name), q.Scale.Name)
 				}
 				// Values follows the same rule.
 				if x.DType.IsFloat() {
 					v, err := c.Values(x)
 					require.NoError(t, err)
-					assert.Equal(t, q.Scheme == ckpt.BlockFP8, v.Dequantized())
+					assert.Equal(t, q.Scheme == quant.BlockFP8, v.Dequantized())
 				}
 				return
 			}
@@ -119,5 +120,34 @@ func TestQuantScheme(t *testing.T) {
 				assert.ErrorIs(t, verr, ckpt.ErrScale, "Values refuses what QuantScheme refuses")
 			}
 		})
+	}
+}
+
+// TestBlockFP8ScaleSuffix: quant's description of block FP8 names its
+// scale as the reader does (ScaleName).
+func TestBlockFP8ScaleSuffix(t *testing.T) {
+	t.Parallel()
+	sp := quant.SpecOf(quant.BlockFP8)
+	require.NotNil(t, sp)
+	require.NotEmpty(t, sp.Companions)
+	assert.Equal(t, ckpt.ScaleSuffix, sp.Companions[0].Suffix)
+}
+
+// TestScaleErrorMessages pins the bytes of the reader's scale errors.
+func TestScaleErrorMessages(t *testing.T) {
+	t.Parallel()
+	comp := &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: "x.weight_scale", DType: numfmt.F32, Shape: []int64{1}}}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&ckpt.UnknownScaleError{Tensor: "x.weight", File: "m.safetensors", DType: numfmt.F8E4M3, Companions: []*ckpt.Tensor{comp}, Reason: "why"},
+			`tensor "x.weight" (F8_E4M3) of m.safetensors has scale companion "x.weight_scale" (F32 [1]): why; refusing to read it (ckpt dequantises block FP8 with weight_scale_inv, and MXFP4, NVFP4 and compressed-tensors FP8 with the companions their config declares)`},
+		{&ckpt.MissingScaleError{Tensor: "x.weight", File: "m.safetensors", DType: numfmt.F8E4M3, Want: "x.weight_scale_inv", Unlisted: "b.safetensors"},
+			`tensor "x.weight" (F8_E4M3) of m.safetensors has no scale (no "x.weight_scale_inv"): its codes alone are not its values; refusing to read it ("x.weight_scale_inv" is stored in b.safetensors but not listed in the index's weight_map)`},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, tc.err.Error())
+		assert.ErrorIs(t, tc.err, ckpt.ErrScale)
 	}
 }

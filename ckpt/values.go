@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // ScaleSuffix is appended to an FP8 weight's name to name its block scale.
@@ -28,7 +29,7 @@ type Values struct {
 	BM, BN int64              // block size when Scale is set (0 for MXFP4, NVFP4)
 	blocks numfmt.BlockScales // the decoded scale, row-major [ceil(R/BM), ceil(C/BN)]
 	// Scheme is how the values are made (Plain unless dequantising).
-	Scheme Scheme
+	Scheme quant.Scheme
 	// packed E2M1 (MXFP4, NVFP4): the raw scale codes, one per group of
 	// elements in row-major order, and NVFP4's global scale.
 	codes  []byte
@@ -180,15 +181,15 @@ func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err err
 		return nil, 0, 0, err
 	}
 	switch q.Scheme {
-	case Plain:
+	case quant.Plain:
 		return nil, 0, 0, nil
-	case BlockFP8:
+	case quant.BlockFP8:
 		return q.Scale, q.BM, q.BN, nil
 	}
 	// The other schemes are read by Values (extract, diff); the callers
 	// of BlockScale (map, cache build) lay out block FP8 only.
 	return nil, 0, 0, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: q.Companions,
-		Reason: fmt.Sprintf("%s is read by extract --dtype and diff, not laid out by map and cache build", SpecOf(q.Scheme).Title)}
+		Reason: fmt.Sprintf("%s is read by extract --dtype and diff, not laid out by map and cache build", quant.SpecOf(q.Scheme).Title)}
 }
 
 // Values prepares to read t as float32 by QuantScheme: a block-FP8 weight
@@ -212,9 +213,9 @@ func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
 // whole (they are small).
 func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	switch q.Scheme {
-	case Plain, "":
+	case quant.Plain, "":
 		return NewValues(t, nil, 0, 0)
-	case BlockFP8:
+	case quant.BlockFP8:
 		return NewValues(t, q.Scale, q.BM, q.BN)
 	}
 	v := &Values{T: t, Scale: q.Scale, Scheme: q.Scheme}
@@ -224,9 +225,9 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 		return nil, err
 	}
 	switch q.Scheme {
-	case MXFP4, NVFP4:
+	case quant.MXFP4, quant.NVFP4:
 		v.codes, v.group = raw, PackedGroup(q.Scheme)
-		if q.Scheme == NVFP4 {
+		if q.Scheme == quant.NVFP4 {
 			v.Global = q.Global
 			g := make([]byte, q.Global.NBytes())
 			if _, err := q.Global.ReadAt(g, 0); err != nil {
@@ -241,7 +242,7 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
 		}
 		return v, nil
-	case FP8Tensor, FP8Channel, FP8Block:
+	case quant.FP8Tensor, quant.FP8Channel, quant.FP8Block:
 	default:
 		return nil, fmt.Errorf("tensor %s: internal error: no reader for scheme %s", Quote(t.Name), q.Scheme)
 	}
@@ -249,7 +250,7 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	if err := numfmt.DecodeFloat32(q.Scale.DType, raw, dec); err != nil {
 		return nil, fmt.Errorf("tensor %s: %w", Quote(q.Scale.Name), err)
 	}
-	if q.Scheme == FP8Tensor {
+	if q.Scheme == quant.FP8Tensor {
 		if len(dec) != 1 {
 			return nil, fmt.Errorf("tensor %s of %s: a per-tensor scale has %d values", Quote(q.Scale.Name), q.Scale.File.Location, len(dec))
 		}
@@ -271,11 +272,11 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 // PackedGroup is the number of values one scale code of a packed E2M1
 // scheme covers (MXFP4 32, NVFP4 16; 0 for every other scheme). The
 // groups are consecutive in the row-major order of the values.
-func PackedGroup(s Scheme) int64 {
+func PackedGroup(s quant.Scheme) int64 {
 	switch s {
-	case MXFP4:
+	case quant.MXFP4:
 		return numfmt.MXFP4BlockSize
-	case NVFP4:
+	case quant.NVFP4:
 		return numfmt.NVFP4BlockSize
 	}
 	return 0
@@ -288,11 +289,11 @@ func PackedGroup(s Scheme) int64 {
 // MXFP4). It is the one dequantiser of both: Values.ReadRows and a sampled
 // diff, which reads only the groups it compares, call it
 // (numfmt.DequantMXFP4, numfmt.DequantNVFP4).
-func DequantPacked(s Scheme, dst []float32, packed, scales []byte, global float32) error {
+func DequantPacked(s quant.Scheme, dst []float32, packed, scales []byte, global float32) error {
 	switch s {
-	case MXFP4:
+	case quant.MXFP4:
 		return numfmt.DequantMXFP4(dst, packed, scales)
-	case NVFP4:
+	case quant.NVFP4:
 		// the groups of 16 are consecutive: any run of them is one row
 		return numfmt.DequantNVFP4(dst, packed, scales, global, 1, len(dst))
 	}
@@ -371,7 +372,7 @@ func (v *Values) ReadRows(r0, n int64, raw []byte, dst []float32) ([]byte, error
 // scaleNaN reports whether a packed weight's scale code is NaN: E8M0's
 // 0xff (MXFP4), F8_E4M3's 0x7f/0xff (NVFP4).
 func (v *Values) scaleNaN(c byte) bool {
-	if v.Scheme == MXFP4 {
+	if v.Scheme == quant.MXFP4 {
 		return c == 0xff
 	}
 	return c&0x7f == 0x7f
@@ -387,7 +388,7 @@ func (v *Values) NonFiniteScaled(r0, n int64) int64 {
 		return 0
 	}
 	g0, g1 := r0*v.Cols/v.group, (r0+n)*v.Cols/v.group
-	if v.Scheme == NVFP4 && (math.IsNaN(float64(v.global)) || math.IsInf(float64(v.global), 0)) {
+	if v.Scheme == quant.NVFP4 && (math.IsNaN(float64(v.global)) || math.IsInf(float64(v.global), 0)) {
 		return (g1 - g0) * v.group
 	}
 	var bad int64

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,7 +98,7 @@ func bf16Side(t *testing.T, name string, shape []int64, w []float32, dt numfmt.D
 // fp8Side quantises w with the recipe in bm×bn blocks: block FP8
 // (weight_scale_inv, quant_method fp8) when ct is "", else the
 // compressed-tensors scheme ct (weight_scale: [1], [N, 1] or blocks).
-func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme) chunkSide {
+func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct quant.Scheme) chunkSide {
 	sr, sc := (rows+bm-1)/bm, (cols+bn-1)/bn
 	codes, scales := make([]byte, rows*cols), make([]float32, sr*sc)
 	sdt := numfmt.F32
@@ -113,13 +114,13 @@ func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme
 	case "":
 		sname = ckpt.ScaleName(name)
 		s.cfg = map[string]any{"model_type": "llama", "quantization_config": map[string]any{"quant_method": "fp8", "weight_block_size": []int64{bm, bn}}}
-	case ckpt.FP8Tensor:
+	case quant.FP8Tensor:
 		sshape = []int64{1}
 		fallthrough
 	default:
-		cfg, _, err := synth.SchemeConfig(ct, synth.SchemeOptions{})
+		cfg, _, err := synth.QuantConfigJSON(ct, synth.SchemeOptions{})
 		require.NoError(t, err)
-		if ct == ckpt.FP8Block {
+		if ct == quant.FP8Block {
 			cfg["quantization_config"].(map[string]any)["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["block_structure"] = []any{bm, bn}
 		}
 		s.cfg = cfg
@@ -134,7 +135,7 @@ func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct ckpt.Scheme
 // packedSide is an NVFP4 weight [rows, cols] or an MXFP4 expert weight
 // [2, rows/2, cols] of seed (changed: some codes of the second half
 // differ), with its bf16 values.
-func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, changed bool) (chunkSide, []float32) {
+func packedSide(t *testing.T, s quant.Scheme, seed uint64, rows, cols int64, changed bool) (chunkSide, []float32) {
 	r := &chunkRNG{s: seed*0x9e3779b97f4a7c15 + 1}
 	g := ckpt.PackedGroup(s)
 	packed := make([]byte, rows*cols/2)
@@ -145,7 +146,7 @@ func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, chan
 	sr := &chunkRNG{s: 7}
 	scales := make([]byte, rows*cols/g)
 	for i := range scales {
-		if s == ckpt.NVFP4 {
+		if s == quant.NVFP4 {
 			scales[i] = byte(0x30 + sr.next()%0x20)
 		} else {
 			scales[i] = byte(120 + sr.next()%8)
@@ -157,10 +158,10 @@ func packedSide(t *testing.T, s ckpt.Scheme, seed uint64, rows, cols int64, chan
 		}
 	}
 	vals := make([]float32, rows*cols)
-	cfg, hfq, err := synth.SchemeConfig(s, synth.SchemeOptions{})
+	cfg, hfq, err := synth.QuantConfigJSON(s, synth.SchemeOptions{})
 	require.NoError(t, err)
 	out := chunkSide{cfg: cfg, hfQuant: hfq}
-	if s == ckpt.NVFP4 {
+	if s == quant.NVFP4 {
 		global := float32(math.Ldexp(1, -8))
 		require.NoError(t, numfmt.DequantNVFP4(vals, packed, scales, global, int(rows), int(cols)))
 		gb := make([]byte, 4)
@@ -201,10 +202,10 @@ func TestBoundedChunks(t *testing.T) {
 	other := chunkValues(2, R, C, false)
 	name := chunkWeight + ".weight"
 	shape := []int64{R, C}
-	nvB, nvVals := packedSide(t, ckpt.NVFP4, 3, R, C, false)
-	nvF, _ := packedSide(t, ckpt.NVFP4, 3, R, C, true)
-	mxB, mxVals := packedSide(t, ckpt.MXFP4, 4, R, C, false)
-	mxF, _ := packedSide(t, ckpt.MXFP4, 4, R, C, true)
+	nvB, nvVals := packedSide(t, quant.NVFP4, 3, R, C, false)
+	nvF, _ := packedSide(t, quant.NVFP4, 3, R, C, true)
+	mxB, mxVals := packedSide(t, quant.MXFP4, 4, R, C, false)
+	mxF, _ := packedSide(t, quant.MXFP4, 4, R, C, true)
 	mxName, mxShape := "model.layers.1.mlp.experts.down_proj", []int64{2, R / 2, C}
 	// the same codes as fp8Side(w), another scale: every value differs
 	rescaled := func(s chunkSide) chunkSide {
@@ -242,10 +243,10 @@ func TestBoundedChunks(t *testing.T) {
 	}
 	var cases []tc
 	for _, s := range []struct {
-		scheme ckpt.Scheme
+		scheme quant.Scheme
 		bm, bn int64
 		label  string
-	}{{"", 128, 128, "block-fp8"}, {ckpt.FP8Tensor, R, C, "fp8-tensor"}, {ckpt.FP8Channel, 1, C, "fp8-channel"}, {ckpt.FP8Block, 128, 128, "fp8-block"}} {
+	}{{"", 128, 128, "block-fp8"}, {quant.FP8Tensor, R, C, "fp8-tensor"}, {quant.FP8Channel, 1, C, "fp8-channel"}, {quant.FP8Block, 128, 128, "fp8-block"}} {
 		q := fp8Side(t, w, R, C, s.bm, s.bn, s.scheme)
 		q2 := fp8Side(t, w2, R, C, s.bm, s.bn, s.scheme)
 		big := s.bm > 1 // 128 rows of 1024 columns, or the tensor: > 64 KiB
@@ -274,19 +275,19 @@ func TestBoundedChunks(t *testing.T) {
 	zeros := make([]float32, R*C)
 	withNaN := append([]float32(nil), w...)
 	withNaN[R*C-5] = float32(math.NaN())
-	qt := fp8Side(t, w, R, C, R, C, ckpt.FP8Tensor)
+	qt := fp8Side(t, w, R, C, R, C, quant.FP8Tensor)
 	cases = append(cases,
-		tc{"fp8-tensor zeros vs bf16 zeros", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, zeros, numfmt.BF16), RequantIdentical, true, nil},
-		tc{"fp8-tensor zeros vs bf16", fp8Side(t, zeros, R, C, R, C, ckpt.FP8Tensor), bf16Side(t, name, shape, w, numfmt.BF16), DTypeChanged, true, nil},
+		tc{"fp8-tensor zeros vs bf16 zeros", fp8Side(t, zeros, R, C, R, C, quant.FP8Tensor), bf16Side(t, name, shape, zeros, numfmt.BF16), RequantIdentical, true, nil},
+		tc{"fp8-tensor zeros vs bf16", fp8Side(t, zeros, R, C, R, C, quant.FP8Tensor), bf16Side(t, name, shape, w, numfmt.BF16), DTypeChanged, true, nil},
 		tc{"fp8-tensor vs bf16 with NaN", qt, bf16Side(t, name, shape, withNaN, numfmt.BF16), DTypeChanged, true, nil},
 		tc{"bf16 with NaN vs fp8-tensor", bf16Side(t, name, shape, withNaN, numfmt.BF16), qt, DTypeChanged, true, nil},
 	)
 	// rows wider than a piece (and than a segment): pieces inside rows
 	const WR, WC = 4, 65536
 	ww, ww2 := chunkValues(6, WR, WC, false), chunkValues(6, WR, WC, true)
-	for _, s := range []ckpt.Scheme{ckpt.FP8Channel, ckpt.FP8Tensor} {
+	for _, s := range []quant.Scheme{quant.FP8Channel, quant.FP8Tensor} {
 		bm := int64(1)
-		if s == ckpt.FP8Tensor {
+		if s == quant.FP8Tensor {
 			bm = WR
 		}
 		q := fp8Side(t, ww, WR, WC, bm, WC, s)
@@ -367,14 +368,14 @@ func TestBoundedChunksPerTensorFP8(t *testing.T) {
 	w := chunkValues(5, R, C, false)
 	w2 := chunkValues(5, R, C, true)
 	dir := t.TempDir()
-	q := fp8Side(t, w, R, C, R, C, ckpt.FP8Tensor)
+	q := fp8Side(t, w, R, C, R, C, quant.FP8Tensor)
 	bc := q.write(t, filepath.Join(dir, "base"))
 	for _, ft := range []struct {
 		name string
 		side chunkSide
 		rel  Relation
 	}{
-		{"fp8", fp8Side(t, w2, R, C, R, C, ckpt.FP8Tensor), Changed},
+		{"fp8", fp8Side(t, w2, R, C, R, C, quant.FP8Tensor), Changed},
 		{"bf16", bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, numfmt.BF16), RequantIdentical},
 	} {
 		fc := ft.side.write(t, filepath.Join(dir, ft.name))

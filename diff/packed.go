@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // Weights of packed E2M1 codes (MXFP4, NVFP4) are compared by their
@@ -32,7 +33,7 @@ func packedWeight(c *ckpt.Checkpoint, t *ckpt.Tensor) (vt *ckpt.Tensor, r *packe
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if q.Scheme != ckpt.MXFP4 && q.Scheme != ckpt.NVFP4 {
+	if q.Scheme != quant.MXFP4 && q.Scheme != quant.NVFP4 {
 		return nil, nil, false, nil
 	}
 	vt = &ckpt.Tensor{TensorInfo: ckpt.TensorInfo{Name: q.Name, DType: numfmt.F32, Shape: q.Shape}, File: t.File}
@@ -45,7 +46,7 @@ func valueName(c *ckpt.Checkpoint, t *ckpt.Tensor) string {
 	if t.DType != numfmt.U8 || !strings.HasSuffix(t.Name, "_blocks") || !c.IsQuantized(t) {
 		return t.Name
 	}
-	if q, err := c.QuantScheme(t); err == nil && q.Scheme == ckpt.MXFP4 {
+	if q, err := c.QuantScheme(t); err == nil && q.Scheme == quant.MXFP4 {
 		return q.Name
 	}
 	return t.Name

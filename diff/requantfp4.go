@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // An MXFP4 or NVFP4 weight against a wider float of its values' shape is
@@ -46,7 +47,7 @@ func (p *fp4Partial) merge(o *fp4Partial) {
 // its raw scales (E8M0 or F8_E4M3 codes, one per group of values) and
 // NVFP4's global scale.
 type fp4Side struct {
-	scheme  ckpt.Scheme
+	scheme  quant.Scheme
 	codes   *ckpt.Tensor
 	q       ckpt.Quant
 	group   int64
@@ -77,7 +78,7 @@ func (p *plan) layoutFP4() bool {
 		return false
 	}
 	f := &fp4Side{scheme: ps.q.Scheme, codes: ps.t, q: ps.q, group: numfmt.MXFP4BlockSize, wIsBase: w == p.bs}
-	if f.scheme == ckpt.NVFP4 {
+	if f.scheme == quant.NVFP4 {
 		f.group = numfmt.NVFP4BlockSize
 	}
 	p.fp4 = f
@@ -95,7 +96,7 @@ func (f *fp4Side) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 		return fmt.Errorf("tensor %s of %s: %d scale bytes for the %d blocks of %s", ckpt.Quote(f.q.Scale.Name), f.q.Scale.File.Location, len(raw), n, ckpt.Quote(f.codes.Name))
 	}
 	f.scales = raw
-	if f.scheme != ckpt.NVFP4 {
+	if f.scheme != quant.NVFP4 {
 		return nil
 	}
 	g, err := read(f.q.Global)
@@ -134,7 +135,7 @@ func (e *engine) requantFP4(p *plan, bRaw, fRaw []byte, e0, e1 int64, sc *scratc
 		for b := int64(0); b < n; b += f.group {
 			v, c := vals[b:b+f.group], codes[(o+b)/2:(o+b+f.group)/2]
 			sc := f.scales[(g+b)/f.group]
-			if f.scheme == ckpt.NVFP4 {
+			if f.scheme == quant.NVFP4 {
 				r.fp4.r[0].add(numfmt.NVFP4Requant(v, c, sc, f.global))
 				continue
 			}
@@ -159,7 +160,7 @@ func (c *fp4Counts) add(cnt, zeroSign int64, scaleDiffers bool) {
 // the fewest mismatching codes (then blocks).
 func (f *fp4Side) finish(row *Tensor, t *fp4Partial) {
 	var names []string
-	if f.scheme == ckpt.NVFP4 {
+	if f.scheme == quant.NVFP4 {
 		amax := t.amax
 		if t.nonFinite {
 			amax = float32(math.NaN()) // torch's amax propagates it

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 
 // fp4Pair writes a base of scheme s made by numfmt's recipe and its bf16
 // fine-tune with changed elements changed, and compares them.
-func fp4Pair(t *testing.T, s ckpt.Scheme, changed int, opt Options) *Result {
+func fp4Pair(t *testing.T, s quant.Scheme, changed int, opt Options) *Result {
 	t.Helper()
 	dir := t.TempDir()
 	base, ft := filepath.Join(dir, "base"), filepath.Join(dir, "ft")
@@ -42,10 +43,10 @@ func fp4Pair(t *testing.T, s ckpt.Scheme, changed int, opt Options) *Result {
 func TestRequantFP4(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		s       ckpt.Scheme
+		s       quant.Scheme
 		weights int
 		recipe  string
-	}{{ckpt.MXFP4, 4, "ocp-floor"}, {ckpt.NVFP4, 14, "modelopt"}} {
+	}{{quant.MXFP4, 4, "ocp-floor"}, {quant.NVFP4, 14, "modelopt"}} {
 		for _, changed := range []int{0, 5} {
 			for _, chunk := range []int64{0, 256} {
 				t.Run(string(tc.s), func(t *testing.T) {
@@ -94,7 +95,7 @@ func TestRequantFP4(t *testing.T) {
 // random codes without a ±6 re-quantises to another scale.
 func TestRequantFP4RandomCodes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, ft, err := synth.SchemePair(t.TempDir(), s)
@@ -115,7 +116,7 @@ func TestRequantFP4RandomCodes(t *testing.T) {
 				}
 				n++
 				require.NotNil(t, r.RequantMismatchBlocks, r.Name)
-				if s == ckpt.NVFP4 {
+				if s == quant.NVFP4 {
 					assert.Equal(t, "modelopt-stored-global", r.RequantRecipe, r.Name)
 					assert.Equal(t, DTypeChanged, r.Relation, r.Name)
 					assert.Positive(t, *r.RequantMismatchBlocks, r.Name)
@@ -127,7 +128,7 @@ func TestRequantFP4RandomCodes(t *testing.T) {
 					assert.Positive(t, *r.ChangedElems, "%s: changed values that quantise to the same codes", r.Name)
 				}
 			}
-			assert.Equal(t, map[ckpt.Scheme]int{ckpt.MXFP4: 4, ckpt.NVFP4: 14}[s], n)
+			assert.Equal(t, map[quant.Scheme]int{quant.MXFP4: 4, quant.NVFP4: 14}[s], n)
 		})
 	}
 }
@@ -137,8 +138,8 @@ func TestRequantFP4Reversed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	base, ft := filepath.Join(dir, "base"), filepath.Join(dir, "ft")
-	require.NoError(t, synth.WriteScheme(base, ckpt.NVFP4, synth.SchemeOptions{Requantisable: true}))
-	require.NoError(t, synth.WriteScheme(ft, ckpt.NVFP4, synth.SchemeOptions{Requantisable: true, FineTune: true}))
+	require.NoError(t, synth.WriteScheme(base, quant.NVFP4, synth.SchemeOptions{Requantisable: true}))
+	require.NoError(t, synth.WriteScheme(ft, quant.NVFP4, synth.SchemeOptions{Requantisable: true, FineTune: true}))
 	ctx := context.Background()
 	bc, err := ckpt.Open(ctx, base, ckpt.Options{})
 	require.NoError(t, err)
@@ -157,7 +158,7 @@ func TestRequantFP4Reversed(t *testing.T) {
 // diff ended: on a 27B NVFP4 pair, ~1.7 GB.
 func TestRequantFP4ReleasesScales(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			var probe chunkProbe

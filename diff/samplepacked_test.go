@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -21,7 +22,7 @@ import (
 
 // schemeDirs writes a scheme's base, a second copy of it (to edit) and its
 // bf16 fine-tune (synth.WriteScheme).
-func schemeDirs(t *testing.T, s ckpt.Scheme) (base, copyDir, ft string) {
+func schemeDirs(t *testing.T, s quant.Scheme) (base, copyDir, ft string) {
 	t.Helper()
 	dir := t.TempDir()
 	base, copyDir, ft = filepath.Join(dir, "base"), filepath.Join(dir, "copy"), filepath.Join(dir, "ft")
@@ -73,13 +74,13 @@ func sampledElems(rs [][2]int64) int64 {
 // packedCost is what one side of a scheme reads for n sampled values of a
 // weight: codes and scale codes (and NVFP4's 4-byte global scale), or
 // their bf16 values.
-func packedCost(s ckpt.Scheme, dt numfmt.DType, n int64) int64 {
+func packedCost(s quant.Scheme, dt numfmt.DType, n int64) int64 {
 	switch {
 	case dt == numfmt.BF16:
 		return 2 * n
-	case s == ckpt.MXFP4:
+	case s == quant.MXFP4:
 		return n/2 + n/32
-	case s == ckpt.NVFP4:
+	case s == quant.NVFP4:
 		return n/2 + n/16 + 4
 	}
 	return n // FP8 codes (the scale is read whole)
@@ -98,13 +99,13 @@ func packedCost(s ckpt.Scheme, dt numfmt.DType, n int64) int64 {
 // when a row is larger).
 func TestSampledDiffSchemes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Channel, ckpt.FP8Tensor, ckpt.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ftDir := schemeDirs(t, s)
 			qc, bc := openLocal(t, base, ftDir)
 			changed := synth.SchemeChangedWeight(s)
-			group := map[ckpt.Scheme]int64{ckpt.MXFP4: 32, ckpt.NVFP4: 16, ckpt.FP8Block: 32}[s]
+			group := map[quant.Scheme]int64{quant.MXFP4: 32, quant.NVFP4: 16, quant.FP8Block: 32}[s]
 			for _, dir := range []string{"quantised→bf16", "bf16→quantised"} {
 				b, f := qc, bc
 				if dir == "bf16→quantised" {
@@ -152,7 +153,7 @@ func TestSampledDiffSchemes(t *testing.T) {
 						assert.Zero(t, *r.ChangedElems, r.Name)
 					}
 				}
-				assert.Equal(t, map[ckpt.Scheme]int{ckpt.MXFP4: 4}[s]+map[bool]int{true: 14}[s != ckpt.MXFP4], weights, "%s: every quantised weight is sampled", dir)
+				assert.Equal(t, map[quant.Scheme]int{quant.MXFP4: 4}[s]+map[bool]int{true: 14}[s != quant.MXFP4], weights, "%s: every quantised weight is sampled", dir)
 
 				// One weight alone: its sides read exactly their runs'
 				// codes and scale codes (FP8: the codes, the scale
@@ -196,7 +197,7 @@ func TestSampledDiffSchemes(t *testing.T) {
 // changed too. Before, a sampled diff refused packed FP4 weights.
 func TestSampledDiffPackedPair(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, cp, _ := schemeDirs(t, s)
@@ -204,7 +205,7 @@ func TestSampledDiffPackedPair(t *testing.T) {
 			opt := diff.Options{SampleBytes: 1 << 10, SampleSeed: 9}
 			name := synth.SchemeChangedWeight(s)
 			stored, scaleName, group := name+"_blocks", name+"_scales", int64(32)
-			if s == ckpt.NVFP4 {
+			if s == quant.NVFP4 {
 				stored, scaleName, group = name, strings.TrimSuffix(name, ".weight")+".weight_scale", 16
 			}
 			bc, fc := openLocal(t, base, cp)
@@ -287,7 +288,7 @@ func TestSampledDiffPackedPair(t *testing.T) {
 			require.NoError(t, err)
 			want := n/2 + n/group
 			assert.LessOrEqual(t, want, opt.SampleBytes, "the budget counts the scale codes")
-			if s == ckpt.NVFP4 {
+			if s == quant.NVFP4 {
 				want += 4 // weight_scale_2, read whole
 			}
 			assert.Equal(t, want, two.Sample.Base.BytesRead, "codes and scale codes of the sampled groups, each byte once")
@@ -303,7 +304,7 @@ func TestSampledDiffPackedPair(t *testing.T) {
 // result equals the local one; the changed weight is found.
 func TestSampledDiffPackedOverHub(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeDirs(t, s)

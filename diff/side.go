@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // side is one tensor of a pair, ready to decode: its dtype, its matrix
@@ -57,13 +58,13 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 		s.rows, s.cols = ckpt.StackedMatrix(t.Shape)
 	}
 	switch q.Scheme {
-	case ckpt.Plain:
-	case ckpt.BlockFP8, ckpt.FP8Block, ckpt.FP8Channel:
+	case quant.Plain:
+	case quant.BlockFP8, quant.FP8Block, quant.FP8Channel:
 		// a channel's [N, 1] scale is the block scale of [1, K] blocks
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, q.BM, q.BN, (s.cols+q.BN-1)/q.BN
-		s.rowBlocks = q.Scheme == ckpt.FP8Channel
-		s.ct = q.Scheme != ckpt.BlockFP8
-	case ckpt.FP8Tensor:
+		s.rowBlocks = q.Scheme == quant.FP8Channel
+		s.ct = q.Scheme != quant.BlockFP8
+	case quant.FP8Tensor:
 		// one scale for the whole [N, K] block (so that the recipe's
 		// requantisation takes the tensor's amax)
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, max(s.rows, 1), max(s.cols, 1), 1

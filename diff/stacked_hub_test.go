@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -39,7 +40,7 @@ func TestStackedOverHub(t *testing.T) {
 			pairs = append(pairs, pair{"moe" + onOff(pe) + onOff(all), b, f})
 		}
 	}
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		b, _, f := schemeDirs(t, s)
 		pairs = append(pairs, pair{string(s), b, f}, pair{string(s) + "rev", f, b})
 	}

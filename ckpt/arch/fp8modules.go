@@ -12,7 +12,7 @@ import (
 // transformers' FineGrainedFP8 quantizer replaces (replace_with_fp8_linear)
 // every module whose type is exactly nn.Linear by an FP8Linear and every
 // module named "*.experts" by an FP8Experts, unless should_convert_module
-// keeps it (ckpt.NotConvertSource); FP8Experts refuses expert biases (its
+// keeps it (quant.NotConvertList); FP8Experts refuses expert biases (its
 // __init__ asserts has_bias is False). The modules of each family are the
 // nn.Linear and experts modules its modeling file builds.
 const FP8ModulesSource = "huggingface/transformers src/transformers/integrations/finegrained_fp8.py@v5.23.0 " +

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,7 +63,7 @@ func TestParallelSameBytes(t *testing.T) {
 	small := filepath.Join(dir, "small")
 	require.NoError(t, synth.Write(small, synth.Small()))
 	srcs := map[string]string{"small": small, "ragged": writeFP8Dir(t, filepath.Join(dir, "ragged"), 300, 500, 64, 128, numfmt.F32)}
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		d := filepath.Join(dir, string(s))
 		require.NoError(t, synth.WriteScheme(d, s, synth.SchemeOptions{}))
 		srcs[string(s)] = d

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // Output dtype modes (Options.DType, the CLI's --dtype).
@@ -240,7 +241,7 @@ func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
 				return nil, err
 			}
 			switch {
-			case q.Scheme != ckpt.Plain:
+			case q.Scheme != quant.Plain:
 				// every scheme through the one reader (ckpt.NewQuantValues);
 				// an MXFP4 X_blocks becomes X [..., G*32].
 				v, err := ckpt.NewQuantValues(t, q)
@@ -338,12 +339,12 @@ func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) s
 				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales)", ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name))
 			}
 		}
-	case err == nil && q.Scheme == ckpt.BlockFP8 && !selected[q.Scale.Name]:
+	case err == nil && q.Scheme == quant.BlockFP8 && !selected[q.Scale.Name]:
 		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name))
 	case err == nil && q.Scale != nil:
 		for _, s := range []*ckpt.Tensor{q.Scale, q.Global} {
 			if s != nil && !selected[s.Name] {
-				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name))
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), quant.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,7 +78,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 	c := openCkpt(t, src)
 	var codes []string // --exclude globs of the quantised code dtypes
 	for _, dt := range numfmt.AllDTypes() {
-		if ckpt.IsQuantCode(dt) {
+		if quant.IsCode(dt) {
 			codes = append(codes, "*."+string(dt))
 		}
 	}
@@ -87,7 +88,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 			if mode != Keep {
 				exclude = codes
 				for _, x := range ts {
-					if ckpt.IsQuantCode(x.DType) {
+					if quant.IsCode(x.DType) {
 						_, err := NewPlan(c, Options{Match: []string{x.Name}, DType: mode})
 						var me *ckpt.MissingScaleError
 						require.ErrorAs(t, err, &me, x.Name)
@@ -107,7 +108,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 			assert.Equal(t, map[string]string{"format": "pt", "producer": "test"}, oc.Files[0].Header.Metadata)
 			n := 0
 			for _, x := range ts {
-				if mode != Keep && ckpt.IsQuantCode(x.DType) {
+				if mode != Keep && quant.IsCode(x.DType) {
 					continue
 				}
 				n++

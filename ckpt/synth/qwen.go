@@ -173,8 +173,8 @@ func LargeOdd() Options {
 	return o
 }
 
-// Config returns config.json contents for o.
-func Config(o Options) map[string]any {
+// ConfigJSON returns config.json contents for o.
+func ConfigJSON(o Options) map[string]any {
 	lt := make([]string, o.Layers)
 	for i := range lt {
 		lt[i] = "linear_attention"
@@ -330,7 +330,7 @@ func isFP8Module(t arch.Tensor) bool {
 }
 
 func expected(o Options, fp8 bool) []arch.Tensor {
-	raw, _ := json.Marshal(Config(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
+	raw, _ := json.Marshal(ConfigJSON(Options{Hidden: o.Hidden, Intermediate: o.Intermediate, Layers: o.Layers, Heads: o.Heads,
 		KVHeads: o.KVHeads, HeadDim: o.HeadDim, LinKHeads: o.LinKHeads, LinVHeads: o.LinVHeads, LinKDim: o.LinKDim,
 		LinVDim: o.LinVDim, Vocab: o.Vocab, MTP: o.MTP, Vision: o.Vision, VisionSize: o.VisionSize, TextOnly: o.TextOnly,
 		Experts: o.Experts, MoEIntermediate: o.MoEIntermediate, SharedIntermediate: o.SharedIntermediate, TopK: o.TopK}))
@@ -528,7 +528,7 @@ func Write(dir string, o Options) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cfgMap := Config(o)
+	cfgMap := ConfigJSON(o)
 	if o.Resaved {
 		cfgMap = Resaved(cfgMap)
 	}

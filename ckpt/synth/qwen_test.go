@@ -56,7 +56,7 @@ func TestResavedIsWhatTransformersWrites(t *testing.T) {
 	o.FP8 = false
 	want, err := os.ReadFile(filepath.Join("testdata", "small_bf16_resaved_by_transformers_5.23.0.json"))
 	require.NoError(t, err)
-	got, err := json.Marshal(synth.Resaved(synth.Config(o)))
+	got, err := json.Marshal(synth.Resaved(synth.ConfigJSON(o)))
 	require.NoError(t, err)
 	assert.Equal(t, canonicalJSON(t, want), canonicalJSON(t, got))
 }

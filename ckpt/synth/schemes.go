@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // SchemeOptions shape a small checkpoint of one quantisation scheme
@@ -59,8 +60,8 @@ const (
 // SchemeBadScale returns the name of the scale tensor that
 // SchemeOptions.BadScaleShape makes wrong in a checkpoint of scheme s, and
 // the name of its weight as verify reports it.
-func SchemeBadScale(s ckpt.Scheme) (scale, weight string) {
-	if s == ckpt.MXFP4 {
+func SchemeBadScale(s quant.Scheme) (scale, weight string) {
+	if s == quant.MXFP4 {
 		return "model.layers.1.mlp.experts.down_proj_scales", "model.layers.1.mlp.experts.down_proj_blocks"
 	}
 	return "model.layers.1.mlp.down_proj.weight_scale", "model.layers.1.mlp.down_proj.weight"
@@ -68,30 +69,30 @@ func SchemeBadScale(s ckpt.Scheme) (scale, weight string) {
 
 // SchemeChangedWeight returns the name of the weight whose values a bf16
 // fine-tune of scheme s changes (every 7th element).
-func SchemeChangedWeight(s ckpt.Scheme) string {
-	if s == ckpt.MXFP4 {
+func SchemeChangedWeight(s quant.Scheme) string {
+	if s == quant.MXFP4 {
 		return "model.layers.1.mlp.experts.down_proj"
 	}
 	return "model.layers.1.mlp.down_proj.weight"
 }
 
-// SchemeConfig returns the config.json of a checkpoint of scheme s (and,
+// QuantConfigJSON returns the config.json of a checkpoint of scheme s (and,
 // for NVFP4, the hf_quant_config.json, else nil).
-func SchemeConfig(s ckpt.Scheme, o SchemeOptions) (config, hfQuant map[string]any, err error) {
+func QuantConfigJSON(s quant.Scheme, o SchemeOptions) (config, hfQuant map[string]any, err error) {
 	cfg := map[string]any{"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama", "hidden_size": schemeHidden,
 		"intermediate_size": schemeInter, "num_hidden_layers": schemeLayers, "vocab_size": schemeVocab, "torch_dtype": "bfloat16"}
 	var q map[string]any
 	switch s {
-	case ckpt.MXFP4:
+	case quant.MXFP4:
 		cfg["architectures"], cfg["model_type"], cfg["num_local_experts"] = []any{"GptOssForCausalLM"}, "gpt_oss", schemeExpert
 		q = map[string]any{"quant_method": "mxfp4", "modules_to_not_convert": []any{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
-	case ckpt.NVFP4:
+	case quant.NVFP4:
 		// the legacy ModelOpt layout: the recipe in hf_quant_config.json only.
 		hfQuant = map[string]any{"producer": map[string]any{"name": "modelopt", "version": "0.0.0-synth"},
 			"quantization": map[string]any{"quant_algo": "NVFP4", "kv_cache_quant_algo": nil, "group_size": numfmt.NVFP4BlockSize, "exclude_modules": []any{"lm_head"}}}
-	case ckpt.FP8Tensor, ckpt.FP8Channel, ckpt.FP8Block:
+	case quant.FP8Tensor, quant.FP8Channel, quant.FP8Block:
 		w := map[string]any{"num_bits": 8, "type": "float", "symmetric": true, "dynamic": false, "strategy": strings.TrimPrefix(string(s), "fp8-")}
-		if s == ckpt.FP8Block {
+		if s == quant.FP8Block {
 			w["block_structure"] = []any{32, 32}
 		}
 		q = map[string]any{"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed", "ignore": []any{"lm_head"},
@@ -118,7 +119,7 @@ func schemeRNG(o SchemeOptions, name string) *rng {
 
 // schemeTensors makes the stored tensors of scheme s and, parallel to the
 // quantised weights, their dequantised float32 values (for fine-tunes).
-func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
+func schemeTensors(s quant.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 	var out []ckpt.MemTensor
 	bf16 := func(name string, shape []int64, center, spread float32) {
 		r := schemeRNG(o, name)
@@ -144,7 +145,7 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 		p := fmt.Sprintf("model.layers.%d.", l)
 		bf16(p+"input_layernorm.weight", []int64{schemeHidden}, 1, 0.05)
 		bf16(p+"post_attention_layernorm.weight", []int64{schemeHidden}, 1, 0.05)
-		if s == ckpt.MXFP4 {
+		if s == quant.MXFP4 {
 			for _, m := range []string{"q_proj", "k_proj", "v_proj", "o_proj"} {
 				bf16(p+"self_attn."+m+".weight", []int64{schemeHidden, schemeHidden}, 0, 0.05)
 			}
@@ -193,7 +194,7 @@ func schemeTensors(s ckpt.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 	return out, nil
 }
 
-func mustBad(s ckpt.Scheme) string { n, _ := SchemeBadScale(s); return n }
+func mustBad(s quant.Scheme) string { n, _ := SchemeBadScale(s); return n }
 
 func numel(shape []int64) int64 {
 	n := int64(1)
@@ -260,7 +261,7 @@ func mxfp4Recipe(o SchemeOptions, base string, rows, cols int64) (blocks, scales
 	if err := numfmt.DequantMXFP4(vals, blocks, scales); err != nil {
 		panic(err)
 	}
-	if o.FineTune && base == SchemeChangedWeight(ckpt.MXFP4) {
+	if o.FineTune && base == SchemeChangedWeight(quant.MXFP4) {
 		requantChange(o, vals, blocks, numfmt.MXFP4BlockSize, func(b int) float32 { return numfmt.E8M0ToFloat32(scales[b]) })
 	}
 	return blocks, scales, vals
@@ -297,7 +298,7 @@ func nvfp4Recipe(o SchemeOptions, mod string, rows, cols int64) ([]ckpt.MemTenso
 	if err := numfmt.DequantNVFP4(vals, packed, scales, g, int(rows), int(cols)); err != nil {
 		panic(err)
 	}
-	if o.FineTune && mod+".weight" == SchemeChangedWeight(ckpt.NVFP4) {
+	if o.FineTune && mod+".weight" == SchemeChangedWeight(quant.NVFP4) {
 		requantChange(o, vals, packed, bs, func(b int) float32 { return numfmt.DecodeE4M3(scales[b]) * g })
 	}
 	return []ckpt.MemTensor{
@@ -336,15 +337,15 @@ func requantChange(o SchemeOptions, vals []float32, packed []byte, group int, sc
 // quantLinear makes the stored tensors of one linear weight [rows, cols]
 // under scheme s and its dequantised values; the codes and scales are
 // seeded and chosen so that every dequantised value is exact in BF16.
-func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) ([]ckpt.MemTensor, []float32, error) {
+func quantLinear(s quant.Scheme, o SchemeOptions, mod string, rows, cols int64) ([]ckpt.MemTensor, []float32, error) {
 	r := schemeRNG(o, mod)
 	bad := o.BadScaleShape && mod+".weight_scale" == mustBad(s)
 	vals := make([]float32, rows*cols)
-	if s == ckpt.NVFP4 && o.Requantisable {
+	if s == quant.NVFP4 && o.Requantisable {
 		ts, vals := nvfp4Recipe(o, mod, rows, cols)
 		return ts, vals, nil
 	}
-	if s == ckpt.NVFP4 {
+	if s == quant.NVFP4 {
 		packed := make([]byte, rows*cols/2)
 		for i := range packed {
 			packed[i] = byte(r.next() >> 56)
@@ -382,13 +383,13 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 	var svals []float32
 	var at func(i, j int64) float32
 	switch s {
-	case ckpt.FP8Tensor:
+	case quant.FP8Tensor:
 		sshape, svals = []int64{1}, []float32{scale()}
 		at = func(int64, int64) float32 { return svals[0] }
 		if bad {
 			sshape, svals = []int64{2}, append(svals, svals[0])
 		}
-	case ckpt.FP8Channel:
+	case quant.FP8Channel:
 		sshape, svals = []int64{rows, 1}, make([]float32, rows)
 		for i := range svals {
 			svals[i] = scale()
@@ -397,7 +398,7 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 		if bad {
 			sshape = []int64{1, rows}
 		}
-	case ckpt.FP8Block:
+	case quant.FP8Block:
 		br, bc := (rows+31)/32, (cols+31)/32
 		sshape, svals = []int64{br, bc}, make([]float32, br*bc)
 		for i := range svals {
@@ -430,8 +431,8 @@ func quantLinear(s ckpt.Scheme, o SchemeOptions, mod string, rows, cols int64) (
 // layout, no quantization_config in config.json). With o.FineTune it is a
 // bf16 fine-tune of that base instead, with o.BadScaleShape the base with
 // one wrong scale shape (SchemeBadScale).
-func WriteScheme(dir string, s ckpt.Scheme, o SchemeOptions) error {
-	cfg, hfq, err := SchemeConfig(s, o)
+func WriteScheme(dir string, s quant.Scheme, o SchemeOptions) error {
+	cfg, hfq, err := QuantConfigJSON(s, o)
 	if err != nil {
 		return err
 	}
@@ -459,7 +460,7 @@ func WriteScheme(dir string, s ckpt.Scheme, o SchemeOptions) error {
 
 // SchemePair writes the base of scheme s to dir/base and its bf16
 // fine-tune to dir/ft and returns both paths.
-func SchemePair(dir string, s ckpt.Scheme) (base, ft string, err error) {
+func SchemePair(dir string, s quant.Scheme) (base, ft string, err error) {
 	base, ft = filepath.Join(dir, "base"), filepath.Join(dir, "ft")
 	if err = WriteScheme(base, s, SchemeOptions{}); err != nil {
 		return

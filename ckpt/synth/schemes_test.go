@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,9 +16,9 @@ import (
 func TestWriteScheme(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		scheme  ckpt.Scheme
+		scheme  quant.Scheme
 		weights int
-	}{{ckpt.MXFP4, 4}, {ckpt.NVFP4, 14}, {ckpt.FP8Tensor, 14}, {ckpt.FP8Channel, 14}, {ckpt.FP8Block, 14}} {
+	}{{quant.MXFP4, 4}, {quant.NVFP4, 14}, {quant.FP8Tensor, 14}, {quant.FP8Channel, 14}, {quant.FP8Block, 14}} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -40,7 +41,7 @@ func TestWriteScheme(t *testing.T) {
 				require.NoError(t, err)
 				require.NotNil(t, r)
 				assert.Equal(t, tc.scheme, r.Scheme)
-				ws := r.QuantWeights(c)
+				ws := c.QuantWeights(r)
 				assert.Len(t, ws, tc.weights)
 				for _, w := range ws {
 					assert.Empty(t, r.Ignored(w.Module), w.Name)
@@ -90,7 +91,7 @@ func readF32(t *testing.T, x *ckpt.Tensor) []float32 {
 // dequantised values exactly, but every 7th element of the changed weight.
 func TestSchemeFineTuneValues(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Tensor, ckpt.FP8Channel, ckpt.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Tensor, quant.FP8Channel, quant.FP8Block} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, ft, err := synth.SchemePair(t.TempDir(), s)
@@ -104,13 +105,13 @@ func TestSchemeFineTuneValues(t *testing.T) {
 			b, f := open(base), open(ft)
 			r, err := b.QuantRecipe()
 			require.NoError(t, err)
-			for _, w := range r.QuantWeights(b) {
+			for _, w := range b.QuantWeights(r) {
 				vals := make([]float32, numelOf(w.Shape))
 				comp := func(i int) *ckpt.Tensor { require.NotNil(t, w.Companions[i].Tensor); return w.Companions[i].Tensor }
 				switch s {
-				case ckpt.MXFP4:
+				case quant.MXFP4:
 					require.NoError(t, numfmt.DequantMXFP4(vals, readAll(t, w.Weight), readAll(t, comp(0))))
-				case ckpt.NVFP4:
+				case quant.NVFP4:
 					require.NoError(t, numfmt.DequantNVFP4(vals, readAll(t, w.Weight), readAll(t, comp(0)), readF32(t, comp(1))[0], int(w.Shape[0]), int(w.Shape[1])))
 				default:
 					codes, sc := readAll(t, w.Weight), readF32(t, comp(0))
@@ -119,9 +120,9 @@ func TestSchemeFineTuneValues(t *testing.T) {
 						for j := int64(0); j < cols; j++ {
 							k := int64(0)
 							switch s {
-							case ckpt.FP8Channel:
+							case quant.FP8Channel:
 								k = i
-							case ckpt.FP8Block:
+							case quant.FP8Block:
 								k = (i/32)*((cols+31)/32) + j/32
 							}
 							vals[i*cols+j] = numfmt.DecodeE4M3(codes[i*cols+j]) * sc[k]
@@ -162,7 +163,7 @@ func numelOf(shape []int64) int64 {
 // each in its own block of the scheme.
 func TestSchemeRequantisable(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		for _, n := range []int{0, 4} {
 			t.Run(string(s), func(t *testing.T) {
 				t.Parallel()
@@ -178,11 +179,11 @@ func TestSchemeRequantisable(t *testing.T) {
 				defer f.Close()
 				r, err := b.QuantRecipe()
 				require.NoError(t, err)
-				group := map[ckpt.Scheme]int{ckpt.MXFP4: 32, ckpt.NVFP4: 16}[s]
-				for _, w := range r.QuantWeights(b) {
+				group := map[quant.Scheme]int{quant.MXFP4: 32, quant.NVFP4: 16}[s]
+				for _, w := range b.QuantWeights(r) {
 					vals := make([]float32, numelOf(w.Shape))
 					comp := func(i int) *ckpt.Tensor { return w.Companions[i].Tensor }
-					if s == ckpt.MXFP4 {
+					if s == quant.MXFP4 {
 						require.NoError(t, numfmt.DequantMXFP4(vals, readAll(t, w.Weight), readAll(t, comp(0))))
 					} else {
 						require.NoError(t, numfmt.DequantNVFP4(vals, readAll(t, w.Weight), readAll(t, comp(0)), readF32(t, comp(1))[0], int(w.Shape[0]), int(w.Shape[1])))

@@ -8,6 +8,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // The layouts transformers 5.23.0 writes, as observed from its own
@@ -44,7 +45,7 @@ func transformersConverts(o Options, t arch.Tensor) bool {
 	if list == nil {
 		list = []string{"lm_head"}
 	}
-	_, kept := ckpt.NewNotConvertList(list).Match(strings.TrimSuffix(t.Name, ".weight"))
+	_, kept := quant.NewNotConvertList(list).Match(strings.TrimSuffix(t.Name, ".weight"))
 	return !kept
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // Status is the outcome of one check (ckpt.Status).
@@ -168,10 +169,10 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) 
 type inventory struct {
 	c      *ckpt.Checkpoint
 	byName map[string]*ckpt.Tensor
-	quant  *ckpt.QuantConfig
+	quant  *quant.Config
 	// notConvert is the modules_to_not_convert transformers applies
 	// (notConvertOf); nil without a quantization_config.
-	notConvert *ckpt.NotConvertList
+	notConvert *quant.NotConvertList
 }
 
 func newInventory(c *ckpt.Checkpoint) *inventory {

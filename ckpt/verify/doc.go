@@ -40,10 +40,10 @@
 //	fp8.rank                an F8_E4M3 tensor that is not 2-D
 //	fp8.not_convert         an F8_E4M3 weight that modules_to_not_convert keeps
 //	                        unconverted, read as transformers reads the list
-//	                        (ckpt.NotConvertList)
+//	                        (quant.NotConvertList)
 //	fp8.compressed_tensors  compressed-tensors naming (weight_scale, input_scale)
 //	scheme.config           (instead of fp8.*, for MXFP4, NVFP4 and compressed-
-//	                        tensors FP8, see ckpt.SchemeSpec) the scheme, named
+//	                        tensors FP8, see quant.Spec) the scheme, named
 //	scheme.weight_shape     stored codes not of the scheme's shape
 //	scheme.companion_missing a quantised weight without a companion it needs
 //	scheme.companion_dtype  a companion of the wrong dtype

@@ -7,11 +7,12 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // notConvertEntry returns the entry of the config's modules_to_not_convert
 // that keeps module unconverted, as transformers reads the list
-// (ckpt.NotConvertList), and whether one does.
+// (quant.NotConvertList), and whether one does.
 func (in *inventory) notConvertEntry(module string) (string, bool) {
 	if in.notConvert == nil {
 		return "", false
@@ -244,7 +245,7 @@ func scaleFmtText(s string) string {
 	return ckpt.Quote(s)
 }
 
-func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Check {
+func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *quant.Config) []Check {
 	id := FP8Config
 	n := len(f.weights)
 	if f.ctMethod {
@@ -289,7 +290,7 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *ckpt.QuantConfig) []Chec
 	return out
 }
 
-func notConvertChecks(in *inventory, f *fp8Facts, q *ckpt.QuantConfig) []Check {
+func notConvertChecks(in *inventory, f *fp8Facts, q *quant.Config) []Check {
 	id := FP8NotConvert
 	if q == nil || len(q.ModulesToNotConvert) == 0 {
 		return []Check{{ID: id, Status: Skip, Message: "no modules_to_not_convert in quantization_config"}}
@@ -307,7 +308,7 @@ func notConvertChecks(in *inventory, f *fp8Facts, q *ckpt.QuantConfig) []Check {
 	return out
 }
 
-func compressedCheck(f *fp8Facts, q *ckpt.QuantConfig) Check {
+func compressedCheck(f *fp8Facts, q *quant.Config) Check {
 	id := FP8CompressedTensors
 	var ws, is []string
 	var all []string
@@ -342,12 +343,12 @@ var defaultNotConvert = []string{"lm_head"}
 
 // notConvertOf is the modules_to_not_convert transformers applies for q:
 // the list given, or defaultNotConvert when there is none.
-func notConvertOf(q *ckpt.QuantConfig) *ckpt.NotConvertList {
+func notConvertOf(q *quant.Config) *quant.NotConvertList {
 	if q == nil {
 		return nil
 	}
 	if q.ModulesToNotConvert == nil {
-		return ckpt.NewNotConvertList(defaultNotConvert)
+		return quant.NewNotConvertList(defaultNotConvert)
 	}
-	return ckpt.NewNotConvertList(q.ModulesToNotConvert)
+	return quant.NewNotConvertList(q.ModulesToNotConvert)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -46,7 +47,7 @@ func TestQwen35ReproducesInventory(t *testing.T) {
 		qc := cfg.Quantization()
 		var notConvert func(string) bool
 		if qc != nil {
-			l := ckpt.NewNotConvertList(qc.ModulesToNotConvert)
+			l := quant.NewNotConvertList(qc.ModulesToNotConvert)
 			notConvert = func(m string) bool { _, kept := l.Match(m); return kept }
 		}
 		got := q.TensorsExcept(variant == "fp8", 128, 128, notConvert)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
 // The ids of the checks of a quantisation scheme other than block FP8
@@ -30,20 +31,20 @@ const (
 // block-FP8 checks (fp8Checks), as before.
 func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt Options) []Check {
 	r, err := c.QuantRecipe()
-	var re *ckpt.RecipeError
+	var re *quant.RecipeError
 	if errors.As(err, &re) && !(in.quant != nil && strings.EqualFold(in.quant.Method, "fp8")) {
 		// a declaration ckpt cannot check: say so, and run what applies.
 		return append([]Check{{ID: SchemeConfig, Status: Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
 	}
-	if err != nil || r == nil || r.Scheme == ckpt.BlockFP8 {
+	if err != nil || r == nil || r.Scheme == quant.BlockFP8 {
 		return fp8Checks(c, in)
 	}
 	return schemeChecks(ctx, c, r, opt)
 }
 
-func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, opt Options) []Check {
+func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt Options) []Check {
 	sp := r.Spec()
-	ws := r.QuantWeights(c)
+	ws := c.QuantWeights(r)
 	var out []Check
 	declared := fmt.Sprintf("%s %s", ckpt.EscapeName(baseName(r.File)), r.Path)
 	if len(ws) == 0 {
@@ -127,8 +128,8 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *ckpt.QuantRecipe, 
 
 // isSchemeCompanion reports whether t is named like a companion of the
 // scheme's weights.
-func isSchemeCompanion(s ckpt.Scheme, t *ckpt.Tensor) bool {
-	if s == ckpt.MXFP4 {
+func isSchemeCompanion(s quant.Scheme, t *ckpt.Tensor) bool {
+	if s == quant.MXFP4 {
 		return t.DType == numfmt.U8 && strings.HasSuffix(t.Name, "_scales")
 	}
 	last := t.Name[strings.LastIndexByte(t.Name, '.')+1:]
@@ -140,8 +141,8 @@ func isSchemeCompanion(s ckpt.Scheme, t *ckpt.Tensor) bool {
 }
 
 // companionWeight names the weight a companion would belong to.
-func companionWeight(s ckpt.Scheme, name string) string {
-	if s == ckpt.MXFP4 {
+func companionWeight(s quant.Scheme, name string) string {
+	if s == quant.MXFP4 {
 		return strings.TrimSuffix(name, "_scales") + "_blocks"
 	}
 	if strings.HasSuffix(name, ckpt.ScaleSuffix) {
@@ -150,7 +151,7 @@ func companionWeight(s ckpt.Scheme, name string) string {
 	return name[:strings.LastIndexByte(name, '.')+1] + "weight"
 }
 
-func companionNames(sp *ckpt.SchemeSpec) string {
+func companionNames(sp *quant.Spec) string {
 	var parts []string
 	for _, p := range sp.Companions {
 		if !p.Optional {
@@ -174,7 +175,7 @@ func baseName(loc string) string { return loc[strings.LastIndexAny(loc, `/\`)+1:
 // (never 0xFF, NaN) and the F32 global scale of NVFP4 (weight_scale_2:
 // finite and > 0). The other companions (weight_scale, input_scale) are
 // scale tensors of data.scale_values.
-func scaleValueChecks(ctx context.Context, r *ckpt.QuantRecipe, ws []*ckpt.QuantWeight, opt Options) []Check {
+func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeight, opt Options) []Check {
 	id := SchemeScaleValues
 	if !opt.ReadData {
 		return []Check{{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}}
@@ -184,7 +185,7 @@ func scaleValueChecks(ctx context.Context, r *ckpt.QuantRecipe, ws []*ckpt.Quant
 	for _, w := range ws {
 		for i := range w.Companions {
 			p := &w.Companions[i]
-			if p.Tensor == nil || !p.DTypeOK() || !(r.Scheme == ckpt.MXFP4 && p.Role == "scale" || p.Role == "global_scale") {
+			if p.Tensor == nil || !p.DTypeOK() || !(r.Scheme == quant.MXFP4 && p.Role == "scale" || p.Role == "global_scale") {
 				continue
 			}
 			n++
@@ -197,7 +198,7 @@ func scaleValueChecks(ctx context.Context, r *ckpt.QuantRecipe, ws []*ckpt.Quant
 		return []Check{{ID: id, Status: Skip, Message: fmt.Sprintf("not checked: %v", err)}}
 	}
 	what := "global scale"
-	if r.Scheme == ckpt.MXFP4 {
+	if r.Scheme == quant.MXFP4 {
 		what = "E8M0 scale tensor"
 	}
 	return appendOr(nil, bad, Check{ID: id, Status: Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", plural(n, what, what+"s"))})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,7 +74,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 	f32 := func(v float32) []byte { return binary.LittleEndian.AppendUint32(nil, math.Float32bits(v)) }
 	for _, tc := range []struct {
 		name   string
-		scheme ckpt.Scheme
+		scheme quant.Scheme
 		poke   func(t *testing.T, dir string) // damages the fixture
 		match  string                         // the weight's tensors
 		dtype  string
@@ -87,7 +88,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 		nan    int64 // NaN values written (-1: the overflow count, as Inf)
 	}{
 		{
-			name: "MXFP4 E8M0 0xff", scheme: ckpt.MXFP4, match: mxW + "_*", dtype: "bf16", weight: mxW,
+			name: "MXFP4 E8M0 0xff", scheme: quant.MXFP4, match: mxW + "_*", dtype: "bf16", weight: mxW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, mxW+"_scales", 0, []byte{0xff}))
 			},
@@ -96,7 +97,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     32,
 		},
 		{
-			name: "MXFP4 E8M0 254", scheme: ckpt.MXFP4, match: mxW + "_*", dtype: "bf16", weight: mxW,
+			name: "MXFP4 E8M0 254", scheme: quant.MXFP4, match: mxW + "_*", dtype: "bf16", weight: mxW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, mxW+"_scales", 0, []byte{254}))
 			},
@@ -105,7 +106,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     -1,
 		},
 		{
-			name: "MXFP4 scales 142 to f16", scheme: ckpt.MXFP4, match: mxG + "_*", dtype: "f16", weight: mxG,
+			name: "MXFP4 scales 142 to f16", scheme: quant.MXFP4, match: mxG + "_*", dtype: "f16", weight: mxG,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, mxG+"_scales", 0, bytes.Repeat([]byte{142}, 1024)))
 			},
@@ -114,7 +115,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     -1,
 		},
 		{
-			name: "NVFP4 NaN weight_scale_2", scheme: ckpt.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
+			name: "NVFP4 NaN weight_scale_2", scheme: quant.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, nvG, 0, f32(float32(math.NaN()))))
 			},
@@ -123,7 +124,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     8192,
 		},
 		{
-			name: "NVFP4 Inf weight_scale_2", scheme: ckpt.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
+			name: "NVFP4 Inf weight_scale_2", scheme: quant.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, nvG, 0, f32(float32(math.Inf(1)))))
 			},
@@ -132,7 +133,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     -2, // every value NaN or Inf
 		},
 		{
-			name: "NVFP4 NaN block scale", scheme: ckpt.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "f32", weight: nvW,
+			name: "NVFP4 NaN block scale", scheme: quant.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "f32", weight: nvW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, nvS, 3, []byte{0x7f}))
 			},
@@ -141,7 +142,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			nan:     16,
 		},
 		{
-			name: "NVFP4 huge weight_scale_2", scheme: ckpt.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
+			name: "NVFP4 huge weight_scale_2", scheme: quant.NVFP4, match: "model.layers.0.mlp.down_proj.*", dtype: "bf16", weight: nvW,
 			poke: func(t *testing.T, dir string) {
 				require.NoError(t, synth.PokeTensor(dir, nvG, 0, f32(3e37)))
 			},
@@ -160,7 +161,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			if tc.ref != nil {
 				count = tc.ref(t, dir, tc.dtype)
 				require.Positive(t, count, "the fixture overflows")
-				refusal = `tensor "` + tc.weight + map[bool]string{true: "_blocks", false: ""}[tc.scheme == ckpt.MXFP4] + `" (U8): ` + strconv.FormatInt(count, 10) + refusal
+				refusal = `tensor "` + tc.weight + map[bool]string{true: "_blocks", false: ""}[tc.scheme == quant.MXFP4] + `" (U8): ` + strconv.FormatInt(count, 10) + refusal
 			}
 			out := filepath.Join(t.TempDir(), "x.safetensors")
 			code, stdout, stderr := runApp(t, "extract", dir, "--match", tc.match, "--dtype", tc.dtype, "--out", out, "--progress", "none")
@@ -175,7 +176,7 @@ func TestExtractFP4NonFinite(t *testing.T) {
 			written := nonFiniteOut(t, out, tc.weight)
 			switch {
 			case tc.nan == -1:
-				require.Equal(t, []ckpt.NonFinite{{Tensor: tc.weight + map[bool]string{true: "_blocks", false: ""}[tc.scheme == ckpt.MXFP4], Overflow: count}}, res.NonFinite)
+				require.Equal(t, []ckpt.NonFinite{{Tensor: tc.weight + map[bool]string{true: "_blocks", false: ""}[tc.scheme == quant.MXFP4], Overflow: count}}, res.NonFinite)
 				assert.Equal(t, count, written, "the count is the Inf values written")
 			case tc.nan == -2:
 				require.Equal(t, []ckpt.NonFinite{tc.record(0)}, res.NonFinite)
@@ -238,8 +239,8 @@ func TestDiffFP4NonFinite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	base, ft := filepath.Join(dir, "base"), filepath.Join(dir, "ft")
-	require.NoError(t, synth.WriteScheme(base, ckpt.MXFP4, synth.SchemeOptions{}))
-	require.NoError(t, synth.WriteScheme(ft, ckpt.MXFP4, synth.SchemeOptions{}))
+	require.NoError(t, synth.WriteScheme(base, quant.MXFP4, synth.SchemeOptions{}))
+	require.NoError(t, synth.WriteScheme(ft, quant.MXFP4, synth.SchemeOptions{}))
 	require.NoError(t, synth.PokeTensor(ft, "model.layers.0.mlp.experts.down_proj_scales", 0, []byte{0xff}))
 	code, stdout, stderr := runApp(t, "diff", base, ft, "--format", "text", "--progress", "none")
 	assert.Equal(t, 1, code, stderr)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -305,7 +305,7 @@ func TestOutputNeverOverVariantIndex(t *testing.T) {
 	// ModelOpt's hf_quant_config.json, read beside an NVFP4 checkpoint's
 	// config.json, is an input of diff, contract and extract.
 	nv := filepath.Join(t.TempDir(), "nvfp4")
-	require.NoError(t, synth.WriteScheme(nv, ckpt.NVFP4, synth.SchemeOptions{}))
+	require.NoError(t, synth.WriteScheme(nv, quant.NVFP4, synth.SchemeOptions{}))
 	hfq := filepath.Join(nv, "hf_quant_config.json")
 	require.FileExists(t, hfq)
 	before = snapshot(t, nv)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/nlpodyssey/safetensors"
 	"github.com/stretchr/testify/assert"
@@ -59,7 +60,7 @@ func refF32(raw []byte, i int) float64 {
 // refDequant returns the reference values of every quantised weight of a
 // scheme fixture, by the name of its values, read from the fixture's raw
 // bytes.
-func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
+func refDequant(t *testing.T, dir string, s quant.Scheme) map[string][]float64 {
 	t.Helper()
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, x := range c.Tensors {
 		switch {
-		case s == ckpt.MXFP4 && strings.HasSuffix(x.Name, "_blocks"):
+		case s == quant.MXFP4 && strings.HasSuffix(x.Name, "_blocks"):
 			base := strings.TrimSuffix(x.Name, "_blocks")
 			blocks, scales := raw(x.Name), raw(base+"_scales")
 			v := make([]float64, 2*len(blocks))
@@ -84,7 +85,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 				v[2*i], v[2*i+1] = refE2M1(b&15)*sc, refE2M1(b>>4)*sc
 			}
 			out[base] = v
-		case s == ckpt.NVFP4 && x.DType == numfmt.U8:
+		case s == quant.NVFP4 && x.DType == numfmt.U8:
 			mod := strings.TrimSuffix(x.Name, ".weight")
 			packed, scales, global := raw(x.Name), raw(mod+".weight_scale"), refF32(raw(mod+".weight_scale_2"), 0)
 			v := make([]float64, 2*len(packed))
@@ -93,7 +94,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 				v[2*i], v[2*i+1] = refE2M1(b&15)*sc, refE2M1(b>>4)*sc
 			}
 			out[x.Name] = v
-		case s == ckpt.FP8Channel && x.DType == numfmt.F8E4M3:
+		case s == quant.FP8Channel && x.DType == numfmt.F8E4M3:
 			codes, scales := raw(x.Name), raw(strings.TrimSuffix(x.Name, ".weight")+".weight_scale")
 			cols := int(x.Shape[1])
 			v := make([]float64, len(codes))
@@ -117,7 +118,7 @@ func refDequant(t *testing.T, dir string, s ckpt.Scheme) map[string][]float64 {
 // 1, "refusing to read it").
 func TestExtractSchemesDequantise(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Channel, ckpt.FP8Tensor, ckpt.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, bad, ft := schemeFixtures(t, s)
@@ -152,7 +153,7 @@ func TestExtractSchemesDequantise(t *testing.T) {
 				require.True(t, ok, name)
 				assert.Equal(t, toU64(w.Shape), tv.Shape(), name)
 			}
-			if s == ckpt.FP8Tensor || s == ckpt.FP8Block {
+			if s == quant.FP8Tensor || s == quant.FP8Block {
 				return // their values are checked by diff against the fine-tune (TestDiffSchemes)
 			}
 			ref := refDequant(t, base, s)
@@ -208,7 +209,7 @@ func toU64(s []int64) []uint64 {
 // does for block FP8.
 func TestExtractSchemesKeep(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Channel} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, _ := schemeFixtures(t, s)
@@ -279,7 +280,7 @@ type schemeDiffDoc struct {
 // refused the compressed-tensors FP8 weights.
 func TestDiffSchemes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4, ckpt.FP8Channel, ckpt.FP8Tensor, ckpt.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, s)
@@ -292,7 +293,7 @@ func TestDiffSchemes(t *testing.T) {
 			require.NoError(t, err)
 			defer ftc.Close()
 			var ref map[string][]float64
-			if s == ckpt.MXFP4 || s == ckpt.NVFP4 || s == ckpt.FP8Channel {
+			if s == quant.MXFP4 || s == quant.NVFP4 || s == quant.FP8Channel {
 				ref = refDequant(t, base, s)
 			}
 			changed := synth.SchemeChangedWeight(s)
@@ -353,9 +354,9 @@ func TestDiffSchemes(t *testing.T) {
 func TestDiffSchemesRequantIdentical(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		s      ckpt.Scheme
+		s      quant.Scheme
 		bm, bn int64 // 0: the weight's rows / columns
-	}{{ckpt.FP8Tensor, 0, 0}, {ckpt.FP8Channel, 1, 0}, {ckpt.FP8Block, 32, 32}} {
+	}{{quant.FP8Tensor, 0, 0}, {quant.FP8Channel, 1, 0}, {quant.FP8Block, 32, 32}} {
 		t.Run(string(tc.s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, tc.s)

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,10 +33,10 @@ func TestDiffSchemesRequantFP4(t *testing.T) {
 		RequantRecipe         string `json:"requant_recipe"`
 	}
 	for _, tc := range []struct {
-		s       ckpt.Scheme
+		s       quant.Scheme
 		weights int64
 		recipe  string
-	}{{ckpt.MXFP4, 4, "ocp-floor"}, {ckpt.NVFP4, 14, "modelopt"}} {
+	}{{quant.MXFP4, 4, "ocp-floor"}, {quant.NVFP4, 14, "modelopt"}} {
 		t.Run(string(tc.s), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()

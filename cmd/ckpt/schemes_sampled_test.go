@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,7 +81,7 @@ func bitsDiffer(b, f []float64, rs [][2]int64) int64 {
 // packed FP4 weights (exit 2).
 func TestDiffSampledPackedSchemes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []ckpt.Scheme{ckpt.MXFP4, ckpt.NVFP4} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, s)
@@ -89,7 +90,7 @@ func TestDiffSampledPackedSchemes(t *testing.T) {
 			sample := []string{"--sample-bytes", "1KiB", "--sample-seed", "2"}
 			name := synth.SchemeChangedWeight(s)
 			stored, scaleName, group := name+"_blocks", name+"_scales", int64(32)
-			if s == ckpt.NVFP4 {
+			if s == quant.NVFP4 {
 				stored, scaleName, group = name, strings.TrimSuffix(name, ".weight")+".weight_scale", 16
 			}
 

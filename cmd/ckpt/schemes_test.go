@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ import (
 
 // schemeFixtures writes, per scheme, the base, its variant with one wrong
 // scale shape and its bf16 fine-tune (synth.WriteScheme).
-func schemeFixtures(t *testing.T, s ckpt.Scheme) (base, bad, ft string) {
+func schemeFixtures(t *testing.T, s quant.Scheme) (base, bad, ft string) {
 	t.Helper()
 	dir := t.TempDir()
 	base, bad, ft = filepath.Join(dir, "base"), filepath.Join(dir, "bad"), filepath.Join(dir, "ft")
@@ -35,16 +36,16 @@ func schemeFixtures(t *testing.T, s ckpt.Scheme) (base, bad, ft string) {
 func TestInspectSchemes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		scheme  ckpt.Scheme
+		scheme  quant.Scheme
 		params  int64
 		weights int
 		line    string
 	}{
-		{ckpt.MXFP4, 139840, 4, "quantization: mxfp4, MXFP4 (gpt-oss) (config.json quantization_config, 32 elements per scale); 4 quantised weights; not quantised (quantization_config.modules_to_not_convert): model.layers.*.self_attn, model.layers.*.mlp.router, model.embed_tokens, lm_head"},
-		{ckpt.NVFP4, 90432, 14, "quantization: nvfp4, NVFP4 (NVIDIA ModelOpt) (hf_quant_config.json quantization, 16 elements per scale); 14 quantised weights; not quantised (quantization.exclude_modules): lm_head"},
-		{ckpt.FP8Channel, 90432, 14, "quantization: fp8-channel, FP8 per channel (compressed-tensors) (config.json quantization_config); 14 quantised weights; not quantised (quantization_config.ignore): lm_head"},
-		{ckpt.FP8Tensor, 90432, 14, "quantization: fp8-tensor, FP8 per tensor (compressed-tensors) (config.json quantization_config); 14 quantised weights"},
-		{ckpt.FP8Block, 90432, 14, "quantization: fp8-block, FP8 per block (compressed-tensors) (config.json quantization_config, 32x32 blocks); 14 quantised weights"},
+		{quant.MXFP4, 139840, 4, "quantization: mxfp4, MXFP4 (gpt-oss) (config.json quantization_config, 32 elements per scale); 4 quantised weights; not quantised (quantization_config.modules_to_not_convert): model.layers.*.self_attn, model.layers.*.mlp.router, model.embed_tokens, lm_head"},
+		{quant.NVFP4, 90432, 14, "quantization: nvfp4, NVFP4 (NVIDIA ModelOpt) (hf_quant_config.json quantization, 16 elements per scale); 14 quantised weights; not quantised (quantization.exclude_modules): lm_head"},
+		{quant.FP8Channel, 90432, 14, "quantization: fp8-channel, FP8 per channel (compressed-tensors) (config.json quantization_config); 14 quantised weights; not quantised (quantization_config.ignore): lm_head"},
+		{quant.FP8Tensor, 90432, 14, "quantization: fp8-tensor, FP8 per tensor (compressed-tensors) (config.json quantization_config); 14 quantised weights"},
+		{quant.FP8Block, 90432, 14, "quantization: fp8-block, FP8 per block (compressed-tensors) (config.json quantization_config, 32x32 blocks); 14 quantised weights"},
 	} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
@@ -134,15 +135,15 @@ func failing(doc schemeVerifyDoc, id string) []ckpt.Finding {
 func TestVerifySchemes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		scheme ckpt.Scheme
+		scheme quant.Scheme
 		named  string // in the scheme.config message
 		want   string // in the failing message
 	}{
-		{ckpt.MXFP4, "mxfp4: MXFP4 (gpt-oss)", "has shape [2,4,64], expected [2,64,4] = [..., G]"},
-		{ckpt.NVFP4, "nvfp4: NVFP4 (NVIDIA ModelOpt), declared in hf_quant_config.json quantization", "has shape [32,16], expected [64,8] = [N, K/16]"},
-		{ckpt.FP8Channel, "fp8-channel: FP8 per channel (compressed-tensors)", "has shape [1,64], expected [64,1] = [N, 1]"},
-		{ckpt.FP8Tensor, "fp8-tensor: FP8 per tensor (compressed-tensors)", "has shape [2], expected a scalar ([] or [1])"},
-		{ckpt.FP8Block, "fp8-block: FP8 per block (compressed-tensors)", "has shape [4,2], expected [2,4] = [ceil(N/bm), ceil(K/bn)]"},
+		{quant.MXFP4, "mxfp4: MXFP4 (gpt-oss)", "has shape [2,4,64], expected [2,64,4] = [..., G]"},
+		{quant.NVFP4, "nvfp4: NVFP4 (NVIDIA ModelOpt), declared in hf_quant_config.json quantization", "has shape [32,16], expected [64,8] = [N, K/16]"},
+		{quant.FP8Channel, "fp8-channel: FP8 per channel (compressed-tensors)", "has shape [1,64], expected [64,1] = [N, 1]"},
+		{quant.FP8Tensor, "fp8-tensor: FP8 per tensor (compressed-tensors)", "has shape [2], expected a scalar ([] or [1])"},
+		{quant.FP8Block, "fp8-block: FP8 per block (compressed-tensors)", "has shape [4,2], expected [2,4] = [ceil(N/bm), ceil(K/bn)]"},
 	} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
@@ -203,7 +204,7 @@ func TestVerifySchemeContract(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		scheme   ckpt.Scheme
+		scheme   quant.Scheme
 		edit     func([]ckpt.MemTensor) []ckpt.MemTensor
 		config   func(dir string)
 		readData bool
@@ -211,31 +212,31 @@ func TestVerifySchemeContract(t *testing.T) {
 		tensors  []string
 		message  string
 	}{
-		{"nvfp4 global scale missing", ckpt.NVFP4, drop(down + ".weight_scale_2"), nil, false, "scheme.companion_missing", []string{down + ".weight"},
+		{"nvfp4 global scale missing", quant.NVFP4, drop(down + ".weight_scale_2"), nil, false, "scheme.companion_missing", []string{down + ".weight"},
 			"has no " + down + ".weight_scale_2 (global_scale F32, a scalar ([] or [1]))"},
-		{"nvfp4 global scale not a scalar", ckpt.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) {
+		{"nvfp4 global scale not a scalar", quant.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) {
 			x.Shape, x.Data = []int64{2}, append(x.Data, x.Data...)
 		}), nil, false, "scheme.companion_shape", []string{down + ".weight_scale_2", down + ".weight"}, "has shape [2], expected a scalar"},
-		{"nvfp4 block scale as bf16", ckpt.NVFP4, set(down+".weight_scale", func(x *ckpt.MemTensor) {
+		{"nvfp4 block scale as bf16", quant.NVFP4, set(down+".weight_scale", func(x *ckpt.MemTensor) {
 			x.DType, x.Data = numfmt.BF16, append(x.Data, x.Data...)
 		}), nil, false, "scheme.companion_dtype", []string{down + ".weight_scale", down + ".weight"}, "has dtype BF16, expected F8_E4M3"},
-		{"nvfp4 zero global scale", ckpt.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) { x.Data = make([]byte, 4) }), nil, true,
+		{"nvfp4 zero global scale", quant.NVFP4, set(down+".weight_scale_2", func(x *ckpt.MemTensor) { x.Data = make([]byte, 4) }), nil, true,
 			"scheme.scale_values", []string{down + ".weight_scale_2", down + ".weight"}, "1 of 1 values are no finite scale > 0; first at element 0 = 0"},
-		{"nvfp4 excluded module quantised", ckpt.NVFP4, nil, func(d string) {
+		{"nvfp4 excluded module quantised", quant.NVFP4, nil, func(d string) {
 			editJSON(t, filepath.Join(d, "hf_quant_config.json"), func(m map[string]any) {
 				q := m["quantization"].(map[string]any)
 				q["exclude_modules"] = append(q["exclude_modules"].([]any), "model.layers.1.mlp*")
 			})
 		}, false, "scheme.ignored", nil, `quantization.exclude_modules lists "model.layers.1.mlp*"`},
-		{"mxfp4 NaN scale", ckpt.MXFP4, set(experts+"_scales", func(x *ckpt.MemTensor) { x.Data[5], x.Data[9] = 0xFF, 0xFF }), nil, true,
+		{"mxfp4 NaN scale", quant.MXFP4, set(experts+"_scales", func(x *ckpt.MemTensor) { x.Data[5], x.Data[9] = 0xFF, 0xFF }), nil, true,
 			"scheme.scale_values", []string{experts + "_scales", experts + "_blocks"}, "2 of 512 values are no finite scale > 0; first at element 5 = 0xFF (NaN)"},
-		{"mxfp4 scales missing", ckpt.MXFP4, drop(experts + "_scales"), nil, false, "scheme.companion_missing", []string{experts + "_blocks"}, "has no " + experts + "_scales"},
-		{"mxfp4 blocks of 8 bytes", ckpt.MXFP4, set(experts+"_blocks", func(x *ckpt.MemTensor) { x.Shape = []int64{2, 64, 8, 8} }), nil, false,
+		{"mxfp4 scales missing", quant.MXFP4, drop(experts + "_scales"), nil, false, "scheme.companion_missing", []string{experts + "_blocks"}, "has no " + experts + "_scales"},
+		{"mxfp4 blocks of 8 bytes", quant.MXFP4, set(experts+"_blocks", func(x *ckpt.MemTensor) { x.Shape = []int64{2, 64, 8, 8} }), nil, false,
 			"scheme.weight_shape", []string{experts + "_blocks"}, "is mxfp4 codes of shape [2,64,8,8]: expected [..., G, 16]"},
-		{"fp8 channel scale orphan", ckpt.FP8Channel, func(ts []ckpt.MemTensor) []ckpt.MemTensor {
+		{"fp8 channel scale orphan", quant.FP8Channel, func(ts []ckpt.MemTensor) []ckpt.MemTensor {
 			return append(ts, ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "lm_head.weight_scale", DType: numfmt.F32, Shape: []int64{64, 1}}, Data: make([]byte, 256)})
 		}, nil, false, "scheme.companion_orphan", []string{"lm_head.weight_scale"}, "lm_head.weight is BF16 [64,64], not a fp8-channel weight"},
-		{"fp8 channel ignored module quantised", ckpt.FP8Channel, nil, func(d string) {
+		{"fp8 channel ignored module quantised", quant.FP8Channel, nil, func(d string) {
 			editJSON(t, filepath.Join(d, "config.json"), func(m map[string]any) {
 				q := m["quantization_config"].(map[string]any)
 				q["ignore"] = append(q["ignore"].([]any), `re:.*layers\.1\.mlp\.down_proj$`)
@@ -273,7 +274,7 @@ func TestVerifySchemeContract(t *testing.T) {
 func TestVerifyUnknownScheme(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "x")
-	require.NoError(t, synth.WriteScheme(dir, ckpt.FP8Channel, synth.SchemeOptions{}))
+	require.NoError(t, synth.WriteScheme(dir, quant.FP8Channel, synth.SchemeOptions{}))
 	editJSON(t, filepath.Join(dir, "config.json"), func(m map[string]any) {
 		q := m["quantization_config"].(map[string]any)
 		q["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["strategy"] = "group"

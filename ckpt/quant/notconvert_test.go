@@ -1,14 +1,14 @@
-package ckpt_test
+package quant_test
 
 import (
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/stretchr/testify/assert"
 )
 
 // TestNotConvertList holds the matcher to transformers' should_convert_module
-// (ckpt.NotConvertSource): each want is what transformers 5.23.0 answered
+// (quantizers_utils.py@v5.23.0): each want is what transformers 5.23.0 answered
 // for the entry and module name (not should_convert_module(name, [entry])).
 func TestNotConvertList(t *testing.T) {
 	t.Parallel()
@@ -48,17 +48,17 @@ func TestNotConvertList(t *testing.T) {
 		{"mo.el", "model.x", true},
 		{"mo.el", "moXel", true},
 	} {
-		l := ckpt.NewNotConvertList([]string{tc.entry})
+		l := quant.NewNotConvertList([]string{tc.entry})
 		_, got := l.Match(tc.module)
 		assert.Equal(t, tc.want, got, "%q vs %q", tc.entry, tc.module)
 	}
-	l := ckpt.NewNotConvertList([]string{"lm_head", "visual", "model.layers.0"})
+	l := quant.NewNotConvertList([]string{"lm_head", "visual", "model.layers.0"})
 	for module, want := range map[string]string{"model.visual": "visual", "model.layers.0.mlp.up_proj": "model.layers.0", "model.visual.merger.linear_fc1": ""} {
 		e, kept := l.Match(module)
 		assert.Equal(t, want, e, module)
 		assert.Equal(t, want != "", kept, module)
 	}
-	var none *ckpt.NotConvertList
+	var none *quant.NotConvertList
 	_, kept := none.Match("lm_head")
 	assert.False(t, kept, "an absent list keeps nothing")
 }

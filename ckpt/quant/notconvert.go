@@ -1,17 +1,15 @@
-package ckpt
+package quant
 
 import (
 	"regexp"
 	"strings"
 )
 
-// NotConvertSource is the upstream code NotConvertList follows.
-const NotConvertSource = "huggingface/transformers src/transformers/quantizers/quantizers_utils.py@v5.23.0 (should_convert_module)"
-
 // NotConvertList is a quantization_config's modules_to_not_convert read as
-// transformers reads it: should_convert_module (NotConvertSource), which
-// its FineGrainedFP8 and MXFP4 quantizers apply to every module of the
-// model (named_modules, each module on its own name). An entry keeps a
+// transformers reads it: should_convert_module (huggingface/transformers
+// src/transformers/quantizers/quantizers_utils.py@v5.23.0), which its
+// FineGrainedFP8 and MXFP4 quantizers apply to every module of the model
+// (named_modules, each module on its own name). An entry keeps a
 // module unconverted when
 //
 //   - the entry, as a Python regular expression, matches the module's name
@@ -65,14 +63,6 @@ func (l *NotConvertList) Match(module string) (entry string, kept bool) {
 		}
 	}
 	return "", false
-}
-
-// Entries is the list as given.
-func (l *NotConvertList) Entries() []string {
-	if l == nil {
-		return nil
-	}
-	return l.entries
 }
 
 // match is one entry of should_convert_module:
