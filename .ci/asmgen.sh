@@ -23,6 +23,10 @@ if [ "${#gens[@]}" -eq 0 ]; then
 	echo "asmgen: no */_asm generator directories found" >&2
 	exit 1
 fi
+# The generators' go.mod files replace package asmgen, the code they
+# share, by this relative path: the scratch tree holds it at the same place.
+mkdir -p "$work/cmd/internal"
+cp -R cmd/internal/_asmgen "$work/cmd/internal/"
 fail=0
 checked=0
 for gen in "${gens[@]}"; do

@@ -14,7 +14,7 @@ import (
 // and Y9 (lanes 4-7), nb in Y10/Y11, nf in Y12/Y13, d in Y14/Y15, and the
 // running maximum of |f-b| in the four lanes of Y7.
 func accumulate(f *file) {
-	abs := f.data("absmask64", 0x7fffffffffffffff, 0x7fffffffffffffff, 0x7fffffffffffffff, 0x7fffffffffffffff)
+	abs := f.Data("absmask64", 0x7fffffffffffffff, 0x7fffffffffffffff, 0x7fffffffffffffff, 0x7fffffffffffffff)
 	f.text("accumulateFMA", "func(l *lanes, b, f *float32, n int)")
 	a := f.lanesAddr()
 	f.accumulateArgs(2) // bytes per side
@@ -117,10 +117,10 @@ func (f *file) lanesAddr() lanes {
 // DX, b into SI, f into DI, n<<shift (the bytes per side) into CX; AX, the
 // offset into b and f, starts at zero.
 func (f *file) accumulateArgs(shift uint8) {
-	f.MOVQ(f.arg("l"), RDX)
-	f.MOVQ(f.arg("b"), RSI)
-	f.MOVQ(f.arg("f"), RDI)
-	f.MOVQ(f.arg("n"), RCX)
+	f.MOVQ(f.Arg("l"), RDX)
+	f.MOVQ(f.Arg("b"), RSI)
+	f.MOVQ(f.Arg("f"), RDI)
+	f.MOVQ(f.Arg("n"), RCX)
 	f.SHLQ(U8(shift), RCX)
 	f.XORQ(RAX, RAX)
 }

@@ -55,7 +55,7 @@ func e4m3blocks512(f *file) {
 	for i := range idx {
 		idx[i] = uint64(2*i+1)<<56 | uint64(2*i)<<48
 	}
-	e5k := f.data("e5k", idx...)
+	e5k := f.Data("e5k", idx...)
 
 	// e4m3BlocksAVX2 for bn a positive multiple of 64: block j runs the
 	// unit loop when k[j] is e4m3Same, the scaled one with k[j].kb, kf
@@ -76,11 +76,11 @@ func e4m3blocks512(f *file) {
 		"partial_maxAbs", "partial_sumSqDiff")
 	blk := func(field string) Mem { return Mem{Base: R10, Disp: f.layout("e4m3Block_" + field)} }
 	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Sums_" + field)} }
-	f.MOVQ(f.arg("b"), RSI)
-	f.MOVQ(f.arg("f"), RDI)
-	f.MOVQ(f.arg("k"), R10)
-	f.MOVQ(f.arg("out"), R12)
-	f.MOVQ(f.arg("tab"), RAX)
+	f.MOVQ(f.Arg("b"), RSI)
+	f.MOVQ(f.Arg("f"), RDI)
+	f.MOVQ(f.Arg("k"), R10)
+	f.MOVQ(f.Arg("out"), R12)
+	f.MOVQ(f.Arg("tab"), RAX)
 	f.XORQ(R13, R13)
 	f.VMOVDQU64(Mem{Base: RAX}, Z16)
 	f.VMOVDQU64(Mem{Base: RAX, Disp: 64}, Z17)
@@ -98,9 +98,9 @@ func e4m3blocks512(f *file) {
 	f.KMOVQ(RAX, K7)
 
 	f.Label("block")
-	f.CMPQ(R13, f.arg("nk"))
+	f.CMPQ(R13, f.Arg("nk"))
 	f.JEQ(LabelRef("ret"))
-	f.MOVQ(f.arg("bn"), RDX)
+	f.MOVQ(f.Arg("bn"), RDX)
 	f.ADDQ(RDX, RSI)
 	f.ADDQ(RDX, RDI)
 	f.NEGQ(RDX)
@@ -171,7 +171,7 @@ func e4m3blocks512(f *file) {
 	f.VMOVHPD(X0, sums("ff"))
 	f.VMOVSD(X2, sums("bf"))
 	f.VMOVSD(X3, sums("mx"))
-	f.MOVQ(f.arg("bn"), RBX)
+	f.MOVQ(f.Arg("bn"), RBX)
 	f.SUBQ(RCX, RBX)
 	f.MOVQ(RBX, sums("changed"))
 	f.SUBQ(R9, R8) // #(z and not eq)
@@ -184,7 +184,7 @@ func e4m3blocks512(f *file) {
 	f.JMP(LabelRef("block"))
 
 	f.Label("ret")
-	f.MOVQ(R13, f.ret())
+	f.MOVQ(R13, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
 }
@@ -202,7 +202,7 @@ func e4m3blocks512(f *file) {
 // X4-X6.
 func (f *file) e4m3Add5(blk func(string) Mem) {
 	part := func(field string) Mem { return Mem{Base: RAX, Disp: f.layout("partial_" + field)} }
-	f.MOVQ(f.arg("p"), RAX)
+	f.MOVQ(f.Arg("p"), RAX)
 	f.TESTQ(RAX, RAX)
 	f.JZ(LabelRef("next"))
 	f.ADDQ(RBX, part("changed"))
@@ -278,7 +278,7 @@ func (f *file) e4m3Add5(blk func(string) Mem) {
 
 	f.Label("add5unit")
 	f.VMULSD(blk("unit"), X4, X4)
-	f.MOVQ(f.arg("p"), RAX)
+	f.MOVQ(f.Arg("p"), RAX)
 
 	f.Label("add5ss")
 	f.VADDSD(part("sumSqDiff"), X4, X4)

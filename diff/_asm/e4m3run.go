@@ -73,7 +73,7 @@ func e4m3run(f *file) {
 		n2 = 0xfefefefefefefefe
 		m2 = 0x7fffffff7fffffff
 	)
-	e4k := f.data("e4k",
+	e4k := f.Data("e4k",
 		w4, w4, w4, w4, // 0: idx limit
 		s8, s8, s8, s8, // 32: sign bit
 		// 64: T2: 0 . de . ec . f2 . | f8 . fa . fc . fe 00 (both lanes)
@@ -114,18 +114,18 @@ func e4m3run(f *file) {
 		"e4m3Sums_bf", "e4m3Sums_mx", "e4m3Sums_changed", "e4m3Sums_zeroSign")
 	blk := func(field string) Mem { return Mem{Base: R10, Disp: f.layout("e4m3Block_" + field)} }
 	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Sums_" + field)} }
-	f.MOVQ(f.arg("b"), RSI)
-	f.MOVQ(f.arg("f"), RDI)
-	f.MOVQ(f.arg("k"), R10)
-	f.MOVQ(f.arg("out"), R12)
+	f.MOVQ(f.Arg("b"), RSI)
+	f.MOVQ(f.Arg("f"), RDI)
+	f.MOVQ(f.Arg("k"), R10)
+	f.MOVQ(f.Arg("out"), R12)
 	f.XORQ(R13, R13)
 	f.VMOVDQU(e4k.Offset(64), Y14)
 	f.VMOVDQU(e4k.Offset(96), Y15)
 
 	f.Label("block")
-	f.CMPQ(R13, f.arg("nk"))
+	f.CMPQ(R13, f.Arg("nk"))
 	f.JEQ(LabelRef("ret"))
-	f.MOVQ(f.arg("bn"), RDX)
+	f.MOVQ(f.Arg("bn"), RDX)
 	f.ADDQ(RDX, RSI)
 	f.ADDQ(RDX, RDI)
 	f.NEGQ(RDX)
@@ -195,7 +195,7 @@ func e4m3run(f *file) {
 	f.VMOVHPD(X0, sums("ff"))
 	f.VMOVSD(X2, sums("bf"))
 	f.VMOVHPD(X2, sums("mx"))
-	f.MOVQ(f.arg("bn"), RBX)
+	f.MOVQ(f.Arg("bn"), RBX)
 	f.SUBQ(RCX, RBX)
 	f.MOVQ(RBX, sums("changed"))
 	f.SUBQ(R9, R8) // #(z and not eq)
@@ -206,7 +206,7 @@ func e4m3run(f *file) {
 	f.JMP(LabelRef("block"))
 
 	f.Label("ret")
-	f.MOVQ(R13, f.ret())
+	f.MOVQ(R13, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
 }

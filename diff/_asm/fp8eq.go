@@ -11,15 +11,15 @@ import (
 // block of 16 and must not wrap), the elements with the same canonical
 // code and the same value, and the ±0 sign flips.
 func fp8eq(f *file) {
-	lo7 := f.data("lo7", 0x7f7f7f7f7f7f7f7f, 0x7f7f7f7f7f7f7f7f)
+	lo7 := f.Data("lo7", 0x7f7f7f7f7f7f7f7f, 0x7f7f7f7f7f7f7f7f)
 
 	f.text("countFP8SSE2", "func(a, b *byte, bF, fF *float32, n int, nanAbove byte) (kept, zeroSign int)")
-	f.MOVQ(f.arg("a"), RSI)
-	f.MOVQ(f.arg("b"), RDI)
-	f.MOVQ(f.arg("bF"), RDX)
-	f.MOVQ(f.arg("fF"), R8)
-	f.MOVQ(f.arg("n"), RCX)
-	f.MOVBLZX(f.arg("nanAbove"), EAX)
+	f.MOVQ(f.Arg("a"), RSI)
+	f.MOVQ(f.Arg("b"), RDI)
+	f.MOVQ(f.Arg("bF"), RDX)
+	f.MOVQ(f.Arg("fF"), R8)
+	f.MOVQ(f.Arg("n"), RCX)
+	f.MOVBLZX(f.Arg("nanAbove"), EAX)
 	f.MOVQ(RAX, X14)
 	f.PUNPCKLBW(X14, X14)
 	f.PSHUFLW(U8(0), X14, X14)
@@ -76,9 +76,9 @@ func fp8eq(f *file) {
 	f.PSHUFD(U8(0x4e), X12, X1)
 	f.PADDQ(X1, X12)
 	f.MOVQ(X11, RAX)
-	f.MOVQ(RAX, f.arg("kept"))
+	f.MOVQ(RAX, f.Arg("kept"))
 	f.MOVQ(X12, RAX)
-	f.MOVQ(RAX, f.arg("zeroSign"))
+	f.MOVQ(RAX, f.Arg("zeroSign"))
 	f.RET()
 }
 

@@ -16,19 +16,10 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"go/token"
 	"go/types"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
-	"github.com/mmcloughlin/avo/attr"
-	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/gotypes"
-	"github.com/mmcloughlin/avo/operand"
+	"github.com/ckpt-dev/ckpt/asmgen"
 )
 
 // generators are the generators, by the name of the file they write
@@ -44,99 +35,26 @@ func generators() map[string]func(f *file) {
 }
 
 func main() {
-	// The file is chosen before the flags are parsed: avo's -out creates
-	// its file then.
-	out := outFlag(os.Args[1:])
-	gen, ok := generators()[strings.TrimSuffix(filepath.Base(out), "_amd64.s")]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "_asm: -out %q names no generator (one of %s)\n", out, names())
-		os.Exit(2)
+	files := map[string]func(*asmgen.File){}
+	for name, gen := range generators() {
+		files[name+"_amd64.s"] = func(a *asmgen.File) { gen(&file{File: a}) }
 	}
-	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
-	flags := build.NewFlags(fs)
-	_ = fs.Parse(os.Args[1:])
-	f := &file{Context: build.NewContext(), pkg: declarations()}
-	f.ConstraintExpr("amd64,!purego")
-	gen(f)
-	os.Exit(build.Main(flags.Config(), f.Context))
+	asmgen.Main(declarations(), files)
 }
 
-// outFlag is the value of the -out flag in args ("" without one).
-func outFlag(args []string) string {
-	for i, a := range args {
-		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
-		if v, ok := strings.CutPrefix(a, "out="); ok {
-			return v
-		}
-		if a == "out" && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
-// names lists the generators' file names.
-func names() string {
-	var ns []string
-	for n := range generators() {
-		ns = append(ns, n+"_amd64.s")
-	}
-	sort.Strings(ns)
-	return strings.Join(ns, ", ")
-}
-
-// file is the avo context of one generated file.
+// file is the avo context of one generated file (package asmgen's, with
+// its command line and helpers), with the goAsm values the current
+// function uses.
 type file struct {
-	*build.Context
-	pkg  *types.Package // the types of package diff the signatures name
+	*asmgen.File
 	used map[string]int // the goAsm values of the current function
 }
 
 // text starts the NOSPLIT function name of Go signature sig (as in
 // package diff, whose declaration stays hand-written).
 func (f *file) text(name, sig string) {
-	s, err := gotypes.ParseSignatureInPackage(f.pkg, sig)
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", name, err))
-	}
-	f.Function(name)
-	f.Attributes(attr.NOSPLIT)
-	f.Signature(s)
+	f.Text(name, sig)
 	f.used = nil
-}
-
-// arg is the address of argument (or named result) name of the current
-// function: name+offset(FP).
-func (f *file) arg(name string) operand.Mem {
-	c := f.Param(name)
-	if _, err := c.Resolve(); err != nil {
-		c = f.Return(name)
-	}
-	b, err := c.Resolve()
-	if err != nil {
-		panic(fmt.Sprintf("argument %s: %v", name, err))
-	}
-	return b.Addr
-}
-
-// ret is the address of the (only, unnamed) result: ret+offset(FP).
-func (f *file) ret() operand.Mem {
-	b, err := f.ReturnIndex(0).Resolve()
-	if err != nil {
-		panic(fmt.Sprintf("result: %v", err))
-	}
-	return b.Addr
-}
-
-// data declares the static RODATA|NOPTR symbol name<> of the 64-bit
-// words vs and returns its address.
-func (f *file) data(name string, vs ...uint64) operand.Mem {
-	m := f.StaticGlobal(name)
-	f.DataAttributes(attr.RODATA | attr.NOPTR)
-	for i, v := range vs {
-		f.AddDatum(8*i, operand.U64(v))
-	}
-	return m
 }
 
 // declarations are the types of package diff that the signatures name,

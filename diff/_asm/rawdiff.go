@@ -11,10 +11,10 @@ import (
 // bytes into a mask register, POPCNT of the mask.
 func rawdiff(f *file) {
 	f.text("rawSameAVX512", "func(a, b *byte, n int, esize int) int")
-	f.MOVQ(f.arg("a"), RSI)
-	f.MOVQ(f.arg("b"), RDI)
-	f.MOVQ(f.arg("n"), RDX)
-	f.MOVQ(f.arg("esize"), RCX)
+	f.MOVQ(f.Arg("a"), RSI)
+	f.MOVQ(f.Arg("b"), RDI)
+	f.MOVQ(f.Arg("n"), RDX)
+	f.MOVQ(f.Arg("esize"), RCX)
 	f.ADDQ(RDX, RSI)
 	f.ADDQ(RDX, RDI)
 	f.NEGQ(RDX)
@@ -53,7 +53,7 @@ func rawdiff(f *file) {
 	loop("bytes", f.VPCMPEQB, f.KMOVQ, RAX, true)
 
 	f.Label("ret")
-	f.MOVQ(R8, f.ret())
+	f.MOVQ(R8, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
 }

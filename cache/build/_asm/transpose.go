@@ -1,23 +1,23 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/build"
+	"github.com/ckpt-dev/ckpt/asmgen"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
 // transpose builds transpose_amd64.s (the Go side is transpose_amd64.go).
-func transpose(c *build.Context) {
+func transpose(c *asmgen.File) {
 	// func transposeRowsSSE2(dst *uint16, src *byte, stride uintptr, n uintptr)
 	//
 	// dst[j*32+k] = 16-bit value j of the row at src + k*stride, for the 32
 	// rows k and the n values j (n a multiple of 8): 8x8 blocks transposed in
 	// registers (three rounds of unpacks: 16-, 32- and 64-bit lanes).
-	text(c, "transposeRowsSSE2", "func(dst *uint16, src *byte, stride uintptr, n uintptr)")
-	c.MOVQ(arg(c, "dst"), RDI)
-	c.MOVQ(arg(c, "src"), RSI)
-	c.MOVQ(arg(c, "stride"), R9)
-	c.MOVQ(arg(c, "n"), RCX)
+	c.Text("transposeRowsSSE2", "func(dst *uint16, src *byte, stride uintptr, n uintptr)")
+	c.MOVQ(c.Arg("dst"), RDI)
+	c.MOVQ(c.Arg("src"), RSI)
+	c.MOVQ(c.Arg("stride"), R9)
+	c.MOVQ(c.Arg("n"), RCX)
 	c.LEAQ(Mem{Base: R9, Index: R9, Scale: 2}, R11) // 3*stride
 	c.SHRQ(U8(3), RCX)                              // 8-value column groups
 	c.JZ(LabelRef("done"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/ckpt-dev/ckpt/asmgen"
 	"github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -23,7 +24,7 @@ import (
 // The 32 codes of an iteration are permuted by dwords (VPERMD) to
 // 0-3 8-11 16-19 24-27 | 4-7 12-15 20-23 28-31 so that the in-lane
 // unpacks produce the float32 values in memory order.
-func dequant(c *build.Context) {
+func dequant(c *asmgen.File) {
 	var words []uint64
 	words = append(words, splat4(0x7f7f7f7f7f7f7f7f)...) // magnitude mask
 	words = append(words, splat4(0x0808080808080808)...) // T index limit; the sign bit shifted right by 4
@@ -37,12 +38,12 @@ func dequant(c *build.Context) {
 		0x0000000300000001,
 		0x0000000700000005,
 	)
-	dec8 := global(c, "dec8", words...)
+	dec8 := c.Data("dec8", words...)
 
 	// func decodeE4M3AVX2(dst *float32, src *byte, n int, s2 float32) (nan bool)
 	//
 	// n is a positive multiple of 32; s2 = s·2^104.
-	text(c, "decodeE4M3AVX2", "func(dst *float32, src *byte, n int, s2 float32) (nan bool)")
+	c.Text("decodeE4M3AVX2", "func(dst *float32, src *byte, n int, s2 float32) (nan bool)")
 	dequantSetup(c, dec8)
 	c.Label("loop")
 	decode32(c)
@@ -53,7 +54,7 @@ func dequant(c *build.Context) {
 	// func dequantE4M3F32AVX2(dst *byte, src *byte, n int, s2 float32) (nan bool)
 	//
 	// decodeE4M3AVX2 into bytes (the little-endian float32 output of extract).
-	text(c, "dequantE4M3F32AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
+	c.Text("dequantE4M3F32AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
 	dequantSetup(c, dec8)
 	c.Label("loopf")
 	decode32(c)
@@ -71,7 +72,7 @@ func dequant(c *build.Context) {
 	// The products of decodeE4M3AVX2 rounded to bfloat16, nearest even: no
 	// product of a non-NaN code is NaN or overflows (|s| < 2^24), so the
 	// rounding needs no NaN case. n is a positive multiple of 32.
-	text(c, "dequantE4M3BF16AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
+	c.Text("dequantE4M3BF16AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
 	dequantSetup(c, dec8)
 	c.Label("loopb")
 	decode32(c)
@@ -94,7 +95,7 @@ func dequant(c *build.Context) {
 	//
 	// The products of decodeE4M3AVX2 rounded to IEEE half (F16C, nearest
 	// even, overflowing to infinity). n is a positive multiple of 32.
-	text(c, "dequantE4M3F16AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
+	c.Text("dequantE4M3F16AVX2", "func(dst *byte, src *byte, n int, s2 float32) (nan bool)")
 	dequantSetup(c, dec8)
 	c.Label("looph")
 	decode32(c)
@@ -112,11 +113,11 @@ func dequant(c *build.Context) {
 
 // dequantSetup loads the arguments (dst, src, n, s2) and the constants of
 // decode32 from dec8, and clears the NaN codes seen (Y9).
-func dequantSetup(c *build.Context, dec8 Mem) {
-	c.MOVQ(arg(c, "dst"), RDI)
-	c.MOVQ(arg(c, "src"), RSI)
-	c.MOVQ(arg(c, "n"), RCX)
-	c.VBROADCASTSS(arg(c, "s2"), Y14)
+func dequantSetup(c *asmgen.File, dec8 Mem) {
+	c.MOVQ(c.Arg("dst"), RDI)
+	c.MOVQ(c.Arg("src"), RSI)
+	c.MOVQ(c.Arg("n"), RCX)
+	c.VBROADCASTSS(c.Arg("s2"), Y14)
 	c.VPXOR(Y15, Y15, Y15)
 	c.VMOVDQU(dec8, Y13)
 	c.VMOVDQU(dec8.Offset(32), Y12)
@@ -132,7 +133,7 @@ func dequantSetup(c *build.Context, dec8 Mem) {
 // bit at bit 3 of each byte (Y3); m' = m + T[min(m, 8)] (Y1); the words
 // sign<<11 | m', shifted to sign<<15 | m'<<4 (Y4, Y5); the dwords
 // sign<<31 | m'<<20, multiplied by s2.
-func decode32(c *build.Context) {
+func decode32(c *asmgen.File) {
 	c.VPERMD(Mem{Base: RSI}, Y10, Y0)
 	c.VPAND(Y13, Y0, Y1)
 	c.VPCMPEQB(Y13, Y1, Y2)
@@ -157,7 +158,7 @@ func decode32(c *build.Context) {
 }
 
 // store32 stores the 32 float32 products of decode32 at DI.
-func store32(c *build.Context) {
+func store32(c *asmgen.File) {
 	c.VMOVUPS(Y6, Mem{Base: RDI})
 	c.VMOVUPS(Y7, Mem{Base: RDI, Disp: 32})
 	c.VMOVUPS(Y8, Mem{Base: RDI, Disp: 64})
@@ -166,7 +167,7 @@ func store32(c *build.Context) {
 
 // dequantStep advances SI by the 32 codes and DI by out bytes and loops to
 // label while codes are left.
-func dequantStep(c *build.Context, out int, label string) {
+func dequantStep(c *asmgen.File, out int, label string) {
 	c.ADDQ(U8(32), RSI)
 	c.ADDQ(U32(out), RDI)
 	c.SUBQ(U8(32), RCX)
@@ -174,10 +175,10 @@ func dequantStep(c *build.Context, out int, label string) {
 }
 
 // dequantDone reports whether a NaN code was seen and returns.
-func dequantDone(c *build.Context) {
+func dequantDone(c *asmgen.File) {
 	c.VPMOVMSKB(Y9, EAX)
 	c.TESTL(EAX, EAX)
-	c.SETNE(arg(c, "nan"))
+	c.SETNE(c.Arg("nan"))
 	c.VZEROUPPER()
 	c.RET()
 }
@@ -185,7 +186,7 @@ func dequantDone(c *build.Context) {
 // rne16 rounds the float32 bits of y to their top 16 bits, nearest even
 // (no NaN comes here; Y2 holds the bias, Y3 the lowest kept bit); t is
 // scratch.
-func rne16(c *build.Context, y, t VecPhysical) {
+func rne16(c *asmgen.File, y, t VecPhysical) {
 	c.VPSRLD(U8(16), y, t)
 	c.VPAND(Y3, t, t)
 	c.VPADDD(Y2, y, y)

@@ -1,21 +1,21 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/build"
+	"github.com/ckpt-dev/ckpt/asmgen"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
 // nonfinite builds nonfinite_amd64.s.
-func nonfinite(c *build.Context) {
-	nan7f := global(c, "nan7f", splat4(0x7f7f7f7f7f7f7f7f)...)
+func nonfinite(c *asmgen.File) {
+	nan7f := c.Data("nan7f", splat4(0x7f7f7f7f7f7f7f7f)...)
 
 	// Per 128 bytes: the low seven bits of every code (VPAND), compared
 	// with 0x7f (VPCMPEQB: 0xff where a code is a NaN), the four results
 	// ORed and tested once.
-	text(c, "cleanE4M3AVX2", "func(p *byte, n int) int")
-	c.MOVQ(arg(c, "p"), RSI)
-	c.MOVQ(arg(c, "n"), RCX)
+	c.Text("cleanE4M3AVX2", "func(p *byte, n int) int")
+	c.MOVQ(c.Arg("p"), RSI)
+	c.MOVQ(c.Arg("n"), RCX)
 	c.VMOVDQU(nan7f, Y7)
 	c.XORQ(RAX, RAX)
 	c.Label("loop")
@@ -38,6 +38,6 @@ func nonfinite(c *build.Context) {
 	c.JLT(LabelRef("loop"))
 	c.Label("done")
 	c.VZEROUPPER()
-	c.MOVQ(RAX, arg(c, "ret"))
+	c.MOVQ(RAX, c.Ret(0))
 	c.RET()
 }

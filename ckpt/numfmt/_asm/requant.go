@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/ckpt-dev/ckpt/asmgen"
 	"github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -10,7 +11,7 @@ import (
 
 // requant builds requant_amd64.s, the re-quantisation kernels of
 // requantBlock (the Go side is requant_amd64.go).
-func requant(c *build.Context) {
+func requant(c *asmgen.File) {
 	rqc := c.StaticGlobal("rqc")
 	c.DataAttributes(build.RODATA | build.NOPTR)
 	for i, v := range []uint32{
@@ -25,8 +26,8 @@ func requant(c *build.Context) {
 		c.AddDatum(4*i, U32(v))
 	}
 	// 0x7ffff - 0x3c000000 (mod 2^32)
-	rqk := global(c, "rqk", splat4(0xc407ffffc407ffff)...)
-	rq7f := global(c, "rq7f", splat4(0x0000007f0000007f)...)
+	rqk := c.Data("rqk", splat4(0xc407ffffc407ffff)...)
+	rq7f := c.Data("rq7f", splat4(0x0000007f0000007f)...)
 
 	// func requantAVX2(w *float32, codes *byte, n int, s float32, mul bool) (same, zeroSign int)
 	//
@@ -34,11 +35,11 @@ func requant(c *build.Context) {
 	// code EncodeE4M3(w[i]/s) (EncodeE4M3(w[i]·s) when mul) decodes to the
 	// value of codes[i] (equal, ±0, or both NaN), zeroSign those that differ
 	// only in the sign of zero.
-	text(c, "requantAVX2", "func(w *float32, codes *byte, n int, s float32, mul bool) (same, zeroSign int)")
-	c.MOVQ(arg(c, "w"), RSI)
-	c.MOVQ(arg(c, "codes"), RDI)
-	c.MOVQ(arg(c, "n"), RCX)
-	c.MOVBQZX(arg(c, "mul"), R8)
+	c.Text("requantAVX2", "func(w *float32, codes *byte, n int, s float32, mul bool) (same, zeroSign int)")
+	c.MOVQ(c.Arg("w"), RSI)
+	c.MOVQ(c.Arg("codes"), RDI)
+	c.MOVQ(c.Arg("n"), RCX)
+	c.MOVBQZX(c.Arg("mul"), R8)
 	requantConsts(c, rqc)
 	c.VPXOR(Y5, Y5, Y5) // same, per lane
 	c.VPXOR(Y6, Y6, Y6) // zeroSign, per lane
@@ -73,9 +74,9 @@ func requant(c *build.Context) {
 	c.VPSHUFD(U8(0xb1), X6, X0)
 	c.VPADDD(X0, X6, X6)
 	c.VMOVD(X5, EAX)
-	c.MOVQ(RAX, arg(c, "same"))
+	c.MOVQ(RAX, c.Arg("same"))
 	c.VMOVD(X6, EAX)
-	c.MOVQ(RAX, arg(c, "zeroSign"))
+	c.MOVQ(RAX, c.Arg("zeroSign"))
 	c.VZEROUPPER()
 	c.RET()
 
@@ -83,11 +84,11 @@ func requant(c *build.Context) {
 	//
 	// dst[i] = EncodeE4M3(src[i]/s) (src[i]·s when mul) for i < n, a positive
 	// multiple of 8: the encode of requantAVX2 on its own, for its test.
-	text(c, "encodeE4M3AVX2", "func(dst *uint32, src *float32, n int, s float32, mul bool)")
-	c.MOVQ(arg(c, "dst"), RDI)
-	c.MOVQ(arg(c, "src"), RSI)
-	c.MOVQ(arg(c, "n"), RCX)
-	c.MOVBQZX(arg(c, "mul"), R8)
+	c.Text("encodeE4M3AVX2", "func(dst *uint32, src *float32, n int, s float32, mul bool)")
+	c.MOVQ(c.Arg("dst"), RDI)
+	c.MOVQ(c.Arg("src"), RSI)
+	c.MOVQ(c.Arg("n"), RCX)
+	c.MOVBQZX(c.Arg("mul"), R8)
 	requantConsts(c, rqc)
 	c.Label("enc")
 	encode(c, rqk, "e")
@@ -104,9 +105,9 @@ func requant(c *build.Context) {
 	// The largest |w[i]| for i < n, a positive multiple of 32, ignoring NaN
 	// (MAXPS returns its second operand, the running maximum, when the first
 	// is NaN), as the Go loop's x > amax; 0 when there is none.
-	text(c, "absMaxAVX2", "func(w *float32, n int) float32")
-	c.MOVQ(arg(c, "w"), RSI)
-	c.MOVQ(arg(c, "n"), RCX)
+	c.Text("absMaxAVX2", "func(w *float32, n int) float32")
+	c.MOVQ(c.Arg("w"), RSI)
+	c.MOVQ(c.Arg("n"), RCX)
 	c.VPBROADCASTD(rqc.Offset(24), Y4)
 	c.VXORPS(Y0, Y0, Y0)
 	c.VXORPS(Y1, Y1, Y1)
@@ -133,15 +134,15 @@ func requant(c *build.Context) {
 	c.VMAXPS(X1, X0, X0)
 	c.VPSHUFD(U8(0xb1), X0, X1)
 	c.VMAXPS(X1, X0, X0)
-	c.VMOVSS(X0, arg(c, "ret"))
+	c.VMOVSS(X0, c.Ret(0))
 	c.VZEROUPPER()
 	c.RET()
 }
 
 // requantConsts loads the constants of encode from rqc; s is the argument
 // s of the active function.
-func requantConsts(c *build.Context, rqc Mem) {
-	c.VBROADCASTSS(arg(c, "s"), Y15)
+func requantConsts(c *asmgen.File, rqc Mem) {
+	c.VBROADCASTSS(c.Arg("s"), Y15)
 	for i, y := range []VecPhysical{Y7, Y8, Y10, Y11, Y12, Y13, Y14} {
 		c.VPBROADCASTD(rqc.Offset(4*i), y)
 	}
@@ -170,7 +171,7 @@ func requantConsts(c *build.Context, rqc Mem) {
 // Constants: Y7 0x80, Y9 0, Y8 the bits of 2^-6, Y10 1, Y11 the bits of 480,
 // Y12 448.0, Y13 512.0, Y14 0x7fffffff, Y15 s; rqk the added constant.
 // The labels of the branch are named with prefix, unique per use.
-func encode(c *build.Context, rqk Mem, prefix string) {
+func encode(c *asmgen.File, rqk Mem, prefix string) {
 	mul, join := fmt.Sprintf("%smul", prefix), fmt.Sprintf("%sjoin", prefix)
 	c.VMOVUPS(Mem{Base: RSI}, Y0)
 	c.CMPQ(R8, U8(0))

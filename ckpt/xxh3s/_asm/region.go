@@ -1,20 +1,20 @@
 package main
 
 import (
-	"github.com/mmcloughlin/avo/build"
+	"github.com/ckpt-dev/ckpt/asmgen"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
 // region builds region_amd64.s, the stripe accumulation of XXH3's long
 // input loop (the Go side is region_amd64.go).
-func region(c *build.Context) {
+func region(c *asmgen.File) {
 	// func stripesSSE2(sum *[8]uint64, p *byte, key *uint64, n uintptr)
 	//
 	// For each of the n stripes of 64 bytes at p (stripe i keyed by the eight
 	// words at key+8i), lane j (v, word k): sum[j] += lo32(v^k) * hi32(v^k)
 	// and sum[j^1] += v; two lanes per register.
-	text(c, "stripesSSE2", "func(sum *[8]uint64, p *byte, key *uint64, n uintptr)")
+	c.Text("stripesSSE2", "func(sum *[8]uint64, p *byte, key *uint64, n uintptr)")
 	stripesArgs(c)
 	acc := []VecPhysical{X0, X1, X2, X3}
 	for i, x := range acc {
@@ -49,7 +49,7 @@ func region(c *build.Context) {
 	// stripesSSE2 with four lanes per register, two stripes per iteration:
 	// the products and the data words of even and odd stripes are summed
 	// apart (Y0-Y1, Y2-Y3, Y10-Y11, Y12-Y13) and added at the end.
-	text(c, "stripesAVX2", "func(sum *[8]uint64, p *byte, key *uint64, n uintptr)")
+	c.Text("stripesAVX2", "func(sum *[8]uint64, p *byte, key *uint64, n uintptr)")
 	stripesArgs(c)
 	c.VMOVDQU(Mem{Base: RDI}, Y0)
 	c.VMOVDQU(Mem{Base: RDI, Disp: 32}, Y1)
@@ -96,11 +96,11 @@ func region(c *build.Context) {
 }
 
 // stripesArgs loads sum (DI), p (SI), key (DX) and n (CX).
-func stripesArgs(c *build.Context) {
-	c.MOVQ(arg(c, "sum"), RDI)
-	c.MOVQ(arg(c, "p"), RSI)
-	c.MOVQ(arg(c, "key"), RDX)
-	c.MOVQ(arg(c, "n"), RCX)
+func stripesArgs(c *asmgen.File) {
+	c.MOVQ(c.Arg("sum"), RDI)
+	c.MOVQ(c.Arg("p"), RSI)
+	c.MOVQ(c.Arg("key"), RDX)
+	c.MOVQ(c.Arg("n"), RCX)
 }
 
 // stripesAVX2Step adds the 32-byte quarters i of the stripes at SI:
@@ -109,7 +109,7 @@ func stripesArgs(c *build.Context) {
 // words[i], lo32·hi32 of mixed[i] (hi32 shifted into data[i]) to prods[i].
 // Each step runs for every i before the next, as the hand-written loop
 // interleaved them.
-func stripesAVX2Step(c *build.Context, data []VecPhysical, keyOff []int, mixed, words, prods []VecPhysical) {
+func stripesAVX2Step(c *asmgen.File, data []VecPhysical, keyOff []int, mixed, words, prods []VecPhysical) {
 	for i, y := range data {
 		c.VMOVDQU(Mem{Base: RSI, Disp: 32 * i}, y)
 	}

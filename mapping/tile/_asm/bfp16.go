@@ -90,13 +90,13 @@ func bfp16File(g gen) {
 // faceArgs loads the arguments of the face kernels: SI src, R9 stride, R8
 // exps, DX out, DI params, BX nibbles, R12 rows.
 func (k bfp16) faceArgs() {
-	k.MOVQ(k.param("src"), reg.RSI)
-	k.MOVQ(k.param("stride"), reg.R9)
-	k.MOVQ(k.param("exps"), reg.R8)
-	k.MOVQ(k.param("out"), reg.RDX)
-	k.MOVQ(k.param("p"), reg.RDI)
-	k.MOVBLZX(k.param("nibbles"), reg.EBX)
-	k.MOVQ(k.param("rows"), reg.R12)
+	k.MOVQ(k.Arg("src"), reg.RSI)
+	k.MOVQ(k.Arg("stride"), reg.R9)
+	k.MOVQ(k.Arg("exps"), reg.R8)
+	k.MOVQ(k.Arg("out"), reg.RDX)
+	k.MOVQ(k.Arg("p"), reg.RDI)
+	k.MOVBLZX(k.Arg("nibbles"), reg.EBX)
+	k.MOVQ(k.Arg("rows"), reg.R12)
 }
 
 // shiftStep is one step of codes' shift by s: where bit of s (in X3) is
@@ -162,7 +162,7 @@ func (k bfp16) codes() {
 
 // sse2 writes bfpFaceSSE2: eight lanes at a time.
 func (k bfp16) sse2() {
-	k.text("bfpFaceSSE2", faceSig)
+	k.Text("bfpFaceSSE2", faceSig)
 	k.faceArgs()
 	k.XORQ(reg.RCX, reg.RCX)
 	k.XORQ(reg.R10, reg.R10)
@@ -238,7 +238,7 @@ func (k bfp16) sse2() {
 	k.INCQ(reg.RCX)
 	k.CMPQ(reg.RCX, reg.R12)
 	k.JB(label("loop"))
-	k.MOVL(reg.R10L, k.result(0))
+	k.MOVL(reg.R10L, k.Ret(0))
 	k.RET()
 }
 
@@ -247,7 +247,7 @@ func (k bfp16) sse2() {
 // a multiplication by 2^(16-s), keeping the high half (exact: the low 8
 // bits of the significand word are zero).
 func (k bfp16) avx2() {
-	k.text("bfpFaceAVX2", faceSig)
+	k.Text("bfpFaceAVX2", faceSig)
 	k.faceArgs()
 	k.VPBROADCASTW(mem(reg.RDI, 0), reg.Y10)  // base
 	k.VPBROADCASTW(mem(reg.RDI, 16), reg.Y11) // dmax
@@ -348,6 +348,6 @@ func (k bfp16) avx2() {
 	k.CMPQ(reg.RCX, reg.R12)
 	k.JB(label("aloop"))
 	k.VZEROUPPER()
-	k.MOVL(reg.R10L, k.result(0))
+	k.MOVL(reg.R10L, k.Ret(0))
 	k.RET()
 }

@@ -291,14 +291,14 @@ func (k fp8) pair4(a, b int, y reg.Register) {
 
 // tiles writes fp8TilesAVX2 (declared in fp8_amd64.go).
 func (k fp8) tiles() {
-	k.text("fp8TilesAVX2", "func(dst *byte, src *byte, stride uintptr, scales *float32, n uintptr, buf *[512]byte, bfp4 bool) uintptr")
-	k.MOVQ(k.param("dst"), reg.RDI)
-	k.MOVQ(k.param("src"), reg.RSI)
-	k.MOVQ(k.param("stride"), reg.R9)
-	k.MOVQ(k.param("scales"), reg.R10)
-	k.MOVQ(k.param("n"), reg.R11)
-	k.MOVQ(k.param("buf"), reg.R8)
-	k.MOVBQZX(k.param("bfp4"), reg.RBX)
+	k.Text("fp8TilesAVX2", "func(dst *byte, src *byte, stride uintptr, scales *float32, n uintptr, buf *[512]byte, bfp4 bool) uintptr")
+	k.MOVQ(k.Arg("dst"), reg.RDI)
+	k.MOVQ(k.Arg("src"), reg.RSI)
+	k.MOVQ(k.Arg("stride"), reg.R9)
+	k.MOVQ(k.Arg("scales"), reg.R10)
+	k.MOVQ(k.Arg("n"), reg.R11)
+	k.MOVQ(k.Arg("buf"), reg.R8)
+	k.MOVBQZX(k.Arg("bfp4"), reg.RBX)
 	k.MOVQ(operand.U32(1088), reg.R12) // BFP8TileBytes
 	k.TESTQ(reg.RBX, reg.RBX)
 	k.JZ(label("consts"))
@@ -435,7 +435,7 @@ func (k fp8) tiles() {
 	k.Label("done")
 	k.Label("stop")
 	k.VZEROUPPER()
-	k.MOVQ(reg.RCX, k.result(0))
+	k.MOVQ(reg.RCX, k.Ret(0))
 	k.RET()
 }
 

@@ -7,7 +7,8 @@
 //	go run -C _asm . -out ../fp8_amd64.s
 //	go run -C _asm . -out ../bfp16_amd64.s
 //
-// The base name of -out picks the file to write (see files). The
+// The base name of -out picks the file to write (see main); the command
+// line, the build and the common helpers are package asmgen's. The
 // functions' Go declarations stay hand-written in the package's
 // _amd64.go files (avo writes no stubs here); go vet's asmdecl check
 // holds the two together. The code keeps physical registers throughout, so
@@ -16,109 +17,25 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"go/token"
 	"go/types"
-	"os"
-	"path/filepath"
-	"sort"
 
+	"github.com/ckpt-dev/ckpt/asmgen"
 	"github.com/mmcloughlin/avo/attr"
-	"github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/gotypes"
-	"github.com/mmcloughlin/avo/ir"
 	"github.com/mmcloughlin/avo/operand"
-	"github.com/mmcloughlin/avo/pass"
-	"github.com/mmcloughlin/avo/printer"
 	"github.com/mmcloughlin/avo/reg"
 )
 
-// files maps the base name of each generated file to the function that
-// builds it.
-func files() map[string]func(g gen) {
-	return map[string]func(g gen){
-		"fp8_amd64.s":   fp8File,
-		"bfp16_amd64.s": bfp16File,
-	}
-}
-
-// constraint is the build constraint of every file, in the +build syntax
-// that avo v0.5.0 parses; it writes the //go:build line from it.
-const constraint = "amd64,!purego"
-
 func main() {
-	// avo's build package registers its own flags on flag.CommandLine;
-	// this generator has a set of its own.
-	fs := flag.NewFlagSet("asm", flag.ExitOnError)
-	out := fs.String("out", "", "the assembly file to write: "+names())
-	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on an error
-	if err := run(*out, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "asm:", err)
-		os.Exit(1)
-	}
-}
-
-// run builds the file named by out and writes it there; args are the
-// generator's arguments, recorded in the file's header.
-func run(out string, args []string) error {
-	file, ok := files()[filepath.Base(out)]
-	if !ok {
-		return fmt.Errorf("-out %q: not one of %s", out, names())
-	}
-	g := newGen()
-	file(g)
-	f, err := g.file()
-	if err != nil {
-		return fmt.Errorf("build %s: %w", out, err)
-	}
-	if err := pass.Compile.Execute(f); err != nil {
-		return fmt.Errorf("compile %s: %w", out, err)
-	}
-	// The header names the command as the package's //go:generate line
-	// runs it.
-	cfg := printer.Config{Argv: append([]string{"go", "run", "-C", "_asm", "."}, args...), Pkg: "tile"}
-	b, err := printer.NewGoAsm(cfg).Print(f)
-	if err != nil {
-		return fmt.Errorf("print %s: %w", out, err)
-	}
-	if err := os.WriteFile(out, b, 0o644); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	return nil
-}
-
-// names lists the files the generator writes.
-func names() string {
-	var s []string
-	for n := range files() {
-		s = append(s, n)
-	}
-	sort.Strings(s)
-	return fmt.Sprint(s)
+	asmgen.Main(tilePkg(), map[string]func(*asmgen.File){
+		"fp8_amd64.s":   func(f *asmgen.File) { fp8File(gen{f}) },
+		"bfp16_amd64.s": func(f *asmgen.File) { bfp16File(gen{f}) },
+	})
 }
 
 // gen is the avo build context of one file, with the helpers the kernels
-// share; errs collects the errors of those helpers (the context keeps its
-// own).
-type gen struct {
-	*build.Context
-	errs *[]error
-	pkg  *types.Package
-}
-
-func newGen() gen {
-	g := gen{Context: build.NewContext(), errs: new([]error), pkg: tilePkg()}
-	g.ConstraintExpr(constraint)
-	return g
-}
-
-// file returns the built file and every error of the build.
-func (g gen) file() (*ir.File, error) {
-	f, err := g.Result()
-	return f, errors.Join(append([]error{err}, *g.errs...)...)
-}
+// of package tile share.
+type gen struct{ *asmgen.File }
 
 // tilePkg is package tile as far as the kernels' signatures need it: its
 // type bfpParams (bfp16_amd64.go), as its layout is there.
@@ -133,38 +50,6 @@ func tilePkg() *types.Package {
 	types.NewNamed(name, types.NewStruct(fields, nil), nil)
 	pkg.Scope().Insert(name)
 	return pkg
-}
-
-// text starts the NOSPLIT function name with the signature sig of its Go
-// declaration in package tile.
-func (g gen) text(name, sig string) {
-	g.Function(name)
-	g.Attributes(attr.NOSPLIT)
-	s, err := gotypes.ParseSignatureInPackage(g.pkg, sig)
-	if err != nil {
-		*g.errs = append(*g.errs, fmt.Errorf("%s: %w", name, err))
-		return
-	}
-	g.Signature(s)
-}
-
-// param is the frame address of the current function's parameter name.
-func (g gen) param(name string) operand.Mem {
-	return resolve(g, g.Param(name))
-}
-
-// result is the frame address of the current function's result i.
-func (g gen) result(i int) operand.Mem {
-	return resolve(g, g.ReturnIndex(i))
-}
-
-func resolve(g gen, c gotypes.Component) operand.Mem {
-	b, err := c.Resolve()
-	if err != nil {
-		*g.errs = append(*g.errs, err)
-		return operand.Mem{}
-	}
-	return b.Addr
 }
 
 // table is a static RODATA|NOPTR data symbol built from consecutive
