@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
@@ -369,7 +369,7 @@ func (c *Config) TextPath() string {
 
 // TextInt returns an integer setting of the text model.
 func (c *Config) TextInt(key string) (int64, bool) {
-	return AsInt(c.Text()[key])
+	return jsonval.Int(c.Text()[key])
 }
 
 // TieWordEmbeddings reports whether the checkpoint ties lm_head to the
@@ -407,7 +407,7 @@ func (c *Config) Architectures() []string {
 	if c == nil {
 		return nil
 	}
-	return AsStrings(c.Raw["architectures"])
+	return jsonval.Strings(c.Raw["architectures"])
 }
 
 // Quantization returns the quantization_config (top level, else inside
@@ -428,67 +428,6 @@ func (c *Config) Quantization() *quant.Config {
 		return nil
 	}
 	return quant.NewConfig(path, qc)
-}
-
-// AsInt converts a JSON number (json.Number, float64, int) or numeric
-// string to int64.
-func AsInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		n, err := strconv.ParseInt(string(x), 10, 64)
-		if err != nil {
-			f, ferr := x.Float64()
-			if ferr != nil || f != float64(int64(f)) {
-				return 0, false
-			}
-			return int64(f), true
-		}
-		return n, true
-	case float64:
-		if x != float64(int64(x)) {
-			return 0, false
-		}
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case int64:
-		return x, true
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-// AsStrings converts a JSON array of strings; other elements are skipped.
-func AsStrings(v any) []string {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(arr))
-	for _, e := range arr {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// AsInts converts a JSON array of integers (AsInt); other elements are
-// skipped.
-func AsInts(v any) []int64 {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]int64, 0, len(arr))
-	for _, e := range arr {
-		if n, ok := AsInt(e); ok {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Get returns the value at a dotted path ("text_config.vocab_size").

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 )
 
 // ConfigBookkeeping are the config keys that name where and with what a
@@ -202,11 +204,11 @@ func buildObject(prefix string, m map[string]any, modelType any, kinds map[strin
 	if cls.layerTypes {
 		if lt, ok := out["layer_types"]; !ok || lt == nil {
 			interval := int64(4)
-			if n, ok := AsInt(out["full_attention_interval"]); ok && n > 0 {
+			if n, ok := jsonval.Int(out["full_attention_interval"]); ok && n > 0 {
 				interval = n
 			}
 			delete(out, "full_attention_interval")
-			n, _ := AsInt(out["num_hidden_layers"])
+			n, _ := jsonval.Int(out["num_hidden_layers"])
 			types := make([]any, 0, max(n, 0))
 			for i := int64(0); i < n && i < 1<<20; i++ {
 				t := "linear_attention"

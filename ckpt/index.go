@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 )
 
 // IndexFile is the conventional name of a sharded checkpoint's index.
@@ -127,7 +129,7 @@ func ParseIndex(data []byte, file string) (*Index, error) {
 		return nil, ferr(-1, "", "index has no weight_map%s", hint)
 	}
 	if v, ok := idx.Metadata["total_size"]; ok {
-		if n, ok := AsInt(v); ok {
+		if n, ok := jsonval.Int(v); ok {
 			idx.TotalSize = n
 		}
 	}

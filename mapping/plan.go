@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 )
 
 // Plan is the resolved mapping of one checkpoint onto a mesh: one Entry per
@@ -481,7 +482,7 @@ func (b *builder) problem(kind ckpt.FindingID, rule, target, msg string, tensors
 func (b *builder) readConfig() {
 	b.vars = Vars{}
 	for k, v := range b.c.Config.Raw {
-		if n, ok := ckpt.AsInt(v); ok {
+		if n, ok := jsonval.Int(v); ok {
 			b.vars[k] = n
 		}
 	}
@@ -490,14 +491,14 @@ func (b *builder) readConfig() {
 		// its blocks as the layers {L} ranges over.
 		sec, _ := b.c.Config.Raw[b.p.Config].(map[string]any)
 		for k, v := range sec {
-			if n, ok := ckpt.AsInt(v); ok {
+			if n, ok := jsonval.Int(v); ok {
 				b.vars[k] = n
 			}
 		}
 		b.vars["N"], b.vars[NumDevices] = b.n, b.n
-		depth, ok := ckpt.AsInt(sec["depth"])
+		depth, ok := jsonval.Int(sec["depth"])
 		if !ok {
-			depth, _ = ckpt.AsInt(sec["num_hidden_layers"])
+			depth, _ = jsonval.Int(sec["num_hidden_layers"])
 		}
 		b.layerTypes = make([]string, max(0, min(depth, MaxNamedLayers)))
 		for i := range b.layerTypes {
@@ -506,7 +507,7 @@ func (b *builder) readConfig() {
 		return
 	}
 	for k, v := range b.c.Config.Text() {
-		if n, ok := ckpt.AsInt(v); ok {
+		if n, ok := jsonval.Int(v); ok {
 			b.vars[k] = n
 		}
 	}
@@ -514,7 +515,7 @@ func (b *builder) readConfig() {
 	// num_devices: the mesh's device count as upstream names it (the
 	// tp of moe/weights.py's _ep_swiglu{tp}), usable in target names.
 	b.vars[NumDevices] = b.n
-	b.layerTypes = ckpt.AsStrings(b.c.Config.Text()["layer_types"])
+	b.layerTypes = jsonval.Strings(b.c.Config.Text()["layer_types"])
 	if arch.Is(b.c.Config) {
 		if q, err := arch.ParseQwen35(b.c.Config); err == nil {
 			b.q = q
@@ -676,7 +677,7 @@ func (b *builder) condition(c Condition) (bool, error) {
 		case nil:
 			return false
 		}
-		n, ok := ckpt.AsInt(x)
+		n, ok := jsonval.Int(x)
 		return ok && n != 0
 	}
 	switch c.Op {
@@ -692,11 +693,11 @@ func (b *builder) condition(c Condition) (bool, error) {
 			}
 			return eq == (c.Op == "eq"), nil
 		}
-		want, ok := ckpt.AsInt(c.Value)
+		want, ok := jsonval.Int(c.Value)
 		if !ok {
 			return false, fmt.Errorf("condition on %s: value %v is not an integer or boolean", c.Key, c.Value)
 		}
-		got, ok := ckpt.AsInt(v)
+		got, ok := jsonval.Int(v)
 		if !present || !ok {
 			got = 0
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -143,7 +144,7 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 	}
 	var missing []string
 	get := func(key string, dst *int64, def int64, required bool) {
-		if v, ok := ckpt.AsInt(tc[key]); ok {
+		if v, ok := jsonval.Int(tc[key]); ok {
 			*dst = v
 			return
 		}
@@ -161,7 +162,7 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 		get("moe_intermediate_size", &m.Intermediate, 0, true)
 		get("shared_expert_intermediate_size", &m.SharedIntermediate, 0, false)
 		get("decoder_sparse_step", &m.SparseStep, 1, false)
-		for _, l := range ckpt.AsInts(tc["mlp_only_layers"]) {
+		for _, l := range jsonval.Ints(tc["mlp_only_layers"]) {
 			m.MLPOnly[l] = true
 		}
 		q.MoE = m
@@ -190,14 +191,14 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 	if q.Layers < 0 || q.Layers > 100000 {
 		return nil, fmt.Errorf("%s: %snum_hidden_layers = %d is not plausible", cfg.File, q.TextPath, q.Layers)
 	}
-	if lt := ckpt.AsStrings(tc["layer_types"]); lt != nil {
+	if lt := jsonval.Strings(tc["layer_types"]); lt != nil {
 		if int64(len(lt)) != q.Layers {
 			return nil, fmt.Errorf("%s: %slayer_types has %d entries but num_hidden_layers is %d", cfg.File, q.TextPath, len(lt), q.Layers)
 		}
 		q.LayerTypes = lt
 	} else {
 		interval := int64(4)
-		if v, ok := ckpt.AsInt(tc["full_attention_interval"]); ok && v > 0 {
+		if v, ok := jsonval.Int(tc["full_attention_interval"]); ok && v > 0 {
 			interval = v
 		}
 		for i := int64(0); i < q.Layers; i++ {
@@ -211,7 +212,7 @@ func ParseQwen35(cfg *ckpt.Config) (*Qwen35, error) {
 	if vc, ok := cfg.Raw["vision_config"].(map[string]any); ok {
 		v := &Vision{}
 		vget := func(key string, dst *int64, def int64) {
-			if n, ok := ckpt.AsInt(vc[key]); ok {
+			if n, ok := jsonval.Int(vc[key]); ok {
 				*dst = n
 			} else {
 				*dst = def

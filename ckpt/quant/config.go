@@ -1,9 +1,6 @@
 package quant
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "github.com/ckpt-dev/ckpt/ckpt/jsonval"
 
 // Config is the quantization_config of a checkpoint's config.json.
 type Config struct {
@@ -35,60 +32,14 @@ func NewConfig(path string, raw map[string]any) *Config {
 	q.ScaleFmt, _ = raw["scale_fmt"].(string)
 	if bs, ok := raw["weight_block_size"].([]any); ok {
 		for _, v := range bs {
-			if n, ok := asInt(v); ok {
+			if n, ok := jsonval.Int(v); ok {
 				q.BlockSize = append(q.BlockSize, n)
 			}
 		}
 	}
-	q.ModulesToNotConvert = asStrings(raw["modules_to_not_convert"])
+	q.ModulesToNotConvert = jsonval.Strings(raw["modules_to_not_convert"])
 	if q.ModulesToNotConvert == nil {
-		q.ModulesToNotConvert = asStrings(raw["ignored_layers"])
+		q.ModulesToNotConvert = jsonval.Strings(raw["ignored_layers"])
 	}
 	return q
-}
-
-// asInt is ckpt.AsInt: a JSON number (json.Number, float64, int) or
-// numeric string as int64.
-func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		n, err := strconv.ParseInt(string(x), 10, 64)
-		if err != nil {
-			f, ferr := x.Float64()
-			if ferr != nil || f != float64(int64(f)) {
-				return 0, false
-			}
-			return int64(f), true
-		}
-		return n, true
-	case float64:
-		if x != float64(int64(x)) {
-			return 0, false
-		}
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case int64:
-		return x, true
-	case string:
-		n, err := strconv.ParseInt(x, 10, 64)
-		return n, err == nil
-	}
-	return 0, false
-}
-
-// asStrings is ckpt.AsStrings: a JSON array of strings, other elements
-// skipped.
-func asStrings(v any) []string {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(arr))
-	for _, e := range arr {
-		if s, ok := e.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -75,7 +76,7 @@ func FromHFQuantConfig(file string, raw map[string]any) (*Recipe, error) {
 		return nil, &RecipeError{File: file, Path: "quantization", Reason: "no \"quantization\" object (ModelOpt writes {\"quantization\": {\"quant_algo\": ...}})"}
 	}
 	r := &Recipe{File: file, Path: "quantization", Method: "modelopt", IgnoreKey: "quantization.exclude_modules"}
-	r.Ignore = asStrings(qm["exclude_modules"])
+	r.Ignore = jsonval.Strings(qm["exclude_modules"])
 	return whole(r, r.modelopt(qm))
 }
 
@@ -110,9 +111,9 @@ func recipeFromConfig(file string, q *Config) (*Recipe, error) {
 		r.notConvert = NewNotConvertList(r.Ignore)
 		return r, nil
 	case "modelopt":
-		r.Ignore, r.IgnoreKey = asStrings(q.Raw["ignore"]), q.Path+".ignore"
+		r.Ignore, r.IgnoreKey = jsonval.Strings(q.Raw["ignore"]), q.Path+".ignore"
 		if qm, ok := q.Raw["quantization"].(map[string]any); ok { // the hf_quant_config.json form inside config.json
-			r.Ignore, r.IgnoreKey = asStrings(qm["exclude_modules"]), q.Path+".quantization.exclude_modules"
+			r.Ignore, r.IgnoreKey = jsonval.Strings(qm["exclude_modules"]), q.Path+".quantization.exclude_modules"
 			return r, r.modelopt(qm)
 		}
 		return r, r.modelopt(q.Raw)
@@ -130,7 +131,7 @@ func (r *Recipe) modelopt(m map[string]any) error {
 	}
 	r.Scheme, r.GroupSize = NVFP4, numfmt.NVFP4BlockSize
 	if v, ok := m["group_size"]; ok {
-		if n, ok := asInt(v); !ok || n != numfmt.NVFP4BlockSize {
+		if n, ok := jsonval.Int(v); !ok || n != numfmt.NVFP4BlockSize {
 			return &RecipeError{File: r.File, Path: r.Path, Reason: fmt.Sprintf("group_size %v, but NVFP4 scales blocks of %d", v, numfmt.NVFP4BlockSize)}
 		}
 	}
@@ -143,7 +144,7 @@ func (r *Recipe) compressedTensors(q *Config) error {
 		return &RecipeError{File: r.File, Path: q.Path, Reason: fmt.Sprintf(format, a...)}
 	}
 	r.Format, _ = q.Raw["format"].(string)
-	r.Ignore, r.IgnoreKey = asStrings(q.Raw["ignore"]), q.Path+".ignore"
+	r.Ignore, r.IgnoreKey = jsonval.Strings(q.Raw["ignore"]), q.Path+".ignore"
 	groups, _ := q.Raw["config_groups"].(map[string]any)
 	names := make([]string, 0, len(groups))
 	for n := range groups {
@@ -160,12 +161,12 @@ func (r *Recipe) compressedTensors(q *Config) error {
 		if f, ok := g["format"].(string); ok && f != "" {
 			format = f
 		}
-		bits, _ := asInt(w["num_bits"])
+		bits, _ := jsonval.Int(w["num_bits"])
 		typ, _ := w["type"].(string)
 		if format != "float-quantized" || bits != 8 || typ != "float" {
 			return fail("config_groups.%s is format %q with %v-bit %q weights; ckpt knows float-quantized FP8 (num_bits 8, type float)", n, format, w["num_bits"], typ)
 		}
-		qg := Group{Name: n, Targets: asStrings(g["targets"])}
+		qg := Group{Name: n, Targets: jsonval.Strings(g["targets"])}
 		qg.Strategy, _ = w["strategy"].(string)
 		switch strings.ToLower(qg.Strategy) {
 		case "tensor", "":
@@ -176,7 +177,7 @@ func (r *Recipe) compressedTensors(q *Config) error {
 			bs, _ := w["block_structure"].([]any)
 			var b []int64
 			for _, v := range bs {
-				if x, ok := asInt(v); ok && x > 0 {
+				if x, ok := jsonval.Int(v); ok && x > 0 {
 					b = append(b, x)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -92,11 +93,11 @@ func (inv *Inventory) InventoryConfig(variant string) (map[string]any, error) {
 	for k, v := range inv.Config.TextConfig {
 		text[k] = v
 	}
-	n, ok := ckpt.AsInt(text["num_hidden_layers"])
+	n, ok := jsonval.Int(text["num_hidden_layers"])
 	if !ok {
 		return nil, fmt.Errorf("inventory text_config has no num_hidden_layers")
 	}
-	interval, ok := ckpt.AsInt(text["full_attention_interval"])
+	interval, ok := jsonval.Int(text["full_attention_interval"])
 	if !ok || interval <= 0 {
 		interval = 4
 	}

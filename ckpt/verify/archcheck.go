@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/arch"
+	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
@@ -131,7 +132,7 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 				for d := range e.Shape {
 					if t.Shape[d] != e.Shape[d] && len(e.DimKeys[d]) == 1 {
 						if v, ok := cfg.Get(e.DimKeys[d][0]); ok {
-							if n, ok := ckpt.AsInt(v); ok && n == e.Shape[d] {
+							if n, ok := jsonval.Int(v); ok && n == e.Shape[d] {
 								keyHits[e.DimKeys[d][0]] = append(keyHits[e.DimKeys[d][0]], keyHit{t.Shape[d], e.Name, t.Shape})
 							}
 						}
