@@ -465,63 +465,13 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 		dirPrefix = entry[:i+1]
 	}
 	shards := idx.Shards()
-	tensorsOf := map[string][]string{}
-	for _, e := range idx.WeightMap {
-		tensorsOf[e.File] = append(tensorsOf[e.File], e.Tensor)
-	}
-	files := make([]*File, len(shards))
-	errs := make([]error, len(shards))
-	g, gctx := errgroup.WithContext(ctx)
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = 16
-	}
-	g.SetLimit(workers)
-	for i, name := range shards {
-		if err := CheckName(name); err != nil {
-			errs[i] = err
-			continue
-		}
-		g.Go(func() error {
-			f, err := c.openFile(gctx, dirPrefix+name, opt.Lenient)
-			files[i], errs[i] = f, err
-			return nil
-		})
-	}
-	g.Wait()
+	files, errs := c.openShards(ctx, dirPrefix, shards, opt)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var fatal, unknown []error
-	for i, name := range shards {
-		err := errs[i]
-		if err == nil || (files[i] != nil && errors.As(err, new(*UnknownDTypeError))) {
-			if err != nil {
-				unknown = append(unknown, err)
-			}
-			continue
-		}
-		var fe *FormatError
-		switch {
-		case CheckName(name) != nil:
-			c.Issues = append(c.Issues, Finding{ID: IndexShardName, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
-				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
-		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
-			c.Issues = append(c.Issues, Finding{ID: IndexShardMissing, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
-				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v", idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
-		case errors.As(err, &fe):
-			fatal = append(fatal, err)
-		default:
-			fatal = append(fatal, err)
-		}
-	}
-	if len(fatal) > 0 {
-		for _, f := range files {
-			if f != nil {
-				f.blob.Close()
-			}
-		}
-		return errors.Join(fatal...)
+	unknown, err := c.shardIssues(idx, shards, files, errs)
+	if err != nil {
+		return err
 	}
 	byShard := map[string]*File{}
 	for i, name := range shards {
@@ -545,6 +495,97 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 			firstIn[ti.Name] = f
 		}
 	}
+	listed := c.indexTensors(idx, byShard, firstIn)
+	c.unlistedIssue(entry, listed, firstIn)
+	if err := c.duplicateIssues(ctx, copies, firstIn); err != nil {
+		return err
+	}
+	if !opt.Lenient {
+		var errs []error
+		for _, is := range c.Issues {
+			if is.Status == Fail {
+				errs = append(errs, &FormatError{File: idx.File, Offset: -1, Reason: strings.TrimPrefix(is.Message, idx.File+": ")})
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+	}
+	return errors.Join(unknown...)
+}
+
+// openShards opens the shards an index lists, opt.Workers (default 16) at
+// a time; a name that fails CheckName is not opened and gets its error.
+func (c *Checkpoint) openShards(ctx context.Context, dirPrefix string, shards []string, opt Options) ([]*File, []error) {
+	files := make([]*File, len(shards))
+	errs := make([]error, len(shards))
+	g, gctx := errgroup.WithContext(ctx)
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = 16
+	}
+	g.SetLimit(workers)
+	for i, name := range shards {
+		if err := CheckName(name); err != nil {
+			errs[i] = err
+			continue
+		}
+		g.Go(func() error {
+			f, err := c.openFile(gctx, dirPrefix+name, opt.Lenient)
+			files[i], errs[i] = f, err
+			return nil
+		})
+	}
+	g.Wait()
+	return files, errs
+}
+
+// shardIssues sorts the errors of opening the shards: a bad shard name and
+// a shard that cannot be opened become findings; a shard with a dtype
+// ckpt does not know is kept, and its error returned in unknown; any other
+// error closes every opened shard and is returned.
+func (c *Checkpoint) shardIssues(idx *Index, shards []string, files []*File, errs []error) (unknown []error, err error) {
+	tensorsOf := map[string][]string{}
+	for _, e := range idx.WeightMap {
+		tensorsOf[e.File] = append(tensorsOf[e.File], e.Tensor)
+	}
+	var fatal []error
+	for i, name := range shards {
+		err := errs[i]
+		if err == nil || (files[i] != nil && errors.As(err, new(*UnknownDTypeError))) {
+			if err != nil {
+				unknown = append(unknown, err)
+			}
+			continue
+		}
+		switch {
+		case CheckName(name) != nil:
+			c.Issues = append(c.Issues, Finding{ID: IndexShardName, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
+				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s): %v",
+					idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), CheckName(name))})
+		case isNotExist(err) || strings.Contains(err.Error(), "escape") || strings.Contains(err.Error(), "path escapes"):
+			c.Issues = append(c.Issues, Finding{ID: IndexShardMissing, Status: Fail, Files: []string{name}, Tensors: tensorsOf[name],
+				Message: fmt.Sprintf("%s: weight_map names shard %s for %d tensor(s) (first %s), but it cannot be opened: %v",
+					idx.File, Quote(name), len(tensorsOf[name]), Quote(tensorsOf[name][0]), err)})
+		default:
+			fatal = append(fatal, err)
+		}
+	}
+	if len(fatal) > 0 {
+		for _, f := range files {
+			if f != nil {
+				f.blob.Close()
+			}
+		}
+		return nil, errors.Join(fatal...)
+	}
+	return unknown, nil
+}
+
+// indexTensors adds to c.Tensors every tensor the index lists in a shard
+// that opened, in weight_map order, records the listed tensors missing
+// from their shard as one finding, and returns the set of listed names.
+func (c *Checkpoint) indexTensors(idx *Index, byShard, firstIn map[string]*File) map[string]bool {
 	listed := map[string]bool{}
 	var missing []string
 	var missingFiles []string
@@ -570,8 +611,15 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	if len(missing) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: IndexTensorMissing, Status: Fail, Files: uniq(missingFiles), Tensors: missing,
-			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s%s)", idx.File, len(missing), Quote(missing[0]), missingFiles[0], elsewhere)})
+			Message: fmt.Sprintf("%s: %d tensor(s) listed in weight_map are missing from their shard (first: %s in %s%s)",
+				idx.File, len(missing), Quote(missing[0]), missingFiles[0], elsewhere)})
 	}
+	return listed
+}
+
+// unlistedIssue records the tensors stored in a shard but not listed in
+// the index (each where it first occurs) as one warning.
+func (c *Checkpoint) unlistedIssue(entry string, listed map[string]bool, firstIn map[string]*File) {
 	var unlisted, unlistedFiles []string
 	for _, f := range c.Files {
 		for _, ti := range f.Header.Tensors {
@@ -583,23 +631,10 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	}
 	if len(unlisted) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: IndexTensorUnlisted, Status: Warn, Files: uniq(unlistedFiles), Tensors: unlisted,
-			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)", len(unlisted), path.Base(entry), Quote(unlisted[0]), unlistedFiles[0])})
+			Message: fmt.Sprintf("%d tensor(s) are stored in shards but not listed in %s, so ckpt does not read them, "+
+				"while a loader that reads every tensor of every shard (vLLM) does (first: %s in %s)",
+				len(unlisted), path.Base(entry), Quote(unlisted[0]), unlistedFiles[0])})
 	}
-	if err := c.duplicateIssues(ctx, copies, firstIn); err != nil {
-		return err
-	}
-	if !opt.Lenient {
-		var errs []error
-		for _, is := range c.Issues {
-			if is.Status == Fail {
-				errs = append(errs, &FormatError{File: idx.File, Offset: -1, Reason: strings.TrimPrefix(is.Message, idx.File+": ")})
-			}
-		}
-		if len(errs) > 0 {
-			return errors.Join(errs...)
-		}
-	}
-	return errors.Join(unknown...)
 }
 
 // duplicateIssues records the index.tensor_duplicate findings: a tensor
