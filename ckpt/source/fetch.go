@@ -283,21 +283,9 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	}
 
 	end := start + int64(len(dst)) - 1
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	req, err := s.rangeRequest(rctx, url, p, start, end)
 	if err != nil {
 		return res, 0, err
-	}
-	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", start, end))
-	req.Header.Set("Accept-Encoding", "identity")
-	req.Header.Set("User-Agent", s.opt.UserAgent)
-	if p.etag != "" && p.ifMatch {
-		req.Header.Set("If-Match", p.etag)
-	}
-	if s.auth != "" && sameOrigin(req.URL, s.base) {
-		// Only to the endpoint's own origin (a signed CDN URL carries its
-		// own credentials, and the token is not the CDN's to see); the
-		// client's redirect policy removes it from a redirect elsewhere.
-		req.Header.Set("Authorization", s.auth)
 	}
 	s.requests.Add(1)
 	resp, err := s.client.Do(req)
@@ -321,76 +309,13 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	res.lastMod = resp.Header.Get("Last-Modified")
 	status = resp.StatusCode
 
-	switch code := resp.StatusCode; {
-	case code == http.StatusPartialContent || code == http.StatusOK:
-	case code == http.StatusPreconditionFailed:
-		return res, 0, fmt.Errorf("%w: the server no longer has version %s (412 Precondition Failed)", ErrChanged, p.etag)
-	case code == http.StatusRequestedRangeNotSatisfiable:
-		total, ok := parseUnsatisfied(resp.Header.Get("Content-Range"))
-		if ok && total == 0 && p.size <= 0 && start == 0 {
-			res.size = 0
-			return res, 0, nil
-		}
-		if ok && p.size >= 0 && total != p.size {
-			return res, 0, fmt.Errorf("%w: size %d, was %d", ErrChanged, total, p.size)
-		}
-		return res, 0, fmt.Errorf("server refused bytes %d-%d (416 Range Not Satisfiable, Content-Range %q)", start, end, resp.Header.Get("Content-Range"))
-	case code == http.StatusTooManyRequests || code >= 500:
-		return res, parseRetryAfter(resp.Header.Get("Retry-After")), &retryable{s.httpError(resp, url)}
-	default:
-		return res, 0, s.httpError(resp, url)
-	}
-	// The same version as before?
-	if p.etag != "" && res.etag != p.etag {
-		return res, 0, fmt.Errorf("%w: ETag is now %s, was %s", ErrChanged, orNone(res.etag), p.etag)
-	}
-	if p.etag == "" && p.lastMod != "" && res.lastMod != p.lastMod {
-		return res, 0, fmt.Errorf("%w: Last-Modified is now %s, was %s", ErrChanged, orNone(res.lastMod), p.lastMod)
+	if done, retryAfter, err := s.checkResponse(resp, url, p, start, end, &res); done || err != nil {
+		return res, retryAfter, err
 	}
 	body := io.Reader(kickReader{resp.Body, wd})
-	want := dst
-	if resp.StatusCode == http.StatusPartialContent {
-		cr := resp.Header.Get("Content-Range")
-		a, b, total, ok := parseContentRange(cr)
-		if !ok {
-			return res, 0, &retryable{fmt.Errorf("response to Range bytes=%d-%d has no valid Content-Range (%q)", start, end, cr)}
-		}
-		if p.size >= 0 && total != p.size {
-			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
-		}
-		wantEnd := end
-		if p.size < 0 && total >= 0 && total-1 < end {
-			wantEnd = total - 1 // first request of a file smaller than the prefix
-		}
-		if a != start || b != wantEnd {
-			return res, 0, &retryable{fmt.Errorf("asked for bytes %d-%d, server sent Content-Range %q", start, end, cr)}
-		}
-		res.size = total
-		want = dst[:wantEnd-start+1]
-	} else { // 200: the whole file, Range ignored
-		res.noRange = true
-		total := resp.ContentLength
-		if total < 0 {
-			return res, 0, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, ckpt.Redact(url))
-		}
-		if p.size >= 0 && total != p.size {
-			return res, 0, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
-		}
-		res.size = total
-		if start > 0 {
-			if start > s.opt.MaxDiscard {
-				return res, 0, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
-			}
-			if _, err := io.CopyN(io.Discard, body, start); err != nil {
-				return res, 0, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
-			}
-		}
-		if start+int64(len(dst)) > total {
-			if p.size >= 0 {
-				return res, 0, fmt.Errorf("%w: bytes %d-%d are past its end (%d)", ErrChanged, start, end, total)
-			}
-			want = dst[:max(total-start, 0)]
-		}
+	want, err := s.window(resp, body, url, p, start, dst, &res, transient)
+	if err != nil {
+		return res, 0, err
 	}
 	n, err := io.ReadFull(body, want)
 	res.n = n
@@ -399,6 +324,114 @@ func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, d
 	}
 	s.received.Add(int64(n))
 	return res, 0, nil
+}
+
+// rangeRequest is the GET of bytes [start, end] of url: identity encoding,
+// If-Match on the pinned ETag, and the token only to the endpoint's origin.
+func (s *HTTPStore) rangeRequest(ctx context.Context, url string, p *pin, start, end int64) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", start, end))
+	req.Header.Set("Accept-Encoding", "identity")
+	req.Header.Set("User-Agent", s.opt.UserAgent)
+	if p.etag != "" && p.ifMatch {
+		req.Header.Set("If-Match", p.etag)
+	}
+	if s.auth != "" && sameOrigin(req.URL, s.base) {
+		// Only to the endpoint's own origin (a signed CDN URL carries its
+		// own credentials, and the token is not the CDN's to see); the
+		// client's redirect policy removes it from a redirect elsewhere.
+		req.Header.Set("Authorization", s.auth)
+	}
+	return req, nil
+}
+
+// checkResponse checks the status of resp and that it is the version p
+// pins, filling res's size; done is true for the empty file (416 at
+// byte 0 of a file of size 0), whose read is then complete.
+func (s *HTTPStore) checkResponse(resp *http.Response, url string, p *pin, start, end int64, res *result) (done bool, retryAfter time.Duration, err error) {
+	switch code := resp.StatusCode; {
+	case code == http.StatusPartialContent || code == http.StatusOK:
+	case code == http.StatusPreconditionFailed:
+		return false, 0, fmt.Errorf("%w: the server no longer has version %s (412 Precondition Failed)", ErrChanged, p.etag)
+	case code == http.StatusRequestedRangeNotSatisfiable:
+		total, ok := parseUnsatisfied(resp.Header.Get("Content-Range"))
+		if ok && total == 0 && p.size <= 0 && start == 0 {
+			res.size = 0
+			return true, 0, nil
+		}
+		if ok && p.size >= 0 && total != p.size {
+			return false, 0, fmt.Errorf("%w: size %d, was %d", ErrChanged, total, p.size)
+		}
+		return false, 0, fmt.Errorf("server refused bytes %d-%d (416 Range Not Satisfiable, Content-Range %q)", start, end, resp.Header.Get("Content-Range"))
+	case code == http.StatusTooManyRequests || code >= 500:
+		return false, parseRetryAfter(resp.Header.Get("Retry-After")), &retryable{s.httpError(resp, url)}
+	default:
+		return false, 0, s.httpError(resp, url)
+	}
+	// The same version as before?
+	if p.etag != "" && res.etag != p.etag {
+		return false, 0, fmt.Errorf("%w: ETag is now %s, was %s", ErrChanged, orNone(res.etag), p.etag)
+	}
+	if p.etag == "" && p.lastMod != "" && res.lastMod != p.lastMod {
+		return false, 0, fmt.Errorf("%w: Last-Modified is now %s, was %s", ErrChanged, orNone(res.lastMod), p.lastMod)
+	}
+	return false, 0, nil
+}
+
+// window checks the extent of resp's body (206: its Content-Range; 200:
+// the whole file, skipped up to start) and returns the part of dst the
+// body fills.
+func (s *HTTPStore) window(resp *http.Response, body io.Reader, url string, p *pin, start int64, dst []byte, res *result,
+	transient func(error) error) ([]byte, error) {
+	end := start + int64(len(dst)) - 1
+	want := dst
+	if resp.StatusCode == http.StatusPartialContent {
+		cr := resp.Header.Get("Content-Range")
+		a, b, total, ok := parseContentRange(cr)
+		if !ok {
+			return nil, &retryable{fmt.Errorf("response to Range bytes=%d-%d has no valid Content-Range (%q)", start, end, cr)}
+		}
+		if p.size >= 0 && total != p.size {
+			return nil, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
+		}
+		wantEnd := end
+		if p.size < 0 && total >= 0 && total-1 < end {
+			wantEnd = total - 1 // first request of a file smaller than the prefix
+		}
+		if a != start || b != wantEnd {
+			return nil, &retryable{fmt.Errorf("asked for bytes %d-%d, server sent Content-Range %q", start, end, cr)}
+		}
+		res.size = total
+		want = dst[:wantEnd-start+1]
+	} else { // 200: the whole file, Range ignored
+		res.noRange = true
+		total := resp.ContentLength
+		if total < 0 {
+			return nil, fmt.Errorf("%w, and sends no Content-Length: cannot read %s without downloading all of it", ErrNoRange, ckpt.Redact(url))
+		}
+		if p.size >= 0 && total != p.size {
+			return nil, fmt.Errorf("%w: size is now %d, was %d", ErrChanged, total, p.size)
+		}
+		res.size = total
+		if start > 0 {
+			if start > s.opt.MaxDiscard {
+				return nil, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
+			}
+			if _, err := io.CopyN(io.Discard, body, start); err != nil {
+				return nil, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
+			}
+		}
+		if start+int64(len(dst)) > total {
+			if p.size >= 0 {
+				return nil, fmt.Errorf("%w: bytes %d-%d are past its end (%d)", ErrChanged, start, end, total)
+			}
+			want = dst[:max(total-start, 0)]
+		}
+	}
+	return want, nil
 }
 
 func orNone(s string) string {
