@@ -123,134 +123,168 @@ var stackRe = regexp.MustCompile(`^(?:(.*)\.)?(layers|blocks)\.(\d{1,9})\.(.+)$`
 // Build makes the heatmap of a diff result's tensor rows.
 func Build(res *diff.Result) *Heatmap {
 	h := &Heatmap{}
-	type rowKey struct {
-		stack string
-		layer int
-	}
-	type gridAcc struct {
-		grid  *Grid
-		rows  map[rowKey]*Row
-		cells map[rowKey]map[string]*Cell
-		kinds []string // first appearance
-		seen  map[string]bool
-	}
-	var order []string
-	grids := map[string]*gridAcc{}
-	singles := map[string]*Cell{}
-	var singleOrder []string
-	textStacks := map[string]bool{}
+	a := &heatAcc{grids: map[string]*gridAcc{}, singles: map[string]*Cell{}, textStacks: map[string]bool{}}
 	for i := range res.Tensors {
 		t := &res.Tensors[i]
 		h.seen = h.seen || t.Relation == diff.NoChangeSeen
-		m := stackRe.FindStringSubmatch(t.Name)
-		if m == nil {
-			kind, companion := kindOf(t.Name)
-			c := singles[kind]
-			if c == nil {
-				c = &Cell{}
-				singles[kind] = c
-				singleOrder = append(singleOrder, kind)
-			}
-			addTo(c, t, companion)
-			continue
-		}
-		stack := m[2]
-		if m[1] != "" {
-			stack = m[1] + "." + m[2]
-		}
-		layer, _ := strconv.Atoi(m[3])
-		group := t.Group
-		if group == "" {
-			group, _, _ = ckpt.GroupOf(t.Name)
-		}
-		key := group + "\x00" + stack
-		decoder := group == ckpt.GroupText || group == ckpt.GroupMTP
-		if decoder {
-			key = "decoder"
-		}
-		if group == ckpt.GroupText {
-			textStacks[stack] = true
-		}
-		g := grids[key]
-		if g == nil {
-			title := group + ": " + stack
-			if decoder {
-				title = "decoder layers"
-			}
-			g = &gridAcc{grid: &Grid{Title: title, Decoder: decoder}, rows: map[rowKey]*Row{}, cells: map[rowKey]map[string]*Cell{}, seen: map[string]bool{}}
-			grids[key] = g
-			order = append(order, key)
-		}
-		rk := rowKey{stack, layer}
-		if g.rows[rk] == nil {
-			g.rows[rk] = &Row{Group: group, Stack: stack, Layer: layer}
-			g.cells[rk] = map[string]*Cell{}
-		}
-		kind, companion := kindOf(m[4])
-		if !g.seen[kind] {
-			g.seen[kind] = true
-			g.kinds = append(g.kinds, kind)
-		}
-		c := g.cells[rk][kind]
-		if c == nil {
-			c = &Cell{}
-			g.cells[rk][kind] = c
-		}
-		addTo(c, t, companion)
+		a.add(t)
 	}
 	// Decoder grids first, then the others in order of appearance.
-	sort.SliceStable(order, func(i, j int) bool { return order[i] == "decoder" && order[j] != "decoder" })
-	for _, key := range order {
-		g := grids[key]
-		grid := g.grid
-		grid.Columns = columns(g.kinds)
-		var keys []rowKey
-		for rk := range g.rows {
-			keys = append(keys, rk)
-		}
-		groupRank := func(r *Row) int { return slices.Index(ckpt.Groups(), r.Group) }
-		sort.Slice(keys, func(i, j int) bool {
-			a, b := g.rows[keys[i]], g.rows[keys[j]]
-			if ra, rb := groupRank(a), groupRank(b); ra != rb {
-				return ra < rb
-			}
-			if a.Stack != b.Stack {
-				return a.Stack < b.Stack
-			}
-			return a.Layer < b.Layer
-		})
-		for _, rk := range keys {
-			r := g.rows[rk]
-			r.Label = strconv.Itoa(r.Layer)
-			switch {
-			case r.Group == ckpt.GroupMTP:
-				r.Label = "mtp " + r.Label
-			case r.Group == ckpt.GroupText && len(textStacks) > 1:
-				r.Label = ckpt.EscapeName(r.Stack) + " " + r.Label
-			}
-			for _, col := range grid.Columns {
-				c := Cell{}
-				if p := g.cells[rk][col.Kind]; p != nil {
-					c = *p
-				}
-				r.Cells = append(r.Cells, c)
-			}
-			grid.Rows = append(grid.Rows, *r)
-		}
-		h.Grids = append(h.Grids, *grid)
+	sort.SliceStable(a.order, func(i, j int) bool { return a.order[i] == "decoder" && a.order[j] != "decoder" })
+	for _, key := range a.order {
+		h.Grids = append(h.Grids, a.grid(a.grids[key]))
 	}
-	for _, kind := range singleOrder {
-		c := singles[kind]
+	h.Singles = a.singleList()
+	h.setRelTop()
+	return h
+}
+
+type rowKey struct {
+	stack string
+	layer int
+}
+
+// gridAcc gathers the rows and cells of one grid.
+type gridAcc struct {
+	grid  *Grid
+	rows  map[rowKey]*Row
+	cells map[rowKey]map[string]*Cell
+	kinds []string // first appearance
+	seen  map[string]bool
+}
+
+// heatAcc gathers a heatmap's grids (in order of appearance) and its
+// tensors outside any layer stack, before they are sorted.
+type heatAcc struct {
+	order       []string
+	grids       map[string]*gridAcc
+	singles     map[string]*Cell
+	singleOrder []string
+	textStacks  map[string]bool
+}
+
+// add puts one tensor row into the cell of its grid, row and kind, or
+// into the cell of its kind outside the layer stacks.
+func (a *heatAcc) add(t *diff.Tensor) {
+	m := stackRe.FindStringSubmatch(t.Name)
+	if m == nil {
+		kind, companion := kindOf(t.Name)
+		c := a.singles[kind]
+		if c == nil {
+			c = &Cell{}
+			a.singles[kind] = c
+			a.singleOrder = append(a.singleOrder, kind)
+		}
+		addTo(c, t, companion)
+		return
+	}
+	stack := m[2]
+	if m[1] != "" {
+		stack = m[1] + "." + m[2]
+	}
+	layer, _ := strconv.Atoi(m[3])
+	group := t.Group
+	if group == "" {
+		group, _, _ = ckpt.GroupOf(t.Name)
+	}
+	key := group + "\x00" + stack
+	decoder := group == ckpt.GroupText || group == ckpt.GroupMTP
+	if decoder {
+		key = "decoder"
+	}
+	if group == ckpt.GroupText {
+		a.textStacks[stack] = true
+	}
+	g := a.grids[key]
+	if g == nil {
+		title := group + ": " + stack
+		if decoder {
+			title = "decoder layers"
+		}
+		g = &gridAcc{grid: &Grid{Title: title, Decoder: decoder}, rows: map[rowKey]*Row{}, cells: map[rowKey]map[string]*Cell{}, seen: map[string]bool{}}
+		a.grids[key] = g
+		a.order = append(a.order, key)
+	}
+	rk := rowKey{stack, layer}
+	if g.rows[rk] == nil {
+		g.rows[rk] = &Row{Group: group, Stack: stack, Layer: layer}
+		g.cells[rk] = map[string]*Cell{}
+	}
+	kind, companion := kindOf(m[4])
+	if !g.seen[kind] {
+		g.seen[kind] = true
+		g.kinds = append(g.kinds, kind)
+	}
+	c := g.cells[rk][kind]
+	if c == nil {
+		c = &Cell{}
+		g.cells[rk][kind] = c
+	}
+	addTo(c, t, companion)
+}
+
+// grid is the finished grid of g: its columns, and its rows in group,
+// stack and layer order, labelled, with one cell per column.
+func (a *heatAcc) grid(g *gridAcc) Grid {
+	grid := g.grid
+	grid.Columns = columns(g.kinds)
+	var keys []rowKey
+	for rk := range g.rows {
+		keys = append(keys, rk)
+	}
+	groupRank := func(r *Row) int { return slices.Index(ckpt.Groups(), r.Group) }
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := g.rows[keys[i]], g.rows[keys[j]]
+		if ra, rb := groupRank(a), groupRank(b); ra != rb {
+			return ra < rb
+		}
+		if a.Stack != b.Stack {
+			return a.Stack < b.Stack
+		}
+		return a.Layer < b.Layer
+	})
+	for _, rk := range keys {
+		r := g.rows[rk]
+		r.Label = strconv.Itoa(r.Layer)
+		switch {
+		case r.Group == ckpt.GroupMTP:
+			r.Label = "mtp " + r.Label
+		case r.Group == ckpt.GroupText && len(a.textStacks) > 1:
+			r.Label = ckpt.EscapeName(r.Stack) + " " + r.Label
+		}
+		for _, col := range grid.Columns {
+			c := Cell{}
+			if p := g.cells[rk][col.Kind]; p != nil {
+				c = *p
+			}
+			r.Cells = append(r.Cells, c)
+		}
+		grid.Rows = append(grid.Rows, *r)
+	}
+	return *grid
+}
+
+// singleList is the tensors outside the layer stacks, in group order,
+// then in order of appearance.
+func (a *heatAcc) singleList() []Single {
+	var out []Single
+	for _, kind := range a.singleOrder {
+		c := a.singles[kind]
 		g := ""
 		if t := c.primary(); t != nil {
 			g = t.Group
 		}
-		h.Singles = append(h.Singles, Single{Group: g, Cell: *c})
+		out = append(out, Single{Group: g, Cell: *c})
 	}
-	sort.SliceStable(h.Singles, func(i, j int) bool {
-		return slices.Index(ckpt.Groups(), h.Singles[i].Group) < slices.Index(ckpt.Groups(), h.Singles[j].Group)
+	sort.SliceStable(out, func(i, j int) bool {
+		return slices.Index(ckpt.Groups(), out[i].Group) < slices.Index(ckpt.Groups(), out[j].Group)
 	})
-	// The decade of the largest rel_l2 anchors the rel_l2 levels.
+	return out
+}
+
+// setRelTop sets the decade of the largest rel_l2 shown as a level, which
+// anchors the rel_l2 levels.
+func (h *Heatmap) setRelTop() {
 	maxRel := 0.0
 	visit := func(c Cell) {
 		t, st := c.shown()
@@ -275,7 +309,6 @@ func Build(res *diff.Result) *Heatmap {
 		h.hasRel = true
 		h.relTop = int(math.Floor(math.Log10(maxRel)))
 	}
-	return h
 }
 
 // kindOf returns the kind of a name (the part after the layer number):
