@@ -453,6 +453,7 @@ func (c *Config) Get(path string) (any, bool) {
 	return cur, true
 }
 
+// String names the config by its file.
 func (c *Config) String() string { return fmt.Sprintf("config %s", c.File) }
 
 // Declared is the dtype a config declares for its float tensors: the

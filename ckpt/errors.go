@@ -19,6 +19,7 @@ type FormatError struct {
 	Reason string // what was expected and what was found
 }
 
+// Error is the message of the FormatError.
 func (e *FormatError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -49,6 +50,7 @@ type UnknownDTypeError struct {
 	DTypes  []string // the unknown dtype of each, parallel to Tensors
 }
 
+// Error is the message of the UnknownDTypeError.
 func (e *UnknownDTypeError) Error() string {
 	parts := make([]string, 0, len(e.Tensors))
 	for i, t := range e.Tensors {
@@ -88,6 +90,7 @@ type UsageError struct {
 	Reason string
 }
 
+// Error is the message of the UsageError.
 func (e *UsageError) Error() string {
 	if e.Option == "" {
 		return e.Reason

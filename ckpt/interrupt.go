@@ -13,6 +13,7 @@ type InterruptedError struct {
 	Err       error
 }
 
+// Error is the message of the InterruptedError.
 func (e *InterruptedError) Error() string {
 	msg := "interrupted"
 	if e.Total > 0 {
@@ -24,4 +25,5 @@ func (e *InterruptedError) Error() string {
 	return msg
 }
 
+// Unwrap returns the error that stopped the work, for errors.Is and errors.As.
 func (e *InterruptedError) Unwrap() error { return e.Err }

@@ -36,6 +36,7 @@ type NonFiniteError struct {
 	ReadAs numfmt.DType
 }
 
+// Error is the message of the NonFiniteError.
 func (e *NonFiniteError) Error() string {
 	if e.Output != "" {
 		return e.overflowMessage()

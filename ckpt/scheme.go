@@ -43,6 +43,7 @@ type MissingScaleError struct {
 	Unlisted string
 }
 
+// Error is the message of the MissingScaleError.
 func (e *MissingScaleError) Error() string {
 	s := fmt.Sprintf("tensor %s (%s) of %s has no scale (no %s): its codes alone are not its values; refusing to read it", Quote(e.Tensor), e.DType, e.File, Quote(e.Want))
 	if e.Unlisted != "" {
@@ -66,6 +67,7 @@ type UnknownScaleError struct {
 	Reason     string    // why they are not understood
 }
 
+// Error is the message of the UnknownScaleError.
 func (e *UnknownScaleError) Error() string {
 	parts := make([]string, len(e.Companions))
 	for i, c := range e.Companions {

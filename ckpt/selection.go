@@ -30,6 +30,7 @@ type EmptySelectionError struct {
 	Prefixes   []string // the leading segments of the names present, as globs
 }
 
+// Error is the message of the EmptySelectionError.
 func (e *EmptySelectionError) Error() string {
 	var b strings.Builder
 	if e.Glob != "" {

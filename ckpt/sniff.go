@@ -23,6 +23,7 @@ type NotSafetensorsError struct {
 	Hint string // what it is and what to do
 }
 
+// Error is the message of the NotSafetensorsError.
 func (e *NotSafetensorsError) Error() string {
 	return fmt.Sprintf("%s: not a safetensors file: %s", e.File, e.Hint)
 }

@@ -87,4 +87,5 @@ func (d DType) IsFP8() bool {
 	return false
 }
 
+// String is the dtype's safetensors name, e.g. "BF16".
 func (d DType) String() string { return string(d) }

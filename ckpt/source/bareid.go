@@ -29,6 +29,7 @@ type BareRepoError struct {
 	CacheDir string
 }
 
+// Error is the message of the BareRepoError.
 func (e *BareRepoError) Error() string {
 	cache := "the local Hugging Face cache"
 	switch {

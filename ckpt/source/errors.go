@@ -28,6 +28,7 @@ type HTTPError struct {
 	Hint    string
 }
 
+// Error is the message of the HTTPError.
 func (e *HTTPError) Error() string {
 	s := fmt.Sprintf("GET %s: %d %s", e.URL, e.Status, http.StatusText(e.Status))
 	if e.Code != "" {

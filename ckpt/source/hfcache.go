@@ -306,6 +306,7 @@ type PartialError struct {
 	Repo       Repo // the repository and revision, for the download command
 }
 
+// Error is the message of the PartialError.
 func (e *PartialError) Error() string {
 	var detail string
 	switch {

@@ -79,6 +79,7 @@ type OfflineError struct {
 	Repo   *Repo // the repository of an hf:// source, nil for a URL
 }
 
+// Error is the message of the OfflineError.
 func (e *OfflineError) Error() string {
 	msg := fmt.Sprintf("source %s: HF_HUB_OFFLINE is set: no network access", ckpt.Quote(e.Source))
 	if e.Repo != nil {
@@ -127,6 +128,7 @@ type CacheMissError struct {
 	Reason string // what is missing
 }
 
+// Error is the message of the CacheMissError.
 func (e *CacheMissError) Error() string {
 	rev := ""
 	if e.Repo.Revision != "" {

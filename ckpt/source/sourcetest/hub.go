@@ -27,18 +27,18 @@ import (
 type FaultKind int
 
 const (
-	None        FaultKind = iota
-	Drop                  // send headers and half the body, then close the connection
-	Status500             // 500 Internal Server Error
-	Status503             // 503 with Retry-After
-	TooMany               // 429 Too Many Requests with Retry-After
-	WrongRange            // 206 with bytes shifted by one and a Content-Range for them
-	Short                 // 206 whose body (and Content-Length) is shorter than its Content-Range
-	NewVersion            // serve a changed file (other bytes, other ETag), ignoring If-Match
-	IgnoreRange           // 200 with the whole file
-	Hang                  // never answer (until the client gives up)
-	HangBody              // send headers and part of the body, then stall
-	Reject                // answer Fault.Status with the hub's error headers and Fault.Body
+	None        FaultKind = iota // no fault: serve the request as asked
+	Drop                         // send headers and half the body, then close the connection
+	Status500                    // 500 Internal Server Error
+	Status503                    // 503 with Retry-After
+	TooMany                      // 429 Too Many Requests with Retry-After
+	WrongRange                   // 206 with bytes shifted by one and a Content-Range for them
+	Short                        // 206 whose body (and Content-Length) is shorter than its Content-Range
+	NewVersion                   // serve a changed file (other bytes, other ETag), ignoring If-Match
+	IgnoreRange                  // 200 with the whole file
+	Hang                         // never answer (until the client gives up)
+	HangBody                     // send headers and part of the body, then stall
+	Reject                       // answer Fault.Status with the hub's error headers and Fault.Body
 )
 
 // Fault is what Hub.Inject returns for a request.
