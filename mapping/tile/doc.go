@@ -6,7 +6,7 @@
 //
 // Everything here is pure computation over byte slices; the package never
 // prints and keeps no global mutable state. Scalar float conversions
-// (float32 ↔ bfloat16, FP8 codes) live in package ckpt; this package packs
+// (float32 ↔ bfloat16, FP8 codes) live in package ckpt/numfmt; this package packs
 // whole tiles. docs/formats.md describes the formats with their upstream
 // sources.
 //
