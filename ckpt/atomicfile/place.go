@@ -77,6 +77,14 @@ type Policy struct {
 	Dir, Empty bool
 }
 
+// inputsAre is InputsAre, or "the input" when it is empty.
+func (p Policy) inputsAre() string {
+	if p.InputsAre == "" {
+		return "the input"
+	}
+	return p.InputsAre
+}
+
 // Target is where Place found an output goes.
 type Target struct {
 	// Path is the path to write: the path given with its symbolic links
@@ -187,11 +195,7 @@ func CheckInputs(path string, p Policy) error {
 	}
 	for _, in := range p.Inputs {
 		if st, err := os.Stat(in); err == nil && os.SameFile(out, st) {
-			what := p.InputsAre
-			if what == "" {
-				what = "the input"
-			}
-			return &RefusedError{Flag: p.Flag, Path: path, Reason: fmt.Sprintf("is %s, a file of %s: refusing to write over an input", in, what)}
+			return &RefusedError{Flag: p.Flag, Path: path, Reason: fmt.Sprintf("is %s, a file of %s: refusing to write over an input", in, p.inputsAre())}
 		}
 	}
 	return nil
@@ -226,11 +230,8 @@ func checkInsideInputs(path, to string, p Policy) error {
 		if st, err := os.Stat(parent); err == nil {
 			for i, d := range dirs {
 				if os.SameFile(st, d) {
-					what := p.InputsAre
-					if what == "" {
-						what = "the input"
-					}
-					return &RefusedError{Flag: p.Flag, Path: path, Reason: fmt.Sprintf("is inside %s, the folder of %s: refusing to write into an input", names[i], what)}
+					return &RefusedError{Flag: p.Flag, Path: path,
+						Reason: fmt.Sprintf("is inside %s, the folder of %s: refusing to write into an input", names[i], p.inputsAre())}
 				}
 			}
 		}
