@@ -102,7 +102,7 @@ func (p *program) interfaces() map[string][]*types.Interface {
 
 // classify counts a library package's exported names by who names them.
 func (p *program) classify(k *pkg, u map[token.Pos]*use, ifaces map[string][]*types.Interface, ps *PackageStats) {
-	var tests, unnamed []string
+	var tests, unnamed, own []string
 	count := func(obj types.Object, name string, implicit, jsonField bool) {
 		ps.Exported++
 		x := u[obj.Pos()]
@@ -117,6 +117,9 @@ func (p *program) classify(k *pkg, u map[token.Pos]*use, ifaces map[string][]*ty
 			return
 		case x != nil && x.own:
 			ps.OwnOnly++
+			if !field && !implicit {
+				own = append(own, name)
+			}
 		case x != nil && x.test:
 			ps.TestsOnly++
 			ps.TopLevelMethodsTestsOnly += boolInt(!field)
@@ -191,7 +194,8 @@ func (p *program) classify(k *pkg, u map[token.Pos]*use, ifaces map[string][]*ty
 	}
 	sort.Strings(tests)
 	sort.Strings(unnamed)
-	ps.TestsOnlyNames, ps.UnnamedNames = tests, unnamed
+	sort.Strings(own)
+	ps.TestsOnlyNames, ps.UnnamedNames, ps.OwnNames = tests, unnamed, own
 }
 
 // reflectTag is reflect.StructTag.Get without reflect.

@@ -141,6 +141,9 @@ func printExports(pf func(string, ...any), r *Report, verbose bool) {
 		return
 	}
 	for _, ps := range r.Packages {
+		if len(ps.OwnNames) > 0 {
+			pf("- `%s` named only by its own product code (not fields or interface methods): %s\n", ps.Path, strings.Join(ps.OwnNames, ", "))
+		}
 		if len(ps.TestsOnlyNames) > 0 {
 			pf("- `%s` named only by tests: %s\n", ps.Path, strings.Join(ps.TestsOnlyNames, ", "))
 		}

@@ -80,6 +80,9 @@ type PackageStats struct {
 	Examples  int    `json:"examples"`
 	ReExports int    `json:"re_exports"` // exported names that only rename another module package's
 	ExportCounts
+	// OwnNames are the top-level names and methods (not fields, not
+	// interface methods) named only by the package's own product code.
+	OwnNames       []string `json:"own_names"`
 	TestsOnlyNames []string `json:"tests_only_names"`
 	UnnamedNames   []string `json:"unnamed_names"`
 }
