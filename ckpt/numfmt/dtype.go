@@ -78,14 +78,5 @@ func (d DType) IsFloat() bool {
 	return false
 }
 
-// IsFP8 reports whether d is one of the one-byte float formats.
-func (d DType) IsFP8() bool {
-	switch d {
-	case F8E4M3, F8E5M2, F8E8M0, F8E4M3FNUZ, F8E5M2FNUZ:
-		return true
-	}
-	return false
-}
-
 // String is the dtype's safetensors name, e.g. "BF16".
 func (d DType) String() string { return string(d) }

@@ -19,8 +19,8 @@ import "math"
 // reference (vllm-project/vllm:vllm/model_executor/layers/quantization/
 // utils/nvfp4_emulation_utils.py@6110ea2 break_fp4_bytes).
 
-// E2M1MaxFinite is the largest E2M1 magnitude.
-const E2M1MaxFinite = 6
+// e2m1MaxFinite is the largest E2M1 magnitude.
+const e2m1MaxFinite = 6
 
 // e2m1Magnitudes are the values of the codes 0..7 (sign bit clear).
 var e2m1Magnitudes = [8]float32{0, 0.5, 1, 1.5, 2, 3, 4, 6}
@@ -35,9 +35,9 @@ func E2M1ToFloat32(c byte) float32 {
 	return v
 }
 
-// E2M1Pair returns the two values of a packed E2M1 byte: lo is the element
+// e2m1Pair returns the two values of a packed E2M1 byte: lo is the element
 // with the lower index (bits 0-3), hi the next one (bits 4-7).
-func E2M1Pair(b byte) (lo, hi float32) {
+func e2m1Pair(b byte) (lo, hi float32) {
 	return E2M1ToFloat32(b), E2M1ToFloat32(b >> 4)
 }
 
@@ -47,7 +47,7 @@ func E2M1Pair(b byte) (lo, hi float32) {
 func UnpackE2M1(dst []float32, src []byte) int {
 	n := min(len(dst)/2, len(src))
 	for i, b := range src[:n] {
-		dst[2*i], dst[2*i+1] = E2M1Pair(b)
+		dst[2*i], dst[2*i+1] = e2m1Pair(b)
 	}
 	return 2 * n
 }

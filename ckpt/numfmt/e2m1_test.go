@@ -31,15 +31,15 @@ func TestE2M1AllCodes(t *testing.T) {
 		assert.Equal(t, c >= 8, math.Signbit(float64(got)), "sign of code %#x", c)
 		assert.Equal(t, got, E2M1ToFloat32(byte(c)|0xF0), "high bits of %#x are ignored", c)
 	}
-	assert.Equal(t, float32(E2M1MaxFinite), E2M1ToFloat32(7))
-	assert.Equal(t, float32(-E2M1MaxFinite), E2M1ToFloat32(15))
+	assert.Equal(t, float32(e2m1MaxFinite), E2M1ToFloat32(7))
+	assert.Equal(t, float32(-e2m1MaxFinite), E2M1ToFloat32(15))
 }
 
 func TestE2M1PackedOrder(t *testing.T) {
 	t.Parallel()
 	// every byte: element 2i is the low nibble, element 2i+1 the high one.
 	for b := 0; b < 256; b++ {
-		lo, hi := E2M1Pair(byte(b))
+		lo, hi := e2m1Pair(byte(b))
 		assert.Equal(t, e2m1Ref(byte(b)&0xF), float64(lo), "low nibble of %#x", b)
 		assert.Equal(t, e2m1Ref(byte(b)>>4), float64(hi), "high nibble of %#x", b)
 	}
@@ -67,7 +67,7 @@ func TestE8M0AllCodes(t *testing.T) {
 	t.Parallel()
 	for c := 0; c < 256; c++ {
 		got := E8M0ToFloat32(byte(c))
-		e, ok := E8M0Exponent(byte(c))
+		e, ok := e8m0Exponent(byte(c))
 		if c == 0xFF {
 			assert.True(t, math.IsNaN(float64(got)), "0xFF is NaN")
 			assert.True(t, E8M0IsNaN(byte(c)))

@@ -11,18 +11,18 @@ import "math"
 // ldexp(value, c-127) (openai/gpt-oss:gpt_oss/torch/weights.py@7a9ea75,
 // huggingface/transformers:src/transformers/integrations/mxfp4.py@93a1c40).
 
-// E8M0NaN is the one NaN code of E8M0.
-const E8M0NaN = 0xFF
+// e8m0NaN is the one NaN code of E8M0.
+const e8m0NaN = 0xFF
 
-// E8M0Bias is the exponent bias of E8M0.
-const E8M0Bias = 127
+// e8m0Bias is the exponent bias of E8M0.
+const e8m0Bias = 127
 
 // E8M0ToFloat32 returns the value of the E8M0 code c: 2^(c-127), NaN for
 // 0xFF. Every other code is exact in float32 (code 0, 2^-127, is a float32
 // subnormal).
 func E8M0ToFloat32(c byte) float32 {
 	switch c {
-	case E8M0NaN:
+	case e8m0NaN:
 		return float32(math.NaN())
 	case 0:
 		return math.Float32frombits(1 << 22) // 2^-127
@@ -42,17 +42,17 @@ func EncodeE8M0(f float32) byte {
 	case u&0x807fffff == 0 && u>>23 >= 1 && u>>23 <= 254:
 		return byte(u >> 23)
 	}
-	return E8M0NaN
+	return e8m0NaN
 }
 
 // E8M0IsNaN reports whether c is the NaN code of E8M0.
-func E8M0IsNaN(c byte) bool { return c == E8M0NaN }
+func E8M0IsNaN(c byte) bool { return c == e8m0NaN }
 
-// E8M0Exponent returns the power of two that the code c stands for
+// e8m0Exponent returns the power of two that the code c stands for
 // (c - 127) and false for the NaN code.
-func E8M0Exponent(c byte) (int, bool) {
-	if c == E8M0NaN {
+func e8m0Exponent(c byte) (int, bool) {
+	if c == e8m0NaN {
 		return 0, false
 	}
-	return int(c) - E8M0Bias, true
+	return int(c) - e8m0Bias, true
 }

@@ -60,7 +60,7 @@ func DequantMXFP4(dst []float32, blocks, scales []byte) error {
 		s := E8M0ToFloat32(sc)
 		out := dst[i*MXFP4BlockSize : (i+1)*MXFP4BlockSize]
 		for j, b := range blocks[i*MXFP4BlockBytes : (i+1)*MXFP4BlockBytes] {
-			lo, hi := E2M1Pair(b)
+			lo, hi := e2m1Pair(b)
 			out[2*j], out[2*j+1] = lo*s, hi*s
 		}
 	}

@@ -56,7 +56,7 @@ func DequantNVFP4(dst []float32, packed, scales []byte, global float32, rows, co
 		s := DecodeE4M3(sc)
 		out := dst[i*NVFP4BlockSize : (i+1)*NVFP4BlockSize]
 		for j, b := range packed[i*NVFP4BlockSize/2 : (i+1)*NVFP4BlockSize/2] {
-			lo, hi := E2M1Pair(b)
+			lo, hi := e2m1Pair(b)
 			out[2*j], out[2*j+1] = (lo*s)*global, (hi*s)*global
 		}
 	}

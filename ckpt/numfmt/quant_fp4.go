@@ -93,7 +93,7 @@ func BlockAmax(w []float32) (amax float32, nonFinite bool) {
 // e8m0Reciprocal returns 2^(127-c) in float32, the reciprocal of the E8M0
 // scale c (NaN for the NaN code): code 254 gives the subnormal 2^-127.
 func e8m0Reciprocal(c byte) float32 {
-	if c == E8M0NaN {
+	if c == e8m0NaN {
 		return float32(math.NaN())
 	}
 	e := 254 - int(c) // biased exponent of 2^(127-c)
@@ -103,15 +103,15 @@ func e8m0Reciprocal(c byte) float32 {
 	return math.Float32frombits(uint32(e) << 23)
 }
 
-// MXFP4Scale returns the E8M0 code the recipe gives a block whose largest
+// mxfp4Scale returns the E8M0 code the recipe gives a block whose largest
 // |w| is amax (nonFinite: the block holds a NaN or an infinity) and the
 // factor its values are multiplied by before rounding to E2M1.
-func (r MXFP4Recipe) MXFP4Scale(amax float32, nonFinite bool) (code byte, mul float32) {
+func (r MXFP4Recipe) mxfp4Scale(amax float32, nonFinite bool) (code byte, mul float32) {
 	if nonFinite || amax != amax {
-		return E8M0NaN, float32(math.NaN())
+		return e8m0NaN, float32(math.NaN())
 	}
 	if r == MXFP4Triton {
-		b := (math.Float32bits(amax/E2M1MaxFinite) + 0x007fffff) & 0x7f800000
+		b := (math.Float32bits(amax/e2m1MaxFinite) + 0x007fffff) & 0x7f800000
 		code = byte(b >> 23)
 		if ds := math.Float32frombits(b); ds != 0 {
 			mul = 1 / ds
@@ -119,8 +119,8 @@ func (r MXFP4Recipe) MXFP4Scale(amax float32, nonFinite bool) (code byte, mul fl
 		return code, mul
 	}
 	e := int(math.Float32bits(amax)>>23&0xff) - 127 - 2 // floor(log2 amax) - emax(E2M1)
-	e = max(e, -E8M0Bias)
-	code = byte(e + E8M0Bias)
+	e = max(e, -e8m0Bias)
+	code = byte(e + e8m0Bias)
 	return code, e8m0Reciprocal(code)
 }
 
@@ -145,7 +145,7 @@ func QuantizeMXFP4(r MXFP4Recipe, w []float32, blocks, scales []byte) error {
 	}
 	for i := range scales {
 		v := w[i*MXFP4BlockSize : (i+1)*MXFP4BlockSize]
-		code, mul := r.MXFP4Scale(BlockAmax(v))
+		code, mul := r.mxfp4Scale(BlockAmax(v))
 		scales[i] = code
 		out := blocks[i*MXFP4BlockBytes : (i+1)*MXFP4BlockBytes]
 		for j := range out {
@@ -210,8 +210,8 @@ func countPacked(w []float32, codes []byte, f float32, div, triton bool) (cnt, z
 // (every value of such a block is NaN, whatever its codes).
 func (r MXFP4Recipe) MXFP4Requant(w []float32, codes []byte, scale byte) (cnt, zeroSign int64, scaleDiffers bool) {
 	w = w[:MXFP4BlockSize]
-	code, mul := r.MXFP4Scale(BlockAmax(w))
-	if code == E8M0NaN && scale == E8M0NaN {
+	code, mul := r.mxfp4Scale(BlockAmax(w))
+	if code == e8m0NaN && scale == e8m0NaN {
 		return 0, 0, false
 	}
 	cnt, zeroSign = countPacked(w, codes[:MXFP4BlockBytes], mul, false, r == MXFP4Triton)
@@ -221,16 +221,16 @@ func (r MXFP4Recipe) MXFP4Requant(w []float32, codes []byte, scale byte) (cnt, z
 // NVFP4GlobalScale returns ModelOpt's weight_scale_2 for a tensor whose
 // largest |w| is amax: float32(amax) / 2688.
 func NVFP4GlobalScale(amax float32) float32 {
-	return amax / (E2M1MaxFinite * E4M3MaxFinite)
+	return amax / (e2m1MaxFinite * E4M3MaxFinite)
 }
 
-// NVFP4BlockScale returns the F8_E4M3 code of ModelOpt's weight_scale for
+// nvfp4BlockScale returns the F8_E4M3 code of ModelOpt's weight_scale for
 // a block whose largest |w| is amax under the global scale global:
 // amax / (6 × global) in float32, 1.0 when that is zero, cast as torch
 // casts to float8_e4m3fn (nearest even; NaN, Inf and everything above
 // 464, half-way to the absent 480, give the NaN code 0x7f).
-func NVFP4BlockScale(amax, global float32) byte {
-	s := amax / (E2M1MaxFinite * global)
+func nvfp4BlockScale(amax, global float32) byte {
+	s := amax / (e2m1MaxFinite * global)
 	if s == 0 {
 		s = 1
 	}
@@ -279,14 +279,14 @@ func QuantizeNVFP4(w []float32, packed, scales []byte) (float32, error) {
 	return global, nil
 }
 
-// nvfp4Scale is NVFP4BlockScale of the block v (NaN when v holds a NaN or
+// nvfp4Scale is nvfp4BlockScale of the block v (NaN when v holds a NaN or
 // an infinity).
 func nvfp4Scale(v []float32, global float32) byte {
 	amax, nonFinite := BlockAmax(v)
 	if nonFinite {
 		amax = float32(math.NaN())
 	}
-	return NVFP4BlockScale(amax, global)
+	return nvfp4BlockScale(amax, global)
 }
 
 // NVFP4Requant re-quantises one block of 16 values w with ModelOpt's

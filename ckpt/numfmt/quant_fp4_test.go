@@ -100,20 +100,20 @@ func TestMXFP4Scale(t *testing.T) {
 		{float32(math.Ldexp(1.5, -100)), false, 25, 25}, // floor(log2) - 2 = -102; d = 2^-102 exactly
 		{float32(math.Ldexp(1.75, -100)), false, 25, 26},
 		{math.MaxFloat32, false, 252, 253},                          // 2^125 floor; MaxFloat32/6 rounds up to 2^126
-		{1, true, E8M0NaN, E8M0NaN}, {nan, false, E8M0NaN, E8M0NaN}, // a NaN or an infinity in the block
+		{1, true, e8m0NaN, e8m0NaN}, {nan, false, e8m0NaN, e8m0NaN}, // a NaN or an infinity in the block
 	} {
-		c, _ := MXFP4OCP.MXFP4Scale(tc.amax, tc.nonFinite)
+		c, _ := MXFP4OCP.mxfp4Scale(tc.amax, tc.nonFinite)
 		assert.Equal(t, tc.ocp, c, "ocp-floor scale of %g", tc.amax)
-		c, _ = MXFP4Triton.MXFP4Scale(tc.amax, tc.nonFinite)
+		c, _ = MXFP4Triton.mxfp4Scale(tc.amax, tc.nonFinite)
 		assert.Equal(t, tc.tri, c, "triton-round-up scale of %g", tc.amax)
 	}
 	// The factors: the reciprocal of the scale, exactly.
 	for _, r := range MXFP4Recipes {
 		for _, amax := range []float32{6, 7, 3, 1e-30, 1e30} {
-			c, mul := r.MXFP4Scale(amax, false)
+			c, mul := r.mxfp4Scale(amax, false)
 			assert.Equal(t, 1.0, float64(mul)*float64(E8M0ToFloat32(c)), "%s %g", r, amax)
 		}
-		_, mul := r.MXFP4Scale(0, false)
+		_, mul := r.mxfp4Scale(0, false)
 		if r == MXFP4Triton {
 			assert.Zero(t, mul, "triton multiplies a zero-scale block by 0")
 		} else {
@@ -151,7 +151,7 @@ func TestQuantizeMXFP4Edges(t *testing.T) {
 		assert.Equal(t, []byte{7, 13, 2, 2, 8, 8, 6}, codes[:7], "%s: exact values, ties to even, -0 and a negative that rounds to zero", r)
 
 		codes, sc = q(r, block32(float32(math.NaN()), 1))
-		assert.Equal(t, byte(E8M0NaN), sc, "%s: a NaN makes the scale NaN", r)
+		assert.Equal(t, byte(e8m0NaN), sc, "%s: a NaN makes the scale NaN", r)
 		_ = codes
 	}
 	// At the saturation bound: floor keeps 2^0 and saturates 7 to 6.
@@ -248,11 +248,11 @@ func TestMXFP4RequantNaN(t *testing.T) {
 	w := block32(float32(math.NaN()), 1)
 	codes := make([]byte, 16)
 	for _, r := range MXFP4Recipes {
-		cnt, zs, bad := r.MXFP4Requant(w, codes, E8M0NaN)
+		cnt, zs, bad := r.MXFP4Requant(w, codes, e8m0NaN)
 		assert.Equal(t, [3]any{int64(0), int64(0), false}, [3]any{cnt, zs, bad}, "NaN scale both sides: codes carry no value")
 		_, _, bad = r.MXFP4Requant(w, codes, 127)
 		assert.True(t, bad, "a NaN in the values, a finite stored scale")
-		_, _, bad = r.MXFP4Requant(block32(1), codes, E8M0NaN)
+		_, _, bad = r.MXFP4Requant(block32(1), codes, e8m0NaN)
 		assert.True(t, bad, "finite values, a NaN stored scale")
 	}
 	assert.Error(t, QuantizeMXFP4(MXFP4OCP, make([]float32, 31), make([]byte, 16), make([]byte, 1)))
@@ -277,7 +277,7 @@ func TestNVFP4Scales(t *testing.T) {
 		{math.Ldexp(1.01, -10), 0x01},
 		{math.Inf(1), 0x7f}, {math.NaN(), 0x7f},
 	} {
-		assert.Equal(t, tc.want, NVFP4BlockScale(float32(6*tc.s), 1), "block scale %g", tc.s)
+		assert.Equal(t, tc.want, nvfp4BlockScale(float32(6*tc.s), 1), "block scale %g", tc.s)
 	}
 }
 

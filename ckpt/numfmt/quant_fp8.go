@@ -157,8 +157,8 @@ func (b FP8Block) Same(o FP8Block) bool {
 	return b.Mul == o.Mul && b.Round == o.Round && math.Float32bits(b.K) == math.Float32bits(o.K)
 }
 
-// Encode is the recipe's code of x.
-func (b FP8Block) Encode(x float32) byte {
+// encode is the recipe's code of x.
+func (b FP8Block) encode(x float32) byte {
 	switch {
 	case b.Zero:
 		return 0
@@ -189,7 +189,7 @@ func (b FP8Block) Mismatches(w []float32, codes []byte) (cnt, zeroSign int64) {
 	case b.Round == BF16 || b.Round == F16:
 		codes = codes[:len(w)]
 		for i, x := range w {
-			if c := b.Encode(x); c != codes[i] {
+			if c := b.encode(x); c != codes[i] {
 				if same, zs := SameE4M3(c, codes[i]); !same {
 					cnt++
 				} else if zs {
@@ -213,11 +213,11 @@ const (
 	float32Tiny       = float32(0x1p-126)
 )
 
-// CeilPow2 returns 2^ceil(log2 x) for x > 0 as torch computes it in
+// ceilPow2 returns 2^ceil(log2 x) for x > 0 as torch computes it in
 // float32: log2 rounded to float32, then ceil (so that x up to a few ulps
 // above a power of two gives that power), with the exponent returned; +Inf
 // (e > 127) for x too large, and x ≤ 0 or NaN give NaN.
-func CeilPow2(x float32) (float32, int) {
+func ceilPow2(x float32) (float32, int) {
 	if !(x > 0) {
 		return float32(math.NaN()), 0
 	}
@@ -253,7 +253,7 @@ func (r FP8Recipe) Block(amax float32, sd DType) FP8Block {
 		if r == FP8Transformers {
 			return FP8Block{Scale: inv, K: m, Mul: true}
 		}
-		s, _ := CeilPow2(max(inv, float32Tiny))
+		s, _ := ceilPow2(max(inv, float32Tiny))
 		if math.IsInf(float64(s), 1) {
 			// torch's cast of +Inf to float8_e8m0fnu is its NaN, and 1/Inf = 0
 			return FP8Block{Scale: float32(math.NaN()), K: 0, Mul: true}
@@ -273,7 +273,7 @@ func (r FP8Recipe) Block(amax float32, sd DType) FP8Block {
 		s := max(amax, deepSeekAmaxFloor) / E4M3MaxFinite
 		switch r {
 		case FP8DeepSeekUE8M0:
-			s, _ = CeilPow2(s)
+			s, _ = ceilPow2(s)
 		case FP8VLLMBlock:
 			return FP8Block{Scale: s, K: 1 / s, Mul: true}
 		}
@@ -281,7 +281,7 @@ func (r FP8Recipe) Block(amax float32, sd DType) FP8Block {
 	case FP8VLLMGroup, FP8VLLMGroupUE8M0:
 		s := max(amax, vllmGroupEps) / E4M3MaxFinite
 		if r == FP8VLLMGroupUE8M0 {
-			s, _ = CeilPow2(max(s, vllmGroupEps))
+			s, _ = ceilPow2(max(s, vllmGroupEps))
 		}
 		return FP8Block{Scale: s, K: s}
 	}
@@ -306,7 +306,7 @@ func QuantizeBlockFP8Recipe(r FP8Recipe, w []float32, rows, cols, bm, bn int64, 
 			scales[bi*sCols+bj] = b.Scale
 			for i := r0; i < r1; i++ {
 				for j := c0; j < c1; j++ {
-					codes[i*cols+j] = b.Encode(w[i*cols+j])
+					codes[i*cols+j] = b.encode(w[i*cols+j])
 				}
 			}
 		}

@@ -128,7 +128,7 @@ func TestFP8RecipeCodes(t *testing.T) {
 	}
 	for _, c := range cases {
 		b := c.r.Block(c.amax, c.sd)
-		got := b.Encode(c.w)
+		got := b.encode(c.w)
 		if c.code&0x7f == 0x7f {
 			require.Equal(t, byte(0x7f), got&0x7f, "%s amax %g: e4m3(%g) = %#x, want NaN", c.r, c.amax, c.w, got)
 			continue
@@ -154,13 +154,13 @@ func TestCeilPow2(t *testing.T) {
 		{f32(0x40000001), 4, 2}, {f32(0x3a800001), 0x1p-10, -10}, {f32(0x3a800008), 0x1p-9, -9},
 		{f32(0x3a7fffff), 0x1p-10, -10},
 	} {
-		got, e := CeilPow2(c.x)
-		require.Equal(t, c.want, got, "CeilPow2(%g)", c.x)
-		require.Equal(t, c.e, e, "CeilPow2(%g) exponent", c.x)
+		got, e := ceilPow2(c.x)
+		require.Equal(t, c.want, got, "ceilPow2(%g)", c.x)
+		require.Equal(t, c.e, e, "ceilPow2(%g) exponent", c.x)
 	}
-	got, _ := CeilPow2(math.MaxFloat32)
+	got, _ := ceilPow2(math.MaxFloat32)
 	require.True(t, math.IsInf(float64(got), 1))
-	got, _ = CeilPow2(0)
+	got, _ = ceilPow2(0)
 	require.True(t, got != got)
 }
 
@@ -225,7 +225,7 @@ func TestFP8BlockMismatches(t *testing.T) {
 			b := r.Block(amax, sd)
 			codes := make([]byte, n)
 			for i, x := range w {
-				codes[i] = b.Encode(x)
+				codes[i] = b.encode(x)
 			}
 			cnt, zs := b.Mismatches(w, codes)
 			require.Zero(t, cnt, "%s block %d: own codes", r, k)
@@ -244,7 +244,7 @@ func TestFP8BlockMismatches(t *testing.T) {
 			}
 			var wantCnt int64
 			for i, x := range w {
-				if same, _ := SameE4M3(b.Encode(x), codes[i]); !same {
+				if same, _ := SameE4M3(b.encode(x), codes[i]); !same {
 					wantCnt++
 				}
 			}
@@ -264,6 +264,6 @@ func TestEncodeE8M0(t *testing.T) {
 		require.Equal(t, byte(c), EncodeE8M0(E8M0ToFloat32(byte(c))), "code %#x", c)
 	}
 	for _, f := range []float32{3, 0, -1, float32(math.Inf(1)), 0x1p-128, float32(math.NaN()), -0x1p-3} {
-		require.Equal(t, byte(E8M0NaN), EncodeE8M0(f), "%g", f)
+		require.Equal(t, byte(e8m0NaN), EncodeE8M0(f), "%g", f)
 	}
 }
