@@ -14,18 +14,18 @@ import (
 // reports them under it, beside its own arch.dtype failures).
 const FindingDType ckpt.FindingID = "arch.dtype"
 
-// TextPrefixes are the prefixes a Qwen3.5 checkpoint stores its text model
+// textPrefixes are the prefixes a Qwen3.5 checkpoint stores its text model
 // under: model.language_model. (Qwen3_5ForConditionalGeneration, the
 // releases), model. (Qwen3_5ForCausalLM, text only) and
 // language_model.model. (older conversions).
-var TextPrefixes = []string{"model.language_model.", "model.", "language_model.model."}
+var textPrefixes = []string{"model.language_model.", "model.", "language_model.model."}
 
-// DetectTextPrefix picks the prefix of TextPrefixes under which most
+// DetectTextPrefix picks the prefix of textPrefixes under which most
 // decoder layers (and the embedding) are stored, keeping def when none is
 // found.
 func DetectTextPrefix(c *ckpt.Checkpoint, def string) string {
 	best, bestN := def, 0
-	for _, p := range TextPrefixes {
+	for _, p := range textPrefixes {
 		n := 0
 		for _, t := range c.Tensors {
 			if strings.HasPrefix(t.Name, p+"layers.") || t.Name == p+"embed_tokens.weight" {

@@ -25,19 +25,19 @@ import (
 // shared exponent is below minTableExp but not 0) back to the table route
 // here. Zero face rows, zero codes and zero scales stay in the kernel.
 
-// MaxFP8Scale bounds the scales the kernel takes (block-FP8 scales are far
+// maxFP8Scale bounds the scales the kernel takes (block-FP8 scales are far
 // below it). For every positive scale below it the kernel's arithmetic is
 // exact: it widens the codes to float32 values e4m3(m) × 2^-104 and
 // multiplies them by scale × 2^104 times a power of two, which stay finite
 // normal numbers (see _asm/fp8.go, which writes fp8_amd64.s).
-const MaxFP8Scale = 256
+const maxFP8Scale = 256
 
 // fp8ScaleOK reports whether s can go to the kernel: +0 (every product
 // is zero: the zero scales of pruned blocks), or positive and below
-// MaxFP8Scale. As float32 bits, those are the values below 256's (this
+// maxFP8Scale. As float32 bits, those are the values below 256's (this
 // leaves out -0, negative values and NaN).
 func fp8ScaleOK(s float32) bool {
-	return math.Float32bits(s) < math.Float32bits(MaxFP8Scale)
+	return math.Float32bits(s) < math.Float32bits(maxFP8Scale)
 }
 
 // EncodeFP8Transposed encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B): tile
@@ -124,15 +124,15 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 	EncodeTileBF16(dt, dst, f.blk[:], TileDim)
 }
 
-// EncodeFP8TransposedPartial is EncodeFP8Transposed for one tile of which
+// encodeFP8TransposedPartial is EncodeFP8Transposed for one tile of which
 // only rows × cols codes exist (rows, cols ≤ 32: the ragged edge of a
 // matrix whose sides are not multiples of 32); the rest of the tile is
 // padded with zeros.
-func EncodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
+func encodeFP8TransposedPartial(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32) {
 	EncodeFP8TransposedPartialNaN(dt, dst, src, stride, rows, cols, scale, numfmt.TTNaNBF16)
 }
 
-// EncodeFP8TransposedPartialNaN is EncodeFP8TransposedPartial with the
+// EncodeFP8TransposedPartialNaN is encodeFP8TransposedPartial with the
 // pattern nan for NaN products.
 func EncodeFP8TransposedPartialNaN(dt DType, dst []byte, src []byte, stride, rows, cols int, scale float32, nan uint16) {
 	f := fp8Tables{nan: nan}

@@ -37,7 +37,7 @@ func TestEncodeFP8TransposedPartial(t *testing.T) {
 			_, err := PackTiles(dt, want, vals, cols, rows)
 			require.NoError(t, err)
 			got := make([]byte, dt.TileBytes())
-			EncodeFP8TransposedPartial(dt, got, src, stride, rows, cols, scale)
+			encodeFP8TransposedPartial(dt, got, src, stride, rows, cols, scale)
 			require.Equal(t, want, got, "%v %dx%d", dt, rows, cols)
 			if rows == 32 && cols == 32 {
 				full := make([]byte, dt.TileBytes())
