@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
@@ -210,7 +211,7 @@ func TestTextOnlyLayout(t *testing.T) {
 
 	code, out, errs := runApp(t, "inspect", td, "--format", "json")
 	require.Equal(t, 0, code, errs)
-	var ins ckpt.InspectResult
+	var ins inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &ins))
 	groups := map[string]string{}
 	for _, g := range ins.Summary.ByGroup {
