@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 )
 
 // findingIDs are the ids of every finding verify reports: the integrity
@@ -20,7 +21,8 @@ var findingIDs = []ckpt.FindingID{
 	ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType,
 	DataScaleValues, DataFP8NaN, DataFloatNonFinite, DataHash, DataRead,
 	CachePartial, CacheSHA256,
-	ContractKeyAdded, ContractKeyRemoved, ContractDType, ContractShape, ContractHash, ContractConfig, ContractFP8Scheme, ContractFP8NotConvert,
+	contract.ContractKeyAdded, contract.ContractKeyRemoved, contract.ContractDType, contract.ContractShape, contract.ContractHash,
+	contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert,
 }
 
 // FindingIDs returns the id of every finding verify can report (the ids

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
@@ -66,7 +67,7 @@ type Report struct {
 	Strict bool `json:"strict,omitempty"`
 	// Against is the comparison with a contract, when AddComparison was
 	// called (verify --against).
-	Against *Comparison `json:"against,omitempty"`
+	Against *contract.Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
 	Hashes map[string]string `json:"-"`
@@ -87,7 +88,7 @@ func (r *Report) Counts() map[Status]int {
 	return m
 }
 
-// Add appends findings (such as a Comparison's) and keeps OK up to date.
+// Add appends findings (such as a contract.Comparison's) and keeps OK up to date.
 func (r *Report) Add(cs ...Check) {
 	for _, c := range cs {
 		if c.Tensors == nil {
@@ -124,7 +125,7 @@ func (r *Report) Failed() []Check {
 
 // AddComparison adds the checks of a comparison with a contract and keeps
 // the comparison for the report.
-func (r *Report) AddComparison(cmp *Comparison) {
+func (r *Report) AddComparison(cmp *contract.Comparison) {
 	r.Add(cmp.Checks...)
 	r.Against = cmp
 }

@@ -366,23 +366,6 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 	return out, hashes, digests(sha), nil
 }
 
-// Hashes reads every tensor once (streamed, parallel, bounded memory as in
-// Run with ReadData) and returns tensor name → xxh3-64 (16 hex digits) for
-// the tensors that could be read.
-func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt Options) (map[string]string, error) {
-	res, err := readAll(ctx, c, opt, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(res))
-	for _, td := range res {
-		if td.hash != "" {
-			out[td.t.Name] = td.hash
-		}
-	}
-	return out, nil
-}
-
 // scaleOverflowCheck warns about the scales of t whose product with the
 // largest F8_E4M3 code (448) is beyond the bf16 range: the weight's values
 // in those blocks dequantise to Inf in bf16 (and in float32 when the

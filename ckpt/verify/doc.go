@@ -3,8 +3,9 @@
 // header format, the block-FP8 scale rules, the tensors an architecture's
 // config implies (profile qwen3_5), and with Options.ReadData the tensor
 // data (scale values, NaN codes, NaN/Inf, per-tensor xxh3) and the file
-// digests of a Hugging Face cache snapshot. It also writes and compares
-// structural contracts (Contract, Compare). It never prints.
+// digests of a Hugging Face cache snapshot. It also holds a checkpoint
+// against a structural contract (package contract: contract.Compare). It
+// never prints.
 //
 // Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
 // shards and shards whose size disagrees with their header become findings),
@@ -71,7 +72,7 @@
 //	cache.sha256            a file whose SHA-256 differs from the recorded one
 //	                        (DigestStore, --read-data)
 //
-// Compare adds contract.key_added, contract.key_removed, contract.dtype,
+// contract.Compare adds contract.key_added, contract.key_removed, contract.dtype,
 // contract.shape, contract.hash, contract.config, contract.fp8_scheme and
 // contract.fp8_not_convert. contract.config is one finding per config key
 // that differs (fail, or pass when CompareOptions.AllowConfig accepts it),

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 )
 
 // Request is what the verify workflow checks: the checkpoint at Source
@@ -22,7 +23,7 @@ type Request struct {
 	Workers  int
 	// Progress, if set, counts the bytes read with ReadData.
 	Progress *ckpt.Progress
-	// Against is the path of a contract (from ContractOfSource).
+	// Against is the path of a contract (from contract.Run).
 	Against        string
 	Match, Exclude []string
 	AllowConfig    []string
@@ -81,13 +82,13 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	m, _ := ckpt.CheckGlobs(req.Match, req.Exclude)
-	var want *Contract
+	var want *contract.Contract
 	if req.Against != "" {
 		f, err := os.Open(req.Against)
 		if err != nil {
 			return nil, fmt.Errorf("opening contract: %w", err)
 		}
-		want, err = ReadContract(f, req.Against)
+		want, err = contract.Read(f, req.Against)
 		f.Close()
 		if err != nil {
 			return nil, err
@@ -102,7 +103,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		if err := ckpt.CheckSelection(req.Match, req.Exclude, c.Source+" or "+req.Against, c.Names(), want.Names()); err != nil {
 			return nil, err
 		}
-		if err := CheckAllowConfig(want, ConfigOf(c.Config), req.AllowConfig); err != nil {
+		if err := contract.CheckAllowConfig(want, contract.ConfigOf(c.Config), req.AllowConfig); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +116,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		return nil, err
 	}
 	if want != nil {
-		cmp, err := Compare(want, NewContract(c, rep.Hashes), CompareOptions{Match: m, AllowConfig: req.AllowConfig})
+		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: m, AllowConfig: req.AllowConfig})
 		if err != nil {
 			return nil, err
 		}
@@ -150,59 +151,4 @@ type SummaryRecord struct {
 func (r *Report) SummaryRecord() SummaryRecord {
 	n, a := r.Counts(), r.AllowedCounts()
 	return SummaryRecord{r.Source, r.OK, r.Strict, n[Fail], n[Warn], n[Pass], n[Skip], a[Fail] + a[Warn]}
-}
-
-// ContractRequest is what the contract workflow describes: the checkpoint
-// at Source, which must open cleanly, with the xxh3 of every tensor with
-// ReadData. Out, when set, is where the caller will write the contract: it
-// must not be a file of the checkpoint.
-type ContractRequest struct {
-	Source   string
-	Openers  []ckpt.SourceOpener
-	Out      string
-	ReadData bool
-	Workers  int
-	// Progress, if set, counts the bytes hashed with ReadData.
-	Progress *ckpt.Progress
-	// Variant selects a variant of a directory source (ckpt.Options.Variant).
-	Variant string
-}
-
-// ContractResult is the contract of a source and the warnings of opening
-// it (issues that do not fail, which the contract has no place for).
-type ContractResult struct {
-	Source   string
-	Contract *Contract
-	Warnings []string
-}
-
-// ContractOfSource is the contract workflow: it opens the source (strictly:
-// a contract is what later checkpoints are held against, so a missing
-// shard, a truncated file or an unknown dtype is an error), refuses an Out
-// that is one of its files (*ckpt.UsageError) and computes the contract
-// (ContractOf). The result is returned with the warnings of opening even
-// when the contract could not be computed.
-func ContractOfSource(ctx context.Context, req ContractRequest) (*ContractResult, error) {
-	c, err := ckpt.Open(ctx, req.Source, ckpt.Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
-	if err != nil {
-		if c != nil {
-			c.Close()
-		}
-		return nil, fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
-	}
-	defer c.Close()
-	if err := ckpt.CheckOutput("-o", req.Out, c); err != nil {
-		return nil, err
-	}
-	res := &ContractResult{Source: c.Source, Warnings: c.Warnings()}
-	opt := Options{Workers: req.Workers, ReadData: req.ReadData}
-	if req.ReadData {
-		opt.Progress = req.Progress
-	}
-	k, err := ContractOf(ctx, c, opt)
-	if err != nil {
-		return res, err
-	}
-	res.Contract = k
-	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -50,12 +51,12 @@ func TestRunSourceAgainstContract(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
-	kr, err := verify.ContractOfSource(ctx, verify.ContractRequest{Source: dir, ReadData: true, Progress: ckpt.NewProgress()})
+	kr, err := contract.Run(ctx, contract.Options{Source: dir, ReadData: true, Progress: ckpt.NewProgress()})
 	require.NoError(t, err)
 	require.NotNil(t, kr.Contract)
 	assert.NotEmpty(t, kr.Contract.Tensors)
 
-	_, err = verify.ContractOfSource(ctx, verify.ContractRequest{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile)})
+	_, err = contract.Run(ctx, contract.Options{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile)})
 	require.ErrorIs(t, err, ckpt.ErrUsage, "an output over an input is refused")
 
 	path := filepath.Join(t.TempDir(), "k.json")
@@ -73,12 +74,12 @@ func TestRunSourceAgainstContract(t *testing.T) {
 	assert.Regexp(t, `^\{"source":".*","ok":(true|false),"strict":true,"fail":\d+,"warn":\d+,"pass":\d+,"skip":\d+\}$`, string(b))
 }
 
-func writeContractFile(path string, k *verify.Contract) error {
+func writeContractFile(path string, k *contract.Contract) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := verify.WriteContract(f, k); err != nil {
+	if err := contract.Write(f, k); err != nil {
 		f.Close()
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -130,27 +131,22 @@ func message(r *verify.Report, id string) string {
 	return strings.Join(ms, "\n")
 }
 
-// TestHashesIndependentOfChunking: the per-tensor xxh3 is over the whole
-// raw bytes, whatever the chunk size and worker count.
-func TestHashesIndependentOfChunking(t *testing.T) {
+// TestHashesAsContract: the xxh3 of every tensor that Run reads with
+// ReadData (what verify --against compares) is what contract.Hashes gives
+// (what contract --read-data records).
+func TestHashesAsContract(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
-	ref, err := verify.Hashes(context.Background(), c, verify.Options{Workers: 1, ChunkSize: 1 << 30})
+	want, err := contract.Hashes(context.Background(), c, contract.HashOptions{Workers: 3, ChunkSize: 4096})
 	require.NoError(t, err)
-	require.Len(t, ref, len(c.Tensors))
-	for _, o := range []verify.Options{{Workers: 3, ChunkSize: 64}, {Workers: 8, ChunkSize: 4096}} {
-		got, err := verify.Hashes(context.Background(), c, o)
-		require.NoError(t, err)
-		assert.Equal(t, ref, got)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = verify.Hashes(ctx, c, verify.Options{ChunkSize: 64})
-	assert.Error(t, err)
+	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true, Workers: 2, ChunkSize: 64})
+	require.NoError(t, err)
+	require.Len(t, rep.Hashes, len(c.Tensors))
+	assert.Equal(t, want, rep.Hashes)
 }
 
 // countingStore counts the bytes read through its blobs.

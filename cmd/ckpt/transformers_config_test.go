@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -13,13 +14,13 @@ import (
 
 // contractChecks runs verify SRC --against CONTRACT and returns the exit
 // code and the contract.config findings.
-func contractChecks(t *testing.T, src, contract string) (int, []verify.Check, verify.Report) {
+func contractChecks(t *testing.T, src, contractFile string) (int, []verify.Check, verify.Report) {
 	t.Helper()
-	code, rep, stderr := verifyJSON(t, "verify", src, "--against", contract)
+	code, rep, stderr := verifyJSON(t, "verify", src, "--against", contractFile)
 	require.Contains(t, []int{0, 1}, code, stderr)
 	var out []verify.Check
 	for _, c := range rep.Checks {
-		if c.ID == verify.ContractConfig {
+		if c.ID == contract.ContractConfig {
 			out = append(out, c)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
@@ -182,7 +183,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		fmt.Fprintf(w, "  %s\n", esc(cmp.KeySetOutside(ckpt.GroupMTP)))
 		for _, c := range res.Checks {
 			switch c.ID {
-			case verify.ContractConfig, verify.ContractFP8Scheme, verify.ContractFP8NotConvert, verify.ContractHash:
+			case contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert, contract.ContractHash:
 				fmt.Fprintf(w, "  %s: %s\n", c.ID, esc(c.Message))
 			}
 		}
