@@ -111,7 +111,7 @@ func Of(ctx context.Context, c *ckpt.Checkpoint, opt OfOptions) (*Contract, erro
 }
 
 // New builds the contract of an opened checkpoint. hashes (tensor
-// name → xxh3, from Hashes or verify's Report.Hashes) may be nil.
+// name → xxh3, from Hashes or verify's Result.Hashes) may be nil.
 func New(c *ckpt.Checkpoint, hashes map[string]string) *Contract {
 	k := &Contract{Version: Version, Source: c.Source, Config: ConfigOf(c.Config), Tensors: []Entry{}}
 	for _, t := range c.Tensors {

@@ -58,23 +58,23 @@ func TestCacheStore(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 
-	rep, err := verify.Run(ctx, c, verify.Options{})
+	rep, err := verify.Checkpoint(ctx, c, verify.CheckOptions{})
 	require.NoError(t, err)
 	assert.False(t, rep.OK)
 	st := statuses(rep)
-	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.partial"])
-	assert.Equal(t, []verify.Status{verify.Skip}, st["cache.sha256"])
+	assert.Equal(t, []ckpt.Status{ckpt.Fail}, st["cache.partial"])
+	assert.Equal(t, []ckpt.Status{ckpt.Skip}, st["cache.sha256"])
 	assert.Contains(t, message(rep, "cache.partial"), "model-00009-of-00009.safetensors")
 
-	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	rep, err = verify.Checkpoint(ctx, c, verify.CheckOptions{ReadData: true})
 	require.NoError(t, err)
 	st = statuses(rep)
-	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.sha256"])
+	assert.Equal(t, []ckpt.Status{ckpt.Fail}, st["cache.sha256"])
 	assert.Contains(t, message(rep, "cache.sha256"), bad)
 	assert.Contains(t, message(rep, "cache.sha256"), strings.Repeat("0", 64))
 
 	fc.partial, sums[bad] = nil, fileSum(t, filepath.Join(dir, bad))
-	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	rep, err = verify.Checkpoint(ctx, c, verify.CheckOptions{ReadData: true})
 	require.NoError(t, err)
 	assert.True(t, rep.OK, rep.Checks)
 	assert.Contains(t, message(rep, "cache.sha256"), "4 files match")
@@ -98,30 +98,30 @@ func TestCacheOrphanIncomplete(t *testing.T) {
 		require.NoError(t, err)
 		c, err := ckpt.OpenStore(context.Background(), &fakeCache{Store: ds, partial: []string{orphan}}, "", ckpt.Options{Lenient: true})
 		require.NoError(t, err)
-		rep, err := verify.Run(context.Background(), c, verify.Options{})
+		rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
 		require.NoError(t, err)
 		c.Close()
 		ds.Close()
 		if missing {
-			assert.Equal(t, []verify.Status{verify.Fail}, statuses(rep)["cache.partial"])
+			assert.Equal(t, []ckpt.Status{ckpt.Fail}, statuses(rep)["cache.partial"])
 			assert.False(t, rep.OK)
 			continue
 		}
-		assert.Equal(t, []verify.Status{verify.Warn}, statuses(rep)["cache.partial"])
+		assert.Equal(t, []ckpt.Status{ckpt.Warn}, statuses(rep)["cache.partial"])
 		assert.Contains(t, message(rep, "cache.partial"), orphan)
 		assert.True(t, rep.OK, rep.Checks)
 	}
 }
 
-func statuses(r *verify.Report) map[string][]verify.Status {
-	m := map[string][]verify.Status{}
+func statuses(r *verify.Result) map[string][]ckpt.Status {
+	m := map[string][]ckpt.Status{}
 	for _, c := range r.Checks {
 		m[string(c.ID)] = append(m[string(c.ID)], c.Status)
 	}
 	return m
 }
 
-func message(r *verify.Report, id string) string {
+func message(r *verify.Result, id string) string {
 	var ms []string
 	for _, c := range r.Checks {
 		if string(c.ID) == id {
@@ -143,7 +143,7 @@ func TestHashesAsContract(t *testing.T) {
 	defer c.Close()
 	want, err := contract.Hashes(context.Background(), c, contract.HashOptions{Workers: 3, ChunkSize: 4096})
 	require.NoError(t, err)
-	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true, Workers: 2, ChunkSize: 64})
+	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true, Workers: 2, ChunkSize: 64})
 	require.NoError(t, err)
 	require.Len(t, rep.Hashes, len(c.Tensors))
 	assert.Equal(t, want, rep.Hashes)
@@ -200,7 +200,7 @@ func TestCacheSHA256ReadsOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	n.Store(0)
-	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true, ChunkSize: 4096})
+	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true, ChunkSize: 4096})
 	require.NoError(t, err)
 	assert.True(t, rep.OK, rep.Checks)
 	assert.Contains(t, message(rep, "cache.sha256"), fmt.Sprintf("%d files match", len(sums)))

@@ -42,8 +42,8 @@ func bf16Save() synth.Options {
 }
 
 // findingsOf returns the findings of id in a verify report.
-func findingsOf(rep verify.Report, id string) []verify.Check {
-	var out []verify.Check
+func findingsOf(rep verify.Result, id string) []ckpt.Finding {
+	var out []ckpt.Finding
 	for _, c := range rep.Checks {
 		if string(c.ID) == id {
 			out = append(out, c)
@@ -104,7 +104,7 @@ func TestDeclaredDType(t *testing.T) {
 			require.Equal(t, 0, code, errs)
 			assert.True(t, rep.OK)
 			require.Len(t, findingsOf(rep, "arch.dtype"), 1)
-			assert.Equal(t, verify.Pass, findingsOf(rep, "arch.dtype")[0].Status)
+			assert.Equal(t, ckpt.Pass, findingsOf(rep, "arch.dtype")[0].Status)
 
 			// One tensor of another float dtype: one warning naming both.
 			culprit := lm + "layers.1.mlp.down_proj.weight"
@@ -120,7 +120,7 @@ func TestDeclaredDType(t *testing.T) {
 			require.Equal(t, 0, code, errs)
 			ws := findingsOf(rep, "arch.dtype")
 			require.Len(t, ws, 1, "%+v", ws)
-			assert.Equal(t, verify.Warn, ws[0].Status)
+			assert.Equal(t, ckpt.Warn, ws[0].Status)
 			assert.Contains(t, ws[0].Message, want)
 			assert.Equal(t, []string{culprit}, ws[0].Tensors)
 			code, _, _ = verifyJSON(t, "verify", dir, "--strict")
@@ -313,7 +313,7 @@ func TestVariants(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	vs := findingsOf(rep, "index.variant")
 	require.Len(t, vs, 1)
-	assert.Equal(t, verify.Warn, vs[0].Status)
+	assert.Equal(t, ckpt.Warn, vs[0].Status)
 	assert.Contains(t, vs[0].Message, `only the variant "fp16" (model.safetensors.index.fp16.json): ckpt reads it`)
 	code, out, errs := runApp(t, "inspect", dir, "--format", "json")
 	require.Equal(t, 0, code, errs)
@@ -384,7 +384,7 @@ func TestVariants(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	ws := findingsOf(rep, "arch.dtype")
 	require.Len(t, ws, 1)
-	assert.Equal(t, verify.Warn, ws[0].Status, "the fp16 copy under a bfloat16 config: the declared-dtype warning")
+	assert.Equal(t, ckpt.Warn, ws[0].Status, "the fp16 copy under a bfloat16 config: the declared-dtype warning")
 }
 
 // TestVariantSources: hf: snapshots list their files like a directory;
