@@ -90,7 +90,8 @@ func (e *UnknownConfigPathError) Error() string {
 	if e.QuantSelection {
 		// ckpt diff lists it among the config differences: do not send
 		// the user back there.
-		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert (for the tensors --match/--exclude select), which --allow-config does not accept"
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
+			"(for the tensors --match/--exclude select), which --allow-config does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -309,7 +310,8 @@ func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet) ckpt.Finding
 		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: run verify with --read-data to hash the tensors"}
 	case len(d.hashChanged) > 0:
 		return ckpt.Finding{ID: ContractHash, Status: ckpt.Fail, Tensors: d.hashChanged,
-			Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(d.hashChanged), "tensor", "tensors"), names(d.hashChanged, 8))}
+			Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s",
+				plural(len(d.hashChanged), "tensor", "tensors"), names(d.hashChanged, 8))}
 	}
 	// Say how many were compared: under --match/--exclude only the
 	// selection is, not every common tensor.
@@ -416,12 +418,14 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt
 	if !failed {
 		msg := fmt.Sprintf("config identical (%s compared)", plural(cmp.ConfigKeys, "key", "keys"))
 		if len(allowed) > 0 {
-			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)", plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
+			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)",
+				plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
 		}
 		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 	}
 	if want.ConfigRecorded != nil {
-		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config", want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
+		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config",
+			want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
 		if n := len(cmp.ConfigNotCompared); n > 0 {
 			msg += fmt.Sprintf(": %s of the config now not compared: %s", plural(n, "key", "keys"), names(cmp.ConfigNotCompared, 8))
 		}
@@ -504,13 +508,15 @@ func configValue(v any) string {
 func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
 	switch {
 	case want == nil && cur == nil:
-		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: "no FP8 in the contract nor now"}, {ID: ContractFP8NotConvert, Status: ckpt.Skip, Message: "no FP8"}}
+		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: "no FP8 in the contract nor now"},
+			{ID: ContractFP8NotConvert, Status: ckpt.Skip, Message: "no FP8"}}
 	case want == nil || cur == nil:
 		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", want.String(), cur.String())}}
 	}
 	var out []ckpt.Finding
 	if want.String() != cur.String() {
-		out = append(out, ckpt.Finding{ID: ContractFP8Scheme, Status: ckpt.Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", want.String(), cur.String())})
+		out = append(out, ckpt.Finding{ID: ContractFP8Scheme, Status: ckpt.Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now",
+			want.String(), cur.String())})
 	} else {
 		out = append(out, ckpt.Finding{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: fmt.Sprintf("FP8 scheme identical (%s)", cur.String())})
 	}
@@ -533,10 +539,12 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
 		}
 	}
 	if len(add) > 0 {
-		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s", plural(len(add), "entry", "entries"), names(add, 8))})
+		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s",
+			plural(len(add), "entry", "entries"), names(add, 8))})
 	}
 	if len(rem) > 0 {
-		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s", plural(len(rem), "entry", "entries"), names(rem, 8))})
+		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s",
+			plural(len(rem), "entry", "entries"), names(rem, 8))})
 	}
 	if len(add)+len(rem) == 0 {
 		n := 0

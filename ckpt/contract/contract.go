@@ -178,7 +178,8 @@ func (s *Scheme) String() string {
 	if sd == "" {
 		sd = "none"
 	}
-	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), ckpt.FormatShape(s.BlockSize), sd)
+	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s",
+		orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), ckpt.FormatShape(s.BlockSize), sd)
 }
 
 func orUnset(s string) string {
