@@ -13,7 +13,7 @@ import (
 // checkpoint was written, or generation defaults, at any depth: they
 // change neither the computation nor the tensor layout. Contracts leave
 // them out and diff reports their changes as notes, not differences (the
-// one list of both). Changing this list changes verify.ContractVersion.
+// one list of both). Changing this list changes contract.Version.
 var ConfigBookkeeping = []string{
 	"_name_or_path", "_commit_hash", "_attn_implementation", "_attn_implementation_autoset",
 	"transformers_version", "torch_dtype", "dtype",

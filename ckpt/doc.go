@@ -22,15 +22,14 @@
 // type (Finding, Status), the names of the dtypes and scalar number formats
 // (F32ToBF16, EncodeE4M3, DecodeFloat32..., implemented in the leaf package
 // numfmt), the tensor groups (GroupOf), the size
-// parser (ParseSize), the shape and byte formatters, the inspect workflow
-// (Inspect) and the typed errors: ErrMalformed (*FormatError,
-// *UnknownDTypeError) for bad input and ErrWrite (*WriteError) for failures
+// parser (ParseSize), the shape and byte formatters and the typed errors:
+// ErrMalformed (*FormatError, *UnknownDTypeError) for bad input and ErrWrite (*WriteError) for failures
 // to write our own output. Options.Lenient opens a damaged checkpoint as far
 // as it can and records the damage in Checkpoint.Issues.
 //
-// Subpackages: numfmt (the number formats and their kernels), quant (the quantisation schemes and recipes), source (hf:, hf://, https:// stores), verify (every check,
-// contracts), arch (the tensors a config implies), extract (subsets,
-// dequantised), ckpttest (generated fixtures).
+// Subpackages: numfmt (the number formats and their kernels), quant (the quantisation schemes and recipes), source (hf:, hf://, https:// stores), verify (every check), contract
+// (structural contracts), arch (the tensors a config implies), extract (subsets,
+// dequantised), inspect (the inspect workflow), ckpttest (generated fixtures).
 //
 // The package never prints; every function returns values and errors, and
 // errors name the file, the tensor and the byte offset where they apply.

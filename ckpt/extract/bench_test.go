@@ -25,7 +25,7 @@ func BenchmarkExtract(b *testing.B) {
 	}
 	defer c.Close()
 	for _, mode := range []string{BF16, F32, Keep} {
-		p, err := NewPlan(c, Options{Match: []string{"w.weight"}, DType: mode, WithScales: mode == Keep, ChunkBytes: benchChunk})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"w.weight"}, DType: mode, WithScales: mode == Keep, ChunkBytes: benchChunk})
 		if err != nil {
 			b.Fatal(err)
 		}

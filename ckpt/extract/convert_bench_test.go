@@ -31,7 +31,7 @@ func BenchmarkConvert(b *testing.B) {
 	}
 	defer c.Close()
 	for _, mode := range []string{BF16, F16} {
-		p, err := NewPlan(c, Options{Match: []string{"w"}, DType: mode})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"w"}, DType: mode})
 		if err != nil {
 			b.Fatal(err)
 		}

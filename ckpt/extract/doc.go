@@ -16,8 +16,9 @@
 // single file is written under a temporary name, fsynced and renamed; a
 // directory is assembled under a temporary name beside the target and
 // renamed into place, so an error or a cancelled context leaves nothing
-// behind. Plan.Report is the extract JSON document; failures to write the
-// output are *ckpt.WriteError (exit 3 in the CLI), never input errors.
+// behind. Plan.Result is the extract JSON document (Result, which Run, the
+// extract workflow, returns); failures to write the output are
+// *ckpt.WriteError (exit 3 in the CLI), never input errors.
 //
 // The package never prints.
 package extract

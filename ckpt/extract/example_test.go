@@ -27,7 +27,7 @@ func Example() {
 		return
 	}
 	defer c.Close()
-	plan, err := extract.NewPlan(c, extract.Options{Match: []string{"mtp.**"}, DType: extract.BF16})
+	plan, err := extract.NewPlan(c, extract.PlanOptions{Match: []string{"mtp.**"}, DType: extract.BF16})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -112,7 +112,7 @@ func TestExtractMTPDequantised(t *testing.T) {
 			for _, chunk := range []int64{0, 100, 16} {
 				name := fmt.Sprintf("%s-%s-%d", sdt, target, chunk)
 				t.Run(name, func(t *testing.T) {
-					p, err := NewPlan(c, Options{Match: []string{"mtp.**"}, DType: target, ChunkBytes: chunk})
+					p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**"}, DType: target, ChunkBytes: chunk})
 					require.NoError(t, err)
 					out := filepath.Join(dir, name+".safetensors")
 					_, err = p.Write(context.Background(), out)
@@ -196,7 +196,7 @@ func TestDequantPartialBlocks(t *testing.T) {
 	sc, _ := c.Lookup("w.weight_scale_inv")
 	want := expectDequant(t, readTensor(t, w), 45, 70, readTensor(t, sc), numfmt.F32, 16, 32, numfmt.BF16)
 	for _, chunk := range []int64{16, 36, 140, 1000, 0} {
-		p, err := NewPlan(c, Options{Match: []string{"**"}, DType: BF16, ChunkBytes: chunk})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: BF16, ChunkBytes: chunk})
 		require.NoError(t, err)
 		out := filepath.Join(dir, "out.safetensors")
 		_, err = p.Write(context.Background(), out)
@@ -225,7 +225,7 @@ func TestKeepWithScales(t *testing.T) {
 	require.NoError(t, synth.Write(src, synth.Small()))
 	c := openCkpt(t, src)
 
-	p, err := NewPlan(c, Options{Match: []string{"mtp.**.weight"}, DType: Keep, WithScales: true, ChunkBytes: 100})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**.weight"}, DType: Keep, WithScales: true, ChunkBytes: 100})
 	require.NoError(t, err)
 	assert.Empty(t, p.Warnings)
 	out := filepath.Join(dir, "mtp.safetensors")
@@ -242,7 +242,7 @@ func TestKeepWithScales(t *testing.T) {
 		assert.Equal(t, readTensor(t, s), readTensor(t, x), x.Name)
 	}
 
-	p, err = NewPlan(c, Options{Match: []string{"mtp.**.weight"}})
+	p, err = NewPlan(c, PlanOptions{Match: []string{"mtp.**.weight"}})
 	require.NoError(t, err)
 	assert.Len(t, p.Items, 15)
 	assert.Len(t, p.Warnings, 7)
@@ -254,16 +254,16 @@ func TestSelectionErrors(t *testing.T) {
 	t.Parallel()
 	c := openCkpt(t, writeSource(t, t.TempDir(), allDTypeTensors(), nil))
 	for _, tc := range []struct {
-		opt  Options
+		opt  PlanOptions
 		want string
 	}{
-		{Options{Match: []string{"nothing.**"}}, "no tensor matches"},
-		{Options{Match: []string{"t.*"}, Exclude: []string{"**"}}, "no tensor matches"},
+		{PlanOptions{Match: []string{"nothing.**"}}, "no tensor matches"},
+		{PlanOptions{Match: []string{"t.*"}, Exclude: []string{"**"}}, "no tensor matches"},
 		// an --exclude that matches no name would extract what it meant to leave out
-		{Options{Match: []string{"**"}, Exclude: []string{"F8_*"}}, `so it excludes nothing: did you mean 'scalar.F8_*' or 't.F8_*' or 'zero.F8_*'?`},
-		{Options{Match: []string{"["}}, "invalid --match glob"},
-		{Options{Match: []string{"**"}, DType: "int4"}, "invalid dtype"},
-		{Options{Match: []string{"**"}, MaxShardSize: -1}, "invalid max shard size"},
+		{PlanOptions{Match: []string{"**"}, Exclude: []string{"F8_*"}}, `so it excludes nothing: did you mean 'scalar.F8_*' or 't.F8_*' or 'zero.F8_*'?`},
+		{PlanOptions{Match: []string{"["}}, "invalid --match glob"},
+		{PlanOptions{Match: []string{"**"}, DType: "int4"}, "invalid dtype"},
+		{PlanOptions{Match: []string{"**"}, MaxShardSize: -1}, "invalid max shard size"},
 	} {
 		_, err := NewPlan(c, tc.opt)
 		require.Error(t, err)
@@ -278,20 +278,20 @@ func TestMetadata(t *testing.T) {
 	dir := t.TempDir()
 	ts := allDTypeTensors()[:6]
 	src := writeSource(t, dir, ts, map[string]string{"format": "pt", "note": "x"})
-	p, err := NewPlan(openCkpt(t, src), Options{Match: []string{"**"}})
+	p, err := NewPlan(openCkpt(t, src), PlanOptions{Match: []string{"**"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"format": "pt", "note": "x"}, p.Metadata)
 
 	bare := filepath.Join(dir, "bare.safetensors")
 	require.NoError(t, ckpt.WriteFile(bare, ts, nil))
-	p, err = NewPlan(openCkpt(t, bare), Options{Match: []string{"**"}})
+	p, err = NewPlan(openCkpt(t, bare), PlanOptions{Match: []string{"**"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"format": "pt"}, p.Metadata)
 
 	// the fixture: shards with {"format": "pt"}
 	base := filepath.Join(dir, "base")
 	require.NoError(t, synth.Write(base, synth.Small()))
-	p, err = NewPlan(openCkpt(t, base), Options{Match: []string{"**"}})
+	p, err = NewPlan(openCkpt(t, base), PlanOptions{Match: []string{"**"}})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"format": "pt"}, p.Metadata)
 }

@@ -64,7 +64,7 @@ func TestOursReadByNlpodyssey(t *testing.T) {
 	src := writeSource(t, dir, ts, md)
 	requireSameAsTheirs(t, mustRead(t, src), ts, md)
 
-	p, err := NewPlan(openCkpt(t, src), Options{Match: []string{"**"}, ChunkBytes: 7, AllowNonFinite: true})
+	p, err := NewPlan(openCkpt(t, src), PlanOptions{Match: []string{"**"}, ChunkBytes: 7, AllowNonFinite: true})
 	require.NoError(t, err)
 	out := filepath.Join(dir, "out.safetensors")
 	_, err = p.Write(context.Background(), out)
@@ -114,7 +114,7 @@ func TestNlpodysseyReadByUs(t *testing.T) {
 		assert.Equal(t, x.Data, readTensor(t, got), x.Name)
 	}
 
-	p, err := NewPlan(c, Options{Match: []string{"**"}, AllowNonFinite: true})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, AllowNonFinite: true})
 	require.NoError(t, err)
 	out := filepath.Join(dir, "ours.safetensors")
 	_, err = p.Write(context.Background(), out)

@@ -23,7 +23,7 @@ func TestExtractNonFinite(t *testing.T) {
 	c := openCkpt(t, src)
 	for _, mode := range []string{Keep, BF16} {
 		out := filepath.Join(t.TempDir(), mode+".safetensors")
-		p, err := NewPlan(c, Options{Match: []string{"model.language_model.layers.0.**"}, DType: mode, ChunkBytes: 1000})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"model.language_model.layers.0.**"}, DType: mode, ChunkBytes: 1000})
 		require.NoError(t, err)
 		_, err = p.Write(context.Background(), out)
 		var nf *ckpt.NonFiniteError
@@ -32,14 +32,14 @@ func TestExtractNonFinite(t *testing.T) {
 		require.EqualValues(t, 17, nf.NaN)
 		require.NoFileExists(t, out)
 
-		p, err = NewPlan(c, Options{Match: []string{"model.language_model.layers.0.**"}, DType: mode, AllowNonFinite: true})
+		p, err = NewPlan(c, PlanOptions{Match: []string{"model.language_model.layers.0.**"}, DType: mode, AllowNonFinite: true})
 		require.NoError(t, err)
 		_, err = p.Write(context.Background(), out)
 		require.NoError(t, err)
 		require.Equal(t, []ckpt.NonFinite{{Tensor: bad, NaN: 17}}, p.NonFinite())
 	}
 	// A selection without the tensor is clean.
-	p, err := NewPlan(c, Options{Match: []string{"mtp.**"}})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**"}})
 	require.NoError(t, err)
 	_, err = p.Write(context.Background(), filepath.Join(t.TempDir(), "mtp.safetensors"))
 	require.NoError(t, err)

@@ -78,7 +78,7 @@ func TestBoundedBuffers(t *testing.T) {
 	for _, mode := range []string{Keep, BF16, F32} {
 		t.Run(mode, func(t *testing.T) {
 			c, cs := openCounting(t, src)
-			p, err := NewPlan(c, Options{Match: []string{"**"}, DType: mode, ChunkBytes: chunk})
+			p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: mode, ChunkBytes: chunk})
 			require.NoError(t, err)
 			cs.armed.Store(true)
 			rec := &writeRecorder{}
@@ -111,7 +111,7 @@ func TestMemoryBounded(t *testing.T) {
 		tensor    int64
 	}{{srcF32, BF16, 8 << 20}, {srcFP8, F32, 4 << 20}} {
 		c := openCkpt(t, tc.src)
-		p, err := NewPlan(c, Options{Match: []string{"**"}, DType: tc.mode, ChunkBytes: 64 << 10})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: tc.mode, ChunkBytes: 64 << 10})
 		require.NoError(t, err)
 		out := filepath.Join(dir, "out-"+tc.mode+".safetensors")
 		runtime.GC()
@@ -142,7 +142,7 @@ func TestShardedRoundTrip(t *testing.T) {
 	c := openCkpt(t, src)
 	for _, mode := range []string{Keep, BF16} {
 		t.Run(mode, func(t *testing.T) {
-			p, err := NewPlan(c, Options{Match: []string{"**"}, DType: mode, MaxShardSize: 200_000, ChunkBytes: 4096})
+			p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: mode, MaxShardSize: 200_000, ChunkBytes: 4096})
 			require.NoError(t, err)
 			require.True(t, p.Sharded)
 			out := filepath.Join(dir, "out-"+mode)
@@ -187,7 +187,7 @@ func TestShardedRoundTrip(t *testing.T) {
 		})
 	}
 	t.Run("file target", func(t *testing.T) {
-		p, err := NewPlan(c, Options{Match: []string{"**"}, MaxShardSize: 200_000})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, MaxShardSize: 200_000})
 		require.NoError(t, err)
 		out := filepath.Join(dir, "x.safetensors")
 		_, err = p.Write(context.Background(), out)
@@ -195,7 +195,7 @@ func TestShardedRoundTrip(t *testing.T) {
 		assert.NoFileExists(t, out)
 	})
 	t.Run("under the limit", func(t *testing.T) {
-		p, err := NewPlan(c, Options{Match: []string{"mtp.**"}, MaxShardSize: 2_000_000})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**"}, MaxShardSize: 2_000_000})
 		require.NoError(t, err)
 		assert.False(t, p.Sharded)
 		out := filepath.Join(dir, "mtp-dir")
@@ -208,7 +208,7 @@ func TestShardedRoundTrip(t *testing.T) {
 		out := filepath.Join(dir, "busy")
 		require.NoError(t, os.MkdirAll(out, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(out, "x"), nil, 0o644))
-		p, err := NewPlan(c, Options{Match: []string{"mtp.**"}})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**"}})
 		require.NoError(t, err)
 		_, err = p.Write(context.Background(), out)
 		require.ErrorContains(t, err, "not empty")
@@ -233,7 +233,7 @@ func TestInterruptLeavesNothing(t *testing.T) {
 		dir := t.TempDir()
 		src := writeFP8Dir(t, filepath.Join(dir, "src"), 256, 256, 32, 32, numfmt.BF16)
 		c, cs := openCounting(t, src)
-		opt := Options{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024}
+		opt := PlanOptions{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024}
 		out := filepath.Join(dir, "out.safetensors")
 		if sharded {
 			opt.MaxShardSize = 1000
@@ -264,7 +264,7 @@ func TestWriteErrorLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	src := writeFP8Dir(t, filepath.Join(dir, "src"), 128, 128, 32, 32, numfmt.BF16)
 	c, cs := openCounting(t, src)
-	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: F32, ChunkBytes: 512})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: F32, ChunkBytes: 512})
 	require.NoError(t, err)
 	cs.onRead = func(n int64) {
 		if n == 5 {
@@ -289,7 +289,7 @@ func TestExistingDirKeptInPlace(t *testing.T) {
 	src := filepath.Join(dir, "src")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	c := openCkpt(t, src)
-	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: Keep, MaxShardSize: 200_000})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: Keep, MaxShardSize: 200_000})
 	require.NoError(t, err)
 	require.True(t, p.Sharded)
 

@@ -72,7 +72,7 @@ func TestParallelSameBytes(t *testing.T) {
 		c := openCkpt(t, src)
 		for _, mode := range []string{Keep, BF16, F16, F32} {
 			for _, maxShard := range []int64{0, 60_000} {
-				opt := Options{Match: []string{"**"}, DType: mode, ChunkBytes: 4096, MaxShardSize: maxShard, AllowNonFinite: true, Workers: 4}
+				opt := PlanOptions{Match: []string{"**"}, DType: mode, ChunkBytes: 4096, MaxShardSize: maxShard, AllowNonFinite: true, Workers: 4}
 				seq, err := NewPlan(c, opt)
 				require.NoError(t, err)
 				par, err := NewPlan(c, opt)
@@ -139,7 +139,7 @@ func TestParallelErrorLeavesNothing(t *testing.T) {
 	src := nanSource(t, filepath.Join(dir, "src"), 20_000)
 	c := openCkpt(t, src)
 	for range 10 {
-		p, err := NewPlan(c, Options{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024, Workers: 4})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024, Workers: 4})
 		require.NoError(t, err)
 		_, err = p.Write(context.Background(), filepath.Join(dir, "out.safetensors"))
 		var nf *ckpt.NonFiniteError
@@ -147,7 +147,7 @@ func TestParallelErrorLeavesNothing(t *testing.T) {
 		assert.Equal(t, "b", nf.Tensor, "the first tensor with a NaN in file order")
 		assert.Equal(t, []string{"src"}, listDir(t, dir), "no output and no temporary files")
 	}
-	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024, Workers: 4, AllowNonFinite: true})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024, Workers: 4, AllowNonFinite: true})
 	require.NoError(t, err)
 	m := &memAt{failAt: 50_000}
 	_, err = p.WriteShardAt(context.Background(), 0, m)
@@ -165,7 +165,7 @@ func TestParallelCancelStopsWorkers(t *testing.T) {
 	dir := t.TempDir()
 	src := writeFP8Dir(t, filepath.Join(dir, "src"), 512, 512, 32, 32, numfmt.BF16)
 	c, cs := openCounting(t, src)
-	p, err := NewPlan(c, Options{Match: []string{"**"}, DType: F16, ChunkBytes: 1024, Workers: 4})
+	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: F16, ChunkBytes: 1024, Workers: 4})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -205,16 +205,17 @@ func TestWorkerBuffersBounded(t *testing.T) {
 		workers   int
 	}{{srcF32, BF16, 0, 0}, {srcFP8, F32, 0, 0}, {srcFP8, BF16, 64 << 10, 3}, {srcF32, F16, 64 << 10, 0}, {srcFP8, Keep, 0, 2}} {
 		c := openCkpt(t, tc.src)
-		p, err := NewPlan(c, Options{Match: []string{"**"}, DType: tc.mode, ChunkBytes: tc.chunk, Workers: tc.workers, AllowNonFinite: true})
+		p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: tc.mode, ChunkBytes: tc.chunk, Workers: tc.workers, AllowNonFinite: true})
 		require.NoError(t, err)
+		require.Len(t, p.Shards, 1)
 		var mu sync.Mutex
 		var bufs []int64
-		p.bufStat = func(n int64) {
+		bufStat := func(n int64) {
 			mu.Lock()
 			bufs = append(bufs, n)
 			mu.Unlock()
 		}
-		_, err = p.Write(context.Background(), filepath.Join(dir, "out.safetensors"))
+		_, err = p.writeShardAtHooked(context.Background(), 0, &memAt{}, hooks{bufStat: bufStat})
 		require.NoError(t, err)
 		piece := min(max(tc.chunk, 0), pieceMax)
 		if tc.chunk == 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
-// Output dtype modes (Options.DType, the CLI's --dtype).
+// Output dtype modes (PlanOptions.DType, Options.DType, the CLI's --dtype).
 const (
 	Keep = "keep" // every tensor as stored; FP8 weights stay FP8
 	BF16 = "bf16"
@@ -29,8 +29,8 @@ const minChunkBytes = 16
 // ErrNoMatch is returned by NewPlan when the globs select no tensor.
 var ErrNoMatch = ckpt.ErrEmptySelection
 
-// Options select and convert the tensors to extract.
-type Options struct {
+// PlanOptions select and convert the tensors to extract.
+type PlanOptions struct {
 	// Match and Exclude are ckpt.NewMatcher globs; no Match selects all.
 	Match, Exclude []string
 	// DType is Keep (default), BF16, F16 or F32. With a float dtype,
@@ -103,7 +103,7 @@ type Shard struct {
 // Plan is what Write will produce: decided from headers and scales only.
 type Plan struct {
 	Source   string
-	DType    string  // the Options.DType mode
+	DType    string  // the PlanOptions.DType mode
 	Items    []*Item // natural order by name
 	Shards   []Shard
 	Sharded  bool
@@ -127,13 +127,10 @@ type Plan struct {
 	nworkers int
 	progress *ckpt.Progress
 	guard    *ckpt.FiniteGuard
-	// bufStat, when set (tests), receives the buffer bytes of every
-	// worker as it ends.
-	bufStat func(int64)
 }
 
 // NonFinite lists the tensors written with NaN or Inf values (only with
-// Options.AllowNonFinite), after Write.
+// PlanOptions.AllowNonFinite), after Write.
 func (p *Plan) NonFinite() []ckpt.NonFinite { return p.guard.Counts() }
 
 // Counts returns how many items are copied, converted and dequantised.
@@ -175,7 +172,7 @@ func nonNil(s []string) []string {
 
 // NewPlan selects and plans the tensors of c to extract. It reads headers
 // and, for dequantised weights, their (small) block scales; no other data.
-func NewPlan(c *ckpt.Checkpoint, opt Options) (*Plan, error) {
+func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	target, err := TargetDType(opt.DType)
 	if err != nil {
 		return nil, err

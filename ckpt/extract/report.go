@@ -23,8 +23,8 @@ type ReportCounts struct {
 	Dequantized int   `json:"dequantized"`
 }
 
-// Report is the extract JSON document (docs/cli.md).
-type Report struct {
+// Result is the extract JSON document (docs/cli.md).
+type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema   ckpt.Schema    `json:"schema_version"`
 	Source   string         `json:"source"`
@@ -44,10 +44,10 @@ type Report struct {
 	Shown []string `json:"-"`
 }
 
-// Report describes what Write produced for the plan, as the extract JSON
+// Result describes what Write produced for the plan, as the extract JSON
 // document.
-func (p *Plan) Report(r *Result) Report {
-	out := Report{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
+func (p *Plan) Result(r *Written) Result {
+	out := Result{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
 		NonFinite: append([]ckpt.NonFinite{}, p.NonFinite()...),
 		Files:     []OutputFile{}, Tensors: []ReportTensor{}, Warnings: p.Warnings}
 	out.Files = append(out.Files, r.Files...)

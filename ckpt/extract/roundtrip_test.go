@@ -89,7 +89,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 				exclude = codes
 				for _, x := range ts {
 					if quant.IsCode(x.DType) {
-						_, err := NewPlan(c, Options{Match: []string{x.Name}, DType: mode})
+						_, err := NewPlan(c, PlanOptions{Match: []string{x.Name}, DType: mode})
 						var me *ckpt.MissingScaleError
 						require.ErrorAs(t, err, &me, x.Name)
 						assert.Equal(t, x.Name, me.Tensor)
@@ -97,7 +97,7 @@ func TestExtractKeepAllDTypes(t *testing.T) {
 					}
 				}
 			}
-			p, err := NewPlan(c, Options{Match: []string{"**"}, Exclude: exclude, DType: mode, ChunkBytes: 5, AllowNonFinite: true})
+			p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, Exclude: exclude, DType: mode, ChunkBytes: 5, AllowNonFinite: true})
 			require.NoError(t, err)
 			out := filepath.Join(dir, mode+".safetensors")
 			res, err := p.Write(context.Background(), out)

@@ -7,11 +7,11 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Request is what the extract workflow writes: the tensors of Source that
+// Options is what the extract workflow writes: the tensors of Source that
 // the globs select, to Out (FILE.safetensors or a directory), in DType
 // (Keep, BF16, F16 or F32, any case), split at MaxShardSize (a size such
 // as "5G"; "" for one file).
-type Request struct {
+type Options struct {
 	Source         string
 	Openers        []ckpt.SourceOpener
 	Out            string
@@ -20,7 +20,8 @@ type Request struct {
 	WithScales     bool
 	AllowNonFinite bool
 	MaxShardSize   string
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes).
+	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes):
+	// a tuning of memory against read sizes (PlanOptions.ChunkBytes).
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
@@ -28,16 +29,16 @@ type Request struct {
 	Variant string
 }
 
-// Validate checks the request before any work; a wrong request is a
+// Validate checks the options before any work; wrong options are a
 // *ckpt.UsageError.
-func (r Request) Validate() error {
+func (r Options) Validate() error {
 	_, err := r.maxShardSize()
 	return err
 }
 
-// maxShardSize validates the request and returns MaxShardSize in bytes
+// maxShardSize validates the options and returns MaxShardSize in bytes
 // (0 for none).
-func (r Request) maxShardSize() (int64, error) {
+func (r Options) maxShardSize() (int64, error) {
 	if r.Out == "" {
 		return 0, ckpt.Usagef("extract needs -o/--out FILE.safetensors or -o/--out DIR")
 	}
@@ -67,42 +68,42 @@ func (r Request) maxShardSize() (int64, error) {
 	return maxShard, nil
 }
 
-// Run is the extract workflow: it validates the request, opens the source
+// Run is the extract workflow: it validates the options, opens the source
 // (tensors of unknown dtypes are left to the plan), refuses an Out that is
 // one of its files, plans (NewPlan), refuses a sharded output to a file and
-// writes (Plan.Write). The report is returned once the source is open, with
+// writes (Plan.Write). The result is returned once the source is open, with
 // an error too: its Shown warnings (of opening, then of the plan) are to be
 // shown whatever happened next; the rest of it only without an error.
-func Run(ctx context.Context, req Request) (*Report, error) {
-	maxShard, err := req.maxShardSize()
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	maxShard, err := opt.maxShardSize()
 	if err != nil {
 		return nil, err
 	}
-	dtype := strings.ToLower(req.DType)
-	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Variant: req.Variant}, req.Openers...)
+	dtype := strings.ToLower(opt.DType)
+	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Variant: opt.Variant}, opt.Openers...)
 	if c == nil {
 		return nil, err
 	}
 	defer c.Close()
-	if err := ckpt.CheckOutput("--out", req.Out, c); err != nil {
+	if err := ckpt.CheckOutput("--out", opt.Out, c); err != nil {
 		return nil, err
 	}
-	rep := &Report{Source: c.Source, Shown: c.Warnings()}
-	plan, err := NewPlan(c, Options{Match: req.Match, Exclude: req.Exclude, DType: dtype, WithScales: req.WithScales,
-		MaxShardSize: maxShard, ChunkBytes: req.ChunkBytes, Progress: req.Progress, AllowNonFinite: req.AllowNonFinite})
+	res := &Result{Source: c.Source, Shown: c.Warnings()}
+	plan, err := NewPlan(c, PlanOptions{Match: opt.Match, Exclude: opt.Exclude, DType: dtype, WithScales: opt.WithScales,
+		MaxShardSize: maxShard, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite})
 	if err != nil {
-		return rep, err
+		return res, err
 	}
-	if plan.Sharded && !IsDirTarget(req.Out) {
-		return rep, ckpt.Usagef("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), req.MaxShardSize, req.Out)
+	if plan.Sharded && !IsDirTarget(opt.Out) {
+		return res, ckpt.Usagef("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), opt.MaxShardSize, opt.Out)
 	}
-	rep.Shown = append(rep.Shown, plan.Warnings...)
-	res, err := plan.Write(ctx, req.Out)
+	res.Shown = append(res.Shown, plan.Warnings...)
+	w, err := plan.Write(ctx, opt.Out)
 	if err != nil {
-		return rep, err
+		return res, err
 	}
-	out := plan.Report(res)
-	out.Shown = rep.Shown
+	out := plan.Result(w)
+	out.Shown = res.Shown
 	return &out, nil
 }
 
@@ -117,7 +118,7 @@ type SummaryRecord struct {
 	ReportCounts
 }
 
-// SummaryRecord is the report's JSON Lines summary record.
-func (r *Report) SummaryRecord() SummaryRecord {
+// SummaryRecord is the result's JSON Lines summary record.
+func (r *Result) SummaryRecord() SummaryRecord {
 	return SummaryRecord{r.Source, r.Out, r.DType, r.Sharded, r.Index, r.Summary}
 }

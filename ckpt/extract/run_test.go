@@ -12,23 +12,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunRequestValidate(t *testing.T) {
+func TestRunOptionsValidate(t *testing.T) {
 	t.Parallel()
-	ok := Request{Source: "x", Out: "x.safetensors", Match: []string{"**"}}
-	edit := func(f func(r *Request)) Request { r := ok; f(&r); return r }
+	ok := Options{Source: "x", Out: "x.safetensors", Match: []string{"**"}}
+	edit := func(f func(r *Options)) Options { r := ok; f(&r); return r }
 	tests := []struct {
 		name string
-		req  Request
+		req  Options
 		msg  string // "" valid
 	}{
 		{"ok", ok, ""},
-		{"upper dtype", edit(func(r *Request) { r.DType = "BF16" }), ""},
-		{"no out", edit(func(r *Request) { r.Out = "" }), "extract needs -o/--out FILE.safetensors or -o/--out DIR"},
-		{"no match", edit(func(r *Request) { r.Match = nil }), "extract needs --match GLOB (use --match '**' to extract everything)"},
-		{"dtype", edit(func(r *Request) { r.DType = "f8" }), `--dtype: invalid dtype "f8" (want keep, bf16, f16 or f32)`},
-		{"with-scales", edit(func(r *Request) { r.DType, r.WithScales = "f32", true }),
+		{"upper dtype", edit(func(r *Options) { r.DType = "BF16" }), ""},
+		{"no out", edit(func(r *Options) { r.Out = "" }), "extract needs -o/--out FILE.safetensors or -o/--out DIR"},
+		{"no match", edit(func(r *Options) { r.Match = nil }), "extract needs --match GLOB (use --match '**' to extract everything)"},
+		{"dtype", edit(func(r *Options) { r.DType = "f8" }), `--dtype: invalid dtype "f8" (want keep, bf16, f16 or f32)`},
+		{"with-scales", edit(func(r *Options) { r.DType, r.WithScales = "f32", true }),
 			"--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales"},
-		{"shard size", edit(func(r *Request) { r.MaxShardSize = "0" }), `--max-shard-size: invalid size "0": must be at least 1 byte`},
+		{"shard size", edit(func(r *Options) { r.MaxShardSize = "0" }), `--max-shard-size: invalid size "0": must be at least 1 byte`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,7 +53,7 @@ func TestRunWorkflow(t *testing.T) {
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "mtp.safetensors")
-	rep, err := Run(ctx, Request{Source: dir, Out: out, Match: []string{"mtp.**"}, DType: "BF16", Progress: ckpt.NewProgress()})
+	rep, err := Run(ctx, Options{Source: dir, Out: out, Match: []string{"mtp.**"}, DType: "BF16", Progress: ckpt.NewProgress()})
 	require.NoError(t, err)
 	assert.Equal(t, "bf16", rep.DType)
 	assert.Equal(t, out, rep.Out)
@@ -62,8 +62,14 @@ func TestRunWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^\{"source":".*","out":".*","dtype":"bf16","sharded":false,"tensors":\d+,`, string(b))
 
-	_, err = Run(ctx, Request{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile), Match: []string{"**"}})
+	// ChunkBytes tunes memory against read sizes: the same bytes.
+	small := filepath.Join(t.TempDir(), "mtp.safetensors")
+	_, err = Run(ctx, Options{Source: dir, Out: small, Match: []string{"mtp.**"}, DType: "BF16", ChunkBytes: 100})
+	require.NoError(t, err)
+	assert.Equal(t, mustRead(t, out), mustRead(t, small), "ChunkBytes changes no byte")
+
+	_, err = Run(ctx, Options{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile), Match: []string{"**"}})
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "an output over an input is refused")
-	_, err = Run(ctx, Request{Source: dir, Out: out, Match: []string{"**"}, MaxShardSize: "1"})
+	_, err = Run(ctx, Options{Source: dir, Out: out, Match: []string{"**"}, MaxShardSize: "1"})
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "a sharded output needs a directory")
 }

@@ -28,7 +28,7 @@ func TestShardKeepsCompanions(t *testing.T) {
 			t.Parallel()
 			src := writeSource(t, t.TempDir(), []ckpt.MemTensor{mt("a.weight", numfmt.BF16, 64, 64), mt("m.weight", numfmt.F8E4M3, 64, 64), scale}, nil)
 			c := openCkpt(t, src)
-			p, err := NewPlan(c, Options{Match: []string{"a.weight", "m.weight"}, WithScales: true, MaxShardSize: 4200})
+			p, err := NewPlan(c, PlanOptions{Match: []string{"a.weight", "m.weight"}, WithScales: true, MaxShardSize: 4200})
 			require.NoError(t, err)
 			require.Len(t, p.Shards, 2)
 			var names []string

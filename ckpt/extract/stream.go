@@ -18,7 +18,7 @@ import (
 // when it is written, large enough that the writes are few.
 const pieceMax = 1 << 20
 
-// maxWorkers bounds the workers of one shard (Options.Workers = 0 means
+// maxWorkers bounds the workers of one shard (PlanOptions.Workers = 0 means
 // GOMAXPROCS, at most this many).
 const maxWorkers = 4
 
@@ -156,19 +156,19 @@ func firstPiece(j *shardJob, k int) int {
 // piece at a time on this goroutine. No buffer holds more than the plan's
 // chunk size of tensor data.
 func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
-	_, err := p.writeShard(ctx, i, &seqWriter{w: w}, 1)
+	_, err := p.writeShard(ctx, i, &seqWriter{w: w}, 1, hooks{})
 	return err
 }
 
 // WriteShardAt writes shard i of the plan to w, which receives every byte
 // range once, at its offset: the header, then the pieces of the tensors,
-// converted and written by up to Options.Workers workers at once (each
+// converted and written by up to PlanOptions.Workers workers at once (each
 // with buffers of at most the chunk size, or 1 MiB). It returns the file
 // size. The bytes are those WriteShard writes. On an error it returns the
 // one WriteShard would have (the error of the first failing piece in file
 // order); w then holds an incomplete file.
 func (p *Plan) WriteShardAt(ctx context.Context, i int, w io.WriterAt) (int64, error) {
-	return p.writeShard(ctx, i, w, p.workers())
+	return p.writeShard(ctx, i, w, p.workers(), hooks{})
 }
 
 // seqWriter is the io.WriterAt of WriteShard: one worker writes the
@@ -187,11 +187,19 @@ func (s *seqWriter) WriteAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// hooks are what the tests observe of writeShard (export_test.go); the
+// product passes none.
+type hooks struct {
+	// bufStat, when set, receives the buffer bytes of every worker as it
+	// ends.
+	bufStat func(int64)
+}
+
 // writeShard writes shard i to w with the given number of workers.
 // Pieces are claimed in file order; after a failure no new piece is
 // claimed, the claimed ones finish, and the failure of the earliest piece
 // is returned, so that the error does not depend on the scheduling.
-func (p *Plan) writeShard(ctx context.Context, i int, w io.WriterAt, workers int) (int64, error) {
+func (p *Plan) writeShard(ctx context.Context, i int, w io.WriterAt, workers int, h hooks) (int64, error) {
 	j, hdr, err := p.job(i)
 	if err != nil {
 		return 0, err
@@ -222,8 +230,8 @@ func (p *Plan) writeShard(ctx context.Context, i int, w io.WriterAt, workers int
 	work := func() {
 		s := &streamer{prog: p.progress, guard: p.guard}
 		defer func() {
-			if p.bufStat != nil {
-				p.bufStat(s.bufBytes())
+			if h.bufStat != nil {
+				h.bufStat(s.bufBytes())
 			}
 		}()
 		for !stop.Load() {

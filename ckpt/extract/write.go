@@ -30,8 +30,8 @@ type OutputFile struct {
 	Bytes   int64  `json:"bytes"` // payload bytes
 }
 
-// Result describes what Write produced.
-type Result struct {
+// Written describes what Write produced.
+type Written struct {
 	Out   string       // the target path
 	Dir   bool         // Out is a directory
 	Files []OutputFile // the safetensors files, in shard order
@@ -58,7 +58,7 @@ func IsDirTarget(out string) bool {
 // DropQuantization is set. The directory is assembled under a temporary
 // name beside it and renamed into place, so that an error or a cancelled
 // ctx leaves no output behind.
-func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
+func (p *Plan) Write(ctx context.Context, out string) (*Written, error) {
 	p.progress.AddTotal(p.TotalBytes)
 	if !IsDirTarget(out) {
 		if p.Sharded {
@@ -76,7 +76,7 @@ func (p *Plan) Write(ctx context.Context, out string) (*Result, error) {
 			return nil, err
 		}
 		f.Path = out
-		return &Result{Out: out, Files: []OutputFile{f}}, nil
+		return &Written{Out: out, Files: []OutputFile{f}}, nil
 	}
 	return p.writeDir(ctx, out)
 }
@@ -113,7 +113,7 @@ func (p *Plan) writeOut(ctx context.Context, i int, af *atomicfile.File) (Output
 	return OutputFile{Path: path, Size: size, Tensors: len(p.Shards[i].Items), Bytes: p.Shards[i].Bytes}, nil
 }
 
-func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error) {
+func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err error) {
 	// The output policy (atomicfile.Place): a new name or an empty
 	// directory (through links), nothing else.
 	tgt, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true, Empty: true})
@@ -146,7 +146,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Result, err error
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
 		return nil, &ckpt.WriteError{Op: op, Path: out, Err: err}
 	}
-	res = &Result{Out: out, Dir: true}
+	res = &Written{Out: out, Dir: true}
 	var names []string // in the order they must appear in out
 	for i, sh := range p.Shards {
 		name := sh.Name

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 )
 
 // findingIDs are the ids of every finding verify reports: the integrity
@@ -20,7 +21,8 @@ var findingIDs = []ckpt.FindingID{
 	ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType,
 	DataScaleValues, DataFP8NaN, DataFloatNonFinite, DataHash, DataRead,
 	CachePartial, CacheSHA256,
-	ContractKeyAdded, ContractKeyRemoved, ContractDType, ContractShape, ContractHash, ContractConfig, ContractFP8Scheme, ContractFP8NotConvert,
+	contract.ContractKeyAdded, contract.ContractKeyRemoved, contract.ContractDType, contract.ContractShape, contract.ContractHash,
+	contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert,
 }
 
 // FindingIDs returns the id of every finding verify can report (the ids
@@ -38,7 +40,7 @@ type Allowance struct {
 	Spec     string         `json:"spec"`
 	ID       ckpt.FindingID `json:"id"`
 	Subject  string         `json:"subject,omitempty"`
-	Findings []Check        `json:"findings"`
+	Findings []ckpt.Finding `json:"findings"`
 	subject  *ckpt.Matcher
 }
 
@@ -46,7 +48,7 @@ type Allowance struct {
 // unknown ID or an invalid SUBJECT glob is a *ckpt.UsageError.
 func ParseAllowance(spec string) (Allowance, error) {
 	id, subject, qualified := strings.Cut(spec, ":")
-	a := Allowance{Spec: spec, ID: ckpt.FindingID(id), Subject: subject, Findings: []Check{}}
+	a := Allowance{Spec: spec, ID: ckpt.FindingID(id), Subject: subject, Findings: []ckpt.Finding{}}
 	if !slices.Contains(findingIDs, a.ID) {
 		return a, &ckpt.UsageError{Option: "--allow-finding", Reason: unknownID(id)}
 	}
@@ -88,7 +90,7 @@ func unknownID(id string) string {
 
 // subjects are what an allowance's SUBJECT must match of a finding: its
 // tensors, else its files.
-func subjects(c Check) []string {
+func subjects(c ckpt.Finding) []string {
 	if len(c.Tensors) > 0 {
 		return c.Tensors
 	}
@@ -103,11 +105,11 @@ func (a *Allowance) covers(s string) bool { return a.subject == nil || a.subject
 // one of those covers (a finding with no subject: one without SUBJECT),
 // is accepted: it is listed in the allowances' Findings and does not fail
 // the report. OK is recomputed; call it after every finding is added.
-func (r *Report) Allow(allow []Allowance) {
+func (r *Result) Allow(allow []Allowance) {
 	r.Allowed = allow
 	r.allowedBy = make([]string, len(r.Checks))
 	for i, c := range r.Checks {
-		if c.Status != Fail && c.Status != Warn {
+		if c.Status != ckpt.Fail && c.Status != ckpt.Warn {
 			continue
 		}
 		var by []int
@@ -155,7 +157,7 @@ func (r *Report) Allow(allow []Allowance) {
 	}
 	r.OK = true
 	for i, c := range r.Checks {
-		if (c.Status == Fail || r.Strict && c.Status == Warn) && r.allowedBy[i] == "" {
+		if (c.Status == ckpt.Fail || r.Strict && c.Status == ckpt.Warn) && r.allowedBy[i] == "" {
 			r.OK = false
 		}
 	}
@@ -163,7 +165,7 @@ func (r *Report) Allow(allow []Allowance) {
 
 // AllowedBy is the --allow-finding value(s) that accepted the i-th finding
 // ("" when none did).
-func (r *Report) AllowedBy(i int) string {
+func (r *Result) AllowedBy(i int) string {
 	if i < 0 || i >= len(r.allowedBy) {
 		return ""
 	}
@@ -171,8 +173,8 @@ func (r *Report) AllowedBy(i int) string {
 }
 
 // AllowedCounts counts the accepted findings by status.
-func (r *Report) AllowedCounts() map[Status]int {
-	m := map[Status]int{}
+func (r *Result) AllowedCounts() map[ckpt.Status]int {
+	m := map[ckpt.Status]int{}
 	for i, c := range r.Checks {
 		if r.AllowedBy(i) != "" {
 			m[c.Status]++

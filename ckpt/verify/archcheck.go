@@ -24,46 +24,108 @@ const (
 
 var archIDs = []ckpt.FindingID{ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType}
 
-func skipArch(msg string) []Check {
-	out := make([]Check, len(archIDs))
+func skipArch(msg string) []ckpt.Finding {
+	out := make([]ckpt.Finding, len(archIDs))
 	for i, id := range archIDs {
-		out[i] = Check{ID: id, Status: Skip, Message: msg}
+		out[i] = ckpt.Finding{ID: id, Status: ckpt.Skip, Message: msg}
 	}
 	return out
 }
 
-func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, string) {
+// archChecks runs the architecture checks of profile and returns them with
+// the profile used ("" for none).
+func archChecks(c *ckpt.Checkpoint, in *inventory, profile Arch) ([]ckpt.Finding, string) {
 	switch profile {
-	case ProfileNone:
+	case ArchNone:
 		return skipArch("architecture profile: none (--arch none)"), ""
-	case "", ProfileAuto:
+	case "", ArchAuto:
 		if !arch.Is(c.Config) {
-			if c.Config == nil {
-				return skipArch("no architecture profile: no config.json"), ""
-			}
-			out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
-			// The FP8 module table and the declared-dtype rule need no
-			// profile.
-			ds := fp8ModuleChecks(c, in)
-			for _, f := range arch.DTypeRuleOf(c).Findings(c) {
-				ds = append(ds, Check(f))
-			}
-			if len(ds) > 0 {
-				out = append(out[:len(out)-1], ds...)
-			}
-			return out, ""
+			return noProfileChecks(c, in), ""
 		}
 	}
 	q, err := arch.ParseQwen35(c.Config)
 	if err != nil {
-		out := skipArch("not checked: the config cannot be read by the qwen3_5 profile")
-		out[0] = Check{ID: ArchConfig, Status: Fail, Message: "qwen3_5 profile: " + err.Error()}
-		return out, ProfileQwen35
+		return failArch("not checked: the config cannot be read by the qwen3_5 profile", "qwen3_5 profile: "+err.Error()), string(ArchQwen35)
 	}
+	return qwen35Checks(c, in, q), string(ArchQwen35)
+}
+
+// noProfileChecks are the arch checks of a checkpoint no profile knows:
+// skipped, but for the FP8 module table and the declared-dtype rule, which
+// need no profile.
+func noProfileChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
+	if c.Config == nil {
+		return skipArch("no architecture profile: no config.json")
+	}
+	out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
+	ds := fp8ModuleChecks(c, in)
+	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
+		ds = append(ds, ckpt.Finding(f))
+	}
+	if len(ds) > 0 {
+		out = append(out[:len(out)-1], ds...)
+	}
+	return out
+}
+
+// failArch fails arch.config with msg and skips the other arch checks,
+// saying skip.
+func failArch(skip, msg string) []ckpt.Finding {
+	out := skipArch(skip)
+	out[0] = ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: msg}
+	return out
+}
+
+// qwen35Checks holds the checkpoint to the tensors the qwen3_5 profile q
+// implies.
+func qwen35Checks(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35) []ckpt.Finding {
 	q.TextPrefix = arch.DetectTextPrefix(c, q.TextPrefix)
 	q.DetectExpertLayout(c)
 	f := in.fp8Facts()
 	fp8 := in.isFP8(f)
+	expected, sub, within, failed := expectedTensors(c, in, q, f, fp8)
+	if failed != nil {
+		return failed
+	}
+	m := matchExpected(c, in, expected)
+
+	var out []ckpt.Finding
+	cfgFails := append(m.configFindings(c.Config), layerChecks(c, q, sub != nil)...)
+	if len(cfgFails) == 0 {
+		out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
+	} else {
+		out = append(out, cfgFails...)
+	}
+	if missing := m.missing; len(missing) > 0 {
+		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Fail, Tensors: missing,
+			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
+	} else {
+		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Pass, Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
+	}
+	if unexpected := m.unexpected; len(unexpected) > 0 {
+		out = append(out, ckpt.Finding{ID: ArchUnexpected, Status: ckpt.Fail, Tensors: unexpected,
+			Message: fmt.Sprintf("%s not implied by the config: %s", plural(len(unexpected), "tensor is", "tensors are"), names(unexpected, 8))})
+	} else {
+		out = append(out, ckpt.Finding{ID: ArchUnexpected, Status: ckpt.Pass, Message: "no tensor beyond those the config implies"})
+	}
+	out = appendOr(out, m.shapeFails, ckpt.Finding{ID: ArchShape, Status: ckpt.Pass, Message: "every expected tensor has the shape the config implies"})
+	// A float tensor of another float dtype than expected is the
+	// declared-dtype rule's (arch.DTypeRule, shared with map and cache
+	// build): a warning naming both.
+	dtypeFails := m.dtypeFails
+	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
+		dtypeFails = append(dtypeFails, ckpt.Finding(f))
+	}
+	return appendOr(out, dtypeFails, ckpt.Finding{ID: ArchDType, Status: ckpt.Pass, Message: "every expected tensor has an accepted dtype"})
+}
+
+// expectedTensors are the tensors q implies, within the selection a
+// checkpoint ckpt extract wrote records in its config (ckpt.SubsetKey):
+// that subset, and the words that say so in the arch.missing pass line.
+// failed is the arch checks to return instead when the config's subset
+// cannot be read.
+func expectedTensors(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35, f *fp8Facts, fp8 bool) (
+	expected []arch.Tensor, sub *ckpt.Subset, within string, failed []ckpt.Finding) {
 	var bm, bn int64
 	if f.block != nil {
 		bm, bn = f.block[0], f.block[1]
@@ -72,45 +134,51 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 	if fp8 && in.notConvert != nil {
 		notConvert = func(m string) bool { _, kept := in.notConvertEntry(m); return kept }
 	}
-	expected := q.TensorsExcept(fp8, bm, bn, notConvert)
-	// A checkpoint ckpt extract wrote from a selection (its config records
-	// it, ckpt.SubsetKey): only the tensors the selection takes.
+	expected = q.TensorsExcept(fp8, bm, bn, notConvert)
 	sub, err := c.Config.Subset()
 	if err != nil {
-		out := skipArch("not checked: " + err.Error())
-		out[0] = Check{ID: ArchConfig, Status: Fail, Message: err.Error()}
-		return out, ProfileQwen35
+		return nil, nil, "", failArch("not checked: "+err.Error(), err.Error())
 	}
-	within := ""
-	if sub != nil {
-		m, err := ckpt.NewMatcher(sub.Match, sub.Exclude)
-		if err != nil {
-			out := skipArch("not checked: " + err.Error())
-			out[0] = Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("config %s: %v", ckpt.SubsetKey, err)}
-			return out, ProfileQwen35
-		}
-		kept := expected[:0]
-		for _, e := range expected {
-			if m.Match(e.Name) || (e.ScaleOf != "" && m.Match(e.ScaleOf)) {
-				kept = append(kept, e)
-			}
-		}
-		expected = kept
-		within = fmt.Sprintf(" within the subset the config records (%s)", describeSubset(sub))
+	if sub == nil {
+		return expected, nil, "", nil
 	}
+	m, err := ckpt.NewMatcher(sub.Match, sub.Exclude)
+	if err != nil {
+		return nil, nil, "", failArch("not checked: "+err.Error(), fmt.Sprintf("config %s: %v", ckpt.SubsetKey, err))
+	}
+	kept := expected[:0]
+	for _, e := range expected {
+		if m.Match(e.Name) || (e.ScaleOf != "" && m.Match(e.ScaleOf)) {
+			kept = append(kept, e)
+		}
+	}
+	return kept, sub, fmt.Sprintf(" within the subset the config records (%s)", describeSubset(sub)), nil
+}
+
+// keyHit is a tensor whose dimension differs from the one config key
+// behind it, where the key holds the expected value.
+type keyHit struct {
+	found  int64
+	tensor string
+	shape  []int64
+}
+
+// archMatch is the checkpoint's tensors held to the expected ones.
+type archMatch struct {
+	missing, unexpected    []string
+	shapeFails, dtypeFails []ckpt.Finding
+	keyHits                map[string][]keyHit // config key → the tensors that disagree with it
+}
+
+// matchExpected holds the checkpoint's tensors to the expected ones: which
+// are missing or unexpected, of another shape or dtype.
+func matchExpected(c *ckpt.Checkpoint, in *inventory, expected []arch.Tensor) *archMatch {
 	exp := make(map[string]*arch.Tensor, len(expected))
 	for i := range expected {
 		exp[expected[i].Name] = &expected[i]
 	}
 	cfg := c.Config
-	var missing, unexpected []string
-	var shapeFails, dtypeFails []Check
-	type keyHit struct {
-		found  int64
-		tensor string
-		shape  []int64
-	}
-	keyHits := map[string][]keyHit{}
+	m := &archMatch{keyHits: map[string][]keyHit{}}
 	for i := range expected {
 		e := &expected[i]
 		t, ok := in.byName[e.Name]
@@ -120,46 +188,56 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 					continue // reported as the weight's dtype
 				}
 			}
-			missing = append(missing, e.Name)
+			m.missing = append(m.missing, e.Name)
 			continue
 		}
 		if e.ScaleOf != "" {
 			continue // shape and dtype: fp8.scale_shape, fp8.scale_dtype
 		}
 		if !slices.Equal(t.Shape, e.Shape) {
-			shapeFails = append(shapeFails, Check{ID: ArchShape, Status: Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
-			if len(t.Shape) == len(e.Shape) {
-				for d := range e.Shape {
-					if t.Shape[d] != e.Shape[d] && len(e.DimKeys[d]) == 1 {
-						if v, ok := cfg.Get(e.DimKeys[d][0]); ok {
-							if n, ok := jsonval.Int(v); ok && n == e.Shape[d] {
-								keyHits[e.DimKeys[d][0]] = append(keyHits[e.DimKeys[d][0]], keyHit{t.Shape[d], e.Name, t.Shape})
-							}
-						}
-					}
-				}
-			}
+			m.shapeFails = append(m.shapeFails, ckpt.Finding{ID: ArchShape, Status: ckpt.Fail, Tensors: []string{e.Name}, Message: shapeMessage(cfg, e, t)})
+			m.hitKeys(cfg, e, t)
 		}
 		if !dtypeIn(t.DType, e.Alt) && !floatOnly(t.DType, e.Alt) {
-			dtypeFails = append(dtypeFails, Check{ID: ArchDType, Status: Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
+			m.dtypeFails = append(m.dtypeFails, ckpt.Finding{ID: ArchDType, Status: ckpt.Fail, Tensors: []string{e.Name}, Message: dtypeMessage(in, e, t)})
 		}
 	}
 	for _, t := range c.Tensors {
 		if _, ok := exp[t.Name]; !ok {
-			unexpected = append(unexpected, t.Name)
+			m.unexpected = append(m.unexpected, t.Name)
 		}
 	}
+	return m
+}
 
-	var out []Check
-	// arch.config
-	var cfgFails []Check
-	keys := make([]string, 0, len(keyHits))
-	for k := range keyHits {
+// hitKeys records the dimensions of t that differ from e's where one
+// config key, which holds e's value, is behind the dimension.
+func (m *archMatch) hitKeys(cfg *ckpt.Config, e *arch.Tensor, t *ckpt.Tensor) {
+	if len(t.Shape) != len(e.Shape) {
+		return
+	}
+	for d := range e.Shape {
+		if t.Shape[d] != e.Shape[d] && len(e.DimKeys[d]) == 1 {
+			if v, ok := cfg.Get(e.DimKeys[d][0]); ok {
+				if n, ok := jsonval.Int(v); ok && n == e.Shape[d] {
+					m.keyHits[e.DimKeys[d][0]] = append(m.keyHits[e.DimKeys[d][0]], keyHit{t.Shape[d], e.Name, t.Shape})
+				}
+			}
+		}
+	}
+}
+
+// configFindings are the arch.config failures of config keys that every
+// tensor behind them disagrees with, in the same way.
+func (m *archMatch) configFindings(cfg *ckpt.Config) []ckpt.Finding {
+	var out []ckpt.Finding
+	keys := make([]string, 0, len(m.keyHits))
+	for k := range m.keyHits {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		hits := keyHits[k]
+		hits := m.keyHits[k]
 		agree := true
 		for _, h := range hits {
 			agree = agree && h.found == hits[0].found
@@ -172,36 +250,10 @@ func archChecks(c *ckpt.Checkpoint, in *inventory, profile string) ([]Check, str
 		for i, h := range hits {
 			ts[i] = h.tensor
 		}
-		cfgFails = append(cfgFails, Check{ID: ArchConfig, Status: Fail, Tensors: ts,
+		out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Tensors: ts,
 			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
-	cfgFails = append(cfgFails, layerChecks(c, q, sub != nil)...)
-	if len(cfgFails) == 0 {
-		out = append(out, Check{ID: ArchConfig, Status: Pass, Message: describeProfile(q, fp8, f.block, len(expected))})
-	} else {
-		out = append(out, cfgFails...)
-	}
-	if len(missing) > 0 {
-		out = append(out, Check{ID: ArchMissing, Status: Fail, Tensors: missing,
-			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
-	} else {
-		out = append(out, Check{ID: ArchMissing, Status: Pass, Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
-	}
-	if len(unexpected) > 0 {
-		out = append(out, Check{ID: ArchUnexpected, Status: Fail, Tensors: unexpected,
-			Message: fmt.Sprintf("%s not implied by the config: %s", plural(len(unexpected), "tensor is", "tensors are"), names(unexpected, 8))})
-	} else {
-		out = append(out, Check{ID: ArchUnexpected, Status: Pass, Message: "no tensor beyond those the config implies"})
-	}
-	out = appendOr(out, shapeFails, Check{ID: ArchShape, Status: Pass, Message: "every expected tensor has the shape the config implies"})
-	// A float tensor of another float dtype than expected is the
-	// declared-dtype rule's (arch.DTypeRule, shared with map and cache
-	// build): a warning naming both.
-	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
-		dtypeFails = append(dtypeFails, Check(f))
-	}
-	out = appendOr(out, dtypeFails, Check{ID: ArchDType, Status: Pass, Message: "every expected tensor has an accepted dtype"})
-	return out, ProfileQwen35
+	return out
 }
 
 // floatOnly reports whether a stored dtype and every expected one are
@@ -343,7 +395,7 @@ func describeSubset(s *ckpt.Subset) string {
 // layerChecks holds the layer stacks against the config's counts; a
 // subset (ckpt extract of a selection) is not expected to hold every
 // layer, only none beyond the counts.
-func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
+func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []ckpt.Finding {
 	tp := q.TextPath
 	type stack struct {
 		prefix string
@@ -384,7 +436,7 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
 			}
 		}
 	}
-	var out []Check
+	var out []ckpt.Finding
 	for _, s := range stacks {
 		var extra, absent []int
 		for n := range s.seen {
@@ -398,10 +450,10 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
 			}
 		}
 		if len(extra) > 0 {
-			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
 		}
 		if len(absent) > 0 && !subset {
-			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
 		}
 	}
 	layerKey := tp + "layer_types"
@@ -428,7 +480,7 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []Check {
 			} else if v, ok := c.Config.Get(layerKey); ok {
 				where = fmt.Sprintf("%s = %v makes layer %d %s", layerKey, v, i, lt)
 			}
-			out = append(out, Check{ID: ArchConfig, Status: Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
 		}
 	}
 	return out
@@ -460,16 +512,16 @@ func convertedWhy(in *inventory, module, class string, t *ckpt.Tensor) string {
 // qwen3_5 profile fails it; with no such weight, one pass naming how many
 // weights were looked at. A model type the table does not know is one skip
 // saying what was not checked. nil when the checkpoint is not block-FP8.
-func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []Check {
+func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 	if !in.quant.IsBlockFP8() {
 		return nil
 	}
 	m, ok := arch.FP8ModulesOf(c.Config)
 	if !ok {
-		return []Check{{ID: ArchDType, Status: Skip, Message: fmt.Sprintf("not checked: which tensors of model_type %s are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows %s), so a BF16 weight modules_to_not_convert does not keep is not found here",
+		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip, Message: fmt.Sprintf("not checked: which tensors of model_type %s are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows %s), so a BF16 weight modules_to_not_convert does not keep is not found here",
 			ckpt.Quote(c.Config.ModelType()), strings.Join(arch.FP8ModuleTypes(), ", "))}}
 	}
-	var out []Check
+	var out []ckpt.Finding
 	n := 0
 	for _, t := range c.Tensors {
 		module, class, ok := m.Module(t.Name)
@@ -488,15 +540,15 @@ func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []Check {
 			msg = fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv or module %s kept by %s.modules_to_not_convert: transformers builds it as an FP8Experts, which refuses %s's expert biases, so the model does not load",
 				ckpt.EscapeName(t.Name), t.DType, ckpt.EscapeName(module), in.quant.Path, m.Class)
 		}
-		out = append(out, Check{ID: ArchDType, Status: Fail, Tensors: []string{t.Name}, Message: msg})
+		out = append(out, ckpt.Finding{ID: ArchDType, Status: ckpt.Fail, Tensors: []string{t.Name}, Message: msg})
 	}
 	switch {
 	case len(out) > 0:
 		return out
 	case n == 0:
-		return []Check{{ID: ArchDType, Status: Skip, Message: fmt.Sprintf("not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in %s (model_type %s: model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep",
+		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip, Message: fmt.Sprintf("not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in %s (model_type %s: model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep",
 			m.Class, ckpt.Quote(m.ModelType))}}
 	}
-	return []Check{{ID: ArchDType, Status: Pass,
+	return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Pass,
 		Message: fmt.Sprintf("model_type %s (FP8 module table of %s, no architecture profile): none of the %d weights of modules transformers' FP8 quantizer converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)", ckpt.Quote(m.ModelType), m.Class, n)}}
 }

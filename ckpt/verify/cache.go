@@ -23,9 +23,9 @@ const (
 // with --read-data, every file's SHA-256 against its blob name. Digests
 // computed while the data was streamed (file name → hex) are used as they
 // are; other files (config, index, shards whose stream failed) are read.
-func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed map[string]string) ([]Check, error) {
+func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, streamed map[string]string) ([]ckpt.Finding, error) {
 	inner := ckpt.UnwrapStore(c.Store)
-	var out []Check
+	var out []ckpt.Finding
 	if ps, ok := inner.(ckpt.PartialStore); ok {
 		partial, err := ps.Partial(ctx)
 		switch {
@@ -33,9 +33,9 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			out = append(out, Check{ID: CachePartial, Status: Fail, Message: fmt.Sprintf("cannot tell partial downloads: %v", err)})
+			out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Fail, Message: fmt.Sprintf("cannot tell partial downloads: %v", err)})
 		case len(partial) == 0:
-			out = append(out, Check{ID: CachePartial, Status: Pass, Message: "no partial downloads in the cache snapshot"})
+			out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Pass, Message: "no partial downloads in the cache snapshot"})
 		default:
 			// An unfinished download that no file of the snapshot links to
 			// (blobs/<etag>.incomplete; blobs/ is shared by every revision)
@@ -45,22 +45,22 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Finding) bool { return is.ID == ckpt.IndexShardMissing })
 			for _, p := range partial {
 				if strings.HasPrefix(p, "blobs/") && complete {
-					out = append(out, Check{ID: CachePartial, Status: Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
+					out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
 					continue
 				}
-				out = append(out, Check{ID: CachePartial, Status: Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
+				out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
 			}
 		}
 	} else {
-		out = append(out, Check{ID: CachePartial, Status: Skip, Message: "not a Hugging Face cache snapshot"})
+		out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Skip, Message: "not a Hugging Face cache snapshot"})
 	}
 	ds, ok := inner.(ckpt.DigestStore)
 	switch {
 	case !ok:
-		out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "the source does not record file digests"})
+		out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "the source does not record file digests"})
 		return out, nil
 	case !opt.ReadData:
-		out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "not checked: file digests are checked only with --read-data"})
+		out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "not checked: file digests are checked only with --read-data"})
 		return out, nil
 	}
 	type job struct {
@@ -104,17 +104,17 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options, streamed 
 		switch {
 		case j.err != nil:
 			bad++
-			out = append(out, Check{ID: CacheSHA256, Status: Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
 		case j.got != j.want:
 			bad++
-			out = append(out, Check{ID: CacheSHA256, Status: Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
 		}
 	}
 	if bad == 0 {
 		if len(jobs) == 0 {
-			out = append(out, Check{ID: CacheSHA256, Status: Skip, Message: "no file has a recorded SHA-256"})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "no file has a recorded SHA-256"})
 		} else {
-			out = append(out, Check{ID: CacheSHA256, Status: Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
 		}
 	}
 	return out, nil

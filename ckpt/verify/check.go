@@ -6,41 +6,31 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
-// Status is the outcome of one check (ckpt.Status).
-type Status = ckpt.Status
+// Arch is the architecture profile verify holds a checkpoint to (--arch).
+type Arch string
 
-// The statuses of a check. Only Fail makes a report not OK.
+// The architecture profiles of Options.Arch and CheckOptions.Arch.
 const (
-	Pass = ckpt.Pass
-	Fail = ckpt.Fail
-	Warn = ckpt.Warn
-	Skip = ckpt.Skip
+	ArchAuto   Arch = "auto"    // chosen from model_type / architectures
+	ArchQwen35 Arch = "qwen3_5" // Qwen3.5 and Qwen3.5-MoE (ckpt/arch)
+	ArchNone   Arch = "none"    // no architecture checks
 )
 
-// Check is one finding of verify: the project's one finding type,
-// ckpt.Finding, with a check id (stable, see the package doc), its status,
-// a message that names the tensor, file or config key and says what was
-// expected and what was found, and the tensors concerned.
-type Check = ckpt.Finding
-
-// Profiles for Options.Profile.
 const (
-	ProfileAuto    = "auto"
-	ProfileQwen35  = "qwen3_5"
-	ProfileNone    = "none"
 	defaultChunk   = 4 << 20
 	localChunk     = 256 << 10 // default read size from a local directory
 	defaultWorkers = 4
 )
 
-// Options tune Run.
-type Options struct {
-	// Profile selects the architecture profile: "auto" (default: chosen
-	// from model_type / architectures), "qwen3_5" or "none".
-	Profile string
+// CheckOptions tune Checkpoint.
+type CheckOptions struct {
+	// Arch selects the architecture profile: ArchAuto (default, also "":
+	// chosen from model_type / architectures), ArchQwen35 or ArchNone.
+	Arch Arch
 	// ReadData also reads tensor data: scale values, FP8 NaN codes,
 	// NaN/Inf in float tensors, per-tensor xxh3, and file SHA-256 against
 	// a DigestStore.
@@ -55,18 +45,19 @@ type Options struct {
 	Progress *ckpt.Progress
 }
 
-// Report is the result of Run: every finding, in check order.
-type Report struct {
+// Result is the result of Checkpoint and of the workflow Run (the verify
+// JSON document): every finding, in check order.
+type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema ckpt.Schema `json:"schema_version"`
-	Source string      `json:"source"`
-	OK     bool        `json:"ok"`
-	Checks []Check     `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
+	Schema ckpt.Schema    `json:"schema_version"`
+	Source string         `json:"source"`
+	OK     bool           `json:"ok"`
+	Checks []ckpt.Finding `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
 	// Strict is set by SetStrict: warnings fail the report too.
 	Strict bool `json:"strict,omitempty"`
 	// Against is the comparison with a contract, when AddComparison was
 	// called (verify --against).
-	Against *Comparison `json:"against,omitempty"`
+	Against *contract.Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
 	Hashes map[string]string `json:"-"`
@@ -79,21 +70,21 @@ type Report struct {
 }
 
 // Counts returns how many checks have each status.
-func (r *Report) Counts() map[Status]int {
-	m := map[Status]int{}
+func (r *Result) Counts() map[ckpt.Status]int {
+	m := map[ckpt.Status]int{}
 	for _, c := range r.Checks {
 		m[c.Status]++
 	}
 	return m
 }
 
-// Add appends findings (such as a Comparison's) and keeps OK up to date.
-func (r *Report) Add(cs ...Check) {
+// Add appends findings (such as a contract.Comparison's) and keeps OK up to date.
+func (r *Result) Add(cs ...ckpt.Finding) {
 	for _, c := range cs {
 		if c.Tensors == nil {
 			c.Tensors = []string{}
 		}
-		if c.Status == Fail || (r.Strict && c.Status == Warn) {
+		if c.Status == ckpt.Fail || (r.Strict && c.Status == ckpt.Warn) {
 			r.OK = false
 		}
 		r.Checks = append(r.Checks, c)
@@ -102,20 +93,20 @@ func (r *Report) Add(cs ...Check) {
 
 // SetStrict makes warnings fail the report (verify --strict): OK is false
 // when any finding, present or added later, is a warning or a failure.
-func (r *Report) SetStrict() {
+func (r *Result) SetStrict() {
 	r.Strict = true
 	for _, c := range r.Checks {
-		if c.Status == Warn {
+		if c.Status == ckpt.Warn {
 			r.OK = false
 		}
 	}
 }
 
 // Failed returns the findings that fail or warn, in report order.
-func (r *Report) Failed() []Check {
-	out := []Check{}
+func (r *Result) Failed() []ckpt.Finding {
+	out := []ckpt.Finding{}
 	for _, c := range r.Checks {
-		if c.Status == Fail || c.Status == Warn {
+		if c.Status == ckpt.Fail || c.Status == ckpt.Warn {
 			out = append(out, c)
 		}
 	}
@@ -124,28 +115,28 @@ func (r *Report) Failed() []Check {
 
 // AddComparison adds the checks of a comparison with a contract and keeps
 // the comparison for the report.
-func (r *Report) AddComparison(cmp *Comparison) {
+func (r *Result) AddComparison(cmp *contract.Comparison) {
 	r.Add(cmp.Checks...)
 	r.Against = cmp
 }
 
-// Run runs every check on an opened checkpoint and returns all findings.
+// Checkpoint runs every check on an opened checkpoint and returns all findings.
 // It returns an error only when the context is cancelled or the options are
 // invalid; problems of the checkpoint are findings. Open the checkpoint with
 // ckpt.Options{Lenient: true} so that integrity problems (missing shards,
 // truncated files) become findings instead of open errors.
-func Run(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Report, error) {
-	r := &Report{Source: c.Source, OK: true}
-	switch opt.Profile {
-	case "", ProfileAuto, ProfileQwen35, ProfileNone:
+func Checkpoint(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, error) {
+	r := &Result{Source: c.Source, OK: true}
+	switch opt.Arch {
+	case "", ArchAuto, ArchQwen35, ArchNone:
 	default:
-		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(opt.Profile))
+		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(string(opt.Arch)))
 	}
 	in := newInventory(c)
 	r.Add(integrityChecks(c)...)
 	r.Add(headerChecks(c)...)
 	r.Add(quantChecks(ctx, c, in, opt)...)
-	arch, profile := archChecks(c, in, opt.Profile)
+	arch, profile := archChecks(c, in, opt.Arch)
 	r.Profile = profile
 	r.Add(arch...)
 	if err := ctx.Err(); err != nil {

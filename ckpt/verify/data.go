@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The ids of the data checks (Options.ReadData).
+// The ids of the data checks (CheckOptions.ReadData).
 const (
 	DataScaleValues    ckpt.FindingID = "data.scale_values"    // scale values not finite and > 0
 	DataFP8NaN         ckpt.FindingID = "data.fp8_nan"         // NaN codes 0x7f/0xff in F8_E4M3 tensors
@@ -116,7 +116,7 @@ func (fs *fileSHA) gap(ctx context.Context, st ckpt.Store, to int64) {
 // and each tensor's hash is fed in chunk order. Chunks are scheduled in
 // file order, tensor by tensor by offset; for the files in sha (may be
 // nil) the chunks are also fed, in file order, into the file's SHA-256.
-func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options, sha map[*ckpt.File]*fileSHA) ([]*tensorData, error) {
+func readAll(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, sha map[*ckpt.File]*fileSHA) ([]*tensorData, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = defaultWorkers
@@ -266,7 +266,7 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt Options, sha map[*ckpt
 // streamedSHA returns the files whose SHA-256 the cache checks will want
 // (--read-data on a source that records digests), to be hashed while
 // readAll streams them.
-func streamedSHA(c *ckpt.Checkpoint, opt Options) map[*ckpt.File]*fileSHA {
+func streamedSHA(c *ckpt.Checkpoint, opt CheckOptions) map[*ckpt.File]*fileSHA {
 	ds, ok := ckpt.UnwrapStore(c.Store).(ckpt.DigestStore)
 	if !ok || !opt.ReadData {
 		return nil
@@ -295,11 +295,11 @@ func digests(sha map[*ckpt.File]*fileSHA) map[string]string {
 // dataChecks reads every tensor once (with --read-data) and returns the
 // data checks, the xxh3 of every tensor read and the SHA-256 of the files
 // hashed on the way (see streamedSHA).
-func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, map[string]string, map[string]string, error) {
+func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ckpt.Finding, map[string]string, map[string]string, error) {
 	if !opt.ReadData {
-		out := make([]Check, len(dataIDs))
+		out := make([]ckpt.Finding, len(dataIDs))
 		for i, id := range dataIDs {
-			out[i] = Check{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}
+			out[i] = ckpt.Finding{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with --read-data"}
 		}
 		return out, nil, nil, nil
 	}
@@ -309,10 +309,10 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		return nil, nil, nil, err
 	}
 	hashes := make(map[string]string, len(res))
-	var scales, overflow, fp8, floats []Check
+	var scales, overflow, fp8, floats []ckpt.Finding
 	var nScale, nFP8, nFloat, nHash int
 	var bytes int64
-	var readFails []Check
+	var readFails []ckpt.Finding
 	var cut []string
 	for _, td := range res {
 		t := td.t
@@ -321,7 +321,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 			cut = append(cut, t.Name)
 			continue
 		case td.err != nil:
-			readFails = append(readFails, Check{ID: DataRead, Status: Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
+			readFails = append(readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
 			continue
 		}
 		hashes[t.Name] = td.hash
@@ -332,7 +332,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		case kindScale:
 			nScale++
 			if cc.bad() > 0 {
-				scales = append(scales, Check{ID: DataScaleValues, Status: Fail, Tensors: []string{t.Name},
+				scales = append(scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: %d of %d scale values are not finite and > 0 (NaN %d, Inf %d, zero %d, negative %d; first at element %d = %s)",
 						ckpt.EscapeName(t.Name), cc.bad(), cc.n, cc.nan, cc.inf, cc.zero, cc.neg, cc.first, cc.firstValue)})
 			}
@@ -342,52 +342,35 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt Options) ([]Check, 
 		case kindE4M3:
 			nFP8++
 			if cc.nan > 0 {
-				fp8 = append(fp8, Check{ID: DataFP8NaN, Status: Fail, Tensors: []string{t.Name},
+				fp8 = append(fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: %d of %d F8_E4M3 codes are NaN (0x7f/0xff); first at element %d", ckpt.EscapeName(t.Name), cc.nan, cc.n, cc.first)})
 			}
 		case kindFloat:
 			nFloat++
 			if cc.nan+cc.inf > 0 {
-				floats = append(floats, Check{ID: DataFloatNonFinite, Status: Fail, Tensors: []string{t.Name},
+				floats = append(floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s (%s): %d NaN and %d Inf of %d values; first at element %d = %s", ckpt.EscapeName(t.Name), t.DType, cc.nan, cc.inf, cc.n, cc.first, cc.firstValue)})
 			}
 		}
 	}
-	var out []Check
-	out = appendOr(out, scales, Check{ID: DataScaleValues, Status: Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
+	var out []ckpt.Finding
+	out = appendOr(out, scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
 	out = append(out, overflow...)
-	out = appendOr(out, fp8, Check{ID: DataFP8NaN, Status: Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
-	out = appendOr(out, floats, Check{ID: DataFloatNonFinite, Status: Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
-	out = append(out, Check{ID: DataHash, Status: Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
+	out = appendOr(out, fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	out = appendOr(out, floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
+	out = append(out, ckpt.Finding{ID: DataHash, Status: ckpt.Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
 	if len(cut) > 0 {
-		out = append(out, Check{ID: DataRead, Status: Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
+		out = append(out, ckpt.Finding{ID: DataRead, Status: ckpt.Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
 	}
-	out = appendOr(out, readFails, Check{ID: DataRead, Status: Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
+	out = appendOr(out, readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
 	return out, hashes, digests(sha), nil
-}
-
-// Hashes reads every tensor once (streamed, parallel, bounded memory as in
-// Run with ReadData) and returns tensor name → xxh3-64 (16 hex digits) for
-// the tensors that could be read.
-func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt Options) (map[string]string, error) {
-	res, err := readAll(ctx, c, opt, nil)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(res))
-	for _, td := range res {
-		if td.hash != "" {
-			out[td.t.Name] = td.hash
-		}
-	}
-	return out, nil
 }
 
 // scaleOverflowCheck warns about the scales of t whose product with the
 // largest F8_E4M3 code (448) is beyond the bf16 range: the weight's values
 // in those blocks dequantise to Inf in bf16 (and in float32 when the
 // product overflows that too).
-func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) Check {
+func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) ckpt.Finding {
 	_, cols := ckpt.Matrix(t.Shape)
 	block := fmt.Sprintf("element %d", cc.overFirst)
 	if len(t.Shape) == 2 && cols > 0 {
@@ -397,7 +380,7 @@ func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) Check {
 	if !numfmt.FiniteIn(numfmt.F32, cc.overValue*numfmt.E4M3MaxFinite) {
 		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", numfmt.MaxFinite(numfmt.F32))
 	}
-	return Check{ID: DataScaleValues, Status: Warn, Tensors: []string{t.Name},
+	return ckpt.Finding{ID: DataScaleValues, Status: ckpt.Warn, Tensors: []string{t.Name},
 		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf (cache build and extract --dtype refuse them)",
 			ckpt.EscapeName(t.Name), cc.over, cc.n, numfmt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
 }

@@ -1,14 +1,16 @@
 // Package verify checks a safetensors checkpoint's contract and reports
 // every finding, not just the first: shard/index integrity, the strict
 // header format, the block-FP8 scale rules, the tensors an architecture's
-// config implies (profile qwen3_5), and with Options.ReadData the tensor
+// config implies (profile qwen3_5), and with CheckOptions.ReadData the tensor
 // data (scale values, NaN codes, NaN/Inf, per-tensor xxh3) and the file
-// digests of a Hugging Face cache snapshot. It also writes and compares
-// structural contracts (Contract, Compare). It never prints.
+// digests of a Hugging Face cache snapshot. It also holds a checkpoint
+// against a structural contract (package contract: contract.Compare). It
+// never prints.
 //
 // Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
 // shards and shards whose size disagrees with their header become findings),
-// then call Run; Report.AddComparison adds the comparison with a contract.
+// then call Checkpoint (the workflow Run does all of this from a source);
+// Result.AddComparison adds the comparison with a contract.
 // Each Check (a ckpt.Finding) has a stable id, a ckpt.FindingID constant
 // declared beside its check (IndexTotalSize, FP8ScaleMissing, ...; the
 // index.* ids Open records and file.size are ckpt's: ckpt.IndexShardMissing,
@@ -71,7 +73,7 @@
 //	cache.sha256            a file whose SHA-256 differs from the recorded one
 //	                        (DigestStore, --read-data)
 //
-// Compare adds contract.key_added, contract.key_removed, contract.dtype,
+// contract.Compare adds contract.key_added, contract.key_removed, contract.dtype,
 // contract.shape, contract.hash, contract.config, contract.fp8_scheme and
 // contract.fp8_not_convert. contract.config is one finding per config key
 // that differs (fail, or pass when CompareOptions.AllowConfig accepts it),

@@ -26,14 +26,14 @@ func ExampleRun() {
 		return
 	}
 	defer c.Close()
-	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true})
+	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("ok:", rep.OK)
 	for _, ch := range rep.Checks {
-		if ch.Status == verify.Fail || ch.Status == verify.Warn {
+		if ch.Status == ckpt.Fail || ch.Status == ckpt.Warn {
 			fmt.Println(ch.Status, ch.ID)
 		}
 	}

@@ -132,12 +132,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func runVerify(t *testing.T, dir string) *verify.Report {
+func runVerify(t *testing.T, dir string) *verify.Result {
 	t.Helper()
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	r, err := verify.Run(context.Background(), c, verify.Options{})
+	r, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
 	require.NoError(t, err)
 	return r
 }
@@ -165,19 +165,19 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 		keepScale              bool     // the edited weights keep their weight_scale_inv
 		fails                  []string // the arch.dtype failures' messages, in tensor order
 		dtype                  string   // else: the one arch.dtype finding's status and a part of its message
-		status                 verify.Status
+		status                 ckpt.Status
 	}{
 		{name: "llama FP8 as transformers writes it", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head"},
-			status: verify.Pass, dtype: `model_type "llama" (FP8 module table of LlamaForCausalLM, no architecture profile): none of the 14 weights`},
+			status: ckpt.Pass, dtype: `model_type "llama" (FP8 module table of LlamaForCausalLM, no architecture profile): none of the 14 weights`},
 		{name: "llama uncovered down_proj", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head"},
 			edit:  map[string]numfmt.DType{"model.layers.1.mlp.down_proj.weight": bf},
 			fails: []string{linearWhy("model.layers.1.mlp.down_proj.weight", noScale)}},
 		{name: "llama down_proj kept by a suffix entry", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head", "mlp.down_proj"},
 			edit:   map[string]numfmt.DType{"model.layers.0.mlp.down_proj.weight": bf, "model.layers.1.mlp.down_proj.weight": bf},
-			status: verify.Pass, dtype: "none of the 12 weights"},
+			status: ckpt.Pass, dtype: "none of the 12 weights"},
 		{name: "llama kept by a regex entry", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"lm_head", `model\.layers\.1\..*`},
 			edit:   toBF16("llama", "model.layers.1."),
-			status: verify.Pass, dtype: "none of the 7 weights"},
+			status: ckpt.Pass, dtype: "none of the 7 weights"},
 		{name: "qwen3 list absent: lm_head kept, q_proj beside its scale", modelType: "qwen3", class: "Qwen3ForCausalLM",
 			edit: map[string]numfmt.DType{"model.layers.0.self_attn.q_proj.weight": bf}, keepScale: true,
 			fails: []string{strings.Replace(linearWhy("model.layers.0.self_attn.q_proj.weight", withScale),
@@ -194,17 +194,17 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 				"model.layers.1.mlp.experts unconverted, so transformers builds it as an FP8Experts and casts these BF16 values to F8_E4M3 codes " + noScale}},
 		{name: "qwen3_moe BF16 experts kept", modelType: "qwen3_moe", class: "Qwen3MoeForCausalLM", notConvert: []string{"lm_head", "mlp.experts"},
 			edit:   map[string]numfmt.DType{"model.layers.1.mlp.experts.2.up_proj.weight": bf},
-			status: verify.Pass, dtype: "none of the 8 weights"},
+			status: ckpt.Pass, dtype: "none of the 8 weights"},
 		{name: "gpt_oss experts kept", modelType: "gpt_oss", class: "GptOssForCausalLM", notConvert: []string{"lm_head", "mlp.experts"},
-			status: verify.Pass, dtype: "none of the 8 weights"},
+			status: ckpt.Pass, dtype: "none of the 8 weights"},
 		{name: "gpt_oss experts not kept", modelType: "gpt_oss", class: "GptOssForCausalLM", notConvert: []string{"lm_head"},
 			fails: []string{gptOssWhy("0", "down_proj"), gptOssWhy("0", "gate_up_proj"), gptOssWhy("1", "down_proj"), gptOssWhy("1", "gate_up_proj")}},
 		{name: "a model type the table does not know", modelType: "mistral", class: "MistralForCausalLM", notConvert: []string{"lm_head"},
 			edit:   map[string]numfmt.DType{"model.layers.1.mlp.down_proj.weight": bf},
-			status: verify.Skip, dtype: `not checked: which tensors of model_type "mistral" are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows gpt_oss, llama, qwen3, qwen3_moe, qwen3_next)`},
+			status: ckpt.Skip, dtype: `not checked: which tensors of model_type "mistral" are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows gpt_oss, llama, qwen3, qwen3_moe, qwen3_next)`},
 		{name: "every module kept", modelType: "llama", class: "LlamaForCausalLM", notConvert: []string{"model", "lm_head"},
 			edit:   toBF16("llama", "model."),
-			status: verify.Skip, dtype: `not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in LlamaForCausalLM (model_type "llama": model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep`},
+			status: ckpt.Skip, dtype: `not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in LlamaForCausalLM (model_type "llama": model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,12 +226,12 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 				dir = familyDir(t, tc.modelType, tc.class, familyTensors(mt, tc.edit), tc.notConvert, drop...)
 			}
 			r := runVerify(t, dir)
-			var dtype []verify.Check
-			var others []verify.Check
+			var dtype []ckpt.Finding
+			var others []ckpt.Finding
 			for _, ch := range r.Checks {
 				if ch.ID == verify.ArchDType {
 					dtype = append(dtype, ch)
-				} else if ch.Status == verify.Fail && ch.ID != verify.FP8ScaleOrphan {
+				} else if ch.Status == ckpt.Fail && ch.ID != verify.FP8ScaleOrphan {
 					others = append(others, ch)
 				}
 			}
@@ -240,7 +240,7 @@ func TestVerifyFP8ModuleTable(t *testing.T) {
 				assert.False(t, r.OK)
 				var got []string
 				for _, ch := range dtype {
-					require.Equal(t, verify.Fail, ch.Status, ch.Message)
+					require.Equal(t, ckpt.Fail, ch.Status, ch.Message)
 					require.Len(t, ch.Tensors, 1)
 					assert.True(t, strings.HasPrefix(ch.Message, ch.Tensors[0]+" is BF16"), ch.Message)
 					got = append(got, ch.Message)
@@ -307,13 +307,13 @@ func TestVerifyFP8ModuleTableBF16(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644))
 	r := runVerify(t, dir)
 	assert.True(t, r.OK)
-	var dtype []verify.Check
+	var dtype []ckpt.Finding
 	for _, ch := range r.Checks {
 		if ch.ID == verify.ArchDType {
 			dtype = append(dtype, ch)
 		}
 	}
 	require.Len(t, dtype, 1)
-	assert.Equal(t, verify.Skip, dtype[0].Status)
+	assert.Equal(t, ckpt.Skip, dtype[0].Status)
 	assert.Equal(t, `no architecture profile for model_type "llama", architectures [LlamaForCausalLM] (known: qwen3_5)`, dtype[0].Message)
 }

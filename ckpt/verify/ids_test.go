@@ -62,12 +62,13 @@ func types(e ast.Expr) string {
 	return ""
 }
 
-// TestFindingIDsDocumented: every finding id constant of verify and of the
-// core reader is listed in the package doc (go doc ./ckpt/verify, which
+// TestFindingIDsDocumented: every finding id constant of verify, of the
+// contract comparison and of the core reader is listed in the package doc (go doc ./ckpt/verify, which
 // docs/cli.md points to), and the doc lists no id that has no constant.
 func TestFindingIDsDocumented(t *testing.T) {
 	t.Parallel()
 	ids := append(findingIDs(t, ".", "ckpt.FindingID"), findingIDs(t, "..", "FindingID")...)
+	ids = append(ids, findingIDs(t, "../contract", "ckpt.FindingID")...)
 	require.Greater(t, len(ids), 40)
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "doc.go", nil, parser.ParseComments)
@@ -88,10 +89,12 @@ func TestFindingIDsDocumented(t *testing.T) {
 }
 
 // TestFindingIDsList: FindingIDs (the ids --allow-finding takes) holds
-// every finding id constant of verify and of the core reader, once.
+// every finding id constant of verify, of the contract comparison and of
+// the core reader, once.
 func TestFindingIDsList(t *testing.T) {
 	t.Parallel()
 	ids := append(findingIDs(t, ".", "ckpt.FindingID"), findingIDs(t, "..", "FindingID")...)
+	ids = append(ids, findingIDs(t, "../contract", "ckpt.FindingID")...)
 	var got []string
 	for _, id := range verify.FindingIDs() {
 		got = append(got, string(id))

@@ -29,13 +29,13 @@ var indexIDs = []struct {
 	{ckpt.IndexTensorDuplicate, "no tensor is stored in more than one shard"},
 }
 
-func integrityChecks(c *ckpt.Checkpoint) []Check {
-	var out []Check
+func integrityChecks(c *ckpt.Checkpoint) []ckpt.Finding {
+	var out []ckpt.Finding
 	if !c.Sharded {
 		for _, x := range indexIDs {
-			out = append(out, Check{ID: x.id, Status: Skip, Message: "single file: no index"})
+			out = append(out, ckpt.Finding{ID: x.id, Status: ckpt.Skip, Message: "single file: no index"})
 		}
-		out = append(out, Check{ID: IndexTotalSize, Status: Skip, Message: "single file: no index"})
+		out = append(out, ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Skip, Message: "single file: no index"})
 	} else {
 		for _, x := range indexIDs {
 			found := false
@@ -44,14 +44,14 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 					continue
 				}
 				found = true
-				out = append(out, Check{ID: is.ID, Status: Fail, Message: issueMessage(is), Tensors: is.Tensors})
+				out = append(out, ckpt.Finding{ID: is.ID, Status: ckpt.Fail, Message: issueMessage(is), Tensors: is.Tensors})
 			}
 			if !found {
 				msg := x.pass
 				if x.id == ckpt.IndexShardMissing {
 					msg = fmt.Sprintf("all %s named by weight_map exist", plural(len(c.Index.Shards()), "shard", "shards"))
 				}
-				out = append(out, Check{ID: x.id, Status: Pass, Message: msg})
+				out = append(out, ckpt.Finding{ID: x.id, Status: ckpt.Pass, Message: msg})
 			}
 		}
 		out = append(out, laterIssues(c)...)
@@ -66,15 +66,15 @@ func integrityChecks(c *ckpt.Checkpoint) []Check {
 
 // laterIssues are the issues of ids added to the core later than
 // indexIDs (index.single_file, index.variant), as recorded.
-func laterIssues(c *ckpt.Checkpoint) []Check {
-	var out []Check
+func laterIssues(c *ckpt.Checkpoint) []ckpt.Finding {
+	var out []ckpt.Finding
 	for _, is := range c.Issues {
 		known := is.ID == ckpt.FileSize // reported by fileSizeChecks
 		for _, x := range indexIDs {
 			known = known || x.id == is.ID
 		}
 		if !known {
-			out = append(out, Check{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors, Files: is.Files})
+			out = append(out, ckpt.Finding{ID: is.ID, Status: is.Status, Message: issueMessage(is), Tensors: is.Tensors, Files: is.Files})
 		}
 	}
 	return out
@@ -90,11 +90,11 @@ func issueMessage(is ckpt.Finding) string {
 	return msg
 }
 
-func totalSizeCheck(c *ckpt.Checkpoint) Check {
+func totalSizeCheck(c *ckpt.Checkpoint) ckpt.Finding {
 	idx := c.Index
 	for _, is := range c.Issues {
 		if is.ID == ckpt.IndexShardMissing || is.ID == ckpt.IndexShardName {
-			return Check{ID: IndexTotalSize, Status: Skip, Message: "not checked: a shard is missing"}
+			return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Skip, Message: "not checked: a shard is missing"}
 		}
 	}
 	var payload int64
@@ -109,50 +109,50 @@ func totalSizeCheck(c *ckpt.Checkpoint) Check {
 		}
 	}
 	if _, present := idx.Metadata["total_size"]; !present {
-		return Check{ID: IndexTotalSize, Status: Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", path.Base(c.Entry), payload)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", path.Base(c.Entry), payload)}
 	}
 	if idx.TotalSize < 0 {
-		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", path.Base(c.Entry), idx.Metadata["total_size"], payload)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", path.Base(c.Entry), idx.Metadata["total_size"], payload)}
 	}
 	if idx.TotalSize != payload {
-		return Check{ID: IndexTotalSize, Status: Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", path.Base(c.Entry), idx.TotalSize, payload, payload-idx.TotalSize)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", path.Base(c.Entry), idx.TotalSize, payload, payload-idx.TotalSize)}
 	}
-	return Check{ID: IndexTotalSize, Status: Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
+	return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
 }
 
 // fileSizeChecks reports the file.size findings that a lenient open
 // recorded (a file whose size differs from 8 + header + data).
-func fileSizeChecks(c *ckpt.Checkpoint) []Check {
-	var out []Check
+func fileSizeChecks(c *ckpt.Checkpoint) []ckpt.Finding {
+	var out []ckpt.Finding
 	for _, is := range c.Issues {
 		if is.ID == ckpt.FileSize {
-			out = append(out, Check{ID: is.ID, Status: is.Status, Tensors: is.Tensors, Message: is.Message})
+			out = append(out, ckpt.Finding{ID: is.ID, Status: is.Status, Tensors: is.Tensors, Message: is.Message})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, Check{ID: ckpt.FileSize, Status: Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: ckpt.FileSize, Status: ckpt.Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }
 
 // headerChecks reports the strict-format lints (warnings) and unknown dtypes.
-func headerChecks(c *ckpt.Checkpoint) []Check {
-	var out []Check
+func headerChecks(c *ckpt.Checkpoint) []ckpt.Finding {
+	var out []ckpt.Finding
 	var unknown []string
 	for _, f := range c.Files {
 		for _, l := range f.Header.Lints {
-			out = append(out, Check{ID: HeaderLint, Status: Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID), Files: []string{f.Name}})
+			out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Warn, Message: fmt.Sprintf("%s: %s (%s)", f.Name, l.Message, l.ID), Files: []string{f.Name}})
 		}
 		for _, t := range f.Header.Tensors {
 			if !t.DType.Known() {
 				unknown = append(unknown, t.Name)
-				out = append(out, Check{ID: HeaderDType, Status: Fail, Tensors: []string{t.Name},
+				out = append(out, ckpt.Finding{ID: HeaderDType, Status: ckpt.Fail, Tensors: []string{t.Name},
 					Message: fmt.Sprintf("%s: tensor %s has dtype %s, which is not a safetensors dtype", f.Name, ckpt.EscapeName(t.Name), ckpt.Quote(string(t.DType)))})
 			}
 		}
 	}
 	if len(unknown) == 0 {
-		out = append([]Check{{ID: HeaderDType, Status: Pass, Message: "every tensor has a known safetensors dtype"}}, out...)
+		out = append([]ckpt.Finding{{ID: HeaderDType, Status: ckpt.Pass, Message: "every tensor has a known safetensors dtype"}}, out...)
 	}
 	lints := 0
 	for _, ch := range out {
@@ -161,7 +161,7 @@ func headerChecks(c *ckpt.Checkpoint) []Check {
 		}
 	}
 	if lints == 0 {
-		out = append(out, Check{ID: HeaderLint, Status: Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }

@@ -79,24 +79,24 @@ func TestVerifyFullScaleSparse(t *testing.T) {
 		writeSparse(t, dir, variant)
 		c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 		require.NoError(t, err)
-		rep, err := verify.Run(context.Background(), c, verify.Options{})
+		rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
 		c.Close()
 		require.NoError(t, err)
 		assert.True(t, rep.OK, variant)
-		ids := map[string]verify.Status{}
+		ids := map[string]ckpt.Status{}
 		for _, ch := range rep.Checks {
-			assert.NotEqual(t, verify.Fail, ch.Status, "%s: %s: %s", variant, ch.ID, ch.Message)
+			assert.NotEqual(t, ckpt.Fail, ch.Status, "%s: %s: %s", variant, ch.ID, ch.Message)
 			if _, seen := ids[string(ch.ID)]; !seen {
 				ids[string(ch.ID)] = ch.Status
 			}
 		}
-		assert.Equal(t, verify.Pass, ids["arch.missing"], variant)
-		assert.Equal(t, verify.Pass, ids["arch.unexpected"], variant)
-		assert.Equal(t, verify.Pass, ids["arch.shape"], variant)
-		assert.Equal(t, verify.Pass, ids["arch.dtype"], variant)
+		assert.Equal(t, ckpt.Pass, ids["arch.missing"], variant)
+		assert.Equal(t, ckpt.Pass, ids["arch.unexpected"], variant)
+		assert.Equal(t, ckpt.Pass, ids["arch.shape"], variant)
+		assert.Equal(t, ckpt.Pass, ids["arch.dtype"], variant)
 		if variant == "fp8" {
-			assert.Equal(t, verify.Pass, ids["fp8.scale_shape"])
-			assert.Equal(t, verify.Pass, ids["fp8.scale_missing"])
+			assert.Equal(t, ckpt.Pass, ids["fp8.scale_shape"])
+			assert.Equal(t, ckpt.Pass, ids["fp8.scale_missing"])
 		}
 	}
 }
@@ -112,7 +112,7 @@ func BenchmarkStructuralVerify27B(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := verify.Run(ctx, c, verify.Options{})
+		rep, err := verify.Checkpoint(ctx, c, verify.CheckOptions{})
 		c.Close()
 		if err != nil || !rep.OK {
 			b.Fatal(err, rep.Checks)

@@ -6,23 +6,24 @@ import (
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 )
 
-// Request is what the verify workflow checks: the checkpoint at Source
+// Options is what the verify workflow checks: the checkpoint at Source
 // (opened leniently, so that integrity problems are findings), with the
-// architecture profile Profile, its data too with ReadData, and, with
+// architecture profile Arch, its data too with ReadData, and, with
 // Against, held against the contract in that file (only the tensors the
 // globs select; AllowConfig accepts config changes at those paths).
-type Request struct {
+type Options struct {
 	Source  string
 	Openers []ckpt.SourceOpener
-	// Profile is ProfileAuto (also ""), ProfileQwen35 or ProfileNone.
-	Profile  string
+	// Arch is ArchAuto (also ""), ArchQwen35 or ArchNone.
+	Arch     Arch
 	ReadData bool
 	Workers  int
 	// Progress, if set, counts the bytes read with ReadData.
 	Progress *ckpt.Progress
-	// Against is the path of a contract (from ContractOfSource).
+	// Against is the path of a contract (from contract.Run).
 	Against        string
 	Match, Exclude []string
 	AllowConfig    []string
@@ -35,13 +36,13 @@ type Request struct {
 	Variant string
 }
 
-// Validate checks the request before any work; a wrong request is a
+// Validate checks the options before any work; wrong options are a
 // *ckpt.UsageError.
-func (r Request) Validate() error {
-	switch r.Profile {
-	case "", ProfileAuto, ProfileQwen35, ProfileNone:
+func (r Options) Validate() error {
+	switch r.Arch {
+	case "", ArchAuto, ArchQwen35, ArchNone:
 	default:
-		return ckpt.Usagef("unknown --arch %q (want auto, qwen3_5 or none)", r.Profile)
+		return ckpt.Usagef("unknown --arch %q (want auto, qwen3_5 or none)", r.Arch)
 	}
 	if _, err := ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
 		return err
@@ -57,7 +58,7 @@ func (r Request) Validate() error {
 }
 
 // allowances parses AllowFinding.
-func (r Request) allowances() ([]Allowance, error) {
+func (r Options) allowances() ([]Allowance, error) {
 	var out []Allowance
 	for _, s := range r.AllowFinding {
 		a, err := ParseAllowance(s)
@@ -69,63 +70,63 @@ func (r Request) allowances() ([]Allowance, error) {
 	return out, nil
 }
 
-// RunSource is the verify workflow: it validates the request, loads the
+// Run is the verify workflow: it validates the options, loads the
 // contract (with Against), opens the source leniently (unknown dtypes are
 // findings), checks the selection and the allowed config paths against
-// both, runs every check (Run), compares with the contract and applies
+// both, runs every check (Checkpoint), compares with the contract and applies
 // Strict. Problems of the checkpoint are findings of the report; an error
-// means a wrong request (*ckpt.UsageError), an unreadable source or
+// means wrong options (*ckpt.UsageError), an unreadable source or
 // contract, or a cancelled context.
-func RunSource(ctx context.Context, req Request) (*Report, error) {
-	if err := req.Validate(); err != nil {
+func Run(ctx context.Context, opt Options) (*Result, error) {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
-	m, _ := ckpt.CheckGlobs(req.Match, req.Exclude)
-	var want *Contract
-	if req.Against != "" {
-		f, err := os.Open(req.Against)
+	m, _ := ckpt.CheckGlobs(opt.Match, opt.Exclude)
+	var want *contract.Contract
+	if opt.Against != "" {
+		f, err := os.Open(opt.Against)
 		if err != nil {
 			return nil, fmt.Errorf("opening contract: %w", err)
 		}
-		want, err = ReadContract(f, req.Against)
+		want, err = contract.Read(f, opt.Against)
 		f.Close()
 		if err != nil {
 			return nil, err
 		}
 	}
-	c, err := ckpt.OpenAllowingUnknown(ctx, req.Source, ckpt.Options{Workers: req.Workers, Lenient: true, Variant: req.Variant}, req.Openers...)
+	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Lenient: true, Variant: opt.Variant}, opt.Openers...)
 	if c == nil {
 		return nil, err
 	}
 	defer c.Close()
 	if want != nil {
-		if err := ckpt.CheckSelection(req.Match, req.Exclude, c.Source+" or "+req.Against, c.Names(), want.Names()); err != nil {
+		if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source+" or "+opt.Against, c.Names(), want.Names()); err != nil {
 			return nil, err
 		}
-		if err := CheckAllowConfig(want, ConfigOf(c.Config), req.AllowConfig); err != nil {
+		if err := contract.CheckAllowConfig(want, contract.ConfigOf(c.Config), opt.AllowConfig); err != nil {
 			return nil, err
 		}
 	}
-	opt := Options{Profile: req.Profile, ReadData: req.ReadData, Workers: req.Workers}
-	if req.ReadData {
-		opt.Progress = req.Progress
+	check := CheckOptions{Arch: opt.Arch, ReadData: opt.ReadData, Workers: opt.Workers}
+	if opt.ReadData {
+		check.Progress = opt.Progress
 	}
-	rep, err := Run(ctx, c, opt)
+	rep, err := Checkpoint(ctx, c, check)
 	if err != nil {
 		return nil, err
 	}
 	if want != nil {
-		cmp, err := Compare(want, NewContract(c, rep.Hashes), CompareOptions{Match: m, AllowConfig: req.AllowConfig})
+		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: m, AllowConfig: opt.AllowConfig})
 		if err != nil {
 			return nil, err
 		}
-		cmp.Contract = req.Against
+		cmp.Contract = opt.Against
 		rep.AddComparison(cmp)
 	}
-	if req.Strict {
+	if opt.Strict {
 		rep.SetStrict()
 	}
-	if allow, _ := req.allowances(); len(allow) > 0 {
+	if allow, _ := opt.allowances(); len(allow) > 0 {
 		rep.Allow(allow)
 	}
 	return rep, nil
@@ -147,62 +148,7 @@ type SummaryRecord struct {
 }
 
 // SummaryRecord is the report's JSON Lines summary record.
-func (r *Report) SummaryRecord() SummaryRecord {
+func (r *Result) SummaryRecord() SummaryRecord {
 	n, a := r.Counts(), r.AllowedCounts()
-	return SummaryRecord{r.Source, r.OK, r.Strict, n[Fail], n[Warn], n[Pass], n[Skip], a[Fail] + a[Warn]}
-}
-
-// ContractRequest is what the contract workflow describes: the checkpoint
-// at Source, which must open cleanly, with the xxh3 of every tensor with
-// ReadData. Out, when set, is where the caller will write the contract: it
-// must not be a file of the checkpoint.
-type ContractRequest struct {
-	Source   string
-	Openers  []ckpt.SourceOpener
-	Out      string
-	ReadData bool
-	Workers  int
-	// Progress, if set, counts the bytes hashed with ReadData.
-	Progress *ckpt.Progress
-	// Variant selects a variant of a directory source (ckpt.Options.Variant).
-	Variant string
-}
-
-// ContractResult is the contract of a source and the warnings of opening
-// it (issues that do not fail, which the contract has no place for).
-type ContractResult struct {
-	Source   string
-	Contract *Contract
-	Warnings []string
-}
-
-// ContractOfSource is the contract workflow: it opens the source (strictly:
-// a contract is what later checkpoints are held against, so a missing
-// shard, a truncated file or an unknown dtype is an error), refuses an Out
-// that is one of its files (*ckpt.UsageError) and computes the contract
-// (ContractOf). The result is returned with the warnings of opening even
-// when the contract could not be computed.
-func ContractOfSource(ctx context.Context, req ContractRequest) (*ContractResult, error) {
-	c, err := ckpt.Open(ctx, req.Source, ckpt.Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
-	if err != nil {
-		if c != nil {
-			c.Close()
-		}
-		return nil, fmt.Errorf("%w (no contract written; ckpt verify lists every problem)", err)
-	}
-	defer c.Close()
-	if err := ckpt.CheckOutput("-o", req.Out, c); err != nil {
-		return nil, err
-	}
-	res := &ContractResult{Source: c.Source, Warnings: c.Warnings()}
-	opt := Options{Workers: req.Workers, ReadData: req.ReadData}
-	if req.ReadData {
-		opt.Progress = req.Progress
-	}
-	k, err := ContractOf(ctx, c, opt)
-	if err != nil {
-		return res, err
-	}
-	res.Contract = k
-	return res, nil
+	return SummaryRecord{r.Source, r.OK, r.Strict, n[ckpt.Fail], n[ckpt.Warn], n[ckpt.Pass], n[ckpt.Skip], a[ckpt.Fail] + a[ckpt.Warn]}
 }

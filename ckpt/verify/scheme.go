@@ -29,12 +29,12 @@ const (
 // quantChecks checks the checkpoint's quantisation: the scheme checks when
 // its config declares MXFP4, NVFP4 or compressed-tensors FP8, else the
 // block-FP8 checks (fp8Checks), as before.
-func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt Options) []Check {
+func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt CheckOptions) []ckpt.Finding {
 	r, err := c.QuantRecipe()
 	var re *quant.RecipeError
 	if errors.As(err, &re) && !(in.quant != nil && strings.EqualFold(in.quant.Method, "fp8")) {
 		// a declaration ckpt cannot check: say so, and run what applies.
-		return append([]Check{{ID: SchemeConfig, Status: Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
+		return append([]ckpt.Finding{{ID: SchemeConfig, Status: ckpt.Warn, Message: fmt.Sprintf("quantisation not verified: %v", err)}}, fp8Checks(c, in)...)
 	}
 	if err != nil || r == nil || r.Scheme == quant.BlockFP8 {
 		return fp8Checks(c, in)
@@ -42,30 +42,30 @@ func quantChecks(ctx context.Context, c *ckpt.Checkpoint, in *inventory, opt Opt
 	return schemeChecks(ctx, c, r, opt)
 }
 
-func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt Options) []Check {
+func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt CheckOptions) []ckpt.Finding {
 	sp := r.Spec()
 	ws := c.QuantWeights(r)
-	var out []Check
+	var out []ckpt.Finding
 	declared := fmt.Sprintf("%s %s", ckpt.EscapeName(baseName(r.File)), r.Path)
 	if len(ws) == 0 {
-		out = append(out, Check{ID: SchemeConfig, Status: Warn,
+		out = append(out, ckpt.Finding{ID: SchemeConfig, Status: ckpt.Warn,
 			Message: fmt.Sprintf("%s declares %s (%s), but no tensor is a quantised weight of it (%s %s)", declared, r.Scheme, sp.Title, dtypeNames(sp.WeightDTypes), sp.WeightName)})
 	} else {
-		out = append(out, Check{ID: SchemeConfig, Status: Pass,
+		out = append(out, ckpt.Finding{ID: SchemeConfig, Status: ckpt.Pass,
 			Message: fmt.Sprintf("%s: %s, declared in %s; %s", r.Scheme, sp.Title, declared, plural(len(ws), "quantised weight", "quantised weights"))})
 	}
 
-	var shape, missing, dtype, cshape, ignored []Check
+	var shape, missing, dtype, cshape, ignored []ckpt.Finding
 	owned := map[string]bool{}
 	nComp := 0
 	for _, w := range ws {
 		wdesc := fmt.Sprintf("%s (%s %s)", ckpt.EscapeName(w.Weight.Name), w.Weight.DType, ckpt.FormatShape(w.Weight.Shape))
 		if w.ShapeProblem != "" {
-			shape = append(shape, Check{ID: SchemeWeightShape, Status: Fail, Tensors: []string{w.Weight.Name},
+			shape = append(shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Fail, Tensors: []string{w.Weight.Name},
 				Message: fmt.Sprintf("%s is %s codes of shape %s: %s", ckpt.EscapeName(w.Weight.Name), w.Scheme, ckpt.FormatShape(w.Weight.Shape), w.ShapeProblem)})
 		}
 		if e := r.Ignored(w.Module); e != "" {
-			ignored = append(ignored, Check{ID: SchemeIgnored, Status: Fail, Tensors: []string{w.Weight.Name},
+			ignored = append(ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Fail, Tensors: []string{w.Weight.Name},
 				Message: fmt.Sprintf("%s is quantised (%s), but %s lists %s, which leaves module %s unquantised", wdesc, w.Scheme, r.IgnoreKey, ckpt.Quote(e), ckpt.EscapeName(w.Module))})
 		}
 		for i := range w.Companions {
@@ -77,29 +77,29 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 			}
 			if p.Tensor == nil {
 				if !p.Optional {
-					missing = append(missing, Check{ID: SchemeCompanionMissing, Status: Fail, Tensors: []string{w.Weight.Name},
+					missing = append(missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Fail, Tensors: []string{w.Weight.Name},
 						Message: fmt.Sprintf("%s is %s but has no %s (%s %s, %s)", wdesc, w.Scheme, ckpt.EscapeName(p.Name), p.Role, dtypeNames(p.DTypes), want)})
 				}
 				continue
 			}
 			nComp++
 			if !p.DTypeOK() {
-				dtype = append(dtype, Check{ID: SchemeCompanionDType, Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
+				dtype = append(dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Fail, Tensors: []string{p.Name, w.Weight.Name},
 					Message: fmt.Sprintf("%s (%s of %s %s) has dtype %s, expected %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.EscapeName(w.Weight.Name), p.Tensor.DType, dtypeNames(p.DTypes))})
 			}
 			if !p.ShapeOK() {
-				cshape = append(cshape, Check{ID: SchemeCompanionShape, Status: Fail, Tensors: []string{p.Name, w.Weight.Name},
+				cshape = append(cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Fail, Tensors: []string{p.Name, w.Weight.Name},
 					Message: fmt.Sprintf("%s (%s of %s) has shape %s, expected %s for weight %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.FormatShape(p.Tensor.Shape), want, wdesc)})
 			}
 		}
 	}
-	out = appendOr(out, shape, Check{ID: SchemeWeightShape, Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
-	out = appendOr(out, missing, Check{ID: SchemeCompanionMissing, Status: Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
-	out = appendOr(out, dtype, Check{ID: SchemeCompanionDType, Status: Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
-	out = appendOr(out, cshape, Check{ID: SchemeCompanionShape, Status: Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
+	out = appendOr(out, shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
+	out = appendOr(out, missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
+	out = appendOr(out, dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
+	out = appendOr(out, cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
 
 	// companion_orphan: bookkeeping of no quantised weight.
-	var orphans []Check
+	var orphans []ckpt.Finding
 	for _, t := range c.Tensors {
 		if owned[t.Name] || !isSchemeCompanion(r.Scheme, t) {
 			continue
@@ -110,18 +110,18 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 		if ok {
 			what = fmt.Sprintf("%s is %s %s, not a %s weight", ckpt.EscapeName(wname), w.DType, ckpt.FormatShape(w.Shape), r.Scheme)
 		}
-		orphans = append(orphans, Check{ID: SchemeCompanionOrphan, Status: Fail, Tensors: []string{t.Name},
+		orphans = append(orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Fail, Tensors: []string{t.Name},
 			Message: fmt.Sprintf("%s looks like a %s companion but belongs to no quantised weight: %s (a loader may scale unquantised values)", ckpt.EscapeName(t.Name), r.Scheme, what)})
 	}
-	out = appendOr(out, orphans, Check{ID: SchemeCompanionOrphan, Status: Pass, Message: "every scale belongs to a quantised weight"})
+	out = appendOr(out, orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Pass, Message: "every scale belongs to a quantised weight"})
 	if r.IgnoreKey == "" || len(r.Ignore) == 0 {
-		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
+		out = appendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
 	} else {
 		how := "matched on whole dotted segments"
 		if strings.HasSuffix(r.IgnoreKey, "modules_to_not_convert") {
 			how = "read as transformers' should_convert_module reads them"
 		}
-		out = appendOr(out, ignored, Check{ID: SchemeIgnored, Status: Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"), how)})
+		out = appendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"), how)})
 	}
 	return append(out, scaleValueChecks(ctx, r, ws, opt)...)
 }
@@ -175,12 +175,12 @@ func baseName(loc string) string { return loc[strings.LastIndexAny(loc, `/\`)+1:
 // (never 0xFF, NaN) and the F32 global scale of NVFP4 (weight_scale_2:
 // finite and > 0). The other companions (weight_scale, input_scale) are
 // scale tensors of data.scale_values.
-func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeight, opt Options) []Check {
+func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeight, opt CheckOptions) []ckpt.Finding {
 	id := SchemeScaleValues
 	if !opt.ReadData {
-		return []Check{{ID: id, Status: Skip, Message: "not checked: tensor data is read only with --read-data"}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with --read-data"}}
 	}
-	var bad []Check
+	var bad []ckpt.Finding
 	n := 0
 	for _, w := range ws {
 		for i := range w.Companions {
@@ -195,18 +195,18 @@ func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeig
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return []Check{{ID: id, Status: Skip, Message: fmt.Sprintf("not checked: %v", err)}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Skip, Message: fmt.Sprintf("not checked: %v", err)}}
 	}
 	what := "global scale"
 	if r.Scheme == quant.MXFP4 {
 		what = "E8M0 scale tensor"
 	}
-	return appendOr(nil, bad, Check{ID: id, Status: Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", plural(n, what, what+"s"))})
+	return appendOr(nil, bad, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", plural(n, what, what+"s"))})
 }
 
 // scanCompanion reads the companion t of w in chunks and counts its values
 // that are no usable scale; ok is false with the finding when there are.
-func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Check, bool) {
+func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (ckpt.Finding, bool) {
 	const chunk = 1 << 20
 	size := int64(t.NBytes())
 	buf := make([]byte, min(size, chunk))
@@ -214,11 +214,11 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 	first, firstValue := int64(-1), ""
 	for off := int64(0); off < size; off += int64(len(buf)) {
 		if ctx.Err() != nil {
-			return Check{}, true
+			return ckpt.Finding{}, true
 		}
 		p := buf[:min(int64(len(buf)), size-off)]
 		if _, err := t.ReadAt(p, off); err != nil {
-			return Check{ID: SchemeScaleValues, Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
+			return ckpt.Finding{ID: SchemeScaleValues, Status: ckpt.Fail, Tensors: []string{t.Name, w.Weight.Name},
 				Message: fmt.Sprintf("%s (scale of %s) could not be read: %v", ckpt.EscapeName(t.Name), ckpt.EscapeName(w.Weight.Name), err)}, false
 		}
 		switch t.DType {
@@ -246,8 +246,8 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (Ch
 		}
 	}
 	if nBad == 0 {
-		return Check{}, true
+		return ckpt.Finding{}, true
 	}
-	return Check{ID: SchemeScaleValues, Status: Fail, Tensors: []string{t.Name, w.Weight.Name},
+	return ckpt.Finding{ID: SchemeScaleValues, Status: ckpt.Fail, Tensors: []string{t.Name, w.Weight.Name},
 		Message: fmt.Sprintf("%s (%s of %s): %d of %d values are no finite scale > 0; first at element %d = %s", ckpt.EscapeName(t.Name), w.Scheme, ckpt.EscapeName(w.Weight.Name), nBad, total, first, firstValue)}, false
 }

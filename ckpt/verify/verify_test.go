@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -57,23 +58,23 @@ func TestCacheStore(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 
-	rep, err := verify.Run(ctx, c, verify.Options{})
+	rep, err := verify.Checkpoint(ctx, c, verify.CheckOptions{})
 	require.NoError(t, err)
 	assert.False(t, rep.OK)
 	st := statuses(rep)
-	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.partial"])
-	assert.Equal(t, []verify.Status{verify.Skip}, st["cache.sha256"])
+	assert.Equal(t, []ckpt.Status{ckpt.Fail}, st["cache.partial"])
+	assert.Equal(t, []ckpt.Status{ckpt.Skip}, st["cache.sha256"])
 	assert.Contains(t, message(rep, "cache.partial"), "model-00009-of-00009.safetensors")
 
-	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	rep, err = verify.Checkpoint(ctx, c, verify.CheckOptions{ReadData: true})
 	require.NoError(t, err)
 	st = statuses(rep)
-	assert.Equal(t, []verify.Status{verify.Fail}, st["cache.sha256"])
+	assert.Equal(t, []ckpt.Status{ckpt.Fail}, st["cache.sha256"])
 	assert.Contains(t, message(rep, "cache.sha256"), bad)
 	assert.Contains(t, message(rep, "cache.sha256"), strings.Repeat("0", 64))
 
 	fc.partial, sums[bad] = nil, fileSum(t, filepath.Join(dir, bad))
-	rep, err = verify.Run(ctx, c, verify.Options{ReadData: true})
+	rep, err = verify.Checkpoint(ctx, c, verify.CheckOptions{ReadData: true})
 	require.NoError(t, err)
 	assert.True(t, rep.OK, rep.Checks)
 	assert.Contains(t, message(rep, "cache.sha256"), "4 files match")
@@ -97,30 +98,30 @@ func TestCacheOrphanIncomplete(t *testing.T) {
 		require.NoError(t, err)
 		c, err := ckpt.OpenStore(context.Background(), &fakeCache{Store: ds, partial: []string{orphan}}, "", ckpt.Options{Lenient: true})
 		require.NoError(t, err)
-		rep, err := verify.Run(context.Background(), c, verify.Options{})
+		rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
 		require.NoError(t, err)
 		c.Close()
 		ds.Close()
 		if missing {
-			assert.Equal(t, []verify.Status{verify.Fail}, statuses(rep)["cache.partial"])
+			assert.Equal(t, []ckpt.Status{ckpt.Fail}, statuses(rep)["cache.partial"])
 			assert.False(t, rep.OK)
 			continue
 		}
-		assert.Equal(t, []verify.Status{verify.Warn}, statuses(rep)["cache.partial"])
+		assert.Equal(t, []ckpt.Status{ckpt.Warn}, statuses(rep)["cache.partial"])
 		assert.Contains(t, message(rep, "cache.partial"), orphan)
 		assert.True(t, rep.OK, rep.Checks)
 	}
 }
 
-func statuses(r *verify.Report) map[string][]verify.Status {
-	m := map[string][]verify.Status{}
+func statuses(r *verify.Result) map[string][]ckpt.Status {
+	m := map[string][]ckpt.Status{}
 	for _, c := range r.Checks {
 		m[string(c.ID)] = append(m[string(c.ID)], c.Status)
 	}
 	return m
 }
 
-func message(r *verify.Report, id string) string {
+func message(r *verify.Result, id string) string {
 	var ms []string
 	for _, c := range r.Checks {
 		if string(c.ID) == id {
@@ -130,27 +131,22 @@ func message(r *verify.Report, id string) string {
 	return strings.Join(ms, "\n")
 }
 
-// TestHashesIndependentOfChunking: the per-tensor xxh3 is over the whole
-// raw bytes, whatever the chunk size and worker count.
-func TestHashesIndependentOfChunking(t *testing.T) {
+// TestHashesAsContract: the xxh3 of every tensor that Run reads with
+// ReadData (what verify --against compares) is what contract.Hashes gives
+// (what contract --read-data records).
+func TestHashesAsContract(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
-	ref, err := verify.Hashes(context.Background(), c, verify.Options{Workers: 1, ChunkSize: 1 << 30})
+	want, err := contract.Hashes(context.Background(), c, contract.HashOptions{Workers: 3, ChunkSize: 4096})
 	require.NoError(t, err)
-	require.Len(t, ref, len(c.Tensors))
-	for _, o := range []verify.Options{{Workers: 3, ChunkSize: 64}, {Workers: 8, ChunkSize: 4096}} {
-		got, err := verify.Hashes(context.Background(), c, o)
-		require.NoError(t, err)
-		assert.Equal(t, ref, got)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = verify.Hashes(ctx, c, verify.Options{ChunkSize: 64})
-	assert.Error(t, err)
+	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true, Workers: 2, ChunkSize: 64})
+	require.NoError(t, err)
+	require.Len(t, rep.Hashes, len(c.Tensors))
+	assert.Equal(t, want, rep.Hashes)
 }
 
 // countingStore counts the bytes read through its blobs.
@@ -204,7 +200,7 @@ func TestCacheSHA256ReadsOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	n.Store(0)
-	rep, err := verify.Run(context.Background(), c, verify.Options{ReadData: true, ChunkSize: 4096})
+	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true, ChunkSize: 4096})
 	require.NoError(t, err)
 	assert.True(t, rep.OK, rep.Checks)
 	assert.Contains(t, message(rep, "cache.sha256"), fmt.Sprintf("%d files match", len(sums)))

@@ -275,13 +275,13 @@ func TestVerifyAllowFinding(t *testing.T) {
 	}
 	code, out, _ = runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", "header.lint", "--format", "json")
 	require.Equal(t, 0, code, out)
-	var rep verify.Report
+	var rep verify.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	assert.True(t, rep.OK)
 	require.Len(t, rep.Allowed, 1)
 	assert.Equal(t, "header.lint", rep.Allowed[0].Spec)
 	require.Len(t, rep.Allowed[0].Findings, 1)
-	assert.Equal(t, verify.Warn, rep.Allowed[0].Findings[0].Status, "an allowed finding keeps its status")
+	assert.Equal(t, ckpt.Warn, rep.Allowed[0].Findings[0].Status, "an allowed finding keeps its status")
 	assert.Contains(t, rep.Allowed[0].Findings[0].Message, "header.order")
 	code, out, _ = runApp(t, "verify", lint, "--arch", "none", "--strict", "--allow-finding", "header.lint", "--format", "jsonl")
 	require.Equal(t, 0, code, out)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
@@ -57,10 +57,10 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 	return cmd
 }
 
-// runContract runs the contract workflow (verify.ContractOfSource) and
+// runContract runs the contract workflow (contract.Run) and
 // writes the contract to stdout or -o.
 func (a *App) runContract(ctx context.Context, o *contractOptions) error {
-	req := verify.ContractRequest{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
+	req := contract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
 	// The -o file is opened first (the output policy, atomicfile.Place),
 	// so that a refused or unwritable path fails before the work; the
 	// workflow refuses it when it is a file of the checkpoint.
@@ -79,7 +79,7 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 			return err
 		}
 	}
-	res, err := verify.ContractOfSource(ctx, req)
+	res, err := contract.Run(ctx, req)
 	stop()
 	if res != nil {
 		a.warn(res.Warnings...)
@@ -90,9 +90,9 @@ func (a *App) runContract(ctx context.Context, o *contractOptions) error {
 	k := res.Contract
 	k.GeneratedBy = a.generator()
 	if af == nil {
-		return verify.WriteContract(a.Out, k)
+		return contract.Write(a.Out, k)
 	}
-	if err := verify.WriteContract(af, k); err != nil {
+	if err := contract.Write(af, k); err != nil {
 		return fmt.Errorf("writing %s: %w", o.Out, err)
 	}
 	if err := af.Commit(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,7 +63,7 @@ func TestVerifyAgainstConfigChange(t *testing.T) {
 	var fails []string
 	for _, c := range res.Checks {
 		if c.ID == "contract.config" {
-			require.Equal(t, verify.Fail, c.Status, c.Message)
+			require.Equal(t, ckpt.Fail, c.Status, c.Message)
 			fails = append(fails, c.Message)
 		}
 	}
@@ -102,7 +101,7 @@ func TestVerifyAllowConfig(t *testing.T) {
 	require.Equal(t, 1, code, stderr)
 	var failed []string
 	for _, c := range res.Checks {
-		if c.ID == "contract.config" && c.Status == verify.Fail {
+		if c.ID == "contract.config" && c.Status == ckpt.Fail {
 			failed = append(failed, c.Message)
 		}
 	}

@@ -144,9 +144,9 @@ var (
 	extractFormats = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	diffFormats    = formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown, report.HTML)
 
-	// archEnum is verify --arch (verify.Options.Profile).
-	archEnum = enum{Values: []string{verify.ProfileAuto, verify.ProfileQwen35, verify.ProfileNone},
-		Notes: map[string]string{verify.ProfileAuto: "from model_type/architectures"}}
+	// archEnum is verify --arch (verify.Options.Arch).
+	archEnum = enum{Values: []string{string(verify.ArchAuto), string(verify.ArchQwen35), string(verify.ArchNone)},
+		Notes: map[string]string{string(verify.ArchAuto): "from model_type/architectures"}}
 	// modeEnum is diff --mode (diff.ParseMode).
 	modeEnum = enum{Values: []string{string(diff.ModeHeader), string(diff.ModeBytes), string(diff.ModeValues)}, EmptyOK: true,
 		Notes: map[string]string{string(diff.ModeHeader): "keys, dtypes, shapes; no data", string(diff.ModeBytes): "identity only",

@@ -22,7 +22,6 @@ type extractOptions struct {
 	MaxShardSize   string
 	Format         string
 	Progress       string
-	ChunkBytes     int64 // tests only
 	Variant        string
 }
 
@@ -74,9 +73,9 @@ of selected quantised weights.`,
 }
 
 // request is the library request of the options.
-func (o *extractOptions) request(a *App) extract.Request {
-	return extract.Request{Source: o.Source, Openers: a.Openers, Out: o.Out, Match: o.Match, Exclude: o.Exclude, DType: o.DType,
-		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, ChunkBytes: o.ChunkBytes, Variant: o.Variant}
+func (o *extractOptions) request(a *App) extract.Options {
+	return extract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, Match: o.Match, Exclude: o.Exclude, DType: o.DType,
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, Variant: o.Variant}
 }
 
 // runExtract runs the extract workflow (extract.Run) and renders its
@@ -107,7 +106,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	return printExtract(a.Out, format, out)
 }
 
-func printExtract(w io.Writer, format string, r *extract.Report) error {
+func printExtract(w io.Writer, format string, r *extract.Result) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, r)

@@ -64,7 +64,7 @@ func TestExtractJSONContract(t *testing.T) {
 	code, stdout, stderr := runExtractApp(context.Background(), "extract", base, "--match", "**", "--exclude", "model.visual.**", "--dtype", "f32",
 		"--max-shard-size", "500KB", "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res extract.Report
+	var res extract.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.True(t, res.Sharded)
 	assert.Equal(t, "f32", res.DType)
@@ -112,7 +112,7 @@ func TestExtractKeepWarns(t *testing.T) {
 		"--out", filepath.Join(dir, "b.safetensors"), "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, stderr)
-	var res extract.Report
+	var res extract.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Tensors, 2)
 	assert.Equal(t, "mtp.layers.0.mlp.up_proj.weight_scale_inv", res.Tensors[1].Name)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,7 +44,7 @@ func TestInspectFullScale(t *testing.T) {
 			code, stdout, stderr := runApp(t, "inspect", dir, "--format", "json")
 			require.Equal(t, 0, code, stderr)
 			assert.Empty(t, stderr)
-			var res ckpt.InspectResult
+			var res inspect.Result
 			require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 			assert.True(t, res.Sharded)
 			assert.Len(t, res.Files, tc.shards)
@@ -113,7 +114,7 @@ func TestInspectFullScaleReadsOnlyHeaders(t *testing.T) {
 	c, err := ckpt.OpenStore(context.Background(), cs, "", ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	res := ckpt.Inspect(c, nil)
+	res := inspect.Of(c, nil)
 	require.Len(t, res.Tensors, 1606)
 	var limit, data int64
 	for _, f := range c.Files {
@@ -141,7 +142,7 @@ func BenchmarkInspectFullScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := ckpt.Inspect(c, nil)
+		res := inspect.Of(c, nil)
 		if len(res.Tensors) != 1606 {
 			b.Fatalf("%d tensors", len(res.Tensors))
 		}

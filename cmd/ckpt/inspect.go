@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
@@ -57,11 +58,11 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 }
 
 // request is the library request of the options.
-func (o *inspectOptions) request(a *App) ckpt.InspectRequest {
-	return ckpt.InspectRequest{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers, Variant: o.Variant}
+func (o *inspectOptions) request(a *App) inspect.Options {
+	return inspect.Options{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers, Variant: o.Variant}
 }
 
-// runInspect runs the inspect workflow (ckpt.InspectSource) and renders
+// runInspect runs the inspect workflow (inspect.Run) and renders
 // its result; unknown dtypes exit 2 after the report.
 func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, inspectFormats.Values...)
@@ -69,7 +70,7 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := ckpt.InspectSource(ctx, o.request(a))
+	res, err := inspect.Run(ctx, o.request(a))
 	if res == nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
 	return err
 }
 
-func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOnly, metadata bool) error {
+func printInspect(w io.Writer, format string, res *inspect.Result, summaryOnly, metadata bool) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
@@ -147,7 +148,7 @@ func printInspect(w io.Writer, format string, res *ckpt.InspectResult, summaryOn
 }
 
 // metadataGrid lists the __metadata__ entries of every file, by key.
-func metadataGrid(res *ckpt.InspectResult) *output.Grid {
+func metadataGrid(res *inspect.Result) *output.Grid {
 	g := &output.Grid{Title: "metadata", Header: []string{"file", "key", "value"}}
 	for _, f := range res.Files {
 		keys := make([]string, 0, len(f.Metadata))
@@ -163,7 +164,7 @@ func metadataGrid(res *ckpt.InspectResult) *output.Grid {
 }
 
 // quantLine is inspect's line about the quantisation scheme.
-func quantLine(q *ckpt.InspectQuant, esc func(string) string) string {
+func quantLine(q *inspect.Quant, esc func(string) string) string {
 	how := ""
 	switch {
 	case q.GroupSize > 0:

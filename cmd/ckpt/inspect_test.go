@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
@@ -74,7 +75,7 @@ func TestInspectJSONContract(t *testing.T) {
 		assert.Contains(t, s, k)
 	}
 	// offset is absolute: reading there gives the tensor's bytes.
-	var res ckpt.InspectResult
+	var res inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	c, err := ckpt.Open(t.Context(), base, ckpt.Options{})
 	require.NoError(t, err)
@@ -121,7 +122,7 @@ func TestInspectNaturalSort(t *testing.T) {
 	var got []string
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	for _, line := range lines[:len(lines)-1] {
-		var it ckpt.InspectTensor
+		var it inspect.Tensor
 		require.NoError(t, json.Unmarshal([]byte(line), &it))
 		got = append(got, it.Name)
 	}
@@ -172,7 +173,7 @@ func TestInspectEscapesControlCharacters(t *testing.T) {
 	code, md, _ := runApp(t, "inspect", pipe, "--format", "markdown")
 	require.Equal(t, 0, code)
 	assert.Contains(t, md, `| a\|b |`)
-	var res ckpt.InspectResult
+	var res inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	var names []string
 	for _, it := range res.Tensors {
@@ -187,7 +188,7 @@ func TestInspectMatch(t *testing.T) {
 	count := func(args ...string) (int, string) {
 		code, stdout, stderr := runApp(t, append([]string{"inspect", base, "--format", "json"}, args...)...)
 		require.Equal(t, 0, code, stderr)
-		var res ckpt.InspectResult
+		var res inspect.Result
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return len(res.Tensors), stderr
 	}
@@ -229,7 +230,7 @@ func TestInspectWarnings(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "ckpt: warning: ")
 	assert.Contains(t, stderr, `"extra"`)
-	var res ckpt.InspectResult
+	var res inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.NotEmpty(t, res.Warnings)
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -59,10 +59,10 @@ func TestMapJSONContract(t *testing.T) {
 			srcs[s] = true
 		}
 	}
-	code, inspect, _ := runApp(t, "inspect", base, "--match", "mtp.**", "--format", "json")
+	code, insOut, _ := runApp(t, "inspect", base, "--match", "mtp.**", "--format", "json")
 	require.Equal(t, 0, code)
-	var ins ckpt.InspectResult
-	require.NoError(t, json.Unmarshal([]byte(inspect), &ins))
+	var ins inspect.Result
+	require.NoError(t, json.Unmarshal([]byte(insOut), &ins))
 	require.Len(t, ins.Tensors, 22)
 	ignored := map[string]string{}
 	for _, ig := range res.Ignored {

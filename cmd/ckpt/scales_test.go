@@ -140,7 +140,7 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 					out := filepath.Join(t.TempDir(), "x.safetensors")
 					code, stdout, stderr := runApp(t, "extract", src, "--match", layer1MLP, "--dtype", "bf16", "--out", out, "--format", "json", "--progress", "none")
 					require.Equal(t, 0, code, "%s%s", stdout, stderr)
-					var rep extract.Report
+					var rep extract.Result
 					require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 					assert.Equal(t, 1, rep.Summary.Dequantized, "the weight dequantised, its weight_scale not written")
 					assert.Equal(t, 1, rep.Summary.Tensors)
@@ -290,7 +290,7 @@ func TestExtractKeepQuantisedWithoutScale(t *testing.T) {
 			} else {
 				assert.Contains(t, stderr, tc.warning)
 			}
-			var res extract.Report
+			var res extract.Result
 			require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 			var names []string
 			for _, x := range res.Tensors {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -50,7 +51,7 @@ func TestInspectSchemes(t *testing.T) {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, tc.scheme)
-			var doc, ftDoc ckpt.InspectResult
+			var doc, ftDoc inspect.Result
 			code, out, stderr := runApp(t, "inspect", base, "--format", "json")
 			require.Equal(t, 0, code, stderr)
 			require.NoError(t, json.Unmarshal([]byte(out), &doc))
@@ -349,7 +350,7 @@ func TestUnreadCompressedTensorsFormats(t *testing.T) {
 			code, out, stderr := runApp(t, "inspect", dir, "--format", "json")
 			require.Equal(t, 0, code, stderr)
 			assert.NotContains(t, stderr, "internal error")
-			var doc ckpt.InspectResult
+			var doc inspect.Result
 			require.NoError(t, json.Unmarshal([]byte(out), &doc))
 			assert.Nil(t, doc.Quantization, "no scheme is claimed")
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -152,7 +153,7 @@ func TestHeadersTheReferenceRefuses(t *testing.T) {
 	src := frame(t, `{"w\ud83d\ude00":{`+e+`}}`, 8)
 	code, stdout, stderr := runApp(t, "inspect", src, "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res ckpt.InspectResult
+	var res inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.Tensors, 1)
 	assert.Equal(t, "w\U0001F600", res.Tensors[0].Name)
@@ -214,7 +215,7 @@ func TestIndexKeysAreCaseSensitive(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, ckpt.IndexFile), []byte(doc), 0o644))
 		code, stdout, stderr := runApp(t, "inspect", dir, "--format", "json")
 		require.Equal(t, 0, code, stderr)
-		var res ckpt.InspectResult
+		var res inspect.Result
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		assert.Len(t, res.Tensors, 10)
 		for _, tn := range res.Tensors {

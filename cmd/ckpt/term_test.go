@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/diff"
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
@@ -90,7 +90,7 @@ func TestTerminalTables(t *testing.T) {
 func TestPaletteCoversVocabulary(t *testing.T) {
 	t.Parallel()
 	g := &output.Grid{Header: []string{"word"}, Color: map[int]bool{0: true}}
-	for _, s := range []verify.Status{verify.Pass, verify.Warn, verify.Fail, verify.Skip} {
+	for _, s := range []ckpt.Status{ckpt.Pass, ckpt.Warn, ckpt.Fail, ckpt.Skip} {
 		g.Rows = append(g.Rows, []string{string(s)})
 	}
 	for _, r := range []diff.Relation{diff.Identical, diff.SameHeader, diff.Changed, diff.RequantIdentical, diff.DTypeChanged, diff.ShapeChanged, diff.OnlyInBase, diff.OnlyInFT} {

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/stretchr/testify/assert"
@@ -13,13 +15,13 @@ import (
 
 // contractChecks runs verify SRC --against CONTRACT and returns the exit
 // code and the contract.config findings.
-func contractChecks(t *testing.T, src, contract string) (int, []verify.Check, verify.Report) {
+func contractChecks(t *testing.T, src, contractFile string) (int, []ckpt.Finding, verify.Result) {
 	t.Helper()
-	code, rep, stderr := verifyJSON(t, "verify", src, "--against", contract)
+	code, rep, stderr := verifyJSON(t, "verify", src, "--against", contractFile)
 	require.Contains(t, []int{0, 1}, code, stderr)
-	var out []verify.Check
+	var out []ckpt.Finding
 	for _, c := range rep.Checks {
-		if c.ID == verify.ContractConfig {
+		if c.ID == contract.ContractConfig {
 			out = append(out, c)
 		}
 	}
@@ -44,7 +46,7 @@ func TestContractBareResave(t *testing.T) {
 	require.Equal(t, 0, code, "%v", cfg)
 	assert.True(t, rep.OK)
 	require.Len(t, cfg, 1)
-	assert.Equal(t, verify.Pass, cfg[0].Status)
+	assert.Equal(t, ckpt.Pass, cfg[0].Status)
 	assert.Contains(t, cfg[0].Message, "config identical (")
 
 	for _, tc := range []struct {
@@ -66,7 +68,7 @@ func TestContractBareResave(t *testing.T) {
 			code, cfg, _ := contractChecks(t, edited, contract)
 			assert.Equal(t, 1, code)
 			require.Len(t, cfg, 1, "%v", cfg)
-			assert.Equal(t, verify.Fail, cfg[0].Status)
+			assert.Equal(t, ckpt.Fail, cfg[0].Status)
 			assert.Equal(t, tc.msg, cfg[0].Message)
 		})
 	}

@@ -135,13 +135,13 @@ func TestVerifyNotConvertAsTransformers(t *testing.T) {
 	src := writeSmall(t, func(o *synth.Options) { o.TransformersFP8, o.NotConvert = true, list })
 	code, rep, stderr := verifyJSON(t, "verify", src)
 	require.Equal(t, 0, code, stderr)
-	byID := map[ckpt.FindingID][]verify.Check{}
+	byID := map[ckpt.FindingID][]ckpt.Finding{}
 	for _, ch := range rep.Checks {
 		byID[ch.ID] = append(byID[ch.ID], ch)
-		assert.NotEqual(t, verify.Fail, ch.Status, "%s: %s", ch.ID, ch.Message)
+		assert.NotEqual(t, ckpt.Fail, ch.Status, "%s: %s", ch.ID, ch.Message)
 	}
 	require.Len(t, byID[verify.FP8NotConvert], 1)
-	assert.Equal(t, verify.Pass, byID[verify.FP8NotConvert][0].Status)
+	assert.Equal(t, ckpt.Pass, byID[verify.FP8NotConvert][0].Status)
 	assert.Contains(t, byID[verify.ArchDType][0].Message, "every expected tensor has an accepted dtype")
 
 	uncovered := copyDir(t, src)
@@ -150,9 +150,9 @@ func TestVerifyNotConvertAsTransformers(t *testing.T) {
 	})
 	code, rep, _ = verifyJSON(t, "verify", uncovered)
 	assert.Equal(t, 1, code)
-	var fails []verify.Check
+	var fails []ckpt.Finding
 	for _, ch := range rep.Checks {
-		if ch.Status == verify.Fail {
+		if ch.Status == ckpt.Fail {
 			fails = append(fails, ch)
 		}
 	}
@@ -229,8 +229,8 @@ func TestVerifyUncoveredLinearWithoutProfile(t *testing.T) {
 	const w = "model.layers.1.mlp.down_proj.weight"
 	want := w + " is BF16, expected F8_E4M3 with a weight_scale_inv: quantization_config.modules_to_not_convert does not keep module model.layers.1.mlp.down_proj unconverted, " +
 		"so transformers builds it as an FP8Linear and casts these BF16 values to F8_E4M3 codes with a scale it initialises itself (there is none)"
-	dtypeOf := func(rep verify.Report) []verify.Check {
-		var out []verify.Check
+	dtypeOf := func(rep verify.Result) []ckpt.Finding {
+		var out []ckpt.Finding
 		for _, ch := range rep.Checks {
 			if ch.ID == verify.ArchDType {
 				out = append(out, ch)
@@ -243,7 +243,7 @@ func TestVerifyUncoveredLinearWithoutProfile(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.True(t, rep.OK)
 	require.Len(t, dtypeOf(rep), 1)
-	assert.Equal(t, verify.Pass, dtypeOf(rep)[0].Status)
+	assert.Equal(t, ckpt.Pass, dtypeOf(rep)[0].Status)
 	assert.Equal(t, `model_type "llama" (FP8 module table of LlamaForCausalLM, no architecture profile): none of the 14 weights of modules transformers' FP8 quantizer converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)`, dtypeOf(rep)[0].Message)
 
 	bad := writeLlamaFP8(t, "llama", w)
@@ -263,6 +263,6 @@ func TestVerifyUncoveredLinearWithoutProfile(t *testing.T) {
 	code, rep, stderr = verifyJSON(t, "verify", writeLlamaFP8(t, "mistral", w))
 	require.Equal(t, 0, code, stderr)
 	require.Len(t, dtypeOf(rep), 1)
-	assert.Equal(t, verify.Skip, dtypeOf(rep)[0].Status)
+	assert.Equal(t, ckpt.Skip, dtypeOf(rep)[0].Status)
 	assert.Equal(t, `not checked: which tensors of model_type "mistral" are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows gpt_oss, llama, qwen3, qwen3_moe, qwen3_next), so a BF16 weight modules_to_not_convert does not keep is not found here`, dtypeOf(rep)[0].Message)
 }

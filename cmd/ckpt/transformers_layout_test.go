@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/source/sourcetest"
@@ -41,8 +42,8 @@ func bf16Save() synth.Options {
 }
 
 // findingsOf returns the findings of id in a verify report.
-func findingsOf(rep verify.Report, id string) []verify.Check {
-	var out []verify.Check
+func findingsOf(rep verify.Result, id string) []ckpt.Finding {
+	var out []ckpt.Finding
 	for _, c := range rep.Checks {
 		if string(c.ID) == id {
 			out = append(out, c)
@@ -103,7 +104,7 @@ func TestDeclaredDType(t *testing.T) {
 			require.Equal(t, 0, code, errs)
 			assert.True(t, rep.OK)
 			require.Len(t, findingsOf(rep, "arch.dtype"), 1)
-			assert.Equal(t, verify.Pass, findingsOf(rep, "arch.dtype")[0].Status)
+			assert.Equal(t, ckpt.Pass, findingsOf(rep, "arch.dtype")[0].Status)
 
 			// One tensor of another float dtype: one warning naming both.
 			culprit := lm + "layers.1.mlp.down_proj.weight"
@@ -119,7 +120,7 @@ func TestDeclaredDType(t *testing.T) {
 			require.Equal(t, 0, code, errs)
 			ws := findingsOf(rep, "arch.dtype")
 			require.Len(t, ws, 1, "%+v", ws)
-			assert.Equal(t, verify.Warn, ws[0].Status)
+			assert.Equal(t, ckpt.Warn, ws[0].Status)
 			assert.Contains(t, ws[0].Message, want)
 			assert.Equal(t, []string{culprit}, ws[0].Tensors)
 			code, _, _ = verifyJSON(t, "verify", dir, "--strict")
@@ -210,7 +211,7 @@ func TestTextOnlyLayout(t *testing.T) {
 
 	code, out, errs := runApp(t, "inspect", td, "--format", "json")
 	require.Equal(t, 0, code, errs)
-	var ins ckpt.InspectResult
+	var ins inspect.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &ins))
 	groups := map[string]string{}
 	for _, g := range ins.Summary.ByGroup {
@@ -312,7 +313,7 @@ func TestVariants(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	vs := findingsOf(rep, "index.variant")
 	require.Len(t, vs, 1)
-	assert.Equal(t, verify.Warn, vs[0].Status)
+	assert.Equal(t, ckpt.Warn, vs[0].Status)
 	assert.Contains(t, vs[0].Message, `only the variant "fp16" (model.safetensors.index.fp16.json): ckpt reads it`)
 	code, out, errs := runApp(t, "inspect", dir, "--format", "json")
 	require.Equal(t, 0, code, errs)
@@ -383,7 +384,7 @@ func TestVariants(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	ws := findingsOf(rep, "arch.dtype")
 	require.Len(t, ws, 1)
-	assert.Equal(t, verify.Warn, ws[0].Status, "the fp16 copy under a bfloat16 config: the declared-dtype warning")
+	assert.Equal(t, ckpt.Warn, ws[0].Status, "the fp16 copy under a bfloat16 config: the declared-dtype warning")
 }
 
 // TestVariantSources: hf: snapshots list their files like a directory;

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
@@ -69,7 +70,7 @@ accepts an intended change at PATH or under it.`,
 	}
 	f := cmd.Flags()
 	enumFlag(f, &o.Format, "format", output.Auto, verifyFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the finding rows)")
-	enumFlag(f, &o.Arch, "arch", verify.ProfileAuto, archEnum, "architecture profile: {}")
+	enumFlag(f, &o.Arch, "arch", string(verify.ArchAuto), archEnum, "architecture profile: {}")
 	deprecatedAlias(f, "profile", "", "arch")
 	f.StringVar(&o.Against, "against", "", "also compare with this contract (from ckpt contract)")
 	f.BoolVar(&o.ReadData, "read-data", false, "also read tensor data: scale values, FP8 NaN codes, NaN/Inf, xxh3 hashes, cache SHA-256")
@@ -86,13 +87,13 @@ accepts an intended change at PATH or under it.`,
 }
 
 // request is the library request of the options.
-func (o *verifyOptions) request(a *App) verify.Request {
-	return verify.Request{Source: o.Source, Openers: a.Openers, Profile: o.Arch, ReadData: o.ReadData, Workers: o.Workers,
+func (o *verifyOptions) request(a *App) verify.Options {
+	return verify.Options{Source: o.Source, Openers: a.Openers, Arch: verify.Arch(o.Arch), ReadData: o.ReadData, Workers: o.Workers,
 		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict, Variant: o.Variant,
 		AllowFinding: o.AllowFinding}
 }
 
-// runVerify runs the verify workflow (verify.RunSource) and renders its
+// runVerify runs the verify workflow (verify.Run) and renders its
 // report: exit 1 when it is not OK.
 func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	format, err := output.Resolve(o.Format, a.Terminal, verifyFormats.Values...)
@@ -107,7 +108,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 			return err
 		}
 	}
-	rep, err := verify.RunSource(ctx, req)
+	rep, err := verify.Run(ctx, req)
 	stop()
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	// nothing too (a mistyped subject, or a finding fixed since).
 	for _, al := range rep.Allowed {
 		for _, c := range al.Findings {
-			if c.Status == verify.Fail {
+			if c.Status == ckpt.Fail {
 				a.warn(fmt.Sprintf("--allow-finding %s accepts a FAILED finding: %s: %s", ckpt.EscapeName(al.Spec), c.ID, ckpt.EscapeName(c.Message)))
 			}
 		}
@@ -133,17 +134,17 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	return nil
 }
 
-func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool) error {
+func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool) error {
 	n := res.Counts()
-	var listed []verify.Check
+	var listed []ckpt.Finding
 	var idx []int
 	for i, c := range res.Checks {
-		if !onlyFailed || c.Status == verify.Fail || c.Status == verify.Warn {
+		if !onlyFailed || c.Status == ckpt.Fail || c.Status == ckpt.Warn {
 			listed, idx = append(listed, c), append(idx, i)
 		}
 	}
 	if listed == nil {
-		listed = []verify.Check{}
+		listed = []ckpt.Finding{}
 	}
 	if format == output.JSON {
 		if onlyFailed {
@@ -182,7 +183,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		fmt.Fprintf(w, "  %s\n", esc(cmp.KeySetOutside(ckpt.GroupMTP)))
 		for _, c := range res.Checks {
 			switch c.ID {
-			case verify.ContractConfig, verify.ContractFP8Scheme, verify.ContractFP8NotConvert, verify.ContractHash:
+			case contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert, contract.ContractHash:
 				fmt.Fprintf(w, "  %s: %s\n", c.ID, esc(c.Message))
 			}
 		}
@@ -190,19 +191,19 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 	a := res.AllowedCounts()
 	verdict := "OK"
 	switch {
-	case res.OK && a[verify.Fail] > 0:
-		verdict = fmt.Sprintf("OK only because --allow-finding accepts %s", plural(a[verify.Fail], "FAILED finding", "FAILED findings"))
-	case !res.OK && res.Strict && n[verify.Fail] == a[verify.Fail]:
+	case res.OK && a[ckpt.Fail] > 0:
+		verdict = fmt.Sprintf("OK only because --allow-finding accepts %s", plural(a[ckpt.Fail], "FAILED finding", "FAILED findings"))
+	case !res.OK && res.Strict && n[ckpt.Fail] == a[ckpt.Fail]:
 		verdict = "FAILED (--strict: warnings fail)"
 	case !res.OK:
 		verdict = "FAILED"
 	}
-	failed, warns := fmt.Sprintf("%d failed", n[verify.Fail]), fmt.Sprintf("%d warnings", n[verify.Warn])
-	if a[verify.Fail] > 0 {
-		failed += fmt.Sprintf(" (%d allowed)", a[verify.Fail])
+	failed, warns := fmt.Sprintf("%d failed", n[ckpt.Fail]), fmt.Sprintf("%d warnings", n[ckpt.Warn])
+	if a[ckpt.Fail] > 0 {
+		failed += fmt.Sprintf(" (%d allowed)", a[ckpt.Fail])
 	}
-	if a[verify.Warn] > 0 {
-		warns += fmt.Sprintf(" (%d allowed)", a[verify.Warn])
+	if a[ckpt.Warn] > 0 {
+		warns += fmt.Sprintf(" (%d allowed)", a[ckpt.Warn])
 	}
 	allowed := ""
 	if len(res.Allowed) > 0 {
@@ -212,7 +213,7 @@ func printVerify(w io.Writer, format string, res *verify.Report, onlyFailed bool
 		}
 		allowed = "; allowed by --allow-finding: " + strings.Join(parts, ", ")
 	}
-	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[verify.Pass], n[verify.Skip], allowed)
+	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[ckpt.Pass], n[ckpt.Skip], allowed)
 	return nil
 }
 

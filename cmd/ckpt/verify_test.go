@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func verifyJSON(t testing.TB, args ...string) (int, verify.Report, string) {
+func verifyJSON(t testing.TB, args ...string) (int, verify.Result, string) {
 	t.Helper()
 	code, out, errs := runApp(t, append(args, "--format", "json", "--progress", "none")...)
-	var res verify.Report
+	var res verify.Result
 	if code != 2 {
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "stdout: %s\nstderr: %s", out, errs)
 	}
@@ -274,7 +274,7 @@ func TestVerifyF32Alternatives(t *testing.T) {
 	// F32 is the releases' dtype of A_log under a bfloat16 config: no
 	// declared-dtype warning, in verify or map.
 	for _, c := range findingsOf(res, "arch.dtype") {
-		assert.Equal(t, verify.Pass, c.Status, c.Message)
+		assert.Equal(t, ckpt.Pass, c.Status, c.Message)
 	}
 	code, m, errs := mapJSON(t, dir)
 	require.Equal(t, 0, code, errs)
@@ -303,7 +303,7 @@ func TestVerifyUnreadable(t *testing.T) {
 	assert.Equal(t, 2, code)
 }
 
-func TestVerifyProfileNone(t *testing.T) {
+func TestVerifyArchNone(t *testing.T) {
 	t.Parallel()
 	base, _ := fixturePair(t)
 	dir := copyDir(t, base)

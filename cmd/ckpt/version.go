@@ -10,7 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
@@ -97,7 +97,7 @@ func buildVersionInfo(bi *debug.BuildInfo) (VersionInfo, error) {
 		}
 	}
 	v.Formats.JSONSchema = ckpt.SchemaVersion
-	v.Formats.Contract = verify.ContractVersion
+	v.Formats.Contract = contract.Version
 	v.Formats.Manifest = cache.ManifestFormat
 	v.Formats.Tensorbin = tensorbin.Schema
 	for _, name := range mapping.BuiltinNames() {

@@ -1,14 +1,15 @@
-package ckpt
+package inspect
 
 import (
 	"fmt"
 	"path"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
-// InspectFile is one file of the inspect JSON.
-type InspectFile struct {
+// File is one file of the inspect JSON.
+type File struct {
 	Path        string `json:"path"`
 	Size        int64  `json:"size"`
 	HeaderBytes int64  `json:"header_bytes"`
@@ -18,8 +19,8 @@ type InspectFile struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-// InspectTensor is one tensor of the inspect JSON.
-type InspectTensor struct {
+// Tensor is one tensor of the inspect JSON.
+type Tensor struct {
 	Name       string  `json:"name"`
 	DType      string  `json:"dtype"`
 	Shape      []int64 `json:"shape"`
@@ -29,25 +30,25 @@ type InspectTensor struct {
 	Parameters int64   `json:"parameters"`
 }
 
-// InspectResult is the inspect JSON document (docs/cli.md).
-type InspectResult struct {
-	// Schema is the document's schema_version (SchemaVersion).
-	Schema  Schema          `json:"schema_version"`
-	Source  string          `json:"source"`
-	Sharded bool            `json:"sharded"`
-	Files   []InspectFile   `json:"files"`
-	Tensors []InspectTensor `json:"tensors"`
-	Summary Summary         `json:"summary"`
+// Result is the inspect JSON document (docs/cli.md).
+type Result struct {
+	// Schema is the document's schema_version (ckpt.SchemaVersion).
+	Schema  ckpt.Schema  `json:"schema_version"`
+	Source  string       `json:"source"`
+	Sharded bool         `json:"sharded"`
+	Files   []File       `json:"files"`
+	Tensors []Tensor     `json:"tensors"`
+	Summary ckpt.Summary `json:"summary"`
 	// Quantization is the checkpoint's quantisation scheme (QuantRecipe)
 	// when it is one of MXFP4, NVFP4 or compressed-tensors FP8; absent
 	// otherwise (block FP8 is left out so that its documents stay as they
 	// were).
-	Quantization *InspectQuant `json:"quantization,omitempty"`
-	Warnings     []string      `json:"warnings,omitempty"`
+	Quantization *Quant   `json:"quantization,omitempty"`
+	Warnings     []string `json:"warnings,omitempty"`
 }
 
-// InspectQuant is the quantisation scheme in the inspect JSON.
-type InspectQuant struct {
+// Quant is the quantisation scheme in the inspect JSON.
+type Quant struct {
 	Scheme quant.Scheme `json:"scheme"`
 	Title  string       `json:"title"`
 	// File is the config file that declares it, Path the key in it.
@@ -65,13 +66,13 @@ type InspectQuant struct {
 	Ignore    []string `json:"ignore"`
 }
 
-// inspectQuant describes the recipe r (nil for none or block FP8) over the
+// quantOf describes the recipe r (nil for none or block FP8) over the
 // selected tensors.
-func inspectQuant(c *Checkpoint, r *quant.Recipe, sel []*Tensor) *InspectQuant {
+func quantOf(c *ckpt.Checkpoint, r *quant.Recipe, sel []*ckpt.Tensor) *Quant {
 	if r == nil {
 		return nil
 	}
-	q := &InspectQuant{Scheme: r.Scheme, Title: r.Spec().Title, File: path.Base(r.File), Path: r.Path, QuantMethod: r.Method, QuantAlgo: r.Algo,
+	q := &Quant{Scheme: r.Scheme, Title: r.Spec().Title, File: path.Base(r.File), Path: r.Path, QuantMethod: r.Method, QuantAlgo: r.Algo,
 		GroupSize: r.GroupSize, IgnoreKey: r.IgnoreKey, Ignore: append([]string{}, r.Ignore...)}
 	if r.Block != [2]int64{} {
 		q.BlockSize = r.Block[:]
@@ -84,40 +85,40 @@ func inspectQuant(c *Checkpoint, r *quant.Recipe, sel []*Tensor) *InspectQuant {
 	return q
 }
 
-// Inspect lists the files and the tensors of an open checkpoint that m
+// Of lists the files and the tensors of an open checkpoint that m
 // selects (a nil m selects all), with their summary and the warnings of
 // opening (integrity issues, header lints other than the writer's order).
 // It reads nothing: everything comes from the headers.
-func Inspect(c *Checkpoint, m *Matcher) InspectResult {
-	res := InspectResult{Source: c.Source, Sharded: c.Sharded, Files: []InspectFile{}, Tensors: []InspectTensor{}}
+func Of(c *ckpt.Checkpoint, m *ckpt.Matcher) Result {
+	res := Result{Source: c.Source, Sharded: c.Sharded, Files: []File{}, Tensors: []Tensor{}}
 	recipe, _ := c.QuantRecipe() // an unknown recipe counts as a quantised checkpoint without packing
 	quantized := c.Config.Quantization() != nil || c.HFQuantConfig != nil
 	for _, f := range c.Files {
-		res.Files = append(res.Files, InspectFile{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors),
+		res.Files = append(res.Files, File{Path: f.Name, Size: f.Size, HeaderBytes: int64(f.Header.Size), Tensors: len(f.Header.Tensors),
 			Metadata: f.Header.Metadata})
 	}
-	var sel []*Tensor
+	var sel []*ckpt.Tensor
 	for _, t := range c.Tensors {
 		if !m.Match(t.Name) {
 			continue
 		}
 		sel = append(sel, t)
-		params, _ := CountParameters(c, recipe, t, quantized)
+		params, _ := ckpt.CountParameters(c, recipe, t, quantized)
 		shape := t.Shape
 		if shape == nil {
 			shape = []int64{}
 		}
-		res.Tensors = append(res.Tensors, InspectTensor{Name: t.Name, DType: string(t.DType), Shape: shape, File: t.File.Name,
+		res.Tensors = append(res.Tensors, Tensor{Name: t.Name, DType: string(t.DType), Shape: shape, File: t.File.Name,
 			Offset: t.Offset(), NBytes: int64(t.NBytes()), Parameters: params})
 	}
-	res.Summary = SummarizeWith(sel, func(t *Tensor) (int64, bool) { return CountParameters(c, recipe, t, quantized) })
-	res.Quantization = inspectQuant(c, recipe, sel)
+	res.Summary = ckpt.SummarizeWith(sel, func(t *ckpt.Tensor) (int64, bool) { return ckpt.CountParameters(c, recipe, t, quantized) })
+	res.Quantization = quantOf(c, recipe, sel)
 	for _, is := range c.Issues {
 		res.Warnings = append(res.Warnings, is.Message)
 	}
 	for _, f := range c.Files {
 		for _, l := range f.Header.Lints {
-			if l.ID != LintOrder { // the writer's order is style, not a format deviation
+			if l.ID != ckpt.LintOrder { // the writer's order is style, not a format deviation
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %s (%s)", f.Location, l.Message, l.ID))
 			}
 		}

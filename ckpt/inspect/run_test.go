@@ -1,4 +1,4 @@
-package ckpt_test
+package inspect_test
 
 import (
 	"context"
@@ -6,30 +6,31 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestInspectSource(t *testing.T) {
+func TestRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
 
 	for _, tc := range []struct {
-		req ckpt.InspectRequest
+		req inspect.Options
 		msg string
 	}{
-		{ckpt.InspectRequest{Source: dir}, "--workers must be at least 1, got 0"},
-		{ckpt.InspectRequest{Source: dir, Workers: 4, Match: []string{"[a"}}, "["},
+		{inspect.Options{Source: dir}, "--workers must be at least 1, got 0"},
+		{inspect.Options{Source: dir, Workers: 4, Match: []string{"[a"}}, "["},
 	} {
-		_, err := ckpt.InspectSource(ctx, tc.req)
+		_, err := inspect.Run(ctx, tc.req)
 		require.ErrorIs(t, err, ckpt.ErrUsage)
 		assert.Contains(t, err.Error(), tc.msg)
 	}
 
-	res, err := ckpt.InspectSource(ctx, ckpt.InspectRequest{Source: dir, Workers: 4, Match: []string{"mtp.**"}})
+	res, err := inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Match: []string{"mtp.**"}})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Tensors)
 	for _, tn := range res.Tensors {
@@ -41,6 +42,6 @@ func TestInspectSource(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^\{"source":".*","sharded":true,"tensors":`, string(b))
 
-	_, err = ckpt.InspectSource(ctx, ckpt.InspectRequest{Source: dir, Workers: 4, Match: []string{"nothing.**"}})
+	_, err = inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Match: []string{"nothing.**"}})
 	assert.ErrorIs(t, err, ckpt.ErrEmptySelection)
 }

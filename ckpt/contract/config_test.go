@@ -1,4 +1,4 @@
-package verify_test
+package contract_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,20 +24,20 @@ const baseConfig = `{
 }`
 
 // configContract is a contract holding only the config cfg (JSON).
-func configContract(t *testing.T, cfg string, edit func(m map[string]any)) *verify.Contract {
+func configContract(t *testing.T, cfg string, edit func(m map[string]any)) *contract.Contract {
 	t.Helper()
 	c, err := ckpt.ParseConfig([]byte(cfg), "config.json")
 	require.NoError(t, err)
 	if edit != nil {
 		edit(c.Raw)
 	}
-	return &verify.Contract{Version: verify.ContractVersion, Source: "x", Config: verify.ConfigOf(c), Tensors: []verify.ContractEntry{}}
+	return &contract.Contract{Version: contract.Version, Source: "x", Config: contract.ConfigOf(c), Tensors: []contract.Entry{}}
 }
 
 func text(m map[string]any) map[string]any { return m["text_config"].(map[string]any) }
 
-func configChecks(cmp *verify.Comparison) []verify.Check {
-	var out []verify.Check
+func configChecks(cmp *contract.Comparison) []ckpt.Finding {
+	var out []ckpt.Finding
 	for _, c := range cmp.Checks {
 		if c.ID == "contract.config" {
 			out = append(out, c)
@@ -58,7 +58,7 @@ func TestConfigOf(t *testing.T) {
 		"text_config.rope_parameters.rope_theta", "text_config.rope_parameters.rope_type",
 		"vision_config.depth",
 	}, ckpt.ConfigKeys(k.Config))
-	assert.Equal(t, map[string]any{}, verify.ConfigOf(nil))
+	assert.Equal(t, map[string]any{}, contract.ConfigOf(nil))
 }
 
 // TestCompareConfig: any recorded key that differs fails, naming its path
@@ -70,18 +70,18 @@ func TestCompareConfig(t *testing.T) {
 		name    string
 		edit    func(m map[string]any)
 		allow   []string
-		status  []verify.Status
+		status  []ckpt.Status
 		message []string // contained by the contract.config findings, in order
 		changes int
 		keys    int // keys compared; 0: the 66 of baseConfig as transformers builds it
 	}{
-		{name: "identical", status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
+		{name: "identical", status: []ckpt.Status{ckpt.Pass}, message: []string{"config identical (66 keys compared)"}},
 		{name: "bookkeeping only", edit: func(m map[string]any) {
 			m["transformers_version"] = "4.58.0"
 			m["temperature"] = json.Number("1.0")
 			text(m)["dtype"] = "float32"
 			m["quantization_config"].(map[string]any)["modules_to_not_convert"] = []any{"lm_head", "mtp.fc"}
-		}, status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
+		}, status: []ckpt.Status{ckpt.Pass}, message: []string{"config identical (66 keys compared)"}},
 		{name: "defaults made explicit, rope keys moved", edit: func(m map[string]any) {
 			text(m)["attention_dropout"] = json.Number("0.0")
 			text(m)["pad_token_id"] = nil
@@ -89,21 +89,21 @@ func TestCompareConfig(t *testing.T) {
 			text(m)["partial_rotary_factor"] = json.Number("0.25") // the class's default, moved into rope_parameters
 			m["vision_config"].(map[string]any)["rope_parameters"] = map[string]any{"rope_theta": json.Number("10000.0"), "rope_type": "axial"}
 			m["image_token_id"] = json.Number("248056")
-		}, status: []verify.Status{verify.Pass}, message: []string{"config identical (66 keys compared)"}},
+		}, status: []ckpt.Status{ckpt.Pass}, message: []string{"config identical (66 keys compared)"}},
 		{name: "a default changed", edit: func(m map[string]any) { text(m)["attention_dropout"] = json.Number("0.1") },
-			status:  []verify.Status{verify.Fail},
+			status:  []ckpt.Status{ckpt.Fail},
 			message: []string{"config text_config.attention_dropout: 0.0 in the contract, 0.1 now"}, changes: 1},
 		{name: "an integer given as a float", edit: func(m map[string]any) { text(m)["hidden_size"] = json.Number("128.0") },
-			status:  []verify.Status{verify.Fail},
+			status:  []ckpt.Status{ckpt.Fail},
 			message: []string{"config text_config.hidden_size: 128 in the contract, 128.0 now (an integer given as a float: transformers' strict config refuses it, and Python's range() refuses a float)"},
 			changes: 1},
 		{name: "rms_norm_eps", edit: func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") },
-			status:  []verify.Status{verify.Fail},
+			status:  []ckpt.Status{ckpt.Fail},
 			message: []string{"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now"}, changes: 1},
 		{name: "hidden_act and rope_theta", edit: func(m map[string]any) {
 			text(m)["hidden_act"] = "gelu"
 			text(m)["rope_parameters"].(map[string]any)["rope_theta"] = json.Number("1000000")
-		}, status: []verify.Status{verify.Fail, verify.Fail}, message: []string{
+		}, status: []ckpt.Status{ckpt.Fail, ckpt.Fail}, message: []string{
 			`config text_config.hidden_act: "silu" in the contract, "gelu" now`,
 			"config text_config.rope_parameters.rope_theta: 10000000 in the contract, 1000000 now",
 		}, changes: 2},
@@ -111,21 +111,21 @@ func TestCompareConfig(t *testing.T) {
 			delete(m["vision_config"].(map[string]any), "depth")                 // Qwen3_5VisionConfig's default: 27
 			text(m)["rope_scaling"] = map[string]any{"factor": json.Number("4")} // replaces rope_parameters
 			text(m)["mtp_num_hidden_layers"] = json.Number("1")                  // no default: an extra key
-		}, status: []verify.Status{verify.Fail, verify.Fail, verify.Fail, verify.Fail}, message: []string{
+		}, status: []ckpt.Status{ckpt.Fail, ckpt.Fail, ckpt.Fail, ckpt.Fail}, message: []string{
 			"config text_config.mtp_num_hidden_layers: absent in the contract, 1 now",
 			"config text_config.rope_parameters.factor: absent in the contract, 4 now",
 			"config text_config.rope_parameters.rope_theta: 10000000 in the contract, 10000.0 now",
 			"config vision_config.depth: 1 in the contract, 27 now",
 		}, changes: 4, keys: 68},
 		{name: "array element", edit: func(m map[string]any) { text(m)["layer_types"] = []any{"full_attention", "full_attention"} },
-			status:  []verify.Status{verify.Fail},
+			status:  []ckpt.Status{ckpt.Fail},
 			message: []string{`config text_config.layer_types[0]: "linear_attention" in the contract, "full_attention" now`}, changes: 1},
 		{name: "quantization parameter", edit: func(m map[string]any) {
 			m["quantization_config"].(map[string]any)["weight_block_size"] = []any{json.Number("64"), json.Number("128")}
-		}, status: []verify.Status{verify.Fail}, message: []string{"config quantization_config.weight_block_size[0]: 128 in the contract, 64 now"}, changes: 1},
+		}, status: []ckpt.Status{ckpt.Fail}, message: []string{"config quantization_config.weight_block_size[0]: 128 in the contract, 64 now"}, changes: 1},
 		{name: "allowed exactly", edit: func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") },
 			allow:  []string{"text_config.rms_norm_eps"},
-			status: []verify.Status{verify.Pass, verify.Pass}, message: []string{
+			status: []ckpt.Status{ckpt.Pass, ckpt.Pass}, message: []string{
 				"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now (allowed by --allow-config text_config.rms_norm_eps)",
 				"config identical but for 1 change allowed by --allow-config (66 keys compared)",
 			}, changes: 1},
@@ -134,7 +134,7 @@ func TestCompareConfig(t *testing.T) {
 			text(m)["layer_types"] = []any{"full_attention", "full_attention"}
 			text(m)["hidden_act"] = "gelu"
 		}, allow: []string{"text_config.rope_parameters", "text_config.layer_types"},
-			status: []verify.Status{verify.Fail, verify.Pass, verify.Pass}, message: []string{
+			status: []ckpt.Status{ckpt.Fail, ckpt.Pass, ckpt.Pass}, message: []string{
 				"config text_config.hidden_act",
 				"(allowed by --allow-config text_config.layer_types)",
 				"(allowed by --allow-config text_config.rope_parameters)",
@@ -145,7 +145,7 @@ func TestCompareConfig(t *testing.T) {
 			t.Parallel()
 			want := configContract(t, baseConfig, nil)
 			cur := configContract(t, baseConfig, tc.edit)
-			cmp, err := verify.Compare(want, cur, verify.CompareOptions{AllowConfig: tc.allow})
+			cmp, err := contract.Compare(want, cur, contract.CompareOptions{AllowConfig: tc.allow})
 			require.NoError(t, err)
 			cs := configChecks(cmp)
 			require.Len(t, cs, len(tc.status), "%v", cs)
@@ -158,7 +158,7 @@ func TestCompareConfig(t *testing.T) {
 				tc.keys = 66
 			}
 			assert.Equal(t, tc.keys, cmp.ConfigKeys)
-			assert.Equal(t, len(tc.status) == 0 || tc.status[0] != verify.Fail, cmp.Same())
+			assert.Equal(t, len(tc.status) == 0 || tc.status[0] != ckpt.Fail, cmp.Same())
 			for _, d := range cmp.ConfigChanges {
 				assert.Equal(t, d.AllowedBy != "", len(tc.allow) > 0 && !strings.HasSuffix(d.Path, "hidden_act"), d.Path)
 			}
@@ -172,7 +172,7 @@ func TestCompareConfigJSON(t *testing.T) {
 	t.Parallel()
 	want := configContract(t, baseConfig, nil)
 	cur := configContract(t, baseConfig, func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") })
-	cmp, err := verify.Compare(want, cur, verify.CompareOptions{})
+	cmp, err := contract.Compare(want, cur, contract.CompareOptions{})
 	require.NoError(t, err)
 	raw, err := json.Marshal(cmp)
 	require.NoError(t, err)
@@ -205,29 +205,29 @@ func TestAllowConfigUnknown(t *testing.T) {
 		{"transformers_version", "a bookkeeping key, which contracts do not record", true, nil},
 		{"text_config.nope", `--allow-config "text_config.nope" names no config key of the contract or of the checkpoint`, false, nil},
 	} {
-		_, err := verify.Compare(want, want, verify.CompareOptions{AllowConfig: []string{tc.allow}})
-		var e *verify.UnknownConfigPathError
+		_, err := contract.Compare(want, want, contract.CompareOptions{AllowConfig: []string{tc.allow}})
+		var e *contract.UnknownConfigPathError
 		require.ErrorAs(t, err, &e, tc.allow)
 		assert.Contains(t, err.Error(), tc.says)
 		assert.Equal(t, tc.book, e.Bookkeeping)
 		assert.Equal(t, tc.suggest, e.Suggest)
-		require.Equal(t, err, verify.CheckAllowConfig(want, want.Config, []string{tc.allow}))
+		require.Equal(t, err, contract.CheckAllowConfig(want, want.Config, []string{tc.allow}))
 	}
 	for _, ok := range []string{"text_config", "text_config.layer_types[1]", "quantization_config.weight_block_size"} {
-		require.NoError(t, verify.CheckAllowConfig(want, want.Config, []string{ok}), ok)
+		require.NoError(t, contract.CheckAllowConfig(want, want.Config, []string{ok}), ok)
 	}
 }
 
-// TestContractVersion1: a contract written by the previous version (a
+// TestVersion1: a contract written by the previous version (a
 // list of config fields) still loads; only its fields are compared, and a
 // warning names the keys of the config now that it did not record.
-func TestContractVersion1(t *testing.T) {
+func TestVersion1(t *testing.T) {
 	t.Parallel()
 	v1 := `{"schema_version": 1, "contract_version": 1, "source": "old",
 	  "config": [{"path": "model_type", "value": "qwen3_5"}, {"path": "text_config.hidden_size", "value": 128},
 	    {"path": "vision_config.depth", "value": 1}],
 	  "fp8": null, "tensors": []}`
-	want, err := verify.ReadContract(strings.NewReader(v1), "old.json")
+	want, err := contract.Read(strings.NewReader(v1), "old.json")
 	require.NoError(t, err)
 	assert.Equal(t, 1, want.Version)
 	assert.Equal(t, []string{"model_type", "text_config.hidden_size", "vision_config.depth"}, want.ConfigRecorded)
@@ -235,12 +235,12 @@ func TestContractVersion1(t *testing.T) {
 
 	// rms_norm_eps changed, but the old contract did not record it
 	cur := configContract(t, baseConfig, func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") })
-	cmp, err := verify.Compare(want, cur, verify.CompareOptions{})
+	cmp, err := contract.Compare(want, cur, contract.CompareOptions{})
 	require.NoError(t, err)
 	cs := configChecks(cmp)
 	require.Len(t, cs, 2)
-	assert.Equal(t, verify.Check{ID: "contract.config", Status: verify.Pass, Message: "config identical (3 keys compared)"}, cs[0])
-	assert.Equal(t, verify.Warn, cs[1].Status)
+	assert.Equal(t, ckpt.Finding{ID: "contract.config", Status: ckpt.Pass, Message: "config identical (3 keys compared)"}, cs[0])
+	assert.Equal(t, ckpt.Warn, cs[1].Status)
 	assert.Contains(t, cs[1].Message, "the contract (contract_version 1) records 3 config keys, not the full config: 8 keys of the config now not compared: architectures, quantization_config.quant_method")
 	assert.Contains(t, cs[1].Message, "(write the contract again with this version of ckpt)")
 	assert.Contains(t, cmp.ConfigNotCompared, "text_config.rms_norm_eps")
@@ -249,12 +249,12 @@ func TestContractVersion1(t *testing.T) {
 
 	// a recorded field that changed still fails
 	cur = configContract(t, baseConfig, func(m map[string]any) { text(m)["hidden_size"] = json.Number("256") })
-	cmp, err = verify.Compare(want, cur, verify.CompareOptions{})
+	cmp, err = contract.Compare(want, cur, contract.CompareOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "config text_config.hidden_size: 128 in the contract, 256 now", configChecks(cmp)[0].Message)
 	assert.False(t, cmp.Same())
 
-	_, err = verify.ReadContract(strings.NewReader(`{"contract_version": 3, "tensors": []}`), "new.json")
+	_, err = contract.Read(strings.NewReader(`{"contract_version": 3, "tensors": []}`), "new.json")
 	require.ErrorContains(t, err, "contract_version is 3, this tool reads 1 to 2")
 }
 
@@ -264,13 +264,13 @@ func TestContractRoundTrip(t *testing.T) {
 	t.Parallel()
 	k := configContract(t, baseConfig, nil)
 	var b bytes.Buffer
-	require.NoError(t, verify.WriteContract(&b, k))
+	require.NoError(t, contract.Write(&b, k))
 	assert.Contains(t, b.String(), `"rms_norm_eps": 1e-6`)
-	got, err := verify.ReadContract(&b, "k.json")
+	got, err := contract.Read(&b, "k.json")
 	require.NoError(t, err)
 	assert.Nil(t, got.ConfigRecorded)
 	assert.Equal(t, k.Config, got.Config)
-	cmp, err := verify.Compare(got, k, verify.CompareOptions{})
+	cmp, err := contract.Compare(got, k, contract.CompareOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, cmp.ConfigChanges)
 }

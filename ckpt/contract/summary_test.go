@@ -1,4 +1,4 @@
-package verify_test
+package contract_test
 
 import (
 	"os"
@@ -7,21 +7,21 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/verify"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/stretchr/testify/require"
 )
 
-func compare(t *testing.T, want, cur *verify.Contract, m *ckpt.Matcher) *verify.Comparison {
+func compare(t *testing.T, want, cur *contract.Contract, m *ckpt.Matcher) *contract.Comparison {
 	t.Helper()
-	cmp, err := verify.Compare(want, cur, verify.CompareOptions{Match: m})
+	cmp, err := contract.Compare(want, cur, contract.CompareOptions{Match: m})
 	require.NoError(t, err)
 	return cmp
 }
 
-func contractOf(hash string, notConvert ...string) *verify.Contract {
-	return &verify.Contract{Version: verify.ContractVersion, Source: "x",
-		FP8: &verify.Scheme{Method: "fp8", ModulesToNotConvert: notConvert},
-		Tensors: []verify.ContractEntry{
+func contractOf(hash string, notConvert ...string) *contract.Contract {
+	return &contract.Contract{Version: contract.Version, Source: "x",
+		FP8: &contract.Scheme{Method: "fp8", ModulesToNotConvert: notConvert},
+		Tensors: []contract.Entry{
 			{Name: "model.language_model.layers.0.mlp.up_proj.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: hash},
 			{Name: "model.language_model.layers.0.mlp.down_proj.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: "1"},
 			{Name: "mtp.fc.weight", DType: "BF16", Shape: []int64{4, 4}, XXH3: "2"},
@@ -65,8 +65,8 @@ func TestNotConvertCountUnderMatch(t *testing.T) {
 	}
 }
 
-// TestReadContractNotAContract names what a wrong file is.
-func TestReadContractNotAContract(t *testing.T) {
+// TestReadNotAContract names what a wrong file is.
+func TestReadNotAContract(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct{ name, data, says string }{
@@ -81,9 +81,9 @@ func TestReadContractNotAContract(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(tc.data), 0o644))
 		f, err := os.Open(p)
 		require.NoError(t, err)
-		_, err = verify.ReadContract(f, p)
+		_, err = contract.Read(f, p)
 		f.Close()
-		var nc *verify.NotContractError
+		var nc *contract.NotContractError
 		require.ErrorAs(t, err, &nc, tc.name)
 		require.Contains(t, err.Error(), tc.says, tc.name)
 		require.False(t, strings.Contains(err.Error(), "contract_version is 0"), tc.name)

@@ -1,232 +1,14 @@
-package verify
+package contract
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
-
-// ContractVersion is the version of the contract JSON this package
-// writes. Version 2 records the whole config (Contract.Config); version 1
-// recorded a fixed list of architecture fields, and is still read
-// (Contract.ConfigRecorded).
-const ContractVersion = 2
-
-// Contract is the structural contract of a checkpoint: what a later
-// checkpoint (a fine-tune, a re-upload) must keep to be a drop-in
-// replacement. Write it with WriteContract, read it with ReadContract and
-// hold a checkpoint against it with Compare.
-type Contract struct {
-	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema  ckpt.Schema `json:"schema_version"`
-	Version int         `json:"contract_version"`
-	Source  string      `json:"source"`
-	// Config is config.json without its bookkeeping keys (ConfigOf), as
-	// one JSON object ({} when the checkpoint has no config.json).
-	Config map[string]any `json:"config"`
-	// ConfigRecorded lists the config paths a version-1 contract recorded:
-	// only those were kept, so only those can be compared. Nil for a
-	// contract of this version, which records the whole config.
-	ConfigRecorded []string        `json:"-"`
-	FP8            *Scheme         `json:"fp8"`
-	Tensors        []ContractEntry `json:"tensors"`
-	// GeneratedBy names the tool, version and time that wrote the
-	// contract (set by the caller; never compared).
-	GeneratedBy *ckpt.Generator `json:"generated_by,omitempty"`
-}
-
-// Scheme is the FP8 scheme: the quantization_config parameters, the scale
-// dtypes found and which tensors are FP8.
-type Scheme struct {
-	Method              string   `json:"method"`
-	Fmt                 string   `json:"fmt"`
-	ActivationScheme    string   `json:"activation_scheme"`
-	BlockSize           []int64  `json:"weight_block_size"`
-	ScaleDTypes         []string `json:"scale_dtypes"`
-	ModulesToNotConvert []string `json:"modules_to_not_convert"`
-	Tensors             []string `json:"fp8_tensors"`
-}
-
-// ContractEntry is one tensor of the contract.
-type ContractEntry struct {
-	Name  string  `json:"name"`
-	DType string  `json:"dtype"`
-	Shape []int64 `json:"shape"`
-	XXH3  string  `json:"xxh3,omitempty"`
-}
-
-// quantSelectionKeys are the quantization_config keys compared per
-// selected tensor (contract.fp8_not_convert, which follows --match and
-// --exclude) rather than as config values.
-var quantSelectionKeys = []string{"modules_to_not_convert", "ignored_layers"}
-
-// ConfigOf is the config a contract records: a copy of cfg.Raw without the
-// ckpt.ConfigBookkeeping keys (at any depth) and without the
-// modules_to_not_convert / ignored_layers lists of quantization_config
-// (the contract's FP8 scheme holds them). Nil cfg gives {}.
-func ConfigOf(cfg *ckpt.Config) map[string]any {
-	if cfg == nil {
-		return map[string]any{}
-	}
-	return filterConfig(cfg.Raw, false)
-}
-
-func filterConfig(m map[string]any, inQuant bool) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if slices.Contains(ckpt.ConfigBookkeeping, k) || inQuant && slices.Contains(quantSelectionKeys, k) {
-			continue
-		}
-		if o, ok := v.(map[string]any); ok {
-			v = filterConfig(o, k == "quantization_config")
-		}
-		out[k] = v
-	}
-	return out
-}
-
-// ContractOf is the workflow of `ckpt contract`: the contract of c, with
-// the xxh3 of every tensor when opt.ReadData is set (read as Hashes does).
-func ContractOf(ctx context.Context, c *ckpt.Checkpoint, opt Options) (*Contract, error) {
-	var hashes map[string]string
-	if opt.ReadData {
-		var err error
-		if hashes, err = Hashes(ctx, c, opt); err != nil {
-			return nil, err
-		}
-	}
-	return NewContract(c, hashes), nil
-}
-
-// NewContract builds the contract of an opened checkpoint. hashes (tensor
-// name → xxh3, from Report.Hashes) may be nil.
-func NewContract(c *ckpt.Checkpoint, hashes map[string]string) *Contract {
-	k := &Contract{Version: ContractVersion, Source: c.Source, Config: ConfigOf(c.Config), Tensors: []ContractEntry{}}
-	for _, t := range c.Tensors {
-		shape := t.Shape
-		if shape == nil {
-			shape = []int64{}
-		}
-		k.Tensors = append(k.Tensors, ContractEntry{Name: t.Name, DType: string(t.DType), Shape: shape, XXH3: hashes[t.Name]})
-	}
-	in := newInventory(c)
-	f := in.fp8Facts()
-	if q := in.quant; q != nil || len(f.weights) > 0 {
-		s := &Scheme{ScaleDTypes: []string{}, ModulesToNotConvert: []string{}, Tensors: []string{}}
-		if q != nil {
-			s.Method, s.Fmt, s.ActivationScheme, s.BlockSize = q.Method, q.Fmt, q.ActivationScheme, q.BlockSize
-			s.ModulesToNotConvert = append(s.ModulesToNotConvert, q.ModulesToNotConvert...)
-			sort.Strings(s.ModulesToNotConvert)
-		}
-		seen := map[string]bool{}
-		for _, sc := range f.scales {
-			if !seen[string(sc.DType)] {
-				seen[string(sc.DType)] = true
-				s.ScaleDTypes = append(s.ScaleDTypes, string(sc.DType))
-			}
-		}
-		sort.Strings(s.ScaleDTypes)
-		for _, w := range f.weights {
-			s.Tensors = append(s.Tensors, w.Name)
-		}
-		k.FP8 = s
-	}
-	return k
-}
-
-// WriteContract writes k as indented JSON.
-func WriteContract(w io.Writer, k *Contract) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(k)
-}
-
-// legacyConfigField is one config value of a version-1 contract.
-type legacyConfigField struct {
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// ReadContract reads a contract written by WriteContract, of this version
-// or of version 1 (whose config is a list of {path, value}: it is read
-// into Config, and its paths into ConfigRecorded).
-func ReadContract(r io.Reader, name string) (*Contract, error) {
-	b, err := readContractBytes(r, name)
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
-		Contract
-		Config json.RawMessage `json:"config"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("reading contract %s: %w", name, err)
-	}
-	k := doc.Contract
-	decode := func(v any) error {
-		d := json.NewDecoder(bytes.NewReader(doc.Config))
-		d.UseNumber()
-		return d.Decode(v)
-	}
-	switch k.Version {
-	case ContractVersion:
-		if len(doc.Config) > 0 {
-			if err := decode(&k.Config); err != nil {
-				return nil, fmt.Errorf("reading contract %s: config: %w", name, err)
-			}
-		}
-	case 1:
-		var fields []legacyConfigField
-		if len(doc.Config) > 0 {
-			if err := decode(&fields); err != nil {
-				return nil, fmt.Errorf("reading contract %s: config: %w", name, err)
-			}
-		}
-		k.ConfigRecorded = []string{}
-		for _, f := range fields {
-			setConfigPath(&k.Config, f.Path, f.Value)
-			k.ConfigRecorded = append(k.ConfigRecorded, f.Path)
-		}
-	default:
-		return nil, fmt.Errorf("reading contract %s: contract_version is %d, this tool reads 1 to %d", name, k.Version, ContractVersion)
-	}
-	if k.Config == nil {
-		k.Config = map[string]any{}
-	}
-	if k.Tensors == nil {
-		return nil, fmt.Errorf("reading contract %s: no tensors list", name)
-	}
-	return &k, nil
-}
-
-// setConfigPath sets a dotted path of a version-1 contract (its keys hold
-// no dots) in a nested object.
-func setConfigPath(root *map[string]any, path string, v any) {
-	if *root == nil {
-		*root = map[string]any{}
-	}
-	m := *root
-	segs := strings.Split(path, ".")
-	for _, s := range segs[:len(segs)-1] {
-		next, ok := m[s].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[s] = next
-		}
-		m = next
-	}
-	m[segs[len(segs)-1]] = v
-}
 
 // GroupDiff summarises the comparison of one group of tensors.
 type GroupDiff struct {
@@ -254,10 +36,10 @@ type GroupDiff struct {
 type Comparison struct {
 	// Contract names the contract file (set by the caller); Source is the
 	// source the contract was written from.
-	Contract string      `json:"contract"`
-	Source   string      `json:"contract_source"`
-	Groups   []GroupDiff `json:"groups"`
-	Checks   []Check     `json:"-"`
+	Contract string         `json:"contract"`
+	Source   string         `json:"contract_source"`
+	Groups   []GroupDiff    `json:"groups"`
+	Checks   []ckpt.Finding `json:"-"`
 	// HashesCompared is false when either side has no tensor hashes.
 	HashesCompared bool `json:"hashes_compared"`
 	// ConfigKeys is how many config keys were compared (ckpt.ConfigKeys of
@@ -308,7 +90,8 @@ func (e *UnknownConfigPathError) Error() string {
 	if e.QuantSelection {
 		// ckpt diff lists it among the config differences: do not send
 		// the user back there.
-		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert (for the tensors --match/--exclude select), which --allow-config does not accept"
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
+			"(for the tensors --match/--exclude select), which --allow-config does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -323,7 +106,7 @@ func (e *UnknownConfigPathError) Error() string {
 // Same reports whether no check of the comparison failed.
 func (cmp *Comparison) Same() bool {
 	for _, c := range cmp.Checks {
-		if c.Status == Fail {
+		if c.Status == ckpt.Fail {
 			return false
 		}
 	}
@@ -354,29 +137,60 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	wantBy := map[string]*ContractEntry{}
-	curBy := map[string]*ContractEntry{}
-	var all []string
+	keys := selectKeys(want, cur, m)
+	cmp.HashesCompared = hasHashes(want) && hasHashes(cur)
+	d := compareTensors(cmp, want, cur, keys)
+	out := d.findings(want, cur, keys)
+	out = append(out, cfgChecks...)
+	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
+	cmp.Checks = out
+	return cmp, nil
+}
+
+// keySet is the tensors of both sides that a comparison selects: by name,
+// and all names (of either side) in natural order.
+type keySet struct {
+	want, cur map[string]*Entry
+	all       []string
+}
+
+// selectKeys selects the tensors of want and cur that m matches.
+func selectKeys(want, cur *Contract, m *ckpt.Matcher) keySet {
+	k := keySet{want: map[string]*Entry{}, cur: map[string]*Entry{}}
 	for i := range want.Tensors {
 		e := &want.Tensors[i]
 		if m.Match(e.Name) {
-			wantBy[e.Name] = e
-			all = append(all, e.Name)
+			k.want[e.Name] = e
+			k.all = append(k.all, e.Name)
 		}
 	}
 	for i := range cur.Tensors {
 		e := &cur.Tensors[i]
 		if m.Match(e.Name) {
-			curBy[e.Name] = e
-			if wantBy[e.Name] == nil {
-				all = append(all, e.Name)
+			k.cur[e.Name] = e
+			if k.want[e.Name] == nil {
+				k.all = append(k.all, e.Name)
 			}
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return ckpt.NaturalLess(all[i], all[j]) })
-	hashes := hasHashes(want) && hasHashes(cur)
-	hashCompared := 0
-	cmp.HashesCompared = hashes
+	sort.Slice(k.all, func(i, j int) bool { return ckpt.NaturalLess(k.all[i], k.all[j]) })
+	return k
+}
+
+// tensorDiffs are the differences of the selected tensors, for the
+// findings.
+type tensorDiffs struct {
+	added, removed, hashChanged []string
+	dtypeBy                     map[string][]string // "F8_E4M3 -> BF16": the tensors
+	dtypeOrder                  []string
+	shapeChecks                 []ckpt.Finding
+	hashCompared                int
+}
+
+// compareTensors compares the selected tensors one by one and fills
+// cmp.Groups.
+func compareTensors(cmp *Comparison, want, cur *Contract, keys keySet) *tensorDiffs {
+	hashes := cmp.HashesCompared
 	why := ""
 	switch {
 	case !hasHashes(want):
@@ -388,115 +202,125 @@ func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	for _, g := range ckpt.Groups() {
 		groups[g] = &GroupDiff{Group: g, ContentCompared: hashes, ContentNotCompared: why}
 	}
-	var added, removed, hashChanged []string
-	type change struct{ names []string }
-	dtypeBy := map[string]*change{}
-	var dtypeOrder []string
-	var shapeChecks []Check
-	for _, n := range all {
+	d := &tensorDiffs{dtypeBy: map[string][]string{}}
+	for _, n := range keys.all {
 		gn, _, _ := ckpt.GroupOf(n)
-		g := groups[gn]
-		w, c := wantBy[n], curBy[n]
-		if w != nil {
-			g.ContractKeys++
-		}
-		if c != nil {
-			g.Keys++
-		}
-		switch {
-		case w == nil:
-			g.Added++
-			added = append(added, n)
-			if strings.HasSuffix(n, ckpt.ScaleSuffix) {
-				g.AddedScales++
-			}
-			continue
-		case c == nil:
-			g.Removed++
-			removed = append(removed, n)
-			if strings.HasSuffix(n, ckpt.ScaleSuffix) {
-				g.RemovedScales++
-			}
-			continue
-		}
-		same := true
-		if w.DType != c.DType {
-			same = false
-			g.DTypeChanged++
-			key := w.DType + " -> " + c.DType
-			if g.DTypeChanges == nil {
-				g.DTypeChanges = map[string]int{}
-			}
-			g.DTypeChanges[key]++
-			if dtypeBy[key] == nil {
-				dtypeBy[key] = &change{}
-				dtypeOrder = append(dtypeOrder, key)
-			}
-			dtypeBy[key].names = append(dtypeBy[key].names, n)
-		}
-		if !slices.Equal(w.Shape, c.Shape) {
-			same = false
-			g.ShapeChanged++
-			shapeChecks = append(shapeChecks, Check{ID: ContractShape, Status: Fail, Tensors: []string{n},
-				Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
-		}
-		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) {
-			hashCompared++
-		}
-		if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
-			same = false
-			g.HashChanged++
-			hashChanged = append(hashChanged, n)
-		}
-		if same {
-			g.Identical++
-		}
+		d.compareTensor(groups[gn], n, keys.want[n], keys.cur[n], hashes)
 	}
 	for _, g := range ckpt.Groups() {
 		if gd := groups[g]; gd.ContractKeys+gd.Keys > 0 {
 			cmp.Groups = append(cmp.Groups, *gd)
 		}
 	}
-	var out []Check
-	if len(added) > 0 {
-		out = append(out, Check{ID: ContractKeyAdded, Status: Fail, Tensors: added, Message: fmt.Sprintf("%s not in the contract: %s", plural(len(added), "key", "keys"), names(added, 8))})
+	return d
+}
+
+// compareTensor compares the tensor n of the contract (w) and now (c),
+// either of which may be nil, counting it in its group g.
+func (d *tensorDiffs) compareTensor(g *GroupDiff, n string, w, c *Entry, hashes bool) {
+	if w != nil {
+		g.ContractKeys++
+	}
+	if c != nil {
+		g.Keys++
+	}
+	switch {
+	case w == nil:
+		g.Added++
+		d.added = append(d.added, n)
+		if strings.HasSuffix(n, ckpt.ScaleSuffix) {
+			g.AddedScales++
+		}
+		return
+	case c == nil:
+		g.Removed++
+		d.removed = append(d.removed, n)
+		if strings.HasSuffix(n, ckpt.ScaleSuffix) {
+			g.RemovedScales++
+		}
+		return
+	}
+	same := true
+	if w.DType != c.DType {
+		same = false
+		g.DTypeChanged++
+		key := w.DType + " -> " + c.DType
+		if g.DTypeChanges == nil {
+			g.DTypeChanges = map[string]int{}
+		}
+		g.DTypeChanges[key]++
+		if d.dtypeBy[key] == nil {
+			d.dtypeOrder = append(d.dtypeOrder, key)
+		}
+		d.dtypeBy[key] = append(d.dtypeBy[key], n)
+	}
+	if !slices.Equal(w.Shape, c.Shape) {
+		same = false
+		g.ShapeChanged++
+		d.shapeChecks = append(d.shapeChecks, ckpt.Finding{ID: ContractShape, Status: ckpt.Fail, Tensors: []string{n},
+			Message: fmt.Sprintf("%s: shape %s in the contract, %s now", ckpt.EscapeName(n), ckpt.FormatShape(w.Shape), ckpt.FormatShape(c.Shape))})
+	}
+	if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) {
+		d.hashCompared++
+	}
+	if hashes && w.DType == c.DType && slices.Equal(w.Shape, c.Shape) && w.XXH3 != c.XXH3 {
+		same = false
+		g.HashChanged++
+		d.hashChanged = append(d.hashChanged, n)
+	}
+	if same {
+		g.Identical++
+	}
+}
+
+// findings are the tensor findings of the comparison: keys added and
+// removed, dtypes, shapes, content.
+func (d *tensorDiffs) findings(want, cur *Contract, keys keySet) []ckpt.Finding {
+	var out []ckpt.Finding
+	if added := d.added; len(added) > 0 {
+		out = append(out, ckpt.Finding{ID: ContractKeyAdded, Status: ckpt.Fail, Tensors: added,
+			Message: fmt.Sprintf("%s not in the contract: %s", plural(len(added), "key", "keys"), names(added, 8))})
 	} else {
-		out = append(out, Check{ID: ContractKeyAdded, Status: Pass, Message: "no key beyond the contract's"})
+		out = append(out, ckpt.Finding{ID: ContractKeyAdded, Status: ckpt.Pass, Message: "no key beyond the contract's"})
 	}
-	if len(removed) > 0 {
-		out = append(out, Check{ID: ContractKeyRemoved, Status: Fail, Tensors: removed, Message: fmt.Sprintf("%s of the contract missing: %s", plural(len(removed), "key", "keys"), names(removed, 8))})
+	if removed := d.removed; len(removed) > 0 {
+		out = append(out, ckpt.Finding{ID: ContractKeyRemoved, Status: ckpt.Fail, Tensors: removed,
+			Message: fmt.Sprintf("%s of the contract missing: %s", plural(len(removed), "key", "keys"), names(removed, 8))})
 	} else {
-		out = append(out, Check{ID: ContractKeyRemoved, Status: Pass, Message: fmt.Sprintf("all %d keys of the contract present", len(wantBy))})
+		out = append(out, ckpt.Finding{ID: ContractKeyRemoved, Status: ckpt.Pass, Message: fmt.Sprintf("all %d keys of the contract present", len(keys.want))})
 	}
-	if len(dtypeOrder) == 0 {
-		out = append(out, Check{ID: ContractDType, Status: Pass, Message: "every common key keeps its dtype"})
+	if len(d.dtypeOrder) == 0 {
+		out = append(out, ckpt.Finding{ID: ContractDType, Status: ckpt.Pass, Message: "every common key keeps its dtype"})
 	}
-	for _, k := range dtypeOrder {
-		ns := dtypeBy[k].names
-		out = append(out, Check{ID: ContractDType, Status: Fail, Tensors: ns,
+	for _, k := range d.dtypeOrder {
+		ns := d.dtypeBy[k]
+		out = append(out, ckpt.Finding{ID: ContractDType, Status: ckpt.Fail, Tensors: ns,
 			Message: fmt.Sprintf("%s changed dtype %s: %s", plural(len(ns), "tensor", "tensors"), strings.Replace(k, "->", "→", 1), names(ns, 8))})
 	}
-	out = appendOr(out, shapeChecks, Check{ID: ContractShape, Status: Pass, Message: "every common key keeps its shape"})
+	out = appendOr(out, d.shapeChecks, ckpt.Finding{ID: ContractShape, Status: ckpt.Pass, Message: "every common key keeps its shape"})
+	return append(out, d.hashFinding(want, cur, keys))
+}
+
+// hashFinding is the contract.hash finding.
+func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet) ckpt.Finding {
 	switch {
 	case !hasHashes(want):
-		out = append(out, Check{ID: ContractHash, Status: Skip, Message: "not compared: the contract has no hashes (write it with contract --read-data)"})
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: the contract has no hashes (write it with contract --read-data)"}
 	case !hasHashes(cur):
-		out = append(out, Check{ID: ContractHash, Status: Skip, Message: "not compared: run verify with --read-data to hash the tensors"})
-	case len(hashChanged) > 0:
-		out = append(out, Check{ID: ContractHash, Status: Fail, Tensors: hashChanged, Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s", plural(len(hashChanged), "tensor", "tensors"), names(hashChanged, 8))})
-	default:
-		// Say how many were compared: under --match/--exclude only the
-		// selection is, not every common tensor.
-		msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
-		if len(wantBy) != len(want.Tensors) || len(curBy) != len(cur.Tensors) {
-			msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", plural(hashCompared, "common tensor", "common tensors"))
-		}
-		out = append(out, Check{ID: ContractHash, Status: Pass, Message: msg})
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: run verify with --read-data to hash the tensors"}
+	case len(d.hashChanged) > 0:
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Fail, Tensors: d.hashChanged,
+			Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s",
+				plural(len(d.hashChanged), "tensor", "tensors"), names(d.hashChanged, 8))}
 	}
-	out = append(out, cfgChecks...)
-	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
-	cmp.Checks = out
-	return cmp, nil
+	// Say how many were compared: under --match/--exclude only the
+	// selection is, not every common tensor.
+	n := plural(d.hashCompared, "common tensor", "common tensors")
+	msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", n)
+	if len(keys.want) != len(want.Tensors) || len(keys.cur) != len(cur.Tensors) {
+		msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", n)
+	}
+	return ckpt.Finding{ID: ContractHash, Status: ckpt.Pass, Message: msg}
 }
 
 func hasHashes(k *Contract) bool {
@@ -524,7 +348,7 @@ func jsonString(v any) string {
 // contract.config findings: one per difference (fail, or pass when allowed),
 // a pass line counting the keys compared when none fails, and for a
 // version-1 contract a warning naming the keys it could not compare.
-func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Check, error) {
+func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt.Finding, error) {
 	curKeys := ckpt.ConfigKeys(cur.Config)
 	wantKeys := ckpt.ConfigKeys(want.Config)
 	builtKeys := builtConfigKeys(want.Config, cur.Config)
@@ -562,7 +386,7 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Chec
 	}
 	cmp.ConfigKeys = len(keys)
 	cmp.ConfigChanges = []ConfigDifference{}
-	var out []Check
+	var out []ckpt.Finding
 	var allowed []string
 	failed := false
 	for _, ch := range changes {
@@ -585,25 +409,27 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]Chec
 		}
 		if d.AllowedBy != "" {
 			allowed = append(allowed, ch.Path)
-			out = append(out, Check{ID: ContractConfig, Status: Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
+			out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
 			continue
 		}
 		failed = true
-		out = append(out, Check{ID: ContractConfig, Status: Fail, Message: msg})
+		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Fail, Message: msg})
 	}
 	if !failed {
 		msg := fmt.Sprintf("config identical (%s compared)", plural(cmp.ConfigKeys, "key", "keys"))
 		if len(allowed) > 0 {
-			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)", plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
+			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)",
+				plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
 		}
-		out = append(out, Check{ID: ContractConfig, Status: Pass, Message: msg})
+		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 	}
 	if want.ConfigRecorded != nil {
-		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config", want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
+		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config",
+			want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
 		if n := len(cmp.ConfigNotCompared); n > 0 {
 			msg += fmt.Sprintf(": %s of the config now not compared: %s", plural(n, "key", "keys"), names(cmp.ConfigNotCompared, 8))
 		}
-		out = append(out, Check{ID: ContractConfig, Status: Warn, Message: msg + " (write the contract again with this version of ckpt)"})
+		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Warn, Message: msg + " (write the contract again with this version of ckpt)"})
 	}
 	return out, nil
 }
@@ -679,37 +505,20 @@ func configValue(v any) string {
 	return ckpt.EscapeName(s)
 }
 
-// SchemeString describes an FP8 scheme in one line.
-func SchemeString(s *Scheme) string {
-	if s == nil {
-		return "none"
-	}
-	sd := strings.Join(s.ScaleDTypes, "/")
-	if sd == "" {
-		sd = "none"
-	}
-	return fmt.Sprintf("method %s, fmt %s, activation %s, block %s, scales %s", orUnset(s.Method), orUnset(s.Fmt), orUnset(s.ActivationScheme), ckpt.FormatShape(s.BlockSize), sd)
-}
-
-func orUnset(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	return s
-}
-
-func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
+func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
 	switch {
 	case want == nil && cur == nil:
-		return []Check{{ID: ContractFP8Scheme, Status: Pass, Message: "no FP8 in the contract nor now"}, {ID: ContractFP8NotConvert, Status: Skip, Message: "no FP8"}}
+		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: "no FP8 in the contract nor now"},
+			{ID: ContractFP8NotConvert, Status: ckpt.Skip, Message: "no FP8"}}
 	case want == nil || cur == nil:
-		return []Check{{ID: ContractFP8Scheme, Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))}}
+		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", want.String(), cur.String())}}
 	}
-	var out []Check
-	if SchemeString(want) != SchemeString(cur) {
-		out = append(out, Check{ID: ContractFP8Scheme, Status: Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now", SchemeString(want), SchemeString(cur))})
+	var out []ckpt.Finding
+	if want.String() != cur.String() {
+		out = append(out, ckpt.Finding{ID: ContractFP8Scheme, Status: ckpt.Fail, Message: fmt.Sprintf("FP8 scheme: %s in the contract, %s now",
+			want.String(), cur.String())})
 	} else {
-		out = append(out, Check{ID: ContractFP8Scheme, Status: Pass, Message: fmt.Sprintf("FP8 scheme identical (%s)", SchemeString(cur))})
+		out = append(out, ckpt.Finding{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: fmt.Sprintf("FP8 scheme identical (%s)", cur.String())})
 	}
 	wm := map[string]bool{}
 	for _, e := range want.ModulesToNotConvert {
@@ -730,10 +539,12 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 		}
 	}
 	if len(add) > 0 {
-		out = append(out, Check{ID: ContractFP8NotConvert, Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s", plural(len(add), "entry", "entries"), names(add, 8))})
+		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s",
+			plural(len(add), "entry", "entries"), names(add, 8))})
 	}
 	if len(rem) > 0 {
-		out = append(out, Check{ID: ContractFP8NotConvert, Status: Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s", plural(len(rem), "entry", "entries"), names(rem, 8))})
+		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s",
+			plural(len(rem), "entry", "entries"), names(rem, 8))})
 	}
 	if len(add)+len(rem) == 0 {
 		n := 0
@@ -746,7 +557,7 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []Check {
 		if n != len(cur.ModulesToNotConvert) {
 			msg = fmt.Sprintf("modules_to_not_convert identical (%d of %d entries selected by --match/--exclude)", n, len(cur.ModulesToNotConvert))
 		}
-		out = append(out, Check{ID: ContractFP8NotConvert, Status: Pass, Message: msg})
+		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Pass, Message: msg})
 	}
 	return out
 }
@@ -806,4 +617,33 @@ func (g *GroupDiff) Summary() string {
 		parts = append(parts, fmt.Sprintf("%d content changed", g.HashChanged))
 	}
 	return head + ": " + strings.Join(parts, ", ") + tail
+}
+
+// KeySetOutside summarises the groups other than except (e.g. "mtp"): the
+// key set is identical when no key was added or removed there; tensors
+// whose dtype, shape or content changed are counted apart, so that a
+// fine-tune that only changed values does not read as a changed key set.
+func (cmp *Comparison) KeySetOutside(except string) string {
+	label := except + ".**"
+	if except == ckpt.GroupMTP {
+		label = "mtp.**"
+	}
+	var keys, added, removed, changed int
+	for _, g := range cmp.Groups {
+		if g.Group == except {
+			continue
+		}
+		keys += g.ContractKeys
+		added += g.Added
+		removed += g.Removed
+		changed += g.DTypeChanged + g.ShapeChanged + g.HashChanged
+	}
+	if added+removed > 0 {
+		return fmt.Sprintf("key set outside %s: differs: %d added, %d removed (see the groups above)", label, added, removed)
+	}
+	s := fmt.Sprintf("key set outside %s: identical, %d keys", label, keys)
+	if changed > 0 {
+		s += fmt.Sprintf(" (%d of them changed dtype, shape or content)", changed)
+	}
+	return s
 }
