@@ -120,12 +120,12 @@ func (r *Result) AddComparison(cmp *contract.Comparison) {
 	r.Against = cmp
 }
 
-// Checkpoint runs every check on an opened checkpoint and returns all findings.
+// Check runs every check on an opened checkpoint and returns all findings.
 // It returns an error only when the context is cancelled or the options are
 // invalid; problems of the checkpoint are findings. Open the checkpoint with
 // ckpt.Options{Lenient: true} so that integrity problems (missing shards,
 // truncated files) become findings instead of open errors.
-func Checkpoint(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, error) {
+func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, error) {
 	r := &Result{Source: c.Source, OK: true}
 	switch opt.Arch {
 	case "", ArchAuto, ArchQwen35, ArchNone:

@@ -22,7 +22,7 @@ func BenchmarkReadDataDir(b *testing.B) {
 	for b.Loop() {
 		c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 		require.NoError(b, err)
-		_, err = verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true, ChunkSize: chunkFromEnv()})
+		_, err = verify.Check(context.Background(), c, verify.CheckOptions{ReadData: true, ChunkSize: chunkFromEnv()})
 		require.NoError(b, err)
 		c.Close()
 	}

@@ -9,7 +9,7 @@
 //
 // Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
 // shards and shards whose size disagrees with their header become findings),
-// then call Checkpoint (the workflow Run does all of this from a source);
+// then call Check (the workflow Run does all of this from a source);
 // Result.AddComparison adds the comparison with a contract.
 // Each Check (a ckpt.Finding) has a stable id, a ckpt.FindingID constant
 // declared beside its check (IndexTotalSize, FP8ScaleMissing, ...; the

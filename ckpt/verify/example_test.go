@@ -26,7 +26,7 @@ func ExampleRun() {
 		return
 	}
 	defer c.Close()
-	rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{ReadData: true})
+	rep, err := verify.Check(context.Background(), c, verify.CheckOptions{ReadData: true})
 	if err != nil {
 		fmt.Println(err)
 		return

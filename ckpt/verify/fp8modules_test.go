@@ -137,7 +137,7 @@ func runVerify(t *testing.T, dir string) *verify.Result {
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	r, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
+	r, err := verify.Check(context.Background(), c, verify.CheckOptions{})
 	require.NoError(t, err)
 	return r
 }

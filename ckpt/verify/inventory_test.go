@@ -79,7 +79,7 @@ func TestVerifyFullScaleSparse(t *testing.T) {
 		writeSparse(t, dir, variant)
 		c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 		require.NoError(t, err)
-		rep, err := verify.Checkpoint(context.Background(), c, verify.CheckOptions{})
+		rep, err := verify.Check(context.Background(), c, verify.CheckOptions{})
 		c.Close()
 		require.NoError(t, err)
 		assert.True(t, rep.OK, variant)
@@ -112,7 +112,7 @@ func BenchmarkStructuralVerify27B(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := verify.Checkpoint(ctx, c, verify.CheckOptions{})
+		rep, err := verify.Check(ctx, c, verify.CheckOptions{})
 		c.Close()
 		if err != nil || !rep.OK {
 			b.Fatal(err, rep.Checks)

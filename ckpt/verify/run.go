@@ -111,7 +111,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.ReadData {
 		check.Progress = opt.Progress
 	}
-	rep, err := Checkpoint(ctx, c, check)
+	rep, err := Check(ctx, c, check)
 	if err != nil {
 		return nil, err
 	}
