@@ -123,3 +123,28 @@ func EscapeName(s string) string {
 	}
 	return s
 }
+
+// NameList lists up to max names, escaped (EscapeName) and separated by
+// ", ", with " and N more" for the rest: the list of a finding's message.
+func NameList(ns []string, max int) string {
+	var b strings.Builder
+	for i, n := range ns {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(ns)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(EscapeName(n))
+	}
+	return b.String()
+}
+
+// Plural is n with the word one or many: "1 tensor", "3 tensors".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

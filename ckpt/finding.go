@@ -57,3 +57,12 @@ func (f Finding) File() string {
 	}
 	return f.Files[0]
 }
+
+// AppendOr appends the findings found to out, or pass when there are none:
+// a check's failures, or its one passing finding.
+func AppendOr(out, found []Finding, pass Finding) []Finding {
+	if len(found) > 0 {
+		return append(out, found...)
+	}
+	return append(out, pass)
+}

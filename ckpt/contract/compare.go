@@ -279,13 +279,13 @@ func (d *tensorDiffs) findings(want, cur *Contract, keys keySet) []ckpt.Finding 
 	var out []ckpt.Finding
 	if added := d.added; len(added) > 0 {
 		out = append(out, ckpt.Finding{ID: ContractKeyAdded, Status: ckpt.Fail, Tensors: added,
-			Message: fmt.Sprintf("%s not in the contract: %s", plural(len(added), "key", "keys"), names(added, 8))})
+			Message: fmt.Sprintf("%s not in the contract: %s", ckpt.Plural(len(added), "key", "keys"), ckpt.NameList(added, 8))})
 	} else {
 		out = append(out, ckpt.Finding{ID: ContractKeyAdded, Status: ckpt.Pass, Message: "no key beyond the contract's"})
 	}
 	if removed := d.removed; len(removed) > 0 {
 		out = append(out, ckpt.Finding{ID: ContractKeyRemoved, Status: ckpt.Fail, Tensors: removed,
-			Message: fmt.Sprintf("%s of the contract missing: %s", plural(len(removed), "key", "keys"), names(removed, 8))})
+			Message: fmt.Sprintf("%s of the contract missing: %s", ckpt.Plural(len(removed), "key", "keys"), ckpt.NameList(removed, 8))})
 	} else {
 		out = append(out, ckpt.Finding{ID: ContractKeyRemoved, Status: ckpt.Pass, Message: fmt.Sprintf("all %d keys of the contract present", len(keys.want))})
 	}
@@ -295,9 +295,9 @@ func (d *tensorDiffs) findings(want, cur *Contract, keys keySet) []ckpt.Finding 
 	for _, k := range d.dtypeOrder {
 		ns := d.dtypeBy[k]
 		out = append(out, ckpt.Finding{ID: ContractDType, Status: ckpt.Fail, Tensors: ns,
-			Message: fmt.Sprintf("%s changed dtype %s: %s", plural(len(ns), "tensor", "tensors"), strings.Replace(k, "->", "→", 1), names(ns, 8))})
+			Message: fmt.Sprintf("%s changed dtype %s: %s", ckpt.Plural(len(ns), "tensor", "tensors"), strings.Replace(k, "->", "→", 1), ckpt.NameList(ns, 8))})
 	}
-	out = appendOr(out, d.shapeChecks, ckpt.Finding{ID: ContractShape, Status: ckpt.Pass, Message: "every common key keeps its shape"})
+	out = ckpt.AppendOr(out, d.shapeChecks, ckpt.Finding{ID: ContractShape, Status: ckpt.Pass, Message: "every common key keeps its shape"})
 	return append(out, d.hashFinding(want, cur, keys))
 }
 
@@ -311,11 +311,11 @@ func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet) ckpt.Finding
 	case len(d.hashChanged) > 0:
 		return ckpt.Finding{ID: ContractHash, Status: ckpt.Fail, Tensors: d.hashChanged,
 			Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s",
-				plural(len(d.hashChanged), "tensor", "tensors"), names(d.hashChanged, 8))}
+				ckpt.Plural(len(d.hashChanged), "tensor", "tensors"), ckpt.NameList(d.hashChanged, 8))}
 	}
 	// Say how many were compared: under --match/--exclude only the
 	// selection is, not every common tensor.
-	n := plural(d.hashCompared, "common tensor", "common tensors")
+	n := ckpt.Plural(d.hashCompared, "common tensor", "common tensors")
 	msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", n)
 	if len(keys.want) != len(want.Tensors) || len(keys.cur) != len(cur.Tensors) {
 		msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", n)
@@ -416,18 +416,18 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt
 		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Fail, Message: msg})
 	}
 	if !failed {
-		msg := fmt.Sprintf("config identical (%s compared)", plural(cmp.ConfigKeys, "key", "keys"))
+		msg := fmt.Sprintf("config identical (%s compared)", ckpt.Plural(cmp.ConfigKeys, "key", "keys"))
 		if len(allowed) > 0 {
 			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)",
-				plural(len(allowed), "change", "changes"), plural(cmp.ConfigKeys, "key", "keys"))
+				ckpt.Plural(len(allowed), "change", "changes"), ckpt.Plural(cmp.ConfigKeys, "key", "keys"))
 		}
 		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 	}
 	if want.ConfigRecorded != nil {
 		msg := fmt.Sprintf("the contract (contract_version %d) records %s, not the full config",
-			want.Version, plural(len(want.ConfigRecorded), "config key", "config keys"))
+			want.Version, ckpt.Plural(len(want.ConfigRecorded), "config key", "config keys"))
 		if n := len(cmp.ConfigNotCompared); n > 0 {
-			msg += fmt.Sprintf(": %s of the config now not compared: %s", plural(n, "key", "keys"), names(cmp.ConfigNotCompared, 8))
+			msg += fmt.Sprintf(": %s of the config now not compared: %s", ckpt.Plural(n, "key", "keys"), ckpt.NameList(cmp.ConfigNotCompared, 8))
 		}
 		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Warn, Message: msg + " (write the contract again with this version of ckpt)"})
 	}
@@ -540,11 +540,11 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
 	}
 	if len(add) > 0 {
 		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s added: %s",
-			plural(len(add), "entry", "entries"), names(add, 8))})
+			ckpt.Plural(len(add), "entry", "entries"), ckpt.NameList(add, 8))})
 	}
 	if len(rem) > 0 {
 		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Fail, Message: fmt.Sprintf("modules_to_not_convert: %s removed: %s",
-			plural(len(rem), "entry", "entries"), names(rem, 8))})
+			ckpt.Plural(len(rem), "entry", "entries"), ckpt.NameList(rem, 8))})
 	}
 	if len(add)+len(rem) == 0 {
 		n := 0

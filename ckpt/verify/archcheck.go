@@ -98,17 +98,17 @@ func qwen35Checks(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35) []ckpt.Find
 	}
 	if missing := m.missing; len(missing) > 0 {
 		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Fail, Tensors: missing,
-			Message: fmt.Sprintf("%s the config implies %s missing: %s", plural(len(missing), "tensor", "tensors"), isAre(len(missing)), names(missing, 8))})
+			Message: fmt.Sprintf("%s the config implies %s missing: %s", ckpt.Plural(len(missing), "tensor", "tensors"), isAre(len(missing)), ckpt.NameList(missing, 8))})
 	} else {
 		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Pass, Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
 	}
 	if unexpected := m.unexpected; len(unexpected) > 0 {
 		out = append(out, ckpt.Finding{ID: ArchUnexpected, Status: ckpt.Fail, Tensors: unexpected,
-			Message: fmt.Sprintf("%s not implied by the config: %s", plural(len(unexpected), "tensor is", "tensors are"), names(unexpected, 8))})
+			Message: fmt.Sprintf("%s not implied by the config: %s", ckpt.Plural(len(unexpected), "tensor is", "tensors are"), ckpt.NameList(unexpected, 8))})
 	} else {
 		out = append(out, ckpt.Finding{ID: ArchUnexpected, Status: ckpt.Pass, Message: "no tensor beyond those the config implies"})
 	}
-	out = appendOr(out, m.shapeFails, ckpt.Finding{ID: ArchShape, Status: ckpt.Pass, Message: "every expected tensor has the shape the config implies"})
+	out = ckpt.AppendOr(out, m.shapeFails, ckpt.Finding{ID: ArchShape, Status: ckpt.Pass, Message: "every expected tensor has the shape the config implies"})
 	// A float tensor of another float dtype than expected is the
 	// declared-dtype rule's (arch.DTypeRule, shared with map and cache
 	// build): a warning naming both.
@@ -116,7 +116,7 @@ func qwen35Checks(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35) []ckpt.Find
 	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
 		dtypeFails = append(dtypeFails, ckpt.Finding(f))
 	}
-	return appendOr(out, dtypeFails, ckpt.Finding{ID: ArchDType, Status: ckpt.Pass, Message: "every expected tensor has an accepted dtype"})
+	return ckpt.AppendOr(out, dtypeFails, ckpt.Finding{ID: ArchDType, Status: ckpt.Pass, Message: "every expected tensor has an accepted dtype"})
 }
 
 // expectedTensors are the tensors q implies, within the selection a
@@ -251,7 +251,7 @@ func (m *archMatch) configFindings(cfg *ckpt.Config) []ckpt.Finding {
 			ts[i] = h.tensor
 		}
 		out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Tensors: ts,
-			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
+			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, ckpt.Plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
 	return out
 }

@@ -114,7 +114,7 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, stre
 		if len(jobs) == 0 {
 			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "no file has a recorded SHA-256"})
 		} else {
-			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", plural(len(jobs), "file", "files"))})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", ckpt.Plural(len(jobs), "file", "files"))})
 		}
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/contract"
@@ -20,13 +19,11 @@ const (
 	ArchNone   Arch = "none"    // no architecture checks
 )
 
-const (
-	defaultChunk   = 4 << 20
-	localChunk     = 256 << 10 // default read size from a local directory
-	defaultWorkers = 4
-)
+// defaultWorkers is the read parallelism by default (the read size is
+// ckpt.StreamChunk's).
+const defaultWorkers = 4
 
-// CheckOptions tune Checkpoint.
+// CheckOptions tune Check.
 type CheckOptions struct {
 	// Arch selects the architecture profile: ArchAuto (default, also "":
 	// chosen from model_type / architectures), ArchQwen35 or ArchNone.
@@ -174,27 +171,4 @@ func newInventory(c *ckpt.Checkpoint) *inventory {
 	in.quant = c.Config.Quantization()
 	in.notConvert = notConvertOf(in.quant)
 	return in
-}
-
-// names lists up to max quoted names, with "and N more".
-func names(ns []string, max int) string {
-	var b strings.Builder
-	for i, n := range ns {
-		if i == max {
-			fmt.Fprintf(&b, " and %d more", len(ns)-max)
-			break
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(ckpt.EscapeName(n))
-	}
-	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
-	"golang.org/x/sync/errgroup"
 )
 
 // The ids of the data checks (CheckOptions.ReadData).
@@ -123,141 +121,73 @@ func readAll(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, sha map[
 	}
 	chunk := int64(opt.ChunkSize)
 	if chunk <= 0 {
-		chunk = defaultChunk
-		// Local files: chunks that stay in the L2 cache while they are
-		// read, scanned and hashed (remote reads keep large requests).
-		if _, local := ckpt.UnwrapStore(c.Store).(interface{ Dir() string }); local {
-			chunk = localChunk
-		}
+		chunk = ckpt.StreamChunk(c)
 	}
-	chunk = max(chunk/8*8, 8)
 	out := make([]*tensorData, len(c.Tensors))
-	var total int64
+	order := make([]*tensorData, 0, len(out))
 	for i, t := range c.Tensors {
 		td := &tensorData{t: t, kind: kindOf(t), hasher: xxh3s.New()}
 		td.c.first = -1
-		if t.Offset()+int64(t.NBytes()) > t.File.RealSize {
-			td.cut = true
-		} else {
-			total += int64(t.NBytes())
-		}
+		td.cut = t.Offset()+int64(t.NBytes()) > t.File.RealSize
 		out[i] = td
-	}
-	// File order, then offset.
-	fileIdx := make(map[*ckpt.File]int, len(c.Files))
-	for i, f := range c.Files {
-		fileIdx[f] = i
-	}
-	order := make([]*tensorData, 0, len(out))
-	for _, td := range out {
 		if !td.cut {
 			order = append(order, td)
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool {
-		a, b := order[i].t, order[j].t
-		if fa, fb := fileIdx[a.File], fileIdx[b.File]; fa != fb {
-			return fa < fb
-		}
-		return a.Offset() < b.Offset()
-	})
+	ckpt.InFileOrder(c, order, func(td *tensorData) *ckpt.Tensor { return td.t })
 	lastOf := map[*ckpt.File]*tensorData{}
-	for _, td := range order {
+	ts := make([]*ckpt.Tensor, len(order))
+	for i, td := range order {
 		lastOf[td.t.File] = td
+		ts[i] = td.t
 	}
 	for f, fs := range sha {
 		if lastOf[f] == nil { // no tensor streamed: hash the file itself
 			fs.failed = true
 		}
 	}
-	opt.Progress.AddTotal(total)
-	bufs := make(chan []byte, workers)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	closed := make(chan struct{})
-	close(closed)
-	prev := (<-chan struct{})(closed)
-	for _, td := range order {
-		fs := sha[td.t.File]
-		if fs == nil {
-			prev = closed // the order matters only inside a tensor
-		}
-		n := int64(td.t.NBytes())
-		nChunks := max((n+chunk-1)/chunk, 1)
-		for k := int64(0); k < nChunks; k++ {
-			if gctx.Err() != nil {
-				break
+	err := ckpt.StreamTensors(ctx, ts, ckpt.StreamOptions[counts]{Workers: workers, Chunk: chunk, Progress: opt.Progress,
+		Chain: func(f *ckpt.File) bool { return sha[f] != nil },
+		Read: func(ch *ckpt.Chunk) counts {
+			cc := counts{first: -1}
+			if ch.Err == nil {
+				scanChunk(order[ch.Index], ch.Data, ch.Off, &cc, nil)
 			}
-			done := make(chan struct{})
-			wait, off := prev, k*chunk
-			size := min(chunk, n-off)
-			last := k == nChunks-1
-			g.Go(func() error {
-				defer close(done)
-				var buf []byte
-				select {
-				case buf = <-bufs:
-				default:
-					buf = make([]byte, chunk)
+			return cc
+		},
+		Feed: func(ch *ckpt.Chunk, cc counts) {
+			td, fs := order[ch.Index], sha[ch.Tensor.File]
+			if td.err == nil && ch.Err != nil {
+				td.err = ch.Err
+			}
+			if td.err == nil {
+				td.hasher.Write(ch.Data)
+				td.c.merge(&cc)
+			}
+			if fs != nil {
+				fs.gap(ctx, c.Store, td.t.Offset()+ch.Off)
+				if ch.Err != nil {
+					fs.failed = true
 				}
-				defer func() {
-					select {
-					case bufs <- buf:
-					default:
-					}
-				}()
-				p := buf[:size]
-				var cc counts
-				cc.first = -1
-				_, rerr := td.t.ReadAt(p, off)
-				if rerr == nil {
-					scanChunk(td, p, off, &cc, nil)
+				if !fs.failed {
+					fs.h.Write(ch.Data)
+					fs.next += int64(len(ch.Data))
 				}
-				select { // hash in chunk order
-				case <-wait:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				if td.err == nil && rerr != nil {
-					td.err = rerr
-				}
-				if td.err == nil {
-					td.hasher.Write(p)
-					td.c.merge(&cc)
-				}
-				if fs != nil {
-					fs.gap(gctx, c.Store, td.t.Offset()+off)
-					if rerr != nil {
-						fs.failed = true
-					}
+				if ch.Last && lastOf[td.t.File] == td {
+					fs.gap(ctx, c.Store, td.t.File.Size)
 					if !fs.failed {
-						fs.h.Write(p)
-						fs.next += size
-					}
-					if last && lastOf[td.t.File] == td {
-						fs.gap(gctx, c.Store, td.t.File.Size)
-						if !fs.failed {
-							fs.sum = hex.EncodeToString(fs.h.Sum(nil))
-						}
+						fs.sum = hex.EncodeToString(fs.h.Sum(nil))
 					}
 				}
-				opt.Progress.Add(size)
-				if last {
-					if td.err == nil {
-						td.hash = fmt.Sprintf("%016x", td.hasher.Sum64())
-					}
-					td.hasher = nil
-					opt.Progress.ItemDone()
+			}
+			if ch.Last {
+				if td.err == nil {
+					td.hash = fmt.Sprintf("%016x", td.hasher.Sum64())
 				}
-				return nil
-			})
-			prev = done
-		}
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+				td.hasher = nil
+			}
+		}})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -354,15 +284,15 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 		}
 	}
 	var out []ckpt.Finding
-	out = appendOr(out, scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", plural(nScale, "scale tensor", "scale tensors"))})
+	out = ckpt.AppendOr(out, scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", ckpt.Plural(nScale, "scale tensor", "scale tensors"))})
 	out = append(out, overflow...)
-	out = appendOr(out, fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN codes in %s", plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
-	out = appendOr(out, floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN or Inf in %s", plural(nFloat, "float tensor", "float tensors"))})
-	out = append(out, ckpt.Finding{ID: DataHash, Status: ckpt.Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", plural(nHash, "tensor", "tensors"), bytes)})
+	out = ckpt.AppendOr(out, fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN codes in %s", ckpt.Plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	out = ckpt.AppendOr(out, floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN or Inf in %s", ckpt.Plural(nFloat, "float tensor", "float tensors"))})
+	out = append(out, ckpt.Finding{ID: DataHash, Status: ckpt.Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", ckpt.Plural(nHash, "tensor", "tensors"), bytes)})
 	if len(cut) > 0 {
-		out = append(out, ckpt.Finding{ID: DataRead, Status: ckpt.Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", plural(len(cut), "tensor", "tensors"))})
+		out = append(out, ckpt.Finding{ID: DataRead, Status: ckpt.Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", ckpt.Plural(len(cut), "tensor", "tensors"))})
 	}
-	out = appendOr(out, readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Pass, Message: fmt.Sprintf("%s read", plural(nHash, "tensor", "tensors"))})
+	out = ckpt.AppendOr(out, readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Pass, Message: fmt.Sprintf("%s read", ckpt.Plural(nHash, "tensor", "tensors"))})
 	return out, hashes, digests(sha), nil
 }
 

@@ -160,20 +160,20 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 			}
 		}
 	}
-	out = appendOr(out, missing, ckpt.Finding{ID: FP8ScaleMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
+	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: FP8ScaleMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
 	switch {
 	case len(shape) > 0:
 		out = append(out, shape...)
 	case f.block == nil && nPairs > 0:
 		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
 	default:
-		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
+		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", ckpt.Plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
 	}
 	passDType := fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)
 	if nE8M0 > 0 {
 		passDType = fmt.Sprintf("every scale (%d) is F32, BF16, F16 or F8_E8M0 (%d F8_E8M0, scale_fmt \"ue8m0\")", nPairs, nE8M0)
 	}
-	out = appendOr(out, dtype, ckpt.Finding{ID: FP8ScaleDType, Status: ckpt.Pass, Message: passDType})
+	out = ckpt.AppendOr(out, dtype, ckpt.Finding{ID: FP8ScaleDType, Status: ckpt.Pass, Message: passDType})
 
 	// scale_orphan
 	var orphans []ckpt.Finding
@@ -189,7 +189,7 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
 		}
 	}
-	out = appendOr(out, orphans, ckpt.Finding{ID: FP8ScaleOrphan, Status: ckpt.Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
+	out = ckpt.AppendOr(out, orphans, ckpt.Finding{ID: FP8ScaleOrphan, Status: ckpt.Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
 
 	// rank
 	var rank []ckpt.Finding
@@ -210,18 +210,11 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 	if stacks > 0 {
 		pass = fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D or a 3-D stack of experts (%d) with a 3-D scale", len(f.weights), stacks)
 	}
-	out = appendOr(out, rank, ckpt.Finding{ID: FP8Rank, Status: ckpt.Pass, Message: pass})
+	out = ckpt.AppendOr(out, rank, ckpt.Finding{ID: FP8Rank, Status: ckpt.Pass, Message: pass})
 
 	out = append(out, notConvertChecks(in, f, q)...)
 	out = append(out, compressedCheck(f, q))
 	return out
-}
-
-func appendOr(out, found []ckpt.Finding, pass ckpt.Finding) []ckpt.Finding {
-	if len(found) > 0 {
-		return append(out, found...)
-	}
-	return append(out, pass)
 }
 
 // blockScaleShape is ckpt.BlockScaleShape for a weight_block_size (none
@@ -262,11 +255,11 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *quant.Config) []ckpt.Fin
 	}
 	switch {
 	case c.Config == nil:
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but there is no config.json with an fp8 quantization_config", plural(n, "tensor is", "tensors are"))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but there is no config.json with an fp8 quantization_config", ckpt.Plural(n, "tensor is", "tensors are"))}}
 	case q == nil:
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but config.json has no quantization_config (expected quant_method \"fp8\" with weight_block_size)", plural(n, "tensor is", "tensors are"))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but config.json has no quantization_config (expected quant_method \"fp8\" with weight_block_size)", ckpt.Plural(n, "tensor is", "tensors are"))}}
 	case q.Method != "fp8":
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but %s.quant_method is %s, expected \"fp8\"", plural(n, "tensor is", "tensors are"), q.Path, ckpt.Quote(q.Method))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but %s.quant_method is %s, expected \"fp8\"", ckpt.Plural(n, "tensor is", "tensors are"), q.Path, ckpt.Quote(q.Method))}}
 	case !q.IsBlockFP8():
 		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s.weight_block_size is %v, expected two positive integers [bm, bn] (never inferred from shapes)", q.Path, q.Raw["weight_block_size"])}}
 	}
@@ -285,7 +278,7 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *quant.Config) []ckpt.Fin
 		if fmtS == "" {
 			fmtS = "(unset)"
 		}
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, ckpt.FormatShape(q.BlockSize), plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, ckpt.FormatShape(q.BlockSize), ckpt.Plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
 	}
 	return out
 }
@@ -320,16 +313,16 @@ func compressedCheck(f *fp8Facts, q *quant.Config) ckpt.Finding {
 			is = append(is, t.Name)
 		}
 	}
-	desc := fmt.Sprintf("%s and %s (compressed-tensors / ModelOpt naming: scales are multipliers, no _inv suffix)", plural(len(ws), "weight_scale", "weight_scale tensors"), plural(len(is), "input_scale", "input_scale tensors"))
+	desc := fmt.Sprintf("%s and %s (compressed-tensors / ModelOpt naming: scales are multipliers, no _inv suffix)", ckpt.Plural(len(ws), "weight_scale", "weight_scale tensors"), ckpt.Plural(len(is), "input_scale", "input_scale tensors"))
 	switch {
 	case f.ctMethod:
 		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all, Message: fmt.Sprintf("compressed-tensors checkpoint (%s.quant_method): %s; the block-FP8 weight_scale_inv rules do not apply and this scheme is not verified further", q.Path, desc)}
 	case len(all) == 0:
 		return ckpt.Finding{ID: id, Status: ckpt.Pass, Message: "no compressed-tensors scales (weight_scale, input_scale)"}
 	case q.IsBlockFP8():
-		return ckpt.Finding{ID: id, Status: ckpt.Fail, Tensors: all, Message: fmt.Sprintf("%s, but %s is block fp8, which expects weight_scale_inv: %s", desc, q.Path, names(all, 5))}
+		return ckpt.Finding{ID: id, Status: ckpt.Fail, Tensors: all, Message: fmt.Sprintf("%s, but %s is block fp8, which expects weight_scale_inv: %s", desc, q.Path, ckpt.NameList(all, 5))}
 	default:
-		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all, Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, names(all, 5))}
+		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all, Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, ckpt.NameList(all, 5))}
 	}
 }
 

@@ -49,7 +49,7 @@ func integrityChecks(c *ckpt.Checkpoint) []ckpt.Finding {
 			if !found {
 				msg := x.pass
 				if x.id == ckpt.IndexShardMissing {
-					msg = fmt.Sprintf("all %s named by weight_map exist", plural(len(c.Index.Shards()), "shard", "shards"))
+					msg = fmt.Sprintf("all %s named by weight_map exist", ckpt.Plural(len(c.Index.Shards()), "shard", "shards"))
 				}
 				out = append(out, ckpt.Finding{ID: x.id, Status: ckpt.Pass, Message: msg})
 			}
@@ -85,7 +85,7 @@ func laterIssues(c *ckpt.Checkpoint) []ckpt.Finding {
 func issueMessage(is ckpt.Finding) string {
 	msg := is.Message
 	if len(is.Tensors) > 1 {
-		msg += ": " + names(is.Tensors, 8)
+		msg += ": " + ckpt.NameList(is.Tensors, 8)
 	}
 	return msg
 }
@@ -130,7 +130,7 @@ func fileSizeChecks(c *ckpt.Checkpoint) []ckpt.Finding {
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, ckpt.Finding{ID: ckpt.FileSize, Status: ckpt.Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: ckpt.FileSize, Status: ckpt.Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", ckpt.Plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }
@@ -161,7 +161,7 @@ func headerChecks(c *ckpt.Checkpoint) []ckpt.Finding {
 		}
 	}
 	if lints == 0 {
-		out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", ckpt.Plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }

@@ -52,7 +52,7 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 			Message: fmt.Sprintf("%s declares %s (%s), but no tensor is a quantised weight of it (%s %s)", declared, r.Scheme, sp.Title, dtypeNames(sp.WeightDTypes), sp.WeightName)})
 	} else {
 		out = append(out, ckpt.Finding{ID: SchemeConfig, Status: ckpt.Pass,
-			Message: fmt.Sprintf("%s: %s, declared in %s; %s", r.Scheme, sp.Title, declared, plural(len(ws), "quantised weight", "quantised weights"))})
+			Message: fmt.Sprintf("%s: %s, declared in %s; %s", r.Scheme, sp.Title, declared, ckpt.Plural(len(ws), "quantised weight", "quantised weights"))})
 	}
 
 	var shape, missing, dtype, cshape, ignored []ckpt.Finding
@@ -93,10 +93,10 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 			}
 		}
 	}
-	out = appendOr(out, shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
-	out = appendOr(out, missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
-	out = appendOr(out, dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
-	out = appendOr(out, cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
+	out = ckpt.AppendOr(out, shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
+	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
+	out = ckpt.AppendOr(out, dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
+	out = ckpt.AppendOr(out, cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
 
 	// companion_orphan: bookkeeping of no quantised weight.
 	var orphans []ckpt.Finding
@@ -113,15 +113,15 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 		orphans = append(orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Fail, Tensors: []string{t.Name},
 			Message: fmt.Sprintf("%s looks like a %s companion but belongs to no quantised weight: %s (a loader may scale unquantised values)", ckpt.EscapeName(t.Name), r.Scheme, what)})
 	}
-	out = appendOr(out, orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Pass, Message: "every scale belongs to a quantised weight"})
+	out = ckpt.AppendOr(out, orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Pass, Message: "every scale belongs to a quantised weight"})
 	if r.IgnoreKey == "" || len(r.Ignore) == 0 {
-		out = appendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
+		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
 	} else {
 		how := "matched on whole dotted segments"
 		if strings.HasSuffix(r.IgnoreKey, "modules_to_not_convert") {
 			how = "read as transformers' should_convert_module reads them"
 		}
-		out = appendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, plural(len(r.Ignore), "entry", "entries"), how)})
+		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, ckpt.Plural(len(r.Ignore), "entry", "entries"), how)})
 	}
 	return append(out, scaleValueChecks(ctx, r, ws, opt)...)
 }
@@ -201,7 +201,7 @@ func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeig
 	if r.Scheme == quant.MXFP4 {
 		what = "E8M0 scale tensor"
 	}
-	return appendOr(nil, bad, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", plural(n, what, what+"s"))})
+	return ckpt.AppendOr(nil, bad, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", ckpt.Plural(n, what, what+"s"))})
 }
 
 // scanCompanion reads the companion t of w in chunks and counts its values

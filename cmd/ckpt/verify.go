@@ -192,7 +192,7 @@ func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool
 	verdict := "OK"
 	switch {
 	case res.OK && a[ckpt.Fail] > 0:
-		verdict = fmt.Sprintf("OK only because --allow-finding accepts %s", plural(a[ckpt.Fail], "FAILED finding", "FAILED findings"))
+		verdict = fmt.Sprintf("OK only because --allow-finding accepts %s", ckpt.Plural(a[ckpt.Fail], "FAILED finding", "FAILED findings"))
 	case !res.OK && res.Strict && n[ckpt.Fail] == a[ckpt.Fail]:
 		verdict = "FAILED (--strict: warnings fail)"
 	case !res.OK:
@@ -209,7 +209,7 @@ func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool
 	if len(res.Allowed) > 0 {
 		var parts []string
 		for _, al := range res.Allowed {
-			parts = append(parts, fmt.Sprintf("%s (%s)", esc(al.Spec), plural(len(al.Findings), "finding", "findings")))
+			parts = append(parts, fmt.Sprintf("%s (%s)", esc(al.Spec), ckpt.Plural(len(al.Findings), "finding", "findings")))
 		}
 		allowed = "; allowed by --allow-finding: " + strings.Join(parts, ", ")
 	}
@@ -223,11 +223,4 @@ func allowanceWhat(al verify.Allowance) string {
 		return "has the id " + string(al.ID)
 	}
 	return fmt.Sprintf("with the id %s names only tensors (or files) matching %s", al.ID, ckpt.Quote(al.Subject))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
