@@ -14,24 +14,24 @@ import (
 
 // ListEntry describes one .tensorbin file of a cache directory.
 //
-// Placement and MemoryConfig are in the form of the map JSON (mapping.Result):
+// Placement and MemoryConfig are in the form of the map JSON (mapping.Document):
 // the vocabulary of ckpt's JSON documents. PlacementText and MemoryText
 // say the same in words for the table: the file's topology placements
 // ("replicate,shard(2)") and its complete memory config (DescribeMemory).
 type ListEntry struct {
-	Path          string                  `json:"path"` // relative to the listed directory
-	Name          string                  `json:"name"` // the cache name (path without the _dtype_..._layout_....tensorbin suffix)
-	DType         string                  `json:"dtype"`
-	Layout        string                  `json:"layout"`
-	DeviceShape   []uint32                `json:"device_shape"` // the shape of each stored shard
-	Placement     mapping.ResultPlacement `json:"placement"`
-	PlacementText string                  `json:"-"`
-	Mesh          []uint32                `json:"mesh_shape"`
-	Shards        int                     `json:"shards"`
-	MemoryConfig  mapping.MemoryConfig    `json:"memory_config"`
-	MemoryText    string                  `json:"-"`
-	Bytes         int64                   `json:"bytes"`
-	Error         string                  `json:"error,omitempty"`
+	Path          string                    `json:"path"` // relative to the listed directory
+	Name          string                    `json:"name"` // the cache name (path without the _dtype_..._layout_....tensorbin suffix)
+	DType         string                    `json:"dtype"`
+	Layout        string                    `json:"layout"`
+	DeviceShape   []uint32                  `json:"device_shape"` // the shape of each stored shard
+	Placement     mapping.DocumentPlacement `json:"placement"`
+	PlacementText string                    `json:"-"`
+	Mesh          []uint32                  `json:"mesh_shape"`
+	Shards        int                       `json:"shards"`
+	MemoryConfig  mapping.MemoryConfig      `json:"memory_config"`
+	MemoryText    string                    `json:"-"`
+	Bytes         int64                     `json:"bytes"`
+	Error         string                    `json:"error,omitempty"`
 }
 
 // List reads the header of every .tensorbin file under dir, in natural
@@ -99,8 +99,8 @@ func describePlacement(h *tensorbin.Header) string {
 // shards, "replicate" otherwise; mesh_axes (one per placement) when the
 // topology has more than one placement. Devices is the number of devices
 // of the file's mesh shape.
-func placementOf(h *tensorbin.Header) mapping.ResultPlacement {
-	p := mapping.ResultPlacement{Kind: mapping.AxisReplicate, Devices: 1}
+func placementOf(h *tensorbin.Header) mapping.DocumentPlacement {
+	p := mapping.DocumentPlacement{Kind: mapping.AxisReplicate, Devices: 1}
 	for _, d := range h.MeshShape {
 		p.Devices *= int(d)
 	}

@@ -46,7 +46,7 @@ func benchCompare(b *testing.B, kind string, mode diff.Mode) {
 	b.SetBytes(n)
 	b.ResetTimer()
 	for b.Loop() {
-		_, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: mode})
+		_, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: mode})
 		require.NoError(b, err)
 	}
 }

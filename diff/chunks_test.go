@@ -189,7 +189,7 @@ func packedSide(t *testing.T, s quant.Scheme, seed uint64, rows, cols int64, cha
 // one chunk of the whole tensor, its requant comparison two float32
 // buffers of it; a 128×128 block-FP8 weight at least 128 rows; a
 // per-channel one a row), and its result is the same, bit for bit, as
-// reading each chunk at once (the comparison before: Options.probe
+// reading each chunk at once (the comparison before: hooks.probe
 // unbounded): relations, counts, statistics.
 func TestBoundedChunks(t *testing.T) {
 	t.Parallel()
@@ -325,9 +325,9 @@ func compareBounded(t *testing.T, bc, fc *ckpt.Checkpoint, chunk int64, rel Rela
 	{
 		{
 			whole.unbounded = true
-			res, err := Compare(context.Background(), bc, fc, Options{ChunkBytes: chunk, Workers: 2, probe: &bounded})
+			res, err := compareProbed(context.Background(), bc, fc, CompareOptions{ChunkBytes: chunk, Workers: 2}, &bounded)
 			require.NoError(t, err)
-			ref, err := Compare(context.Background(), bc, fc, Options{ChunkBytes: chunk, Workers: 2, probe: &whole})
+			ref, err := compareProbed(context.Background(), bc, fc, CompareOptions{ChunkBytes: chunk, Workers: 2}, &whole)
 			require.NoError(t, err)
 			// the same output (JSON: every float64 in full; NaN and Inf
 			// statistics are null) and, for finite ones, the same values
@@ -381,9 +381,9 @@ func TestBoundedChunksPerTensorFP8(t *testing.T) {
 		fc := ft.side.write(t, filepath.Join(dir, ft.name))
 		var bounded, whole chunkProbe
 		whole.unbounded = true
-		res, err := Compare(context.Background(), bc, fc, Options{probe: &bounded})
+		res, err := compareProbed(context.Background(), bc, fc, CompareOptions{}, &bounded)
 		require.NoError(t, err)
-		ref, err := Compare(context.Background(), bc, fc, Options{probe: &whole})
+		ref, err := compareProbed(context.Background(), bc, fc, CompareOptions{}, &whole)
 		require.NoError(t, err)
 		assert.Equal(t, ref.Tensors, res.Tensors, ft.name)
 		assert.Equal(t, ft.rel, res.Tensors[0].Relation, ft.name)
@@ -408,9 +408,9 @@ func TestRequantBandsWhole(t *testing.T) {
 	fc := bf16Side(t, chunkWeight+".weight", []int64{R, C}, w, numfmt.BF16).write(t, filepath.Join(dir, "ft"))
 	var whole, tiles chunkProbe
 	tiles.noBands = true
-	res, err := Compare(context.Background(), bc, fc, Options{Workers: 2, probe: &whole})
+	res, err := compareProbed(context.Background(), bc, fc, CompareOptions{Workers: 2}, &whole)
 	require.NoError(t, err)
-	ref, err := Compare(context.Background(), bc, fc, Options{Workers: 2, probe: &tiles})
+	ref, err := compareProbed(context.Background(), bc, fc, CompareOptions{Workers: 2}, &tiles)
 	require.NoError(t, err)
 	assert.Equal(t, ref.Tensors, res.Tensors)
 	assert.Equal(t, RequantIdentical, res.Tensors[0].Relation)

@@ -139,7 +139,7 @@ func TestSampledIntervalHoldsClusteredChanges(t *testing.T) {
 	fc := writeCkpt(t, filepath.Join(dir, "f"), fm, 128, nil)
 	var cases, held, clustered, clusteredHeld int
 	for seed := uint64(1); seed <= 5; seed++ {
-		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{SampleBytes: 64 << 10, SampleSeed: seed})
+		res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{SampleBytes: 64 << 10, SampleSeed: seed})
 		require.NoError(t, err)
 		for _, row := range res.Tensors {
 			frac, ok := truth[row.Name]

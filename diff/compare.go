@@ -12,8 +12,8 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
-// Options tune Compare.
-type Options struct {
+// CompareOptions tune Compare.
+type CompareOptions struct {
 	// Mode is header, bytes or values ("" means values).
 	Mode Mode
 	// Match selects tensors by name (nil: all).
@@ -59,12 +59,17 @@ type Options struct {
 	SampleSeed   uint64
 	// ByLayer fills Result.Layers, the per-layer picture.
 	ByLayer bool
-	// probe, when set (tests), reads each chunk at once if unbounded and
-	// receives the largest buffers a chunk read or decoded into.
+}
+
+// hooks are the test hooks of compare: Compare passes none, and
+// export_test.go gives the tests the hooked call.
+type hooks struct {
+	// probe, when set, reads each chunk at once if unbounded and receives
+	// the largest buffers a chunk read or decoded into.
 	probe *chunkProbe
 }
 
-// chunkProbe is Options.probe.
+// chunkProbe is hooks.probe.
 type chunkProbe struct {
 	unbounded          bool
 	maxRead, maxDecode int64
@@ -74,7 +79,7 @@ type chunkProbe struct {
 	noBands  bool  // bandBytes off: the bound of an explicit ChunkBytes
 }
 
-// notInSample is the note of a common tensor whose data Options.Sample
+// notInSample is the note of a common tensor whose data CompareOptions.Sample
 // left out.
 const notInSample = "data not compared (not in the sample of tensors)"
 
@@ -130,7 +135,7 @@ type plan struct {
 	// sampled code of it failed to re-quantise: requant_mismatch_blocks
 	// counts blocks, however many row segments of one the sample holds.
 	qBlockBad []atomic.Bool
-	// sampled is set in a sampled diff (Options.SampleBytes/SampleBudget),
+	// sampled is set in a sampled diff (CompareOptions.SampleBytes/SampleBudget),
 	// which compares packed FP4 weights by value only (no kindRequantFP4).
 	sampled bool
 	// fp4 is the packed side of a kindRequantFP4 plan.
@@ -145,7 +150,14 @@ type src interface {
 
 // Compare compares ft against base. Tensor rows come out in natural name
 // order whatever the scheduling; statistics are merged in chunk order.
-func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Result, error) {
+func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt CompareOptions) (*Result, error) {
+	return compare(ctx, base, ft, opt, hooks{})
+}
+
+// compare is Compare with the test hooks h. It pairs the tensors of both
+// sides (pairTensors), compares the data of the pairs that need it
+// (comparePlans) and counts the relations (addTotals).
+func compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt CompareOptions, h hooks) (*Result, error) {
 	mode := opt.Mode
 	if mode == "" {
 		mode = ModeValues
@@ -164,151 +176,178 @@ func Compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt Options) (*Resu
 		inSample = sample(names, opt.Sample, opt.Seed)
 	}
 	res.Sampled, res.SampleTensors = inSample != nil, len(inSample)
+	plans, err := pairTensors(base, ft, names, mode, inSample, res)
+	if err != nil {
+		return nil, err
+	}
+	if err := comparePlans(ctx, base, ft, plans, inSample, opt, mode, res, h); err != nil {
+		return nil, err
+	}
+	addTotals(res, opt.ByLayer)
+	return res, nil
+}
+
+// pairTensors fills res.Keys and one row of res.Tensors per name, and
+// returns the plans of the pairs whose data is to be compared.
+func pairTensors(base, ft *ckpt.Checkpoint, names []string, mode Mode, inSample map[string]bool, res *Result) ([]*plan, error) {
 	res.Keys = Keys{OnlyInBase: []string{}, OnlyInFT: []string{}}
 	res.Tensors = make([]Tensor, len(names))
 	var plans []*plan
 	for i, name := range names {
-		b, inB := lookupValues(base, name)
-		f, inF := lookupValues(ft, name)
-		var rb, rf src // packed weights: their values, decoded on read
-		var stored [2]numfmt.DType
-		if inB {
-			stored[0] = b.DType
+		p, err := pairTensor(base, ft, name, mode, inSample, res, &res.Tensors[i])
+		if err != nil {
+			return nil, err
 		}
-		if inF {
-			stored[1] = f.DType
+		if p != nil {
+			plans = append(plans, p)
 		}
-		if inB && mode == ModeValues {
-			vt, r, ok, err := packedWeight(base, b)
-			if err != nil {
-				return nil, fmt.Errorf("base %s: %w", base.Source, err)
-			}
-			if ok {
-				b, rb = vt, r
-			}
-		}
-		if inF && mode == ModeValues {
-			vt, r, ok, err := packedWeight(ft, f)
-			if err != nil {
-				return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
-			}
-			if ok {
-				f, rf = vt, r
-			}
-		}
-		row := &res.Tensors[i]
-		*row = Tensor{Name: name, Group: group(name)}
-		if inB {
-			res.Keys.Base++
-			row.BaseDType, row.Shape, row.Numel = b.DType, shapeOf(b), int64(b.Numel())
-		}
-		if inB {
-			row.BaseDType = stored[0] // a packed weight's stored dtype (U8)
-		}
-		if inF {
-			res.Keys.FT++
-			row.FTDType = stored[1]
-			if !inB {
-				row.Shape, row.Numel = shapeOf(f), int64(f.Numel())
-			}
-		}
-		switch {
-		case !inF:
-			row.Relation = OnlyInBase
-			res.Keys.OnlyInBase = append(res.Keys.OnlyInBase, name)
-			continue
-		case !inB:
-			row.Relation = OnlyInFT
-			res.Keys.OnlyInFT = append(res.Keys.OnlyInFT, name)
-			continue
-		}
-		res.Keys.Common++
-		if !slices.Equal(b.Shape, f.Shape) {
-			row.Relation, row.FTShape = ShapeChanged, shapeOf(f)
-			continue
-		}
-		if mode == ModeHeader || inSample != nil && !inSample[name] {
-			row.Relation = SameHeader
-			if b.DType != f.DType {
-				row.Relation = DTypeChanged
-			}
-			if mode != ModeHeader {
-				row.Note = notInSample
-			}
-			continue
-		}
-		switch mode {
-		case ModeBytes:
-			if b.DType != f.DType {
-				row.Relation = DTypeChanged
-				continue
-			}
-			plans = append(plans, &plan{row: row, b: b, f: f, kind: kindRaw})
-			continue
-		}
-		if !b.DType.IsFloat() || !f.DType.IsFloat() {
-			if b.DType != f.DType {
-				row.Relation = DTypeChanged
-				continue
-			}
-			plans = append(plans, &plan{row: row, b: b, f: f, kind: kindRaw})
-			continue
-		}
-		// A quantised weight is its codes plus its scale: refuse one
-		// without a scale ckpt can apply before reading any data.
-		if _, err := base.QuantScheme(b); err != nil {
+	}
+	return plans, nil
+}
+
+// pairTensor fills the row of name and counts it in res.Keys; it returns
+// the plan of its data comparison, nil when the header decides.
+func pairTensor(base, ft *ckpt.Checkpoint, name string, mode Mode, inSample map[string]bool, res *Result, row *Tensor) (*plan, error) {
+	b, inB := lookupValues(base, name)
+	f, inF := lookupValues(ft, name)
+	var rb, rf src // packed weights: their values, decoded on read
+	var stored [2]numfmt.DType
+	if inB {
+		stored[0] = b.DType
+	}
+	if inF {
+		stored[1] = f.DType
+	}
+	if inB && mode == ModeValues {
+		vt, r, ok, err := packedWeight(base, b)
+		if err != nil {
 			return nil, fmt.Errorf("base %s: %w", base.Source, err)
 		}
-		if _, err := ft.QuantScheme(f); err != nil {
+		if ok {
+			b, rb = vt, r
+		}
+	}
+	if inF && mode == ModeValues {
+		vt, r, ok, err := packedWeight(ft, f)
+		if err != nil {
 			return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
 		}
-		plans = append(plans, &plan{row: row, b: b, f: f, base: base, ft: ft, rb: rb, rf: rf})
-	}
-	sampled := opt.SampleBytes > 0 || opt.SampleBudget > 0
-	for _, p := range plans {
-		p.sampled = sampled
-		if p.rb == nil {
-			p.rb = p.b
+		if ok {
+			f, rf = vt, r
 		}
-		if p.rf == nil {
-			p.rf = p.f
+	}
+	*row = Tensor{Name: name, Group: group(name)}
+	if inB {
+		res.Keys.Base++
+		row.BaseDType, row.Shape, row.Numel = b.DType, shapeOf(b), int64(b.Numel())
+	}
+	if inB {
+		row.BaseDType = stored[0] // a packed weight's stored dtype (U8)
+	}
+	if inF {
+		res.Keys.FT++
+		row.FTDType = stored[1]
+		if !inB {
+			row.Shape, row.Numel = shapeOf(f), int64(f.Numel())
 		}
 	}
 	switch {
-	case opt.SampleBytes > 0 || opt.SampleBudget > 0:
-		if err := compareSampled(ctx, base, ft, plans, inSample, opt, res); err != nil {
-			return nil, err
+	case !inF:
+		row.Relation = OnlyInBase
+		res.Keys.OnlyInBase = append(res.Keys.OnlyInBase, name)
+		return nil, nil
+	case !inB:
+		row.Relation = OnlyInFT
+		res.Keys.OnlyInFT = append(res.Keys.OnlyInFT, name)
+		return nil, nil
+	}
+	res.Keys.Common++
+	if !slices.Equal(b.Shape, f.Shape) {
+		row.Relation, row.FTShape = ShapeChanged, shapeOf(f)
+		return nil, nil
+	}
+	if mode == ModeHeader || inSample != nil && !inSample[name] {
+		row.Relation = SameHeader
+		if b.DType != f.DType {
+			row.Relation = DTypeChanged
 		}
-	case len(plans) > 0:
-		e := newEngine(opt, mode)
-		if opt.probe != nil {
-			e.unbounded = opt.probe.unbounded
-			if opt.probe.noBands {
-				e.bandBytes = 0
-			}
+		if mode != ModeHeader {
+			row.Note = notInSample
 		}
-		for _, p := range plans {
-			opt.Progress.AddTotal(int64(p.b.NBytes() + p.f.NBytes()))
+		return nil, nil
+	}
+	if mode == ModeBytes || !b.DType.IsFloat() || !f.DType.IsFloat() {
+		if b.DType != f.DType {
+			row.Relation = DTypeChanged
+			return nil, nil
 		}
-		if err := e.run(ctx, plans); err != nil {
-			return nil, err
-		}
-		res.BytesRead = e.bytesRead.Load()
-		if opt.probe != nil {
-			opt.probe.maxRead, opt.probe.maxDecode, opt.probe.reads = e.maxRead.Load(), e.maxDecode.Load(), e.reads.Load()
-			for _, p := range plans {
-				opt.probe.retained += p.retainedBytes()
-			}
+		return &plan{row: row, b: b, f: f, kind: kindRaw, rb: b, rf: f}, nil
+	}
+	// A quantised weight is its codes plus its scale: refuse one
+	// without a scale ckpt can apply before reading any data.
+	if _, err := base.QuantScheme(b); err != nil {
+		return nil, fmt.Errorf("base %s: %w", base.Source, err)
+	}
+	if _, err := ft.QuantScheme(f); err != nil {
+		return nil, fmt.Errorf("fine-tune %s: %w", ft.Source, err)
+	}
+	p := &plan{row: row, b: b, f: f, base: base, ft: ft, rb: rb, rf: rf}
+	if p.rb == nil {
+		p.rb = p.b
+	}
+	if p.rf == nil {
+		p.rf = p.f
+	}
+	return p, nil
+}
+
+// comparePlans compares the data of the plans: sampled
+// (compareSampled) or chunk by chunk (the engine).
+func comparePlans(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool,
+	opt CompareOptions, mode Mode, res *Result, h hooks) error {
+	sampled := opt.SampleBytes > 0 || opt.SampleBudget > 0
+	for _, p := range plans {
+		p.sampled = sampled
+	}
+	switch {
+	case sampled:
+		return compareSampled(ctx, base, ft, plans, inSample, opt, res)
+	case len(plans) == 0:
+		return nil
+	}
+	e := newEngine(opt, mode)
+	if h.probe != nil {
+		e.unbounded = h.probe.unbounded
+		if h.probe.noBands {
+			e.bandBytes = 0
 		}
 	}
+	for _, p := range plans {
+		opt.Progress.AddTotal(int64(p.b.NBytes() + p.f.NBytes()))
+	}
+	if err := e.run(ctx, plans); err != nil {
+		return err
+	}
+	res.BytesRead = e.bytesRead.Load()
+	if h.probe != nil {
+		h.probe.maxRead, h.probe.maxDecode, h.probe.reads = e.maxRead.Load(), e.maxDecode.Load(), e.reads.Load()
+		for _, p := range plans {
+			h.probe.retained += p.retainedBytes()
+		}
+	}
+	return nil
+}
+
+// addTotals counts the relations of res's rows (Summary) and groups them
+// (Groups and, byLayer, Layers).
+func addTotals(res *Result, byLayer bool) {
 	for i := range res.Tensors {
 		res.Summary.Add(res.Tensors[i].Relation)
 	}
 	res.Groups = Groups(res.Tensors)
-	if opt.ByLayer {
+	if byLayer {
 		res.Layers = ByLayer(res.Tensors)
 	}
-	return res, nil
 }
 
 func shapeOf(t *ckpt.Tensor) []int64 {
@@ -351,7 +390,7 @@ func (p *plan) release() {
 	p.e4m3Blocks, p.qBlockBad = nil, nil
 }
 
-// retainedBytes is the size of what release drops (Options.probe).
+// retainedBytes is the size of what release drops (hooks.probe).
 func (p *plan) retainedBytes() int64 {
 	var n int64
 	for _, sd := range []*side{p.bs, p.fs} {

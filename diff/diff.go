@@ -49,14 +49,14 @@ const (
 	OnlyInFT         Relation = "only_in_ft"
 	// SameHeader is used in header mode for tensors whose dtype and shape
 	// agree: without reading data it cannot tell identical from changed.
-	// In values and bytes mode it is the relation of the common tensors of one dtype and shape whose data Options.Sample left
+	// In values and bytes mode it is the relation of the common tensors of one dtype and shape whose data CompareOptions.Sample left
 	// out.
 	SameHeader Relation = "same_header"
-	// NoChangeSeen is used for sampled tensors (Options.SampleBytes) only:
+	// NoChangeSeen is used for sampled tensors (CompareOptions.SampleBytes) only:
 	// two sides of one dtype and no sampled element differs, which a sample
 	// cannot turn into identical.
 	NoChangeSeen Relation = "no_change_seen"
-	// RequantIdenticalSeen is used for sampled tensors (Options.SampleBytes)
+	// RequantIdenticalSeen is used for sampled tensors (CompareOptions.SampleBytes)
 	// only: a block-FP8 / wider-float pair whose sampled codes all
 	// re-quantise exactly with their stored scales (and whose blocks
 	// sampled whole have the recipe's scale), which a sample cannot turn
@@ -121,7 +121,7 @@ type Tensor struct {
 	// identical check of two FP8 tensors and for requant_identical.
 	ZeroSignCodes int64 `json:"zero_sign_codes,omitempty"`
 	// Sampled is set when only a sample of the tensor was compared
-	// (Options.SampleBytes): the statistics are over SampledElems elements
+	// (CompareOptions.SampleBytes): the statistics are over SampledElems elements
 	// and the relation is changed, no_change_seen, requant_identical_seen
 	// or dtype_changed.
 	Sampled      bool   `json:"sampled,omitempty"`
@@ -143,7 +143,7 @@ type Tensor struct {
 	Group string `json:"group"`
 	// NonFinite counts NaN and Inf values of each side (values mode, only
 	// when either has some); Note says why statistics are NaN or Inf, or
-	// that Options.Sample left the data out.
+	// that CompareOptions.Sample left the data out.
 	NonFinite *NonFiniteCounts `json:"nonfinite,omitempty"`
 	Note      string           `json:"note,omitempty"`
 }
@@ -157,10 +157,10 @@ type Summary struct {
 	ShapeChanged     int64 `json:"shape_changed"`
 	OnlyInBase       int64 `json:"only_in_base"`
 	OnlyInFT         int64 `json:"only_in_ft"`
-	// SameHeader is non-zero in header mode, and with Options.Sample.
+	// SameHeader is non-zero in header mode, and with CompareOptions.Sample.
 	SameHeader int64 `json:"same_header,omitempty"`
 	// NoChangeSeen and RequantIdenticalSeen are non-zero in sampled diffs
-	// (Options.SampleBytes) only.
+	// (CompareOptions.SampleBytes) only.
 	NoChangeSeen         int64 `json:"no_change_seen,omitempty"`
 	RequantIdenticalSeen int64 `json:"requant_identical_seen,omitempty"`
 }
@@ -228,7 +228,7 @@ func (s Summary) Total() int64 {
 }
 
 // Differs reports whether any tensor differs: anything but identical,
-// same_header (header mode, or data left out by Options.Sample) and
+// same_header (header mode, or data left out by CompareOptions.Sample) and
 // no_change_seen (no difference found in a sample). Like
 // requant_identical, requant_identical_seen is a difference (of dtype).
 func (s Summary) Differs() bool {
@@ -270,7 +270,7 @@ type Result struct {
 	// Extras beyond the contract's fields.
 	Keys   Keys           `json:"keys"`
 	Groups []GroupSummary `json:"groups"`
-	// Sampled is set when Options.Sample left tensors out: only the data
+	// Sampled is set when CompareOptions.Sample left tensors out: only the data
 	// of SampleTensors tensors (the drawn ones and their scale
 	// companions) was compared; every other tensor still has its relation
 	// from the headers (same_header when dtype and shape agree).
@@ -278,10 +278,10 @@ type Result struct {
 	SampleTensors int  `json:"sample_tensors,omitempty"`
 	// BytesRead is the tensor data read from both sides (0 in header mode).
 	BytesRead int64 `json:"bytes_read"`
-	// Sample describes a sampled diff (Options.SampleBytes): what was read
+	// Sample describes a sampled diff (CompareOptions.SampleBytes): what was read
 	// of each side.
 	Sample *SampleInfo `json:"sample,omitempty"`
-	// Layers is the per-layer picture (Options.ByLayer).
+	// Layers is the per-layer picture (CompareOptions.ByLayer).
 	Layers []LayerSummary `json:"layers,omitempty"`
 	// Warnings are those of opening the sides (Run), not in the document.
 	Warnings []string `json:"-"`
@@ -292,9 +292,9 @@ type Result struct {
 
 // SampleInfo describes a sampled diff.
 type SampleInfo struct {
-	// BytesPerTensor is Options.SampleBytes: the most bytes sampled per
+	// BytesPerTensor is CompareOptions.SampleBytes: the most bytes sampled per
 	// tensor and side (0 with a budget); BudgetBytes is
-	// Options.SampleBudget, the bytes per side spread over the tensors.
+	// CompareOptions.SampleBudget, the bytes per side spread over the tensors.
 	BytesPerTensor int64  `json:"bytes_per_tensor"`
 	BudgetBytes    int64  `json:"budget_bytes,omitempty"`
 	Seed           uint64 `json:"seed"`

@@ -85,7 +85,7 @@ func TestPairValues(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
 	for _, chunk := range []int64{0, 512} { // default chunks, and many small ones
-		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{ChunkBytes: chunk, Workers: 3})
+		res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{ChunkBytes: chunk, Workers: 3})
 		require.NoError(t, err)
 		byName := rows(res)
 		var mtpWeights []string
@@ -154,14 +154,14 @@ func TestPairValues(t *testing.T) {
 func TestPairBytesAndHeaderModes(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeBytes})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeBytes})
 	require.NoError(t, err)
 	assert.Equal(t, diff.Summary{Identical: int64(len(bc.Tensors) - 18), Changed: 4, DTypeChanged: 7, OnlyInBase: 7}, res.Summary)
 	for _, row := range res.Tensors {
 		assert.Nil(t, row.ChangedElems, "bytes mode has no statistics")
 		assert.Nil(t, row.Cosine)
 	}
-	res, err = diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeHeader})
+	res, err = diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeHeader})
 	require.NoError(t, err)
 	assert.Equal(t, diff.Summary{SameHeader: int64(len(bc.Tensors) - 14), DTypeChanged: 7, OnlyInBase: 7}, res.Summary)
 	assert.Equal(t, int64(0), res.BytesRead)
@@ -208,11 +208,11 @@ func TestHeaderModeReadsNoData(t *testing.T) {
 	}
 	bc, fc := open(base, &nb), open(ft, &nf)
 	afterOpen := nb + nf
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeHeader})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeHeader})
 	require.NoError(t, err)
 	assert.Equal(t, afterOpen, nb+nf, "header mode reads no tensor data")
 	assert.Equal(t, int64(7), res.Summary.DTypeChanged)
-	_, err = diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeValues, Workers: 1})
+	_, err = diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeValues, Workers: 1})
 	require.NoError(t, err)
 	assert.Greater(t, nb+nf-afterOpen, int64(1<<20), "values mode reads the data")
 }
@@ -226,7 +226,7 @@ func TestBytesModeStopsEarly(t *testing.T) {
 	w2[3] = numfmt.RoundTo(numfmt.BF16, w2[3]+0.5) // differs in the first chunk only
 	bc := writeCkpt(t, filepath.Join(dir, "b"), []ckpt.MemTensor{bf16T(t, "x.weight", []int64{rows, cols}, w)}, 0, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "x.weight", []int64{rows, cols}, w2)}, 0, nil)
-	opt := diff.Options{Mode: diff.ModeBytes, ChunkBytes: 16 << 10, Workers: 1, ReadAhead: -1}
+	opt := diff.CompareOptions{Mode: diff.ModeBytes, ChunkBytes: 16 << 10, Workers: 1, ReadAhead: -1}
 	res, err := diff.Compare(context.Background(), bc, fc, opt)
 	require.NoError(t, err)
 	assert.Equal(t, diff.Changed, res.Tensors[0].Relation)

@@ -30,7 +30,7 @@ func BenchmarkCompareDirs(b *testing.B) {
 		require.NoError(b, err)
 	}
 	for b.Loop() {
-		_, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeValues, ChunkBytes: chunk})
+		_, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeValues, ChunkBytes: chunk})
 		require.NoError(b, err)
 	}
 }

@@ -25,7 +25,7 @@
 // Data is streamed in chunks aligned to the scale blocks, on several
 // goroutines across tensors and inside large ones; the statistics are
 // merged in chunk order, so results do not depend on scheduling. A chunk
-// larger than Options.ChunkBytes (a per-tensor FP8 weight's chunk is the
+// larger than CompareOptions.ChunkBytes (a per-tensor FP8 weight's chunk is the
 // whole tensor) is read in pieces of at most about ChunkBytes per side
 // with the same results, so memory is bounded whatever the scheme. Raw bytes are compared first and only differing chunks are
 // decoded. The package never prints; cmd/ckpt renders a Result.
@@ -41,7 +41,7 @@
 // weights go through e4m3AddBlocks: one kernel call per row of whole
 // scale blocks, which also adds each block into the chunk's statistics.
 //
-// With Options.SampleBytes (or SampleBudget, a total spread over the
+// With CompareOptions.SampleBytes (or SampleBudget, a total spread over the
 // tensors) a comparison reads only a seeded sample of every tensor larger
 // than its share: many short ranges spread over the tensor (runs of whole
 // scale-column groups for block-FP8 weights), which makes diffs over HTTP
@@ -50,7 +50,7 @@
 // tensor is changed, no_change_seen or requant_identical_seen, never
 // identical, and reports the changed fraction of its sample
 // (changed_elems over sampled_elems) with a 95 % interval that treats the
-// ranges as clusters (ClusterInterval; docs/sampling.md). Options.Sample instead draws the
+// ranges as clusters (ClusterInterval; docs/sampling.md). CompareOptions.Sample instead draws the
 // tensors whose data is read, the headers of all being compared.
 //
 // Groups and ByLayer tally the rows per group and per decoder layer (and

@@ -30,11 +30,11 @@ type engine struct {
 	progress  *ckpt.Progress
 	bytesRead atomic.Int64
 	// maxRead and maxDecode are the largest buffers a chunk read raw
-	// bytes or decoded values into (bytes; Options.probe); unbounded
+	// bytes or decoded values into (bytes; hooks.probe); unbounded
 	// (tests) reads each chunk at once, as a reference.
 	maxRead, maxDecode atomic.Int64
 	unbounded          bool
-	// reads counts the read calls on the sources (Options.probe).
+	// reads counts the read calls on the sources (hooks.probe).
 	reads atomic.Int64
 	// bandBytes: with the default ChunkBytes, a block-FP8 band compared
 	// with a wider float is read whole up to this many bytes per side
@@ -58,7 +58,7 @@ func grow[T any](s []T, n int64) []T {
 	return s[:n]
 }
 
-func newEngine(opt Options, mode Mode) *engine {
+func newEngine(opt CompareOptions, mode Mode) *engine {
 	w := defaultWorkers(opt.Workers)
 	ra := opt.ReadAhead
 	if ra == 0 {

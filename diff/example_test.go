@@ -25,7 +25,7 @@ func Example() {
 	defer base.Close()
 	ft, _ := ckpt.Open(ctx, ftPath, ckpt.Options{})
 	defer ft.Close()
-	res, err := diff.Compare(ctx, base, ft, diff.Options{})
+	res, err := diff.Compare(ctx, base, ft, diff.CompareOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -39,7 +39,7 @@ type hub27BRun struct {
 // redirects to signed CDN URLs with hub27BLatency per request and
 // hub27BBandwidth per response, and runs a sampled diff with opt over
 // hf://, opening included.
-func runHub27B(tb testing.TB, dir string, opt diff.Options) hub27BRun {
+func runHub27B(tb testing.TB, dir string, opt diff.CompareOptions) hub27BRun {
 	base, ft := filepath.Join(dir, "base"), filepath.Join(dir, "ft")
 	for _, d := range []string{base, ft} {
 		if _, err := os.Stat(filepath.Join(d, ckpt.IndexFile)); err == nil {
@@ -107,10 +107,10 @@ func BenchmarkHub27B(b *testing.B) {
 	dir := b.TempDir()
 	for _, c := range []struct {
 		name string
-		opt  diff.Options
+		opt  diff.CompareOptions
 	}{
-		{"sample-bytes-64KiB", diff.Options{SampleBytes: 64 << 10, SampleSeed: 1, ByLayer: true}},
-		{"sample-budget-200MB", diff.Options{SampleBudget: 200e6, SampleSeed: 1, ByLayer: true}},
+		{"sample-bytes-64KiB", diff.CompareOptions{SampleBytes: 64 << 10, SampleSeed: 1, ByLayer: true}},
+		{"sample-budget-200MB", diff.CompareOptions{SampleBudget: 200e6, SampleSeed: 1, ByLayer: true}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var r hub27BRun
@@ -131,7 +131,7 @@ func TestHub27B(t *testing.T) {
 	if os.Getenv("CKPT_HUB27B") == "" {
 		t.Skip("set CKPT_HUB27B=1 (about a minute; or run BenchmarkHub27B)")
 	}
-	r := runHub27B(t, t.TempDir(), diff.Options{SampleBytes: 64 << 10, SampleSeed: 1, ByLayer: true})
+	r := runHub27B(t, t.TempDir(), diff.CompareOptions{SampleBytes: 64 << 10, SampleSeed: 1, ByLayer: true})
 	r.log(t, "--sample-bytes 64KiB")
 	require.Less(t, r.wall, 30*time.Second)
 	require.LessOrEqual(t, float64(r.served), 0.002*float64(r.pairBytes))

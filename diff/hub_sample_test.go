@@ -31,7 +31,7 @@ const (
 type hubPair struct {
 	base, ft   string
 	pairBytes  int64 // both checkpoints, every file
-	opt        diff.Options
+	opt        diff.CompareOptions
 	covered    int64 // the changed element of oneCovered, inside its sample
 	missedElem int64 // the changed element of oneMissed, outside its sample
 }
@@ -43,7 +43,7 @@ func writeHubPair(t *testing.T) *hubPair {
 		Layers: []int{1, 62, 63}, MTP: true, Visual: true, Dense: []int{62},
 		Filled: []string{oneCovered, oneMissed}, Seed: 3})
 	require.NoError(t, err)
-	p := &hubPair{base: base, ft: ft, opt: diff.Options{SampleBytes: 64 << 10, SampleSeed: 7, ByLayer: true}}
+	p := &hubPair{base: base, ft: ft, opt: diff.CompareOptions{SampleBytes: 64 << 10, SampleSeed: 7, ByLayer: true}}
 	for _, d := range []string{base, ft} {
 		ents, err := os.ReadDir(d)
 		require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestSampledDiffOverHub(t *testing.T) {
 		assert.LessOrEqual(t, side.read, bound*5/4)
 	}
 
-	full, err := diff.Compare(ctx, bc, fc, diff.Options{ByLayer: true})
+	full, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{ByLayer: true})
 	require.NoError(t, err)
 	fullRows := rows(full)
 	require.Len(t, sampled.Tensors, len(full.Tensors))

@@ -72,7 +72,7 @@ func (a *tallier) tally() Tally {
 
 // LayerSummary is the per-layer picture of a comparison: one decoder
 // layer of the text model, or the whole of the mtp, visual or other group
-// (the groups of ckpt.SummaryGroupLayer).
+// (the groups of ckpt.GroupOf).
 type LayerSummary struct {
 	Group string `json:"group"`
 	// Layer is the decoder layer (text_layers only).

@@ -64,7 +64,7 @@ func assertTallies(t *testing.T, res *diff.Result, what string) {
 func TestTalliesAddUp(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
-	for _, opt := range []diff.Options{
+	for _, opt := range []diff.CompareOptions{
 		{},
 		{Mode: diff.ModeBytes},
 		{Mode: diff.ModeHeader},

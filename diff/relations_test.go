@@ -120,7 +120,7 @@ func TestRelationsKnownAnswers(t *testing.T) {
 		"nears.weight": diff.DTypeChanged, "nears.weight_scale_inv": diff.OnlyInBase,
 	}
 	var first *diff.Result
-	for _, opt := range []diff.Options{{}, {ChunkBytes: 64, Workers: 1, ReadAhead: -1}, {ChunkBytes: 64, Workers: 4}} {
+	for _, opt := range []diff.CompareOptions{{}, {ChunkBytes: 64, Workers: 1, ReadAhead: -1}, {ChunkBytes: 64, Workers: 4}} {
 		res, err := diff.Compare(context.Background(), bc, fc, opt)
 		require.NoError(t, err)
 		got := map[string]diff.Relation{}
@@ -170,7 +170,7 @@ func TestRelationsKnownAnswers(t *testing.T) {
 			first = res
 		} else if opt.ChunkBytes == 64 && opt.Workers == 4 {
 			// same chunks, different scheduling: bit-identical results
-			res1, err := diff.Compare(context.Background(), bc, fc, diff.Options{ChunkBytes: 64, Workers: 1, ReadAhead: -1})
+			res1, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{ChunkBytes: 64, Workers: 1, ReadAhead: -1})
 			require.NoError(t, err)
 			assert.Equal(t, res1.Tensors, res.Tensors)
 		}
@@ -189,17 +189,17 @@ func roundAll(dt numfmt.DType, v []float32) []float32 {
 
 func refWithChanged(r refStats, n int64) refStats { r.changed = n; return r }
 
-// TestSample: Options.Sample draws the tensors whose data is compared,
+// TestSample: CompareOptions.Sample draws the tensors whose data is compared,
 // deterministically, scale companions with their weight; every tensor
 // still has a row and its header relation.
 func TestSample(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
-	full, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+	full, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{})
 	require.NoError(t, err)
 	fullRows := rows(full)
 	run := func(n int, seed uint64) []string {
-		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Sample: n, Seed: seed})
+		res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Sample: n, Seed: seed})
 		require.NoError(t, err)
 		assert.True(t, res.Sampled)
 		require.Len(t, res.Tensors, len(full.Tensors), "every tensor has a row")
@@ -244,7 +244,7 @@ func TestSample(t *testing.T) {
 	}
 	assert.Equal(t, 10, weights)
 
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Mode: diff.ModeHeader, Sample: 10})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Mode: diff.ModeHeader, Sample: 10})
 	require.NoError(t, err)
 	assert.False(t, res.Sampled, "header mode reads no data: nothing to sample")
 }
@@ -262,7 +262,7 @@ func TestMatchExclude(t *testing.T) {
 	bc, fc := openPair(t)
 	m, err := ckpt.NewMatcher([]string{"mtp.**"}, []string{"mtp.**.weight_scale_inv"})
 	require.NoError(t, err)
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{Match: m})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{Match: m})
 	require.NoError(t, err)
 	assert.Equal(t, diff.Summary{Identical: 8, RequantIdentical: 7}, res.Summary, "the weight is dequantised with its scale even when the scale is not selected")
 }
@@ -272,7 +272,7 @@ func TestCancel(t *testing.T) {
 	bc, fc := openPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := diff.Compare(ctx, bc, fc, diff.Options{})
+	_, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -290,7 +290,7 @@ func TestNaNAndZeroBase(t *testing.T) {
 		bf16T(t, "z", []int64{4}, []float32{0, 1, 0, 0}),
 		bf16T(t, "e", []int64{0, 4}, nil),
 	}, 0, nil)
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{})
 	require.NoError(t, err)
 	by := rows(res)
 	assert.Equal(t, diff.Changed, by["n"].Relation)

@@ -14,8 +14,9 @@ import (
 )
 
 // fp4Pair writes a base of scheme s made by numfmt's recipe and its bf16
-// fine-tune with changed elements changed, and compares them.
-func fp4Pair(t *testing.T, s quant.Scheme, changed int, opt Options) *Result {
+// fine-tune with changed elements changed, and compares them (with the
+// test hook probe, nil for none).
+func fp4Pair(t *testing.T, s quant.Scheme, changed int, opt CompareOptions, probe *chunkProbe) *Result {
 	t.Helper()
 	dir := t.TempDir()
 	base, ft := filepath.Join(dir, "base"), filepath.Join(dir, "ft")
@@ -28,7 +29,7 @@ func fp4Pair(t *testing.T, s quant.Scheme, changed int, opt Options) *Result {
 	fc, err := ckpt.Open(ctx, ft, ckpt.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { fc.Close() })
-	res, err := Compare(ctx, bc, fc, opt)
+	res, err := compareProbed(ctx, bc, fc, opt, probe)
 	require.NoError(t, err)
 	return res
 }
@@ -51,7 +52,7 @@ func TestRequantFP4(t *testing.T) {
 			for _, chunk := range []int64{0, 256} {
 				t.Run(string(tc.s), func(t *testing.T) {
 					t.Parallel()
-					res := fp4Pair(t, tc.s, changed, Options{ChunkBytes: chunk, Workers: 2})
+					res := fp4Pair(t, tc.s, changed, CompareOptions{ChunkBytes: chunk, Workers: 2}, nil)
 					name := synth.SchemeChangedWeight(tc.s)
 					n := 0
 					for _, r := range res.Tensors {
@@ -107,7 +108,7 @@ func TestRequantFP4RandomCodes(t *testing.T) {
 			fc, err := ckpt.Open(ctx, ft, ckpt.Options{})
 			require.NoError(t, err)
 			defer fc.Close()
-			res, err := Compare(ctx, bc, fc, Options{})
+			res, err := Compare(ctx, bc, fc, CompareOptions{})
 			require.NoError(t, err)
 			n := 0
 			for _, r := range res.Tensors {
@@ -147,7 +148,7 @@ func TestRequantFP4Reversed(t *testing.T) {
 	fc, err := ckpt.Open(ctx, ft, ckpt.Options{})
 	require.NoError(t, err)
 	defer fc.Close()
-	res, err := Compare(ctx, fc, bc, Options{})
+	res, err := Compare(ctx, fc, bc, CompareOptions{})
 	require.NoError(t, err)
 	assert.EqualValues(t, 14, res.Summary.RequantIdentical)
 }
@@ -162,7 +163,7 @@ func TestRequantFP4ReleasesScales(t *testing.T) {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			var probe chunkProbe
-			res := fp4Pair(t, s, 5, Options{Workers: 2, probe: &probe})
+			res := fp4Pair(t, s, 5, CompareOptions{Workers: 2}, &probe)
 			require.NotEmpty(t, res.Tensors)
 			assert.Zero(t, probe.retained)
 		})

@@ -8,10 +8,10 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Request is what the diff workflow compares: the checkpoints at Base and
+// Options are what the diff workflow compares: the checkpoints at Base and
 // FT, with the options of Compare given as the command line gives them
 // (Mode a string, sample sizes such as "64KiB"; "" for none).
-type Request struct {
+type Options struct {
 	Base, FT       string
 	Openers        []ckpt.SourceOpener
 	Mode           string
@@ -32,65 +32,65 @@ type Request struct {
 	Out string
 }
 
-// Validate checks the request before any work; a wrong request is a
+// Validate checks the options before any work; wrong options are a
 // *ckpt.UsageError.
-func (r Request) Validate() error {
-	_, err := r.options()
+func (r Options) Validate() error {
+	_, err := r.compareOptions()
 	return err
 }
 
-// options validates the request and returns Compare's options (Match
-// still unset).
-func (r Request) options() (Options, error) {
+// compareOptions validates the options and returns Compare's options
+// (Match still unset).
+func (r Options) compareOptions() (CompareOptions, error) {
 	mode, ok := ParseMode(r.Mode)
 	if !ok {
-		return Options{}, ckpt.Usagef("unknown --mode %q (want header, bytes or values)", r.Mode)
+		return CompareOptions{}, ckpt.Usagef("unknown --mode %q (want header, bytes or values)", r.Mode)
 	}
 	if r.Sample < 0 || r.Workers < 0 {
-		return Options{}, ckpt.Usagef("--sample and --workers must not be negative")
+		return CompareOptions{}, ckpt.Usagef("--sample and --workers must not be negative")
 	}
-	opt := Options{Mode: mode, Sample: r.Sample, Seed: r.Seed, Workers: r.Workers, Progress: r.Progress, SampleSeed: r.SampleSeed, ByLayer: r.ByLayer}
+	opt := CompareOptions{Mode: mode, Sample: r.Sample, Seed: r.Seed, Workers: r.Workers, Progress: r.Progress, SampleSeed: r.SampleSeed, ByLayer: r.ByLayer}
 	var err error
 	if r.SampleBytes != "" {
 		if opt.SampleBytes, err = ckpt.ParseSize(r.SampleBytes); err != nil {
-			return Options{}, &ckpt.UsageError{Option: "--sample-bytes", Reason: err.Error()}
+			return CompareOptions{}, &ckpt.UsageError{Option: "--sample-bytes", Reason: err.Error()}
 		}
 		if opt.SampleBytes <= 0 {
-			return Options{}, ckpt.Usagef("--sample-bytes must be positive, not %s", r.SampleBytes)
+			return CompareOptions{}, ckpt.Usagef("--sample-bytes must be positive, not %s", r.SampleBytes)
 		}
 		if mode != ModeValues {
-			return Options{}, ckpt.Usagef("--sample-bytes needs --mode values, not %s", mode)
+			return CompareOptions{}, ckpt.Usagef("--sample-bytes needs --mode values, not %s", mode)
 		}
 	}
 	if r.SampleBudget != "" {
 		if r.SampleBytes != "" {
-			return Options{}, ckpt.Usagef("--sample-bytes and --sample-budget exclude each other")
+			return CompareOptions{}, ckpt.Usagef("--sample-bytes and --sample-budget exclude each other")
 		}
 		if opt.SampleBudget, err = ckpt.ParseSize(r.SampleBudget); err != nil {
-			return Options{}, &ckpt.UsageError{Option: "--sample-budget", Reason: err.Error()}
+			return CompareOptions{}, &ckpt.UsageError{Option: "--sample-budget", Reason: err.Error()}
 		}
 		if opt.SampleBudget <= 0 {
-			return Options{}, ckpt.Usagef("--sample-budget must be positive, not %s", r.SampleBudget)
+			return CompareOptions{}, ckpt.Usagef("--sample-budget must be positive, not %s", r.SampleBudget)
 		}
 		if mode != ModeValues {
-			return Options{}, ckpt.Usagef("--sample-budget needs --mode values, not %s", mode)
+			return CompareOptions{}, ckpt.Usagef("--sample-budget needs --mode values, not %s", mode)
 		}
 	}
 	// A seed without what it seeds would be silently ignored: the user
 	// meant a sampled comparison.
 	if r.SampleSeed != 0 && r.SampleBytes == "" && r.SampleBudget == "" {
-		return Options{}, ckpt.Usagef("--sample-seed seeds --sample-bytes or --sample-budget; give one of them")
+		return CompareOptions{}, ckpt.Usagef("--sample-seed seeds --sample-bytes or --sample-budget; give one of them")
 	}
 	if r.Seed != 0 && r.Sample == 0 {
-		return Options{}, ckpt.Usagef("--seed seeds --sample N; give it")
+		return CompareOptions{}, ckpt.Usagef("--seed seeds --sample N; give it")
 	}
 	if opt.Match, err = ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
-		return Options{}, err
+		return CompareOptions{}, err
 	}
 	return opt, nil
 }
 
-// Run is the diff workflow: it validates the request, opens both sides
+// Run is the diff workflow: it validates the options, opens both sides
 // (tensors of unknown dtypes are compared as bytes), refuses an Out that
 // is a file of either side, checks that every
 // glob selects tensors of either side and compares them (Compare).
@@ -100,16 +100,16 @@ func (r Request) options() (Options, error) {
 // When a side has tensors of unknown dtypes, the complete result comes
 // with that side's *ckpt.UnknownDTypeError (the input is not entirely
 // readable: exit 2 after the report).
-func Run(ctx context.Context, req Request) (*Result, error) {
-	opt, err := req.options()
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	opt, err := opts.compareOptions()
 	if err != nil {
 		return nil, err
 	}
 	var cks [2]*ckpt.Checkpoint
 	var warnings []string
 	var unknownErr error
-	for i, src := range []string{req.Base, req.FT} {
-		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: req.Workers, Variant: req.Variant}, req.Openers...)
+	for i, src := range []string{opts.Base, opts.FT} {
+		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: opts.Workers, Variant: opts.Variant}, opts.Openers...)
 		if c == nil {
 			return failedRun(warnings), err
 		}
@@ -121,10 +121,10 @@ func Run(ctx context.Context, req Request) (*Result, error) {
 		warnings = append(warnings, c.Warnings()...)
 		cks[i] = c
 	}
-	if err := ckpt.CheckOutput("-o", req.Out, cks[0], cks[1]); err != nil {
+	if err := ckpt.CheckOutput("-o", opts.Out, cks[0], cks[1]); err != nil {
 		return failedRun(warnings), err
 	}
-	if err := ckpt.CheckSelection(req.Match, req.Exclude, cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
+	if err := ckpt.CheckSelection(opts.Match, opts.Exclude, cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
 		return failedRun(warnings), err
 	}
 	res, err := Compare(ctx, cks[0], cks[1], opt)

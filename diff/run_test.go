@@ -16,23 +16,23 @@ func TestRunRequestValidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		req  diff.Request
+		req  diff.Options
 		msg  string // "" valid
 	}{
-		{"defaults", diff.Request{}, ""},
-		{"mode", diff.Request{Mode: "fast"}, `unknown --mode "fast" (want header, bytes or values)`},
-		{"negative", diff.Request{Workers: -1}, "--sample and --workers must not be negative"},
-		{"sample-bytes size", diff.Request{SampleBytes: "lots"}, "--sample-bytes: "},
-		{"sample-bytes zero", diff.Request{SampleBytes: "0"}, "--sample-bytes must be positive, not 0"},
-		{"sample-bytes mode", diff.Request{Mode: "header", SampleBytes: "4KiB"}, "--sample-bytes needs --mode values, not header"},
-		{"both", diff.Request{SampleBytes: "4KiB", SampleBudget: "1M"}, "--sample-bytes and --sample-budget exclude each other"},
-		{"budget mode", diff.Request{Mode: "bytes", SampleBudget: "1M"}, "--sample-budget needs --mode values, not bytes"},
-		{"glob", diff.Request{Match: []string{"[a"}}, "["},
-		{"sampled", diff.Request{SampleBudget: "200MB", ByLayer: true}, ""},
-		{"sample-seed alone", diff.Request{SampleSeed: 3}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
-		{"sample-seed with budget", diff.Request{SampleSeed: 3, SampleBudget: "1M"}, ""},
-		{"seed alone", diff.Request{Seed: 5}, "--seed seeds --sample N; give it"},
-		{"seed with sample", diff.Request{Seed: 5, Sample: 3}, ""},
+		{"defaults", diff.Options{}, ""},
+		{"mode", diff.Options{Mode: "fast"}, `unknown --mode "fast" (want header, bytes or values)`},
+		{"negative", diff.Options{Workers: -1}, "--sample and --workers must not be negative"},
+		{"sample-bytes size", diff.Options{SampleBytes: "lots"}, "--sample-bytes: "},
+		{"sample-bytes zero", diff.Options{SampleBytes: "0"}, "--sample-bytes must be positive, not 0"},
+		{"sample-bytes mode", diff.Options{Mode: "header", SampleBytes: "4KiB"}, "--sample-bytes needs --mode values, not header"},
+		{"both", diff.Options{SampleBytes: "4KiB", SampleBudget: "1M"}, "--sample-bytes and --sample-budget exclude each other"},
+		{"budget mode", diff.Options{Mode: "bytes", SampleBudget: "1M"}, "--sample-budget needs --mode values, not bytes"},
+		{"glob", diff.Options{Match: []string{"[a"}}, "["},
+		{"sampled", diff.Options{SampleBudget: "200MB", ByLayer: true}, ""},
+		{"sample-seed alone", diff.Options{SampleSeed: 3}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
+		{"sample-seed with budget", diff.Options{SampleSeed: 3, SampleBudget: "1M"}, ""},
+		{"seed alone", diff.Options{Seed: 5}, "--seed seeds --sample N; give it"},
+		{"seed with sample", diff.Options{Seed: 5, Sample: 3}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestRunPair(t *testing.T) {
 	t.Parallel()
 	b, f, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
-	res, err := diff.Run(context.Background(), diff.Request{Base: b, FT: f, Mode: "bytes"})
+	res, err := diff.Run(context.Background(), diff.Options{Base: b, FT: f, Mode: "bytes"})
 	require.NoError(t, err)
 	assert.Equal(t, diff.ModeBytes, res.Mode)
 	rec := res.SummaryRecord()
@@ -65,7 +65,7 @@ func TestRunPair(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^\{"base":".*","ft":".*","mode":"bytes","differs":(true|false),"keys":\{`, string(js))
 
-	_, err = diff.Run(context.Background(), diff.Request{Base: b, FT: f, Match: []string{"no.such.**"}})
+	_, err = diff.Run(context.Background(), diff.Options{Base: b, FT: f, Match: []string{"no.such.**"}})
 	assert.ErrorIs(t, err, ckpt.ErrEmptySelection)
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "a glob that selects nothing is a wrong request")
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// Range planning of sampled diffs (Options.SampleBytes, SampleBudget):
+// Range planning of sampled diffs (CompareOptions.SampleBytes, SampleBudget):
 // which parts of a tensor pair are compared. Both sides are compared at
 // the same element positions, so one plan serves both. The method and what
 // a sample cannot prove are in docs/sampling.md.

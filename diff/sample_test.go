@@ -48,12 +48,12 @@ func TestSampleBytesSmallPair(t *testing.T) {
 	t.Parallel()
 	bc, fc := openPair(t)
 	ctx := context.Background()
-	full, err := diff.Compare(ctx, bc, fc, diff.Options{})
+	full, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{})
 	require.NoError(t, err)
 	fullRows := rows(full)
 
 	// A sample as large as every tensor is the full diff.
-	all, err := diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 1 << 30})
+	all, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 1 << 30})
 	require.NoError(t, err)
 	assert.Zero(t, all.Sample.SampledTensors)
 	assert.Equal(t, full.Summary, all.Summary)
@@ -66,10 +66,10 @@ func TestSampleBytesSmallPair(t *testing.T) {
 		assert.Equal(t, f, r, r.Name)
 	}
 
-	opt := diff.Options{SampleBytes: 4 << 10, SampleSeed: 5, Workers: 2}
+	opt := diff.CompareOptions{SampleBytes: 4 << 10, SampleSeed: 5, Workers: 2}
 	res, err := diff.Compare(ctx, bc, fc, opt)
 	require.NoError(t, err)
-	again, err := diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, SampleSeed: 5, Workers: 1, ChunkBytes: 1000})
+	again, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 4 << 10, SampleSeed: 5, Workers: 1, ChunkBytes: 1000})
 	require.NoError(t, err)
 	assert.Equal(t, res.Tensors, again.Tensors, "deterministic, whatever the scheduling and chunking")
 	assert.Positive(t, res.Sample.SampledTensors)
@@ -152,7 +152,7 @@ func TestSampleBytesSmallPair(t *testing.T) {
 		assert.LessOrEqual(t, side.read, bound*5/4)
 	}
 
-	other, err := diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, SampleSeed: 6})
+	other, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 4 << 10, SampleSeed: 6})
 	require.NoError(t, err)
 	differ := false
 	for i := range other.Tensors {
@@ -160,7 +160,7 @@ func TestSampleBytesSmallPair(t *testing.T) {
 	}
 	assert.True(t, differ, "another seed draws other ranges")
 
-	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10, Mode: diff.ModeBytes})
+	_, err = diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 4 << 10, Mode: diff.ModeBytes})
 	assert.ErrorContains(t, err, "values mode")
 }
 
@@ -198,7 +198,7 @@ func TestSampleBytesReads(t *testing.T) {
 	}
 	bc, fc := open(b, "base"), open(f, "ft")
 	armed.Store(true)
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{SampleBytes: 4 << 10, Workers: 3})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{SampleBytes: 4 << 10, Workers: 3})
 	require.NoError(t, err)
 	armed.Store(false)
 	assert.Equal(t, int64(3), most.Load(), "reads in flight: concurrent, at most --workers")
@@ -214,7 +214,7 @@ func TestSampleBytesReads(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = diff.Compare(ctx, bc, fc, diff.Options{SampleBytes: 4 << 10})
+	_, err = diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 4 << 10})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 

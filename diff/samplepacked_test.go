@@ -114,9 +114,9 @@ func TestSampledDiffSchemes(t *testing.T) {
 				// a row of 128 bf16 values is 256 bytes: less than a row
 				const size = 160
 				ctx := context.Background()
-				res, err := diff.Compare(ctx, b, f, diff.Options{SampleBytes: size, SampleSeed: 3})
+				res, err := diff.Compare(ctx, b, f, diff.CompareOptions{SampleBytes: size, SampleSeed: 3})
 				require.NoError(t, err, dir)
-				again, err := diff.Compare(ctx, b, f, diff.Options{SampleBytes: size, SampleSeed: 3, Workers: 1, ChunkBytes: 100})
+				again, err := diff.Compare(ctx, b, f, diff.CompareOptions{SampleBytes: size, SampleSeed: 3, Workers: 1, ChunkBytes: 100})
 				require.NoError(t, err, dir)
 				assert.Equal(t, res.Tensors, again.Tensors, "%s: deterministic, whatever the chunking", dir)
 				weights := 0
@@ -160,7 +160,7 @@ func TestSampledDiffSchemes(t *testing.T) {
 				// tensor whole), within the budget.
 				m, err := ckpt.NewMatcher([]string{changed, changed + "_blocks"}, nil)
 				require.NoError(t, err)
-				one, err := diff.Compare(ctx, b, f, diff.Options{SampleBytes: size, SampleSeed: 3, Match: m})
+				one, err := diff.Compare(ctx, b, f, diff.CompareOptions{SampleBytes: size, SampleSeed: 3, Match: m})
 				require.NoError(t, err)
 				require.Len(t, one.Tensors, 1)
 				r := one.Tensors[0]
@@ -202,7 +202,7 @@ func TestSampledDiffPackedPair(t *testing.T) {
 			t.Parallel()
 			base, cp, _ := schemeDirs(t, s)
 			ctx := context.Background()
-			opt := diff.Options{SampleBytes: 1 << 10, SampleSeed: 9}
+			opt := diff.CompareOptions{SampleBytes: 1 << 10, SampleSeed: 9}
 			name := synth.SchemeChangedWeight(s)
 			stored, scaleName, group := name+"_blocks", name+"_scales", int64(32)
 			if s == quant.NVFP4 {
@@ -337,7 +337,7 @@ func TestSampledDiffPackedOverHub(t *testing.T) {
 			ranges = nil
 			mu.Unlock()
 			const budget = 24 << 10
-			opt := diff.Options{SampleBudget: budget, SampleSeed: 4}
+			opt := diff.CompareOptions{SampleBudget: budget, SampleSeed: 4}
 			res, err := diff.Compare(ctx, hb, hf, opt)
 			require.NoError(t, err)
 			hub.Quiesce()

@@ -33,7 +33,7 @@ func TestSampledRequantMismatchBlocks(t *testing.T) {
 	bc := writeCkpt(t, filepath.Join(dir, "b"), mts, blk, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{rows, cols}, moved)}, 0, nil)
 	for _, size := range []int64{8 << 10, 32 << 10} {
-		res, err := diff.Compare(context.Background(), bc, fc, diff.Options{SampleBytes: size, SampleSeed: 3})
+		res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{SampleBytes: size, SampleSeed: 3})
 		require.NoError(t, err)
 		var row *diff.Tensor
 		for i := range res.Tensors {
@@ -100,9 +100,9 @@ func TestSampledRequantWholeBlockScale(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bc := writeCkpt(t, filepath.Join(t.TempDir(), "b"), tc.mts, blk, nil)
-			full, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+			full, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{})
 			require.NoError(t, err)
-			res, err := diff.Compare(context.Background(), bc, fc, diff.Options{SampleBytes: 8 << 10, SampleSeed: 9})
+			res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{SampleBytes: 8 << 10, SampleSeed: 9})
 			require.NoError(t, err)
 			var row, frow *diff.Tensor
 			for i := range res.Tensors {

@@ -16,7 +16,7 @@ import (
 const sampleBatchBytes = 32 << 20
 
 // defaultSampleReads is the number of reads in flight when
-// Options.Workers is not set: sampled diffs are bound by latency (HTTP,
+// CompareOptions.Workers is not set: sampled diffs are bound by latency (HTTP,
 // often a hub 100 ms or more away), not by the CPU. It is 64 per side:
 // each side's store bounds its own requests in flight at 64
 // (source.Options.MaxConcurrent), and ckpt.ReadSpans starts the files'
@@ -29,9 +29,9 @@ const defaultSampleReads = 128
 // ranges of every pair, then, batch by batch, reads the ranges of both
 // sides in one coalesced, concurrent ckpt.ReadSpans call and compares the
 // batch from memory with the engine, while the next batch is read.
-// inSample (nil: every tensor) is the Options.Sample draw: the tensors
+// inSample (nil: every tensor) is the CompareOptions.Sample draw: the tensors
 // whose data the diff compares, those BytesTotal counts.
-func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool, opt Options, res *Result) error {
+func compareSampled(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan, inSample map[string]bool, opt CompareOptions, res *Result) error {
 	info := &SampleInfo{BytesPerTensor: opt.SampleBytes, BudgetBytes: opt.SampleBudget, Seed: opt.SampleSeed}
 	if opt.SampleBudget > 0 {
 		info.BytesPerTensor = 0
@@ -167,7 +167,7 @@ func storeRequests(c *ckpt.Checkpoint) int64 {
 	return 0
 }
 
-// SampleFloor is the least share of Options.SampleBudget a tensor gets
+// SampleFloor is the least share of CompareOptions.SampleBudget a tensor gets
 // (or all of it, if smaller).
 const SampleFloor = 16 << 10
 

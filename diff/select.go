@@ -27,7 +27,7 @@ func selectNames(base, ft *ckpt.Checkpoint, m *ckpt.Matcher) []string {
 	return names
 }
 
-// sample draws the tensors whose data a diff with Options.Sample = n
+// sample draws the tensors whose data a diff with CompareOptions.Sample = n
 // compares: the n names with the smallest seeded hash, leaving scale
 // companions out of the draw and adding them back with their weight. It
 // returns nil (every tensor) when n is 0 or covers every candidate.

@@ -55,10 +55,10 @@ func TestStackedOverHub(t *testing.T) {
 		hf, err := ckpt.Open(ctx, "hf://org/ft", ckpt.Options{}, openers...)
 		require.NoError(t, err)
 		bc, fc := openLocal(t, p.base, p.ft)
-		full, err := diff.Compare(ctx, bc, fc, diff.Options{})
+		full, err := diff.Compare(ctx, bc, fc, diff.CompareOptions{})
 		require.NoError(t, err)
 		fr := rows(full)
-		for _, opt := range []diff.Options{{}, {ByLayer: true}, {Mode: diff.ModeBytes}, {SampleBytes: 4096, SampleSeed: 2}, {SampleBytes: 100, SampleSeed: 2}, {SampleBudget: 100 << 10, SampleSeed: 2}, {SampleBudget: 100 << 10, ByLayer: true}} {
+		for _, opt := range []diff.CompareOptions{{}, {ByLayer: true}, {Mode: diff.ModeBytes}, {SampleBytes: 4096, SampleSeed: 2}, {SampleBytes: 100, SampleSeed: 2}, {SampleBudget: 100 << 10, SampleSeed: 2}, {SampleBudget: 100 << 10, ByLayer: true}} {
 			loc, err := diff.Compare(ctx, bc, fc, opt)
 			require.NoError(t, err, p.name)
 			rem, err := diff.Compare(ctx, hb, hf, opt)

@@ -52,7 +52,7 @@ func TestStackedExperts(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for i, pair := range [][2]string{{"fp8", "fp8 changed"}, {"fp8", "bf16"}, {"fp8", "bf16 off"}, {"bf16 off", "fp8"}} {
-		for o, opt := range []diff.Options{{}, {SampleBytes: 2048, SampleSeed: 3}} {
+		for o, opt := range []diff.CompareOptions{{}, {SampleBytes: 2048, SampleSeed: 3}} {
 			var res [2]*diff.Result
 			for k, view := range []func([]ckpt.MemTensor) []ckpt.MemTensor{func(m []ckpt.MemTensor) []ckpt.MemTensor { return m }, stack} {
 				d := filepath.Join(dir, fmt.Sprintf("%d-%d-%d", i, o, k))

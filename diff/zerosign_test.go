@@ -88,7 +88,7 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 			}
 			bc := writeCkpt(t, filepath.Join(dir, "b"), bt, blk, nil)
 			fc := writeCkpt(t, filepath.Join(dir, "f"), ft, blk, nil)
-			res, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+			res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{})
 			require.NoError(t, err)
 			row := rows(res)["m.weight"]
 			assert.Equal(t, diff.RequantIdentical, row.Relation, "%s (FP8 in base: %v)", tc.name, fp8InBase)
@@ -118,7 +118,7 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 	hf, err := ckpt.Open(context.Background(), "hf://org/ft", ckpt.Options{}, openers...)
 	require.NoError(t, err)
 	t.Cleanup(func() { hf.Close() })
-	for _, opt := range []diff.Options{{}, {SampleBytes: 1 << 10, SampleSeed: 2}} {
+	for _, opt := range []diff.CompareOptions{{}, {SampleBytes: 1 << 10, SampleSeed: 2}} {
 		res, err := diff.Compare(context.Background(), hb, hf, opt)
 		require.NoError(t, err)
 		row := rows(res)["m.weight"]
@@ -137,7 +137,7 @@ func TestZeroSignRequantIdentical(t *testing.T) {
 	dir = t.TempDir()
 	bc := writeCkpt(t, filepath.Join(dir, "b"), fp8Tensors(t, "m.weight", bad, scales), blk, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), []ckpt.MemTensor{bf16T(t, "m.weight", []int64{64, 64}, w)}, blk, nil)
-	res, err := diff.Compare(context.Background(), bc, fc, diff.Options{})
+	res, err := diff.Compare(context.Background(), bc, fc, diff.CompareOptions{})
 	require.NoError(t, err)
 	row := rows(res)["m.weight"]
 	assert.Equal(t, diff.DTypeChanged, row.Relation)
@@ -175,7 +175,7 @@ func TestZeroSignFP8Identical(t *testing.T) {
 	dir := t.TempDir()
 	bc := writeCkpt(t, filepath.Join(dir, "b"), append(fp8Tensors(t, "same.weight", codes, scales), fp8Tensors(t, "chg.weight", codes, scales)...), blk, nil)
 	fc := writeCkpt(t, filepath.Join(dir, "f"), append(fp8Tensors(t, "same.weight", other, scales), fp8Tensors(t, "chg.weight", changed, scales)...), blk, nil)
-	for _, opt := range []diff.Options{{}, {ChunkBytes: 64, Workers: 3}} {
+	for _, opt := range []diff.CompareOptions{{}, {ChunkBytes: 64, Workers: 3}} {
 		res, err := diff.Compare(context.Background(), bc, fc, opt)
 		require.NoError(t, err)
 		by := rows(res)

@@ -548,8 +548,36 @@ func qwen36Profile(line qwen36Line) *Profile {
 				"T3K-only drafter LM head output.weight.vshard.bfp4 of later mtp.py revisions is not written on Blackhole.",
 		},
 	}
+	addGDNRules(p, line)
+	if line.fusedDecode {
+		addGDNFusedDecode(p)
+	}
+	addDecoderRules(p, line)
+
+	p.Vision = visionProfile()
+	sa := layerPfx + "self_attn."
+	p.Ignore = []Ignore{
+		visionIgnore(),
+		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
+		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
+	}
+	if line.mtp {
+		p.Ignore = append(p.Ignore,
+			Ignore{Template: "mtp.layers.0.self_attn.q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
+			Ignore{Template: "mtp.layers.0.self_attn.k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"})
+	} else {
+		p.Ignore = append(p.Ignore, Ignore{Prefix: "mtp.",
+			Reason: "MTP head: this line has no tensor-parallel MTP and its loader drops every mtp.* key " +
+				"(weight_mapping.load_qwen36_state_dict_fp8); use profile " + ProfileMTP + " to cache it"})
+	}
+	return p
+}
+
+// addGDNRules appends the rules of the Gated DeltaNet layers to p, and
+// the out.colpar variable of a line that has it.
+func addGDNRules(p *Profile, line qwen36Line) {
 	add := func(rs ...Rule) { p.Rules = append(p.Rules, rs...) }
-	lin, full := "linear_attention", "full_attention"
+	lin := "linear_attention"
 	la := layerPfx + "linear_attn."
 
 	// Gated DeltaNet layers: layers.{L}/tp/ (tt/gdn/tp.py load_gdn_weights_tp).
@@ -594,29 +622,42 @@ func qwen36Profile(line qwen36Line) *Profile {
 			Placement: colParallel, DType: BFloat16, Layout: Tile, Memory: DRAMInterleaved,
 			Note: "conv kernel tap j of every channel, channels reordered per device like qkv"})
 	}
+}
 
-	if line.fusedDecode {
-		for _, f := range []struct {
-			name, src string
-			steps     []Step
-			note      string
-		}{
-			{"dt_bias_fp32", "dt_bias", nil, "_shard_small_fp32(dt_bias): the source's values in float32 (.float()), no bf16 rounding"},
-			{"neg_exp_A_fp32", "A_log", []Step{{Op: OpNegExp}}, "_shard_small_fp32(-torch.exp(A_log.float())): −exp in float32, no bf16 rounding"},
-		} {
-			steps := append(append([]Step(nil), f.steps...), fuse(Part{Source: 0, Label: f.src + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}),
-				reshapeStep("1", "1", "rows"))
-			add(Rule{ID: "gdn." + f.name, Target: "layers.{L}/tp/" + f.name, Sources: []string{la + f.src}, LayerType: lin, Required: true,
-				When: Conditions{on(VarGDNFusedDecode)}, Assert: []string{"linear_conv_kernel_dim == 4"},
-				Transform: steps, Placement: colParallel, DType: Float32, Layout: Tile, Memory: DRAMInterleaved,
-				Note: f.note + "; [1, 1, heads], ShardTensorToMesh(dim=-1)"})
-		}
-		p.Variables = append(p.Variables, Variable{Name: VarGDNFusedDecode, Default: true,
-			Doc: "every GDN layer also caches the fused decode's float32 constants layers.N/tp/dt_bias_fp32 and layers.N/tp/neg_exp_A_fp32 " +
-				"(FLOAT32 TILE, sharded like dt_bias); false (QWEN36_GDN_FUSED_DECODE=0): no such files",
-			Upstream: qwen36 + "gdn/tp.py@" + mainShort + " (gdn_fused_decode_enabled(): QWEN36_GDN_FUSED_DECODE, default \"1\"; load_gdn_weights_tp " +
-				"writes them when it is on and gdn_conv_kernel_size == 4)"})
+// addGDNFusedDecode appends the rules of the fused decode's float32
+// constants of the Gated DeltaNet layers to p, and their variable.
+func addGDNFusedDecode(p *Profile) {
+	add := func(rs ...Rule) { p.Rules = append(p.Rules, rs...) }
+	lin := "linear_attention"
+	la := layerPfx + "linear_attn."
+	for _, f := range []struct {
+		name, src string
+		steps     []Step
+		note      string
+	}{
+		{"dt_bias_fp32", "dt_bias", nil, "_shard_small_fp32(dt_bias): the source's values in float32 (.float()), no bf16 rounding"},
+		{"neg_exp_A_fp32", "A_log", []Step{{Op: OpNegExp}}, "_shard_small_fp32(-torch.exp(A_log.float())): −exp in float32, no bf16 rounding"},
+	} {
+		steps := append(append([]Step(nil), f.steps...), fuse(Part{Source: 0, Label: f.src + " (linear_num_value_heads heads)", Units: "linear_num_value_heads"}),
+			reshapeStep("1", "1", "rows"))
+		add(Rule{ID: "gdn." + f.name, Target: "layers.{L}/tp/" + f.name, Sources: []string{la + f.src}, LayerType: lin, Required: true,
+			When: Conditions{on(VarGDNFusedDecode)}, Assert: []string{"linear_conv_kernel_dim == 4"},
+			Transform: steps, Placement: colParallel, DType: Float32, Layout: Tile, Memory: DRAMInterleaved,
+			Note: f.note + "; [1, 1, heads], ShardTensorToMesh(dim=-1)"})
 	}
+	p.Variables = append(p.Variables, Variable{Name: VarGDNFusedDecode, Default: true,
+		Doc: "every GDN layer also caches the fused decode's float32 constants layers.N/tp/dt_bias_fp32 and layers.N/tp/neg_exp_A_fp32 " +
+			"(FLOAT32 TILE, sharded like dt_bias); false (QWEN36_GDN_FUSED_DECODE=0): no such files",
+		Upstream: qwen36 + "gdn/tp.py@" + mainShort + " (gdn_fused_decode_enabled(): QWEN36_GDN_FUSED_DECODE, default \"1\"; load_gdn_weights_tp " +
+			"writes them when it is on and gdn_conv_kernel_size == 4)"})
+}
+
+// addDecoderRules appends to p the rules of the full-attention layers,
+// the MLP and norms of every layer, the embedding, final norm and LM head,
+// and the MTP head of a line that has one.
+func addDecoderRules(p *Profile, line qwen36Line) {
+	add := func(rs ...Rule) { p.Rules = append(p.Rules, rs...) }
+	full := "full_attention"
 
 	// Gated full-attention layers (tt/attention/tp.py), the MLP of every
 	// layer (tt/mlp.py) and the per-layer norms at the cache root
@@ -645,24 +686,6 @@ func qwen36Profile(line qwen36Line) *Profile {
 	if line.mtp {
 		add(mtpRules()...)
 	}
-
-	p.Vision = visionProfile()
-	sa := layerPfx + "self_attn."
-	p.Ignore = []Ignore{
-		visionIgnore(),
-		{Template: sa + "q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
-		{Template: sa + "k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"},
-	}
-	if line.mtp {
-		p.Ignore = append(p.Ignore,
-			Ignore{Template: "mtp.layers.0.self_attn.q_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + q_norm) with cache path None"},
-			Ignore{Template: "mtp.layers.0.self_attn.k_norm.weight", Reason: "not cached: attention/tp.py replicates (1 + k_norm) with cache path None"})
-	} else {
-		p.Ignore = append(p.Ignore, Ignore{Prefix: "mtp.",
-			Reason: "MTP head: this line has no tensor-parallel MTP and its loader drops every mtp.* key " +
-				"(weight_mapping.load_qwen36_state_dict_fp8); use profile " + ProfileMTP + " to cache it"})
-	}
-	return p
 }
 
 // mtpRules are the MTP head as the MTP line's tt/mtp.py (Qwen36MTP,

@@ -22,8 +22,8 @@
 //
 // Resolve is the one way the commands make a plan (PlanOptions: built-in
 // profile or rules file, mesh, device, tag, --set and MESH_DEVICE; a wrong
-// request is a *ckpt.UsageError); Map is the workflow of `ckpt map` (one
-// MapRequest, one MapResult); Plan.Result is the map JSON document. FileName, CacheDir and CacheName are the one definition of
+// option is a *ckpt.UsageError); Run is the workflow of `ckpt map` (one
+// Options, one Result); Plan.Document is the map JSON document. FileName, CacheDir and CacheName are the one definition of
 // cache file and directory names.
 //
 // A plan fails (PlanError, its problems are ckpt.Findings) when any source tensor is neither mapped nor

@@ -20,31 +20,117 @@ type resolvedPart struct {
 // With a Stack, srcs holds stackN tensors per source template (source j of
 // index x at x*len(Sources)+j) and the transform reads template j as one
 // source: the rows of its stackN tensors one after the other.
+//
+// The steps (entryBuild's methods) run in order: sources, the transform
+// (planSteps), checkRows, blockColumns, countShards, cutShards, shape and
+// memory; the first that fails records the problem and ends the entry.
 func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64) *Entry {
 	target, _ := b.target(r, bind) // run checked it
-	fail := func(kind ckpt.FindingID, format string, args ...any) *Entry {
-		b.problem(kind, r.ID, target, fmt.Sprintf("target %s: ", target)+fmt.Sprintf(format, args...), b.sourceNames(srcs)...)
-		return nil
-	}
+	x := &entryBuild{b: b, r: r, srcs: srcs, stackN: stackN, target: target}
 	vars := b.vars
 	for _, a := range r.Assert {
 		ok, err := evalAssert(a, vars)
 		if err != nil {
-			return fail(ProblemConfig, "rule %s: %v", r.ID, err)
+			return x.fail(ProblemConfig, "rule %s: %v", r.ID, err)
 		}
 		if !ok {
-			return fail(ProblemConfig, "rule %s assumes %s, which this config does not satisfy", r.ID, a)
+			return x.fail(ProblemConfig, "rule %s assumes %s, which this config does not satisfy", r.ID, a)
 		}
 	}
-	e := &Entry{Rule: r.ID, Target: target, Steps: r.Transform, Placement: r.Placement, Devices: int(b.n),
+	x.e = &Entry{Rule: r.ID, Target: target, Steps: r.Transform, Placement: r.Placement, Devices: int(b.n),
 		DType: r.DType, Layout: r.Layout, Flat: r.Flat}
-	e.File = path.Join(b.plan.CacheDir, FileName(target, r.DType, r.Layout))
-	J := len(srcs)
+	x.e.File = path.Join(b.plan.CacheDir, FileName(target, r.DType, r.Layout))
+	if !x.sources() {
+		return nil
+	}
 	if stackN > 0 {
+		for j := range x.rows {
+			x.rows[j] *= stackN
+		}
+	}
+	ch, err := planSteps(r.Transform, vars, x.rows)
+	if err != nil {
+		return x.fail(ProblemConfig, "%v", err)
+	}
+	x.ch = ch
+	x.e.Values, x.e.Transpose = ch.values, ch.transpose
+	x.parts, x.colStart, x.colCount = ch.parts, ch.colStart, ch.colCount
+	if x.parts == nil {
+		for i := range x.rows {
+			x.parts = append(x.parts, resolvedPart{Part: Part{Source: i, Label: "rows of " + x.view(i).Name}, units: x.rows[i], unitRows: 1, stride: 1})
+		}
+	}
+	x.splitRows = r.Placement.Kind == "shard" && r.Placement.Split == "rows"
+	for _, step := range []func() bool{x.checkRows, x.blockColumns, x.countShards, x.cutShards, x.shape, x.memory} {
+		if !step() {
+			return nil
+		}
+	}
+	return x.e
+}
+
+// entryBuild is one entry in the making: what the steps of entry share.
+type entryBuild struct {
+	b      *builder
+	r      *Rule
+	srcs   []*ckpt.Tensor
+	stackN int64
+	target string
+	e      *Entry
+	// J is the number of sources the transform reads (the templates of a
+	// stacked rule); rows and cols are each one's matrix.
+	J          int
+	rows, cols []int64
+	ch         *chain
+	parts      []resolvedPart
+	// colStart and colCount are the source columns taken (colCount < 0
+	// from the transform: every column, colStart then 0); C is the
+	// number of columns every part contributes.
+	colStart, colCount, C int64
+	splitRows             bool
+	// padRows: the transform pads the block's rows, to fullRows; fullCols
+	// are the block's columns, csegs where they come from.
+	padRows            bool
+	fullRows, fullCols int64
+	csegs              []seg
+	shards             int
+}
+
+// fail records the problem of the entry's target (naming its sources)
+// and returns nil.
+func (x *entryBuild) fail(kind ckpt.FindingID, format string, args ...any) *Entry {
+	x.b.problem(kind, x.r.ID, x.target, fmt.Sprintf("target %s: ", x.target)+fmt.Sprintf(format, args...), x.b.sourceNames(x.srcs)...)
+	return nil
+}
+
+// failed is fail for the steps, which report false.
+func (x *entryBuild) failed(kind ckpt.FindingID, format string, args ...any) bool {
+	x.fail(kind, format, args...)
+	return false
+}
+
+// view names source j as the transform sees it (a stacked template by its
+// first tensor).
+func (x *entryBuild) view(j int) *ckpt.Tensor { return x.srcs[j] }
+
+// replicated reports whether part p gives each device one whole unit
+// (Part.Replicate with fewer units than devices).
+func (x *entryBuild) replicated(p resolvedPart) bool {
+	return p.Replicate && x.splitRows && p.units < x.b.n
+}
+
+// sources adds the entry's sources with their block scales and sets the
+// matrix of each (rows, cols); a stacked rule's tensors of one template
+// must agree in shape.
+func (x *entryBuild) sources() bool {
+	b, r, srcs, target, e := x.b, x.r, x.srcs, x.target, x.e
+	J := len(srcs)
+	if x.stackN > 0 {
 		J = len(r.Sources)
 	}
 	rows := make([]int64, J)
 	cols := make([]int64, J)
+	x.J, x.rows, x.cols = J, rows, cols
 	for i, t := range srcs {
 		s := Source{Name: t.Name, Tensor: t}
 		// A quantised weight is its codes plus its scale: one without a
@@ -59,7 +145,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 				}
 			}
 			b.problem(ProblemScale, r.ID, target, fmt.Sprintf("target %s: %v", target, err), names...)
-			return nil
+			return false
 		}
 		s.Scale = scale
 		e.Sources = append(e.Sources, s)
@@ -71,29 +157,18 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		if i < J {
 			rows[j], cols[j] = tr, tc
 		} else if first := srcs[j]; !slices.Equal(first.Shape, t.Shape) {
-			return fail(ProblemShape, "cannot stack %s of shape %v with %s of shape %v", t.Name, t.Shape, first.Name, first.Shape)
+			return x.failed(ProblemShape, "cannot stack %s of shape %v with %s of shape %v", t.Name, t.Shape, first.Name, first.Shape)
 		}
 	}
-	// view names source j as the transform sees it (a stacked template
-	// by its first tensor).
-	view := func(j int) *ckpt.Tensor { return srcs[j] }
-	if stackN > 0 {
-		for j := range rows {
-			rows[j] *= stackN
-		}
-	}
-	ch, err := planSteps(r.Transform, vars, rows)
-	_ = view
-	if err != nil {
-		return fail(ProblemConfig, "%v", err)
-	}
-	e.Values, e.Transpose = ch.values, ch.transpose
-	parts, colStart, colCount, reshape, interleave := ch.parts, ch.colStart, ch.colCount, ch.reshape, ch.interleave
-	if parts == nil {
-		for i := range rows {
-			parts = append(parts, resolvedPart{Part: Part{Source: i, Label: "rows of " + view(i).Name}, units: rows[i], unitRows: 1, stride: 1})
-		}
-	}
+	return true
+}
+
+// checkRows checks the columns every part contributes (C), the bounds
+// and coverage of each source's rows and the padding and reordering
+// inside units, and sets the rows of the block (fullRows, padRows).
+func (x *entryBuild) checkRows() bool {
+	b, ch, parts, rows, cols, colStart, colCount, stackN, view := x.b, x.ch, x.parts, x.rows, x.cols, x.colStart, x.colCount, x.stackN, x.view
+	fail := x.failed
 	// Columns: every part must contribute the same number of columns.
 	var C int64 = -1
 	for i := range rows {
@@ -110,10 +185,11 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		C = c
 	}
 	if colCount < 0 {
-		colStart = 0
+		x.colStart = 0
 	}
+	x.C = C
 	// Rows: bounds and coverage of each source.
-	covered := make([]int64, len(srcs))
+	covered := make([]int64, len(x.srcs))
 	for _, p := range parts {
 		if p.units < 0 || p.unitRows < 0 || p.stride < 0 || p.offset < 0 {
 			return fail(ProblemConfig, "part %s has negative extents", p.Label)
@@ -130,10 +206,6 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 				covered[i], view(i).Name, rows[i], view(i).Shape, stackedOf(stackN))
 		}
 	}
-	splitRows := r.Placement.Kind == "shard" && r.Placement.Split == "rows"
-	// replicated reports whether part p gives each device one whole unit
-	// (Part.Replicate with fewer units than devices).
-	replicated := func(p resolvedPart) bool { return p.Replicate && splitRows && p.units < b.n }
 	// Padding and reordering inside units.
 	for _, p := range parts {
 		if p.pad < 0 {
@@ -146,7 +218,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	var fullRows int64
 	anyReplicated := false
 	for _, p := range parts {
-		if replicated(p) {
+		if x.replicated(p) {
 			fullRows += b.n * (p.unitRows + p.pad)
 			anyReplicated = true
 			continue
@@ -163,8 +235,15 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		}
 		fullRows = ch.padRows
 	}
-	// Columns of the block: the source window in units, each followed by
-	// its zero columns, the whole repeated, then padded.
+	x.padRows, x.fullRows = padRows, fullRows
+	return true
+}
+
+// blockColumns sets the columns of the block (csegs, fullCols): the
+// source window in units, each followed by its zero columns, the whole
+// repeated, then padded.
+func (x *entryBuild) blockColumns() bool {
+	ch, C, colStart, colCount := x.ch, x.C, x.colStart, x.colCount
 	var csegs []seg
 	unit, cpad := C, int64(0)
 	if colCount >= 0 {
@@ -187,11 +266,21 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	fullCols := segsLen(csegs)
 	if ch.padCols > fullCols || ch.padCols > 0 && ch.padCols < fullCols {
 		if ch.padCols < fullCols {
-			return fail(ProblemConfig, "pad to %d columns: the block has %d already", ch.padCols, fullCols)
+			return x.failed(ProblemConfig, "pad to %d columns: the block has %d already", ch.padCols, fullCols)
 		}
 		csegs = appendSeg(csegs, seg{zero: true, n: ch.padCols - fullCols})
 		fullCols = ch.padCols
 	}
+	x.csegs, x.fullCols = csegs, fullCols
+	return true
+}
+
+// countShards sets the number of shards (one per device unless
+// replicated) once the sharded dimension divides by the devices, and
+// checks that interleaved parts agree.
+func (x *entryBuild) countShards() bool {
+	b, r, parts, fullRows, fullCols, padRows := x.b, x.r, x.parts, x.fullRows, x.fullCols, x.padRows
+	fail := x.failed
 	shards := 1
 	switch {
 	case r.Placement.Kind == "replicate":
@@ -203,7 +292,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	case r.Placement.Split == "rows":
 		shards = int(b.n)
 		for _, p := range parts {
-			if p.units%b.n != 0 && !replicated(p) {
+			if p.units%b.n != 0 && !x.replicated(p) {
 				expr := p.Units
 				if expr == "" {
 					expr = "rows"
@@ -215,12 +304,14 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	default:
 		shards = int(b.n)
 		if fullCols%b.n != 0 {
-			return fail(ProblemIndivisible, "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s", fullCols, srcs[0].Name, b.n, b.mesh)
+			return fail(ProblemIndivisible, "%d columns of %s along the sharded dimension do not divide by the %d devices of mesh %s",
+				fullCols, x.srcs[0].Name, b.n, b.mesh)
 		}
 	}
-	if interleave {
+	x.shards = shards
+	if x.ch.interleave {
 		for _, p := range parts {
-			if replicated(p) {
+			if x.replicated(p) {
 				return fail(ProblemConfig, "part %s replicates units and cannot be interleaved", p.Label)
 			}
 		}
@@ -230,62 +321,71 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 			}
 		}
 	}
-	// rowSegs lists the block rows of units [u0, u0+per) of every part (of
-	// every part's own range when each part is split).
-	rowSegs := func(split bool, d int64) []seg {
-		var out []seg
-		add := func(p resolvedPart, u int64) {
-			r0 := p.offset + u*p.stride
-			if p.Order == OrderInterleaveHalves {
-				h := p.unitRows / 2
-				for i := int64(0); i < h; i++ {
-					out = appendSeg(out, seg{src: p.Source, at: r0 + i, n: 1})
-					out = appendSeg(out, seg{src: p.Source, at: r0 + h + i, n: 1})
-				}
-			} else {
-				out = appendSeg(out, seg{src: p.Source, at: r0, n: p.unitRows})
+	return true
+}
+
+// rowSegs lists the block rows of units [u0, u0+per) of every part (of
+// every part's own range when each part is split), for device d.
+func (x *entryBuild) rowSegs(split bool, d int64) []seg {
+	b, parts := x.b, x.parts
+	var out []seg
+	add := func(p resolvedPart, u int64) {
+		r0 := p.offset + u*p.stride
+		if p.Order == OrderInterleaveHalves {
+			h := p.unitRows / 2
+			for i := int64(0); i < h; i++ {
+				out = appendSeg(out, seg{src: p.Source, at: r0 + i, n: 1})
+				out = appendSeg(out, seg{src: p.Source, at: r0 + h + i, n: 1})
 			}
-			if p.pad > 0 {
-				out = appendSeg(out, seg{zero: true, n: p.pad})
-			}
+		} else {
+			out = appendSeg(out, seg{src: p.Source, at: r0, n: p.unitRows})
 		}
-		if interleave {
-			per, u0 := parts[0].units, int64(0)
-			if split {
-				per /= b.n
-				u0 = d * per
-			}
-			for u := u0; u < u0+per; u++ {
-				for _, p := range parts {
-					add(p, u)
-				}
-			}
-			return out
+		if p.pad > 0 {
+			out = appendSeg(out, seg{zero: true, n: p.pad})
 		}
-		for _, p := range parts {
-			per, u0 := p.units, int64(0)
-			switch {
-			case split && replicated(p):
-				per, u0 = 1, d*p.units/b.n
-			case split:
-				per /= b.n
-				u0 = d * per
-			}
-			for u := u0; u < u0+per; u++ {
+	}
+	if x.ch.interleave {
+		per, u0 := parts[0].units, int64(0)
+		if split {
+			per /= b.n
+			u0 = d * per
+		}
+		for u := u0; u < u0+per; u++ {
+			for _, p := range parts {
 				add(p, u)
 			}
 		}
 		return out
 	}
+	for _, p := range parts {
+		per, u0 := p.units, int64(0)
+		switch {
+		case split && x.replicated(p):
+			per, u0 = 1, d*p.units/b.n
+		case split:
+			per /= b.n
+			u0 = d * per
+		}
+		for u := u0; u < u0+per; u++ {
+			add(p, u)
+		}
+	}
+	return out
+}
+
+// cutShards cuts the block into the pieces of each shard (Entry.Shards)
+// and sets the per-device matrix (MatrixRows, MatrixCols).
+func (x *entryBuild) cutShards() bool {
+	b, r, e, fullRows, fullCols, csegs, splitRows, padRows := x.b, x.r, x.e, x.fullRows, x.fullCols, x.csegs, x.splitRows, x.padRows
 	splitCols := r.Placement.Kind == "shard" && r.Placement.Split == "cols"
 	var whole []seg
 	if padRows {
-		whole = rowSegs(false, 0)
+		whole = x.rowSegs(false, 0)
 		if pad := fullRows - segsLen(whole); pad > 0 {
 			whole = appendSeg(whole, seg{zero: true, n: pad})
 		}
 	}
-	for d := 0; d < shards; d++ {
+	for d := 0; d < x.shards; d++ {
 		var rs []seg
 		switch {
 		case padRows && splitRows:
@@ -294,7 +394,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		case padRows:
 			rs = whole
 		default:
-			rs = rowSegs(splitRows, int64(d))
+			rs = x.rowSegs(splitRows, int64(d))
 		}
 		cs := csegs
 		if splitCols {
@@ -308,6 +408,17 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 			e.MatrixRows = segsLen(rs)
 		}
 	}
+	return true
+}
+
+// shape sets the entry's shape and per-device shape (transposed,
+// batched, reshaped) and checks that the placement shards the dimension
+// it names.
+func (x *entryBuild) shape() bool {
+	b, r, e, srcs, ch, vars, fullRows, fullCols, C := x.b, x.r, x.e, x.srcs, x.ch, x.b.vars, x.fullRows, x.fullCols, x.C
+	fail := x.failed
+	reshape := ch.reshape
+	var err error
 	fr, fc := fullRows, fullCols
 	dr, dc := e.MatrixRows, e.MatrixCols
 	if e.Transpose {
@@ -364,17 +475,25 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 	} else {
 		e.DeviceShape = append([]int64(nil), e.Shape...)
 	}
+	return true
+}
+
+// memory sets the entry's memory config (DRAM width sharding: its shard
+// shape and grid), un-stacks the shards of a stacked rule and warns of
+// TILE padding.
+func (x *entryBuild) memory() bool {
+	r, e := x.r, x.e
 	e.Memory = MemoryConfig{Kind: r.Memory}
 	if r.Memory == DRAMWidthSharded {
 		if len(e.DeviceShape) != 2 {
-			return fail(ProblemConfig, "DRAM width sharding needs a 2-D [k, n] tensor, got %v", e.DeviceShape)
+			return x.failed(ProblemConfig, "DRAM width sharding needs a 2-D [k, n] tensor, got %v", e.DeviceShape)
 		}
 		k, n := e.DeviceShape[0], e.DeviceShape[1]
 		const banks, tile = 8, 32
 		if r.Layout == Tile && k%tile != 0 {
 			// ttnn refuses it: the physical shard [k, w] must be whole
 			// tiles (tensor_layout.cpp, "must be tile {32, 32} sized").
-			return fail(ProblemConfig, "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape "+
+			return x.failed(ProblemConfig, "DRAM width sharding of a TILE tensor needs a per-device height that is a multiple of 32 (ttnn refuses shard shape "+
 				"[%d, ...]), got %v", k, e.DeviceShape)
 		}
 		padded := (n + tile*banks - 1) / (tile * banks) * (tile * banks)
@@ -382,8 +501,8 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 		e.Memory.Grid = [][]int{{0, 0}, {banks - 1, 0}}
 		e.Memory.Orientation = "ROW_MAJOR"
 	}
-	if stackN > 0 {
-		e.Shards = unstack(e.Shards, rows, stackN, J)
+	if x.stackN > 0 {
+		e.Shards = unstack(e.Shards, x.rows, x.stackN, x.J)
 	}
 	if r.Layout == Tile {
 		ds := e.DeviceShape
@@ -394,7 +513,7 @@ func (b *builder) entry(r *Rule, bind binding, srcs []*ckpt.Tensor, stackN int64
 			e.Warnings = append(e.Warnings, fmt.Sprintf("per-device height %d is not a multiple of 32 (TILE pads it)", ds[len(ds)-2]))
 		}
 	}
-	return e
+	return true
 }
 
 // strided reports whether the parts of source i are strided runs that

@@ -12,6 +12,11 @@ type Mesh struct {
 	Rows, Cols int
 }
 
+// DefaultMesh is the mesh of a plan that names none: the --mesh default
+// of ckpt map and ckpt cache build, and Resolve's for an empty
+// PlanOptions.Mesh.
+const DefaultMesh = "1x2"
+
 // ParseMesh parses "1x2" (or "1X2").
 func ParseMesh(s string) (Mesh, error) {
 	r, c, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")

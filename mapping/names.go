@@ -56,6 +56,28 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	n := mesh.Devices()
 	vars := Vars{"N": int64(n), NumDevices: int64(n)}
 	b := &builder{plan: plan}
+	rules, err := nameRules(b, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	// What the names show: the layers, their types, the config conditions
+	// some file stands for.
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = CacheName(f)
+	}
+	seen := seeNames(rules, names, vars)
+	unobserved, unknownTargets, err := expectEntries(plan, rules, names, seen, vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, nameNotes(p, rules, seen, layers, layerWord, unobserved, unknownTargets), nil
+}
+
+// nameRules compiles the target of each rule of p whose config
+// conditions hold or need a config value (keys: those PlanNames looks for
+// in the names).
+func nameRules(b *builder, p *Profile) ([]*nameRule, error) {
 	rules := make([]*nameRule, 0, len(p.Rules))
 	for i := range p.Rules {
 		r := &p.Rules[i]
@@ -68,7 +90,7 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			}
 			holds, err := b.condition(c)
 			if err != nil {
-				return nil, nil, fmt.Errorf("rule %q: %w", r.ID, err)
+				return nil, fmt.Errorf("rule %q: %w", r.ID, err)
 			}
 			ok = ok && holds
 		}
@@ -83,18 +105,33 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 		}
 		nr, err := compileTarget(r, caps, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		nr.keys = keys
 		rules = append(rules, nr)
 	}
+	return rules, nil
+}
 
-	// What the names show: the layers, their types, the config conditions
-	// some file stands for.
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = CacheName(f)
-	}
+// namesSeen is what the names of a cache's files show (seeNames).
+type namesSeen struct {
+	maxLayer int
+	// observed: the conditions some name stands for; certain: those some
+	// name shows for sure.
+	observed, certain map[string]bool
+	// moeLayer: the MoE layers; moeFixed: a fixed layer's rules (the MTP
+	// layer) are MoE.
+	moeLayer map[int]bool
+	moeFixed bool
+	// layerTypes is the type of each layer the names show ("" for none),
+	// untyped the layers without one.
+	layerTypes, untyped []string
+}
+
+// seeNames reads the names: the layers, their types and the config
+// conditions some name stands for; it sets the first full-attention
+// layer in vars.
+func seeNames(rules []*nameRule, names []string, vars Vars) *namesSeen {
 	maxLayer := -1
 	votes := map[int]map[string]int{}
 	observed := map[string]bool{}
@@ -169,7 +206,17 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			break
 		}
 	}
+	return &namesSeen{maxLayer: maxLayer, observed: observed, certain: certain, moeLayer: moeLayer, moeFixed: moeFixed,
+		layerTypes: layerTypes, untyped: untyped}
+}
 
+// expectEntries adds to plan the entry of every file the rules expect
+// given what the names show, sorted by target; it returns the conditions
+// no name shows and the targets whose config values the names cannot
+// give.
+func expectEntries(plan *Plan, rules []*nameRule, names []string, seen *namesSeen, vars Vars) (map[string]bool, []string, error) {
+	n := plan.Mesh.Devices()
+	observed, certain, moeLayer, moeFixed, layerTypes := seen.observed, seen.certain, seen.moeLayer, seen.moeFixed, seen.layerTypes
 	unobserved := map[string]bool{}
 	// sureOf: the file's entry is of a rule whose conditions are all
 	// certain; such a rule's entry replaces one of a rule that is not.
@@ -258,7 +305,13 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 		}
 	}
 	sort.SliceStable(plan.Entries, func(i, j int) bool { return ckpt.NaturalLess(plan.Entries[i].Target, plan.Entries[j].Target) })
+	return unobserved, unknownTargets, nil
+}
 
+// nameNotes are the notes of a plan of names: what the names cannot show.
+func nameNotes(p *Profile, rules []*nameRule, seen *namesSeen, layers, layerWord string,
+	unobserved map[string]bool, unknownTargets []string) []string {
+	maxLayer, layerTypes, untyped := seen.maxLayer, seen.layerTypes, seen.untyped
 	notes := []string{"shapes not compared: no source (each file's own shape stands for the planned one; dtype, layout, memory config, " +
 		"placement and shard sizes are checked against it)"}
 	// The number of decoder layers is the config's: the names show the
@@ -302,15 +355,15 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 			}
 			conds = append(conds, fmt.Sprintf("%s (e.g. %s)", k, strings.Join(targets, ", ")))
 		}
-		notes = append(notes, fmt.Sprintf("config not known without the source: the cache has no file of the rules of profile %s that apply when %s, so none was expected; "+
-			"a cache that lacks them reads the same", p.Name, strings.Join(conds, "; when ")))
+		notes = append(notes, fmt.Sprintf("config not known without the source: the cache has no file of the rules of profile %s "+
+			"that apply when %s, so none was expected; a cache that lacks them reads the same", p.Name, strings.Join(conds, "; when ")))
 	}
 	if len(unknownTargets) > 0 {
 		sort.Strings(unknownTargets)
 		notes = append(notes, fmt.Sprintf("targets that need config values the names cannot give (%s): only the files present compared",
 			strings.Join(unknownTargets, ", ")))
 	}
-	return plan, notes, nil
+	return notes
 }
 
 // MaxNamedLayers bounds the decoder layers PlanNames infers from names:

@@ -15,7 +15,7 @@ import (
 type PlanOptions struct {
 	Profile string // built-in profile name ("" for BuiltinName); ignored when Rules is set
 	Rules   string // path of a profile JSON file (the format of Profile.JSON)
-	Mesh    string // "1xN" ("" for 1x2)
+	Mesh    string // "1xN" ("" for DefaultMesh)
 	Device  string // device directory of the cache root ("" for MeshDevice, else the profile's)
 	// MeshDevice is the serving host's MESH_DEVICE environment variable:
 	// where set, upstream names the cache's device folder after it instead
@@ -118,7 +118,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	prof = prof.WithIgnores(o.Ignores())
 	ms := o.Mesh
 	if ms == "" {
-		ms = "1x2"
+		ms = DefaultMesh
 	}
 	mesh, err := ParseMesh(ms)
 	if err != nil {

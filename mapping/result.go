@@ -8,35 +8,35 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// ResultPlacement is the placement of a target in the map JSON.
+// DocumentPlacement is the placement of a target in the map JSON.
 // MeshAxes is set for a 2-D mesh mapper (ShardTensor2dMesh): one placement
 // per mesh axis, rows then columns.
-type ResultPlacement struct {
+type DocumentPlacement struct {
 	Kind     string   `json:"kind"`
 	Dim      *int     `json:"dim,omitempty"`
 	MeshAxes []string `json:"mesh_axes,omitempty"`
 	Devices  int      `json:"devices"`
 }
 
-// ResultEntry is one target of the map JSON.
-type ResultEntry struct {
-	Target       string          `json:"target"`
-	File         string          `json:"file"`
-	Rule         string          `json:"rule"`
-	Sources      []string        `json:"sources"`
-	Transform    []string        `json:"transform"`
-	Placement    ResultPlacement `json:"placement"`
-	DType        string          `json:"dtype"`
-	Layout       string          `json:"layout"`
-	Shape        []int64         `json:"shape"`
-	DeviceShape  []int64         `json:"device_shape"`
-	Shards       int             `json:"shards"`
-	MemoryConfig MemoryConfig    `json:"memory_config"`
-	Warnings     []string        `json:"warnings,omitempty"`
+// DocumentEntry is one target of the map JSON.
+type DocumentEntry struct {
+	Target       string            `json:"target"`
+	File         string            `json:"file"`
+	Rule         string            `json:"rule"`
+	Sources      []string          `json:"sources"`
+	Transform    []string          `json:"transform"`
+	Placement    DocumentPlacement `json:"placement"`
+	DType        string            `json:"dtype"`
+	Layout       string            `json:"layout"`
+	Shape        []int64           `json:"shape"`
+	DeviceShape  []int64           `json:"device_shape"`
+	Shards       int               `json:"shards"`
+	MemoryConfig MemoryConfig      `json:"memory_config"`
+	Warnings     []string          `json:"warnings,omitempty"`
 }
 
-// ResultSummary counts the plan.
-type ResultSummary struct {
+// SummaryRecord counts the plan.
+type SummaryRecord struct {
 	Targets  int `json:"targets"`
 	Sources  int `json:"sources"`
 	Scales   int `json:"scales"`
@@ -46,26 +46,26 @@ type ResultSummary struct {
 	Warnings int `json:"warnings"`
 }
 
-// Result is the map JSON document (docs/cli.md): the plan as `ckpt map`
+// Document is the map JSON document (docs/cli.md): the plan as `ckpt map`
 // reports it.
-type Result struct {
+type Document struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema   ckpt.Schema    `json:"schema_version"`
-	Profile  string         `json:"profile"`
-	Pinned   *Pinned        `json:"pinned,omitempty"`
-	Mesh     string         `json:"mesh"`
-	Settings Settings       `json:"settings"`
-	Source   string         `json:"source"`
-	CacheDir string         `json:"cache_dir"`
-	Entries  []ResultEntry  `json:"entries"`
-	Ignored  []Ignored      `json:"ignored"`
-	Unmapped []string       `json:"unmapped"`
-	Problems []ckpt.Finding `json:"problems"`
-	Warnings []string       `json:"warnings"`
-	Summary  ResultSummary  `json:"summary"`
-	// Whole is the summary of the whole plan when the result is a
+	Schema   ckpt.Schema     `json:"schema_version"`
+	Profile  string          `json:"profile"`
+	Pinned   *Pinned         `json:"pinned,omitempty"`
+	Mesh     string          `json:"mesh"`
+	Settings Settings        `json:"settings"`
+	Source   string          `json:"source"`
+	CacheDir string          `json:"cache_dir"`
+	Entries  []DocumentEntry `json:"entries"`
+	Ignored  []Ignored       `json:"ignored"`
+	Unmapped []string        `json:"unmapped"`
+	Problems []ckpt.Finding  `json:"problems"`
+	Warnings []string        `json:"warnings"`
+	Summary  SummaryRecord   `json:"summary"`
+	// Whole is the summary of the whole plan when the document is a
 	// selection (Select); Summary then counts the selection.
-	Whole *ResultSummary `json:"whole,omitempty"`
+	Whole *SummaryRecord `json:"whole,omitempty"`
 	// PerDevice and Memory are the DRAM each device holds under the whole
 	// plan and whether it fits (Plan.Memory; set by the caller, which
 	// knows the device DRAM).
@@ -73,7 +73,7 @@ type Result struct {
 	Memory    *Memory       `json:"memory,omitempty"`
 	// Vision is the document of the plan's vision part (Plan.Vision), its
 	// own cache folder; its problems are this document's too.
-	Vision *Result `json:"vision,omitempty"`
+	Vision *Document `json:"vision,omitempty"`
 	// PlanWarnings are the warnings about the plan as a whole and
 	// EntryWarnings the per-target warnings grouped by rule
 	// (Plan.GroupedWarnings); Warnings holds both, per target.
@@ -81,17 +81,17 @@ type Result struct {
 	EntryWarnings []string `json:"-"`
 }
 
-// Result returns the plan as the map JSON document.
-func (pl *Plan) Result() Result {
-	res := Result{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Settings: pl.Settings, Source: pl.Source, CacheDir: pl.CacheDir,
-		Entries: []ResultEntry{}, Ignored: pl.Ignored, Unmapped: pl.Unmapped, Problems: pl.Problems,
+// Document returns the plan as the map JSON document.
+func (pl *Plan) Document() Document {
+	res := Document{Profile: pl.Profile.Name, Pinned: pl.Profile.Pinned, Mesh: pl.Mesh.String(), Settings: pl.Settings, Source: pl.Source, CacheDir: pl.CacheDir,
+		Entries: []DocumentEntry{}, Ignored: pl.Ignored, Unmapped: pl.Unmapped, Problems: pl.Problems,
 		Warnings: append([]string(nil), pl.Warnings...), PlanWarnings: pl.Warnings, EntryWarnings: pl.GroupedWarnings()}
 	sources := map[string]bool{}
 	scales := map[string]bool{}
 	for _, e := range pl.Entries {
-		me := ResultEntry{Target: e.Target, File: e.File, Rule: e.Rule, Transform: e.Describe(), DType: e.DType, Layout: e.Layout,
+		me := DocumentEntry{Target: e.Target, File: e.File, Rule: e.Rule, Transform: e.Describe(), DType: e.DType, Layout: e.Layout,
 			Shape: e.Shape, DeviceShape: e.DeviceShape, Shards: len(e.Shards), MemoryConfig: e.Memory, Warnings: e.Warnings,
-			Placement: ResultPlacement{Kind: e.Placement.Kind, MeshAxes: e.Placement.MeshAxes, Devices: e.Devices}}
+			Placement: DocumentPlacement{Kind: e.Placement.Kind, MeshAxes: e.Placement.MeshAxes, Devices: e.Devices}}
 		if e.Placement.Kind == "shard" {
 			d := e.Placement.Dim
 			me.Placement.Dim = &d
@@ -121,27 +121,27 @@ func (pl *Plan) Result() Result {
 	if res.Warnings == nil {
 		res.Warnings = []string{}
 	}
-	res.Summary = ResultSummary{Targets: len(res.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(res.Ignored),
+	res.Summary = SummaryRecord{Targets: len(res.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(res.Ignored),
 		Unmapped: len(res.Unmapped), Problems: len(res.Problems), Warnings: len(res.Warnings)}
 	if pl.Vision != nil {
-		v := pl.Vision.Result()
+		v := pl.Vision.Document()
 		res.Vision = &v
 	}
 	return res
 }
 
-// Select returns the part of the result whose source tensors m selects
+// Select returns the part of the document whose source tensors m selects
 // (ckpt map --match): the entries with a selected source, the ignored and
 // unmapped tensors m selects, their warnings, and the summary of those.
 // Problems concern the plan as a whole and are all kept.
-func (r Result) Select(m *ckpt.Matcher) Result {
+func (r Document) Select(m *ckpt.Matcher) Document {
 	out := r
 	whole := r.Summary
 	if r.Whole != nil {
 		whole = *r.Whole
 	}
 	out.Whole = &whole
-	out.Entries, out.Ignored, out.Unmapped = []ResultEntry{}, []Ignored{}, []string{}
+	out.Entries, out.Ignored, out.Unmapped = []DocumentEntry{}, []Ignored{}, []string{}
 	out.Warnings = append([]string{}, r.PlanWarnings...)
 	sources, scales := map[string]bool{}, map[string]bool{}
 	var rules []string
@@ -178,7 +178,7 @@ func (r Result) Select(m *ckpt.Matcher) Result {
 			out.Unmapped = append(out.Unmapped, u)
 		}
 	}
-	out.Summary = ResultSummary{Targets: len(out.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(out.Ignored),
+	out.Summary = SummaryRecord{Targets: len(out.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(out.Ignored),
 		Unmapped: len(out.Unmapped), Problems: len(out.Problems), Warnings: len(out.Warnings)}
 	if r.Vision != nil {
 		v := r.Vision.Select(m)
@@ -221,17 +221,17 @@ func groupWarnings(rules []string, warns [][]string) []string {
 	return out
 }
 
-// ResultRecord is the closing JSON Lines record of the map document: its
+// DocumentRecord is the closing JSON Lines record of the map document: its
 // summary with the profile, mesh and source.
-type ResultRecord struct {
+type DocumentRecord struct {
 	Profile string         `json:"profile"`
 	Mesh    string         `json:"mesh"`
 	Source  string         `json:"source"`
-	Whole   *ResultSummary `json:"whole,omitempty"`
-	ResultSummary
+	Whole   *SummaryRecord `json:"whole,omitempty"`
+	SummaryRecord
 }
 
 // Record is the document's closing JSON Lines record.
-func (r *Result) Record() ResultRecord {
-	return ResultRecord{Profile: r.Profile, Mesh: r.Mesh, Source: r.Source, Whole: r.Whole, ResultSummary: r.Summary}
+func (r *Document) Record() DocumentRecord {
+	return DocumentRecord{Profile: r.Profile, Mesh: r.Mesh, Source: r.Source, Whole: r.Whole, SummaryRecord: r.Summary}
 }

@@ -130,10 +130,7 @@ func visionProfile() *Profile {
 	row2D := Placement{Kind: "shard", Dim: -2, Split: "cols", MeshAxes: meshCols2D}
 	repl := Condition{Expr: visionReplicatedActs, Op: "ne", Value: 0.0}
 	frac := Condition{Expr: visionReplicatedActs, Op: "eq", Value: 0.0}
-	r := func(id, target, src string, pl Placement, dt, layout string, when Conditions, note string, steps ...Step) Rule {
-		return Rule{ID: "vision." + id, Target: target, Sources: []string{src}, Transform: append([]Step{roundBF16()}, steps...),
-			Placement: pl, DType: dt, Layout: layout, Memory: DRAMInterleaved, When: when, Required: true, Note: note}
-	}
+	r := visionRule
 	block := func(rl Rule) Rule {
 		rl.LayerType = AnyLayer
 		return rl
@@ -200,6 +197,23 @@ func visionProfile() *Profile {
 	add(r("merger.fc2", tmg+"linear_fc2_w_row"+tp, mg+"linear_fc2.weight", row2D, BFloat8B, Tile, nil, mgNote+": linear_fc2 transposed",
 		transposeStep(), tile4))
 	add(r("merger.fc2_bias", tmg+"linear_fc2_b_frac"+tp, mg+"linear_fc2.bias", col2D, BFloat16, Tile, nil, mgNote, vec))
+	addVisionEmbed(p, tp, col2D, frac, repl, tile4)
+	return p
+}
+
+// visionRule is a required rule of the vision part: the source rounded to
+// bf16, then steps, in DRAM.
+func visionRule(id, target, src string, pl Placement, dt, layout string, when Conditions, note string, steps ...Step) Rule {
+	return Rule{ID: "vision." + id, Target: target, Sources: []string{src}, Transform: append([]Step{roundBF16()}, steps...),
+		Placement: pl, DType: dt, Layout: layout, Memory: DRAMInterleaved, When: when, Required: true, Note: note}
+}
+
+// addVisionEmbed appends to p the rules of the patch and position
+// embedding files (fractured under frac, replicated under repl; tp is the
+// cache names' device suffix) and their ignores on the host path.
+func addVisionEmbed(p *Profile, tp string, col2D Placement, frac, repl Condition, tile4 Step) {
+	r := visionRule
+	add := func(rs ...Rule) { p.Rules = append(p.Rules, rs...) }
 	embNote := "patch_embed.py@" + visionEmbed[:8]
 	// The embedding files: written by VisionEmbed, which model.py@00c023af
 	// builds unless QWEN36_HOST_VISION_EMBED=1; on the host path (that
@@ -230,5 +244,4 @@ func visionProfile() *Profile {
 		add(r("pos_embed"+rp.sfx, "visual.pos_embed_w_rm"+tp, VisionPrefix+"pos_embed.weight", pos, BFloat16, RowMajor, Conditions{device, rp.when},
 			embNote+": ROW_MAJOR for ttnn.embedding"))
 	}
-	return p
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// MapRequest is what `ckpt map` asks for: the plan of Source (PlanOptions:
+// Options are what `ckpt map` asks for: the plan of Source (PlanOptions:
 // profile or rules file, mesh, device, tag, --set, MESH_DEVICE), or only
 // the profile (Dump) or the built-in profiles (List).
-type MapRequest struct {
+type Options struct {
 	Source  string
 	Plan    PlanOptions
 	Openers []ckpt.SourceOpener
@@ -19,22 +19,22 @@ type MapRequest struct {
 	// neither needs Source.
 	Dump, List bool
 	// AgainstCache is the cache the caller holds the plan against
-	// (cache.CheckPlan); the result then has the plan but no document.
+	// (check.PlanModel, in cache/check); the result then has the plan but no document.
 	AgainstCache string
 	// Match and Exclude select the source tensors whose targets the
-	// document lists (Result.Select).
+	// document lists (Document.Select).
 	Match, Exclude []string
 	// DeviceDRAM is the --device-dram value ("" for the board's DRAM).
 	DeviceDRAM string
 }
 
-// MapResult is the outcome of Map: the profiles (List), the profile
+// Result is the outcome of Run: the profiles (List), the profile
 // (Dump), or the plan with its document.
-type MapResult struct {
+type Result struct {
 	Profiles *ProfileList
 	Profile  *Profile
 	// Warnings are the messages of the source's warning issues (worth
-	// showing even when Map fails after opening it).
+	// showing even when Run fails after opening it).
 	Warnings []string
 	Plan     *Plan
 	// Problems is set when the plan has problems: Plan and Doc are still
@@ -42,65 +42,65 @@ type MapResult struct {
 	Problems *PlanError
 	// Doc is the map JSON document, with the DRAM per device and, with
 	// Match or Exclude, only the selected targets. Nil with AgainstCache.
-	Doc *Result
+	Doc *Document
 }
 
-// Map is the workflow of `ckpt map`: it validates the request (errors
+// Run is the workflow of `ckpt map`: it validates the options (errors
 // there are *ckpt.UsageError, before any work), then lists the built-in
 // profiles, loads the profile, or makes the plan of the source (Resolve)
-// and its document. The checkpoint is closed when Map returns. With a
+// and its document. The checkpoint is closed when Run returns. With a
 // selection that matches nothing, the result (its Warnings) comes with the
 // error.
-func Map(ctx context.Context, req MapRequest) (*MapResult, error) {
-	m, err := ckpt.NewMatcher(req.Match, req.Exclude)
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	m, err := ckpt.NewMatcher(opts.Match, opts.Exclude)
 	if err != nil {
 		return nil, usage(err)
 	}
-	dram, err := ParseDeviceDRAM(req.DeviceDRAM)
+	dram, err := ParseDeviceDRAM(opts.DeviceDRAM)
 	if err != nil {
 		return nil, err
 	}
-	selecting := len(req.Match) > 0 || len(req.Exclude) > 0
-	if selecting && (req.Dump || req.AgainstCache != "") {
+	selecting := len(opts.Match) > 0 || len(opts.Exclude) > 0
+	if selecting && (opts.Dump || opts.AgainstCache != "") {
 		return nil, &ckpt.UsageError{Reason: "--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"}
 	}
-	if len(req.Plan.Ignore) > 0 && (req.Dump || req.List) {
+	if len(opts.Plan.Ignore) > 0 && (opts.Dump || opts.List) {
 		return nil, &ckpt.UsageError{Reason: "--ignore leaves tensors out of the plan of SRC; it does not apply to --dump or --list-profiles"}
 	}
-	if req.List {
-		if req.Dump || req.AgainstCache != "" || selecting || req.Source != "" {
+	if opts.List {
+		if opts.Dump || opts.AgainstCache != "" || selecting || opts.Source != "" {
 			return nil, &ckpt.UsageError{Reason: "--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"}
 		}
-		return &MapResult{Profiles: &ProfileList{Default: BuiltinName, DefaultReason: DefaultReason, Profiles: Profiles()}}, nil
+		return &Result{Profiles: &ProfileList{Default: BuiltinName, DefaultReason: DefaultReason, Profiles: Profiles()}}, nil
 	}
-	if req.Dump {
-		prof, err := req.Plan.LoadProfile()
+	if opts.Dump {
+		prof, err := opts.Plan.LoadProfile()
 		if err != nil {
 			return nil, err
 		}
-		return &MapResult{Profile: prof}, nil
+		return &Result{Profile: prof}, nil
 	}
-	c, plan, err := Resolve(ctx, req.Source, req.Plan, req.Openers...)
+	c, plan, err := Resolve(ctx, opts.Source, opts.Plan, opts.Openers...)
 	var pe *PlanError
 	if err != nil && !errors.As(err, &pe) {
 		return nil, err
 	}
 	defer c.Close()
-	res := &MapResult{Plan: plan, Problems: pe}
+	res := &Result{Plan: plan, Problems: pe}
 	for _, is := range c.Issues {
 		if is.Status == ckpt.Warn {
 			res.Warnings = append(res.Warnings, is.Message)
 		}
 	}
-	if req.AgainstCache != "" {
+	if opts.AgainstCache != "" {
 		return res, nil
 	}
-	doc := plan.Result()
+	doc := plan.Document()
 	if mem, err := plan.Memory(dram); err == nil {
 		doc.PerDevice, doc.Memory = mem.PerDevice, &mem
 	}
 	if selecting {
-		if err := ckpt.CheckSelection(req.Match, req.Exclude, c.Source, c.Names()); err != nil {
+		if err := ckpt.CheckSelection(opts.Match, opts.Exclude, c.Source, c.Names()); err != nil {
 			return res, err
 		}
 		doc = doc.Select(m)

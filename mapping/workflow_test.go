@@ -23,27 +23,27 @@ func TestMapRefusesRequests(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		req  mapping.MapRequest
+		req  mapping.Options
 		want string
 	}{
-		{"bad glob", mapping.MapRequest{Source: "nope", Match: []string{"a[b"}}, "a[b"},
-		{"bad dram", mapping.MapRequest{Source: "nope", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
-		{"match with dump", mapping.MapRequest{Dump: true, Match: []string{"x"}},
+		{"bad glob", mapping.Options{Source: "nope", Match: []string{"a[b"}}, "a[b"},
+		{"bad dram", mapping.Options{Source: "nope", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
+		{"match with dump", mapping.Options{Dump: true, Match: []string{"x"}},
 			"--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"},
-		{"list with src", mapping.MapRequest{List: true, Source: "nope"},
+		{"list with src", mapping.Options{List: true, Source: "nope"},
 			"--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"},
-		{"unknown profile", mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{Profile: "nope"}}, `unknown profile "nope"`},
-		{"bad device folder", mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{MeshDevice: "../x"}}, `device folder "../x"`},
-		{"bad mesh", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Mesh: "2"}}, "mesh"},
-		{"bad setting", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"x"}}},
+		{"unknown profile", mapping.Options{Dump: true, Plan: mapping.PlanOptions{Profile: "nope"}}, `unknown profile "nope"`},
+		{"bad device folder", mapping.Options{Dump: true, Plan: mapping.PlanOptions{MeshDevice: "../x"}}, `device folder "../x"`},
+		{"bad mesh", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Mesh: "2"}}, "mesh"},
+		{"bad setting", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"x"}}},
 			`--set: setting "x": want NAME=VALUE`},
-		{"unknown variable", mapping.MapRequest{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"nope=1"}}},
+		{"unknown variable", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"nope=1"}}},
 			`--set: profile ` + mapping.BuiltinName + ` has no variable "nope"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := mapping.Map(context.Background(), tc.req)
+			res, err := mapping.Run(context.Background(), tc.req)
 			require.Error(t, err)
 			assert.Nil(t, res)
 			assert.ErrorIs(t, err, ckpt.ErrUsage)
@@ -54,18 +54,18 @@ func TestMapRefusesRequests(t *testing.T) {
 	}
 }
 
-// TestMapResults: --list-profiles, --dump and the plan each give their
+// TestRunResults: --list-profiles, --dump and the plan each give their
 // document; the closing JSON Lines records summarise them.
-func TestMapResults(t *testing.T) {
+func TestRunResults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	list, err := mapping.Map(ctx, mapping.MapRequest{List: true})
+	list, err := mapping.Run(ctx, mapping.Options{List: true})
 	require.NoError(t, err)
 	require.NotNil(t, list.Profiles)
 	assert.Equal(t, mapping.BuiltinName, list.Profiles.Default)
 	assert.Equal(t, mapping.ProfileListSummary{Profiles: len(mapping.BuiltinNames()), Default: mapping.BuiltinName}, list.Profiles.Summary())
 
-	dump, err := mapping.Map(ctx, mapping.MapRequest{Dump: true, Plan: mapping.PlanOptions{Profile: mapping.ProfileMain, Tag: "t"}})
+	dump, err := mapping.Run(ctx, mapping.Options{Dump: true, Plan: mapping.PlanOptions{Profile: mapping.ProfileMain, Tag: "t"}})
 	require.NoError(t, err)
 	require.NotNil(t, dump.Profile)
 	assert.Equal(t, mapping.ProfileMain, dump.Profile.Name)
@@ -73,7 +73,7 @@ func TestMapResults(t *testing.T) {
 
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
-	res, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, Plan: mapping.PlanOptions{MeshDevice: "P300x2"}})
+	res, err := mapping.Run(ctx, mapping.Options{Source: dir, Plan: mapping.PlanOptions{MeshDevice: "P300x2"}})
 	require.NoError(t, err)
 	require.NotNil(t, res.Doc)
 	assert.Nil(t, res.Problems)
@@ -81,21 +81,21 @@ func TestMapResults(t *testing.T) {
 	assert.Equal(t, 82, res.Doc.Summary.Targets)
 	assert.NotNil(t, res.Doc.Memory)
 	rec := res.Doc.Record()
-	assert.Equal(t, res.Doc.Summary, rec.ResultSummary)
+	assert.Equal(t, res.Doc.Summary, rec.SummaryRecord)
 	assert.Equal(t, dir, rec.Source)
 
-	sel, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, Match: []string{"mtp.**"}})
+	sel, err := mapping.Run(ctx, mapping.Options{Source: dir, Match: []string{"mtp.**"}})
 	require.NoError(t, err)
 	require.NotNil(t, sel.Doc.Whole)
 	assert.Equal(t, 82, sel.Doc.Whole.Targets)
 	assert.Less(t, sel.Doc.Summary.Targets, 82)
 
-	against, err := mapping.Map(ctx, mapping.MapRequest{Source: dir, AgainstCache: t.TempDir()})
+	against, err := mapping.Run(ctx, mapping.Options{Source: dir, AgainstCache: t.TempDir()})
 	require.NoError(t, err)
 	assert.NotNil(t, against.Plan)
 	assert.Nil(t, against.Doc, "the caller holds the plan against the cache")
 
-	_, err = mapping.Map(ctx, mapping.MapRequest{Source: dir, Match: []string{"nothing.matches"}})
+	_, err = mapping.Run(ctx, mapping.Options{Source: dir, Match: []string{"nothing.matches"}})
 	require.Error(t, err, "a selection that matches nothing")
 }
 
@@ -152,11 +152,11 @@ func TestMapKeepsSourceWarnings(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "model-00001-of-00004.safetensors"))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ckpt.SingleFile), b, 0o644))
-	res, err := mapping.Map(context.Background(), mapping.MapRequest{Source: dir})
+	res, err := mapping.Run(context.Background(), mapping.Options{Source: dir})
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 1)
 	assert.Contains(t, res.Warnings[0], "holds both")
-	res, err = mapping.Map(context.Background(), mapping.MapRequest{Source: dir, Match: []string{"nothing.matches"}})
+	res, err = mapping.Run(context.Background(), mapping.Options{Source: dir, Match: []string{"nothing.matches"}})
 	require.Error(t, err)
 	require.NotNil(t, res)
 	assert.Len(t, res.Warnings, 1)

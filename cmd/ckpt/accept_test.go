@@ -113,7 +113,7 @@ func TestMapIgnore(t *testing.T) {
 	assert.Contains(t, out, "26 ignored, 0 unmapped: complete\n")
 	code, out, stderr = runApp(t, "map", ft, "--ignore", "value_head.**", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res mapping.Result
+	var res mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Contains(t, res.Ignored, mapping.Ignored{Name: "value_head.weight", Reason: "--ignore value_head.**", Glob: "value_head.**"})
 	assert.Empty(t, res.Unmapped)
@@ -149,7 +149,7 @@ func TestMapIgnore(t *testing.T) {
 	require.NoError(t, os.WriteFile(rules, b, 0o644))
 	code, out, stderr = runApp(t, "map", ft, "--rules", rules, "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	res = mapping.Result{}
+	res = mapping.Document{}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Contains(t, res.Ignored, mapping.Ignored{Name: "value_head.weight", Reason: "the value head of RLHF", Glob: "value_head.**"})
 	prof["ignore"] = append(prof["ignore"].([]any), map[string]any{"glob": "a.**", "prefix": "a.", "reason": "two selectors"})
@@ -168,7 +168,7 @@ func TestMapIgnore(t *testing.T) {
 		ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: "value_head.weight_scale_inv", DType: numfmt.BF16, Shape: []int64{1, 1}}, Data: []byte{0x80, 0x3f}})
 	code, out, stderr = runApp(t, "map", fp8, "--ignore", "value_head.weight", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	res = mapping.Result{}
+	res = mapping.Document{}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Contains(t, res.Ignored, mapping.Ignored{Name: "value_head.weight", Reason: "--ignore value_head.weight", Glob: "value_head.weight"})
 	assert.Contains(t, res.Ignored, mapping.Ignored{Name: "value_head.weight_scale_inv", Reason: "block scale of an ignored weight: --ignore value_head.weight", Glob: "value_head.weight"})

@@ -56,10 +56,10 @@ func (p *planFlags) add(f interface {
 	StringVar(*string, string, string, string)
 	StringArrayVar(*[]string, string, []string, string)
 	Var(pflag.Value, string, string)
-}, meshDefault string) {
+}) {
 	enumFlag(f, &p.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
-	f.StringVar(&p.Mesh, "mesh", meshDefault, "device mesh, 1xN")
+	f.StringVar(&p.Mesh, "mesh", mapping.DefaultMesh, "device mesh, 1xN")
 	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	addSetFlag(f, &p.Set)
@@ -120,7 +120,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	}
 	f := cmd.Flags()
 	addOutFlag(f, &o.Out, "cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
-	o.planFlags.add(f, "1x2")
+	o.planFlags.add(f)
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")

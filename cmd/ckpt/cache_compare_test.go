@@ -181,7 +181,7 @@ func TestSetFlag(t *testing.T) {
 
 	code, stdout, _ := runApp(t, "map", src, "--set", "mlp_1d_decode=false", "--set", "proj_1d_decode=false", "--format", "json")
 	require.Equal(t, 0, code)
-	var m mapping.Result
+	var m mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(stdout), &m))
 	assert.Equal(t, false, m.Settings["proj_1d_decode"])
 	var names []string

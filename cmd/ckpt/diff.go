@@ -89,7 +89,7 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		Args: exactArgs(2),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]
-			return o.request(a).Validate()
+			return o.options(a).Validate()
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -118,9 +118,9 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	return cmd
 }
 
-// request is the library request of the options.
-func (o *diffOptions) request(a *App) diff.Request {
-	return diff.Request{Base: o.Base, FT: o.FT, Openers: a.Openers, Mode: o.Mode, Match: o.Match, Exclude: o.Exclude,
+// options are the workflow options (diff.Options) of the flags.
+func (o *diffOptions) options(a *App) diff.Options {
+	return diff.Options{Base: o.Base, FT: o.FT, Openers: a.Openers, Mode: o.Mode, Match: o.Match, Exclude: o.Exclude,
 		Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, SampleBytes: o.SampleBytes, SampleBudget: o.SampleBudget,
 		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer, Variant: o.Variant, Out: o.Out}
 }
@@ -141,14 +141,14 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		return err
 	}
 	defer abort()
-	req := o.request(a)
+	opts := o.options(a)
 	stop := func() {} // --mode header reads no data: no progress
 	if o.Mode != string(diff.ModeHeader) {
-		if req.Progress, stop, err = a.startProgress(o.Progress, "diff"); err != nil {
+		if opts.Progress, stop, err = a.startProgress(o.Progress, "diff"); err != nil {
 			return err
 		}
 	}
-	res, err := diff.Run(ctx, req)
+	res, err := diff.Run(ctx, opts)
 	stop()
 	if res != nil {
 		a.warn(res.Warnings...)

@@ -64,7 +64,7 @@ func (a *App) newMapCmd() *cobra.Command {
 	f := cmd.Flags()
 	enumFlag(f, &o.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&o.Rules, "rules", "", "load the mapping profile from this JSON file (the format --dump prints) instead of a built-in one")
-	f.StringVar(&o.Mesh, "mesh", "1x2", "device mesh, 1xN")
+	f.StringVar(&o.Mesh, "mesh", mapping.DefaultMesh, "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
@@ -81,9 +81,9 @@ func (a *App) newMapCmd() *cobra.Command {
 	return cmd
 }
 
-// request is the map request of the flags.
-func (o *mapOptions) request(a *App) mapping.MapRequest {
-	return mapping.MapRequest{Source: o.Source, Plan: o.planOptions(a.Getenv), Openers: a.Openers, Dump: o.Dump, List: o.List,
+// options are the workflow options (mapping.Options) of the flags.
+func (o *mapOptions) options(a *App) mapping.Options {
+	return mapping.Options{Source: o.Source, Plan: o.planOptions(a.Getenv), Openers: a.Openers, Dump: o.Dump, List: o.List,
 		AgainstCache: o.AgainstCache, Match: o.Match, Exclude: o.Exclude, DeviceDRAM: o.DeviceDRAM}
 }
 
@@ -93,7 +93,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := mapping.Map(ctx, o.request(a))
+	res, err := mapping.Run(ctx, o.options(a))
 	if res != nil {
 		a.warn(res.Warnings...)
 	}
@@ -143,21 +143,21 @@ func (a *App) runMap(ctx context.Context, o *mapOptions) error {
 	return nil
 }
 
-func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool) error {
+func printMap(w io.Writer, format string, res *mapping.Document, summaryOnly bool) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
 	case output.JSONL:
 		entries := res.Entries
 		if res.Vision != nil {
-			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+			entries = append(append([]mapping.DocumentEntry(nil), entries...), res.Vision.Entries...)
 		}
 		return output.WriteJSONL(w, "target", entries, res.Record())
 	}
 	if format == output.CSV { // one table: the vision targets are named visual.*
 		entries := res.Entries
 		if res.Vision != nil {
-			entries = append(append([]mapping.ResultEntry(nil), entries...), res.Vision.Entries...)
+			entries = append(append([]mapping.DocumentEntry(nil), entries...), res.Vision.Entries...)
 		}
 		return printTargets(w, format, "", entries)
 	}
@@ -186,7 +186,7 @@ func printMap(w io.Writer, format string, res *mapping.Result, summaryOnly bool)
 
 // printTargets prints the targets table of a plan (or its vision part,
 // under a title).
-func printTargets(w io.Writer, format, title string, entries []mapping.ResultEntry) error {
+func printTargets(w io.Writer, format, title string, entries []mapping.DocumentEntry) error {
 	{ // the table
 		g := &output.Grid{Title: title, Header: []string{"target", "dtype", "layout", "placement", "shape", "per device", "memory", "sources"}}
 		tableForPeople(g, map[string]int{"per device": 1, "placement": 2, "dtype": 3, "shape": 4, "layout": 5, "memory": 6})
@@ -234,7 +234,7 @@ func printIgnored(w io.Writer, format string, ignored []mapping.Ignored) error {
 
 // printMapTail prints the memory table, the problems and the summary
 // lines of a map document.
-func printMapTail(w io.Writer, format string, res *mapping.Result) error {
+func printMapTail(w io.Writer, format string, res *mapping.Document) error {
 	if res.Memory != nil {
 		if err := printMemory(w, format, deviceOf(res.CacheDir), res.Memory, res.PerDevice); err != nil {
 			return err

@@ -51,7 +51,7 @@ func TestMapJSONContract(t *testing.T) {
 	}
 	// Every mtp.* tensor is some entry's source, except the attention
 	// q/k norms, which the loader does not cache.
-	var res mapping.Result
+	var res mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	srcs := map[string]bool{}
 	for _, e := range res.Entries {
@@ -180,7 +180,7 @@ func TestMapMatch(t *testing.T) {
 	base := smallBase(t)
 	code, out, stderr := runApp(t, "map", base, "--match", "mtp.**", "--exclude", "mtp.fc.*", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res mapping.Result
+	var res mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.NotNil(t, res.Whole)
 	assert.Less(t, res.Summary.Targets, res.Whole.Targets)
@@ -355,10 +355,10 @@ func TestMapListProfiles(t *testing.T) {
 	assert.Equal(t, 17, mtp)
 }
 
-// TestMapRequestErrors: every refusal of a map request (now made by
-// mapping.Map) exits 2 with the message the command always printed, before
+// TestMapOptionsErrors: every refusal of map's options (now made by
+// mapping.Run) exits 2 with the message the command always printed, before
 // the source is read.
-func TestMapRequestErrors(t *testing.T) {
+func TestMapOptionsErrors(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "absent")
 	tests := []struct {

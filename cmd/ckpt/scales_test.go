@@ -201,7 +201,7 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 				assert.NotContains(t, stdout, ": complete")
 				code, stdout, _ = runApp(t, "map", src, "--mesh", "1x2", "--format", "json")
 				require.Equal(t, 1, code)
-				var res mapping.Result
+				var res mapping.Document
 				require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 				var found bool
 				for _, p := range res.Problems {

@@ -44,7 +44,7 @@ func TestMapOrphanScales(t *testing.T) {
 	src := writeSmall(t, func(o *synth.Options) { o.TransformersFP8 = true })
 	code, out, stderr := runApp(t, "map", src, "--mesh", "1x2", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res mapping.Result
+	var res mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Contains(t, stderr, "6 weight_scale_inv beside weights that are not F8_E4M3 are left out, their weights mapped unscaled (verify fails them as fp8.scale_orphan)")
 	ignored := map[string]string{}

@@ -53,10 +53,10 @@ func findingsOf(rep verify.Result, id string) []ckpt.Finding {
 }
 
 // mapJSON runs map --format json and decodes the document.
-func mapJSON(t *testing.T, args ...string) (int, mapping.Result, string) {
+func mapJSON(t *testing.T, args ...string) (int, mapping.Document, string) {
 	t.Helper()
 	code, out, errs := runApp(t, append([]string{"map"}, append(args, "--format", "json")...)...)
-	var res mapping.Result
+	var res mapping.Document
 	if code != 2 {
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "stdout: %s\nstderr: %s", out, errs)
 	}

@@ -42,7 +42,7 @@ func TestMapDeviceBoard(t *testing.T) {
 	assert.Regexp(t, `fit not judged: [0-9.]+ GiB per device, but a 1x4 mesh has 4 devices, and N300 has 2 chip\(s\)\n`, out)
 	code, out, _ = runAppEnv(t, n300, "map", dir, "--mesh", "1x4", "--format", "json")
 	assert.Equal(t, 1, code)
-	var doc mapping.Result
+	var doc mapping.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	require.NotNil(t, doc.Memory)
 	assert.Nil(t, doc.Memory.Fits)
