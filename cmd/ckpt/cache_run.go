@@ -7,16 +7,16 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
 // The cache commands: each runs its library workflow (build.RunSource,
-// check.RunAll, cache.ListDir, archive.PackFile, archive.UnpackFile) with
+// check.RunAll, list.Run, archive.PackFile, archive.UnpackFile) with
 // the progress renderer on stderr, and renders its result
 // (cache_render.go).
 
@@ -34,8 +34,8 @@ func (o *cacheVerifyOptions) request(a *App) check.Request {
 }
 
 // request is the library request of the options.
-func (o *cacheLsOptions) request() cache.ListRequest {
-	return cache.ListRequest{Dir: o.Dir, Select: o.Select}
+func (o *cacheLsOptions) request() list.Options {
+	return list.Options{Dir: o.Dir, Select: o.Select}
 }
 
 // request is the library request of the options.
@@ -127,7 +127,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := cache.ListDir(o.request())
+	res, err := list.Run(ctx, o.request())
 	if err != nil {
 		return err
 	}
