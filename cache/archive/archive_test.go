@@ -43,12 +43,12 @@ func TestPackUnpack(t *testing.T) {
 	t.Parallel()
 	src, out, _ := built(t)
 	var arch bytes.Buffer
-	p, err := archive.Pack(context.Background(), out, &arch, archive.PackOptions{Workers: 2})
+	p, err := archive.Write(context.Background(), out, &arch, archive.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	m := p.Manifest
 
 	dest := filepath.Join(t.TempDir(), "shipped")
-	u, err := archive.Unpack(context.Background(), bytes.NewReader(arch.Bytes()), dest, archive.UnpackOptions{})
+	u, err := archive.Extract(context.Background(), bytes.NewReader(arch.Bytes()), dest, archive.ExtractOptions{})
 	require.NoError(t, err)
 	require.Equal(t, m.Files, u.Manifest.Files)
 	for _, f := range m.Files {
@@ -70,7 +70,7 @@ func TestPackUnpack(t *testing.T) {
 	damaged["flipped"] = flipped
 	for name, b := range damaged {
 		d := filepath.Join(t.TempDir(), name)
-		_, err := archive.Unpack(context.Background(), bytes.NewReader(b), d, archive.UnpackOptions{})
+		_, err := archive.Extract(context.Background(), bytes.NewReader(b), d, archive.ExtractOptions{})
 		require.Error(t, err, name)
 		_, err = os.Stat(d)
 		require.ErrorIs(t, err, os.ErrNotExist, "%s: the unpack leaves nothing behind, not even the root it created", name)
@@ -86,6 +86,6 @@ func TestPackRefusesDamagedCache(t *testing.T) {
 	require.NoError(t, err)
 	b[len(b)-1] ^= 1
 	require.NoError(t, os.WriteFile(p, b, 0o644))
-	_, err = archive.Pack(context.Background(), out, &bytes.Buffer{}, archive.PackOptions{})
+	_, err = archive.Write(context.Background(), out, &bytes.Buffer{}, archive.WriteOptions{})
 	require.ErrorContains(t, err, "data hash")
 }

@@ -39,7 +39,7 @@ func TestPackRefusesDamagedVisionFile(t *testing.T) {
 		require.NoError(t, os.WriteFile(victim, damaged, 0o644))
 		for _, dir := range []string{out, cache.FolderOf(out, rep.Plan.CacheDir).Path(), cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()} {
 			file := filepath.Join(t.TempDir(), "model.tar.zst")
-			_, err := archive.PackFile(ctx, archive.PackRequest{Dir: dir, Out: file})
+			_, err := archive.Pack(ctx, archive.PackOptions{Dir: dir, Out: file})
 			require.Error(t, err, "%s, %s", name, dir)
 			assert.Contains(t, err.Error(), victim, name)
 			assert.NoFileExists(t, file, "no archive is left")

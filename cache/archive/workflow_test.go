@@ -22,30 +22,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPackUnpackRequestErrors(t *testing.T) {
+func TestPackUnpackOptionsErrors(t *testing.T) {
 	t.Parallel()
-	err := archive.PackRequest{Dir: "d"}.Validate()
+	err := archive.PackOptions{Dir: "d"}.Validate()
 	require.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
 	assert.Equal(t, "cache pack needs -o/--out FILE.tar.zst", err.Error())
-	_, err = archive.PackFile(context.Background(), archive.PackRequest{Dir: "d"})
+	_, err = archive.Pack(context.Background(), archive.PackOptions{Dir: "d"})
 	assert.Equal(t, "cache pack needs -o/--out FILE.tar.zst", err.Error())
 
 	missing := filepath.Join(t.TempDir(), "missing.tar.zst")
-	err = archive.UnpackRequest{File: missing}.Validate()
+	err = archive.UnpackOptions{File: missing}.Validate()
 	require.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
 	assert.Equal(t, "cache unpack needs -o/--out DIR", err.Error())
-	_, err = archive.UnpackFile(context.Background(), archive.UnpackRequest{File: missing})
+	_, err = archive.Unpack(context.Background(), archive.UnpackOptions{File: missing})
 	assert.Equal(t, "cache unpack needs -o/--out DIR", err.Error(), "refused before the archive is opened")
 }
 
-// PackFile writes the archive into place and says what it holds;
-// UnpackFile counts the archive bytes it reads and places every file.
-func TestPackFileUnpackFile(t *testing.T) {
+// Pack writes the archive into place and says what it holds;
+// Unpack counts the archive bytes it reads and places every file.
+func TestPackUnpackWorkflow(t *testing.T) {
 	t.Parallel()
 	src, out, _ := built(t)
 	file := filepath.Join(t.TempDir(), "cache.tar.zst")
 	prog := ckpt.NewProgress()
-	pr, err := archive.PackFile(context.Background(), archive.PackRequest{Dir: out, Out: file, PackOptions: archive.PackOptions{Workers: 2, Progress: prog}})
+	pr, err := archive.Pack(context.Background(), archive.PackOptions{Dir: out, Out: file, WriteOptions: archive.WriteOptions{Workers: 2, Progress: prog}})
 	require.NoError(t, err)
 	st, err := os.Stat(file)
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestPackFileUnpackFile(t *testing.T) {
 
 	dest := filepath.Join(t.TempDir(), "shipped")
 	prog = ckpt.NewProgress()
-	ur, err := archive.UnpackFile(context.Background(), archive.UnpackRequest{File: file, Dir: dest, Progress: prog})
+	ur, err := archive.Unpack(context.Background(), archive.UnpackOptions{File: file, Dir: dest, Progress: prog})
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dest, "P300", "tensor_cache_bfp8_mesh1x2"), ur.Dir, "the folder written")
 	assert.Equal(t, total, ur.Bytes)
@@ -74,16 +74,16 @@ func TestPackFileUnpackFile(t *testing.T) {
 }
 
 // A failed pack leaves no file at Out; a failed unpack names the archive.
-func TestPackFileUnpackFileErrors(t *testing.T) {
+func TestPackUnpackWorkflowErrors(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "cache.tar.zst")
-	_, err := archive.PackFile(context.Background(), archive.PackRequest{Dir: t.TempDir(), Out: file})
+	_, err := archive.Pack(context.Background(), archive.PackOptions{Dir: t.TempDir(), Out: file})
 	require.Error(t, err)
 	_, err = os.Stat(file)
 	assert.True(t, os.IsNotExist(err), "no archive is left: %v", err)
 
 	require.NoError(t, os.WriteFile(file, []byte("not zstd"), 0o644))
-	_, err = archive.UnpackFile(context.Background(), archive.UnpackRequest{File: file, Dir: t.TempDir()})
+	_, err = archive.Unpack(context.Background(), archive.UnpackOptions{File: file, Dir: t.TempDir()})
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "unpacking "+file+": "), err.Error())
 }
@@ -141,7 +141,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 
 	for _, dir := range []string{out, filepath.Join(out, "P300"), tdir, vdir} {
 		file := filepath.Join(t.TempDir(), "model.tar.zst")
-		pr, err := archive.PackFile(ctx, archive.PackRequest{Dir: dir, Out: file})
+		pr, err := archive.Pack(ctx, archive.PackOptions{Dir: dir, Out: file})
 		require.NoError(t, err, dir)
 		assert.Equal(t, rep.Plan.CacheDir, pr.Manifest.CacheDir, "%s: the text folder first", dir)
 		require.NotNil(t, pr.Companion, dir)
@@ -155,7 +155,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 		assert.Equal(t, want, archiveNames(t, file), dir)
 
 		dest := filepath.Join(t.TempDir(), "shipped")
-		ur, err := archive.UnpackFile(ctx, archive.UnpackRequest{File: file, Dir: dest})
+		ur, err := archive.Unpack(ctx, archive.UnpackOptions{File: file, Dir: dest})
 		require.NoError(t, err)
 		assert.Equal(t, cache.FolderOf(dest, rep.Plan.CacheDir).Path(), ur.Dir)
 		assert.Equal(t, cache.FolderOf(dest, rep.Plan.Vision.CacheDir).Path(), ur.CompanionDir)
@@ -224,7 +224,7 @@ func TestPackVisionModelCompanionMissing(t *testing.T) {
 				other = tdirOf(root)
 			}
 			file := filepath.Join(t.TempDir(), "alone.tar.zst")
-			pr, err := archive.PackFile(ctx, archive.PackRequest{Dir: packed, Out: file})
+			pr, err := archive.Pack(ctx, archive.PackOptions{Dir: packed, Out: file})
 			require.NoError(t, err)
 			assert.Nil(t, pr.Companion)
 			assert.Equal(t, packed, pr.Folder.Path())
@@ -237,7 +237,7 @@ func TestPackVisionModelCompanionMissing(t *testing.T) {
 			assert.Len(t, names, 1+len(pr.Manifest.Files), "one manifest and its files")
 
 			dest := filepath.Join(t.TempDir(), "shipped")
-			ur, err := archive.UnpackFile(ctx, archive.UnpackRequest{File: file, Dir: dest})
+			ur, err := archive.Unpack(ctx, archive.UnpackOptions{File: file, Dir: dest})
 			require.NoError(t, err)
 			assert.Nil(t, ur.Companion)
 			assert.Equal(t, cache.FolderOf(dest, pr.Manifest.CacheDir).Path(), ur.Dir)
