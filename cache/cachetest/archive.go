@@ -327,7 +327,7 @@ func tinyManifest(dir, part, companion string) *cache.Manifest {
 func tinyFiles(m *cache.Manifest, n, seed int) ([]ArchiveEntry, error) {
 	var out []ArchiveEntry
 	for i := range n {
-		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.DRAMInterleaved()), -1, []uint64{2048, 2048})
+		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.InterleavedConfig()), -1, []uint64{2048, 2048})
 		prefix, err := tensorbin.EncodeHeader(&h)
 		if err != nil {
 			return nil, err

@@ -14,8 +14,8 @@ import (
 // Result is the cache ls JSON document (docs/cli.md).
 type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema ckpt.Schema `json:"schema_version"`
-	Dir    string      `json:"dir"`
+	Schema ckpt.Schema       `json:"schema_version"`
+	Dir    string            `json:"dir"`
 	Files  []cache.ListEntry `json:"files"`
 	// Unfinished says, for each listed cache folder whose build did not
 	// finish (UnfinishedError), why: such a folder has no manifest, never
