@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,26 +131,6 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			assert.Equal(t, before, after, "the root is as it was")
 		})
 	}
-}
-
-// TestUnpackLegacyOrder: an archive of an earlier ckpt (manifest last) is
-// still read from a file (twice: the manifest first, then the files).
-func TestUnpackLegacyOrder(t *testing.T) {
-	t.Parallel()
-	src, out, plan := built(t)
-	entries, m, err := cachetest.FolderEntries(out, plan.CacheDir)
-	require.NoError(t, err)
-	legacy := append(entries[1:], entries[0])
-	dest := filepath.Join(t.TempDir(), "shipped")
-	u, err := archive.Extract(context.Background(), bytes.NewReader(archiveOf(t, legacy, nil)), dest, archive.ExtractOptions{Archive: "/x/old.tar.zst"})
-	require.NoError(t, err)
-	assert.Equal(t, m.Files, u.Manifest.Files)
-	require.NotNil(t, u.Manifest.Unpacked)
-	assert.Equal(t, "old.tar.zst", u.Manifest.Unpacked.Archive, "the archive's base name is recorded")
-	got, err := cache.ReadManifest(u.Folder.Path())
-	require.NoError(t, err)
-	assert.Equal(t, u.Manifest.Unpacked.Archive, got.Unpacked.Archive)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
 }
 
 // TestUnpackNamedFolder: -o may name the cache folder itself; the archive's
