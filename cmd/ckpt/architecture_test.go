@@ -138,7 +138,7 @@ func parseFixtures(t *testing.T, doc string, layers map[string]int) map[string]b
 	i := strings.Index(doc, "<!-- layers:begin -->")
 	j := strings.Index(doc, "<!-- layers:end -->")
 	require.True(t, i >= 0 && j > i, "docs/architecture.md has no layers table")
-	row := regexp.MustCompile("(?m)^\\| fixtures \\| (.*) \\|$")
+	row := regexp.MustCompile(`(?m)^\| fixtures \| (.*) \|$`)
 	m := row.FindStringSubmatch(doc[i:j])
 	require.NotNil(t, m, "the layer table has no fixtures row")
 	out := map[string]bool{}
