@@ -22,7 +22,7 @@ import (
 // each other (Manifest.Companion, Part); a folder the serving stack wrote
 // has no manifest, and its vision folder is known by its name and files.
 
-// Companion is the other folder of a model's main folder f: the vision
+// FindCompanion finds the other folder of a model's main folder f: the vision
 // folder its manifest names (Named; Exists says whether it is there), or,
 // for a folder without a ckpt manifest, the one vision folder beside it
 // in its device folder: a stack-written one (an unmeshed folder without
@@ -30,7 +30,7 @@ import (
 // vision manifest names f. ok is false
 // when f has no companion (a text-only model, a vision folder, or
 // several candidate vision folders beside a manifest-less one).
-func Companion(f Folder) (comp Folder, named, exists, ok bool) {
+func FindCompanion(f Folder) (comp Folder, named, exists, ok bool) {
 	if f.Unmeshed() {
 		return Folder{}, false, false, false
 	}

@@ -92,7 +92,7 @@ func TestStackModelFolders(t *testing.T) {
 		require.NoError(t, err, dir)
 		assert.Equal(t, "P300/tensor_cache_bfp8_mesh1x2", f.Dir)
 		assert.Equal(t, root, f.Root)
-		comp, named, exists, ok := cache.Companion(f)
+		comp, named, exists, ok := cache.FindCompanion(f)
 		require.True(t, ok)
 		assert.False(t, named, "no manifest names it")
 		assert.True(t, exists)

@@ -13,8 +13,8 @@
 // (EntryHash), the source tensors' cheap identity and xxh3 (Identity,
 // SameIdentity, HashTensor) and the hashes of the file's header and data
 // regions (HashFile). HeaderFor is the .tensorbin header a plan entry
-// produces, HeaderDiffs and DiffHeaders compare two headers, List and
-// ListDir read the headers of a folder (cache ls). Temporary names
+// produces, HeaderDiffs and DiffHeaders compare two headers, List reads the
+// headers of a folder (cache ls, package cache/list). Temporary names
 // (IsTempName) are those of package atomicfile and an unpack's staging
 // folder.
 //
@@ -22,7 +22,7 @@
 // a checkpoint and a plan (cache build), cache/check verifies and compares
 // caches (cache verify, cache compare, cache identify, the plan check of
 // map --against-cache), cache/archive packs and unpacks one (cache pack,
-// cache unpack). Cache file and directory names are mapping.FileName and
+// cache unpack), cache/list lists one (cache ls). Cache file and directory names are mapping.FileName and
 // mapping.CacheDir; failures to write are *ckpt.WriteError.
 //
 // The package never prints.

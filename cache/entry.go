@@ -35,12 +35,12 @@ func HeaderFor(e *mapping.Entry) (*tensorbin.Header, error) {
 	var mem tensorbin.MemoryConfig
 	switch e.Memory.Kind {
 	case "", mapping.DRAMInterleaved:
-		mem = tensorbin.DRAMInterleaved()
+		mem = tensorbin.InterleavedConfig()
 	case mapping.DRAMWidthSharded:
 		if len(shape) != 2 {
 			return nil, fmt.Errorf("target %s: DRAM width sharding needs a 2-D shape, got %v", e.Target, e.DeviceShape)
 		}
-		mem = tensorbin.DRAMWidthSharded(shape[0], shape[1])
+		mem = tensorbin.WidthShardedConfig(shape[0], shape[1])
 	default:
 		return nil, fmt.Errorf("target %s: unknown memory config %q", e.Target, e.Memory.Kind)
 	}

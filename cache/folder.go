@@ -78,10 +78,10 @@ func dropCompanions(fs []Folder) []Folder {
 		in[f.Dir] = true
 	}
 	// A stack's (manifest-less) vision folder goes with the meshed folder
-	// that names it as its companion (Companion).
+	// that names it as its companion (FindCompanion).
 	stack := map[string]bool{}
 	for _, f := range fs {
-		if c, named, _, ok := Companion(f); ok && !named {
+		if c, named, _, ok := FindCompanion(f); ok && !named {
 			stack[c.Dir] = true
 		}
 	}

@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -166,103 +165,4 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return strings.ToLower(b.String())
-}
-
-// ListResult is the cache ls JSON document (docs/cli.md).
-type ListResult struct {
-	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema ckpt.Schema `json:"schema_version"`
-	Dir    string      `json:"dir"`
-	Files  []ListEntry `json:"files"`
-	// Unfinished says, for each listed cache folder whose build did not
-	// finish (UnfinishedError), why: such a folder has no manifest, never
-	// verifies and cannot be packed.
-	Unfinished []string `json:"unfinished,omitempty"`
-}
-
-// Unreadable counts the files whose header could not be read.
-func (r *ListResult) Unreadable() int {
-	n := 0
-	for _, e := range r.Files {
-		if e.Error != "" {
-			n++
-		}
-	}
-	return n
-}
-
-// Bytes is the size of all the listed files.
-func (r *ListResult) Bytes() int64 {
-	var total int64
-	for _, e := range r.Files {
-		total += e.Bytes
-	}
-	return total
-}
-
-// ListSummary is the closing JSON Lines record of cache ls.
-type ListSummary struct {
-	Dir        string `json:"dir"`
-	Files      int    `json:"files"`
-	Bytes      int64  `json:"bytes"`
-	Unreadable int    `json:"unreadable"`
-}
-
-// SummaryRecord is the listing's closing JSON Lines record.
-func (r *ListResult) SummaryRecord() ListSummary {
-	return ListSummary{r.Dir, len(r.Files), r.Bytes(), r.Unreadable()}
-}
-
-// ListRequest is what `ckpt cache ls` asks for: the files under Dir, or
-// those of the cache folder of the root Dir that Select picks.
-type ListRequest struct {
-	Dir    string
-	Select Selector
-}
-
-// ListDir is the workflow of `ckpt cache ls`: List of a directory that
-// must exist. When req.Dir is a cache folder, or req.Select names one of a
-// cache root, the listing is of that folder (ResolveFolder); otherwise of
-// everything under the directory. Every listed cache folder whose build
-// did not finish is named in Unfinished.
-func ListDir(req ListRequest) (*ListResult, error) {
-	dir, sel := req.Dir, req.Select
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("listing %s: not a directory", dir)
-	}
-	var folders []string
-	if sel != (Selector{}) || IsFolderName(filepath.Base(filepath.Clean(dir))) {
-		f, err := ResolveFolder(dir, sel)
-		if err != nil {
-			return nil, err
-		}
-		dir = f.Path()
-		folders = []string{dir}
-	} else if fs, err := Folders(dir); err == nil {
-		for _, f := range fs {
-			folders = append(folders, f.Path())
-		}
-	}
-	es, err := List(dir)
-	if err != nil {
-		return nil, err
-	}
-	if len(es) == 0 && len(folders) == 0 {
-		if f := CheckpointFile(dir); f != "" {
-			// A checkpoint directory is not an empty cache: refused as
-			// pack and identify refuse it.
-			return nil, &NoCacheError{Dir: dir, Checkpoint: f}
-		}
-	}
-	if es == nil {
-		es = []ListEntry{}
-	}
-	res := &ListResult{Dir: dir, Files: es}
-	for _, f := range folders {
-		var ue *UnfinishedError
-		if errors.As(CheckFinished(f), &ue) {
-			res.Unfinished = append(res.Unfinished, ue.Error())
-		}
-	}
-	return res, nil
 }

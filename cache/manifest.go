@@ -216,7 +216,9 @@ func EntryHash(e *mapping.Entry) string {
 	return HexHash(xxh3.Hash(b))
 }
 
-func Summarize(e *mapping.Entry) EntrySummary {
+// EntrySummaryOf is the manifest's summary of plan entry e (its rule,
+// transform, placement and devices).
+func EntrySummaryOf(e *mapping.Entry) EntrySummary {
 	return EntrySummary{Rule: e.Rule, Transform: e.Describe(), Placement: e.Placement.String(), Devices: e.Devices,
 		DType: e.DType, Layout: e.Layout, Memory: e.Memory, Shape: e.Shape, DeviceShape: e.DeviceShape}
 }

@@ -25,7 +25,10 @@ func ExampleOpen() {
 		return
 	}
 	defer c.Close()
-	s := ckpt.Summarize(c.Tensors, c.Config.Quantization() != nil)
+	quantized := c.Config.Quantization() != nil
+	s := ckpt.SummarizeWith(c.Tensors, func(t *ckpt.Tensor) (int64, bool) {
+		return int64(t.Numel()), ckpt.CountsAsParameter(&t.TensorInfo, quantized)
+	})
 	fmt.Printf("%d shards, %d tensors, %d parameters\n", len(c.Files), s.Tensors, s.Parameters)
 	for _, d := range s.ByDType {
 		fmt.Printf("%-8s %3d tensors %8d parameters %8d bytes\n", d.DType, d.Tensors, d.Parameters, d.Bytes)

@@ -140,7 +140,7 @@ func TestSummarizeParameters(t *testing.T) {
 		mk("scalar", numfmt.F32),
 		mk("mtp.fc.weight", numfmt.BF16, 4, 8),
 	}
-	s := ckpt.Summarize(ts, true)
+	s := hubSummary(ts, true)
 	assert.Equal(t, int64(8), s.Tensors)
 	assert.Equal(t, map[string]int64{"F8_E4M3": 32768, "BF16": 256 + 32}, s.ParametersByDType)
 	assert.Equal(t, int64(32768+256+32), s.Parameters)
@@ -153,7 +153,7 @@ func TestSummarizeParameters(t *testing.T) {
 	// The group names are diff's and verify's: text_layers, mtp, visual, other.
 	assert.Equal(t, []string{ckpt.GroupText, ckpt.GroupMTP, ckpt.GroupOther}, []string{s.ByGroup[0].Group, s.ByGroup[1].Group, s.ByGroup[2].Group})
 	// Without a quantization_config, bookkeeping counts (Hub rule).
-	s = ckpt.Summarize(ts, false)
+	s = hubSummary(ts, false)
 	assert.Equal(t, map[string]int64{"F8_E4M3": 32768, "BF16": 256 + 32 + 2, "F32": 1}, s.ParametersByDType)
 }
 
@@ -254,4 +254,13 @@ func TestWriteFileKeepsOld(t *testing.T) {
 	assert.Equal(t, "done", string(got), "a failed write keeps the old file")
 	ents, _ := os.ReadDir(dir)
 	assert.Len(t, ents, 1, "and no temporary file")
+}
+
+// hubSummary is SummarizeWith under the Hub's parameter-count rule
+// (CountsAsParameter), quantized saying whether the checkpoint has a
+// quantization_config.
+func hubSummary(ts []*ckpt.Tensor, quantized bool) ckpt.Summary {
+	return ckpt.SummarizeWith(ts, func(t *ckpt.Tensor) (int64, bool) {
+		return int64(t.Numel()), ckpt.CountsAsParameter(&t.TensorInfo, quantized)
+	})
 }

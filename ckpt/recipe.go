@@ -77,7 +77,7 @@ type QuantWeight struct {
 	Shape        []int64
 	ShapeProblem string
 	Companions   []Companion
-	// Block is an FP8Block weight's block_structure [bm, bn].
+	// Block is an FP8PerBlock weight's block_structure [bm, bn].
 	Block [2]int64
 }
 
@@ -252,7 +252,7 @@ func CountParameters(c *Checkpoint, r *quant.Recipe, t *Tensor, quantized bool) 
 		if t.DType == numfmt.U8 && strings.HasSuffix(t.Name, "_scales") {
 			return 0, false
 		}
-	case quant.BlockFP8, quant.FP8Tensor, quant.FP8Channel, quant.FP8Block:
+	case quant.BlockFP8, quant.FP8Tensor, quant.FP8Channel, quant.FP8PerBlock:
 		return n, true
 	}
 	if w, ok := c.QuantWeight(r, t); ok && r.Ignored(w.Module) == "" {

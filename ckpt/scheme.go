@@ -14,7 +14,7 @@ import (
 type Quant struct {
 	Scheme quant.Scheme
 	Scale  *Tensor // the scale companion (weight_scale_inv, weight_scale, X_scales), else nil
-	BM, BN int64   // the block size (BlockFP8, FP8Block; FP8Channel [1, K])
+	BM, BN int64   // the block size (BlockFP8, FP8PerBlock; FP8Channel [1, K])
 	// Global is an NVFP4 weight's weight_scale_2, else nil.
 	Global *Tensor
 	// Name and Shape are those of the weight's values: X [..., G*32] for
@@ -287,7 +287,7 @@ func (w *QuantWeight) quant(t *Tensor) (Quant, error) {
 	switch w.Scheme {
 	case quant.FP8Tensor, quant.FP8Channel: // one scale per row (a tensor's repeated)
 		q.BM, q.BN = 1, max(cols, 1)
-	case quant.FP8Block:
+	case quant.FP8PerBlock:
 		q.BM, q.BN = w.Block[0], w.Block[1]
 	}
 	return q, nil

@@ -73,14 +73,6 @@ func CountsAsParameter(t *TensorInfo, quantized bool) bool {
 	return !(quantized && IsBookkeeping(t.Name))
 }
 
-// Summarize totals tensors by dtype and by group. quantized says whether the
-// checkpoint has a quantization_config (see CountsAsParameter).
-func Summarize(ts []*Tensor, quantized bool) Summary {
-	return SummarizeWith(ts, func(t *Tensor) (int64, bool) {
-		return int64(t.Numel()), CountsAsParameter(&t.TensorInfo, quantized)
-	})
-}
-
 // SummarizeWith totals tensors by dtype and by group; count returns a
 // tensor's parameters and whether it counts at all (see CountParameters).
 func SummarizeWith(ts []*Tensor, count func(*Tensor) (int64, bool)) Summary {

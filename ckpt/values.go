@@ -242,7 +242,7 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
 		}
 		return v, nil
-	case quant.FP8Tensor, quant.FP8Channel, quant.FP8Block:
+	case quant.FP8Tensor, quant.FP8Channel, quant.FP8PerBlock:
 	default:
 		return nil, fmt.Errorf("tensor %s: internal error: no reader for scheme %s", Quote(t.Name), q.Scheme)
 	}

@@ -120,7 +120,7 @@ func fp8Side(t *testing.T, w []float32, rows, cols, bm, bn int64, ct quant.Schem
 	default:
 		cfg, _, err := synth.QuantConfigJSON(ct, synth.SchemeOptions{})
 		require.NoError(t, err)
-		if ct == quant.FP8Block {
+		if ct == quant.FP8PerBlock {
 			cfg["quantization_config"].(map[string]any)["config_groups"].(map[string]any)["group_0"].(map[string]any)["weights"].(map[string]any)["block_structure"] = []any{bm, bn}
 		}
 		s.cfg = cfg
@@ -246,7 +246,7 @@ func TestBoundedChunks(t *testing.T) {
 		scheme quant.Scheme
 		bm, bn int64
 		label  string
-	}{{"", 128, 128, "block-fp8"}, {quant.FP8Tensor, R, C, "fp8-tensor"}, {quant.FP8Channel, 1, C, "fp8-channel"}, {quant.FP8Block, 128, 128, "fp8-block"}} {
+	}{{"", 128, 128, "block-fp8"}, {quant.FP8Tensor, R, C, "fp8-tensor"}, {quant.FP8Channel, 1, C, "fp8-channel"}, {quant.FP8PerBlock, 128, 128, "fp8-block"}} {
 		q := fp8Side(t, w, R, C, s.bm, s.bn, s.scheme)
 		q2 := fp8Side(t, w2, R, C, s.bm, s.bn, s.scheme)
 		big := s.bm > 1 // 128 rows of 1024 columns, or the tensor: > 64 KiB

@@ -99,13 +99,13 @@ func packedCost(s quant.Scheme, dt numfmt.DType, n int64) int64 {
 // when a row is larger).
 func TestSampledDiffSchemes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8PerBlock} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ftDir := schemeDirs(t, s)
 			qc, bc := openLocal(t, base, ftDir)
 			changed := synth.SchemeChangedWeight(s)
-			group := map[quant.Scheme]int64{quant.MXFP4: 32, quant.NVFP4: 16, quant.FP8Block: 32}[s]
+			group := map[quant.Scheme]int64{quant.MXFP4: 32, quant.NVFP4: 16, quant.FP8PerBlock: 32}[s]
 			for _, dir := range []string{"quantised→bf16", "bf16→quantised"} {
 				b, f := qc, bc
 				if dir == "bf16→quantised" {

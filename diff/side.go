@@ -59,7 +59,7 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	}
 	switch q.Scheme {
 	case quant.Plain:
-	case quant.BlockFP8, quant.FP8Block, quant.FP8Channel:
+	case quant.BlockFP8, quant.FP8PerBlock, quant.FP8Channel:
 		// a channel's [N, 1] scale is the block scale of [1, K] blocks
 		s.scaleT, s.scaleDType, s.bm, s.bn, s.sCols = st, st.DType, q.BM, q.BN, (s.cols+q.BN-1)/q.BN
 		s.rowBlocks = q.Scheme == quant.FP8Channel

@@ -44,7 +44,7 @@ func TestUnpackVisionPairAliasedFolders(t *testing.T) {
 			require.NoError(t, os.RemoveAll(l))
 			require.NoError(t, os.Symlink(tc.target, l))
 			before := snap(t, root)
-			_, err := Unpack(context.Background(), bytes.NewReader(arch), root, UnpackOptions{noSync: true})
+			_, err := Extract(context.Background(), bytes.NewReader(arch), root, ExtractOptions{noSync: true})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ckpt.ErrRefusedOutput)
 			assert.Contains(t, err.Error(), mainDir)
@@ -69,20 +69,20 @@ func TestUnpackVisionPairFreshRootAllOrNothing(t *testing.T) {
 	last.Data[len(last.Data)-1] ^= 1
 	for name, tc := range map[string]struct {
 		entries []cachetest.ArchiveEntry
-		opt     func(root string) UnpackOptions
+		opt     func(root string) ExtractOptions
 	}{
-		"main swap fails": {es, func(root string) UnpackOptions {
-			return UnpackOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
+		"main swap fails": {es, func(root string) ExtractOptions {
+			return ExtractOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
 				if filepath.Base(dir) == filepath.Base(cachetest.TinyFolderDir) {
 					return "", errors.New("injected failure")
 				}
 				return exchange(stage, dir)
 			}}
 		}},
-		"no room": {es, func(string) UnpackOptions {
-			return UnpackOptions{noSync: true, freeBytes: func(string) (int64, bool) { return 1, true }}
+		"no room": {es, func(string) ExtractOptions {
+			return ExtractOptions{noSync: true, freeBytes: func(string) (int64, bool) { return 1, true }}
 		}},
-		"vision file damaged": {bad, func(string) UnpackOptions { return UnpackOptions{noSync: true} }},
+		"vision file damaged": {bad, func(string) ExtractOptions { return ExtractOptions{noSync: true} }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -90,7 +90,7 @@ func TestUnpackVisionPairFreshRootAllOrNothing(t *testing.T) {
 			root := filepath.Join(top, "root")
 			require.NoError(t, os.Mkdir(root, 0o755))
 			before := snap(t, top)
-			_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, tc.opt(root))
+			_, err := Extract(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, tc.opt(root))
 			require.Error(t, err)
 			assert.Equal(t, before, snap(t, top), "the root is as it was: %v", err)
 		})

@@ -25,8 +25,8 @@ import (
 // maxManifestBytes bounds the manifest read from an archive.
 const maxManifestBytes = 256 << 20
 
-// PackOptions tune Pack.
-type PackOptions struct {
+// WriteOptions tune Write.
+type WriteOptions struct {
 	// Workers is the zstd encoder concurrency (default GOMAXPROCS).
 	Workers int
 	// Progress counts cache bytes archived (nil-safe).
@@ -35,7 +35,7 @@ type PackOptions struct {
 	Select cache.Selector
 }
 
-// Packed is what Pack archived: the manifest of the folder it packed
+// Packed is what Write archived: the manifest of the folder it packed
 // (of a vision model: its main, text folder) and, when the archive holds
 // the model's other folder too, that folder's manifest (Companion).
 type Packed struct {
@@ -65,9 +65,9 @@ func (p *Packed) Folders() []*cache.Manifest {
 	return []*cache.Manifest{p.Manifest}
 }
 
-// Pack writes a built cache folder as a zstd-compressed tar stream to w:
+// Write writes a built cache folder as a zstd-compressed tar stream to w:
 // manifest.json first, then every file of the manifest, in manifest order
-// (paths relative to the cache root), so that Unpack knows every entry's
+// (paths relative to the cache root), so that Extract knows every entry's
 // name, size and hashes before it writes a byte of it. dir is the cache
 // folder, its device folder or a cache root holding exactly one that
 // opt.Select matches (see cache.ResolveFolder); a folder whose build did
@@ -83,7 +83,7 @@ func (p *Packed) Folders() []*cache.Manifest {
 // folder's files, then the vision folder's. A companion that is absent,
 // unfinished, or whose manifest does not name this folder back is left
 // out: the folder is packed alone and Packed.Missing and Warnings say so.
-func Pack(ctx context.Context, dir string, w io.Writer, opt PackOptions) (*Packed, error) {
+func Write(ctx context.Context, dir string, w io.Writer, opt WriteOptions) (*Packed, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}

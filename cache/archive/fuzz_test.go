@@ -87,7 +87,7 @@ func fuzzSeeds(tb testing.TB) [][]byte {
 // FuzzUnpack unpacks hostile archives into a cache root that holds a
 // folder of the same name, a vision folder beside it and another folder. The tar stream is the
 // input; it is compressed, then cut at cut/65536 of its length when cut is
-// not 0 (a truncated zstd stream), or passed as it is when raw. Unpack
+// not 0 (a truncated zstd stream), or passed as it is when raw. Extract
 // must never panic; when it fails, nothing under the root's parent has
 // changed and the error is the archive's (never a failure to write, but
 // for a declared size that does not fit on the disk); when it succeeds,
@@ -133,7 +133,7 @@ func FuzzUnpack(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		u, err := Unpack(context.Background(), bytes.NewReader(arch), root, UnpackOptions{noSync: true})
+		u, err := Extract(context.Background(), bytes.NewReader(arch), root, ExtractOptions{noSync: true})
 		after, serr := cachetest.SnapshotTree(top)
 		if serr != nil {
 			t.Fatal(serr)

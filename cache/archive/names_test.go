@@ -127,7 +127,7 @@ func TestUnpackErrorsEscapeNames(t *testing.T) {
 		v.Device, v.CacheDir, v.Companion = dev, dev+"/tensor_cache_bfp8", dev+"/tensor_cache_bfp4_mesh1x2"
 	})
 	root, mainDir, _ := pairRoot(t)
-	_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, pair)), root, UnpackOptions{noSync: true})
+	_, err := Extract(context.Background(), bytes.NewReader(tarArchive(t, pair)), root, ExtractOptions{noSync: true})
 	require.ErrorIs(t, err, ckpt.ErrMalformed)
 	assert.Contains(t, err.Error(), "not the other folder of the model of")
 	assert.NotContains(t, err.Error(), "\u202e")
@@ -135,7 +135,7 @@ func TestUnpackErrorsEscapeNames(t *testing.T) {
 	assert.Contains(t, err.Error(), `P3\u202e00\u0085`)
 
 	alone := relabel(t, false, hostile, nil)
-	_, err = Unpack(context.Background(), bytes.NewReader(tarArchive(t, alone)), mainDir, UnpackOptions{noSync: true})
+	_, err = Extract(context.Background(), bytes.NewReader(tarArchive(t, alone)), mainDir, ExtractOptions{noSync: true})
 	var fm *FolderMismatchError
 	require.True(t, errors.As(err, &fm), "%v", err)
 	assert.NotContains(t, err.Error(), "\u202e")
@@ -155,7 +155,7 @@ func TestUnpackSecondManifestBounded(t *testing.T) {
 	huge.Size = int64(maxManifestBytes - len(es[0].Data) + 1)
 	root, _, _ := pairRoot(t)
 	before := snap(t, root)
-	_, err = Unpack(context.Background(), bytes.NewReader(tarArchive(t, []cachetest.ArchiveEntry{es[0], huge})), root, UnpackOptions{noSync: true})
+	_, err = Extract(context.Background(), bytes.NewReader(tarArchive(t, []cachetest.ArchiveEntry{es[0], huge})), root, ExtractOptions{noSync: true})
 	var b *BadArchiveError
 	require.True(t, errors.As(err, &b), "%v", err)
 	assert.Equal(t, es[1].Name, b.Entry)

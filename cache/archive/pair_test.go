@@ -61,7 +61,7 @@ func TestUnpackVisionPair(t *testing.T) {
 			root, mainDir, visionDir := pairRoot(t)
 			dest := map[string]string{"": root, "main": mainDir, "vision": visionDir}[named]
 			before := snap(t, root)
-			u, err := Unpack(context.Background(), bytes.NewReader(arch), dest, UnpackOptions{noSync: true, Archive: "/x/pair.tar.zst"})
+			u, err := Extract(context.Background(), bytes.NewReader(arch), dest, ExtractOptions{noSync: true, Archive: "/x/pair.tar.zst"})
 			require.NoError(t, err)
 			require.NotNil(t, u.Companion)
 			assert.Equal(t, m.CacheDir, u.Manifest.CacheDir)
@@ -111,7 +111,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 	cases := []struct {
 		name    string
 		entries []cachetest.ArchiveEntry
-		opt     func(root string, opt *UnpackOptions)
+		opt     func(root string, opt *ExtractOptions)
 		lock    bool // the vision folder held by another process
 		check   func(t *testing.T, err error, root string)
 	}{
@@ -125,7 +125,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 			var l *cache.LockedError
 			require.True(t, errors.As(err, &l), "%v", err)
 		}},
-		{"room for either, not both", es, func(root string, opt *UnpackOptions) {
+		{"room for either, not both", es, func(root string, opt *ExtractOptions) {
 			opt.freeBytes = func(string) (int64, bool) { return mainBytes + visionBytes - 1, true }
 		}, false, func(t *testing.T, err error, root string) {
 			require.ErrorIs(t, err, ckpt.ErrWrite)
@@ -136,7 +136,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 			assert.Contains(t, err.Error(), ckpt.FormatBytes(mainBytes+visionBytes-1))
 			assert.Contains(t, err.Error(), "is free beside the folders")
 		}},
-		{"main swap fails", es, func(root string, opt *UnpackOptions) {
+		{"main swap fails", es, func(root string, opt *ExtractOptions) {
 			mainDir := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
 			opt.exchange = func(stage, dir string) (string, error) {
 				if dir == mainDir {
@@ -148,7 +148,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 			require.ErrorIs(t, err, ckpt.ErrWrite)
 			assert.Contains(t, err.Error(), "injected failure")
 		}},
-		{"main swap fails, two renames where the file system cannot exchange", es, func(root string, opt *UnpackOptions) {
+		{"main swap fails, two renames where the file system cannot exchange", es, func(root string, opt *ExtractOptions) {
 			mainDir := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
 			opt.exchange = func(stage, dir string) (string, error) {
 				if dir == mainDir {
@@ -171,11 +171,11 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 				defer l.Release()
 			}
 			before := snap(t, root)
-			opt := UnpackOptions{noSync: true}
+			opt := ExtractOptions{noSync: true}
 			if tc.opt != nil {
 				tc.opt(root, &opt)
 			}
-			_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, opt)
+			_, err := Extract(context.Background(), bytes.NewReader(tarArchive(t, tc.entries)), root, opt)
 			require.Error(t, err)
 			tc.check(t, err, root)
 			assert.Equal(t, before, snap(t, root), "the cache root is as it was")
@@ -253,7 +253,7 @@ func TestUnpackOneFolderOfVisionModel(t *testing.T) {
 			t.Parallel()
 			root, mainDir, visionDir := pairRoot(t)
 			before := snap(t, root)
-			u, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, entries)), root, UnpackOptions{noSync: true})
+			u, err := Extract(context.Background(), bytes.NewReader(tarArchive(t, entries)), root, ExtractOptions{noSync: true})
 			require.NoError(t, err)
 			assert.Nil(t, u.Companion)
 			assert.Equal(t, visionDir, u.Missing)
@@ -276,7 +276,7 @@ func TestUnpackVisionPairSwapBackFails(t *testing.T) {
 	require.NoError(t, err)
 	root, mainDir, visionDir := pairRoot(t)
 	calls := 0
-	opt := UnpackOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
+	opt := ExtractOptions{noSync: true, exchange: func(stage, dir string) (string, error) {
 		switch {
 		case dir == mainDir:
 			return "", errors.New("injected failure")
@@ -286,7 +286,7 @@ func TestUnpackVisionPairSwapBackFails(t *testing.T) {
 		calls++
 		return exchange(stage, dir)
 	}}
-	_, err = Unpack(context.Background(), bytes.NewReader(tarArchive(t, es)), root, opt)
+	_, err = Extract(context.Background(), bytes.NewReader(tarArchive(t, es)), root, opt)
 	require.ErrorIs(t, err, ckpt.ErrWrite)
 	msg := err.Error()
 	assert.Contains(t, msg, "injected failure")
@@ -304,7 +304,7 @@ func requireRefusedPair(t *testing.T, entries []cachetest.ArchiveEntry, entry, w
 	t.Helper()
 	root, _, _ := pairRoot(t)
 	before := snap(t, root)
-	_, err := Unpack(context.Background(), bytes.NewReader(tarArchive(t, entries)), root, UnpackOptions{noSync: true})
+	_, err := Extract(context.Background(), bytes.NewReader(tarArchive(t, entries)), root, ExtractOptions{noSync: true})
 	var b *BadArchiveError
 	require.True(t, errors.As(err, &b), "%v", err)
 	assert.ErrorIs(t, err, ckpt.ErrMalformed)

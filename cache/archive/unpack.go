@@ -83,8 +83,8 @@ func (e *FolderMismatchError) message() string {
 		e.Archive, e.Named, e.Path, path.Base(e.Archive))
 }
 
-// UnpackOptions tune Unpack.
-type UnpackOptions struct {
+// ExtractOptions tune Extract.
+type ExtractOptions struct {
 	Progress *ckpt.Progress // counts bytes extracted (nil-safe)
 	// Archive is the archive's name recorded in the unpacked manifest
 	// (cache.Unpacked; its base name only).
@@ -98,7 +98,7 @@ type UnpackOptions struct {
 	exchange func(stage, dir string) (string, error)
 }
 
-// Unpacked is what Unpack placed.
+// Unpacked is what Extract placed.
 type Unpacked struct {
 	Manifest *cache.Manifest
 	// Folder is the cache folder written (its path: Folder.Path()).
@@ -111,7 +111,7 @@ type Unpacked struct {
 	// Warnings: what went wrong after the new folders were in place (an
 	// old copy could not be removed).
 	Warnings []string
-	// Companion is what Unpack placed of the model's vision folder when
+	// Companion is what Extract placed of the model's vision folder when
 	// the archive holds both folders of a vision model (Manifest, Folder,
 	// ... are then the main folder's); nil for an archive of one folder.
 	Companion *Unpacked
@@ -121,11 +121,11 @@ type Unpacked struct {
 	Missing string
 }
 
-// Unpack extracts an archive written by Pack into dest: a cache root (the
+// Extract extracts an archive written by Write into dest: a cache root (the
 // archive's folder, <device>/tensor_cache_<tag>_mesh<R>x<C>, is written
 // under it) or a cache folder (its name is tensor_cache_<tag>_mesh<R>x<C>;
 // the archive must hold exactly that folder of that device). An archive of
-// a vision model's two folders (Pack) writes both, beside each other; a
+// a vision model's two folders (Write) writes both, beside each other; a
 // dest that names one of them places the other beside it.
 //
 // Nothing the archive says is trusted: its manifest (the first entry; an
@@ -156,7 +156,7 @@ type Unpacked struct {
 // fails the first is swapped back. Only a crash in the instant between the
 // two renames leaves the vision folder from the archive beside the main
 // folder as it was (unpacking again completes it).
-func Unpack(ctx context.Context, r io.Reader, dest string, opt UnpackOptions) (*Unpacked, error) {
+func Extract(ctx context.Context, r io.Reader, dest string, opt ExtractOptions) (*Unpacked, error) {
 	if opt.now == nil {
 		opt.now = time.Now
 	}
@@ -429,9 +429,9 @@ func checkManifest(mb []byte, entry string) (*cache.Manifest, error) {
 	return m, nil
 }
 
-// unpacker is one Unpack at work.
+// unpacker is one Extract at work.
 type unpacker struct {
-	opt    UnpackOptions
+	opt    ExtractOptions
 	mb     []byte // the first manifest's bytes
 	legacy bool
 	parts  []*part          // the main folder first

@@ -14,7 +14,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,7 +95,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(t.TempDir(), "root")
-			_, err := archive.Unpack(context.Background(), bytes.NewReader(archiveOf(t, honest, nil)), root, archive.UnpackOptions{})
+			_, err := archive.Extract(context.Background(), bytes.NewReader(archiveOf(t, honest, nil)), root, archive.ExtractOptions{})
 			require.NoError(t, err)
 			other := filepath.Join(root, "P150", "tensor_cache_bfp8_mesh1x1")
 			require.NoError(t, os.MkdirAll(other, 0o755))
@@ -116,7 +115,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			if tc.stream {
 				r = onlyReader{bytes.NewReader(b)}
 			}
-			_, err = archive.Unpack(context.Background(), r, root, archive.UnpackOptions{})
+			_, err = archive.Extract(context.Background(), r, root, archive.ExtractOptions{})
 			require.Error(t, err)
 			t.Log(err)
 			assert.False(t, errors.Is(err, ckpt.ErrWrite), "the archive is at fault, not our side: %v", err)
@@ -134,26 +133,6 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 	}
 }
 
-// TestUnpackLegacyOrder: an archive of an earlier ckpt (manifest last) is
-// still read from a file (twice: the manifest first, then the files).
-func TestUnpackLegacyOrder(t *testing.T) {
-	t.Parallel()
-	src, out, plan := built(t)
-	entries, m, err := cachetest.FolderEntries(out, plan.CacheDir)
-	require.NoError(t, err)
-	legacy := append(entries[1:], entries[0])
-	dest := filepath.Join(t.TempDir(), "shipped")
-	u, err := archive.Unpack(context.Background(), bytes.NewReader(archiveOf(t, legacy, nil)), dest, archive.UnpackOptions{Archive: "/x/old.tar.zst"})
-	require.NoError(t, err)
-	assert.Equal(t, m.Files, u.Manifest.Files)
-	require.NotNil(t, u.Manifest.Unpacked)
-	assert.Equal(t, "old.tar.zst", u.Manifest.Unpacked.Archive, "the archive's base name is recorded")
-	got, err := cache.ReadManifest(u.Folder.Path())
-	require.NoError(t, err)
-	assert.Equal(t, u.Manifest.Unpacked.Archive, got.Unpacked.Archive)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
-}
-
 // TestUnpackNamedFolder: -o may name the cache folder itself; the archive's
 // cache_dir is checked against it, never followed elsewhere.
 func TestUnpackNamedFolder(t *testing.T) {
@@ -163,7 +142,7 @@ func TestUnpackNamedFolder(t *testing.T) {
 	b := archiveOf(t, honest, nil)
 	root := t.TempDir()
 	folder := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
-	u, err := archive.Unpack(context.Background(), bytes.NewReader(b), folder, archive.UnpackOptions{})
+	u, err := archive.Extract(context.Background(), bytes.NewReader(b), folder, archive.ExtractOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, folder, u.Folder.Path())
 	require.FileExists(t, filepath.Join(folder, "a", "f1.tensorbin"), "written in the folder named, not under it")
@@ -172,7 +151,7 @@ func TestUnpackNamedFolder(t *testing.T) {
 		filepath.Join(root, "P300", "tensor_cache_bfp8_mesh1x1"), // another mesh
 		filepath.Join(root, "P150", "tensor_cache_bfp8_mesh1x2"), // another device
 	} {
-		_, err = archive.Unpack(context.Background(), bytes.NewReader(b), named, archive.UnpackOptions{})
+		_, err = archive.Extract(context.Background(), bytes.NewReader(b), named, archive.ExtractOptions{})
 		var fm *archive.FolderMismatchError
 		require.ErrorAs(t, err, &fm, named)
 		assert.Contains(t, err.Error(), "the archive holds cache folder "+cachetest.TinyFolderDir)
@@ -200,7 +179,7 @@ func TestUnpackLeavesOtherStaging(t *testing.T) {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o644))
 	}
-	_, err = archive.Unpack(context.Background(), bytes.NewReader(archiveOf(t, honest, nil)), root, archive.UnpackOptions{})
+	_, err = archive.Extract(context.Background(), bytes.NewReader(archiveOf(t, honest, nil)), root, archive.ExtractOptions{})
 	require.NoError(t, err)
 	assert.FileExists(t, filepath.Join(other, "f"), "another folder's staging is not this unpack's to remove")
 	assert.NoDirExists(t, stale, "a staging folder of this folder's dead unpack is removed")

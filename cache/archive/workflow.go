@@ -14,24 +14,24 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
-// PackRequest is what `ckpt cache pack` asks for: the cache folder Dir
+// PackOptions is what `ckpt cache pack` asks for: the cache folder Dir
 // (or the one of the cache root Dir that Select picks) archived into the
 // file Out.
-type PackRequest struct {
+type PackOptions struct {
 	Dir, Out string
-	PackOptions
+	WriteOptions
 }
 
 // Validate refuses a request that is itself wrong before any work (a
 // *ckpt.UsageError with the CLI's message).
-func (r PackRequest) Validate() error {
+func (r PackOptions) Validate() error {
 	if r.Out == "" {
 		return &ckpt.UsageError{Reason: "cache pack needs -o/--out FILE.tar.zst"}
 	}
 	return nil
 }
 
-// PackResult is what PackFile wrote: the folders archived (Packed: of a
+// PackResult is what Pack wrote: the folders archived (Packed: of a
 // vision model, both), the bytes of their files and the size of the
 // archive.
 type PackResult struct {
@@ -43,10 +43,10 @@ type PackResult struct {
 	Bytes, CompanionBytes, ArchiveBytes int64
 }
 
-// PackFile is the workflow of `ckpt cache pack`: it validates the request
-// and writes the archive (Pack) into place atomically (atomicfile): on any
+// Pack is the workflow of `ckpt cache pack`: it validates the request
+// and writes the archive (Write) into place atomically (atomicfile): on any
 // error no file is left at Out.
-func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
+func Pack(ctx context.Context, req PackOptions) (*PackResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 	}
 	defer af.Abort()
 	cw := &countingWriter{w: af}
-	p, err := Pack(ctx, req.Dir, cw, req.PackOptions)
+	p, err := Write(ctx, req.Dir, cw, req.WriteOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ func PackFile(ctx context.Context, req PackRequest) (*PackResult, error) {
 }
 
 // folderFiles lists the files of the cache folder that dir (a folder, or
-// a root holding one that sel picks) names, and of its companion: what Pack
-// reads, and more; and those folders. Nothing when it names none (Pack says
+// a root holding one that sel picks) names, and of its companion: what Write
+// reads, and more; and those folders. Nothing when it names none (Write says
 // why).
 func folderFiles(dir string, sel cache.Selector) ([]string, []string) {
 	folder, err := cache.ResolveFolder(dir, sel)
@@ -116,10 +116,10 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// UnpackRequest is what `ckpt cache unpack` asks for: the archive File
+// UnpackOptions is what `ckpt cache unpack` asks for: the archive File
 // extracted into Dir, a cache root (the archive's folder is written under
 // it) or a cache folder (the archive must hold that folder).
-type UnpackRequest struct {
+type UnpackOptions struct {
 	File, Dir string
 	// Progress counts the archive bytes read (nil-safe).
 	Progress *ckpt.Progress
@@ -127,14 +127,14 @@ type UnpackRequest struct {
 
 // Validate refuses a request that is itself wrong before any work (a
 // *ckpt.UsageError with the CLI's message).
-func (r UnpackRequest) Validate() error {
+func (r UnpackOptions) Validate() error {
 	if r.Dir == "" {
 		return &ckpt.UsageError{Reason: "cache unpack needs -o/--out DIR"}
 	}
 	return nil
 }
 
-// UnpackResult is what UnpackFile placed: the manifest, the cache folder
+// UnpackResult is what Unpack placed: the manifest, the cache folder
 // written (Dir: its path), the bytes of its files, and what it replaced
 // (Unpacked); of an archive of a vision model's two folders, the vision
 // folder too (Unpacked.Companion, CompanionDir, CompanionBytes).
@@ -149,11 +149,11 @@ type UnpackResult struct {
 	CompanionBytes int64
 }
 
-// UnpackFile is the workflow of `ckpt cache unpack`: it validates the
-// request, opens the archive and extracts it (Unpack, which records the
+// Unpack is the workflow of `ckpt cache unpack`: it validates the
+// request, opens the archive and extracts it (Extract, which records the
 // archive's name in the manifest), counting the archive bytes read in
 // req.Progress (its total is the file's size).
-func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
+func Unpack(ctx context.Context, req UnpackOptions) (*UnpackResult, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func UnpackFile(ctx context.Context, req UnpackRequest) (*UnpackResult, error) {
 	if st, err := f.Stat(); err == nil {
 		req.Progress.AddTotal(st.Size())
 	}
-	u, err := Unpack(ctx, &countingReader{r: f, p: req.Progress}, req.Dir, UnpackOptions{Archive: req.File})
+	u, err := Extract(ctx, &countingReader{r: f, p: req.Progress}, req.Dir, ExtractOptions{Archive: req.File})
 	if err != nil {
 		return nil, fmt.Errorf("unpacking %s: %w", req.File, err)
 	}
@@ -228,7 +228,7 @@ func filesBytes(m *cache.Manifest) int64 {
 }
 
 // countingReader counts the archive bytes read; it can seek when its
-// reader can (Unpack reads an archive of an earlier version twice), and
+// reader can (Extract reads an archive of an earlier version twice), and
 // then counts the second pass again into the total.
 type countingReader struct {
 	r io.Reader

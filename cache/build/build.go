@@ -356,7 +356,7 @@ func (b *builder) prepare(ctx context.Context) error {
 			return err
 		}
 		rec := cache.FileRecord{Path: e.File, Target: e.Target, Size: hdr.FileSize(), HeaderSize: hdr.HeaderSize,
-			EntryXXH3: cache.EntryHash(e), Entry: cache.Summarize(e)}
+			EntryXXH3: cache.EntryHash(e), Entry: cache.EntrySummaryOf(e)}
 		for _, t := range cache.EntryTensors(e) {
 			rec.Sources = append(rec.Sources, b.ident(t))
 		}

@@ -327,7 +327,7 @@ func tinyManifest(dir, part, companion string) *cache.Manifest {
 func tinyFiles(m *cache.Manifest, n, seed int) ([]ArchiveEntry, error) {
 	var out []ArchiveEntry
 	for i := range n {
-		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.DRAMInterleaved()), -1, []uint64{2048, 2048})
+		h := tensorbin.NewMeshShardedHeader(tensorbin.NewTensorSpec([]int{32, 32}, tile.BFLOAT16, tile.TILE, tensorbin.InterleavedConfig()), -1, []uint64{2048, 2048})
 		prefix, err := tensorbin.EncodeHeader(&h)
 		if err != nil {
 			return nil, err
@@ -346,4 +346,27 @@ func tinyFiles(m *cache.Manifest, n, seed int) ([]ArchiveEntry, error) {
 func ManifestEntry(m *cache.Manifest) ArchiveEntry {
 	mb, _ := json.MarshalIndent(m, "", "  ") // plain data: cannot fail
 	return ArchiveEntry{Name: cache.ManifestName, Data: append(mb, '\n')}
+}
+
+// WriteTinyFolder writes TinyFolder(n) onto disk under the cache root
+// root (the manifest in root/TinyFolderDir, each file at its path) and
+// returns its manifest: a finished cache folder made without a build.
+func WriteTinyFolder(root string, n int) (*cache.Manifest, error) {
+	entries, m, err := TinyFolder(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		p := filepath.Join(root, filepath.FromSlash(e.Name))
+		if e.Name == cache.ManifestName {
+			p = filepath.Join(root, filepath.FromSlash(TinyFolderDir), cache.ManifestName)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, e.Data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }

@@ -153,7 +153,7 @@ func Inject(cdir string, plan *mapping.Plan) (Injected, error) {
 		return inj, err
 	}
 	if err := RewriteHeader(p(inj.Memory), func(h *tensorbin.Header) {
-		h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[0]), int(h.Spec.Shape[1]))
+		h.Spec.Memory = tensorbin.WidthShardedConfig(int(h.Spec.Shape[0]), int(h.Spec.Shape[1]))
 	}); err != nil {
 		return inj, err
 	}

@@ -195,7 +195,7 @@ func TestHeaders27BMesh1x2(t *testing.T) {
 	for _, e := range plan.Entries {
 		h, err := cache.HeaderFor(e)
 		require.NoError(t, err, e.Target)
-		assert.Equal(t, tensorbin.DRAMInterleaved(), h.Spec.Memory, e.Target)
+		assert.Equal(t, tensorbin.InterleavedConfig(), h.Spec.Memory, e.Target)
 		assert.NotContains(t, e.File, "dramshard")
 		switch {
 		case e.Target == "tok_embeddings.weight" || strings.HasSuffix(e.Target, "_distributed"):

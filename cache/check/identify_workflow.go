@@ -77,7 +77,7 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // the cache build flags names and headers cannot show (BuildFlags).
 //
 // Dir a cache root or device folder asks about a whole model: when the
-// folder it resolves to has a vision folder (cache.Companion: the one its
+// folder it resolves to has a vision folder (cache.FindCompanion: the one its
 // manifest names, or a stack's beside a folder without a manifest), that
 // folder is identified too (Vision; its source is its own manifest's when
 // Source is empty), and Exact covers both; a vision folder the manifest
@@ -94,7 +94,7 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	if err != nil {
 		return res, err
 	}
-	comp, _, exists, ok := cache.Companion(f)
+	comp, _, exists, ok := cache.FindCompanion(f)
 	switch {
 	case !ok:
 		return res, nil

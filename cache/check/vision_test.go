@@ -292,7 +292,7 @@ func TestIdentifyStackVisionFolder(t *testing.T) {
 			changed := strings.TrimPrefix(plan.Vision.Entries[1].File, plan.Vision.CacheDir+"/")
 			require.NoError(t, os.Remove(filepath.Join(vision, removed)))
 			require.NoError(t, cachetest.RewriteHeader(filepath.Join(vision, changed), func(h *tensorbin.Header) {
-				h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[len(h.Spec.Shape)-2]), int(h.Spec.Shape[len(h.Spec.Shape)-1]))
+				h.Spec.Memory = tensorbin.WidthShardedConfig(int(h.Spec.Shape[len(h.Spec.Shape)-2]), int(h.Spec.Shape[len(h.Spec.Shape)-1]))
 			}))
 			for _, dir := range []string{vision, out} {
 				res, err = check.RunIdentify(ctx, check.IdentifyRequest{Dir: dir})

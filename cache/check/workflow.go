@@ -625,7 +625,7 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 		if err != nil {
 			continue
 		}
-		comp, named, exists, ok := cache.Companion(f)
+		comp, named, exists, ok := cache.FindCompanion(f)
 		if !ok || !named {
 			continue
 		}

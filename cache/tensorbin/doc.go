@@ -13,6 +13,6 @@
 // container with its upstream sources.
 package tensorbin
 
-// Schema names the upstream FlatBuffer schema the container follows (the
+// SchemaVersion names the upstream FlatBuffer schema the container follows (the
 // header carries no version of its own).
-const Schema = "tenstorrent/tt-metal tt_metal/impl/tensor/flatbuffer/tensor.fbs@e6209ddbd3833f43c5336fc77e1942e86ac89cd7"
+const SchemaVersion = "tenstorrent/tt-metal tt_metal/impl/tensor/flatbuffer/tensor.fbs@e6209ddbd3833f43c5336fc77e1942e86ac89cd7"

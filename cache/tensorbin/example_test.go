@@ -32,7 +32,7 @@ func Example() {
 		shards = append(shards, buf)
 		sizes = append(sizes, uint64(len(buf)))
 	}
-	spec := tensorbin.NewTensorSpec([]int{h, w / 2}, tile.BFLOAT8_B, tile.TILE, tensorbin.DRAMInterleaved())
+	spec := tensorbin.NewTensorSpec([]int{h, w / 2}, tile.BFLOAT8_B, tile.TILE, tensorbin.InterleavedConfig())
 	hdr := tensorbin.NewMeshShardedHeader(spec, -1, sizes)
 
 	// The header, then the shards at their offsets (here back to back:

@@ -22,7 +22,7 @@ func FuzzReadTensorbin(f *testing.F) {
 		f.Add(data)
 	}
 	var buf bytes.Buffer
-	h := NewMeshShardedHeader(NewTensorSpec([]int{64, 96}, tile.BFLOAT8_B, tile.TILE, DRAMWidthSharded(64, 96)), -1, []uint64{64, 64})
+	h := NewMeshShardedHeader(NewTensorSpec([]int{64, 96}, tile.BFLOAT8_B, tile.TILE, WidthShardedConfig(64, 96)), -1, []uint64{64, 64})
 	if err := WriteTensorbin(&buf, &h, [][]byte{make([]byte, 64), make([]byte, 64)}); err != nil {
 		f.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 // shard offset written by the current tt-metal writer (kTensorDataAlignment).
 const DataAlignment = 64
 
-// Tile is the tile shape of a TILE tensor.
-type Tile struct {
+// TileShape is the tile shape of a TILE tensor.
+type TileShape struct {
 	H, W      uint32
 	Transpose bool
 }
@@ -23,7 +23,7 @@ type TensorSpec struct {
 	DType  tile.DType
 	Layout tile.Layout
 	// Tile is the tile shape (TILE layout only).
-	Tile      Tile
+	Tile      TileShape
 	Memory    MemoryConfig
 	Alignment []uint32
 }
@@ -37,7 +37,7 @@ func NewTensorSpec(shape []int, dt tile.DType, layout tile.Layout, mem MemoryCon
 		s.Shape = append(s.Shape, uint32(d))
 	}
 	if layout == tile.TILE {
-		s.Tile = Tile{H: tile.TileDim, W: tile.TileDim}
+		s.Tile = TileShape{H: tile.TileDim, W: tile.TileDim}
 		s.Alignment = []uint32{tile.TileDim, tile.TileDim}
 	} else {
 		s.Alignment = []uint32{1}

@@ -91,14 +91,12 @@ type NdShardSpec struct {
 	ShardShape           []uint32
 	Grid                 []CoreRange
 	Orientation          ShardOrientation
-	DistributionStrategy uint8 // RoundRobin1D or Grid2D
+	DistributionStrategy uint8 // RoundRobin1D, or the value a file holds
 }
 
-// Shard distribution strategies of an NdShardSpec.
-const (
-	RoundRobin1D uint8 = 0
-	Grid2D       uint8 = 1
-)
+// RoundRobin1D is the ROUND_ROBIN_1D shard distribution strategy of an
+// NdShardSpec, the one WidthShardedConfig writes.
+const RoundRobin1D uint8 = 0
 
 // MemoryConfig is the memory config recorded in a file's TensorSpec; the
 // loader places the tensor on device with it.
@@ -110,12 +108,12 @@ type MemoryConfig struct {
 	CreatedWithNdShardSpec bool
 }
 
-// DRAMInterleaved returns the default memory config (DRAM, interleaved).
-func DRAMInterleaved() MemoryConfig {
+// InterleavedConfig returns the default memory config (DRAM, interleaved).
+func InterleavedConfig() MemoryConfig {
 	return MemoryConfig{Layout: Interleaved, Buffer: DRAM}
 }
 
-// DRAMWidthSharded returns the WIDTH_SHARDED DRAM config that the qwen36
+// WidthShardedConfig returns the WIDTH_SHARDED DRAM config that the qwen36
 // model code (create_dram_sharded_mem_config) uses for ".dramshard" weights
 // of per-device shape [k, n]: grid cores (0,0)..(7,0) (the 8 DRAM banks),
 // shard shape (k, RoundUp(n, 256)/8), row-major orientation. ttnn derives an
@@ -123,7 +121,7 @@ func DRAMInterleaved() MemoryConfig {
 // shape, grid and orientation, ROUND_ROBIN_1D distribution,
 // created_with_nd_shard_spec false), as ttnn 0.81.1 writes it: the interop
 // suite (.ci/interop/ttnn) compares the files byte for byte.
-func DRAMWidthSharded(k, n int) MemoryConfig {
+func WidthShardedConfig(k, n int) MemoryConfig {
 	grid := []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}}
 	w := uint32(tile.RoundUp(n, 256) / 8)
 	return MemoryConfig{

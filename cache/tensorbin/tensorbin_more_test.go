@@ -16,7 +16,7 @@ import (
 
 func TestTensorbinRoundTrip(t *testing.T) {
 	t.Parallel()
-	nd := DRAMWidthSharded(64, 96)
+	nd := WidthShardedConfig(64, 96)
 	nd.NdShardSpec = &NdShardSpec{
 		ShardShape:           []uint32{64, 32},
 		Grid:                 []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}, {Start: CoreCoord{1, 2}, End: CoreCoord{3, 4}}},
@@ -31,12 +31,12 @@ func TestTensorbinRoundTrip(t *testing.T) {
 	}{
 		{
 			name: "dramshard bfp8 mesh 1x2",
-			h: NewMeshShardedHeader(NewTensorSpec([]int{64, 96}, tile.BFLOAT8_B, tile.TILE, DRAMWidthSharded(64, 96)),
+			h: NewMeshShardedHeader(NewTensorSpec([]int{64, 96}, tile.BFLOAT8_B, tile.TILE, WidthShardedConfig(64, 96)),
 				-1, []uint64{6 * tile.BFP8TileBytes, 6 * tile.BFP8TileBytes}),
 		},
 		{
 			name: "row major bf16 replicated",
-			h:    NewReplicatedHeader(NewTensorSpec([]int{1, 1, 160, 32}, tile.BFLOAT16, tile.ROW_MAJOR, DRAMInterleaved()), 10240),
+			h:    NewReplicatedHeader(NewTensorSpec([]int{1, 1, 160, 32}, tile.BFLOAT16, tile.ROW_MAJOR, InterleavedConfig()), 10240),
 		},
 		{
 			name: "uneven bfp4 shards dim 0 over 1x3",
@@ -45,7 +45,7 @@ func TestTensorbinRoundTrip(t *testing.T) {
 		{
 			name: "no topology, shared buffer",
 			h: Header{
-				Spec:      NewTensorSpec([]int{32, 32}, tile.FLOAT32, tile.TILE, DRAMInterleaved()),
+				Spec:      NewTensorSpec([]int{32, 32}, tile.FLOAT32, tile.TILE, InterleavedConfig()),
 				MeshShape: []uint32{1, 2},
 				Shards:    []Shard{{0, 4096, []uint32{0, 0}}, {0, 4096, []uint32{0, 1}}},
 			},
@@ -91,9 +91,9 @@ func TestTensorbinRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDRAMWidthSharded(t *testing.T) {
+func TestWidthShardedConfig(t *testing.T) {
 	t.Parallel()
-	m := DRAMWidthSharded(5120, 8704)
+	m := WidthShardedConfig(5120, 8704)
 	assert.Equal(t, WidthSharded, m.Layout)
 	assert.Equal(t, DRAM, m.Buffer)
 	require.NotNil(t, m.ShardSpec)
@@ -101,7 +101,7 @@ func TestDRAMWidthSharded(t *testing.T) {
 		Grid:   []CoreRange{{Start: CoreCoord{0, 0}, End: CoreCoord{7, 0}}},
 		ShapeH: 5120, ShapeW: 1088, Orientation: RowMajorOrientation,
 	}, *m.ShardSpec)
-	assert.Equal(t, uint32(32), DRAMWidthSharded(1, 200).ShardSpec.ShapeW)
+	assert.Equal(t, uint32(32), WidthShardedConfig(1, 200).ShardSpec.ShapeW)
 	// ttnn serializes the nd_shard_spec it derives from the legacy spec.
 	require.NotNil(t, m.NdShardSpec)
 	assert.Equal(t, NdShardSpec{
@@ -114,7 +114,7 @@ func TestDRAMWidthSharded(t *testing.T) {
 
 	// qkvzab.dramshard of the 27B on 1x2 ([5120, 8240] BFLOAT8_B per
 	// device): ttnn 0.81.1 writes a 632-byte header (data at 640).
-	spec := NewTensorSpec([]int{5120, 8240}, tile.BFLOAT8_B, tile.TILE, DRAMWidthSharded(5120, 8240))
+	spec := NewTensorSpec([]int{5120, 8240}, tile.BFLOAT8_B, tile.TILE, WidthShardedConfig(5120, 8240))
 	size := uint64(160 * 258 * tile.BFP8TileBytes)
 	h := NewMeshShardedHeader(spec, -1, []uint64{size, size})
 	enc, err := EncodeHeader(&h)
@@ -140,7 +140,7 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 
 func TestWriterStreaming(t *testing.T) {
 	t.Parallel()
-	spec := NewTensorSpec([]int{32, 32}, tile.BFLOAT8_B, tile.TILE, DRAMInterleaved())
+	spec := NewTensorSpec([]int{32, 32}, tile.BFLOAT8_B, tile.TILE, InterleavedConfig())
 	h := NewMeshShardedHeader(spec, -1, []uint64{1000, 1088})
 	a, b := bytes.Repeat([]byte{1}, 1000), bytes.Repeat([]byte{2}, 1088)
 
@@ -289,7 +289,7 @@ func TestMeshMappedHeader(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			spec := NewTensorSpec([]int{1, 1, 80, 32}, tile.BFLOAT16, tile.ROW_MAJOR, DRAMInterleaved())
+			spec := NewTensorSpec([]int{1, 1, 80, 32}, tile.BFLOAT16, tile.ROW_MAJOR, InterleavedConfig())
 			h, err := NewMeshMappedHeader(spec, tc.rows, tc.cols, tc.pl, tc.sizes)
 			require.NoError(t, err)
 			var coords [][]uint32
@@ -322,7 +322,7 @@ func TestMeshMappedHeader(t *testing.T) {
 			assert.Equal(t, &h, got)
 		})
 	}
-	_, err := NewMeshMappedHeader(NewTensorSpec([]int{32}, tile.BFLOAT16, tile.ROW_MAJOR, DRAMInterleaved()), 1, 2,
+	_, err := NewMeshMappedHeader(NewTensorSpec([]int{32}, tile.BFLOAT16, tile.ROW_MAJOR, InterleavedConfig()), 1, 2,
 		[2]Placement{PlacementReplicate, PlacementShard(0)}, []uint64{64})
 	assert.ErrorContains(t, err, "2 distinct buffers")
 	assert.Equal(t, "Replicate", PlacementReplicate.String())

@@ -63,7 +63,7 @@ var sampleCases = []sampleCase{
 		file: "sample_replicated_dtype_BFLOAT16_layout_TILE.tensorbin",
 		build: func(t *testing.T) (Header, [][]byte) {
 			data := readGolden(t, "randn_bf16_64x32.tile.bf16")
-			spec := NewTensorSpec([]int{64, 32}, tile.BFLOAT16, tile.TILE, DRAMInterleaved())
+			spec := NewTensorSpec([]int{64, 32}, tile.BFLOAT16, tile.TILE, InterleavedConfig())
 			return NewReplicatedHeader(spec, uint64(len(data))), [][]byte{data}
 		},
 	},
@@ -82,7 +82,7 @@ var sampleCases = []sampleCase{
 				shards = append(shards, buf)
 				sizes = append(sizes, uint64(len(buf)))
 			}
-			spec := NewTensorSpec([]int{32, 32}, tile.BFLOAT8_B, tile.TILE, DRAMInterleaved())
+			spec := NewTensorSpec([]int{32, 32}, tile.BFLOAT8_B, tile.TILE, InterleavedConfig())
 			return NewMeshShardedHeader(spec, -1, sizes), shards
 		},
 	},
@@ -112,7 +112,7 @@ func TestReadReconstructedSamples(t *testing.T) {
 			assert.Equal(t, schemaDTypeNames[d.TensorSpec.DataType], h.Spec.DType)
 			assert.Equal(t, map[string]tile.Layout{"tile": tile.TILE, "row_major": tile.ROW_MAJOR}[d.TensorSpec.PageConfig], h.Spec.Layout)
 			assert.Equal(t, []any{32.0, 32.0, false}, d.TensorSpec.Tile)
-			assert.Equal(t, Tile{H: 32, W: 32}, h.Spec.Tile)
+			assert.Equal(t, TileShape{H: 32, W: 32}, h.Spec.Tile)
 			mc := d.TensorSpec.MemoryConfig
 			assert.Equal(t, mc.MemoryLayout, h.Spec.Memory.Layout.String())
 			assert.Equal(t, mc.BufferType, h.Spec.Memory.Buffer.String())

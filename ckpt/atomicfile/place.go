@@ -36,16 +36,16 @@ func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 type Kind int
 
 const (
-	// New: nothing is there; the file or directory is created.
-	New Kind = iota
-	// Regular: a regular file, replaced atomically (temporary name beside
+	// KindNew: nothing is there; the file or directory is created.
+	KindNew Kind = iota
+	// KindRegular: a regular file, replaced atomically (temporary name beside
 	// it, fsync, rename).
-	Regular
-	// Stream: a character device or a FIFO (/dev/stdout, /dev/null, a
+	KindRegular
+	// KindStream: a character device or a FIFO (/dev/stdout, /dev/null, a
 	// named pipe), written through: opened for writing, never replaced.
-	Stream
-	// Dir: an existing directory (Policy.Dir).
-	Dir
+	KindStream
+	// KindDir: an existing directory (Policy.Dir).
+	KindDir
 )
 
 // Policy says what a command's output may be written onto; Place applies
@@ -89,7 +89,7 @@ func (p Policy) inputsAre() string {
 type Target struct {
 	// Path is the path to write: the path given with its symbolic links
 	// followed to what they name (a link is never replaced; a dangling
-	// link names the file to create). A Stream keeps the path given.
+	// link names the file to create). A KindStream target keeps the path given.
 	Path string
 	Kind Kind
 }
@@ -132,7 +132,7 @@ func Place(path string, p Policy) (Target, error) {
 		if err := checkInsideInputs(path, to, p); err != nil {
 			return Target{}, err
 		}
-		return Target{Path: to, Kind: New}, nil
+		return Target{Path: to, Kind: KindNew}, nil
 	}
 	if errors.Is(err, syscall.ELOOP) {
 		return refuse("is a loop of symbolic links")
@@ -155,7 +155,7 @@ func Place(path string, p Policy) (Target, error) {
 				return refuse("is a directory that is not empty (%d entries, %s first): refusing to write into it", len(ents), quoteName(ents[0].Name()))
 			}
 		}
-		return Target{Path: path, Kind: Dir}, nil
+		return Target{Path: path, Kind: KindDir}, nil
 	case p.Dir:
 		return refuse("is %s, not a directory: refusing to replace it", describe(mode))
 	case mode.IsDir():
@@ -171,12 +171,12 @@ func Place(path string, p Policy) (Target, error) {
 		if err := checkInsideInputs(path, to, p); err != nil {
 			return Target{}, err
 		}
-		return Target{Path: to, Kind: Regular}, nil
+		return Target{Path: to, Kind: KindRegular}, nil
 	case mode&(fs.ModeCharDevice|fs.ModeNamedPipe) != 0:
 		if p.Seek {
 			return refuse("is %s: this output is written at offsets and needs a regular file (or a directory)", describe(mode))
 		}
-		return Target{Path: path, Kind: Stream}, nil
+		return Target{Path: path, Kind: KindStream}, nil
 	}
 	return refuse("is %s: an output is written to a regular file, a character device or a FIFO, never over anything else", describe(mode))
 }
@@ -302,7 +302,7 @@ func Open(path string, p Policy) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind != Stream {
+	if t.Kind != KindStream {
 		return Create(t.Path)
 	}
 	f, err := os.OpenFile(t.Path, os.O_WRONLY, 0)

@@ -120,7 +120,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 	if err != nil {
 		return nil, err
 	}
-	existing := tgt.Kind == atomicfile.Dir
+	existing := tgt.Kind == atomicfile.KindDir
 	out = tgt.Path
 	// A new directory is assembled beside out and renamed into place. An
 	// existing (empty) one may be a mount point or sit in a read-only

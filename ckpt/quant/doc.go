@@ -4,7 +4,7 @@
 //
 // A Scheme names how a tensor's values are made from what is stored
 // (Plain, BlockFP8, MXFP4, NVFP4, and compressed-tensors' FP8Tensor,
-// FP8Channel, FP8Block). SpecOf gives the one description of each (Spec):
+// FP8Channel, FP8PerBlock). SpecOf gives the one description of each (Spec):
 // how a config declares it, how its weights and their companions (scales)
 // are named, typed and shaped, and the config keys of its ignore list.
 //

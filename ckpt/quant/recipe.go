@@ -21,7 +21,7 @@ type Recipe struct {
 	Method     string   // quant_method ("fp8", "mxfp4", "modelopt", "compressed-tensors")
 	Algo       string   // ModelOpt quant_algo ("NVFP4")
 	Format     string   // compressed-tensors format ("float-quantized")
-	Block      [2]int64 // block FP8 / FP8Block block size
+	Block      [2]int64 // block FP8 / FP8PerBlock block size
 	GroupSize  int64    // elements per scale of MXFP4 (32) / NVFP4 (16)
 	// Ignore are the modules left unquantised, IgnoreKey the config path of
 	// that list (for messages).
@@ -184,7 +184,7 @@ func (r *Recipe) compressedTensors(q *Config) error {
 			if len(b) != 2 || len(bs) != 2 {
 				return fail("config_groups.%s.weights.block_structure %v is not [rows, cols]", n, w["block_structure"])
 			}
-			qg.Scheme, qg.Block = FP8Block, [2]int64{b[0], b[1]}
+			qg.Scheme, qg.Block = FP8PerBlock, [2]int64{b[0], b[1]}
 		default:
 			return fail("config_groups.%s.weights.strategy %q is not one ckpt knows for FP8 (tensor, channel, block)", n, qg.Strategy)
 		}

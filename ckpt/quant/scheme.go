@@ -24,14 +24,14 @@ const (
 	// weight U8 [N, K/2] (packed E2M1), weight_scale F8_E4M3 [N, K/16],
 	// weight_scale_2 F32 scalar (global), input_scale F32 (activations).
 	NVFP4 Scheme = "nvfp4"
-	// FP8Tensor, FP8Channel, FP8Block: compressed-tensors float-quantized
+	// FP8Tensor, FP8Channel, FP8PerBlock: compressed-tensors float-quantized
 	// FP8 (quant_method "compressed-tensors", format "float-quantized"):
 	// weight F8_E4M3 [N, K] times weight_scale, a multiplier of shape [1]
 	// (strategy tensor), [N, 1] (channel) or [ceil(N/bm), ceil(K/bk)]
 	// (block, block_structure [bm, bk]).
-	FP8Tensor  Scheme = "fp8-tensor"
-	FP8Channel Scheme = "fp8-channel"
-	FP8Block   Scheme = "fp8-block"
+	FP8Tensor   Scheme = "fp8-tensor"
+	FP8Channel  Scheme = "fp8-channel"
+	FP8PerBlock Scheme = "fp8-block"
 )
 
 // DefaultBlockSize is the block of a block-FP8 weight when the config
@@ -147,7 +147,7 @@ var schemeSpecs = []*Spec{
 		Companions: []CompanionSpec{{Role: "scale", Suffix: "weight_scale", DTypes: floatScale, Shape: "[N, 1]"},
 			{Role: "input_scale", Suffix: "input_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])", Optional: true}},
 		IgnoreKeys: []string{"ignore"}},
-	{Scheme: FP8Block, Title: "FP8 per block (compressed-tensors)", Declared: `quantization_config.quant_method "compressed-tensors", format "float-quantized", weights strategy "block"`,
+	{Scheme: FP8PerBlock, Title: "FP8 per block (compressed-tensors)", Declared: `quantization_config.quant_method "compressed-tensors", format "float-quantized", weights strategy "block"`,
 		WeightName: "<module>.weight", WeightDTypes: []numfmt.DType{numfmt.F8E4M3}, WeightShape: "[N, K]", ValuesPerElement: 1, Block: "[bm, bn] = block_structure",
 		Companions: []CompanionSpec{{Role: "scale", Suffix: "weight_scale", DTypes: floatScale, Shape: "[ceil(N/bm), ceil(K/bn)]"},
 			{Role: "input_scale", Suffix: "input_scale", DTypes: floatScale, Shape: "a scalar ([] or [1])", Optional: true}},

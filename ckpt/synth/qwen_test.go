@@ -33,7 +33,9 @@ func TestPairOpens(t *testing.T) {
 	c, err := ckpt.Open(context.Background(), base, ckpt.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	s := ckpt.Summarize(c.Tensors, true)
+	s := ckpt.SummarizeWith(c.Tensors, func(t *ckpt.Tensor) (int64, bool) {
+		return int64(t.Numel()), ckpt.CountsAsParameter(&t.TensorInfo, true)
+	})
 	t.Logf("%d tensors, %d bytes, %v, groups %v", s.Tensors, s.Bytes, s.ParametersByDType, s.ByGroup)
 	w, ok := c.Lookup("mtp.layers.0.mlp.down_proj.weight")
 	require.True(t, ok)

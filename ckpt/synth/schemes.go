@@ -90,9 +90,9 @@ func QuantConfigJSON(s quant.Scheme, o SchemeOptions) (config, hfQuant map[strin
 		// the legacy ModelOpt layout: the recipe in hf_quant_config.json only.
 		hfQuant = map[string]any{"producer": map[string]any{"name": "modelopt", "version": "0.0.0-synth"},
 			"quantization": map[string]any{"quant_algo": "NVFP4", "kv_cache_quant_algo": nil, "group_size": numfmt.NVFP4BlockSize, "exclude_modules": []any{"lm_head"}}}
-	case quant.FP8Tensor, quant.FP8Channel, quant.FP8Block:
+	case quant.FP8Tensor, quant.FP8Channel, quant.FP8PerBlock:
 		w := map[string]any{"num_bits": 8, "type": "float", "symmetric": true, "dynamic": false, "strategy": strings.TrimPrefix(string(s), "fp8-")}
-		if s == quant.FP8Block {
+		if s == quant.FP8PerBlock {
 			w["block_structure"] = []any{32, 32}
 		}
 		q = map[string]any{"quant_method": "compressed-tensors", "format": "float-quantized", "quantization_status": "compressed", "ignore": []any{"lm_head"},
@@ -398,7 +398,7 @@ func quantLinear(s quant.Scheme, o SchemeOptions, mod string, rows, cols int64) 
 		if bad {
 			sshape = []int64{1, rows}
 		}
-	case quant.FP8Block:
+	case quant.FP8PerBlock:
 		br, bc := (rows+31)/32, (cols+31)/32
 		sshape, svals = []int64{br, bc}, make([]float32, br*bc)
 		for i := range svals {
@@ -426,7 +426,7 @@ func quantLinear(s quant.Scheme, o SchemeOptions, mod string, rows, cols int64) 
 }
 
 // WriteScheme writes a small single-file checkpoint of scheme s (MXFP4,
-// NVFP4, FP8Tensor, FP8Channel or FP8Block) into dir: model.safetensors,
+// NVFP4, FP8Tensor, FP8Channel or FP8PerBlock) into dir: model.safetensors,
 // config.json and, for NVFP4, hf_quant_config.json (ModelOpt's legacy
 // layout, no quantization_config in config.json). With o.FineTune it is a
 // bf16 fine-tune of that base instead, with o.BadScaleShape the base with

@@ -18,7 +18,7 @@ func TestWriteScheme(t *testing.T) {
 	for _, tc := range []struct {
 		scheme  quant.Scheme
 		weights int
-	}{{quant.MXFP4, 4}, {quant.NVFP4, 14}, {quant.FP8Tensor, 14}, {quant.FP8Channel, 14}, {quant.FP8Block, 14}} {
+	}{{quant.MXFP4, 4}, {quant.NVFP4, 14}, {quant.FP8Tensor, 14}, {quant.FP8Channel, 14}, {quant.FP8PerBlock, 14}} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -91,7 +91,7 @@ func readF32(t *testing.T, x *ckpt.Tensor) []float32 {
 // dequantised values exactly, but every 7th element of the changed weight.
 func TestSchemeFineTuneValues(t *testing.T) {
 	t.Parallel()
-	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Tensor, quant.FP8Channel, quant.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Tensor, quant.FP8Channel, quant.FP8PerBlock} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, ft, err := synth.SchemePair(t.TempDir(), s)
@@ -122,7 +122,7 @@ func TestSchemeFineTuneValues(t *testing.T) {
 							switch s {
 							case quant.FP8Channel:
 								k = i
-							case quant.FP8Block:
+							case quant.FP8PerBlock:
 								k = (i/32)*((cols+31)/32) + j/32
 							}
 							vals[i*cols+j] = numfmt.DecodeE4M3(codes[i*cols+j]) * sc[k]

@@ -196,7 +196,7 @@ func TestCacheIdentifyNamesOnlyClosest(t *testing.T) {
 	out, folder = manifestlessCache(t, src, filepath.Join(dir, "header"))
 	wo := "layers.3/tp/wo_dtype_BFLOAT8_B_layout_TILE.tensorbin"
 	require.NoError(t, cachetest.RewriteHeader(filepath.Join(folder, filepath.FromSlash(wo)), func(h *tensorbin.Header) {
-		h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[0]), int(h.Spec.Shape[1]))
+		h.Spec.Memory = tensorbin.WidthShardedConfig(int(h.Spec.Shape[0]), int(h.Spec.Shape[1]))
 	}))
 	code, doc = identifyJSON(t, out)
 	assert.Equal(t, 1, code)

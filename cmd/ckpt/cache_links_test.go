@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -103,7 +104,7 @@ func TestCacheCompareFollowsLinks(t *testing.T) {
 	// cache ls of a linked folder.
 	code, stdout, stderr = runApp(t, "cache", "ls", aLink, "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var ls cache.ListResult
+	var ls list.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &ls))
 	assert.Len(t, ls.Files, n)
 

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
@@ -140,7 +140,7 @@ func printFindings(w io.Writer, format string, r *check.Result) error {
 // printList renders a cache listing: its JSON document, its files as JSON
 // Lines, or a grid (name, dtype, layout, shard shape, placement, shards,
 // memory, bytes) and, but in csv, a line with the totals.
-func printList(w io.Writer, format string, res *cache.ListResult) error {
+func printList(w io.Writer, format string, res *list.Result) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)

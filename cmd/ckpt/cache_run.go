@@ -7,16 +7,16 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
 // The cache commands: each runs its library workflow (build.RunSource,
-// check.RunAll, cache.ListDir, archive.PackFile, archive.UnpackFile) with
+// check.RunAll, list.Run, archive.Pack, archive.Unpack) with
 // the progress renderer on stderr, and renders its result
 // (cache_render.go).
 
@@ -34,18 +34,18 @@ func (o *cacheVerifyOptions) request(a *App) check.Request {
 }
 
 // request is the library request of the options.
-func (o *cacheLsOptions) request() cache.ListRequest {
-	return cache.ListRequest{Dir: o.Dir, Select: o.Select}
+func (o *cacheLsOptions) request() list.Options {
+	return list.Options{Dir: o.Dir, Select: o.Select}
 }
 
 // request is the library request of the options.
-func (o *cachePackOptions) request() archive.PackRequest {
-	return archive.PackRequest{Dir: o.Dir, Out: o.Out, PackOptions: archive.PackOptions{Workers: o.Workers, Select: o.Select}}
+func (o *cachePackOptions) request() archive.PackOptions {
+	return archive.PackOptions{Dir: o.Dir, Out: o.Out, WriteOptions: archive.WriteOptions{Workers: o.Workers, Select: o.Select}}
 }
 
 // request is the library request of the options.
-func (o *cacheUnpackOptions) request() archive.UnpackRequest {
-	return archive.UnpackRequest{File: o.File, Dir: o.Dir}
+func (o *cacheUnpackOptions) request() archive.UnpackOptions {
+	return archive.UnpackOptions{File: o.File, Dir: o.Dir}
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
@@ -127,7 +127,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := cache.ListDir(o.request())
+	res, err := list.Run(ctx, o.request())
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 		return err
 	}
 	req.Progress = prog
-	res, err := archive.PackFile(ctx, req)
+	res, err := archive.Pack(ctx, req)
 	stop()
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
 		return err
 	}
 	req.Progress = prog
-	res, err := archive.UnpackFile(ctx, req)
+	res, err := archive.Unpack(ctx, req)
 	stop()
 	if err != nil {
 		return err

@@ -184,7 +184,7 @@ func TestCacheIdentifyStackVisionFolder(t *testing.T) {
 			removed, changed := files[0], files[1]
 			require.NoError(t, os.Remove(filepath.Join(vision, removed)))
 			require.NoError(t, cachetest.RewriteHeader(filepath.Join(vision, changed), func(h *tensorbin.Header) {
-				h.Spec.Memory = tensorbin.DRAMWidthSharded(int(h.Spec.Shape[len(h.Spec.Shape)-2]), int(h.Spec.Shape[len(h.Spec.Shape)-1]))
+				h.Spec.Memory = tensorbin.WidthShardedConfig(int(h.Spec.Shape[len(h.Spec.Shape)-2]), int(h.Spec.Shape[len(h.Spec.Shape)-1]))
 			}))
 			for _, dir := range []string{vision, root} {
 				code, stdout, _ = runApp(t, "cache", "identify", dir, "--format", "text")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/source"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -197,7 +198,7 @@ func TestCacheRootSelect(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "ls", out, "--mesh", "1x1", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var ls cache.ListResult
+	var ls list.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &ls))
 	assert.Equal(t, filepath.Join(out, "P150", "tensor_cache_bfp8_mesh1x1"), ls.Dir)
 	assert.NotEmpty(t, ls.Files)

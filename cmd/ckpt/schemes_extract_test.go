@@ -118,7 +118,7 @@ func refDequant(t *testing.T, dir string, s quant.Scheme) map[string][]float64 {
 // 1, "refusing to read it").
 func TestExtractSchemesDequantise(t *testing.T) {
 	t.Parallel()
-	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8PerBlock} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, bad, ft := schemeFixtures(t, s)
@@ -153,7 +153,7 @@ func TestExtractSchemesDequantise(t *testing.T) {
 				require.True(t, ok, name)
 				assert.Equal(t, toU64(w.Shape), tv.Shape(), name)
 			}
-			if s == quant.FP8Tensor || s == quant.FP8Block {
+			if s == quant.FP8Tensor || s == quant.FP8PerBlock {
 				return // their values are checked by diff against the fine-tune (TestDiffSchemes)
 			}
 			ref := refDequant(t, base, s)
@@ -280,7 +280,7 @@ type schemeDiffDoc struct {
 // refused the compressed-tensors FP8 weights.
 func TestDiffSchemes(t *testing.T) {
 	t.Parallel()
-	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8Block} {
+	for _, s := range []quant.Scheme{quant.MXFP4, quant.NVFP4, quant.FP8Channel, quant.FP8Tensor, quant.FP8PerBlock} {
 		t.Run(string(s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, s)
@@ -356,7 +356,7 @@ func TestDiffSchemesRequantIdentical(t *testing.T) {
 	for _, tc := range []struct {
 		s      quant.Scheme
 		bm, bn int64 // 0: the weight's rows / columns
-	}{{quant.FP8Tensor, 0, 0}, {quant.FP8Channel, 1, 0}, {quant.FP8Block, 32, 32}} {
+	}{{quant.FP8Tensor, 0, 0}, {quant.FP8Channel, 1, 0}, {quant.FP8PerBlock, 32, 32}} {
 		t.Run(string(tc.s), func(t *testing.T) {
 			t.Parallel()
 			base, _, ft := schemeFixtures(t, tc.s)

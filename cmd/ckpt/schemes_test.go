@@ -46,7 +46,7 @@ func TestInspectSchemes(t *testing.T) {
 		{quant.NVFP4, 90432, 14, "quantization: nvfp4, NVFP4 (NVIDIA ModelOpt) (hf_quant_config.json quantization, 16 elements per scale); 14 quantised weights; not quantised (quantization.exclude_modules): lm_head"},
 		{quant.FP8Channel, 90432, 14, "quantization: fp8-channel, FP8 per channel (compressed-tensors) (config.json quantization_config); 14 quantised weights; not quantised (quantization_config.ignore): lm_head"},
 		{quant.FP8Tensor, 90432, 14, "quantization: fp8-tensor, FP8 per tensor (compressed-tensors) (config.json quantization_config); 14 quantised weights"},
-		{quant.FP8Block, 90432, 14, "quantization: fp8-block, FP8 per block (compressed-tensors) (config.json quantization_config, 32x32 blocks); 14 quantised weights"},
+		{quant.FP8PerBlock, 90432, 14, "quantization: fp8-block, FP8 per block (compressed-tensors) (config.json quantization_config, 32x32 blocks); 14 quantised weights"},
 	} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()
@@ -144,7 +144,7 @@ func TestVerifySchemes(t *testing.T) {
 		{quant.NVFP4, "nvfp4: NVFP4 (NVIDIA ModelOpt), declared in hf_quant_config.json quantization", "has shape [32,16], expected [64,8] = [N, K/16]"},
 		{quant.FP8Channel, "fp8-channel: FP8 per channel (compressed-tensors)", "has shape [1,64], expected [64,1] = [N, 1]"},
 		{quant.FP8Tensor, "fp8-tensor: FP8 per tensor (compressed-tensors)", "has shape [2], expected a scalar ([] or [1])"},
-		{quant.FP8Block, "fp8-block: FP8 per block (compressed-tensors)", "has shape [4,2], expected [2,4] = [ceil(N/bm), ceil(K/bn)]"},
+		{quant.FP8PerBlock, "fp8-block: FP8 per block (compressed-tensors)", "has shape [4,2], expected [2,4] = [ceil(N/bm), ceil(K/bn)]"},
 	} {
 		t.Run(string(tc.scheme), func(t *testing.T) {
 			t.Parallel()

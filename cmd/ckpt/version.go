@@ -99,7 +99,7 @@ func buildVersionInfo(bi *debug.BuildInfo) (VersionInfo, error) {
 	v.Formats.JSONSchema = ckpt.SchemaVersion
 	v.Formats.Contract = contract.Version
 	v.Formats.Manifest = cache.ManifestFormat
-	v.Formats.Tensorbin = tensorbin.Schema
+	v.Formats.Tensorbin = tensorbin.SchemaVersion
 	for _, name := range mapping.BuiltinNames() {
 		p, err := mapping.Builtin(name)
 		if err != nil {

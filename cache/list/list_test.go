@@ -1,4 +1,4 @@
-package cache_test
+package list_test
 
 import (
 	"context"
@@ -7,36 +7,34 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/cache/build"
-	"github.com/ckpt-dev/ckpt/ckpt/synth"
+	"github.com/ckpt-dev/ckpt/cache/cachetest"
+	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// ListDir of a cache root lists its folder's files; the summary record
+// Run of a cache root lists its folder's files; the summary record
 // counts them and their bytes, in the JSON Lines order.
-func TestListDirSummary(t *testing.T) {
+func TestRunSummary(t *testing.T) {
 	t.Parallel()
-	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	m, err := cachetest.WriteTinyFolder(out, 3)
 	require.NoError(t, err)
 	var total int64
-	for _, f := range res.Manifest.Files {
+	for _, f := range m.Files {
 		total += f.Size
 	}
-	l, err := cache.ListDir(cache.ListRequest{Dir: out})
+	l, err := list.Run(context.Background(), list.Options{Dir: out})
 	require.NoError(t, err)
-	require.Len(t, l.Files, len(res.Manifest.Files))
+	require.Len(t, l.Files, len(m.Files))
 	assert.Equal(t, total, l.Bytes())
-	assert.Equal(t, cache.ListSummary{Dir: out, Files: len(l.Files), Bytes: total, Unreadable: 0}, l.SummaryRecord())
+	assert.Equal(t, list.SummaryRecord{Dir: out, Files: len(l.Files), Bytes: total, Unreadable: 0}, l.SummaryRecord())
 	b, err := json.Marshal(l.SummaryRecord())
 	require.NoError(t, err)
 	dir, err := json.Marshal(out)
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf(`{"dir":%s,"files":%d,"bytes":%d,"unreadable":0}`, dir, len(l.Files), total), string(b))
 
-	_, err = cache.ListDir(cache.ListRequest{Dir: filepath.Join(out, "missing")})
+	_, err = list.Run(context.Background(), list.Options{Dir: filepath.Join(out, "missing")})
 	assert.EqualError(t, err, "listing "+filepath.Join(out, "missing")+": not a directory")
 }
