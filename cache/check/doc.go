@@ -7,10 +7,8 @@
 //     one cache folder (memory, manifest, plan, Verify; its Result is the
 //     JSON document); RunAll, the workflow of `ckpt cache verify` (one
 //     Request), runs it on every folder of a root (AllResult).
-//   - Compare compares two caches file by file, header field by field and
-//     shard by shard (`ckpt cache compare`: CompareDirs); Plan holds a
-//     mapping plan against an existing cache by names and headers only
-//     (map --against-cache).
+//   - Plan holds a mapping plan against an existing cache by names and
+//     headers only (map --against-cache; package compare compares).
 //   - Identify finds the profile and settings whose plan reproduces a cache
 //     (`ckpt cache identify`), building the closest candidate's files with
 //     package build to compare their data when asked.

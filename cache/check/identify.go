@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -101,13 +102,13 @@ type IdentifyResult struct {
 	// NamesOnly: no source, the candidates' plans were made from the
 	// cache's file names (IdentifyNames); NotCompared says what that
 	// leaves out.
-	NamesOnly   bool           `json:"names_only,omitempty"`
-	NotCompared []string       `json:"not_compared,omitempty"`
-	Exact       bool           `json:"exact"`
-	Best        *Candidate     `json:"best"`
-	Ties        []string       `json:"ties,omitempty"`
-	Candidates  []Candidate    `json:"candidates"`
-	Report      *CompareResult `json:"report"`
+	NamesOnly   bool              `json:"names_only,omitempty"`
+	NotCompared []string          `json:"not_compared,omitempty"`
+	Exact       bool              `json:"exact"`
+	Best        *Candidate        `json:"best"`
+	Ties        []string          `json:"ties,omitempty"`
+	Candidates  []Candidate       `json:"candidates"`
+	Report      *compare.Document `json:"report"`
 	// Warnings are the messages of the source's warning issues (not in
 	// the document: the CLI prints them on stderr). BuildFlags are the
 	// cache build flags the line that rebuilds the cache needs beyond the
@@ -130,7 +131,7 @@ type IdentifyResult struct {
 	VisionEmpty   string          `json:"vision_empty,omitempty"`
 	VisionOther   string          `json:"vision_other,omitempty"`
 	VisionOwner   string          `json:"vision_owner,omitempty"`
-	report        *CompareReport
+	report        *compare.Report
 }
 
 // FolderExact says whether the closest candidate reproduces this folder
@@ -141,7 +142,7 @@ func (r *IdentifyResult) FolderExact() bool {
 
 // ClosestReport is the comparison of the closest candidate's plan with the
 // cache.
-func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
+func (r *IdentifyResult) ClosestReport() *compare.Report { return r.report }
 
 // Identify names the profile and variable settings whose plan of the
 // checkpoint c reproduces the cache in dir: for every candidate (each
@@ -172,7 +173,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
 		res.Candidates[0].DataCompared = true
 		for _, d := range best.rep.Diffs {
-			if d.Kind == DiffData {
+			if d.Kind == compare.DiffData {
 				// Apart from Differences: the other candidates' data is
 				// not compared, so only names and headers rank them.
 				res.Candidates[0].Data++
@@ -195,7 +196,7 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 // inferred by cache.InferMesh). opt.Data is ignored: there is no source
 // to build from.
 func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
-	headers := headerCache{}
+	headers := compare.NewHeaderCache()
 	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
 		if vision {
 			return tryVisionNames(p, mesh, set, fdir, files, headers)
@@ -208,7 +209,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 		if err != nil {
 			return tried{}, err
 		}
-		rep, err := planReport(plan, fdir, true, headers)
+		rep, err := compare.Headers(plan, fdir, compare.HeadersOptions{OwnShape: true, Cache: headers})
 		if err != nil {
 			return tried{}, err
 		}
@@ -232,7 +233,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 // plan of p's vision part (in p's device folder and architecture, as
 // mapping.BuildWith plans it) from the folder's file names, held against
 // their headers. A profile without a vision part cannot match.
-func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers headerCache) (tried, error) {
+func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers *compare.HeaderCache) (tried, error) {
 	cand := visionCandidate(p, mesh, set)
 	if p.Vision == nil {
 		cand.Problem = "the profile has no vision part to plan a vision folder"
@@ -246,7 +247,7 @@ func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings,
 		return tried{}, fmt.Errorf("vision part of profile %s: %w", p.Name, err)
 	}
 	maps.Copy(cand.Settings, plan.Settings)
-	rep, err := planReport(plan, fdir, true, headers)
+	rep, err := compare.Headers(plan, fdir, compare.HeadersOptions{OwnShape: true, Cache: headers})
 	if err != nil {
 		return tried{}, err
 	}
@@ -293,7 +294,7 @@ func visionCandidate(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings
 type tried struct {
 	cand  Candidate
 	plan  *mapping.Plan
-	rep   *CompareReport
+	rep   *compare.Report
 	notes []string
 }
 
@@ -403,11 +404,11 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 
 // finish sets the verdict from the closest candidate (Candidates[0]) and
 // its report.
-func (r *IdentifyResult) finish(rep *CompareReport) {
+func (r *IdentifyResult) finish(rep *compare.Report) {
 	best := r.Candidates[0]
 	r.report = rep
 	r.Best = &best
-	doc := rep.Result()
+	doc := rep.Document()
 	r.Report = &doc
 	r.Exact = best.Differences == 0 && best.Data == 0
 	for _, c := range r.Candidates[1:] {
@@ -418,13 +419,13 @@ func (r *IdentifyResult) finish(rep *CompareReport) {
 }
 
 // count sets the candidate's differences from its report.
-func (c *Candidate) count(rep *CompareReport) {
+func (c *Candidate) count(rep *compare.Report) {
 	c.Differences = len(rep.Diffs)
 	for _, d := range rep.Diffs {
 		switch d.Kind {
-		case DiffMissing:
+		case compare.DiffMissing:
 			c.Missing++
-		case DiffExtra:
+		case compare.DiffExtra:
 			c.Extra++
 		default:
 			c.Headers++
@@ -435,7 +436,7 @@ func (c *Candidate) count(rep *CompareReport) {
 // tryCandidate holds the plan of c with profile p and the variables set
 // against the cache folder dir (Plan). A checkpoint that does not map so
 // gives a candidate with Problem set (Differences -1) and no plan.
-func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *CompareReport, error) {
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *compare.Report, error) {
 	var cand Candidate
 	if !vision {
 		settings, err := p.Resolve(mesh, set)
@@ -559,14 +560,14 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 // value op that is not exactly reproducible) and adds the data
 // differences and the files within a tolerance to rep; the scratch root
 // is removed. It returns the shard bytes compared.
-func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
+func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
 	budget := opt.ScratchBytes
 	if budget <= 0 {
 		budget = 2 << 30
 	}
 	missing := map[string]bool{}
 	for _, d := range rep.Diffs {
-		if d.Kind == DiffMissing || d.Kind == DiffUnreadable {
+		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {
 			missing[d.File] = true
 		}
 	}
@@ -596,14 +597,14 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			diffs, tol, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel,
-				fileTol{tol: e.Tolerance(), target: e.Target}, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
+			diffs, tol, n, err := compare.File(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel,
+				compare.FileOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress}})
 			if err != nil {
 				return err
 			}
 			total += n
 			for _, d := range diffs {
-				if d.Kind == DiffData {
+				if d.Kind == compare.DiffData {
 					d.Target = e.Target
 					rep.Diffs = append(rep.Diffs, d)
 				}
@@ -635,7 +636,6 @@ func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cd
 	if err := flush(); err != nil {
 		return total, nonFinite, err
 	}
-	sortDiffs(rep.Diffs)
-	sortTolerated(rep.Tolerated)
+	rep.Sort()
 	return total, nonFinite, nil
 }

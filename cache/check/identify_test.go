@@ -9,6 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -95,7 +96,7 @@ func TestIdentifyClosest(t *testing.T) {
 	assert.Equal(t, 1, res.Best.Differences)
 	assert.Equal(t, 1, res.Best.Missing)
 	require.Len(t, res.ClosestReport().Diffs, 1)
-	assert.Equal(t, check.DiffMissing, res.ClosestReport().Diffs[0].Kind)
+	assert.Equal(t, compare.DiffMissing, res.ClosestReport().Diffs[0].Kind)
 
 	_, err = check.Identify(context.Background(), filepath.Join(t.TempDir(), "none"), c, check.IdentifyOptions{})
 	require.Error(t, err)

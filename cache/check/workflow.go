@@ -16,6 +16,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
@@ -86,7 +87,7 @@ type Result struct {
 	// only within the tolerance of a value op their entry applies
 	// (neg_exp: within 1 ulp of float32); they pass, and the verdict says
 	// they were held within it, not bit for bit.
-	Tolerated []Tolerated `json:"within_tolerance,omitempty"`
+	Tolerated []compare.Tolerated `json:"within_tolerance,omitempty"`
 	// Unpacked is the manifest's mark of an unpacked archive.
 	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
 	Findings []ckpt.Finding  `json:"findings"`
@@ -136,7 +137,7 @@ func (r *Result) Trusted() string {
 // were checked (Trusted); and that the manifest is an archive's word.
 func (r *Result) Verdict() string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), ToleratedNote(r.Tolerated), r.Trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.Trusted())
 	}
 	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
 	if r.Unpacked != nil {
@@ -287,7 +288,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 type dataCheck struct {
 	bytes     int64
 	findings  []ckpt.Finding
-	tolerated []Tolerated
+	tolerated []compare.Tolerated
 }
 
 // verifyData compares the data of every planned file that Verify did not
@@ -295,12 +296,12 @@ type dataCheck struct {
 // to (compareData, the mechanism of cache identify --source), with the NaN
 // style the manifest records; each differing file is a FindingData.
 func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt Options) (dataCheck, error) {
-	rep := &CompareReport{}
+	rep := &compare.Report{}
 	for _, f := range found {
 		switch f.ID {
 		case FindingMissing, FindingTruncated, FindingCorrupted:
 			rel := strings.TrimPrefix(f.File(), plan.CacheDir+"/")
-			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: rel})
+			rep.Diffs = append(rep.Diffs, compare.Difference{Kind: compare.DiffMissing, File: rel})
 		}
 	}
 	nan := build.NaNVector
@@ -320,7 +321,7 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	}
 	out := dataCheck{bytes: n, tolerated: rep.Tolerated}
 	for _, d := range rep.Diffs {
-		if d.Kind != DiffData {
+		if d.Kind != compare.DiffData {
 			continue
 		}
 		out.findings = append(out.findings, fail(FindingData, plan.CacheDir+"/"+d.File,

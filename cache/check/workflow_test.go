@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -101,8 +102,8 @@ func TestFolderFindingJSON(t *testing.T) {
 // of differences in place of their list.
 func TestCompareSummaryRecord(t *testing.T) {
 	t.Parallel()
-	rep := &check.CompareReport{A: "a", B: "b", FilesA: 2, FilesB: 1, Common: 1, Identical: 1, Diffs: []check.Difference{{Kind: check.DiffMissing, File: "f"}}}
-	b, err := json.Marshal(rep.Result().SummaryRecord())
+	rep := &compare.Report{A: "a", B: "b", FilesA: 2, FilesB: 1, Common: 1, Identical: 1, Diffs: []compare.Difference{{Kind: compare.DiffMissing, File: "f"}}}
+	b, err := json.Marshal(rep.Document().SummaryRecord())
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":"a","b":"b","files_a":2,"files_b":1,"common":1,"identical":1,"bytes_compared":0,"headers_only":false,`+
 		`"differences":1,"same":false,"unreadable":false}`, string(b))

@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -216,7 +217,7 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 		if rep := r.ClosestReport(); rep != nil {
 			// Files whose data is the same computation within a
 			// tolerance (neg_exp), not the same bits: said, not hidden.
-			what += check.ToleratedNote(rep.Tolerated)
+			what += compare.ToleratedNote(rep.Tolerated)
 		}
 	}
 	ties := make([]string, len(r.Ties))

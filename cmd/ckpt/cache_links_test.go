@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
@@ -186,7 +187,7 @@ func TestCacheComparePadding(t *testing.T) {
 	require.Len(t, res.Diffs, 1)
 	d := res.Diffs[0]
 	assert.Equal(t, rel, d.File)
-	assert.Equal(t, check.DiffData, d.Kind)
+	assert.Equal(t, compare.DiffData, d.Kind)
 	assert.EqualValues(t, 1, d.DiffUnits)
 	assert.EqualValues(t, 1, d.PaddingUnits)
 	assert.Nil(t, d.MaxAbsDiff)
