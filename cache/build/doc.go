@@ -16,6 +16,10 @@
 // manifest records them). Memory stays bounded by the band size and the
 // write windows' budget, not by tensor sizes.
 //
+// Compare builds a plan's files into a scratch folder and compares them
+// with a cache's (package compare): the data comparison of cache identify
+// --source and cache verify --read-data.
+//
 // The package never prints; a build reports through a nil-safe progress
 // counter and honours context cancellation.
 package build

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
@@ -553,89 +550,23 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 	return out
 }
 
-// compareData builds the files of plan that the cache also holds into a
-// scratch root, in batches of at most opt.ScratchBytes of planned file
-// size, compares each with the cache's file shard by shard (within the
-// tolerance of its entry, mapping.Entry.Tolerance, when it applies a
-// value op that is not exactly reproducible) and adds the data
-// differences and the files within a tolerance to rep; the scratch root
-// is removed. It returns the shard bytes compared.
+// compareData is build.Compare of the plan's files that rep does not
+// already find missing or unreadable, its data differences and files
+// within a tolerance added to rep. It returns the shard bytes compared.
 func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
-	budget := opt.ScratchBytes
-	if budget <= 0 {
-		budget = 2 << 30
-	}
-	missing := map[string]bool{}
+	skip := map[string]bool{}
 	for _, d := range rep.Diffs {
 		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {
-			missing[d.File] = true
+			skip[d.File] = true
 		}
 	}
-	scratch, err := os.MkdirTemp(opt.Scratch, "ckpt-identify-")
+	got, nonFinite, err := build.Compare(ctx, c, plan, cdir, build.CompareOptions{Skip: skip, Scratch: opt.Scratch, ScratchBytes: opt.ScratchBytes,
+		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress})
 	if err != nil {
-		return 0, nil, fmt.Errorf("scratch directory for the data comparison: %w", err)
+		return 0, nonFinite, err
 	}
-	defer os.RemoveAll(scratch)
-	var total int64
-	var nonFinite []ckpt.NonFinite
-	var batch []*mapping.Entry
-	var size int64
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		sub := *plan
-		sub.Entries = batch
-		root := filepath.Join(scratch, "batch")
-		// NaN and Inf are built, not refused: the cache under test holds
-		// whatever its builder wrote (the serving stack does not refuse
-		// them), and the NaN style (opt.NaN) only shows with them.
-		sum, err := build.Run(ctx, c, &sub, root, build.Options{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
-		if err != nil {
-			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
-		}
-		nonFinite = append(nonFinite, sum.NonFinite...)
-		for _, e := range batch {
-			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			diffs, tol, n, err := compare.File(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel,
-				compare.FileOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress}})
-			if err != nil {
-				return err
-			}
-			total += n
-			for _, d := range diffs {
-				if d.Kind == compare.DiffData {
-					d.Target = e.Target
-					rep.Diffs = append(rep.Diffs, d)
-				}
-			}
-			if tol != nil {
-				rep.Tolerated = append(rep.Tolerated, *tol)
-			}
-		}
-		batch, size = batch[:0], 0
-		return os.RemoveAll(root)
-	}
-	for _, e := range plan.Entries {
-		rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-		if missing[rel] {
-			continue
-		}
-		h, err := cache.HeaderFor(e)
-		if err != nil {
-			return total, nonFinite, err
-		}
-		if size > 0 && size+h.FileSize() > budget {
-			if err := flush(); err != nil {
-				return total, nonFinite, err
-			}
-		}
-		batch = append(batch, e)
-		size += h.FileSize()
-	}
-	if err := flush(); err != nil {
-		return total, nonFinite, err
-	}
+	rep.Diffs = append(rep.Diffs, got.Diffs...)
+	rep.Tolerated = append(rep.Tolerated, got.Tolerated...)
 	rep.Sort()
-	return total, nonFinite, nil
+	return got.Bytes, nonFinite, nil
 }

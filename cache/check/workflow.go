@@ -293,15 +293,14 @@ type dataCheck struct {
 
 // verifyData compares the data of every planned file that Verify did not
 // already find missing, truncated or corrupted with what the source builds
-// to (compareData, the mechanism of cache identify --source), with the NaN
-// style the manifest records; each differing file is a FindingData.
+// to (build.Compare, the mechanism of cache identify --source), with the
+// NaN style the manifest records; each differing file is a FindingData.
 func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt Options) (dataCheck, error) {
-	rep := &compare.Report{}
+	skip := map[string]bool{}
 	for _, f := range found {
 		switch f.ID {
 		case FindingMissing, FindingTruncated, FindingCorrupted:
-			rel := strings.TrimPrefix(f.File(), plan.CacheDir+"/")
-			rep.Diffs = append(rep.Diffs, compare.Difference{Kind: compare.DiffMissing, File: rel})
+			skip[strings.TrimPrefix(f.File(), plan.CacheDir+"/")] = true
 		}
 	}
 	nan := build.NaNVector
@@ -315,11 +314,11 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 			}
 		}
 	}
-	n, _, err := compareData(ctx, c, plan, folder.Path(), rep, IdentifyOptions{Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
+	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
 	if err != nil {
 		return dataCheck{}, err
 	}
-	out := dataCheck{bytes: n, tolerated: rep.Tolerated}
+	out := dataCheck{bytes: rep.Bytes, tolerated: rep.Tolerated}
 	for _, d := range rep.Diffs {
 		if d.Kind != compare.DiffData {
 			continue
@@ -330,7 +329,6 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	return out, nil
 }
 
-// sameSet reports whether a and b hold the same strings.
 func sameSet(a, b []string) bool { return maps.Equal(uniq(a), uniq(b)) }
 
 func uniq(v []string) map[string]bool {
