@@ -9,9 +9,9 @@
 //     Request), runs it on every folder of a root (AllResult).
 //   - Plan holds a mapping plan against an existing cache by names and
 //     headers only (map --against-cache; package compare compares).
-//   - Identify finds the profile and settings whose plan reproduces a cache
-//     (`ckpt cache identify`), building the closest candidate's files with
-//     package build to compare their data when asked.
+//
+// Package identify, beside it, finds the profile and settings whose plan
+// reproduces a cache (`ckpt cache identify`).
 //
 // The package never prints; long operations report through a nil-safe
 // progress counter and honour context cancellation.

@@ -51,7 +51,7 @@ const (
 // or infinite and the other is not the same value; those are not in
 // MaxAbsDiff).
 type Difference struct {
-	Kind       Kind `json:"kind"`
+	Kind       Kind     `json:"kind"`
 	File       string   `json:"file"`
 	Target     string   `json:"target,omitempty"`
 	Field      string   `json:"field,omitempty"`
