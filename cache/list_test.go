@@ -20,7 +20,7 @@ func TestListDirSummary(t *testing.T) {
 	t.Parallel()
 	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	var total int64
 	for _, f := range res.Manifest.Files {

@@ -23,18 +23,18 @@ func built(t *testing.T) (string, string, *mapping.Plan) {
 	t.Helper()
 	src, c, plan := cachetest.Fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	return src, out, plan
 }
 
 // verify reopens the source and verifies the cache.
-func verify(t *testing.T, src, out string, opt check.VerifyOptions) *check.VerifyReport {
+func verify(t *testing.T, src, out string, opt check.FilesOptions) *check.FilesReport {
 	t.Helper()
 	c, plan := cachetest.OpenPlan(t, src)
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
-	rep, err := check.Verify(context.Background(), out, m, c, plan, opt)
+	rep, err := check.Files(context.Background(), out, m, c, plan, opt)
 	require.NoError(t, err)
 	return rep
 }
@@ -58,7 +58,7 @@ func TestPackUnpack(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(a, b), f.Path)
 	}
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 
 	// Damaged archives never yield a complete-looking cache.
 	damaged := map[string][]byte{

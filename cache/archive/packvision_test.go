@@ -24,7 +24,7 @@ func TestPackRefusesDamagedVisionFile(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: out})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	vm, err := cache.ReadManifest(cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path())

@@ -151,7 +151,7 @@ func TestUnpackLegacyOrder(t *testing.T) {
 	got, err := cache.ReadManifest(u.Folder.Path())
 	require.NoError(t, err)
 	assert.Equal(t, u.Manifest.Unpacked.Archive, got.Unpacked.Archive)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 }
 
 // TestUnpackNamedFolder: -o may name the cache folder itself; the archive's

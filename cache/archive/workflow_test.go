@@ -70,7 +70,7 @@ func TestPackFileUnpackFile(t *testing.T) {
 	done, want, _ = prog.Snapshot()
 	assert.Equal(t, st.Size(), want, "the total is the archive's size")
 	assert.Equal(t, st.Size(), done)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 }
 
 // A failed pack leaves no file at Out; a failed unpack names the archive.
@@ -122,7 +122,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: out})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	tdir := cache.FolderOf(out, rep.Plan.CacheDir).Path()
@@ -162,7 +162,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 		assert.Equal(t, filesSize(tm), ur.Bytes)
 		assert.Equal(t, filesSize(vm), ur.CompanionBytes)
 		assert.Empty(t, ur.Missing)
-		res, err := check.RunAll(ctx, check.Request{Dir: dest, Source: src, ReadData: true})
+		res, err := check.Run(ctx, check.Options{Dir: dest, Source: src, ReadData: true})
 		require.NoError(t, err)
 		assert.True(t, res.OK, "%+v", res)
 		assert.Len(t, res.Folders, 2, "both folders are there and checked")
@@ -189,7 +189,7 @@ func TestPackVisionModelCompanionMissing(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	base := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: base})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: base})
 	require.NoError(t, err)
 	tdirOf := func(root string) string { return cache.FolderOf(root, rep.Plan.CacheDir).Path() }
 	vdirOf := func(root string) string { return cache.FolderOf(root, rep.Plan.Vision.CacheDir).Path() }

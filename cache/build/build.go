@@ -25,8 +25,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Options tune Run.
-type Options struct {
+// WriteOptions tune Write.
+type WriteOptions struct {
 	// Workers is the number of conversion goroutines (default: GOMAXPROCS).
 	Workers int
 	// Progress counts source bytes streamed and files finished (nil-safe).
@@ -57,7 +57,7 @@ type Options struct {
 	// its own cache). Every file still appears under its name only when
 	// complete, and the manifest is still written last and synced, but a
 	// power loss or kernel crash shortly after the build can leave files
-	// whose contents never reached the disk; check.Verify's data check (it
+	// whose contents never reached the disk; check.Files's data check (it
 	// hashes every file) finds them. The build then runs at the speed of
 	// the page cache instead of the disk's.
 	NoSync bool
@@ -69,19 +69,23 @@ type Options struct {
 	// FreeSpace is the bytes available to the build in a directory (nil:
 	// the file system's, by statfs; -1 when unknown, which skips the check).
 	FreeSpace func(dir string) (int64, error)
+}
 
-	// hashMode (tests): how finished files are hashed (hashStreamed by
-	// default); readBack, when set, is called with the temporary file of
-	// each file hashed by reading it back.
+// hooks are the tests' hooks into a build (export_test.go gives the tests
+// write with them); Write passes none.
+type hooks struct {
+	// hashMode: how finished files are hashed (hashStreamed by default);
+	// readBack, when set, is called with the temporary file of each file
+	// hashed by reading it back.
 	hashMode hashMode
 	readBack func(path string)
-	// noDirect (tests): every write through the page cache, as where
-	// the file system refuses direct writes; stageBytes and stageChunk
-	// (tests, when > 0): the staging budget and chunk size (stage.go).
+	// noDirect: every write through the page cache, as where the file
+	// system refuses direct writes; stageBytes and stageChunk (when > 0):
+	// the staging budget and chunk size (stage.go).
 	noDirect               bool
 	stageBytes, stageChunk int64
-	// stageStats (tests), when set, gets the bytes the staged files
-	// wrote directly and through the page cache.
+	// stageStats, when set, gets the bytes the staged files wrote
+	// directly and through the page cache.
 	stageStats func(direct, paged int64)
 }
 
@@ -99,12 +103,12 @@ const (
 
 // windowBudget is the memory the sinks' write windows may hold at once:
 // 24 bands' worth (192 MiB at the default BandBytes).
-func (o Options) windowBudget() int64 {
+func (o WriteOptions) windowBudget() int64 {
 	return 24 * o.BandBytes
 }
 
-// Result says what a build did. Paths are relative to the cache root.
-type Result struct {
+// Written says what a build did. Paths are relative to the cache root.
+type Written struct {
 	Manifest *cache.Manifest
 	Built    []string
 	Skipped  []string
@@ -142,7 +146,7 @@ type Result struct {
 	Unpacked    *cache.Unpacked
 }
 
-// Run executes a mapping plan: it writes every entry's .tensorbin file
+// Write executes a mapping plan: it writes every entry's .tensorbin file
 // under the cache root `out` (entry File paths are relative to it, inside
 // the plan's cache folder out/<device>/tensor_cache_<tag>_mesh<R>x<C>) and
 // finally the folder's manifest.json. Other cache folders of the root are
@@ -177,11 +181,17 @@ type Result struct {
 // (a cache without one never verifies), writes finished files through
 // temporary names, and records them in a journal (cache.JournalName) so that the
 // next build resumes instead of starting over.
-func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*Result, error) {
+func Write(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt WriteOptions) (*Written, error) {
+	return write(ctx, c, plan, out, opt, hooks{})
+}
+
+// write is Write with the tests' hooks.
+func write(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt WriteOptions, h hooks) (*Written, error) {
 	b, err := open(ctx, c, plan, out, opt)
 	if err != nil {
 		return nil, err
 	}
+	b.hooks = h
 	defer b.close()
 	if err := checkSpace(b.opt, b); err != nil {
 		return nil, err
@@ -193,7 +203,7 @@ func Run(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string
 // output the policy refuses, creates and locks the cache folder, reads the
 // earlier build and decides what to build (prepare). The builder holds the
 // folder's lock until close. checkSpace, then run, build it.
-func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt Options) (*builder, error) {
+func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out string, opt WriteOptions) (*builder, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -235,7 +245,7 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 		lock.Release()
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Result{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Written{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()
@@ -251,10 +261,10 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 func (b *builder) close() { b.lock.Release() }
 
 // run builds what prepare decided: the journal, the files, the manifest.
-func (b *builder) run(ctx context.Context) (*Result, error) {
+func (b *builder) run(ctx context.Context) (*Written, error) {
 	opt := b.opt
-	if !opt.NoSync && !opt.noDirect && probeDirect(b.dir) {
-		b.stager = newStager(opt.stageBudget(), opt.stageChunkSize())
+	if !opt.NoSync && !b.hooks.noDirect && probeDirect(b.dir) {
+		b.stager = newStager(stageBudget(opt, b.hooks), b.hooks.stageChunkSize())
 		for _, s := range b.todo {
 			// A file is staged for direct writes when its image fills up
 			// as it is written, or is small enough to be held whole
@@ -271,8 +281,8 @@ func (b *builder) run(ctx context.Context) (*Result, error) {
 	if b.stager != nil {
 		defer func() {
 			b.stager.close()
-			if opt.stageStats != nil {
-				opt.stageStats(b.stager.direct.Load(), b.stager.paged.Load())
+			if b.hooks.stageStats != nil {
+				b.hooks.stageStats(b.stager.direct.Load(), b.stager.paged.Load())
 			}
 		}()
 	}
@@ -288,9 +298,11 @@ type builder struct {
 	plan *mapping.Plan
 	out  string // the cache root
 	dir  string // the cache folder
-	opt  Options
-	res  *Result
-	lock *cache.Lock // the cache folder's, held from open to close
+	opt  WriteOptions
+	// hooks are the tests' (none from Write).
+	hooks hooks
+	res   *Written
+	lock  *cache.Lock // the cache folder's, held from open to close
 	// need and files are the bytes and the number of the files to build
 	// (prepare), what checkSpace holds against the free space.
 	need  int64
@@ -321,7 +333,7 @@ type builder struct {
 	// never kept as unchanged.
 	fromArchive map[string]bool
 	unpacked    *cache.Unpacked
-	nan         uint16 // bits of the NaNs the conversion produces (Options.NaN)
+	nan         uint16 // bits of the NaNs the conversion produces (WriteOptions.NaN)
 }
 
 func (b *builder) ident(t *ckpt.Tensor) cache.SourceRecord {
@@ -467,7 +479,7 @@ func (e *NoSpaceError) Error() string {
 // (cache.SameFileSystem) are counted together. A rebuilt file is written
 // beside the old one and renamed over it, so the old files' space is not
 // counted as free.
-func checkSpace(opt Options, bs ...*builder) error {
+func checkSpace(opt WriteOptions, bs ...*builder) error {
 	if opt.NoSpaceCheck {
 		return nil
 	}
@@ -1202,11 +1214,11 @@ func (b *builder) finalize(s *sink) error {
 // unusable with this xxh3), those of the file read back.
 func (b *builder) fileHashes(s *sink) (header, data string, err error) {
 	d, ok := s.data.Sum64()
-	if ok && b.opt.hashMode == hashStreamed {
+	if ok && b.hooks.hashMode == hashStreamed {
 		return s.hdrHash, cache.HexHash(d), nil
 	}
-	if b.opt.readBack != nil {
-		b.opt.readBack(s.af.Name())
+	if b.hooks.readBack != nil {
+		b.hooks.readBack(s.af.Name())
 	}
 	hh, h, mapped := hashOwnFile(s.af.File, int64(s.hdr.DataOffset), s.hdr.FileSize())
 	if !mapped {
@@ -1214,7 +1226,7 @@ func (b *builder) fileHashes(s *sink) (header, data string, err error) {
 			return "", "", fmt.Errorf("hashing %s: %w", s.af.Name(), err)
 		}
 	}
-	if b.opt.hashMode == hashCompare && (!ok || hh != s.hdrHash || h != cache.HexHash(d)) {
+	if b.hooks.hashMode == hashCompare && (!ok || hh != s.hdrHash || h != cache.HexHash(d)) {
 		return "", "", fmt.Errorf("target %s: internal error: hashes as written %s/%016x (%v), read back %s/%s", s.e.Target, s.hdrHash, d, ok, hh, h)
 	}
 	return hh, h, nil
@@ -1242,7 +1254,7 @@ func (b *builder) abortAll() {
 }
 
 // finish writes the manifest and removes the journal.
-func (b *builder) finish() (*Result, error) {
+func (b *builder) finish() (*Written, error) {
 	profile := b.plan.Profile.Name
 	if b.plan.MainProfile != "" {
 		profile = b.plan.MainProfile // a vision part: its plan is made from the main profile

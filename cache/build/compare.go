@@ -64,7 +64,7 @@ func Compare(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, dir st
 		// NaN and Inf are built, not refused: the cache under test holds
 		// whatever its builder wrote (the serving stack does not refuse
 		// them), and the NaN style (opt.NaN) only shows with them.
-		sum, err := Run(ctx, c, &sub, root, Options{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
+		sum, err := Write(ctx, c, &sub, root, WriteOptions{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
 		if err != nil {
 			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
 		}

@@ -1,10 +1,10 @@
 // Package build writes a prebuilt Tenstorrent tensor cache (package cache
-// is its format) from a checkpoint and a mapping plan. RunSource is the
-// workflow of `ckpt cache build`: one Request (the source, its
+// is its format) from a checkpoint and a mapping plan. Run is the
+// workflow of `ckpt cache build`: one Options (the source, its
 // mapping.PlanOptions, the cache root), the plan made by mapping.Resolve,
-// Run, and a Report whose Summary is the JSON document.
+// Write, and a Result whose Document is the JSON document.
 //
-// Run streams each source tensor once through the plan's transforms
+// Write streams each source tensor once through the plan's transforms
 // (build.go: preparing, streaming, finishing; sink.go: assembling a target
 // file at computed offsets; gather.go and transpose_*: packing tiles;
 // decode.go: decoding FP8 and BF16 bands; nonfinite.go: NaN and Inf) and

@@ -23,7 +23,7 @@ type valueOp struct {
 }
 
 // compileOps compiles ops; every NaN a rounding produces or meets becomes
-// the bfloat16 pattern nan (Options.NaN).
+// the bfloat16 pattern nan (WriteOptions.NaN).
 func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 	out := make(valueOps, 0, len(ops))
 	for _, op := range ops {

@@ -138,14 +138,14 @@ type sink struct {
 	// the other in the file as TILE lays out a batch.
 	batches int
 	vops    valueOps
-	nan     uint16 // bits of the NaNs the conversion produces (Options.NaN)
+	nan     uint16 // bits of the NaNs the conversion produces (WriteOptions.NaN)
 
 	mu     sync.Mutex
 	stages map[stageKey]*stage
 	whole  [][]float32
 	filled []int
 
-	noSync bool // Options.NoSync
+	noSync bool // WriteOptions.NoSync
 	// staged: a durable build writes the file through a staged image
 	// (stage.go) once open made one (img; nil: the page cache).
 	staged bool

@@ -122,7 +122,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	// The cache root and the cache directory both work.
 	for _, dir := range []string{out, cdir} {
-		rep, err := check.Plan(plan, dir)
+		rep, err := check.PlanAgainst(plan, dir)
 		require.NoError(t, err)
 		assert.True(t, rep.Same(), "%v", rep.Diffs)
 		assert.Equal(t, cdir, rep.B)
@@ -131,7 +131,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	copied := copyTree(t, cdir)
 	inj := inject(t, copied, plan)
-	rep, err := check.Plan(plan, copied)
+	rep, err := check.PlanAgainst(plan, copied)
 	require.NoError(t, err)
 	got := byFile(rep)
 	// No data is read: a flipped byte in a shard is invisible to the plan
@@ -147,7 +147,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	require.NoError(t, err)
 	other, err := mapping.BuildWith(c, p, plan.Mesh, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
-	rep, err = check.Plan(other, cdir)
+	rep, err = check.PlanAgainst(other, cdir)
 	require.NoError(t, err)
 	kinds := map[compare.Kind]int{}
 	for _, d := range rep.Diffs {

@@ -29,7 +29,7 @@ func builtMain(t *testing.T) (string, string, *mapping.Plan) {
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	return src, out, plan
 }
@@ -122,7 +122,7 @@ func TestCompareWithinULP(t *testing.T) {
 	// identify --source: in cache/identify's TestFolderWithinULP.
 
 	// verify --read-data: ok, the files within 1 ulp named.
-	res, err := check.Run(ctx, stackRoot, check.Options{Source: src, ReadData: true})
+	res, err := check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.True(t, res.OK, "%v", res.Findings)
 	assert.Len(t, res.Tolerated, 3)
@@ -154,7 +154,7 @@ func TestCompareWithinULP(t *testing.T) {
 		assert.Contains(t, d.Message, "2 ulp apart")
 	}
 	assert.Len(t, rep.Tolerated, 2)
-	res, err = check.Run(ctx, stackRoot, check.Options{Source: src, ReadData: true})
+	res, err = check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.False(t, res.OK)
 	require.Len(t, res.Findings, 2, "both shards of the file")

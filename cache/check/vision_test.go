@@ -30,13 +30,13 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 		t.Run(mesh, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "cache")
-			rep, err := build.RunSource(context.Background(), build.Request{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}})
+			rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}})
 			require.NoError(t, err)
 			require.Nil(t, rep.Problems)
-			require.NotNil(t, rep.Summary.Vision)
+			require.NotNil(t, rep.Document.Vision)
 			vp := rep.Plan.Vision
 			require.NotNil(t, vp)
-			assert.Equal(t, 33, rep.Summary.Vision.Files, "2 blocks of 12, the merger's 6, the embedding's 3")
+			assert.Equal(t, 33, rep.Document.Vision.Files, "2 blocks of 12, the merger's 6, the embedding's 3")
 			mm, err := cache.ReadManifest(cache.FolderOf(out, rep.Plan.CacheDir).Path())
 			require.NoError(t, err)
 			vm, err := cache.ReadManifest(cache.FolderOf(out, vp.CacheDir).Path())
@@ -56,11 +56,11 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 			assert.Equal(t, rep.Plan.CacheDir, f.Dir)
 
 			for _, dir := range []string{out, cache.FolderOf(out, rep.Plan.CacheDir).Path(), cache.FolderOf(out, vp.CacheDir).Path()} {
-				res, err := check.RunAll(context.Background(), check.Request{Dir: dir, Source: src, ReadData: true})
+				res, err := check.Run(context.Background(), check.Options{Dir: dir, Source: src, ReadData: true})
 				require.NoError(t, err, dir)
 				assert.True(t, res.OK, "%s: %+v", dir, res)
 			}
-			res, err := check.RunAll(context.Background(), check.Request{Dir: out, Source: src, Select: cache.Selector{Mesh: mesh}})
+			res, err := check.Run(context.Background(), check.Options{Dir: out, Source: src, Select: cache.Selector{Mesh: mesh}})
 			require.NoError(t, err)
 			require.Len(t, res.Folders, 2, "--mesh selects the vision folder by its manifest's mesh")
 
@@ -70,7 +70,7 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 			require.NoError(t, err)
 			b[len(b)-1] ^= 0x40
 			require.NoError(t, os.WriteFile(p, b, 0o644))
-			res, err = check.RunAll(context.Background(), check.Request{Dir: out, Source: src})
+			res, err = check.Run(context.Background(), check.Options{Dir: out, Source: src})
 			require.NoError(t, err)
 			assert.False(t, res.OK)
 			var named bool
@@ -93,7 +93,7 @@ func visionModel(t *testing.T, mesh string) (string, string, *mapping.Plan) {
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(context.Background(), build.Request{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, Options: build.Options{NoSync: true}})
+	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, WriteOptions: build.WriteOptions{NoSync: true}})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	return src, out, rep.Plan
@@ -111,7 +111,7 @@ func TestVerifyMissingVisionFolder(t *testing.T) {
 	text, vision := cache.FolderOf(out, plan.CacheDir).Path(), cache.FolderOf(out, plan.Vision.CacheDir).Path()
 	require.NoError(t, os.RemoveAll(vision))
 	for _, dir := range []string{out, filepath.Dir(text)} {
-		res, err := check.RunAll(ctx, check.Request{Dir: dir, Source: src})
+		res, err := check.Run(ctx, check.Options{Dir: dir, Source: src})
 		require.NoError(t, err, dir)
 		assert.False(t, res.OK, dir)
 		one := res.Single()
@@ -124,7 +124,7 @@ func TestVerifyMissingVisionFolder(t *testing.T) {
 		assert.Contains(t, f.Message, "is not there ("+vision+")")
 		assert.Empty(t, one.VisionNotVerified)
 	}
-	res, err := check.RunAll(ctx, check.Request{Dir: text, Source: src})
+	res, err := check.Run(ctx, check.Options{Dir: text, Source: src})
 	require.NoError(t, err)
 	assert.True(t, res.OK)
 	one := res.Single()
@@ -132,7 +132,7 @@ func TestVerifyMissingVisionFolder(t *testing.T) {
 	require.Len(t, one.Findings, 1)
 	assert.Equal(t, check.FindingCompanion, one.Findings[0].ID)
 	assert.Equal(t, ckpt.Warn, one.Findings[0].Status)
-	res, err = check.RunAll(ctx, check.Request{Dir: text, Source: src, Strict: true})
+	res, err = check.Run(ctx, check.Options{Dir: text, Source: src, Strict: true})
 	require.NoError(t, err)
 	assert.False(t, res.OK, "--strict: the warning fails")
 	assert.Equal(t, ckpt.Fail, res.Single().Findings[0].Status)

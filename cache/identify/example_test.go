@@ -25,7 +25,7 @@ func ExampleRun() {
 		panic(err)
 	}
 	ctx := context.Background()
-	if _, err := build.RunSource(ctx, build.Request{Source: src, Out: out, Options: build.Options{NoSync: true}}); err != nil {
+	if _, err := build.Run(ctx, build.Options{Source: src, Out: out, WriteOptions: build.WriteOptions{NoSync: true}}); err != nil {
 		panic(err)
 	}
 	res, err := identify.Run(ctx, identify.Options{Dir: out, Source: src, HeadersOnly: true})

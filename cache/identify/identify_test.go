@@ -26,7 +26,7 @@ func buildWith(t *testing.T, c *ckpt.Checkpoint, profile string, set mapping.Set
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, set)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	return out, plan
 }

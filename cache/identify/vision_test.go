@@ -37,7 +37,7 @@ func TestIdentifyVisionFolder(t *testing.T) {
 		if instruct {
 			po.Set = []string{"instruct=true"}
 		}
-		rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out, Plan: po})
+		rep, err := build.Run(ctx, build.Options{Source: src, Out: out, Plan: po})
 		require.NoError(t, err)
 		vdir := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()
 		res, err := identify.Run(ctx, identify.Options{Dir: vdir, Source: src})
@@ -87,7 +87,7 @@ func visionModel(t *testing.T, mesh string) (string, string, *mapping.Plan) {
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(context.Background(), build.Request{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, Options: build.Options{NoSync: true}})
+	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, WriteOptions: build.WriteOptions{NoSync: true}})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	return src, out, rep.Plan
@@ -276,7 +276,7 @@ func TestIdentifyVisionSwitches(t *testing.T) {
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out, Options: build.Options{NoSync: true},
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: out, WriteOptions: build.WriteOptions{NoSync: true},
 		Plan: mapping.PlanOptions{Mesh: "1x2", Set: []string{mapping.VarHostVisionEmbed + "=true"}}})
 	require.NoError(t, err)
 	vision := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()

@@ -121,7 +121,7 @@ func TestCacheCompareFollowsLinks(t *testing.T) {
 	assert.Contains(t, stdout, "; sources trusted by file size and mtime, not read; --rehash reads them")
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stdout+stderr)
-	var all check.AllResult
+	var all check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	assert.True(t, all.OK)
 	require.Len(t, all.Folders, 2, "the text folder and its vision folder")
