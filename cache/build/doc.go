@@ -4,9 +4,13 @@
 // mapping.PlanOptions, the cache root), the plan made by mapping.Resolve,
 // Write, and a Result whose Document is the JSON document.
 //
-// Write streams each source tensor once through the plan's transforms
-// (build.go: preparing, streaming, finishing; sink.go: assembling a target
-// file at computed offsets; gather.go and transpose_*: packing tiles;
+// Write streams each source tensor once through the plan's transforms,
+// a file per step (build.go: the Write loop, opening and finishing;
+// resume.go: what an earlier build left that can stay, and the journal;
+// gather.go: the source pieces each target needs, in bands; transform.go:
+// streaming the bands through the value ops into the sinks; sink.go:
+// assembling a target file at computed offsets; pack.go and transpose_*:
+// packing and staging tiles; write.go: finishing and hashing one file;
 // decode.go: decoding FP8 and BF16 bands; nonfinite.go: NaN and Inf) and
 // writes every file through a temporary name, fsync and rename (package
 // atomicfile); a journal makes an interrupted build resumable
