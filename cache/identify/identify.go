@@ -163,7 +163,7 @@ func Folder(ctx context.Context, dir string, c *ckpt.Checkpoint, opt FolderOptio
 		return res, nil
 	}
 	if opt.Data {
-		n, nonFinite, err := compareData(ctx, c, best.plan, res.Dir, best.rep, opt)
+		n, nonFinite, err := compareClosest(ctx, c, best.plan, res.Dir, best.rep, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -550,10 +550,10 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 	return out
 }
 
-// compareData is build.Compare of the plan's files that rep does not
+// compareClosest is build.Compare of the plan's files that rep does not
 // already find missing or unreadable, its data differences and files
 // within a tolerance added to rep. It returns the shard bytes compared.
-func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt FolderOptions) (int64, []ckpt.NonFinite, error) {
+func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt FolderOptions) (int64, []ckpt.NonFinite, error) {
 	skip := map[string]bool{}
 	for _, d := range rep.Diffs {
 		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {
