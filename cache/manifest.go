@@ -29,7 +29,7 @@ const ManifestName = "manifest.json"
 
 // JournalName is the build journal: one FileRecord per line, appended as
 // files are finished. It lets a build that was killed resume without
-// redoing finished files. check.Verify never accepts a cache that has one.
+// redoing finished files. check.Files never accepts a cache that has one.
 const JournalName = ".ckpt-cache-journal.jsonl"
 
 // ManifestFormat identifies the manifest schema.
@@ -67,7 +67,7 @@ type Manifest struct {
 	// tensors holding NaN or Inf; NonFinite lists those it found.
 	AllowNonFinite bool             `json:"allow_nonfinite,omitempty"`
 	NonFinite      []ckpt.NonFinite `json:"nonfinite,omitempty"`
-	// NaN is the NaN style of an AllowNonFinite build (build.Options.NaN).
+	// NaN is the NaN style of an AllowNonFinite build (build.WriteOptions.NaN).
 	NaN string `json:"nan,omitempty"`
 	// Unpacked is set by cache unpack: this manifest and the folder's
 	// files came out of an archive, so its hashes are the archive's word
@@ -139,7 +139,7 @@ type FileRecord struct {
 	Entry      EntrySummary   `json:"entry"`
 	Sources    []SourceRecord `json:"sources"`
 	// UnsyncedBoot is the boot id of the system that wrote the file
-	// without an fsync (build.Options.NoSync), until a build in a later
+	// without an fsync (build.WriteOptions.NoSync), until a build in a later
 	// boot has found its data hash intact or a durable build has synced
 	// it: a power loss may have kept its bytes from the disk.
 	UnsyncedBoot string `json:"unsynced_boot,omitempty"`

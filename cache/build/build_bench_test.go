@@ -126,11 +126,11 @@ func benchBuild(b *testing.B, dir string) {
 	}
 	b.SetBytes(elems)
 	var direct, paged int64 // bytes of staged files (durable builds)
-	o := build.StageStats(build.Options{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}, func(d, p int64) { direct, paged = direct+d, paged+p })
+	o := build.StageStats(build.Hook(build.WriteOptions{NoSync: os.Getenv("CKPT_BENCH_NOSYNC") != ""}), func(d, p int64) { direct, paged = direct+d, paged+p })
 	cpu := startCPU(b)
 	for i := 0; i < b.N; i++ {
 		out := filepath.Join(b.TempDir(), "cache")
-		if _, err := build.Run(context.Background(), c, plan, out, o); err != nil {
+		if _, err := build.WriteHooked(context.Background(), c, plan, out, o); err != nil {
 			b.Fatal(err)
 		}
 		// Dirty pages of earlier outputs would throttle the next build.

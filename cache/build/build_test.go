@@ -42,7 +42,7 @@ func TestBuildMatchesMaterialize(t *testing.T) {
 	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
 	// Small bands force staging across band boundaries and partial tiles.
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 3, BandBytes: 2048, ToolVersion: "test"})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 3, BandBytes: 2048, ToolVersion: "test"})
 	require.NoError(t, err)
 	require.Len(t, res.Built, len(plan.Entries))
 	require.Empty(t, res.Skipped)
@@ -74,7 +74,7 @@ func TestBuildBlockFP8128MatchesMaterialize(t *testing.T) {
 	o.LinKHeads, o.LinVHeads, o.LinKDim, o.LinVDim, o.Vocab = 2, 2, 64, 64, 256
 	_, c, plan := fixture(t, o)
 	out := filepath.Join(t.TempDir(), "cache")
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, BandBytes: 32 << 10, NoSync: true})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, BandBytes: 32 << 10, NoSync: true})
 	require.NoError(t, err)
 	require.Len(t, res.Built, len(plan.Entries))
 	checkAgainstMaterialize(t, c, plan, out)
@@ -86,7 +86,7 @@ func TestBuildBandSizesAgree(t *testing.T) {
 	var first *cache.Manifest
 	for _, band := range []int64{512, 4096, 1 << 20} {
 		out := filepath.Join(t.TempDir(), "cache")
-		res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, BandBytes: band})
+		res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, BandBytes: band})
 		require.NoError(t, err)
 		if first == nil {
 			first = res.Manifest
@@ -108,7 +108,7 @@ func TestBuildNoSyncRecordsBoot(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cache")
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	ctx := context.Background()
-	res, err := build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	res, err := build.Write(ctx, c, plan, out, build.WriteOptions{NoSync: true})
 	require.NoError(t, err)
 	for _, f := range res.Manifest.Files {
 		require.NotEmpty(t, f.UnsyncedBoot, f.Path)
@@ -116,7 +116,7 @@ func TestBuildNoSyncRecordsBoot(t *testing.T) {
 	boot := res.Manifest.Files[0].UnsyncedBoot
 
 	// A durable rebuild in the same boot syncs the kept files.
-	res, err = build.Run(ctx, c, plan, out, build.Options{})
+	res, err = build.Write(ctx, c, plan, out, build.WriteOptions{})
 	require.NoError(t, err)
 	require.Empty(t, res.Built)
 	for _, f := range res.Manifest.Files {
@@ -125,7 +125,7 @@ func TestBuildNoSyncRecordsBoot(t *testing.T) {
 
 	// Unsynced again, then "rebooted": one file lost a byte of data
 	// (size and mtime kept, as after a crash that lost its pages).
-	_, err = build.Run(ctx, c, plan, out, build.Options{NoSync: true, Force: true})
+	_, err = build.Write(ctx, c, plan, out, build.WriteOptions{NoSync: true, Force: true})
 	require.NoError(t, err)
 	m, err := cache.ReadManifest(dir)
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func TestBuildNoSyncRecordsBoot(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cache.ManifestName), js, 0o644))
 
-	res, err = build.Run(ctx, c, plan, out, build.Options{})
+	res, err = build.Write(ctx, c, plan, out, build.WriteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, []string{lost.Path}, res.Built)
 	require.Len(t, res.Skipped, len(m.Files)-1)
@@ -171,14 +171,14 @@ func TestBuildRebuildsUnpackedFiles(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cache")
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	ctx := context.Background()
-	_, err := build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	_, err := build.Write(ctx, c, plan, out, build.WriteOptions{NoSync: true})
 	require.NoError(t, err)
 	m, err := cache.ReadManifest(dir)
 	require.NoError(t, err)
 	m.Unpacked = &cache.Unpacked{Archive: "shipped.tar.zst"}
 	require.NoError(t, cache.WriteManifest(dir, m))
 
-	res, err := build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	res, err := build.Write(ctx, c, plan, out, build.WriteOptions{NoSync: true})
 	require.NoError(t, err)
 	assert.Empty(t, res.Skipped)
 	assert.Len(t, res.Built, len(plan.Entries))
@@ -186,7 +186,7 @@ func TestBuildRebuildsUnpackedFiles(t *testing.T) {
 	assert.Contains(t, res.Notes(), fmt.Sprintf("%d files came from shipped.tar.zst (cache unpack): rebuilt from the source, as an archive's manifest is no proof of what they were built from", len(plan.Entries)))
 	assert.Nil(t, res.Manifest.Unpacked)
 
-	res, err = build.Run(ctx, c, plan, out, build.Options{NoSync: true})
+	res, err = build.Write(ctx, c, plan, out, build.WriteOptions{NoSync: true})
 	require.NoError(t, err)
 	assert.Empty(t, res.Built)
 	assert.Empty(t, res.FromArchive)

@@ -38,12 +38,12 @@ func ExampleRun() {
 		panic(err)
 	}
 	out := filepath.Join(dir, "tt-cache")
-	res, err := build.Run(ctx, c, plan, out, build.Options{Tool: "example", ToolVersion: "0"})
+	res, err := build.Write(ctx, c, plan, out, build.WriteOptions{Tool: "example", ToolVersion: "0"})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("built", len(res.Built), "files from", res.SourceTensors, "source tensors")
-	res, _ = build.Run(ctx, c, plan, out, build.Options{})
+	res, _ = build.Write(ctx, c, plan, out, build.WriteOptions{})
 	fmt.Println("rebuild: built", len(res.Built), "kept", len(res.Skipped))
 
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())

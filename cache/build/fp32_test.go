@@ -72,7 +72,7 @@ func TestBuildFusedDecodeFP32(t *testing.T) {
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	checkAgainstMaterialize(t, c, plan, out) // every file of main's build, the reference recipe of mapping
 

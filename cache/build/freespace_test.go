@@ -31,9 +31,9 @@ func TestFreeSpaceChecked(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cache")
 	var asked string
 	tiny := func(dir string) (int64, error) { asked = dir; return 1000, nil }
-	req := build.Request{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
-		Options: build.Options{Workers: 2, Tool: "test", FreeSpace: tiny}}
-	_, err := build.RunSource(context.Background(), req)
+	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
+		WriteOptions: build.WriteOptions{Workers: 2, Tool: "test", FreeSpace: tiny}}
+	_, err := build.Run(context.Background(), req)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ckpt.ErrWrite)
 	var ns *build.NoSpaceError
@@ -54,18 +54,18 @@ func TestFreeSpaceChecked(t *testing.T) {
 	}
 
 	req.NoSpaceCheck = true
-	_, err = build.RunSource(context.Background(), req)
+	_, err = build.Run(context.Background(), req)
 	require.NoError(t, err)
 	// nothing to rebuild: no room needed
 	req.NoSpaceCheck = false
-	rep, err := build.RunSource(context.Background(), req)
+	rep, err := build.Run(context.Background(), req)
 	require.NoError(t, err)
-	assert.Empty(t, rep.Summary.Built)
+	assert.Empty(t, rep.Document.Built)
 
 	// the file system's own free space (statfs): a small build fits
 	req.FreeSpace = nil
 	req.Out = filepath.Join(t.TempDir(), "cache2")
-	_, err = build.RunSource(context.Background(), req)
+	_, err = build.Run(context.Background(), req)
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(req.Out, "P300", "tensor_cache_bfp8_mesh1x2", "manifest.json"))
 	require.NoError(t, err)
@@ -84,9 +84,9 @@ func TestFreeSpaceCheckedBothFolders(t *testing.T) {
 	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}
 	// The sizes of both folders, from a build with room.
 	scratch := filepath.Join(t.TempDir(), "scratch")
-	rep, err := build.RunSource(context.Background(), build.Request{Source: src, Plan: plan, Out: scratch, Options: build.Options{Workers: 2, Tool: "test"}})
+	rep, err := build.Run(context.Background(), build.Options{Source: src, Plan: plan, Out: scratch, WriteOptions: build.WriteOptions{Workers: 2, Tool: "test"}})
 	require.NoError(t, err)
-	require.NotNil(t, rep.Summary.Vision)
+	require.NotNil(t, rep.Document.Vision)
 	size := func(dir string) int64 {
 		m, err := cache.ReadManifest(filepath.Join(scratch, filepath.FromSlash(dir)))
 		require.NoError(t, err)
@@ -103,8 +103,8 @@ func TestFreeSpaceCheckedBothFolders(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "cache")
 	free := func(string) (int64, error) { return room, nil }
-	req := build.Request{Source: src, Plan: plan, Out: out, Options: build.Options{Workers: 2, Tool: "test", FreeSpace: free}}
-	_, err = build.RunSource(context.Background(), req)
+	req := build.Options{Source: src, Plan: plan, Out: out, WriteOptions: build.WriteOptions{Workers: 2, Tool: "test", FreeSpace: free}}
+	_, err = build.Run(context.Background(), req)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ckpt.ErrWrite)
 	var ns *build.NoSpaceError
@@ -131,16 +131,16 @@ func TestFreeSpaceCheckedBothFolders(t *testing.T) {
 	// Built with room; then only the vision folder is missing: its own
 	// size is what the rebuild needs.
 	req.FreeSpace = nil
-	_, err = build.RunSource(context.Background(), req)
+	_, err = build.Run(context.Background(), req)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(vdir))
 	req.FreeSpace = func(string) (int64, error) { return vision - 1, nil }
-	_, err = build.RunSource(context.Background(), req)
+	_, err = build.Run(context.Background(), req)
 	require.True(t, errors.As(err, &ns), "%v", err)
 	assert.Equal(t, vdir, ns.Dir)
 	assert.Empty(t, ns.Also)
 	assert.Equal(t, vision, ns.Need)
 	req.FreeSpace = func(string) (int64, error) { return vision, nil }
-	_, err = build.RunSource(context.Background(), req)
+	_, err = build.Run(context.Background(), req)
 	require.NoError(t, err)
 }

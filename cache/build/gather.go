@@ -1,289 +1,252 @@
 package build
 
 import (
-	"encoding/binary"
 	"fmt"
-	"unsafe"
+	"sort"
+	"sync"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
-// valueOps is a compiled list of mapping value ops, applied to the valid
-// values of a face row before encoding (padding stays zero, as in
-// ttnn.from_torch, which pads after the model code's arithmetic).
-type valueOps []valueOp
-
-// valueOp is one value op (mapping.Elem); a NaN its bf16 rounding meets
-// becomes the pattern nan.
-type valueOp struct {
-	mapping.Elem
-	nan uint16
+// srcState is one streamed source tensor.
+type srcState struct {
+	t      *ckpt.Tensor
+	v      *ckpt.Values
+	flat   bool // read as ckpt.Matrix (Entry.Flat), not stacked
+	bands  int
+	hasher *xxh3s.Hasher
+	hashed int
+	sum    string
+	mu     sync.Mutex
+	uses   []use
+	// roundFirst: every target using this source rounds to bf16 first, so
+	// values may be decoded already rounded (see readBand).
+	roundFirst bool
+	// codesOnly: every use is direct, so bands are not decoded at all.
+	codesOnly bool
+	// scan: the float32 values read may overflow the bf16 rounding
+	// (F32/F64 sources, nonfinite.go).
+	scan bool
 }
 
-// compileOps compiles ops; every NaN a rounding produces or meets becomes
-// the bfloat16 pattern nan (Options.NaN).
-func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
-	out := make(valueOps, 0, len(ops))
-	for _, op := range ops {
-		e, err := op.Elementwise()
-		if err != nil {
-			return nil, fmt.Errorf("unsupported value op %s %s", op.Op, op.DType)
+// use is a contiguous run of a source's rows that lands in one shard of
+// one target: source rows [row, row+rows), columns from col, block row
+// block.
+type use struct {
+	s                     *sink
+	shard                 int
+	row, rows, block, col int64
+	// at and width: the block columns the run fills (a piece beside
+	// others, mapping.Piece); width is the block's for a full-width piece.
+	at, width int64
+	// direct: the target's tiles are encoded straight from the band's
+	// F8_E4M3 codes (sink.putFP8).
+	direct bool
+}
+
+// directFP8 reports whether u can take the codes of a block-FP8 source v
+// on the bits path: a transposed block-float target with nothing to apply
+// after the bf16 rounding, whose tiles each lie in one scale block and
+// start on whole tiles of both the source and the block (only the block's
+// last tile column and tile row may be ragged).
+func (u use) directFP8(v *ckpt.Values) bool {
+	s := u.s
+	const d = tile.TileDim
+	return s.kind == kindTransposed && (s.dt == tile.BFLOAT8_B || s.dt == tile.BFLOAT4_B) && len(s.opsFor(true)) == 0 &&
+		v.BM%d == 0 && v.BN%d == 0 && u.row%d == 0 && u.col%d == 0 && u.block%d == 0 &&
+		(u.rows%d == 0 || u.block+u.rows == int64(s.rows))
+}
+
+type job struct {
+	src        *srcState
+	r0, n      int64
+	prev, mine chan struct{}
+	pre        *prefetched // the band's raw bytes read ahead (nil: readBand reads them)
+}
+
+// sources collects the source tensors that the sinks to build read, each
+// with its uses (the runs of its rows that land in a target's shard) and
+// how its bands are decoded, in file order.
+func (b *builder) sources() ([]*srcState, error) {
+	srcs, err := b.collectUses()
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range srcs {
+		st.roundFirst = true
+		for _, u := range st.uses {
+			st.roundFirst = st.roundFirst && len(u.s.vops) > 0 && u.s.vops[0].Kind == mapping.ElemRound
 		}
-		out = append(out, valueOp{Elem: e, nan: nan})
+		if err := b.checkOverflow(st); err != nil {
+			return nil, err
+		}
+		if st.bitsPath() == numfmt.F8E4M3 {
+			st.codesOnly = true
+			for i := range st.uses {
+				st.uses[i].direct = st.uses[i].directFP8(st.v)
+				st.codesOnly = st.codesOnly && st.uses[i].direct
+			}
+		}
 	}
-	return out, nil
-}
-
-// apply applies the ops to v as mapping.ApplyValues does, with the ops'
-// NaN pattern.
-func (ops valueOps) apply(v []float32) {
-	for _, op := range ops {
-		op.Apply(v, numfmt.NaNPolicy(op.nan))
+	// A sink with direct uses gets write windows, except those holding a
+	// tile column that another use writes its own way (sink.blocked).
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			// A staged file gathers its tiles in its image: no windows.
+			u.s.windowed = (u.s.windowed || u.direct) && !u.s.staged
+		}
 	}
-}
-
-// roundOnly reports whether the ops are exactly one bf16 rounding (the
-// common case: FP8 or bf16 weights as shard_w hands them over).
-func (ops valueOps) roundOnly() bool {
-	return len(ops) == 1 && ops[0].Kind == mapping.ElemRound
-}
-
-// afterRead returns the ops still to apply to values read from a source:
-// without a leading rounding when the values are bf16 already (as
-// mapping.OpsAfterRead: torch's .to(bfloat16) leaves a bf16 tensor as it
-// is, NaN bits included).
-func (ops valueOps) afterRead(bf16Exact bool) valueOps {
-	if bf16Exact && len(ops) > 0 && ops[0].Kind == mapping.ElemRound {
-		return ops[1:]
+	for _, st := range srcs {
+		for _, u := range st.uses {
+			if !u.direct && u.s.windowed {
+				u.s.block(u.shard, u.block, u.rows)
+			}
+		}
 	}
-	return ops
+	// Sources in file order, then offset: sequential reads.
+	fileIdx := map[*ckpt.File]int{}
+	for i, f := range b.c.Files {
+		fileIdx[f] = i
+	}
+	sort.Slice(srcs, func(i, j int) bool {
+		a, c := srcs[i].t, srcs[j].t
+		if fileIdx[a.File] != fileIdx[c.File] {
+			return fileIdx[a.File] < fileIdx[c.File]
+		}
+		return a.Offset() < c.Offset()
+	})
+	return srcs, nil
 }
 
-// packTransposedTiles packs the transpose of a block of m rows (block rows
-// = logical columns) and h columns (= logical rows) into TILE bytes of dt,
-// without a transposed copy of the block: block row k, column j is
-// src[k*stride+col+j]. ops are applied to every valid value. The output
-// holds ceil(h/32) tile rows of ceil(m/32) tiles each, tile row after tile
-// row (dst needs ceil(h/32)*ceil(m/32)*dt.TileBytes() bytes).
+// collectUses makes the state of every source tensor the sinks to build
+// read, with its uses, in the order the sinks first need them; it checks
+// that every piece fits its source and every shard has the rows it needs.
+func (b *builder) collectUses() ([]*srcState, error) {
+	bySrc := map[*ckpt.Tensor]*srcState{}
+	var srcs []*srcState
+	for _, s := range b.todo {
+		if s.remaining.Load() == 0 {
+			continue
+		}
+		for sh, pieces := range s.e.Shards {
+			placed, block, err := mapping.PlaceBands(pieces, s.e.MatrixCols)
+			if err != nil {
+				return nil, fmt.Errorf("target %s: shard %d: %w", s.e.Target, sh, err)
+			}
+			if block != s.e.MatrixRows {
+				return nil, fmt.Errorf("target %s: shard %d has %d rows, expected %d", s.e.Target, sh, block, s.e.MatrixRows)
+			}
+			for _, pp := range placed {
+				p := pp.Piece
+				if p.Zero {
+					continue // zeros from the start (newSink)
+				}
+				if p.Source < 0 || p.Source >= len(s.e.Sources) {
+					return nil, fmt.Errorf("target %s: piece %+v names source %d of %d", s.e.Target, p, p.Source, len(s.e.Sources))
+				}
+				src := s.e.Sources[p.Source]
+				st := bySrc[src.Tensor]
+				if st == nil {
+					v, err := b.c.Values(src.Tensor) // ckpt.QuantScheme, as the plan
+					if err != nil {
+						return nil, fmt.Errorf("target %s: %w", s.e.Target, err)
+					}
+					if !s.e.Flat {
+						v = v.Stacked() // the plan's view of the source (ckpt.StackedMatrix)
+					}
+					st = &srcState{t: src.Tensor, v: v, hasher: xxh3s.New(), flat: s.e.Flat}
+					bySrc[src.Tensor] = st
+					srcs = append(srcs, st)
+				} else if st.flat != s.e.Flat {
+					return nil, fmt.Errorf("target %s: %s is read as shape[0] × the rest by one target and as a stack of its last dimension by another",
+						s.e.Target, src.Name)
+				}
+				if p.Row < 0 || p.Col < 0 || p.Row+p.Rows > st.v.Rows || p.Col+p.Cols > st.v.Cols || p.Cols != s.e.MatrixCols && s.kind != kindWhole {
+					return nil, fmt.Errorf("target %s: piece %+v does not fit %s (%d x %d)", s.e.Target, p, src.Name, st.v.Rows, st.v.Cols)
+				}
+				st.uses = append(st.uses, s.uses(sh, p, pp.BlockRow)...)
+			}
+		}
+	}
+	return srcs, nil
+}
+
+// groupSources splits srcs (in their order) into groups of sources that
+// fill a common target, directly or through other members; the groups
+// come in the order of their first member.
+func groupSources(srcs []*srcState) [][]*srcState {
+	parent := make([]int, len(srcs))
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	first := map[*sink]int{}
+	for i, st := range srcs {
+		for _, u := range st.uses {
+			if j, ok := first[u.s]; ok {
+				if a, b := find(i), find(j); a != b {
+					parent[max(a, b)] = min(a, b)
+				}
+			} else {
+				first[u.s] = i
+			}
+		}
+	}
+	idx := map[int]int{}
+	var groups [][]*srcState
+	for i, st := range srcs {
+		r := find(i)
+		g, ok := idx[r]
+		if !ok {
+			g = len(groups)
+			idx[r] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], st)
+	}
+	return groups
+}
+
+// codeBandBytes bounds the bands of codesOnly sources.
+const codeBandBytes = 2 << 20
+
+// bandRows is the number of source rows per band: about BandBytes of
+// float32, a multiple of 32 rows and of the FP8 scale block. Bands decoded
+// straight to bfloat16 bits (bits) hold four times as many values in about
+// the same memory as a float32 band (raw codes, bits and packed output,
+// with no float32 copy): fewer, larger writes of transposed targets.
 //
-// Each tile's 32x32 source block is first copied row by row into a small
-// local buffer (sequential reads, ops applied there), and the face rows are
-// gathered from that buffer: gathering straight from src would read with a
-// stride of a whole source row, which thrashes the L1 cache sets and TLB.
-func packTransposedTiles(dt tile.DType, dst []byte, src []float32, stride, col, m, h int, ops valueOps) {
-	tb := dt.TileBytes()
-	ntc := (m + tile.TileDim - 1) / tile.TileDim
-	ntr := (h + tile.TileDim - 1) / tile.TileDim
-	roundOnly := ops.roundOnly()
-	var blk [tile.TileDim * tile.TileDim]float32 // blk[k*32+j]: block row c*32+k, column t*32+j
-	var tmp [tile.FaceDim]float32
-	for c := 0; c < ntc; c++ {
-		rows := min(tile.TileDim, m-c*tile.TileDim)
-		for t := 0; t < ntr; t++ {
-			cols := min(tile.TileDim, h-t*tile.TileDim)
-			for k := 0; k < rows; k++ {
-				in := src[(c*tile.TileDim+k)*stride+col+t*tile.TileDim:][:cols]
-				out := blk[k*tile.TileDim : k*tile.TileDim+cols]
-				if roundOnly {
-					nan := ops[0].nan
-					for j, x := range in {
-						out[j] = numfmt.RoundBF16(x, numfmt.NaNPolicy(nan))
-					}
-				} else {
-					copy(out, in)
-					if len(ops) > 0 {
-						ops.apply(out)
-					}
-				}
-				clear(blk[k*tile.TileDim+cols : (k+1)*tile.TileDim])
-			}
-			clear(blk[rows*tile.TileDim:])
-			tb1 := dst[(t*ntc+c)*tb : (t*ntc+c+1)*tb]
-			for r := 0; r < tile.FaceRows; r++ {
-				fr, fc := tile.FaceRowOrigin(r)
-				// Logical row fr, logical columns fc..fc+15 = blk rows fc.., column fr.
-				b := blk[fc*tile.TileDim+fr:]
-				for k := range tmp {
-					tmp[k] = b[k*tile.TileDim]
-				}
-				tile.EncodeFaceRow(dt, tb1, r, &tmp)
-			}
-		}
+// Bands of codes that go straight to tiles (codesOnly) are smaller, about
+// codeBandBytes: read, hashed and encoded while they are in the CPU's
+// caches (on the bench fixture 2 MiB bands convert 20 % faster than 8 MiB
+// ones, and 256 KiB ones 15 % slower).
+func (b *builder) bandRows(st *srcState) int64 {
+	v, bits := st.v, st.bitsPath() != ""
+	bytes := b.opt.BandBytes
+	if st.codesOnly {
+		bytes = min(bytes, codeBandBytes)
 	}
-}
-
-// packRowTiles packs rows (≤ 32 per strip, any count) of w values
-// (src[k*stride+col+j]) into TILE bytes of dt, applying ops to the valid
-// values; strips follow each other in dst.
-func packRowTiles(dt tile.DType, dst []byte, src []float32, stride, col, rows, w int, ops valueOps) {
-	tb := dt.TileBytes()
-	ntc := (w + tile.TileDim - 1) / tile.TileDim
-	var tmp [tile.FaceDim]float32
-	for s := 0; s*tile.TileDim < rows; s++ {
-		for c := 0; c < ntc; c++ {
-			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
-			for r := 0; r < tile.FaceRows; r++ {
-				fr, fc := tile.FaceRowOrigin(r)
-				i := s*tile.TileDim + fr
-				j0 := c*tile.TileDim + fc
-				n := 0
-				if i < rows {
-					n = min(tile.FaceDim, max(0, w-j0))
-				}
-				if n > 0 {
-					copy(tmp[:n], src[i*stride+col+j0:i*stride+col+j0+n])
-				}
-				clear(tmp[n:])
-				if len(ops) > 0 && n > 0 {
-					ops.apply(tmp[:n])
-				}
-				tile.EncodeFaceRow(dt, tb1, r, &tmp)
-			}
-		}
+	unit := int64(tile.TileDim)
+	if v.BM > 0 && v.BM%unit != 0 && unit%v.BM != 0 {
+		unit = v.BM * tile.TileDim
+	} else if v.BM > unit {
+		unit = v.BM
 	}
-}
-
-// packTransposedTiles16 is packTransposedTiles for bfloat16 bits with no
-// value ops left to apply: src[k*stride+col+j] is block row k, column j.
-// stage is scratch memory, grown as needed.
-//
-// The 32 block rows of each tile column are transposed into stage, four
-// rows at a time, each of them read from start to end (four sequential
-// streams, which the hardware prefetches; walking tile by tile instead
-// reads 32 rows at once). Stage holds the tile column's tiles transposed,
-// so that face rows are contiguous and encoded in place. Full 4x4
-// sub-blocks move as four 64-bit words (transpose4x4); a ragged edge (the
-// last tile row when h is not a multiple of 32, the last tile column when
-// m is not) is copied value by value into a zeroed tile.
-func packTransposedTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, m, h int, stage *[]uint64) {
-	const words = tile.TileElems / 4
-	tb := dt.TileBytes()
-	ntc := (m + tile.TileDim - 1) / tile.TileDim
-	ntr := (h + tile.TileDim - 1) / tile.TileDim
-	if cap(*stage) < ntr*words {
-		*stage = make([]uint64, ntr*words)
+	per := int64(4)
+	if bits {
+		per = 1
 	}
-	st := (*stage)[:ntr*words]
-	raw := u16Bytes(src)
-	full := h / tile.TileDim * tile.TileDim // columns in complete tiles
-	for c := 0; c < ntc; c++ {
-		rows := min(tile.TileDim, m-c*tile.TileDim)
-		base := c*tile.TileDim*stride + col
-		ragged := 0 // first tile copied value by value
-		if rows == tile.TileDim {
-			transposeRows(st, raw[2*base:], 2*stride, full)
-			ragged = full / tile.TileDim
-		}
-		for t := ragged; t < ntr; t++ {
-			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
-			clear(blk[:])
-			cols := min(tile.TileDim, h-t*tile.TileDim)
-			for k := 0; k < rows; k++ {
-				o := base + k*stride + t*tile.TileDim
-				for j, x := range src[o : o+cols] {
-					blk[(j*tile.TileDim+k)&(tile.TileElems-1)] = x
-				}
-			}
-		}
-		for t := 0; t < ntr; t++ {
-			blk := (*[tile.TileElems]uint16)(unsafe.Pointer(&st[t*words]))
-			tile.EncodeTileBF16(dt, dst[(t*ntc+c)*tb:(t*ntc+c+1)*tb], blk[:], tile.TileDim)
-		}
-	}
-}
-
-// transposeRowsGo transposes 32 rows of n bfloat16 values (n a multiple of
-// 32; row k starts at byte k*stride of raw) into st, tile after tile: word
-// t*256 + (j*32+k)/4 holds row k..k+3 of column t*32+j. transposeRows is
-// it, or its SSE2 version.
-func transposeRowsGo(st []uint64, raw []byte, stride, n int) {
-	if n == 0 {
-		return
-	}
-	_ = raw[31*stride+2*n-1]
-	st = st[:n/tile.TileDim*(tile.TileElems/4)]
-	for k := 0; k < tile.TileDim; k += 4 {
-		r0 := raw[k*stride : k*stride+2*n]
-		r1 := raw[(k+1)*stride : (k+1)*stride+2*n]
-		r2 := raw[(k+2)*stride : (k+2)*stride+2*n]
-		r3 := raw[(k+3)*stride : (k+3)*stride+2*n]
-		for j := 0; j < n; j += 4 {
-			a := binary.LittleEndian.Uint64(r0[2*j:])
-			b := binary.LittleEndian.Uint64(r1[2*j:])
-			c := binary.LittleEndian.Uint64(r2[2*j:])
-			d := binary.LittleEndian.Uint64(r3[2*j:])
-			w0, w1, w2, w3 := transpose4x4(a, b, c, d)
-			// Tile j/32, column jj = j%32 (4 columns), rows k..k+3.
-			o := j/tile.TileDim*(tile.TileElems/4) + (j%tile.TileDim*tile.TileDim+k)/4
-			s := st[o : o+3*tile.TileDim/4+1]
-			s[0] = w0
-			s[tile.TileDim/4] = w1
-			s[2*tile.TileDim/4] = w2
-			s[3*tile.TileDim/4] = w3
-		}
-	}
-}
-
-// u16Bytes returns the little-endian bytes of p (the same memory).
-func u16Bytes(p []uint16) []byte {
-	if len(p) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(p))), 2*len(p))
-}
-
-// transpose4x4 transposes a 4x4 matrix of 16-bit lanes held as four rows of
-// four lanes (lane 0 in the low bits): column i of the input is row i of
-// the output.
-func transpose4x4(a, b, c, d uint64) (r0, r1, r2, r3 uint64) {
-	const lo16, hi16 = 0x0000ffff0000ffff, 0xffff0000ffff0000
-	const lo32, hi32 = 0x00000000ffffffff, 0xffffffff00000000
-	t0 := a&lo16 | (b&lo16)<<16 // a0 b0 a2 b2
-	t1 := (a>>16)&lo16 | b&hi16 // a1 b1 a3 b3
-	t2 := c&lo16 | (d&lo16)<<16 // c0 d0 c2 d2
-	t3 := (c>>16)&lo16 | d&hi16 // c1 d1 c3 d3
-	r0 = t0&lo32 | t2<<32       // a0 b0 c0 d0
-	r1 = t1&lo32 | t3<<32
-	r2 = t0>>32 | t2&hi32
-	r3 = t1>>32 | t3&hi32
-	return r0, r1, r2, r3
-}
-
-// packRowTiles16 is packRowTiles for bfloat16 bits with no value ops left
-// to apply.
-func packRowTiles16(dt tile.DType, dst []byte, src []uint16, stride, col, rows, w int) {
-	tb := dt.TileBytes()
-	ntc := (w + tile.TileDim - 1) / tile.TileDim
-	var tmp [tile.FaceDim]uint16
-	for s := 0; s*tile.TileDim < rows; s++ {
-		for c := 0; c < ntc; c++ {
-			tb1 := dst[(s*ntc+c)*tb : (s*ntc+c+1)*tb]
-			if (s+1)*tile.TileDim <= rows && (c+1)*tile.TileDim <= w {
-				tile.EncodeTileBF16(dt, tb1, src[s*tile.TileDim*stride+col+c*tile.TileDim:], stride)
-				continue
-			}
-			for r := 0; r < tile.FaceRows; r++ {
-				fr, fc := tile.FaceRowOrigin(r)
-				i := s*tile.TileDim + fr
-				j0 := c*tile.TileDim + fc
-				var p *[tile.FaceDim]uint16
-				if i < rows && j0+tile.FaceDim <= w {
-					p = (*[tile.FaceDim]uint16)(src[i*stride+col+j0:])
-				} else {
-					n := 0
-					if i < rows {
-						n = min(tile.FaceDim, max(0, w-j0))
-					}
-					if n > 0 {
-						copy(tmp[:n], src[i*stride+col+j0:])
-					}
-					clear(tmp[n:])
-					p = &tmp
-				}
-				tile.EncodeFaceRowBF16(dt, tb1, r, p)
-			}
-		}
-	}
+	rows := bytes / max(v.Cols*per, 1)
+	rows = max(rows/unit, 1) * unit
+	return max(min(rows, v.Rows), 1)
 }

@@ -55,18 +55,18 @@ func TestBuildHashesAsWritten(t *testing.T) {
 					}
 				}
 				var streamedReads, readBacks, compared atomic.Int64
-				o := build.Options{Workers: 2, BandBytes: 4096, NoSync: true}
-				streamed, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "a"),
-					build.HashStreamed(o, func(string) { streamedReads.Add(1) }))
+				o := build.WriteOptions{Workers: 2, BandBytes: 4096, NoSync: true}
+				streamed, err := build.WriteHooked(context.Background(), c, plan, filepath.Join(t.TempDir(), "a"),
+					build.HashStreamed(build.Hook(o), func(string) { streamedReads.Add(1) }))
 				require.NoError(t, err, what)
 				require.Len(t, streamed.Built, len(plan.Entries), what)
 				require.Zero(t, streamedReads.Load(), "%s: files read back", what)
-				back, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "b"),
-					build.HashReadBack(o, func(string) { readBacks.Add(1) }))
+				back, err := build.WriteHooked(context.Background(), c, plan, filepath.Join(t.TempDir(), "b"),
+					build.HashReadBack(build.Hook(o), func(string) { readBacks.Add(1) }))
 				require.NoError(t, err, what)
 				require.EqualValues(t, len(plan.Entries), readBacks.Load(), what)
-				_, err = build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "c"),
-					build.HashCompare(o, func(string) { compared.Add(1) }))
+				_, err = build.WriteHooked(context.Background(), c, plan, filepath.Join(t.TempDir(), "c"),
+					build.HashCompare(build.Hook(o), func(string) { compared.Add(1) }))
 				require.NoError(t, err, what)
 				require.EqualValues(t, len(plan.Entries), compared.Load(), what)
 				require.Equal(t, records(back.Manifest), records(streamed.Manifest), what)

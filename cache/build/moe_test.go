@@ -46,7 +46,7 @@ func TestBuildMoEMatchesMaterialize(t *testing.T) {
 			for _, per := range []bool{false, true} {
 				c, plan := planMoE(t, n, func(o *synth.Options) { o.FP8, o.PerExpert = fp8, per })
 				out := filepath.Join(t.TempDir(), "cache")
-				res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 3, BandBytes: 2048, NoSync: true})
+				res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 3, BandBytes: 2048, NoSync: true})
 				require.NoError(t, err)
 				require.Len(t, res.Built, len(plan.Entries))
 				checkAgainstMaterialize(t, c, plan, out)

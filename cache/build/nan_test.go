@@ -31,7 +31,7 @@ func patchTensor(t *testing.T, dir, name string, b []byte) {
 	require.NoError(t, f.Close())
 }
 
-// TestBuildNaNStyles: NaN bits follow the serving host (Options.NaN).
+// TestBuildNaNStyles: NaN bits follow the serving host (WriteOptions.NaN).
 // A NaN that torch produces — the bf16 dequantisation of a block-FP8 NaN
 // code, the norms' bf16 +1 — is 0xFFFF with the vectorised kernels of
 // AVX2/AVX-512 hosts (the default) and 0x7FC0 with the scalar ones; a bf16
@@ -60,7 +60,7 @@ func TestBuildNaNStyles(t *testing.T) {
 			t.Parallel()
 			c, plan := openPlan(t, dir)
 			out := filepath.Join(t.TempDir(), "cache")
-			_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true, NaN: tc.style})
+			_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, AllowNonFinite: true, NaN: tc.style})
 			require.NoError(t, err)
 			shard0 := func(target string) []byte {
 				t.Helper()
@@ -104,6 +104,6 @@ func TestBuildNaNStyles(t *testing.T) {
 		})
 	}
 	c, plan := openPlan(t, dir)
-	_, err := build.Run(context.Background(), c, plan, t.TempDir(), build.Options{AllowNonFinite: true, NaN: "avx"})
+	_, err := build.Write(context.Background(), c, plan, t.TempDir(), build.WriteOptions{AllowNonFinite: true, NaN: "avx"})
 	require.ErrorContains(t, err, `NaN style "avx": want vector or scalar`)
 }

@@ -14,7 +14,7 @@ import (
 // runJob, except FP8 and BF16 bands whose decode (decode.go) saw every byte
 // and found none: their NaN/Inf test rides on the decode loop, and a band
 // where it fires is counted exactly by the guard; block scales, which are not streamed, are checked whole in
-// prepare. Without Options.AllowNonFinite the first tensor found fails
+// prepare. Without WriteOptions.AllowNonFinite the first tensor found fails
 // the build (*ckpt.NonFiniteError, counted over the whole tensor); with it,
 // the counts are recorded in the manifest.
 
@@ -38,7 +38,7 @@ func (b *builder) checkScales(scales map[string]*ckpt.Tensor) error {
 // recheckFinite: a file the earlier build made (with AllowNonFinite) from
 // a source that holds NaN or Inf is rebuilt when this build does not allow
 // them, so that the source is read and refused, and when this build gives
-// NaNs other bits (Options.NaN).
+// NaNs other bits (WriteOptions.NaN).
 func (b *builder) recheckFinite(rec cache.FileRecord) bool {
 	if b.opt.AllowNonFinite && b.oldNaN == b.opt.NaN {
 		return false
@@ -134,7 +134,7 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 	return b.guard.Overflow(st.t, dt, bad, why)
 }
 
-// NaN styles of Options.NaN: the bits a NaN gets where the serving
+// NaN styles of WriteOptions.NaN: the bits a NaN gets where the serving
 // host's torch produces one. Tenstorrent cards are served from x86 hosts
 // with AVX2 or AVX-512, whose vectorised kernels write 0xFFFF
 // (numfmt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own

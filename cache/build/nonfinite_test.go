@@ -37,7 +37,7 @@ func TestBuildNonFinite(t *testing.T) {
 			require.NoError(t, ckpttest.SetNaN(src, tc.tensor, tc.n))
 			c, plan := openPlan(t, src)
 			out := filepath.Join(t.TempDir(), "cache")
-			_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, BandBytes: 4096})
+			_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, BandBytes: 4096})
 			var nf *ckpt.NonFiniteError
 			require.ErrorAs(t, err, &nf)
 			require.Equal(t, tc.tensor, nf.Tensor)
@@ -48,7 +48,7 @@ func TestBuildNonFinite(t *testing.T) {
 			_, err = os.Stat(filepath.Join(dir, cache.ManifestName))
 			require.ErrorIs(t, err, os.ErrNotExist)
 
-			res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true})
+			res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, AllowNonFinite: true})
 			require.NoError(t, err)
 			require.Equal(t, []ckpt.NonFinite{{Tensor: tc.tensor, NaN: int64(tc.n)}}, res.NonFinite)
 			m, err := cache.ReadManifest(dir)
@@ -57,11 +57,11 @@ func TestBuildNonFinite(t *testing.T) {
 			require.Equal(t, res.NonFinite, m.NonFinite)
 
 			// Kept files keep their record; without the flag the build refuses.
-			res, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true})
+			res, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, AllowNonFinite: true})
 			require.NoError(t, err)
 			require.Empty(t, res.Built)
 			require.Equal(t, m.NonFinite, res.NonFinite)
-			_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+			_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 			require.ErrorAs(t, err, &nf)
 		})
 	}
@@ -113,7 +113,7 @@ func TestBuildOverflowF32(t *testing.T) {
 	asSingleFile(t, base, src, name, vals)
 	c, plan := openPlan(t, src)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, BandBytes: 4096})
+	_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, BandBytes: 4096})
 	var nf *ckpt.NonFiniteError
 	require.ErrorAs(t, err, &nf)
 	require.Equal(t, name, nf.Tensor)
@@ -121,7 +121,7 @@ func TestBuildOverflowF32(t *testing.T) {
 	require.Equal(t, numfmt.BF16, nf.Output)
 	require.Contains(t, err.Error(), `tensor "`+name+`" (F32): 2 of 128 values are finite but overflow to Inf when converted to BF16`)
 
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, AllowNonFinite: true})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, AllowNonFinite: true})
 	require.NoError(t, err)
 	require.Equal(t, []ckpt.NonFinite{{Tensor: name, Overflow: 2}}, res.NonFinite)
 }

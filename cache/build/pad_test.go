@@ -51,7 +51,7 @@ func TestBuildPaddedMatchesMaterialize(t *testing.T) {
 		}
 		require.Len(t, pl.Entries, len(p.Rules))
 		out := filepath.Join(t.TempDir(), "cache")
-		res, err := build.Run(context.Background(), c, pl, out, build.Options{Workers: 3, BandBytes: 1024})
+		res, err := build.Write(context.Background(), c, pl, out, build.WriteOptions{Workers: 3, BandBytes: 1024})
 		require.NoError(t, err)
 		require.Len(t, res.Built, len(p.Rules))
 		checkAgainstMaterialize(t, c, pl, out)

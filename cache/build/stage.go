@@ -51,15 +51,16 @@ const (
 // chunks waiting for their write included): 192 MiB at the default
 // BandBytes, about what the three files a 27B MLP's gate and up weights
 // fill together hold (200 MB; the last chunks wait for earlier writes).
-func (o Options) stageBudget() int64 {
-	if o.stageBytes > 0 {
-		return o.stageBytes
+// The tests' hooks.stageBytes, when set, is the budget instead.
+func stageBudget(o WriteOptions, h hooks) int64 {
+	if h.stageBytes > 0 {
+		return h.stageBytes
 	}
 	return 24 * o.BandBytes
 }
 
 // stageChunkSize is stageChunk, or the tests' size.
-func (o Options) stageChunkSize() int64 {
+func (o hooks) stageChunkSize() int64 {
 	if o.stageChunk > 0 {
 		return o.stageChunk
 	}

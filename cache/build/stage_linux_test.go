@@ -25,13 +25,13 @@ func TestDurableBuildBypassesPageCache(t *testing.T) {
 	_, c, plan := fixture(t, stageFixture())
 	for _, tc := range []struct {
 		name   string
-		opt    build.Options
+		opt    build.Hooked
 		cached func(t *testing.T, frac float64)
 	}{
-		{"direct", build.Staging(build.Options{Workers: 2}, 64<<20, 4096), func(t *testing.T, frac float64) {
+		{"direct", build.Staging(build.Hook(build.WriteOptions{Workers: 2}), 64<<20, 4096), func(t *testing.T, frac float64) {
 			require.Less(t, frac, 0.1, "share of the written pages in the page cache")
 		}},
-		{"direct writes off", build.NoDirect(build.Options{Workers: 2}), func(t *testing.T, frac float64) {
+		{"direct writes off", build.NoDirect(build.Hook(build.WriteOptions{Workers: 2})), func(t *testing.T, frac float64) {
 			require.Greater(t, frac, 0.9, "share of the written pages in the page cache")
 		}},
 	} {
@@ -40,7 +40,7 @@ func TestDurableBuildBypassesPageCache(t *testing.T) {
 			if !probeDirectHere(filepath.Dir(out)) && tc.name == "direct" {
 				t.Skip("the file system of the test's temporary directory refuses direct writes")
 			}
-			_, err := build.Run(context.Background(), c, plan, out, tc.opt)
+			_, err := build.WriteHooked(context.Background(), c, plan, out, tc.opt)
 			require.NoError(t, err)
 			pages, cached := cachedPages(t, out, ".tensorbin", false)
 			require.Positive(t, pages)
@@ -74,7 +74,7 @@ func TestBuildReadsSourceDirect(t *testing.T) {
 		// nonetheless, under load, are cached before the build and
 		// copied from there).
 		pages, before := cachedPages(t, src, ".safetensors", true)
-		_, err := build.Run(context.Background(), c, plan, filepath.Join(t.TempDir(), "cache"), build.Options{Workers: 2, BandBytes: 8192})
+		_, err := build.Write(context.Background(), c, plan, filepath.Join(t.TempDir(), "cache"), build.WriteOptions{Workers: 2, BandBytes: 8192})
 		require.NoError(t, err)
 		_, cached := cachedPages(t, src, ".safetensors", false)
 		t.Logf("%d of %d source pages cached after the build, %d before", cached, pages, before)

@@ -39,7 +39,7 @@ func TestStagedBuildBytes(t *testing.T) {
 	t.Parallel()
 	_, c, plan := fixture(t, stageFixture())
 	ref := filepath.Join(t.TempDir(), "ref")
-	want, err := build.Run(context.Background(), c, plan, ref, build.Options{Workers: 2, BandBytes: 8192, NoSync: true})
+	want, err := build.Write(context.Background(), c, plan, ref, build.WriteOptions{Workers: 2, BandBytes: 8192, NoSync: true})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name          string
@@ -55,13 +55,13 @@ func TestStagedBuildBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var direct, paged int64
-			o := build.Staging(build.Options{Workers: 2, BandBytes: 8192}, tc.budget, tc.chunk)
+			o := build.Staging(build.Hook(build.WriteOptions{Workers: 2, BandBytes: 8192}), tc.budget, tc.chunk)
 			o = build.StageStats(o, func(d, p int64) { direct, paged = d, p })
 			if !tc.direct {
 				o = build.NoDirect(o)
 			}
 			out := filepath.Join(t.TempDir(), "cache")
-			got, err := build.Run(context.Background(), c, plan, out, build.HashCompare(o, nil))
+			got, err := build.WriteHooked(context.Background(), c, plan, out, build.HashCompare(o, nil))
 			require.NoError(t, err)
 			t.Logf("%d bytes written directly, %d through the page cache", direct, paged)
 			switch {
@@ -131,11 +131,11 @@ func TestStagedBuildProfiles(t *testing.T) {
 				}
 				what := fmt.Sprintf("%s %s %s", fx, name, mesh)
 				ref, out := filepath.Join(t.TempDir(), "ref"), filepath.Join(t.TempDir(), "out")
-				_, err = build.Run(context.Background(), c, plan, ref, build.Options{Workers: 2, BandBytes: 4096, NoSync: true})
+				_, err = build.Write(context.Background(), c, plan, ref, build.WriteOptions{Workers: 2, BandBytes: 4096, NoSync: true})
 				require.NoError(t, err, what)
 				var direct int64
-				o := build.StageStats(build.Staging(build.Options{Workers: 2, BandBytes: 4096}, 1<<20, 4096), func(d, _ int64) { direct = d })
-				_, err = build.Run(context.Background(), c, plan, out, o)
+				o := build.StageStats(build.Staging(build.Hook(build.WriteOptions{Workers: 2, BandBytes: 4096}), 1<<20, 4096), func(d, _ int64) { direct = d })
+				_, err = build.WriteHooked(context.Background(), c, plan, out, o)
 				require.NoError(t, err, what)
 				require.Positive(t, direct, what)
 				requireSameFiles(t, ref, out)

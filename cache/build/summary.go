@@ -9,8 +9,8 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// Summary is the cache build JSON document (docs/cli.md).
-type Summary struct {
+// Document is the cache build JSON document (docs/cli.md).
+type Document struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema         ckpt.Schema `json:"schema_version"`
 	Out            string      `json:"out"`
@@ -27,7 +27,7 @@ type Summary struct {
 	SourceBytes    int64       `json:"source_bytes"`
 	Rehashed       int         `json:"rehashed"`
 	// FromArchive counts the files an unpacked manifest described, rebuilt
-	// from the source (Result.FromArchive).
+	// from the source (Written.FromArchive).
 	FromArchive       int     `json:"from_archive"`
 	Seconds           float64 `json:"seconds"`
 	ElementsPerSecond float64 `json:"elements_per_second"`
@@ -46,13 +46,13 @@ type Summary struct {
 	Memory    *mapping.Memory       `json:"memory,omitempty"`
 	// Vision is the build of the plan's vision part (mapping.Plan.Vision),
 	// in its own cache folder; per_device and memory above count both.
-	Vision *Summary `json:"vision,omitempty"`
+	Vision *Document `json:"vision,omitempty"`
 }
 
-// Summary is the build result of plan written to the cache root out, as
+// Document is the build result of plan written to the cache root out, as
 // the cache build JSON document; seconds is the wall time of the command.
-func (r *Result) Summary(out string, plan *mapping.Plan, seconds float64) Summary {
-	s := Summary{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+func (r *Written) Document(out string, plan *mapping.Plan, seconds float64) Document {
+	s := Document{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
 		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed, FromArchive: len(r.FromArchive),
 		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.Notes()...),
@@ -75,7 +75,7 @@ func (r *Result) Summary(out string, plan *mapping.Plan, seconds float64) Summar
 // Notes are the notes of a build: a stale lock taken over, an earlier
 // build of another source replaced, tensors built with NaN/Inf kept,
 // unknown files left alone.
-func (r *Result) Notes() []string {
+func (r *Written) Notes() []string {
 	var out []string
 	if l := r.StaleLock; l != nil {
 		out = append(out, fmt.Sprintf("took over the lock of a build that no longer runs (%s)", l))

@@ -10,10 +10,10 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// Request is what `ckpt cache build` asks for: the cache of the plan of
+// Options is what `ckpt cache build` asks for: the cache of the plan of
 // Source (Plan: profile or rules file, mesh, device, tag, --set,
 // MESH_DEVICE; made by mapping.Resolve) written under the cache root Out.
-type Request struct {
+type Options struct {
 	Source  string
 	Openers []ckpt.SourceOpener
 	Plan    mapping.PlanOptions
@@ -21,13 +21,13 @@ type Request struct {
 	Out string
 	// DeviceDRAM is the --device-dram value ("" for the board's DRAM).
 	DeviceDRAM string
-	// Options tune the build (Run); Options.Progress counts its work.
-	Options
+	// WriteOptions tune the build (Write); WriteOptions.Progress counts its work.
+	WriteOptions
 }
 
 // Validate refuses a request that is itself wrong before any work: the
 // errors are *ckpt.UsageError with the CLI's messages.
-func (r Request) Validate() error {
+func (r Options) Validate() error {
 	if r.Out == "" {
 		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
 	}
@@ -38,32 +38,32 @@ func (r Request) Validate() error {
 	return err
 }
 
-// Report is the outcome of RunSource: the plan and, when it has no
-// problems, the build's JSON document (Summary).
-type Report struct {
+// Result is the outcome of Run: the plan and, when it has no
+// problems, the build's JSON document (Document).
+type Result struct {
 	Plan *mapping.Plan
-	// Problems is set when the plan has problems: nothing was built, Summary
+	// Problems is set when the plan has problems: nothing was built, Document
 	// is nil, and the command fails (exit 1).
 	Problems *mapping.PlanError
 	// Warnings are the messages of the source's warning issues.
 	Warnings []string
 	// PlanWarnings are the plan's warnings (mapping.Plan.Warnings: the
 	// declared-dtype rule, ...), then its per-target warnings grouped by
-	// rule (mapping.Plan.GroupedWarnings); Notes the build's (Result.Notes);
-	// both are in Summary.Warnings too.
+	// rule (mapping.Plan.GroupedWarnings); Notes the build's (Written.Notes);
+	// both are in Document.Warnings too.
 	PlanWarnings, Notes []string
-	// Summary is the cache build JSON document, with the DRAM per device.
-	Summary *Summary
+	// Document is the cache build JSON document, with the DRAM per device.
+	Document *Document
 }
 
-// RunSource is the workflow of `ckpt cache build`: it validates the request
+// Run is the workflow of `ckpt cache build`: it validates the request
 // (Validate), makes the plan of the source (mapping.Resolve, the one way
-// plans are made), builds it (Run) and returns its document with the
+// plans are made), builds it (Write) and returns its document with the
 // memory each device holds under the plan. A plan with problems is not
 // built: the report has the plan and its Problems, and no error. When the
 // build fails, the report (its Warnings) comes with the error. The
-// checkpoint is closed when RunSource returns.
-func RunSource(ctx context.Context, req Request) (*Report, error) {
+// checkpoint is closed when Run returns.
+func Run(ctx context.Context, req Options) (*Result, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -73,18 +73,18 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	var pe *mapping.PlanError
 	if errors.As(err, &pe) {
 		c.Close()
-		return &Report{Plan: plan, Problems: pe}, nil
+		return &Result{Plan: plan, Problems: pe}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	rep := &Report{Plan: plan, Warnings: c.Warnings()}
+	rep := &Result{Plan: plan, Warnings: c.Warnings()}
 	// Both parts of a vision model are opened (locked, and what to build
 	// decided) before either writes a file, so that the output policy and
 	// the free space, counted for both folders together, refuse the build
 	// before anything is written.
-	mb, err := open(ctx, c, plan, req.Out, req.Options)
+	mb, err := open(ctx, c, plan, req.Out, req.WriteOptions)
 	if err != nil {
 		return rep, err
 	}
@@ -92,7 +92,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	parts := []*builder{mb}
 	var vb *builder
 	if vp := plan.Vision; vp != nil {
-		if vb, err = open(ctx, c, vp, req.Out, req.Options); err != nil {
+		if vb, err = open(ctx, c, vp, req.Out, req.WriteOptions); err != nil {
 			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
 		}
 		defer vb.close()
@@ -105,7 +105,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	sum := res.Summary(req.Out, plan, time.Since(start).Seconds())
+	sum := res.Document(req.Out, plan, time.Since(start).Seconds())
 	// Then the vision part, into its own folder.
 	var vnotes []string
 	if vp := plan.Vision; vp != nil {
@@ -113,7 +113,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		if err != nil {
 			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
 		}
-		vs := vres.Summary(req.Out, vp, time.Since(start).Seconds())
+		vs := vres.Document(req.Out, vp, time.Since(start).Seconds())
 		sum.Vision = &vs
 		sum.Warnings = append(sum.Warnings, vs.Warnings...)
 		for _, n := range vres.Notes() {
@@ -125,7 +125,7 @@ func RunSource(ctx context.Context, req Request) (*Report, error) {
 		return rep, err
 	}
 	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
-	rep.Summary = &sum
+	rep.Document = &sum
 	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), append(res.Notes(), vnotes...)
 	if vp := plan.Vision; vp != nil {
 		rep.PlanWarnings = append(append(rep.PlanWarnings, vp.Warnings...), vp.GroupedWarnings()...)

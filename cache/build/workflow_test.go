@@ -18,18 +18,18 @@ import (
 
 // A wrong request is a *ckpt.UsageError with the CLI's message, refused
 // before the source (which does not exist) is read.
-func TestRunSourceRequestErrors(t *testing.T) {
+func TestRunOptionsErrors(t *testing.T) {
 	t.Parallel()
 	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}
 	tests := []struct {
 		name string
-		req  build.Request
+		req  build.Options
 		msg  string
 	}{
-		{"no out", build.Request{Plan: plan}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
-		{"nan", build.Request{Plan: plan, Out: "o", Options: build.Options{NaN: "avx"}}, `--nan: NaN style "avx": want vector or scalar`},
-		{"device dram", build.Request{Plan: plan, Out: "o", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
-		{"mesh", build.Request{Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "2"}, Out: "o"}, ""},
+		{"no out", build.Options{Plan: plan}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
+		{"nan", build.Options{Plan: plan, Out: "o", WriteOptions: build.WriteOptions{NaN: "avx"}}, `--nan: NaN style "avx": want vector or scalar`},
+		{"device dram", build.Options{Plan: plan, Out: "o", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
+		{"mesh", build.Options{Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "2"}, Out: "o"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestRunSourceRequestErrors(t *testing.T) {
 				assert.True(t, errors.Is(err, ckpt.ErrUsage), "%T", err)
 				assert.Equal(t, tc.msg, err.Error())
 			}
-			rep, err := build.RunSource(context.Background(), tc.req)
+			rep, err := build.Run(context.Background(), tc.req)
 			require.Error(t, err)
 			assert.Nil(t, rep)
 			assert.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
@@ -52,21 +52,21 @@ func TestRunSourceRequestErrors(t *testing.T) {
 	}
 }
 
-// RunSource makes the plan of the source, builds it and returns the
+// Run makes the plan of the source, builds it and returns the
 // document with the DRAM per device; a second build skips every file.
-func TestRunSource(t *testing.T) {
+func TestRun(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
 	prog := ckpt.NewProgress()
-	req := build.Request{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
-		Options: build.Options{Workers: 2, Progress: prog, Tool: "test"}}
-	rep, err := build.RunSource(context.Background(), req)
+	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
+		WriteOptions: build.WriteOptions{Workers: 2, Progress: prog, Tool: "test"}}
+	rep, err := build.Run(context.Background(), req)
 	require.NoError(t, err)
 	require.Nil(t, rep.Problems)
-	require.NotNil(t, rep.Summary)
-	sum := rep.Summary
+	require.NotNil(t, rep.Document)
+	sum := rep.Document
 	assert.Equal(t, len(rep.Plan.Entries), sum.Files)
 	assert.Len(t, sum.Built, sum.Files)
 	assert.Equal(t, out, sum.Out)
@@ -79,8 +79,8 @@ func TestRunSource(t *testing.T) {
 	done, _, _ := prog.Snapshot()
 	assert.Positive(t, done, "the build counts its work")
 
-	rep, err = build.RunSource(context.Background(), req)
+	rep, err = build.Run(context.Background(), req)
 	require.NoError(t, err)
-	assert.Empty(t, rep.Summary.Built)
-	assert.Equal(t, rep.Summary.Files, rep.Summary.Skipped)
+	assert.Empty(t, rep.Document.Built)
+	assert.Equal(t, rep.Document.Files, rep.Document.Skipped)
 }

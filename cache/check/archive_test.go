@@ -52,7 +52,7 @@ func TestPackUnpack(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(a, b), f.Path)
 	}
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 
 	// Damaged archives never yield a complete-looking cache.
 	damaged := map[string][]byte{
@@ -88,7 +88,7 @@ func TestUnpackLegacyOrder(t *testing.T) {
 	got, err := cache.ReadManifest(u.Folder.Path())
 	require.NoError(t, err)
 	assert.Equal(t, u.Manifest.Unpacked.Archive, got.Unpacked.Archive)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 }
 
 // TestPackRefusesDamagedVisionFile: the files of the vision folder packed
@@ -101,7 +101,7 @@ func TestPackRefusesDamagedVisionFile(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: out})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	vm, err := cache.ReadManifest(cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path())
@@ -156,7 +156,7 @@ func TestPackUnpackWorkflow(t *testing.T) {
 	done, want, _ = prog.Snapshot()
 	assert.Equal(t, st.Size(), want, "the total is the archive's size")
 	assert.Equal(t, st.Size(), done)
-	require.True(t, verify(t, src, dest, check.VerifyOptions{}).OK())
+	require.True(t, verify(t, src, dest, check.FilesOptions{}).OK())
 }
 
 // archiveNames lists the entries of an archive file, in order.
@@ -193,7 +193,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: out})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: out})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	tdir := cache.FolderOf(out, rep.Plan.CacheDir).Path()
@@ -233,7 +233,7 @@ func TestPackUnpackVisionModel(t *testing.T) {
 		assert.Equal(t, filesSize(tm), ur.Bytes)
 		assert.Equal(t, filesSize(vm), ur.CompanionBytes)
 		assert.Empty(t, ur.Missing)
-		res, err := check.RunAll(ctx, check.Request{Dir: dest, Source: src, ReadData: true})
+		res, err := check.Run(ctx, check.Options{Dir: dest, Source: src, ReadData: true})
 		require.NoError(t, err)
 		assert.True(t, res.OK, "%+v", res)
 		assert.Len(t, res.Folders, 2, "both folders are there and checked")
@@ -260,7 +260,7 @@ func TestPackVisionModelCompanionMissing(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "base")
 	require.NoError(t, synth.Write(src, synth.Small()))
 	base := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.RunSource(ctx, build.Request{Source: src, Out: base})
+	rep, err := build.Run(ctx, build.Options{Source: src, Out: base})
 	require.NoError(t, err)
 	tdirOf := func(root string) string { return cache.FolderOf(root, rep.Plan.CacheDir).Path() }
 	vdirOf := func(root string) string { return cache.FolderOf(root, rep.Plan.Vision.CacheDir).Path() }

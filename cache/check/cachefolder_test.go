@@ -32,14 +32,14 @@ func planFor(t *testing.T, c *ckpt.Checkpoint, mesh mapping.Mesh, tag string) *m
 	return plan
 }
 
-func verifyFolder(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out string) *check.VerifyReport {
+func verifyFolder(t *testing.T, c *ckpt.Checkpoint, plan *mapping.Plan, out string) *check.FilesReport {
 	t.Helper()
 	f, err := cache.ResolveFolder(out, cache.Selector{Mesh: plan.Mesh.String(), Tag: plan.Profile.Tag})
 	require.NoError(t, err)
 	require.Equal(t, plan.CacheDir, f.Dir)
 	m, err := cache.ReadManifest(f.Path())
 	require.NoError(t, err)
-	rep, err := check.Verify(context.Background(), f.Root, m, c, plan, check.VerifyOptions{})
+	rep, err := check.Files(context.Background(), f.Root, m, c, plan, check.FilesOptions{})
 	require.NoError(t, err)
 	return rep
 }
@@ -59,7 +59,7 @@ func TestFoldersCoexist(t *testing.T) {
 		planFor(t, c, mapping.Mesh{Rows: 1, Cols: 2}, "other"),
 	}
 	for _, p := range plans {
-		res, err := build.Run(ctx, c, p, out, build.Options{Workers: 2})
+		res, err := build.Write(ctx, c, p, out, build.WriteOptions{Workers: 2})
 		require.NoError(t, err, p.CacheDir)
 		require.Empty(t, res.Removed, p.CacheDir)
 		require.Len(t, res.Built, len(p.Entries), p.CacheDir)
@@ -86,7 +86,7 @@ func TestFoldersCoexist(t *testing.T) {
 	dir := cache.FolderOf(out, plans[0].CacheDir).Path()
 	mine := filepath.Join(dir, "notes.txt")
 	require.NoError(t, os.WriteFile(mine, []byte("mine"), 0o644))
-	res, err := build.Run(ctx, c, plans[0], out, build.Options{Workers: 2})
+	res, err := build.Write(ctx, c, plans[0], out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	require.Equal(t, []string{plans[0].CacheDir + "/notes.txt"}, res.Unknown)
 	require.FileExists(t, mine)
@@ -109,7 +109,7 @@ func TestBuildLock(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	l, err := cache.LockFolder(dir)
 	require.NoError(t, err)
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{})
 	var le *cache.LockedError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, os.Getpid(), le.Holder.PID)
@@ -128,7 +128,7 @@ func TestBuildLock(t *testing.T) {
 	dead := cache.LockInfo{PID: 999999999, Command: "ckpt cache build gone"}
 	b, _ := json.Marshal(dead)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, cache.LockName), b, 0o644))
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	require.NotNil(t, res.StaleLock)
 	require.Equal(t, dead.PID, res.StaleLock.PID)
@@ -151,11 +151,11 @@ func TestLegacyRootManifest(t *testing.T) {
 	t.Parallel()
 	_, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
 	require.NoError(t, os.Rename(filepath.Join(dir, cache.ManifestName), filepath.Join(out, cache.ManifestName)))
-	res, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	res, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	require.Empty(t, res.Built)
 	require.Len(t, res.Skipped, len(plan.Entries))
@@ -174,13 +174,13 @@ func TestBuildOtherSource(t *testing.T) {
 	cb, pb := openPlan(t, base)
 	cf, pf := openPlan(t, ft)
 	out := filepath.Join(dir, "cache")
-	_, err = build.Run(context.Background(), cb, pb, out, build.Options{Workers: 2})
+	_, err = build.Write(context.Background(), cb, pb, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
-	res, err := build.Run(context.Background(), cf, planFor(t, cf, pf.Mesh, "ft"), out, build.Options{Workers: 2})
+	res, err := build.Write(context.Background(), cf, planFor(t, cf, pf.Mesh, "ft"), out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	require.Empty(t, res.Replaced)
 	require.True(t, verifyFolder(t, cb, pb, out).OK())
-	res, err = build.Run(context.Background(), cf, pf, out, build.Options{Workers: 2})
+	res, err = build.Write(context.Background(), cf, pf, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	require.Equal(t, base, res.Replaced)
 	require.True(t, verifyFolder(t, cf, pf, out).OK())

@@ -5,203 +5,68 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/cache/tensorbin"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// Plan holds a mapping plan against an existing cache directory —
+// PlanAgainst holds a mapping plan against an existing cache directory —
 // typically the one the serving stack wrote for the base checkpoint —
 // reading only file names and headers, never data: every planned file
-// missing there (DiffMissing), every .tensorbin file there that the plan
-// does not produce (DiffExtra), and every header field of a common file
-// that differs from the header the plan would write (DiffHeader, A = plan,
+// missing there (compare.DiffMissing), every .tensorbin file there that the plan
+// does not produce (compare.DiffExtra), and every header field of a common file
+// that differs from the header the plan would write (compare.DiffHeader, A = plan,
 // B = cache; shard offsets are not compared). A header that cannot be read
-// is DiffUnreadable.
+// is compare.DiffUnreadable.
 //
 // dir is either the cache root (holding the plan's
 // <device>/tensor_cache_<tag>_mesh<R>x<C> directory) or that cache
 // directory itself; the report's B names the directory used. Paths in the
 // report are relative to it.
-func Plan(plan *mapping.Plan, dir string) (*CompareReport, error) {
-	return planReport(plan, dir, false, nil)
+func PlanAgainst(plan *mapping.Plan, dir string) (*compare.Report, error) {
+	return compare.Headers(plan, dir, compare.HeadersOptions{})
 }
 
-// PlanNames is Plan for a plan without shapes (mapping.PlanNames): each
-// common file's expected header is the one the plan's entry gives the
-// shape the file's own header records, so that everything but the shape
-// (dtype, layout, memory config with its shard spec, placement,
-// distribution, shard count and sizes) is compared.
-func PlanNames(plan *mapping.Plan, dir string) (*CompareReport, error) {
-	return planReport(plan, dir, true, nil)
-}
-
-// headerCache holds the headers of a cache folder's files, read once for
-// every candidate held against it (a header that cannot be read: its
-// error).
-type headerCache map[string]headerOrErr
-
-type headerOrErr struct {
-	h   *tensorbin.Header
-	err error
-}
-
-func (hc headerCache) read(path string) (*tensorbin.Header, error) {
-	if c, ok := hc[path]; ok && hc != nil {
-		return c.h, c.err
-	}
-	f, h, err := openHeader(path)
-	if err == nil {
-		f.Close()
-	}
-	if hc != nil {
-		hc[path] = headerOrErr{h, err}
-	}
-	return h, err
-}
-
-func planReport(plan *mapping.Plan, dir string, ownShape bool, headers headerCache) (*CompareReport, error) {
-	cdir := dir
-	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
-		cdir = filepath.Join(dir, filepath.FromSlash(plan.CacheDir))
-	}
-	files, err := cache.TensorbinFiles(cdir)
-	if err != nil {
-		return nil, err
-	}
-	rep := &CompareReport{A: plan.CacheDir, B: cdir, FilesA: len(plan.Entries), FilesB: len(files), HeadersOnly: true, Diffs: []Difference{}}
-	planned := map[string]*mapping.Entry{}
-	for _, e := range plan.Entries {
-		p := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-		planned[p] = e
-		if !contains(files, p) {
-			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: p, Target: e.Target,
-				Message: fmt.Sprintf("planned (target %s, rule %s), not in the cache", e.Target, e.Rule)})
-		}
-	}
-	for _, p := range files {
-		e, ok := planned[p]
-		if !ok {
-			msg := "in the cache, not produced by the plan"
-			if alt := similarPlanned(p, planned); alt != "" {
-				msg += "; the plan has " + alt
-			}
-			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffExtra, File: p, Message: msg})
-			continue
-		}
-		rep.Common++
-		var want *tensorbin.Header
-		if !ownShape {
-			if want, err = cache.HeaderFor(e); err != nil {
-				return nil, err
-			}
-		}
-		got, err := headers.read(filepath.Join(cdir, filepath.FromSlash(p)))
-		if err != nil {
-			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffUnreadable, File: p, Target: e.Target, B: "unreadable", Message: err.Error()})
-			continue
-		}
-		if ownShape {
-			se := *e
-			se.DeviceShape = make([]int64, len(got.Spec.Shape))
-			for i, d := range got.Spec.Shape {
-				se.DeviceShape[i] = int64(d)
-			}
-			if want, err = cache.HeaderFor(&se); err != nil {
-				// The shape cannot be stored as the rule says (a DRAM
-				// width-sharded file that is not 2-D).
-				rep.Diffs = append(rep.Diffs, Difference{Kind: DiffHeader, File: p, Target: e.Target, Field: "shape",
-					A: "as rule " + e.Rule + " stores it", B: cache.FormatDims(got.Spec.Shape), Message: err.Error()})
-				continue
-			}
-		}
-		diffs := headerDiffs(p, want, got)
-		for i := range diffs {
-			diffs[i].Target = e.Target
-		}
-		if len(diffs) == 0 {
-			rep.Identical++
-		}
-		rep.Diffs = append(rep.Diffs, diffs...)
-	}
-	sortDiffs(rep.Diffs)
-	return rep, nil
-}
-
-// similarPlanned names the planned files that look like p renamed (e.g.
-// qkvzab.dramshard for qkvzab.il): those in the same directory whose cache
-// name shares the longest dotted prefix with p's, at most three of them.
-func similarPlanned(p string, planned map[string]*mapping.Entry) string {
-	dir, base := path.Split(mapping.CacheName(p))
-	segs := strings.Split(base, ".")
-	best, cands := 0, []string(nil)
-	for q := range planned {
-		qd, qb := path.Split(mapping.CacheName(q))
-		if qd != dir {
-			continue
-		}
-		qs := strings.Split(qb, ".")
-		n := 0
-		for n < len(segs) && n < len(qs) && segs[n] == qs[n] {
-			n++
-		}
-		switch {
-		case n == 0 || n < best:
-		case n > best:
-			best, cands = n, []string{q}
-		default:
-			cands = append(cands, q)
-		}
-	}
-	if len(cands) == 0 || len(cands) > 3 {
-		return ""
-	}
-	sort.Strings(cands)
-	return strings.Join(cands, ", ")
-}
-
-// PlanModel is Plan for every folder of a model: the plan's own folder
+// PlanModel is PlanAgainst for every folder of a model: the plan's own folder
 // and, for a plan with a vision part (mapping.Plan.Vision), its vision
 // folder, in that order. dir is the cache root (both folders are compared
 // there), the text folder (its vision folder is the one beside it, in the
 // same device folder), or the vision folder itself (only the vision part
 // is compared). A vision folder that is not there gives a report with
 // every planned file missing.
-func PlanModel(plan *mapping.Plan, dir string) ([]*CompareReport, error) {
+func PlanModel(plan *mapping.Plan, dir string) ([]*compare.Report, error) {
 	vp := plan.Vision
 	clean := filepath.Clean(dir)
 	if vp != nil && filepath.Base(clean) == path.Base(vp.CacheDir) {
-		rep, err := Plan(vp, dir)
+		rep, err := PlanAgainst(vp, dir)
 		if err != nil {
 			return nil, err
 		}
-		return []*CompareReport{rep}, nil
+		return []*compare.Report{rep}, nil
 	}
-	rep, err := Plan(plan, dir)
+	rep, err := PlanAgainst(plan, dir)
 	if err != nil {
 		return nil, err
 	}
 	if vp == nil {
-		return []*CompareReport{rep}, nil
+		return []*compare.Report{rep}, nil
 	}
 	vdir := filepath.Join(filepath.Dir(clean), path.Base(vp.CacheDir))
 	if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(plan.CacheDir))); err == nil && st.IsDir() {
 		vdir = filepath.Join(dir, filepath.FromSlash(vp.CacheDir))
 	}
 	if st, err := os.Stat(vdir); err != nil || !st.IsDir() {
-		miss := &CompareReport{A: vp.CacheDir, B: vdir, FilesA: len(vp.Entries), HeadersOnly: true, Diffs: []Difference{}}
+		miss := &compare.Report{A: vp.CacheDir, B: vdir, FilesA: len(vp.Entries), HeadersOnly: true, Diffs: []compare.Difference{}}
 		for _, e := range vp.Entries {
-			miss.Diffs = append(miss.Diffs, Difference{Kind: DiffMissing, File: strings.TrimPrefix(e.File, vp.CacheDir+"/"), Target: e.Target,
+			miss.Diffs = append(miss.Diffs, compare.Difference{Kind: compare.DiffMissing, File: strings.TrimPrefix(e.File, vp.CacheDir+"/"), Target: e.Target,
 				Message: fmt.Sprintf("planned (target %s, rule %s), not in the cache: no vision folder %s", e.Target, e.Rule, vdir)})
 		}
-		return []*CompareReport{rep, miss}, nil
+		return []*compare.Report{rep, miss}, nil
 	}
-	vrep, err := Plan(vp, vdir)
+	vrep, err := PlanAgainst(vp, vdir)
 	if err != nil {
 		return nil, err
 	}
-	return []*CompareReport{rep, vrep}, nil
+	return []*compare.Report{rep, vrep}, nil
 }

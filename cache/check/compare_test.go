@@ -10,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -33,8 +34,8 @@ func inject(t *testing.T, cdir string, plan *mapping.Plan) cachetest.Injected {
 }
 
 // byFile groups differences by file.
-func byFile(rep *check.CompareReport) map[string][]check.Difference {
-	m := map[string][]check.Difference{}
+func byFile(rep *compare.Report) map[string][]compare.Difference {
+	m := map[string][]compare.Difference{}
 	for _, d := range rep.Diffs {
 		m[d.File] = append(m[d.File], d)
 	}
@@ -42,7 +43,7 @@ func byFile(rep *check.CompareReport) map[string][]check.Difference {
 }
 
 // fieldsByFile lists each file's differences as kind:field.
-func fieldsByFile(m map[string][]check.Difference) map[string][]string {
+func fieldsByFile(m map[string][]compare.Difference) map[string][]string {
 	out := map[string][]string{}
 	for f, ds := range m {
 		for _, d := range ds {
@@ -58,7 +59,7 @@ func TestCompareCaches(t *testing.T) {
 	cdir := filepath.Join(out, filepath.FromSlash(plan.CacheDir))
 	ctx := context.Background()
 
-	self, err := check.Compare(ctx, cdir, cdir, check.CompareOptions{})
+	self, err := compare.Dirs(ctx, cdir, cdir, compare.DirsOptions{})
 	require.NoError(t, err)
 	assert.True(t, self.Same(), "%v", self.Diffs)
 	assert.Equal(t, len(plan.Entries), self.Common)
@@ -68,7 +69,7 @@ func TestCompareCaches(t *testing.T) {
 	copied := copyTree(t, cdir)
 	inj := inject(t, copied, plan)
 	// Small chunks (two tiles) exercise the chunked streaming.
-	rep, err := check.Compare(ctx, cdir, copied, check.CompareOptions{ChunkBytes: 2048, Workers: 3})
+	rep, err := compare.Dirs(ctx, cdir, copied, compare.DirsOptions{ChunkBytes: 2048, Workers: 3})
 	require.NoError(t, err)
 	require.False(t, rep.Same())
 	assert.False(t, rep.Unreadable())
@@ -96,7 +97,7 @@ func TestCompareCaches(t *testing.T) {
 	// The dtype change also makes the data decode differently, but the
 	// bytes are equal: no data difference for that file.
 	for _, x := range got[inj.DType] {
-		assert.NotEqual(t, check.DiffData, x.Kind)
+		assert.NotEqual(t, compare.DiffData, x.Kind)
 	}
 }
 
@@ -107,10 +108,10 @@ func TestCompareUnreadable(t *testing.T) {
 	copied := copyTree(t, cdir)
 	f := filepath.Join(copied, filepath.FromSlash(strings.TrimPrefix(entryFile(t, plan, "layers.0/tp/A_log"), plan.CacheDir+"/")))
 	require.NoError(t, os.WriteFile(f, []byte("not a tensorbin"), 0o644))
-	rep, err := check.Compare(context.Background(), cdir, copied, check.CompareOptions{})
+	rep, err := compare.Dirs(context.Background(), cdir, copied, compare.DirsOptions{})
 	require.NoError(t, err)
 	assert.True(t, rep.Unreadable())
-	_, err = check.Compare(context.Background(), cdir, filepath.Join(copied, "nope"), check.CompareOptions{})
+	_, err = compare.Dirs(context.Background(), cdir, filepath.Join(copied, "nope"), compare.DirsOptions{})
 	assert.Error(t, err)
 }
 
@@ -121,7 +122,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	// The cache root and the cache directory both work.
 	for _, dir := range []string{out, cdir} {
-		rep, err := check.Plan(plan, dir)
+		rep, err := check.PlanAgainst(plan, dir)
 		require.NoError(t, err)
 		assert.True(t, rep.Same(), "%v", rep.Diffs)
 		assert.Equal(t, cdir, rep.B)
@@ -130,7 +131,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 
 	copied := copyTree(t, cdir)
 	inj := inject(t, copied, plan)
-	rep, err := check.Plan(plan, copied)
+	rep, err := check.PlanAgainst(plan, copied)
 	require.NoError(t, err)
 	got := byFile(rep)
 	// No data is read: a flipped byte in a shard is invisible to the plan
@@ -146,14 +147,14 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	require.NoError(t, err)
 	other, err := mapping.BuildWith(c, p, plan.Mesh, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
-	rep, err = check.Plan(other, cdir)
+	rep, err = check.PlanAgainst(other, cdir)
 	require.NoError(t, err)
-	kinds := map[check.DiffKind]int{}
+	kinds := map[compare.Kind]int{}
 	for _, d := range rep.Diffs {
 		kinds[d.Kind]++
 	}
 	// Small: 3 GDN qkvzab + 1 attention wqkv + 1 MTP wqkv renamed.
-	assert.Equal(t, map[check.DiffKind]int{check.DiffMissing: 5, check.DiffExtra: 5}, kinds)
+	assert.Equal(t, map[compare.Kind]int{compare.DiffMissing: 5, compare.DiffExtra: 5}, kinds)
 }
 
 // TestBuild2DMapperHeaders: the files of ShardTensor2dMesh targets parse

@@ -1,19 +1,17 @@
 // Package check judges prebuilt tensor caches (package cache is their
 // format) without changing them:
 //
-//   - Verify holds a cache folder against its manifest and the plan of the
-//     current source, fail-closed: every missing, extra, truncated,
-//     corrupted or stale file is a ckpt.Finding (ids Finding*). Run checks
-//     one cache folder (memory, manifest, plan, Verify; its Result is the
-//     JSON document); RunAll, the workflow of `ckpt cache verify` (one
-//     Request), runs it on every folder of a root (AllResult).
-//   - Compare compares two caches file by file, header field by field and
-//     shard by shard (`ckpt cache compare`: CompareDirs); Plan holds a
-//     mapping plan against an existing cache by names and headers only
-//     (map --against-cache).
-//   - Identify finds the profile and settings whose plan reproduces a cache
-//     (`ckpt cache identify`), building the closest candidate's files with
-//     package build to compare their data when asked.
+//   - Files holds a cache folder's files against its manifest and the plan
+//     of the current source, fail-closed: every missing, extra, truncated,
+//     corrupted or stale file is a ckpt.Finding (ids Finding*). Folder
+//     checks one cache folder (memory, manifest, plan, Files; its
+//     FolderResult is the JSON document); Run, the workflow of `ckpt cache
+//     verify` (one Options), runs it on every folder of a root (Result).
+//   - PlanAgainst holds a mapping plan against an existing cache by names and
+//     headers only (map --against-cache; package compare compares).
+//
+// Package identify, beside it, finds the profile and settings whose plan
+// reproduces a cache (`ckpt cache identify`).
 //
 // The package never prints; long operations report through a nil-safe
 // progress counter and honour context cancellation.

@@ -39,19 +39,19 @@ func Example_buildAndVerify() {
 		panic(err)
 	}
 	out := filepath.Join(dir, "tt-cache")
-	res, err := build.Run(ctx, c, plan, out, build.Options{Tool: "example", ToolVersion: "0"})
+	res, err := build.Write(ctx, c, plan, out, build.WriteOptions{Tool: "example", ToolVersion: "0"})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("built", len(res.Built), "files from", res.SourceTensors, "source tensors")
-	res, _ = build.Run(ctx, c, plan, out, build.Options{})
+	res, _ = build.Write(ctx, c, plan, out, build.WriteOptions{})
 	fmt.Println("rebuild: built", len(res.Built), "kept", len(res.Skipped))
 
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	if err != nil {
 		panic(err)
 	}
-	rep, err := check.Verify(ctx, out, m, c, plan, check.VerifyOptions{})
+	rep, err := check.Files(ctx, out, m, c, plan, check.FilesOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ func builtMain(t *testing.T) (string, string, *mapping.Plan) {
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	return src, out, plan
 }
@@ -76,7 +77,7 @@ func TestCompareWithinULP(t *testing.T) {
 	nudge(t, stack, negExp, 1)
 	require.NoError(t, cachetest.Rehash(stackRoot, plan.CacheDir))
 
-	checkWithin := func(rep *check.CompareReport, what string) {
+	checkWithin := func(rep *compare.Report, what string) {
 		t.Helper()
 		assert.True(t, rep.Same(), "%s: %v", what, rep.Diffs)
 		require.Len(t, rep.Tolerated, 3, what)
@@ -101,33 +102,27 @@ func TestCompareWithinULP(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(a, cache.ManifestName)))
 			b := copyTree(t, stack)
 			require.NoError(t, os.Remove(filepath.Join(b, cache.ManifestName)))
-			rep, err := check.Compare(ctx, a, b, check.CompareOptions{})
+			rep, err := compare.Dirs(ctx, a, b, compare.DirsOptions{})
 			require.NoError(t, err)
 			checkWithin(rep, tc.name)
 			assert.Equal(t, rep.Common-3, rep.Identical, tc.name)
 			continue
 		}
-		rep, err := check.Compare(ctx, a, stack, check.CompareOptions{ChunkBytes: 4096})
+		rep, err := compare.Dirs(ctx, a, stack, compare.DirsOptions{ChunkBytes: 4096})
 		require.NoError(t, err)
 		checkWithin(rep, tc.name)
 		assert.Equal(t, rep.Common-3, rep.Identical, "the files within 1 ulp are not identical")
 		// The roots (the folder's path inside) name the same files.
-		rep, err = check.Compare(ctx, out, stackRoot, check.CompareOptions{})
+		rep, err = compare.Dirs(ctx, out, stackRoot, compare.DirsOptions{})
 		require.NoError(t, err)
 		assert.True(t, rep.Same(), "%v", rep.Diffs)
 		assert.Len(t, rep.Tolerated, 3)
 	}
 
-	// identify --source: exact, its report lists the files within 1 ulp.
-	c, _ := openPlan(t, src)
-	id, err := check.Identify(ctx, stack, c, check.IdentifyOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
-	require.NoError(t, err)
-	assert.True(t, id.Exact, "%v", id.ClosestReport().Diffs)
-	assert.Len(t, id.ClosestReport().Tolerated, 3)
-	assert.Len(t, id.Report.Tolerated, 3)
+	// identify --source: in cache/identify's TestFolderWithinULP.
 
 	// verify --read-data: ok, the files within 1 ulp named.
-	res, err := check.Run(ctx, stackRoot, check.Options{Source: src, ReadData: true})
+	res, err := check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.True(t, res.OK, "%v", res.Findings)
 	assert.Len(t, res.Tolerated, 3)
@@ -143,12 +138,12 @@ func TestCompareWithinULP(t *testing.T) {
 	_, err = cachetest.NudgeF32(filepath.Join(stack, filepath.FromSlash(f2)), 1, 1)
 	require.NoError(t, err)
 	require.NoError(t, cachetest.Rehash(stackRoot, plan.CacheDir))
-	rep, err := check.Compare(ctx, cdir, stack, check.CompareOptions{})
+	rep, err := compare.Dirs(ctx, cdir, stack, compare.DirsOptions{})
 	require.NoError(t, err)
 	require.False(t, rep.Same())
 	require.Len(t, rep.Diffs, 2, "both shards of the file")
 	for _, d := range rep.Diffs {
-		assert.Equal(t, check.DiffData, d.Kind)
+		assert.Equal(t, compare.DiffData, d.Kind)
 		assert.Equal(t, f2, d.File)
 		assert.Equal(t, negExp[f2], d.Target)
 		require.NotNil(t, d.FirstByte)
@@ -159,11 +154,7 @@ func TestCompareWithinULP(t *testing.T) {
 		assert.Contains(t, d.Message, "2 ulp apart")
 	}
 	assert.Len(t, rep.Tolerated, 2)
-	id, err = check.Identify(ctx, stack, c, check.IdentifyOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
-	require.NoError(t, err)
-	assert.False(t, id.Exact)
-	assert.Equal(t, 2, id.Candidates[0].Data)
-	res, err = check.Run(ctx, stackRoot, check.Options{Source: src, ReadData: true})
+	res, err = check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.False(t, res.OK)
 	require.Len(t, res.Findings, 2, "both shards of the file")
@@ -179,7 +170,7 @@ func TestCompareWithinULP(t *testing.T) {
 	dtBias := filesOf(plan, "/dt_bias_fp32")
 	require.Len(t, dtBias, 3)
 	nudge(t, exact, dtBias, 1)
-	rep, err = check.Compare(ctx, cdir, exact, check.CompareOptions{})
+	rep, err = compare.Dirs(ctx, cdir, exact, compare.DirsOptions{})
 	require.NoError(t, err)
 	assert.Len(t, rep.Diffs, 6, "both shards of the three dt_bias_fp32 files")
 	for _, d := range rep.Diffs {

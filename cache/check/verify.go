@@ -47,8 +47,8 @@ func fail(id ckpt.FindingID, file, msg string, tensors ...string) ckpt.Finding {
 	return f
 }
 
-// VerifyOptions tune Verify.
-type VerifyOptions struct {
+// FilesOptions tune Files.
+type FilesOptions struct {
 	Workers int
 	// Rehash re-reads every source tensor and compares its xxh3 instead
 	// of trusting an unchanged cheap identity (file size, mtime, offset).
@@ -57,8 +57,8 @@ type VerifyOptions struct {
 	Progress *ckpt.Progress
 }
 
-// VerifyReport is the outcome of Verify.
-type VerifyReport struct {
+// FilesReport is the outcome of Files.
+type FilesReport struct {
 	Files    int            `json:"files"`
 	Bytes    int64          `json:"bytes"`
 	Findings []ckpt.Finding `json:"findings"`
@@ -67,9 +67,9 @@ type VerifyReport struct {
 }
 
 // OK reports whether the cache passed.
-func (r *VerifyReport) OK() bool { return len(r.Findings) == 0 }
+func (r *FilesReport) OK() bool { return len(r.Findings) == 0 }
 
-// Verify checks the cache folder of a plan (root/plan.CacheDir) against its
+// Files checks the cache folder of a plan (root/plan.CacheDir) against its
 // manifest m and the plan of the current source checkpoint c, fail-closed: every planned file must
 // exist, be recorded in the manifest with the plan's entry fingerprint,
 // have the plan's header and size and the recorded data hash, and have been
@@ -79,11 +79,11 @@ func (r *VerifyReport) OK() bool { return len(r.Findings) == 0 }
 // journal are reported as extra; a build that holds the folder's lock is
 // reported. Only the cache folder is judged: other folders of the root are
 // not looked at. Findings are sorted by file.
-func Verify(ctx context.Context, root string, m *cache.Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt VerifyOptions) (*VerifyReport, error) {
+func Files(ctx context.Context, root string, m *cache.Manifest, c *ckpt.Checkpoint, plan *mapping.Plan, opt FilesOptions) (*FilesReport, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	rep := &VerifyReport{Findings: []ckpt.Finding{}}
+	rep := &FilesReport{Findings: []ckpt.Finding{}}
 	var mu sync.Mutex
 	add := func(f ckpt.Finding) {
 		mu.Lock()
@@ -198,7 +198,7 @@ func sortFindings(fs []ckpt.Finding) {
 
 // verifyEntry checks one planned file; it returns the findings and the
 // bytes hashed.
-func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt VerifyOptions) ([]ckpt.Finding, int64, error) {
+func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt FilesOptions) ([]ckpt.Finding, int64, error) {
 	var out []ckpt.Finding
 	add := func(kind ckpt.FindingID, format string, args ...any) {
 		out = append(out, fail(kind, e.File, fmt.Sprintf(format, args...)))

@@ -24,23 +24,23 @@ func built(t *testing.T) (string, string, *mapping.Plan) {
 	t.Helper()
 	src, c, plan := fixture(t, synth.Small())
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err := build.Run(context.Background(), c, plan, out, build.Options{Workers: 2})
+	_, err := build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2})
 	require.NoError(t, err)
 	return src, out, plan
 }
 
 // verify reopens the source and verifies the cache.
-func verify(t *testing.T, src, out string, opt check.VerifyOptions) *check.VerifyReport {
+func verify(t *testing.T, src, out string, opt check.FilesOptions) *check.FilesReport {
 	t.Helper()
 	c, plan := openPlan(t, src)
 	m, err := cache.ReadManifest(cache.FolderOf(out, plan.CacheDir).Path())
 	require.NoError(t, err)
-	rep, err := check.Verify(context.Background(), out, m, c, plan, opt)
+	rep, err := check.Files(context.Background(), out, m, c, plan, opt)
 	require.NoError(t, err)
 	return rep
 }
 
-func kinds(rep *check.VerifyReport) map[string]ckpt.FindingID {
+func kinds(rep *check.FilesReport) map[string]ckpt.FindingID {
 	k := map[string]ckpt.FindingID{}
 	for _, f := range rep.Findings {
 		k[f.File()] = f.ID
@@ -62,7 +62,7 @@ func entryFile(t *testing.T, plan *mapping.Plan, target string) string {
 func TestVerifyFindsDamage(t *testing.T) {
 	t.Parallel()
 	src, out, plan := built(t)
-	rep := verify(t, src, out, check.VerifyOptions{})
+	rep := verify(t, src, out, check.FilesOptions{})
 	require.True(t, rep.OK(), "%+v", rep.Findings)
 	require.Equal(t, len(plan.Entries), rep.Files)
 
@@ -108,7 +108,7 @@ func TestVerifyFindsDamage(t *testing.T) {
 	leftover := filepath.Join(out, plan.CacheDir, ".x.tensorbin.tmp-123")
 	require.NoError(t, os.WriteFile(leftover, nil, 0o644))
 
-	rep = verify(t, src, out, check.VerifyOptions{})
+	rep = verify(t, src, out, check.FilesOptions{})
 	k := kinds(rep)
 	rel := func(p string) string { r, _ := filepath.Rel(out, p); return filepath.ToSlash(r) }
 	require.Equal(t, map[string]ckpt.FindingID{
@@ -129,10 +129,10 @@ func TestVerifyFindsDamage(t *testing.T) {
 
 	// A rebuild repairs every planned file; the stray file stays extra.
 	c, plan2 := openPlan(t, src)
-	res, err := build.Run(context.Background(), c, plan2, out, build.Options{})
+	res, err := build.Write(context.Background(), c, plan2, out, build.WriteOptions{})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{rel(trunc), rel(data), rel(hdr), rel(pad), rel(longer), rel(missing)}, res.Built)
-	rep = verify(t, src, out, check.VerifyOptions{})
+	rep = verify(t, src, out, check.FilesOptions{})
 	require.Equal(t, map[string]ckpt.FindingID{rel(extra): check.FindingExtra}, kinds(rep))
 }
 
@@ -165,13 +165,13 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 	// Touching a file (mtime only) re-hashes but is not stale.
 	later := time.Now().Add(time.Hour)
 	require.NoError(t, os.Chtimes(filepath.Join(src, "model-00001-of-00004.safetensors"), later, later))
-	rep := verify(t, src, out, check.VerifyOptions{})
+	rep := verify(t, src, out, check.FilesOptions{})
 	require.True(t, rep.OK(), "%+v", rep.Findings)
 	require.Positive(t, rep.Rehashed)
 
 	const tensor = "model.language_model.layers.1.mlp.down_proj.weight"
 	changeTensor(t, src, tensor)
-	rep = verify(t, src, out, check.VerifyOptions{})
+	rep = verify(t, src, out, check.FilesOptions{})
 	var stale []string
 	for _, f := range rep.Findings {
 		require.Equal(t, check.FindingStale, f.ID)
@@ -182,15 +182,15 @@ func TestVerifyStaleAndRebuild(t *testing.T) {
 
 	// The rebuild rebuilds exactly that file.
 	c, plan2 := openPlan(t, src)
-	res, err := build.Run(context.Background(), c, plan2, out, build.Options{})
+	res, err := build.Write(context.Background(), c, plan2, out, build.WriteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, stale, res.Built)
 	require.Len(t, res.Skipped, len(plan.Entries)-1)
-	require.True(t, verify(t, src, out, check.VerifyOptions{Rehash: true}).OK())
+	require.True(t, verify(t, src, out, check.FilesOptions{Rehash: true}).OK())
 	checkAgainstMaterialize(t, c, plan2, out)
 
 	// Unchanged rebuild: nothing built, nothing re-hashed.
-	res, err = build.Run(context.Background(), c, plan2, out, build.Options{})
+	res, err = build.Write(context.Background(), c, plan2, out, build.WriteOptions{})
 	require.NoError(t, err)
 	require.Empty(t, res.Built)
 	require.Zero(t, res.Rehashed)
@@ -225,7 +225,7 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	require.NoError(t, err)
 	plan, err = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
 	require.NoError(t, err)
-	rep, err := check.Verify(context.Background(), out, m, c, plan, check.VerifyOptions{})
+	rep, err := check.Files(context.Background(), out, m, c, plan, check.FilesOptions{})
 	require.NoError(t, err)
 	var msgs []string
 	for _, f := range rep.Findings {
@@ -251,7 +251,7 @@ func TestCheckFormerProfileName(t *testing.T) {
 	old := bytes.Replace(b, []byte(`"profile": "`+mapping.BuiltinName+`"`), []byte(`"profile": "qwen3_5-tt"`), 1)
 	require.NotEqual(t, b, old, "the manifest names the profile")
 	require.NoError(t, os.WriteFile(p, old, 0o644))
-	res, err := check.Run(context.Background(), out, check.Options{Source: src})
+	res, err := check.Folder(context.Background(), out, check.FolderOptions{Source: src})
 	require.NoError(t, err)
 	require.True(t, res.OK, "%+v", res.Findings)
 	require.Equal(t, "qwen3_5-tt", res.Profile)

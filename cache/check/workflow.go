@@ -16,15 +16,16 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// Options tune Run.
-type Options struct {
-	VerifyOptions
+// FolderOptions tune Folder.
+type FolderOptions struct {
+	FilesOptions
 	// Source is the checkpoint the cache must have been built from; ""
-	// for the source its manifest names (Result.SourceFromManifest).
+	// for the source its manifest names (FolderResult.SourceFromManifest).
 	Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
@@ -57,9 +58,9 @@ type Options struct {
 	Strict bool
 }
 
-// Result is the cache verify JSON document (docs/cli.md): every
-// finding of Run, OK when there is none.
-type Result struct {
+// FolderResult is the cache verify JSON document (docs/cli.md): every
+// finding of Folder, OK when there is none.
+type FolderResult struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema       ckpt.Schema `json:"schema_version"`
 	Dir          string      `json:"dir"`
@@ -70,14 +71,14 @@ type Result struct {
 	Files        int         `json:"files"`
 	Bytes        int64       `json:"bytes"`
 	MemAvailable int64       `json:"mem_available,omitempty"`
-	// Rehash: every source tensor was read and hashed (VerifyOptions.Rehash);
+	// Rehash: every source tensor was read and hashed (FilesOptions.Rehash);
 	// otherwise sources whose cheap identity (file size, mtime, offset) is
 	// unchanged were trusted without reading them, and Rehashed counts the
 	// others, which were read.
 	Rehash   bool `json:"rehash"`
 	Rehashed int  `json:"rehashed"`
 	// DataCompared says whether every file's data was compared with a
-	// build from the source (Options.ReadData), DataBytes how many shard
+	// build from the source (FolderOptions.ReadData), DataBytes how many shard
 	// bytes; Compared says in words what the verdict rests on.
 	DataCompared bool   `json:"data_compared"`
 	DataBytes    int64  `json:"data_bytes"`
@@ -86,15 +87,15 @@ type Result struct {
 	// only within the tolerance of a value op their entry applies
 	// (neg_exp: within 1 ulp of float32); they pass, and the verdict says
 	// they were held within it, not bit for bit.
-	Tolerated []Tolerated `json:"within_tolerance,omitempty"`
+	Tolerated []compare.Tolerated `json:"within_tolerance,omitempty"`
 	// Unpacked is the manifest's mark of an unpacked archive.
 	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
 	Findings []ckpt.Finding  `json:"findings"`
 	// Ignore are the --ignore globs the source was planned with (the
-	// manifest's, or Options.Ignore) and the tensors each leaves out of
+	// manifest's, or FolderOptions.Ignore) and the tensors each leaves out of
 	// the plan now; absent when there are none.
 	Ignore []cache.IgnoreRecord `json:"ignore,omitempty"`
-	// SourceFromManifest: no source was given (Options.Source ""), and
+	// SourceFromManifest: no source was given (FolderOptions.Source ""), and
 	// Source is the one the folder's manifest names.
 	SourceFromManifest bool `json:"source_from_manifest,omitempty"`
 	// VisionNotVerified is the path of the vision folder the text
@@ -107,7 +108,7 @@ type Result struct {
 	VisionOwner string `json:"vision_owner,omitempty"`
 }
 
-// Compared values (Result.Compared).
+// Compared values (FolderResult.Compared).
 const (
 	// ComparedNamesHeaders: the files' names, headers and sizes against
 	// the plan of the source, their bytes against the manifest's hashes,
@@ -120,7 +121,7 @@ const (
 )
 
 // Trusted says how the sources were checked, for the verdict line.
-func (r *Result) Trusted() string {
+func (r *FolderResult) Trusted() string {
 	if r.Rehash {
 		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
 	}
@@ -134,9 +135,9 @@ func (r *Result) Trusted() string {
 // Verdict says what a passing check compared, for the verdict line: the
 // data built from the source, or names and headers only; how the sources
 // were checked (Trusted); and that the manifest is an archive's word.
-func (r *Result) Verdict() string {
+func (r *FolderResult) Verdict() string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), ToleratedNote(r.Tolerated), r.Trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.Trusted())
 	}
 	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
 	if r.Unpacked != nil {
@@ -149,17 +150,17 @@ func (r *Result) Verdict() string {
 	return s + "; " + r.Trusted()
 }
 
-// Run is the fail-closed preflight of `ckpt cache verify`: it checks
+// Folder is the fail-closed preflight of `ckpt cache verify`: it checks
 // the available memory (with MinMem), reads the manifest of the cache root
 // dir, makes the plan of the source with the manifest's profile, mesh,
-// device and tag (mapping.Resolve), and runs Verify. Everything wrong with
+// device and tag (mapping.Resolve), and runs Files. Everything wrong with
 // the cache or the machine is a finding (ids Finding*); a source that no
-// longer maps gives one stale finding per plan problem. Run returns an
+// longer maps gives one stale finding per plan problem. Folder returns an
 // error only when the source cannot be read, the profile cannot be
 // loaded, or ctx is cancelled.
-func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
-	res := &Result{Dir: dir, Source: ckpt.Redact(opt.Source), Findings: []ckpt.Finding{}}
-	done := func() (*Result, error) {
+func Folder(ctx context.Context, dir string, opt FolderOptions) (*FolderResult, error) {
+	res := &FolderResult{Dir: dir, Source: ckpt.Redact(opt.Source), Findings: []ckpt.Finding{}}
+	done := func() (*FolderResult, error) {
 		res.OK = len(res.Findings) == 0
 		return res, nil
 	}
@@ -262,7 +263,7 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 	for _, f := range m.Files {
 		opt.Progress.AddTotal(f.Size)
 	}
-	rep, err := Verify(ctx, folder.Root, m, c, plan, opt.VerifyOptions)
+	rep, err := Files(ctx, folder.Root, m, c, plan, opt.FilesOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -287,20 +288,19 @@ func Run(ctx context.Context, dir string, opt Options) (*Result, error) {
 type dataCheck struct {
 	bytes     int64
 	findings  []ckpt.Finding
-	tolerated []Tolerated
+	tolerated []compare.Tolerated
 }
 
-// verifyData compares the data of every planned file that Verify did not
+// verifyData compares the data of every planned file that Files did not
 // already find missing, truncated or corrupted with what the source builds
-// to (compareData, the mechanism of cache identify --source), with the NaN
-// style the manifest records; each differing file is a FindingData.
-func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt Options) (dataCheck, error) {
-	rep := &CompareReport{}
+// to (build.Compare, the mechanism of cache identify --source), with the
+// NaN style the manifest records; each differing file is a FindingData.
+func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt FolderOptions) (dataCheck, error) {
+	skip := map[string]bool{}
 	for _, f := range found {
 		switch f.ID {
 		case FindingMissing, FindingTruncated, FindingCorrupted:
-			rel := strings.TrimPrefix(f.File(), plan.CacheDir+"/")
-			rep.Diffs = append(rep.Diffs, Difference{Kind: DiffMissing, File: rel})
+			skip[strings.TrimPrefix(f.File(), plan.CacheDir+"/")] = true
 		}
 	}
 	nan := build.NaNVector
@@ -314,13 +314,13 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 			}
 		}
 	}
-	n, _, err := compareData(ctx, c, plan, folder.Path(), rep, IdentifyOptions{Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
+	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
 	if err != nil {
 		return dataCheck{}, err
 	}
-	out := dataCheck{bytes: n, tolerated: rep.Tolerated}
+	out := dataCheck{bytes: rep.Bytes, tolerated: rep.Tolerated}
 	for _, d := range rep.Diffs {
-		if d.Kind != DiffData {
+		if d.Kind != compare.DiffData {
 			continue
 		}
 		out.findings = append(out.findings, fail(FindingData, plan.CacheDir+"/"+d.File,
@@ -329,7 +329,6 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	return out, nil
 }
 
-// sameSet reports whether a and b hold the same strings.
 func sameSet(a, b []string) bool { return maps.Equal(uniq(a), uniq(b)) }
 
 func uniq(v []string) map[string]bool {
@@ -421,67 +420,67 @@ func isAre(n int) string {
 	return "are"
 }
 
-// Request is what `ckpt cache verify` asks for: the check of the cache
+// Options is what `ckpt cache verify` asks for: the check of the cache
 // folders of Dir (a cache folder, or a cache root: the folders Select
 // matches, all by default) against the checkpoint Source ("" for the one
 // each folder's manifest names).
-type Request struct {
+type Options struct {
 	Dir, Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
-	// Rules, Set, Select and MemInfo are as in Options.
+	// Rules, Set, Select and MemInfo are as in FolderOptions.
 	Rules   string
 	Set     []string
 	Select  cache.Selector
 	MemInfo string
 	// MinMem is the --min-mem size ("" for no memory check).
 	MinMem string
-	// ReadData compares the data too (Options.ReadData).
+	// ReadData compares the data too (FolderOptions.ReadData).
 	ReadData bool
-	VerifyOptions
+	FilesOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
-	// Ignore is as in Options.
+	// Ignore is as in FolderOptions.
 	Ignore []string
-	// Strict makes warnings fail too (Options.Strict).
+	// Strict makes warnings fail too (FolderOptions.Strict).
 	Strict bool
 }
 
 // Validate refuses a request that is itself wrong before any work: the
 // errors are *ckpt.UsageError with the CLI's messages.
-func (r Request) Validate() error {
+func (r Options) Validate() error {
 	_, err := r.options()
 	return err
 }
 
-// options are the request as Options of Run.
-func (r Request) options() (Options, error) {
+// options are the request as FolderOptions of Folder.
+func (r Options) options() (FolderOptions, error) {
 	var minMem int64
 	if r.MinMem != "" {
 		var err error
 		if minMem, err = ckpt.ParseSize(r.MinMem); err != nil {
-			return Options{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
+			return FolderOptions{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
 		}
 	}
-	return Options{VerifyOptions: r.VerifyOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
+	return FolderOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
 		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, Strict: r.Strict}, nil
 }
 
-// AllResult is the outcome of RunAll: one cache verify document per cache
-// folder checked. With several folders the JSON document is AllResult
-// itself; with one it is that folder's Result (Single).
-type AllResult struct {
+// Result is the outcome of Run: one cache verify document per cache
+// folder checked. With several folders the JSON document is Result
+// itself; with one it is that folder's FolderResult (Single).
+type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema  ckpt.Schema `json:"schema_version"`
 	Dir     string      `json:"dir"`
 	Source  string      `json:"source"`
 	OK      bool        `json:"ok"`
-	Folders []*Result   `json:"folders"`
+	Folders []*FolderResult   `json:"folders"`
 }
 
 // Single is the result of the one folder checked, nil when there were
 // several.
-func (r *AllResult) Single() *Result {
+func (r *Result) Single() *FolderResult {
 	if len(r.Folders) != 1 {
 		return nil
 	}
@@ -489,7 +488,7 @@ func (r *AllResult) Single() *Result {
 }
 
 // Failed counts the folders that failed their check.
-func (r *AllResult) Failed() int {
+func (r *Result) Failed() int {
 	n := 0
 	for _, f := range r.Folders {
 		if !f.OK {
@@ -499,9 +498,9 @@ func (r *AllResult) Failed() int {
 	return n
 }
 
-// Summary is the closing JSON Lines record of a cache verify of one
+// FolderSummaryRecord is the closing JSON Lines record of a cache verify of one
 // cache folder: the document's verdict and counts.
-type Summary struct {
+type FolderSummaryRecord struct {
 	Dir      string `json:"dir"`
 	Source   string `json:"source"`
 	OK       bool   `json:"ok"`
@@ -511,14 +510,14 @@ type Summary struct {
 }
 
 // SummaryRecord is the result's closing JSON Lines record.
-func (r *Result) SummaryRecord() Summary {
-	return Summary{r.Dir, r.Source, r.OK, r.Files, r.Bytes, len(r.Findings)}
+func (r *FolderResult) SummaryRecord() FolderSummaryRecord {
+	return FolderSummaryRecord{r.Dir, r.Source, r.OK, r.Files, r.Bytes, len(r.Findings)}
 }
 
-// AllSummary is the closing JSON Lines record of a cache verify of
+// SummaryRecord is the closing JSON Lines record of a cache verify of
 // several cache folders: the verdict, the folders and how many failed, the
 // files, bytes and findings of all of them.
-type AllSummary struct {
+type SummaryRecord struct {
 	Dir      string `json:"dir"`
 	Source   string `json:"source"`
 	OK       bool   `json:"ok"`
@@ -531,8 +530,8 @@ type AllSummary struct {
 
 // SummaryRecord is the closing JSON Lines record of several folders'
 // checks.
-func (r *AllResult) SummaryRecord() AllSummary {
-	s := AllSummary{Dir: r.Dir, Source: r.Source, OK: r.OK, Folders: len(r.Folders), Failed: r.Failed()}
+func (r *Result) SummaryRecord() SummaryRecord {
+	s := SummaryRecord{Dir: r.Dir, Source: r.Source, OK: r.OK, Folders: len(r.Folders), Failed: r.Failed()}
 	for _, f := range r.Folders {
 		s.Files, s.Bytes, s.Findings = s.Files+f.Files, s.Bytes+f.Bytes, s.Findings+len(f.Findings)
 	}
@@ -568,7 +567,7 @@ func (f FolderFinding) MarshalJSON() ([]byte, error) {
 
 // Rows are the findings of every folder with their folder's dir, in
 // order (the JSON Lines rows of several folders' checks).
-func (r *AllResult) Rows() []FolderFinding {
+func (r *Result) Rows() []FolderFinding {
 	var rows []FolderFinding
 	for _, f := range r.Folders {
 		for _, fi := range f.Findings {
@@ -578,13 +577,13 @@ func (r *AllResult) Rows() []FolderFinding {
 	return rows
 }
 
-// RunAll is the workflow of `ckpt cache verify`: it validates the request
-// (Validate) and runs Run on every cache folder of req.Dir that
+// Run is the workflow of `ckpt cache verify`: it validates the request
+// (Validate) and runs Folder on every cache folder of req.Dir that
 // req.Select matches: Dir itself when it is a cache folder, else each
 // matching folder of the cache root Dir (all of them when Select is
 // empty), one result each, in the order of cache.Folders. A root with no
-// matching folder gives one result with the finding Run gives.
-func RunAll(ctx context.Context, req Request) (*AllResult, error) {
+// matching folder gives one result with the finding Folder gives.
+func Run(ctx context.Context, req Options) (*Result, error) {
 	opt, err := req.options()
 	if err != nil {
 		return nil, err
@@ -594,15 +593,15 @@ func RunAll(ctx context.Context, req Request) (*AllResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &AllResult{Dir: dir, Source: ckpt.Redact(req.Source), OK: true, Folders: all}
+	res := &Result{Dir: dir, Source: ckpt.Redact(req.Source), OK: true, Folders: all}
 	for _, f := range all {
 		res.OK = res.OK && f.OK
 	}
 	return res, nil
 }
 
-// runAll is Run of every cache folder of dir that opt.Select matches.
-func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
+// runAll is Folder of every cache folder of dir that opt.Select matches.
+func runAll(ctx context.Context, dir string, opt FolderOptions) ([]*FolderResult, error) {
 	var paths []string
 	if cache.IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		paths = []string{dir}
@@ -645,7 +644,7 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 	// folder missing there fails; the text folder named alone verifies
 	// without it, saying it was not verified.
 	whole := !cache.IsFolderName(filepath.Base(filepath.Clean(dir)))
-	companion := func(r *Result, p string) {
+	companion := func(r *FolderResult, p string) {
 		comp, ok := missing[p]
 		if !ok {
 			return
@@ -672,20 +671,20 @@ func runAll(ctx context.Context, dir string, opt Options) ([]*Result, error) {
 		r.OK = r.OK && !f.Failed()
 	}
 	if len(paths) <= 1 {
-		r, err := Run(ctx, dir, opt)
+		r, err := Folder(ctx, dir, opt)
 		if err != nil {
 			return nil, err
 		}
 		if len(paths) == 1 {
 			companion(r, paths[0])
 		}
-		return []*Result{r}, nil
+		return []*FolderResult{r}, nil
 	}
-	var out []*Result
+	var out []*FolderResult
 	for _, p := range paths {
 		o := opt
 		o.Select = cache.Selector{}
-		r, err := Run(ctx, p, o)
+		r, err := Folder(ctx, p, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}

@@ -10,20 +10,21 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunAllRequestErrors(t *testing.T) {
+func TestRunOptionsErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		req  check.Request
+		req  check.Options
 		msg  string
 	}{
-		{"min-mem", check.Request{Dir: "d", Source: "s", MinMem: "lots"}, `--min-mem: invalid size "lots"`},
+		{"min-mem", check.Options{Dir: "d", Source: "s", MinMem: "lots"}, `--min-mem: invalid size "lots"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,35 +33,35 @@ func TestRunAllRequestErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, ckpt.ErrUsage), "%T", err)
 			assert.Contains(t, err.Error(), tc.msg)
-			res, err2 := check.RunAll(context.Background(), tc.req)
+			res, err2 := check.Run(context.Background(), tc.req)
 			assert.Nil(t, res)
 			assert.Equal(t, err, err2)
 		})
 	}
 }
 
-// RunAll of a cache folder gives its one result; of a root with two
+// Run of a cache folder gives its one result; of a root with two
 // folders, one result each, with the summary record counting them all.
-func TestRunAll(t *testing.T) {
+func TestRun(t *testing.T) {
 	t.Parallel()
 	src, out, plan := built(t)
 	ctx := context.Background()
-	one, err := check.RunAll(ctx, check.Request{Dir: filepath.Join(out, filepath.FromSlash(plan.CacheDir)), Source: src})
+	one, err := check.Run(ctx, check.Options{Dir: filepath.Join(out, filepath.FromSlash(plan.CacheDir)), Source: src})
 	require.NoError(t, err)
 	require.NotNil(t, one.Single())
 	assert.True(t, one.OK, "%+v", one.Single().Findings)
 	r := one.Single()
 	// build.Run wrote the text folder only: the vision folder its manifest
 	// names is not there, a warning of the folder checked alone.
-	assert.Equal(t, check.Summary{Dir: r.Dir, Source: src, OK: true, Files: r.Files, Bytes: r.Bytes, Findings: 1}, r.SummaryRecord())
+	assert.Equal(t, check.FolderSummaryRecord{Dir: r.Dir, Source: src, OK: true, Files: r.Files, Bytes: r.Bytes, Findings: 1}, r.SummaryRecord())
 	require.Len(t, r.Findings, 1)
 	assert.Equal(t, check.FindingCompanion, r.Findings[0].ID)
 	assert.Equal(t, ckpt.Warn, r.Findings[0].Status)
 	assert.Positive(t, r.Files)
 
-	_, err = build.RunSource(ctx, build.Request{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2", Tag: "other"}, Out: out})
+	_, err = build.Run(ctx, build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2", Tag: "other"}, Out: out})
 	require.NoError(t, err)
-	all, err := check.RunAll(ctx, check.Request{Dir: out, Source: src})
+	all, err := check.Run(ctx, check.Options{Dir: out, Source: src})
 	require.NoError(t, err)
 	require.Nil(t, all.Single())
 	// The two text folders, and the vision folder the second build
@@ -69,7 +70,7 @@ func TestRunAll(t *testing.T) {
 	assert.True(t, all.OK)
 	assert.Equal(t, 0, all.Failed())
 	assert.Empty(t, all.Rows())
-	var vf *check.Result
+	var vf *check.FolderResult
 	for _, f := range all.Folders {
 		if strings.HasSuffix(f.Dir, "/tensor_cache_bfp8") {
 			vf = f
@@ -78,7 +79,7 @@ func TestRunAll(t *testing.T) {
 	require.NotNil(t, vf, "the vision folder P300/tensor_cache_bfp8")
 	files, bytes := 2*r.Files+vf.Files, 2*r.Bytes+vf.Bytes
 	sum := all.SummaryRecord()
-	assert.Equal(t, check.AllSummary{Dir: out, Source: src, OK: true, Folders: 3, Failed: 0, Files: files, Bytes: bytes}, sum)
+	assert.Equal(t, check.SummaryRecord{Dir: out, Source: src, OK: true, Folders: 3, Failed: 0, Files: files, Bytes: bytes}, sum)
 	b, err := json.Marshal(sum)
 	require.NoError(t, err)
 	want, err := json.Marshal(map[string]any{"dir": out, "source": src, "ok": true, "folders": 3, "failed": 0, "files": files, "bytes": bytes, "findings": 0})
@@ -101,8 +102,8 @@ func TestFolderFindingJSON(t *testing.T) {
 // of differences in place of their list.
 func TestCompareSummaryRecord(t *testing.T) {
 	t.Parallel()
-	rep := &check.CompareReport{A: "a", B: "b", FilesA: 2, FilesB: 1, Common: 1, Identical: 1, Diffs: []check.Difference{{Kind: check.DiffMissing, File: "f"}}}
-	b, err := json.Marshal(rep.Result().SummaryRecord())
+	rep := &compare.Report{A: "a", B: "b", FilesA: 2, FilesB: 1, Common: 1, Identical: 1, Diffs: []compare.Difference{{Kind: compare.DiffMissing, File: "f"}}}
+	b, err := json.Marshal(rep.Document().SummaryRecord())
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":"a","b":"b","files_a":2,"files_b":1,"common":1,"identical":1,"bytes_compared":0,"headers_only":false,`+
 		`"differences":1,"same":false,"unreadable":false}`, string(b))

@@ -198,7 +198,7 @@ func TestCacheBuildIgnore(t *testing.T) {
 	assert.Contains(t, stdout, "left out of the plan by --ignore \"value_head.**\": 1 tensor(s): value_head.weight\nok: 82 files")
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", ft, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code)
-	var all check.AllResult // the text folder and its vision folder
+	var all check.Result // the text folder and its vision folder
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	require.Len(t, all.Folders, 2)
 	for _, doc := range all.Folders {

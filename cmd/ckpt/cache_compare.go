@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
@@ -49,8 +49,8 @@ func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions
 }
 
 // request is the library request of the options.
-func (o *cacheCompareOptions) request() check.CompareRequest {
-	return check.CompareRequest{A: o.A, B: o.B, CompareOptions: check.CompareOptions{Workers: o.Workers}}
+func (o *cacheCompareOptions) request() compare.Options {
+	return compare.Options{A: o.A, B: o.B, DirsOptions: compare.DirsOptions{Workers: o.Workers}}
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {
@@ -65,19 +65,19 @@ func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error
 		return err
 	}
 	req.Progress = prog
-	rep, err := check.CompareDirs(ctx, req)
+	rep, err := compare.Run(ctx, req)
 	stop()
 	if err != nil {
 		return err
 	}
-	return renderCompare(a.Out, format, rep, "A", "B")
+	return renderCompare(a.Out, format, rep.Report, "A", "B")
 }
 
 // renderCompare prints a comparison report (labelA / labelB head the two
 // value columns) and returns the exit: 2 when a file was unreadable, 1 on
 // any difference, else nil.
-func renderCompare(w io.Writer, format string, rep *check.CompareReport, labelA, labelB string) error {
-	res := rep.Result()
+func renderCompare(w io.Writer, format string, rep *compare.Report, labelA, labelB string) error {
+	res := rep.Document()
 	switch format {
 	case output.JSON:
 		if err := output.WriteJSON(w, res); err != nil {
@@ -124,9 +124,9 @@ func compareExit(same, unreadable bool) error {
 
 // compareSummary is the verdict line of a comparison, the folders' names
 // escaped by esc (the format's).
-func compareSummary(rep *check.CompareReport, labelA, labelB string, esc func(string) string) string {
-	count := map[check.DiffKind]int{}
-	files := map[check.DiffKind]map[string]bool{}
+func compareSummary(rep *compare.Report, labelA, labelB string, esc func(string) string) string {
+	count := map[compare.Kind]int{}
+	files := map[compare.Kind]map[string]bool{}
 	for _, d := range rep.Diffs {
 		count[d.Kind]++
 		if files[d.Kind] == nil {
@@ -150,35 +150,35 @@ func compareSummary(rep *check.CompareReport, labelA, labelB string, esc func(st
 		identical += fmt.Sprintf(", %d equal within a tolerance", n)
 	}
 	parts := []string{
-		fmt.Sprintf("%d missing in %s", count[check.DiffMissing], labelB),
-		fmt.Sprintf("%d extra in %s", count[check.DiffExtra], labelB),
-		fmt.Sprintf("%d header field(s) differ in %d file(s)", count[check.DiffHeader], len(files[check.DiffHeader])),
+		fmt.Sprintf("%d missing in %s", count[compare.DiffMissing], labelB),
+		fmt.Sprintf("%d extra in %s", count[compare.DiffExtra], labelB),
+		fmt.Sprintf("%d header field(s) differ in %d file(s)", count[compare.DiffHeader], len(files[compare.DiffHeader])),
 	}
 	data := "headers only (no data read)"
 	if !rep.HeadersOnly {
-		parts = append(parts, fmt.Sprintf("%d shard(s) differ in %d file(s)", count[check.DiffData], len(files[check.DiffData])))
+		parts = append(parts, fmt.Sprintf("%d shard(s) differ in %d file(s)", count[compare.DiffData], len(files[compare.DiffData])))
 		data = output.Int(rep.Bytes) + " bytes compared"
 	}
-	if n := count[check.DiffUnreadable]; n > 0 {
+	if n := count[compare.DiffUnreadable]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d unreadable", n))
 	}
 	return fmt.Sprintf("%s %s (%d files) vs %s %s (%d files): %d in both, %s, %s; %s: %s%s",
 		labelA, esc(rep.A), rep.FilesA, labelB, esc(rep.B), rep.FilesB, rep.Common, identical,
-		data, strings.Join(parts, ", "), verdict, check.ToleratedNote(rep.Tolerated))
+		data, strings.Join(parts, ", "), verdict, compare.ToleratedNote(rep.Tolerated))
 }
 
 // renderDiffRows prints the differences of a comparison report as a grid
 // (kind, file, field, the two sides, detail).
-func renderDiffRows(w io.Writer, format string, rep *check.CompareReport, labelA, labelB string) error {
+func renderDiffRows(w io.Writer, format string, rep *compare.Report, labelA, labelB string) error {
 	g := &output.Grid{Header: []string{"kind", "file", "field", labelA, labelB, "detail"}}
 	g.Drop = map[int]int{5: 1} // a terminal too narrow drops the detail first
 	for _, d := range rep.Diffs {
 		field, detail := d.Field, ""
 		switch d.Kind {
-		case check.DiffData:
+		case compare.DiffData:
 			field = fmt.Sprintf("shard %d device %s", *d.Shard, cache.FormatDims(d.Device))
 			detail = d.Message
-		case check.DiffMissing, check.DiffExtra, check.DiffUnreadable:
+		case compare.DiffMissing, compare.DiffExtra, compare.DiffUnreadable:
 			detail = d.Message
 		}
 		g.Rows = append(g.Rows, []string{string(d.Kind), ckpt.EscapeName(d.File), field, ckpt.EscapeName(d.A), ckpt.EscapeName(d.B), ckpt.EscapeName(detail)})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -36,15 +36,15 @@ func stackCache(t *testing.T) (src, ours, stack, stackDir string, inj cachetest.
 	return src, ours, stack, stackDir, inj
 }
 
-func decodeCompare(t *testing.T, out string) check.CompareResult {
+func decodeCompare(t *testing.T, out string) compare.Document {
 	t.Helper()
-	var res check.CompareResult
+	var res compare.Document
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	return res
 }
 
 // diffFields lists each file's differences as kind:field.
-func diffFields(res check.CompareResult) map[string][]string {
+func diffFields(res compare.Document) map[string][]string {
 	got := map[string][]string{}
 	for _, d := range res.Diffs {
 		got[d.File] = append(got[d.File], string(d.Kind)+":"+d.Field)
@@ -74,7 +74,7 @@ func TestCacheCompareCommand(t *testing.T) {
 	assert.False(t, res.Same)
 	got := diffFields(res)
 	for _, d := range res.Diffs {
-		if d.Kind == check.DiffData {
+		if d.Kind == compare.DiffData {
 			require.NotNil(t, d.Tile)
 			assert.Equal(t, int64(inj.FlippedTile), *d.Tile)
 			assert.Equal(t, []uint32{0, 1}, d.Device)

@@ -10,7 +10,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
+	"github.com/ckpt-dev/ckpt/cache/identify"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -71,7 +72,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return err
 	}
-	res, err := check.RunIdentify(ctx, check.IdentifyRequest{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
+	res, err := identify.Run(ctx, identify.Options{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
 		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog, Variant: o.Variant})
 	stop()
 	if res != nil {
@@ -84,7 +85,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	case output.JSON:
 		err = output.WriteJSON(a.Out, res)
 	case output.JSONL:
-		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, res.Summary())
+		err = output.WriteJSONL(a.Out, "candidate", res.Candidates, res.SummaryRecord())
 	default:
 		err = printIdentifyModel(a.Out, format, res, o.Rules, o.Variant)
 	}
@@ -102,7 +103,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 // folder beside it, that folder's after it, then one line for both (the
 // exit code covers both); a vision folder the manifest names that is not
 // there is said to be neither there nor identified.
-func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rules, variant string) error {
+func printIdentifyModel(w io.Writer, format string, r *identify.Result, rules, variant string) error {
 	if err := printIdentify(w, format, r, rules, variant); err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rul
 		return err
 	}
 	fmt.Fprintln(w)
-	word := func(f *check.IdentifyResult) string {
+	word := func(f *identify.Result) string {
 		switch {
 		case !f.FolderExact() && f.Best == nil:
 			return "NOT reproduced (no candidate maps)"
@@ -172,7 +173,7 @@ func printIdentifyModel(w io.Writer, format string, r *check.IdentifyResult, rul
 // printIdentify renders the candidates (closest first), the closest one's
 // remaining differences, and the verdict with the command line that plans
 // the cache.
-func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, variant string) error {
+func printIdentify(w io.Writer, format string, r *identify.Result, rules, variant string) error {
 	// differences are of names and headers, what every candidate is
 	// ranked by; the closest one's data differences (with --source) are
 	// beside them, "data N": the others' data is not compared.
@@ -216,7 +217,7 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 		if rep := r.ClosestReport(); rep != nil {
 			// Files whose data is the same computation within a
 			// tolerance (neg_exp), not the same bits: said, not hidden.
-			what += check.ToleratedNote(rep.Tolerated)
+			what += compare.ToleratedNote(rep.Tolerated)
 		}
 	}
 	ties := make([]string, len(r.Ties))
@@ -275,7 +276,7 @@ func printIdentify(w io.Writer, format string, r *check.IdentifyResult, rules, v
 
 // printNotCompared lists what a names-only identification could not
 // compare (--source compares it), escaped by esc (the lines name files).
-func printNotCompared(w io.Writer, r *check.IdentifyResult, esc func(string) string) {
+func printNotCompared(w io.Writer, r *identify.Result, esc func(string) string) {
 	for _, n := range r.NotCompared {
 		fmt.Fprintln(w, esc(n))
 	}
@@ -287,7 +288,7 @@ func printNotCompared(w io.Writer, r *check.IdentifyResult, esc func(string) str
 // buildCommand is the cache build line that plans r's folder with the
 // overrides set (r.Best's, or the model's: the text folder's and its vision
 // folder's), escaped with esc.
-func buildCommand(r *check.IdentifyResult, rules, variant string, esc func(string) string, overrides []string) string {
+func buildCommand(r *identify.Result, rules, variant string, esc func(string) string, overrides []string) string {
 	set := ""
 	for _, o := range overrides {
 		set += " --set " + esc(shellQuote(o))

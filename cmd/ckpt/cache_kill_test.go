@@ -139,7 +139,7 @@ func TestCacheBuildKilled(t *testing.T) {
 		// The next build completes, resuming what was finished, and verifies.
 		code, msg = run("cache", "build", src, "--out", out, "--progress", "none", "--format", "json", "-q") // -q: the plan's warnings go to stderr, merged here
 		require.Equal(t, 0, code, "%s: rebuild: %s", p.name, msg)
-		var res build.Summary
+		var res build.Document
 		require.NoError(t, json.Unmarshal([]byte(msg), &res), msg)
 		require.Equal(t, res.Files, res.Skipped+len(res.Built), p.name)
 		t.Logf("%s: the next build built %d files and kept %d", p.name, len(res.Built), res.Skipped)

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/cache/tensorbin"
 	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
@@ -121,7 +122,7 @@ func TestCacheCompareFollowsLinks(t *testing.T) {
 	assert.Contains(t, stdout, "; sources trusted by file size and mtime, not read; --rehash reads them")
 	code, stdout, stderr = runApp(t, "cache", "verify", root, "--source", src, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stdout+stderr)
-	var all check.AllResult
+	var all check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	assert.True(t, all.OK)
 	require.Len(t, all.Folders, 2, "the text folder and its vision folder")
@@ -187,7 +188,7 @@ func TestCacheComparePadding(t *testing.T) {
 	require.Len(t, res.Diffs, 1)
 	d := res.Diffs[0]
 	assert.Equal(t, rel, d.File)
-	assert.Equal(t, check.DiffData, d.Kind)
+	assert.Equal(t, compare.DiffData, d.Kind)
 	assert.EqualValues(t, 1, d.DiffUnits)
 	assert.EqualValues(t, 1, d.PaddingUnits)
 	assert.Nil(t, d.MaxAbsDiff)

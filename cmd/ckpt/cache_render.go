@@ -15,8 +15,8 @@ import (
 
 // printBuild renders a cache build: its JSON document, or the counts, the
 // speed, the DRAM per device and the manifest's path.
-func printBuild(w io.Writer, format string, rep *build.Report) error {
-	out, plan := rep.Summary, rep.Plan
+func printBuild(w io.Writer, format string, rep *build.Result) error {
+	out, plan := rep.Document, rep.Plan
 	if format == output.JSON {
 		return output.WriteJSON(w, out)
 	}
@@ -41,7 +41,7 @@ func printBuild(w io.Writer, format string, rep *build.Report) error {
 
 // printCheck renders the check of one cache folder: its JSON document,
 // its findings as JSON Lines, or printFindings.
-func printCheck(w io.Writer, format string, res *check.Result) error {
+func printCheck(w io.Writer, format string, res *check.FolderResult) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
@@ -53,8 +53,8 @@ func printCheck(w io.Writer, format string, res *check.Result) error {
 
 // printCheckAll renders the checks of several cache folders: each
 // folder's findings and verdict, then a line counting the verdicts (json:
-// check.AllResult; jsonl: the findings with their folder's dir).
-func printCheckAll(w io.Writer, format string, res *check.AllResult) error {
+// check.Result; jsonl: the findings with their folder's dir).
+func printCheckAll(w io.Writer, format string, res *check.Result) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
@@ -82,7 +82,7 @@ func printCheckAll(w io.Writer, format string, res *check.AllResult) error {
 // the verdict. The folder, the source (the manifest's, when no --source
 // was given: an archive's word) and the file names are copied text,
 // escaped for the format.
-func printFindings(w io.Writer, format string, r *check.Result) error {
+func printFindings(w io.Writer, format string, r *check.FolderResult) error {
 	esc := output.EscapeFor(format)
 	// A warning (the missing vision folder of a text folder checked
 	// alone) is named as one: it does not fail the check.

@@ -15,22 +15,22 @@ import (
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
-// The cache commands: each runs its library workflow (build.RunSource,
-// check.RunAll, list.Run, archive.Pack, archive.Unpack) with
+// The cache commands: each runs its library workflow (build.Run,
+// check.Run, list.Run, archive.Pack, archive.Unpack) with
 // the progress renderer on stderr, and renders its result
 // (cache_render.go).
 
 // request is the library request of the options.
-func (o *cacheBuildOptions) request(a *App) build.Request {
-	return build.Request{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
-		Options: build.Options{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
+func (o *cacheBuildOptions) request(a *App) build.Options {
+	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
 			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
 }
 
 // request is the library request of the options.
-func (o *cacheVerifyOptions) request(a *App) check.Request {
-	return check.Request{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Ignore: o.Ignore, Select: o.Select, MinMem: o.MinMem,
-		MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, VerifyOptions: check.VerifyOptions{Workers: o.Workers, Rehash: o.Rehash}}
+func (o *cacheVerifyOptions) request(a *App) check.Options {
+	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Ignore: o.Ignore, Select: o.Select, MinMem: o.MinMem,
+		MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}
 }
 
 // request is the library request of the options.
@@ -65,7 +65,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 		return err
 	}
 	req.Progress = prog
-	rep, err := build.RunSource(ctx, req)
+	rep, err := build.Run(ctx, req)
 	stop()
 	if rep != nil {
 		a.warn(rep.Warnings...)
@@ -97,7 +97,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return err
 	}
 	req.Progress = prog
-	res, err := check.RunAll(ctx, req)
+	res, err := check.Run(ctx, req)
 	stop()
 	if err != nil {
 		return err

@@ -47,7 +47,7 @@ func TestCacheCommands(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code, stderr)
-	var res build.Summary
+	var res build.Document
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Equal(t, 82, res.Files)
 	require.Len(t, res.Built, 82)
@@ -110,7 +110,7 @@ func TestCacheCommands(t *testing.T) {
 	require.Equal(t, 21, res.Vision.FromArchive, "the vision folder came from the archive too")
 	code, stdout, _ = runApp(t, "cache", "build", src, "--out", shipped, "--format", "json", "--progress", "none")
 	require.Equal(t, 0, code)
-	res = build.Summary{}
+	res = build.Document{}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Empty(t, res.Built)
 	require.Equal(t, 82, res.Skipped)
@@ -135,7 +135,7 @@ func TestCacheCommands(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(files, "stray.tensorbin"), []byte("?"), 0o644))
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code)
-	var all check.AllResult // the text folder and its vision folder
+	var all check.Result // the text folder and its vision folder
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	require.False(t, all.OK)
 	got := map[string]string{}

@@ -210,7 +210,7 @@ func TestCacheRootSelect(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var all struct {
 		OK      bool
-		Folders []check.Result
+		Folders []check.FolderResult
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	// Each mesh's text folder and vision folder (tensor_cache_bfp8).
@@ -239,7 +239,7 @@ func TestCacheRootSelect(t *testing.T) {
 	// --mesh keeps that mesh's model: its text and vision folders.
 	code, stdout, _ = runApp(t, "cache", "verify", out, "--source", src, "--mesh", "1x1", "--format", "json", "--progress", "none")
 	assert.Equal(t, 0, code)
-	var two check.AllResult
+	var two check.Result
 	require.NoError(t, json.Unmarshal([]byte(stdout), &two))
 	require.Len(t, two.Folders, 2)
 	for _, f := range two.Folders {

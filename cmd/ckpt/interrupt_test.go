@@ -84,7 +84,7 @@ func TestInterrupt(t *testing.T) {
 	// The rerun resumes and verifies.
 	code, stdout, stderr := runBin(t, nil, "cache", "build", src, "--out", out, "--progress", "none", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res build.Summary
+	var res build.Document
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.GreaterOrEqual(t, res.Skipped, done)
 	code, stdout, _ = runBin(t, nil, "cache", "verify", out, "--source", src, "--progress", "none")

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -393,12 +394,12 @@ func sourceList(names []string) string {
 // report under vision; JSON Lines one stream of both folders' differences
 // and one summary; the tables give each report in turn.
 // The exit code covers both.
-func renderPlanCompare(w io.Writer, format string, reps []*check.CompareReport) error {
+func renderPlanCompare(w io.Writer, format string, reps []*compare.Report) error {
 	if len(reps) == 1 {
 		return renderCompare(w, format, reps[0], "plan", "cache")
 	}
 	if format == output.JSON {
-		doc, v := reps[0].Result(), reps[1].Result()
+		doc, v := reps[0].Document(), reps[1].Document()
 		doc.Vision = &v
 		doc.Same, doc.Unreadable = doc.Same && v.Same, doc.Unreadable || v.Unreadable
 		if err := output.WriteJSON(w, doc); err != nil {
@@ -411,7 +412,7 @@ func renderPlanCompare(w io.Writer, format string, reps []*check.CompareReport) 
 		// their files from the text folder (../tensor_cache_bfp8/...), and
 		// the summary counts both folders.
 		m := *reps[0]
-		m.Diffs = append([]check.Difference{}, reps[0].Diffs...)
+		m.Diffs = append([]compare.Difference{}, reps[0].Diffs...)
 		v := reps[1]
 		up := "../" + path.Base(filepath.ToSlash(v.B)) + "/"
 		for _, d := range v.Diffs {

@@ -33,7 +33,7 @@ func TestNonFiniteCommands(t *testing.T) {
 
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var res cachebuild.Summary
+	var res cachebuild.Document
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	require.Len(t, res.NonFinite, 1)
 	require.EqualValues(t, 1666, res.NonFinite[0].NaN)
@@ -104,11 +104,11 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
 	out := filepath.Join(dir, "cache")
 	folder := filepath.Join(out, "P300", "tensor_cache_bfp8_mesh1x2")
-	build := func(args ...string) cachebuild.Summary {
+	build := func(args ...string) cachebuild.Document {
 		t.Helper()
 		code, stdout, stderr := runApp(t, append([]string{"cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json"}, args...)...)
 		require.Equal(t, 0, code, stderr)
-		var res cachebuild.Summary
+		var res cachebuild.Document
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		return res
 	}

@@ -141,7 +141,7 @@ func TestHugeBlockScale(t *testing.T) {
 	assert.Contains(t, stderr, "refusing to build a cache from it")
 	code, stdout, stderr = runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--format", "json")
 	require.Equal(t, 0, code, stderr)
-	var br build.Summary
+	var br build.Document
 	require.NoError(t, json.Unmarshal([]byte(stdout), &br))
 	require.Equal(t, []ckpt.NonFinite{{Tensor: w, Overflow: written}}, br.NonFinite)
 	// A build that does not allow them rebuilds (and refuses) the files.

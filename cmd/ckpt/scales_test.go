@@ -238,7 +238,7 @@ func TestQuantisedWeightNeedsItsScale(t *testing.T) {
 				contains(stdout, "cache verify")
 				code, stdout, _ = runApp(t, "cache", "verify", built, "--source", src, "--progress", "none", "--format", "json")
 				require.Equal(t, 1, code, stdout)
-				var all check.AllResult // the text folder and its vision folder
+				var all check.Result // the text folder and its vision folder
 				require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 				assert.False(t, all.OK)
 				var findings []ckpt.Finding

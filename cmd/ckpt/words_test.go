@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/identify"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -106,7 +106,7 @@ func TestIdentifyNamesOnlyWords(t *testing.T) {
 	assert.Contains(t, out, "  config not known without the source: the cache has no file of the rules of profile qwen36-mtp@pr55548 that apply when mtp_num_hidden_layers gt 0 (e.g. mtp/fc, ")
 	code, out, _ = runApp(t, "cache", "identify", folder, "--format", "json")
 	require.Equal(t, 0, code)
-	var doc check.IdentifyResult
+	var doc identify.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.True(t, doc.NamesOnly)
 	assert.Contains(t, strings.Join(doc.NotCompared, "\n"), "decoder layers not known without the source: the names show layers 0 to 2")
@@ -129,7 +129,7 @@ func TestIdentifySourceRanking(t *testing.T) {
 	require.NoError(t, err)
 	code, out, stderr = runApp(t, "cache", "identify", folder, "--source", ft, "--progress", "none", "--format", "json")
 	require.Equal(t, 1, code, out+stderr)
-	var doc check.IdentifyResult
+	var doc identify.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	require.Greater(t, len(doc.Candidates), 2)
 	best := doc.Candidates[0]

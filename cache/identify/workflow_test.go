@@ -1,4 +1,4 @@
-package check_test
+package identify_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/identify"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -14,18 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// RunIdentify refuses a bad request with a *ckpt.UsageError carrying the
+// Run refuses a bad request with a *ckpt.UsageError carrying the
 // CLI's message, before reading anything (the cache does not exist).
 func TestRunIdentifyUsage(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		req  check.IdentifyRequest
+		req  identify.Options
 		want string
 	}{
-		{check.IdentifyRequest{Dir: "/nonexistent", NaN: "fancy"}, "--nan: "},
-		{check.IdentifyRequest{Dir: "/nonexistent", Rules: "p.json", Profiles: []string{mapping.ProfileMain}}, "--rules and --profile are exclusive"},
+		{identify.Options{Dir: "/nonexistent", NaN: "fancy"}, "--nan: "},
+		{identify.Options{Dir: "/nonexistent", Rules: "p.json", Profiles: []string{mapping.ProfileMain}}, "--rules and --profile are exclusive"},
 	} {
-		_, err := check.RunIdentify(context.Background(), tc.req)
+		_, err := identify.Run(context.Background(), tc.req)
 		require.ErrorIs(t, err, ckpt.ErrUsage)
 		var ue *ckpt.UsageError
 		require.ErrorAs(t, err, &ue)
@@ -33,7 +33,7 @@ func TestRunIdentifyUsage(t *testing.T) {
 	}
 }
 
-// RunIdentify takes the source from --source, else from the ckpt
+// Run takes the source from --source, else from the ckpt
 // manifest, else identifies from names and headers alone; the three agree
 // on the profile and switches of a cache built with proj_1d_decode=false.
 // 16 candidates: the MTP line's three switches and main's three
@@ -46,7 +46,7 @@ func TestRunIdentifySources(t *testing.T) {
 	src, c, _ := fixture(t, synth.Small())
 	out, plan := buildWith(t, c, mapping.ProfileMTP, mapping.Settings{mapping.VarProj1DDecode: false})
 	folder := cache.FolderOf(out, plan.CacheDir).Path()
-	check1 := func(res *check.IdentifyResult, source string, namesOnly bool) {
+	check1 := func(res *identify.Result, source string, namesOnly bool) {
 		t.Helper()
 		require.True(t, res.Exact)
 		assert.Equal(t, mapping.ProfileMTP, res.Best.Profile)
@@ -54,17 +54,17 @@ func TestRunIdentifySources(t *testing.T) {
 		assert.Equal(t, source, res.Source)
 		assert.Equal(t, namesOnly, res.NamesOnly)
 		assert.Equal(t, namesOnly, len(res.NotCompared) > 0)
-		assert.Equal(t, check.IdentifySummary{Dir: folder, Source: source, Exact: true, Profile: mapping.ProfileMTP,
-			Overrides: []string{"proj_1d_decode=false"}, Candidates: 16}, res.Summary())
+		assert.Equal(t, identify.SummaryRecord{Dir: folder, Source: source, Exact: true, Profile: mapping.ProfileMTP,
+			Overrides: []string{"proj_1d_decode=false"}, Candidates: 16}, res.SummaryRecord())
 	}
-	res, err := check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: folder, Source: src, HeadersOnly: true})
+	res, err := identify.Run(context.Background(), identify.Options{Dir: folder, Source: src, HeadersOnly: true})
 	require.NoError(t, err)
 	check1(res, src, false)
-	res, err = check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: folder})
+	res, err = identify.Run(context.Background(), identify.Options{Dir: folder})
 	require.NoError(t, err)
 	check1(res, c.Source, false)
 	require.NoError(t, os.Remove(folder+"/"+cache.ManifestName))
-	res, err = check.RunIdentify(context.Background(), check.IdentifyRequest{Dir: out})
+	res, err = identify.Run(context.Background(), identify.Options{Dir: out})
 	require.NoError(t, err)
 	check1(res, "", true)
 }

@@ -1,4 +1,4 @@
-package check
+package identify
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// IdentifyRequest is what `ckpt cache identify` asks for: the cache (Dir,
+// Options is what `ckpt cache identify` asks for: the cache (Dir,
 // Select among the folders of a root), the candidates (Profiles or Rules,
-// as IdentifyOptions) and the source. With Source the candidates are plans
+// as FolderOptions) and the source. With Source the candidates are plans
 // of it and the closest one's data is compared too (not with
 // HeadersOnly; Workers, NaN and Progress go to that comparison). Without
 // it, the source a ckpt manifest in the folder names is planned (names
 // and headers only); a cache with no such manifest, as the serving stack
 // writes it, is identified from its file names and headers alone
-// (IdentifyNames).
-type IdentifyRequest struct {
+// (FolderNames).
+type Options struct {
 	Dir         string
 	Source      string
 	Openers     []ckpt.SourceOpener
@@ -37,8 +37,8 @@ type IdentifyRequest struct {
 	Variant string
 }
 
-// IdentifySummary is the closing JSON Lines record of cache identify.
-type IdentifySummary struct {
+// SummaryRecord is the closing JSON Lines record of cache identify.
+type SummaryRecord struct {
 	Dir        string   `json:"dir"`
 	Source     string   `json:"source"`
 	Exact      bool     `json:"exact"`
@@ -46,34 +46,34 @@ type IdentifySummary struct {
 	Overrides  []string `json:"overrides"`
 	Candidates int      `json:"candidates"`
 	// Vision, VisionMissing, VisionEmpty, VisionOther and VisionOwner are as in
-	// IdentifyResult.
-	Vision        *IdentifySummary `json:"vision,omitempty"`
-	VisionMissing string           `json:"vision_missing,omitempty"`
-	VisionEmpty   string           `json:"vision_empty,omitempty"`
-	VisionOther   string           `json:"vision_other,omitempty"`
-	VisionOwner   string           `json:"vision_owner,omitempty"`
+	// Result.
+	Vision        *SummaryRecord `json:"vision,omitempty"`
+	VisionMissing string         `json:"vision_missing,omitempty"`
+	VisionEmpty   string         `json:"vision_empty,omitempty"`
+	VisionOther   string         `json:"vision_other,omitempty"`
+	VisionOwner   string         `json:"vision_owner,omitempty"`
 }
 
-// Summary is the result's closing JSON Lines record; Exact covers the
+// SummaryRecord is the result's closing JSON Lines record; Exact covers the
 // vision folder too (Vision, its own record, when it was identified).
-func (r *IdentifyResult) Summary() IdentifySummary {
-	s := IdentifySummary{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty,
+func (r *Result) SummaryRecord() SummaryRecord {
+	s := SummaryRecord{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty,
 		VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
 	}
 	if r.Vision != nil {
-		v := r.Vision.Summary()
+		v := r.Vision.SummaryRecord()
 		s.Vision = &v
 	}
 	return s
 }
 
-// RunIdentify is the workflow of `ckpt cache identify`: it validates the
+// Run is the workflow of `ckpt cache identify`: it validates the
 // request (errors there are *ckpt.UsageError, before any work), finds the
 // source (Source, else the ckpt manifest's, else none), opens it and runs
-// Identify, or IdentifyNames without a source. The result carries the
-// source's warnings (also when RunIdentify fails after opening it) and
+// Folder, or FolderNames without a source. The result carries the
+// source's warnings (also when Run fails after opening it) and
 // the cache build flags names and headers cannot show (BuildFlags).
 //
 // Dir a cache root or device folder asks about a whole model: when the
@@ -85,8 +85,8 @@ func (r *IdentifyResult) Summary() IdentifySummary {
 // VisionEmpty, and the result is not exact;
 // so is one of another model (VisionOther).
 // Dir a cache folder is that folder only.
-func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, error) {
-	res, err := runIdentify(ctx, req, "")
+func Run(ctx context.Context, req Options) (*Result, error) {
+	res, err := run(ctx, req, "")
 	if err != nil || cache.IsFolderName(filepath.Base(filepath.Clean(req.Dir))) {
 		return res, err
 	}
@@ -114,7 +114,7 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	if res.Best != nil {
 		prefer = res.Best.Profile // of the vision parts that tie, the text folder's profile's
 	}
-	vres, err := runIdentify(ctx, vreq, prefer)
+	vres, err := run(ctx, vreq, prefer)
 	if vres != nil {
 		for _, w := range vres.Warnings {
 			if !slices.Contains(res.Warnings, w) {
@@ -143,9 +143,9 @@ func RunIdentify(ctx context.Context, req IdentifyRequest) (*IdentifyResult, err
 	return res, nil
 }
 
-// runIdentify is RunIdentify of the one cache folder req.Dir resolves to;
-// prefer is the profile that wins a tie (IdentifyOptions.prefer).
-func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*IdentifyResult, error) {
+// run is Run of the one cache folder req.Dir resolves to;
+// prefer is the profile that wins a tie (FolderOptions.prefer).
+func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	nan := req.NaN
 	if nan == "" {
 		nan = build.NaNVector
@@ -156,7 +156,7 @@ func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*Iden
 	if req.Rules != "" && len(req.Profiles) > 0 {
 		return nil, &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
 	}
-	opt := IdentifyOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
+	opt := FolderOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
 		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}
 	src := req.Source
 	f, err := cache.ResolveFolder(req.Dir, req.Select)
@@ -171,7 +171,7 @@ func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*Iden
 		opt.Ignore = cache.IgnoreGlobs(m.Ignore)
 	}
 	if src == "" {
-		res, err := IdentifyNames(ctx, req.Dir, opt)
+		res, err := FolderNames(ctx, req.Dir, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -189,9 +189,9 @@ func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*Iden
 			warnings = append(warnings, is.Message)
 		}
 	}
-	res, err := Identify(ctx, req.Dir, c, opt)
+	res, err := Folder(ctx, req.Dir, c, opt)
 	if err != nil {
-		return &IdentifyResult{Warnings: warnings}, err
+		return &Result{Warnings: warnings}, err
 	}
 	res.Warnings = warnings
 	res.BuildFlags = buildFlagsOf(res, nan)
@@ -202,7 +202,7 @@ func runIdentify(ctx context.Context, req IdentifyRequest, prefer string) (*Iden
 // show: those the folder's ckpt manifest records (a build that accepted
 // NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
 // in the source, --allow-nonfinite with the --nan style it was made with.
-func buildFlagsOf(r *IdentifyResult, nan string) string {
+func buildFlagsOf(r *Result, nan string) string {
 	s := ""
 	m, err := cache.ReadManifest(r.Dir)
 	if err == nil {

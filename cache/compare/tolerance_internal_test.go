@@ -1,4 +1,4 @@
-package check
+package compare
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package check
+package compare
 
 import (
 	"bytes"
@@ -24,20 +24,20 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// DiffKind is the kind of a Difference (JSON "kind").
-type DiffKind string
+// Kind is the kind of a Difference (JSON "kind").
+type Kind string
 
-// Kinds of differences between two caches (Compare) or between a plan and
+// Kinds of differences between two caches (Dirs) or between a plan and
 // a cache (Plan).
 const (
-	DiffMissing    DiffKind = "missing"    // in the first (reference) cache or the plan, not in the second
-	DiffExtra      DiffKind = "extra"      // in the second cache, not in the first or the plan
-	DiffHeader     DiffKind = "header"     // a header field differs (Field names it)
-	DiffData       DiffKind = "data"       // a shard's bytes differ
-	DiffUnreadable DiffKind = "unreadable" // a file's header cannot be read
+	DiffMissing    Kind = "missing"    // in the first (reference) cache or the plan, not in the second
+	DiffExtra      Kind = "extra"      // in the second cache, not in the first or the plan
+	DiffHeader     Kind = "header"     // a header field differs (Field names it)
+	DiffData       Kind = "data"       // a shard's bytes differ
+	DiffUnreadable Kind = "unreadable" // a file's header cannot be read
 )
 
-// Difference is one difference found by Compare or Plan. File is the
+// Difference is one difference found by Dirs or Plan. File is the
 // .tensorbin path relative to the compared cache directories. For header
 // differences Field, A and B name the field and its two values (A: the
 // first cache or the plan). For data differences Shard is the index of the
@@ -51,7 +51,7 @@ const (
 // or infinite and the other is not the same value; those are not in
 // MaxAbsDiff).
 type Difference struct {
-	Kind       DiffKind `json:"kind"`
+	Kind       Kind     `json:"kind"`
 	File       string   `json:"file"`
 	Target     string   `json:"target,omitempty"`
 	Field      string   `json:"field,omitempty"`
@@ -80,8 +80,8 @@ type Difference struct {
 	Message   string             `json:"message"`
 }
 
-// CompareReport is the outcome of Compare or Plan.
-type CompareReport struct {
+// Report is the outcome of Dirs or Plan.
+type Report struct {
 	// A and B are the compared cache directories (A is the plan's cache
 	// directory name for Plan).
 	A string `json:"a"`
@@ -105,10 +105,10 @@ type CompareReport struct {
 }
 
 // Same reports whether no difference was found.
-func (r *CompareReport) Same() bool { return len(r.Diffs) == 0 }
+func (r *Report) Same() bool { return len(r.Diffs) == 0 }
 
 // Unreadable reports whether a file on either side could not be read.
-func (r *CompareReport) Unreadable() bool {
+func (r *Report) Unreadable() bool {
 	for _, d := range r.Diffs {
 		if d.Kind == DiffUnreadable {
 			return true
@@ -117,8 +117,8 @@ func (r *CompareReport) Unreadable() bool {
 	return false
 }
 
-// CompareOptions tune Compare.
-type CompareOptions struct {
+// DirsOptions tune Dirs.
+type DirsOptions struct {
 	// Workers is the number of files compared at once (default: GOMAXPROCS).
 	Workers int
 	// ChunkBytes is the size of the read buffers, two per worker (default
@@ -128,7 +128,7 @@ type CompareOptions struct {
 	Progress *ckpt.Progress
 }
 
-// Compare compares the .tensorbin files of two cache directories: files
+// Dirs compares the .tensorbin files of two cache directories: files
 // only in a (missing) or only in b (extra), every header field of each
 // common file (cache.HeaderDiffs, shard offsets excepted), and the bytes of each
 // shard, streamed in chunks (memory is bounded by Workers × 2 × ChunkBytes,
@@ -143,7 +143,7 @@ type CompareOptions struct {
 // cannot be listed or a file cannot be read after its header. Differences
 // are sorted by file. Symbolic links to folders and files are followed; a
 // side without any .tensorbin file is an error (ErrNothingToCompare).
-func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareReport, error) {
+func Dirs(ctx context.Context, a, b string, opt DirsOptions) (*Report, error) {
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -158,7 +158,7 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 	if len(fa) == 0 || len(fb) == 0 {
 		return nil, emptyCompare(a, b, len(fa), len(fb))
 	}
-	rep := &CompareReport{A: a, B: b, FilesA: len(fa), FilesB: len(fb), Diffs: []Difference{}}
+	rep := &Report{A: a, B: b, FilesA: len(fa), FilesB: len(fb), Diffs: []Difference{}}
 	var common []string
 	for _, p := range fa {
 		if !contains(fb, p) {
@@ -207,7 +207,7 @@ func Compare(ctx context.Context, a, b string, opt CompareOptions) (*CompareRepo
 	return rep, nil
 }
 
-// ErrNothingToCompare is returned (wrapped) by Compare when a side holds
+// ErrNothingToCompare is returned (wrapped) by Dirs when a side holds
 // no .tensorbin file: a comparison of nothing is not "identical".
 var ErrNothingToCompare = errors.New("nothing to compare")
 
@@ -278,7 +278,7 @@ func headerDiffs(file string, a, b *tensorbin.Header) []Difference {
 // each shard when both sides have shards of the same sizes, within ft's
 // tolerance when it has one. It returns the differences and, for a file
 // whose data differs only within the tolerance, its Tolerated record.
-func compareFile(ctx context.Context, pa, pb, file string, ft fileTol, opt CompareOptions) ([]Difference, *Tolerated, int64, error) {
+func compareFile(ctx context.Context, pa, pb, file string, ft fileTol, opt DirsOptions) ([]Difference, *Tolerated, int64, error) {
 	fa, ha, err := openHeader(pa)
 	if err != nil {
 		return []Difference{{Kind: DiffUnreadable, File: file, A: "unreadable", Message: err.Error()}}, nil, 0, nil
@@ -314,6 +314,31 @@ func compareFile(ctx context.Context, pa, pb, file string, ft fileTol, opt Compa
 	return diffs, ulp.tolerated(file, ft), n, nil
 }
 
+// FileOptions say what File knows of the file beyond its two paths.
+type FileOptions struct {
+	// Tolerance is the tolerance of the file's entry (nil: only the same
+	// bytes are the same data); Target is the entry's target.
+	Tolerance *mapping.Tolerance
+	Target    string
+	DirsOptions
+}
+
+// File compares one file at pa with the one at pb (file names it in the
+// differences): header fields, then the data of each shard when both
+// sides have shards of the same sizes, within opt.Tolerance when it is
+// set. It returns the differences, the Tolerated record of a file whose
+// data differs only within the tolerance, and the shard bytes compared.
+func File(ctx context.Context, pa, pb, file string, opt FileOptions) ([]Difference, *Tolerated, int64, error) {
+	return compareFile(ctx, pa, pb, file, fileTol{tol: opt.Tolerance, target: opt.Target}, opt.DirsOptions)
+}
+
+// Sort orders the report's differences and files within a tolerance by
+// file (natural order), keeping the order of the differences of one file.
+func (r *Report) Sort() {
+	sortDiffs(r.Diffs)
+	sortTolerated(r.Tolerated)
+}
+
 // unitBytes is the comparison unit of a shard: one tile for TILE layouts,
 // one element for ROW_MAJOR, one byte otherwise.
 func unitBytes(s *tensorbin.TensorSpec) int {
@@ -335,7 +360,7 @@ func unitBytes(s *tensorbin.TensorSpec) int {
 // With ulp (a file compared within a tolerance), a differing unit whose
 // every element is within it is not a difference (ulp counts it); the
 // difference names the first element beyond it.
-func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Header, i int, ulp *ulpCheck, opt CompareOptions) (*Difference, error) {
+func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Header, i int, ulp *ulpCheck, opt DirsOptions) (*Difference, error) {
 	spec := &ha.Spec
 	unit := unitBytes(spec)
 	chunk := opt.ChunkBytes
@@ -548,23 +573,23 @@ func (a *diffAcc) finish(d *Difference) {
 	}
 }
 
-// CompareResult is the JSON document of cache compare and of map
+// Document is the JSON document of cache compare and of map
 // --against-cache: the report with its verdicts.
-type CompareResult struct {
+type Document struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema ckpt.Schema `json:"schema_version"`
-	*CompareReport
+	*Report
 	Same       bool `json:"same"`
 	Unreadable bool `json:"unreadable"`
 	// Vision is the report of the model's vision folder (map
 	// --against-cache of a plan with a vision part); Same and Unreadable
 	// then cover both folders.
-	Vision *CompareResult `json:"vision,omitempty"`
+	Vision *Document `json:"vision,omitempty"`
 }
 
-// Result returns the report as its JSON document.
-func (r *CompareReport) Result() CompareResult {
-	return CompareResult{CompareReport: r, Same: r.Same(), Unreadable: r.Unreadable()}
+// Document returns the report as its JSON document.
+func (r *Report) Document() Document {
+	return Document{Report: r, Same: r.Same(), Unreadable: r.Unreadable()}
 }
 
 // sameShardSizes reports whether two headers have buffers of the same sizes

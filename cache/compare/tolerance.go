@@ -1,4 +1,4 @@
-package check
+package compare
 
 import (
 	"encoding/binary"
@@ -127,7 +127,7 @@ func (c *ulpCheck) tolerated(file string, ft fileTol) *Tolerated {
 }
 
 // compareTolerances gives the tolerance of each common file of a
-// comparison of the directories a and b (Compare), which has file names
+// comparison of the directories a and b (Dirs), which has file names
 // but no plan: the rules of the built-in profile a ckpt manifest of the
 // file's cache folder names on either side (the side ckpt built), else of
 // every built-in profile, name the file (mapping.Profile.FileTolerance).

@@ -1,26 +1,24 @@
-package check
+package identify
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/compare"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// IdentifyOptions say which candidates Identify tries: the built-in
+// FolderOptions say which candidates Folder tries: the built-in
 // profiles (all of them when Profiles is empty) or one profile file
 // (Rules), each with every setting of its variables that can be
 // overridden.
-type IdentifyOptions struct {
+type FolderOptions struct {
 	Profiles []string
 	Rules    string
 	// Select picks the cache folder when dir is a root holding several.
@@ -50,7 +48,7 @@ type IdentifyOptions struct {
 // against the cache: Differences counts what Plan finds (missing and
 // extra files, differing header fields), what every candidate is ranked
 // by; Data counts the data differences of the one candidate whose data was
-// compared (DataCompared: the closest, with IdentifyOptions.Data), which
+// compared (DataCompared: the closest, with FolderOptions.Data), which
 // are not in Differences. An exact match has neither. Overrides
 // lists the variables set away from their default for the mesh
 // ("proj_1d_decode=false"). Problem is set instead when the checkpoint
@@ -70,11 +68,11 @@ type Candidate struct {
 	Problem      string `json:"problem,omitempty"`
 }
 
-// IdentifyResult is the cache identify JSON document: the cache folder,
+// Result is the cache identify JSON document: the cache folder,
 // its mesh, device and tag as its path names them, every candidate from
 // the closest to the farthest, and the report of the closest one (its
 // remaining differences; none when Exact).
-type IdentifyResult struct {
+type Result struct {
 	Schema ckpt.Schema `json:"schema_version"`
 	Dir    string      `json:"dir"`
 	Source string      `json:"source"`
@@ -91,7 +89,7 @@ type IdentifyResult struct {
 	Part  string `json:"part,omitempty"`
 	Files int    `json:"files"`
 	// DataCompared says whether the closest candidate\'s data was compared
-	// (IdentifyOptions.Data); DataBytes how many shard bytes.
+	// (FolderOptions.Data); DataBytes how many shard bytes.
 	DataCompared bool  `json:"data_compared"`
 	DataBytes    int64 `json:"data_bytes"`
 	// NonFinite lists the source tensors of the compared files that hold
@@ -99,15 +97,15 @@ type IdentifyResult struct {
 	// comparison builds them anyway, as the serving stack does).
 	NonFinite []ckpt.NonFinite `json:"nonfinite,omitempty"`
 	// NamesOnly: no source, the candidates' plans were made from the
-	// cache's file names (IdentifyNames); NotCompared says what that
+	// cache's file names (FolderNames); NotCompared says what that
 	// leaves out.
-	NamesOnly   bool           `json:"names_only,omitempty"`
-	NotCompared []string       `json:"not_compared,omitempty"`
-	Exact       bool           `json:"exact"`
-	Best        *Candidate     `json:"best"`
-	Ties        []string       `json:"ties,omitempty"`
-	Candidates  []Candidate    `json:"candidates"`
-	Report      *CompareResult `json:"report"`
+	NamesOnly   bool              `json:"names_only,omitempty"`
+	NotCompared []string          `json:"not_compared,omitempty"`
+	Exact       bool              `json:"exact"`
+	Best        *Candidate        `json:"best"`
+	Ties        []string          `json:"ties,omitempty"`
+	Candidates  []Candidate       `json:"candidates"`
+	Report      *compare.Document `json:"report"`
 	// Warnings are the messages of the source's warning issues (not in
 	// the document: the CLI prints them on stderr). BuildFlags are the
 	// cache build flags the line that rebuilds the cache needs beyond the
@@ -117,7 +115,7 @@ type IdentifyResult struct {
 	BuildFlags string   `json:"-"`
 	// Vision is the identification of the model's vision folder, when
 	// the cache root or device folder asked about holds one beside this
-	// folder (RunIdentify); Exact then covers both. VisionMissing is the
+	// folder (Run); Exact then covers both. VisionMissing is the
 	// path of the vision folder this folder's manifest names when it is
 	// not there (not identified; Exact is false); VisionEmpty the path of
 	// one that holds no .tensorbin file (likewise). VisionOther says, in
@@ -125,35 +123,35 @@ type IdentifyResult struct {
 	// (its manifest names another main folder whose part differs, or its
 	// mesh is not this folder's): it is identified, but Exact is false.
 	// VisionOwner is that other main folder when a manifest names it.
-	Vision        *IdentifyResult `json:"vision,omitempty"`
-	VisionMissing string          `json:"vision_missing,omitempty"`
-	VisionEmpty   string          `json:"vision_empty,omitempty"`
-	VisionOther   string          `json:"vision_other,omitempty"`
-	VisionOwner   string          `json:"vision_owner,omitempty"`
-	report        *CompareReport
+	Vision        *Result `json:"vision,omitempty"`
+	VisionMissing string  `json:"vision_missing,omitempty"`
+	VisionEmpty   string  `json:"vision_empty,omitempty"`
+	VisionOther   string  `json:"vision_other,omitempty"`
+	VisionOwner   string  `json:"vision_owner,omitempty"`
+	report        *compare.Report
 }
 
 // FolderExact says whether the closest candidate reproduces this folder
 // exactly (Exact without the vision folder).
-func (r *IdentifyResult) FolderExact() bool {
+func (r *Result) FolderExact() bool {
 	return r.Best != nil && r.Best.Differences == 0 && r.Best.Data == 0
 }
 
 // ClosestReport is the comparison of the closest candidate's plan with the
 // cache.
-func (r *IdentifyResult) ClosestReport() *CompareReport { return r.report }
+func (r *Result) ClosestReport() *compare.Report { return r.report }
 
-// Identify names the profile and variable settings whose plan of the
+// Folder names the profile and variable settings whose plan of the
 // checkpoint c reproduces the cache in dir: for every candidate (each
 // built-in profile, or opt's, with every combination of its overridable
 // variables) it plans c on the mesh, device folder and tag the cache's
 // path names, and holds the plan against the cache's file names and
-// headers (Plan). The closest candidate is the one with the fewest
+// headers (compare.Headers). The closest candidate is the one with the fewest
 // differences (then the fewest overrides, then the default profile); the
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
-func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyOptions) (*IdentifyResult, error) {
-	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
+func Folder(ctx context.Context, dir string, c *ckpt.Checkpoint, opt FolderOptions) (*Result, error) {
+	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
 		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision)
 		return tried{cand: cand, plan: plan, rep: rep}, err
 	})
@@ -165,14 +163,14 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 		return res, nil
 	}
 	if opt.Data {
-		n, nonFinite, err := compareData(ctx, c, best.plan, res.Dir, best.rep, opt)
+		n, nonFinite, err := compareClosest(ctx, c, best.plan, res.Dir, best.rep, opt)
 		if err != nil {
 			return nil, err
 		}
 		res.DataCompared, res.DataBytes, res.NonFinite = true, n, nonFinite
 		res.Candidates[0].DataCompared = true
 		for _, d := range best.rep.Diffs {
-			if d.Kind == DiffData {
+			if d.Kind == compare.DiffData {
 				// Apart from Differences: the other candidates' data is
 				// not compared, so only names and headers rank them.
 				res.Candidates[0].Data++
@@ -183,20 +181,20 @@ func Identify(ctx context.Context, dir string, c *ckpt.Checkpoint, opt IdentifyO
 	return res, nil
 }
 
-// IdentifyNames is Identify without the source checkpoint, for a cache
+// FolderNames is Folder without the source checkpoint, for a cache
 // the serving stack wrote (no ckpt manifest names its source): every
 // candidate's plan is made from the cache's file names (mapping.PlanNames:
 // the decoder layers, their types and the config-dependent files the names
-// show) and held against the names and headers (PlanNames: each file's
+// show) and held against the names and headers (compare.Headers with OwnShape: each file's
 // own shape stands for the planned one). NotCompared says what names and
 // headers cannot show (shapes, data, config-dependent files absent from
 // the cache). A vision folder is held against each profile's vision part,
 // planned so (its mesh, when neither its name nor a manifest gives it,
 // inferred by cache.InferMesh). opt.Data is ignored: there is no source
 // to build from.
-func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*IdentifyResult, error) {
-	headers := headerCache{}
-	res, best, err := identify(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
+func FolderNames(ctx context.Context, dir string, opt FolderOptions) (*Result, error) {
+	headers := compare.NewHeaderCache()
+	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
 		if vision {
 			return tryVisionNames(p, mesh, set, fdir, files, headers)
 		}
@@ -208,7 +206,7 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 		if err != nil {
 			return tried{}, err
 		}
-		rep, err := planReport(plan, fdir, true, headers)
+		rep, err := compare.Headers(plan, fdir, compare.HeadersOptions{OwnShape: true, Cache: headers})
 		if err != nil {
 			return tried{}, err
 		}
@@ -228,11 +226,11 @@ func IdentifyNames(ctx context.Context, dir string, opt IdentifyOptions) (*Ident
 	return res, nil
 }
 
-// tryVisionNames is IdentifyNames's candidate for a vision folder: the
+// tryVisionNames is FolderNames's candidate for a vision folder: the
 // plan of p's vision part (in p's device folder and architecture, as
 // mapping.BuildWith plans it) from the folder's file names, held against
 // their headers. A profile without a vision part cannot match.
-func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers headerCache) (tried, error) {
+func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, headers *compare.HeaderCache) (tried, error) {
 	cand := visionCandidate(p, mesh, set)
 	if p.Vision == nil {
 		cand.Problem = "the profile has no vision part to plan a vision folder"
@@ -246,7 +244,7 @@ func tryVisionNames(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings,
 		return tried{}, fmt.Errorf("vision part of profile %s: %w", p.Name, err)
 	}
 	maps.Copy(cand.Settings, plan.Settings)
-	rep, err := planReport(plan, fdir, true, headers)
+	rep, err := compare.Headers(plan, fdir, compare.HeadersOptions{OwnShape: true, Cache: headers})
 	if err != nil {
 		return tried{}, err
 	}
@@ -293,16 +291,16 @@ func visionCandidate(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings
 type tried struct {
 	cand  Candidate
 	plan  *mapping.Plan
-	rep   *CompareReport
+	rep   *compare.Report
 	notes []string
 }
 
-// identify tries every candidate on the cache folder of dir (try makes
+// search tries every candidate on the cache folder of dir (try makes
 // and holds its plan; files are the folder's .tensorbin paths) and ranks
 // them, closest first. It returns the closest that maps (nil when none
 // does); the caller finishes the result with its report.
-func identify(ctx context.Context, dir string, opt IdentifyOptions,
-	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error)) (*IdentifyResult, *tried, error) {
+func search(ctx context.Context, dir string, opt FolderOptions,
+	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error)) (*Result, *tried, error) {
 	f, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
 		return nil, nil, err
@@ -328,7 +326,7 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 	if err != nil {
 		return nil, nil, fmt.Errorf("cache folder %s: %w", f.Path(), err)
 	}
-	res := &IdentifyResult{Dir: f.Path(), Mesh: mesh.String(), MeshFrom: meshFrom, Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
+	res := &Result{Dir: f.Path(), Mesh: mesh.String(), MeshFrom: meshFrom, Device: f.Device(), Tag: f.Tag(), Files: len(files), Candidates: []Candidate{}}
 	// A vision folder: its manifest says so, or (a stack's) it is named
 	// without a mesh. Its files do not depend on the text model's
 	// switches or tag: each profile is tried once, with instruct set for
@@ -403,11 +401,11 @@ func identify(ctx context.Context, dir string, opt IdentifyOptions,
 
 // finish sets the verdict from the closest candidate (Candidates[0]) and
 // its report.
-func (r *IdentifyResult) finish(rep *CompareReport) {
+func (r *Result) finish(rep *compare.Report) {
 	best := r.Candidates[0]
 	r.report = rep
 	r.Best = &best
-	doc := rep.Result()
+	doc := rep.Document()
 	r.Report = &doc
 	r.Exact = best.Differences == 0 && best.Data == 0
 	for _, c := range r.Candidates[1:] {
@@ -418,13 +416,13 @@ func (r *IdentifyResult) finish(rep *CompareReport) {
 }
 
 // count sets the candidate's differences from its report.
-func (c *Candidate) count(rep *CompareReport) {
+func (c *Candidate) count(rep *compare.Report) {
 	c.Differences = len(rep.Diffs)
 	for _, d := range rep.Diffs {
 		switch d.Kind {
-		case DiffMissing:
+		case compare.DiffMissing:
 			c.Missing++
-		case DiffExtra:
+		case compare.DiffExtra:
 			c.Extra++
 		default:
 			c.Headers++
@@ -433,9 +431,9 @@ func (c *Candidate) count(rep *CompareReport) {
 }
 
 // tryCandidate holds the plan of c with profile p and the variables set
-// against the cache folder dir (Plan). A checkpoint that does not map so
+// against the cache folder dir (compare.Headers). A checkpoint that does not map so
 // gives a candidate with Problem set (Differences -1) and no plan.
-func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *CompareReport, error) {
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *compare.Report, error) {
 	var cand Candidate
 	if !vision {
 		settings, err := p.Resolve(mesh, set)
@@ -465,7 +463,7 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 		plan = plan.Vision
 		cand.Settings = plan.Settings
 	}
-	rep, err := Plan(plan, dir)
+	rep, err := compare.Headers(plan, dir, compare.HeadersOptions{})
 	if err != nil {
 		return Candidate{}, nil, nil, err
 	}
@@ -492,7 +490,7 @@ func describeCandidate(c Candidate) string {
 // --set overrides that reproduce the cache.
 func (c Candidate) Describe() string { return describeCandidate(c) }
 
-func identifyProfiles(opt IdentifyOptions) ([]*mapping.Profile, error) {
+func identifyProfiles(opt FolderOptions) ([]*mapping.Profile, error) {
 	if opt.Rules != "" {
 		p, err := mapping.PlanOptions{Rules: opt.Rules}.LoadProfile()
 		if err != nil {
@@ -552,90 +550,23 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 	return out
 }
 
-// compareData builds the files of plan that the cache also holds into a
-// scratch root, in batches of at most opt.ScratchBytes of planned file
-// size, compares each with the cache's file shard by shard (within the
-// tolerance of its entry, mapping.Entry.Tolerance, when it applies a
-// value op that is not exactly reproducible) and adds the data
-// differences and the files within a tolerance to rep; the scratch root
-// is removed. It returns the shard bytes compared.
-func compareData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *CompareReport, opt IdentifyOptions) (int64, []ckpt.NonFinite, error) {
-	budget := opt.ScratchBytes
-	if budget <= 0 {
-		budget = 2 << 30
-	}
-	missing := map[string]bool{}
+// compareClosest is build.Compare of the plan's files that rep does not
+// already find missing or unreadable, its data differences and files
+// within a tolerance added to rep. It returns the shard bytes compared.
+func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt FolderOptions) (int64, []ckpt.NonFinite, error) {
+	skip := map[string]bool{}
 	for _, d := range rep.Diffs {
-		if d.Kind == DiffMissing || d.Kind == DiffUnreadable {
-			missing[d.File] = true
+		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {
+			skip[d.File] = true
 		}
 	}
-	scratch, err := os.MkdirTemp(opt.Scratch, "ckpt-identify-")
+	got, nonFinite, err := build.Compare(ctx, c, plan, cdir, build.CompareOptions{Skip: skip, Scratch: opt.Scratch, ScratchBytes: opt.ScratchBytes,
+		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress})
 	if err != nil {
-		return 0, nil, fmt.Errorf("scratch directory for the data comparison: %w", err)
+		return 0, nonFinite, err
 	}
-	defer os.RemoveAll(scratch)
-	var total int64
-	var nonFinite []ckpt.NonFinite
-	var batch []*mapping.Entry
-	var size int64
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		sub := *plan
-		sub.Entries = batch
-		root := filepath.Join(scratch, "batch")
-		// NaN and Inf are built, not refused: the cache under test holds
-		// whatever its builder wrote (the serving stack does not refuse
-		// them), and the NaN style (opt.NaN) only shows with them.
-		sum, err := build.Run(ctx, c, &sub, root, build.Options{Workers: opt.Workers, NoSync: true, NaN: opt.NaN, AllowNonFinite: true})
-		if err != nil {
-			return fmt.Errorf("building the closest candidate's files to compare their data: %w", err)
-		}
-		nonFinite = append(nonFinite, sum.NonFinite...)
-		for _, e := range batch {
-			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			diffs, tol, n, err := compareFile(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(cdir, filepath.FromSlash(rel)), rel,
-				fileTol{tol: e.Tolerance(), target: e.Target}, CompareOptions{Workers: opt.Workers, Progress: opt.Progress})
-			if err != nil {
-				return err
-			}
-			total += n
-			for _, d := range diffs {
-				if d.Kind == DiffData {
-					d.Target = e.Target
-					rep.Diffs = append(rep.Diffs, d)
-				}
-			}
-			if tol != nil {
-				rep.Tolerated = append(rep.Tolerated, *tol)
-			}
-		}
-		batch, size = batch[:0], 0
-		return os.RemoveAll(root)
-	}
-	for _, e := range plan.Entries {
-		rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-		if missing[rel] {
-			continue
-		}
-		h, err := cache.HeaderFor(e)
-		if err != nil {
-			return total, nonFinite, err
-		}
-		if size > 0 && size+h.FileSize() > budget {
-			if err := flush(); err != nil {
-				return total, nonFinite, err
-			}
-		}
-		batch = append(batch, e)
-		size += h.FileSize()
-	}
-	if err := flush(); err != nil {
-		return total, nonFinite, err
-	}
-	sortDiffs(rep.Diffs)
-	sortTolerated(rep.Tolerated)
-	return total, nonFinite, nil
+	rep.Diffs = append(rep.Diffs, got.Diffs...)
+	rep.Tolerated = append(rep.Tolerated, got.Tolerated...)
+	rep.Sort()
+	return got.Bytes, nonFinite, nil
 }

@@ -1,4 +1,4 @@
-package check_test
+package identify_test
 
 import (
 	"context"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
-	"github.com/ckpt-dev/ckpt/cache/check"
+	"github.com/ckpt-dev/ckpt/cache/compare"
+	"github.com/ckpt-dev/ckpt/cache/identify"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
@@ -25,7 +26,7 @@ func buildWith(t *testing.T, c *ckpt.Checkpoint, profile string, set mapping.Set
 	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, set)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
-	_, err = build.Run(context.Background(), c, plan, out, build.Options{Workers: 2, NoSync: true})
+	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})
 	require.NoError(t, err)
 	return out, plan
 }
@@ -52,7 +53,7 @@ func TestIdentify(t *testing.T) {
 			[]string{"gdn_fused_decode_enabled=false", "proj_1d_decode=false"}},
 	} {
 		out, plan := buildWith(t, c, tc.profile, tc.set)
-		res, err := check.Identify(context.Background(), out, c, check.IdentifyOptions{})
+		res, err := identify.Folder(context.Background(), out, c, identify.FolderOptions{})
 		require.NoError(t, err)
 		require.True(t, res.Exact, "%s %v: %+v", tc.profile, tc.set, res.Best)
 		assert.Equal(t, tc.profile, res.Best.Profile, "%v", tc.set)
@@ -62,11 +63,11 @@ func TestIdentify(t *testing.T) {
 		assert.Equal(t, "1x2", res.Mesh)
 		assert.Equal(t, "P300", res.Device)
 		// The cache folder itself works as well as its root.
-		res2, err := check.Identify(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, check.IdentifyOptions{})
+		res2, err := identify.Folder(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, identify.FolderOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, res.Best, res2.Best)
 		// From the file names and headers alone, the same verdict.
-		res3, err := check.IdentifyNames(context.Background(), out, check.IdentifyOptions{})
+		res3, err := identify.FolderNames(context.Background(), out, identify.FolderOptions{})
 		require.NoError(t, err)
 		require.True(t, res3.Exact, "%s %v names only: %+v", tc.profile, tc.set, res3.Best)
 		assert.Equal(t, tc.profile, res3.Best.Profile, "%v names only", tc.set)
@@ -88,15 +89,15 @@ func TestIdentifyClosest(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.Remove(removed))
-	res, err := check.Identify(context.Background(), dir, c, check.IdentifyOptions{})
+	res, err := identify.Folder(context.Background(), dir, c, identify.FolderOptions{})
 	require.NoError(t, err)
 	assert.False(t, res.Exact)
 	assert.Equal(t, mapping.ProfileMain, res.Best.Profile)
 	assert.Equal(t, 1, res.Best.Differences)
 	assert.Equal(t, 1, res.Best.Missing)
 	require.Len(t, res.ClosestReport().Diffs, 1)
-	assert.Equal(t, check.DiffMissing, res.ClosestReport().Diffs[0].Kind)
+	assert.Equal(t, compare.DiffMissing, res.ClosestReport().Diffs[0].Kind)
 
-	_, err = check.Identify(context.Background(), filepath.Join(t.TempDir(), "none"), c, check.IdentifyOptions{})
+	_, err = identify.Folder(context.Background(), filepath.Join(t.TempDir(), "none"), c, identify.FolderOptions{})
 	require.Error(t, err)
 }
