@@ -21,6 +21,10 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
+// DefaultMemInfo is the file MemAvailable is read from when
+// FolderOptions.MemInfo is empty (cache verify's --meminfo default).
+const DefaultMemInfo = "/proc/meminfo"
+
 // FolderOptions tune Folder.
 type FolderOptions struct {
 	FilesOptions
@@ -38,7 +42,7 @@ type FolderOptions struct {
 	// manifest records.
 	Set []string
 	// MinMem, when positive, also fails the check when MemAvailable (read
-	// from MemInfo, default /proc/meminfo) is below it.
+	// from MemInfo, default DefaultMemInfo) is below it.
 	MinMem  int64
 	MemInfo string
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
@@ -167,7 +171,7 @@ func Folder(ctx context.Context, dir string, opt FolderOptions) (*FolderResult, 
 	if opt.MinMem > 0 {
 		mi := opt.MemInfo
 		if mi == "" {
-			mi = "/proc/meminfo"
+			mi = DefaultMemInfo
 		}
 		avail, err := MemAvailable(mi)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
@@ -181,7 +182,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
 	f.StringArrayVar(&o.Ignore, "ignore", nil, "the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
 	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
-	f.StringVar(&o.MemInfo, "meminfo", "/proc/meminfo", "meminfo file to read MemAvailable from")
+	f.StringVar(&o.MemInfo, "meminfo", check.DefaultMemInfo, "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
 	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
