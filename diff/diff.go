@@ -66,7 +66,8 @@ const (
 
 // Relations lists the relations in report order. Every tensor row has
 // exactly one, so the counts of a Summary add up to its tensors.
-var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT, SameHeader, NoChangeSeen, RequantIdenticalSeen}
+var Relations = []Relation{Identical, Changed, RequantIdentical, DTypeChanged, ShapeChanged, OnlyInBase, OnlyInFT,
+	SameHeader, NoChangeSeen, RequantIdenticalSeen}
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null.
 type Float float64

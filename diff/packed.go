@@ -85,7 +85,8 @@ func (s *packedSrc) load() error {
 	rows, cols := ckpt.Matrix(q.Shape)
 	g := s.group()
 	if g <= 0 || cols%g != 0 || int64(q.Scale.NBytes()) != rows*cols/g {
-		return fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", ckpt.Quote(q.Scale.Name), q.Scale.File.Location, q.Scale.NBytes(), rows, cols, g)
+		return fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d",
+			ckpt.Quote(q.Scale.Name), q.Scale.File.Location, q.Scale.NBytes(), rows, cols, g)
 	}
 	if q.Global == nil {
 		return nil

@@ -93,7 +93,8 @@ func (f *fp4Side) load(read func(*ckpt.Tensor) ([]byte, error)) error {
 	}
 	n := int64(f.codes.Numel()) * 2 / f.group
 	if int64(len(raw)) != n || f.q.Scale.DType.Bits() != 8 {
-		return fmt.Errorf("tensor %s of %s: %d scale bytes for the %d blocks of %s", ckpt.Quote(f.q.Scale.Name), f.q.Scale.File.Location, len(raw), n, ckpt.Quote(f.codes.Name))
+		return fmt.Errorf("tensor %s of %s: %d scale bytes for the %d blocks of %s",
+			ckpt.Quote(f.q.Scale.Name), f.q.Scale.File.Location, len(raw), n, ckpt.Quote(f.codes.Name))
 	}
 	f.scales = raw
 	if f.scheme != quant.NVFP4 {

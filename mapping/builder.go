@@ -427,7 +427,8 @@ func (b *builder) groupSources(st *runState) {
 				srcs = &sl
 			}
 			if prev := (*srcs)[m.src]; prev != nil && prev != t {
-				b.problem(ProblemDuplicate, r.ID, "", fmt.Sprintf("source tensors %s and %s are both read as %s (rule %s): the serving stack strips their prefixes alike, and which one it keeps depends on their order",
+				b.problem(ProblemDuplicate, r.ID, "", fmt.Sprintf("source tensors %s and %s are both read as %s (rule %s): the serving stack strips their prefixes "+
+					"alike, and which one it keeps depends on their order",
 					prev.Name, t.Name, name, r.ID), prev.Name, t.Name)
 				st.attempted[t.Name] = true
 				for _, sc := range b.c.ScaleCompanions(t) {
@@ -494,7 +495,8 @@ func (b *builder) makeEntries(st *runState) {
 		}
 		if len(missing) > 0 {
 			st.produced[g.rule][g.bind["L"]] = true // reported here, not again as missing
-			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s", target, r.ID, strings.Join(missing, ", ")), append(missing, b.sourceNames(g.srcs)...)...)
+			b.problem(ProblemIncomplete, r.ID, target, fmt.Sprintf("target %s (rule %s) lacks %s",
+				target, r.ID, strings.Join(missing, ", ")), append(missing, b.sourceNames(g.srcs)...)...)
 			continue
 		}
 		e := b.entry(r, g.bind, g.srcs, stackN)
@@ -542,7 +544,8 @@ func (b *builder) leftOver(st *runState) {
 			// weight (transformers writes the weight_scale_inv of a Linear
 			// it could not quantise beside the weight left as it was).
 			wt, _ := b.c.Lookup(w)
-			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: fmt.Sprintf("weight_scale_inv of a weight that is %s, not F8_E4M3: not applied, the weight is mapped as it is (%s)", wt.DType, orphanScaleReason)})
+			b.plan.Ignored = append(b.plan.Ignored, Ignored{Name: t.Name, Reason: fmt.Sprintf("weight_scale_inv of a weight that is %s, not F8_E4M3: not applied, "+
+				"the weight is mapped as it is (%s)", wt.DType, orphanScaleReason)})
 			st.orphans = append(st.orphans, t.Name)
 			continue
 		}
@@ -563,7 +566,8 @@ func (b *builder) finish(st *runState) {
 			abbreviate(b.plan.Unmapped, 5)), b.plan.Unmapped...)
 	}
 	if len(st.orphans) > 0 {
-		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%d weight_scale_inv beside weights that are not F8_E4M3 are left out, their weights mapped unscaled (verify fails them as fp8.scale_orphan): %s",
+		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%d weight_scale_inv beside weights that are not F8_E4M3 are left out, their weights mapped "+
+			"unscaled (verify fails them as fp8.scale_orphan): %s",
 			len(st.orphans), abbreviate(st.orphans, 3)))
 	}
 	b.checkAccounted()
@@ -581,7 +585,8 @@ func (b *builder) finish(st *runState) {
 	// A glob (--ignore) says once how many mapped tensors it matched.
 	for i, names := range globMapped {
 		sort.Slice(names, func(a, c int) bool { return ckpt.NaturalLess(names[a], names[c]) })
-		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s matches %d mapped tensor(s), which stay mapped: %s (an ignore leaves out only tensors no rule maps)",
+		b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf("%s matches %d mapped tensor(s), which stay mapped: %s "+
+			"(an ignore leaves out only tensors no rule maps)",
 			b.p.Ignore[i].Reason, len(names), abbreviate(names, 5)))
 	}
 	// The declared-dtype rule, as verify applies it (arch.DTypeRule): once,
@@ -603,7 +608,8 @@ func (b *builder) dtypeFindings() []ckpt.Finding {
 
 // orphanScaleReason is why a weight_scale_inv beside a weight that is not
 // F8_E4M3 is left out of the plan.
-const orphanScaleReason = "the serving stack's weight_mapping.load_qwen36_state_dict_fp8 skips every weight_scale_inv and dequantises only float8_e4m3fn weights"
+const orphanScaleReason = "the serving stack's weight_mapping.load_qwen36_state_dict_fp8 skips every weight_scale_inv and " +
+	"dequantises only float8_e4m3fn weights"
 
 // sourceNames lists the sources found of a group and their scale
 // companions: the tensors a failed target's problem names.

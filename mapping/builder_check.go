@@ -17,7 +17,8 @@ func (b *builder) checkAccounted() {
 	}
 	b.plan.Unmapped = append(b.plan.Unmapped, lost...)
 	sort.SliceStable(b.plan.Unmapped, func(i, j int) bool { return ckpt.NaturalLess(b.plan.Unmapped[i], b.plan.Unmapped[j]) })
-	b.problem(ProblemUnaccounted, "", "", fmt.Sprintf("%d source tensor(s) are in no entry, ignore list, unmapped list or problem of the plan (a defect of the profile or of ckpt): %s",
+	b.problem(ProblemUnaccounted, "", "", fmt.Sprintf("%d source tensor(s) are in no entry, ignore list, unmapped list or problem of the plan (a defect of "+
+		"the profile or of ckpt): %s",
 		len(lost), abbreviate(lost, 5)), lost...)
 }
 

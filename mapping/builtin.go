@@ -427,9 +427,10 @@ func moeRules(s scope) []Rule {
 		}
 		label := p.name + " (num_experts experts)"
 		fused := Rule{ID: s.id + "moe.experts." + p.name, Target: dir + "moe.experts." + p.name + ep,
-			Sources:   []string{mlp + "experts.gate_up_proj"},
-			Transform: steps(Part{Source: 0, Label: label, Offset: p.offset, Units: "num_experts", UnitRows: "moe_intermediate_size", Stride: "2*moe_intermediate_size"}),
-			Batch:     "moe_intermediate_size", Placement: expertParallel, DType: p.dtype, Layout: Tile, Memory: DRAMInterleaved,
+			Sources: []string{mlp + "experts.gate_up_proj"},
+			Transform: steps(Part{Source: 0, Label: label, Offset: p.offset, Units: "num_experts", UnitRows: "moe_intermediate_size",
+				Stride: "2*moe_intermediate_size"}),
+			Batch: "moe_intermediate_size", Placement: expertParallel, DType: p.dtype, Layout: Tile, Memory: DRAMInterleaved,
 			Note: wsrc + ": " + p.note + ", ShardTensorToMesh(dim=1): num_experts/N whole experts per device"}
 		add(fused)
 		stacked := fused

@@ -71,7 +71,8 @@ func CheckDeviceFolder(name string) error {
 // look for it.
 func CheckTag(tag string) error {
 	if !validDeviceFolder.MatchString(tag) {
-		return fmt.Errorf("cache tag %q: want one folder-name part of letters, digits, '_', '-' and '.' such as bfp8 (it names the folder tensor_cache_<tag>_mesh1xN)", tag)
+		return fmt.Errorf("cache tag %q: want one folder-name part of letters, digits, '_', '-' and '.' such as bfp8 (it names the folder "+
+			"tensor_cache_<tag>_mesh1xN)", tag)
 	}
 	return nil
 }

@@ -71,7 +71,8 @@ func deviceProblems(p *Profile, device string, mesh Mesh) []string {
 	}
 	var out []string
 	if n := mesh.Devices(); n > b.Chips {
-		out = append(out, fmt.Sprintf("device folder %s is a %s board with %d chip(s): a %s mesh of %d devices does not open on it (a mesh of at most %d devices, or the device folder of a larger system: --device or MESH_DEVICE)",
+		out = append(out, fmt.Sprintf("device folder %s is a %s board with %d chip(s): a %s mesh of %d devices does not open on it (a mesh of at most %d "+
+			"devices, or the device folder of a larger system: --device or MESH_DEVICE)",
 			device, archName(b.Arch), b.Chips, mesh, n, b.Chips))
 	}
 	arch := p.Arch
@@ -79,7 +80,9 @@ func deviceProblems(p *Profile, device string, mesh Mesh) []string {
 		arch = ArchBlackhole
 	}
 	if b.Arch != arch {
-		out = append(out, fmt.Sprintf("device folder %s is a %s board, and profile %s plans for %s: on %s the serving stack runs another line of the model (other file names and memory configs, not transcribed), so this would not be the cache it loads (a %s device folder: --device or MESH_DEVICE; or a profile whose arch is %s)",
+		out = append(out, fmt.Sprintf("device folder %s is a %s board, and profile %s plans for %s: on %s the serving stack runs another line of the model "+
+			"(other file names and memory configs, not transcribed), so this would not be the cache it loads (a %s device folder: --device or MESH_DEVICE; or a "+
+			"profile whose arch is %s)",
 			device, archName(b.Arch), p.Name, archName(arch), archName(b.Arch), archName(arch), b.Arch))
 	}
 	return out
