@@ -279,7 +279,8 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 				scale = []int64{shape[0], ceil(shape[1], bm), ceil(shape[2], bn)}
 			}
 			out = append(out, Tensor{Name: ckpt.ScaleName(name), Shape: scale,
-				DType: numfmt.BF16, Alt: []numfmt.DType{numfmt.BF16, numfmt.F32, numfmt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys, DimKeys: dimKeys})
+				DType: numfmt.BF16, Alt: []numfmt.DType{numfmt.BF16, numfmt.F32, numfmt.F16}, ScaleOf: name, Group: group, Role: "fp8_block_scale", Keys: t.Keys,
+				DimKeys: dimKeys})
 			return
 		}
 		out = append(out, t)
@@ -347,7 +348,8 @@ func (q *Qwen35) TensorsExcept(fp8 bool, bm, bn int64, notConvert func(module st
 	if v := q.Vision; v != nil {
 		vp, vk := "model.visual.", "vision_config."
 		vh := vk + "hidden_size"
-		add("visual", vp+"patch_embed.proj.weight", "vision", []int64{v.Hidden, v.InChannels, v.TemporalPatch, v.Patch, v.Patch}, false, nil, vh, sep, vk+"in_channels", sep, vk+"temporal_patch_size", sep, vk+"patch_size", sep, vk+"patch_size")
+		add("visual", vp+"patch_embed.proj.weight", "vision", []int64{v.Hidden, v.InChannels, v.TemporalPatch, v.Patch, v.Patch}, false, nil, vh, sep,
+			vk+"in_channels", sep, vk+"temporal_patch_size", sep, vk+"patch_size", sep, vk+"patch_size")
 		add("visual", vp+"patch_embed.proj.bias", "vision", []int64{v.Hidden}, false, nil, vh)
 		add("visual", vp+"pos_embed.weight", "vision", []int64{v.PosEmbeds, v.Hidden}, false, nil, vk+"num_position_embeddings", sep, vh)
 		for b := int64(0); b < v.Depth; b++ {

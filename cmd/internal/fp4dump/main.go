@@ -48,7 +48,8 @@ func main() {
 	}
 }
 
-const usage = "usage: fp4dump e2m1 IN OUT | fp4dump e8m0 IN OUT | fp4dump mxfp4 BLOCKS SCALES OUT | fp4dump nvfp4 ROWS COLS GLOBAL PACKED SCALES OUT | fp4dump encode-e2m1 IN OUT | fp4dump quantize-mxfp4 RECIPE IN OUT | fp4dump quantize-nvfp4 IN OUT"
+const usage = "usage: fp4dump e2m1 IN OUT | fp4dump e8m0 IN OUT | fp4dump mxfp4 BLOCKS SCALES OUT | fp4dump nvfp4 ROWS COLS GLOBAL PACKED SCALES OUT | " +
+	"fp4dump encode-e2m1 IN OUT | fp4dump quantize-mxfp4 RECIPE IN OUT | fp4dump quantize-nvfp4 IN OUT"
 
 func run(args []string) error {
 	if len(args) == 0 {
