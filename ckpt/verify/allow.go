@@ -54,7 +54,8 @@ func ParseAllowance(spec string) (Allowance, error) {
 	}
 	if qualified {
 		if subject == "" {
-			return a, &ckpt.UsageError{Option: "--allow-finding", Reason: fmt.Sprintf("%s: want ID or ID:SUBJECT (a glob of the tensor or file names the finding names), got an empty SUBJECT", ckpt.Quote(spec))}
+			return a, &ckpt.UsageError{Option: "--allow-finding",
+				Reason: fmt.Sprintf("%s: want ID or ID:SUBJECT (a glob of the tensor or file names the finding names), got an empty SUBJECT", ckpt.Quote(spec))}
 		}
 		m, err := ckpt.CompileGlob("--allow-finding", subject)
 		if err != nil {
@@ -69,7 +70,8 @@ func ParseAllowance(spec string) (Allowance, error) {
 // (the part before the dot), or the groups.
 func unknownID(id string) string {
 	if slices.Contains([]ckpt.LintID{ckpt.LintStart, ckpt.LintPadding, ckpt.LintOrder, ckpt.LintForm}, ckpt.LintID(id)) {
-		return fmt.Sprintf("%s is a header lint, reported as finding %s (its message names the lint; %s:FILE accepts the lints of one file)", id, HeaderLint, HeaderLint)
+		return fmt.Sprintf("%s is a header lint, reported as finding %s (its message names the lint; %s:FILE accepts the lints of one file)",
+			id, HeaderLint, HeaderLint)
 	}
 	group, _, _ := strings.Cut(id, ".")
 	var same, groups []string

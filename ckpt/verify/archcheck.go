@@ -19,7 +19,7 @@ const (
 	ArchMissing    ckpt.FindingID = "arch.missing"    // tensors the config implies that are absent
 	ArchUnexpected ckpt.FindingID = "arch.unexpected" // tensors the config does not imply
 	ArchShape      ckpt.FindingID = "arch.shape"      // a tensor's shape differs from the config's
-	ArchDType      ckpt.FindingID = "arch.dtype"      // a tensor's dtype is not an accepted one (fail), or a float tensor's is not the declared one (warn; arch.FindingDType)
+	ArchDType      ckpt.FindingID = "arch.dtype"      // a tensor's dtype is not accepted (fail), or a float tensor's is not as declared (warn; arch.FindingDType)
 )
 
 var archIDs = []ckpt.FindingID{ArchConfig, ArchMissing, ArchUnexpected, ArchShape, ArchDType}
@@ -57,7 +57,8 @@ func noProfileChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 	if c.Config == nil {
 		return skipArch("no architecture profile: no config.json")
 	}
-	out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)", ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
+	out := skipArch(fmt.Sprintf("no architecture profile for model_type %s, architectures %v (known: qwen3_5)",
+		ckpt.Quote(c.Config.ModelType()), c.Config.Architectures()))
 	ds := fp8ModuleChecks(c, in)
 	for _, f := range arch.DTypeRuleOf(c).Findings(c) {
 		ds = append(ds, ckpt.Finding(f))
@@ -98,9 +99,11 @@ func qwen35Checks(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35) []ckpt.Find
 	}
 	if missing := m.missing; len(missing) > 0 {
 		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Fail, Tensors: missing,
-			Message: fmt.Sprintf("%s the config implies %s missing: %s", ckpt.Plural(len(missing), "tensor", "tensors"), isAre(len(missing)), ckpt.NameList(missing, 8))})
+			Message: fmt.Sprintf("%s the config implies %s missing: %s",
+				ckpt.Plural(len(missing), "tensor", "tensors"), isAre(len(missing)), ckpt.NameList(missing, 8))})
 	} else {
-		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Pass, Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
+		out = append(out, ckpt.Finding{ID: ArchMissing, Status: ckpt.Pass,
+			Message: fmt.Sprintf("all %d tensors the config implies%s are present", len(expected), within)})
 	}
 	if unexpected := m.unexpected; len(unexpected) > 0 {
 		out = append(out, ckpt.Finding{ID: ArchUnexpected, Status: ckpt.Fail, Tensors: unexpected,
@@ -251,7 +254,8 @@ func (m *archMatch) configFindings(cfg *ckpt.Config) []ckpt.Finding {
 			ts[i] = h.tensor
 		}
 		out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Tensors: ts,
-			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)", k, v, ckpt.Plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
+			Message: fmt.Sprintf("%s = %v disagrees with the tensors: %s %d there (e.g. %s is %s)",
+				k, v, ckpt.Plural(len(hits), "tensor has", "tensors have"), hits[0].found, ckpt.EscapeName(hits[0].tensor), ckpt.FormatShape(hits[0].shape))})
 	}
 	return out
 }
@@ -372,7 +376,8 @@ func describeProfile(q *arch.Qwen35, fp8 bool, block []int64, n int) string {
 	if q.Vision != nil {
 		vis = fmt.Sprintf("vision depth %d", q.Vision.Depth)
 	}
-	return fmt.Sprintf("qwen3_5 profile, %s, prefix %s: %d layers (%d linear_attention + %d full_attention), %d mtp, %s; %s: %d tensors expected, config agrees with the tensors",
+	return fmt.Sprintf("qwen3_5 profile, %s, prefix %s: %d layers (%d linear_attention + %d full_attention), %d mtp, %s; %s: %d tensors expected, config "+
+		"agrees with the tensors",
 		form, q.TextPrefix, q.Layers, lin, full, q.MTPLayers, vis, kind, n)
 }
 
@@ -450,10 +455,12 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []ckpt.Finding
 			}
 		}
 		if len(extra) > 0 {
-			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail,
+				Message: fmt.Sprintf("%s = %d, but tensors exist for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(extra))})
 		}
 		if len(absent) > 0 && !subset {
-			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail,
+				Message: fmt.Sprintf("%s = %d, but no tensor exists for %s%s", s.key, s.count, strings.TrimSuffix(s.prefix, "."), ckpt.Ranges(absent))})
 		}
 	}
 	layerKey := tp + "layer_types"
@@ -480,7 +487,8 @@ func layerChecks(c *ckpt.Checkpoint, q *arch.Qwen35, subset bool) []ckpt.Finding
 			} else if v, ok := c.Config.Get(layerKey); ok {
 				where = fmt.Sprintf("%s = %v makes layer %d %s", layerKey, v, i, lt)
 			}
-			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail, Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
+			out = append(out, ckpt.Finding{ID: ArchConfig, Status: ckpt.Fail,
+				Message: fmt.Sprintf("%s, but %slayers.%d holds %s tensors, not %s", where, q.TextPrefix, i, other, want)})
 		}
 	}
 	return out
@@ -497,7 +505,8 @@ func convertedWhy(in *inventory, module, class string, t *ckpt.Tensor) string {
 	if in.quant.ModulesToNotConvert == nil {
 		list += " (absent: transformers keeps only lm_head)"
 	}
-	why := fmt.Sprintf(": %s does not keep module %s unconverted, so transformers builds it as an %s and casts these %s values to F8_E4M3 codes", list, ckpt.EscapeName(module), class, t.DType)
+	why := fmt.Sprintf(": %s does not keep module %s unconverted, so transformers builds it as an %s and casts these %s values to F8_E4M3 codes",
+		list, ckpt.EscapeName(module), class, t.DType)
 	if _, ok := in.byName[ckpt.ScaleName(t.Name)]; !ok {
 		return why + " with a scale it initialises itself (there is none)"
 	}
@@ -518,8 +527,10 @@ func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 	}
 	m, ok := arch.FP8ModulesOf(c.Config)
 	if !ok {
-		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip, Message: fmt.Sprintf("not checked: which tensors of model_type %s are the weights of modules transformers' FP8 quantizer converts is not known (no architecture profile; the FP8 module table knows %s), so a BF16 weight modules_to_not_convert does not keep is not found here",
-			ckpt.Quote(c.Config.ModelType()), strings.Join(arch.FP8ModuleTypes(), ", "))}}
+		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip,
+			Message: fmt.Sprintf("not checked: which tensors of model_type %s are the weights of modules transformers' FP8 quantizer converts is not known (no "+
+				"architecture profile; the FP8 module table knows %s), so a BF16 weight modules_to_not_convert does not keep is not found here",
+				ckpt.Quote(c.Config.ModelType()), strings.Join(arch.FP8ModuleTypes(), ", "))}}
 	}
 	var out []ckpt.Finding
 	n := 0
@@ -537,7 +548,8 @@ func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 		}
 		msg := fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv%s", ckpt.EscapeName(t.Name), t.DType, convertedWhy(in, module, class, t))
 		if class == arch.FP8Experts && m.ExpertBiases() {
-			msg = fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv or module %s kept by %s.modules_to_not_convert: transformers builds it as an FP8Experts, which refuses %s's expert biases, so the model does not load",
+			msg = fmt.Sprintf("%s is %s, expected F8_E4M3 with a weight_scale_inv or module %s kept by %s.modules_to_not_convert: transformers builds it as an "+
+				"FP8Experts, which refuses %s's expert biases, so the model does not load",
 				ckpt.EscapeName(t.Name), t.DType, ckpt.EscapeName(module), in.quant.Path, m.Class)
 		}
 		out = append(out, ckpt.Finding{ID: ArchDType, Status: ckpt.Fail, Tensors: []string{t.Name}, Message: msg})
@@ -546,9 +558,12 @@ func fp8ModuleChecks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 	case len(out) > 0:
 		return out
 	case n == 0:
-		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip, Message: fmt.Sprintf("not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in %s (model_type %s: model.layers.N.* and lm_head.weight) that modules_to_not_convert does not keep",
-			m.Class, ckpt.Quote(m.ModelType))}}
+		return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Skip,
+			Message: fmt.Sprintf("not checked: no tensor is the weight of a module transformers' FP8 quantizer converts in %s (model_type %s: model.layers.N.* "+
+				"and lm_head.weight) that modules_to_not_convert does not keep",
+				m.Class, ckpt.Quote(m.ModelType))}}
 	}
 	return []ckpt.Finding{{ID: ArchDType, Status: ckpt.Pass,
-		Message: fmt.Sprintf("model_type %s (FP8 module table of %s, no architecture profile): none of the %d weights of modules transformers' FP8 quantizer converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)", ckpt.Quote(m.ModelType), m.Class, n)}}
+		Message: fmt.Sprintf("model_type %s (FP8 module table of %s, no architecture profile): none of the %d weights of modules transformers' FP8 quantizer "+
+			"converts and modules_to_not_convert does not keep is stored as a float (BF16, F16, F32, F64)", ckpt.Quote(m.ModelType), m.Class, n)}}
 }

@@ -45,10 +45,13 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, stre
 			complete := !slices.ContainsFunc(c.Issues, func(is ckpt.Finding) bool { return is.ID == ckpt.IndexShardMissing })
 			for _, p := range partial {
 				if strings.HasPrefix(p, "blobs/") && complete {
-					out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Warn, Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
+					out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Warn,
+						Message: fmt.Sprintf("%s is an unfinished download in this repository's cache that no file of the snapshot links to; every file of the checkpoint "+
+							"is present, so it belongs to another revision or to a file the checkpoint does not read", ckpt.EscapeName(p))})
 					continue
 				}
-				out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Fail, Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
+				out = append(out, ckpt.Finding{ID: CachePartial, Status: ckpt.Fail,
+					Message: fmt.Sprintf("%s is a partial download (incomplete blob or snapshot link to a missing blob): download it again", ckpt.EscapeName(p))})
 			}
 		}
 	} else {
@@ -107,14 +110,16 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, stre
 			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Fail, Message: fmt.Sprintf("%s: cannot hash: %v", ckpt.EscapeName(j.name), j.err)})
 		case j.got != j.want:
 			bad++
-			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Fail, Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Fail,
+				Message: fmt.Sprintf("%s: SHA-256 is %s, expected %s (the blob's name): the file is corrupt or was modified", ckpt.EscapeName(j.name), j.got, j.want)})
 		}
 	}
 	if bad == 0 {
 		if len(jobs) == 0 {
 			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "no file has a recorded SHA-256"})
 		} else {
-			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Pass, Message: fmt.Sprintf("%s match their recorded SHA-256", ckpt.Plural(len(jobs), "file", "files"))})
+			out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Pass,
+				Message: fmt.Sprintf("%s match their recorded SHA-256", ckpt.Plural(len(jobs), "file", "files"))})
 		}
 	}
 	return out, nil

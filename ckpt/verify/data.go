@@ -36,7 +36,8 @@ const (
 func kindOf(t *ckpt.Tensor) int {
 	isScale := strings.HasSuffix(t.Name, ckpt.ScaleSuffix) || isCompressedScale(t.Name)
 	switch {
-	case isScale && (t.DType == numfmt.F32 || t.DType == numfmt.BF16 || t.DType == numfmt.F16 || t.DType == numfmt.F64 || t.DType == numfmt.F8E4M3 || t.DType == numfmt.F8E8M0):
+	case isScale && (t.DType == numfmt.F32 || t.DType == numfmt.BF16 || t.DType == numfmt.F16 || t.DType == numfmt.F64 ||
+		t.DType == numfmt.F8E4M3 || t.DType == numfmt.F8E8M0):
 		return kindScale
 	case t.DType == numfmt.F8E4M3:
 		return kindE4M3
@@ -251,7 +252,8 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 			cut = append(cut, t.Name)
 			continue
 		case td.err != nil:
-			readFails = append(readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Fail, Tensors: []string{t.Name}, Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
+			readFails = append(readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Fail, Tensors: []string{t.Name},
+				Message: fmt.Sprintf("%s could not be read: %v", ckpt.EscapeName(t.Name), td.err)})
 			continue
 		}
 		hashes[t.Name] = td.hash
@@ -279,18 +281,24 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 			nFloat++
 			if cc.nan+cc.inf > 0 {
 				floats = append(floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Fail, Tensors: []string{t.Name},
-					Message: fmt.Sprintf("%s (%s): %d NaN and %d Inf of %d values; first at element %d = %s", ckpt.EscapeName(t.Name), t.DType, cc.nan, cc.inf, cc.n, cc.first, cc.firstValue)})
+					Message: fmt.Sprintf("%s (%s): %d NaN and %d Inf of %d values; first at element %d = %s",
+						ckpt.EscapeName(t.Name), t.DType, cc.nan, cc.inf, cc.n, cc.first, cc.firstValue)})
 			}
 		}
 	}
 	var out []ckpt.Finding
-	out = ckpt.AppendOr(out, scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is finite and > 0", ckpt.Plural(nScale, "scale tensor", "scale tensors"))})
+	out = ckpt.AppendOr(out, scales, ckpt.Finding{ID: DataScaleValues, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every value of %s is finite and > 0", ckpt.Plural(nScale, "scale tensor", "scale tensors"))})
 	out = append(out, overflow...)
-	out = ckpt.AppendOr(out, fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN codes in %s", ckpt.Plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
-	out = ckpt.AppendOr(out, floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Pass, Message: fmt.Sprintf("no NaN or Inf in %s", ckpt.Plural(nFloat, "float tensor", "float tensors"))})
-	out = append(out, ckpt.Finding{ID: DataHash, Status: ckpt.Pass, Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", ckpt.Plural(nHash, "tensor", "tensors"), bytes)})
+	out = ckpt.AppendOr(out, fp8, ckpt.Finding{ID: DataFP8NaN, Status: ckpt.Pass,
+		Message: fmt.Sprintf("no NaN codes in %s", ckpt.Plural(nFP8, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+	out = ckpt.AppendOr(out, floats, ckpt.Finding{ID: DataFloatNonFinite, Status: ckpt.Pass,
+		Message: fmt.Sprintf("no NaN or Inf in %s", ckpt.Plural(nFloat, "float tensor", "float tensors"))})
+	out = append(out, ckpt.Finding{ID: DataHash, Status: ckpt.Pass,
+		Message: fmt.Sprintf("xxh3-64 of %s (%d bytes) computed", ckpt.Plural(nHash, "tensor", "tensors"), bytes)})
 	if len(cut) > 0 {
-		out = append(out, ckpt.Finding{ID: DataRead, Status: ckpt.Skip, Tensors: cut, Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", ckpt.Plural(len(cut), "tensor", "tensors"))})
+		out = append(out, ckpt.Finding{ID: DataRead, Status: ckpt.Skip, Tensors: cut,
+			Message: fmt.Sprintf("%s not read: cut off by a truncated file (see file.size)", ckpt.Plural(len(cut), "tensor", "tensors"))})
 	}
 	out = ckpt.AppendOr(out, readFails, ckpt.Finding{ID: DataRead, Status: ckpt.Pass, Message: fmt.Sprintf("%s read", ckpt.Plural(nHash, "tensor", "tensors"))})
 	return out, hashes, digests(sha), nil
@@ -311,6 +319,7 @@ func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) ckpt.Finding {
 		in = fmt.Sprintf("the F32 maximum %.5g (and BF16's)", numfmt.MaxFinite(numfmt.F32))
 	}
 	return ckpt.Finding{ID: DataScaleValues, Status: ckpt.Warn, Tensors: []string{t.Name},
-		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf (cache build and extract --dtype refuse them)",
+		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf "+
+			"(cache build and extract --dtype refuse them)",
 			ckpt.EscapeName(t.Name), cc.over, cc.n, numfmt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
 }

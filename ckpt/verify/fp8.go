@@ -130,7 +130,8 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 				want = fmt.Sprintf("shape %s", ckpt.FormatShape(ss))
 			}
 			missing = append(missing, ckpt.Finding{ID: FP8ScaleMissing, Status: ckpt.Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), ckpt.EscapeName(sname), want)})
+				Message: fmt.Sprintf("%s is F8_E4M3 %s but has no %s (expected F32/BF16/F16, %s); without it the weight is read unscaled",
+					ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), ckpt.EscapeName(sname), want)})
 			continue
 		}
 		nPairs++
@@ -142,32 +143,39 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 			nE8M0++
 			if q != nil && q.ScaleFmt != "ue8m0" {
 				dtype = append(dtype, ckpt.Finding{ID: FP8ScaleDType, Status: ckpt.Warn, Tensors: []string{s.Name},
-					Message: fmt.Sprintf("%s is F8_E8M0 but %s.scale_fmt is %s, not \"ue8m0\": transformers makes float32 scales for scale_fmt \"float\" (read here as 2^(e-127))", ckpt.EscapeName(s.Name), q.Path, scaleFmtText(q.ScaleFmt))})
+					Message: fmt.Sprintf("%s is F8_E8M0 but %s.scale_fmt is %s, not \"ue8m0\": transformers makes float32 scales for scale_fmt \"float\" "+
+						"(read here as 2^(e-127))", ckpt.EscapeName(s.Name), q.Path, scaleFmtText(q.ScaleFmt))})
 			}
 		}
 		if want, ok := blockScaleShape(w.Shape, f.block); f.block != nil && ok && len(w.Shape) == 3 {
 			if !slices.Equal(s.Shape, want) {
 				shape = append(shape, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Fail, Tensors: []string{s.Name, w.Name},
 					Message: fmt.Sprintf("%s has shape %s, expected %s = [%d, ceil(%d/%d), ceil(%d/%d)] for the stack of experts %s and %s.weight_block_size %s",
-						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], w.Shape[1], f.block[0], w.Shape[2], f.block[1], ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
+						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], w.Shape[1], f.block[0], w.Shape[2], f.block[1],
+						ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
 			}
 		} else if f.block != nil && len(w.Shape) == 2 {
 			want := scaleShape(w.Shape, f.block)
 			if !slices.Equal(s.Shape, want) {
 				shape = append(shape, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Fail, Tensors: []string{s.Name, w.Name},
 					Message: fmt.Sprintf("%s has shape %s, expected %s = [ceil(%d/%d), ceil(%d/%d)] for weight %s and %s.weight_block_size %s",
-						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], ckpt.FormatShape(w.Shape), q.Path, ckpt.FormatShape(f.block))})
+						ckpt.EscapeName(s.Name), ckpt.FormatShape(s.Shape), ckpt.FormatShape(want), w.Shape[0], f.block[0], w.Shape[1], f.block[1], ckpt.FormatShape(w.Shape),
+						q.Path, ckpt.FormatShape(f.block))})
 			}
 		}
 	}
-	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: FP8ScaleMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
+	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: FP8ScaleMissing, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every F8_E4M3 weight (%d) has its weight_scale_inv", len(f.weights)-len(ctWeight))})
 	switch {
 	case len(shape) > 0:
 		out = append(out, shape...)
 	case f.block == nil && nPairs > 0:
-		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Skip, Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
+		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Skip,
+			Message: "not checked: no valid quantization_config.weight_block_size (the block size is never inferred from shapes)"})
 	default:
-		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Pass, Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s", ckpt.Plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
+		out = append(out, ckpt.Finding{ID: FP8ScaleShape, Status: ckpt.Pass,
+			Message: fmt.Sprintf("%s of shape [ceil(R/bm), ceil(C/bn)] for weight_block_size %s",
+				ckpt.Plural(nPairs, "scale is", "scales are"), ckpt.FormatShape(f.block))})
 	}
 	passDType := fmt.Sprintf("every scale (%d) is F32, BF16 or F16", nPairs)
 	if nE8M0 > 0 {
@@ -186,10 +194,12 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 				Message: fmt.Sprintf("%s has no weight: %s does not exist", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname))})
 		case w.DType != numfmt.F8E4M3:
 			orphans = append(orphans, ckpt.Finding{ID: FP8ScaleOrphan, Status: ckpt.Fail, Tensors: []string{s.Name, wname},
-				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)", ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
+				Message: fmt.Sprintf("%s belongs to %s, which is %s, not F8_E4M3 (a loader may scale unquantised values)",
+					ckpt.EscapeName(s.Name), ckpt.EscapeName(wname), w.DType)})
 		}
 	}
-	out = ckpt.AppendOr(out, orphans, ckpt.Finding{ID: FP8ScaleOrphan, Status: ckpt.Pass, Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
+	out = ckpt.AppendOr(out, orphans, ckpt.Finding{ID: FP8ScaleOrphan, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every weight_scale_inv (%d) belongs to an F8_E4M3 weight", len(f.scales))})
 
 	// rank
 	var rank []ckpt.Finding
@@ -203,7 +213,8 @@ func fp8Checks(c *ckpt.Checkpoint, in *inventory) []ckpt.Finding {
 			stacks++
 		case len(w.Shape) != 2:
 			rank = append(rank, ckpt.Finding{ID: FP8Rank, Status: ckpt.Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight (or a 3-D stack of experts with a 3-D scale)", ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
+				Message: fmt.Sprintf("%s is F8_E4M3 with shape %s (rank %d), expected a 2-D weight (or a 3-D stack of experts with a 3-D scale)",
+					ckpt.EscapeName(w.Name), ckpt.FormatShape(w.Shape), len(w.Shape))})
 		}
 	}
 	pass := fmt.Sprintf("every F8_E4M3 tensor (%d) is 2-D", len(f.weights))
@@ -255,30 +266,42 @@ func fp8ConfigCheck(c *ckpt.Checkpoint, f *fp8Facts, q *quant.Config) []ckpt.Fin
 	}
 	switch {
 	case c.Config == nil:
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but there is no config.json with an fp8 quantization_config", ckpt.Plural(n, "tensor is", "tensors are"))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s F8_E4M3 but there is no config.json with an fp8 quantization_config", ckpt.Plural(n, "tensor is", "tensors are"))}}
 	case q == nil:
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but config.json has no quantization_config (expected quant_method \"fp8\" with weight_block_size)", ckpt.Plural(n, "tensor is", "tensors are"))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s F8_E4M3 but config.json has no quantization_config (expected quant_method \"fp8\" with weight_block_size)",
+				ckpt.Plural(n, "tensor is", "tensors are"))}}
 	case q.Method != "fp8":
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s F8_E4M3 but %s.quant_method is %s, expected \"fp8\"", ckpt.Plural(n, "tensor is", "tensors are"), q.Path, ckpt.Quote(q.Method))}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s F8_E4M3 but %s.quant_method is %s, expected \"fp8\"", ckpt.Plural(n, "tensor is", "tensors are"), q.Path, ckpt.Quote(q.Method))}}
 	case !q.IsBlockFP8():
-		return []ckpt.Finding{{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s.weight_block_size is %v, expected two positive integers [bm, bn] (never inferred from shapes)", q.Path, q.Raw["weight_block_size"])}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s.weight_block_size is %v, expected two positive integers [bm, bn] (never inferred from shapes)",
+				q.Path, q.Raw["weight_block_size"])}}
 	}
 	var out []ckpt.Finding
 	if q.Fmt != "" && q.Fmt != "e4m3" {
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s.fmt is %s but the weights are F8_E4M3 (expected \"e4m3\")", q.Path, ckpt.Quote(q.Fmt))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s.fmt is %s but the weights are F8_E4M3 (expected \"e4m3\")", q.Path, ckpt.Quote(q.Fmt))})
 	}
 	if q.ScaleFmt != "" && q.ScaleFmt != "float" && q.ScaleFmt != "ue8m0" {
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Fail, Message: fmt.Sprintf("%s.scale_fmt is %s, expected \"float\" or \"ue8m0\" (transformers' FineGrainedFP8Config refuses others)", q.Path, scaleFmtText(q.ScaleFmt))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s.scale_fmt is %s, expected \"float\" or \"ue8m0\" (transformers' FineGrainedFP8Config refuses others)",
+				q.Path, scaleFmtText(q.ScaleFmt))})
 	}
 	if q.ActivationScheme != "" && q.ActivationScheme != "dynamic" {
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Warn, Message: fmt.Sprintf("%s.activation_scheme is %s; block FP8 loaders (vLLM) require \"dynamic\"", q.Path, ckpt.Quote(q.ActivationScheme))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Warn,
+			Message: fmt.Sprintf("%s.activation_scheme is %s; block FP8 loaders (vLLM) require \"dynamic\"", q.Path, ckpt.Quote(q.ActivationScheme))})
 	}
 	if len(out) == 0 {
 		fmtS := q.Fmt
 		if fmtS == "" {
 			fmtS = "(unset)"
 		}
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s", q.Path, fmtS, ckpt.FormatShape(q.BlockSize), ckpt.Plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass,
+			Message: fmt.Sprintf("%s: quant_method fp8, fmt %s, weight_block_size %s, %s",
+				q.Path, fmtS, ckpt.FormatShape(q.BlockSize), ckpt.Plural(n, "F8_E4M3 tensor", "F8_E4M3 tensors"))})
 	}
 	return out
 }
@@ -292,11 +315,14 @@ func notConvertChecks(in *inventory, f *fp8Facts, q *quant.Config) []ckpt.Findin
 	for _, w := range f.weights {
 		if e, ok := in.notConvertEntry(moduleOf(w.Name)); ok {
 			out = append(out, ckpt.Finding{ID: id, Status: ckpt.Fail, Tensors: []string{w.Name},
-				Message: fmt.Sprintf("%s is F8_E4M3, but %s.modules_to_not_convert lists %s, which keeps module %s unconverted (BF16) as transformers reads the list", ckpt.EscapeName(w.Name), q.Path, ckpt.Quote(e), ckpt.EscapeName(moduleOf(w.Name)))})
+				Message: fmt.Sprintf("%s is F8_E4M3, but %s.modules_to_not_convert lists %s, which keeps module %s unconverted (BF16) as transformers reads the list",
+					ckpt.EscapeName(w.Name), q.Path, ckpt.Quote(e), ckpt.EscapeName(moduleOf(w.Name)))})
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("no F8_E4M3 weight is kept unconverted by modules_to_not_convert (%d entries, read as transformers' should_convert_module reads them)", len(q.ModulesToNotConvert))})
+		out = append(out, ckpt.Finding{ID: id, Status: ckpt.Pass,
+			Message: fmt.Sprintf("no F8_E4M3 weight is kept unconverted by modules_to_not_convert (%d entries, read as transformers' "+
+				"should_convert_module reads them)", len(q.ModulesToNotConvert))})
 	}
 	return out
 }
@@ -313,16 +339,21 @@ func compressedCheck(f *fp8Facts, q *quant.Config) ckpt.Finding {
 			is = append(is, t.Name)
 		}
 	}
-	desc := fmt.Sprintf("%s and %s (compressed-tensors / ModelOpt naming: scales are multipliers, no _inv suffix)", ckpt.Plural(len(ws), "weight_scale", "weight_scale tensors"), ckpt.Plural(len(is), "input_scale", "input_scale tensors"))
+	desc := fmt.Sprintf("%s and %s (compressed-tensors / ModelOpt naming: scales are multipliers, no _inv suffix)",
+		ckpt.Plural(len(ws), "weight_scale", "weight_scale tensors"), ckpt.Plural(len(is), "input_scale", "input_scale tensors"))
 	switch {
 	case f.ctMethod:
-		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all, Message: fmt.Sprintf("compressed-tensors checkpoint (%s.quant_method): %s; the block-FP8 weight_scale_inv rules do not apply and this scheme is not verified further", q.Path, desc)}
+		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all,
+			Message: fmt.Sprintf("compressed-tensors checkpoint (%s.quant_method): %s; the block-FP8 weight_scale_inv rules do not apply and this scheme is not "+
+				"verified further", q.Path, desc)}
 	case len(all) == 0:
 		return ckpt.Finding{ID: id, Status: ckpt.Pass, Message: "no compressed-tensors scales (weight_scale, input_scale)"}
 	case q.IsBlockFP8():
-		return ckpt.Finding{ID: id, Status: ckpt.Fail, Tensors: all, Message: fmt.Sprintf("%s, but %s is block fp8, which expects weight_scale_inv: %s", desc, q.Path, ckpt.NameList(all, 5))}
+		return ckpt.Finding{ID: id, Status: ckpt.Fail, Tensors: all,
+			Message: fmt.Sprintf("%s, but %s is block fp8, which expects weight_scale_inv: %s", desc, q.Path, ckpt.NameList(all, 5))}
 	default:
-		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all, Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, ckpt.NameList(all, 5))}
+		return ckpt.Finding{ID: id, Status: ckpt.Warn, Tensors: all,
+			Message: fmt.Sprintf("%s without a compressed-tensors quantization_config: %s", desc, ckpt.NameList(all, 5))}
 	}
 }
 

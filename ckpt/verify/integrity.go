@@ -109,13 +109,17 @@ func totalSizeCheck(c *ckpt.Checkpoint) ckpt.Finding {
 		}
 	}
 	if _, present := idx.Metadata["total_size"]; !present {
-		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Warn, Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", path.Base(c.Entry), payload)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Warn,
+			Message: fmt.Sprintf("%s has no metadata.total_size (tensor payload is %d bytes)", path.Base(c.Entry), payload)}
 	}
 	if idx.TotalSize < 0 {
-		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail, Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", path.Base(c.Entry), idx.Metadata["total_size"], payload)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s: metadata.total_size is %v, not an integer (tensor payload is %d bytes)", path.Base(c.Entry), idx.Metadata["total_size"], payload)}
 	}
 	if idx.TotalSize != payload {
-		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail, Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)", path.Base(c.Entry), idx.TotalSize, payload, payload-idx.TotalSize)}
+		return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Fail,
+			Message: fmt.Sprintf("%s: metadata.total_size is %d, but the shards hold %d bytes of tensor data (%+d)",
+				path.Base(c.Entry), idx.TotalSize, payload, payload-idx.TotalSize)}
 	}
 	return ckpt.Finding{ID: IndexTotalSize, Status: ckpt.Pass, Message: fmt.Sprintf("metadata.total_size equals the tensor payload (%d bytes)", payload)}
 }
@@ -130,7 +134,8 @@ func fileSizeChecks(c *ckpt.Checkpoint) []ckpt.Finding {
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, ckpt.Finding{ID: ckpt.FileSize, Status: ckpt.Pass, Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", ckpt.Plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: ckpt.FileSize, Status: ckpt.Pass,
+			Message: fmt.Sprintf("every file's size matches its header (%s, 8 + header + data)", ckpt.Plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }
@@ -161,7 +166,9 @@ func headerChecks(c *ckpt.Checkpoint) []ckpt.Finding {
 		}
 	}
 	if lints == 0 {
-		out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Pass, Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)", ckpt.Plural(len(c.Files), "file", "files"))})
+		out = append(out, ckpt.Finding{ID: HeaderLint, Status: ckpt.Pass,
+			Message: fmt.Sprintf("every header of %s follows the strict format (starts with '{', space padding, writer order)",
+				ckpt.Plural(len(c.Files), "file", "files"))})
 	}
 	return out
 }

@@ -49,7 +49,8 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 	declared := fmt.Sprintf("%s %s", ckpt.EscapeName(baseName(r.File)), r.Path)
 	if len(ws) == 0 {
 		out = append(out, ckpt.Finding{ID: SchemeConfig, Status: ckpt.Warn,
-			Message: fmt.Sprintf("%s declares %s (%s), but no tensor is a quantised weight of it (%s %s)", declared, r.Scheme, sp.Title, dtypeNames(sp.WeightDTypes), sp.WeightName)})
+			Message: fmt.Sprintf("%s declares %s (%s), but no tensor is a quantised weight of it (%s %s)",
+				declared, r.Scheme, sp.Title, dtypeNames(sp.WeightDTypes), sp.WeightName)})
 	} else {
 		out = append(out, ckpt.Finding{ID: SchemeConfig, Status: ckpt.Pass,
 			Message: fmt.Sprintf("%s: %s, declared in %s; %s", r.Scheme, sp.Title, declared, ckpt.Plural(len(ws), "quantised weight", "quantised weights"))})
@@ -66,7 +67,8 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 		}
 		if e := r.Ignored(w.Module); e != "" {
 			ignored = append(ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Fail, Tensors: []string{w.Weight.Name},
-				Message: fmt.Sprintf("%s is quantised (%s), but %s lists %s, which leaves module %s unquantised", wdesc, w.Scheme, r.IgnoreKey, ckpt.Quote(e), ckpt.EscapeName(w.Module))})
+				Message: fmt.Sprintf("%s is quantised (%s), but %s lists %s, which leaves module %s unquantised",
+					wdesc, w.Scheme, r.IgnoreKey, ckpt.Quote(e), ckpt.EscapeName(w.Module))})
 		}
 		for i := range w.Companions {
 			p := &w.Companions[i]
@@ -85,18 +87,23 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 			nComp++
 			if !p.DTypeOK() {
 				dtype = append(dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Fail, Tensors: []string{p.Name, w.Weight.Name},
-					Message: fmt.Sprintf("%s (%s of %s %s) has dtype %s, expected %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.EscapeName(w.Weight.Name), p.Tensor.DType, dtypeNames(p.DTypes))})
+					Message: fmt.Sprintf("%s (%s of %s %s) has dtype %s, expected %s",
+						ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.EscapeName(w.Weight.Name), p.Tensor.DType, dtypeNames(p.DTypes))})
 			}
 			if !p.ShapeOK() {
 				cshape = append(cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Fail, Tensors: []string{p.Name, w.Weight.Name},
-					Message: fmt.Sprintf("%s (%s of %s) has shape %s, expected %s for weight %s", ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.FormatShape(p.Tensor.Shape), want, wdesc)})
+					Message: fmt.Sprintf("%s (%s of %s) has shape %s, expected %s for weight %s",
+						ckpt.EscapeName(p.Name), p.Role, w.Scheme, ckpt.FormatShape(p.Tensor.Shape), want, wdesc)})
 			}
 		}
 	}
-	out = ckpt.AppendOr(out, shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
-	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Pass, Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
+	out = ckpt.AppendOr(out, shape, ckpt.Finding{ID: SchemeWeightShape, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every quantised weight (%d) has the stored shape of %s: %s", len(ws), r.Scheme, sp.WeightShape)})
+	out = ckpt.AppendOr(out, missing, ckpt.Finding{ID: SchemeCompanionMissing, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every quantised weight (%d) has its companions (%s)", len(ws), companionNames(sp))})
 	out = ckpt.AppendOr(out, dtype, ckpt.Finding{ID: SchemeCompanionDType, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has its dtype", nComp)})
-	out = ckpt.AppendOr(out, cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Pass, Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
+	out = ckpt.AppendOr(out, cshape, ckpt.Finding{ID: SchemeCompanionShape, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every companion (%d) has the shape its weight implies (scale per %s)", nComp, sp.Block)})
 
 	// companion_orphan: bookkeeping of no quantised weight.
 	var orphans []ckpt.Finding
@@ -111,17 +118,20 @@ func schemeChecks(ctx context.Context, c *ckpt.Checkpoint, r *quant.Recipe, opt 
 			what = fmt.Sprintf("%s is %s %s, not a %s weight", ckpt.EscapeName(wname), w.DType, ckpt.FormatShape(w.Shape), r.Scheme)
 		}
 		orphans = append(orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Fail, Tensors: []string{t.Name},
-			Message: fmt.Sprintf("%s looks like a %s companion but belongs to no quantised weight: %s (a loader may scale unquantised values)", ckpt.EscapeName(t.Name), r.Scheme, what)})
+			Message: fmt.Sprintf("%s looks like a %s companion but belongs to no quantised weight: %s (a loader may scale unquantised values)",
+				ckpt.EscapeName(t.Name), r.Scheme, what)})
 	}
 	out = ckpt.AppendOr(out, orphans, ckpt.Finding{ID: SchemeCompanionOrphan, Status: ckpt.Pass, Message: "every scale belongs to a quantised weight"})
 	if r.IgnoreKey == "" || len(r.Ignore) == 0 {
-		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Skip, Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
+		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Skip,
+			Message: fmt.Sprintf("no ignore list (%s)", strings.Join(sp.IgnoreKeys, ", "))})
 	} else {
 		how := "matched on whole dotted segments"
 		if strings.HasSuffix(r.IgnoreKey, "modules_to_not_convert") {
 			how = "read as transformers' should_convert_module reads them"
 		}
-		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Pass, Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, ckpt.Plural(len(r.Ignore), "entry", "entries"), how)})
+		out = ckpt.AppendOr(out, ignored, ckpt.Finding{ID: SchemeIgnored, Status: ckpt.Pass,
+			Message: fmt.Sprintf("no quantised weight is in %s (%s, %s)", r.IgnoreKey, ckpt.Plural(len(r.Ignore), "entry", "entries"), how)})
 	}
 	return append(out, scaleValueChecks(ctx, r, ws, opt)...)
 }
@@ -201,7 +211,8 @@ func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeig
 	if r.Scheme == quant.MXFP4 {
 		what = "E8M0 scale tensor"
 	}
-	return ckpt.AppendOr(nil, bad, ckpt.Finding{ID: id, Status: ckpt.Pass, Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", ckpt.Plural(n, what, what+"s"))})
+	return ckpt.AppendOr(nil, bad, ckpt.Finding{ID: id, Status: ckpt.Pass,
+		Message: fmt.Sprintf("every value of %s is a finite scale > 0 (E8M0: no 0xFF)", ckpt.Plural(n, what, what+"s"))})
 }
 
 // scanCompanion reads the companion t of w in chunks and counts its values
@@ -249,5 +260,6 @@ func scanCompanion(ctx context.Context, t *ckpt.Tensor, w *ckpt.QuantWeight) (ck
 		return ckpt.Finding{}, true
 	}
 	return ckpt.Finding{ID: SchemeScaleValues, Status: ckpt.Fail, Tensors: []string{t.Name, w.Weight.Name},
-		Message: fmt.Sprintf("%s (%s of %s): %d of %d values are no finite scale > 0; first at element %d = %s", ckpt.EscapeName(t.Name), w.Scheme, ckpt.EscapeName(w.Weight.Name), nBad, total, first, firstValue)}, false
+		Message: fmt.Sprintf("%s (%s of %s): %d of %d values are no finite scale > 0; first at element %d = %s",
+			ckpt.EscapeName(t.Name), w.Scheme, ckpt.EscapeName(w.Weight.Name), nBad, total, first, firstValue)}, false
 }
