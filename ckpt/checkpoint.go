@@ -183,7 +183,8 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 			return nil, err
 		}
 		if single, index := VariantFiles(opt.Variant); entry != "" && path.Base(entry) != single && path.Base(entry) != index {
-			return nil, &UsageError{Option: "--variant", Reason: fmt.Sprintf("%s selects %s or %s of a checkpoint directory, but the source names the file %s", opt.Variant, single, index, store.Location(entry))}
+			return nil, &UsageError{Option: "--variant",
+				Reason: fmt.Sprintf("%s selects %s or %s of a checkpoint directory, but the source names the file %s", opt.Variant, single, index, store.Location(entry))}
 		}
 	}
 	if entry == "" {
@@ -337,7 +338,8 @@ func singleBesideIndex(c *Checkpoint, store Store, listed []string, variant stri
 		what += fmt.Sprintf(", %s among them", single)
 	}
 	return Finding{ID: IndexSingleFile, Status: Warn, Files: []string{index, single},
-		Message: fmt.Sprintf("%s holds both %s and %s: ckpt reads the index (%s); transformers' from_pretrained loads %s alone (it looks for it before the index), vLLM loads the shards the index lists; remove the stale one, or pass %s to read the single file",
+		Message: fmt.Sprintf("%s holds both %s and %s: ckpt reads the index (%s); transformers' from_pretrained loads %s alone "+
+			"(it looks for it before the index), vLLM loads the shards the index lists; remove the stale one, or pass %s to read the single file",
 			store.Location(""), index, single, what, single, store.Location(single))}, true
 }
 
@@ -392,21 +394,25 @@ func detectEntry(ctx context.Context, store Store, variant string) (string, []st
 	case len(plain) == 0 && len(vd.entry) == 1:
 		v := vd.names()[0]
 		f := &Finding{ID: IndexVariant, Status: Warn, Files: []string{vd.entry[v]},
-			Message: fmt.Sprintf("%s holds no %s and no %s, only the variant %s (%s): ckpt reads it, as transformers' from_pretrained(variant=%q) does (without variant= it finds no weights here); --variant %s says so and silences this warning",
+			Message: fmt.Sprintf("%s holds no %s and no %s, only the variant %s (%s): ckpt reads it, as transformers' from_pretrained(variant=%q) does (without "+
+				"variant= it finds no weights here); --variant %s says so and silences this warning",
 				store.Location(""), IndexFile, SingleFile, Quote(v), vd.entry[v], v, v)}
 		return vd.entry[v], names, f, nil
 	case len(plain) == 0 && len(vd.entry) > 1:
-		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass --variant NAME",
-			IndexFile, SingleFile, len(vd.entry), vd.describe())}
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
+			Reason: fmt.Sprintf("ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass --variant NAME",
+				IndexFile, SingleFile, len(vd.entry), vd.describe())}
 	case len(st) == 0:
-		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
+			Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
 	default:
 		sort.Slice(plain, func(i, j int) bool { return NaturalLess(plain[i], plain[j]) })
 		also := ""
 		if len(vd.entry) > 0 {
 			also = fmt.Sprintf(" (besides the variants %s: --variant NAME opens one)", vd.describe())
 		}
-		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1, Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s%s", len(plain), strings.Join(plain, ", "), IndexFile, also)}
+		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
+			Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s%s", len(plain), strings.Join(plain, ", "), IndexFile, also)}
 	}
 }
 
@@ -680,7 +686,8 @@ func (c *Checkpoint) duplicateIssues(ctx context.Context, copies []*Tensor, firs
 	}
 	if len(differ) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: IndexTensorDuplicate, Status: Fail, Tensors: differ, Files: uniq(differFiles),
-			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard with different contents, and loaders disagree on which copy they take (first: %s)", len(differ), firstDiffer)})
+			Message: fmt.Sprintf("%d tensor(s) are stored in more than one shard with different contents, and loaders disagree on which copy they take (first: %s)",
+				len(differ), firstDiffer)})
 	}
 	if len(same) > 0 {
 		c.Issues = append(c.Issues, Finding{ID: IndexTensorDuplicate, Status: Warn, Tensors: same, Files: uniq(sameFiles),

@@ -65,7 +65,8 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 		case errors.As(err, &se):
 			return nil, ferr(se.Offset, "invalid JSON in config: %s", se.Msg)
 		case errors.As(err, &dense):
-			return nil, ferr(-1, "config too dense to read: parsing its first %d of %d bytes (%d values) would take more than %s of memory, %d times its size plus %s (a config holds settings, not data)",
+			return nil, ferr(-1, "config too dense to read: parsing its first %d of %d bytes (%d values) would take more than %s of memory, %d times its size "+
+				"plus %s (a config holds settings, not data)",
 				dense.at, len(data), dense.values, FormatBytes(budget), ConfigMemoryFactor, FormatBytes(ConfigMemorySlack))
 		}
 		return nil, ferr(-1, "invalid JSON in config: %v", err)

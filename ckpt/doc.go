@@ -27,8 +27,8 @@
 // to write our own output. Options.Lenient opens a damaged checkpoint as far
 // as it can and records the damage in Checkpoint.Issues.
 //
-// Subpackages: numfmt (the number formats and their kernels), quant (the quantisation schemes and recipes), source (hf:, hf://, https:// stores), verify (every check), contract
-// (structural contracts), arch (the tensors a config implies), extract (subsets,
+// Subpackages: numfmt (the number formats and their kernels), quant (the quantisation schemes and recipes), source (hf:, hf://, https:// stores),
+// verify (every check), contract (structural contracts), arch (the tensors a config implies), extract (subsets,
 // dequantised), inspect (the inspect workflow), ckpttest (generated fixtures).
 //
 // The package never prints; every function returns values and errors, and

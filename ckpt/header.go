@@ -291,7 +291,8 @@ func (p *headerParser) parse() error {
 		return p.errf("unexpected data after the header object")
 	}
 	if p.form {
-		p.h.Lints = append(p.h.Lints, Lint{LintForm, "a tensor entry is written as an array, or a dtype as an object: the reference reader accepts it, its writer never produces it"})
+		p.h.Lints = append(p.h.Lints, Lint{LintForm, "a tensor entry is written as an array, or a dtype as an object: the reference reader accepts it, its " +
+			"writer never produces it"})
 	}
 	return nil
 }
@@ -557,14 +558,16 @@ func (h *Header) validate(size int64) error {
 	for _, i := range order {
 		t := &h.Tensors[i]
 		if t.End < t.Begin {
-			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid offset: data_offsets [%d, %d] end before begin", t.Begin, t.End)}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin),
+				Reason: fmt.Sprintf("invalid offset: data_offsets [%d, %d] end before begin", t.Begin, t.End)}
 		}
 		if t.Begin != end {
 			what := "a gap"
 			if t.Begin < end {
 				what = "an overlap"
 			}
-			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid offset: data begins at %d but the previous tensor ends at %d (%s)", t.Begin, end, what)}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin),
+				Reason: fmt.Sprintf("invalid offset: data begins at %d but the previous tensor ends at %d (%s)", t.Begin, end, what)}
 		}
 		end = t.End
 		if !t.DType.Known() {
@@ -579,27 +582,35 @@ func (h *Header) validate(size int64) error {
 		}
 		hi, nbits := bits.Mul64(numel, uint64(t.DType.Bits()))
 		if overflow || hi != 0 {
-			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("overflow computing byte size from shape %v and dtype %s", t.Shape, t.DType)}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin),
+				Reason: fmt.Sprintf("overflow computing byte size from shape %v and dtype %s", t.Shape, t.DType)}
 		}
 		if nbits%8 != 0 {
-			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("misaligned slice: %d elements of %s (%d bits) do not fill whole bytes", numel, t.DType, t.DType.Bits())}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin),
+				Reason: fmt.Sprintf("misaligned slice: %d elements of %s (%d bits) do not fill whole bytes", numel, t.DType, t.DType.Bits())}
 		}
 		if t.End-t.Begin != nbits/8 {
-			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin), Reason: fmt.Sprintf("invalid tensor info: shape %v of %s needs %d bytes, data_offsets [%d, %d] span %d", t.Shape, t.DType, nbits/8, t.Begin, t.End, t.End-t.Begin)}
+			return &FormatError{File: h.File, Tensor: t.Name, Offset: abs(t.Begin),
+				Reason: fmt.Sprintf("invalid tensor info: shape %v of %s needs %d bytes, data_offsets [%d, %d] span %d",
+					t.Shape, t.DType, nbits/8, t.Begin, t.End, t.End-t.Begin)}
 		}
 	}
 	dataLen := uint64(size - data)
 	if end != dataLen {
 		if end > dataLen {
-			return &FormatError{File: h.File, Offset: size, Reason: fmt.Sprintf("incomplete file: tensors need %d data bytes (file size %d) but the file has %d (%d bytes missing; truncated download?)", end, data+int64(min(end, uint64(math.MaxInt64/2))), size, end-dataLen)}
+			return &FormatError{File: h.File, Offset: size,
+				Reason: fmt.Sprintf("incomplete file: tensors need %d data bytes (file size %d) but the file has %d (%d bytes missing; truncated download?)",
+					end, data+int64(min(end, uint64(math.MaxInt64/2))), size, end-dataLen)}
 		}
-		return &FormatError{File: h.File, Offset: data + int64(end), Reason: fmt.Sprintf("metadata incomplete: %d trailing bytes after the last tensor are not covered by any tensor", dataLen-end)}
+		return &FormatError{File: h.File, Offset: data + int64(end),
+			Reason: fmt.Sprintf("metadata incomplete: %d trailing bytes after the last tensor are not covered by any tensor", dataLen-end)}
 	}
 	// Lint: the reference writer's order (dtype descending, then name).
 	for k := 1; k < len(order); k++ {
 		a, b := &h.Tensors[order[k-1]], &h.Tensors[order[k]]
 		if !writerLess(a, b) {
-			h.Lints = append(h.Lints, Lint{LintOrder, fmt.Sprintf("tensor %s is stored after %s, not in the reference writer's order (dtype alignment descending, then name)", Quote(b.Name), Quote(a.Name))})
+			h.Lints = append(h.Lints, Lint{LintOrder, fmt.Sprintf("tensor %s is stored after %s, not in the reference writer's order (dtype alignment descending, "+
+				"then name)", Quote(b.Name), Quote(a.Name))})
 			break
 		}
 	}

@@ -29,7 +29,8 @@ func readCached(fd uintptr, p []byte, off int64) (int, bool) {
 		iov := unix.Iovec{Base: &p[n]}
 		iov.SetLen(min(len(p)-n, rawReadMax))
 		o := off + int64(n) // low and high words, as the kernel takes them on 32-bit systems too
-		r, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(o), uintptr(o>>(4*unsafe.Sizeof(uintptr(0)))>>(4*unsafe.Sizeof(uintptr(0)))), unix.RWF_NOWAIT)
+		r, _, e := syscall.RawSyscall6(unix.SYS_PREADV2, fd, uintptr(unsafe.Pointer(&iov)), 1, uintptr(o),
+			uintptr(o>>(4*unsafe.Sizeof(uintptr(0)))>>(4*unsafe.Sizeof(uintptr(0)))), unix.RWF_NOWAIT)
 		switch e {
 		case 0:
 		case syscall.EINTR:

@@ -45,7 +45,8 @@ type MissingScaleError struct {
 
 // Error is the message of the MissingScaleError.
 func (e *MissingScaleError) Error() string {
-	s := fmt.Sprintf("tensor %s (%s) of %s has no scale (no %s): its codes alone are not its values; refusing to read it", Quote(e.Tensor), e.DType, e.File, Quote(e.Want))
+	s := fmt.Sprintf("tensor %s (%s) of %s has no scale (no %s): its codes alone are not its values; refusing to read it",
+		Quote(e.Tensor), e.DType, e.File, Quote(e.Want))
 	if e.Unlisted != "" {
 		s += fmt.Sprintf(" (%s is stored in %s but not listed in the index's weight_map)", Quote(e.Want), e.Unlisted)
 	}
@@ -77,7 +78,8 @@ func (e *UnknownScaleError) Error() string {
 	if len(parts) > 1 {
 		what += "s"
 	}
-	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8 with weight_scale_inv, and MXFP4, NVFP4 and compressed-tensors FP8 with the companions their config declares)",
+	return fmt.Sprintf("tensor %s (%s) of %s has %s %s: %s; refusing to read it (ckpt dequantises block FP8 with weight_scale_inv, and MXFP4, NVFP4 and "+
+		"compressed-tensors FP8 with the companions their config declares)",
 		Quote(e.Tensor), e.DType, e.File, what, strings.Join(parts, ", "), e.Reason)
 }
 

@@ -24,7 +24,8 @@ func ParseSize(s string) (int64, error) {
 	mult, ok := sizeUnits[unit]
 	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || !ok {
-		return 0, fmt.Errorf("invalid size %q (want a number of bytes with an optional unit: K, M, G, T are powers of 1000, Ki, Mi, Gi, Ti powers of 1024, e.g. 4G or 500MiB)", s)
+		return 0, fmt.Errorf("invalid size %q (want a number of bytes with an optional unit: K, M, G, T are powers of 1000, Ki, Mi, Gi, Ti powers of 1024, "+
+			"e.g. 4G or 500MiB)", s)
 	}
 	v := math.Floor(f * mult)
 	if v > math.MaxInt64/2 {

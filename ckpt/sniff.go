@@ -52,7 +52,8 @@ func sniffKind(b []byte) (kind, hint string) {
 	lower := bytes.ToLower(t[:min(len(t), 64)])
 	switch {
 	case bytes.HasPrefix(b, []byte("version https://git-lfs.github.com/spec/")):
-		return "git-lfs-pointer", "this is a Git LFS pointer, not the weights (the repository was cloned without git-lfs): run `git lfs pull` in the clone, or download the file with `hf download`"
+		return "git-lfs-pointer", "this is a Git LFS pointer, not the weights (the repository was cloned without git-lfs): run `git lfs pull` in the clone, or " +
+			"download the file with `hf download`"
 	case bytes.HasPrefix(lower, []byte("<!doctype html")) || bytes.HasPrefix(lower, []byte("<html")) || bytes.HasPrefix(lower, []byte("<head")):
 		return "html", "this is an HTML page (a download that saved an error or login page?), not safetensors"
 	case bytes.HasPrefix(lower, []byte("<?xml")):

@@ -400,7 +400,8 @@ func readSmallFile(ctx context.Context, s Store, name string, limit int64) ([]by
 	}
 	defer b.Close()
 	if b.Size() > limit {
-		return nil, &FormatError{File: s.Location(name), Offset: -1, Reason: fmt.Sprintf("file is %d bytes, more than the %d this tool reads for it", b.Size(), limit)}
+		return nil, &FormatError{File: s.Location(name), Offset: -1,
+			Reason: fmt.Sprintf("file is %d bytes, more than the %d this tool reads for it", b.Size(), limit)}
 	}
 	buf := make([]byte, b.Size())
 	if _, err := b.ReadAt(buf, 0); err != nil && !(errors.Is(err, io.EOF)) {

@@ -146,10 +146,12 @@ func checkBlockScale(t, scale *Tensor, bm, bn int64) error {
 		// Each expert's block grid starts at its first row only when its
 		// rows are whole blocks (tt-metal's FP8 loader needs both dims
 		// multiples of 128).
-		return fmt.Errorf("tensor %s of %s: a 3-D block-FP8 stack needs rows per expert (%d) that are whole %d-row blocks", Quote(t.Name), t.File.Location, t.Shape[1], bm)
+		return fmt.Errorf("tensor %s of %s: a 3-D block-FP8 stack needs rows per expert (%d) that are whole %d-row blocks",
+			Quote(t.Name), t.File.Location, t.Shape[1], bm)
 	}
 	if !slices.Equal(scale.Shape, want) {
-		return fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]", Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
+		return fmt.Errorf("tensor %s of %s: scale shape is %v, expected %v for shape %v and block [%d, %d]",
+			Quote(scale.Name), scale.File.Location, scale.Shape, want, t.Shape, bm, bn)
 	}
 	if !IsBlockScaleDType(scale.DType) {
 		return fmt.Errorf("tensor %s of %s: scale dtype is %s, expected F32, BF16, F16 or F8_E8M0", Quote(scale.Name), scale.File.Location, scale.DType)
@@ -239,7 +241,8 @@ func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 			}
 		}
 		if v.Cols%v.group != 0 || int64(len(raw)) != v.Rows*v.Cols/v.group {
-			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d", Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
+			return nil, fmt.Errorf("tensor %s of %s: %d scale bytes for %d×%d values in groups of %d",
+				Quote(q.Scale.Name), q.Scale.File.Location, len(raw), v.Rows, v.Cols, v.group)
 		}
 		return v, nil
 	case quant.FP8Tensor, quant.FP8Channel, quant.FP8PerBlock:

@@ -108,7 +108,8 @@ func (s *HTTPStore) fetch(ctx context.Context, url string, p *pin, start int64, 
 			return res, fmt.Errorf("giving up: the next attempt (in %v) would pass the %v time limit: %w", wait.Round(time.Millisecond), s.opt.Timeout, last)
 		}
 		if s.opt.OnRetry != nil {
-			s.opt.OnRetry(Retry{Method: http.MethodGet, URL: logURL(url), Attempt: attempt, Of: of, Wait: wait, Timeout: s.opt.Timeout, Reason: failureReason(err), Err: err})
+			s.opt.OnRetry(Retry{Method: http.MethodGet, URL: logURL(url), Attempt: attempt, Of: of, Wait: wait, Timeout: s.opt.Timeout,
+				Reason: failureReason(err), Err: err})
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -248,7 +249,8 @@ func (k kickReader) Read(p []byte) (int, error) {
 
 // once makes one request for [start, start+len(dst)), the attempt-th of
 // its read, abandoned after idle without progress.
-func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, dst []byte, attempt int, idle time.Duration) (res result, retryAfter time.Duration, err error) {
+func (s *HTTPStore) once(ctx context.Context, url string, p *pin, start int64, dst []byte, attempt int,
+	idle time.Duration) (res result, retryAfter time.Duration, err error) {
 	res.size = -1
 	status := 0
 	if s.opt.OnRequest != nil {
@@ -418,7 +420,8 @@ func (s *HTTPStore) window(resp *http.Response, body io.Reader, url string, p *p
 		res.size = total
 		if start > 0 {
 			if start > s.opt.MaxDiscard {
-				return nil, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)", ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
+				return nil, fmt.Errorf("%w: reading bytes %d-%d of %s would mean downloading and discarding the %d bytes before them (limit %d)",
+					ErrNoRange, start, end, ckpt.Redact(url), start, s.opt.MaxDiscard)
 			}
 			if _, err := io.CopyN(io.Discard, body, start); err != nil {
 				return nil, transient(fmt.Errorf("skipping to byte %d of a response that ignored Range: %w", start, err))
@@ -490,9 +493,11 @@ func (s *HTTPStore) httpError(resp *http.Response, url string) error {
 		// The hub redirected the download elsewhere (its CDN, with a
 		// signed URL) and that server refused it: not the repository's
 		// access, which the hub itself granted by redirecting.
-		e.Hint = "refused by " + resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + ", where the hub redirected the download (a signed URL that expired, or a server that refuses this network), not by the hub; a Hugging Face token is not sent there"
+		e.Hint = "refused by " + resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + ", where the hub redirected the download (a signed URL that " +
+			"expired, or a server that refuses this network), not by the hub; a Hugging Face token is not sent there"
 	case !s.hub && refused:
-		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT: its exact scheme, host and port), never to other origins"
+		e.Hint = "the server refused the request; ckpt sends a Hugging Face token only to the hub's endpoint (HF_ENDPOINT: its exact scheme, host and port), " +
+			"never to other origins"
 	case refused || e.Code == "GatedRepo":
 		if s.auth == "" {
 			e.Hint = "the repository may be private or gated: set HF_TOKEN, or run `hf auth login`"

@@ -173,7 +173,8 @@ func resolveRev(root *os.Root, repoDir string, repo Repo) (string, error) {
 	n, _ := f.Read(buf)
 	commit := strings.TrimSpace(string(buf[:n]))
 	if !isCommit(commit) {
-		return "", fmt.Errorf("hf:%s: %s does not hold a 40-hex commit hash (found %s)", repo.ID, filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), ckpt.Quote(commit))
+		return "", fmt.Errorf("hf:%s: %s does not hold a 40-hex commit hash (found %s)",
+			repo.ID, filepath.Join(repoDir, "refs", filepath.FromSlash(rev)), ckpt.Quote(commit))
 	}
 	return commit, nil
 }

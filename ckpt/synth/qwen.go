@@ -326,7 +326,8 @@ func torchName(d numfmt.DType) string {
 }
 
 func isFP8Module(t arch.Tensor) bool {
-	return (t.Role == "linear" || t.Role == "experts") && !strings.HasPrefix(t.Name, "mtp.fc") && !strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
+	return (t.Role == "linear" || t.Role == "experts") && !strings.HasPrefix(t.Name, "mtp.fc") &&
+		!strings.Contains(t.Name, "in_proj_a") && !strings.Contains(t.Name, "in_proj_b")
 }
 
 func expected(o Options, fp8 bool) []arch.Tensor {

@@ -85,7 +85,8 @@ func QuantConfigJSON(s quant.Scheme, o SchemeOptions) (config, hfQuant map[strin
 	switch s {
 	case quant.MXFP4:
 		cfg["architectures"], cfg["model_type"], cfg["num_local_experts"] = []any{"GptOssForCausalLM"}, "gpt_oss", schemeExpert
-		q = map[string]any{"quant_method": "mxfp4", "modules_to_not_convert": []any{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
+		q = map[string]any{"quant_method": "mxfp4",
+			"modules_to_not_convert": []any{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
 	case quant.NVFP4:
 		// the legacy ModelOpt layout: the recipe in hf_quant_config.json only.
 		hfQuant = map[string]any{"producer": map[string]any{"name": "modelopt", "version": "0.0.0-synth"},
@@ -169,7 +170,8 @@ func schemeTensors(s quant.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 					sshape = []int64{schemeExpert, g, m.rows} // transposed: same size, wrong shape
 				}
 				out = append(out,
-					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: numfmt.U8, Shape: []int64{schemeExpert, m.rows, g, numfmt.MXFP4BlockBytes}}, Data: blocks},
+					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_blocks", DType: numfmt.U8, Shape: []int64{schemeExpert, m.rows, g, numfmt.MXFP4BlockBytes}},
+						Data: blocks},
 					ckpt.MemTensor{WriteSpec: ckpt.WriteSpec{Name: base + "_scales", DType: numfmt.U8, Shape: sshape}, Data: scales})
 			}
 			continue
@@ -178,7 +180,8 @@ func schemeTensors(s quant.Scheme, o SchemeOptions) ([]ckpt.MemTensor, error) {
 			name       string
 			rows, cols int64
 		}{{"self_attn.q_proj", schemeHidden, schemeHidden}, {"self_attn.k_proj", schemeHidden, schemeHidden}, {"self_attn.v_proj", schemeHidden, schemeHidden},
-			{"self_attn.o_proj", schemeHidden, schemeHidden}, {"mlp.gate_proj", schemeInter, schemeHidden}, {"mlp.up_proj", schemeInter, schemeHidden}, {"mlp.down_proj", schemeHidden, schemeInter}} {
+			{"self_attn.o_proj", schemeHidden, schemeHidden}, {"mlp.gate_proj", schemeInter, schemeHidden}, {"mlp.up_proj", schemeInter, schemeHidden},
+			{"mlp.down_proj", schemeHidden, schemeInter}} {
 			mod := p + m.name
 			ts, vals, err := quantLinear(s, o, mod, m.rows, m.cols)
 			if err != nil {
