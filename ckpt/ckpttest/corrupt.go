@@ -167,20 +167,29 @@ func CorruptFiles() []Corrupt {
 	add(single("null-header", "header is null", Frame(`null    `, 0), "invalid JSON"))
 	add(single("trailing-garbage", "data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+` {}`, 4), "after the header object"))
 	add(single("trailing-text", "data after the JSON object", Frame(obj(entry("a", "U8", "[4]", 0, 4))+`x`, 4), "invalid JSON"))
-	add(single("metadata-non-string", "__metadata__ value not a string", Frame(`{"__metadata__":{"format":1}}`, 0), "__metadata__", `"format"`, "must be a string"))
+	add(single("metadata-non-string", "__metadata__ value not a string", Frame(`{"__metadata__":{"format":1}}`, 0),
+		"__metadata__", `"format"`, "must be a string"))
 	add(single("metadata-not-object", "__metadata__ not an object", Frame(`{"__metadata__":["pt"]}`, 0), "__metadata__", "must be an object"))
 	add(single("metadata-nested", "__metadata__ value an object", Frame(`{"__metadata__":{"a":{"b":"c"}}}`, 0), "__metadata__", "must be a string"))
 	add(single("duplicate-key", "duplicate tensor name", Frame(obj(entry("w", "U8", "[4]", 0, 4), entry("w", "U8", "[4]", 4, 8)), 8), `tensor "w"`, "duplicate"))
 	add(single("duplicate-metadata", "duplicate __metadata__", Frame(`{"__metadata__":{},"__metadata__":{}}`, 0), "duplicate", "__metadata__"))
-	add(single("duplicate-dtype", "a field twice in a tensor entry", Frame(`{"w":{"dtype":"I32","dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field dtype", at(28)))
-	add(single("duplicate-shape", "a field twice in a tensor entry", Frame(`{"w":{"shape":[2],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field shape"))
-	add(single("duplicate-offsets", "a field twice in a tensor entry", Frame(`{"w":{"data_offsets":[0,4],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "duplicate field data_offsets"))
-	add(single("lone-surrogate", "an escape of a lone surrogate", Frame(`{"w\ud800":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `invalid escape \uD800`, at(11)))
-	add(single("lone-low-surrogate", "an escape of a lone surrogate", Frame(`{"__metadata__":{"k":"\udc00"},"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `invalid escape \uDC00`))
+	add(single("duplicate-dtype", "a field twice in a tensor entry", Frame(`{"w":{"dtype":"I32","dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "duplicate field dtype", at(28)))
+	add(single("duplicate-shape", "a field twice in a tensor entry", Frame(`{"w":{"shape":[2],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "duplicate field shape"))
+	add(single("duplicate-offsets", "a field twice in a tensor entry", Frame(`{"w":{"data_offsets":[0,4],"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "duplicate field data_offsets"))
+	add(single("lone-surrogate", "an escape of a lone surrogate", Frame(`{"w\ud800":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4),
+		`invalid escape \uD800`, at(11)))
+	add(single("lone-low-surrogate", "an escape of a lone surrogate",
+		Frame(`{"__metadata__":{"k":"\udc00"},"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `invalid escape \uDC00`))
 	add(single("bad-escape", "an invalid escape", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":"\q"}}`, 4), `invalid escape "\\q"`))
-	add(single("control-in-string", "a raw control character in a string", Frame("{\"w\x01\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4), "control character 0x01"))
-	add(single("float-out-of-range", "a number beyond float64 in an unknown field", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":1e400}}`, 4), "number out of range"))
-	add(single("upper-case-field", "field names are case-sensitive", Frame(`{"w":{"DTYPE":"U8","shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
+	add(single("control-in-string", "a raw control character in a string", Frame("{\"w\x01\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4),
+		"control character 0x01"))
+	add(single("float-out-of-range", "a number beyond float64 in an unknown field",
+		Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4],"x":1e400}}`, 4), "number out of range"))
+	add(single("upper-case-field", "field names are case-sensitive", Frame(`{"w":{"DTYPE":"U8","shape":[4],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "missing field dtype"))
 	add(single("missing-dtype", "missing dtype", Frame(`{"w":{"shape":[4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field dtype"))
 	add(single("missing-shape", "missing shape", Frame(`{"w":{"dtype":"U8","data_offsets":[0,4]}}`, 4), `tensor "w"`, "missing field shape"))
 	add(single("missing-offsets", "missing data_offsets", Frame(`{"w":{"dtype":"U8","shape":[4]}}`, 4), `tensor "w"`, "missing field data_offsets"))
@@ -191,11 +200,14 @@ func CorruptFiles() []Corrupt {
 	add(single("negative-dim", "negative shape", Frame(`{"w":{"dtype":"U8","shape":[-4],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "-4"))
 	add(single("fractional-dim", "fractional shape", Frame(`{"w":{"dtype":"U8","shape":[4.0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4.0"))
 	add(single("exponent-dim", "exponent notation", Frame(`{"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "4e0"))
-	add(single("dim-over-u64", "number > 2^64", Frame(`{"w":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "18446744073709551616"))
-	add(single("dim-over-i64", "shape dimension > 2^63-1", Frame(`{"w":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,4]}}`, 4), `tensor "w"`, "too large"))
+	add(single("dim-over-u64", "number > 2^64", Frame(`{"w":{"dtype":"U8","shape":[18446744073709551616],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "18446744073709551616"))
+	add(single("dim-over-i64", "shape dimension > 2^63-1", Frame(`{"w":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,4]}}`, 4),
+		`tensor "w"`, "too large"))
 	add(single("negative-offset", "negative offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[-1,4]}}`, 4), `tensor "w"`, "data_offsets"))
 	add(single("fractional-offset", "fractional offset", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.5]}}`, 4), `tensor "w"`, "4.5"))
-	add(single("offset-over-u64", "offset > 2^64", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551620]}}`, 4), `tensor "w"`, "18446744073709551620"))
+	add(single("offset-over-u64", "offset > 2^64", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,18446744073709551620]}}`, 4),
+		`tensor "w"`, "18446744073709551620"))
 	add(single("offsets-one", "data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[4]}}`, 4), `tensor "w"`, "2 entries"))
 	add(single("offsets-three", "data_offsets needs 2 entries", Frame(`{"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4,4]}}`, 4), `tensor "w"`, "2 entries"))
 	{
@@ -277,10 +289,12 @@ func CorruptDirs() []Corrupt {
 	return []Corrupt{
 		{Name: "missing-shard", Rule: "index names a shard that does not exist", Files: with(good, idx, index(map[string]any{"a": s1, "b": s2})),
 			File: idx, Want: []string{s2, `"b"`, "cannot be opened"}},
-		{Name: "tensor-missing", Rule: "index names a tensor its shard lacks", Files: with(with(good, s2, validShard("c")), idx, index(map[string]any{"a": s1, "b": s2, "c": s2})),
-			File: idx, Want: []string{`"b"`, s2, "missing from their shard"}},
-		{Name: "dotdot-shard", Rule: "shard name with ../", Files: with(good, idx, index(map[string]any{"a": s1, "b": "../" + "dotdot-shard-outside/model.safetensors"})),
-			File: idx, Want: []string{"../", "escapes"}},
+		{Name: "tensor-missing", Rule: "index names a tensor its shard lacks",
+			Files: with(with(good, s2, validShard("c")), idx, index(map[string]any{"a": s1, "b": s2, "c": s2})),
+			File:  idx, Want: []string{`"b"`, s2, "missing from their shard"}},
+		{Name: "dotdot-shard", Rule: "shard name with ../",
+			Files: with(good, idx, index(map[string]any{"a": s1, "b": "../" + "dotdot-shard-outside/model.safetensors"})),
+			File:  idx, Want: []string{"../", "escapes"}},
 		{Name: "absolute-shard", Rule: "absolute shard name", Files: with(good, idx, []byte(`{"weight_map":{"a":"`+s1+`","b":"{outside}/model.safetensors"}}`)),
 			File: idx, Want: []string{"absolute", `"b"`}},
 		{Name: "symlink-out", Rule: "shard is a symlink that leads out of the directory", Files: with(good, idx, index(map[string]any{"a": s1, "b": s2})),
@@ -299,14 +313,16 @@ func CorruptDirs() []Corrupt {
 			File: idx, Want: []string{`tensor "a"`, "must be a shard file name"}},
 		{Name: "weight-map-empty-name", Rule: "weight_map value empty", Files: with(good, idx, []byte(`{"weight_map":{"a":""}}`)),
 			File: idx, Want: []string{`"a"`, "empty file name"}},
-		{Name: "index-upper-case-key", Rule: "index keys are case-sensitive (json.load, then [\"weight_map\"])", Files: with(good, idx, []byte(`{"WEIGHT_MAP":{"a":"`+s1+`"}}`)),
-			File: idx, Want: []string{"no weight_map", `"WEIGHT_MAP"`, "case-sensitive"}},
+		{Name: "index-upper-case-key", Rule: "index keys are case-sensitive (json.load, then [\"weight_map\"])",
+			Files: with(good, idx, []byte(`{"WEIGHT_MAP":{"a":"`+s1+`"}}`)),
+			File:  idx, Want: []string{"no weight_map", `"WEIGHT_MAP"`, "case-sensitive"}},
 		{Name: "index-duplicate-key", Rule: "a key twice in the index", Files: with(good, idx, []byte(`{"weight_map":{},"weight_map":{"a":"`+s1+`"}}`)),
 			File: idx, Want: []string{`duplicate key "weight_map"`, "at byte 17"}},
 		{Name: "index-lone-surrogate", Rule: "an escape of a lone surrogate in the index", Files: with(good, idx, []byte(`{"weight_map":{"a\udc00":"`+s1+`"}}`)),
 			File: idx, Want: []string{`invalid escape \uDC00`}},
-		{Name: "tensor-in-two-shards", Rule: "a tensor stored in two shards with different bytes", Files: with(with(good, s2, twoCopies), idx, index(map[string]any{"a": s1, "b": s2})),
-			File: idx, Want: []string{`"a" in ` + s1 + ` and ` + s2, "different contents", "bytes differ from byte 0"}},
+		{Name: "tensor-in-two-shards", Rule: "a tensor stored in two shards with different bytes",
+			Files: with(with(good, s2, twoCopies), idx, index(map[string]any{"a": s1, "b": s2})),
+			File:  idx, Want: []string{`"a" in ` + s1 + ` and ` + s2, "different contents", "bytes differ from byte 0"}},
 		{Name: "two-files-no-index", Rule: "directory with two .safetensors and no index", Files: with(good, s2, validShard("b")),
 			Want: []string{"ambiguous", s1, s2}},
 		{Name: "empty-dir", Rule: "empty directory", Files: map[string][]byte{},
@@ -317,12 +333,15 @@ func CorruptDirs() []Corrupt {
 			File: "config.json", Want: []string{"invalid JSON in config"}},
 		{Name: "config-not-object", Rule: "config.json is not an object", Files: with(good, "config.json", []byte(`[1]`)),
 			File: "config.json", Want: []string{"invalid JSON in config"}},
-		{Name: "corrupt-shard", Rule: "a shard behind a valid index breaks a header rule", Files: with(with(good, s2, Frame(obj(entry("b", "U8", "[4]", 4, 8)), 8)), idx, index(map[string]any{"a": s1, "b": s2})),
-			File: s2, Want: []string{`tensor "b"`, "gap"}},
-		{Name: "shard-is-directory", Rule: "a shard named by the index is a directory", Files: with(with(good, s2+"/x", []byte("x")), idx, index(map[string]any{"a": s1, "b": s2})),
-			File: s2, Want: []string{"not a regular file"}},
+		{Name: "corrupt-shard", Rule: "a shard behind a valid index breaks a header rule",
+			Files: with(with(good, s2, Frame(obj(entry("b", "U8", "[4]", 4, 8)), 8)), idx, index(map[string]any{"a": s1, "b": s2})),
+			File:  s2, Want: []string{`tensor "b"`, "gap"}},
+		{Name: "shard-is-directory", Rule: "a shard named by the index is a directory",
+			Files: with(with(good, s2+"/x", []byte("x")), idx, index(map[string]any{"a": s1, "b": s2})),
+			File:  s2, Want: []string{"not a regular file"}},
 		{Name: "unknown-dtype-two-shards", Rule: "unknown dtypes in two shards are all listed", Kind: UnknownDType,
-			Files: with(with(with(good, s2, Frame(obj(entry("b", "F7", "[4]", 0, 4)), 4)), "model-00003.safetensors", Frame(obj(entry("c", "Q4_K", "[4]", 0, 4)), 4)), idx,
+			Files: with(with(with(good, s2, Frame(obj(entry("b", "F7", "[4]", 0, 4)), 4)),
+				"model-00003.safetensors", Frame(obj(entry("c", "Q4_K", "[4]", 0, 4)), 4)), idx,
 				index(map[string]any{"a": s1, "b": s2, "c": "model-00003.safetensors"})),
 			File: s2, Want: []string{`"F7"`, `"Q4_K"`, "model-00003.safetensors"}, Listed: []string{"U8", "F7", "Q4_K"}},
 		{Name: "missing-path", Rule: "source does not exist", Kind: NotExist, Entry: "nope.safetensors", File: "nope.safetensors"},
@@ -355,7 +374,8 @@ func ValidFiles() []Valid {
 		{Name: "metadata-only", Data: Frame(`{"__metadata__":{"format":"pt"}}`, 0)},
 		{Name: "metadata-null", Data: Frame(`{"__metadata__":null}`, 0)},
 		{Name: "zero-size", Data: Frame(obj(entry("z", "F32", "[2,0]", 0, 0)), 0), Tensors: 1},
-		{Name: "zero-size-between", Data: Frame(obj(entry("a", "U8", "[4]", 0, 4), entry("z", "BF16", "[0,5]", 4, 4), entry("b", "U8", "[2]", 4, 6)), 6), Tensors: 3, Lints: []string{"header.order"}},
+		{Name: "zero-size-between", Data: Frame(obj(entry("a", "U8", "[4]", 0, 4), entry("z", "BF16", "[0,5]", 4, 4), entry("b", "U8", "[2]", 4, 6)), 6),
+			Tensors: 3, Lints: []string{"header.order"}},
 		{Name: "rank-0", Data: Frame(obj(entry("s", "F32", "[]", 0, 4)), 4), Tensors: 1},
 		{Name: "leading-whitespace", Data: Frame(" \t\r\n"+obj(entry("a", "U8", "[4]", 0, 4)), 4), Tensors: 1, Lints: []string{"header.start"}},
 		{Name: "trailing-whitespace", Data: Frame(obj(entry("a", "U8", "[4]", 0, 4))+"\n\t  ", 4), Tensors: 1, Lints: []string{"header.padding"}},
