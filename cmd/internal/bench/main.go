@@ -57,7 +57,8 @@ func main() {
 	against := flag.String("against", "", "compare this run's throughput per row with the JSON of a previous run (-json); exit 1 if a row is outside -tolerance")
 	tolerance := flag.Float64("tolerance", 15, "-against: largest throughput difference, percent of the previous run's")
 	fixture := flag.String("write-fixture", "", "internal: write the fixture of this kind into -dir and exit")
-	layers27 := flag.Int("27b-layers", -1, "also run the 27B-shaped rows on the real layout with realistic values: 0 for all 64 decoder layers (~31 GB of fixture, ~62 GB of disk with the cache), N for the first N (a reduced run); -1: off")
+	layers27 := flag.Int("27b-layers", -1, "also run the 27B-shaped rows on the real layout with realistic values: 0 for all 64 decoder layers "+
+		"(~31 GB of fixture, ~62 GB of disk with the cache), N for the first N (a reduced run); -1: off")
 	base27 := flag.String("27b-base", "", "internal: the base of the 27b-ft fixture")
 	flag.Parse()
 	if *fixture == "27b" || *fixture == "27b-ft" {
@@ -86,7 +87,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: bench [-dir DIR] [-runs N] [-only NAMES] [-27b-layers N] [-readme FILE] [-json FILE] [-against FILE [-tolerance PCT]]")
 		os.Exit(2)
 	}
-	outside, err := run(config{dir: *dir, runs: *runs, readme: *readme, only: *only, layers27: *layers27, jsonOut: *jsonOut, against: *against, tolerance: *tolerance / 100})
+	outside, err := run(config{dir: *dir, runs: *runs, readme: *readme, only: *only, layers27: *layers27, jsonOut: *jsonOut, against: *against,
+		tolerance: *tolerance / 100})
 	switch {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -201,10 +203,12 @@ func run(cfg config) (outside bool, err error) {
 		return clearScratch()
 	}
 	ms := []measurement{
-		{name: "build", what: "`cache build` 1×2, Large FP8 (BFLOAT8_B / BFLOAT4_B), durable (fsync per file)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
+		{name: "build", what: "`cache build` 1×2, Large FP8 (BFLOAT8_B / BFLOAT4_B), durable (fsync per file)", files: func() []string { return shards(base) },
+			unit: "M elem/s", target: "the disk floor (below), ≤ 512 MiB",
 			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
-		{name: "rebuild", what: "`cache build` unchanged rebuild (nothing to do)", files: func() []string { return shards(base) }, unit: "GB/s", target: "≤ 10 % of the build",
-			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...),
+		{name: "rebuild", what: "`cache build` unchanged rebuild (nothing to do)", files: func() []string { return shards(base) }, unit: "GB/s",
+			target: "≤ 10 % of the build",
+			args:   append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...),
 			before: func() error { // a complete cache to find unchanged
 				if _, err := os.Stat(filepath.Join(scratch, "cache", "manifest.json")); err == nil {
 					return nil
@@ -215,9 +219,11 @@ func run(cfg config) (outside bool, err error) {
 				_, err := timeChild(bin, append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), nil)
 				return err
 			}},
-		{name: "build-nofsync", what: "`cache build --fsync=false` 1×2, Large FP8 (page-cache speed)", files: func() []string { return shards(base) }, unit: "M elem/s", target: "≥ 500 M elem/s, ≤ 512 MiB",
+		{name: "build-nofsync", what: "`cache build --fsync=false` 1×2, Large FP8 (page-cache speed)", files: func() []string { return shards(base) },
+			unit: "M elem/s", target: "≥ 500 M elem/s, ≤ 512 MiB",
 			args: append([]string{"cache", "build", base, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2", "--fsync=false"}, common...), before: clearScratch},
-		{name: "disk", what: "disk floor of a durable build: `dd conv=fsync` of the bytes `cache build` writes for Large", files: func() []string { return shards(base) }, unit: "GB/s",
+		{name: "disk", what: "disk floor of a durable build: `dd conv=fsync` of the bytes `cache build` writes for Large",
+			files: func() []string { return shards(base) }, unit: "GB/s",
 			target: "—", written: func() int64 { return cacheBytes(bin, base, dir) },
 			before: func() error { // sized once, untimed
 				if cacheBytes(bin, base, dir) == 0 {
@@ -229,28 +235,37 @@ func run(cfg config) (outside bool, err error) {
 				n := cacheBytes(bin, base, dir)
 				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (n+1<<20-1)>>20), "conv=fsync"}, nil)
 			}},
-		{name: "build-odd", what: "`cache build` 1×2, LargeOdd (partial FP8 blocks, BFLOAT4_B MLP), durable", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "disk-bound, ≤ 512 MiB",
+		{name: "build-odd", what: "`cache build` 1×2, LargeOdd (partial FP8 blocks, BFLOAT4_B MLP), durable", files: func() []string { return shards(odd) },
+			unit: "M elem/s", target: "disk-bound, ≤ 512 MiB",
 			args: append([]string{"cache", "build", odd, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2"}, common...), before: clearScratch},
-		{name: "build-odd-nofsync", what: "`cache build --fsync=false` 1×2, LargeOdd (page-cache speed)", files: func() []string { return shards(odd) }, unit: "M elem/s", target: "≥ 400 M elem/s, ≤ 512 MiB",
+		{name: "build-odd-nofsync", what: "`cache build --fsync=false` 1×2, LargeOdd (page-cache speed)", files: func() []string { return shards(odd) },
+			unit: "M elem/s", target: "≥ 400 M elem/s, ≤ 512 MiB",
 			args: append([]string{"cache", "build", odd, "--out", filepath.Join(scratch, "cache"), "--mesh", "1x2", "--fsync=false"}, common...), before: clearScratch},
 		{name: "diff", what: "`diff` values, typical fine-tune", files: func() []string { return shards(base, ft) }, unit: "GB/s", target: "≤ 2 × cat", ok: []int{1},
 			args: append([]string{"diff", base, ft}, common...)},
-		{name: "diff-all", what: "`diff` values, every tensor changed", files: func() []string { return shards(base, ftAll) }, unit: "GB/s", target: "≤ 3 × cat", ok: []int{1},
+		{name: "diff-all", what: "`diff` values, every tensor changed", files: func() []string { return shards(base, ftAll) }, unit: "GB/s", target: "≤ 3 × cat",
+			ok:   []int{1},
 			args: append([]string{"diff", base, ftAll}, common...)},
-		{name: "diff-bytes", what: "`diff --mode bytes`, typical fine-tune", files: func() []string { return shards(base, ft) }, unit: "GB/s", target: "≤ 2 × cat", ok: []int{1},
+		{name: "diff-bytes", what: "`diff --mode bytes`, typical fine-tune", files: func() []string { return shards(base, ft) }, unit: "GB/s",
+			target: "≤ 2 × cat", ok: []int{1},
 			args: append([]string{"diff", base, ft, "--mode", "bytes"}, common...)},
 		{name: "verify", what: "`verify --read-data`", files: func() []string { return shards(base) }, unit: "GB/s", target: "≥ 4 GB/s",
 			args: append([]string{"verify", base, "--read-data"}, common...)},
 		{name: "extract", what: "`extract ** --dtype keep` (a copy)", files: func() []string { return shards(base) }, unit: "GB/s", target: "≈ copy",
-			args: append([]string{"extract", base, "--match", "**", "--dtype", "keep", "--out", filepath.Join(scratch, "x.safetensors")}, common...), before: clearScratch},
-		{name: "extract-bf16", what: "`extract ** --dtype bf16` (dequantise), durable; GB/s of the output", files: func() []string { return shards(base) }, unit: "GB/s", target: "the disk floor (below), ≤ 512 MiB",
+			args:   append([]string{"extract", base, "--match", "**", "--dtype", "keep", "--out", filepath.Join(scratch, "x.safetensors")}, common...),
+			before: clearScratch},
+		{name: "extract-bf16", what: "`extract ** --dtype bf16` (dequantise), durable; GB/s of the output", files: func() []string { return shards(base) },
+			unit: "GB/s", target: "the disk floor (below), ≤ 512 MiB",
 			args: bf16Args(filepath.Join(scratch, "x.safetensors")), before: sizeExtract, written: extractBytes},
-		{name: "extract-disk", what: "disk floor of the durable extract: `dd conv=fsync` of the bytes `extract ** --dtype bf16` writes", files: func() []string { return shards(base) }, unit: "GB/s",
+		{name: "extract-disk", what: "disk floor of the durable extract: `dd conv=fsync` of the bytes `extract ** --dtype bf16` writes",
+			files: func() []string { return shards(base) }, unit: "GB/s",
 			target: "—", written: extractBytes, before: sizeExtract,
 			run: func() (sample, error) {
-				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (extractBytes()+1<<20-1)>>20), "conv=fsync"}, nil)
+				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M",
+					fmt.Sprintf("count=%d", (extractBytes()+1<<20-1)>>20), "conv=fsync"}, nil)
 			}},
-		{name: "extract-bf16-shm", what: "`extract ** --dtype bf16` (dequantise) into tmpfs (/dev/shm); GB/s of the output", files: func() []string { return shards(base) }, unit: "GB/s", target: "≥ 1 GB/s, ≤ 512 MiB",
+		{name: "extract-bf16-shm", what: "`extract ** --dtype bf16` (dequantise) into tmpfs (/dev/shm); GB/s of the output",
+			files: func() []string { return shards(base) }, unit: "GB/s", target: "≥ 1 GB/s, ≤ 512 MiB",
 			written: extractBytes, before: func() error { // sized once, untimed
 				if extractBytes() == 0 {
 					return fmt.Errorf("could not size the bf16 extract of %s", base)
@@ -718,11 +733,13 @@ func measurements27B(bin, dir, scratch string, clearScratch func() error, layers
 		{name: "27b-disk", what: "disk floor: `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes", files: files(base), unit: "GB/s", target: "—",
 			written: func() int64 { return built }, before: sizeBuilt,
 			run: func() (sample, error) {
-				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M", fmt.Sprintf("count=%d", (built+1<<20-1)>>20), "conv=fsync"}, nil)
+				return timeChild("dd", []string{"if=/dev/zero", "of=" + filepath.Join(scratch, "dd"), "bs=1M",
+					fmt.Sprintf("count=%d", (built+1<<20-1)>>20), "conv=fsync"}, nil)
 			}},
 		// The floor of a build that overlaps its reads and writes: the
 		// disk reading the source and writing the output at once.
-		{name: "27b-disk-concurrent", what: "concurrent disk floor: `cat` of the source and `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes, at the same time; GB/s of the bytes written", files: files(base), unit: "GB/s", target: "—",
+		{name: "27b-disk-concurrent", what: "concurrent disk floor: `cat` of the source and `dd conv=fsync` of the bytes the 27B-shaped `cache build` writes, " +
+			"at the same time; GB/s of the bytes written", files: files(base), unit: "GB/s", target: "—",
 			written: func() int64 { return built }, before: sizeBuilt,
 			run: func() (sample, error) {
 				return timeConcurrent(

@@ -175,7 +175,8 @@ func reproduced(block string, cs []comparison, cur []result, prev benchRun, tol 
 	if prows := rowsOf(prev.Rows, block); len(prows) > 0 {
 		date = prows[0].Date
 	}
-	return fmt.Sprintf("Reproduced by a second run within %s %%: every row's throughput is within ±%s %% of the run of %s (commit %s); the largest difference is %.1f %% (`%s`).",
+	return fmt.Sprintf("Reproduced by a second run within %s %%: every row's throughput is within ±%s %% of the run of %s (commit %s); the largest "+
+		"difference is %.1f %% (`%s`).",
 		pct(tol), pct(tol), shortDate(date), commitText(prev.Commit, prev.Dirty), 100*math.Abs(worst.Ratio-1), worst.Name)
 }
 
@@ -186,7 +187,8 @@ func pct(f float64) string {
 // renderComparison is the -against table.
 func renderComparison(path string, prev benchRun, cs []comparison, tol float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Against %s (%s; commit %s, %d runs): throughput of this run over the previous one, within ±%s %%?\n\n", path, prev.Machine, commitText(prev.Commit, prev.Dirty), prev.Runs, pct(tol))
+	fmt.Fprintf(&b, "Against %s (%s; commit %s, %d runs): throughput of this run over the previous one, within ±%s %%?\n\n", path, prev.Machine,
+		commitText(prev.Commit, prev.Dirty), prev.Runs, pct(tol))
 	b.WriteString("| row | previous | this run | ratio | within |\n|---|---|---|---|---|\n")
 	num := func(v float64, unit string) string {
 		if v == 0 {
@@ -307,7 +309,8 @@ func boundLine(rows []result) string {
 	if cpu > floor {
 		floor, which = cpu, "the CPU bound"
 	}
-	return fmt.Sprintf("Durable build %.1f s = %.2f × the slower of the concurrent disk floor (%.1f s) and the CPU bound (its CPU time over %d cores: %.1f s), %s; %.2f ns CPU/elem, peak RSS %.0f MiB.",
+	return fmt.Sprintf("Durable build %.1f s = %.2f × the slower of the concurrent disk floor (%.1f s) and the CPU bound "+
+		"(its CPU time over %d cores: %.1f s), %s; %.2f ns CPU/elem, peak RSS %.0f MiB.",
 		bld.WallS, bld.WallS/floor, conc.WallS, cores, cpu, which, bld.NsCPUElem, bld.RSSMiB)
 }
 
