@@ -49,6 +49,8 @@ type WriteError struct {
 	Err  error
 }
 
+// Error is the operation, the path and the cause ("writing out.bin: ..."),
+// leaving out the parts that are empty.
 func (e *WriteError) Error() string {
 	switch {
 	case e.Op == "" && e.Path == "":
