@@ -147,6 +147,7 @@ type MeshError struct {
 	Reason string
 }
 
+// Error names the vision folder and why its mesh cannot be told.
 func (e *MeshError) Error() string {
 	return fmt.Sprintf("vision folder %s: cannot tell its mesh: %s", e.Dir, e.Reason)
 }

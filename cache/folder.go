@@ -106,6 +106,8 @@ type Selector struct {
 	Device, Tag, Mesh string
 }
 
+// Match reports whether f's device, tag and mesh equal the selector's
+// non-empty fields.
 func (s Selector) Match(f Folder) bool {
 	return (s.Device == "" || s.Device == f.Device()) && (s.Tag == "" || s.Tag == f.Tag()) && (s.Mesh == "" || s.Mesh == f.Mesh())
 }
@@ -190,6 +192,8 @@ type NoCacheError struct {
 	Checkpoint string
 }
 
+// Error says Dir holds no cache folder (or is a checkpoint directory, and
+// how to build a cache from it), naming the folders the selector left out.
 func (e *NoCacheError) Error() string {
 	if e.Checkpoint != "" {
 		return fmt.Sprintf("not a cache: %s is a checkpoint directory (it holds %s); ckpt cache build %s -o DIR builds a cache from it",
@@ -209,6 +213,7 @@ type AmbiguousCacheError struct {
 	Folders []Folder
 }
 
+// Error lists the cache folders of Dir and says how to choose one.
 func (e *AmbiguousCacheError) Error() string {
 	return fmt.Sprintf("%s holds %d cache folders (%s): pass one of them, or choose with --mesh, --tag or --device", e.Dir, len(e.Folders), folderList(e.Folders))
 }

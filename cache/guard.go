@@ -20,6 +20,8 @@ type UnfinishedError struct {
 	Holder *LockInfo
 }
 
+// Error says the folder's build is unfinished: still running (naming the
+// holder) or stopped, with the files done so far and how to resume it.
 func (e *UnfinishedError) Error() string {
 	if e.Holder != nil {
 		return fmt.Sprintf("%s is an unfinished build: no %s yet, a build is running there (%s)", e.Folder, ManifestName, e.Holder)
@@ -31,6 +33,8 @@ func (e *UnfinishedError) Error() string {
 // ckpt build: it was written by another tool, or its manifest was removed.
 type NoManifestError struct{ Folder string }
 
+// Error says the folder has no manifest and was not built by ckpt cache
+// build.
 func (e *NoManifestError) Error() string {
 	return fmt.Sprintf("%s has no %s: it was not built by ckpt cache build (or its manifest was removed)", e.Folder, ManifestName)
 }

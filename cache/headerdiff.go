@@ -40,7 +40,7 @@ func HeaderDiffs(a, b *tensorbin.Header, offsets bool) []FieldDiff {
 	add("shape", FormatDims(sa.Shape), FormatDims(sb.Shape))
 	add("tile", fmtTile(sa), fmtTile(sb))
 	add("alignment", FormatDims(sa.Alignment), FormatDims(sb.Alignment))
-	add("memory_config", DescribeMemory(sa.Memory), DescribeMemory(sb.Memory))
+	add("memory_config", describeMemory(sa.Memory), describeMemory(sb.Memory))
 	add("mesh_shape", FormatDims(a.MeshShape), FormatDims(b.MeshShape))
 	add("shards", fmt.Sprint(len(a.Shards)), fmt.Sprint(len(b.Shards)))
 	for i := range min(len(a.Shards), len(b.Shards)) {
@@ -108,10 +108,10 @@ func FormatPlacements(ps []tensorbin.Placement) string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// DescribeMemory is a memory config in words, complete enough that two
+// describeMemory is a memory config in words, complete enough that two
 // configs with the same description are equal: buffer type and memory
 // layout, then the legacy and N-d shard specs when present.
-func DescribeMemory(m tensorbin.MemoryConfig) string {
+func describeMemory(m tensorbin.MemoryConfig) string {
 	s := m.Buffer.String() + " " + m.Layout.String()
 	if ss := m.ShardSpec; ss != nil {
 		s += fmt.Sprintf(" shard [%d, %d] grid %s %s", ss.ShapeH, ss.ShapeW, fmtGrid(ss.Grid), orientation(ss.Orientation))

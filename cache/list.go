@@ -16,7 +16,7 @@ import (
 // Placement and MemoryConfig are in the form of the map JSON (mapping.Document):
 // the vocabulary of ckpt's JSON documents. PlacementText and MemoryText
 // say the same in words for the table: the file's topology placements
-// ("replicate,shard(2)") and its complete memory config (DescribeMemory).
+// ("replicate,shard(2)") and its complete memory config, in words.
 type ListEntry struct {
 	Path          string                    `json:"path"` // relative to the listed directory
 	Name          string                    `json:"name"` // the cache name (path without the _dtype_..._layout_....tensorbin suffix)
@@ -56,7 +56,7 @@ func List(dir string) ([]ListEntry, error) {
 		e.DType, e.Layout = h.Spec.DType.String(), h.Spec.Layout.String()
 		e.DeviceShape, e.Mesh, e.Shards = h.Spec.Shape, h.MeshShape, len(h.Shards)
 		e.Placement, e.PlacementText = placementOf(h), describePlacement(h)
-		e.MemoryConfig, e.MemoryText = MemoryConfigOf(h.Spec.Memory), DescribeMemory(h.Spec.Memory)
+		e.MemoryConfig, e.MemoryText = memoryConfigOf(h.Spec.Memory), describeMemory(h.Spec.Memory)
 		out = append(out, e)
 	}
 	sortEntries(out)
@@ -123,12 +123,12 @@ func placementOf(h *tensorbin.Header) mapping.DocumentPlacement {
 	return p
 }
 
-// MemoryConfigOf is a file's memory config as the map JSON writes it:
+// memoryConfigOf is a file's memory config as the map JSON writes it:
 // kind is buffer type and memory layout in snake case ("dram_interleaved",
 // "dram_width_sharded", "l1_height_sharded"...), then the shard shape, the
 // core grid (start and end of each range) and the orientation of its shard
-// spec (the legacy spec, else the N-d one). DescribeMemory is complete.
-func MemoryConfigOf(m tensorbin.MemoryConfig) mapping.MemoryConfig {
+// spec (the legacy spec, else the N-d one). describeMemory is complete.
+func memoryConfigOf(m tensorbin.MemoryConfig) mapping.MemoryConfig {
 	mc := mapping.MemoryConfig{Kind: snake(m.Buffer.String()) + "_" + snake(m.Layout.String())}
 	var grid []tensorbin.CoreRange
 	var o tensorbin.ShardOrientation

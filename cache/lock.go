@@ -26,6 +26,8 @@ type LockInfo struct {
 	Host    string    `json:"host,omitempty"`
 }
 
+// String describes the holder: its pid, then, when known, when it
+// started (local time), its host and its command.
 func (l LockInfo) String() string {
 	s := fmt.Sprintf("pid %d", l.PID)
 	if !l.Started.IsZero() {
@@ -46,6 +48,7 @@ type LockedError struct {
 	Holder LockInfo // who holds it (zero when its lock file is unreadable)
 }
 
+// Error names the locked folder and its holder, and says to wait for it.
 func (e *LockedError) Error() string {
 	return fmt.Sprintf("%s is being changed by another process (%s): wait for it to finish or stop it, then run again", e.Folder, e.Holder)
 }

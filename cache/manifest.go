@@ -223,6 +223,8 @@ func EntrySummaryOf(e *mapping.Entry) EntrySummary {
 		DType: e.DType, Layout: e.Layout, Memory: e.Memory, Shape: e.Shape, DeviceShape: e.DeviceShape}
 }
 
+// HexHash spells a 64-bit hash as the manifest writes it: 16 lower-case
+// hex digits, zero-padded.
 func HexHash(h uint64) string { return fmt.Sprintf("%016x", h) }
 
 // EntryTensors lists the tensors an entry reads: each source and its scale.

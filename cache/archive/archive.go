@@ -57,8 +57,8 @@ type Packed struct {
 	Warnings []string
 }
 
-// Folders are the manifests of the archived folders, the main one first.
-func (p *Packed) Folders() []*cache.Manifest {
+// folders are the manifests of the archived folders, the main one first.
+func (p *Packed) folders() []*cache.Manifest {
 	if p.Companion != nil {
 		return []*cache.Manifest{p.Manifest, p.Companion}
 	}
@@ -115,7 +115,7 @@ func Write(ctx context.Context, dir string, w io.Writer, opt WriteOptions) (*Pac
 			}
 		}
 	}
-	for _, fm := range p.Folders() {
+	for _, fm := range p.folders() {
 		for _, f := range fm.Files {
 			opt.Progress.AddTotal(f.Size)
 		}
@@ -146,7 +146,7 @@ func Write(ctx context.Context, dir string, w io.Writer, opt WriteOptions) (*Pac
 			return nil, err
 		}
 	}
-	for _, fm := range p.Folders() {
+	for _, fm := range p.folders() {
 		for _, rec := range fm.Files {
 			if err := ctx.Err(); err != nil {
 				zw.Close()

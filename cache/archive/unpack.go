@@ -69,6 +69,8 @@ type FolderMismatchError struct {
 	Companion string
 }
 
+// Error names the folder asked for and the archive's folder, with their
+// names escaped for the terminal.
 func (e *FolderMismatchError) Error() string {
 	msg := e.message()
 	return ckpt.EscapeName(msg) // the archive's folder names, and the path named

@@ -191,6 +191,8 @@ type NotArchiveError struct {
 	Looks string // "it looks like a config.json", ... ("" when unknown)
 }
 
+// Error names the file that is not a cache archive and, when known, what
+// it looks like instead.
 func (e *NotArchiveError) Error() string {
 	msg := fmt.Sprintf("unpacking %s: not a cache archive (a zstd-compressed tar, as ckpt cache pack writes it)", e.File)
 	if e.Looks != "" {

@@ -338,6 +338,8 @@ type NoSpaceError struct {
 	Need, Avail int64
 }
 
+// Error names the output directory (and the folders sharing its file
+// system), the bytes needed and the bytes available.
 func (e *NoSpaceError) Error() string {
 	where := e.Dir
 	if len(e.Also) > 0 {

@@ -18,6 +18,8 @@ type CheckpointOutError struct {
 	File string // the checkpoint file found there
 }
 
+// Error names the output and the checkpoint file found there, and asks
+// whether the source and the output were swapped.
 func (e *CheckpointOutError) Error() string {
 	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?", e.Out, ckpt.EscapeName(e.File))
 }

@@ -28,13 +28,14 @@ type Injected struct {
 	FlippedByte            int64 // offset of the flipped byte in the shard
 }
 
-// Targets of the small fixture (synth.Small) that Inject damages.
+// Targets of the small fixture (synth.Small) that Inject damages (Injected
+// names them as paths).
 const (
-	RenameTarget   = "layers.0/tp/qkvzab.il"
-	TopologyTarget = "layers.2.input_layernorm.weight_distributed"
-	DTypeTarget    = "layers.1/tp/out"
-	MemoryTarget   = "layers.3/tp/wqkv_fused_qkvg.il"
-	FlipTarget     = "layers.1/mlp.down_proj.weight.tp"
+	renameTarget   = "layers.0/tp/qkvzab.il"
+	topologyTarget = "layers.2.input_layernorm.weight_distributed"
+	dtypeTarget    = "layers.1/tp/out"
+	memoryTarget   = "layers.3/tp/wqkv_fused_qkvg.il"
+	flipTarget     = "layers.1/mlp.down_proj.weight.tp"
 )
 
 // CopyTree copies the directory tree src to dst (regular files only).
@@ -128,8 +129,8 @@ func Inject(cdir string, plan *mapping.Plan) (Injected, error) {
 		}
 		return ""
 	}
-	inj := Injected{RenamedFrom: rel(RenameTarget), Topology: rel(TopologyTarget), DType: rel(DTypeTarget),
-		Memory: rel(MemoryTarget), Flipped: rel(FlipTarget),
+	inj := Injected{RenamedFrom: rel(renameTarget), Topology: rel(topologyTarget), DType: rel(dtypeTarget),
+		Memory: rel(memoryTarget), Flipped: rel(flipTarget),
 		// down_proj of Small: [160, 128] BFLOAT8_B per device, 5 x 4 tiles.
 		FlippedShard: 1, FlippedTile: 6}
 	for _, f := range []string{inj.RenamedFrom, inj.Topology, inj.DType, inj.Memory, inj.Flipped} {

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// MemAvailable returns MemAvailable in bytes from a /proc/meminfo-format
+// memAvailable returns MemAvailable in bytes from a /proc/meminfo-format
 // file at path.
-func MemAvailable(path string) (int64, error) {
+func memAvailable(path string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("reading available memory: %w", err)

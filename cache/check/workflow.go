@@ -124,8 +124,8 @@ const (
 	ComparedData = "names, headers, the manifest's hashes and the data built from the source"
 )
 
-// Trusted says how the sources were checked, for the verdict line.
-func (r *FolderResult) Trusted() string {
+// trusted says how the sources were checked, for the verdict line.
+func (r *FolderResult) trusted() string {
 	if r.Rehash {
 		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
 	}
@@ -138,10 +138,10 @@ func (r *FolderResult) Trusted() string {
 
 // Verdict says what a passing check compared, for the verdict line: the
 // data built from the source, or names and headers only; how the sources
-// were checked (Trusted); and that the manifest is an archive's word.
+// were checked (trusted); and that the manifest is an archive's word.
 func (r *FolderResult) Verdict() string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.Trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted())
 	}
 	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
 	if r.Unpacked != nil {
@@ -151,7 +151,7 @@ func (r *FolderResult) Verdict() string {
 		}
 		s += fmt.Sprintf("; the manifest came from %s, so its hashes are that archive's word", from)
 	}
-	return s + "; " + r.Trusted()
+	return s + "; " + r.trusted()
 }
 
 // Folder is the fail-closed preflight of `ckpt cache verify`: it checks
@@ -173,7 +173,7 @@ func Folder(ctx context.Context, dir string, opt FolderOptions) (*FolderResult, 
 		if mi == "" {
 			mi = DefaultMemInfo
 		}
-		avail, err := MemAvailable(mi)
+		avail, err := memAvailable(mi)
 		if err != nil {
 			res.Findings = append(res.Findings, fail(FindingMemory, "", err.Error()))
 		} else {

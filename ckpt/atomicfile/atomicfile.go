@@ -49,6 +49,8 @@ type WriteError struct {
 	Err  error
 }
 
+// Error is the operation, the path and the cause ("writing out.bin: ..."),
+// leaving out the parts that are empty.
 func (e *WriteError) Error() string {
 	switch {
 	case e.Op == "" && e.Path == "":
@@ -134,10 +136,6 @@ func unpath(err error) error {
 // Target is the path the file is renamed to by Commit (for a stream, the
 // path it was opened at).
 func (f *File) Target() string { return f.target }
-
-// Stream reports whether the file is a character device or FIFO written
-// through (Open), not a temporary file renamed into place.
-func (f *File) Stream() bool { return f.stream }
 
 // Write writes to the temporary file; an error is a *WriteError.
 func (f *File) Write(p []byte) (int, error) {
@@ -233,19 +231,6 @@ func (f *File) Abort() {
 	}
 }
 
-// WriteFile writes data to path atomically (Create, Write, Commit).
-func WriteFile(path string, data []byte) error {
-	f, err := Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return f.Commit()
-}
-
 // SyncDir fsyncs a directory, so that the renames and removals in it
 // survive a power loss. Failures are *WriteError. On Windows, where a
 // directory cannot be fsynced, it does nothing.
@@ -262,15 +247,6 @@ func SyncDir(dir string) error {
 		return &WriteError{Op: "syncing directory", Path: dir, Err: err}
 	}
 	return nil
-}
-
-// Rename renames from to to and fsyncs to's directory: the move of a
-// finished file or folder into place.
-func Rename(from, to string) error {
-	if err := os.Rename(from, to); err != nil {
-		return &WriteError{Op: "renaming into", Path: to, Err: err}
-	}
-	return SyncDir(filepath.Dir(to))
 }
 
 // NameTarget makes err, an error of writing into the temporary folder tmp

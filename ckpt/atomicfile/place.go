@@ -22,6 +22,7 @@ type RefusedError struct {
 	Flag, Path, Reason string
 }
 
+// Error is the flag (when given), the path and the reason it was refused.
 func (e *RefusedError) Error() string {
 	if e.Flag == "" {
 		return e.Path + " " + e.Reason
