@@ -33,7 +33,7 @@ type CompareOptions struct {
 
 // Compare builds the files of plan that the cache folder dir also holds
 // (all but opt.Skip) into a scratch root, in batches, and compares each
-// with the folder's file shard by shard (compare.File: within the
+// with the folder's file shard by shard (compare.FileData: within the
 // tolerance of its entry, mapping.Entry.Tolerance, when it applies a value
 // op that is not exactly reproducible); the scratch root is removed. The
 // report holds the data differences (each with its entry's target), the
@@ -71,8 +71,8 @@ func Compare(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, dir st
 		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			diffs, tol, n, err := compare.File(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(dir, filepath.FromSlash(rel)), rel,
-				compare.FileOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress}})
+			diffs, tol, n, err := compare.FileData(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(dir, filepath.FromSlash(rel)), rel,
+				compare.FileDataOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress}})
 			if err != nil {
 				return err
 			}

@@ -3,9 +3,9 @@
 //
 //   - Files holds a cache folder's files against its manifest and the plan
 //     of the current source, fail-closed: every missing, extra, truncated,
-//     corrupted or stale file is a ckpt.Finding (ids Finding*). Folder
+//     corrupted or stale file is a ckpt.Finding (ids Finding*). Dir
 //     checks one cache folder (memory, manifest, plan, Files; its
-//     FolderResult is the JSON document); Run, the workflow of `ckpt cache
+//     DirResult is the JSON document); Run, the workflow of `ckpt cache
 //     verify` (one Options), runs it on every folder of a root (Result).
 //   - PlanAgainst holds a mapping plan against an existing cache by names and
 //     headers only (map --against-cache; package compare compares).

@@ -1,5 +1,5 @@
 package check
 
 // MemAvailable gives the tests of package check_test the /proc/meminfo
-// reader of Folder's --min-mem check.
+// reader of Dir's --min-mem check.
 var MemAvailable = memAvailable

@@ -122,7 +122,7 @@ func TestCompareWithinULP(t *testing.T) {
 	// identify --source: in cache/identify's TestFolderWithinULP.
 
 	// verify --read-data: ok, the files within 1 ulp named.
-	res, err := check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
+	res, err := check.Dir(ctx, stackRoot, check.DirOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.True(t, res.OK, "%v", res.Findings)
 	assert.Len(t, res.Tolerated, 3)
@@ -154,7 +154,7 @@ func TestCompareWithinULP(t *testing.T) {
 		assert.Contains(t, d.Message, "2 ulp apart")
 	}
 	assert.Len(t, rep.Tolerated, 2)
-	res, err = check.Folder(ctx, stackRoot, check.FolderOptions{Source: src, ReadData: true})
+	res, err = check.Dir(ctx, stackRoot, check.DirOptions{Source: src, ReadData: true})
 	require.NoError(t, err)
 	assert.False(t, res.OK)
 	require.Len(t, res.Findings, 2, "both shards of the file")

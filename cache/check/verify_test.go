@@ -251,7 +251,7 @@ func TestCheckFormerProfileName(t *testing.T) {
 	old := bytes.Replace(b, []byte(`"profile": "`+mapping.BuiltinName+`"`), []byte(`"profile": "qwen3_5-tt"`), 1)
 	require.NotEqual(t, b, old, "the manifest names the profile")
 	require.NoError(t, os.WriteFile(p, old, 0o644))
-	res, err := check.Folder(context.Background(), out, check.FolderOptions{Source: src})
+	res, err := check.Dir(context.Background(), out, check.DirOptions{Source: src})
 	require.NoError(t, err)
 	require.True(t, res.OK, "%+v", res.Findings)
 	require.Equal(t, "qwen3_5-tt", res.Profile)

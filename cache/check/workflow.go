@@ -22,14 +22,14 @@ import (
 )
 
 // DefaultMemInfo is the file MemAvailable is read from when
-// FolderOptions.MemInfo is empty (cache verify's --meminfo default).
+// DirOptions.MemInfo is empty (cache verify's --meminfo default).
 const DefaultMemInfo = "/proc/meminfo"
 
-// FolderOptions tune Folder.
-type FolderOptions struct {
+// DirOptions tune Dir.
+type DirOptions struct {
 	FilesOptions
 	// Source is the checkpoint the cache must have been built from; ""
-	// for the source its manifest names (FolderResult.SourceFromManifest).
+	// for the source its manifest names (DirResult.SourceFromManifest).
 	Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
@@ -62,9 +62,9 @@ type FolderOptions struct {
 	Strict bool
 }
 
-// FolderResult is the cache verify JSON document (docs/cli.md): every
-// finding of Folder, OK when there is none.
-type FolderResult struct {
+// DirResult is the cache verify JSON document (docs/cli.md): every
+// finding of Dir, OK when there is none.
+type DirResult struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
 	Schema       ckpt.Schema `json:"schema_version"`
 	Dir          string      `json:"dir"`
@@ -82,7 +82,7 @@ type FolderResult struct {
 	Rehash   bool `json:"rehash"`
 	Rehashed int  `json:"rehashed"`
 	// DataCompared says whether every file's data was compared with a
-	// build from the source (FolderOptions.ReadData), DataBytes how many shard
+	// build from the source (DirOptions.ReadData), DataBytes how many shard
 	// bytes; Compared says in words what the verdict rests on.
 	DataCompared bool   `json:"data_compared"`
 	DataBytes    int64  `json:"data_bytes"`
@@ -96,10 +96,10 @@ type FolderResult struct {
 	Unpacked *cache.Unpacked `json:"unpacked,omitempty"`
 	Findings []ckpt.Finding  `json:"findings"`
 	// Ignore are the --ignore globs the source was planned with (the
-	// manifest's, or FolderOptions.Ignore) and the tensors each leaves out of
+	// manifest's, or DirOptions.Ignore) and the tensors each leaves out of
 	// the plan now; absent when there are none.
 	Ignore []cache.IgnoreRecord `json:"ignore,omitempty"`
-	// SourceFromManifest: no source was given (FolderOptions.Source ""), and
+	// SourceFromManifest: no source was given (DirOptions.Source ""), and
 	// Source is the one the folder's manifest names.
 	SourceFromManifest bool `json:"source_from_manifest,omitempty"`
 	// VisionNotVerified is the path of the vision folder the text
@@ -112,7 +112,7 @@ type FolderResult struct {
 	VisionOwner string `json:"vision_owner,omitempty"`
 }
 
-// Compared values (FolderResult.Compared).
+// Compared values (DirResult.Compared).
 const (
 	// ComparedNamesHeaders: the files' names, headers and sizes against
 	// the plan of the source, their bytes against the manifest's hashes,
@@ -125,7 +125,7 @@ const (
 )
 
 // trusted says how the sources were checked, for the verdict line.
-func (r *FolderResult) trusted() string {
+func (r *DirResult) trusted() string {
 	if r.Rehash {
 		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
 	}
@@ -139,7 +139,7 @@ func (r *FolderResult) trusted() string {
 // Verdict says what a passing check compared, for the verdict line: the
 // data built from the source, or names and headers only; how the sources
 // were checked (trusted); and that the manifest is an archive's word.
-func (r *FolderResult) Verdict() string {
+func (r *DirResult) Verdict() string {
 	if r.DataCompared {
 		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted())
 	}
@@ -154,17 +154,17 @@ func (r *FolderResult) Verdict() string {
 	return s + "; " + r.trusted()
 }
 
-// Folder is the fail-closed preflight of `ckpt cache verify`: it checks
+// Dir is the fail-closed preflight of `ckpt cache verify`: it checks
 // the available memory (with MinMem), reads the manifest of the cache root
 // dir, makes the plan of the source with the manifest's profile, mesh,
 // device and tag (mapping.Resolve), and runs Files. Everything wrong with
 // the cache or the machine is a finding (ids Finding*); a source that no
-// longer maps gives one stale finding per plan problem. Folder returns an
+// longer maps gives one stale finding per plan problem. Dir returns an
 // error only when the source cannot be read, the profile cannot be
 // loaded, or ctx is cancelled.
-func Folder(ctx context.Context, dir string, opt FolderOptions) (*FolderResult, error) {
-	res := &FolderResult{Dir: dir, Source: ckpt.Redact(opt.Source), Findings: []ckpt.Finding{}}
-	done := func() (*FolderResult, error) {
+func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
+	res := &DirResult{Dir: dir, Source: ckpt.Redact(opt.Source), Findings: []ckpt.Finding{}}
+	done := func() (*DirResult, error) {
 		res.OK = len(res.Findings) == 0
 		return res, nil
 	}
@@ -299,7 +299,7 @@ type dataCheck struct {
 // already find missing, truncated or corrupted with what the source builds
 // to (build.Compare, the mechanism of cache identify --source), with the
 // NaN style the manifest records; each differing file is a FindingData.
-func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt FolderOptions) (dataCheck, error) {
+func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt DirOptions) (dataCheck, error) {
 	skip := map[string]bool{}
 	for _, f := range found {
 		switch f.ID {
@@ -432,21 +432,21 @@ type Options struct {
 	Dir, Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
-	// Rules, Set, Select and MemInfo are as in FolderOptions.
+	// Rules, Set, Select and MemInfo are as in DirOptions.
 	Rules   string
 	Set     []string
 	Select  cache.Selector
 	MemInfo string
 	// MinMem is the --min-mem size ("" for no memory check).
 	MinMem string
-	// ReadData compares the data too (FolderOptions.ReadData).
+	// ReadData compares the data too (DirOptions.ReadData).
 	ReadData bool
 	FilesOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
-	// Ignore is as in FolderOptions.
+	// Ignore is as in DirOptions.
 	Ignore []string
-	// Strict makes warnings fail too (FolderOptions.Strict).
+	// Strict makes warnings fail too (DirOptions.Strict).
 	Strict bool
 }
 
@@ -457,34 +457,34 @@ func (r Options) Validate() error {
 	return err
 }
 
-// options are the request as FolderOptions of Folder.
-func (r Options) options() (FolderOptions, error) {
+// options are the request as DirOptions of Dir.
+func (r Options) options() (DirOptions, error) {
 	var minMem int64
 	if r.MinMem != "" {
 		var err error
 		if minMem, err = ckpt.ParseSize(r.MinMem); err != nil {
-			return FolderOptions{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
+			return DirOptions{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
 		}
 	}
-	return FolderOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
+	return DirOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
 		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, Strict: r.Strict}, nil
 }
 
 // Result is the outcome of Run: one cache verify document per cache
 // folder checked. With several folders the JSON document is Result
-// itself; with one it is that folder's FolderResult (Single).
+// itself; with one it is that folder's DirResult (Single).
 type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema  ckpt.Schema `json:"schema_version"`
-	Dir     string      `json:"dir"`
-	Source  string      `json:"source"`
-	OK      bool        `json:"ok"`
-	Folders []*FolderResult   `json:"folders"`
+	Schema  ckpt.Schema  `json:"schema_version"`
+	Dir     string       `json:"dir"`
+	Source  string       `json:"source"`
+	OK      bool         `json:"ok"`
+	Folders []*DirResult `json:"folders"`
 }
 
 // Single is the result of the one folder checked, nil when there were
 // several.
-func (r *Result) Single() *FolderResult {
+func (r *Result) Single() *DirResult {
 	if len(r.Folders) != 1 {
 		return nil
 	}
@@ -502,9 +502,9 @@ func (r *Result) Failed() int {
 	return n
 }
 
-// FolderSummaryRecord is the closing JSON Lines record of a cache verify of one
+// DirSummaryRecord is the closing JSON Lines record of a cache verify of one
 // cache folder: the document's verdict and counts.
-type FolderSummaryRecord struct {
+type DirSummaryRecord struct {
 	Dir      string `json:"dir"`
 	Source   string `json:"source"`
 	OK       bool   `json:"ok"`
@@ -514,8 +514,8 @@ type FolderSummaryRecord struct {
 }
 
 // SummaryRecord is the result's closing JSON Lines record.
-func (r *FolderResult) SummaryRecord() FolderSummaryRecord {
-	return FolderSummaryRecord{r.Dir, r.Source, r.OK, r.Files, r.Bytes, len(r.Findings)}
+func (r *DirResult) SummaryRecord() DirSummaryRecord {
+	return DirSummaryRecord{r.Dir, r.Source, r.OK, r.Files, r.Bytes, len(r.Findings)}
 }
 
 // SummaryRecord is the closing JSON Lines record of a cache verify of
@@ -582,11 +582,11 @@ func (r *Result) Rows() []FolderFinding {
 }
 
 // Run is the workflow of `ckpt cache verify`: it validates the request
-// (Validate) and runs Folder on every cache folder of req.Dir that
+// (Validate) and runs Dir on every cache folder of req.Dir that
 // req.Select matches: Dir itself when it is a cache folder, else each
 // matching folder of the cache root Dir (all of them when Select is
 // empty), one result each, in the order of cache.Folders. A root with no
-// matching folder gives one result with the finding Folder gives.
+// matching folder gives one result with the finding Dir gives.
 func Run(ctx context.Context, req Options) (*Result, error) {
 	opt, err := req.options()
 	if err != nil {
@@ -604,8 +604,8 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 	return res, nil
 }
 
-// runAll is Folder of every cache folder of dir that opt.Select matches.
-func runAll(ctx context.Context, dir string, opt FolderOptions) ([]*FolderResult, error) {
+// runAll is Dir of every cache folder of dir that opt.Select matches.
+func runAll(ctx context.Context, dir string, opt DirOptions) ([]*DirResult, error) {
 	var paths []string
 	if cache.IsFolderName(filepath.Base(filepath.Clean(dir))) {
 		paths = []string{dir}
@@ -648,7 +648,7 @@ func runAll(ctx context.Context, dir string, opt FolderOptions) ([]*FolderResult
 	// folder missing there fails; the text folder named alone verifies
 	// without it, saying it was not verified.
 	whole := !cache.IsFolderName(filepath.Base(filepath.Clean(dir)))
-	companion := func(r *FolderResult, p string) {
+	companion := func(r *DirResult, p string) {
 		comp, ok := missing[p]
 		if !ok {
 			return
@@ -675,20 +675,20 @@ func runAll(ctx context.Context, dir string, opt FolderOptions) ([]*FolderResult
 		r.OK = r.OK && !f.Failed()
 	}
 	if len(paths) <= 1 {
-		r, err := Folder(ctx, dir, opt)
+		r, err := Dir(ctx, dir, opt)
 		if err != nil {
 			return nil, err
 		}
 		if len(paths) == 1 {
 			companion(r, paths[0])
 		}
-		return []*FolderResult{r}, nil
+		return []*DirResult{r}, nil
 	}
-	var out []*FolderResult
+	var out []*DirResult
 	for _, p := range paths {
 		o := opt
 		o.Select = cache.Selector{}
-		r, err := Folder(ctx, p, o)
+		r, err := Dir(ctx, p, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}

@@ -53,7 +53,7 @@ func TestRun(t *testing.T) {
 	r := one.Single()
 	// build.Run wrote the text folder only: the vision folder its manifest
 	// names is not there, a warning of the folder checked alone.
-	assert.Equal(t, check.FolderSummaryRecord{Dir: r.Dir, Source: src, OK: true, Files: r.Files, Bytes: r.Bytes, Findings: 1}, r.SummaryRecord())
+	assert.Equal(t, check.DirSummaryRecord{Dir: r.Dir, Source: src, OK: true, Files: r.Files, Bytes: r.Bytes, Findings: 1}, r.SummaryRecord())
 	require.Len(t, r.Findings, 1)
 	assert.Equal(t, check.FindingCompanion, r.Findings[0].ID)
 	assert.Equal(t, ckpt.Warn, r.Findings[0].Status)
@@ -70,7 +70,7 @@ func TestRun(t *testing.T) {
 	assert.True(t, all.OK)
 	assert.Equal(t, 0, all.Failed())
 	assert.Empty(t, all.Rows())
-	var vf *check.FolderResult
+	var vf *check.DirResult
 	for _, f := range all.Folders {
 		if strings.HasSuffix(f.Dir, "/tensor_cache_bfp8") {
 			vf = f

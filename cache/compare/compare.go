@@ -314,8 +314,8 @@ func compareFile(ctx context.Context, pa, pb, file string, ft fileTol, opt DirsO
 	return diffs, ulp.tolerated(file, ft), n, nil
 }
 
-// FileOptions say what File knows of the file beyond its two paths.
-type FileOptions struct {
+// FileDataOptions say what File knows of the file beyond its two paths.
+type FileDataOptions struct {
 	// Tolerance is the tolerance of the file's entry (nil: only the same
 	// bytes are the same data); Target is the entry's target.
 	Tolerance *mapping.Tolerance
@@ -323,12 +323,12 @@ type FileOptions struct {
 	DirsOptions
 }
 
-// File compares one file at pa with the one at pb (file names it in the
+// FileData compares one file at pa with the one at pb (file names it in the
 // differences): header fields, then the data of each shard when both
 // sides have shards of the same sizes, within opt.Tolerance when it is
 // set. It returns the differences, the Tolerated record of a file whose
 // data differs only within the tolerance, and the shard bytes compared.
-func File(ctx context.Context, pa, pb, file string, opt FileOptions) ([]Difference, *Tolerated, int64, error) {
+func FileData(ctx context.Context, pa, pb, file string, opt FileDataOptions) ([]Difference, *Tolerated, int64, error) {
 	return compareFile(ctx, pa, pb, file, fileTol{tol: opt.Tolerance, target: opt.Target}, opt.DirsOptions)
 }
 

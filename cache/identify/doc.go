@@ -1,8 +1,8 @@
 // Package identify finds the profile and the settings of its variables
 // whose plan reproduces a tensor cache (`ckpt cache identify`): Run is the
 // workflow (the source from Options.Source or the folder's ckpt manifest,
-// the vision folder of a model too), Folder the engine for one cache
-// folder and an open checkpoint, FolderNames the one for a cache the
+// the vision folder of a model too), Dir the engine for one cache
+// folder and an open checkpoint, DirNames the one for a cache the
 // serving stack wrote, identified from its file names and headers alone.
 // Every candidate is held against the cache by names and headers
 // (compare.Headers); with a source, the closest candidate's files are also

@@ -14,11 +14,11 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// FolderOptions say which candidates Folder tries: the built-in
+// DirOptions say which candidates Dir tries: the built-in
 // profiles (all of them when Profiles is empty) or one profile file
 // (Rules), each with every setting of its variables that can be
 // overridden.
-type FolderOptions struct {
+type DirOptions struct {
 	Profiles []string
 	Rules    string
 	// Select picks the cache folder when dir is a root holding several.
@@ -48,7 +48,7 @@ type FolderOptions struct {
 // against the cache: Differences counts what Plan finds (missing and
 // extra files, differing header fields), what every candidate is ranked
 // by; Data counts the data differences of the one candidate whose data was
-// compared (DataCompared: the closest, with FolderOptions.Data), which
+// compared (DataCompared: the closest, with DirOptions.Data), which
 // are not in Differences. An exact match has neither. Overrides
 // lists the variables set away from their default for the mesh
 // ("proj_1d_decode=false"). Problem is set instead when the checkpoint
@@ -89,7 +89,7 @@ type Result struct {
 	Part  string `json:"part,omitempty"`
 	Files int    `json:"files"`
 	// DataCompared says whether the closest candidate\'s data was compared
-	// (FolderOptions.Data); DataBytes how many shard bytes.
+	// (DirOptions.Data); DataBytes how many shard bytes.
 	DataCompared bool  `json:"data_compared"`
 	DataBytes    int64 `json:"data_bytes"`
 	// NonFinite lists the source tensors of the compared files that hold
@@ -97,7 +97,7 @@ type Result struct {
 	// comparison builds them anyway, as the serving stack does).
 	NonFinite []ckpt.NonFinite `json:"nonfinite,omitempty"`
 	// NamesOnly: no source, the candidates' plans were made from the
-	// cache's file names (FolderNames); NotCompared says what that
+	// cache's file names (DirNames); NotCompared says what that
 	// leaves out.
 	NamesOnly   bool              `json:"names_only,omitempty"`
 	NotCompared []string          `json:"not_compared,omitempty"`
@@ -141,7 +141,7 @@ func (r *Result) FolderExact() bool {
 // cache.
 func (r *Result) ClosestReport() *compare.Report { return r.report }
 
-// Folder names the profile and variable settings whose plan of the
+// Dir names the profile and variable settings whose plan of the
 // checkpoint c reproduces the cache in dir: for every candidate (each
 // built-in profile, or opt's, with every combination of its overridable
 // variables) it plans c on the mesh, device folder and tag the cache's
@@ -150,7 +150,7 @@ func (r *Result) ClosestReport() *compare.Report { return r.report }
 // differences (then the fewest overrides, then the default profile); the
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
-func Folder(ctx context.Context, dir string, c *ckpt.Checkpoint, opt FolderOptions) (*Result, error) {
+func Dir(ctx context.Context, dir string, c *ckpt.Checkpoint, opt DirOptions) (*Result, error) {
 	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
 		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision)
 		return tried{cand: cand, plan: plan, rep: rep}, err
@@ -181,7 +181,7 @@ func Folder(ctx context.Context, dir string, c *ckpt.Checkpoint, opt FolderOptio
 	return res, nil
 }
 
-// FolderNames is Folder without the source checkpoint, for a cache
+// DirNames is Dir without the source checkpoint, for a cache
 // the serving stack wrote (no ckpt manifest names its source): every
 // candidate's plan is made from the cache's file names (mapping.PlanNames:
 // the decoder layers, their types and the config-dependent files the names
@@ -192,7 +192,7 @@ func Folder(ctx context.Context, dir string, c *ckpt.Checkpoint, opt FolderOptio
 // planned so (its mesh, when neither its name nor a manifest gives it,
 // inferred by cache.InferMesh). opt.Data is ignored: there is no source
 // to build from.
-func FolderNames(ctx context.Context, dir string, opt FolderOptions) (*Result, error) {
+func DirNames(ctx context.Context, dir string, opt DirOptions) (*Result, error) {
 	headers := compare.NewHeaderCache()
 	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
 		if vision {
@@ -226,7 +226,7 @@ func FolderNames(ctx context.Context, dir string, opt FolderOptions) (*Result, e
 	return res, nil
 }
 
-// tryVisionNames is FolderNames's candidate for a vision folder: the
+// tryVisionNames is DirNames's candidate for a vision folder: the
 // plan of p's vision part (in p's device folder and architecture, as
 // mapping.BuildWith plans it) from the folder's file names, held against
 // their headers. A profile without a vision part cannot match.
@@ -299,7 +299,7 @@ type tried struct {
 // and holds its plan; files are the folder's .tensorbin paths) and ranks
 // them, closest first. It returns the closest that maps (nil when none
 // does); the caller finishes the result with its report.
-func search(ctx context.Context, dir string, opt FolderOptions,
+func search(ctx context.Context, dir string, opt DirOptions,
 	try func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error)) (*Result, *tried, error) {
 	f, err := cache.ResolveFolder(dir, opt.Select)
 	if err != nil {
@@ -490,7 +490,7 @@ func describeCandidate(c Candidate) string {
 // --set overrides that reproduce the cache.
 func (c Candidate) Describe() string { return describeCandidate(c) }
 
-func identifyProfiles(opt FolderOptions) ([]*mapping.Profile, error) {
+func identifyProfiles(opt DirOptions) ([]*mapping.Profile, error) {
 	if opt.Rules != "" {
 		p, err := mapping.PlanOptions{Rules: opt.Rules}.LoadProfile()
 		if err != nil {
@@ -553,7 +553,7 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 // compareClosest is build.Compare of the plan's files that rep does not
 // already find missing or unreadable, its data differences and files
 // within a tolerance added to rep. It returns the shard bytes compared.
-func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt FolderOptions) (int64, []ckpt.NonFinite, error) {
+func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt DirOptions) (int64, []ckpt.NonFinite, error) {
 	skip := map[string]bool{}
 	for _, d := range rep.Diffs {
 		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {

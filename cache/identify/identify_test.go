@@ -53,7 +53,7 @@ func TestIdentify(t *testing.T) {
 			[]string{"gdn_fused_decode_enabled=false", "proj_1d_decode=false"}},
 	} {
 		out, plan := buildWith(t, c, tc.profile, tc.set)
-		res, err := identify.Folder(context.Background(), out, c, identify.FolderOptions{})
+		res, err := identify.Dir(context.Background(), out, c, identify.DirOptions{})
 		require.NoError(t, err)
 		require.True(t, res.Exact, "%s %v: %+v", tc.profile, tc.set, res.Best)
 		assert.Equal(t, tc.profile, res.Best.Profile, "%v", tc.set)
@@ -63,11 +63,11 @@ func TestIdentify(t *testing.T) {
 		assert.Equal(t, "1x2", res.Mesh)
 		assert.Equal(t, "P300", res.Device)
 		// The cache folder itself works as well as its root.
-		res2, err := identify.Folder(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, identify.FolderOptions{})
+		res2, err := identify.Dir(context.Background(), cache.FolderOf(out, plan.CacheDir).Path(), c, identify.DirOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, res.Best, res2.Best)
 		// From the file names and headers alone, the same verdict.
-		res3, err := identify.FolderNames(context.Background(), out, identify.FolderOptions{})
+		res3, err := identify.DirNames(context.Background(), out, identify.DirOptions{})
 		require.NoError(t, err)
 		require.True(t, res3.Exact, "%s %v names only: %+v", tc.profile, tc.set, res3.Best)
 		assert.Equal(t, tc.profile, res3.Best.Profile, "%v names only", tc.set)
@@ -89,7 +89,7 @@ func TestIdentifyClosest(t *testing.T) {
 		}
 	}
 	require.NoError(t, os.Remove(removed))
-	res, err := identify.Folder(context.Background(), dir, c, identify.FolderOptions{})
+	res, err := identify.Dir(context.Background(), dir, c, identify.DirOptions{})
 	require.NoError(t, err)
 	assert.False(t, res.Exact)
 	assert.Equal(t, mapping.ProfileMain, res.Best.Profile)
@@ -98,6 +98,6 @@ func TestIdentifyClosest(t *testing.T) {
 	require.Len(t, res.ClosestReport().Diffs, 1)
 	assert.Equal(t, compare.DiffMissing, res.ClosestReport().Diffs[0].Kind)
 
-	_, err = identify.Folder(context.Background(), filepath.Join(t.TempDir(), "none"), c, identify.FolderOptions{})
+	_, err = identify.Dir(context.Background(), filepath.Join(t.TempDir(), "none"), c, identify.DirOptions{})
 	require.Error(t, err)
 }

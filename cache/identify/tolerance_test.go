@@ -70,7 +70,7 @@ func TestFolderWithinULP(t *testing.T) {
 	require.NoError(t, cachetest.Rehash(stackRoot, plan.CacheDir))
 
 	c, _ := openPlan(t, src)
-	id, err := identify.Folder(ctx, stack, c, identify.FolderOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
+	id, err := identify.Dir(ctx, stack, c, identify.DirOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
 	require.NoError(t, err)
 	assert.True(t, id.Exact, "%v", id.ClosestReport().Diffs)
 	assert.Len(t, id.ClosestReport().Tolerated, 3)
@@ -84,7 +84,7 @@ func TestFolderWithinULP(t *testing.T) {
 	_, err = cachetest.NudgeF32(filepath.Join(stack, filepath.FromSlash(f2)), 1, 1)
 	require.NoError(t, err)
 	require.NoError(t, cachetest.Rehash(stackRoot, plan.CacheDir))
-	id, err = identify.Folder(ctx, stack, c, identify.FolderOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
+	id, err = identify.Dir(ctx, stack, c, identify.DirOptions{Profiles: []string{mapping.ProfileMain}, Data: true, Workers: 2})
 	require.NoError(t, err)
 	assert.False(t, id.Exact)
 	assert.Equal(t, 2, id.Candidates[0].Data)

@@ -58,7 +58,7 @@ func TestIdentifyVisionFolder(t *testing.T) {
 			continue
 		}
 		// By names and headers alone (the mesh from the manifest).
-		res, err = identify.FolderNames(ctx, vdir, identify.FolderOptions{})
+		res, err = identify.DirNames(ctx, vdir, identify.DirOptions{})
 		require.NoError(t, err)
 		assert.True(t, res.Exact, "%+v", res.Candidates)
 		assert.True(t, res.NamesOnly)

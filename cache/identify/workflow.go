@@ -13,13 +13,13 @@ import (
 
 // Options is what `ckpt cache identify` asks for: the cache (Dir,
 // Select among the folders of a root), the candidates (Profiles or Rules,
-// as FolderOptions) and the source. With Source the candidates are plans
+// as DirOptions) and the source. With Source the candidates are plans
 // of it and the closest one's data is compared too (not with
 // HeadersOnly; Workers, NaN and Progress go to that comparison). Without
 // it, the source a ckpt manifest in the folder names is planned (names
 // and headers only); a cache with no such manifest, as the serving stack
 // writes it, is identified from its file names and headers alone
-// (FolderNames).
+// (DirNames).
 type Options struct {
 	Dir         string
 	Source      string
@@ -72,7 +72,7 @@ func (r *Result) SummaryRecord() SummaryRecord {
 // Run is the workflow of `ckpt cache identify`: it validates the
 // request (errors there are *ckpt.UsageError, before any work), finds the
 // source (Source, else the ckpt manifest's, else none), opens it and runs
-// Folder, or FolderNames without a source. The result carries the
+// Dir, or DirNames without a source. The result carries the
 // source's warnings (also when Run fails after opening it) and
 // the cache build flags names and headers cannot show (BuildFlags).
 //
@@ -144,7 +144,7 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 }
 
 // run is Run of the one cache folder req.Dir resolves to;
-// prefer is the profile that wins a tie (FolderOptions.prefer).
+// prefer is the profile that wins a tie (DirOptions.prefer).
 func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	nan := req.NaN
 	if nan == "" {
@@ -156,7 +156,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	if req.Rules != "" && len(req.Profiles) > 0 {
 		return nil, &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
 	}
-	opt := FolderOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
+	opt := DirOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
 		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}
 	src := req.Source
 	f, err := cache.ResolveFolder(req.Dir, req.Select)
@@ -171,7 +171,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		opt.Ignore = cache.IgnoreGlobs(m.Ignore)
 	}
 	if src == "" {
-		res, err := FolderNames(ctx, req.Dir, opt)
+		res, err := DirNames(ctx, req.Dir, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +189,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 			warnings = append(warnings, is.Message)
 		}
 	}
-	res, err := Folder(ctx, req.Dir, c, opt)
+	res, err := Dir(ctx, req.Dir, c, opt)
 	if err != nil {
 		return &Result{Warnings: warnings}, err
 	}

@@ -53,7 +53,7 @@ func TestCacheForgedArchive(t *testing.T) {
 		assert.Contains(t, stdout, "the manifest came from the archive forged.tar.zst, so its hashes are that archive's word", extra)
 		code, stdout, _ = runApp(t, append(args, "--format", "json")...)
 		require.Equal(t, 0, code, stdout)
-		var res check.FolderResult
+		var res check.DirResult
 		require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 		assert.False(t, res.DataCompared)
 		assert.Equal(t, "names, headers and the manifest's hashes", res.Compared)
@@ -64,7 +64,7 @@ func TestCacheForgedArchive(t *testing.T) {
 	// verify --read-data compares the data with a build of BASE: fails.
 	code, stdout, _ = runApp(t, "cache", "verify", filepath.Join(shipped, folder1x2), "--source", base, "--read-data", "--format", "json", "--progress", "none")
 	require.Equal(t, 1, code, stdout)
-	var res check.FolderResult
+	var res check.DirResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
 	assert.True(t, res.DataCompared)
 	data := 0

@@ -41,7 +41,7 @@ func printBuild(w io.Writer, format string, rep *build.Result) error {
 
 // printCheck renders the check of one cache folder: its JSON document,
 // its findings as JSON Lines, or printFindings.
-func printCheck(w io.Writer, format string, res *check.FolderResult) error {
+func printCheck(w io.Writer, format string, res *check.DirResult) error {
 	switch format {
 	case output.JSON:
 		return output.WriteJSON(w, res)
@@ -82,7 +82,7 @@ func printCheckAll(w io.Writer, format string, res *check.Result) error {
 // the verdict. The folder, the source (the manifest's, when no --source
 // was given: an archive's word) and the file names are copied text,
 // escaped for the format.
-func printFindings(w io.Writer, format string, r *check.FolderResult) error {
+func printFindings(w io.Writer, format string, r *check.DirResult) error {
 	esc := output.EscapeFor(format)
 	// A warning (the missing vision folder of a text folder checked
 	// alone) is named as one: it does not fail the check.

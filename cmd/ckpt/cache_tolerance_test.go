@@ -85,11 +85,11 @@ func TestCacheCommandsWithinULP(t *testing.T) {
 	// The root holds the model's text folder and its vision folder: the
 	// folders document, the text folder's result with the tolerated files.
 	var all struct {
-		Folders []check.FolderResult `json:"folders"`
+		Folders []check.DirResult `json:"folders"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	require.Len(t, all.Folders, 2, stdout)
-	var vres check.FolderResult
+	var vres check.DirResult
 	for _, f := range all.Folders {
 		if strings.HasSuffix(f.Dir, folder1x2) {
 			vres = f

@@ -210,7 +210,7 @@ func TestCacheRootSelect(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var all struct {
 		OK      bool
-		Folders []check.FolderResult
+		Folders []check.DirResult
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	// Each mesh's text folder and vision folder (tensor_cache_bfp8).
