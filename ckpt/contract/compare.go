@@ -82,6 +82,7 @@ type UnknownConfigPathError struct {
 	Suggest        []string
 }
 
+// Error is the message of the UnknownConfigPathError.
 func (e *UnknownConfigPathError) Error() string {
 	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
 	if e.Bookkeeping {

@@ -103,6 +103,7 @@ type NotContractError struct {
 	Reason string // what it is instead
 }
 
+// Error is the message of the NotContractError.
 func (e *NotContractError) Error() string {
 	return fmt.Sprintf("%s is not a ckpt contract (%s); write one with `ckpt contract SRC -o FILE`", e.File, e.Reason)
 }
