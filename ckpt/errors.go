@@ -101,6 +101,19 @@ func (e *UsageError) Error() string {
 // Is makes errors.Is(err, ErrUsage) true.
 func (e *UsageError) Is(target error) bool { return target == ErrUsage }
 
+// OptionError is the Options of a library workflow that it refuses before
+// any work, for a caller other than the CLI (which checks its flags first,
+// in its own words): Field names the field of Options. It matches ErrUsage.
+type OptionError struct {
+	Field, Reason string
+}
+
+// Error is the message of the OptionError.
+func (e *OptionError) Error() string { return "Options." + e.Field + " " + e.Reason }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *OptionError) Is(target error) bool { return target == ErrUsage }
+
 // Quote returns s in double quotes with control characters and invalid UTF-8
 // escaped, so that hostile tensor names cannot corrupt a terminal.
 func Quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -6,26 +6,46 @@ import (
 	"github.com/gobwas/glob"
 )
 
+// Glob is one compiled glob of the Matcher syntax (`*` inside one dotted
+// segment, `**` across segments), with the text it was compiled from.
+type Glob struct {
+	text string
+	p    *glob.Pattern
+}
+
+// ParseGlob compiles one glob of the Matcher syntax. The error is the
+// glob compiler's: the caller says which option held the glob.
+func ParseGlob(s string) (Glob, error) {
+	g, err := glob.Compile(s, '.')
+	if err != nil {
+		return Glob{}, err
+	}
+	return Glob{text: s, p: g}, nil
+}
+
+// String is the text of the glob.
+func (g Glob) String() string { return g.text }
+
 // Matcher selects tensor names by globs in which `*` stays inside one
 // dotted segment and `**` crosses segments (`mtp.**`,
 // `model.language_model.layers.*.mlp.*`). An empty include list matches
 // everything; excludes win over includes.
 type Matcher struct {
-	include, exclude []*glob.Pattern
+	include, exclude []Glob
 }
 
 // NewMatcher compiles include and exclude globs.
 func NewMatcher(include, exclude []string) (*Matcher, error) {
 	m := &Matcher{}
 	for _, p := range include {
-		g, err := glob.Compile(p, '.')
+		g, err := ParseGlob(p)
 		if err != nil {
 			return nil, fmt.Errorf("invalid --match glob %s: %w", Quote(p), err)
 		}
 		m.include = append(m.include, g)
 	}
 	for _, p := range exclude {
-		g, err := glob.Compile(p, '.')
+		g, err := ParseGlob(p)
 		if err != nil {
 			return nil, fmt.Errorf("invalid --exclude glob %s: %w", Quote(p), err)
 		}
@@ -34,15 +54,46 @@ func NewMatcher(include, exclude []string) (*Matcher, error) {
 	return m, nil
 }
 
+// MatcherOf is the Matcher of globs compiled already (ParseGlob).
+func MatcherOf(include, exclude []Glob) *Matcher {
+	return &Matcher{include: append([]Glob(nil), include...), exclude: append([]Glob(nil), exclude...)}
+}
+
+// Include is the text of the include globs (nil for none, or for a nil
+// Matcher).
+func (m *Matcher) Include() []string {
+	if m == nil {
+		return nil
+	}
+	return globTexts(m.include)
+}
+
+// Exclude is the text of the exclude globs (nil for none, or for a nil
+// Matcher).
+func (m *Matcher) Exclude() []string {
+	if m == nil {
+		return nil
+	}
+	return globTexts(m.exclude)
+}
+
+func globTexts(gs []Glob) []string {
+	var out []string
+	for _, g := range gs {
+		out = append(out, g.text)
+	}
+	return out
+}
+
 // CompileGlob compiles one glob of the --match syntax for the option
 // named flag (e.g. "--ignore"): a Matcher that matches the names the glob
 // matches. The error names the option.
 func CompileGlob(flag, pattern string) (*Matcher, error) {
-	g, err := glob.Compile(pattern, '.')
+	g, err := ParseGlob(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("invalid %s glob %s: %w", flag, Quote(pattern), err)
 	}
-	return &Matcher{include: []*glob.Pattern{g}}, nil
+	return &Matcher{include: []Glob{g}}, nil
 }
 
 // Match reports whether name is selected. A nil Matcher matches everything.
@@ -51,7 +102,7 @@ func (m *Matcher) Match(name string) bool {
 		return true
 	}
 	for _, g := range m.exclude {
-		if g.Match(name) {
+		if g.p.Match(name) {
 			return false
 		}
 	}
@@ -59,7 +110,7 @@ func (m *Matcher) Match(name string) bool {
 		return true
 	}
 	for _, g := range m.include {
-		if g.Match(name) {
+		if g.p.Match(name) {
 			return true
 		}
 	}

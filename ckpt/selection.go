@@ -90,6 +90,16 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 	if err != nil {
 		return err
 	}
+	return m.CheckSelection(source, names...)
+}
+
+// CheckSelection is the package's CheckSelection for the globs of m,
+// compiled already; nil for a nil Matcher.
+func (m *Matcher) CheckSelection(source string, names ...[]string) error {
+	if m == nil || len(m.include) == 0 && len(m.exclude) == 0 {
+		return nil
+	}
+	match, exclude := m.Include(), m.Exclude()
 	var all []string
 	seen := map[string]bool{}
 	for _, ns := range names {
@@ -120,16 +130,15 @@ func CheckSelection(match, exclude []string, source string, names ...[]string) e
 	}
 	for _, g := range []struct {
 		flag  string
-		globs []string
-	}{{"--match", match}, {"--exclude", exclude}} {
+		globs []Glob
+	}{{"--match", m.include}, {"--exclude", m.exclude}} {
 		for _, p := range g.globs {
-			one, _ := NewMatcher([]string{p}, nil) // compiled above
-			if anyMatch(one, all) {
+			if anyMatch(MatcherOf([]Glob{p}, nil), all) {
 				continue
 			}
 			e := newErr()
-			e.Flag, e.Glob = g.flag, p
-			e.Suggest = suggest(p, all, func(cand string) bool {
+			e.Flag, e.Glob = g.flag, p.text
+			e.Suggest = suggest(p.text, all, func(cand string) bool {
 				cm, err := NewMatcher([]string{cand}, nil)
 				return err == nil && anyMatch(cm, all)
 			})

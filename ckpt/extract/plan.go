@@ -33,6 +33,9 @@ var ErrNoMatch = ckpt.ErrEmptySelection
 type PlanOptions struct {
 	// Match and Exclude are ckpt.NewMatcher globs; no Match selects all.
 	Match, Exclude []string
+	// Select, when set, is the selection compiled already (Match and
+	// Exclude are then not read).
+	Select *ckpt.Matcher
 	// DType is Keep (default), BF16, F16 or F32. With a float dtype,
 	// block-FP8 weights are dequantised (and the scales dropped); a
 	// quantised weight whose scale is missing or of a scheme ckpt does not
@@ -177,10 +180,13 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := ckpt.NewMatcher(opt.Match, opt.Exclude)
-	if err != nil {
-		return nil, err
+	m := opt.Select
+	if m == nil {
+		if m, err = ckpt.NewMatcher(opt.Match, opt.Exclude); err != nil {
+			return nil, err
+		}
 	}
+	match, exclude := m.Include(), m.Exclude()
 	if opt.MaxShardSize < 0 {
 		return nil, fmt.Errorf("invalid max shard size %d", opt.MaxShardSize)
 	}
@@ -199,7 +205,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 
 	// Every glob must match some tensor: an --exclude that matches none
 	// would extract what it was meant to leave out.
-	if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source, c.Names()); err != nil {
+	if err := m.CheckSelection(c.Source, c.Names()); err != nil {
 		return nil, err
 	}
 	selected := map[string]bool{}
@@ -209,7 +215,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		}
 	}
 	if len(selected) == 0 {
-		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, len(c.Tensors))
+		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(match, exclude), c.Source, len(c.Tensors))
 	}
 	if target == "" && opt.WithScales {
 		for _, t := range c.Tensors {
@@ -277,14 +283,14 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	p.Items = kept
 	if len(p.Items) == 0 {
 		return nil, fmt.Errorf("%w %s in %s but quantisation scales, which are not values under --dtype %s (select their weights to dequantise them)",
-			ErrNoMatch, describeGlobs(opt.Match, opt.Exclude), c.Source, p.DType)
+			ErrNoMatch, describeGlobs(match, exclude), c.Source, p.DType)
 	}
 	for _, it := range p.Items {
 		p.TotalBytes += it.NBytes()
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
 	if len(selected) < len(c.Tensors) {
-		p.Subset = &ckpt.Subset{Match: nonNil(opt.Match), Exclude: nonNil(opt.Exclude)}
+		p.Subset = &ckpt.Subset{Match: nonNil(match), Exclude: nonNil(exclude)}
 	}
 	p.Metadata = commonMetadata(p.Items)
 	// A scale stays in its weight's shard (ckpt.ScaleCompanions).

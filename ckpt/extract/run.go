@@ -2,24 +2,25 @@ package extract
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // Options is what the extract workflow writes: the tensors of Source that
-// the globs select, to Out (FILE.safetensors or a directory), in DType
-// (Keep, BF16, F16 or F32, any case), split at MaxShardSize (a size such
-// as "5G"; "" for one file).
+// Select selects (nil: all), to Out (FILE.safetensors or a directory), in
+// DType (Keep, BF16, F16 or F32, any case; "" is Keep), split at
+// MaxShardSize bytes (0 for one file).
 type Options struct {
 	Source         string
 	Openers        []ckpt.SourceOpener
 	Out            string
-	Match, Exclude []string
+	Select         *ckpt.Matcher
 	DType          string
 	WithScales     bool
 	AllowNonFinite bool
-	MaxShardSize   string
+	MaxShardSize   int64
 	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes):
 	// a tuning of memory against read sizes (PlanOptions.ChunkBytes).
 	ChunkBytes int64
@@ -29,57 +30,40 @@ type Options struct {
 	Variant string
 }
 
-// Validate checks the options before any work; wrong options are a
-// *ckpt.UsageError.
-func (r Options) Validate() error {
-	_, err := r.maxShardSize()
-	return err
+// ShardedFileError is an output of Shards shards (at MaxShardSize) asked
+// of Out, a file: a sharded output needs a directory. It matches
+// ckpt.ErrUsage.
+type ShardedFileError struct {
+	Shards       int
+	MaxShardSize int64
+	Out          string
 }
 
-// maxShardSize validates the options and returns MaxShardSize in bytes
-// (0 for none).
-func (r Options) maxShardSize() (int64, error) {
-	if r.Out == "" {
-		return 0, ckpt.Usagef("extract needs -o/--out FILE.safetensors or -o/--out DIR")
-	}
-	if len(r.Match) == 0 {
-		return 0, ckpt.Usagef("extract needs --match GLOB (use --match '**' to extract everything)")
-	}
-	dtype := strings.ToLower(r.DType)
-	if _, err := TargetDType(dtype); err != nil {
-		return 0, &ckpt.UsageError{Option: "--dtype", Reason: err.Error()}
-	}
-	if r.WithScales && dtype != Keep {
-		return 0, ckpt.Usagef("--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales")
-	}
-	var maxShard int64
-	if r.MaxShardSize != "" {
-		var err error
-		if maxShard, err = ckpt.ParseSize(r.MaxShardSize); err != nil {
-			return 0, &ckpt.UsageError{Option: "--max-shard-size", Reason: err.Error()}
-		}
-		if maxShard < 1 {
-			return 0, ckpt.Usagef("--max-shard-size: invalid size %q: must be at least 1 byte", r.MaxShardSize)
-		}
-	}
-	if _, err := ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
-		return 0, err
-	}
-	return maxShard, nil
+// Error is the message of the ShardedFileError.
+func (e *ShardedFileError) Error() string {
+	return fmt.Sprintf("the output is %d shards at a maximum shard size of %d bytes: Out must be a directory, not %s", e.Shards, e.MaxShardSize, e.Out)
 }
 
-// Run is the extract workflow: it validates the options, opens the source
-// (tensors of unknown dtypes are left to the plan), refuses an Out that is
-// one of its files, plans (NewPlan), refuses a sharded output to a file and
-// writes (Plan.Write). The result is returned once the source is open, with
-// an error too: its Shown warnings (of opening, then of the plan) are to be
-// shown whatever happened next; the rest of it only without an error.
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *ShardedFileError) Is(target error) bool { return target == ckpt.ErrUsage }
+
+// Run is the extract workflow: it opens the source (tensors of unknown
+// dtypes are left to the plan), refuses an Out that is one of its files,
+// plans (NewPlan: a DType, WithScales or MaxShardSize it cannot use is its
+// error), refuses a sharded output to a file (*ShardedFileError) and
+// writes (Plan.Write). An empty Out, or WithScales with a float DType,
+// is a *ckpt.OptionError. The result is
+// returned once the source is open, with an error too: its Shown warnings
+// (of opening, then of the plan) are to be shown whatever happened next;
+// the rest of it only without an error.
 func Run(ctx context.Context, opt Options) (*Result, error) {
-	maxShard, err := opt.maxShardSize()
-	if err != nil {
-		return nil, err
+	if opt.Out == "" {
+		return nil, &ckpt.OptionError{Field: "Out", Reason: "is empty"}
 	}
 	dtype := strings.ToLower(opt.DType)
+	if opt.WithScales && dtype != Keep && dtype != "" {
+		return nil, &ckpt.OptionError{Field: "WithScales", Reason: "applies only to DType Keep"}
+	}
 	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Variant: opt.Variant}, opt.Openers...)
 	if c == nil {
 		return nil, err
@@ -89,13 +73,17 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Source: c.Source, Shown: c.Warnings()}
-	plan, err := NewPlan(c, PlanOptions{Match: opt.Match, Exclude: opt.Exclude, DType: dtype, WithScales: opt.WithScales,
-		MaxShardSize: maxShard, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite})
+	sel := opt.Select
+	if sel == nil {
+		sel = ckpt.MatcherOf(nil, nil)
+	}
+	plan, err := NewPlan(c, PlanOptions{Select: sel, DType: dtype, WithScales: opt.WithScales,
+		MaxShardSize: opt.MaxShardSize, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite})
 	if err != nil {
 		return res, err
 	}
 	if plan.Sharded && !IsDirTarget(opt.Out) {
-		return res, ckpt.Usagef("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", len(plan.Shards), opt.MaxShardSize, opt.Out)
+		return res, &ShardedFileError{Shards: len(plan.Shards), MaxShardSize: opt.MaxShardSize, Out: opt.Out}
 	}
 	res.Shown = append(res.Shown, plan.Warnings...)
 	w, err := plan.Write(ctx, opt.Out)

@@ -12,39 +12,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunOptionsValidate(t *testing.T) {
+// TestRunOptionError: the invariants Run keeps for a caller other than
+// the CLI (which checks its flags first, in its own words) are
+// *ckpt.OptionError naming the field, before any work.
+func TestRunOptionError(t *testing.T) {
 	t.Parallel()
-	ok := Options{Source: "x", Out: "x.safetensors", Match: []string{"**"}}
-	edit := func(f func(r *Options)) Options { r := ok; f(&r); return r }
 	tests := []struct {
-		name string
-		req  Options
-		msg  string // "" valid
+		name  string
+		opt   Options
+		field string
 	}{
-		{"ok", ok, ""},
-		{"upper dtype", edit(func(r *Options) { r.DType = "BF16" }), ""},
-		{"no out", edit(func(r *Options) { r.Out = "" }), "extract needs -o/--out FILE.safetensors or -o/--out DIR"},
-		{"no match", edit(func(r *Options) { r.Match = nil }), "extract needs --match GLOB (use --match '**' to extract everything)"},
-		{"dtype", edit(func(r *Options) { r.DType = "f8" }), `--dtype: invalid dtype "f8" (want keep, bf16, f16 or f32)`},
-		{"with-scales", edit(func(r *Options) { r.DType, r.WithScales = "f32", true }),
-			"--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales"},
-		{"shard size", edit(func(r *Options) { r.MaxShardSize = "0" }), `--max-shard-size: invalid size "0": must be at least 1 byte`},
+		{"no out", Options{Source: "x"}, "Out"},
+		{"with-scales", Options{Source: "x", Out: "x.safetensors", DType: "F32", WithScales: true}, "WithScales"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := tc.req.Validate()
-			if tc.msg == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ckpt.ErrUsage)
-			assert.EqualError(t, err, tc.msg)
-			rep, err := Run(context.Background(), tc.req)
-			assert.ErrorIs(t, err, ckpt.ErrUsage, "Run validates first")
+			rep, err := Run(context.Background(), tc.opt)
+			var oe *ckpt.OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.field, oe.Field)
+			assert.ErrorIs(t, err, ckpt.ErrUsage)
 			assert.Nil(t, rep)
 		})
 	}
+}
+
+func mustSelect(t *testing.T, match ...string) *ckpt.Matcher {
+	t.Helper()
+	m, err := ckpt.NewMatcher(match, nil)
+	require.NoError(t, err)
+	return m
 }
 
 func TestRunWorkflow(t *testing.T) {
@@ -53,7 +51,7 @@ func TestRunWorkflow(t *testing.T) {
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
 	out := filepath.Join(t.TempDir(), "mtp.safetensors")
-	rep, err := Run(ctx, Options{Source: dir, Out: out, Match: []string{"mtp.**"}, DType: "BF16", Progress: ckpt.NewProgress()})
+	rep, err := Run(ctx, Options{Source: dir, Out: out, Select: mustSelect(t, "mtp.**"), DType: "BF16", Progress: ckpt.NewProgress()})
 	require.NoError(t, err)
 	assert.Equal(t, "bf16", rep.DType)
 	assert.Equal(t, out, rep.Out)
@@ -64,12 +62,15 @@ func TestRunWorkflow(t *testing.T) {
 
 	// ChunkBytes tunes memory against read sizes: the same bytes.
 	small := filepath.Join(t.TempDir(), "mtp.safetensors")
-	_, err = Run(ctx, Options{Source: dir, Out: small, Match: []string{"mtp.**"}, DType: "BF16", ChunkBytes: 100})
+	_, err = Run(ctx, Options{Source: dir, Out: small, Select: mustSelect(t, "mtp.**"), DType: "BF16", ChunkBytes: 100})
 	require.NoError(t, err)
 	assert.Equal(t, mustRead(t, out), mustRead(t, small), "ChunkBytes changes no byte")
 
-	_, err = Run(ctx, Options{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile), Match: []string{"**"}})
+	_, err = Run(ctx, Options{Source: dir, Out: filepath.Join(dir, ckpt.IndexFile), Select: mustSelect(t, "**")})
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "an output over an input is refused")
-	_, err = Run(ctx, Options{Source: dir, Out: out, Match: []string{"**"}, MaxShardSize: "1"})
+	_, err = Run(ctx, Options{Source: dir, Out: out, Select: mustSelect(t, "**"), MaxShardSize: 1})
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "a sharded output needs a directory")
+	var sf *ShardedFileError
+	require.ErrorAs(t, err, &sf)
+	assert.Equal(t, &ShardedFileError{Shards: sf.Shards, MaxShardSize: 1, Out: out}, sf)
 }

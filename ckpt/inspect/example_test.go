@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/inspect"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 )
@@ -20,7 +21,12 @@ func ExampleRun() {
 		fmt.Println(err)
 		return
 	}
-	res, err := inspect.Run(context.Background(), inspect.Options{Source: src, Match: []string{"mtp.**"}, Workers: 4})
+	sel, err := ckpt.NewMatcher([]string{"mtp.**"}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := inspect.Run(context.Background(), inspect.Options{Source: src, Select: sel, Workers: 4})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -18,19 +18,17 @@ func TestRun(t *testing.T) {
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	ctx := context.Background()
 
-	for _, tc := range []struct {
-		req inspect.Options
-		msg string
-	}{
-		{inspect.Options{Source: dir}, "--workers must be at least 1, got 0"},
-		{inspect.Options{Source: dir, Workers: 4, Match: []string{"[a"}}, "["},
-	} {
-		_, err := inspect.Run(ctx, tc.req)
-		require.ErrorIs(t, err, ckpt.ErrUsage)
-		assert.Contains(t, err.Error(), tc.msg)
+	sel := func(match ...string) *ckpt.Matcher {
+		m, err := ckpt.NewMatcher(match, nil)
+		require.NoError(t, err)
+		return m
 	}
+	// No Select lists every tensor, with ckpt's default Workers.
+	all, err := inspect.Run(ctx, inspect.Options{Source: dir})
+	require.NoError(t, err)
+	assert.Len(t, all.Tensors, int(all.Summary.Tensors))
 
-	res, err := inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Match: []string{"mtp.**"}})
+	res, err := inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Select: sel("mtp.**")})
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Tensors)
 	for _, tn := range res.Tensors {
@@ -42,6 +40,6 @@ func TestRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^\{"source":".*","sharded":true,"tensors":`, string(b))
 
-	_, err = inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Match: []string{"nothing.**"}})
+	_, err = inspect.Run(ctx, inspect.Options{Source: dir, Workers: 4, Select: sel("nothing.**")})
 	assert.ErrorIs(t, err, ckpt.ErrEmptySelection)
 }

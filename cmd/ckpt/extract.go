@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
@@ -25,10 +27,18 @@ type extractOptions struct {
 	Variant        string
 }
 
+// extractValues are what extract's flags with a syntax parsed into, as
+// they were set (their text stays in extractOptions).
+type extractValues struct {
+	maxShardSize   sizeValue
+	match, exclude globsValue
+}
+
 // newExtractCmd is ckpt extract; runF, when set, runs instead of the
 // workflow (tests of the option parsing).
 func (a *App) newExtractCmd(runF func(context.Context, *extractOptions) error) *cobra.Command {
-	o := &extractOptions{}
+	o, v := &extractOptions{}, &extractValues{}
+	var opt extract.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "extract SRC --match GLOB --out PATH",
 		Short: "Write a subset of a checkpoint as a valid safetensors file (or sharded directory), optionally dequantised to bf16/f32",
@@ -49,44 +59,79 @@ of selected quantised weights.`,
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
-			return o.request(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runExtract(cmd.Context(), o)
+			return a.runExtract(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.Match, "match", nil, "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
+	globsFlag(f, &v.match, &o.Match, "match", "extract tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "leave out tensors matching this glob; repeatable")
 	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
 	enumFlag(f, &o.DType, "dtype", extract.Keep, dtypeEnum, "output dtype: {} (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the scales (weight_scale_inv, ...) of every selected quantised weight")
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
-	f.StringVar(&o.MaxShardSize, "max-shard-size", "", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
+	sizeFlag(f, &v.maxShardSize, &o.MaxShardSize, "max-shard-size", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
 	enumFlag(f, &o.Format, "format", output.Auto, extractFormats, "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	addVariantFlag(f, &o.Variant)
 	return cmd
 }
 
-// request is the library request of the options.
-func (o *extractOptions) request(a *App) extract.Options {
-	return extract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, Match: o.Match, Exclude: o.Exclude, DType: o.DType,
-		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: o.MaxShardSize, Variant: o.Variant}
+// check holds extract's rules of the command line, in their order; the
+// first broken one is the error.
+func (o *extractOptions) check(v *extractValues) error {
+	if o.Out == "" {
+		return ckpt.Usagef("extract needs -o/--out FILE.safetensors or -o/--out DIR")
+	}
+	if len(o.Match) == 0 {
+		return ckpt.Usagef("extract needs --match GLOB (use --match '**' to extract everything)")
+	}
+	dtype := strings.ToLower(o.DType)
+	if _, err := extract.TargetDType(dtype); err != nil {
+		return &ckpt.UsageError{Option: "--dtype", Reason: err.Error()}
+	}
+	if o.WithScales && dtype != extract.Keep {
+		return ckpt.Usagef("--with-scales only applies to --dtype keep: float dtypes dequantise FP8 weights and drop their scales")
+	}
+	if o.MaxShardSize != "" {
+		maxShard, err := v.maxShardSize.Size()
+		if err != nil {
+			return &ckpt.UsageError{Option: "--max-shard-size", Reason: err.Error()}
+		}
+		if maxShard < 1 {
+			return ckpt.Usagef("--max-shard-size: invalid size %q: must be at least 1 byte", o.MaxShardSize)
+		}
+	}
+	_, err := selection(&v.match, &v.exclude)
+	return err
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *extractOptions) options(a *App, v *extractValues) (extract.Options, error) {
+	if err := o.check(v); err != nil {
+		return extract.Options{}, err
+	}
+	sel, _ := selection(&v.match, &v.exclude) // checked
+	maxShard, _ := v.maxShardSize.Size()      // checked
+	return extract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, Select: sel, DType: o.DType,
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: maxShard, Variant: o.Variant}, nil
 }
 
 // runExtract runs the extract workflow (extract.Run) and renders its
 // report.
-func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
+func (a *App) runExtract(ctx context.Context, o *extractOptions, req extract.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, extractFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "extract")
 	if err != nil {
 		return err
@@ -96,6 +141,9 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions) error {
 	stop()
 	if out != nil {
 		a.warn(out.Shown...)
+	}
+	if sf := (*extract.ShardedFileError)(nil); errors.As(err, &sf) {
+		return ckpt.Usagef("the output is %d shards at --max-shard-size %s: --out must be a directory, not %s", sf.Shards, o.MaxShardSize, sf.Out)
 	}
 	if err != nil {
 		return err

@@ -24,10 +24,17 @@ type inspectOptions struct {
 	Variant     string
 }
 
+// inspectValues are what inspect's flags with a syntax parsed into, as
+// they were set (their text stays in inspectOptions).
+type inspectValues struct {
+	match, exclude globsValue
+}
+
 // newInspectCmd is ckpt inspect; runF, when set, runs instead of the
 // workflow (tests of the option parsing).
 func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *cobra.Command {
-	o := &inspectOptions{}
+	o, v := &inspectOptions{}, &inspectValues{}
+	var opt inspect.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "inspect SRC",
 		Short: "List tensors (name, dtype, shape, parameters, bytes, shard) and a summary by dtype and group, from headers only",
@@ -37,19 +44,21 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
-			return o.request(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runInspect(cmd.Context(), o)
+			return a.runInspect(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
 	enumFlag(f, &o.Format, "format", output.Auto, inspectFormats, "output format: {} (auto: table on a terminal, text otherwise)")
-	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
+	globsFlag(f, &v.match, &o.Match, "match", "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
 	f.BoolVar(&o.Metadata, "metadata", false, "also show each file's safetensors __metadata__ (table/text/markdown; csv: only the metadata rows; json always has it)")
 	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
@@ -57,20 +66,36 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 	return cmd
 }
 
-// request is the library request of the options.
-func (o *inspectOptions) request(a *App) inspect.Options {
-	return inspect.Options{Source: o.Source, Openers: a.Openers, Match: o.Match, Exclude: o.Exclude, Workers: o.Workers, Variant: o.Variant}
+// check holds inspect's rules of the command line, in their order; the
+// first broken one is the error.
+func (o *inspectOptions) check(v *inspectValues) error {
+	if _, err := selection(&v.match, &v.exclude); err != nil {
+		return err
+	}
+	if o.Workers < 1 {
+		return ckpt.Usagef("--workers must be at least 1, got %d", o.Workers)
+	}
+	return nil
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *inspectOptions) options(a *App, v *inspectValues) (inspect.Options, error) {
+	if err := o.check(v); err != nil {
+		return inspect.Options{}, err
+	}
+	sel, _ := selection(&v.match, &v.exclude) // checked
+	return inspect.Options{Source: o.Source, Openers: a.Openers, Select: sel, Workers: o.Workers, Variant: o.Variant}, nil
 }
 
 // runInspect runs the inspect workflow (inspect.Run) and renders
 // its result; unknown dtypes exit 2 after the report.
-func (a *App) runInspect(ctx context.Context, o *inspectOptions) error {
+func (a *App) runInspect(ctx context.Context, o *inspectOptions, req inspect.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, inspectFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := inspect.Run(ctx, o.request(a))
+	res, err := inspect.Run(ctx, req)
 	if res == nil {
 		return err
 	}
