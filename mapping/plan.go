@@ -117,7 +117,7 @@ func servesModelType(p *Profile, cfg *ckpt.Config) string {
 // PlanError is returned with a plan that has problems.
 type PlanError struct{ Problems []ckpt.Finding }
 
-// Error is the message of the PlanError: its problems, one per line.
+// Error is the message of the PlanError: its one problem, or the count of problems and the first.
 func (e *PlanError) Error() string {
 	if len(e.Problems) == 1 {
 		return "mapping plan: " + e.Problems[0].Message
