@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -269,5 +270,44 @@ func TestDiffSampleBudget(t *testing.T) {
 		code, _, stderr := runApp(t, append([]string{"diff", base, ft, "--progress", "none"}, c.args...)...)
 		assert.Equal(t, 2, code, "%v", c.args)
 		assert.Contains(t, stderr, c.stderr, "%v", c.args)
+	}
+}
+
+// TestDiffCheck: every rule of diff's command line, with its message and
+// exit status, and which one wins when a command line breaks several
+// (the first in check's order); none of them opens a source.
+func TestDiffCheck(t *testing.T) {
+	t.Parallel()
+	const size = `invalid size %q (want a number of bytes with an optional unit: K, M, G, T are powers of 1000, Ki, Mi, Gi, Ti powers of 1024, e.g. 4G or 500MiB)`
+	tests := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"mode", []string{"--mode", "fast", "--sample", "-1"}, `unknown --mode "fast" (want header, bytes or values)`},
+		{"negative sample", []string{"--sample", "-1", "--sample-bytes", "lots"}, "--sample and --workers must not be negative"},
+		{"sample-bytes size", []string{"--sample-bytes", "lots", "--mode", "header"}, "--sample-bytes: " + fmt.Sprintf(size, "lots")},
+		{"sample-bytes negative", []string{"--sample-bytes", "-5"}, "--sample-bytes: " + fmt.Sprintf(size, "-5")},
+		{"sample-bytes zero", []string{"--sample-bytes", "0", "--sample-budget", "1M"}, "--sample-bytes must be positive, not 0"},
+		{"sample-bytes mode", []string{"--mode", "header", "--sample-bytes", "4KiB", "--sample-budget", "1M"}, "--sample-bytes needs --mode values, not header"},
+		{"both", []string{"--sample-bytes", "4KiB", "--sample-budget", "lots"}, "--sample-bytes and --sample-budget exclude each other"},
+		{"sample-budget size", []string{"--sample-budget", "lots", "--mode", "bytes"}, "--sample-budget: " + fmt.Sprintf(size, "lots")},
+		{"sample-budget zero", []string{"--sample-budget", "0"}, "--sample-budget must be positive, not 0"},
+		{"sample-budget mode", []string{"--mode", "bytes", "--sample-budget", "1M", "--seed", "5"}, "--sample-budget needs --mode values, not bytes"},
+		{"sample-seed alone", []string{"--sample-seed", "3", "--seed", "5"}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
+		{"sample-seed, empty size", []string{"--sample-bytes=", "--sample-seed", "3"}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
+		{"seed alone", []string{"--seed", "5", "--match", "[a"}, "--seed seeds --sample N; give it"},
+		{"match glob", []string{"--exclude", "[b", "--match", "[a"}, `invalid --match glob "[a": glob: syntax error at 2: unexpected end of input`},
+		{"exclude glob", []string{"--exclude", "[b", "--sample-budget", "1M", "--sample-seed", "3"}, `invalid --exclude glob "[b": glob: syntax error at 2: unexpected end of input`},
+		{"then the sources", []string{"--match", "nothing.**", "--sample-budget", "1M"}, "opening " + missing + ": no such file or directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, stderr := runApp(t, append([]string{"diff", missing, missing, "--progress", "none"}, tc.args...)...)
+			assert.Equal(t, exitUnreadable, code)
+			assert.Empty(t, out)
+			assert.Equal(t, "ckpt: "+tc.msg+"\n", stderr)
+		})
 	}
 }
