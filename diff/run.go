@@ -9,91 +9,26 @@ import (
 )
 
 // Options are what the diff workflow compares: the checkpoints at Base and
-// FT, with the options of Compare given as the command line gives them
-// (Mode a string, sample sizes such as "64KiB"; "" for none).
+// FT, compared by Compare with the CompareOptions (Match selects the
+// tensors; each of its globs must select some of either side).
 type Options struct {
-	Base, FT       string
-	Openers        []ckpt.SourceOpener
-	Mode           string
-	Match, Exclude []string
-	Sample         int
-	Seed           uint64
-	Workers        int
-	SampleBytes    string
-	SampleBudget   string
-	SampleSeed     uint64
-	ByLayer        bool
-	// Progress, if set, counts the tensor bytes of both sides.
-	Progress *ckpt.Progress
+	Base, FT string
+	Openers  []ckpt.SourceOpener
 	// Variant selects a variant of each directory side (ckpt.Options.Variant).
 	Variant string
 	// Out is the report's path (-o), "" for stdout: Run refuses one that
 	// is a file of either side (ckpt.CheckOutput).
 	Out string
+	// CompareOptions are Compare's; their Workers also open the sides, and
+	// their Progress, if set, counts the tensor bytes of both sides.
+	CompareOptions
 }
 
-// Validate checks the options before any work; wrong options are a
-// *ckpt.UsageError.
-func (r Options) Validate() error {
-	_, err := r.compareOptions()
-	return err
-}
-
-// compareOptions validates the options and returns Compare's options
-// (Match still unset).
-func (r Options) compareOptions() (CompareOptions, error) {
-	mode, ok := ParseMode(r.Mode)
-	if !ok {
-		return CompareOptions{}, ckpt.Usagef("unknown --mode %q (want header, bytes or values)", r.Mode)
-	}
-	if r.Sample < 0 || r.Workers < 0 {
-		return CompareOptions{}, ckpt.Usagef("--sample and --workers must not be negative")
-	}
-	opt := CompareOptions{Mode: mode, Sample: r.Sample, Seed: r.Seed, Workers: r.Workers, Progress: r.Progress, SampleSeed: r.SampleSeed, ByLayer: r.ByLayer}
-	var err error
-	if r.SampleBytes != "" {
-		if opt.SampleBytes, err = ckpt.ParseSize(r.SampleBytes); err != nil {
-			return CompareOptions{}, &ckpt.UsageError{Option: "--sample-bytes", Reason: err.Error()}
-		}
-		if opt.SampleBytes <= 0 {
-			return CompareOptions{}, ckpt.Usagef("--sample-bytes must be positive, not %s", r.SampleBytes)
-		}
-		if mode != ModeValues {
-			return CompareOptions{}, ckpt.Usagef("--sample-bytes needs --mode values, not %s", mode)
-		}
-	}
-	if r.SampleBudget != "" {
-		if r.SampleBytes != "" {
-			return CompareOptions{}, ckpt.Usagef("--sample-bytes and --sample-budget exclude each other")
-		}
-		if opt.SampleBudget, err = ckpt.ParseSize(r.SampleBudget); err != nil {
-			return CompareOptions{}, &ckpt.UsageError{Option: "--sample-budget", Reason: err.Error()}
-		}
-		if opt.SampleBudget <= 0 {
-			return CompareOptions{}, ckpt.Usagef("--sample-budget must be positive, not %s", r.SampleBudget)
-		}
-		if mode != ModeValues {
-			return CompareOptions{}, ckpt.Usagef("--sample-budget needs --mode values, not %s", mode)
-		}
-	}
-	// A seed without what it seeds would be silently ignored: the user
-	// meant a sampled comparison.
-	if r.SampleSeed != 0 && r.SampleBytes == "" && r.SampleBudget == "" {
-		return CompareOptions{}, ckpt.Usagef("--sample-seed seeds --sample-bytes or --sample-budget; give one of them")
-	}
-	if r.Seed != 0 && r.Sample == 0 {
-		return CompareOptions{}, ckpt.Usagef("--seed seeds --sample N; give it")
-	}
-	if opt.Match, err = ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
-		return CompareOptions{}, err
-	}
-	return opt, nil
-}
-
-// Run is the diff workflow: it validates the options, opens both sides
-// (tensors of unknown dtypes are compared as bytes), refuses an Out that
-// is a file of either side, checks that every
-// glob selects tensors of either side and compares them (Compare).
+// Run is the diff workflow: it opens both sides (tensors of unknown
+// dtypes are compared as bytes), refuses an Out that is a file of either
+// side, checks that every glob of Match selects tensors of either side
+// (ckpt.Matcher.CheckSelection) and compares them (Compare). A negative
+// Sample or Workers is a *ckpt.OptionError, before any work.
 //
 // Once a side is open, the result is returned even with an error: its
 // Warnings (of opening, in order) are to be shown whatever happened next.
@@ -101,9 +36,11 @@ func (r Options) compareOptions() (CompareOptions, error) {
 // with that side's *ckpt.UnknownDTypeError (the input is not entirely
 // readable: exit 2 after the report).
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	opt, err := opts.compareOptions()
-	if err != nil {
-		return nil, err
+	if opts.Sample < 0 {
+		return nil, &ckpt.OptionError{Field: "Sample", Reason: "is negative"}
+	}
+	if opts.Workers < 0 {
+		return nil, &ckpt.OptionError{Field: "Workers", Reason: "is negative"}
 	}
 	var cks [2]*ckpt.Checkpoint
 	var warnings []string
@@ -124,10 +61,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := ckpt.CheckOutput("-o", opts.Out, cks[0], cks[1]); err != nil {
 		return failedRun(warnings), err
 	}
-	if err := ckpt.CheckSelection(opts.Match, opts.Exclude, cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
+	if err := opts.Match.CheckSelection(cks[0].Source+" or "+cks[1].Source, cks[0].Names(), cks[1].Names()); err != nil {
 		return failedRun(warnings), err
 	}
-	res, err := Compare(ctx, cks[0], cks[1], opt)
+	res, err := Compare(ctx, cks[0], cks[1], opts.CompareOptions)
 	if err != nil {
 		return failedRun(warnings), err
 	}

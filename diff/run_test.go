@@ -12,41 +12,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunRequestValidate(t *testing.T) {
+// TestRunOptionError: what a caller can still get wrong in Options is a
+// *ckpt.OptionError naming the field, before any work (the command line's
+// rules are cmd/ckpt's).
+func TestRunOptionError(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		req  diff.Options
-		msg  string // "" valid
+		name  string
+		opt   diff.Options
+		field string
 	}{
-		{"defaults", diff.Options{}, ""},
-		{"mode", diff.Options{Mode: "fast"}, `unknown --mode "fast" (want header, bytes or values)`},
-		{"negative", diff.Options{Workers: -1}, "--sample and --workers must not be negative"},
-		{"sample-bytes size", diff.Options{SampleBytes: "lots"}, "--sample-bytes: "},
-		{"sample-bytes zero", diff.Options{SampleBytes: "0"}, "--sample-bytes must be positive, not 0"},
-		{"sample-bytes mode", diff.Options{Mode: "header", SampleBytes: "4KiB"}, "--sample-bytes needs --mode values, not header"},
-		{"both", diff.Options{SampleBytes: "4KiB", SampleBudget: "1M"}, "--sample-bytes and --sample-budget exclude each other"},
-		{"budget mode", diff.Options{Mode: "bytes", SampleBudget: "1M"}, "--sample-budget needs --mode values, not bytes"},
-		{"glob", diff.Options{Match: []string{"[a"}}, "["},
-		{"sampled", diff.Options{SampleBudget: "200MB", ByLayer: true}, ""},
-		{"sample-seed alone", diff.Options{SampleSeed: 3}, "--sample-seed seeds --sample-bytes or --sample-budget; give one of them"},
-		{"sample-seed with budget", diff.Options{SampleSeed: 3, SampleBudget: "1M"}, ""},
-		{"seed alone", diff.Options{Seed: 5}, "--seed seeds --sample N; give it"},
-		{"seed with sample", diff.Options{Seed: 5, Sample: 3}, ""},
+		{"sample", diff.Options{CompareOptions: diff.CompareOptions{Sample: -1, Workers: -1}}, "Sample"},
+		{"workers", diff.Options{CompareOptions: diff.CompareOptions{Workers: -1}}, "Workers"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := tc.req.Validate()
-			if tc.msg == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, ckpt.ErrUsage)
-			assert.Contains(t, err.Error(), tc.msg)
-			res, err := diff.Run(context.Background(), tc.req)
-			assert.ErrorIs(t, err, ckpt.ErrUsage, "Run validates first")
-			assert.Nil(t, res)
+			res, err := diff.Run(context.Background(), tc.opt)
+			var oe *ckpt.OptionError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, tc.field, oe.Field)
+			assert.Equal(t, "Options."+tc.field+" is negative", err.Error())
+			assert.ErrorIs(t, err, ckpt.ErrUsage)
+			assert.Nil(t, res, "nothing was opened")
 		})
 	}
 }
@@ -55,7 +43,7 @@ func TestRunPair(t *testing.T) {
 	t.Parallel()
 	b, f, err := synth.Pair(t.TempDir())
 	require.NoError(t, err)
-	res, err := diff.Run(context.Background(), diff.Options{Base: b, FT: f, Mode: "bytes"})
+	res, err := diff.Run(context.Background(), diff.Options{Base: b, FT: f, CompareOptions: diff.CompareOptions{Mode: diff.ModeBytes}})
 	require.NoError(t, err)
 	assert.Equal(t, diff.ModeBytes, res.Mode)
 	rec := res.SummaryRecord()
@@ -65,7 +53,9 @@ func TestRunPair(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^\{"base":".*","ft":".*","mode":"bytes","differs":(true|false),"keys":\{`, string(js))
 
-	_, err = diff.Run(context.Background(), diff.Options{Base: b, FT: f, Match: []string{"no.such.**"}})
+	none, err := ckpt.NewMatcher([]string{"no.such.**"}, nil)
+	require.NoError(t, err)
+	_, err = diff.Run(context.Background(), diff.Options{Base: b, FT: f, CompareOptions: diff.CompareOptions{Match: none}})
 	assert.ErrorIs(t, err, ckpt.ErrEmptySelection)
 	assert.ErrorIs(t, err, ckpt.ErrUsage, "a glob that selects nothing is a wrong request")
 }

@@ -38,10 +38,18 @@ type diffOptions struct {
 	Out string
 }
 
+// diffValues are what diff's flags with a syntax parsed into, as they
+// were set (their text stays in diffOptions).
+type diffValues struct {
+	sampleBytes, sampleBudget sizeValue
+	match, exclude            globsValue
+}
+
 // newDiffCmd is ckpt diff; runF, when set, runs instead of the workflow
 // (tests of the option parsing).
 func (a *App) newDiffCmd(runF func(context.Context, *diffOptions) error) *cobra.Command {
-	o := &diffOptions{}
+	o, v := &diffOptions{}, &diffValues{}
+	var opt diff.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "diff BASE FT",
 		Short: "Compare two checkpoints: keys, config, then tensor by tensor (FP8-aware, streamed)",
@@ -89,25 +97,27 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		Args: exactArgs(2),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Base, o.FT = args[0], args[1]
-			return o.options(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runDiff(cmd.Context(), o)
+			return a.runDiff(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
 	enumFlag(f, &o.Format, "format", output.Auto, diffFormats, "output format: {} (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
 	enumFlag(f, &o.Mode, "mode", string(diff.ModeValues), modeEnum, "{}")
-	f.StringArrayVar(&o.Match, "match", nil, "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "leave out tensors matching this glob; repeatable")
+	globsFlag(f, &v.match, &o.Match, "match", "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
 	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes/--sample-budget also the reads in flight (default 128, 64 per side)")
-	f.StringVar(&o.SampleBytes, "sample-bytes", "", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
-	f.StringVar(&o.SampleBudget, "sample-budget", "", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
+	sizeFlag(f, &v.sampleBytes, &o.SampleBytes, "sample-bytes", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
+	sizeFlag(f, &v.sampleBudget, &o.SampleBudget, "sample-budget", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")
 	f.StringVar(&o.Variant, "variant", "", "read the variant NAME of each checkpoint directory, as transformers' from_pretrained(variant=NAME) does: model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards (default: the default checkpoint, or a directory's only variant, with a warning); to compare a variant with another checkpoint, name its index or file as that side")
 	enumFlag(f, &o.By, "by", byTensor, byEnum, "table/text/jsonl rows: {}")
@@ -118,17 +128,73 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 	return cmd
 }
 
-// options are the workflow options (diff.Options) of the flags.
-func (o *diffOptions) options(a *App) diff.Options {
-	return diff.Options{Base: o.Base, FT: o.FT, Openers: a.Openers, Mode: o.Mode, Match: o.Match, Exclude: o.Exclude,
-		Sample: o.Sample, Seed: o.Seed, Workers: o.Workers, SampleBytes: o.SampleBytes, SampleBudget: o.SampleBudget,
-		SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer, Variant: o.Variant, Out: o.Out}
+// check holds diff's rules of the command line, in their order; the first
+// broken one is the error.
+func (o *diffOptions) check(v *diffValues) error {
+	mode, ok := diff.ParseMode(o.Mode)
+	if !ok {
+		return ckpt.Usagef("unknown --mode %q (want header, bytes or values)", o.Mode)
+	}
+	if o.Sample < 0 || o.Workers < 0 {
+		return ckpt.Usagef("--sample and --workers must not be negative")
+	}
+	if o.SampleBytes != "" {
+		n, err := v.sampleBytes.Size()
+		if err != nil {
+			return &ckpt.UsageError{Option: "--sample-bytes", Reason: err.Error()}
+		}
+		if n <= 0 {
+			return ckpt.Usagef("--sample-bytes must be positive, not %s", o.SampleBytes)
+		}
+		if mode != diff.ModeValues {
+			return ckpt.Usagef("--sample-bytes needs --mode values, not %s", mode)
+		}
+	}
+	if o.SampleBudget != "" {
+		if o.SampleBytes != "" {
+			return ckpt.Usagef("--sample-bytes and --sample-budget exclude each other")
+		}
+		n, err := v.sampleBudget.Size()
+		if err != nil {
+			return &ckpt.UsageError{Option: "--sample-budget", Reason: err.Error()}
+		}
+		if n <= 0 {
+			return ckpt.Usagef("--sample-budget must be positive, not %s", o.SampleBudget)
+		}
+		if mode != diff.ModeValues {
+			return ckpt.Usagef("--sample-budget needs --mode values, not %s", mode)
+		}
+	}
+	// A seed without what it seeds would be silently ignored: the user
+	// meant a sampled comparison.
+	if o.SampleSeed != 0 && o.SampleBytes == "" && o.SampleBudget == "" {
+		return ckpt.Usagef("--sample-seed seeds --sample-bytes or --sample-budget; give one of them")
+	}
+	if o.Seed != 0 && o.Sample == 0 {
+		return ckpt.Usagef("--seed seeds --sample N; give it")
+	}
+	_, err := selection(&v.match, &v.exclude)
+	return err
+}
+
+// options checks the command line (check) and is the workflow's options
+// (the Progress aside, which runDiff starts).
+func (o *diffOptions) options(a *App, v *diffValues) (diff.Options, error) {
+	if err := o.check(v); err != nil {
+		return diff.Options{}, err
+	}
+	sel, _ := selection(&v.match, &v.exclude) // checked
+	sampleBytes, _ := v.sampleBytes.Size()    // checked
+	sampleBudget, _ := v.sampleBudget.Size()  // checked
+	return diff.Options{Base: o.Base, FT: o.FT, Openers: a.Openers, Variant: o.Variant, Out: o.Out,
+		CompareOptions: diff.CompareOptions{Mode: diff.Mode(o.Mode), Match: sel, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers,
+			SampleBytes: sampleBytes, SampleBudget: sampleBudget, SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer}}, nil
 }
 
 // runDiff runs the diff workflow (diff.Run) and renders its result to
 // stdout or -o: exit 1 on differences, 2 (after the report) when a side
 // has tensors of unknown dtypes.
-func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
+func (a *App) runDiff(ctx context.Context, o *diffOptions, opts diff.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal && o.Out == "", diffFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
@@ -141,9 +207,8 @@ func (a *App) runDiff(ctx context.Context, o *diffOptions) error {
 		return err
 	}
 	defer abort()
-	opts := o.options(a)
 	stop := func() {} // --mode header reads no data: no progress
-	if o.Mode != string(diff.ModeHeader) {
+	if opts.Mode != diff.ModeHeader {
 		if opts.Progress, stop, err = a.startProgress(o.Progress, "diff"); err != nil {
 			return err
 		}
