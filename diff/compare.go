@@ -162,7 +162,7 @@ func compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt CompareOptions,
 	if mode == "" {
 		mode = ModeValues
 	}
-	if _, ok := ParseMode(string(mode)); !ok {
+	if !mode.known() {
 		return nil, fmt.Errorf("unknown diff mode %q (want header, bytes or values)", mode)
 	}
 	if (opt.SampleBytes > 0 || opt.SampleBudget > 0) && mode != ModeValues {

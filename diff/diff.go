@@ -26,13 +26,19 @@ const (
 
 // ParseMode checks a --mode value ("" means values).
 func ParseMode(s string) (Mode, bool) {
-	switch Mode(s) {
-	case "", ModeValues:
-		return ModeValues, true
-	case ModeHeader, ModeBytes:
-		return Mode(s), true
+	m := Mode(s)
+	if m == "" {
+		m = ModeValues
 	}
-	return "", false
+	if !m.known() {
+		return "", false
+	}
+	return m, true
+}
+
+// known reports whether m is one of the modes (not "").
+func (m Mode) known() bool {
+	return m == ModeHeader || m == ModeBytes || m == ModeValues
 }
 
 // Relation is how a tensor of the fine-tune relates to the base's.

@@ -162,6 +162,8 @@ func TestSampleBytesSmallPair(t *testing.T) {
 
 	_, err = diff.Compare(ctx, bc, fc, diff.CompareOptions{SampleBytes: 4 << 10, Mode: diff.ModeBytes})
 	assert.ErrorContains(t, err, "values mode")
+	_, err = diff.Compare(ctx, bc, fc, diff.CompareOptions{Mode: "fast"})
+	assert.EqualError(t, err, `unknown diff mode "fast" (want header, bytes or values)`)
 }
 
 // TestSampleBytesReads: the reads of a sampled diff run concurrently, at
