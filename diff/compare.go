@@ -52,8 +52,8 @@ type CompareOptions struct {
 	SampleBytes int64
 	// SampleBudget, when > 0 (instead of SampleBytes), spreads this many
 	// bytes per side over the selected tensors in proportion to their size,
-	// with a floor of SampleFloor bytes per tensor: tensor i gets
-	// min(size_i, SampleFloor + α·size_i) with the largest α that keeps the
+	// with a floor of 16 KiB per tensor: tensor i gets
+	// min(size_i, 16 KiB + α·size_i) with the largest α that keeps the
 	// total (scale tensors, read whole, included) within the budget.
 	SampleBudget int64
 	SampleSeed   uint64
@@ -169,7 +169,7 @@ func compare(ctx context.Context, base, ft *ckpt.Checkpoint, opt CompareOptions,
 		return nil, fmt.Errorf("sampling bytes (SampleBytes, SampleBudget) needs values mode, not %s", mode)
 	}
 	res := &Result{Base: base.Source, FT: ft.Source, Mode: mode, Tensors: []Tensor{}}
-	res.Config = DiffConfig(base.Config, ft.Config)
+	res.Config = diffConfig(base.Config, ft.Config)
 	names := selectNames(base, ft, opt.Match)
 	var inSample map[string]bool // nil: compare the data of every tensor
 	if mode != ModeHeader {
@@ -342,9 +342,9 @@ func comparePlans(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan,
 // (Groups and, byLayer, Layers).
 func addTotals(res *Result, byLayer bool) {
 	for i := range res.Tensors {
-		res.Summary.Add(res.Tensors[i].Relation)
+		res.Summary.add(res.Tensors[i].Relation)
 	}
-	res.Groups = Groups(res.Tensors)
+	res.Groups = groupSummaries(res.Tensors)
 	if byLayer {
 		res.Layers = ByLayer(res.Tensors)
 	}

@@ -172,8 +172,8 @@ type Summary struct {
 	RequantIdenticalSeen int64 `json:"requant_identical_seen,omitempty"`
 }
 
-// Add counts one relation.
-func (s *Summary) Add(r Relation) {
+// add counts one relation.
+func (s *Summary) add(r Relation) {
 	switch r {
 	case Identical:
 		s.Identical++
@@ -225,8 +225,8 @@ func (s Summary) Count(r Relation) int64 {
 	return 0
 }
 
-// Total is the number of tensors counted.
-func (s Summary) Total() int64 {
+// total is the number of tensors counted.
+func (s Summary) total() int64 {
 	var n int64
 	for _, r := range Relations {
 		n += s.Count(r)
@@ -234,12 +234,12 @@ func (s Summary) Total() int64 {
 	return n
 }
 
-// Differs reports whether any tensor differs: anything but identical,
+// differs reports whether any tensor differs: anything but identical,
 // same_header (header mode, or data left out by CompareOptions.Sample) and
 // no_change_seen (no difference found in a sample). Like
 // requant_identical, requant_identical_seen is a difference (of dtype).
-func (s Summary) Differs() bool {
-	return s.Total()-s.Identical-s.SameHeader-s.NoChangeSeen > 0
+func (s Summary) differs() bool {
+	return s.total()-s.Identical-s.SameHeader-s.NoChangeSeen > 0
 }
 
 // group returns the group of a tensor name (ckpt.GroupOf).
@@ -337,7 +337,7 @@ type SideRead struct {
 // changes after which transformers builds the same model
 // (ckpt.CompareConfigNoted) are notes, not differences.
 func (r *Result) Differs() bool {
-	return r.Summary.Differs() || r.ConfigDifferences() > 0
+	return r.Summary.differs() || r.ConfigDifferences() > 0
 }
 
 // ConfigDifferences counts the config changes that are differences: all

@@ -53,7 +53,8 @@
 // ranges as clusters (ClusterInterval; docs/sampling.md). CompareOptions.Sample instead draws the
 // tensors whose data is read, the headers of all being compared.
 //
-// Groups and ByLayer tally the rows per group and per decoder layer (and
-// the mtp, visual and other groups): one count per relation, adding up to
-// the tensors, and the statistics of the changed tensors only (Tally).
+// Result.Groups and (CompareOptions.ByLayer) Result.Layers tally the rows
+// per group and per decoder layer (and the mtp, visual and other groups):
+// one count per relation, adding up to the tensors, and the statistics of
+// the changed tensors only (Tally).
 package diff

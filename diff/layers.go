@@ -37,7 +37,7 @@ type tallier struct {
 
 func (a *tallier) add(t *Tensor) {
 	a.t.Tensors++
-	a.t.Add(t.Relation)
+	a.t.add(t.Relation)
 	if t.Relation != Changed {
 		return
 	}
@@ -104,9 +104,9 @@ func (t *Tensor) ChangedFractionOf() (float64, bool) {
 	return 0, false
 }
 
-// Groups tallies tensor rows per group (ckpt.Groups order), leaving out
+// groupSummaries tallies tensor rows per group (ckpt.Groups order), leaving out
 // empty ones.
-func Groups(rows []Tensor) []GroupSummary {
+func groupSummaries(rows []Tensor) []GroupSummary {
 	acc := map[string]*tallier{}
 	for i := range rows {
 		t := &rows[i]

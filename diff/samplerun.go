@@ -167,15 +167,15 @@ func storeRequests(c *ckpt.Checkpoint) int64 {
 	return 0
 }
 
-// SampleFloor is the least share of CompareOptions.SampleBudget a tensor gets
+// sampleFloor is the least share of CompareOptions.SampleBudget a tensor gets
 // (or all of it, if smaller).
-const SampleFloor = 16 << 10
+const sampleFloor = 16 << 10
 
 // budgetShares splits a budget of total bytes per side over the plans:
 // the scale tensors that weights need are read whole; every other tensor
 // of size s (the larger side; a packed FP4 weight's codes and scale codes
 // together, its scale companions following it at no cost of their own)
-// gets min(s, SampleFloor + α·s), with α found by bisection as the largest
+// gets min(s, sampleFloor + α·s), with α found by bisection as the largest
 // that keeps the sum within the budget; when the floors alone exceed it,
 // α is 0 and the floor is lowered until they fit.
 func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, total int64) func(*plan) int64 {
@@ -193,7 +193,7 @@ func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, 
 		rest -= p.globalBytes()
 		sizes = append(sizes, stored(p))
 	}
-	floor := float64(SampleFloor)
+	floor := float64(sampleFloor)
 	cost := func(a float64) float64 {
 		var c float64
 		for _, s := range sizes {
@@ -219,7 +219,7 @@ func budgetShares(plans []*plan, needB, needF map[*ckpt.Tensor]bool, e *engine, 
 	alpha := 0.0
 	if cost(0) > float64(rest) {
 		// The floors alone exceed the budget: lower the floor instead.
-		floor = bisect(func(x float64) float64 { floor = x; return cost(0) }, SampleFloor)
+		floor = bisect(func(x float64) float64 { floor = x; return cost(0) }, sampleFloor)
 	} else {
 		alpha = bisect(cost, 1)
 	}
@@ -446,7 +446,7 @@ func ClusterInterval(changed, sizes []int64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
-	lo, hi = Wilson(k, n)
+	lo, hi = wilson(k, n)
 	if m >= 2 {
 		p := float64(k) / float64(n)
 		mean := float64(n) / float64(m)
@@ -463,7 +463,7 @@ func ClusterInterval(changed, sizes []int64) (lo, hi float64) {
 		lo, hi = 0, 1
 	}
 	if hits < min(int64(m), fewHits) {
-		_, h := Wilson(hits, int64(m))
+		_, h := wilson(hits, int64(m))
 		hi = max(hi, h)
 	}
 	if k == 0 {
@@ -497,11 +497,11 @@ func studentT975(df int) float64 {
 
 func sqrt(x float64) float64 { return math.Sqrt(x) }
 
-// Wilson returns the 95 % Wilson score interval for a proportion of k
+// wilson returns the 95 % Wilson score interval for a proportion of k
 // successes in n trials ([0, 1] when n is 0). Unlike the normal
 // approximation it stays inside [0, 1] and is informative for k = 0: then
 // the upper bound is about 3.84 / n.
-func Wilson(k, n int64) (lo, hi float64) {
+func wilson(k, n int64) (lo, hi float64) {
 	if n <= 0 {
 		return 0, 1
 	}
