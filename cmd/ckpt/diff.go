@@ -109,22 +109,30 @@ Exit status: 0 no differences (found), 1 differences, 2 unreadable input or bad 
 		},
 	}
 	f := cmd.Flags()
-	enumFlag(f, &o.Format, "format", output.Auto, diffFormats, "output format: {} (auto: table on a terminal, text otherwise; csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
+	enumFlag(f, &o.Format, "format", output.Auto, diffFormats, "output format: {} (auto: table on a terminal, text otherwise; "+
+		"csv: the tensor rows; markdown: for a pull request; html: a self-contained page with the per-layer heatmaps)")
 	enumFlag(f, &o.Mode, "mode", string(diff.ModeValues), modeEnum, "{}")
 	globsFlag(f, &v.match, &o.Match, "match", "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "leave out tensors matching this glob; repeatable")
 	f.IntVar(&o.Sample, "sample", 0, "compare the data of a deterministic subset of N tensors (plus their scale companions); keys, dtypes and shapes of all")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of --sample")
-	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); with --sample-bytes/--sample-budget also the reads in flight (default 128, 64 per side)")
-	sizeFlag(f, &v.sampleBytes, &o.SampleBytes, "sample-bytes", "compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
-	sizeFlag(f, &v.sampleBudget, &o.SampleBudget, "sample-budget", "compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
+	f.IntVar(&o.Workers, "workers", 0, "chunks processed at once (default: the number of CPUs); "+
+		"with --sample-bytes/--sample-budget also the reads in flight (default 128, 64 per side)")
+	sizeFlag(f, &v.sampleBytes, &o.SampleBytes, "sample-bytes",
+		"compare a seeded sample of at most SIZE bytes (e.g. 64KiB) per tensor and side; smaller tensors whole")
+	sizeFlag(f, &v.sampleBudget, &o.SampleBudget, "sample-budget",
+		"compare a seeded sample of TOTAL bytes (e.g. 200MB) per side, spread over the tensors in proportion to their size")
 	f.Uint64Var(&o.SampleSeed, "sample-seed", 0, "seed of --sample-bytes and --sample-budget")
-	f.StringVar(&o.Variant, "variant", "", "read the variant NAME of each checkpoint directory, as transformers' from_pretrained(variant=NAME) does: model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards (default: the default checkpoint, or a directory's only variant, with a warning); to compare a variant with another checkpoint, name its index or file as that side")
+	f.StringVar(&o.Variant, "variant", "", "read the variant NAME of each checkpoint directory, as transformers' from_pretrained(variant=NAME) does: "+
+		"model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards "+
+		"(default: the default checkpoint, or a directory's only variant, with a warning); "+
+		"to compare a variant with another checkpoint, name its index or file as that side")
 	enumFlag(f, &o.By, "by", byTensor, byEnum, "table/text/jsonl rows: {}")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	f.BoolVar(&o.All, "all", false, "table/text/markdown/csv: list identical tensors too")
 	addOutFlag(f, &o.Out, "write the report to this file (atomically) instead of stdout")
-	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary: keys, config, per-group and summary lines (csv: the per-group rows; json: no tensor rows; jsonl: the summary record)")
+	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary: keys, config, per-group and summary lines "+
+		"(csv: the per-group rows; json: no tensor rows; jsonl: the summary record)")
 	return cmd
 }
 
