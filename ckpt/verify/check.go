@@ -19,6 +19,15 @@ const (
 	ArchNone   Arch = "none"    // no architecture checks
 )
 
+// known reports whether a is one of the profiles (or "", ArchAuto).
+func (a Arch) known() bool {
+	switch a {
+	case "", ArchAuto, ArchQwen35, ArchNone:
+		return true
+	}
+	return false
+}
+
 // defaultWorkers is the read parallelism by default (the read size is
 // ckpt.StreamChunk's).
 const defaultWorkers = 4
@@ -124,9 +133,7 @@ func (r *Result) AddComparison(cmp *contract.Comparison) {
 // truncated files) become findings instead of open errors.
 func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, error) {
 	r := &Result{Source: c.Source, OK: true}
-	switch opt.Arch {
-	case "", ArchAuto, ArchQwen35, ArchNone:
-	default:
+	if !opt.Arch.known() {
 		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(string(opt.Arch)))
 	}
 	in := newInventory(c)
