@@ -56,3 +56,36 @@ func TestVerifyUsageWords(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyAllowConfigWords: an --allow-config path that names no config
+// key exits 2 in these exact words, for each of its causes, and the first
+// such path of several is the one named.
+func TestVerifyAllowConfigWords(t *testing.T) {
+	t.Parallel()
+	contract, ft := configPair(t)
+	const none = " names no config key of the contract or of the checkpoint"
+	for _, tc := range []struct {
+		allow []string
+		msg   string
+	}{
+		{[]string{"rms_norm_eps"}, `--allow-config "rms_norm_eps"` + none + `: did you mean 'text_config.rms_norm_eps'? (give the full dotted path, as ` +
+			"`ckpt diff` lists it)"},
+		{[]string{"text_config.nope"}, `--allow-config "text_config.nope"` + none + " (give the full dotted path, as `ckpt diff` lists it)"},
+		{[]string{"transformers_version"}, `--allow-config "transformers_version"` + none +
+			" (a bookkeeping key, which contracts do not record) (give the full dotted path, as `ckpt diff` lists it)"},
+		{[]string{"quantization_config.modules_to_not_convert"}, `--allow-config "quantization_config.modules_to_not_convert"` + none +
+			": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert (for the tensors --match/--exclude select), " +
+			"which --allow-config does not accept"},
+		{[]string{"text_config.rms_norm_eps", "nope\x1b", "rms_norm_eps"}, `--allow-config "nope\x1b"` + none +
+			" (give the full dotted path, as `ckpt diff` lists it)"},
+	} {
+		args := []string{"verify", ft, "--against", contract}
+		for _, a := range tc.allow {
+			args = append(args, "--allow-config", a)
+		}
+		code, stdout, stderr := runApp(t, args...)
+		assert.Equal(t, exitUnreadable, code, tc.allow)
+		assert.Equal(t, "ckpt: "+tc.msg+"\n", stderr, tc.allow)
+		assert.Empty(t, stdout, tc.allow)
+	}
+}
