@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -144,6 +145,9 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions, req verify.Option
 	}
 	rep, err := verify.Run(ctx, req)
 	stop()
+	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
+		return &ckpt.UsageError{Reason: allowConfigWords(ue)}
+	}
 	if err != nil {
 		return err
 	}
@@ -249,6 +253,29 @@ func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool
 	}
 	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[ckpt.Pass], n[ckpt.Skip], allowed)
 	return nil
+}
+
+// allowConfigWords is the message of an --allow-config path that names no
+// config key.
+func allowConfigWords(e *contract.UnknownConfigPathError) string {
+	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
+	if e.Bookkeeping {
+		msg += " (a bookkeeping key, which contracts do not record)"
+	}
+	if e.QuantSelection {
+		// ckpt diff lists it among the config differences: do not send
+		// the user back there.
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
+			"(for the tensors --match/--exclude select), which --allow-config does not accept"
+	}
+	if len(e.Suggest) > 0 {
+		q := make([]string, len(e.Suggest))
+		for i, s := range e.Suggest {
+			q[i] = "'" + ckpt.EscapeName(s) + "'"
+		}
+		msg += ": did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
 }
 
 // allowanceWhat names what an allowance looked for.
