@@ -102,16 +102,6 @@ func (e *UnknownConfigPathError) Error() string {
 	return msg + " (give the full dotted path)"
 }
 
-// Same reports whether no check of the comparison failed.
-func (cmp *Comparison) Same() bool {
-	for _, c := range cmp.Checks {
-		if c.Status == ckpt.Fail {
-			return false
-		}
-	}
-	return true
-}
-
 // The ids of the checks Compare adds.
 const (
 	ContractKeyAdded      ckpt.FindingID = "contract.key_added"       // keys not in the contract

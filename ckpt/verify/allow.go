@@ -25,10 +25,6 @@ var findingIDs = []ckpt.FindingID{
 	contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert,
 }
 
-// FindingIDs returns the id of every finding verify can report (the ids
-// --allow-finding takes).
-func FindingIDs() []ckpt.FindingID { return slices.Clone(findingIDs) }
-
 // Allowance is one --allow-finding ID[:SUBJECT]: it accepts the failing
 // and warning findings with that id (of those, with SUBJECT, the ones
 // whose every tensor, or for a finding that names no tensor every file,
@@ -144,12 +140,12 @@ func subjects(c ckpt.Finding) []string {
 // covers reports whether a accepts subject s of a finding of its id.
 func (a *Allowance) covers(s string) bool { return a.subject == nil || a.subject.Match(s) }
 
-// Allow applies the allowances (verify --allow-finding): a failing or
+// allow applies the allowances (verify --allow-finding): a failing or
 // warning finding whose id one of them names, and each of whose subjects
 // one of those covers (a finding with no subject: one without SUBJECT),
 // is accepted: it is listed in the allowances' Findings and does not fail
 // the report. OK is recomputed; call it after every finding is added.
-func (r *Result) Allow(allow []Allowance) {
+func (r *Result) allow(allow []Allowance) {
 	r.Allowed = allow
 	r.allowedBy = make([]string, len(r.Checks))
 	for i, c := range r.Checks {

@@ -124,10 +124,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		rep.AddComparison(cmp)
 	}
 	if opt.Strict {
-		rep.SetStrict()
+		rep.setStrict()
 	}
 	if len(opt.Allowances) > 0 {
-		rep.Allow(opt.allowances())
+		rep.allow(opt.allowances())
 	}
 	return rep, nil
 }
