@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
 	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/ckpt/verify"
@@ -59,6 +60,26 @@ func TestRunRefusesOptions(t *testing.T) {
 		AllowConfig: []string{"b"}, Allowances: []verify.Allowance{lint}})
 	require.ErrorContains(t, err, "opening contract: ")
 	assert.NotErrorIs(t, err, ckpt.ErrUsage)
+}
+
+// TestRunAllowances: the allowances of Options accept the findings of
+// each report afresh; Run leaves the Options' own as they were.
+func TestRunAllowances(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "lint.safetensors")
+	hdr := `{"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`
+	require.NoError(t, os.WriteFile(p, ckpttest.Frame(hdr, 8), 0o644))
+	lint, err := verify.ParseAllowance("header.lint:*.safetensors")
+	require.NoError(t, err)
+	opt := verify.Options{Source: p, Arch: verify.ArchNone, Strict: true, Allowances: []verify.Allowance{lint}}
+	for range 2 {
+		rep, err := verify.Run(context.Background(), opt)
+		require.NoError(t, err)
+		assert.True(t, rep.OK)
+		require.Len(t, rep.Allowed, 1)
+		assert.Len(t, rep.Allowed[0].Findings, 1, "accepted once per report")
+	}
+	assert.Empty(t, opt.Allowances[0].Findings)
 }
 
 // TestParseAllowance: the allowances ParseAllowance refuses are an
