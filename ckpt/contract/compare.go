@@ -82,17 +82,15 @@ type UnknownConfigPathError struct {
 	Suggest        []string
 }
 
-// Error is the message of the UnknownConfigPathError.
+// Error is the message of the UnknownConfigPathError (cmd/ckpt words it
+// for verify --allow-config).
 func (e *UnknownConfigPathError) Error() string {
-	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
+	msg := fmt.Sprintf("AllowConfig path %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
 	if e.Bookkeeping {
 		msg += " (a bookkeeping key, which contracts do not record)"
 	}
 	if e.QuantSelection {
-		// ckpt diff lists it among the config differences: do not send
-		// the user back there.
-		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
-			"(for the tensors --match/--exclude select), which --allow-config does not accept"
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert, which AllowConfig does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -101,17 +99,7 @@ func (e *UnknownConfigPathError) Error() string {
 		}
 		msg += ": did you mean " + strings.Join(q, " or ") + "?"
 	}
-	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
-}
-
-// Same reports whether no check of the comparison failed.
-func (cmp *Comparison) Same() bool {
-	for _, c := range cmp.Checks {
-		if c.Status == ckpt.Fail {
-			return false
-		}
-	}
-	return true
+	return msg + " (give the full dotted path)"
 }
 
 // The ids of the checks Compare adds.

@@ -203,7 +203,7 @@ func TestAllowConfigUnknown(t *testing.T) {
 		{"rope_theta", "did you mean 'text_config.rope_parameters.rope_theta' or 'vision_config.rope_parameters.rope_theta'?", false,
 			[]string{"text_config.rope_parameters.rope_theta", "vision_config.rope_parameters.rope_theta"}},
 		{"transformers_version", "a bookkeeping key, which contracts do not record", true, nil},
-		{"text_config.nope", `--allow-config "text_config.nope" names no config key of the contract or of the checkpoint`, false, nil},
+		{"text_config.nope", `AllowConfig path "text_config.nope" names no config key of the contract or of the checkpoint (give the full dotted path)`, false, nil},
 	} {
 		_, err := contract.Compare(want, want, contract.CompareOptions{AllowConfig: []string{tc.allow}})
 		var e *contract.UnknownConfigPathError

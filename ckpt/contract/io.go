@@ -97,14 +97,14 @@ func setConfigPath(root *map[string]any, path string, v any) {
 	m[segs[len(segs)-1]] = v
 }
 
-// NotContractError says a file given as a contract is something else.
-type NotContractError struct {
+// notContractError says a file given as a contract is something else.
+type notContractError struct {
 	File   string
 	Reason string // what it is instead
 }
 
-// Error is the message of the NotContractError.
-func (e *NotContractError) Error() string {
+// Error is the message of the notContractError.
+func (e *notContractError) Error() string {
 	return fmt.Sprintf("%s is not a ckpt contract (%s); write one with `ckpt contract SRC -o FILE`", e.File, e.Reason)
 }
 
@@ -122,14 +122,14 @@ func readBytes(r io.Reader, name string) ([]byte, error) {
 		if what == "" {
 			what = "it is not a JSON object: " + err.Error()
 		}
-		return nil, &NotContractError{File: name, Reason: what}
+		return nil, &notContractError{File: name, Reason: what}
 	}
 	if _, ok := probe["contract_version"]; !ok {
 		what := ckpt.DescribeBytes(bytes.TrimSpace(b))
 		if what == "" || what == "JSON text" {
 			what = "a JSON object without contract_version"
 		}
-		return nil, &NotContractError{File: name, Reason: what}
+		return nil, &notContractError{File: name, Reason: what}
 	}
 	return b, nil
 }

@@ -25,10 +25,6 @@ var findingIDs = []ckpt.FindingID{
 	contract.ContractConfig, contract.ContractFP8Scheme, contract.ContractFP8NotConvert,
 }
 
-// FindingIDs returns the id of every finding verify can report (the ids
-// --allow-finding takes).
-func FindingIDs() []ckpt.FindingID { return slices.Clone(findingIDs) }
-
 // Allowance is one --allow-finding ID[:SUBJECT]: it accepts the failing
 // and warning findings with that id (of those, with SUBJECT, the ones
 // whose every tensor, or for a finding that names no tensor every file,
@@ -44,26 +40,68 @@ type Allowance struct {
 	subject  *ckpt.Matcher
 }
 
-// ParseAllowance parses an --allow-finding value, ID or ID:SUBJECT; an
-// unknown ID or an invalid SUBJECT glob is a *ckpt.UsageError.
+// ParseAllowance parses an allowance, ID or ID:SUBJECT (verify
+// --allow-finding); an unknown ID, an empty SUBJECT or one that is not a
+// glob is an *AllowanceError.
 func ParseAllowance(spec string) (Allowance, error) {
 	id, subject, qualified := strings.Cut(spec, ":")
 	a := Allowance{Spec: spec, ID: ckpt.FindingID(id), Subject: subject, Findings: []ckpt.Finding{}}
 	if !slices.Contains(findingIDs, a.ID) {
-		return a, &ckpt.UsageError{Option: "--allow-finding", Reason: unknownID(id)}
+		return a, &AllowanceError{Spec: spec, UnknownID: unknownID(id)}
 	}
 	if qualified {
 		if subject == "" {
-			return a, &ckpt.UsageError{Option: "--allow-finding",
-				Reason: fmt.Sprintf("%s: want ID or ID:SUBJECT (a glob of the tensor or file names the finding names), got an empty SUBJECT", ckpt.Quote(spec))}
+			return a, &AllowanceError{Spec: spec, EmptySubject: true}
 		}
-		m, err := ckpt.CompileGlob("--allow-finding", subject)
+		g, err := ckpt.ParseGlob(subject)
 		if err != nil {
-			return a, &ckpt.UsageError{Option: "--allow-finding", Reason: err.Error()}
+			return a, &AllowanceError{Spec: spec, Subject: subject, Glob: err}
 		}
-		a.subject = m
+		a.subject = ckpt.MatcherOf([]ckpt.Glob{g}, nil)
 	}
 	return a, nil
+}
+
+// AllowanceError is an allowance Spec that ParseAllowance refuses, for one
+// of three causes: its ID is not a finding id (UnknownID says why, naming
+// the ids there are), its SUBJECT is empty (EmptySubject), or its Subject
+// is not a glob (Glob is the glob compiler's error). It matches
+// ckpt.ErrUsage.
+type AllowanceError struct {
+	Spec         string
+	UnknownID    string
+	EmptySubject bool
+	Subject      string
+	Glob         error
+}
+
+// Error is the message of the AllowanceError.
+func (e *AllowanceError) Error() string {
+	switch {
+	case e.UnknownID != "":
+		return fmt.Sprintf("allowance %s: %s", ckpt.Quote(e.Spec), e.UnknownID)
+	case e.EmptySubject:
+		return fmt.Sprintf("allowance %s: empty SUBJECT (want ID or ID:SUBJECT)", ckpt.Quote(e.Spec))
+	}
+	return fmt.Sprintf("allowance %s: invalid SUBJECT glob %s: %v", ckpt.Quote(e.Spec), ckpt.Quote(e.Subject), e.Glob)
+}
+
+// Unwrap is the glob compiler's error, when that is the cause.
+func (e *AllowanceError) Unwrap() error { return e.Glob }
+
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *AllowanceError) Is(target error) bool { return target == ckpt.ErrUsage }
+
+// check says why a is not an allowance of ParseAllowance ("" when it is
+// one): a known id, and a SUBJECT compiled.
+func (a Allowance) check() string {
+	switch {
+	case !slices.Contains(findingIDs, a.ID):
+		return unknownID(string(a.ID))
+	case a.Subject != "" && a.subject == nil:
+		return "has a Subject but no glob: make it with ParseAllowance"
+	}
+	return ""
 }
 
 // unknownID says why id is not a finding id, naming the ids of its group
@@ -102,12 +140,12 @@ func subjects(c ckpt.Finding) []string {
 // covers reports whether a accepts subject s of a finding of its id.
 func (a *Allowance) covers(s string) bool { return a.subject == nil || a.subject.Match(s) }
 
-// Allow applies the allowances (verify --allow-finding): a failing or
+// allow applies the allowances (verify --allow-finding): a failing or
 // warning finding whose id one of them names, and each of whose subjects
 // one of those covers (a finding with no subject: one without SUBJECT),
 // is accepted: it is listed in the allowances' Findings and does not fail
 // the report. OK is recomputed; call it after every finding is added.
-func (r *Result) Allow(allow []Allowance) {
+func (r *Result) allow(allow []Allowance) {
 	r.Allowed = allow
 	r.allowedBy = make([]string, len(r.Checks))
 	for i, c := range r.Checks {

@@ -19,6 +19,15 @@ const (
 	ArchNone   Arch = "none"    // no architecture checks
 )
 
+// known reports whether a is one of the profiles (or "", ArchAuto).
+func (a Arch) known() bool {
+	switch a {
+	case "", ArchAuto, ArchQwen35, ArchNone:
+		return true
+	}
+	return false
+}
+
 // defaultWorkers is the read parallelism by default (the read size is
 // ckpt.StreamChunk's).
 const defaultWorkers = 4
@@ -50,7 +59,7 @@ type Result struct {
 	Source string         `json:"source"`
 	OK     bool           `json:"ok"`
 	Checks []ckpt.Finding `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
-	// Strict is set by SetStrict: warnings fail the report too.
+	// Strict is set with Options.Strict: warnings fail the report too.
 	Strict bool `json:"strict,omitempty"`
 	// Against is the comparison with a contract, when AddComparison was
 	// called (verify --against).
@@ -61,7 +70,7 @@ type Result struct {
 	// Profile is the architecture profile used ("" for none).
 	Profile string `json:"-"`
 	// Allowed are the --allow-finding values and the failing and warning
-	// findings each accepted (Allow); absent when none was given.
+	// findings each accepted (Options.Allowances); absent when none was given.
 	Allowed   []Allowance `json:"allowed,omitempty"`
 	allowedBy []string
 }
@@ -75,8 +84,8 @@ func (r *Result) Counts() map[ckpt.Status]int {
 	return m
 }
 
-// Add appends findings (such as a contract.Comparison's) and keeps OK up to date.
-func (r *Result) Add(cs ...ckpt.Finding) {
+// add appends findings (such as a contract.Comparison's) and keeps OK up to date.
+func (r *Result) add(cs ...ckpt.Finding) {
 	for _, c := range cs {
 		if c.Tensors == nil {
 			c.Tensors = []string{}
@@ -88,9 +97,9 @@ func (r *Result) Add(cs ...ckpt.Finding) {
 	}
 }
 
-// SetStrict makes warnings fail the report (verify --strict): OK is false
+// setStrict makes warnings fail the report (verify --strict): OK is false
 // when any finding, present or added later, is a warning or a failure.
-func (r *Result) SetStrict() {
+func (r *Result) setStrict() {
 	r.Strict = true
 	for _, c := range r.Checks {
 		if c.Status == ckpt.Warn {
@@ -113,7 +122,7 @@ func (r *Result) Failed() []ckpt.Finding {
 // AddComparison adds the checks of a comparison with a contract and keeps
 // the comparison for the report.
 func (r *Result) AddComparison(cmp *contract.Comparison) {
-	r.Add(cmp.Checks...)
+	r.add(cmp.Checks...)
 	r.Against = cmp
 }
 
@@ -124,18 +133,16 @@ func (r *Result) AddComparison(cmp *contract.Comparison) {
 // truncated files) become findings instead of open errors.
 func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, error) {
 	r := &Result{Source: c.Source, OK: true}
-	switch opt.Arch {
-	case "", ArchAuto, ArchQwen35, ArchNone:
-	default:
+	if !opt.Arch.known() {
 		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(string(opt.Arch)))
 	}
 	in := newInventory(c)
-	r.Add(integrityChecks(c)...)
-	r.Add(headerChecks(c)...)
-	r.Add(quantChecks(ctx, c, in, opt)...)
+	r.add(integrityChecks(c)...)
+	r.add(headerChecks(c)...)
+	r.add(quantChecks(ctx, c, in, opt)...)
 	arch, profile := archChecks(c, in, opt.Arch)
 	r.Profile = profile
-	r.Add(arch...)
+	r.add(arch...)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -144,12 +151,12 @@ func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, 
 		return nil, err
 	}
 	r.Hashes = hashes
-	r.Add(data...)
+	r.add(data...)
 	cache, err := cacheChecks(ctx, c, opt, digests)
 	if err != nil {
 		return nil, err
 	}
-	r.Add(cache...)
+	r.add(cache...)
 	return r, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/contract"
@@ -12,8 +13,8 @@ import (
 // Options is what the verify workflow checks: the checkpoint at Source
 // (opened leniently, so that integrity problems are findings), with the
 // architecture profile Arch, its data too with ReadData, and, with
-// Against, held against the contract in that file (only the tensors the
-// globs select; AllowConfig accepts config changes at those paths).
+// Against, held against the contract in that file (only the tensors
+// Select selects; AllowConfig accepts config changes at those paths).
 type Options struct {
 	Source  string
 	Openers []ckpt.SourceOpener
@@ -24,64 +25,63 @@ type Options struct {
 	// Progress, if set, counts the bytes read with ReadData.
 	Progress *ckpt.Progress
 	// Against is the path of a contract (from contract.Run).
-	Against        string
-	Match, Exclude []string
-	AllowConfig    []string
+	Against string
+	// Select, when set, selects the tensors compared with the contract
+	// (nil: all); its globs need Against.
+	Select *ckpt.Matcher
+	// AllowConfig lists config paths whose change Against accepts.
+	AllowConfig []string
 	// Strict makes warnings fail the report.
 	Strict bool
-	// AllowFinding are --allow-finding values, ID or ID:SUBJECT
-	// (ParseAllowance): the findings they accept do not fail the report.
-	AllowFinding []string
+	// Allowances (ParseAllowance) accept findings: those they accept do
+	// not fail the report. Run reports what each accepted in
+	// Result.Allowed and leaves these as they are.
+	Allowances []Allowance
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
 }
 
-// Validate checks the options before any work; wrong options are a
-// *ckpt.UsageError.
-func (r Options) Validate() error {
-	switch r.Arch {
-	case "", ArchAuto, ArchQwen35, ArchNone:
-	default:
-		return ckpt.Usagef("unknown --arch %q (want auto, qwen3_5 or none)", r.Arch)
+// check refuses, before any work, the options no command line gives: a
+// *ckpt.OptionError.
+func (opt Options) check() error {
+	if !opt.Arch.known() {
+		return &ckpt.OptionError{Field: "Arch", Reason: fmt.Sprintf("is %s (want ArchAuto, ArchQwen35 or ArchNone)", ckpt.Quote(string(opt.Arch)))}
 	}
-	if _, err := ckpt.CheckGlobs(r.Match, r.Exclude); err != nil {
-		return err
+	if (len(opt.Select.Include()) > 0 || len(opt.Select.Exclude()) > 0) && opt.Against == "" {
+		return &ckpt.OptionError{Field: "Select", Reason: "selects the tensors compared with a contract: it needs Against"}
 	}
-	if (len(r.Match) > 0 || len(r.Exclude) > 0) && r.Against == "" {
-		return ckpt.Usagef("--match and --exclude select tensors for --against; give --against FILE")
+	if len(opt.AllowConfig) > 0 && opt.Against == "" {
+		return &ckpt.OptionError{Field: "AllowConfig", Reason: "accepts config changes against a contract: it needs Against"}
 	}
-	if len(r.AllowConfig) > 0 && r.Against == "" {
-		return ckpt.Usagef("--allow-config accepts config changes against a contract; give --against FILE")
-	}
-	_, err := r.allowances()
-	return err
-}
-
-// allowances parses AllowFinding.
-func (r Options) allowances() ([]Allowance, error) {
-	var out []Allowance
-	for _, s := range r.AllowFinding {
-		a, err := ParseAllowance(s)
-		if err != nil {
-			return nil, err
+	for i, a := range opt.Allowances {
+		if err := a.check(); err != "" {
+			return &ckpt.OptionError{Field: fmt.Sprintf("Allowances[%d]", i), Reason: err}
 		}
-		out = append(out, a)
 	}
-	return out, nil
+	return nil
 }
 
-// Run is the verify workflow: it validates the options, loads the
-// contract (with Against), opens the source leniently (unknown dtypes are
-// findings), checks the selection and the allowed config paths against
-// both, runs every check (Checkpoint), compares with the contract and applies
-// Strict. Problems of the checkpoint are findings of the report; an error
-// means wrong options (*ckpt.UsageError), an unreadable source or
-// contract, or a cancelled context.
+// allowances are fresh copies of the Allowances, for one report.
+func (opt Options) allowances() []Allowance {
+	out := slices.Clone(opt.Allowances)
+	for i := range out {
+		out[i].Findings = []ckpt.Finding{}
+	}
+	return out
+}
+
+// Run is the verify workflow: it refuses options no command line gives
+// (*ckpt.OptionError), loads the contract (with Against), opens the source
+// leniently (unknown dtypes are findings), checks the selection and the
+// allowed config paths against both, runs every check (Check), compares
+// with the contract, applies Strict and the Allowances. Problems of the
+// checkpoint are findings of the report; an error means wrong options
+// (matching ckpt.ErrUsage), an unreadable source or contract, or a
+// cancelled context.
 func Run(ctx context.Context, opt Options) (*Result, error) {
-	if err := opt.Validate(); err != nil {
+	if err := opt.check(); err != nil {
 		return nil, err
 	}
-	m, _ := ckpt.CheckGlobs(opt.Match, opt.Exclude)
 	var want *contract.Contract
 	if opt.Against != "" {
 		f, err := os.Open(opt.Against)
@@ -100,7 +100,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	}
 	defer c.Close()
 	if want != nil {
-		if err := ckpt.CheckSelection(opt.Match, opt.Exclude, c.Source+" or "+opt.Against, c.Names(), want.Names()); err != nil {
+		if err := opt.Select.CheckSelection(c.Source+" or "+opt.Against, c.Names(), want.Names()); err != nil {
 			return nil, err
 		}
 		if err := contract.CheckAllowConfig(want, contract.ConfigOf(c.Config), opt.AllowConfig); err != nil {
@@ -116,7 +116,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	if want != nil {
-		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: m, AllowConfig: opt.AllowConfig})
+		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: opt.Select, AllowConfig: opt.AllowConfig})
 		if err != nil {
 			return nil, err
 		}
@@ -124,10 +124,10 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		rep.AddComparison(cmp)
 	}
 	if opt.Strict {
-		rep.SetStrict()
+		rep.setStrict()
 	}
-	if allow, _ := opt.allowances(); len(allow) > 0 {
-		rep.Allow(allow)
+	if len(opt.Allowances) > 0 {
+		rep.allow(opt.allowances())
 	}
 	return rep, nil
 }

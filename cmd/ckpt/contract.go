@@ -24,6 +24,7 @@ type contractOptions struct {
 // workflow (tests of the option parsing).
 func (a *App) newContractCmd(runF func(context.Context, *contractOptions) error) *cobra.Command {
 	o := &contractOptions{}
+	var opt contract.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "contract SRC",
 		Short: "Write the checkpoint's structural contract (keys, dtypes, shapes, FP8 scheme, config; --read-data: xxh3 per tensor) as JSON",
@@ -38,13 +39,14 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
+			opt = o.options(a)
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runContract(cmd.Context(), o)
+			return a.runContract(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
@@ -57,10 +59,15 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 	return cmd
 }
 
+// options is the workflow's options (contract has no rules of its own
+// beyond those every command shares: --workers, the enum flags).
+func (o *contractOptions) options(a *App) contract.Options {
+	return contract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
+}
+
 // runContract runs the contract workflow (contract.Run) and
 // writes the contract to stdout or -o.
-func (a *App) runContract(ctx context.Context, o *contractOptions) error {
-	req := contract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
+func (a *App) runContract(ctx context.Context, o *contractOptions, req contract.Options) error {
 	// The -o file is opened first (the output policy, atomicfile.Place),
 	// so that a refused or unwritable path fails before the work; the
 	// workflow refuses it when it is a file of the checkpoint.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -34,10 +35,18 @@ type verifyOptions struct {
 	AllowFinding []string
 }
 
+// verifyValues are what verify's flags with a syntax parsed into, as they
+// were set (their text stays in verifyOptions).
+type verifyValues struct {
+	match, exclude globsValue
+	allowFinding   allowancesValue
+}
+
 // newVerifyCmd is ckpt verify; runF, when set, runs instead of the
 // workflow (tests of the option parsing).
 func (a *App) newVerifyCmd(runF func(context.Context, *verifyOptions) error) *cobra.Command {
-	o := &verifyOptions{}
+	o, v := &verifyOptions{}, &verifyValues{}
+	var opt verify.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "verify SRC",
 		Short: "Check a checkpoint's contract (index, headers, FP8 block scales, architecture; --read-data: values and hashes) and report every finding",
@@ -59,13 +68,15 @@ accepts an intended change at PATH or under it.`,
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Source = args[0]
-			return o.request(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runVerify(cmd.Context(), o)
+			return a.runVerify(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
@@ -77,31 +88,55 @@ accepts an intended change at PATH or under it.`,
 	f.IntVar(&o.Workers, "workers", 0, "concurrent reads (default 4)")
 	addVariantFlag(f, &o.Variant)
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
-	f.StringArrayVar(&o.Match, "match", nil, "with --against: compare only tensors matching this glob; repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "with --against: leave out tensors matching this glob; repeatable")
+	globsFlag(f, &v.match, &o.Match, "match", "with --against: compare only tensors matching this glob; repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "with --against: leave out tensors matching this glob; repeatable")
 	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
 	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
-	f.StringArrayVar(&o.AllowFinding, "allow-finding", nil, "accept the failing or warning findings with this id (docs/cli.md \"Findings\"; go doc ./ckpt/verify), or with ID:GLOB those whose every tensor (else file) the glob matches: they keep their status but do not fail the run, --strict neither, and are named in the verdict and in JSON allowed; repeatable")
+	allowancesFlag(f, &v.allowFinding, &o.AllowFinding, "allow-finding", "accept the failing or warning findings with this id (docs/cli.md \"Findings\"; go doc ./ckpt/verify), or with ID:GLOB those whose every tensor (else file) the glob matches: they keep their status but do not fail the run, --strict neither, and are named in the verdict and in JSON allowed; repeatable")
 	return cmd
 }
 
-// request is the library request of the options.
-func (o *verifyOptions) request(a *App) verify.Options {
+// check holds verify's rules of the command line, in their order; the
+// first broken one is the error.
+func (o *verifyOptions) check(v *verifyValues) error {
+	switch verify.Arch(o.Arch) {
+	case "", verify.ArchAuto, verify.ArchQwen35, verify.ArchNone:
+	default:
+		return ckpt.Usagef("unknown --arch %q (want auto, qwen3_5 or none)", o.Arch)
+	}
+	if _, err := selection(&v.match, &v.exclude); err != nil {
+		return err
+	}
+	if (len(o.Match) > 0 || len(o.Exclude) > 0) && o.Against == "" {
+		return ckpt.Usagef("--match and --exclude select tensors for --against; give --against FILE")
+	}
+	if len(o.AllowConfig) > 0 && o.Against == "" {
+		return ckpt.Usagef("--allow-config accepts config changes against a contract; give --against FILE")
+	}
+	_, err := v.allowFinding.allowances()
+	return err
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *verifyOptions) options(a *App, v *verifyValues) (verify.Options, error) {
+	if err := o.check(v); err != nil {
+		return verify.Options{}, err
+	}
+	sel, _ := selection(&v.match, &v.exclude) // checked
+	allow, _ := v.allowFinding.allowances()   // checked
 	return verify.Options{Source: o.Source, Openers: a.Openers, Arch: verify.Arch(o.Arch), ReadData: o.ReadData, Workers: o.Workers,
-		Against: o.Against, Match: o.Match, Exclude: o.Exclude, AllowConfig: o.AllowConfig, Strict: o.Strict, Variant: o.Variant,
-		AllowFinding: o.AllowFinding}
+		Against: o.Against, Select: sel, AllowConfig: o.AllowConfig, Strict: o.Strict, Allowances: allow, Variant: o.Variant}, nil
 }
 
 // runVerify runs the verify workflow (verify.Run) and renders its
 // report: exit 1 when it is not OK.
-func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
+func (a *App) runVerify(ctx context.Context, o *verifyOptions, req verify.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, verifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	stop := func() {}
 	if o.ReadData {
 		if req.Progress, stop, err = a.startProgress(o.Progress, "verify"); err != nil {
@@ -110,6 +145,9 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions) error {
 	}
 	rep, err := verify.Run(ctx, req)
 	stop()
+	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
+		return &ckpt.UsageError{Reason: allowConfigWords(ue)}
+	}
 	if err != nil {
 		return err
 	}
@@ -215,6 +253,29 @@ func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool
 	}
 	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[ckpt.Pass], n[ckpt.Skip], allowed)
 	return nil
+}
+
+// allowConfigWords is the message of an --allow-config path that names no
+// config key.
+func allowConfigWords(e *contract.UnknownConfigPathError) string {
+	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
+	if e.Bookkeeping {
+		msg += " (a bookkeeping key, which contracts do not record)"
+	}
+	if e.QuantSelection {
+		// ckpt diff lists it among the config differences: do not send
+		// the user back there.
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
+			"(for the tensors --match/--exclude select), which --allow-config does not accept"
+	}
+	if len(e.Suggest) > 0 {
+		q := make([]string, len(e.Suggest))
+		for i, s := range e.Suggest {
+			q[i] = "'" + ckpt.EscapeName(s) + "'"
+		}
+		msg += ": did you mean " + strings.Join(q, " or ") + "?"
+	}
+	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
 }
 
 // allowanceWhat names what an allowance looked for.
