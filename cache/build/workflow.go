@@ -31,7 +31,7 @@ func (r Options) Validate() error {
 	if r.Out == "" {
 		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
 	}
-	if _, err := NaNBits(r.NaN); err != nil {
+	if _, err := r.NaN.Bits(); err != nil {
 		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
 	}
 	_, err := mapping.ParseDeviceDRAM(r.DeviceDRAM)

@@ -309,7 +309,7 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	}
 	nan := build.NaNVector
 	if m.AllowNonFinite && m.NaN != "" {
-		nan = m.NaN
+		nan = build.NaN(m.NaN)
 	}
 	for _, e := range plan.Entries {
 		if h, err := cache.HeaderFor(e); err == nil {

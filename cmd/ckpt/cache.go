@@ -131,7 +131,7 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write (default: refuse before writing anything, naming both sizes, exit 3)")
 	addDeviceDRAMFlag(f, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
-	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
+	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 

@@ -23,7 +23,7 @@ import (
 // request is the library request of the options.
 func (o *cacheBuildOptions) request(a *App) build.Options {
 	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
-		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
 			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
 }
 
