@@ -20,17 +20,57 @@ import (
 // the progress renderer on stderr, and renders its result
 // (cache_render.go).
 
-// request is the library request of the options.
-func (o *cacheBuildOptions) request(a *App) build.Options {
-	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
-		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
-			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
+// check holds cache build's rules of the command line, in their order;
+// the first broken one is the error. The plan flags' own errors (--mesh,
+// --set, --ignore) come later, where the plan is made (runCacheBuild).
+func (o *cacheBuildOptions) check(v *cacheBuildValues) error {
+	if o.Out == "" {
+		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
+	}
+	if _, err := build.NaN(o.NaN).Bits(); err != nil {
+		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
+	}
+	_, err := deviceDRAM(&v.deviceDRAM)
+	return err
 }
 
-// request is the library request of the options.
-func (o *cacheVerifyOptions) request(a *App) check.Options {
-	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Ignore: o.Ignore, Select: o.Select, MinMem: o.MinMem,
-		MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}
+// options checks the command line (check) and is the workflow's options.
+func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options, error) {
+	if err := o.check(v); err != nil {
+		return build.Options{}, err
+	}
+	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
+	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv, &v.plan), Out: o.Out, DeviceDRAM: dram,
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
+			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}, nil
+}
+
+// check holds cache verify's rules of the command line. The errors of
+// --set and --ignore come later, where the plan is made (check.Options.PlanErr).
+func (o *cacheVerifyOptions) check(v *cacheVerifyValues) error {
+	if o.MinMem != "" {
+		if _, err := v.minMem.Size(); err != nil {
+			return &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *cacheVerifyOptions) options(a *App, v *cacheVerifyValues) (check.Options, error) {
+	if err := o.check(v); err != nil {
+		return check.Options{}, err
+	}
+	minMem, _ := v.minMem.Size() // checked
+	// Where mapping.Resolve refused them: --ignore's, then --set's.
+	ignore, planErr := ignores(&v.ignore)
+	set, err := v.set.settings()
+	if planErr == nil {
+		planErr = err
+	}
+	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore, PlanErr: planErr,
+		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict,
+		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}, nil
 }
 
 // request is the library request of the options.
@@ -48,13 +88,12 @@ func (o *cacheUnpackOptions) request() archive.UnpackOptions {
 	return archive.UnpackOptions{File: o.File, Dir: o.Dir}
 }
 
-func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
+func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheBuildValues, req build.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, cacheBuildFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	if a.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands read ahead, tile staging, the staged
 		// images of durable builds) inside the 512 MiB budget.
@@ -62,6 +101,10 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	}
 	prog, stop, err := a.startProgress(o.Progress, "cache build")
 	if err != nil {
+		return err
+	}
+	if err := v.plan.err(req.Plan); err != nil {
+		stop()
 		return err
 	}
 	req.Progress = prog
@@ -85,13 +128,12 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	return printBuild(a.Out, format, rep)
 }
 
-func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
+func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req check.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, cacheVerifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "cache verify")
 	if err != nil {
 		return err
