@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,3 +215,59 @@ $ ckpt cache verify --min-mem x --set x --format bogus $D/out
 exit 2
 ckpt: unknown --format "bogus" (want one of auto, table, text, json, jsonl, markdown)
 `
+
+// TestVerifyManifestErrors pins the errors of cache verify that name a
+// flag for a manifest that lacks what the check needs: no source (pass
+// --source), a profile that is not built in (pass --rules); for a cache
+// folder and for the root holding it.
+func TestVerifyManifestErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	edit := func(name string, change func(m map[string]any)) string {
+		out := filepath.Join(dir, name)
+		code, _, stderr := runApp(t, "cache", "build", src, "-o", out, "--progress", "none", "--fsync=false")
+		require.Equal(t, 0, code, stderr)
+		folders, err := filepath.Glob(filepath.Join(out, "*", "tensor_cache_*"))
+		require.NoError(t, err)
+		require.NotEmpty(t, folders)
+		for _, f := range folders {
+			p := filepath.Join(f, "manifest.json")
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(b, &m))
+			change(m)
+			b, err = json.Marshal(m)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(p, b, 0o644))
+		}
+		return out
+	}
+	nosrc := edit("nosrc", func(m map[string]any) { delete(m, "source") })
+	noprof := edit("noprof", func(m map[string]any) { m["profile"] = "nope" })
+	var b strings.Builder
+	for _, args := range [][]string{
+		{"cache", "verify", nosrc},
+		{"cache", "verify", nosrc + "/P300/tensor_cache_bfp8_mesh1x2"},
+		{"cache", "verify", noprof},
+		{"cache", "verify", noprof + "/P300/tensor_cache_bfp8_mesh1x2"},
+	} {
+		code, _, stderr := runApp(t, args...)
+		fmt.Fprintf(&b, "$ ckpt %s\nexit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	assert.Equal(t, `$ ckpt cache verify $D/nosrc
+exit 2
+ckpt: $D/nosrc/P300/tensor_cache_bfp8: the manifest of $D/nosrc/P300/tensor_cache_bfp8 names no source: pass --source SRC (the checkpoint the cache is for)
+$ ckpt cache verify $D/nosrc/P300/tensor_cache_bfp8_mesh1x2
+exit 2
+ckpt: $D/nosrc/P300/tensor_cache_bfp8_mesh1x2: the manifest of $D/nosrc/P300/tensor_cache_bfp8_mesh1x2 names no source: pass --source SRC (the checkpoint the cache is for)
+$ ckpt cache verify $D/noprof
+exit 2
+ckpt: $D/noprof/P300/tensor_cache_bfp8: the manifest names profile "nope", which is not built in: pass the profile with --rules
+$ ckpt cache verify $D/noprof/P300/tensor_cache_bfp8_mesh1x2
+exit 2
+ckpt: $D/noprof/P300/tensor_cache_bfp8_mesh1x2: the manifest names profile "nope", which is not built in: pass the profile with --rules
+`, strings.ReplaceAll(b.String(), dir, "$D"))
+}
