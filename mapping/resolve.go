@@ -113,11 +113,11 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 // Resolve is the one way the commands make a plan: it loads the profile
 // and resolves its variables on the mesh of o (errors there come first,
 // before src is read), opens src with openers and builds its plan
-// (BuildWith checks the mesh is 1xN). A request that is itself wrong (an
-// unknown profile, a bad device folder, a setting of no variable) is a
-// *ckpt.UsageError. On success and on a
-// *PlanError (the plan is returned with its problems) the caller closes the
-// checkpoint; on any other error nothing is left open.
+// (BuildWith checks the mesh is 1xN). A request that is itself wrong is a
+// usage error: a *ckpt.UsageError (an unknown profile, a bad device
+// folder), a *SettingError (a setting the profile refuses). On success and
+// on a *PlanError (the plan is returned with its problems) the caller
+// closes the checkpoint; on any other error nothing is left open.
 func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.SourceOpener) (*ckpt.Checkpoint, *Plan, error) {
 	prof, err := o.LoadProfile()
 	if err != nil {
@@ -132,7 +132,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	maps.Copy(set, o.Base)
 	maps.Copy(set, o.Set) // Set overrides Base
 	if err := prof.ResolveAll(mesh, set); err != nil {
-		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
+		return nil, nil, &SettingError{Err: err}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
 	if err != nil {
@@ -156,6 +156,22 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	return c, plan, err
 }
+
+// SettingError is Resolve's refusal of the settings of a plan
+// (PlanOptions.Set over Base): a variable the profile does not have, or a
+// value it refuses. It matches ckpt.ErrUsage.
+type SettingError struct {
+	Err error
+}
+
+// Error is the profile's reason.
+func (e *SettingError) Error() string { return e.Err.Error() }
+
+// Unwrap is the profile's error.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *SettingError) Is(target error) bool { return target == ckpt.ErrUsage }
 
 // usage makes err, a refusal of the request itself, a *ckpt.UsageError
 // with the same message.

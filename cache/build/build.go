@@ -215,8 +215,9 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 	// The output policy (atomicfile.Place): a directory or a new name,
 	// never a file, a device or anything else; and never a root holding a
 	// checkpoint (source and output swapped) or whose cache folder holds
-	// files the build reads.
-	if _, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true}); err != nil {
+	// files the build reads. A refusal is an *atomicfile.RefusedError with
+	// no Flag: the caller names the option that gave out.
+	if _, err := atomicfile.Place(out, atomicfile.Policy{Dir: true}); err != nil {
 		return nil, err
 	}
 	if err := checkOutRoot(out); err != nil {

@@ -68,6 +68,32 @@ type DirOptions struct {
 	Strict bool
 }
 
+// NoSourceError is Dir's refusal of a check with no DirOptions.Source
+// when the manifest of the cache folder Folder names no source either: the
+// caller must say which checkpoint the cache is for. It matches
+// ckpt.ErrUsage.
+type NoSourceError struct {
+	Folder string
+}
+
+// Error says the manifest names no source.
+func (e *NoSourceError) Error() string { return fmt.Sprintf("the manifest of %s names no source", e.Folder) }
+
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *NoSourceError) Is(target error) bool { return target == ckpt.ErrUsage }
+
+// NotBuiltinError is Dir's refusal of a check with no DirOptions.Rules
+// when the profile the manifest names, Profile, is not built in: the
+// caller must give the profile's rules file.
+type NotBuiltinError struct {
+	Profile string
+}
+
+// Error says the manifest's profile is not built in.
+func (e *NotBuiltinError) Error() string {
+	return fmt.Sprintf("the manifest names profile %q, which is not built in", e.Profile)
+}
+
 // DirResult is the cache verify JSON document (docs/cli.md): every
 // finding of Dir, OK when there is none.
 type DirResult struct {
@@ -222,7 +248,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	if opt.Source == "" {
 		// The source the cache was built from, as its manifest names it.
 		if m.Source == "" {
-			return nil, &ckpt.UsageError{Reason: fmt.Sprintf("the manifest of %s names no source: pass --source SRC (the checkpoint the cache is for)", folder.Path())}
+			return nil, &NoSourceError{Folder: folder.Path()}
 		}
 		opt.Source, res.Source, res.SourceFromManifest = m.Source, m.Source, true
 		if opt.Variant == "" {
@@ -231,7 +257,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	}
 	if opt.Rules == "" {
 		if _, err := mapping.Builtin(m.Profile); err != nil {
-			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
+			return nil, &NotBuiltinError{Profile: m.Profile}
 		}
 	}
 	built := cache.IgnoreGlobs(m.Ignore)

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -113,8 +114,11 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheB
 	if rep != nil {
 		a.warn(rep.Warnings...)
 	}
+	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == "" {
+		return reword(err, re, "--out "+re.Error())
+	}
 	if err != nil {
-		return err
+		return planError(err)
 	}
 	if pe := rep.Problems; pe != nil {
 		printProblems(a.Out, pe.Problems, output.EscapeTerm)
@@ -141,8 +145,14 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req che
 	req.Progress = prog
 	res, err := check.Run(ctx, req)
 	stop()
+	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
+		return reword(err, ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
+	}
+	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
+		return reword(err, nb, nb.Error()+": pass the profile with --rules")
+	}
 	if err != nil {
-		return err
+		return planError(err)
 	}
 	for _, f := range res.Folders {
 		if f.SourceFromManifest {
@@ -161,6 +171,24 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req che
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// rewordedError is a library error in the CLI's words: its message is the
+// library's with the words of one error of its chain replaced (the folder
+// a wrapper names stays); errors.Is and errors.As, hence the exit code,
+// still see the library's chain.
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
+
+// reword is err with the message of inner, an error of its chain, worded
+// as words.
+func reword(err, inner error, words string) error {
+	return &rewordedError{msg: strings.Replace(err.Error(), inner.Error(), words, 1), err: err}
 }
 
 func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {

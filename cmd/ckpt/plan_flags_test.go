@@ -27,6 +27,7 @@ func TestPlanFlagErrors(t *testing.T) {
 	code, _, stderr := runApp(t, "cache", "build", src, "-o", out, "--progress", "none", "--fsync=false")
 	require.Equal(t, 0, code, stderr)
 	cases := [][]string{
+		{"cache", "build", "-o", filepath.Join(src, "config.json"), "--progress", "none", src},
 		{"map", "--ignore", "x", "--dump"},
 		{"map", "--ignore", "x", "--list-profiles"},
 		{"map", "--match", "x", "--against-cache", out, src},
@@ -88,7 +89,10 @@ func TestPlanFlagErrors(t *testing.T) {
 
 // wantPlanFlagErrors is what TestPlanFlagErrors prints: each command line,
 // its exit code and the first line of its stderr (of stdout on success).
-const wantPlanFlagErrors = `$ ckpt map --ignore x --dump
+const wantPlanFlagErrors = `$ ckpt cache build -o $D/src/config.json --progress none $D/src
+exit 2
+ckpt: --out $D/src/config.json is a regular file, not a directory: refusing to replace it
+$ ckpt map --ignore x --dump
 exit 2
 ckpt: --ignore leaves tensors out of the plan of SRC; it does not apply to --dump or --list-profiles
 $ ckpt map --ignore x --list-profiles
