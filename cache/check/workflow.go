@@ -77,7 +77,9 @@ type NoSourceError struct {
 }
 
 // Error says the manifest names no source.
-func (e *NoSourceError) Error() string { return fmt.Sprintf("the manifest of %s names no source", e.Folder) }
+func (e *NoSourceError) Error() string {
+	return fmt.Sprintf("the manifest of %s names no source", e.Folder)
+}
 
 // Is makes errors.Is(err, ckpt.ErrUsage) true.
 func (e *NoSourceError) Is(target error) bool { return target == ckpt.ErrUsage }
