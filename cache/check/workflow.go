@@ -267,7 +267,11 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		res.Findings = append(res.Findings, fail(FindingManifest, cache.ManifestName,
 			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(globTexts(opt.Ignore)))))
 	}
-	mesh, meshErr := mapping.ParseMesh(m.Mesh)
+	var mesh mapping.Mesh // none recorded: mapping.DefaultMesh
+	var meshErr error
+	if m.Mesh != "" {
+		mesh, meshErr = mapping.ParseMesh(m.Mesh)
+	}
 	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
 		Ignore: opt.Ignore, BaseIgnore: built}
 	if m.Part == mapping.PartVision {
