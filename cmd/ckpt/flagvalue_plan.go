@@ -15,7 +15,8 @@ import (
 // their errors where mapping.Resolve, mapping.Run, build.Run and check.Run
 // reported them, in the same words.
 
-// meshValue is --mesh 1xN (mapping.ParseMesh).
+// meshValue is --mesh 1xN (mapping.ParseMesh). An empty text is the zero
+// Mesh, no error: mapping.Resolve plans it on mapping.DefaultMesh.
 type meshValue struct {
 	text *string // the raw text, as given
 	mesh mapping.Mesh
@@ -34,6 +35,9 @@ func meshFlag(f interface {
 
 func (v *meshValue) Set(s string) error {
 	*v.text, v.mesh, v.err = s, mapping.Mesh{}, nil
+	if s == "" {
+		return nil
+	}
 	m, err := mapping.ParseMesh(s)
 	if err != nil {
 		v.err = &ckpt.UsageError{Reason: err.Error()}

@@ -48,6 +48,7 @@ func TestPlanFlagErrors(t *testing.T) {
 		{"map", "--mesh", "9", "--set", "x", "--ignore", "[", none},
 		{"map", "--mesh", "9", "--set", "x", none},
 		{"map", "--mesh", "1x3", "--set", "x", none},
+		{"map", "--mesh", "", "--set", "x", none},
 		{"map", "--mesh", "9", "--set", "x", "--dump"},
 		{"map", "--mesh", "9", "--set", "x", "--list-profiles", "--format", "json"},
 		{"map", "--set", "x", none},
@@ -150,6 +151,9 @@ $ ckpt map --mesh 9 --set x $D/none
 exit 2
 ckpt: mesh "9": want ROWSxCOLS, e.g. 1x2
 $ ckpt map --mesh 1x3 --set x $D/none
+exit 2
+ckpt: --set: setting "x": want NAME=VALUE
+$ ckpt map --mesh  --set x $D/none
 exit 2
 ckpt: --set: setting "x": want NAME=VALUE
 $ ckpt map --mesh 9 --set x --dump
