@@ -21,8 +21,9 @@
 // the one interpreter of the value ops a plan entry carries.
 //
 // Resolve is the one way the commands make a plan (PlanOptions: built-in
-// profile or rules file, mesh, device, tag, --set and MESH_DEVICE; a wrong
-// option is a *ckpt.UsageError); Run is the workflow of `ckpt map` (one
+// profile or rules file, mesh, device, tag, settings, ignore globs and
+// MESH_DEVICE, parsed by the caller; a wrong request is a usage error);
+// Run is the workflow of `ckpt map` (one
 // Options, one Result); Plan.Document is the map JSON document. FileName, CacheDir and CacheName are the one definition of
 // cache file and directory names.
 //

@@ -13,9 +13,9 @@ type Mesh struct {
 }
 
 // DefaultMesh is the mesh of a plan that names none: the --mesh default
-// of ckpt map and ckpt cache build, and Resolve's for an empty
-// PlanOptions.Mesh.
-const DefaultMesh = "1x2"
+// of ckpt map and ckpt cache build, and Resolve's for a zero
+// PlanOptions.Mesh. Read it, never assign it.
+var DefaultMesh = Mesh{Rows: 1, Cols: 2}
 
 // ParseMesh parses "1x2" (or "1X2").
 func ParseMesh(s string) (Mesh, error) {

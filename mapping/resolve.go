@@ -3,6 +3,7 @@ package mapping
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -15,36 +16,47 @@ import (
 type PlanOptions struct {
 	Profile string // built-in profile name ("" for BuiltinName); ignored when Rules is set
 	Rules   string // path of a profile JSON file (the format of Profile.JSON)
-	Mesh    string // "1xN" ("" for DefaultMesh)
+	Mesh    Mesh   // 1xN (the zero Mesh for DefaultMesh)
 	Device  string // device directory of the cache root ("" for MeshDevice, else the profile's)
 	// MeshDevice is the serving host's MESH_DEVICE environment variable:
 	// where set, upstream names the cache's device folder after it instead
 	// of the number of devices. Device overrides it.
 	MeshDevice string
 	Tag        string // cache tag ("" for the profile's)
-	// Set overrides profile variables, "NAME=VALUE" each (ParseSettings).
-	Set []string
+	// Set overrides profile variables (ParseSettings parses them from
+	// the command line's NAME=VALUE).
+	Set Settings
 	// Base holds settings that apply unless Set overrides them (e.g. the
 	// settings a cache's manifest records).
 	Base Settings
 	// Variant selects a variant of a directory source
 	// (ckpt.Options.Variant).
 	Variant string
-	// Ignore are the --ignore globs: tensors no rule maps that one of them
-	// matches are ignored, with the reason IgnoreReason(glob)
-	// (Profile.WithIgnores). Each must match a tensor name of the source
-	// (else *ckpt.EmptySelectionError, a usage error). BaseIgnore holds
-	// globs that apply when Ignore is nil (those a cache's manifest
-	// records), without that check.
-	Ignore, BaseIgnore []string
+	// Ignore are the --ignore globs, compiled (ckpt.ParseGlob): tensors
+	// no rule maps that one of them matches are ignored, with the reason
+	// IgnoreReason(glob) (Profile.WithIgnores). Each must match a tensor
+	// name of the source (else *ckpt.EmptySelectionError, a usage error).
+	Ignore []ckpt.Glob
+	// BaseIgnore holds the globs that apply when Ignore is nil (those a
+	// cache's manifest records, as it records them), without that check.
+	BaseIgnore []string
 }
 
 // Ignores are the ignore globs the plan applies: Ignore, else BaseIgnore.
 func (o PlanOptions) Ignores() []string {
 	if o.Ignore != nil {
-		return o.Ignore
+		return globTexts(o.Ignore)
 	}
 	return o.BaseIgnore
+}
+
+// globTexts are the texts of globs.
+func globTexts(globs []ckpt.Glob) []string {
+	out := make([]string, len(globs))
+	for i, g := range globs {
+		out[i] = g.String()
+	}
+	return out
 }
 
 // LoadProfile returns the profile o names, with the Device and Tag
@@ -99,48 +111,34 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 }
 
 // Resolve is the one way the commands make a plan: it loads the profile
-// and parses the mesh of o (errors there come first, before src is read),
-// opens src with openers and builds its plan (BuildWith checks the mesh is
-// 1xN). A request that is itself wrong (an unknown profile, a bad device
-// folder, mesh or --set) is a *ckpt.UsageError. On success and on a
-// *PlanError (the plan is returned with its problems) the caller closes the
-// checkpoint; on any other error nothing is left open.
+// and resolves its variables on the mesh of o (errors there come first,
+// before src is read), opens src with openers and builds its plan
+// (BuildWith checks the mesh is 1xN). A request that is itself wrong is a
+// usage error: a *ckpt.UsageError (an unknown profile, a bad device
+// folder), a *SettingError (a setting the profile refuses). On success and
+// on a *PlanError (the plan is returned with its problems) the caller
+// closes the checkpoint; on any other error nothing is left open.
 func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.SourceOpener) (*ckpt.Checkpoint, *Plan, error) {
 	prof, err := o.LoadProfile()
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, g := range o.Ignore {
-		if _, err := ckpt.CompileGlob("--ignore", g); err != nil {
-			return nil, nil, usage(err)
-		}
-	}
 	prof = prof.WithIgnores(o.Ignores())
-	ms := o.Mesh
-	if ms == "" {
-		ms = DefaultMesh
+	mesh := o.Mesh
+	if mesh == (Mesh{}) {
+		mesh = DefaultMesh
 	}
-	mesh, err := ParseMesh(ms)
-	if err != nil {
-		return nil, nil, usage(err)
-	}
-	set, err := ParseSettings(o.Set)
-	if err != nil {
-		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
-	}
-	for k, v := range o.Base {
-		if _, over := set[k]; !over {
-			set[k] = v
-		}
-	}
+	set := Settings{}
+	maps.Copy(set, o.Base)
+	maps.Copy(set, o.Set) // Set overrides Base
 	if err := prof.ResolveAll(mesh, set); err != nil {
-		return nil, nil, &ckpt.UsageError{Option: "--set", Reason: err.Error()}
+		return nil, nil, &SettingError{Err: err}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ckpt.CheckGlobsMatch("--ignore", o.Ignore, src, c.Names()); err != nil {
+	if err := ckpt.CheckGlobsMatch("--ignore", globTexts(o.Ignore), src, c.Names()); err != nil {
 		c.Close()
 		return nil, nil, err
 	}
@@ -158,6 +156,22 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	return c, plan, err
 }
+
+// SettingError is Resolve's refusal of the settings of a plan
+// (PlanOptions.Set over Base): a variable the profile does not have, or a
+// value it refuses. It matches ckpt.ErrUsage.
+type SettingError struct {
+	Err error
+}
+
+// Error is the profile's reason.
+func (e *SettingError) Error() string { return e.Err.Error() }
+
+// Unwrap is the profile's error.
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *SettingError) Is(target error) bool { return target == ckpt.ErrUsage }
 
 // usage makes err, a refusal of the request itself, a *ckpt.UsageError
 // with the same message.

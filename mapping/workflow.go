@@ -15,17 +15,18 @@ type Options struct {
 	Source  string
 	Plan    PlanOptions
 	Openers []ckpt.SourceOpener
-	// Dump asks for the profile itself, List for the built-in profiles;
-	// neither needs Source.
+	// Dump asks for the profile itself, List for the built-in profiles
+	// (List wins); neither needs Source, nor reads Match, Exclude or
+	// AgainstCache.
 	Dump, List bool
 	// AgainstCache is the cache the caller holds the plan against
 	// (check.PlanModel, in cache/check); the result then has the plan but no document.
 	AgainstCache string
-	// Match and Exclude select the source tensors whose targets the
-	// document lists (Document.Select).
-	Match, Exclude []string
-	// DeviceDRAM is the --device-dram value ("" for the board's DRAM).
-	DeviceDRAM string
+	// Select selects the source tensors whose targets the document lists
+	// (Document.Select); nil, or a Matcher of no globs, lists them all.
+	Select *ckpt.Matcher
+	// DeviceDRAM is the DRAM of one device in bytes (0 for the board's).
+	DeviceDRAM int64
 }
 
 // Result is the outcome of Run: the profiles (List), the profile
@@ -45,32 +46,18 @@ type Result struct {
 	Doc *Document
 }
 
-// Run is the workflow of `ckpt map`: it validates the options (errors
-// there are *ckpt.UsageError, before any work), then lists the built-in
-// profiles, loads the profile, or makes the plan of the source (Resolve)
-// and its document. The checkpoint is closed when Run returns. With a
-// selection that matches nothing, the result (its Warnings) comes with the
-// error.
+// Run is the workflow of `ckpt map`: it lists the built-in profiles,
+// loads the profile, or makes the plan of the source (Resolve) and its
+// document. A negative DeviceDRAM is a *ckpt.OptionError, before any work.
+// The checkpoint is closed when Run returns. With a selection that matches
+// nothing, the result (its Warnings) comes with the error.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	m, err := ckpt.NewMatcher(opts.Match, opts.Exclude)
-	if err != nil {
-		return nil, usage(err)
+	if opts.DeviceDRAM < 0 {
+		return nil, &ckpt.OptionError{Field: "DeviceDRAM", Reason: fmt.Sprintf("is %d bytes; want a positive size, or 0 for the board's", opts.DeviceDRAM)}
 	}
-	dram, err := ParseDeviceDRAM(opts.DeviceDRAM)
-	if err != nil {
-		return nil, err
-	}
-	selecting := len(opts.Match) > 0 || len(opts.Exclude) > 0
-	if selecting && (opts.Dump || opts.AgainstCache != "") {
-		return nil, &ckpt.UsageError{Reason: "--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"}
-	}
-	if len(opts.Plan.Ignore) > 0 && (opts.Dump || opts.List) {
-		return nil, &ckpt.UsageError{Reason: "--ignore leaves tensors out of the plan of SRC; it does not apply to --dump or --list-profiles"}
-	}
+	m := opts.Select
+	selecting := len(m.Include()) > 0 || len(m.Exclude()) > 0
 	if opts.List {
-		if opts.Dump || opts.AgainstCache != "" || selecting || opts.Source != "" {
-			return nil, &ckpt.UsageError{Reason: "--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"}
-		}
 		return &Result{Profiles: &ProfileList{Default: BuiltinName, DefaultReason: DefaultReason, Profiles: Profiles()}}, nil
 	}
 	if opts.Dump {
@@ -96,32 +83,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return res, nil
 	}
 	doc := plan.Document()
-	if mem, err := plan.Memory(dram); err == nil {
+	if mem, err := plan.Memory(opts.DeviceDRAM); err == nil {
 		doc.PerDevice, doc.Memory = mem.PerDevice, &mem
 	}
 	if selecting {
-		if err := ckpt.CheckSelection(opts.Match, opts.Exclude, c.Source, c.Names()); err != nil {
+		if err := m.CheckSelection(c.Source, c.Names()); err != nil {
 			return res, err
 		}
 		doc = doc.Select(m)
 	}
 	res.Doc = &doc
 	return res, nil
-}
-
-// ParseDeviceDRAM parses a --device-dram size ("" is 0: the board's DRAM).
-func ParseDeviceDRAM(s string) (int64, error) {
-	if s == "" {
-		return 0, nil
-	}
-	n, err := ckpt.ParseSize(s)
-	if err != nil {
-		return 0, &ckpt.UsageError{Option: "--device-dram", Reason: err.Error()}
-	}
-	if n <= 0 {
-		return 0, &ckpt.UsageError{Option: "--device-dram", Reason: fmt.Sprintf("want a positive size, got %q", s)}
-	}
-	return n, nil
 }
 
 // ProfileList is the JSON document of ckpt map --list-profiles.

@@ -26,19 +26,10 @@ func TestMapRefusesRequests(t *testing.T) {
 		req  mapping.Options
 		want string
 	}{
-		{"bad glob", mapping.Options{Source: "nope", Match: []string{"a[b"}}, "a[b"},
-		{"bad dram", mapping.Options{Source: "nope", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
-		{"match with dump", mapping.Options{Dump: true, Match: []string{"x"}},
-			"--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"},
-		{"list with src", mapping.Options{List: true, Source: "nope"},
-			"--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"},
 		{"unknown profile", mapping.Options{Dump: true, Plan: mapping.PlanOptions{Profile: "nope"}}, `unknown profile "nope"`},
 		{"bad device folder", mapping.Options{Dump: true, Plan: mapping.PlanOptions{MeshDevice: "../x"}}, `device folder "../x"`},
-		{"bad mesh", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Mesh: "2"}}, "mesh"},
-		{"bad setting", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"x"}}},
-			`--set: setting "x": want NAME=VALUE`},
-		{"unknown variable", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: []string{"nope=1"}}},
-			`--set: profile ` + mapping.BuiltinName + ` has no variable "nope"`},
+		{"unknown variable", mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: mapping.Settings{"nope": true}}},
+			`profile ` + mapping.BuiltinName + ` has no variable "nope"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,11 +38,25 @@ func TestMapRefusesRequests(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, res)
 			assert.ErrorIs(t, err, ckpt.ErrUsage)
-			var ue *ckpt.UsageError
-			require.ErrorAs(t, err, &ue)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestMapOptionErrors: Options a caller other than the CLI gets wrong
+// are a *ckpt.OptionError naming the field.
+func TestMapOptionErrors(t *testing.T) {
+	t.Parallel()
+	_, err := mapping.Run(context.Background(), mapping.Options{Source: "nope", DeviceDRAM: -1})
+	var oe *ckpt.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "DeviceDRAM", oe.Field)
+	assert.ErrorIs(t, err, ckpt.ErrUsage)
+
+	_, err = mapping.Run(context.Background(), mapping.Options{Source: "nope", Plan: mapping.PlanOptions{Set: mapping.Settings{"nope": true}}})
+	var se *mapping.SettingError
+	require.ErrorAs(t, err, &se, "a setting the profile refuses")
+	assert.NotContains(t, err.Error(), "--set")
 }
 
 // TestRunResults: --list-profiles, --dump and the plan each give their
@@ -84,7 +89,9 @@ func TestRunResults(t *testing.T) {
 	assert.Equal(t, res.Doc.Summary, rec.SummaryRecord)
 	assert.Equal(t, dir, rec.Source)
 
-	sel, err := mapping.Run(ctx, mapping.Options{Source: dir, Match: []string{"mtp.**"}})
+	mtp, err := ckpt.NewMatcher([]string{"mtp.**"}, nil)
+	require.NoError(t, err)
+	sel, err := mapping.Run(ctx, mapping.Options{Source: dir, Select: mtp})
 	require.NoError(t, err)
 	require.NotNil(t, sel.Doc.Whole)
 	assert.Equal(t, 82, sel.Doc.Whole.Targets)
@@ -95,7 +102,9 @@ func TestRunResults(t *testing.T) {
 	assert.NotNil(t, against.Plan)
 	assert.Nil(t, against.Doc, "the caller holds the plan against the cache")
 
-	_, err = mapping.Run(ctx, mapping.Options{Source: dir, Match: []string{"nothing.matches"}})
+	nothing, err := ckpt.NewMatcher([]string{"nothing.matches"}, nil)
+	require.NoError(t, err)
+	_, err = mapping.Run(ctx, mapping.Options{Source: dir, Select: nothing})
 	require.Error(t, err, "a selection that matches nothing")
 }
 
@@ -156,7 +165,9 @@ func TestMapKeepsSourceWarnings(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 1)
 	assert.Contains(t, res.Warnings[0], "holds both")
-	res, err = mapping.Run(context.Background(), mapping.Options{Source: dir, Match: []string{"nothing.matches"}})
+	nothing, err := ckpt.NewMatcher([]string{"nothing.matches"}, nil)
+	require.NoError(t, err)
+	res, err = mapping.Run(context.Background(), mapping.Options{Source: dir, Select: nothing})
 	require.Error(t, err)
 	require.NotNil(t, res)
 	assert.Len(t, res.Warnings, 1)

@@ -43,7 +43,7 @@ type WriteOptions struct {
 	// block-FP8 weights, bf16 arithmetic such as the norms' +1): NaNVector
 	// ("" too) or NaNScalar. A NaN of a bfloat16 source that no arithmetic
 	// touches keeps its bits either way. Only matters with AllowNonFinite.
-	NaN string
+	NaN NaN
 	// NoSync leaves the written files to the kernel's write-back instead
 	// of fsyncing each one before its rename (as the serving stack writes
 	// its own cache). Every file still appears under its name only when
@@ -202,7 +202,7 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 	if opt.BandBytes <= 0 {
 		opt.BandBytes = 8 << 20
 	}
-	nan, err := NaNBits(opt.NaN)
+	nan, err := opt.NaN.Bits()
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +215,9 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 	// The output policy (atomicfile.Place): a directory or a new name,
 	// never a file, a device or anything else; and never a root holding a
 	// checkpoint (source and output swapped) or whose cache folder holds
-	// files the build reads.
-	if _, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true}); err != nil {
+	// files the build reads. A refusal is an *atomicfile.RefusedError with
+	// no Flag: the caller names the option that gave out.
+	if _, err := atomicfile.Place(out, atomicfile.Policy{Dir: true}); err != nil {
 		return nil, err
 	}
 	if err := checkOutRoot(out); err != nil {
@@ -320,7 +321,7 @@ type builder struct {
 	stager *stager
 	boot   string                    // bootID(), for UnsyncedBoot
 	oldNF  map[string]ckpt.NonFinite // NaN/Inf counts the earlier build recorded
-	oldNaN string                    // the NaN style of the earlier build (manifest)
+	oldNaN NaN                       // the NaN style of the earlier build (manifest)
 	// fromArchive are the files of an unpacked manifest (cache.Unpacked):
 	// never kept as unchanged.
 	fromArchive map[string]bool
@@ -411,7 +412,7 @@ func (b *builder) finish() (*Written, error) {
 		CacheDir: b.plan.CacheDir, Part: b.plan.Part, Companion: b.plan.Companion, Source: b.plan.Source, Variant: b.plan.Variant,
 		Files: []cache.FileRecord{}, AllowNonFinite: b.opt.AllowNonFinite}
 	if b.opt.AllowNonFinite {
-		m.NaN = b.opt.NaN
+		m.NaN = string(b.opt.NaN)
 	}
 	m.Ignore = cache.IgnoreRecords(b.plan)
 	for _, e := range b.plan.Entries {

@@ -26,7 +26,7 @@ type CompareOptions struct {
 	// Workers and NaN go to the builds (NaN and Inf are built, not
 	// refused) and Workers to the comparisons.
 	Workers int
-	NaN     string
+	NaN     NaN
 	// Progress counts shard bytes compared (nil-safe).
 	Progress *ckpt.Progress
 }

@@ -46,7 +46,7 @@ func (b *builder) readOld() error {
 		for _, nf := range m.NonFinite {
 			b.oldNF[nf.Tensor] = nf
 		}
-		b.oldNaN = m.NaN
+		b.oldNaN = NaN(m.NaN)
 		if m.Source != b.plan.Source {
 			b.res.Replaced = m.Source
 		}

@@ -31,7 +31,7 @@ func TestFreeSpaceChecked(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "cache")
 	var asked string
 	tiny := func(dir string) (int64, error) { asked = dir; return 1000, nil }
-	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
+	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: mapping.DefaultMesh}, Out: out,
 		WriteOptions: build.WriteOptions{Workers: 2, Tool: "test", FreeSpace: tiny}}
 	_, err := build.Run(context.Background(), req)
 	require.Error(t, err)
@@ -81,7 +81,7 @@ func TestFreeSpaceCheckedBothFolders(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join(t.TempDir(), "src")
 	require.NoError(t, synth.Write(src, synth.Small()))
-	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}
+	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: mapping.DefaultMesh}
 	// The sizes of both folders, from a build with room.
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	rep, err := build.Run(context.Background(), build.Options{Source: src, Plan: plan, Out: scratch, WriteOptions: build.WriteOptions{Workers: 2, Tool: "test"}})

@@ -47,7 +47,7 @@ func TestBuildNaNStyles(t *testing.T) {
 	// F8_E4M3 source: code 0xff is a negative NaN.
 	patchTensor(t, dir, "model.language_model.layers.1.mlp.down_proj.weight", []byte{0xff})
 	tests := []struct {
-		style    string
+		style    build.NaN
 		produced uint16 // a NaN torch's arithmetic produces
 		fp8Code  byte   // BFLOAT8_B code of the dequantised NaN (shared exponent 255)
 	}{
@@ -56,7 +56,7 @@ func TestBuildNaNStyles(t *testing.T) {
 		{style: build.NaNScalar, produced: 0x7fc0, fp8Code: 0x60},
 	}
 	for _, tc := range tests {
-		t.Run("style="+tc.style, func(t *testing.T) {
+		t.Run("style="+string(tc.style), func(t *testing.T) {
 			t.Parallel()
 			c, plan := openPlan(t, dir)
 			out := filepath.Join(t.TempDir(), "cache")
@@ -100,7 +100,7 @@ func TestBuildNaNStyles(t *testing.T) {
 			if want == "" {
 				want = build.NaNVector
 			}
-			require.Equal(t, want, m.NaN)
+			require.Equal(t, string(want), m.NaN)
 		})
 	}
 	c, plan := openPlan(t, dir)

@@ -134,23 +134,28 @@ func (b *builder) scanOverflow(st *srcState, w *worker, rows int64) error {
 	return b.guard.Overflow(st.t, dt, bad, why)
 }
 
-// NaN styles of WriteOptions.NaN: the bits a NaN gets where the serving
-// host's torch produces one. Tenstorrent cards are served from x86 hosts
-// with AVX2 or AVX-512, whose vectorised kernels write 0xFFFF
-// (numfmt.NaNBF16Vector); NaNScalar is torch's scalar code (and tt-metal's own
-// host conversion), 0x7FC0.
+// NaN is a NaN style (WriteOptions.NaN, cache build --nan): the bits a NaN
+// gets where the serving host's torch produces one. The manifest records
+// it by name (cache.Manifest.NaN).
+type NaN string
+
+// NaN styles. Tenstorrent cards are served from x86 hosts with AVX2 or
+// AVX-512, whose vectorised kernels write 0xFFFF (numfmt.NaNBF16Vector);
+// NaNScalar is torch's scalar code (and tt-metal's own host conversion),
+// 0x7FC0. The zero NaN is NaNVector.
 const (
-	NaNVector = "vector"
-	NaNScalar = "scalar"
+	NaNVector NaN = "vector"
+	NaNScalar NaN = "scalar"
 )
 
-// NaNBits returns the bfloat16 pattern of a NaN style ("" is NaNVector).
-func NaNBits(style string) (uint16, error) {
-	switch style {
+// Bits returns the bfloat16 pattern of the NaN style ("" is NaNVector),
+// or an error for a style that is neither.
+func (n NaN) Bits() (uint16, error) {
+	switch n {
 	case "", NaNVector:
 		return numfmt.NaNBF16Vector, nil
 	case NaNScalar:
 		return numfmt.TTNaNBF16, nil
 	}
-	return 0, fmt.Errorf("NaN style %q: want %s or %s", style, NaNVector, NaNScalar)
+	return 0, fmt.Errorf("NaN style %q: want %s or %s", string(n), NaNVector, NaNScalar)
 }

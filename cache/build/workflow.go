@@ -19,23 +19,10 @@ type Options struct {
 	Plan    mapping.PlanOptions
 	// Out is the cache root (TT_CACHE_PATH).
 	Out string
-	// DeviceDRAM is the --device-dram value ("" for the board's DRAM).
-	DeviceDRAM string
+	// DeviceDRAM is the DRAM of one device in bytes (0 for the board's).
+	DeviceDRAM int64
 	// WriteOptions tune the build (Write); WriteOptions.Progress counts its work.
 	WriteOptions
-}
-
-// Validate refuses a request that is itself wrong before any work: the
-// errors are *ckpt.UsageError with the CLI's messages.
-func (r Options) Validate() error {
-	if r.Out == "" {
-		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
-	}
-	if _, err := NaNBits(r.NaN); err != nil {
-		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
-	}
-	_, err := mapping.ParseDeviceDRAM(r.DeviceDRAM)
-	return err
 }
 
 // Result is the outcome of Run: the plan and, when it has no
@@ -56,18 +43,20 @@ type Result struct {
 	Document *Document
 }
 
-// Run is the workflow of `ckpt cache build`: it validates the request
-// (Validate), makes the plan of the source (mapping.Resolve, the one way
+// Run is the workflow of `ckpt cache build`: it refuses an empty Out or a
+// negative DeviceDRAM (*ckpt.OptionError, before any work), makes the plan of the source (mapping.Resolve, the one way
 // plans are made), builds it (Write) and returns its document with the
 // memory each device holds under the plan. A plan with problems is not
 // built: the report has the plan and its Problems, and no error. When the
 // build fails, the report (its Warnings) comes with the error. The
 // checkpoint is closed when Run returns.
 func Run(ctx context.Context, req Options) (*Result, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
+	if req.Out == "" {
+		return nil, &ckpt.OptionError{Field: "Out", Reason: "is empty: want the cache root"}
 	}
-	dram, _ := mapping.ParseDeviceDRAM(req.DeviceDRAM)
+	if req.DeviceDRAM < 0 {
+		return nil, &ckpt.OptionError{Field: "DeviceDRAM", Reason: fmt.Sprintf("is %d bytes; want a positive size, or 0 for the board's", req.DeviceDRAM)}
+	}
 	start := time.Now()
 	c, plan, err := mapping.Resolve(ctx, req.Source, req.Plan, req.Openers...)
 	var pe *mapping.PlanError
@@ -120,7 +109,7 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 			vnotes = append(vnotes, "vision part: "+n)
 		}
 	}
-	mem, err := plan.Memory(dram)
+	mem, err := plan.Memory(req.DeviceDRAM)
 	if err != nil {
 		return rep, err
 	}

@@ -16,36 +16,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A wrong request is a *ckpt.UsageError with the CLI's message, refused
-// before the source (which does not exist) is read.
+// Options a caller other than the CLI gets wrong are a *ckpt.OptionError
+// naming the field, refused before the source (which does not exist) is
+// read; a plan request that is itself wrong is a usage error.
 func TestRunOptionsErrors(t *testing.T) {
 	t.Parallel()
-	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}
+	plan := mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: mapping.DefaultMesh}
 	tests := []struct {
 		name string
 		req  build.Options
 		msg  string
 	}{
-		{"no out", build.Options{Plan: plan}, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},
-		{"nan", build.Options{Plan: plan, Out: "o", WriteOptions: build.WriteOptions{NaN: "avx"}}, `--nan: NaN style "avx": want vector or scalar`},
-		{"device dram", build.Options{Plan: plan, Out: "o", DeviceDRAM: "0"}, `--device-dram: want a positive size, got "0"`},
-		{"mesh", build.Options{Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "2"}, Out: "o"}, ""},
+		{"no out", build.Options{Plan: plan}, "Options.Out is empty: want the cache root"},
+		{"device dram", build.Options{Plan: plan, Out: "o", DeviceDRAM: -1}, "Options.DeviceDRAM is -1 bytes; want a positive size, or 0 for the board's"},
+		{"profile", build.Options{Plan: mapping.PlanOptions{Profile: "nope"}, Out: "o"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.req.Source = filepath.Join(t.TempDir(), "missing")
-			if tc.msg != "" {
-				err := tc.req.Validate()
-				require.Error(t, err)
-				assert.True(t, errors.Is(err, ckpt.ErrUsage), "%T", err)
-				assert.Equal(t, tc.msg, err.Error())
-			}
 			rep, err := build.Run(context.Background(), tc.req)
 			require.Error(t, err)
 			assert.Nil(t, rep)
 			assert.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
 			if tc.msg != "" {
+				var oe *ckpt.OptionError
+				require.ErrorAs(t, err, &oe)
 				assert.Equal(t, tc.msg, err.Error())
 			}
 		})
@@ -60,7 +56,7 @@ func TestRun(t *testing.T) {
 	require.NoError(t, synth.Write(src, synth.Small()))
 	out := filepath.Join(t.TempDir(), "cache")
 	prog := ckpt.NewProgress()
-	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2"}, Out: out,
+	req := build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: mapping.DefaultMesh}, Out: out,
 		WriteOptions: build.WriteOptions{Workers: 2, Progress: prog, Tool: "test"}}
 	rep, err := build.Run(context.Background(), req)
 	require.NoError(t, err)

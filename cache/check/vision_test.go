@@ -30,7 +30,7 @@ func TestVisionModelBuildAndVerify(t *testing.T) {
 		t.Run(mesh, func(t *testing.T) {
 			t.Parallel()
 			out := filepath.Join(t.TempDir(), "cache")
-			rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}})
+			rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mustMesh(t, mesh)}})
 			require.NoError(t, err)
 			require.Nil(t, rep.Problems)
 			require.NotNil(t, rep.Document.Vision)
@@ -93,7 +93,7 @@ func visionModel(t *testing.T, mesh string) (string, string, *mapping.Plan) {
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, WriteOptions: build.WriteOptions{NoSync: true}})
+	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mustMesh(t, mesh)}, WriteOptions: build.WriteOptions{NoSync: true}})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	return src, out, rep.Plan
@@ -136,4 +136,12 @@ func TestVerifyMissingVisionFolder(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.OK, "--strict: the warning fails")
 	assert.Equal(t, ckpt.Fail, res.Single().Findings[0].Status)
+}
+
+// mustMesh is the mesh of s ("1x4").
+func mustMesh(t *testing.T, s string) mapping.Mesh {
+	t.Helper()
+	m, err := mapping.ParseMesh(s)
+	require.NoError(t, err)
+	return m
 }

@@ -38,9 +38,9 @@ type DirOptions struct {
 	Rules string
 	// Select picks the cache folder when dir is a root holding several.
 	Select cache.Selector
-	// Set overrides profile variables (NAME=VALUE) over the settings the
-	// manifest records.
-	Set []string
+	// Set overrides profile variables over the settings the manifest
+	// records.
+	Set mapping.Settings
 	// MinMem, when positive, also fails the check when MemAvailable (read
 	// from MemInfo, default DefaultMemInfo) is below it.
 	MinMem  int64
@@ -56,10 +56,44 @@ type DirOptions struct {
 	ReadData bool
 	// Ignore are the --ignore globs the cache must have been built with;
 	// nil for those the manifest records.
-	Ignore []string
+	Ignore []ckpt.Glob
+	// PlanErr is the error of the caller's own parse of Set or Ignore (a
+	// command line's): Dir returns it where it makes the plan, once the
+	// manifest says there is a cache to check and the profile loads, as it
+	// returns the errors of the plan (a folder that is no cache is still a
+	// finding).
+	PlanErr error
 	// Strict makes warnings fail too (FindingCompanion of a text folder
 	// checked alone).
 	Strict bool
+}
+
+// NoSourceError is Dir's refusal of a check with no DirOptions.Source
+// when the manifest of the cache folder Folder names no source either: the
+// caller must say which checkpoint the cache is for. It matches
+// ckpt.ErrUsage.
+type NoSourceError struct {
+	Folder string
+}
+
+// Error says the manifest names no source.
+func (e *NoSourceError) Error() string {
+	return fmt.Sprintf("the manifest of %s names no source", e.Folder)
+}
+
+// Is makes errors.Is(err, ckpt.ErrUsage) true.
+func (e *NoSourceError) Is(target error) bool { return target == ckpt.ErrUsage }
+
+// NotBuiltinError is Dir's refusal of a check with no DirOptions.Rules
+// when the profile the manifest names, Profile, is not built in: the
+// caller must give the profile's rules file.
+type NotBuiltinError struct {
+	Profile string
+}
+
+// Error says the manifest's profile is not built in.
+func (e *NotBuiltinError) Error() string {
+	return fmt.Sprintf("the manifest names profile %q, which is not built in", e.Profile)
 }
 
 // DirResult is the cache verify JSON document (docs/cli.md): every
@@ -216,7 +250,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	if opt.Source == "" {
 		// The source the cache was built from, as its manifest names it.
 		if m.Source == "" {
-			return nil, &ckpt.UsageError{Reason: fmt.Sprintf("the manifest of %s names no source: pass --source SRC (the checkpoint the cache is for)", folder.Path())}
+			return nil, &NoSourceError{Folder: folder.Path()}
 		}
 		opt.Source, res.Source, res.SourceFromManifest = m.Source, m.Source, true
 		if opt.Variant == "" {
@@ -225,18 +259,33 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	}
 	if opt.Rules == "" {
 		if _, err := mapping.Builtin(m.Profile); err != nil {
-			return nil, fmt.Errorf("the manifest names profile %q, which is not built in: pass the profile with --rules", m.Profile)
+			return nil, &NotBuiltinError{Profile: m.Profile}
 		}
 	}
 	built := cache.IgnoreGlobs(m.Ignore)
-	if opt.Ignore != nil && !sameSet(opt.Ignore, built) {
+	if opt.Ignore != nil && !sameSet(globTexts(opt.Ignore), built) {
 		res.Findings = append(res.Findings, fail(FindingManifest, cache.ManifestName,
-			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(opt.Ignore))))
+			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(globTexts(opt.Ignore)))))
 	}
-	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: m.Mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
+	var mesh mapping.Mesh // none recorded: mapping.DefaultMesh
+	var meshErr error
+	if m.Mesh != "" {
+		mesh, meshErr = mapping.ParseMesh(m.Mesh)
+	}
+	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
 		Ignore: opt.Ignore, BaseIgnore: built}
 	if m.Part == mapping.PartVision {
 		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
+	}
+	if opt.PlanErr != nil || meshErr != nil {
+		// Where mapping.Resolve refused them: after the profile's errors.
+		if _, err := po.LoadProfile(); err != nil {
+			return nil, err
+		}
+		if opt.PlanErr != nil {
+			return nil, opt.PlanErr
+		}
+		return nil, &ckpt.UsageError{Reason: meshErr.Error()}
 	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	if err == nil && m.Part == mapping.PartVision {
@@ -309,7 +358,7 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 	}
 	nan := build.NaNVector
 	if m.AllowNonFinite && m.NaN != "" {
-		nan = m.NaN
+		nan = build.NaN(m.NaN)
 	}
 	for _, e := range plan.Entries {
 		if h, err := cache.HeaderFor(e); err == nil {
@@ -331,6 +380,15 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 			fmt.Sprintf("its data is not what the source builds (target %s): %s", d.Target, d.Message)))
 	}
 	return out, nil
+}
+
+// globTexts are the texts of globs.
+func globTexts(globs []ckpt.Glob) []string {
+	out := make([]string, len(globs))
+	for i, g := range globs {
+		out[i] = g.String()
+	}
+	return out
 }
 
 func sameSet(a, b []string) bool { return maps.Equal(uniq(a), uniq(b)) }
@@ -432,42 +490,28 @@ type Options struct {
 	Dir, Source string
 	// Openers resolve non-local sources (see ckpt.SourceOpener).
 	Openers []ckpt.SourceOpener
-	// Rules, Set, Select and MemInfo are as in DirOptions.
+	// Rules, Set, Select, MinMem and MemInfo are as in DirOptions.
 	Rules   string
-	Set     []string
+	Set     mapping.Settings
 	Select  cache.Selector
+	MinMem  int64
 	MemInfo string
-	// MinMem is the --min-mem size ("" for no memory check).
-	MinMem string
 	// ReadData compares the data too (DirOptions.ReadData).
 	ReadData bool
 	FilesOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
-	// Ignore is as in DirOptions.
-	Ignore []string
+	// Ignore and PlanErr are as in DirOptions.
+	Ignore  []ckpt.Glob
+	PlanErr error
 	// Strict makes warnings fail too (DirOptions.Strict).
 	Strict bool
 }
 
-// Validate refuses a request that is itself wrong before any work: the
-// errors are *ckpt.UsageError with the CLI's messages.
-func (r Options) Validate() error {
-	_, err := r.options()
-	return err
-}
-
 // options are the request as DirOptions of Dir.
-func (r Options) options() (DirOptions, error) {
-	var minMem int64
-	if r.MinMem != "" {
-		var err error
-		if minMem, err = ckpt.ParseSize(r.MinMem); err != nil {
-			return DirOptions{}, &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
-		}
-	}
+func (r Options) options() DirOptions {
 	return DirOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: minMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, Strict: r.Strict}, nil
+		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, PlanErr: r.PlanErr, Strict: r.Strict}
 }
 
 // Result is the outcome of Run: one cache verify document per cache
@@ -581,17 +625,13 @@ func (r *Result) Rows() []FolderFinding {
 	return rows
 }
 
-// Run is the workflow of `ckpt cache verify`: it validates the request
-// (Validate) and runs Dir on every cache folder of req.Dir that
+// Run is the workflow of `ckpt cache verify`: it runs Dir on every cache folder of req.Dir that
 // req.Select matches: Dir itself when it is a cache folder, else each
 // matching folder of the cache root Dir (all of them when Select is
 // empty), one result each, in the order of cache.Folders. A root with no
 // matching folder gives one result with the finding Dir gives.
 func Run(ctx context.Context, req Options) (*Result, error) {
-	opt, err := req.options()
-	if err != nil {
-		return nil, err
-	}
+	opt := req.options()
 	dir := req.Dir
 	all, err := runAll(ctx, dir, opt)
 	if err != nil {

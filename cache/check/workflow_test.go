@@ -3,7 +3,6 @@ package check_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,27 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRunOptionsErrors(t *testing.T) {
+// PlanErr, the caller's error of Set or Ignore, is returned where the plan
+// is made: a directory that is no cache is still a finding.
+func TestRunPlanErr(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		req  check.Options
-		msg  string
-	}{
-		{"min-mem", check.Options{Dir: "d", Source: "s", MinMem: "lots"}, `--min-mem: invalid size "lots"`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			err := tc.req.Validate()
-			require.Error(t, err)
-			assert.True(t, errors.Is(err, ckpt.ErrUsage), "%T", err)
-			assert.Contains(t, err.Error(), tc.msg)
-			res, err2 := check.Run(context.Background(), tc.req)
-			assert.Nil(t, res)
-			assert.Equal(t, err, err2)
-		})
-	}
+	planErr := &ckpt.UsageError{Option: "--set", Reason: "bad"}
+	res, err := check.Run(context.Background(), check.Options{Dir: filepath.Join(t.TempDir(), "none"), Source: "s", PlanErr: planErr})
+	require.NoError(t, err)
+	assert.False(t, res.OK)
+	require.Len(t, res.Single().Findings, 1)
+	assert.Equal(t, check.FindingManifest, res.Single().Findings[0].ID)
 }
 
 // Run of a cache folder gives its one result; of a root with two
@@ -59,7 +47,7 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, ckpt.Warn, r.Findings[0].Status)
 	assert.Positive(t, r.Files)
 
-	_, err = build.Run(ctx, build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: "1x2", Tag: "other"}, Out: out})
+	_, err = build.Run(ctx, build.Options{Source: src, Plan: mapping.PlanOptions{Profile: mapping.BuiltinName, Mesh: mapping.DefaultMesh, Tag: "other"}, Out: out})
 	require.NoError(t, err)
 	all, err := check.Run(ctx, check.Options{Dir: out, Source: src})
 	require.NoError(t, err)

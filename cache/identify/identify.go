@@ -32,7 +32,7 @@ type DirOptions struct {
 	Scratch      string
 	ScratchBytes int64
 	Workers      int
-	NaN          string
+	NaN          build.NaN
 	// Progress counts bytes compared (nil-safe).
 	Progress *ckpt.Progress
 	// Ignore are --ignore globs every candidate plans with (those the

@@ -33,9 +33,9 @@ func TestIdentifyVisionFolder(t *testing.T) {
 	ctx := context.Background()
 	for _, instruct := range []bool{false, true} {
 		out := filepath.Join(t.TempDir(), "cache")
-		po := mapping.PlanOptions{Mesh: "1x4"}
+		po := mapping.PlanOptions{Mesh: mapping.Mesh{Rows: 1, Cols: 4}}
 		if instruct {
-			po.Set = []string{"instruct=true"}
+			po.Set = mapping.Settings{"instruct": true}
 		}
 		rep, err := build.Run(ctx, build.Options{Source: src, Out: out, Plan: po})
 		require.NoError(t, err)
@@ -87,7 +87,7 @@ func visionModel(t *testing.T, mesh string) (string, string, *mapping.Plan) {
 	src := t.TempDir()
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
-	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mesh}, WriteOptions: build.WriteOptions{NoSync: true}})
+	rep, err := build.Run(context.Background(), build.Options{Source: src, Out: out, Plan: mapping.PlanOptions{Mesh: mustMesh(t, mesh)}, WriteOptions: build.WriteOptions{NoSync: true}})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Plan.Vision)
 	return src, out, rep.Plan
@@ -277,7 +277,7 @@ func TestIdentifyVisionSwitches(t *testing.T) {
 	require.NoError(t, synth.Write(src, o))
 	out := filepath.Join(t.TempDir(), "cache")
 	rep, err := build.Run(ctx, build.Options{Source: src, Out: out, WriteOptions: build.WriteOptions{NoSync: true},
-		Plan: mapping.PlanOptions{Mesh: "1x2", Set: []string{mapping.VarHostVisionEmbed + "=true"}}})
+		Plan: mapping.PlanOptions{Mesh: mapping.DefaultMesh, Set: mapping.Settings{mapping.VarHostVisionEmbed: true}}})
 	require.NoError(t, err)
 	vision := cache.FolderOf(out, rep.Plan.Vision.CacheDir).Path()
 	res, err := identify.Run(ctx, identify.Options{Dir: vision, Source: src})
@@ -293,4 +293,12 @@ func TestIdentifyVisionSwitches(t *testing.T) {
 	assert.True(t, res.Vision.NamesOnly)
 	assert.Equal(t, []string{mapping.VarHostVisionEmbed + "=true"}, res.Vision.Best.Overrides)
 	assert.Equal(t, 30, res.Vision.Files, "33 less the three embedding files")
+}
+
+// mustMesh is the mesh of s ("1x4").
+func mustMesh(t *testing.T, s string) mapping.Mesh {
+	t.Helper()
+	m, err := mapping.ParseMesh(s)
+	require.NoError(t, err)
+	return m
 }

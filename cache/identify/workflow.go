@@ -30,7 +30,7 @@ type Options struct {
 	HeadersOnly bool
 	// NaN is the NaN style of the data comparison ("" for
 	// build.NaNVector, cache build's default).
-	NaN      string
+	NaN      build.NaN
 	Workers  int
 	Progress *ckpt.Progress
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
@@ -150,7 +150,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	if nan == "" {
 		nan = build.NaNVector
 	}
-	if _, err := build.NaNBits(nan); err != nil {
+	if _, err := nan.Bits(); err != nil {
 		return nil, &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
 	}
 	if req.Rules != "" && len(req.Profiles) > 0 {
@@ -175,7 +175,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.BuildFlags = buildFlagsOf(res, nan)
+		res.BuildFlags = buildFlagsOf(res, string(nan))
 		return res, nil
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant}, req.Openers...)
@@ -194,7 +194,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		return &Result{Warnings: warnings}, err
 	}
 	res.Warnings = warnings
-	res.BuildFlags = buildFlagsOf(res, nan)
+	res.BuildFlags = buildFlagsOf(res, string(nan))
 	return res, nil
 }
 

@@ -53,24 +53,25 @@ type planFlags struct {
 // ignoreUsage is the help of --ignore GLOB for map and cache build.
 const ignoreUsage = "leave source tensors matching this glob out of the plan, listed as ignored with the reason \"--ignore GLOB\" (`*` within a dotted segment, `**` across; only tensors no rule maps: a mapped one stays mapped, with a warning); recorded in the cache manifest; repeatable"
 
-func (p *planFlags) add(f interface {
-	StringVar(*string, string, string, string)
-	StringArrayVar(*[]string, string, []string, string)
-	Var(pflag.Value, string, string)
-}) {
+// add registers the plan flags of cache build, their values in v.
+func (p *planFlags) add(f *pflag.FlagSet, v *planValues) {
 	enumFlag(f, &p.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
-	f.StringVar(&p.Mesh, "mesh", mapping.DefaultMesh, "device mesh, 1xN")
+	meshFlag(f, &v.mesh, &p.Mesh, "device mesh, 1xN")
 	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	addSetFlag(f, &p.Set)
-	f.StringArrayVar(&p.Ignore, "ignore", nil, ignoreUsage)
+	addSetFlag(f, &v.set, &p.Set)
+	globsFlag(f, &v.ignore, &p.Ignore, "ignore", ignoreUsage)
 }
 
-// planOptions are the plan flags as mapping.PlanOptions.
-func (p *planFlags) planOptions(getenv func(string) string) mapping.PlanOptions {
-	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: p.Mesh, Device: p.Device, Tag: p.Tag, Set: p.Set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant,
-		Ignore: p.Ignore}
+// planOptions are the plan flags as mapping.PlanOptions, with the values
+// that parse (planValues.err reports the others).
+func (p *planFlags) planOptions(getenv func(string) string, v *planValues) mapping.PlanOptions {
+	mesh, _ := v.mesh.Mesh()
+	set, _ := v.set.settings()
+	ignore, _ := ignores(&v.ignore)
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: mesh, Device: p.Device, Tag: p.Tag, Set: set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant,
+		Ignore: ignore}
 }
 
 // ---- build ----
@@ -91,10 +92,18 @@ type cacheBuildOptions struct {
 	DeviceDRAM     string
 }
 
+// cacheBuildValues are what cache build's flags with a syntax parsed
+// into, as they were set (their text stays in cacheBuildOptions).
+type cacheBuildValues struct {
+	plan       planValues
+	deviceDRAM sizeValue
+}
+
 // newCacheBuildCmd is ckpt cache build; runF, when set, runs instead of the workflow
 // (tests of the option parsing).
 func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) error) *cobra.Command {
-	o := &cacheBuildOptions{}
+	o, v := &cacheBuildOptions{}, &cacheBuildValues{}
+	var opt build.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "build SRC --out DIR",
 		Short: "Write the TP-sharded tensor cache of the mapping plan (streaming, bounded memory, crash-safe; skips unchanged files)",
@@ -107,7 +116,9 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 				// The cache root the serving stack reads, as the help says.
 				o.Out, o.OutFromEnv = a.Getenv("TT_CACHE_PATH"), true
 			}
-			return o.request(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -116,12 +127,12 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 			if o.OutFromEnv {
 				a.note(fmt.Sprintf("no -o/--out: building under $TT_CACHE_PATH (%s)", o.Out))
 			}
-			return a.runCacheBuild(cmd.Context(), o)
+			return a.runCacheBuild(cmd.Context(), o, v, opt)
 		},
 	}
 	f := cmd.Flags()
 	addOutFlag(f, &o.Out, "cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
-	o.planFlags.add(f)
+	o.planFlags.add(f, &v.plan)
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
@@ -129,9 +140,9 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
 	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
 	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write (default: refuse before writing anything, naming both sizes, exit 3)")
-	addDeviceDRAMFlag(f, &o.DeviceDRAM)
+	addDeviceDRAMFlag(f, &v.deviceDRAM, &o.DeviceDRAM)
 	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
-	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
+	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 
@@ -154,10 +165,19 @@ type cacheVerifyOptions struct {
 	Select      cache.Selector
 }
 
+// cacheVerifyValues are what cache verify's flags with a syntax parsed
+// into, as they were set (their text stays in cacheVerifyOptions).
+type cacheVerifyValues struct {
+	set    settingsValue
+	ignore globsValue
+	minMem sizeValue
+}
+
 // newCacheVerifyCmd is ckpt cache verify; runF, when set, runs instead of the workflow
 // (tests of the option parsing).
 func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) error) *cobra.Command {
-	o := &cacheVerifyOptions{}
+	o, v := &cacheVerifyOptions{}, &cacheVerifyValues{}
+	var opt check.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "verify DIR [--source SRC]",
 		Short: "Fail-closed preflight of a built cache: missing, extra, truncated, corrupted and stale files; exit 1 on any",
@@ -166,22 +186,24 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
-			return o.request(a).Validate()
+			var err error
+			opt, err = o.options(a, v)
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runCacheVerify(cmd.Context(), o)
+			return a.runCacheVerify(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Source, "source", "", "the checkpoint the cache must have been built from (default: the source its manifest names, with a note)")
 	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
-	f.StringArrayVar(&o.Set, "set", nil, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
-	f.StringArrayVar(&o.Ignore, "ignore", nil, "the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
-	f.StringVar(&o.MinMem, "min-mem", "", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
+	settingsFlag(f, &v.set, &o.Set, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
+	globsFlag(f, &v.ignore, &o.Ignore, "ignore", "the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
+	sizeFlag(f, &v.minMem, &o.MinMem, "min-mem", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", check.DefaultMemInfo, "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
 	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",

@@ -55,7 +55,7 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
 	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.HeadersOnly, "headers-only", false, "with --source: compare names and headers only, not the closest candidate's data")
-	enumFlag(f, &o.NaN, "nan", build.NaNVector, nanEnum, "with --source, for the data comparison: the NaN bits the cache's host wrote ({}, as cache build --nan)")
+	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanEnum, "with --source, for the data comparison: the NaN bits the cache's host wrote ({}, as cache build --nan)")
 	f.IntVar(&o.Workers, "workers", 0, "conversion and comparison goroutines of the data comparison (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
@@ -73,7 +73,7 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 		return err
 	}
 	res, err := identify.Run(ctx, identify.Options{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
-		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: o.NaN, Workers: o.Workers, Progress: prog, Variant: o.Variant})
+		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: build.NaN(o.NaN), Workers: o.Workers, Progress: prog, Variant: o.Variant})
 	stop()
 	if res != nil {
 		a.warn(res.Warnings...)

@@ -61,7 +61,7 @@ func TestCacheBuildOptions(t *testing.T) {
 	t.Parallel()
 	def := func(edit func(o *cacheBuildOptions)) *cacheBuildOptions {
 		o := &cacheBuildOptions{Source: missing, Out: "out", planFlags: planFlags{Profile: mapping.BuiltinName, Mesh: "1x2"}, Progress: "auto", Format: "auto",
-			NaN: build.NaNVector, Fsync: true}
+			NaN: string(build.NaNVector), Fsync: true}
 		if edit != nil {
 			edit(o)
 		}
@@ -74,7 +74,7 @@ func TestCacheBuildOptions(t *testing.T) {
 			"--no-space-check"},
 			def(func(o *cacheBuildOptions) {
 				o.planFlags = planFlags{Profile: mapping.BuiltinName, Rules: "r.json", Mesh: "1x4", Device: "P150x4", Tag: "bf16", Set: []string{"proj_1d_decode=false"}}
-				o.Workers, o.Progress, o.Format, o.Force, o.Fsync, o.DeviceDRAM, o.AllowNonFinite, o.NaN = 3, "none", "json", true, false, "32GiB", true, build.NaNScalar
+				o.Workers, o.Progress, o.Format, o.Force, o.Fsync, o.DeviceDRAM, o.AllowNonFinite, o.NaN = 3, "none", "json", true, false, "32GiB", true, string(build.NaNScalar)
 				o.NoSpaceCheck = true
 			}), ""},
 		{"no out", []string{"build", missing}, nil, "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"},

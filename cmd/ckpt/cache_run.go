@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -20,17 +21,57 @@ import (
 // the progress renderer on stderr, and renders its result
 // (cache_render.go).
 
-// request is the library request of the options.
-func (o *cacheBuildOptions) request(a *App) build.Options {
-	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv), Out: o.Out, DeviceDRAM: o.DeviceDRAM,
-		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: o.NaN,
-			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}
+// check holds cache build's rules of the command line, in their order;
+// the first broken one is the error. The plan flags' own errors (--mesh,
+// --set, --ignore) come later, where the plan is made (runCacheBuild).
+func (o *cacheBuildOptions) check(v *cacheBuildValues) error {
+	if o.Out == "" {
+		return &ckpt.UsageError{Reason: "cache build needs -o/--out DIR (or $TT_CACHE_PATH)"}
+	}
+	if _, err := build.NaN(o.NaN).Bits(); err != nil {
+		return &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
+	}
+	_, err := deviceDRAM(&v.deviceDRAM)
+	return err
 }
 
-// request is the library request of the options.
-func (o *cacheVerifyOptions) request(a *App) check.Options {
-	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: o.Set, Ignore: o.Ignore, Select: o.Select, MinMem: o.MinMem,
-		MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}
+// options checks the command line (check) and is the workflow's options.
+func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options, error) {
+	if err := o.check(v); err != nil {
+		return build.Options{}, err
+	}
+	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
+	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv, &v.plan), Out: o.Out, DeviceDRAM: dram,
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
+			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}, nil
+}
+
+// check holds cache verify's rules of the command line. The errors of
+// --set and --ignore come later, where the plan is made (check.Options.PlanErr).
+func (o *cacheVerifyOptions) check(v *cacheVerifyValues) error {
+	if o.MinMem != "" {
+		if _, err := v.minMem.Size(); err != nil {
+			return &ckpt.UsageError{Option: "--min-mem", Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *cacheVerifyOptions) options(a *App, v *cacheVerifyValues) (check.Options, error) {
+	if err := o.check(v); err != nil {
+		return check.Options{}, err
+	}
+	minMem, _ := v.minMem.Size() // checked
+	// Where mapping.Resolve refused them: --ignore's, then --set's.
+	ignore, planErr := ignores(&v.ignore)
+	set, err := v.set.settings()
+	if planErr == nil {
+		planErr = err
+	}
+	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore, PlanErr: planErr,
+		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict,
+		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}, nil
 }
 
 // request is the library request of the options.
@@ -48,13 +89,12 @@ func (o *cacheUnpackOptions) request() archive.UnpackOptions {
 	return archive.UnpackOptions{File: o.File, Dir: o.Dir}
 }
 
-func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
+func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheBuildValues, req build.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, cacheBuildFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	if a.Getenv("GOMEMLIMIT") == "" {
 		// Keep the heap (bands read ahead, tile staging, the staged
 		// images of durable builds) inside the 512 MiB budget.
@@ -64,14 +104,21 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := v.plan.err(req.Plan); err != nil {
+		stop()
+		return err
+	}
 	req.Progress = prog
 	rep, err := build.Run(ctx, req)
 	stop()
 	if rep != nil {
 		a.warn(rep.Warnings...)
 	}
+	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == "" {
+		return reword(err, re, "--out "+re.Error())
+	}
 	if err != nil {
-		return err
+		return planError(err)
 	}
 	if pe := rep.Problems; pe != nil {
 		printProblems(a.Out, pe.Problems, output.EscapeTerm)
@@ -85,13 +132,12 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions) error {
 	return printBuild(a.Out, format, rep)
 }
 
-func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
+func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req check.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, cacheVerifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	req := o.request(a)
 	prog, stop, err := a.startProgress(o.Progress, "cache verify")
 	if err != nil {
 		return err
@@ -99,8 +145,14 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 	req.Progress = prog
 	res, err := check.Run(ctx, req)
 	stop()
+	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
+		return reword(err, ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
+	}
+	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
+		return reword(err, nb, nb.Error()+": pass the profile with --rules")
+	}
 	if err != nil {
-		return err
+		return planError(err)
 	}
 	for _, f := range res.Folders {
 		if f.SourceFromManifest {
@@ -119,6 +171,24 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// rewordedError is a library error in the CLI's words: its message is the
+// library's with the words of one error of its chain replaced (the folder
+// a wrapper names stays); errors.Is and errors.As, hence the exit code,
+// still see the library's chain.
+type rewordedError struct {
+	msg string
+	err error
+}
+
+func (e *rewordedError) Error() string { return e.msg }
+func (e *rewordedError) Unwrap() error { return e.err }
+
+// reword is err with the message of inner, an error of its chain, worded
+// as words.
+func reword(err, inner error, words string) error {
+	return &rewordedError{msg: strings.Replace(err.Error(), inner.Error(), words, 1), err: err}
 }
 
 func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {

@@ -116,9 +116,9 @@ func formatEnum(formats ...string) enum {
 var (
 	// progressEnum is --progress (output.StartProgress).
 	progressEnum = enum{Values: []string{output.ProgressAuto, output.ProgressBar, output.ProgressPlain, output.ProgressNone}, EmptyOK: true}
-	// nanEnum is --nan of cache build and identify (build.NaNBits).
-	nanEnum = enum{Values: []string{build.NaNVector, build.NaNScalar}, List: orList, EmptyOK: true, Err: func(name, v string) error {
-		_, err := build.NaNBits(v)
+	// nanEnum is --nan of cache build and identify (build.NaN.Bits).
+	nanEnum = enum{Values: []string{string(build.NaNVector), string(build.NaNScalar)}, List: orList, EmptyOK: true, Err: func(name, v string) error {
+		_, err := build.NaN(v).Bits()
 		return fmt.Errorf("--%s: %v", name, err)
 	}}
 	// dtypeEnum is extract --dtype (extract.TargetDType).
@@ -156,8 +156,8 @@ var (
 	// nanBuildEnum is cache build --nan, whose help says what each style is.
 	nanBuildEnum = func() enum {
 		e := nanEnum
-		e.Notes = map[string]string{build.NaNVector: "0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards",
-			build.NaNScalar: "0x7FC0, torch's scalar kernels and tt-metal's own conversion"}
+		e.Notes = map[string]string{string(build.NaNVector): "0xFFFF, AVX2/AVX-512 hosts, which serve Tenstorrent cards",
+			string(build.NaNScalar): "0x7FC0, torch's scalar kernels and tt-metal's own conversion"}
 		return e
 	}()
 )

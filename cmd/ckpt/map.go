@@ -37,8 +37,17 @@ type mapOptions struct {
 	DeviceDRAM string
 }
 
+// mapValues are what map's flags with a syntax parsed into, as they were
+// set (their text stays in mapOptions).
+type mapValues struct {
+	plan           planValues
+	match, exclude globsValue
+	deviceDRAM     sizeValue
+}
+
 func (a *App) newMapCmd() *cobra.Command {
-	o := &mapOptions{}
+	o, v := &mapOptions{}, &mapValues{}
+	var opt mapping.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "map SRC",
 		Short: "Show the weight-mapping plan onto a 1xN Tenstorrent mesh: every source tensor → cache file, transform, placement, dtype; fails on tensors no rule covers",
@@ -55,51 +64,95 @@ func (a *App) newMapCmd() *cobra.Command {
 			}
 			return exactArgs(1)(cmd, args)
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				o.Source = args[0]
 			}
-			return a.runMap(cmd.Context(), o)
+			var err error
+			opt, err = o.options(a, v)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runMap(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
 	enumFlag(f, &o.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&o.Rules, "rules", "", "load the mapping profile from this JSON file (the format --dump prints) instead of a built-in one")
-	f.StringVar(&o.Mesh, "mesh", mapping.DefaultMesh, "device mesh, 1xN")
+	meshFlag(f, &v.plan.mesh, &o.Mesh, "device mesh, 1xN")
 	f.StringVar(&o.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
 	f.BoolVar(&o.List, "list-profiles", false, "list the built-in profiles (one per upstream line of the serving stack) with their upstream pins and variables, and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
-	addSetFlag(f, &o.Set)
+	addSetFlag(f, &v.plan.set, &o.Set)
 	addVariantFlag(f, &o.Variant)
-	f.StringArrayVar(&o.Match, "match", nil, "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
-	f.StringArrayVar(&o.Exclude, "exclude", nil, "do not list the targets of source tensors matching this glob (the plan, its problems and the exit status stay the whole plan's: to leave a tensor out of the plan, --ignore); repeatable")
-	f.StringArrayVar(&o.Ignore, "ignore", nil, ignoreUsage)
-	addDeviceDRAMFlag(f, &o.DeviceDRAM)
+	globsFlag(f, &v.match, &o.Match, "match", "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "do not list the targets of source tensors matching this glob (the plan, its problems and the exit status stay the whole plan's: to leave a tensor out of the plan, --ignore); repeatable")
+	globsFlag(f, &v.plan.ignore, &o.Ignore, "ignore", ignoreUsage)
+	addDeviceDRAMFlag(f, &v.deviceDRAM, &o.DeviceDRAM)
 	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
 }
 
-// options are the workflow options (mapping.Options) of the flags.
-func (o *mapOptions) options(a *App) mapping.Options {
-	return mapping.Options{Source: o.Source, Plan: o.planOptions(a.Getenv), Openers: a.Openers, Dump: o.Dump, List: o.List,
-		AgainstCache: o.AgainstCache, Match: o.Match, Exclude: o.Exclude, DeviceDRAM: o.DeviceDRAM}
+// check holds map's rules of the command line, in their order; the first
+// broken one is the error. The plan flags' own errors (--mesh, --set,
+// --ignore) come last, after the profile's, and only where a plan is made
+// (not with --list-profiles or --dump).
+func (o *mapOptions) check(v *mapValues, po mapping.PlanOptions) error {
+	if _, err := selection(&v.match, &v.exclude); err != nil {
+		return err
+	}
+	if _, err := deviceDRAM(&v.deviceDRAM); err != nil {
+		return err
+	}
+	selecting := len(o.Match) > 0 || len(o.Exclude) > 0
+	if selecting && (o.Dump || o.AgainstCache != "") {
+		return &ckpt.UsageError{Reason: "--match and --exclude select the targets map lists; they do not apply to --dump or --against-cache"}
+	}
+	if len(o.Ignore) > 0 && (o.Dump || o.List) {
+		return &ckpt.UsageError{Reason: "--ignore leaves tensors out of the plan of SRC; it does not apply to --dump or --list-profiles"}
+	}
+	if o.List {
+		if o.Dump || o.AgainstCache != "" || selecting || o.Source != "" {
+			return &ckpt.UsageError{Reason: "--list-profiles takes no SRC, --dump, --against-cache, --match or --exclude"}
+		}
+		return nil
+	}
+	if o.Dump {
+		return nil
+	}
+	return v.plan.err(po)
 }
 
-func (a *App) runMap(ctx context.Context, o *mapOptions) error {
+// options checks the command line (check) and is the workflow's options.
+func (o *mapOptions) options(a *App, v *mapValues) (mapping.Options, error) {
+	po := o.planOptions(a.Getenv, &v.plan)
+	if err := o.check(v, po); err != nil {
+		return mapping.Options{}, err
+	}
+	var sel *ckpt.Matcher
+	if len(o.Match) > 0 || len(o.Exclude) > 0 {
+		sel, _ = selection(&v.match, &v.exclude) // checked
+	}
+	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
+	return mapping.Options{Source: o.Source, Plan: po, Openers: a.Openers, Dump: o.Dump, List: o.List,
+		AgainstCache: o.AgainstCache, Select: sel, DeviceDRAM: dram}, nil
+}
+
+func (a *App) runMap(ctx context.Context, o *mapOptions, opt mapping.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	a.proseFor(format)
-	res, err := mapping.Run(ctx, o.options(a))
+	res, err := mapping.Run(ctx, opt)
 	if res != nil {
 		a.warn(res.Warnings...)
 	}
 	if err != nil {
-		return err
+		return planError(err)
 	}
 	switch {
 	case res.Profiles != nil:
@@ -285,11 +338,12 @@ func deviceOf(cacheDir string) string {
 	return cacheDir
 }
 
-// addSetFlag registers the repeatable --set NAME=VALUE flag.
+// addSetFlag registers the repeatable --set NAME=VALUE flag of map and
+// cache build, its text in dst, its settings in v.
 func addSetFlag(f interface {
 	StringArrayVar(*[]string, string, []string, string)
-}, dst *[]string) {
-	f.StringArrayVar(dst, "set", nil, "override a profile variable, NAME=true|false (repeatable; ckpt map --dump lists them with their defaults)")
+}, v *settingsValue, dst *[]string) {
+	settingsFlag(f, v, dst, "override a profile variable, NAME=true|false (repeatable; ckpt map --dump lists them with their defaults)")
 }
 
 // refused reports whether the plan was refused before any rule (the

@@ -115,7 +115,7 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 	first := build()
 	m, err := cache.ReadManifest(folder)
 	require.NoError(t, err)
-	require.Equal(t, cachebuild.NaNVector, m.NaN)
+	require.Equal(t, string(cachebuild.NaNVector), m.NaN)
 	require.Greater(t, len(first.Built), 1)
 
 	again := build("--nan", "scalar")
@@ -123,7 +123,7 @@ func TestCacheBuildNaNFlag(t *testing.T) {
 		"only the file made from the NaN source is rebuilt")
 	m, err = cache.ReadManifest(folder)
 	require.NoError(t, err)
-	require.Equal(t, cachebuild.NaNScalar, m.NaN)
+	require.Equal(t, string(cachebuild.NaNScalar), m.NaN)
 	require.Empty(t, build("--nan", "scalar").Built)
 
 	code, _, stderr := runApp(t, "cache", "build", src, "--out", out, "--progress", "none", "--allow-nonfinite", "--nan", "avx")

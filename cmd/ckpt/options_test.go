@@ -248,7 +248,7 @@ func TestCacheAndMapOptions(t *testing.T) {
 		{"cache build nan", (*App).newCacheCmd, []string{"build"}, []string{"cache", "build", missing, "-o", "out", "--nan", "quiet"}, nil,
 			`--nan: NaN style "quiet": want vector or scalar`},
 		{"cache build", (*App).newCacheCmd, []string{"build"}, []string{"cache", "build", missing, "-o", "out", "--nan", "scalar", "--progress", "plain"},
-			map[string]string{"nan": build.NaNScalar, "progress": "plain", "format": "auto", "out": "out"}, ""},
+			map[string]string{"nan": string(build.NaNScalar), "progress": "plain", "format": "auto", "out": "out"}, ""},
 		{"map", (*App).newMapCmd, nil, []string{"map", missing, "--format", "jsonl", "--mesh", "1x4"}, map[string]string{"format": "jsonl", "mesh": "1x4"}, ""},
 		{"map format", (*App).newMapCmd, nil, []string{"map", missing, "--format", "yaml"}, nil,
 			`unknown --format "yaml" (want one of auto, table, text, json, jsonl, csv, markdown)`},
