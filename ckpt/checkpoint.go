@@ -183,7 +183,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 			return nil, err
 		}
 		if single, index := VariantFiles(opt.Variant); entry != "" && path.Base(entry) != single && path.Base(entry) != index {
-			return nil, &UsageError{Option: "--variant",
+			return nil, &VariantError{Variant: opt.Variant,
 				Reason: fmt.Sprintf("%s selects %s or %s of a checkpoint directory, but the source names the file %s", opt.Variant, single, index, store.Location(entry))}
 		}
 	}

@@ -30,17 +30,31 @@ func VariantFiles(v string) (single, index string) {
 	return "model." + v + ".safetensors", "model.safetensors.index." + v + ".json"
 }
 
+// VariantError is a variant (Options.Variant) that cannot be used: a name
+// that cannot name files of a checkpoint directory, or a variant given with
+// a source that names a file. Reason says why, in the terms of the files;
+// it matches ErrUsage.
+type VariantError struct {
+	Variant, Reason string
+}
+
+// Error is the message of the VariantError.
+func (e *VariantError) Error() string { return "Options.Variant: " + e.Reason }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *VariantError) Is(target error) bool { return target == ErrUsage }
+
 // CheckVariant refuses a variant name that cannot name files of a
 // checkpoint directory (empty, a path separator, control characters, a
-// name that is not clean).
+// name that is not clean): a *VariantError.
 func CheckVariant(v string) error {
 	if v == "" || strings.ContainsAny(v, "/\\") || v != strings.TrimSpace(v) {
-		return &UsageError{Option: "--variant", Reason: fmt.Sprintf("%s is not a variant name (model.NAME.safetensors, model.safetensors.index.NAME.json)", Quote(v))}
+		return &VariantError{Variant: v, Reason: fmt.Sprintf("%s is not a variant name (model.NAME.safetensors, model.safetensors.index.NAME.json)", Quote(v))}
 	}
 	single, index := VariantFiles(v)
 	for _, n := range []string{single, index} {
 		if err := CheckName(n); err != nil {
-			return &UsageError{Option: "--variant", Reason: err.Error()}
+			return &VariantError{Variant: v, Reason: err.Error()}
 		}
 	}
 	return nil
