@@ -1,10 +1,14 @@
 package main
 
 import (
+	"encoding/binary"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/ckpttest"
+	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +51,47 @@ func TestLibraryErrorWords(t *testing.T) {
 		code, stdout, stderr := runApp(t, tc.args...)
 		assert.Equal(t, exitUnreadable, code, tc.name)
 		assert.Empty(t, strings.TrimSpace(stdout), tc.name)
+		assert.Equal(t, tc.want, stderr, tc.name)
+	}
+}
+
+// TestNonFiniteWords holds, byte for byte, the stderr of the NaN/Inf
+// refusals of cache build and extract (*ckpt.NonFiniteError: NaN codes, a
+// finite value that overflows the output dtype), and extract's note of the
+// tensors --allow-nonfinite kept.
+func TestNonFiniteWords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "ft")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	const bad = "model.language_model.layers.0.mlp.down_proj.weight"
+	require.NoError(t, ckpttest.SetNaN(src, bad, 1666))
+	big := filepath.Join(dir, "big.safetensors")
+	bf := make([]byte, 8)
+	for i, v := range []float32{1, 1e5, 2, 3} {
+		binary.LittleEndian.PutUint16(bf[2*i:], numfmt.F32ToBF16(v))
+	}
+	require.NoError(t, ckpt.WriteFile(big, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.BF16, Shape: []int64{4}}, Data: bf}}, nil))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"build", []string{"cache", "build", src, "--out", filepath.Join(dir, "cache"), "--progress", "none"}, exitFailed,
+			`ckpt: tensor "` + bad + `" (F8_E4M3) has 1666 NaN codes (0x7f/0xff) of 40960 values: refusing to build a cache from it (pass --allow-nonfinite to proceed anyway)` + "\n"},
+		{"extract", []string{"extract", src, "--match", "model.language_model.layers.0.mlp.**", "--out", filepath.Join(dir, "x.safetensors"), "--progress", "none"}, exitFailed,
+			"ckpt: writing " + filepath.Join(dir, "x.safetensors") + `: tensor "` + bad + `" (F8_E4M3) has 1666 NaN codes (0x7f/0xff) of 40960 values: refusing to extract it (pass --allow-nonfinite to proceed anyway)` + "\n"},
+		{"overflow", []string{"extract", big, "--match", "a", "--dtype", "f16", "--out", filepath.Join(dir, "a.safetensors"), "--progress", "none"}, exitFailed,
+			"ckpt: writing " + filepath.Join(dir, "a.safetensors") + `: tensor "a" (BF16): 1 of 4 values are finite but overflow to Inf when converted to F16 (F16 holds at most 65504): refusing to extract it ` +
+				"(pass --allow-nonfinite to proceed anyway)\n"},
+		{"note", []string{"extract", src, "--match", "model.language_model.layers.0.mlp.**", "--out", filepath.Join(dir, "y.safetensors"), "--progress", "none",
+			"--allow-nonfinite", "--format", "json"}, exitOK,
+			"ckpt: note: 1 source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): " + bad + " (1666 NaN, 0 Inf)\n"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, tc.code, code, tc.name)
 		assert.Equal(t, tc.want, stderr, tc.name)
 	}
 }
