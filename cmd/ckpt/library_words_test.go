@@ -72,6 +72,10 @@ func TestNonFiniteWords(t *testing.T) {
 		binary.LittleEndian.PutUint16(bf[2*i:], numfmt.F32ToBF16(v))
 	}
 	require.NoError(t, ckpt.WriteFile(big, []ckpt.MemTensor{{WriteSpec: ckpt.WriteSpec{Name: "a", DType: numfmt.BF16, Shape: []int64{4}}, Data: bf}}, nil))
+	const mlp = "model.language_model.layers.0.mlp.**"
+	const nan = `tensor "` + bad + `" (F8_E4M3) has 1666 NaN codes (0x7f/0xff) of 40960 values: `
+	const hint = " (pass --allow-nonfinite to proceed anyway)\n"
+	x, a := filepath.Join(dir, "x.safetensors"), filepath.Join(dir, "a.safetensors")
 	tests := []struct {
 		name string
 		args []string
@@ -79,14 +83,13 @@ func TestNonFiniteWords(t *testing.T) {
 		want string
 	}{
 		{"build", []string{"cache", "build", src, "--out", filepath.Join(dir, "cache"), "--progress", "none"}, exitFailed,
-			`ckpt: tensor "` + bad + `" (F8_E4M3) has 1666 NaN codes (0x7f/0xff) of 40960 values: refusing to build a cache from it (pass --allow-nonfinite to proceed anyway)` + "\n"},
-		{"extract", []string{"extract", src, "--match", "model.language_model.layers.0.mlp.**", "--out", filepath.Join(dir, "x.safetensors"), "--progress", "none"}, exitFailed,
-			"ckpt: writing " + filepath.Join(dir, "x.safetensors") + `: tensor "` + bad + `" (F8_E4M3) has 1666 NaN codes (0x7f/0xff) of 40960 values: refusing to extract it (pass --allow-nonfinite to proceed anyway)` + "\n"},
-		{"overflow", []string{"extract", big, "--match", "a", "--dtype", "f16", "--out", filepath.Join(dir, "a.safetensors"), "--progress", "none"}, exitFailed,
-			"ckpt: writing " + filepath.Join(dir, "a.safetensors") + `: tensor "a" (BF16): 1 of 4 values are finite but overflow to Inf when converted to F16 (F16 holds at most 65504): refusing to extract it ` +
-				"(pass --allow-nonfinite to proceed anyway)\n"},
-		{"note", []string{"extract", src, "--match", "model.language_model.layers.0.mlp.**", "--out", filepath.Join(dir, "y.safetensors"), "--progress", "none",
-			"--allow-nonfinite", "--format", "json"}, exitOK,
+			"ckpt: " + nan + "refusing to build a cache from it" + hint},
+		{"extract", []string{"extract", src, "--match", mlp, "--out", x, "--progress", "none"}, exitFailed,
+			"ckpt: writing " + x + ": " + nan + "refusing to extract it" + hint},
+		{"overflow", []string{"extract", big, "--match", "a", "--dtype", "f16", "--out", a, "--progress", "none"}, exitFailed,
+			"ckpt: writing " + a + `: tensor "a" (BF16): 1 of 4 values are finite but overflow to Inf when converted to F16 (F16 holds at most 65504): ` +
+				"refusing to extract it" + hint},
+		{"note", []string{"extract", src, "--match", mlp, "--out", filepath.Join(dir, "y.safetensors"), "--progress", "none", "--allow-nonfinite", "--format", "json"}, exitOK,
 			"ckpt: note: 1 source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): " + bad + " (1666 NaN, 0 Inf)\n"},
 	}
 	for _, tc := range tests {

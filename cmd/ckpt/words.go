@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -28,5 +29,17 @@ func words(err error, msg string) string {
 	if ae := (*cache.AmbiguousCacheError)(nil); errors.As(err, &ae) {
 		reword(ae, ae.Listed()+": pass one of them, or choose with --mesh, --tag or --device")
 	}
+	if nf := (*ckpt.NonFiniteError)(nil); errors.As(err, &nf) {
+		reword(nf, nf.Refusal()+" (pass --allow-nonfinite to proceed anyway)")
+	}
 	return msg
+}
+
+// nonFiniteNote is the note of the tensors written with NaN/Inf values
+// kept (--allow-nonfinite), "" for none.
+func nonFiniteNote(nf []ckpt.NonFinite) string {
+	if len(nf) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), ckpt.NonFiniteKept(nf))
 }
