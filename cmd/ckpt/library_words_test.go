@@ -89,7 +89,8 @@ func TestNonFiniteWords(t *testing.T) {
 		{"overflow", []string{"extract", big, "--match", "a", "--dtype", "f16", "--out", a, "--progress", "none"}, exitFailed,
 			"ckpt: writing " + a + `: tensor "a" (BF16): 1 of 4 values are finite but overflow to Inf when converted to F16 (F16 holds at most 65504): ` +
 				"refusing to extract it" + hint},
-		{"note", []string{"extract", src, "--match", mlp, "--out", filepath.Join(dir, "y.safetensors"), "--progress", "none", "--allow-nonfinite", "--format", "json"}, exitOK,
+		{"note", []string{"extract", src, "--match", mlp, "--out", filepath.Join(dir, "y.safetensors"), "--progress", "none", "--allow-nonfinite",
+			"--format", "json"}, exitOK,
 			"ckpt: note: 1 source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): " + bad + " (1666 NaN, 0 Inf)\n"},
 	}
 	for _, tc := range tests {

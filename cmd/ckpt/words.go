@@ -41,5 +41,6 @@ func nonFiniteNote(nf []ckpt.NonFinite) string {
 	if len(nf) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), ckpt.NonFiniteKept(nf))
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s",
+		len(nf), ckpt.NonFiniteKept(nf))
 }
