@@ -99,3 +99,32 @@ func TestNonFiniteWords(t *testing.T) {
 		assert.Equal(t, tc.want, stderr, tc.name)
 	}
 }
+
+// TestExtractNoMatchWords holds, byte for byte, extract's refusal of globs
+// that select only quantisation scales under a float --dtype, and of globs
+// over a checkpoint without tensors.
+func TestExtractNoMatchWords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "ft")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	empty := filepath.Join(dir, "empty.safetensors")
+	require.NoError(t, ckpt.WriteFile(empty, nil, nil))
+	out := filepath.Join(dir, "x.safetensors")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"scales only", []string{"extract", src, "--match", "**.weight_scale_inv", "--exclude", "mtp.**", "--dtype", "f32", "--out", out, "--progress", "none"},
+			"ckpt: no tensor matches --match **.weight_scale_inv --exclude mtp.** in " + src + " but quantisation scales, which are not values under --dtype f32 " +
+				"(select their weights to dequantise them)\n"},
+		{"no tensors", []string{"extract", empty, "--match", "a.*", "--match", "b", "--out", out, "--progress", "none"},
+			"ckpt: no tensor matches --match a.*, b in " + empty + " (0 tensors)\n"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, exitUnreadable, code, tc.name)
+		assert.Equal(t, tc.want, stderr, tc.name)
+	}
+}
