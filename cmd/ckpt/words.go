@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/extract"
 )
 
 // The library's errors that a user fixes with a flag are typed there, with
@@ -32,7 +33,22 @@ func words(err error, msg string) string {
 	if nf := (*ckpt.NonFiniteError)(nil); errors.As(err, &nf) {
 		reword(nf, nf.Refusal()+" (pass --allow-nonfinite to proceed anyway)")
 	}
+	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
+		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
+	}
 	return msg
+}
+
+// describeGlobs names extract's globs as its flags do.
+func describeGlobs(match, exclude []string) string {
+	s := "--match " + strings.Join(match, ", ")
+	if len(match) == 0 {
+		s = "(all)"
+	}
+	if len(exclude) > 0 {
+		s += " --exclude " + strings.Join(exclude, ", ")
+	}
+	return s
 }
 
 // nonFiniteNote is the note of the tensors written with NaN/Inf values
