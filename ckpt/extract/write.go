@@ -62,7 +62,7 @@ func (p *Plan) Write(ctx context.Context, out string) (*Written, error) {
 	p.progress.AddTotal(p.TotalBytes)
 	if !IsDirTarget(out) {
 		if p.Sharded {
-			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but --out %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
+			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but the output %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
 		}
 		// The output policy (atomicfile.Place): a regular file replaced
 		// atomically, a link's target, never a device or FIFO (the
