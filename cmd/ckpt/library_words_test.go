@@ -128,3 +128,38 @@ func TestExtractNoMatchWords(t *testing.T) {
 		assert.Equal(t, tc.want, stderr, tc.name)
 	}
 }
+
+// TestVariantDirWords holds, byte for byte, the refusal of a checkpoint
+// directory that holds several variants and nothing else, or several
+// .safetensors files besides a variant.
+func TestVariantDirWords(t *testing.T) {
+	t.Parallel()
+	two := filepath.Join(t.TempDir(), "two")
+	for _, v := range []string{"fp16", "bf16"} {
+		o := bf16Save()
+		o.Variant = v
+		require.NoError(t, synth.Write(two, o))
+	}
+	mixed := filepath.Join(t.TempDir(), "mixed")
+	o := bf16Save()
+	o.Variant = "fp16"
+	require.NoError(t, synth.Write(mixed, o))
+	for _, n := range []string{"b.safetensors", "a.safetensors"} {
+		require.NoError(t, ckpt.WriteFile(filepath.Join(mixed, n), nil, nil))
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"two variants", []string{"inspect", two}, "ckpt: " + two + ": ambiguous checkpoint directory: no model.safetensors.index.json and no model.safetensors, " +
+			"but 2 variants: bf16 (model.safetensors.index.bf16.json), fp16 (model.safetensors.index.fp16.json); pass --variant NAME\n"},
+		{"files and a variant", []string{"inspect", mixed}, "ckpt: " + mixed + ": ambiguous checkpoint directory: 2 .safetensors files (a.safetensors, b.safetensors) " +
+			"and no model.safetensors.index.json (besides the variants fp16 (model.safetensors.index.fp16.json): --variant NAME opens one)\n"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, exitUnreadable, code, tc.name)
+		assert.Equal(t, tc.want, stderr, tc.name)
+	}
+}
