@@ -44,6 +44,35 @@ func (e *VariantError) Error() string { return "Options.Variant: " + e.Reason }
 // Is makes errors.Is(err, ErrUsage) true.
 func (e *VariantError) Is(target error) bool { return target == ErrUsage }
 
+// AmbiguousDirError is a checkpoint directory File with no index and no
+// model.safetensors that holds Variants variants (Described: their names
+// and files) and nothing else, or the .safetensors files Plain (sorted)
+// besides them: a variant (Options.Variant) says which is meant. It
+// matches ErrMalformed, as a *FormatError does.
+type AmbiguousDirError struct {
+	File      string
+	Plain     []string
+	Variants  int
+	Described string
+}
+
+// Error is the message of the AmbiguousDirError.
+func (e *AmbiguousDirError) Error() string { return e.With("Options.Variant") }
+
+// With is the message of the AmbiguousDirError, variant naming the option
+// that opens a variant.
+func (e *AmbiguousDirError) With(variant string) string {
+	if len(e.Plain) == 0 {
+		return fmt.Sprintf("%s: ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass %s",
+			e.File, IndexFile, SingleFile, e.Variants, e.Described, variant)
+	}
+	return fmt.Sprintf("%s: ambiguous checkpoint directory: %d .safetensors files (%s) and no %s (besides the variants %s: %s opens one)",
+		e.File, len(e.Plain), strings.Join(e.Plain, ", "), IndexFile, e.Described, variant)
+}
+
+// Is makes errors.Is(err, ErrMalformed) true.
+func (e *AmbiguousDirError) Is(target error) bool { return target == ErrMalformed }
+
 // CheckVariant refuses a variant name that cannot name files of a
 // checkpoint directory (empty, a path separator, control characters, a
 // name that is not clean): a *VariantError.

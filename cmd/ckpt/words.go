@@ -27,6 +27,9 @@ func words(err error, msg string) string {
 	if ve := (*ckpt.VariantError)(nil); errors.As(err, &ve) {
 		reword(ve, "--variant: "+ve.Reason)
 	}
+	if de := (*ckpt.AmbiguousDirError)(nil); errors.As(err, &de) {
+		reword(de, de.With("--variant NAME"))
+	}
 	if ae := (*cache.AmbiguousCacheError)(nil); errors.As(err, &ae) {
 		reword(ae, ae.Listed()+": pass one of them, or choose with --mesh, --tag or --device")
 	}
