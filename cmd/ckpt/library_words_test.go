@@ -154,12 +154,43 @@ func TestVariantDirWords(t *testing.T) {
 	}{
 		{"two variants", []string{"inspect", two}, "ckpt: " + two + ": ambiguous checkpoint directory: no model.safetensors.index.json and no model.safetensors, " +
 			"but 2 variants: bf16 (model.safetensors.index.bf16.json), fp16 (model.safetensors.index.fp16.json); pass --variant NAME\n"},
-		{"files and a variant", []string{"inspect", mixed}, "ckpt: " + mixed + ": ambiguous checkpoint directory: 2 .safetensors files (a.safetensors, b.safetensors) " +
+		{"files and a variant", []string{"inspect", mixed}, "ckpt: " + mixed +
+			": ambiguous checkpoint directory: 2 .safetensors files (a.safetensors, b.safetensors) " +
 			"and no model.safetensors.index.json (besides the variants fp16 (model.safetensors.index.fp16.json): --variant NAME opens one)\n"},
 	}
 	for _, tc := range tests {
 		code, _, stderr := runApp(t, tc.args...)
 		assert.Equal(t, exitUnreadable, code, tc.name)
 		assert.Equal(t, tc.want, stderr, tc.name)
+	}
+}
+
+// TestEmptySelectionWords holds, byte for byte, the refusal of
+// --match/--exclude globs that select nothing (*ckpt.EmptySelectionError),
+// as a whole or one glob of them, on the commands that take them.
+func TestEmptySelectionWords(t *testing.T) {
+	t.Parallel()
+	_, base, ft := small(t)
+	out := filepath.Join(t.TempDir(), "x.safetensors")
+	const hint = " (`*` stays inside one dotted segment, `**` crosses segments); " +
+		"the names present start with lm_head.**, model.language_model.**, model.visual.**, mtp.**\n"
+	in := " in " + base + " (124 tensors)"
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", base, "--match", "mtp.*"}, `ckpt: no tensor matches --match "mtp.*"` + in + ": did you mean 'mtp.**'?" + hint},
+		{[]string{"diff", base, ft, "--exclude", "**"}, `ckpt: no tensor matches --exclude "**" in ` + base + " or " + ft + " (124 tensors)" + hint},
+		{[]string{"inspect", base, "--exclude", "visual.**"},
+			`ckpt: no tensor matches --exclude "visual.**"` + in + ", so it excludes nothing: did you mean 'model.visual.**'?" + hint},
+		{[]string{"extract", base, "--match", "mtp.**", "--match", "lm_head", "--out", out},
+			`ckpt: no tensor matches --match "lm_head"` + in + ", so it selects nothing: did you mean 'lm_head.**'?" + hint},
+		{[]string{"map", base, "--match", "mtp.**", "--exclude", "mtp.layers.*"},
+			`ckpt: no tensor matches --exclude "mtp.layers.*"` + in + ", so it excludes nothing: did you mean 'mtp.layers.**'?" + hint},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, tc.args...)
+		assert.Equal(t, exitUnreadable, code, "%v", tc.args)
+		assert.Equal(t, tc.want, stderr, "%v", tc.args)
 	}
 }
