@@ -36,6 +36,9 @@ func words(err error, msg string) string {
 	if nf := (*ckpt.NonFiniteError)(nil); errors.As(err, &nf) {
 		reword(nf, nf.Refusal()+" (pass --allow-nonfinite to proceed anyway)")
 	}
+	if se := (*ckpt.EmptySelectionError)(nil); errors.As(err, &se) {
+		reword(se, se.With(func(field string) string { return "--" + strings.ToLower(field) }))
+	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
 	}
