@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/binary"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -192,5 +194,37 @@ func TestEmptySelectionWords(t *testing.T) {
 		code, _, stderr := runApp(t, tc.args...)
 		assert.Equal(t, exitUnreadable, code, "%v", tc.args)
 		assert.Equal(t, tc.want, stderr, "%v", tc.args)
+	}
+}
+
+// TestExtractOutWords holds, byte for byte, extract's refusals of an --out
+// it never writes: a file of the source, a directory that is not empty, a
+// socket.
+func TestExtractOutWords(t *testing.T) {
+	t.Parallel()
+	_, base, _ := small(t)
+	shards, err := filepath.Glob(filepath.Join(base, "*.safetensors"))
+	require.NoError(t, err)
+	require.NotEmpty(t, shards)
+	full := filepath.Join(t.TempDir(), "full")
+	require.NoError(t, os.MkdirAll(filepath.Join(full, "x"), 0o755))
+	sdir, err := os.MkdirTemp("", "sock") // short: sun_path is 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(sdir) })
+	sock := filepath.Join(sdir, "s.safetensors")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	tests := []struct {
+		out, want string
+	}{
+		{shards[0], "ckpt: --out " + shards[0] + " is " + shards[0] + ", a file of the checkpoint being read: refusing to write over an input\n"},
+		{full, "ckpt: --out " + full + ` is a directory that is not empty (1 entries, "x" first): refusing to write into it` + "\n"},
+		{sock, "ckpt: --out " + sock + " is a socket: an output is written to a regular file, a character device or a FIFO, never over anything else\n"},
+	}
+	for _, tc := range tests {
+		code, _, stderr := runApp(t, "extract", base, "--match", "mtp.**", "--out", tc.out, "--progress", "none")
+		assert.Equal(t, exitUnreadable, code, tc.out)
+		assert.Equal(t, tc.want, stderr, tc.out)
 	}
 }
