@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 )
 
@@ -38,6 +39,11 @@ func words(err error, msg string) string {
 	}
 	if se := (*ckpt.EmptySelectionError)(nil); errors.As(err, &se) {
 		reword(se, se.With(func(field string) string { return "--" + strings.ToLower(field) }))
+	}
+	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == extract.OutOption {
+		named := *re
+		named.Flag = "--out"
+		reword(re, named.Error())
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
