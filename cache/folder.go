@@ -207,7 +207,7 @@ func (e *NoCacheError) Error() string {
 }
 
 // AmbiguousCacheError says a cache root holds several cache folders and
-// nothing says which one is meant.
+// nothing says which one is meant (a Selector chooses one).
 type AmbiguousCacheError struct {
 	Dir     string
 	Folders []Folder
@@ -215,7 +215,12 @@ type AmbiguousCacheError struct {
 
 // Error lists the cache folders of Dir and says how to choose one.
 func (e *AmbiguousCacheError) Error() string {
-	return fmt.Sprintf("%s holds %d cache folders (%s): pass one of them, or choose with --mesh, --tag or --device", e.Dir, len(e.Folders), folderList(e.Folders))
+	return e.Listed() + ": pass one of them, or choose with a Selector (Mesh, Tag or Device)"
+}
+
+// Listed is the first part of the message: Dir and its cache folders.
+func (e *AmbiguousCacheError) Listed() string {
+	return fmt.Sprintf("%s holds %d cache folders (%s)", e.Dir, len(e.Folders), folderList(e.Folders))
 }
 
 func (s Selector) describe() string {

@@ -183,7 +183,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 			return nil, err
 		}
 		if single, index := VariantFiles(opt.Variant); entry != "" && path.Base(entry) != single && path.Base(entry) != index {
-			return nil, &UsageError{Option: "--variant",
+			return nil, &VariantError{Variant: opt.Variant,
 				Reason: fmt.Sprintf("%s selects %s or %s of a checkpoint directory, but the source names the file %s", opt.Variant, single, index, store.Location(entry))}
 		}
 	}
@@ -399,20 +399,17 @@ func detectEntry(ctx context.Context, store Store, variant string) (string, []st
 				store.Location(""), IndexFile, SingleFile, Quote(v), vd.entry[v], v, v)}
 		return vd.entry[v], names, f, nil
 	case len(plain) == 0 && len(vd.entry) > 1:
-		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
-			Reason: fmt.Sprintf("ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass --variant NAME",
-				IndexFile, SingleFile, len(vd.entry), vd.describe())}
+		return "", names, nil, &AmbiguousDirError{File: store.Location(""), Variants: len(vd.entry), Described: vd.describe()}
 	case len(st) == 0:
 		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
 			Reason: fmt.Sprintf("not a checkpoint directory: no %s and no .safetensors file; %s", IndexFile, describeDir(dirNames(store, names)))}
 	default:
 		sort.Slice(plain, func(i, j int) bool { return NaturalLess(plain[i], plain[j]) })
-		also := ""
 		if len(vd.entry) > 0 {
-			also = fmt.Sprintf(" (besides the variants %s: --variant NAME opens one)", vd.describe())
+			return "", names, nil, &AmbiguousDirError{File: store.Location(""), Plain: plain, Variants: len(vd.entry), Described: vd.describe()}
 		}
 		return "", names, nil, &FormatError{File: store.Location(""), Offset: -1,
-			Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s%s", len(plain), strings.Join(plain, ", "), IndexFile, also)}
+			Reason: fmt.Sprintf("ambiguous checkpoint directory: %d .safetensors files (%s) and no %s", len(plain), strings.Join(plain, ", "), IndexFile)}
 	}
 }
 

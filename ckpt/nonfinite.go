@@ -36,8 +36,16 @@ type NonFiniteError struct {
 	ReadAs numfmt.DType
 }
 
-// Error is the message of the NonFiniteError.
+// Error is the message of the NonFiniteError: its Refusal and how to
+// proceed anyway. It still names the CLI's flag, as cache build's callers
+// expect it to; the CLI words the refusal itself (from Refusal).
 func (e *NonFiniteError) Error() string {
+	return e.Refusal() + " (pass --allow-nonfinite to proceed anyway)"
+}
+
+// Refusal says which tensor holds what and what was refused, without how to
+// proceed anyway (the caller says that: the CLI names its flag).
+func (e *NonFiniteError) Refusal() string {
 	if e.Output != "" {
 		return e.overflowMessage()
 	}
@@ -52,8 +60,7 @@ func (e *NonFiniteError) Error() string {
 	case numfmt.F8E8M0:
 		what = fmt.Sprintf("%d NaN codes (0xff)", e.NaN)
 	}
-	return fmt.Sprintf("tensor %s (%s) has %s of %d values: refusing to %s (pass --allow-nonfinite to proceed anyway)",
-		Quote(e.Tensor), as, what, e.Values, e.Action)
+	return fmt.Sprintf("tensor %s (%s) has %s of %d values: refusing to %s", Quote(e.Tensor), as, what, e.Values, e.Action)
 }
 
 // CountNonFinite counts NaN and Inf encodings in raw little-endian
@@ -206,11 +213,19 @@ func countTensor(t *Tensor) (nan, inf int64, err error) {
 }
 
 // NonFiniteNote summarises tensors written with NaN/Inf values kept (the
-// first three by name), or returns "" when there are none.
+// first three by name), or returns "" when there are none. It names the
+// CLI's flag, as cache build's summary says it (the CLI's extract words
+// NonFiniteKept itself).
 func NonFiniteNote(nf []NonFinite) string {
 	if len(nf) == 0 {
 		return ""
 	}
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), NonFiniteKept(nf))
+}
+
+// NonFiniteKept lists the first three tensors of nf (their name and
+// counts), and how many more there are.
+func NonFiniteKept(nf []NonFinite) string {
 	var first string
 	for i, c := range nf {
 		if i == 3 {
@@ -229,5 +244,5 @@ func NonFiniteNote(nf []NonFinite) string {
 			first += fmt.Sprintf("%s (%d NaN, %d Inf)", EscapeName(c.Tensor), c.NaN, c.Inf)
 		}
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), first)
+	return first
 }

@@ -96,8 +96,7 @@ func (e *NonFiniteError) overflowMessage() string {
 	if e.Why != "" {
 		why = " (" + e.Why + ")"
 	}
-	return fmt.Sprintf("tensor %s (%s): %d of %d values are finite but overflow to Inf when converted to %s%s: refusing to %s "+
-		"(pass --allow-nonfinite to proceed anyway)",
+	return fmt.Sprintf("tensor %s (%s): %d of %d values are finite but overflow to Inf when converted to %s%s: refusing to %s",
 		Quote(e.Tensor), e.DType, e.Overflow, e.Values, e.Output, why, e.Action)
 }
 

@@ -20,30 +20,44 @@ var ErrEmptySelection = errors.New("no tensor matches")
 // `visual.**`) and names the prefixes the tensor names actually have.
 type EmptySelectionError struct {
 	Match, Exclude []string
-	// Flag ("--match", "--exclude" or "--ignore") and Glob name the one glob that
-	// matches no tensor name while the selection as a whole is not empty;
-	// both are "" when the selection is empty.
-	Flag, Glob string
-	Source     string   // what was searched
-	Tensors    int      // how many names were searched
-	Suggest    []string // globs that match tensors
-	Prefixes   []string // the leading segments of the names present, as globs
+	// Field ("Match", "Exclude", or the option CheckGlobsMatch was given,
+	// e.g. "Ignore") and Glob name the one glob that matches no tensor name
+	// while the selection as a whole is not empty; both are "" when the
+	// selection is empty. Flag is the caller's name of that option, when it
+	// gave one (CheckGlobsMatch's flag); "" for Match and Exclude.
+	Field, Flag, Glob string
+	Source            string   // what was searched
+	Tensors           int      // how many names were searched
+	Suggest           []string // globs that match tensors
+	Prefixes          []string // the leading segments of the names present, as globs
 }
 
-// Error is the message of the EmptySelectionError.
+// Error is the message of the EmptySelectionError, the options named as
+// the fields of Options ("Match", "Exclude").
 func (e *EmptySelectionError) Error() string {
+	return e.With(func(field string) string { return field })
+}
+
+// With is the message of the EmptySelectionError, name(field) naming the
+// option of a field ("Match", "Exclude"; a Flag the caller gave is used as
+// it is).
+func (e *EmptySelectionError) With(name func(field string) string) string {
 	var b strings.Builder
 	if e.Glob != "" {
 		what := "it selects nothing"
-		switch e.Flag {
-		case "--exclude":
+		switch e.Field {
+		case "Exclude":
 			what = "it excludes nothing"
-		case "--ignore":
+		case "Ignore":
 			what = "it ignores nothing"
 		}
-		fmt.Fprintf(&b, "no tensor matches %s %s in %s (%d tensors), so %s", e.Flag, Quote(e.Glob), e.Source, e.Tensors, what)
+		opt := e.Flag
+		if opt == "" {
+			opt = name(e.Field)
+		}
+		fmt.Fprintf(&b, "no tensor matches %s %s in %s (%d tensors), so %s", opt, Quote(e.Glob), e.Source, e.Tensors, what)
 	} else {
-		fmt.Fprintf(&b, "no tensor matches %s in %s (%d tensors)", describeSelection(e.Match, e.Exclude), e.Source, e.Tensors)
+		fmt.Fprintf(&b, "no tensor matches %s in %s (%d tensors)", describeSelection(e.Match, e.Exclude, name), e.Source, e.Tensors)
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -65,13 +79,13 @@ func (e *EmptySelectionError) Is(target error) bool {
 	return target == ErrEmptySelection || target == ErrUsage
 }
 
-func describeSelection(match, exclude []string) string {
+func describeSelection(match, exclude []string, name func(string) string) string {
 	var parts []string
 	for _, m := range match {
-		parts = append(parts, "--match "+Quote(m))
+		parts = append(parts, name("Match")+" "+Quote(m))
 	}
 	for _, x := range exclude {
-		parts = append(parts, "--exclude "+Quote(x))
+		parts = append(parts, name("Exclude")+" "+Quote(x))
 	}
 	return strings.Join(parts, " ")
 }
@@ -129,15 +143,15 @@ func (m *Matcher) CheckSelection(source string, names ...[]string) error {
 		return e
 	}
 	for _, g := range []struct {
-		flag  string
+		field string
 		globs []Glob
-	}{{"--match", m.include}, {"--exclude", m.exclude}} {
+	}{{"Match", m.include}, {"Exclude", m.exclude}} {
 		for _, p := range g.globs {
 			if anyMatch(MatcherOf([]Glob{p}, nil), all) {
 				continue
 			}
 			e := newErr()
-			e.Flag, e.Glob = g.flag, p.text
+			e.Field, e.Glob = g.field, p.text
 			e.Suggest = suggest(p.text, all, func(cand string) bool {
 				cm, err := NewMatcher([]string{cand}, nil)
 				return err == nil && anyMatch(cm, all)
@@ -165,13 +179,22 @@ func CheckGlobsMatch(flag string, globs []string, source string, names []string)
 		if anyMatch(one, names) {
 			continue
 		}
-		return &EmptySelectionError{Flag: flag, Glob: p, Source: source, Tensors: len(names), Prefixes: namePrefixes(names, 8),
+		return &EmptySelectionError{Field: fieldOf(flag), Flag: flag, Glob: p, Source: source, Tensors: len(names), Prefixes: namePrefixes(names, 8),
 			Suggest: suggest(p, names, func(cand string) bool {
 				cm, err := CompileGlob(flag, cand)
 				return err == nil && anyMatch(cm, names)
 			})}
 	}
 	return nil
+}
+
+// fieldOf is the field name of a flag ("--ignore": "Ignore").
+func fieldOf(flag string) string {
+	f := strings.TrimLeft(flag, "-")
+	if f == "" {
+		return ""
+	}
+	return strings.ToUpper(f[:1]) + f[1:]
 }
 
 func anyMatch(m *Matcher, names []string) bool {

@@ -30,17 +30,60 @@ func VariantFiles(v string) (single, index string) {
 	return "model." + v + ".safetensors", "model.safetensors.index." + v + ".json"
 }
 
+// VariantError is a variant (Options.Variant) that cannot be used: a name
+// that cannot name files of a checkpoint directory, or a variant given with
+// a source that names a file. Reason says why, in the terms of the files;
+// it matches ErrUsage.
+type VariantError struct {
+	Variant, Reason string
+}
+
+// Error is the message of the VariantError.
+func (e *VariantError) Error() string { return "Options.Variant: " + e.Reason }
+
+// Is makes errors.Is(err, ErrUsage) true.
+func (e *VariantError) Is(target error) bool { return target == ErrUsage }
+
+// AmbiguousDirError is a checkpoint directory File with no index and no
+// model.safetensors that holds Variants variants (Described: their names
+// and files) and nothing else, or the .safetensors files Plain (sorted)
+// besides them: a variant (Options.Variant) says which is meant. It
+// matches ErrMalformed, as a *FormatError does.
+type AmbiguousDirError struct {
+	File      string
+	Plain     []string
+	Variants  int
+	Described string
+}
+
+// Error is the message of the AmbiguousDirError.
+func (e *AmbiguousDirError) Error() string { return e.With("Options.Variant") }
+
+// With is the message of the AmbiguousDirError, variant naming the option
+// that opens a variant.
+func (e *AmbiguousDirError) With(variant string) string {
+	if len(e.Plain) == 0 {
+		return fmt.Sprintf("%s: ambiguous checkpoint directory: no %s and no %s, but %d variants: %s; pass %s",
+			e.File, IndexFile, SingleFile, e.Variants, e.Described, variant)
+	}
+	return fmt.Sprintf("%s: ambiguous checkpoint directory: %d .safetensors files (%s) and no %s (besides the variants %s: %s opens one)",
+		e.File, len(e.Plain), strings.Join(e.Plain, ", "), IndexFile, e.Described, variant)
+}
+
+// Is makes errors.Is(err, ErrMalformed) true.
+func (e *AmbiguousDirError) Is(target error) bool { return target == ErrMalformed }
+
 // CheckVariant refuses a variant name that cannot name files of a
 // checkpoint directory (empty, a path separator, control characters, a
-// name that is not clean).
+// name that is not clean): a *VariantError.
 func CheckVariant(v string) error {
 	if v == "" || strings.ContainsAny(v, "/\\") || v != strings.TrimSpace(v) {
-		return &UsageError{Option: "--variant", Reason: fmt.Sprintf("%s is not a variant name (model.NAME.safetensors, model.safetensors.index.NAME.json)", Quote(v))}
+		return &VariantError{Variant: v, Reason: fmt.Sprintf("%s is not a variant name (model.NAME.safetensors, model.safetensors.index.NAME.json)", Quote(v))}
 	}
 	single, index := VariantFiles(v)
 	for _, n := range []string{single, index} {
 		if err := CheckName(n); err != nil {
-			return &UsageError{Option: "--variant", Reason: err.Error()}
+			return &VariantError{Variant: v, Reason: err.Error()}
 		}
 	}
 	return nil

@@ -54,8 +54,11 @@ func TestVariantFilesAndCheck(t *testing.T) {
 	assert.Equal(t, IndexFile, index)
 	assert.NoError(t, CheckVariant("fp16"))
 	for _, bad := range []string{"", "a/b", `a\b`, " fp16", "x\x00"} {
-		var ue *UsageError
-		assert.ErrorAs(t, CheckVariant(bad), &ue, "%q", bad)
+		var ve *VariantError
+		err := CheckVariant(bad)
+		assert.ErrorAs(t, err, &ve, "%q", bad)
+		assert.ErrorIs(t, err, ErrUsage, "%q", bad)
+		assert.NotContains(t, err.Error(), "--", "%q", bad)
 	}
 }
 

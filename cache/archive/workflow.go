@@ -22,15 +22,6 @@ type PackOptions struct {
 	WriteOptions
 }
 
-// Validate refuses a request that is itself wrong before any work (a
-// *ckpt.UsageError with the CLI's message).
-func (r PackOptions) Validate() error {
-	if r.Out == "" {
-		return &ckpt.UsageError{Reason: "cache pack needs -o/--out FILE.tar.zst"}
-	}
-	return nil
-}
-
 // PackResult is what Pack wrote: the folders archived (Packed: of a
 // vision model, both), the bytes of their files and the size of the
 // archive.
@@ -43,12 +34,12 @@ type PackResult struct {
 	Bytes, CompanionBytes, ArchiveBytes int64
 }
 
-// Pack is the workflow of `ckpt cache pack`: it validates the request
-// and writes the archive (Write) into place atomically (atomicfile): on any
-// error no file is left at Out.
+// Pack is the workflow of `ckpt cache pack`: it writes the archive (Write)
+// into place atomically (atomicfile): on any error no file is left at Out.
+// An empty Out is a *ckpt.OptionError.
 func Pack(ctx context.Context, req PackOptions) (*PackResult, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
+	if req.Out == "" {
+		return nil, &ckpt.OptionError{Field: "Out", Reason: "is empty"}
 	}
 	// The output policy (atomicfile.Open): never over a file of the
 	// folders being packed (its .tensorbin files, manifest, journal, lock),
@@ -125,15 +116,6 @@ type UnpackOptions struct {
 	Progress *ckpt.Progress
 }
 
-// Validate refuses a request that is itself wrong before any work (a
-// *ckpt.UsageError with the CLI's message).
-func (r UnpackOptions) Validate() error {
-	if r.Dir == "" {
-		return &ckpt.UsageError{Reason: "cache unpack needs -o/--out DIR"}
-	}
-	return nil
-}
-
 // UnpackResult is what Unpack placed: the manifest, the cache folder
 // written (Dir: its path), the bytes of its files, and what it replaced
 // (Unpacked); of an archive of a vision model's two folders, the vision
@@ -149,13 +131,13 @@ type UnpackResult struct {
 	CompanionBytes int64
 }
 
-// Unpack is the workflow of `ckpt cache unpack`: it validates the
-// request, opens the archive and extracts it (Extract, which records the
-// archive's name in the manifest), counting the archive bytes read in
-// req.Progress (its total is the file's size).
+// Unpack is the workflow of `ckpt cache unpack`: it opens the archive and
+// extracts it (Extract, which records the archive's name in the manifest),
+// counting the archive bytes read in req.Progress (its total is the file's
+// size). An empty Dir is a *ckpt.OptionError.
 func Unpack(ctx context.Context, req UnpackOptions) (*UnpackResult, error) {
-	if err := req.Validate(); err != nil {
-		return nil, err
+	if req.Dir == "" {
+		return nil, &ckpt.OptionError{Field: "Dir", Reason: "is empty"}
 	}
 	f, err := os.Open(req.File)
 	if err != nil {

@@ -16,18 +16,17 @@ import (
 
 func TestPackUnpackOptionsErrors(t *testing.T) {
 	t.Parallel()
-	err := archive.PackOptions{Dir: "d"}.Validate()
+	_, err := archive.Pack(context.Background(), archive.PackOptions{Dir: "d"})
 	require.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
-	assert.Equal(t, "cache pack needs -o/--out FILE.tar.zst", err.Error())
-	_, err = archive.Pack(context.Background(), archive.PackOptions{Dir: "d"})
-	assert.Equal(t, "cache pack needs -o/--out FILE.tar.zst", err.Error())
+	var oe *ckpt.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Out", oe.Field)
 
 	missing := filepath.Join(t.TempDir(), "missing.tar.zst")
-	err = archive.UnpackOptions{File: missing}.Validate()
-	require.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
-	assert.Equal(t, "cache unpack needs -o/--out DIR", err.Error())
 	_, err = archive.Unpack(context.Background(), archive.UnpackOptions{File: missing})
-	assert.Equal(t, "cache unpack needs -o/--out DIR", err.Error(), "refused before the archive is opened")
+	require.True(t, errors.Is(err, ckpt.ErrUsage), "%v", err)
+	require.ErrorAs(t, err, &oe, "refused before the archive is opened")
+	assert.Equal(t, "Dir", oe.Field)
 }
 
 // A failed pack leaves no file at Out; a failed unpack names the archive.

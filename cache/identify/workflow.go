@@ -85,7 +85,12 @@ func (r *Result) SummaryRecord() SummaryRecord {
 // VisionEmpty, and the result is not exact;
 // so is one of another model (VisionOther).
 // Dir a cache folder is that folder only.
+//
+// Rules and Profiles together are a *ckpt.OptionError.
 func Run(ctx context.Context, req Options) (*Result, error) {
+	if req.Rules != "" && len(req.Profiles) > 0 {
+		return nil, &ckpt.OptionError{Field: "Rules", Reason: "and Profiles are exclusive"}
+	}
 	res, err := run(ctx, req, "")
 	if err != nil || cache.IsFolderName(filepath.Base(filepath.Clean(req.Dir))) {
 		return res, err
@@ -152,9 +157,6 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	}
 	if _, err := nan.Bits(); err != nil {
 		return nil, &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
-	}
-	if req.Rules != "" && len(req.Profiles) > 0 {
-		return nil, &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
 	}
 	opt := DirOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
 		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}

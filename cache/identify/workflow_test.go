@@ -23,7 +23,6 @@ func TestRunIdentifyUsage(t *testing.T) {
 		want string
 	}{
 		{identify.Options{Dir: "/nonexistent", NaN: "fancy"}, "--nan: "},
-		{identify.Options{Dir: "/nonexistent", Rules: "p.json", Profiles: []string{mapping.ProfileMain}}, "--rules and --profile are exclusive"},
 	} {
 		_, err := identify.Run(context.Background(), tc.req)
 		require.ErrorIs(t, err, ckpt.ErrUsage)
@@ -31,6 +30,17 @@ func TestRunIdentifyUsage(t *testing.T) {
 		require.ErrorAs(t, err, &ue)
 		assert.Contains(t, err.Error(), tc.want)
 	}
+}
+
+// Run refuses Rules with Profiles as a *ckpt.OptionError naming the field,
+// before reading anything.
+func TestRunIdentifyOptionError(t *testing.T) {
+	t.Parallel()
+	_, err := identify.Run(context.Background(), identify.Options{Dir: "/nonexistent", Rules: "p.json", Profiles: []string{mapping.ProfileMain}})
+	require.ErrorIs(t, err, ckpt.ErrUsage)
+	var oe *ckpt.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "Rules", oe.Field)
 }
 
 // Run takes the source from --source, else from the ckpt

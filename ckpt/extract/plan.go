@@ -29,6 +29,42 @@ const minChunkBytes = 16
 // ErrNoMatch is returned by NewPlan when the globs select no tensor.
 var ErrNoMatch = ckpt.ErrEmptySelection
 
+// NoMatchError is the globs Match and Exclude selecting no tensor of Source
+// (Tensors tensors), or, when DType is set, only quantisation scales, which
+// are not values under that float dtype. It matches ErrNoMatch.
+type NoMatchError struct {
+	Match, Exclude []string
+	Source         string
+	Tensors        int
+	DType          string
+}
+
+// Error is the message of the NoMatchError, the globs named as the
+// Options fields.
+func (e *NoMatchError) Error() string {
+	s := "Match " + strings.Join(e.Match, ", ")
+	if len(e.Match) == 0 {
+		s = "(all)"
+	}
+	if len(e.Exclude) > 0 {
+		s += " Exclude " + strings.Join(e.Exclude, ", ")
+	}
+	return e.With(s, "DType")
+}
+
+// With is the message of the NoMatchError with globs the description of
+// Match and Exclude, and dtype the name of the DType option.
+func (e *NoMatchError) With(globs, dtype string) string {
+	if e.DType != "" {
+		return fmt.Sprintf("%v %s in %s but quantisation scales, which are not values under %s %s (select their weights to dequantise them)",
+			ErrNoMatch, globs, e.Source, dtype, e.DType)
+	}
+	return fmt.Sprintf("%v %s in %s (%d tensors)", ErrNoMatch, globs, e.Source, e.Tensors)
+}
+
+// Is makes errors.Is(err, ErrNoMatch) true.
+func (e *NoMatchError) Is(target error) bool { return target == ErrNoMatch }
+
 // PlanOptions select and convert the tensors to extract.
 type PlanOptions struct {
 	// Match and Exclude are ckpt.NewMatcher globs; no Match selects all.
@@ -215,7 +251,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		}
 	}
 	if len(selected) == 0 {
-		return nil, fmt.Errorf("%w %s in %s (%d tensors)", ErrNoMatch, describeGlobs(match, exclude), c.Source, len(c.Tensors))
+		return nil, &NoMatchError{Match: match, Exclude: exclude, Source: c.Source, Tensors: len(c.Tensors)}
 	}
 	if target == "" && opt.WithScales {
 		for _, t := range c.Tensors {
@@ -282,8 +318,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	}
 	p.Items = kept
 	if len(p.Items) == 0 {
-		return nil, fmt.Errorf("%w %s in %s but quantisation scales, which are not values under --dtype %s (select their weights to dequantise them)",
-			ErrNoMatch, describeGlobs(match, exclude), c.Source, p.DType)
+		return nil, &NoMatchError{Match: match, Exclude: exclude, Source: c.Source, Tensors: len(c.Tensors), DType: p.DType}
 	}
 	for _, it := range p.Items {
 		p.TotalBytes += it.NBytes()
@@ -352,17 +387,6 @@ func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) s
 		}
 	}
 	return ""
-}
-
-func describeGlobs(match, exclude []string) string {
-	s := "--match " + strings.Join(match, ", ")
-	if len(match) == 0 {
-		s = "(all)"
-	}
-	if len(exclude) > 0 {
-		s += " --exclude " + strings.Join(exclude, ", ")
-	}
-	return s
 }
 
 // commonMetadata is the source __metadata__ when every output tensor comes

@@ -69,7 +69,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	defer c.Close()
-	if err := ckpt.CheckOutput("--out", opt.Out, c); err != nil {
+	if err := ckpt.CheckOutput(OutOption, opt.Out, c); err != nil {
 		return nil, err
 	}
 	res := &Result{Source: c.Source, Shown: c.Warnings()}

@@ -22,6 +22,11 @@ const outputMode = 0o644
 // target names a .safetensors file.
 var ErrNeedsDirectory = errors.New("sharded output needs a directory")
 
+// OutOption names the output in the refusals of it (*atomicfile.RefusedError's
+// Flag, through ckpt.CheckOutput's *ckpt.RefusedOutputError): the Options
+// field; the CLI says its flag.
+const OutOption = "Out"
+
 // OutputFile is one file Write produced.
 type OutputFile struct {
 	Path    string `json:"path"` // as written (the target path joined with the file name)
@@ -62,12 +67,12 @@ func (p *Plan) Write(ctx context.Context, out string) (*Written, error) {
 	p.progress.AddTotal(p.TotalBytes)
 	if !IsDirTarget(out) {
 		if p.Sharded {
-			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but --out %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
+			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but the output %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
 		}
 		// The output policy (atomicfile.Place): a regular file replaced
 		// atomically, a link's target, never a device or FIFO (the
 		// shards are written at offsets).
-		af, err := atomicfile.Open(out, atomicfile.Policy{Flag: "--out", Seek: true})
+		af, err := atomicfile.Open(out, atomicfile.Policy{Flag: OutOption, Seek: true})
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +121,7 @@ func (p *Plan) writeOut(ctx context.Context, i int, af *atomicfile.File) (Output
 func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err error) {
 	// The output policy (atomicfile.Place): a new name or an empty
 	// directory (through links), nothing else.
-	tgt, err := atomicfile.Place(out, atomicfile.Policy{Flag: "--out", Dir: true, Empty: true})
+	tgt, err := atomicfile.Place(out, atomicfile.Policy{Flag: OutOption, Dir: true, Empty: true})
 	if err != nil {
 		return nil, err
 	}

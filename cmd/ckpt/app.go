@@ -70,7 +70,14 @@ func usageError(format string, args ...any) error {
 // code, a *ckpt.NonFiniteError (NaN/Inf refused) and ckpt.ErrScale (a
 // quantised weight without a scale ckpt can apply) are a failed check (1), a
 // ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3), anything else means the input could not be read (2).
+// The message says the library's typed errors in the CLI's words (words).
 func exitCode(err error) (int, string) {
+	code, msg := exitCodeOf(err)
+	return code, words(err, msg)
+}
+
+// exitCodeOf is exitCode's code and the message of err as it stands.
+func exitCodeOf(err error) (int, string) {
 	var ee *exitError
 	switch {
 	case err == nil:

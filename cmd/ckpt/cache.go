@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
@@ -274,6 +275,7 @@ type cachePackOptions struct {
 // (tests of the option parsing).
 func (a *App) newCachePackCmd(runF func(context.Context, *cachePackOptions) error) *cobra.Command {
 	o := &cachePackOptions{}
+	var req archive.PackOptions // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "pack DIR --out FILE.tar.zst",
 		Short: "Archive a built cache folder (a vision model's two folders together; tar + zstd, manifest first), checking every file's hash against the manifest",
@@ -282,13 +284,15 @@ func (a *App) newCachePackCmd(runF func(context.Context, *cachePackOptions) erro
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
-			return o.request().Validate()
+			var err error
+			req, err = o.options()
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runCachePack(cmd.Context(), o)
+			return a.runCachePack(cmd.Context(), o, req)
 		},
 	}
 	f := cmd.Flags()
@@ -310,6 +314,7 @@ type cacheUnpackOptions struct {
 // (tests of the option parsing).
 func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) error) *cobra.Command {
 	o := &cacheUnpackOptions{}
+	var req archive.UnpackOptions // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "unpack FILE.tar.zst -o DIR",
 		Short: "Extract a packed cache folder (or a vision model's two) into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
@@ -318,13 +323,15 @@ func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) 
 		Args: exactArgs(1),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
-			return o.request().Validate()
+			var err error
+			req, err = o.options()
+			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runCacheUnpack(cmd.Context(), o)
+			return a.runCacheUnpack(cmd.Context(), o, req)
 		},
 	}
 	f := cmd.Flags()

@@ -33,6 +33,7 @@ type cacheIdentifyOptions struct {
 
 func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	o := &cacheIdentifyOptions{}
+	var opt identify.Options // built once, in PreRunE
 	cmd := &cobra.Command{
 		Use:   "identify DIR [--source SRC]",
 		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
@@ -40,9 +41,14 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
   ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.5-27B-FP8
   ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.5-27B-FP8 --format json`,
 		Args: exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		PreRunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
-			return a.runCacheIdentify(cmd.Context(), o)
+			var err error
+			opt, err = o.options(a)
+			return err
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runCacheIdentify(cmd.Context(), o, opt)
 		},
 	}
 	f := cmd.Flags()
@@ -62,7 +68,25 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) error {
+// check holds cache identify's rules of the command line.
+func (o *cacheIdentifyOptions) check() error {
+	if o.Rules != "" && len(o.Profiles) > 0 {
+		return &ckpt.UsageError{Reason: "--rules and --profile are exclusive"}
+	}
+	return nil
+}
+
+// options checks the command line (check) and is the workflow's options
+// (Progress is set when the run starts it).
+func (o *cacheIdentifyOptions) options(a *App) (identify.Options, error) {
+	if err := o.check(); err != nil {
+		return identify.Options{}, err
+	}
+	return identify.Options{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
+		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: build.NaN(o.NaN), Workers: o.Workers, Variant: o.Variant}, nil
+}
+
+func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions, opt identify.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, output.Table, output.Text, output.JSON, output.JSONL, output.Markdown)
 	if err != nil {
 		return usageError("%v", err)
@@ -72,8 +96,8 @@ func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions) err
 	if err != nil {
 		return err
 	}
-	res, err := identify.Run(ctx, identify.Options{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
-		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: build.NaN(o.NaN), Workers: o.Workers, Progress: prog, Variant: o.Variant})
+	opt.Progress = prog
+	res, err := identify.Run(ctx, opt)
 	stop()
 	if res != nil {
 		a.warn(res.Warnings...)

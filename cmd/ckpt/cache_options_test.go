@@ -155,6 +155,7 @@ func TestCacheRequestErrorsCLI(t *testing.T) {
 		{[]string{"cache", "build", missing, "-o", dir, "--device-dram", "0"}, `--device-dram: want a positive size, got "0"`},
 		{[]string{"cache", "pack", dir}, "cache pack needs -o/--out FILE.tar.zst"},
 		{[]string{"cache", "unpack", archiveFile}, "cache unpack needs -o/--out DIR"},
+		{[]string{"cache", "identify", dir, "--rules", "p.json", "--profile", "qwen36"}, "--rules and --profile are exclusive"},
 	}
 	for _, tc := range tests {
 		code, stdout, stderr := runApp(t, tc.args...)

@@ -79,14 +79,36 @@ func (o *cacheLsOptions) request() list.Options {
 	return list.Options{Dir: o.Dir, Select: o.Select}
 }
 
-// request is the library request of the options.
-func (o *cachePackOptions) request() archive.PackOptions {
-	return archive.PackOptions{Dir: o.Dir, Out: o.Out, WriteOptions: archive.WriteOptions{Workers: o.Workers, Select: o.Select}}
+// check holds cache pack's rules of the command line.
+func (o *cachePackOptions) check() error {
+	if o.Out == "" {
+		return &ckpt.UsageError{Reason: "cache pack needs -o/--out FILE.tar.zst"}
+	}
+	return nil
 }
 
-// request is the library request of the options.
-func (o *cacheUnpackOptions) request() archive.UnpackOptions {
-	return archive.UnpackOptions{File: o.File, Dir: o.Dir}
+// options checks the command line (check) and is the workflow's options.
+func (o *cachePackOptions) options() (archive.PackOptions, error) {
+	if err := o.check(); err != nil {
+		return archive.PackOptions{}, err
+	}
+	return archive.PackOptions{Dir: o.Dir, Out: o.Out, WriteOptions: archive.WriteOptions{Workers: o.Workers, Select: o.Select}}, nil
+}
+
+// check holds cache unpack's rules of the command line.
+func (o *cacheUnpackOptions) check() error {
+	if o.Dir == "" {
+		return &ckpt.UsageError{Reason: "cache unpack needs -o/--out DIR"}
+	}
+	return nil
+}
+
+// options checks the command line (check) and is the workflow's options.
+func (o *cacheUnpackOptions) options() (archive.UnpackOptions, error) {
+	if err := o.check(); err != nil {
+		return archive.UnpackOptions{}, err
+	}
+	return archive.UnpackOptions{File: o.File, Dir: o.Dir}, nil
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheBuildValues, req build.Options) error {
@@ -215,8 +237,7 @@ func (a *App) runCacheLs(ctx context.Context, o *cacheLsOptions) error {
 	return nil
 }
 
-func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
-	req := o.request()
+func (a *App) runCachePack(ctx context.Context, o *cachePackOptions, req archive.PackOptions) error {
 	prog, stop, err := a.startProgress(o.Progress, "cache pack")
 	if err != nil {
 		return err
@@ -240,8 +261,7 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions) error {
 	return nil
 }
 
-func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions) error {
-	req := o.request()
+func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions, req archive.UnpackOptions) error {
 	prog, stop, err := a.startProgress(o.Progress, "cache unpack")
 	if err != nil {
 		return err

@@ -148,7 +148,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions, req extract.Opt
 	if err != nil {
 		return err
 	}
-	if s := ckpt.NonFiniteNote(out.NonFinite); s != "" {
+	if s := nonFiniteNote(out.NonFinite); s != "" {
 		a.note(s)
 	}
 	return printExtract(a.Out, format, out)
