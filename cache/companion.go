@@ -206,9 +206,11 @@ func InferMesh(f Folder, files []string) (MeshInference, error) {
 	case len(ns) == 1:
 		return MeshInference{Mesh: fmt.Sprintf("1x%d", ns[0]), From: fmt.Sprintf("the .tp%d file names (no text folder beside it)", ns[0])}, nil
 	case len(meshes) == 1:
-		return MeshInference{Mesh: meshes[0], From: fmt.Sprintf("the text folder %s beside it (no file name ends in .tp<N>)", text[meshes[0]])}, nil
+		from := fmt.Sprintf("the text folder %s beside it (no file name ends in .tp<N>)", text[meshes[0]])
+		return MeshInference{Mesh: meshes[0], From: from}, nil
 	case len(meshes) > 1:
-		return MeshInference{}, &MeshError{Dir: f.Path(), Reason: fmt.Sprintf("no file name ends in .tp<N>, and the text folders beside it are for meshes %s", strings.Join(meshes, ", "))}
+		why := fmt.Sprintf("no file name ends in .tp<N>, and the text folders beside it are for meshes %s", strings.Join(meshes, ", "))
+		return MeshInference{}, &MeshError{Dir: f.Path(), Reason: why}
 	}
 	return MeshInference{}, &MeshError{Dir: f.Path(), Reason: "no file name ends in .tp<N>, no text folder (tensor_cache_<tag>_mesh1xN) is beside it, and it has no ckpt manifest"}
 }

@@ -26,7 +26,8 @@ func (e *UnfinishedError) Error() string {
 	if e.Holder != nil {
 		return fmt.Sprintf("%s is an unfinished build: no %s yet, a build is running there (%s)", e.Folder, ManifestName, e.Holder)
 	}
-	return fmt.Sprintf("%s is an unfinished build: no %s, a build there stopped before it finished (%d .tensorbin file(s) so far); run cache build again to resume it", e.Folder, ManifestName, e.Files)
+	return fmt.Sprintf("%s is an unfinished build: no %s, a build there stopped before it finished (%d .tensorbin file(s) so far); "+
+		"run cache build again to resume it", e.Folder, ManifestName, e.Files)
 }
 
 // NoManifestError says a cache folder has no manifest and no trace of a

@@ -106,7 +106,10 @@ func WriteTar(w io.Writer, entries []ArchiveEntry) error {
 // the sparse map (one region: offset 0, len(e.Data) bytes) and e.Data.
 func writeSparse(w io.Writer, e ArchiveEntry) error {
 	var pax bytes.Buffer
-	for _, kv := range [][2]string{{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"}, {"GNU.sparse.name", e.Name}, {"GNU.sparse.realsize", strconv.FormatInt(e.Sparse, 10)}} {
+	for _, kv := range [][2]string{
+		{"GNU.sparse.major", "1"}, {"GNU.sparse.minor", "0"},
+		{"GNU.sparse.name", e.Name}, {"GNU.sparse.realsize", strconv.FormatInt(e.Sparse, 10)},
+	} {
 		pax.WriteString(paxRecord(kv[0], kv[1]))
 	}
 	sparseMap := padBlock([]byte(fmt.Sprintf("1\n0\n%d\n", len(e.Data))))

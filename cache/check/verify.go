@@ -198,7 +198,8 @@ func sortFindings(fs []ckpt.Finding) {
 
 // verifyEntry checks one planned file; it returns the findings and the
 // bytes hashed.
-func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error), opt FilesOptions) ([]ckpt.Finding, int64, error) {
+func verifyEntry(root string, e *mapping.Entry, rec cache.FileRecord, recorded bool, hashOf func(*ckpt.Tensor) (string, error),
+	opt FilesOptions) ([]ckpt.Finding, int64, error) {
 	var out []ckpt.Finding
 	add := func(kind ckpt.FindingID, format string, args ...any) {
 		out = append(out, fail(kind, e.File, fmt.Sprintf(format, args...)))

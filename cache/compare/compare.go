@@ -443,7 +443,8 @@ func firstDifference(spec *tensorbin.TensorSpec, sh tensorbin.Shard, i int, byte
 		perRow := int64(tile.RoundUp(w, tile.TileDim) / tile.TileDim)
 		r, c := unit/perRow, unit%perRow
 		d.Tile, d.TileRow, d.TileCol = &unit, &r, &c
-		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d: first differing tile %d (tile row %d, column %d)", i, cache.FormatDims(sh.Coord), differs, byteOff, unit, r, c)
+		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d: first differing tile %d (tile row %d, column %d)",
+			i, cache.FormatDims(sh.Coord), differs, byteOff, unit, r, c)
 	case spec.Layout == tile.ROW_MAJOR && spec.DType.ElementSize() > 0:
 		d.Element = &unit
 		d.Message = fmt.Sprintf("shard %d (device %s) %s from byte %d: first differing element %d", i, cache.FormatDims(sh.Coord), differs, byteOff, unit)
