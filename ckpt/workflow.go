@@ -12,16 +12,6 @@ func Usagef(format string, args ...any) *UsageError {
 	return &UsageError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// CheckGlobs returns NewMatcher's error for invalid globs as a
-// *UsageError (its message unchanged).
-func CheckGlobs(match, exclude []string) (*Matcher, error) {
-	m, err := NewMatcher(match, exclude)
-	if err != nil {
-		return nil, &UsageError{Reason: err.Error()}
-	}
-	return m, nil
-}
-
 // OpenAllowingUnknown opens src; a checkpoint with tensors of unknown
 // dtypes is returned with its *UnknownDTypeError (what could be read is
 // there), any other open error alone (the checkpoint closed).
