@@ -45,53 +45,75 @@ func (v *sizeValue) Type() string   { return "string" }
 // Size is the size in bytes, or ckpt.ParseSize's error for the text.
 func (v *sizeValue) Size() (int64, error) { return v.n, v.err }
 
-// globsValue is a repeatable glob flag (--match, --exclude). The flag
-// itself stays pflag's own stringArray: pflag leaves "(default [])" out
-// of the help only for its own type, and the man pages print the default
-// ("=[]"), so no other Value keeps both unchanged. Its globs are compiled
-// once (ckpt.ParseGlob), the first time the command's check asks, after
-// parsing; a glob that does not compile is kept as the error.
-type globsValue struct {
-	name     string    // the flag, for the error
-	text     *[]string // the raw globs, as given
-	compiled bool
-	globs    []ckpt.Glob
-	err      error // the first glob that does not compile
+// listValue is a repeatable flag whose values have a syntax (--match
+// GLOB, --allow-finding ID[:SUBJECT]). The flag itself stays pflag's own
+// stringArray: pflag leaves "(default [])" out of the help only for its
+// own type, and the man pages print the default ("=[]"), so no other Value
+// keeps both unchanged. Its values are parsed once, the first time the
+// command's check asks, after parsing; the first that does not parse is
+// kept as the error, in the words parse gives it.
+type listValue[T any] struct {
+	name   string    // the flag, for the error
+	text   *[]string // the raw values, as given
+	parse  func(name, s string) (T, error)
+	parsed bool
+	items  []T
+	err    error // the first value that does not parse
 }
+
+// listFlag registers the repeatable flag --name, its text in dst, its
+// values in v, parsed by parse.
+func listFlag[T any](f *pflag.FlagSet, v *listValue[T], dst *[]string, name, usage string, parse func(name, s string) (T, error)) {
+	v.name, v.text, v.parse = name, dst, parse
+	f.StringArrayVar(dst, name, nil, usage)
+}
+
+// values is the values, parsed once, or the error of the first that does
+// not parse.
+func (v *listValue[T]) values() ([]T, error) {
+	if !v.parsed {
+		v.parsed = true
+		for _, s := range *v.text {
+			x, err := v.parse(v.name, s)
+			if err != nil {
+				v.items, v.err = nil, err
+				break
+			}
+			v.items = append(v.items, x)
+		}
+	}
+	return v.items, v.err
+}
+
+// globsValue is a repeatable glob flag (--match, --exclude, --ignore): its
+// globs compiled once (ckpt.ParseGlob).
+type globsValue = listValue[ckpt.Glob]
 
 // globsFlag registers the repeatable glob flag --name, its text in dst,
 // its globs in v.
 func globsFlag(f *pflag.FlagSet, v *globsValue, dst *[]string, name, usage string) {
-	v.name, v.text = name, dst
-	f.StringArrayVar(dst, name, nil, usage)
+	listFlag(f, v, dst, name, usage, parseGlob)
 }
 
-// compile is the globs, compiled once, or the error of the first that
-// does not compile, in ckpt.NewMatcher's words.
-func (v *globsValue) compile() ([]ckpt.Glob, error) {
-	if !v.compiled {
-		v.compiled = true
-		for _, s := range *v.text {
-			g, err := ckpt.ParseGlob(s)
-			if err != nil {
-				v.globs, v.err = nil, fmt.Errorf("invalid --%s glob %s: %w", v.name, ckpt.Quote(s), err)
-				break
-			}
-			v.globs = append(v.globs, g)
-		}
+// parseGlob is the glob s of the flag --name, or its error in
+// ckpt.NewMatcher's words.
+func parseGlob(name, s string) (ckpt.Glob, error) {
+	g, err := ckpt.ParseGlob(s)
+	if err != nil {
+		return g, fmt.Errorf("invalid --%s glob %s: %w", name, ckpt.Quote(s), err)
 	}
-	return v.globs, v.err
+	return g, nil
 }
 
 // selection is the one matcher of --match and --exclude, or the error of
 // the first glob that does not compile (the --match ones first), as
 // ckpt.NewMatcher words it, a *ckpt.UsageError.
 func selection(match, exclude *globsValue) (*ckpt.Matcher, error) {
-	in, err := match.compile()
+	in, err := match.values()
 	if err != nil {
 		return nil, &ckpt.UsageError{Reason: err.Error()}
 	}
-	out, err := exclude.compile()
+	out, err := exclude.values()
 	if err != nil {
 		return nil, &ckpt.UsageError{Reason: err.Error()}
 	}

@@ -90,7 +90,7 @@ func (v *settingsValue) settings() (mapping.Settings, error) {
 // ignores are the --ignore globs compiled (nil when none was given), or
 // the usage error of the first that does not compile.
 func ignores(v *globsValue) ([]ckpt.Glob, error) {
-	g, err := v.compile()
+	g, err := v.values()
 	if err != nil {
 		return nil, &ckpt.UsageError{Reason: err.Error()}
 	}

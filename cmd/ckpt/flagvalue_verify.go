@@ -10,41 +10,21 @@ import (
 )
 
 // allowancesValue is the repeatable allowance flag (verify
-// --allow-finding ID[:SUBJECT]). Like globsValue, the flag itself stays
-// pflag's own stringArray (the help and the man pages do not change), and
-// it never fails in Set: its values are parsed once (verify.ParseAllowance),
-// the first time the command's check asks, after parsing; a value that
-// does not parse is kept as the error, in the words of the command line.
-type allowancesValue struct {
-	name   string    // the flag, for the error
-	text   *[]string // the raw values, as given
-	parsed bool
-	allow  []verify.Allowance
-	err    error // the first value that does not parse
-}
+// --allow-finding ID[:SUBJECT]), parsed once (verify.ParseAllowance); a
+// value that does not parse is kept as the error, in the words of the
+// command line.
+type allowancesValue = listValue[verify.Allowance]
 
 // allowancesFlag registers the repeatable allowance flag --name, its text
 // in dst, its allowances in v.
 func allowancesFlag(f *pflag.FlagSet, v *allowancesValue, dst *[]string, name, usage string) {
-	v.name, v.text = name, dst
-	f.StringArrayVar(dst, name, nil, usage)
-}
-
-// allowances is the allowances, parsed once, or the error of the first
-// that does not parse: a *ckpt.UsageError naming the flag.
-func (v *allowancesValue) allowances() ([]verify.Allowance, error) {
-	if !v.parsed {
-		v.parsed = true
-		for _, s := range *v.text {
-			a, err := verify.ParseAllowance(s)
-			if err != nil {
-				v.allow, v.err = nil, allowanceUsage("--"+v.name, err)
-				break
-			}
-			v.allow = append(v.allow, a)
+	listFlag(f, v, dst, name, usage, func(name, s string) (verify.Allowance, error) {
+		a, err := verify.ParseAllowance(s)
+		if err != nil {
+			return a, allowanceUsage("--"+name, err)
 		}
-	}
-	return v.allow, v.err
+		return a, nil
+	})
 }
 
 // allowanceUsage words an error of verify.ParseAllowance for the flag.

@@ -114,7 +114,7 @@ func (o *verifyOptions) check(v *verifyValues) error {
 	if len(o.AllowConfig) > 0 && o.Against == "" {
 		return ckpt.Usagef("--allow-config accepts config changes against a contract; give --against FILE")
 	}
-	_, err := v.allowFinding.allowances()
+	_, err := v.allowFinding.values()
 	return err
 }
 
@@ -124,7 +124,7 @@ func (o *verifyOptions) options(a *App, v *verifyValues) (verify.Options, error)
 		return verify.Options{}, err
 	}
 	sel, _ := selection(&v.match, &v.exclude) // checked
-	allow, _ := v.allowFinding.allowances()   // checked
+	allow, _ := v.allowFinding.values()       // checked
 	return verify.Options{Source: o.Source, Openers: a.Openers, Arch: verify.Arch(o.Arch), ReadData: o.ReadData, Workers: o.Workers,
 		Against: o.Against, Select: sel, AllowConfig: o.AllowConfig, Strict: o.Strict, Allowances: allow, Variant: o.Variant}, nil
 }
