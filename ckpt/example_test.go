@@ -120,3 +120,14 @@ func ExampleNewMatcher() {
 	// lm_head.weight true
 	// model.norm.weight false
 }
+
+// A library message spells an option through the caller's words; without
+// them it names the Options field.
+func ExampleWords() {
+	hint := func(w ckpt.Words) string { return "tensor data is read only with " + w.Of("ReadData") }
+	fmt.Println(hint(nil))
+	fmt.Println(hint(ckpt.Words{"ReadData": "--read-data"}))
+	// Output:
+	// tensor data is read only with Options.ReadData
+	// tensor data is read only with --read-data
+}
