@@ -189,7 +189,8 @@ func (a *App) rootWith(cmds ...*cobra.Command) *cobra.Command {
 	}
 	var quiet, verbose bool
 	root.PersistentFlags().BoolVarP(&quiet, "quiet", "q", false, "print only errors on stderr: no progress, notes or warnings")
-	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log every HTTP request on stderr: method, URL without credentials, status, bytes, attempt (also HF_DEBUG=1)")
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false,
+		"log every HTTP request on stderr: method, URL without credentials, status, bytes, attempt (also HF_DEBUG=1)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if quiet {
 			// Errors are printed by Run on the caller's stderr; everything

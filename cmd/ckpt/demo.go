@@ -72,7 +72,9 @@ func (a *App) runDemo(ctx context.Context, o *demoOptions) error {
 		// Our side's failure (exit 3): the demo writes its own files.
 		return &atomicfile.WriteError{Op: "writing demo checkpoints in", Path: dir, Err: err}
 	}
-	fmt.Fprintf(a.Out, "Demo checkpoints in %s:\n  base: a Qwen3.5-style hybrid block-FP8 checkpoint (3 linear-attention + 1 full-attention layers, MTP head, vision tower)\n  ft:   a light fine-tune that ships the MTP head in bf16\n\n", dir)
+	fmt.Fprintf(a.Out, "Demo checkpoints in %s:\n"+
+		"  base: a Qwen3.5-style hybrid block-FP8 checkpoint (3 linear-attention + 1 full-attention layers, MTP head, vision tower)\n"+
+		"  ft:   a light fine-tune that ships the MTP head in bf16\n\n", dir)
 	for _, s := range demoSteps(dir, base, ft) {
 		fmt.Fprintf(a.Out, "==> %s\n$ ckpt %s\n", s.title, shellJoin(s.args))
 		code := a.Run(ctx, s.args)

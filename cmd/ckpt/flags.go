@@ -22,7 +22,9 @@ func addOutFlag(f *pflag.FlagSet, dst *string, usage string) {
 // addVariantFlag registers --variant NAME, the variant of a directory SRC
 // (ckpt.Options.Variant), on every command that takes SRC.
 func addVariantFlag(f *pflag.FlagSet, dst *string) {
-	f.StringVar(dst, "variant", "", "read the variant NAME of a checkpoint directory, as transformers' from_pretrained(variant=NAME) does: model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards (default: the default checkpoint, or the directory's only variant, with a warning)")
+	f.StringVar(dst, "variant", "", "read the variant NAME of a checkpoint directory, as transformers' from_pretrained(variant=NAME) does: "+
+		"model.NAME.safetensors, else model.safetensors.index.NAME.json with its shards "+
+		"(default: the default checkpoint, or the directory's only variant, with a warning)")
 }
 
 // deprecatedAlias registers old (and its one-letter shorthand, "" for

@@ -60,7 +60,8 @@ func (a *App) newInspectCmd(runF func(context.Context, *inspectOptions) error) *
 	globsFlag(f, &v.match, &o.Match, "match", "only tensors matching this glob (`*` within a dotted segment, `**` across); repeatable")
 	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "leave out tensors matching this glob; repeatable")
 	f.BoolVar(&o.SummaryOnly, "summary", false, "print only the summary (table/text/markdown)")
-	f.BoolVar(&o.Metadata, "metadata", false, "also show each file's safetensors __metadata__ (table/text/markdown; csv: only the metadata rows; json always has it)")
+	f.BoolVar(&o.Metadata, "metadata", false,
+		"also show each file's safetensors __metadata__ (table/text/markdown; csv: only the metadata rows; json always has it)")
 	f.IntVar(&o.Workers, "workers", 16, "shard headers read concurrently")
 	addVariantFlag(f, &o.Variant)
 	return cmd
@@ -118,11 +119,13 @@ func printInspect(w io.Writer, format string, res *inspect.Result, summaryOnly, 
 	}
 	// the prose lines' text copied from the inputs, escaped for the format
 	esc := output.EscapeFor(format)
-	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"}, Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
+	tensors := &output.Grid{Header: []string{"name", "dtype", "shape", "parameters", "bytes", "file"},
+		Right: map[int]bool{3: true, 4: true}, Sizes: map[int]bool{4: true}}
 	tableForPeople(tensors, map[string]int{"dtype": 1, "shape": 2, "bytes": 3, "parameters": 4, "file": 5})
 	tensors.Names[5] = true
 	for _, t := range res.Tensors {
-		tensors.Rows = append(tensors.Rows, []string{ckpt.EscapeName(t.Name), ckpt.EscapeName(t.DType), output.Shape(t.Shape), output.Int(t.Parameters), output.Int(t.NBytes), ckpt.EscapeName(t.File)})
+		tensors.Rows = append(tensors.Rows, []string{ckpt.EscapeName(t.Name), ckpt.EscapeName(t.DType), output.Shape(t.Shape),
+			output.Int(t.Parameters), output.Int(t.NBytes), ckpt.EscapeName(t.File)})
 	}
 	if format == output.CSV {
 		for i, t := range res.Tensors { // machine format: plain numbers
@@ -137,11 +140,13 @@ func printInspect(w io.Writer, format string, res *inspect.Result, summaryOnly, 
 		fmt.Fprintln(w)
 	}
 	s := res.Summary
-	byD := &output.Grid{Title: "by dtype", Header: []string{"dtype", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
+	byD := &output.Grid{Title: "by dtype", Header: []string{"dtype", "tensors", "parameters", "bytes"},
+		Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
 	for _, d := range s.ByDType {
 		byD.Rows = append(byD.Rows, []string{ckpt.EscapeName(string(d.DType)), output.Int(d.Tensors), output.Int(d.Parameters), output.Int(d.Bytes)})
 	}
-	byG := &output.Grid{Title: "by group", Header: []string{"group", "tensors", "parameters", "bytes"}, Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
+	byG := &output.Grid{Title: "by group", Header: []string{"group", "tensors", "parameters", "bytes"},
+		Right: map[int]bool{1: true, 2: true, 3: true}, Sizes: map[int]bool{3: true}}
 	for _, g := range s.ByGroup {
 		byG.Rows = append(byG.Rows, []string{ckpt.EscapeName(g.Pattern), output.Int(g.Tensors), output.Int(g.Parameters), output.Int(g.Bytes)})
 	}

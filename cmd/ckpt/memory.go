@@ -14,7 +14,8 @@ import (
 // that map and cache build hold the plan against, its text in dst, its
 // size in v (deviceDRAM).
 func addDeviceDRAMFlag(f *pflag.FlagSet, v *sizeValue, dst *string) {
-	sizeFlag(f, v, dst, "device-dram", "DRAM of one device (e.g. 32GiB) to judge whether the plan fits (default: the device folder's board when known: P100, P150, P300, P150x4, P150x8 (Blackhole), N150, N300, N150x4, T3K (Wormhole))")
+	sizeFlag(f, v, dst, "device-dram", "DRAM of one device (e.g. 32GiB) to judge whether the plan fits "+
+		"(default: the device folder's board when known: P100, P150, P300, P150x4, P150x8 (Blackhole), N150, N300, N150x4, T3K (Wormhole))")
 }
 
 // printMemory renders the DRAM each device holds (a grid: device,

@@ -155,7 +155,8 @@ func printVersion(w io.Writer, v *VersionInfo) error {
 	commit := v.Commit
 	switch {
 	case commit == "":
-		commit = "unknown (not stamped: go build or go install ./cmd/ckpt in a git clone stamps it; -buildvcs=false (also in GOFLAGS), git worktrees and copies without .git do not. " +
+		commit = "unknown (not stamped: go build or go install ./cmd/ckpt in a git clone stamps it; " +
+			"-buildvcs=false (also in GOFLAGS), git worktrees and copies without .git do not. " +
 			"Stamp it with: go build -ldflags \"-X main.stampedCommit=$(git rev-parse HEAD)\" ./cmd/ckpt)"
 	case v.Modified:
 		commit += " (modified)"
