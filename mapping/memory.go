@@ -121,7 +121,9 @@ type Memory struct {
 	LargestFile      string `json:"largest_file"`
 	LargestFileBytes int64  `json:"largest_file_bytes"`
 	// DRAM is the DRAM of one device (0: unknown), DRAMFrom where the
-	// figure comes from ("--device-dram" or the board's Chip).
+	// figure comes from: the caller's word for its DeviceDRAM option
+	// (PlanOptions.Words; "Options.DeviceDRAM" without one), or the
+	// board's Chip.
 	DRAM     int64  `json:"dram,omitempty"`
 	DRAMFrom string `json:"dram_from,omitempty"`
 	// Fits and Headroom (the smallest of the devices') are set when DRAM
@@ -135,13 +137,14 @@ type Memory struct {
 
 // Memory computes what each device holds under the plan (its vision part
 // included: the tower is on the same devices). dram is the DRAM
-// of one device; 0 takes it from the plan's device folder when it is a
-// known board (BoardOf), else the fit is not judged.
+// of one device (the DeviceDRAM option of the caller's Options); 0 takes
+// it from the plan's device folder when it is a known board (BoardOf),
+// else the fit is not judged.
 func (pl *Plan) Memory(dram int64) (Memory, error) {
 	m := Memory{PerDevice: []DeviceBytes{}}
 	switch {
 	case dram > 0:
-		m.DRAM, m.DRAMFrom = dram, "--device-dram"
+		m.DRAM, m.DRAMFrom = dram, pl.words.Of("DeviceDRAM")
 	default:
 		if b, ok := BoardOf(pl.Device); ok {
 			m.DRAM, m.DRAMFrom = b.DRAM, b.Chip

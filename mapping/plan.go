@@ -53,6 +53,9 @@ type Plan struct {
 	// Variant is the variant of a directory source the plan was made from
 	// (PlanOptions.Variant; Resolve sets it), "" for the default.
 	Variant string
+	// words are the caller's names of its options (PlanOptions.Words;
+	// Resolve sets them): Memory names the DRAM figure's option by them.
+	words ckpt.Words
 }
 
 // Ignored is a tensor left out with the reason of its ignore rule; Glob is

@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -40,6 +41,10 @@ type PlanOptions struct {
 	// BaseIgnore holds the globs that apply when Ignore is nil (those a
 	// cache's manifest records, as it records them), without that check.
 	BaseIgnore []string
+	// Words are the caller's names of the options of the plan's workflow
+	// (ckpt.Words, keyed by field: "Ignore", "DeviceDRAM" of
+	// Options.DeviceDRAM), for the messages and the JSON that name one.
+	Words ckpt.Words
 }
 
 // Ignores are the ignore globs the plan applies: Ignore, else BaseIgnore.
@@ -138,8 +143,14 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ckpt.CheckGlobsMatch("--ignore", globTexts(o.Ignore), src, c.Names()); err != nil {
+	if err := ckpt.CheckGlobsMatch(ignoreField, globTexts(o.Ignore), src, c.Names()); err != nil {
 		c.Close()
+		var se *ckpt.EmptySelectionError
+		if errors.As(err, &se) {
+			// The option by its field (Error, and the caller's With),
+			// or by the caller's word for it when it gave one.
+			se.Flag = o.Words[ignoreField]
+		}
 		return nil, nil, err
 	}
 	plan, err := BuildWith(c, prof, mesh, set)
@@ -149,6 +160,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	plan.Ignore = append([]string(nil), o.Ignores()...)
 	plan.Variant = o.Variant
+	plan.words = o.Words
 	if plan.Vision != nil {
 		// Its manifest records them too: its plan is made with them.
 		plan.Vision.Ignore = append([]string(nil), o.Ignores()...)
@@ -156,6 +168,9 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	}
 	return c, plan, err
 }
+
+// ignoreField is the field of the ignore globs (PlanOptions.Ignore).
+const ignoreField = "Ignore"
 
 // SettingError is Resolve's refusal of the settings of a plan
 // (PlanOptions.Set over Base): a variable the profile does not have, or a
