@@ -758,11 +758,11 @@ type ProfileInfo struct {
 }
 
 // DefaultReason says why BuiltinName is the default.
-const DefaultReason = "the checkpoints ckpt is made for carry a 15-tensor MTP head; " + ProfileMTP +
+const defaultReason = "the checkpoints ckpt is made for carry a 15-tensor MTP head; " + ProfileMTP +
 	" is the only line that caches it (main's loader drops every mtp.* key), so a cache built for the default serves speculative decoding"
 
 // Profiles lists the built-in profiles, in name order.
-func Profiles() []ProfileInfo {
+func builtinProfiles() []ProfileInfo {
 	var out []ProfileInfo
 	for _, name := range BuiltinNames() {
 		p, err := Builtin(name)

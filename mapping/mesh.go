@@ -35,7 +35,7 @@ func ParseMesh(s string) (Mesh, error) {
 func (m Mesh) String() string { return fmt.Sprintf("%dx%d", m.Rows, m.Cols) }
 
 // Devices is the number of devices.
-func (m Mesh) Devices() int { return m.Rows * m.Cols }
+func (m Mesh) devices() int { return m.Rows * m.Cols }
 
 // MarshalText makes a Mesh a JSON string.
 func (m Mesh) MarshalText() ([]byte, error) { return []byte(m.String()), nil }

@@ -35,7 +35,7 @@ type PlanOptions struct {
 	Variant string
 	// Ignore are the --ignore globs, compiled (ckpt.ParseGlob): tensors
 	// no rule maps that one of them matches are ignored, with the reason
-	// IgnoreReason(glob) (Profile.WithIgnores). Each must match a tensor
+	// ignoreReason(glob) (Profile.WithIgnores). Each must match a tensor
 	// name of the source (else *ckpt.EmptySelectionError, a usage error).
 	Ignore []ckpt.Glob
 	// BaseIgnore holds the globs that apply when Ignore is nil (those a
@@ -47,8 +47,8 @@ type PlanOptions struct {
 	Words ckpt.Words
 }
 
-// Ignores are the ignore globs the plan applies: Ignore, else BaseIgnore.
-func (o PlanOptions) Ignores() []string {
+// ignoreGlobs are the ignore globs the plan applies: Ignore, else BaseIgnore.
+func (o PlanOptions) ignoreGlobs() []string {
 	if o.Ignore != nil {
 		return globTexts(o.Ignore)
 	}
@@ -96,7 +96,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 		cp.Device = o.MeshDevice
 	}
 	if cp.Device != "" {
-		if err := CheckDeviceFolder(cp.Device); err != nil {
+		if err := checkDeviceFolder(cp.Device); err != nil {
 			return nil, usage(err)
 		}
 		if cp.Vision != nil {
@@ -109,7 +109,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 	if o.Tag != "" {
 		cp.Tag = o.Tag
 	}
-	if err := CheckTag(cp.Tag); cp.Tag != "" && err != nil {
+	if err := checkTag(cp.Tag); cp.Tag != "" && err != nil {
 		return nil, usage(err)
 	}
 	return &cp, nil
@@ -128,7 +128,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err != nil {
 		return nil, nil, err
 	}
-	prof = prof.WithIgnores(o.Ignores())
+	prof = prof.WithIgnores(o.ignoreGlobs())
 	mesh := o.Mesh
 	if mesh == (Mesh{}) {
 		mesh = DefaultMesh
@@ -136,7 +136,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	set := Settings{}
 	maps.Copy(set, o.Base)
 	maps.Copy(set, o.Set) // Set overrides Base
-	if err := prof.ResolveAll(mesh, set); err != nil {
+	if err := prof.resolveAll(mesh, set); err != nil {
 		return nil, nil, &SettingError{Err: err}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
@@ -158,12 +158,12 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		c.Close()
 		return nil, nil, err
 	}
-	plan.Ignore = append([]string(nil), o.Ignores()...)
+	plan.Ignore = append([]string(nil), o.ignoreGlobs()...)
 	plan.Variant = o.Variant
 	plan.words = o.Words
 	if plan.Vision != nil {
 		// Its manifest records them too: its plan is made with them.
-		plan.Vision.Ignore = append([]string(nil), o.Ignores()...)
+		plan.Vision.Ignore = append([]string(nil), o.ignoreGlobs()...)
 		plan.Vision.Variant = o.Variant
 	}
 	return c, plan, err
