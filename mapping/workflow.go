@@ -23,7 +23,7 @@ type Options struct {
 	// (check.PlanModel, in cache/check); the result then has the plan but no document.
 	AgainstCache string
 	// Select selects the source tensors whose targets the document lists
-	// (Document.Select); nil, or a Matcher of no globs, lists them all.
+	// (Document.selectBy); nil, or a Matcher of no globs, lists them all.
 	Select *ckpt.Matcher
 	// DeviceDRAM is the DRAM of one device in bytes (0 for the board's).
 	DeviceDRAM int64
