@@ -34,7 +34,7 @@ func ParseMesh(s string) (Mesh, error) {
 // String is "1x2".
 func (m Mesh) String() string { return fmt.Sprintf("%dx%d", m.Rows, m.Cols) }
 
-// Devices is the number of devices.
+// devices is the number of devices.
 func (m Mesh) devices() int { return m.Rows * m.Cols }
 
 // MarshalText makes a Mesh a JSON string.

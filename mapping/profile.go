@@ -486,7 +486,7 @@ func (p *Profile) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Variable returns the profile variable of that name, or nil.
+// variable returns the profile variable of that name, or nil.
 func (p *Profile) variable(name string) *Variable {
 	for i := range p.Variables {
 		if p.Variables[i].Name == name {

@@ -130,7 +130,7 @@ func (pl *Plan) Document() Document {
 	return res
 }
 
-// Select returns the part of the document whose source tensors m selects
+// selectBy returns the part of the document whose source tensors m selects
 // (ckpt map --match): the entries with a selected source, the ignored and
 // unmapped tensors m selects, their warnings, and the summary of those.
 // Problems concern the plan as a whole and are all kept.
