@@ -212,5 +212,6 @@ func InferMesh(f Folder, files []string) (MeshInference, error) {
 		why := fmt.Sprintf("no file name ends in .tp<N>, and the text folders beside it are for meshes %s", strings.Join(meshes, ", "))
 		return MeshInference{}, &MeshError{Dir: f.Path(), Reason: why}
 	}
-	return MeshInference{}, &MeshError{Dir: f.Path(), Reason: "no file name ends in .tp<N>, no text folder (tensor_cache_<tag>_mesh1xN) is beside it, and it has no ckpt manifest"}
+	return MeshInference{}, &MeshError{Dir: f.Path(),
+		Reason: "no file name ends in .tp<N>, no text folder (tensor_cache_<tag>_mesh1xN) is beside it, and it has no ckpt manifest"}
 }

@@ -31,11 +31,11 @@ func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, e
 		plan.Problems = []ckpt.Finding{{ID: ProblemArchitecture, Status: ckpt.Fail, Tensors: []string{}, Message: err}}
 		return plan, &PlanError{Problems: plan.Problems}
 	}
-	device, devErr := p.DeviceFor(mesh)
+	device, devErr := p.deviceFor(mesh)
 	if devErr != nil {
 		device = "NONE" // the plan is not executable: see the device problem
 	}
-	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.Devices())}
+	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.devices())}
 	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: p.FolderFor(device, mesh, settings)}
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
@@ -60,7 +60,7 @@ type builder struct {
 	mesh       Mesh
 	n          int64
 	plan       *Plan
-	vars       Vars
+	vars       exprVars
 	layerTypes []string
 	// q is the config as the qwen3_5 architecture reads it (nil for
 	// another architecture): it says which layers are MoE (Rule.MLP).
@@ -82,7 +82,7 @@ func (b *builder) problem(kind ckpt.FindingID, rule, target, msg string, tensors
 }
 
 func (b *builder) readConfig() {
-	b.vars = Vars{}
+	b.vars = exprVars{}
 	for k, v := range b.c.Config.Raw {
 		if n, ok := jsonval.Int(v); ok {
 			b.vars[k] = n
@@ -102,7 +102,7 @@ func (b *builder) readConfig() {
 		if !ok {
 			depth, _ = jsonval.Int(sec["num_hidden_layers"])
 		}
-		b.layerTypes = make([]string, max(0, min(depth, MaxNamedLayers)))
+		b.layerTypes = make([]string, max(0, min(depth, maxNamedLayers)))
 		for i := range b.layerTypes {
 			b.layerTypes[i] = "block"
 		}
@@ -162,7 +162,7 @@ func (b *builder) target(r *Rule, bind binding) (string, error) {
 		if j < 0 {
 			return t, fmt.Errorf("target %q: unclosed {", t)
 		}
-		v, err := Eval(rest[i+1:i+j], b.vars)
+		v, err := evalExpr(rest[i+1:i+j], b.vars)
 		if err != nil {
 			return t, fmt.Errorf("target %s: %w", r.Target, err)
 		}
@@ -186,7 +186,7 @@ func (b *builder) compile() error {
 			ok = ok && holds
 		}
 		if r.MLP != "" && r.MLPLayer != "" && ok {
-			l, err := Eval(r.MLPLayer, b.vars)
+			l, err := evalExpr(r.MLPLayer, b.vars)
 			ok = err == nil && b.mlpKind(l) == r.MLP
 		}
 		b.applies[i] = ok
@@ -264,7 +264,7 @@ func (b *builder) condition(c Condition) (bool, error) {
 	case c.Var != "":
 		v, present = b.plan.Settings[c.Var]
 	case c.Expr != "":
-		n, err := Eval(c.Expr, b.vars)
+		n, err := evalExpr(c.Expr, b.vars)
 		if err != nil {
 			return false, fmt.Errorf("condition %s: %w", c, err)
 		}
@@ -632,7 +632,7 @@ func (b *builder) sourceNames(srcs []*ckpt.Tensor) []string {
 // Count). It returns the names of the tensors missing within that range;
 // an index that is not a number in it is an error.
 func (b *builder) stack(r *Rule, g *group) (srcs []*ckpt.Tensor, missing []string, n int64, err error) {
-	n, err = Eval(r.Stack.Count, b.vars)
+	n, err = evalExpr(r.Stack.Count, b.vars)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("stack count %s: %v", r.Stack.Count, err)
 	}

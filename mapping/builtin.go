@@ -757,12 +757,12 @@ type ProfileInfo struct {
 	Variables   []Variable `json:"variables"`
 }
 
-// DefaultReason says why BuiltinName is the default.
-const DefaultReason = "the checkpoints ckpt is made for carry a 15-tensor MTP head; " + ProfileMTP +
+// defaultReason says why BuiltinName is the default.
+const defaultReason = "the checkpoints ckpt is made for carry a 15-tensor MTP head; " + ProfileMTP +
 	" is the only line that caches it (main's loader drops every mtp.* key), so a cache built for the default serves speculative decoding"
 
-// Profiles lists the built-in profiles, in name order.
-func Profiles() []ProfileInfo {
+// builtinProfiles lists the built-in profiles, in name order.
+func builtinProfiles() []ProfileInfo {
 	var out []ProfileInfo
 	for _, name := range BuiltinNames() {
 		p, err := Builtin(name)

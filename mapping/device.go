@@ -24,10 +24,10 @@ var deviceNames = map[string]map[int]string{
 	ArchWormhole:  {1: "N150", 2: "N300", 4: "N150x4", 8: "T3K", 32: "TG"},
 }
 
-// DeviceName is the device folder upstream uses for a mesh of n devices of
+// deviceName is the device folder upstream uses for a mesh of n devices of
 // an architecture (see deviceNames). Meshes of other sizes have no name
 // upstream: the error says so and which sizes have one.
-func DeviceName(arch string, n int) (string, error) {
+func deviceName(arch string, n int) (string, error) {
 	names, ok := deviceNames[arch]
 	if !ok {
 		return "", fmt.Errorf("unknown device architecture %q (want %s or %s)", arch, ArchBlackhole, ArchWormhole)
@@ -55,21 +55,21 @@ func joinInts(v []int) string {
 // digits, '_', '-' and '.', as MESH_DEVICE values are (P300x2, T3K).
 var validDeviceFolder = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// CheckDeviceFolder reports whether name can be a device folder: a single
+// checkDeviceFolder reports whether name can be a device folder: a single
 // path element (no separators, not "." or "..").
-func CheckDeviceFolder(name string) error {
+func checkDeviceFolder(name string) error {
 	if !validDeviceFolder.MatchString(name) || name == "." || name == ".." {
 		return fmt.Errorf("device folder %q: want one path element such as P300 or P150x4", name)
 	}
 	return nil
 }
 
-// CheckTag reports whether tag can be the cache tag of a folder name
+// checkTag reports whether tag can be the cache tag of a folder name
 // tensor_cache_<tag>_mesh<R>x<C>: one path element of letters, digits,
 // '_', '-' and '.' (as device folders are), so that the folder is a single
 // directory under its device folder, where cache verify, ls and identify
 // look for it.
-func CheckTag(tag string) error {
+func checkTag(tag string) error {
 	if !validDeviceFolder.MatchString(tag) {
 		return fmt.Errorf("cache tag %q: want one folder-name part of letters, digits, '_', '-' and '.' such as bfp8 (it names the folder "+
 			"tensor_cache_<tag>_mesh1xN)", tag)
@@ -77,10 +77,10 @@ func CheckTag(tag string) error {
 	return nil
 }
 
-// DeviceFor is the device folder of the profile's cache on a mesh: the
+// deviceFor is the device folder of the profile's cache on a mesh: the
 // profile's fixed Device when it has one, else upstream's name for the
 // number of devices of its architecture (Blackhole when unset).
-func (p *Profile) DeviceFor(m Mesh) (string, error) {
+func (p *Profile) deviceFor(m Mesh) (string, error) {
 	if p.Device != "" {
 		return p.Device, nil
 	}
@@ -88,5 +88,5 @@ func (p *Profile) DeviceFor(m Mesh) (string, error) {
 	if arch == "" {
 		arch = ArchBlackhole
 	}
-	return DeviceName(arch, m.Devices())
+	return deviceName(arch, m.devices())
 }

@@ -425,7 +425,7 @@ func (x *entryBuild) shape() bool {
 		fr, fc, dr, dc = fc, fr, dc, dr
 	}
 	if r.Batch != "" {
-		br, err := Eval(r.Batch, vars)
+		br, err := evalExpr(r.Batch, vars)
 		if err != nil {
 			return fail(ProblemConfig, "batch %s: %v", r.Batch, err)
 		}
@@ -561,12 +561,12 @@ func unstack(shards [][]Piece, rows []int64, n int64, J int) [][]Piece {
 	return out
 }
 
-func resolvePart(p Part, srcRows int64, vars Vars) (resolvedPart, error) {
+func resolvePart(p Part, srcRows int64, vars exprVars) (resolvedPart, error) {
 	rp := resolvedPart{Part: p, unitRows: 1}
 	var err error
 	ev := func(expr string, dst *int64) {
 		if err == nil && expr != "" {
-			*dst, err = Eval(expr, vars)
+			*dst, err = evalExpr(expr, vars)
 		}
 	}
 	ev(p.Offset, &rp.offset)
@@ -668,8 +668,8 @@ func crossSegs(rs, cs []seg) []Piece {
 	return ps
 }
 
-func evalShape(exprs []string, base Vars, rows, cols int64) ([]int64, error) {
-	vars := Vars{}
+func evalShape(exprs []string, base exprVars, rows, cols int64) ([]int64, error) {
+	vars := exprVars{}
 	for k, v := range base {
 		vars[k] = v
 	}
@@ -677,7 +677,7 @@ func evalShape(exprs []string, base Vars, rows, cols int64) ([]int64, error) {
 	out := make([]int64, len(exprs))
 	var prod int64 = 1
 	for i, e := range exprs {
-		v, err := Eval(e, vars)
+		v, err := evalExpr(e, vars)
 		if err != nil {
 			return nil, err
 		}

@@ -6,19 +6,19 @@ import (
 	"strings"
 )
 
-// Vars are the integer variables an expression may use: the integer
+// exprVars are the integer variables an expression may use: the integer
 // settings of the config (text section first, then top level), N (devices
 // of the mesh) and, in reshape shapes, rows and cols of the device matrix.
-type Vars map[string]int64
+type exprVars map[string]int64
 
-// Eval evaluates an integer expression: identifiers, non-negative integer
+// evalExpr evaluates an integer expression: identifiers, non-negative integer
 // literals, + - * / and parentheses, with the usual precedence, and the
 // function roundup(x, m): x rounded up to a multiple of m (the padding of
 // a dimension to whole tiles, as tt-metal's nearest_multiple and
 // math.ceil(x / m) * m compute it). Division must be exact; an inexact
 // division, an unknown identifier or function or a syntax error is an
 // error naming the expression.
-func Eval(expr string, vars Vars) (int64, error) {
+func evalExpr(expr string, vars exprVars) (int64, error) {
 	p := &exprParser{src: expr, vars: vars}
 	p.next()
 	v, err := p.sum()
@@ -48,7 +48,7 @@ type exprParser struct {
 	src        string
 	pos        int
 	tok        string
-	vars       Vars
+	vars       exprVars
 	syntaxOnly bool
 }
 
@@ -205,14 +205,14 @@ func (p *exprParser) call(name string) (int64, error) {
 }
 
 // evalAssert evaluates "lhs == rhs" (or "lhs != rhs").
-func evalAssert(a string, vars Vars) (bool, error) {
+func evalAssert(a string, vars exprVars) (bool, error) {
 	for _, op := range []string{"==", "!="} {
 		if l, r, ok := strings.Cut(a, op); ok {
-			lv, err := Eval(strings.TrimSpace(l), vars)
+			lv, err := evalExpr(strings.TrimSpace(l), vars)
 			if err != nil {
 				return false, err
 			}
-			rv, err := Eval(strings.TrimSpace(r), vars)
+			rv, err := evalExpr(strings.TrimSpace(r), vars)
 			if err != nil {
 				return false, err
 			}

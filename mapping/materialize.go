@@ -8,9 +8,9 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
-// MaxMaterialize bounds the number of values Materialize produces over all
+// maxMaterialize bounds the number of values Materialize produces over all
 // shards (it holds them in memory).
-const MaxMaterialize = 1 << 27
+const maxMaterialize = 1 << 27
 
 // Materialize computes the entry's shards in memory, following the recipe
 // of Entry: one row-major float32 slice per stored shard (N for a sharded
@@ -19,10 +19,10 @@ const MaxMaterialize = 1 << 27
 // conversion: FP8 dequantised in float32, then the entry's value ops (e.g.
 // rounded to bf16 nearest-even, +1.0 for unit-offset norms). It is a slow
 // reference for small tensors and for verifying a cache; it refuses
-// entries of more than MaxMaterialize values.
+// entries of more than maxMaterialize values.
 func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float32, []int64, error) {
 	per := e.MatrixRows * e.MatrixCols
-	if per*int64(len(e.Shards)) > MaxMaterialize {
+	if per*int64(len(e.Shards)) > maxMaterialize {
 		return nil, nil, fmt.Errorf("target %s: %d values are too many to materialise in memory", e.Target, per*int64(len(e.Shards)))
 	}
 	readers := make([]*ckpt.Values, len(e.Sources))
@@ -78,11 +78,11 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 			if raw, err = v.ReadRows(p.Row, p.Rows, raw, rowBuf[:need]); err != nil {
 				return nil, nil, fmt.Errorf("target %s: reading %s: %w", e.Target, e.Sources[p.Source].Name, err)
 			}
-			ops := OpsAfterRead(e.Values, v.BF16Exact())
+			ops := opsAfterRead(e.Values, v.BF16Exact())
 			for r := int64(0); r < p.Rows; r++ {
 				dst := block[(p.BlockRow+r)*e.MatrixCols+p.At:][:p.Cols]
 				copy(dst, rowBuf[r*v.Cols+p.Col:r*v.Cols+p.Col+p.Cols])
-				if err := ApplyValues(ops, dst); err != nil {
+				if err := applyValues(ops, dst); err != nil {
 					return nil, nil, fmt.Errorf("target %s: %w", e.Target, err)
 				}
 			}
@@ -95,24 +95,24 @@ func (e *Entry) Materialize(ctx context.Context, c *ckpt.Checkpoint) ([][]float3
 	return out, append([]int64(nil), e.DeviceShape...), nil
 }
 
-// OpsAfterRead returns the value ops to apply to values read from a
+// opsAfterRead returns the value ops to apply to values read from a
 // source: all of ops, or without a leading bf16 round when the values are
 // already stored as bf16 (ckpt.Values.BF16Exact) — torch's .to(bfloat16)
 // leaves a bf16 tensor as it is, NaN bits included.
-func OpsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
+func opsAfterRead(ops []ValueOp, bf16Exact bool) []ValueOp {
 	if bf16Exact && len(ops) > 0 && ops[0].Op == OpRound {
 		return ops[1:]
 	}
 	return ops
 }
 
-// ApplyValues applies value ops to vals in place, in order. Converters that
+// applyValues applies value ops to vals in place, in order. Converters that
 // stream an entry apply it to each chunk of values they read. "round" to
 // BF16 is torch's .to(torch.bfloat16) and tt-metal's host conversion:
 // nearest even, and every NaN becomes the one pattern 0x7FC0
 // (numfmt.TTNaN), as torch's scalar kernels write it (cache build's
 // default follows the vectorised kernels instead, 0xFFFF: BuildOptions.NaN).
-func ApplyValues(ops []ValueOp, vals []float32) error {
+func applyValues(ops []ValueOp, vals []float32) error {
 	for _, op := range ops {
 		e, err := op.Elementwise()
 		if err != nil {

@@ -6,9 +6,9 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
-// Board is a Tenstorrent board family and the DRAM of each of its chips
+// board is a Tenstorrent board family and the DRAM of each of its chips
 // (each chip is one device of a mesh).
-type Board struct {
+type board struct {
 	Name string `json:"name"` // as a device folder names it: P150, P300, N150, N300...
 	// Chip describes the chip and its DRAM, e.g. "Blackhole, 32 GiB GDDR6".
 	Chip string `json:"chip"`
@@ -35,7 +35,7 @@ type Board struct {
 //
 // GDDR6 parts come in binary densities, so "32 GB" is 32 GiB.
 // Multi-board folders (P150x4, T3K...) are meshes of the same chips.
-var boards = map[string]Board{
+var boards = map[string]board{
 	"P100":   {Name: "P100", Chip: "Blackhole p100a, 28 GiB GDDR6", DRAM: 28 << 30, Arch: ArchBlackhole, Chips: 1},
 	"P150":   {Name: "P150", Chip: "Blackhole p150, 32 GiB GDDR6", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 1},
 	"P300":   {Name: "P300", Chip: "Blackhole p300, 32 GiB GDDR6 per chip (two chips)", DRAM: 32 << 30, Arch: ArchBlackhole, Chips: 2},
@@ -65,12 +65,12 @@ func archName(arch string) string {
 // and memory configs are not the ones planned). None for a folder that
 // is no known board (--device, MESH_DEVICE such as P300x2).
 func deviceProblems(p *Profile, device string, mesh Mesh) []string {
-	b, ok := BoardOf(device)
+	b, ok := boardOf(device)
 	if !ok {
 		return nil
 	}
 	var out []string
-	if n := mesh.Devices(); n > b.Chips {
+	if n := mesh.devices(); n > b.Chips {
 		out = append(out, fmt.Sprintf("device folder %s is a %s board with %d chip(s): a %s mesh of %d devices does not open on it (a mesh of at most %d "+
 			"devices, or the device folder of a larger system: --device or MESH_DEVICE)",
 			device, archName(b.Arch), b.Chips, mesh, n, b.Chips))
@@ -88,8 +88,8 @@ func deviceProblems(p *Profile, device string, mesh Mesh) []string {
 	return out
 }
 
-// BoardOf returns the known board of a device folder name.
-func BoardOf(device string) (Board, bool) {
+// boardOf returns the known board of a device folder name.
+func boardOf(device string) (board, bool) {
 	b, ok := boards[device]
 	return b, ok
 }
@@ -121,7 +121,9 @@ type Memory struct {
 	LargestFile      string `json:"largest_file"`
 	LargestFileBytes int64  `json:"largest_file_bytes"`
 	// DRAM is the DRAM of one device (0: unknown), DRAMFrom where the
-	// figure comes from ("--device-dram" or the board's Chip).
+	// figure comes from: the caller's word for its DeviceDRAM option
+	// (PlanOptions.Words; "Options.DeviceDRAM" without one), or the
+	// board's Chip.
 	DRAM     int64  `json:"dram,omitempty"`
 	DRAMFrom string `json:"dram_from,omitempty"`
 	// Fits and Headroom (the smallest of the devices') are set when DRAM
@@ -135,23 +137,24 @@ type Memory struct {
 
 // Memory computes what each device holds under the plan (its vision part
 // included: the tower is on the same devices). dram is the DRAM
-// of one device; 0 takes it from the plan's device folder when it is a
-// known board (BoardOf), else the fit is not judged.
+// of one device (the DeviceDRAM option of the caller's Options); 0 takes
+// it from the plan's device folder when it is a known board (boardOf),
+// else the fit is not judged.
 func (pl *Plan) Memory(dram int64) (Memory, error) {
 	m := Memory{PerDevice: []DeviceBytes{}}
 	switch {
 	case dram > 0:
-		m.DRAM, m.DRAMFrom = dram, "--device-dram"
+		m.DRAM, m.DRAMFrom = dram, pl.words.Of("DeviceDRAM")
 	default:
-		if b, ok := BoardOf(pl.Device); ok {
+		if b, ok := boardOf(pl.Device); ok {
 			m.DRAM, m.DRAMFrom = b.DRAM, b.Chip
 		}
 	}
-	n := pl.Mesh.Devices()
+	n := pl.Mesh.devices()
 	for i := 0; i < n; i++ {
 		m.PerDevice = append(m.PerDevice, DeviceBytes{Device: i, Coord: []int{i / max(pl.Mesh.Cols, 1), i % max(pl.Mesh.Cols, 1)}})
 	}
-	for _, e := range pl.AllEntries() {
+	for _, e := range pl.allEntries() {
 		size, err := pieceBytes(e)
 		if err != nil {
 			return m, err
@@ -176,8 +179,8 @@ func (pl *Plan) Memory(dram int64) (Memory, error) {
 			}
 		}
 	}
-	if b, ok := BoardOf(pl.Device); ok && dram <= 0 && pl.Mesh.Devices() > b.Chips {
-		m.NotJudged = fmt.Sprintf("a %s mesh has %d devices, and %s has %d chip(s)", pl.Mesh, pl.Mesh.Devices(), pl.Device, b.Chips)
+	if b, ok := boardOf(pl.Device); ok && dram <= 0 && pl.Mesh.devices() > b.Chips {
+		m.NotJudged = fmt.Sprintf("a %s mesh has %d devices, and %s has %d chip(s)", pl.Mesh, pl.Mesh.devices(), pl.Device, b.Chips)
 	}
 	if m.DRAM > 0 && m.NotJudged == "" {
 		fits := true

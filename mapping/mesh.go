@@ -34,8 +34,8 @@ func ParseMesh(s string) (Mesh, error) {
 // String is "1x2".
 func (m Mesh) String() string { return fmt.Sprintf("%dx%d", m.Rows, m.Cols) }
 
-// Devices is the number of devices.
-func (m Mesh) Devices() int { return m.Rows * m.Cols }
+// devices is the number of devices.
+func (m Mesh) devices() int { return m.Rows * m.Cols }
 
 // MarshalText makes a Mesh a JSON string.
 func (m Mesh) MarshalText() ([]byte, error) { return []byte(m.String()), nil }

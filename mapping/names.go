@@ -49,12 +49,12 @@ func PlanNames(p *Profile, mesh Mesh, set Settings, device string, files []strin
 	// The vision part's rules of block L name the tower's blocks, not
 	// decoder layers; the notes say so.
 	layers, layerWord := "decoder layers", "layer"
-	if p.Scope == VisionPrefix {
+	if p.Scope == visionPrefix {
 		layers, layerWord = "vision blocks", "block"
 		plan.Part = PartVision
 	}
-	n := mesh.Devices()
-	vars := Vars{"N": int64(n), NumDevices: int64(n)}
+	n := mesh.devices()
+	vars := exprVars{"N": int64(n), NumDevices: int64(n)}
 	b := &builder{plan: plan}
 	rules, err := nameRules(b, p)
 	if err != nil {
@@ -131,7 +131,7 @@ type namesSeen struct {
 // seeNames reads the names: the layers, their types and the config
 // conditions some name stands for; it sets the first full-attention
 // layer in vars.
-func seeNames(rules []*nameRule, names []string, vars Vars) *namesSeen {
+func seeNames(rules []*nameRule, names []string, vars exprVars) *namesSeen {
 	maxLayer := -1
 	votes := map[int]map[string]int{}
 	observed := map[string]bool{}
@@ -169,7 +169,7 @@ func seeNames(rules []*nameRule, names []string, vars Vars) *namesSeen {
 				moeFixed = true
 			}
 			l, err := strconv.Atoi(bind["L"])
-			if err != nil || l < 0 || l >= MaxNamedLayers {
+			if err != nil || l < 0 || l >= maxNamedLayers {
 				continue // not a layer index (its files are extra)
 			}
 			maxLayer = max(maxLayer, l)
@@ -214,8 +214,8 @@ func seeNames(rules []*nameRule, names []string, vars Vars) *namesSeen {
 // given what the names show, sorted by target; it returns the conditions
 // no name shows and the targets whose config values the names cannot
 // give.
-func expectEntries(plan *Plan, rules []*nameRule, names []string, seen *namesSeen, vars Vars) (map[string]bool, []string, error) {
-	n := plan.Mesh.Devices()
+func expectEntries(plan *Plan, rules []*nameRule, names []string, seen *namesSeen, vars exprVars) (map[string]bool, []string, error) {
+	n := plan.Mesh.devices()
 	observed, certain, moeLayer, moeFixed, layerTypes := seen.observed, seen.certain, seen.moeLayer, seen.moeFixed, seen.layerTypes
 	unobserved := map[string]bool{}
 	// sureOf: the file's entry is of a rule whose conditions are all
@@ -366,11 +366,11 @@ func nameNotes(p *Profile, rules []*nameRule, seen *namesSeen, layers, layerWord
 	return notes
 }
 
-// MaxNamedLayers bounds the decoder layers PlanNames infers from names:
+// maxNamedLayers bounds the decoder layers PlanNames infers from names:
 // a file naming a layer index at or above it counts as no layer's (it is
 // then extra), so that a stray name cannot make millions of files
 // expected.
-const MaxNamedLayers = 4096
+const maxNamedLayers = 4096
 
 // nameRule is a rule whose target is compiled to match cache names.
 type nameRule struct {
@@ -390,7 +390,7 @@ type nameRule struct {
 // compileTarget compiles r's target: a capture of the sources matches
 // one dotted segment, an expression the value vars give it (any integer
 // when vars is nil or lacks a variable of it).
-func compileTarget(r *Rule, caps map[string]bool, vars Vars) (*nameRule, error) {
+func compileTarget(r *Rule, caps map[string]bool, vars exprVars) (*nameRule, error) {
 	nr := &nameRule{rule: r, caps: caps}
 	var sb strings.Builder
 	sb.WriteString("^")
@@ -415,7 +415,7 @@ func compileTarget(r *Rule, caps map[string]bool, vars Vars) (*nameRule, error) 
 			nr.groups = append(nr.groups, name)
 			nr.pieces = append(nr.pieces, "{"+name+"}")
 		default:
-			v, err := Eval(name, vars)
+			v, err := evalExpr(name, vars)
 			if vars != nil && err == nil {
 				s := strconv.FormatInt(v, 10)
 				sb.WriteString(regexp.QuoteMeta(s))

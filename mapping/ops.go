@@ -108,16 +108,16 @@ var ops = []opSpec{
 		},
 		plan: func(s *Step, c *chain) error {
 			var err error
-			if c.colStart, err = Eval(s.Start, c.vars); err != nil {
+			if c.colStart, err = evalExpr(s.Start, c.vars); err != nil {
 				return err
 			}
-			if c.colCount, err = Eval(s.Count, c.vars); err != nil {
+			if c.colCount, err = evalExpr(s.Count, c.vars); err != nil {
 				return err
 			}
 			c.colUnit, c.colPad, c.colRepeat = c.colCount, 0, 1
 			ev := func(e string, dst *int64) {
 				if err == nil && e != "" {
-					*dst, err = Eval(e, c.vars)
+					*dst, err = evalExpr(e, c.vars)
 				}
 			}
 			ev(s.Unit, &c.colUnit)
@@ -181,12 +181,12 @@ var ops = []opSpec{
 		plan: func(s *Step, c *chain) error {
 			var err error
 			if s.Rows != "" {
-				if c.padRows, err = Eval(s.Rows, c.vars); err != nil {
+				if c.padRows, err = evalExpr(s.Rows, c.vars); err != nil {
 					return err
 				}
 			}
 			if s.Cols != "" {
-				c.padCols, err = Eval(s.Cols, c.vars)
+				c.padCols, err = evalExpr(s.Cols, c.vars)
 			}
 			return err
 		},
@@ -404,7 +404,7 @@ func (r *Rule) validateSteps() error {
 // chain is a rule's transform chain interpreted for one binding of its
 // sources: what the entry's recipe takes from each step.
 type chain struct {
-	vars Vars
+	vars exprVars
 	rows []int64 // rows of each source's matrix view
 	// values are the value ops in order; the rest come from layout steps.
 	values             []ValueOp
@@ -423,7 +423,7 @@ type chain struct {
 
 // planSteps interprets a validated transform chain for one binding. Its
 // errors are config problems of the target.
-func planSteps(steps []Step, vars Vars, rows []int64) (*chain, error) {
+func planSteps(steps []Step, vars exprVars, rows []int64) (*chain, error) {
 	c := &chain{vars: vars, rows: rows, colCount: -1}
 	for i := range steps {
 		spec := steps[i].Op.spec()
@@ -479,7 +479,7 @@ type Elem struct {
 
 // Apply applies the op to vals in place; a NaN a bf16 rounding meets
 // becomes what nan says. It is the one place a value op is computed
-// (ApplyValues and the cache builder's compiled ops call it).
+// (applyValues and the cache builder's compiled ops call it).
 func (e Elem) Apply(vals []float32, nan numfmt.NaNPolicy) {
 	switch e.Kind {
 	case ElemRound:
@@ -499,7 +499,7 @@ func (e Elem) Apply(vals []float32, nan numfmt.NaNPolicy) {
 
 // Elementwise is what a value op does to every value: round it to bf16
 // (round), add a constant in float32 (add), or take −exp in float32
-// (neg_exp). It is the one interpreter of value ops (ApplyValues and the
+// (neg_exp). It is the one interpreter of value ops (applyValues and the
 // cache builder's compiled ops use it); an op that is not a value op, or a
 // rounding to another dtype, is an error.
 func (v ValueOp) Elementwise() (Elem, error) {

@@ -20,7 +20,7 @@ type Plan struct {
 	// Settings holds the value of every profile variable the plan was
 	// built with (defaults for the mesh, then overrides).
 	Settings Settings
-	// Device is the device folder of the cache (Profile.DeviceFor, or the
+	// Device is the device folder of the cache (Profile.deviceFor, or the
 	// --device / MESH_DEVICE override); CacheDir the cache directory
 	// relative to the cache root (<device>/tensor_cache_<tag>_mesh<R>x<C>);
 	// every Entry.File is under it.
@@ -47,12 +47,15 @@ type Plan struct {
 	Problems []ckpt.Finding // why the plan cannot be executed (ids Problem*)
 	Warnings []string
 	// Ignore are the --ignore globs the plan was made with
-	// (PlanOptions.Ignores; Resolve sets it): the Glob of the Ignored
+	// (PlanOptions.ignoreGlobs; Resolve sets it): the Glob of the Ignored
 	// tensors they left out.
 	Ignore []string
 	// Variant is the variant of a directory source the plan was made from
 	// (PlanOptions.Variant; Resolve sets it), "" for the default.
 	Variant string
+	// words are the caller's names of its options (PlanOptions.Words;
+	// Resolve sets them): Memory names the DRAM figure's option by them.
+	words ckpt.Words
 }
 
 // Ignored is a tensor left out with the reason of its ignore rule; Glob is
@@ -311,7 +314,7 @@ func (p *Profile) Resolve(m Mesh, set Settings) (Settings, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		v := p.Variable(k)
+		v := p.variable(k)
 		if v == nil {
 			var known []string
 			for _, x := range p.Variables {
@@ -369,7 +372,7 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 func (p *Profile) splitSettings(set Settings) (main, vision Settings) {
 	main, vision = Settings{}, Settings{}
 	for k, v := range set {
-		if p.Vision != nil && p.Variable(k) == nil && p.Vision.Variable(k) != nil {
+		if p.Vision != nil && p.variable(k) == nil && p.Vision.variable(k) != nil {
 			vision[k] = v
 		} else {
 			main[k] = v
@@ -378,9 +381,9 @@ func (p *Profile) splitSettings(set Settings) (main, vision Settings) {
 	return main, vision
 }
 
-// ResolveAll is Resolve for p and its vision part: each takes the settings
+// resolveAll is Resolve for p and its vision part: each takes the settings
 // of the variables it declares.
-func (p *Profile) ResolveAll(m Mesh, set Settings) error {
+func (p *Profile) resolveAll(m Mesh, set Settings) error {
 	main, vision := p.splitSettings(set)
 	if _, err := p.Resolve(m, main); err != nil {
 		return err
@@ -444,21 +447,12 @@ func (p *Plan) Unaccounted(c *ckpt.Checkpoint) []string {
 	return out
 }
 
-// AllEntries lists the plan's entries, then its vision part's.
-func (p *Plan) AllEntries() []*Entry {
+// allEntries lists the plan's entries, then its vision part's.
+func (p *Plan) allEntries() []*Entry {
 	if p.Vision == nil {
 		return p.Entries
 	}
 	return append(append([]*Entry(nil), p.Entries...), p.Vision.Entries...)
-}
-
-// Parts lists the plan and its vision part (each a plan of one cache
-// folder), in that order.
-func (p *Plan) Parts() []*Plan {
-	if p.Vision == nil {
-		return []*Plan{p}
-	}
-	return []*Plan{p, p.Vision}
 }
 
 // inScope reports whether the profile plans the tensor (Profile.Scope).

@@ -16,7 +16,7 @@ type Profile struct {
 	Description string  `json:"description,omitempty"`
 	Pinned      *Pinned `json:"pinned,omitempty"`
 	// Device and Tag name the cache root <Device>/tensor_cache_<Tag>_mesh<R>x<C>.
-	// An empty Device is upstream's name for the mesh (DeviceFor): P150,
+	// An empty Device is upstream's name for the mesh (deviceFor): P150,
 	// P300, P150x4... on Blackhole; Arch says which table ("" is Blackhole).
 	Device string `json:"device,omitempty"`
 	Arch   string `json:"arch,omitempty"`
@@ -131,7 +131,7 @@ type Variable struct {
 
 // DefaultFor is the variable's value on a mesh when nothing overrides it.
 func (v *Variable) DefaultFor(m Mesh) bool {
-	if m.Devices() > 1 {
+	if m.devices() > 1 {
 		return v.Default
 	}
 	return v.SingleDevice
@@ -423,12 +423,12 @@ type Ignore struct {
 	When Conditions `json:"when,omitempty"`
 }
 
-// IgnoreReason is the reason of the ignore rule `--ignore GLOB` adds.
-func IgnoreReason(glob string) string { return "--ignore " + glob }
+// ignoreReason is the reason of the ignore rule `--ignore GLOB` adds.
+func ignoreReason(glob string) string { return "--ignore " + glob }
 
 // WithIgnores returns a copy of p with one Glob ignore rule per glob (the
 // --ignore globs of the command line), after the profile's own ignore
-// rules, each with the reason IgnoreReason(glob).
+// rules, each with the reason ignoreReason(glob).
 func (p *Profile) WithIgnores(globs []string) *Profile {
 	if len(globs) == 0 {
 		return p
@@ -436,7 +436,7 @@ func (p *Profile) WithIgnores(globs []string) *Profile {
 	cp := *p
 	cp.Ignore = append(append([]Ignore(nil), p.Ignore...), make([]Ignore, 0, len(globs))...)
 	for _, g := range globs {
-		cp.Ignore = append(cp.Ignore, Ignore{Glob: g, Reason: IgnoreReason(g)})
+		cp.Ignore = append(cp.Ignore, Ignore{Glob: g, Reason: ignoreReason(g)})
 	}
 	return &cp
 }
@@ -486,8 +486,8 @@ func (p *Profile) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Variable returns the profile variable of that name, or nil.
-func (p *Profile) Variable(name string) *Variable {
+// variable returns the profile variable of that name, or nil.
+func (p *Profile) variable(name string) *Variable {
 	for i := range p.Variables {
 		if p.Variables[i].Name == name {
 			return &p.Variables[i]

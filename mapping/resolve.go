@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -34,16 +35,20 @@ type PlanOptions struct {
 	Variant string
 	// Ignore are the --ignore globs, compiled (ckpt.ParseGlob): tensors
 	// no rule maps that one of them matches are ignored, with the reason
-	// IgnoreReason(glob) (Profile.WithIgnores). Each must match a tensor
+	// ignoreReason(glob) (Profile.WithIgnores). Each must match a tensor
 	// name of the source (else *ckpt.EmptySelectionError, a usage error).
 	Ignore []ckpt.Glob
 	// BaseIgnore holds the globs that apply when Ignore is nil (those a
 	// cache's manifest records, as it records them), without that check.
 	BaseIgnore []string
+	// Words are the caller's names of the options of the plan's workflow
+	// (ckpt.Words, keyed by field: "Ignore", "DeviceDRAM" of
+	// Options.DeviceDRAM), for the messages and the JSON that name one.
+	Words ckpt.Words
 }
 
-// Ignores are the ignore globs the plan applies: Ignore, else BaseIgnore.
-func (o PlanOptions) Ignores() []string {
+// ignoreGlobs are the ignore globs the plan applies: Ignore, else BaseIgnore.
+func (o PlanOptions) ignoreGlobs() []string {
 	if o.Ignore != nil {
 		return globTexts(o.Ignore)
 	}
@@ -91,7 +96,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 		cp.Device = o.MeshDevice
 	}
 	if cp.Device != "" {
-		if err := CheckDeviceFolder(cp.Device); err != nil {
+		if err := checkDeviceFolder(cp.Device); err != nil {
 			return nil, usage(err)
 		}
 		if cp.Vision != nil {
@@ -104,7 +109,7 @@ func (o PlanOptions) LoadProfile() (*Profile, error) {
 	if o.Tag != "" {
 		cp.Tag = o.Tag
 	}
-	if err := CheckTag(cp.Tag); cp.Tag != "" && err != nil {
+	if err := checkTag(cp.Tag); cp.Tag != "" && err != nil {
 		return nil, usage(err)
 	}
 	return &cp, nil
@@ -123,7 +128,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err != nil {
 		return nil, nil, err
 	}
-	prof = prof.WithIgnores(o.Ignores())
+	prof = prof.WithIgnores(o.ignoreGlobs())
 	mesh := o.Mesh
 	if mesh == (Mesh{}) {
 		mesh = DefaultMesh
@@ -131,15 +136,21 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	set := Settings{}
 	maps.Copy(set, o.Base)
 	maps.Copy(set, o.Set) // Set overrides Base
-	if err := prof.ResolveAll(mesh, set); err != nil {
+	if err := prof.resolveAll(mesh, set); err != nil {
 		return nil, nil, &SettingError{Err: err}
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := ckpt.CheckGlobsMatch("--ignore", globTexts(o.Ignore), src, c.Names()); err != nil {
+	if err := ckpt.CheckGlobsMatch(ignoreField, globTexts(o.Ignore), src, c.Names()); err != nil {
 		c.Close()
+		var se *ckpt.EmptySelectionError
+		if errors.As(err, &se) {
+			// The option by its field (Error, and the caller's With),
+			// or by the caller's word for it when it gave one.
+			se.Flag = o.Words[ignoreField]
+		}
 		return nil, nil, err
 	}
 	plan, err := BuildWith(c, prof, mesh, set)
@@ -147,15 +158,19 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		c.Close()
 		return nil, nil, err
 	}
-	plan.Ignore = append([]string(nil), o.Ignores()...)
+	plan.Ignore = append([]string(nil), o.ignoreGlobs()...)
 	plan.Variant = o.Variant
+	plan.words = o.Words
 	if plan.Vision != nil {
 		// Its manifest records them too: its plan is made with them.
-		plan.Vision.Ignore = append([]string(nil), o.Ignores()...)
+		plan.Vision.Ignore = append([]string(nil), o.ignoreGlobs()...)
 		plan.Vision.Variant = o.Variant
 	}
 	return c, plan, err
 }
+
+// ignoreField is the field of the ignore globs (PlanOptions.Ignore).
+const ignoreField = "Ignore"
 
 // SettingError is Resolve's refusal of the settings of a plan
 // (PlanOptions.Set over Base): a variable the profile does not have, or a

@@ -130,11 +130,11 @@ func (pl *Plan) Document() Document {
 	return res
 }
 
-// Select returns the part of the document whose source tensors m selects
+// selectBy returns the part of the document whose source tensors m selects
 // (ckpt map --match): the entries with a selected source, the ignored and
 // unmapped tensors m selects, their warnings, and the summary of those.
 // Problems concern the plan as a whole and are all kept.
-func (r Document) Select(m *ckpt.Matcher) Document {
+func (r Document) selectBy(m *ckpt.Matcher) Document {
 	out := r
 	whole := r.Summary
 	if r.Whole != nil {
@@ -181,7 +181,7 @@ func (r Document) Select(m *ckpt.Matcher) Document {
 	out.Summary = SummaryRecord{Targets: len(out.Entries), Sources: len(sources), Scales: len(scales), Ignored: len(out.Ignored),
 		Unmapped: len(out.Unmapped), Problems: len(out.Problems), Warnings: len(out.Warnings)}
 	if r.Vision != nil {
-		v := r.Vision.Select(m)
+		v := r.Vision.selectBy(m)
 		out.Vision = &v
 	}
 	return out

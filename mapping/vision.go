@@ -7,21 +7,8 @@ package mapping
 // into that folder, and the text plan lists the tower's tensors as ignored
 // with a reason that names it.
 
-// VisionPrefix is the name prefix of the vision tower's tensors.
-const VisionPrefix = "model.visual."
-
-// VisionFolder is the cache folder the qwen36 vision tower writes under a
-// device folder: tt_transformers' ModelArgs.weight_cache_path for
-// bfloat8_b weights (models/tt_transformers/tt/model_config.py@0039cbf0),
-// without the mesh suffix of the text model's folder, and with "instruct"
-// when ModelArgs.instruct is set (HF_MODEL, lower-cased, contains
-// "instruct" or "it").
-func VisionFolder(device string, instruct bool) string {
-	if instruct {
-		return device + "/tensor_cache_instruct_bfp8"
-	}
-	return device + "/tensor_cache_bfp8"
-}
+// visionPrefix is the name prefix of the vision tower's tensors.
+const visionPrefix = "model.visual."
 
 // VisionInstructTag is the tag of the vision folder with instruct set.
 const VisionInstructTag = "instruct_bfp8"
@@ -48,7 +35,7 @@ const (
 // visionIgnore is the ignore rule of the built-in text profiles for the
 // vision tower: the vision part plans it, into its own folder.
 func visionIgnore() Ignore {
-	return Ignore{Prefix: VisionPrefix, Reason: "vision tower: the qwen36 demo caches it in its own folder <device>/tensor_cache_bfp8 " +
+	return Ignore{Prefix: visionPrefix, Reason: "vision tower: the qwen36 demo caches it in its own folder <device>/tensor_cache_bfp8 " +
 		"(tensor_cache_instruct_bfp8 with --set instruct=true, when HF_MODEL contains \"instruct\" or \"it\"); the profile's vision part " +
 		"plans it there (docs/tensor-cache-layout.md, The vision tower)"}
 }
@@ -103,7 +90,7 @@ func visionProfile() *Profile {
 		Tag:       "bfp8",
 		Folder:    FolderUnmeshed,
 		Config:    "vision_config",
-		Scope:     VisionPrefix,
+		Scope:     visionPrefix,
 		TagSwitch: &TagSwitch{Var: VarInstruct, Tag: VisionInstructTag},
 		Variables: []Variable{{Name: VarInstruct, Doc: "tt_transformers' ModelArgs.instruct (HF_MODEL, lower-cased, contains \"instruct\" or " +
 			"\"it\"): the vision folder is tensor_cache_instruct_bfp8", Upstream: "models/tt_transformers/tt/model_config.py@0039cbf0 (weight_cache_path)"},
@@ -120,7 +107,7 @@ func visionProfile() *Profile {
 				"linear_fc2_b_repl) and so are the three embedding files.",
 		},
 	}
-	blk := VisionPrefix + "blocks.{L}."
+	blk := visionPrefix + "blocks.{L}."
 	tblk := "visual.blocks.{L}."
 	tp := ".tp{" + NumDevices + "}"
 	hd := "hidden_size/num_heads"
@@ -186,7 +173,7 @@ func visionProfile() *Profile {
 			add(layerNorm(n+"."+wb, tblk+n+wb, blk+n+"."+wb, true))
 		}
 	}
-	mg, tmg := VisionPrefix+"merger.", "visual.merger."
+	mg, tmg := visionPrefix+"merger.", "visual.merger."
 	mgNote := "patch_merger.py@" + visionMerger[:8]
 	for _, wb := range []string{"weight", "bias"} {
 		add(layerNorm("merger.norm."+wb, tmg+"norm"+wb, mg+"norm."+wb, false))
@@ -224,24 +211,24 @@ func addVisionEmbed(p *Profile, tp string, col2D Placement, frac, repl Condition
 		"patch_embed and fast_pos_embed_interpolate) when QWEN36_HOST_VISION_EMBED=1 (" + qwen36Vision + "model.py@" + visionModel[:8] +
 		"), as model.py@" + visionModelHost[:8] + " always does, and VisionEmbed writes no file"
 	for _, n := range []string{"patch_embed.proj.weight", "patch_embed.proj.bias", "pos_embed.weight"} {
-		p.Ignore = append(p.Ignore, Ignore{Template: VisionPrefix + n, Reason: hostReason, When: Conditions{host}})
+		p.Ignore = append(p.Ignore, Ignore{Template: visionPrefix + n, Reason: hostReason, When: Conditions{host}})
 	}
 	for _, rp := range []struct {
 		sfx  string
 		pl   Placement
 		when Condition
 	}{{"", col2D, frac}, {".repl", replicated, repl}} {
-		pw := r("patch_embed.w"+rp.sfx, "visual.patch_embed_proj_w"+tp, VisionPrefix+"patch_embed.proj.weight", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
+		pw := r("patch_embed.w"+rp.sfx, "visual.patch_embed_proj_w"+tp, visionPrefix+"patch_embed.proj.weight", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
 			embNote+": the Conv3d weight flattened to [in_channels·temporal_patch_size·patch_size², hidden_size]", transposeStep(), tile4)
 		pw.Flat = true // proj.weight.reshape(embed_dim, -1)
 		add(pw)
-		add(r("patch_embed.b"+rp.sfx, "visual.patch_embed_proj_b"+tp, VisionPrefix+"patch_embed.proj.bias", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
+		add(r("patch_embed.b"+rp.sfx, "visual.patch_embed_proj_b"+tp, visionPrefix+"patch_embed.proj.bias", rp.pl, BFloat16, Tile, Conditions{device, rp.when},
 			embNote+": [1, 1, 1, hidden_size]", transposeStep(), tile4))
 		pos := rp.pl
 		if pos.Kind == "shard" {
 			pos = Placement{Kind: "shard", Dim: -1, Split: "cols", MeshAxes: meshCols2D}
 		}
-		add(r("pos_embed"+rp.sfx, "visual.pos_embed_w_rm"+tp, VisionPrefix+"pos_embed.weight", pos, BFloat16, RowMajor, Conditions{device, rp.when},
+		add(r("pos_embed"+rp.sfx, "visual.pos_embed_w_rm"+tp, visionPrefix+"pos_embed.weight", pos, BFloat16, RowMajor, Conditions{device, rp.when},
 			embNote+": ROW_MAJOR for ttnn.embedding"))
 	}
 }

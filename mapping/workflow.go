@@ -23,7 +23,7 @@ type Options struct {
 	// (check.PlanModel, in cache/check); the result then has the plan but no document.
 	AgainstCache string
 	// Select selects the source tensors whose targets the document lists
-	// (Document.Select); nil, or a Matcher of no globs, lists them all.
+	// (Document.selectBy); nil, or a Matcher of no globs, lists them all.
 	Select *ckpt.Matcher
 	// DeviceDRAM is the DRAM of one device in bytes (0 for the board's).
 	DeviceDRAM int64
@@ -58,7 +58,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	m := opts.Select
 	selecting := len(m.Include()) > 0 || len(m.Exclude()) > 0
 	if opts.List {
-		return &Result{Profiles: &ProfileList{Default: BuiltinName, DefaultReason: DefaultReason, Profiles: Profiles()}}, nil
+		return &Result{Profiles: &ProfileList{Default: BuiltinName, DefaultReason: defaultReason, Profiles: builtinProfiles()}}, nil
 	}
 	if opts.Dump {
 		prof, err := opts.Plan.LoadProfile()
@@ -90,7 +90,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		if err := m.CheckSelection(c.Source, c.Names()); err != nil {
 			return res, err
 		}
-		doc = doc.Select(m)
+		doc = doc.selectBy(m)
 	}
 	res.Doc = &doc
 	return res, nil

@@ -105,7 +105,8 @@ func Write(ctx context.Context, dir string, w io.Writer, opt WriteOptions) (*Pac
 		cm, b, why := companionOf(cf, m)
 		if why != "" {
 			p.Missing = cf.Path()
-			p.Warnings = append(p.Warnings, fmt.Sprintf("the model's other folder %s is not in the archive: %s; the archive holds %s alone", cf.Path(), why, folder.Path()))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("the model's other folder %s is not in the archive: %s; the archive holds %s alone",
+				cf.Path(), why, folder.Path()))
 		} else {
 			p.Companion, p.CompanionFolder, cb = cm, cf, b
 			if m.Part == mapping.PartVision {

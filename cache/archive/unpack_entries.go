@@ -213,7 +213,8 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	}
 	p, ok := u.owner[name]
 	if !ok && path.Base(name) == cache.ManifestName {
-		return bad(name, "a manifest out of place (an archive holds the manifest of a second folder only right after the first one, and only of the folder that one names as its companion)")
+		return bad(name, "a manifest out of place (an archive holds the manifest of a second folder only right after the first one, "+
+			"and only of the folder that one names as its companion)")
 	}
 	var rec cache.FileRecord
 	if ok {
@@ -364,10 +365,13 @@ func (u *unpacker) checkSpace() error {
 		}
 		first := q.parts[0]
 		if len(q.parts) == 1 {
-			return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
-				q.files, ckpt.FormatBytes(q.need), ckpt.FormatBytes(avail))}
+			return &ckpt.WriteError{Op: "unpacking", Path: first.path,
+				Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
+					q.files, ckpt.FormatBytes(q.need), ckpt.FormatBytes(avail))}
 		}
-		return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files of the model's two folders (this one and %s, on one file system) need %s (%d bytes) together; %s (%d bytes) is free beside the folders (the old copies stay until the new ones are complete)",
+		return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files of the model's two folders "+
+			"(this one and %s, on one file system) need %s (%d bytes) together; %s (%d bytes) is free beside the folders "+
+			"(the old copies stay until the new ones are complete)",
 			q.files, q.parts[1].path, ckpt.FormatBytes(q.need), q.need, ckpt.FormatBytes(avail), avail)}
 	}
 	return nil

@@ -98,8 +98,8 @@ func DTypeRuleOf(c *ckpt.Checkpoint) DTypeRule {
 	return r
 }
 
-// Accepts reports whether the rule accepts dtype d for the tensor name.
-func (r DTypeRule) Accepts(name string, d numfmt.DType) bool {
+// accepts reports whether the rule accepts dtype d for the tensor name.
+func (r DTypeRule) accepts(name string, d numfmt.DType) bool {
 	return r.Expected == "" || d == r.Expected || slices.Contains(r.Also[name], d)
 }
 
@@ -113,7 +113,7 @@ func (r DTypeRule) Findings(c *ckpt.Checkpoint) []ckpt.Finding {
 	}
 	by := map[numfmt.DType][]string{}
 	for _, t := range c.Tensors {
-		if !PlainFloat(t.DType) || ckpt.IsBookkeeping(t.Name) || r.Accepts(t.Name, t.DType) {
+		if !PlainFloat(t.DType) || ckpt.IsBookkeeping(t.Name) || r.accepts(t.Name, t.DType) {
 			continue
 		}
 		by[t.DType] = append(by[t.DType], t.Name)

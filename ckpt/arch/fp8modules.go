@@ -8,16 +8,18 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// FP8ModulesSource is the upstream code the FP8 module table follows:
-// transformers' FineGrainedFP8 quantizer replaces (replace_with_fp8_linear)
-// every module whose type is exactly nn.Linear by an FP8Linear and every
-// module named "*.experts" by an FP8Experts, unless should_convert_module
-// keeps it (quant.NotConvertList); FP8Experts refuses expert biases (its
-// __init__ asserts has_bias is False). The modules of each family are the
-// nn.Linear and experts modules its modeling file builds.
-const FP8ModulesSource = "huggingface/transformers src/transformers/integrations/finegrained_fp8.py@v5.23.0 " +
-	"(replace_with_fp8_linear, FP8Experts) and src/transformers/models/{llama/modeling_llama.py, qwen3/modeling_qwen3.py, " +
-	"qwen3_moe/modeling_qwen3_moe.py, qwen3_next/modeling_qwen3_next.py, gpt_oss/modeling_gpt_oss.py}@v5.23.0"
+// The FP8 module table follows huggingface/transformers
+// src/transformers/integrations/finegrained_fp8.py@v5.23.0
+// (replace_with_fp8_linear, FP8Experts) and
+// src/transformers/models/{llama/modeling_llama.py, qwen3/modeling_qwen3.py,
+// qwen3_moe/modeling_qwen3_moe.py, qwen3_next/modeling_qwen3_next.py,
+// gpt_oss/modeling_gpt_oss.py}@v5.23.0: transformers' FineGrainedFP8
+// quantizer replaces (replace_with_fp8_linear) every module whose type is
+// exactly nn.Linear by an FP8Linear and every module named "*.experts" by
+// an FP8Experts, unless should_convert_module keeps it
+// (quant.NotConvertList); FP8Experts refuses expert biases (its __init__
+// asserts has_bias is False). The modules of each family are the nn.Linear
+// and experts modules its modeling file builds.
 
 // The classes replace_with_fp8_linear builds for a converted module.
 const (
@@ -41,7 +43,7 @@ var (
 	mlpLinears  = []string{"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}
 )
 
-// fp8Families is the table, by model_type (FP8ModulesSource). lm_head is
+// fp8Families is the table, by model_type (transformers' code, above). lm_head is
 // an nn.Linear of every *ForCausalLM. The routers (Qwen3MoeTopKRouter and
 // Qwen3NextTopKRouter at mlp.gate, GptOssTopKRouter at mlp.router), the
 // norms, the embeddings, Qwen3-Next's conv1d and GPT-OSS's sinks are no
@@ -85,7 +87,7 @@ func FP8ModuleTypes() []string {
 	return out
 }
 
-// FP8Modules knows, for a model type of the table (FP8ModulesSource), which
+// FP8Modules knows, for a model type of the table (transformers' code, above), which
 // tensors are the weights of modules transformers' FineGrainedFP8 quantizer
 // converts unless modules_to_not_convert keeps them: the families without
 // an architecture profile of their own (llama, qwen3, qwen3_moe,

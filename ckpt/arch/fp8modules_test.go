@@ -19,7 +19,7 @@ func configOf(t *testing.T, raw string) *ckpt.Config {
 // TestFP8Modules: the FP8 module table names, for each family, the module
 // and the class transformers' FineGrainedFP8 quantizer builds for the
 // weight of every nn.Linear and experts module the family's modeling file
-// builds (arch.FP8ModulesSource), and nothing for the routers, norms,
+// builds (transformers' modeling files, fp8modules.go), and nothing for the routers, norms,
 // biases, embeddings, Qwen3-Next's conv1d, MTP tensors or names out of the
 // *ForCausalLM layout.
 func TestFP8Modules(t *testing.T) {

@@ -36,7 +36,7 @@ func (e *BareRepoError) Error() string {
 	case e.Cached:
 		cache += " (it holds this repository)"
 	case e.CacheDir != "":
-		repo, _, _ := ParseRepoPath(e.Source)
+		repo, _, _ := parseRepoPath(e.Source)
 		cache += fmt.Sprintf(" (it does not hold this repository: hf download %s fetches it)", repo.ID)
 	}
 	return fmt.Sprintf("opening %s: no such file or directory; it looks like a Hugging Face repository id: hf:%s reads %s, hf://%s reads the hub",
@@ -46,11 +46,11 @@ func (e *BareRepoError) Error() string {
 // Is makes errors.Is(err, fs.ErrNotExist) true.
 func (e *BareRepoError) Is(target error) bool { return target == fs.ErrNotExist }
 
-// BareRepoOpener answers a local source that does not exist and is written
+// bareRepoOpener answers a local source that does not exist and is written
 // like a repository id (ORG/NAME[@REV], as hf takes it) with a
 // *BareRepoError; any other source is left to the next opener (ok false).
 // It opens nothing.
-func BareRepoOpener(getenv func(string) string) ckpt.SourceOpener {
+func bareRepoOpener(getenv func(string) string) ckpt.SourceOpener {
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
 		if !bareRepoID.MatchString(src) {
 			return nil, "", false, nil
@@ -58,12 +58,12 @@ func BareRepoOpener(getenv func(string) string) ckpt.SourceOpener {
 		if _, err := os.Lstat(src); !errors.Is(err, fs.ErrNotExist) {
 			return nil, "", false, nil // it exists (or cannot be told): a local path
 		}
-		repo, err := ParseRepo(src)
+		repo, err := parseRepo(src)
 		if err != nil {
 			return nil, "", false, nil
 		}
 		e := &BareRepoError{Source: src}
-		if root, err := CacheRoot(getenv); err == nil {
+		if root, err := hfCacheRoot(getenv); err == nil {
 			e.CacheDir = filepath.Join(root, RepoFolder(repo.ID))
 			if st, err := os.Stat(e.CacheDir); err == nil && st.IsDir() {
 				e.Cached = true

@@ -15,7 +15,7 @@ import (
 // absolute paths and the other source forms go on to the next opener.
 func TestBareRepoOpener(t *testing.T) {
 	t.Parallel()
-	op := BareRepoOpener(func(k string) string { return map[string]string{"HF_HUB_CACHE": t.TempDir()}[k] })
+	op := bareRepoOpener(func(k string) string { return map[string]string{"HF_HUB_CACHE": t.TempDir()}[k] })
 	for _, src := range []string{"sourcetest/hub.go", "Qwen/Qwen3.5-27B-FP8/model.safetensors", "./Qwen/x", "/Qwen/x", "hf:Qwen/x", "hf://Qwen/x", "https://h/x", "x", "-a/b"} {
 		_, _, ok, err := op(context.Background(), src)
 		assert.False(t, ok, src)

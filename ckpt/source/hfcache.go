@@ -20,8 +20,8 @@ type Repo struct {
 	Revision string // branch, tag or 40-hex commit; "" means main
 }
 
-// Rev is the revision, "main" when unset.
-func (r Repo) Rev() string {
+// rev is the revision, "main" when unset.
+func (r Repo) rev() string {
 	if r.Revision == "" {
 		return "main"
 	}
@@ -29,10 +29,10 @@ func (r Repo) Rev() string {
 }
 
 // String is "ORG/NAME@REV".
-func (r Repo) String() string { return r.ID + "@" + r.Rev() }
+func (r Repo) String() string { return r.ID + "@" + r.rev() }
 
-// ParseRepo parses "ORG/NAME[@REV]".
-func ParseRepo(s string) (Repo, error) {
+// parseRepo parses "ORG/NAME[@REV]".
+func parseRepo(s string) (Repo, error) {
 	id, rev, _ := strings.Cut(s, "@")
 	r := Repo{ID: id, Revision: rev}
 	parts := strings.Split(id, "/")
@@ -57,10 +57,10 @@ func ParseRepo(s string) (Repo, error) {
 	return r, nil
 }
 
-// CacheRoot returns the Hugging Face hub cache directory: $HF_HUB_CACHE,
+// hfCacheRoot returns the Hugging Face hub cache directory: $HF_HUB_CACHE,
 // else $HF_HOME/hub, else ~/.cache/huggingface/hub (the home directory from
 // $HOME).
-func CacheRoot(getenv func(string) string) (string, error) {
+func hfCacheRoot(getenv func(string) string) (string, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -95,11 +95,11 @@ func RepoFolder(id string) string {
 	return "models--" + strings.ReplaceAll(id, "/", "--")
 }
 
-// CacheStore is a ckpt.Store over one snapshot of a repository in the local
+// cacheStore is a ckpt.Store over one snapshot of a repository in the local
 // Hugging Face cache. Every file is opened through an os.Root on the
 // repository folder, so a snapshot link may lead into ../../blobs/ but
 // nothing can escape models--ORG--NAME.
-type CacheStore struct {
+type cacheStore struct {
 	repo     Repo
 	repoDir  string // …/models--ORG--NAME
 	commit   string
@@ -108,9 +108,9 @@ type CacheStore struct {
 	pool     *ckpt.FilePool
 }
 
-// OpenCache resolves repo in the cache rooted at cacheRoot (see CacheRoot):
+// openCache resolves repo in the cache rooted at cacheRoot (see hfCacheRoot):
 // refs/<rev> gives the commit unless rev is already a 40-hex commit.
-func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
+func openCache(cacheRoot string, repo Repo) (*cacheStore, error) {
 	repoDir := filepath.Join(cacheRoot, RepoFolder(repo.ID))
 	st, err := os.Stat(repoDir)
 	if err != nil {
@@ -131,10 +131,10 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 		root.Close()
 		return nil, err
 	}
-	s := &CacheStore{repo: repo, repoDir: repoDir, commit: commit, root: root, snapshot: "snapshots/" + commit, pool: ckpt.NewFilePool(0)}
+	s := &cacheStore{repo: repo, repoDir: repoDir, commit: commit, root: root, snapshot: "snapshots/" + commit, pool: ckpt.NewFilePool(0)}
 	if st, err := root.Stat(s.snapshot); err != nil || !st.IsDir() {
 		root.Close()
-		return nil, &CacheMissError{Repo: repo, Reason: fmt.Sprintf("revision %s is commit %s, but %s has no snapshot of it", repo.Rev(), commit, repoDir)}
+		return nil, &CacheMissError{Repo: repo, Reason: fmt.Sprintf("revision %s is commit %s, but %s has no snapshot of it", repo.rev(), commit, repoDir)}
 	}
 	return s, nil
 }
@@ -142,7 +142,7 @@ func OpenCache(cacheRoot string, repo Repo) (*CacheStore, error) {
 func isCommit(s string) bool { return len(s) == 40 && isHex(s) }
 
 func resolveRev(root *os.Root, repoDir string, repo Repo) (string, error) {
-	rev := repo.Rev()
+	rev := repo.rev()
 	if isCommit(rev) {
 		if _, err := root.Stat("snapshots/" + rev); err == nil {
 			return rev, nil
@@ -195,24 +195,24 @@ func listRefs(root *os.Root) []string {
 }
 
 // Commit is the snapshot's commit hash.
-func (s *CacheStore) Commit() string { return s.commit }
+func (s *cacheStore) Commit() string { return s.commit }
 
 // Dir is the snapshot directory.
-func (s *CacheStore) Dir() string {
+func (s *cacheStore) Dir() string {
 	return filepath.Join(s.repoDir, filepath.FromSlash(s.snapshot))
 }
 
 // Close releases the repository folder.
-func (s *CacheStore) Close() error { return s.root.Close() }
+func (s *cacheStore) Close() error { return s.root.Close() }
 
 // Location is the file's path in the snapshot.
-func (s *CacheStore) Location(name string) string {
+func (s *cacheStore) Location(name string) string {
 	return filepath.Join(s.Dir(), filepath.FromSlash(name))
 }
 
 // Open opens a file of the snapshot. A file whose download has not finished
 // yields a *PartialError, which matches fs.ErrNotExist.
-func (s *CacheStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
+func (s *cacheStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (s *CacheStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 }
 
 // List lists the files at the top of the snapshot (links included).
-func (s *CacheStore) List(ctx context.Context) ([]string, error) {
+func (s *cacheStore) List(ctx context.Context) ([]string, error) {
 	ents, err := fs.ReadDir(s.root.FS(), s.snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s.Dir(), err)
@@ -254,7 +254,7 @@ func (s *CacheStore) List(ctx context.Context) ([]string, error) {
 
 // blobOf returns the blob name a snapshot link points to ("" for a real
 // file or a link that does not point into blobs/).
-func (s *CacheStore) blobOf(name string) string {
+func (s *cacheStore) blobOf(name string) string {
 	target, err := s.root.Readlink(filepath.FromSlash(s.snapshot + "/" + name))
 	if err != nil {
 		return ""
@@ -280,7 +280,7 @@ func (s *CacheStore) blobOf(name string) string {
 // blob its snapshot link points to (64 hex digits). Regular (non-LFS) files
 // are named by their git SHA-1, and degraded caches hold real files: both
 // report false.
-func (s *CacheStore) ExpectedSHA256(name string) (string, bool) {
+func (s *cacheStore) ExpectedSHA256(name string) (string, bool) {
 	if ckpt.CheckName(name) != nil {
 		return "", false
 	}
@@ -328,7 +328,7 @@ func (e *PartialError) Error() string {
 // Unwrap makes a partial download match fs.ErrNotExist.
 func (e *PartialError) Unwrap() error { return fs.ErrNotExist }
 
-func (s *CacheStore) incompleteBlobs() map[string]int64 {
+func (s *cacheStore) incompleteBlobs() map[string]int64 {
 	out := map[string]int64{}
 	ents, err := fs.ReadDir(s.root.FS(), "blobs")
 	if err != nil {
@@ -348,7 +348,7 @@ func (s *CacheStore) incompleteBlobs() map[string]int64 {
 
 // partial explains why name cannot be opened when that is a download in
 // progress; nil otherwise.
-func (s *CacheStore) partial(name string) *PartialError {
+func (s *cacheStore) partial(name string) *PartialError {
 	pe := &PartialError{Name: name, Location: s.Location(name), Incomplete: -1, Repo: Repo{ID: s.repo.ID, Revision: s.commit}}
 	inc := s.incompleteBlobs()
 	if b := s.blobOf(name); b != "" {
@@ -378,7 +378,7 @@ func (s *CacheStore) partial(name string) *PartialError {
 }
 
 // linkedBlobs lists the blobs the snapshot links to.
-func (s *CacheStore) linkedBlobs() map[string]bool {
+func (s *cacheStore) linkedBlobs() map[string]bool {
 	out := map[string]bool{}
 	fs.WalkDir(s.root.FS(), s.snapshot, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type()&fs.ModeSymlink != 0 {
@@ -394,7 +394,7 @@ func (s *CacheStore) linkedBlobs() map[string]bool {
 // Partial lists the snapshot's files whose download is incomplete: links to
 // a missing blob (named by the file), and downloads in progress that no
 // file links to yet (named "blobs/<etag>.incomplete").
-func (s *CacheStore) Partial(ctx context.Context) ([]string, error) {
+func (s *cacheStore) Partial(ctx context.Context) ([]string, error) {
 	var out []string
 	linked := map[string]bool{}
 	err := fs.WalkDir(s.root.FS(), s.snapshot, func(p string, d fs.DirEntry, err error) error {
@@ -433,7 +433,7 @@ func (s *CacheStore) Partial(ctx context.Context) ([]string, error) {
 }
 
 var (
-	_ ckpt.Store        = (*CacheStore)(nil)
-	_ ckpt.PartialStore = (*CacheStore)(nil)
-	_ ckpt.DigestStore  = (*CacheStore)(nil)
+	_ ckpt.Store        = (*cacheStore)(nil)
+	_ ckpt.PartialStore = (*cacheStore)(nil)
+	_ ckpt.DigestStore  = (*cacheStore)(nil)
 )

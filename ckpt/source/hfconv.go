@@ -14,20 +14,14 @@ import (
 // Hugging Face conventions: where the token is, offline mode, short commit
 // hashes, file paths after the repository, and words for a cache miss.
 
-// HubToken returns the hub token the way huggingface_hub finds it:
+// hubTokenFrom returns the hub token the way huggingface_hub finds it:
 // $HF_TOKEN, else the file $HF_TOKEN_PATH, else $HF_HOME/token (HF_HOME
 // defaulting to ~/.cache/huggingface), the file `hf auth login` (huggingface_hub's
-// CLI) writes. "" when there is none.
-func HubToken(getenv func(string) string) string {
-	t, _ := HubTokenFrom(getenv)
-	return t
-}
-
-// HubTokenFrom is HubToken with where the token came from, for messages:
+// CLI) writes ("" when there is none), with where it came from, for messages:
 // "HF_TOKEN", "the file HF_TOKEN_PATH (PATH)", "the file $HF_HOME/token
 // (PATH)" or "the file ~/.cache/huggingface/token (PATH)"; "" when there
 // is no token.
-func HubTokenFrom(getenv func(string) string) (token, from string) {
+func hubTokenFrom(getenv func(string) string) (token, from string) {
 	if getenv == nil {
 		return "", ""
 	}
@@ -60,9 +54,9 @@ func HubTokenFrom(getenv func(string) string) (token, from string) {
 	return t, fmt.Sprintf("the file %s (%s)", what, p)
 }
 
-// Offline reports HF_HUB_OFFLINE set to 1, true, yes or on (any case):
+// isOffline reports HF_HUB_OFFLINE set to 1, true, yes or on (any case):
 // no network access at all.
-func Offline(getenv func(string) string) bool {
+func isOffline(getenv func(string) string) bool {
 	if getenv == nil {
 		return false
 	}
@@ -91,9 +85,9 @@ func (e *OfflineError) Error() string {
 	return msg
 }
 
-// ParseRepoPath parses "ORG/NAME[@REV][/FILE]" where FILE, a path ending
+// parseRepoPath parses "ORG/NAME[@REV][/FILE]" where FILE, a path ending
 // in .safetensors or .json, names the file to open in the repository.
-func ParseRepoPath(s string) (Repo, string, error) {
+func parseRepoPath(s string) (Repo, string, error) {
 	head, entry := s, ""
 	if at := strings.IndexByte(s, '@'); at >= 0 {
 		if i := strings.IndexByte(s[at:], '/'); i >= 0 {
@@ -102,7 +96,7 @@ func ParseRepoPath(s string) (Repo, string, error) {
 	} else if parts := strings.SplitN(s, "/", 3); len(parts) == 3 && isEntryName(parts[2]) {
 		head, entry = parts[0]+"/"+parts[1], parts[2]
 	}
-	r, err := ParseRepo(head)
+	r, err := parseRepo(head)
 	if err != nil {
 		return r, "", err
 	}

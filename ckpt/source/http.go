@@ -51,7 +51,7 @@ func NewHTTPStore(ctx context.Context, base string, token string, opt Options) (
 }
 
 // newHTTPStore is NewHTTPStore with where the token came from (see
-// HubTokenFrom), which a refused request names.
+// hubTokenFrom), which a refused request names.
 func newHTTPStore(ctx context.Context, base, token, tokenFrom string, opt Options) (*HTTPStore, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -75,15 +75,15 @@ func newHTTPStore(ctx context.Context, base, token, tokenFrom string, opt Option
 	return s, nil
 }
 
-// MaxRedirects is how many redirects one request follows (a redirect loop
+// maxRedirects is how many redirects one request follows (a redirect loop
 // fails at once, without retries).
-const MaxRedirects = 10
+const maxRedirects = 10
 
-// errRedirects ends a request that redirected more than MaxRedirects times.
-var errRedirects = fmt.Errorf("stopped after %d redirects (a redirect loop?)", MaxRedirects)
+// errRedirects ends a request that redirected more than maxRedirects times.
+var errRedirects = fmt.Errorf("stopped after %d redirects (a redirect loop?)", maxRedirects)
 
 // redirectPolicy returns a copy of c (same Transport, so connections are
-// still shared) that follows at most MaxRedirects redirects and sends the
+// still shared) that follows at most maxRedirects redirects and sends the
 // Authorization header only to the store's own origin: net/http would
 // forward it to a subdomain (cdn-lfs.hub.example behind hub.example) and to
 // the same host on another port or scheme.
@@ -91,7 +91,7 @@ func (s *HTTPStore) redirectPolicy(c *http.Client) *http.Client {
 	cc := *c
 	inner := c.CheckRedirect
 	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if len(via) > MaxRedirects {
+		if len(via) > maxRedirects {
 			return errRedirects
 		}
 		if !sameOrigin(req.URL, s.base) {
@@ -123,8 +123,8 @@ func origin(u *url.URL) string {
 // sameOrigin reports whether a and b have the same scheme, host and port.
 func sameOrigin(a, b *url.URL) bool { return origin(a) == origin(b) }
 
-// URL returns the URL of a file.
-func (s *HTTPStore) URL(name string) string {
+// fileURL returns the URL of a file.
+func (s *HTTPStore) fileURL(name string) string {
 	segs := strings.Split(name, "/")
 	for i, seg := range segs {
 		segs[i] = url.PathEscape(seg)
@@ -136,7 +136,7 @@ func (s *HTTPStore) URL(name string) string {
 }
 
 // Location is the file's URL without credentials (ckpt.Redact).
-func (s *HTTPStore) Location(name string) string { return ckpt.Redact(s.URL(name)) }
+func (s *HTTPStore) Location(name string) string { return ckpt.Redact(s.fileURL(name)) }
 
 // List returns nil: an HTTP directory cannot be listed.
 func (s *HTTPStore) List(ctx context.Context) ([]string, error) { return nil, nil }
@@ -159,7 +159,7 @@ func (s *HTTPStore) Open(ctx context.Context, name string) (ckpt.Blob, error) {
 		return b, nil
 	}
 	s.mu.Unlock()
-	b := &httpBlob{s: s, name: name, url: s.URL(name), loc: s.Location(name), pin: pin{size: -1}}
+	b := &httpBlob{s: s, name: name, url: s.fileURL(name), loc: s.Location(name), pin: pin{size: -1}}
 	buf := make([]byte, s.opt.PrefixSize)
 	ctx, stop := mergeCancel(ctx, s.ctx)
 	defer stop()

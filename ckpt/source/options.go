@@ -180,15 +180,15 @@ func (o Options) withDefaults() Options {
 		o.UserAgent = "ckpt"
 	}
 	if o.Client == nil {
-		o.Client = NewClient(o.MaxConcurrent)
+		o.Client = newClient(o.MaxConcurrent)
 	}
 	return o
 }
 
-// NewClient returns an HTTP client whose Transport keeps up to
+// newClient returns an HTTP client whose Transport keeps up to
 // maxConcurrent idle connections per host, so that concurrent range
 // requests reuse connections instead of opening new ones.
-func NewClient(maxConcurrent int) *http.Client {
+func newClient(maxConcurrent int) *http.Client {
 	if maxConcurrent <= 0 {
 		maxConcurrent = 8
 	}

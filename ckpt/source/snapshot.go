@@ -9,14 +9,14 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
-// SnapshotPathOpener opens a local path that lies in a Hugging Face cache
+// snapshotPathOpener opens a local path that lies in a Hugging Face cache
 // snapshot (…/models--ORG--NAME/snapshots/<commit>[/FILE]) through a
-// CacheStore, so that the snapshot's links into ../../blobs/ are followed
+// cacheStore, so that the snapshot's links into ../../blobs/ are followed
 // (a plain directory store refuses links out of the directory) while
 // nothing escapes the repository folder, and partial downloads and blob
 // digests are known as with hf:ORG/NAME@<commit>. Other paths are left to
 // the default local opener.
-func SnapshotPathOpener() ckpt.SourceOpener {
+func snapshotPathOpener() ckpt.SourceOpener {
 	return func(ctx context.Context, src string) (ckpt.Store, string, bool, error) {
 		if strings.Contains(src, "://") || strings.HasPrefix(src, "hf:") {
 			return nil, "", false, nil
@@ -35,7 +35,7 @@ func SnapshotPathOpener() ckpt.SourceOpener {
 		}
 		if id, ok := isRepoFolder(dir); ok && entry == "" {
 			// A models--ORG--NAME folder: its main revision.
-			s, err := OpenCache(filepath.Dir(dir), Repo{ID: id})
+			s, err := openCache(filepath.Dir(dir), Repo{ID: id})
 			if err != nil {
 				return nil, "", true, err
 			}
@@ -57,7 +57,7 @@ func SnapshotPathOpener() ckpt.SourceOpener {
 		if org != "" {
 			id = org + "/" + name
 		}
-		s, err := OpenCache(filepath.Dir(repoDir), Repo{ID: id, Revision: commit})
+		s, err := openCache(filepath.Dir(repoDir), Repo{ID: id, Revision: commit})
 		if err != nil {
 			return nil, "", false, nil // not a well-formed cache: treat as a plain directory
 		}

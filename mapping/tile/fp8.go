@@ -17,9 +17,9 @@ import (
 //
 // with the float32 product rounded to bfloat16 nearest even, a NaN
 // becoming the pattern the caller names (EncodeFP8TransposedNaN; 0x7FC0,
-// tt-metal's host conversion, in EncodeFP8Transposed), then encoded as
+// tt-metal's host conversion, numfmt.TTNaNBF16), then encoded as
 // EncodeTileBF16 does.
-// EncodeFP8Transposed computes exactly these bytes; on amd64 with AVX2 a
+// EncodeFP8TransposedNaN computes exactly these bytes; on amd64 with AVX2 a
 // kernel does the arithmetic per face without tables and hands tiles it
 // cannot do exactly (a NaN code, a scale out of range, a face row whose
 // shared exponent is below minTableExp but not 0) back to the table route
@@ -40,16 +40,11 @@ func fp8ScaleOK(s float32) bool {
 	return math.Float32bits(s) < math.Float32bits(maxFP8Scale)
 }
 
-// EncodeFP8Transposed encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B): tile
-// q, from the codes src[k*stride + 32q + i] (k, i < 32) and scales[q], goes
-// to dst[q*dt.TileBytes():]. src must hold 31*stride + 32n codes, dst n
-// tiles and scales n values.
-func EncodeFP8Transposed(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
-	EncodeFP8TransposedNaN(dt, dst, src, stride, scales, n, numfmt.TTNaNBF16)
-}
-
-// EncodeFP8TransposedNaN is EncodeFP8Transposed with the bfloat16 pattern
-// nan for every NaN product (a NaN code, or a NaN or infinite scale).
+// EncodeFP8TransposedNaN encodes n tiles of dt (BFLOAT8_B or BFLOAT4_B):
+// tile q, from the codes src[k*stride + 32q + i] (k, i < 32) and
+// scales[q], goes to dst[q*dt.TileBytes():], with the bfloat16 pattern nan
+// for every NaN product (a NaN code, or a NaN or infinite scale). src must
+// hold 31*stride + 32n codes, dst n tiles and scales n values.
 func EncodeFP8TransposedNaN(dt DType, dst []byte, src []byte, stride int, scales []float32, n int, nan uint16) {
 	if n <= 0 {
 		return
@@ -124,7 +119,7 @@ func (f *fp8Tables) encodePartial(dt DType, dst []byte, src []byte, stride, rows
 	EncodeTileBF16(dt, dst, f.blk[:], TileDim)
 }
 
-// encodeFP8TransposedPartial is EncodeFP8Transposed for one tile of which
+// encodeFP8TransposedPartial is EncodeFP8TransposedPartialNaN with ttnn's NaN for one tile of which
 // only rows × cols codes exist (rows, cols ≤ 32: the ragged edge of a
 // matrix whose sides are not multiples of 32); the rest of the tile is
 // padded with zeros.
@@ -155,7 +150,7 @@ func E4M3BF16TableNaN(t *[256]uint16, scale float32, nan uint16) {
 	_ = numfmt.ScaleTable16(t, numfmt.F8E4M3, scale, numfmt.BF16, numfmt.NaNPolicy(nan)) // F8_E4M3 to BF16 cannot fail
 }
 
-// encodeFP8TransposedGo is EncodeFP8Transposed through the tables only
+// encodeFP8TransposedGo is EncodeFP8TransposedNaN through the tables only
 // (the reference the kernel is tested against).
 func encodeFP8TransposedGo(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) {
 	var f fp8Tables

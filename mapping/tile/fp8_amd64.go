@@ -6,7 +6,7 @@ package tile
 
 import "golang.org/x/sys/cpu"
 
-// fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8Transposed
+// fp8TilesAVX2 encodes tiles 0, 1, ... of a run as EncodeFP8TransposedNaN
 // does — tile q from the 32 rows of 32 codes at src + 32q (rows stride
 // bytes apart) under scales[q] (+0 or 0 < s < 256), n tiles at most,
 // BFLOAT4_B when bfp4 and BFLOAT8_B otherwise — and returns the index of
@@ -21,7 +21,7 @@ func fp8TilesAVX2(dst *byte, src *byte, stride uintptr, scales *float32, n uintp
 // fp8AVX2 reports whether fp8TilesAVX2 runs on this CPU (AVX2 and FMA).
 var fp8AVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// fp8TilesKernel encodes tiles [0, k) of EncodeFP8Transposed's run (every
+// fp8TilesKernel encodes tiles [0, k) of EncodeFP8TransposedNaN's run (every
 // scale valid) and returns k: the run's length, or the first tile the
 // kernel cannot encode exactly.
 func fp8TilesKernel(dt DType, dst []byte, src []byte, stride int, scales []float32, n int) int {
