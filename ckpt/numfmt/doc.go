@@ -4,7 +4,7 @@
 // rounding with the NaN policy as a parameter (NaNPolicy), the NaN/Inf
 // scanner (ScanNonFinite), block-FP8 dequantisation (BlockScales, with
 // the per-scale lookup tables of ScaleTable16/ScaleTable32), the block-FP8
-// quantisation recipes (ScaleFor, QuantizeBlockFP8, RequantMismatches;
+// quantisation recipes (scaleFor, QuantizeBlockFP8, requantDivMismatches;
 // quant_fp8.go: FP8Recipe, ckpt's and the ecosystem's others) and
 // the named FP4 recipes (quant_fp4.go: EncodeE2M1, MXFP4Recipe ocp-floor /
 // triton-round-up, ModelOpt's NVFP4; Quantize*, *Requant).

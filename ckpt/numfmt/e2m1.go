@@ -87,9 +87,9 @@ func b2u(b bool) byte {
 	return 0
 }
 
-// SameE2M1 reports whether two E2M1 codes (low four bits) have the same
+// sameE2M1 reports whether two E2M1 codes (low four bits) have the same
 // value, and whether they differ only in the sign of zero.
-func SameE2M1(x, y byte) (same, zeroSign bool) {
+func sameE2M1(x, y byte) (same, zeroSign bool) {
 	x, y = x&15, y&15
 	if x == y {
 		return true, false

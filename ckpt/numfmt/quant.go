@@ -1,10 +1,10 @@
 package numfmt
 
-// ScaleFor is the block scale of the recipe for a block whose largest |w|
+// scaleFor is the block scale of the recipe for a block whose largest |w|
 // is amax: float32(amax) / 448 in float32, stored in (rounded to nearest
 // even in) scaleDType. diff's re-quantisation check and QuantizeBlockFP8
 // both take it from here.
-func ScaleFor(amax float32, scaleDType DType) float32 {
+func scaleFor(amax float32, scaleDType DType) float32 {
 	return RoundTo(scaleDType, amax/E4M3MaxFinite)
 }
 

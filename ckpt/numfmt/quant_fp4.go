@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// The FP4 quantisation recipes. Unlike block FP8 (ScaleFor), MXFP4 and
+// The FP4 quantisation recipes. Unlike block FP8 (scaleFor), MXFP4 and
 // NVFP4 have no one recipe that every tool follows, so each recipe here
 // is named after its upstream source and reproduces its arithmetic in
 // float32. They quantise float32 values (a bf16 or f16 value widened
@@ -168,7 +168,7 @@ var (
 // w[i] / f when div; triton: with the bits triton_kernels drops, see
 // MXFP4Recipe.encode) has another value than the stored code (cnt) or
 // differs from it only in the sign of zero (zeroSign). It is
-// EncodeE2M1 and SameE2M1 without forming the code: x has the stored
+// EncodeE2M1 and sameE2M1 without forming the code: x has the stored
 // code's value iff its magnitude lies in that code's rounding interval
 // and the signs agree or the code is a zero.
 func countPacked(w []float32, codes []byte, f float32, div, triton bool) (cnt, zeroSign int64) {

@@ -74,7 +74,7 @@ func TestSameE2M1(t *testing.T) {
 	t.Parallel()
 	for x := byte(0); x < 16; x++ {
 		for y := byte(0); y < 16; y++ {
-			same, zs := SameE2M1(x|0x30, y)
+			same, zs := sameE2M1(x|0x30, y)
 			assert.Equal(t, E2M1ToFloat32(x) == E2M1ToFloat32(y), same, "%#x %#x", x, y)
 			assert.Equal(t, x != y && x&7 == 0 && y&7 == 0, zs, "%#x %#x", x, y)
 		}
@@ -360,7 +360,7 @@ func TestNVFP4RequantNaN(t *testing.T) {
 }
 
 // countPackedRef is countPacked spelt out: EncodeE2M1 (and the triton
-// recipe's dropped bits) and SameE2M1.
+// recipe's dropped bits) and sameE2M1.
 func countPackedRef(w []float32, codes []byte, f float32, div, triton bool) (cnt, zeroSign int64) {
 	for i := range 2 * len(codes) {
 		x := w[i] * f
@@ -373,7 +373,7 @@ func countPackedRef(w []float32, codes []byte, f float32, div, triton bool) (cnt
 		} else {
 			c = EncodeE2M1(x)
 		}
-		if same, zs := SameE2M1(c, codes[i/2]>>(4*(i&1))); !same {
+		if same, zs := sameE2M1(c, codes[i/2]>>(4*(i&1))); !same {
 			cnt++
 		} else if zs {
 			zeroSign++

@@ -173,8 +173,8 @@ func (b FP8Block) encode(x float32) byte {
 // Mismatches counts the codes of w that the block's operation makes with
 // another value than codes (cnt; NaN equals NaN) or only another sign of
 // zero (zeroSign); len(codes) >= len(w). Division and multiplication go
-// through the AVX2 kernel on amd64 (RequantMismatches,
-// RequantMulMismatches); a rounded quotient through the Go loop.
+// through the AVX2 kernel on amd64 (requantDivMismatches,
+// requantMulMismatches); a rounded quotient through the Go loop.
 func (b FP8Block) Mismatches(w []float32, codes []byte) (cnt, zeroSign int64) {
 	switch {
 	case b.Zero:
@@ -199,9 +199,9 @@ func (b FP8Block) Mismatches(w []float32, codes []byte) (cnt, zeroSign int64) {
 		}
 		return cnt, zeroSign
 	case b.Mul:
-		return RequantMulMismatches(w, codes, b.K)
+		return requantMulMismatches(w, codes, b.K)
 	}
-	return RequantMismatches(w, codes, b.K)
+	return requantDivMismatches(w, codes, b.K)
 }
 
 // Constants of the recipes: the amax floors of DeepSeek's and vLLM's
@@ -285,7 +285,7 @@ func (r FP8Recipe) Block(amax float32, sd DType) FP8Block {
 		}
 		return FP8Block{Scale: s, K: s}
 	}
-	s := ScaleFor(amax, sd)
+	s := scaleFor(amax, sd)
 	return FP8Block{Scale: s, K: s, Zero: s == 0}
 }
 

@@ -23,19 +23,19 @@ func AbsMax(w []float32) float32 {
 	return m
 }
 
-// RequantMismatches counts the i whose code EncodeE4M3(w[i]/s) decodes
+// requantDivMismatches counts the i whose code EncodeE4M3(w[i]/s) decodes
 // to another value than codes[i] (cnt) or differs from it only in the
 // sign of zero (zeroSign); len(codes) >= len(w). With AVX2 the multiples
 // of 8 go through requantAVX2, which has no branch per element
 // (TestRequantCodes, TestEncodeE4M3AVX2), the tail through the Go loop.
-func RequantMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
+func requantDivMismatches(w []float32, codes []byte, s float32) (cnt, zeroSign int64) {
 	return requantMismatches(w, codes, s, false)
 }
 
-// RequantMulMismatches is RequantMismatches for the codes
+// requantMulMismatches is requantDivMismatches for the codes
 // EncodeE4M3(w[i]·m) (recipes that multiply by 448/amax), through the
 // same kernel.
-func RequantMulMismatches(w []float32, codes []byte, m float32) (cnt, zeroSign int64) {
+func requantMulMismatches(w []float32, codes []byte, m float32) (cnt, zeroSign int64) {
 	return requantMismatches(w, codes, m, true)
 }
 

@@ -36,7 +36,7 @@ func BenchmarkEncodeE4M3(b *testing.B) {
 // re-quantisation with every 16th code changed.
 func requantBench() ([]float32, []byte, float32) {
 	w := benchFloats(4)
-	s := ScaleFor(absMaxGo(w), BF16)
+	s := scaleFor(absMaxGo(w), BF16)
 	codes := make([]byte, len(w))
 	for i, x := range w {
 		codes[i] = EncodeE4M3(x / s)
@@ -51,7 +51,7 @@ func BenchmarkRequantCodes(b *testing.B) {
 	w, codes, s := requantBench()
 	b.SetBytes(benchN * 4)
 	for b.Loop() {
-		RequantMismatches(w, codes, s)
+		requantDivMismatches(w, codes, s)
 	}
 }
 

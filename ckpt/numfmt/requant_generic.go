@@ -18,8 +18,8 @@ func absMaxGo(w []float32) float32 {
 // requantMismatchesGo counts the i whose code EncodeE4M3(w[i]/s)
 // (EncodeE4M3(w[i]·s) when mul) decodes to another value than codes[i]
 // (cnt) or differs from it only in the sign of zero (zeroSign);
-// len(codes) >= len(w). It is RequantMismatches' and
-// RequantMulMismatches' loop for the tail and off amd64, and their test's
+// len(codes) >= len(w). It is requantDivMismatches' and
+// requantMulMismatches' loop for the tail and off amd64, and their test's
 // reference.
 func requantMismatchesGo(w []float32, codes []byte, s float32, mul bool) (cnt, zeroSign int64) {
 	codes = codes[:len(w)]

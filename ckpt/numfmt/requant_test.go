@@ -36,7 +36,7 @@ func e4m3Boundaries() []float32 {
 	return out
 }
 
-// TestRequantCodes checks that RequantMismatches and RequantMulMismatches
+// TestRequantCodes checks that requantDivMismatches and requantMulMismatches
 // (AVX2 on amd64 when the CPU has it) count what their Go loop
 // requantMismatchesGo counts, on random blocks
 // of odd and even lengths at every alignment, under the scale of the
@@ -85,14 +85,14 @@ func TestRequantCodes(t *testing.T) {
 			}
 			codes[i] = c
 		}
-		cnt, zs := RequantMismatches(w, codes, s)
+		cnt, zs := requantDivMismatches(w, codes, s)
 		wantCnt, wantZS := requantMismatchesGo(w, codes, s, false)
 		require.Equal(t, wantCnt, cnt, "block %d (n %d, scale %g): changed codes", k, n, s)
 		require.Equal(t, wantZS, zs, "block %d (n %d, scale %g): ±0 sign flips", k, n, s)
 		// the multiplying recipes (transformers, vllm-block) through the
 		// same kernel: by 1/s, whose products mostly give the same codes
 		m := 1 / s
-		cnt, zs = RequantMulMismatches(w, codes, m)
+		cnt, zs = requantMulMismatches(w, codes, m)
 		wantCnt, wantZS = requantMismatchesGo(w, codes, m, true)
 		require.Equal(t, wantCnt, cnt, "block %d (n %d, multiplier %g): changed codes", k, n, m)
 		require.Equal(t, wantZS, zs, "block %d (n %d, multiplier %g): ±0 sign flips", k, n, m)
