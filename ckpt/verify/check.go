@@ -9,7 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
-// Arch is the architecture profile verify holds a checkpoint to (--arch).
+// Arch is the architecture profile verify holds a checkpoint to.
 type Arch string
 
 // The architecture profiles of Options.Arch and CheckOptions.Arch.
@@ -49,6 +49,9 @@ type CheckOptions struct {
 	ChunkSize int
 	// Progress, if set, counts bytes read by the data checks.
 	Progress *ckpt.Progress
+	// Words are the caller's words for the options the findings mention
+	// (Options.Words).
+	Words ckpt.Words
 }
 
 // Result is the result of Checkpoint and of the workflow Run (the verify
@@ -137,6 +140,7 @@ func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, 
 		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(string(opt.Arch)))
 	}
 	in := newInventory(c)
+	in.words = opt.Words
 	r.add(integrityChecks(c)...)
 	r.add(headerChecks(c)...)
 	r.add(quantChecks(ctx, c, in, opt)...)
@@ -168,6 +172,8 @@ type inventory struct {
 	// notConvert is the modules_to_not_convert transformers applies
 	// (notConvertOf); nil without a quantization_config.
 	notConvert *quant.NotConvertList
+	// words are the caller's (CheckOptions.Words).
+	words ckpt.Words
 }
 
 func newInventory(c *ckpt.Checkpoint) *inventory {

@@ -8,6 +8,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 )
 
@@ -44,6 +45,9 @@ func words(err error, msg string) string {
 		named := *re
 		named.Flag = "--out"
 		reword(re, named.Error())
+	}
+	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
+		reword(ue, ue.With(verifyWords))
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
