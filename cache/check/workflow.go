@@ -66,6 +66,11 @@ type DirOptions struct {
 	// Strict makes warnings fail too (FindingCompanion of a text folder
 	// checked alone).
 	Strict bool
+	// Words are the caller's words for the options the findings mention:
+	// "MinMem" and "Ignore" (also the option of cache build that left
+	// tensors out); DirResult.Verdict takes them too ("ReadData",
+	// "Rehash").
+	Words ckpt.Words
 }
 
 // NoSourceError is Dir's refusal of a check with no DirOptions.Source
@@ -158,8 +163,9 @@ const (
 	ComparedData = "names, headers, the manifest's hashes and the data built from the source"
 )
 
-// trusted says how the sources were checked, for the verdict line.
-func (r *DirResult) trusted() string {
+// trusted says how the sources were checked, for the verdict line, w
+// naming the option Rehash.
+func (r *DirResult) trusted(w ckpt.Words) string {
 	if r.Rehash {
 		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
 	}
@@ -167,17 +173,18 @@ func (r *DirResult) trusted() string {
 	if r.Rehashed > 0 {
 		s = fmt.Sprintf("sources trusted by file size and mtime, not read (%d whose size or mtime changed were hashed)", r.Rehashed)
 	}
-	return s + "; --rehash reads them"
+	return s + "; " + w.Of("Rehash") + " reads them"
 }
 
 // Verdict says what a passing check compared, for the verdict line: the
 // data built from the source, or names and headers only; how the sources
-// were checked (trusted); and that the manifest is an archive's word.
-func (r *DirResult) Verdict() string {
+// were checked (trusted); and that the manifest is an archive's word. w
+// names the options ReadData and Rehash (as Options.Words does).
+func (r *DirResult) Verdict(w ckpt.Words) string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted(w))
 	}
-	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
+	s := fmt.Sprintf("compared %s only, not the data with the source's (%s compares it)", r.Compared, w.Of("ReadData"))
 	if r.Unpacked != nil {
 		from := "an archive"
 		if r.Unpacked.Archive != "" {
@@ -185,7 +192,7 @@ func (r *DirResult) Verdict() string {
 		}
 		s += fmt.Sprintf("; the manifest came from %s, so its hashes are that archive's word", from)
 	}
-	return s + "; " + r.trusted()
+	return s + "; " + r.trusted(w)
 }
 
 // Dir is the fail-closed preflight of `ckpt cache verify`: it checks
@@ -213,7 +220,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		} else {
 			res.MemAvailable = avail
 			if avail < opt.MinMem {
-				res.Findings = append(res.Findings, fail(FindingMemory, "", fmt.Sprintf("MemAvailable is %s, below --min-mem %s", ckpt.FormatBytes(avail), ckpt.FormatBytes(opt.MinMem))))
+				res.Findings = append(res.Findings, fail(FindingMemory, "", fmt.Sprintf("MemAvailable is %s, below %s %s", ckpt.FormatBytes(avail), opt.Words.Of("MinMem"), ckpt.FormatBytes(opt.MinMem))))
 			}
 		}
 	}
@@ -265,7 +272,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	built := cache.IgnoreGlobs(m.Ignore)
 	if opt.Ignore != nil && !sameSet(globTexts(opt.Ignore), built) {
 		res.Findings = append(res.Findings, fail(FindingManifest, cache.ManifestName,
-			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(globTexts(opt.Ignore)))))
+			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built, opt.Words), describeIgnores(globTexts(opt.Ignore), opt.Words))))
 	}
 	var mesh mapping.Mesh // none recorded: mapping.DefaultMesh
 	var meshErr error
@@ -299,7 +306,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	var pe *mapping.PlanError
 	if plan != nil {
 		res.Ignore = cache.IgnoreRecords(plan)
-		res.Findings = append(res.Findings, ignoreChanges(m.Ignore, res.Ignore)...)
+		res.Findings = append(res.Findings, ignoreChanges(m.Ignore, res.Ignore, opt.Words)...)
 	}
 	if errors.As(err, &pe) {
 		c.Close()
@@ -401,24 +408,25 @@ func uniq(v []string) map[string]bool {
 	return m
 }
 
-// describeIgnores is "with --ignore A --ignore B", or "without --ignore".
-func describeIgnores(globs []string) string {
+// describeIgnores is "with Ignore A Ignore B", or "without Ignore", w
+// naming the option Ignore (the CLI: "with --ignore A --ignore B").
+func describeIgnores(globs []string, w ckpt.Words) string {
 	if len(globs) == 0 {
-		return "without --ignore"
+		return "without " + w.Of("Ignore")
 	}
 	s := "with"
 	for _, g := range globs {
-		s += " --ignore " + ckpt.Quote(g)
+		s += " " + w.Of("Ignore") + " " + ckpt.Quote(g)
 	}
 	return s
 }
 
-// ignoreChanges are the stale findings of the --ignore globs the build
+// ignoreChanges are the stale findings of the Ignore globs the build
 // and this plan share: a tensor a glob leaves out now that the build did
 // not (the source gained it, or no rule maps it any more: the cache holds
 // nothing of it), and one the build left out that it does not leave out
 // now (the source lost it, or a rule maps it now).
-func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
+func ignoreChanges(built, now []cache.IgnoreRecord, w ckpt.Words) []ckpt.Finding {
 	was := map[string]map[string]bool{}
 	for _, r := range built {
 		was[r.Glob] = uniq(r.Tensors)
@@ -437,8 +445,8 @@ func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
 			delete(before, t)
 		}
 		if len(added) > 0 {
-			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s of the source %s left out by --ignore %s now, but %s not left out by the build (the source changed since the build): %s",
-				countTensors(len(added)), isAre(len(added)), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
+			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s of the source %s left out by %s %s now, but %s not left out by the build (the source changed since the build): %s",
+				countTensors(len(added)), isAre(len(added)), w.Of("Ignore"), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
 		}
 		var gone []string
 		for t := range before {
@@ -446,8 +454,8 @@ func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
 		}
 		if len(gone) > 0 {
 			sort.Slice(gone, func(i, j int) bool { return ckpt.NaturalLess(gone[i], gone[j]) })
-			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s that the build left out by --ignore %s %s not left out now (the source changed since the build): %s",
-				countTensors(len(gone)), ckpt.Quote(r.Glob), isAre(len(gone)), escapedList(gone)), gone...))
+			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s that the build left out by %s %s %s not left out now (the source changed since the build): %s",
+				countTensors(len(gone)), w.Of("Ignore"), ckpt.Quote(r.Glob), isAre(len(gone)), escapedList(gone)), gone...))
 		}
 	}
 	return out
@@ -506,12 +514,15 @@ type Options struct {
 	PlanErr error
 	// Strict makes warnings fail too (DirOptions.Strict).
 	Strict bool
+	// Words are the caller's words for the options the findings mention
+	// (DirOptions.Words).
+	Words ckpt.Words
 }
 
 // options are the request as DirOptions of Dir.
 func (r Options) options() DirOptions {
 	return DirOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, PlanErr: r.PlanErr, Strict: r.Strict}
+		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, PlanErr: r.PlanErr, Strict: r.Strict, Words: r.Words}
 }
 
 // Result is the outcome of Run: one cache verify document per cache

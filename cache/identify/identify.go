@@ -108,9 +108,10 @@ type Result struct {
 	Report      *compare.Document `json:"report"`
 	// Warnings are the messages of the source's warning issues (not in
 	// the document: the CLI prints them on stderr). BuildFlags are the
-	// cache build flags the line that rebuilds the cache needs beyond the
-	// profile, mesh, device, tag and --set (" --allow-nonfinite --nan
-	// scalar"; "" for none).
+	// cache build options the line that rebuilds the cache needs beyond
+	// the profile, mesh, device, tag and settings, in the words of
+	// Options.Words (the CLI's: " --allow-nonfinite --nan scalar"; "" for
+	// none).
 	Warnings   []string `json:"-"`
 	BuildFlags string   `json:"-"`
 	// Vision is the identification of the model's vision folder, when

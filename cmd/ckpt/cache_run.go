@@ -71,7 +71,7 @@ func (o *cacheVerifyOptions) options(a *App, v *cacheVerifyValues) (check.Option
 	}
 	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore, PlanErr: planErr,
 		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict,
-		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}, nil
+		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}, Words: cacheVerifyWords}, nil
 }
 
 // request is the library request of the options.

@@ -76,3 +76,13 @@ func nonFiniteNote(nf []ckpt.NonFinite) string {
 	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s",
 		len(nf), ckpt.NonFiniteKept(nf))
 }
+
+// cacheVerifyWords are cache verify's flags for the options its findings
+// and verdict name (check.Options.Words, check.DirResult.Verdict).
+var cacheVerifyWords = ckpt.Words{"MinMem": "--min-mem", "Ignore": "--ignore", "ReadData": "--read-data", "Rehash": "--rehash"}
+
+// cacheBuildWords are cache build's flags for the options cache identify's
+// rebuild line gives (identify.Options.Words, identify.Result.BuildFlags)
+// and the NaN style cache compare's differences name
+// (compare.DirsOptions.Words).
+var cacheBuildWords = ckpt.Words{"Ignore": "--ignore", "AllowNonFinite": "--allow-nonfinite", "NaN": "--nan"}
