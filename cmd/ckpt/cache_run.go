@@ -167,12 +167,6 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req che
 	req.Progress = prog
 	res, err := check.Run(ctx, req)
 	stop()
-	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
-		return reword(err, ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
-	}
-	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
-		return reword(err, nb, nb.Error()+": pass the profile with --rules")
-	}
 	if err != nil {
 		return planError(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/contract"
@@ -48,6 +49,12 @@ func words(err error, msg string) string {
 	}
 	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
 		reword(ue, ue.With(verifyWords))
+	}
+	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
+		reword(ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
+	}
+	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
+		reword(nb, nb.Error()+": pass the profile with --rules")
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
