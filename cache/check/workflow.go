@@ -57,12 +57,14 @@ type DirOptions struct {
 	// Ignore are the --ignore globs the cache must have been built with;
 	// nil for those the manifest records.
 	Ignore []ckpt.Glob
-	// PlanErr is the error of the caller's own parse of Set or Ignore (a
-	// command line's): Dir returns it where it makes the plan, once the
-	// manifest says there is a cache to check and the profile loads, as it
-	// returns the errors of the plan (a folder that is no cache is still a
-	// finding).
-	PlanErr error
+	// StopAtPlan makes Dir stop where it would make the plan, once the
+	// manifest says there is a cache to check and the profile loads: it
+	// returns a *PlanStopError (with the error of the mesh the manifest
+	// records, if any) in place of the check. A caller whose own
+	// options for the plan did not parse (a command line's Set or Ignore)
+	// sets it to report their errors where the plan's errors are (a
+	// folder that is no cache is still a finding).
+	StopAtPlan bool
 	// Strict makes warnings fail too (FindingCompanion of a text folder
 	// checked alone).
 	Strict bool
@@ -99,6 +101,20 @@ type NotBuiltinError struct {
 // Error says the manifest's profile is not built in.
 func (e *NotBuiltinError) Error() string {
 	return fmt.Sprintf("the manifest names profile %q, which is not built in", e.Profile)
+}
+
+// PlanStopError is Dir's stop where it would make the plan of the cache
+// folder Folder (DirOptions.StopAtPlan). Mesh is the *ckpt.UsageError of
+// the mesh the folder's manifest records, nil when it parses: the error
+// Dir returns there without StopAtPlan.
+type PlanStopError struct {
+	Folder string
+	Mesh   error
+}
+
+// Error says where Dir stopped.
+func (e *PlanStopError) Error() string {
+	return fmt.Sprintf("stopped before the plan of %s (StopAtPlan)", e.Folder)
 }
 
 // DirResult is the cache verify JSON document (docs/cli.md): every
@@ -284,15 +300,19 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	if m.Part == mapping.PartVision {
 		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
 	}
-	if opt.PlanErr != nil || meshErr != nil {
-		// Where mapping.Resolve refused them: after the profile's errors.
+	if opt.StopAtPlan || meshErr != nil {
+		// Where mapping.Resolve refuses them: after the profile's errors.
 		if _, err := po.LoadProfile(); err != nil {
 			return nil, err
 		}
-		if opt.PlanErr != nil {
-			return nil, opt.PlanErr
+		var mesh error
+		if meshErr != nil {
+			mesh = &ckpt.UsageError{Reason: meshErr.Error()}
 		}
-		return nil, &ckpt.UsageError{Reason: meshErr.Error()}
+		if opt.StopAtPlan {
+			return nil, &PlanStopError{Folder: folder.Path(), Mesh: mesh}
+		}
+		return nil, mesh
 	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	if err == nil && m.Part == mapping.PartVision {
@@ -509,9 +529,9 @@ type Options struct {
 	FilesOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
-	// Ignore and PlanErr are as in DirOptions.
-	Ignore  []ckpt.Glob
-	PlanErr error
+	// Ignore and StopAtPlan are as in DirOptions.
+	Ignore     []ckpt.Glob
+	StopAtPlan bool
 	// Strict makes warnings fail too (DirOptions.Strict).
 	Strict bool
 	// Words are the caller's words for the options the findings mention
@@ -522,7 +542,7 @@ type Options struct {
 // options are the request as DirOptions of Dir.
 func (r Options) options() DirOptions {
 	return DirOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, PlanErr: r.PlanErr, Strict: r.Strict, Words: r.Words}
+		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, StopAtPlan: r.StopAtPlan, Strict: r.Strict, Words: r.Words}
 }
 
 // Result is the outcome of Run: one cache verify document per cache
