@@ -236,7 +236,8 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		} else {
 			res.MemAvailable = avail
 			if avail < opt.MinMem {
-				res.Findings = append(res.Findings, fail(FindingMemory, "", fmt.Sprintf("MemAvailable is %s, below %s %s", ckpt.FormatBytes(avail), opt.Words.Of("MinMem"), ckpt.FormatBytes(opt.MinMem))))
+				msg := fmt.Sprintf("MemAvailable is %s, below %s %s", ckpt.FormatBytes(avail), opt.Words.Of("MinMem"), ckpt.FormatBytes(opt.MinMem))
+				res.Findings = append(res.Findings, fail(FindingMemory, "", msg))
 			}
 		}
 	}
@@ -318,7 +319,8 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	if err == nil && m.Part == mapping.PartVision {
 		if plan.Vision == nil {
 			c.Close()
-			res.Findings = append(res.Findings, fail(FindingStale, "", fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
+			res.Findings = append(res.Findings, fail(FindingStale, "",
+				fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
 			return done()
 		}
 		plan = plan.Vision
@@ -375,7 +377,8 @@ type dataCheck struct {
 // already find missing, truncated or corrupted with what the source builds
 // to (build.Compare, the mechanism of cache identify --source), with the
 // NaN style the manifest records; each differing file is a FindingData.
-func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt DirOptions) (dataCheck, error) {
+func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding,
+	opt DirOptions) (dataCheck, error) {
 	skip := map[string]bool{}
 	for _, f := range found {
 		switch f.ID {
@@ -465,7 +468,8 @@ func ignoreChanges(built, now []cache.IgnoreRecord, w ckpt.Words) []ckpt.Finding
 			delete(before, t)
 		}
 		if len(added) > 0 {
-			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s of the source %s left out by %s %s now, but %s not left out by the build (the source changed since the build): %s",
+			out = append(out, fail(FindingStale, "", fmt.Sprintf(
+				"%s of the source %s left out by %s %s now, but %s not left out by the build (the source changed since the build): %s",
 				countTensors(len(added)), isAre(len(added)), w.Of("Ignore"), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
 		}
 		var gone []string

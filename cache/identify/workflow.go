@@ -61,8 +61,8 @@ type SummaryRecord struct {
 // SummaryRecord is the result's closing JSON Lines record; Exact covers the
 // vision folder too (Vision, its own record, when it was identified).
 func (r *Result) SummaryRecord() SummaryRecord {
-	s := SummaryRecord{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty,
-		VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
+	s := SummaryRecord{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates),
+		VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty, VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
 	}

@@ -306,7 +306,8 @@ func (d *tensorDiffs) findings(want, cur *Contract, keys keySet, w ckpt.Words) [
 func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet, w ckpt.Words) ckpt.Finding {
 	switch {
 	case !hasHashes(want):
-		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: the contract has no hashes (write it with contract " + w.Of("ReadData") + ")"}
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip,
+			Message: "not compared: the contract has no hashes (write it with contract " + w.Of("ReadData") + ")"}
 	case !hasHashes(cur):
 		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: run verify with " + w.Of("ReadData") + " to hash the tensors"}
 	case len(d.hashChanged) > 0:
@@ -414,7 +415,8 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string, w ckpt.
 		}
 		if d.AllowedBy != "" {
 			allowed = append(allowed, ch.Path)
-			out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg + " (allowed by " + w.Of("AllowConfig") + " " + ckpt.EscapeName(d.AllowedBy) + ")"})
+			msg += " (allowed by " + w.Of("AllowConfig") + " " + ckpt.EscapeName(d.AllowedBy) + ")"
+			out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 			continue
 		}
 		failed = true

@@ -64,8 +64,8 @@ type Result struct {
 	Checks []ckpt.Finding `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
 	// Strict is set with Options.Strict: warnings fail the report too.
 	Strict bool `json:"strict,omitempty"`
-	// Against is the comparison with a contract, when AddComparison was
-	// called (verify --against).
+	// Against is the comparison with a contract, when Run was given one
+	// (Options.Against).
 	Against *contract.Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
@@ -122,9 +122,9 @@ func (r *Result) Failed() []ckpt.Finding {
 	return out
 }
 
-// AddComparison adds the checks of a comparison with a contract and keeps
+// addComparison adds the checks of a comparison with a contract and keeps
 // the comparison for the report.
-func (r *Result) AddComparison(cmp *contract.Comparison) {
+func (r *Result) addComparison(cmp *contract.Comparison) {
 	r.add(cmp.Checks...)
 	r.Against = cmp
 }

@@ -128,7 +128,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 		cmp.Contract = opt.Against
-		rep.AddComparison(cmp)
+		rep.addComparison(cmp)
 	}
 	if opt.Strict {
 		rep.setStrict()
