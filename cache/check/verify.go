@@ -66,9 +66,6 @@ type FilesReport struct {
 	Rehashed int `json:"rehashed"`
 }
 
-// OK reports whether the cache passed.
-func (r *FilesReport) OK() bool { return len(r.Findings) == 0 }
-
 // Files checks the cache folder of a plan (root/plan.CacheDir) against its
 // manifest m and the plan of the current source checkpoint c, fail-closed: every planned file must
 // exist, be recorded in the manifest with the plan's entry fingerprint,

@@ -57,15 +57,22 @@ type DirOptions struct {
 	// Ignore are the --ignore globs the cache must have been built with;
 	// nil for those the manifest records.
 	Ignore []ckpt.Glob
-	// PlanErr is the error of the caller's own parse of Set or Ignore (a
-	// command line's): Dir returns it where it makes the plan, once the
-	// manifest says there is a cache to check and the profile loads, as it
-	// returns the errors of the plan (a folder that is no cache is still a
-	// finding).
-	PlanErr error
+	// StopAtPlan makes Dir stop where it would make the plan, once the
+	// manifest says there is a cache to check and the profile loads: it
+	// returns a *PlanStopError (with the error of the mesh the manifest
+	// records, if any) in place of the check. A caller whose own
+	// options for the plan did not parse (a command line's Set or Ignore)
+	// sets it to report their errors where the plan's errors are (a
+	// folder that is no cache is still a finding).
+	StopAtPlan bool
 	// Strict makes warnings fail too (FindingCompanion of a text folder
 	// checked alone).
 	Strict bool
+	// Words are the caller's words for the options the findings mention:
+	// "MinMem" and "Ignore" (also the option of cache build that left
+	// tensors out); DirResult.Verdict takes them too ("ReadData",
+	// "Rehash").
+	Words ckpt.Words
 }
 
 // NoSourceError is Dir's refusal of a check with no DirOptions.Source
@@ -94,6 +101,20 @@ type NotBuiltinError struct {
 // Error says the manifest's profile is not built in.
 func (e *NotBuiltinError) Error() string {
 	return fmt.Sprintf("the manifest names profile %q, which is not built in", e.Profile)
+}
+
+// PlanStopError is Dir's stop where it would make the plan of the cache
+// folder Folder (DirOptions.StopAtPlan). Mesh is the *ckpt.UsageError of
+// the mesh the folder's manifest records, nil when it parses: the error
+// Dir returns there without StopAtPlan.
+type PlanStopError struct {
+	Folder string
+	Mesh   error
+}
+
+// Error says where Dir stopped.
+func (e *PlanStopError) Error() string {
+	return fmt.Sprintf("stopped before the plan of %s (StopAtPlan)", e.Folder)
 }
 
 // DirResult is the cache verify JSON document (docs/cli.md): every
@@ -158,8 +179,9 @@ const (
 	ComparedData = "names, headers, the manifest's hashes and the data built from the source"
 )
 
-// trusted says how the sources were checked, for the verdict line.
-func (r *DirResult) trusted() string {
+// trusted says how the sources were checked, for the verdict line, w
+// naming the option Rehash.
+func (r *DirResult) trusted(w ckpt.Words) string {
 	if r.Rehash {
 		return fmt.Sprintf("every source tensor read and hashed (%d)", r.Rehashed)
 	}
@@ -167,17 +189,18 @@ func (r *DirResult) trusted() string {
 	if r.Rehashed > 0 {
 		s = fmt.Sprintf("sources trusted by file size and mtime, not read (%d whose size or mtime changed were hashed)", r.Rehashed)
 	}
-	return s + "; --rehash reads them"
+	return s + "; " + w.Of("Rehash") + " reads them"
 }
 
 // Verdict says what a passing check compared, for the verdict line: the
 // data built from the source, or names and headers only; how the sources
-// were checked (trusted); and that the manifest is an archive's word.
-func (r *DirResult) Verdict() string {
+// were checked (trusted); and that the manifest is an archive's word. w
+// names the options ReadData and Rehash (as Options.Words does).
+func (r *DirResult) Verdict(w ckpt.Words) string {
 	if r.DataCompared {
-		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted())
+		return fmt.Sprintf("compared %s (%s)%s; %s", r.Compared, ckpt.FormatBytes(r.DataBytes), compare.ToleratedNote(r.Tolerated), r.trusted(w))
 	}
-	s := fmt.Sprintf("compared %s only, not the data with the source's (--read-data compares it)", r.Compared)
+	s := fmt.Sprintf("compared %s only, not the data with the source's (%s compares it)", r.Compared, w.Of("ReadData"))
 	if r.Unpacked != nil {
 		from := "an archive"
 		if r.Unpacked.Archive != "" {
@@ -185,7 +208,7 @@ func (r *DirResult) Verdict() string {
 		}
 		s += fmt.Sprintf("; the manifest came from %s, so its hashes are that archive's word", from)
 	}
-	return s + "; " + r.trusted()
+	return s + "; " + r.trusted(w)
 }
 
 // Dir is the fail-closed preflight of `ckpt cache verify`: it checks
@@ -213,7 +236,8 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		} else {
 			res.MemAvailable = avail
 			if avail < opt.MinMem {
-				res.Findings = append(res.Findings, fail(FindingMemory, "", fmt.Sprintf("MemAvailable is %s, below --min-mem %s", ckpt.FormatBytes(avail), ckpt.FormatBytes(opt.MinMem))))
+				msg := fmt.Sprintf("MemAvailable is %s, below %s %s", ckpt.FormatBytes(avail), opt.Words.Of("MinMem"), ckpt.FormatBytes(opt.MinMem))
+				res.Findings = append(res.Findings, fail(FindingMemory, "", msg))
 			}
 		}
 	}
@@ -265,7 +289,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	built := cache.IgnoreGlobs(m.Ignore)
 	if opt.Ignore != nil && !sameSet(globTexts(opt.Ignore), built) {
 		res.Findings = append(res.Findings, fail(FindingManifest, cache.ManifestName,
-			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built), describeIgnores(globTexts(opt.Ignore)))))
+			fmt.Sprintf("the cache was built %s; this check plans the source %s", describeIgnores(built, opt.Words), describeIgnores(globTexts(opt.Ignore), opt.Words))))
 	}
 	var mesh mapping.Mesh // none recorded: mapping.DefaultMesh
 	var meshErr error
@@ -277,21 +301,26 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	if m.Part == mapping.PartVision {
 		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
 	}
-	if opt.PlanErr != nil || meshErr != nil {
-		// Where mapping.Resolve refused them: after the profile's errors.
+	if opt.StopAtPlan || meshErr != nil {
+		// Where mapping.Resolve refuses them: after the profile's errors.
 		if _, err := po.LoadProfile(); err != nil {
 			return nil, err
 		}
-		if opt.PlanErr != nil {
-			return nil, opt.PlanErr
+		var mesh error
+		if meshErr != nil {
+			mesh = &ckpt.UsageError{Reason: meshErr.Error()}
 		}
-		return nil, &ckpt.UsageError{Reason: meshErr.Error()}
+		if opt.StopAtPlan {
+			return nil, &PlanStopError{Folder: folder.Path(), Mesh: mesh}
+		}
+		return nil, mesh
 	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	if err == nil && m.Part == mapping.PartVision {
 		if plan.Vision == nil {
 			c.Close()
-			res.Findings = append(res.Findings, fail(FindingStale, "", fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
+			res.Findings = append(res.Findings, fail(FindingStale, "",
+				fmt.Sprintf("the manifest is of the vision part of profile %s, and the source has no vision tower (no vision_config) to plan it", m.Profile)))
 			return done()
 		}
 		plan = plan.Vision
@@ -299,7 +328,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 	var pe *mapping.PlanError
 	if plan != nil {
 		res.Ignore = cache.IgnoreRecords(plan)
-		res.Findings = append(res.Findings, ignoreChanges(m.Ignore, res.Ignore)...)
+		res.Findings = append(res.Findings, ignoreChanges(m.Ignore, res.Ignore, opt.Words)...)
 	}
 	if errors.As(err, &pe) {
 		c.Close()
@@ -348,7 +377,8 @@ type dataCheck struct {
 // already find missing, truncated or corrupted with what the source builds
 // to (build.Compare, the mechanism of cache identify --source), with the
 // NaN style the manifest records; each differing file is a FindingData.
-func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding, opt DirOptions) (dataCheck, error) {
+func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, folder cache.Folder, m *cache.Manifest, found []ckpt.Finding,
+	opt DirOptions) (dataCheck, error) {
 	skip := map[string]bool{}
 	for _, f := range found {
 		switch f.ID {
@@ -401,24 +431,25 @@ func uniq(v []string) map[string]bool {
 	return m
 }
 
-// describeIgnores is "with --ignore A --ignore B", or "without --ignore".
-func describeIgnores(globs []string) string {
+// describeIgnores is "with Ignore A Ignore B", or "without Ignore", w
+// naming the option Ignore (the CLI: "with --ignore A --ignore B").
+func describeIgnores(globs []string, w ckpt.Words) string {
 	if len(globs) == 0 {
-		return "without --ignore"
+		return "without " + w.Of("Ignore")
 	}
 	s := "with"
 	for _, g := range globs {
-		s += " --ignore " + ckpt.Quote(g)
+		s += " " + w.Of("Ignore") + " " + ckpt.Quote(g)
 	}
 	return s
 }
 
-// ignoreChanges are the stale findings of the --ignore globs the build
+// ignoreChanges are the stale findings of the Ignore globs the build
 // and this plan share: a tensor a glob leaves out now that the build did
 // not (the source gained it, or no rule maps it any more: the cache holds
 // nothing of it), and one the build left out that it does not leave out
 // now (the source lost it, or a rule maps it now).
-func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
+func ignoreChanges(built, now []cache.IgnoreRecord, w ckpt.Words) []ckpt.Finding {
 	was := map[string]map[string]bool{}
 	for _, r := range built {
 		was[r.Glob] = uniq(r.Tensors)
@@ -437,8 +468,9 @@ func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
 			delete(before, t)
 		}
 		if len(added) > 0 {
-			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s of the source %s left out by --ignore %s now, but %s not left out by the build (the source changed since the build): %s",
-				countTensors(len(added)), isAre(len(added)), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
+			out = append(out, fail(FindingStale, "", fmt.Sprintf(
+				"%s of the source %s left out by %s %s now, but %s not left out by the build (the source changed since the build): %s",
+				countTensors(len(added)), isAre(len(added)), w.Of("Ignore"), ckpt.Quote(r.Glob), wasWere(len(added)), escapedList(added)), added...))
 		}
 		var gone []string
 		for t := range before {
@@ -446,8 +478,8 @@ func ignoreChanges(built, now []cache.IgnoreRecord) []ckpt.Finding {
 		}
 		if len(gone) > 0 {
 			sort.Slice(gone, func(i, j int) bool { return ckpt.NaturalLess(gone[i], gone[j]) })
-			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s that the build left out by --ignore %s %s not left out now (the source changed since the build): %s",
-				countTensors(len(gone)), ckpt.Quote(r.Glob), isAre(len(gone)), escapedList(gone)), gone...))
+			out = append(out, fail(FindingStale, "", fmt.Sprintf("%s that the build left out by %s %s %s not left out now (the source changed since the build): %s",
+				countTensors(len(gone)), w.Of("Ignore"), ckpt.Quote(r.Glob), isAre(len(gone)), escapedList(gone)), gone...))
 		}
 	}
 	return out
@@ -501,17 +533,20 @@ type Options struct {
 	FilesOptions
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
-	// Ignore and PlanErr are as in DirOptions.
-	Ignore  []ckpt.Glob
-	PlanErr error
+	// Ignore and StopAtPlan are as in DirOptions.
+	Ignore     []ckpt.Glob
+	StopAtPlan bool
 	// Strict makes warnings fail too (DirOptions.Strict).
 	Strict bool
+	// Words are the caller's words for the options the findings mention
+	// (DirOptions.Words).
+	Words ckpt.Words
 }
 
 // options are the request as DirOptions of Dir.
 func (r Options) options() DirOptions {
 	return DirOptions{FilesOptions: r.FilesOptions, Source: r.Source, Openers: r.Openers, Rules: r.Rules, Select: r.Select, Set: r.Set,
-		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, PlanErr: r.PlanErr, Strict: r.Strict}
+		MinMem: r.MinMem, MemInfo: r.MemInfo, Variant: r.Variant, ReadData: r.ReadData, Ignore: r.Ignore, StopAtPlan: r.StopAtPlan, Strict: r.Strict, Words: r.Words}
 }
 
 // Result is the outcome of Run: one cache verify document per cache

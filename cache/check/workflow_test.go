@@ -16,12 +16,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// PlanErr, the caller's error of Set or Ignore, is returned where the plan
-// is made: a directory that is no cache is still a finding.
-func TestRunPlanErr(t *testing.T) {
+// StopAtPlan stops where the plan is made: a directory that is no cache
+// is still a finding; a cache folder gives a *check.PlanStopError.
+func TestRunStopAtPlan(t *testing.T) {
 	t.Parallel()
-	planErr := &ckpt.UsageError{Option: "--set", Reason: "bad"}
-	res, err := check.Run(context.Background(), check.Options{Dir: filepath.Join(t.TempDir(), "none"), Source: "s", PlanErr: planErr})
+	src, out, plan := built(t)
+	folder := filepath.Join(out, filepath.FromSlash(plan.CacheDir))
+	_, err := check.Run(context.Background(), check.Options{Dir: folder, Source: src, StopAtPlan: true})
+	var ps *check.PlanStopError
+	require.ErrorAs(t, err, &ps)
+	assert.Equal(t, folder, ps.Folder)
+	assert.NoError(t, ps.Mesh)
+	res, err := check.Run(context.Background(), check.Options{Dir: filepath.Join(t.TempDir(), "none"), Source: "s", StopAtPlan: true})
 	require.NoError(t, err)
 	assert.False(t, res.OK)
 	require.Len(t, res.Single().Findings, 1)

@@ -126,6 +126,9 @@ type DirsOptions struct {
 	ChunkBytes int
 	// Progress counts shard bytes compared (nil-safe).
 	Progress *ckpt.Progress
+	// Words are the caller's words for the option a difference's message
+	// mentions: "NaN", the NaN style of the builds (build.WriteOptions.NaN).
+	Words ckpt.Words
 }
 
 // Dirs compares the .tensorbin files of two cache directories: files
@@ -411,7 +414,7 @@ func compareShard(ctx context.Context, fa, fb io.ReaderAt, ha, hb *tensorbin.Hea
 		}
 	}
 	if d != nil {
-		acc.finish(d)
+		acc.finish(d, opt.Words)
 	}
 	return d, nil
 }
@@ -463,7 +466,7 @@ type diffAcc struct {
 	max       float64
 	nonFinite int64
 	// nanBits counts element pairs that are NaN on both sides with
-	// different bits (a --nan vector build against a --nan scalar one):
+	// different bits (a build with NaN vector against one with NaN scalar):
 	// they differ, but not by any value.
 	nanBits int64
 	decoded bool
@@ -546,7 +549,7 @@ func (a *diffAcc) pair(x, y float32) {
 	a.max = max(a.max, math.Abs(fx-fy))
 }
 
-func (a *diffAcc) finish(d *Difference) {
+func (a *diffAcc) finish(d *Difference, w ckpt.Words) {
 	if !a.decoded {
 		return
 	}
@@ -570,7 +573,8 @@ func (a *diffAcc) finish(d *Difference) {
 		d.Message += fmt.Sprintf(" (and %d NaN/Inf mismatches)", a.nonFinite)
 	}
 	if a.nanBits > 0 {
-		d.Message += fmt.Sprintf("; %d element(s) NaN on both sides with different bits (not in the max: e.g. a --nan vector build against a --nan scalar one)", a.nanBits)
+		d.Message += fmt.Sprintf("; %d element(s) NaN on both sides with different bits (not in the max: e.g. a %s vector build against a %s scalar one)",
+			a.nanBits, w.Of("NaN"), w.Of("NaN"))
 	}
 }
 

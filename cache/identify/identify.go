@@ -108,9 +108,10 @@ type Result struct {
 	Report      *compare.Document `json:"report"`
 	// Warnings are the messages of the source's warning issues (not in
 	// the document: the CLI prints them on stderr). BuildFlags are the
-	// cache build flags the line that rebuilds the cache needs beyond the
-	// profile, mesh, device, tag and --set (" --allow-nonfinite --nan
-	// scalar"; "" for none).
+	// cache build options the line that rebuilds the cache needs beyond
+	// the profile, mesh, device, tag and settings, in the words of
+	// Options.Words (the CLI's: " --allow-nonfinite --nan scalar"; "" for
+	// none).
 	Warnings   []string `json:"-"`
 	BuildFlags string   `json:"-"`
 	// Vision is the identification of the model's vision folder, when
@@ -151,10 +152,11 @@ func (r *Result) ClosestReport() *compare.Report { return r.report }
 // result is exact when it has none. dir is a cache folder or a root with
 // one (opt.Select picks among several).
 func Dir(ctx context.Context, dir string, c *ckpt.Checkpoint, opt DirOptions) (*Result, error) {
-	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
+	try := func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
 		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision)
 		return tried{cand: cand, plan: plan, rep: rep}, err
-	})
+	}
+	res, best, err := search(ctx, dir, opt, try)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func Dir(ctx context.Context, dir string, c *ckpt.Checkpoint, opt DirOptions) (*
 // to build from.
 func DirNames(ctx context.Context, dir string, opt DirOptions) (*Result, error) {
 	headers := compare.NewHeaderCache()
-	res, best, err := search(ctx, dir, opt, func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
+	try := func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, files []string, vision bool) (tried, error) {
 		if vision {
 			return tryVisionNames(p, mesh, set, fdir, files, headers)
 		}
@@ -213,7 +215,8 @@ func DirNames(ctx context.Context, dir string, opt DirOptions) (*Result, error) 
 		cand := Candidate{Profile: p.Name, Settings: settings, Overrides: overrides(p, mesh, settings)}
 		cand.count(rep)
 		return tried{cand: cand, plan: plan, rep: rep, notes: notes}, nil
-	})
+	}
+	res, best, err := search(ctx, dir, opt, try)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +436,8 @@ func (c *Candidate) count(rep *compare.Report) {
 // tryCandidate holds the plan of c with profile p and the variables set
 // against the cache folder dir (compare.Headers). A checkpoint that does not map so
 // gives a candidate with Problem set (Differences -1) and no plan.
-func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (Candidate, *mapping.Plan, *compare.Report, error) {
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (
+	Candidate, *mapping.Plan, *compare.Report, error) {
 	var cand Candidate
 	if !vision {
 		settings, err := p.Resolve(mesh, set)
@@ -553,7 +557,8 @@ func overrides(p *mapping.Profile, m mapping.Mesh, s mapping.Settings) []string 
 // compareClosest is build.Compare of the plan's files that rep does not
 // already find missing or unreadable, its data differences and files
 // within a tolerance added to rep. It returns the shard bytes compared.
-func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt DirOptions) (int64, []ckpt.NonFinite, error) {
+func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, cdir string, rep *compare.Report, opt DirOptions) (
+	int64, []ckpt.NonFinite, error) {
 	skip := map[string]bool{}
 	for _, d := range rep.Diffs {
 		if d.Kind == compare.DiffMissing || d.Kind == compare.DiffUnreadable {

@@ -35,6 +35,10 @@ type Options struct {
 	Progress *ckpt.Progress
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for the options of cache build that
+	// Result.BuildFlags gives: "Ignore" (build.PlanOptions.Ignore),
+	// "AllowNonFinite" and "NaN" (of build.WriteOptions).
+	Words ckpt.Words
 }
 
 // SummaryRecord is the closing JSON Lines record of cache identify.
@@ -57,8 +61,8 @@ type SummaryRecord struct {
 // SummaryRecord is the result's closing JSON Lines record; Exact covers the
 // vision folder too (Vision, its own record, when it was identified).
 func (r *Result) SummaryRecord() SummaryRecord {
-	s := SummaryRecord{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates), VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty,
-		VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
+	s := SummaryRecord{Dir: r.Dir, Source: r.Source, Exact: r.Exact, Overrides: []string{}, Candidates: len(r.Candidates),
+		VisionMissing: r.VisionMissing, VisionEmpty: r.VisionEmpty, VisionOther: r.VisionOther, VisionOwner: r.VisionOwner}
 	if r.Best != nil {
 		s.Profile, s.Overrides = r.Best.Profile, r.Best.Overrides
 	}
@@ -86,10 +90,16 @@ func (r *Result) SummaryRecord() SummaryRecord {
 // so is one of another model (VisionOther).
 // Dir a cache folder is that folder only.
 //
-// Rules and Profiles together are a *ckpt.OptionError.
+// Rules and Profiles together, or a NaN that is no NaN style, are a
+// *ckpt.OptionError.
 func Run(ctx context.Context, req Options) (*Result, error) {
 	if req.Rules != "" && len(req.Profiles) > 0 {
 		return nil, &ckpt.OptionError{Field: "Rules", Reason: "and Profiles are exclusive"}
+	}
+	if req.NaN != "" {
+		if _, err := req.NaN.Bits(); err != nil {
+			return nil, &ckpt.OptionError{Field: "NaN", Reason: err.Error()}
+		}
 	}
 	res, err := run(ctx, req, "")
 	if err != nil || cache.IsFolderName(filepath.Base(filepath.Clean(req.Dir))) {
@@ -155,9 +165,6 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 	if nan == "" {
 		nan = build.NaNVector
 	}
-	if _, err := nan.Bits(); err != nil {
-		return nil, &ckpt.UsageError{Option: "--nan", Reason: err.Error()}
-	}
 	opt := DirOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
 		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}
 	src := req.Source
@@ -177,7 +184,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.BuildFlags = buildFlagsOf(res, string(nan))
+		res.BuildFlags = buildFlagsOf(res, string(nan), req.Words)
 		return res, nil
 	}
 	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant}, req.Openers...)
@@ -196,30 +203,31 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		return &Result{Warnings: warnings}, err
 	}
 	res.Warnings = warnings
-	res.BuildFlags = buildFlagsOf(res, string(nan))
+	res.BuildFlags = buildFlagsOf(res, string(nan), req.Words)
 	return res, nil
 }
 
 // buildFlagsOf gives the cache build flags that names and headers cannot
 // show: those the folder's ckpt manifest records (a build that accepted
 // NaN/Inf, and its NaN style), else, when the data comparison met NaN/Inf
-// in the source, --allow-nonfinite with the --nan style it was made with.
-func buildFlagsOf(r *Result, nan string) string {
+// in the source, AllowNonFinite with the NaN style it was made with; w
+// names cache build's options (Options.Words).
+func buildFlagsOf(r *Result, nan string, w ckpt.Words) string {
 	s := ""
 	m, err := cache.ReadManifest(r.Dir)
 	if err == nil {
 		for _, g := range cache.IgnoreGlobs(m.Ignore) {
-			s += " --ignore " + shellQuote(g)
+			s += " " + w.Of("Ignore") + " " + shellQuote(g)
 		}
 	}
 	switch {
 	case err == nil && m.AllowNonFinite:
-		s += " --allow-nonfinite"
+		s += " " + w.Of("AllowNonFinite")
 		if m.NaN != "" {
-			s += " --nan " + m.NaN
+			s += " " + w.Of("NaN") + " " + m.NaN
 		}
 	case len(r.NonFinite) > 0:
-		s += " --allow-nonfinite --nan " + nan
+		s += " " + w.Of("AllowNonFinite") + " " + w.Of("NaN") + " " + nan
 	}
 	return s
 }

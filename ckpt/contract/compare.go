@@ -69,6 +69,11 @@ type CompareOptions struct {
 	// passes and is named as allowed. Each path must name a config key of
 	// the contract or of the checkpoint (else *UnknownConfigPathError).
 	AllowConfig []string
+	// Words are the caller's words for the options the findings mention:
+	// "Match" and "Exclude" (Match's globs), "AllowConfig", and "ReadData"
+	// (the option of contract.Run that records hashes, and the one of
+	// verify that hashes the tensors now).
+	Words ckpt.Words
 }
 
 // UnknownConfigPathError says that an AllowConfig path names no config key
@@ -82,15 +87,22 @@ type UnknownConfigPathError struct {
 	Suggest        []string
 }
 
-// Error is the message of the UnknownConfigPathError (cmd/ckpt words it
-// for verify --allow-config).
-func (e *UnknownConfigPathError) Error() string {
-	msg := fmt.Sprintf("AllowConfig path %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
+// Error is the message of the UnknownConfigPathError in the Go names of
+// the options (With(nil)).
+func (e *UnknownConfigPathError) Error() string { return e.With(nil) }
+
+// With is the message of the UnknownConfigPathError, w naming the options
+// (CompareOptions.Words: "AllowConfig", "Match", "Exclude").
+func (e *UnknownConfigPathError) With(w ckpt.Words) string {
+	msg := fmt.Sprintf("%s %s names no config key of the contract or of the checkpoint", w.Of("AllowConfig"), ckpt.Quote(e.Path))
 	if e.Bookkeeping {
 		msg += " (a bookkeeping key, which contracts do not record)"
 	}
 	if e.QuantSelection {
-		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert, which AllowConfig does not accept"
+		// diff lists it among the config differences: do not send the
+		// caller back there.
+		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
+			"(for the tensors " + w.Of("Match") + "/" + w.Of("Exclude") + " select), which " + w.Of("AllowConfig") + " does not accept"
 	}
 	if len(e.Suggest) > 0 {
 		q := make([]string, len(e.Suggest))
@@ -99,7 +111,7 @@ func (e *UnknownConfigPathError) Error() string {
 		}
 		msg += ": did you mean " + strings.Join(q, " or ") + "?"
 	}
-	return msg + " (give the full dotted path)"
+	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
 }
 
 // The ids of the checks Compare adds.
@@ -122,16 +134,16 @@ const (
 func Compare(want, cur *Contract, opt CompareOptions) (*Comparison, error) {
 	m := opt.Match
 	cmp := &Comparison{Source: want.Source}
-	cfgChecks, err := compareConfig(cmp, want, cur, opt.AllowConfig)
+	cfgChecks, err := compareConfig(cmp, want, cur, opt.AllowConfig, opt.Words)
 	if err != nil {
 		return nil, err
 	}
 	keys := selectKeys(want, cur, m)
 	cmp.HashesCompared = hasHashes(want) && hasHashes(cur)
-	d := compareTensors(cmp, want, cur, keys)
-	out := d.findings(want, cur, keys)
+	d := compareTensors(cmp, want, cur, keys, opt.Words)
+	out := d.findings(want, cur, keys, opt.Words)
 	out = append(out, cfgChecks...)
-	out = append(out, compareScheme(want.FP8, cur.FP8, m)...)
+	out = append(out, compareScheme(want.FP8, cur.FP8, m, opt.Words)...)
 	cmp.Checks = out
 	return cmp, nil
 }
@@ -178,14 +190,14 @@ type tensorDiffs struct {
 
 // compareTensors compares the selected tensors one by one and fills
 // cmp.Groups.
-func compareTensors(cmp *Comparison, want, cur *Contract, keys keySet) *tensorDiffs {
+func compareTensors(cmp *Comparison, want, cur *Contract, keys keySet, w ckpt.Words) *tensorDiffs {
 	hashes := cmp.HashesCompared
 	why := ""
 	switch {
 	case !hasHashes(want):
-		why = "the contract has no hashes; write it with contract --read-data"
+		why = "the contract has no hashes; write it with contract " + w.Of("ReadData")
 	case !hasHashes(cur):
-		why = "run verify with --read-data"
+		why = "run verify with " + w.Of("ReadData")
 	}
 	groups := map[string]*GroupDiff{}
 	for _, g := range ckpt.Groups() {
@@ -264,7 +276,7 @@ func (d *tensorDiffs) compareTensor(g *GroupDiff, n string, w, c *Entry, hashes 
 
 // findings are the tensor findings of the comparison: keys added and
 // removed, dtypes, shapes, content.
-func (d *tensorDiffs) findings(want, cur *Contract, keys keySet) []ckpt.Finding {
+func (d *tensorDiffs) findings(want, cur *Contract, keys keySet, w ckpt.Words) []ckpt.Finding {
 	var out []ckpt.Finding
 	if added := d.added; len(added) > 0 {
 		out = append(out, ckpt.Finding{ID: ContractKeyAdded, Status: ckpt.Fail, Tensors: added,
@@ -287,30 +299,35 @@ func (d *tensorDiffs) findings(want, cur *Contract, keys keySet) []ckpt.Finding 
 			Message: fmt.Sprintf("%s changed dtype %s: %s", ckpt.Plural(len(ns), "tensor", "tensors"), strings.Replace(k, "->", "→", 1), ckpt.NameList(ns, 8))})
 	}
 	out = ckpt.AppendOr(out, d.shapeChecks, ckpt.Finding{ID: ContractShape, Status: ckpt.Pass, Message: "every common key keeps its shape"})
-	return append(out, d.hashFinding(want, cur, keys))
+	return append(out, d.hashFinding(want, cur, keys, w))
 }
 
 // hashFinding is the contract.hash finding.
-func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet) ckpt.Finding {
+func (d *tensorDiffs) hashFinding(want, cur *Contract, keys keySet, w ckpt.Words) ckpt.Finding {
 	switch {
 	case !hasHashes(want):
-		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: the contract has no hashes (write it with contract --read-data)"}
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip,
+			Message: "not compared: the contract has no hashes (write it with contract " + w.Of("ReadData") + ")"}
 	case !hasHashes(cur):
-		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: run verify with --read-data to hash the tensors"}
+		return ckpt.Finding{ID: ContractHash, Status: ckpt.Skip, Message: "not compared: run verify with " + w.Of("ReadData") + " to hash the tensors"}
 	case len(d.hashChanged) > 0:
 		return ckpt.Finding{ID: ContractHash, Status: ckpt.Fail, Tensors: d.hashChanged,
 			Message: fmt.Sprintf("%s with the same dtype and shape have different content (xxh3): %s",
 				ckpt.Plural(len(d.hashChanged), "tensor", "tensors"), ckpt.NameList(d.hashChanged, 8))}
 	}
-	// Say how many were compared: under --match/--exclude only the
+	// Say how many were compared: under a selection only the
 	// selection is, not every common tensor.
 	n := ckpt.Plural(d.hashCompared, "common tensor", "common tensors")
 	msg := fmt.Sprintf("the content (xxh3) of %s with the contract's dtype and shape is the contract's", n)
 	if len(keys.want) != len(want.Tensors) || len(keys.cur) != len(cur.Tensors) {
-		msg = fmt.Sprintf("the content (xxh3) of %s selected by --match/--exclude with the contract's dtype and shape is the contract's", n)
+		msg = fmt.Sprintf("the content (xxh3) of %s selected by %s with the contract's dtype and shape is the contract's", n, globWords(w))
 	}
 	return ckpt.Finding{ID: ContractHash, Status: ckpt.Pass, Message: msg}
 }
+
+// globWords names the selection's options, Match and Exclude, as the
+// caller does.
+func globWords(w ckpt.Words) string { return w.Of("Match") + "/" + w.Of("Exclude") }
 
 func hasHashes(k *Contract) bool {
 	if len(k.Tensors) == 0 {
@@ -337,7 +354,7 @@ func jsonString(v any) string {
 // contract.config findings: one per difference (fail, or pass when allowed),
 // a pass line counting the keys compared when none fails, and for a
 // version-1 contract a warning naming the keys it could not compare.
-func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt.Finding, error) {
+func compareConfig(cmp *Comparison, want, cur *Contract, allow []string, w ckpt.Words) ([]ckpt.Finding, error) {
 	curKeys := ckpt.ConfigKeys(cur.Config)
 	wantKeys := ckpt.ConfigKeys(want.Config)
 	builtKeys := builtConfigKeys(want.Config, cur.Config)
@@ -398,7 +415,8 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt
 		}
 		if d.AllowedBy != "" {
 			allowed = append(allowed, ch.Path)
-			out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg + " (allowed by --allow-config " + ckpt.EscapeName(d.AllowedBy) + ")"})
+			msg += " (allowed by " + w.Of("AllowConfig") + " " + ckpt.EscapeName(d.AllowedBy) + ")"
+			out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 			continue
 		}
 		failed = true
@@ -407,8 +425,8 @@ func compareConfig(cmp *Comparison, want, cur *Contract, allow []string) ([]ckpt
 	if !failed {
 		msg := fmt.Sprintf("config identical (%s compared)", ckpt.Plural(cmp.ConfigKeys, "key", "keys"))
 		if len(allowed) > 0 {
-			msg = fmt.Sprintf("config identical but for %s allowed by --allow-config (%s compared)",
-				ckpt.Plural(len(allowed), "change", "changes"), ckpt.Plural(cmp.ConfigKeys, "key", "keys"))
+			msg = fmt.Sprintf("config identical but for %s allowed by %s (%s compared)",
+				ckpt.Plural(len(allowed), "change", "changes"), w.Of("AllowConfig"), ckpt.Plural(cmp.ConfigKeys, "key", "keys"))
 		}
 		out = append(out, ckpt.Finding{ID: ContractConfig, Status: ckpt.Pass, Message: msg})
 	}
@@ -448,7 +466,7 @@ func CheckAllowConfig(want *Contract, cur map[string]any, allow []string) error 
 
 // builtConfigKeys are the key paths of both configs as transformers builds
 // the model from them (ckpt.ConfigAsBuilt), which a version-2 contract
-// compares: --allow-config may name them too.
+// compares: AllowConfig may name them too.
 func builtConfigKeys(want, cur map[string]any) [][]string {
 	return [][]string{ckpt.ConfigKeys(ckpt.ConfigAsBuilt(want)), ckpt.ConfigKeys(ckpt.ConfigAsBuilt(cur))}
 }
@@ -494,7 +512,7 @@ func configValue(v any) string {
 	return ckpt.EscapeName(s)
 }
 
-func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
+func compareScheme(want, cur *Scheme, m *ckpt.Matcher, w ckpt.Words) []ckpt.Finding {
 	switch {
 	case want == nil && cur == nil:
 		return []ckpt.Finding{{ID: ContractFP8Scheme, Status: ckpt.Pass, Message: "no FP8 in the contract nor now"},
@@ -544,7 +562,7 @@ func compareScheme(want, cur *Scheme, m *ckpt.Matcher) []ckpt.Finding {
 		}
 		msg := fmt.Sprintf("modules_to_not_convert identical (%d entries)", n)
 		if n != len(cur.ModulesToNotConvert) {
-			msg = fmt.Sprintf("modules_to_not_convert identical (%d of %d entries selected by --match/--exclude)", n, len(cur.ModulesToNotConvert))
+			msg = fmt.Sprintf("modules_to_not_convert identical (%d of %d entries selected by %s)", n, len(cur.ModulesToNotConvert), globWords(w))
 		}
 		out = append(out, ckpt.Finding{ID: ContractFP8NotConvert, Status: ckpt.Pass, Message: msg})
 	}

@@ -62,7 +62,7 @@ func TestConfigOf(t *testing.T) {
 }
 
 // TestCompareConfig: any recorded key that differs fails, naming its path
-// and both values; bookkeeping keys do not count; --allow-config accepts a
+// and both values; bookkeeping keys do not count; Options.AllowConfig accepts a
 // path or anything under it; the pass line counts the keys compared.
 func TestCompareConfig(t *testing.T) {
 	t.Parallel()
@@ -126,8 +126,8 @@ func TestCompareConfig(t *testing.T) {
 		{name: "allowed exactly", edit: func(m map[string]any) { text(m)["rms_norm_eps"] = json.Number("1e-5") },
 			allow:  []string{"text_config.rms_norm_eps"},
 			status: []ckpt.Status{ckpt.Pass, ckpt.Pass}, message: []string{
-				"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now (allowed by --allow-config text_config.rms_norm_eps)",
-				"config identical but for 1 change allowed by --allow-config (66 keys compared)",
+				"config text_config.rms_norm_eps: 1e-6 in the contract, 1e-5 now (allowed by Options.AllowConfig text_config.rms_norm_eps)",
+				"config identical but for 1 change allowed by Options.AllowConfig (66 keys compared)",
 			}, changes: 1},
 		{name: "allowed by a parent, another fails", edit: func(m map[string]any) {
 			text(m)["rope_parameters"].(map[string]any)["rope_theta"] = json.Number("1000000")
@@ -136,8 +136,8 @@ func TestCompareConfig(t *testing.T) {
 		}, allow: []string{"text_config.rope_parameters", "text_config.layer_types"},
 			status: []ckpt.Status{ckpt.Fail, ckpt.Pass, ckpt.Pass}, message: []string{
 				"config text_config.hidden_act",
-				"(allowed by --allow-config text_config.layer_types)",
-				"(allowed by --allow-config text_config.rope_parameters)",
+				"(allowed by Options.AllowConfig text_config.layer_types)",
+				"(allowed by Options.AllowConfig text_config.rope_parameters)",
 			}, changes: 3},
 	}
 	for _, tc := range tests {
@@ -188,7 +188,7 @@ func TestCompareConfigJSON(t *testing.T) {
 	assert.Equal(t, []string{}, doc.NotComp)
 }
 
-// TestAllowConfigUnknown: an --allow-config path that names no key is an
+// TestAllowConfigUnknown: an Options.AllowConfig path that names no key is an
 // error with the full paths that end with it.
 func TestAllowConfigUnknown(t *testing.T) {
 	t.Parallel()
@@ -203,7 +203,7 @@ func TestAllowConfigUnknown(t *testing.T) {
 		{"rope_theta", "did you mean 'text_config.rope_parameters.rope_theta' or 'vision_config.rope_parameters.rope_theta'?", false,
 			[]string{"text_config.rope_parameters.rope_theta", "vision_config.rope_parameters.rope_theta"}},
 		{"transformers_version", "a bookkeeping key, which contracts do not record", true, nil},
-		{"text_config.nope", `AllowConfig path "text_config.nope" names no config key of the contract or of the checkpoint (give the full dotted path)`, false, nil},
+		{"text_config.nope", `Options.AllowConfig "text_config.nope" names no config key of the contract or of the checkpoint (give the full dotted path, as ` + "`ckpt diff`" + ` lists it)`, false, nil},
 	} {
 		_, err := contract.Compare(want, want, contract.CompareOptions{AllowConfig: []string{tc.allow}})
 		var e *contract.UnknownConfigPathError

@@ -92,18 +92,18 @@ func filterConfig(m map[string]any, inQuant bool) map[string]any {
 
 // OfOptions tune Of.
 type OfOptions struct {
-	// ReadData also records the xxh3 of every tensor (Hashes).
+	// ReadData also records the xxh3 of every tensor (each read once, streamed: HashOptions).
 	ReadData bool
 	HashOptions
 }
 
 // Of is the contract engine: the contract of c, with the xxh3 of every
-// tensor when opt.ReadData is set (read as Hashes does).
+// tensor when opt.ReadData is set (streamed, parallel, bounded memory).
 func Of(ctx context.Context, c *ckpt.Checkpoint, opt OfOptions) (*Contract, error) {
 	var hashes map[string]string
 	if opt.ReadData {
 		var err error
-		if hashes, err = Hashes(ctx, c, opt.HashOptions); err != nil {
+		if hashes, err = hashTensors(ctx, c, opt.HashOptions); err != nil {
 			return nil, err
 		}
 	}
@@ -111,7 +111,7 @@ func Of(ctx context.Context, c *ckpt.Checkpoint, opt OfOptions) (*Contract, erro
 }
 
 // New builds the contract of an opened checkpoint. hashes (tensor
-// name → xxh3, from Hashes or verify's Result.Hashes) may be nil.
+// name → xxh3, from Of with ReadData or verify's Result.Hashes) may be nil.
 func New(c *ckpt.Checkpoint, hashes map[string]string) *Contract {
 	k := &Contract{Version: Version, Source: c.Source, Config: ConfigOf(c.Config), Tensors: []Entry{}}
 	for _, t := range c.Tensors {

@@ -2,6 +2,9 @@ package contract
 
 import "github.com/ckpt-dev/ckpt/ckpt"
 
+// Hashes is hashTensors, for the tests.
+var Hashes = hashTensors
+
 // NotContractError is notContractError, for the tests.
 type NotContractError = notContractError
 

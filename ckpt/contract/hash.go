@@ -8,11 +8,11 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 )
 
-// defaultWorkers is the parallelism of Hashes by default (verify's data
+// defaultWorkers is the parallelism of hashTensors by default (verify's data
 // checks read with the same; the read size is ckpt.StreamChunk's).
 const defaultWorkers = 4
 
-// HashOptions tune Hashes.
+// HashOptions tune the hashing of Of with ReadData.
 type HashOptions struct {
 	// Workers bounds concurrent reads (default 4).
 	Workers int
@@ -32,12 +32,12 @@ type tensorHash struct {
 	err    error
 }
 
-// Hashes reads every tensor once (streamed, parallel, bounded memory:
+// hashTensors reads every tensor once (streamed, parallel, bounded memory:
 // chunks are read in parallel, at most Workers at a time, each with one
 // chunk-sized buffer, and each tensor's hash is fed in chunk order) and
 // returns tensor name → xxh3-64 (16 hex digits) for the tensors that could
 // be read. Tensors cut off by a truncated file are not read.
-func Hashes(ctx context.Context, c *ckpt.Checkpoint, opt HashOptions) (map[string]string, error) {
+func hashTensors(ctx context.Context, c *ckpt.Checkpoint, opt HashOptions) (map[string]string, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = defaultWorkers

@@ -56,7 +56,7 @@ func TestNotConvertCountUnderMatch(t *testing.T) {
 			msg = c.Message
 		}
 	}
-	require.Equal(t, "modules_to_not_convert identical (1 of 3 entries selected by --match/--exclude)", msg)
+	require.Equal(t, "modules_to_not_convert identical (1 of 3 entries selected by Options.Match/Options.Exclude)", msg)
 	cmp = compare(t, contractOf("a", nc...), contractOf("a", nc...), nil)
 	for _, c := range cmp.Checks {
 		if c.ID == "contract.fp8_not_convert" {

@@ -37,7 +37,7 @@ func skipArch(msg string) []ckpt.Finding {
 func archChecks(c *ckpt.Checkpoint, in *inventory, profile Arch) ([]ckpt.Finding, string) {
 	switch profile {
 	case ArchNone:
-		return skipArch("architecture profile: none (--arch none)"), ""
+		return skipArch("architecture profile: none (" + in.words.Of("Arch") + " none)"), ""
 	case "", ArchAuto:
 		if !arch.Is(c.Config) {
 			return noProfileChecks(c, in), ""
@@ -155,7 +155,7 @@ func expectedTensors(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35, f *fp8Fa
 			kept = append(kept, e)
 		}
 	}
-	return kept, sub, fmt.Sprintf(" within the subset the config records (%s)", describeSubset(sub)), nil
+	return kept, sub, fmt.Sprintf(" within the subset the config records (%s)", describeSubset(sub, in.words)), nil
 }
 
 // keyHit is a tensor whose dimension differs from the one config key
@@ -382,14 +382,15 @@ func describeProfile(q *arch.Qwen35, fp8 bool, block []int64, n int) string {
 }
 
 // layerChecks compares layer counts and layer kinds with the tensors.
-// describeSubset is a subset's globs as --match/--exclude would give them.
-func describeSubset(s *ckpt.Subset) string {
+// describeSubset is a subset's globs as the options Match and Exclude
+// would give them, in w's words.
+func describeSubset(s *ckpt.Subset, w ckpt.Words) string {
 	var parts []string
 	for _, g := range s.Match {
-		parts = append(parts, "--match "+ckpt.EscapeName(g))
+		parts = append(parts, w.Of("Match")+" "+ckpt.EscapeName(g))
 	}
 	for _, g := range s.Exclude {
-		parts = append(parts, "--exclude "+ckpt.EscapeName(g))
+		parts = append(parts, w.Of("Exclude")+" "+ckpt.EscapeName(g))
 	}
 	if len(parts) == 0 {
 		return "every tensor"

@@ -20,7 +20,7 @@ const (
 )
 
 // cacheChecks checks a Hugging Face cache snapshot: partial downloads and,
-// with --read-data, every file's SHA-256 against its blob name. Digests
+// with ReadData, every file's SHA-256 against its blob name. Digests
 // computed while the data was streamed (file name → hex) are used as they
 // are; other files (config, index, shards whose stream failed) are read.
 func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, streamed map[string]string) ([]ckpt.Finding, error) {
@@ -63,7 +63,7 @@ func cacheChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions, stre
 		out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "the source does not record file digests"})
 		return out, nil
 	case !opt.ReadData:
-		out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "not checked: file digests are checked only with --read-data"})
+		out = append(out, ckpt.Finding{ID: CacheSHA256, Status: ckpt.Skip, Message: "not checked: file digests are checked only with " + opt.Words.Of("ReadData")})
 		return out, nil
 	}
 	type job struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/quant"
 )
 
-// Arch is the architecture profile verify holds a checkpoint to (--arch).
+// Arch is the architecture profile verify holds a checkpoint to.
 type Arch string
 
 // The architecture profiles of Options.Arch and CheckOptions.Arch.
@@ -49,6 +49,9 @@ type CheckOptions struct {
 	ChunkSize int
 	// Progress, if set, counts bytes read by the data checks.
 	Progress *ckpt.Progress
+	// Words are the caller's words for the options the findings mention
+	// (Options.Words).
+	Words ckpt.Words
 }
 
 // Result is the result of Checkpoint and of the workflow Run (the verify
@@ -61,8 +64,8 @@ type Result struct {
 	Checks []ckpt.Finding `json:"findings"` // JSON "findings", as everywhere (schema 1; "checks" before)
 	// Strict is set with Options.Strict: warnings fail the report too.
 	Strict bool `json:"strict,omitempty"`
-	// Against is the comparison with a contract, when AddComparison was
-	// called (verify --against).
+	// Against is the comparison with a contract, when Run was given one
+	// (Options.Against).
 	Against *contract.Comparison `json:"against,omitempty"`
 	// Hashes maps tensor names to their xxh3-64 (16 hex digits) when
 	// ReadData was set and the tensor could be read.
@@ -119,9 +122,9 @@ func (r *Result) Failed() []ckpt.Finding {
 	return out
 }
 
-// AddComparison adds the checks of a comparison with a contract and keeps
+// addComparison adds the checks of a comparison with a contract and keeps
 // the comparison for the report.
-func (r *Result) AddComparison(cmp *contract.Comparison) {
+func (r *Result) addComparison(cmp *contract.Comparison) {
 	r.add(cmp.Checks...)
 	r.Against = cmp
 }
@@ -137,6 +140,7 @@ func Check(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) (*Result, 
 		return nil, fmt.Errorf("unknown profile %s (want auto, qwen3_5 or none)", ckpt.Quote(string(opt.Arch)))
 	}
 	in := newInventory(c)
+	in.words = opt.Words
 	r.add(integrityChecks(c)...)
 	r.add(headerChecks(c)...)
 	r.add(quantChecks(ctx, c, in, opt)...)
@@ -168,6 +172,8 @@ type inventory struct {
 	// notConvert is the modules_to_not_convert transformers applies
 	// (notConvertOf); nil without a quantization_config.
 	notConvert *quant.NotConvertList
+	// words are the caller's (CheckOptions.Words).
+	words ckpt.Words
 }
 
 func newInventory(c *ckpt.Checkpoint) *inventory {

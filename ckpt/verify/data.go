@@ -230,7 +230,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 	if !opt.ReadData {
 		out := make([]ckpt.Finding, len(dataIDs))
 		for i, id := range dataIDs {
-			out[i] = ckpt.Finding{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with --read-data"}
+			out[i] = ckpt.Finding{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with " + opt.Words.Of("ReadData")}
 		}
 		return out, nil, nil, nil
 	}
@@ -269,7 +269,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 						ckpt.EscapeName(t.Name), cc.bad(), cc.n, cc.nan, cc.inf, cc.zero, cc.neg, cc.first, cc.firstValue)})
 			}
 			if cc.over > 0 {
-				overflow = append(overflow, scaleOverflowCheck(t, cc))
+				overflow = append(overflow, scaleOverflowCheck(t, cc, opt.Words))
 			}
 		case kindE4M3:
 			nFP8++
@@ -308,7 +308,7 @@ func dataChecks(ctx context.Context, c *ckpt.Checkpoint, opt CheckOptions) ([]ck
 // largest F8_E4M3 code (448) is beyond the bf16 range: the weight's values
 // in those blocks dequantise to Inf in bf16 (and in float32 when the
 // product overflows that too).
-func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) ckpt.Finding {
+func scaleOverflowCheck(t *ckpt.Tensor, cc *counts, w ckpt.Words) ckpt.Finding {
 	_, cols := ckpt.Matrix(t.Shape)
 	block := fmt.Sprintf("element %d", cc.overFirst)
 	if len(t.Shape) == 2 && cols > 0 {
@@ -320,6 +320,6 @@ func scaleOverflowCheck(t *ckpt.Tensor, cc *counts) ckpt.Finding {
 	}
 	return ckpt.Finding{ID: DataScaleValues, Status: ckpt.Warn, Tensors: []string{t.Name},
 		Message: fmt.Sprintf("%s: %d of %d scale values times the largest F8_E4M3 code %d exceed %s; first at %s = %s: dequantised weights there are Inf "+
-			"(cache build and extract --dtype refuse them)",
-			ckpt.EscapeName(t.Name), cc.over, cc.n, numfmt.E4M3MaxFinite, in, block, formatFloat(cc.overValue))}
+			"(cache build and extract %s refuse them)",
+			ckpt.EscapeName(t.Name), cc.over, cc.n, numfmt.E4M3MaxFinite, in, block, formatFloat(cc.overValue), w.Of("DType"))}
 }

@@ -9,8 +9,8 @@
 //
 // Open a checkpoint with ckpt.Open and ckpt.Options{Lenient: true} (missing
 // shards and shards whose size disagrees with their header become findings),
-// then call Check (the workflow Run does all of this from a source);
-// Result.AddComparison adds the comparison with a contract.
+// then call Check (the workflow Run does all of this from a source, and
+// adds the comparison with a contract of Options.Against).
 // Each Check (a ckpt.Finding) has a stable id, a ckpt.FindingID constant
 // declared beside its check (IndexTotalSize, FP8ScaleMissing, ...; the
 // index.* ids Open records and file.size are ckpt's: ckpt.IndexShardMissing,

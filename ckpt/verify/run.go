@@ -39,6 +39,13 @@ type Options struct {
 	Allowances []Allowance
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for the options the findings mention:
+	// "Arch", "ReadData", "Match" and "Exclude" (Select's globs, and those
+	// of the subset an extracted checkpoint's config records),
+	// "AllowConfig", and "DType" (extract's, which refuses overflowing
+	// scales); they also word a contract.Comparison's findings
+	// (contract.CompareOptions.Words).
+	Words ckpt.Words
 }
 
 // check refuses, before any work, the options no command line gives: a
@@ -107,7 +114,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	check := CheckOptions{Arch: opt.Arch, ReadData: opt.ReadData, Workers: opt.Workers}
+	check := CheckOptions{Arch: opt.Arch, ReadData: opt.ReadData, Workers: opt.Workers, Words: opt.Words}
 	if opt.ReadData {
 		check.Progress = opt.Progress
 	}
@@ -116,12 +123,12 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	if want != nil {
-		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: opt.Select, AllowConfig: opt.AllowConfig})
+		cmp, err := contract.Compare(want, contract.New(c, rep.Hashes), contract.CompareOptions{Match: opt.Select, AllowConfig: opt.AllowConfig, Words: opt.Words})
 		if err != nil {
 			return nil, err
 		}
 		cmp.Contract = opt.Against
-		rep.AddComparison(cmp)
+		rep.addComparison(cmp)
 	}
 	if opt.Strict {
 		rep.setStrict()

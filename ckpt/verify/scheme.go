@@ -188,7 +188,7 @@ func baseName(loc string) string { return loc[strings.LastIndexAny(loc, `/\`)+1:
 func scaleValueChecks(ctx context.Context, r *quant.Recipe, ws []*ckpt.QuantWeight, opt CheckOptions) []ckpt.Finding {
 	id := SchemeScaleValues
 	if !opt.ReadData {
-		return []ckpt.Finding{{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with --read-data"}}
+		return []ckpt.Finding{{ID: id, Status: ckpt.Skip, Message: "not checked: tensor data is read only with " + opt.Words.Of("ReadData")}}
 	}
 	var bad []ckpt.Finding
 	n := 0

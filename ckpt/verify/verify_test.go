@@ -132,8 +132,8 @@ func message(r *verify.Result, id string) string {
 }
 
 // TestHashesAsContract: the xxh3 of every tensor that Run reads with
-// ReadData (what verify --against compares) is what contract.Hashes gives
-// (what contract --read-data records).
+// ReadData (what verify --against compares) is what contract.Of records
+// with ReadData (what contract --read-data records).
 func TestHashesAsContract(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -141,8 +141,12 @@ func TestHashesAsContract(t *testing.T) {
 	c, err := ckpt.Open(context.Background(), dir, ckpt.Options{Lenient: true})
 	require.NoError(t, err)
 	defer c.Close()
-	want, err := contract.Hashes(context.Background(), c, contract.HashOptions{Workers: 3, ChunkSize: 4096})
+	k, err := contract.Of(context.Background(), c, contract.OfOptions{ReadData: true, HashOptions: contract.HashOptions{Workers: 3, ChunkSize: 4096}})
 	require.NoError(t, err)
+	want := map[string]string{}
+	for _, e := range k.Tensors {
+		want[e.Name] = e.XXH3
+	}
 	rep, err := verify.Check(context.Background(), c, verify.CheckOptions{ReadData: true, Workers: 2, ChunkSize: 64})
 	require.NoError(t, err)
 	require.Len(t, rep.Hashes, len(c.Tensors))

@@ -202,7 +202,7 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return a.runCacheVerify(cmd.Context(), o, opt)
+			return a.runCacheVerify(cmd.Context(), o, v, opt)
 		},
 	}
 	f := cmd.Flags()

@@ -47,7 +47,7 @@ func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options,
 }
 
 // check holds cache verify's rules of the command line. The errors of
-// --set and --ignore come later, where the plan is made (check.Options.PlanErr).
+// --set and --ignore come later, where the plan is made (planStopped).
 func (o *cacheVerifyOptions) check(v *cacheVerifyValues) error {
 	if o.MinMem != "" {
 		if _, err := v.minMem.Size(); err != nil {
@@ -63,15 +63,12 @@ func (o *cacheVerifyOptions) options(a *App, v *cacheVerifyValues) (check.Option
 		return check.Options{}, err
 	}
 	minMem, _ := v.minMem.Size() // checked
-	// Where mapping.Resolve refused them: --ignore's, then --set's.
-	ignore, planErr := ignores(&v.ignore)
-	set, err := v.set.settings()
-	if planErr == nil {
-		planErr = err
-	}
-	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore, PlanErr: planErr,
-		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict,
-		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}}, nil
+	// Their errors are reported where the plan is made (planStopped).
+	ignore, ignoreErr := ignores(&v.ignore)
+	set, setErr := v.set.settings()
+	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore,
+		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, StopAtPlan: ignoreErr != nil || setErr != nil,
+		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}, Words: cacheVerifyWords}, nil
 }
 
 // request is the library request of the options.
@@ -154,7 +151,7 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheB
 	return printBuild(a.Out, format, rep)
 }
 
-func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req check.Options) error {
+func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, v *cacheVerifyValues, req check.Options) error {
 	format, err := output.Resolve(o.Format, a.Terminal, cacheVerifyFormats.Values...)
 	if err != nil {
 		return usageError("%v", err)
@@ -167,11 +164,8 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req che
 	req.Progress = prog
 	res, err := check.Run(ctx, req)
 	stop()
-	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
-		return reword(err, ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
-	}
-	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
-		return reword(err, nb, nb.Error()+": pass the profile with --rules")
+	if ps := (*check.PlanStopError)(nil); errors.As(err, &ps) {
+		return reword(err, ps, planStopped(ps, v).Error())
 	}
 	if err != nil {
 		return planError(err)
@@ -193,6 +187,23 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, req che
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// planStopped is the error where check stopped before the plan (a
+// *check.PlanStopError: --set or --ignore did not parse), in the order
+// mapping.Resolve gives the errors of the plan: --ignore's, the mesh the
+// manifest records, --set's.
+func planStopped(ps *check.PlanStopError, v *cacheVerifyValues) error {
+	if _, err := ignores(&v.ignore); err != nil {
+		return err
+	}
+	if ps.Mesh != nil {
+		return ps.Mesh
+	}
+	if _, err := v.set.settings(); err != nil {
+		return err
+	}
+	return ps
 }
 
 // rewordedError is a library error in the CLI's words: its message is the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -126,8 +125,13 @@ func (o *verifyOptions) options(a *App, v *verifyValues) (verify.Options, error)
 	sel, _ := selection(&v.match, &v.exclude) // checked
 	allow, _ := v.allowFinding.values()       // checked
 	return verify.Options{Source: o.Source, Openers: a.Openers, Arch: verify.Arch(o.Arch), ReadData: o.ReadData, Workers: o.Workers,
-		Against: o.Against, Select: sel, AllowConfig: o.AllowConfig, Strict: o.Strict, Allowances: allow, Variant: o.Variant}, nil
+		Against: o.Against, Select: sel, AllowConfig: o.AllowConfig, Strict: o.Strict, Allowances: allow, Variant: o.Variant,
+		Words: verifyWords}, nil
 }
+
+// verifyWords are verify's flags for the options its findings name.
+var verifyWords = ckpt.Words{"Arch": "--arch", "ReadData": "--read-data", "Match": "--match", "Exclude": "--exclude", "AllowConfig": "--allow-config",
+	"DType": "--dtype"}
 
 // runVerify runs the verify workflow (verify.Run) and renders its
 // report: exit 1 when it is not OK.
@@ -145,9 +149,6 @@ func (a *App) runVerify(ctx context.Context, o *verifyOptions, req verify.Option
 	}
 	rep, err := verify.Run(ctx, req)
 	stop()
-	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
-		return &ckpt.UsageError{Reason: allowConfigWords(ue)}
-	}
 	if err != nil {
 		return err
 	}
@@ -253,29 +254,6 @@ func printVerify(w io.Writer, format string, res *verify.Result, onlyFailed bool
 	}
 	fmt.Fprintf(w, "\n%s: %s: %s, %s, %d passed, %d skipped%s\n", esc(res.Source), verdict, failed, warns, n[ckpt.Pass], n[ckpt.Skip], allowed)
 	return nil
-}
-
-// allowConfigWords is the message of an --allow-config path that names no
-// config key.
-func allowConfigWords(e *contract.UnknownConfigPathError) string {
-	msg := fmt.Sprintf("--allow-config %s names no config key of the contract or of the checkpoint", ckpt.Quote(e.Path))
-	if e.Bookkeeping {
-		msg += " (a bookkeeping key, which contracts do not record)"
-	}
-	if e.QuantSelection {
-		// ckpt diff lists it among the config differences: do not send
-		// the user back there.
-		return msg + ": the contract records it with the FP8 scheme, compared by contract.fp8_not_convert " +
-			"(for the tensors --match/--exclude select), which --allow-config does not accept"
-	}
-	if len(e.Suggest) > 0 {
-		q := make([]string, len(e.Suggest))
-		for i, s := range e.Suggest {
-			q[i] = "'" + ckpt.EscapeName(s) + "'"
-		}
-		msg += ": did you mean " + strings.Join(q, " or ") + "?"
-	}
-	return msg + " (give the full dotted path, as `ckpt diff` lists it)"
 }
 
 // allowanceWhat names what an allowance looked for.

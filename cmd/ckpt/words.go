@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
+	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
+	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
 )
 
@@ -45,6 +47,15 @@ func words(err error, msg string) string {
 		named.Flag = "--out"
 		reword(re, named.Error())
 	}
+	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
+		reword(ue, ue.With(verifyWords))
+	}
+	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
+		reword(ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
+	}
+	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
+		reword(nb, nb.Error()+": pass the profile with --rules")
+	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
 	}
@@ -72,3 +83,13 @@ func nonFiniteNote(nf []ckpt.NonFinite) string {
 	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s",
 		len(nf), ckpt.NonFiniteKept(nf))
 }
+
+// cacheVerifyWords are cache verify's flags for the options its findings
+// and verdict name (check.Options.Words, check.DirResult.Verdict).
+var cacheVerifyWords = ckpt.Words{"MinMem": "--min-mem", "Ignore": "--ignore", "ReadData": "--read-data", "Rehash": "--rehash"}
+
+// cacheBuildWords are cache build's flags for the options cache identify's
+// rebuild line gives (identify.Options.Words, identify.Result.BuildFlags)
+// and the NaN style cache compare's differences name
+// (compare.DirsOptions.Words).
+var cacheBuildWords = ckpt.Words{"Ignore": "--ignore", "AllowNonFinite": "--allow-nonfinite", "NaN": "--nan"}
