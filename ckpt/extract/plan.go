@@ -102,6 +102,9 @@ type PlanOptions struct {
 	// counts them); by default the first one fails Write with
 	// *ckpt.NonFiniteError.
 	AllowNonFinite bool
+	// Words are the caller's words for these options (DType, WithScales)
+	// in the plan's warnings; nil spells them as Go does.
+	Words ckpt.Words
 }
 
 // Action says how a tensor is produced.
@@ -298,7 +301,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 					it.Action = Convert
 				}
 			}
-		} else if w := keepWarning(c, t, selected); w != "" {
+		} else if w := keepWarning(c, t, selected, opt.Words); w != "" {
 			p.Warnings = append(p.Warnings, w)
 		}
 		p.Items = append(p.Items, it)
@@ -311,7 +314,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		if target != "" && ckpt.IsBookkeeping(it.Source.Name) {
 			// A scale is not a value: under a float dtype it is consumed by
 			// its weight's dequantisation or left out, never converted.
-			p.Warnings = append(p.Warnings, scaleLeftOut(c, it.Source, selected, p.DType))
+			p.Warnings = append(p.Warnings, scaleLeftOut(c, it.Source, selected, p.DType, opt.Words))
 			continue
 		}
 		kept = append(kept, it)
@@ -341,8 +344,9 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	return p, nil
 }
 
-// scaleLeftOut says why the scale s is not written under a float dtype.
-func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, dtype string) string {
+// scaleLeftOut says why the scale s is not written under a float dtype
+// (words: the caller's words for the options).
+func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, dtype string, words ckpt.Words) string {
 	i := strings.LastIndexByte(s.Name, '.')
 	name := s.Name[i+1:]
 	w, ok := strings.CutSuffix(s.Name, ckpt.ScaleSuffix) // block FP8: <weight>_scale_inv
@@ -358,13 +362,15 @@ func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, 
 			why = fmt.Sprintf("its weight %s is not extracted (select it to dequantise it with this scale)", ckpt.Quote(w))
 		}
 	}
-	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the --dtype %s output; %s", ckpt.Quote(s.Name), name, dtype, why)
+	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the %s %s output; %s", ckpt.Quote(s.Name), name, words.Of("DType"), dtype, why)
 }
 
 // keepWarning says what is wrong with extracting the quantised weight t
 // under keep without its scale: the scale is not selected, or the source
-// has none (or one ckpt cannot read). "" when nothing is.
-func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) string {
+// has none (or one ckpt cannot read). "" when nothing is. w are the
+// caller's words for the options that would bring the scale along.
+func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool, w ckpt.Words) string {
+	withScales, bf16 := "add "+w.Of("WithScales"), "use "+w.Of("DType")+" "+BF16
 	q, err := c.QuantScheme(t)
 	var missing *ckpt.MissingScaleError
 	var unknown *ckpt.UnknownScaleError
@@ -374,15 +380,18 @@ func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) s
 	case errors.As(err, &unknown):
 		for _, s := range unknown.Companions {
 			if !selected[s.Name] {
-				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales)", ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name))
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (%s)",
+					ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name), withScales)
 			}
 		}
 	case err == nil && q.Scheme == quant.BlockFP8 && !selected[q.Scale.Name]:
-		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name))
+		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (%s, or %s)",
+			ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name), withScales, bf16)
 	case err == nil && q.Scale != nil:
 		for _, s := range []*ckpt.Tensor{q.Scale, q.Global} {
 			if s != nil && !selected[s.Name] {
-				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), quant.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name))
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (%s, or %s)",
+					ckpt.Quote(t.Name), quant.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name), withScales, bf16)
 			}
 		}
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	Progress *ckpt.Progress
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for these options in the warnings
+	// (PlanOptions.Words).
+	Words ckpt.Words
 }
 
 // ShardedFileError is an output of Shards shards (at MaxShardSize) asked
@@ -78,7 +81,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		sel = ckpt.MatcherOf(nil, nil)
 	}
 	plan, err := NewPlan(c, PlanOptions{Select: sel, DType: dtype, WithScales: opt.WithScales,
-		MaxShardSize: opt.MaxShardSize, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite})
+		MaxShardSize: opt.MaxShardSize, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite, Words: opt.Words})
 	if err != nil {
 		return res, err
 	}

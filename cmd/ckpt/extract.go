@@ -121,7 +121,13 @@ func (o *extractOptions) options(a *App, v *extractValues) (extract.Options, err
 	sel, _ := selection(&v.match, &v.exclude) // checked
 	maxShard, _ := v.maxShardSize.Size()      // checked
 	return extract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, Select: sel, DType: o.DType,
-		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: maxShard, Variant: o.Variant}, nil
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: maxShard, Variant: o.Variant, Words: extractWords()}, nil
+}
+
+// extractWords are extract's flags for the options of extract.Options that
+// its warnings name.
+func extractWords() ckpt.Words {
+	return ckpt.Words{"DType": "--dtype", "WithScales": "--with-scales"}
 }
 
 // runExtract runs the extract workflow (extract.Run) and renders its
