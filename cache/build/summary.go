@@ -95,7 +95,7 @@ func (r *Written) Notes() []string {
 			"it now holds this build's, and %s has no vision folder of its own (build the two models into different device folders or cache roots)",
 			ckpt.EscapeName(r.PartOf), ckpt.EscapeName(r.PartOf)))
 	}
-	if s := ckpt.NonFiniteNote(r.NonFinite); s != "" {
+	if s := ckpt.NonFiniteNote(r.NonFinite, r.words); s != "" {
 		out = append(out, s+"; recorded in the manifest")
 	}
 	if n := len(r.Unknown); n > 0 {

@@ -12,7 +12,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -43,7 +42,13 @@ func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options,
 	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
 	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv, &v.plan), Out: o.Out, DeviceDRAM: dram,
 		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
-			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}, nil
+			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck, Words: cacheBuildWords()}}, nil
+}
+
+// cacheBuildWords are cache build's flags for the options of build.Options
+// that its refusals and notes name.
+func cacheBuildWords() ckpt.Words {
+	return ckpt.Words{"Out": "--out", "NoSpaceCheck": "--no-space-check", "AllowNonFinite": "--allow-nonfinite"}
 }
 
 // check holds cache verify's rules of the command line. The errors of
@@ -136,11 +141,8 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheB
 	if rep != nil {
 		a.warn(rep.Warnings...)
 	}
-	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == "" {
-		return reword(err, re, "--out "+re.Error())
-	}
 	if err != nil {
-		return planError(err)
+		return err
 	}
 	if pe := rep.Problems; pe != nil {
 		printProblems(a.Out, pe.Problems, output.EscapeTerm)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -127,12 +126,10 @@ func (v *planValues) err(po mapping.PlanOptions) error {
 	return nil
 }
 
-// planError is err, an error of making a plan (mapping.Resolve), in the
-// CLI's words: a setting the profile refuses is --set's.
+// planError is err: words says a setting the profile refuses
+// (*mapping.SettingError) as --set's. It stays only for runCacheVerify's
+// call, until that goes.
 func planError(err error) error {
-	if se := (*mapping.SettingError)(nil); errors.As(err, &se) {
-		return reword(err, se, "--set: "+se.Error())
-	}
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
+	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 // The library's errors that a user fixes with a flag are typed there, with
@@ -47,6 +48,9 @@ func words(err error, msg string) string {
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
+	}
+	if se := (*mapping.SettingError)(nil); errors.As(err, &se) {
+		reword(se, "--set: "+se.Error())
 	}
 	return msg
 }
