@@ -45,7 +45,7 @@ func LayoutHeader(specs []WriteSpec, metadata map[string]string) ([]byte, []Tens
 		seen[s.Name] = true
 		ts[i] = TensorInfo{Name: s.Name, DType: s.DType, Shape: append([]int64{}, s.Shape...)}
 	}
-	SortWriterOrder(ts)
+	sortWriterOrder(ts)
 	var off uint64
 	for i := range ts {
 		n := ts[i].Numel()
