@@ -20,8 +20,8 @@ const (
 	F32  = "f32"
 )
 
-// DefaultChunkBytes bounds each buffer used while streaming one tensor.
-const DefaultChunkBytes = 8 << 20
+// defaultChunkBytes bounds each buffer used while streaming one tensor.
+const defaultChunkBytes = 8 << 20
 
 // minChunkBytes keeps one element of the widest dtype (F64) in a chunk.
 const minChunkBytes = 16
@@ -90,15 +90,15 @@ type PlanOptions struct {
 	// output into shards of at most this many payload bytes (a weight and its
 	// scale stay together; a larger tensor gets a shard of its own).
 	MaxShardSize int64
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes;
+	// ChunkBytes bounds each streaming buffer (default 8 MiB;
 	// a piece converted and written at once holds at most 1 MiB).
 	ChunkBytes int64
 	// Workers is how many workers convert and write the pieces of a file
-	// at once (Plan.Write, WriteShardAt); 0 means GOMAXPROCS, at most 4.
+	// at once (Plan.Write); 0 means GOMAXPROCS, at most 4.
 	Workers int
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
-	// AllowNonFinite extracts tensors holding NaN or Inf (Plan.NonFinite
+	// AllowNonFinite extracts tensors holding NaN or Inf (Result.NonFinite
 	// counts them); by default the first one fails Write with
 	// *ckpt.NonFiniteError.
 	AllowNonFinite bool
@@ -128,8 +128,8 @@ type Item struct {
 	Shard int
 }
 
-// NBytes is the size of the output tensor's data.
-func (it *Item) NBytes() int64 {
+// nBytes is the size of the output tensor's data.
+func (it *Item) nBytes() int64 {
 	return int64(it.Source.Numel()) * int64(it.DType.Bits()) / 8
 }
 
@@ -171,9 +171,9 @@ type Plan struct {
 	guard    *ckpt.FiniteGuard
 }
 
-// NonFinite lists the tensors written with NaN or Inf values (only with
+// nonFinite lists the tensors written with NaN or Inf values (only with
 // PlanOptions.AllowNonFinite), after Write.
-func (p *Plan) NonFinite() []ckpt.NonFinite { return p.guard.Counts() }
+func (p *Plan) nonFinite() []ckpt.NonFinite { return p.guard.Counts() }
 
 // Counts returns how many items are copied, converted and dequantised.
 func (p *Plan) Counts() (copied, converted, dequantized int) {
@@ -238,7 +238,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		p.DType = Keep
 	}
 	if p.chunk <= 0 {
-		p.chunk = DefaultChunkBytes
+		p.chunk = defaultChunkBytes
 	}
 	p.chunk = max(p.chunk, minChunkBytes)
 
@@ -324,7 +324,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		return nil, &NoMatchError{Match: match, Exclude: exclude, Source: c.Source, Tensors: len(c.Tensors), DType: p.DType}
 	}
 	for _, it := range p.Items {
-		p.TotalBytes += it.NBytes()
+		p.TotalBytes += it.nBytes()
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
 	if len(selected) < len(c.Tensors) {
@@ -362,7 +362,8 @@ func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, 
 			why = fmt.Sprintf("its weight %s is not extracted (select it to dequantise it with this scale)", ckpt.Quote(w))
 		}
 	}
-	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the %s %s output; %s", ckpt.Quote(s.Name), name, words.Of("DType"), dtype, why)
+	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the %s %s output; %s",
+		ckpt.Quote(s.Name), name, words.Of("DType"), dtype, why)
 }
 
 // keepWarning says what is wrong with extracting the quantised weight t
@@ -376,7 +377,8 @@ func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool, w
 	var unknown *ckpt.UnknownScaleError
 	switch {
 	case errors.As(err, &missing):
-		return fmt.Sprintf("tensor %s is %s without a scale (no %s in the source): the output holds its codes alone", ckpt.Quote(t.Name), t.DType, ckpt.Quote(missing.Want))
+		return fmt.Sprintf("tensor %s is %s without a scale (no %s in the source): the output holds its codes alone",
+			ckpt.Quote(t.Name), t.DType, ckpt.Quote(missing.Want))
 	case errors.As(err, &unknown):
 		for _, s := range unknown.Companions {
 			if !selected[s.Name] {
@@ -444,7 +446,7 @@ func (p *Plan) shard(maxSize int64, owner map[string]string) {
 	for _, k := range keys {
 		var b int64
 		for _, it := range units[k] {
-			b += it.NBytes()
+			b += it.nBytes()
 		}
 		cur := &p.Shards[len(p.Shards)-1]
 		if p.Sharded && len(cur.Items) > 0 && cur.Bytes+b > maxSize {
@@ -462,12 +464,12 @@ func (p *Plan) shard(maxSize int64, owner map[string]string) {
 			return ckpt.NaturalLess(p.Shards[i].Items[a].Name, p.Shards[i].Items[b].Name)
 		})
 		if p.Sharded {
-			p.Shards[i].Name = ShardName(i, len(p.Shards))
+			p.Shards[i].Name = shardName(i, len(p.Shards))
 		}
 	}
 }
 
-// ShardName is the conventional name of shard i (0-based) of n.
-func ShardName(i, n int) string {
+// shardName is the conventional name of shard i (0-based) of n.
+func shardName(i, n int) string {
 	return fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
 }

@@ -21,7 +21,7 @@ type Options struct {
 	WithScales     bool
 	AllowNonFinite bool
 	MaxShardSize   int64
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes):
+	// ChunkBytes bounds each streaming buffer (default 8 MiB):
 	// a tuning of memory against read sizes (PlanOptions.ChunkBytes).
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
@@ -85,7 +85,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if plan.Sharded && !IsDirTarget(opt.Out) {
+	if plan.Sharded && !isDirTarget(opt.Out) {
 		return res, &ShardedFileError{Shards: len(plan.Shards), MaxShardSize: opt.MaxShardSize, Out: opt.Out}
 	}
 	res.Shown = append(res.Shown, plan.Warnings...)
@@ -93,7 +93,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	out := plan.Result(w)
+	out := plan.result(w)
 	out.Shown = res.Shown
 	return &out, nil
 }
