@@ -224,7 +224,8 @@ func NonFiniteNote(nf []NonFinite, w Words) string {
 	if len(nf) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (%s): %s", len(nf), w.Of("AllowNonFinite"), NonFiniteKept(nf))
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (%s): %s",
+		len(nf), w.Of("AllowNonFinite"), NonFiniteKept(nf))
 }
 
 // NonFiniteKept lists the first three tensors of nf (their name and

@@ -244,7 +244,8 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 		lock.Release()
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Written{StaleLock: lock.Stale, words: opt.Words}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Written{StaleLock: lock.Stale, words: opt.Words},
+		idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()

@@ -21,7 +21,8 @@ type CheckpointOutError struct {
 // Error names the output and the checkpoint file found there, and asks
 // whether the source and the output were swapped.
 func (e *CheckpointOutError) Error() string {
-	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?", e.Out, ckpt.EscapeName(e.File))
+	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?",
+		e.Out, ckpt.EscapeName(e.File))
 }
 
 // checkOutRoot refuses a cache root that holds a checkpoint: an index, or
@@ -54,7 +55,8 @@ func checkFolderInputs(dir string, c *ckpt.Checkpoint, flag string) error {
 			if ds, err := os.Stat(d); err != nil || !os.SameFile(st, ds) {
 				continue
 			}
-			return &atomicfile.RefusedError{Flag: flag, Path: "the cache folder " + dir, Reason: fmt.Sprintf("holds %s, a file of the checkpoint being read: refusing to build into it", in)}
+			return &atomicfile.RefusedError{Flag: flag, Path: "the cache folder " + dir,
+				Reason: fmt.Sprintf("holds %s, a file of the checkpoint being read: refusing to build into it", in)}
 		}
 	}
 	return nil

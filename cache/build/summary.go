@@ -52,7 +52,8 @@ type Document struct {
 // Document is the build result of plan written to the cache root out, as
 // the cache build JSON document; seconds is the wall time of the command.
 func (r *Written) Document(out string, plan *mapping.Plan, seconds float64) Document {
-	s := Document{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+	s := Document{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName),
+		Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
 		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed, FromArchive: len(r.FromArchive),
 		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.Notes()...),
@@ -85,7 +86,8 @@ func (r *Written) Notes() []string {
 		if r.Unpacked != nil && r.Unpacked.Archive != "" {
 			from = ckpt.EscapeName(r.Unpacked.Archive)
 		}
-		out = append(out, fmt.Sprintf("%d files came from %s (cache unpack): rebuilt from the source, as an archive's manifest is no proof of what they were built from", n, from))
+		out = append(out, fmt.Sprintf("%d files came from %s (cache unpack): rebuilt from the source, "+
+			"as an archive's manifest is no proof of what they were built from", n, from))
 	}
 	if r.Replaced != "" {
 		out = append(out, fmt.Sprintf("the cache folder held a build of %s; it now holds this source's", ckpt.EscapeName(r.Replaced)))
