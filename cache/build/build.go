@@ -63,7 +63,7 @@ type WriteOptions struct {
 	FreeSpace func(dir string) (int64, error)
 	// Words are the caller's words for the options (these, and Options.Out)
 	// in the refusals and notes that mention them (NoSpaceCheck in
-	// *NoSpaceError, AllowNonFinite in Written.Notes, Out as the Flag of an
+	// *NoSpaceError, AllowNonFinite in the notes of Result.Notes, Out as the Flag of an
 	// *atomicfile.RefusedError); nil spells them as Go does.
 	Words ckpt.Words
 }
@@ -141,7 +141,7 @@ type Written struct {
 	// instead of being kept on the archive's word; Unpacked is that mark.
 	FromArchive []string
 	Unpacked    *cache.Unpacked
-	words       ckpt.Words // WriteOptions.Words, for Notes
+	words       ckpt.Words // WriteOptions.Words, for notes
 }
 
 // Write executes a mapping plan: it writes every entry's .tensorbin file
