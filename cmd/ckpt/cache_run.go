@@ -41,8 +41,8 @@ func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options,
 	}
 	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
 	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv, &v.plan), Out: o.Out, DeviceDRAM: dram,
-		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
-			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck, Words: cacheBuildWords()}}, nil
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force,
+			AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN), NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck, Words: cacheBuildWords()}}, nil
 }
 
 // cacheBuildWords are cache build's flags for the options of build.Options
