@@ -45,6 +45,23 @@ func TestCacheBuildWords(t *testing.T) {
 	}
 }
 
+// TestCacheVerifySettingWords holds, byte for byte, cache verify's refusal
+// of a setting the profile does not have (--set), after the folder it
+// checked first (the vision folder).
+func TestCacheVerifySettingWords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	require.NoError(t, synth.Write(src, synth.Small()))
+	out := filepath.Join(dir, "cache")
+	buildSmall(t, src, out, "1x2")
+	code, stdout, stderr := runApp(t, "cache", "verify", out, "--source", src, "--set", "nope=1", "--progress", "none")
+	assert.Equal(t, exitUnreadable, code)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "ckpt: "+filepath.Join(out, "P300", "tensor_cache_bfp8")+`: --set: profile qwen36-mtp@pr55548 has no variable "nope" `+
+		"(it has: proj_1d_decode, mlp_1d_decode, mlp_gateup_agmm_enabled, rope_permuted_enabled)\n", stderr)
+}
+
 // TestCacheBuildNonFiniteNote holds, byte for byte, cache build's note of
 // the tensors --allow-nonfinite kept, on stderr and in the JSON warnings.
 func TestCacheBuildNonFiniteNote(t *testing.T) {
