@@ -37,15 +37,10 @@ type NonFiniteError struct {
 }
 
 // Error is the message of the NonFiniteError: its Refusal and how to
-// proceed anyway, in the Go spelling of the option (With(nil)).
+// proceed anyway (the workflow's Options.AllowNonFinite; a caller words
+// that itself, after Refusal).
 func (e *NonFiniteError) Error() string {
-	return e.With(nil)
-}
-
-// With is the message of the NonFiniteError with the option that proceeds
-// anyway (the workflow's Options.AllowNonFinite) in the caller's words w.
-func (e *NonFiniteError) With(w Words) string {
-	return e.Refusal() + " (pass " + w.Of("AllowNonFinite") + " to proceed anyway)"
+	return e.Refusal() + " (pass " + Words(nil).Of("AllowNonFinite") + " to proceed anyway)"
 }
 
 // Refusal says which tensor holds what and what was refused, without how to
