@@ -11,6 +11,22 @@ import (
 // MaxHeaderSize is maxHeaderSize.
 const MaxHeaderSize = maxHeaderSize
 
+// Writer is streamWriter.
+type Writer = streamWriter
+
+// NewWriter is newStreamWriter.
+func NewWriter(w io.Writer, specs []WriteSpec, metadata map[string]string) (*Writer, error) {
+	return newStreamWriter(w, specs, metadata)
+}
+
+// ParseHeader is parseHeader.
+func ParseHeader(buf []byte, name string) (*Header, error) { return parseHeader(buf, name) }
+
+// NewValues is newValues.
+func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
+	return newValues(t, scale, bm, bn)
+}
+
 // CheckSelection returns *EmptySelectionError when the globs (non-empty)
 // select none of the names of the given lists (together, e.g. both sides
 // of a diff), or when any one --match or --exclude glob matches none of

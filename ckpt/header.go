@@ -132,7 +132,7 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 	if _, err := r.ReadAt(buf, 8); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size-8) {
 		return nil, 0, fmt.Errorf("reading header of %s: %w", name, err)
 	}
-	h, err := ParseHeader(buf, name)
+	h, err := parseHeader(buf, name)
 	if h == nil {
 		return nil, 0, err
 	}
@@ -152,10 +152,10 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 	return h, size, err
 }
 
-// ParseHeader parses the JSON header bytes (without the 8-byte length) and
+// parseHeader parses the JSON header bytes (without the 8-byte length) and
 // checks the schema, but not offsets against a file size; ReadHeader does
 // both. Offsets in errors are absolute file offsets (8 + position).
-func ParseHeader(buf []byte, name string) (*Header, error) {
+func parseHeader(buf []byte, name string) (*Header, error) {
 	h := &Header{File: name, Size: uint64(len(buf)), byName: map[string]int{}}
 	if !utf8.Valid(buf) {
 		bad := 0
