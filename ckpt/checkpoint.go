@@ -39,11 +39,6 @@ type Tensor struct {
 // Offset is the absolute byte offset of the tensor's data in its file.
 func (t *Tensor) Offset() int64 { return t.File.Header.DataStart() + int64(t.Begin) }
 
-// Section returns a reader over the tensor's raw bytes.
-func (t *Tensor) Section() *io.SectionReader {
-	return io.NewSectionReader(t.File.blob, t.Offset(), int64(t.NBytes()))
-}
-
 // ReadAt reads raw tensor bytes at off (relative to the tensor's start).
 func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(t.NBytes())-int64(len(p)) {
@@ -179,7 +174,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	var listed []string // the store's files when the entry was detected
 	variant := opt.Variant
 	if opt.Variant != "" {
-		if err := CheckVariant(opt.Variant); err != nil {
+		if err := checkVariant(opt.Variant); err != nil {
 			return nil, err
 		}
 		if single, index := VariantFiles(opt.Variant); entry != "" && path.Base(entry) != single && path.Base(entry) != index {

@@ -368,11 +368,6 @@ func (c *Config) TextPath() string {
 	return ""
 }
 
-// TextInt returns an integer setting of the text model.
-func (c *Config) TextInt(key string) (int64, bool) {
-	return jsonval.Int(c.Text()[key])
-}
-
 // TieWordEmbeddings reports whether the checkpoint ties lm_head to the
 // input embeddings, as transformers reads it: the model's own config
 // decides (PreTrainedModel.get_expanded_tied_weights_keys reads

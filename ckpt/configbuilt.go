@@ -22,9 +22,9 @@ var ConfigBookkeeping = []string{
 	"temperature", "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size",
 }
 
-// IsConfigBookkeeping reports whether a config path ("text_config.dtype")
+// isConfigBookkeeping reports whether a config path ("text_config.dtype")
 // is or lies under a ConfigBookkeeping key.
-func IsConfigBookkeeping(path string) bool {
+func isConfigBookkeeping(path string) bool {
 	for _, seg := range strings.Split(path, ".") {
 		if i := strings.IndexByte(seg, '['); i >= 0 {
 			seg = seg[:i]
@@ -35,10 +35,6 @@ func IsConfigBookkeeping(path string) bool {
 	}
 	return false
 }
-
-// ConfigClassesSource is where configClasses was read.
-const ConfigClassesSource = "huggingface/transformers src/transformers/models/qwen3_5/configuration_qwen3_5.py, configuration_utils.py " +
-	"(PreTrainedConfig.__post_init__) and modeling_rope_utils.py (convert_rope_params_to_dict, standardize_rope_params)@v5.23.0"
 
 // numKind is how transformers' strict config classes type a number.
 type numKind int
@@ -57,7 +53,7 @@ type configField struct {
 	kind numKind
 }
 
-// configClass is a transformers config class as data (ConfigClassesSource).
+// configClass is a transformers config class as data (configClasses).
 type configClass struct {
 	fields map[string]configField
 	// sub maps a sub-config key to its class's model_type: an absent sub
@@ -86,7 +82,11 @@ var commonFields = map[string]configField{
 
 // configClasses are the config classes of the Qwen3.5 family, by
 // model_type: each field's default and number kind as the 5.23.0 dataclass
-// declares it (ConfigClassesSource).
+// declares it, read from huggingface/transformers
+// src/transformers/models/qwen3_5/configuration_qwen3_5.py,
+// configuration_utils.py (PreTrainedConfig.__post_init__) and
+// modeling_rope_utils.py (convert_rope_params_to_dict,
+// standardize_rope_params) at v5.23.0.
 var configClasses = map[string]*configClass{
 	"qwen3_5": {
 		fields: map[string]configField{

@@ -46,7 +46,7 @@ func CompareConfig(base, ft map[string]any) []ConfigChange {
 	out := []ConfigChange{}
 	walkConfigObject("", base, ft, &out)
 	for i := range out {
-		out[i].Bookkeeping = IsConfigBookkeeping(out[i].Path)
+		out[i].Bookkeeping = isConfigBookkeeping(out[i].Path)
 	}
 	return out
 }

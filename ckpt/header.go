@@ -16,8 +16,8 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
 )
 
-// MaxHeaderSize is the largest header the reference implementation accepts.
-const MaxHeaderSize = 100_000_000
+// maxHeaderSize is the largest header the reference implementation accepts.
+const maxHeaderSize = 100_000_000
 
 // TensorInfo is one header entry. Begin and End are relative to the start of
 // the data section, End exclusive.
@@ -117,13 +117,13 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 		return nil, 0, fmt.Errorf("reading header length of %s: %w", name, err)
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
-	if n > MaxHeaderSize || int64(n) > size-8 {
+	if n > maxHeaderSize || int64(n) > size-8 {
 		if e := sniff(r, size, name); e != nil { // what is it, then? (sniff.go)
 			return nil, 0, e
 		}
 	}
-	if n > MaxHeaderSize {
-		return nil, 0, ferr(0, "header too large: length field says %d bytes, limit is %d", n, MaxHeaderSize)
+	if n > maxHeaderSize {
+		return nil, 0, ferr(0, "header too large: length field says %d bytes, limit is %d", n, maxHeaderSize)
 	}
 	if int64(n) > size-8 {
 		return nil, 0, ferr(0, "invalid header length: length field says %d bytes but the file has only %d after it (truncated?)", n, size-8)
@@ -132,7 +132,7 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 	if _, err := r.ReadAt(buf, 8); err != nil && !(errors.Is(err, io.EOF) && int64(n) == size-8) {
 		return nil, 0, fmt.Errorf("reading header of %s: %w", name, err)
 	}
-	h, err := ParseHeader(buf, name)
+	h, err := parseHeader(buf, name)
 	if h == nil {
 		return nil, 0, err
 	}
@@ -152,10 +152,10 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 	return h, size, err
 }
 
-// ParseHeader parses the JSON header bytes (without the 8-byte length) and
+// parseHeader parses the JSON header bytes (without the 8-byte length) and
 // checks the schema, but not offsets against a file size; ReadHeader does
 // both. Offsets in errors are absolute file offsets (8 + position).
-func ParseHeader(buf []byte, name string) (*Header, error) {
+func parseHeader(buf []byte, name string) (*Header, error) {
 	h := &Header{File: name, Size: uint64(len(buf)), byName: map[string]int{}}
 	if !utf8.Valid(buf) {
 		bad := 0
@@ -626,8 +626,8 @@ func writerLess(a, b *TensorInfo) bool {
 	return a.Name < b.Name
 }
 
-// SortWriterOrder sorts tensors in the order the reference safetensors
+// sortWriterOrder sorts tensors in the order the reference safetensors
 // writer lays them out.
-func SortWriterOrder(ts []TensorInfo) {
+func sortWriterOrder(ts []TensorInfo) {
 	sort.SliceStable(ts, func(i, j int) bool { return writerLess(&ts[i], &ts[j]) })
 }

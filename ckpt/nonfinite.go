@@ -37,10 +37,10 @@ type NonFiniteError struct {
 }
 
 // Error is the message of the NonFiniteError: its Refusal and how to
-// proceed anyway. It still names the CLI's flag, as cache build's callers
-// expect it to; the CLI words the refusal itself (from Refusal).
+// proceed anyway (the workflow's Options.AllowNonFinite; a caller words
+// that itself, after Refusal).
 func (e *NonFiniteError) Error() string {
-	return e.Refusal() + " (pass --allow-nonfinite to proceed anyway)"
+	return e.Refusal() + " (pass " + Words(nil).Of("AllowNonFinite") + " to proceed anyway)"
 }
 
 // Refusal says which tensor holds what and what was refused, without how to
@@ -213,14 +213,14 @@ func countTensor(t *Tensor) (nan, inf int64, err error) {
 }
 
 // NonFiniteNote summarises tensors written with NaN/Inf values kept (the
-// first three by name), or returns "" when there are none. It names the
-// CLI's flag, as cache build's summary says it (the CLI's extract words
-// NonFiniteKept itself).
-func NonFiniteNote(nf []NonFinite) string {
+// first three by name), or returns "" when there are none; w are the
+// caller's words for the option that kept them (AllowNonFinite).
+func NonFiniteNote(nf []NonFinite, w Words) string {
 	if len(nf) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s", len(nf), NonFiniteKept(nf))
+	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (%s): %s",
+		len(nf), w.Of("AllowNonFinite"), NonFiniteKept(nf))
 }
 
 // NonFiniteKept lists the first three tensors of nf (their name and

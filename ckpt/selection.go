@@ -90,25 +90,12 @@ func describeSelection(match, exclude []string, name func(string) string) string
 	return strings.Join(parts, " ")
 }
 
-// CheckSelection returns *EmptySelectionError when the globs (non-empty)
-// select none of the names of the given lists (together, e.g. both sides
-// of a diff), or when any one --match or --exclude glob matches none of
-// those names at all (whatever the other globs select); nil when every
-// glob matches some name, when there are no globs or no names. Invalid
-// globs return NewMatcher's error.
-func CheckSelection(match, exclude []string, source string, names ...[]string) error {
-	if len(match) == 0 && len(exclude) == 0 {
-		return nil
-	}
-	m, err := NewMatcher(match, exclude)
-	if err != nil {
-		return err
-	}
-	return m.CheckSelection(source, names...)
-}
-
-// CheckSelection is the package's CheckSelection for the globs of m,
-// compiled already; nil for a nil Matcher.
+// CheckSelection returns *EmptySelectionError when the globs of m
+// (non-empty) select none of the names of the given lists (together, e.g.
+// both sides of a diff), or when any one include or exclude glob matches
+// none of those names at all (whatever the other globs select); nil when
+// every glob matches some name, when there are no globs or no names, and
+// for a nil Matcher.
 func (m *Matcher) CheckSelection(source string, names ...[]string) error {
 	if m == nil || len(m.include) == 0 && len(m.exclude) == 0 {
 		return nil

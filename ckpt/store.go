@@ -84,9 +84,6 @@ func NewDirStore(dir string) (*DirStore, error) {
 	return &DirStore{dir: dir, root: root, pool: NewFilePool(0)}, nil
 }
 
-// Dir is the directory the store reads.
-func (s *DirStore) Dir() string { return s.dir }
-
 // Close releases the directory handle.
 func (s *DirStore) Close() error { return s.root.Close() }
 
@@ -207,9 +204,9 @@ type fileBlob struct {
 	closed  bool
 }
 
-// NewFileBlob makes a Blob of the open regular file f (loc names it in
+// ownFileBlob makes a Blob of the open regular file f (loc names it in
 // errors); the Blob closes f. It is kept open until Close.
-func NewFileBlob(f *os.File, loc string) (Blob, error) {
+func ownFileBlob(f *os.File, loc string) (Blob, error) {
 	p := NewFilePool(1)
 	p.open = 1
 	return newFileBlob(p, f, nil, loc)
@@ -389,7 +386,7 @@ func OpenFileBlob(p string) (Blob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewFileBlob(f, p)
+	return ownFileBlob(f, p)
 }
 
 // readSmallFile reads a whole file of at most limit bytes (index, config).

@@ -81,12 +81,12 @@ func (v *Values) Stacked() *Values {
 	return &w
 }
 
-// NewValues prepares to read t as float32. If scale is non-nil, t must be a
+// newValues prepares to read t as float32. If scale is non-nil, t must be a
 // 2-D F8_E4M3 tensor (or a 3-D stack of them, BlockScaleShape) and scale
 // its [ceil(R/bm), ceil(C/bn)] block scale
 // (F32, BF16, F16, or F8_E8M0 as transformers writes it for scale_fmt
 // "ue8m0": 2^(e-127), 0xFF NaN); the scale is read whole (it is small).
-func NewValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
+func newValues(t *Tensor, scale *Tensor, bm, bn int64) (*Values, error) {
 	if !t.DType.IsFloat() {
 		return nil, fmt.Errorf("tensor %s of %s: dtype %s cannot be read as float values", Quote(t.Name), t.File.Location, t.DType)
 	}
@@ -207,7 +207,7 @@ func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
 }
 
 // NewQuantValues prepares to read t as float32 under q (QuantScheme of t),
-// the one reader of every scheme: Plain and BlockFP8 as NewValues; the
+// the one reader of every scheme: Plain and BlockFP8 as newValues; the
 // compressed-tensors FP8 schemes through the same block dequantiser
 // (numfmt.BlockScales: a tensor's scale repeated per row, a channel's
 // [N, 1] as [1, K] blocks, block_structure blocks); MXFP4 and NVFP4
@@ -216,9 +216,9 @@ func (c *Checkpoint) Values(t *Tensor) (*Values, error) {
 func NewQuantValues(t *Tensor, q Quant) (*Values, error) {
 	switch q.Scheme {
 	case quant.Plain, "":
-		return NewValues(t, nil, 0, 0)
+		return newValues(t, nil, 0, 0)
 	case quant.BlockFP8:
-		return NewValues(t, q.Scale, q.BM, q.BN)
+		return newValues(t, q.Scale, q.BM, q.BN)
 	}
 	v := &Values{T: t, Scale: q.Scale, Scheme: q.Scheme}
 	v.Rows, v.Cols = Matrix(q.Shape)

@@ -73,10 +73,10 @@ func (e *AmbiguousDirError) With(variant string) string {
 // Is makes errors.Is(err, ErrMalformed) true.
 func (e *AmbiguousDirError) Is(target error) bool { return target == ErrMalformed }
 
-// CheckVariant refuses a variant name that cannot name files of a
+// checkVariant refuses a variant name that cannot name files of a
 // checkpoint directory (empty, a path separator, control characters, a
 // name that is not clean): a *VariantError.
-func CheckVariant(v string) error {
+func checkVariant(v string) error {
 	if v == "" || strings.ContainsAny(v, "/\\") || v != strings.TrimSpace(v) {
 		return &VariantError{Variant: v, Reason: fmt.Sprintf("%s is not a variant name (model.NAME.safetensors, model.safetensors.index.NAME.json)", Quote(v))}
 	}

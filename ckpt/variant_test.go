@@ -52,10 +52,10 @@ func TestVariantFilesAndCheck(t *testing.T) {
 	single, index = VariantFiles("")
 	assert.Equal(t, SingleFile, single)
 	assert.Equal(t, IndexFile, index)
-	assert.NoError(t, CheckVariant("fp16"))
+	assert.NoError(t, checkVariant("fp16"))
 	for _, bad := range []string{"", "a/b", `a\b`, " fp16", "x\x00"} {
 		var ve *VariantError
-		err := CheckVariant(bad)
+		err := checkVariant(bad)
 		assert.ErrorAs(t, err, &ve, "%q", bad)
 		assert.ErrorIs(t, err, ErrUsage, "%q", bad)
 		assert.NotContains(t, err.Error(), "--", "%q", bad)

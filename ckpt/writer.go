@@ -20,10 +20,10 @@ type WriteSpec struct {
 	Shape []int64
 }
 
-// Writer streams a safetensors file: the header is computed up front from
-// the specs, then tensor data is written in Order(), in any number of Write
-// calls. It never holds tensor data.
-type Writer struct {
+// streamWriter streams a safetensors file: the header is computed up
+// front from the specs, then tensor data is written in Order(), in any
+// number of Write calls. It never holds tensor data.
+type streamWriter struct {
 	w       io.Writer
 	order   []TensorInfo
 	written uint64
@@ -45,7 +45,7 @@ func LayoutHeader(specs []WriteSpec, metadata map[string]string) ([]byte, []Tens
 		seen[s.Name] = true
 		ts[i] = TensorInfo{Name: s.Name, DType: s.DType, Shape: append([]int64{}, s.Shape...)}
 	}
-	SortWriterOrder(ts)
+	sortWriterOrder(ts)
 	var off uint64
 	for i := range ts {
 		n := ts[i].Numel()
@@ -104,8 +104,8 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 	buf.Write(b)
 }
 
-// NewWriter writes the 8-byte length and the header to w.
-func NewWriter(w io.Writer, specs []WriteSpec, metadata map[string]string) (*Writer, error) {
+// newStreamWriter writes the 8-byte length and the header to w.
+func newStreamWriter(w io.Writer, specs []WriteSpec, metadata map[string]string) (*streamWriter, error) {
 	hdr, order, err := LayoutHeader(specs, metadata)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func NewWriter(w io.Writer, specs []WriteSpec, metadata map[string]string) (*Wri
 	if _, err := w.Write(hdr); err != nil {
 		return nil, err
 	}
-	wr := &Writer{w: w, order: order}
+	wr := &streamWriter{w: w, order: order}
 	if len(order) > 0 {
 		wr.total = order[len(order)-1].End
 	}
@@ -126,10 +126,10 @@ func NewWriter(w io.Writer, specs []WriteSpec, metadata map[string]string) (*Wri
 }
 
 // Order is the order in which tensor data must be written, with offsets.
-func (w *Writer) Order() []TensorInfo { return w.order }
+func (w *streamWriter) Order() []TensorInfo { return w.order }
 
 // Write writes tensor data; it refuses more bytes than the header declares.
-func (w *Writer) Write(p []byte) (int, error) {
+func (w *streamWriter) Write(p []byte) (int, error) {
 	if w.written+uint64(len(p)) > w.total {
 		return 0, fmt.Errorf("writing safetensors data: %d bytes more than the header declares", w.written+uint64(len(p))-w.total)
 	}
@@ -139,7 +139,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 }
 
 // Finish checks that exactly the declared bytes were written.
-func (w *Writer) Finish() error {
+func (w *streamWriter) Finish() error {
 	if w.written != w.total {
 		return fmt.Errorf("writing safetensors data: wrote %d of %d bytes", w.written, w.total)
 	}
@@ -166,7 +166,7 @@ func WriteFile(path string, tensors []MemTensor, metadata map[string]string) err
 	}
 	defer af.Abort()
 	bw := newBufWriter(af.File)
-	w, err := NewWriter(bw, specs, metadata)
+	w, err := newStreamWriter(bw, specs, metadata)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

@@ -61,6 +61,11 @@ type WriteOptions struct {
 	// FreeSpace is the bytes available to the build in a directory (nil:
 	// the file system's, by statfs; -1 when unknown, which skips the check).
 	FreeSpace func(dir string) (int64, error)
+	// Words are the caller's words for the options (these, and Options.Out)
+	// in the refusals and notes that mention them (NoSpaceCheck in
+	// *NoSpaceError, AllowNonFinite in the notes of Result.Notes, Out as the Flag of an
+	// *atomicfile.RefusedError); nil spells them as Go does.
+	Words ckpt.Words
 }
 
 // hooks are the tests' hooks into a build (export_test.go gives the tests
@@ -136,6 +141,7 @@ type Written struct {
 	// instead of being kept on the archive's word; Unpacked is that mark.
 	FromArchive []string
 	Unpacked    *cache.Unpacked
+	words       ckpt.Words // WriteOptions.Words, for notes
 }
 
 // Write executes a mapping plan: it writes every entry's .tensorbin file
@@ -215,16 +221,16 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 	// The output policy (atomicfile.Place): a directory or a new name,
 	// never a file, a device or anything else; and never a root holding a
 	// checkpoint (source and output swapped) or whose cache folder holds
-	// files the build reads. A refusal is an *atomicfile.RefusedError with
-	// no Flag: the caller names the option that gave out.
-	if _, err := atomicfile.Place(out, atomicfile.Policy{Dir: true}); err != nil {
+	// files the build reads. A refusal is an *atomicfile.RefusedError whose
+	// Flag is the caller's word for Options.Out (WriteOptions.Words).
+	if _, err := atomicfile.Place(out, atomicfile.Policy{Flag: opt.Words.Of("Out"), Dir: true}); err != nil {
 		return nil, err
 	}
 	if err := checkOutRoot(out); err != nil {
 		return nil, err
 	}
 	dir := cache.FolderOf(out, plan.CacheDir).Path()
-	if err := checkFolderInputs(dir, c); err != nil {
+	if err := checkFolderInputs(dir, c, opt.Words.Of("Out")); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -238,7 +244,8 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 		lock.Release()
 		return nil, err
 	}
-	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Written{StaleLock: lock.Stale}, idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
+	b := &builder{c: c, plan: plan, out: out, dir: dir, opt: opt, lock: lock, res: &Written{StaleLock: lock.Stale, words: opt.Words},
+		idents: map[string]cache.SourceRecord{}, hashes: map[string]string{},
 		guard: &ckpt.FiniteGuard{Allow: opt.AllowNonFinite, Action: "build a cache from it"}, nan: nan}
 	b.winBudget.Store(opt.windowBudget())
 	b.boot = bootID()
@@ -337,6 +344,7 @@ type NoSpaceError struct {
 	Also        []string // the other folders on Dir's file system whose files are counted in
 	Files       int
 	Need, Avail int64
+	words       ckpt.Words // the caller's (WriteOptions.Words), for NoSpaceCheck
 }
 
 // Error names the output directory (and the folders sharing its file
@@ -346,8 +354,8 @@ func (e *NoSpaceError) Error() string {
 	if len(e.Also) > 0 {
 		where = fmt.Sprintf("%s (for it and %s, one file system: the model's folders are built together)", e.Dir, strings.Join(e.Also, ", "))
 	}
-	return fmt.Sprintf("not enough free space in %s: the build writes %d file(s), %s (%d bytes), and %s (%d bytes) is available; free some, or pass --no-space-check",
-		where, e.Files, ckpt.FormatBytes(e.Need), e.Need, ckpt.FormatBytes(e.Avail), e.Avail)
+	return fmt.Sprintf("not enough free space in %s: the build writes %d file(s), %s (%d bytes), and %s (%d bytes) is available; free some, or pass %s",
+		where, e.Files, ckpt.FormatBytes(e.Need), e.Need, ckpt.FormatBytes(e.Avail), e.Avail, e.words.Of("NoSpaceCheck"))
 }
 
 // checkSpace refuses builds (a model's folders: its main part and its
@@ -395,7 +403,8 @@ func checkSpace(opt WriteOptions, bs ...*builder) error {
 			continue // unknown: the writes say what fails
 		}
 		if avail < p.need {
-			return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: p.dirs[0], Also: p.dirs[1:], Files: p.files, Need: p.need, Avail: avail}}
+			return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: p.dirs[0], Also: p.dirs[1:], Files: p.files, Need: p.need, Avail: avail,
+				words: opt.Words}}
 		}
 	}
 	return nil

@@ -64,3 +64,6 @@ func StageStats(o Hooked, f func(direct, paged int64)) Hooked {
 	o.h.stageStats = f
 	return o
 }
+
+// Notes are the notes of a build (notes).
+func (r *Written) Notes() []string { return r.notes() }

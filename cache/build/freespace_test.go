@@ -46,7 +46,11 @@ func TestFreeSpaceChecked(t *testing.T) {
 	assert.Equal(t, folder, asked)
 	assert.Equal(t, []string{vision}, ns.Also)
 	assert.Contains(t, err.Error(), "not enough free space in "+folder+" (for it and "+vision+", one file system: the model's folders are built together): the build writes 103 file(s), ")
+	assert.Contains(t, err.Error(), "and 1000 B (1000 bytes) is available; free some, or pass Options.NoSpaceCheck")
+	req.Words = ckpt.Words{"NoSpaceCheck": "--no-space-check"} // the caller's words (the CLI's)
+	_, err = build.Run(context.Background(), req)
 	assert.Contains(t, err.Error(), "and 1000 B (1000 bytes) is available; free some, or pass --no-space-check")
+	req.Words = nil
 	for _, dir := range []string{folder, vision} {
 		ents, err := filepath.Glob(filepath.Join(dir, "*.tensorbin"))
 		require.NoError(t, err)

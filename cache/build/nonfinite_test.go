@@ -43,7 +43,7 @@ func TestBuildNonFinite(t *testing.T) {
 			require.Equal(t, tc.tensor, nf.Tensor)
 			require.EqualValues(t, tc.n, nf.NaN)
 			require.Contains(t, err.Error(), tc.tensor)
-			require.Contains(t, err.Error(), "--allow-nonfinite")
+			require.Contains(t, err.Error(), " (pass Options.AllowNonFinite to proceed anyway)")
 			dir := cache.FolderOf(out, plan.CacheDir).Path()
 			_, err = os.Stat(filepath.Join(dir, cache.ManifestName))
 			require.ErrorIs(t, err, os.ErrNotExist)

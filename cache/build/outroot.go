@@ -21,7 +21,8 @@ type CheckpointOutError struct {
 // Error names the output and the checkpoint file found there, and asks
 // whether the source and the output were swapped.
 func (e *CheckpointOutError) Error() string {
-	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?", e.Out, ckpt.EscapeName(e.File))
+	return fmt.Sprintf("refusing to build a cache into %s: it holds a checkpoint (%s), not a cache root; are the source and the output swapped?",
+		e.Out, ckpt.EscapeName(e.File))
 }
 
 // checkOutRoot refuses a cache root that holds a checkpoint: an index, or
@@ -38,8 +39,9 @@ func checkOutRoot(out string) error {
 // the files the build reads (a shard, the index, config.json): the build
 // renames its files into the folder and removes files the plan no longer
 // names, so an input there could be replaced or removed. A folder that
-// does not exist yet holds nothing.
-func checkFolderInputs(dir string, c *ckpt.Checkpoint) error {
+// does not exist yet holds nothing. flag is the caller's word for the
+// option that gave the cache root (the refusal's Flag).
+func checkFolderInputs(dir string, c *ckpt.Checkpoint, flag string) error {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil
@@ -53,7 +55,8 @@ func checkFolderInputs(dir string, c *ckpt.Checkpoint) error {
 			if ds, err := os.Stat(d); err != nil || !os.SameFile(st, ds) {
 				continue
 			}
-			return &atomicfile.RefusedError{Path: "the cache folder " + dir, Reason: fmt.Sprintf("holds %s, a file of the checkpoint being read: refusing to build into it", in)}
+			return &atomicfile.RefusedError{Flag: flag, Path: "the cache folder " + dir,
+				Reason: fmt.Sprintf("holds %s, a file of the checkpoint being read: refusing to build into it", in)}
 		}
 	}
 	return nil

@@ -64,8 +64,8 @@ func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 	ds := e.DeviceShape
 	if padded(e) {
 		if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {
-			return 0, fmt.Errorf("target %s: a %dx%d block with zero padding or pieces side by side (device shape %v) is assembled in memory, and it is too large for that",
-				e.Target, e.MatrixRows, e.MatrixCols, ds)
+			return 0, fmt.Errorf("target %s: a %dx%d block with zero padding or pieces side by side (device shape %v) is assembled in memory, "+
+				"and it is too large for that", e.Target, e.MatrixRows, e.MatrixCols, ds)
 		}
 		return kindWhole, nil
 	}
@@ -80,14 +80,16 @@ func chooseKind(e *mapping.Entry, layout tile.Layout) (sinkKind, error) {
 	switch {
 	case layout == tile.ROW_MAJOR && !e.Transpose:
 		return kindRowMajor, nil
-	case layout == tile.TILE && e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
+	case layout == tile.TILE && e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) &&
+		ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.MatrixRows:
 		return kindTransposed, nil
 	case layout == tile.TILE && e.Transpose && e.BatchRows > 0 && len(ds) >= 2 && batchesOf(e) == e.MatrixRows/e.BatchRows &&
 		ds[len(ds)-2] == e.MatrixCols && ds[len(ds)-1] == e.BatchRows:
 		// A batched target: each run of BatchRows block rows is a
 		// transposed matrix of its own (sink.batches).
 		return kindTransposed, nil
-	case layout == tile.TILE && !e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) && ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
+	case layout == tile.TILE && !e.Transpose && e.BatchRows == 0 && len(ds) >= 2 && leadingOnes(2) &&
+		ds[len(ds)-2] == e.MatrixRows && ds[len(ds)-1] == e.MatrixCols:
 		return kindStrip, nil
 	}
 	if e.MatrixRows*e.MatrixCols*int64(len(e.Shards)) > maxWholeValues {

@@ -33,7 +33,7 @@ type Document struct {
 	ElementsPerSecond float64 `json:"elements_per_second"`
 	// Warnings are the plan's warnings (mapping.Plan.Warnings), its
 	// per-target warnings grouped by rule (mapping.Plan.GroupedWarnings),
-	// then the build's notes (Notes).
+	// then the build's notes (Result.Notes).
 	Warnings []string `json:"warnings"`
 	// Unknown are files in the cache folder no ckpt build recorded (left
 	// alone); NonFinite the source tensors built with NaN/Inf kept.
@@ -49,13 +49,14 @@ type Document struct {
 	Vision *Document `json:"vision,omitempty"`
 }
 
-// Document is the build result of plan written to the cache root out, as
+// document is the build result of plan written to the cache root out, as
 // the cache build JSON document; seconds is the wall time of the command.
-func (r *Written) Document(out string, plan *mapping.Plan, seconds float64) Document {
-	s := Document{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName), Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
+func (r *Written) document(out string, plan *mapping.Plan, seconds float64) Document {
+	s := Document{Out: out, Manifest: filepath.Join(cache.FolderOf(out, plan.CacheDir).Path(), cache.ManifestName),
+		Profile: plan.Profile.Name, Mesh: plan.Mesh.String(),
 		CacheDir: plan.CacheDir, Files: len(r.Manifest.Files), Built: r.Built, Skipped: len(r.Skipped), Removed: r.Removed,
 		SourceTensors: r.SourceTensors, SourceElements: r.SourceElements, SourceBytes: r.SourceBytes, Rehashed: r.Rehashed, FromArchive: len(r.FromArchive),
-		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.Notes()...),
+		Seconds: seconds, Warnings: append(append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), r.notes()...),
 		Unknown: append([]string{}, r.Unknown...), NonFinite: append([]ckpt.NonFinite{}, r.NonFinite...)}
 	if seconds > 0 {
 		s.ElementsPerSecond = float64(r.SourceElements) / seconds
@@ -72,10 +73,10 @@ func (r *Written) Document(out string, plan *mapping.Plan, seconds float64) Docu
 	return s
 }
 
-// Notes are the notes of a build: a stale lock taken over, an earlier
+// notes are the notes of a build: a stale lock taken over, an earlier
 // build of another source replaced, tensors built with NaN/Inf kept,
 // unknown files left alone.
-func (r *Written) Notes() []string {
+func (r *Written) notes() []string {
 	var out []string
 	if l := r.StaleLock; l != nil {
 		out = append(out, fmt.Sprintf("took over the lock of a build that no longer runs (%s)", l))
@@ -85,7 +86,8 @@ func (r *Written) Notes() []string {
 		if r.Unpacked != nil && r.Unpacked.Archive != "" {
 			from = ckpt.EscapeName(r.Unpacked.Archive)
 		}
-		out = append(out, fmt.Sprintf("%d files came from %s (cache unpack): rebuilt from the source, as an archive's manifest is no proof of what they were built from", n, from))
+		out = append(out, fmt.Sprintf("%d files came from %s (cache unpack): rebuilt from the source, "+
+			"as an archive's manifest is no proof of what they were built from", n, from))
 	}
 	if r.Replaced != "" {
 		out = append(out, fmt.Sprintf("the cache folder held a build of %s; it now holds this source's", ckpt.EscapeName(r.Replaced)))
@@ -95,7 +97,7 @@ func (r *Written) Notes() []string {
 			"it now holds this build's, and %s has no vision folder of its own (build the two models into different device folders or cache roots)",
 			ckpt.EscapeName(r.PartOf), ckpt.EscapeName(r.PartOf)))
 	}
-	if s := ckpt.NonFiniteNote(r.NonFinite); s != "" {
+	if s := ckpt.NonFiniteNote(r.NonFinite, r.words); s != "" {
 		out = append(out, s+"; recorded in the manifest")
 	}
 	if n := len(r.Unknown); n > 0 {

@@ -36,8 +36,9 @@ type Result struct {
 	Warnings []string
 	// PlanWarnings are the plan's warnings (mapping.Plan.Warnings: the
 	// declared-dtype rule, ...), then its per-target warnings grouped by
-	// rule (mapping.Plan.GroupedWarnings); Notes the build's (Written.Notes);
-	// both are in Document.Warnings too.
+	// rule (mapping.Plan.GroupedWarnings); Notes the build's (a stale lock
+	// taken over, tensors kept with NaN/Inf, ...; the vision part's with
+	// "vision part: " before them); both are in Document.Warnings too.
 	PlanWarnings, Notes []string
 	// Document is the cache build JSON document, with the DRAM per device.
 	Document *Document
@@ -94,7 +95,7 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 	if err != nil {
 		return rep, err
 	}
-	sum := res.Document(req.Out, plan, time.Since(start).Seconds())
+	sum := res.document(req.Out, plan, time.Since(start).Seconds())
 	// Then the vision part, into its own folder.
 	var vnotes []string
 	if vp := plan.Vision; vp != nil {
@@ -102,10 +103,10 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 		if err != nil {
 			return rep, fmt.Errorf("vision part (%s): %w", vp.CacheDir, err)
 		}
-		vs := vres.Document(req.Out, vp, time.Since(start).Seconds())
+		vs := vres.document(req.Out, vp, time.Since(start).Seconds())
 		sum.Vision = &vs
 		sum.Warnings = append(sum.Warnings, vs.Warnings...)
-		for _, n := range vres.Notes() {
+		for _, n := range vres.notes() {
 			vnotes = append(vnotes, "vision part: "+n)
 		}
 	}
@@ -115,7 +116,7 @@ func Run(ctx context.Context, req Options) (*Result, error) {
 	}
 	sum.PerDevice, sum.Memory = mem.PerDevice, &mem
 	rep.Document = &sum
-	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), append(res.Notes(), vnotes...)
+	rep.PlanWarnings, rep.Notes = append(append([]string(nil), plan.Warnings...), plan.GroupedWarnings()...), append(res.notes(), vnotes...)
 	if vp := plan.Vision; vp != nil {
 		rep.PlanWarnings = append(append(rep.PlanWarnings, vp.Warnings...), vp.GroupedWarnings()...)
 	}

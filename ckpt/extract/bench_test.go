@@ -14,7 +14,7 @@ import (
 // (16 MiB of codes, [128, 128] blocks, BF16 scales): dequantised to bf16 or
 // f32, or copied under keep; to io.Discard (CPU and reads) and to a file
 // (with the fsync and rename). Bytes are source bytes.
-var benchChunk int64 = DefaultChunkBytes
+var benchChunk int64 = defaultChunkBytes
 
 func BenchmarkExtract(b *testing.B) {
 	dir := b.TempDir()

@@ -11,12 +11,10 @@
 // pieces of at most the chunk size or 1 MiB (never a whole tensor in
 // memory), which up to GOMAXPROCS (at most 4) workers claim in file order,
 // convert into buffers of their own and write at their offsets
-// (WriteShardAt); WriteShard streams the same bytes in order to an
-// io.Writer. Output appears atomically: a
-// single file is written under a temporary name, fsynced and renamed; a
+// (writeShardAt). Output appears atomically: a single file is written under a temporary name, fsynced and renamed; a
 // directory is assembled under a temporary name beside the target and
 // renamed into place, so an error or a cancelled context leaves nothing
-// behind. Plan.Result is the extract JSON document (Result, which Run, the
+// behind. Plan.Write's result is the extract JSON document (Result, which Run, the
 // extract workflow, returns); failures to write the output are
 // *ckpt.WriteError (exit 3 in the CLI), never input errors.
 //

@@ -246,7 +246,10 @@ func TestKeepWithScales(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, p.Items, 15)
 	assert.Len(t, p.Warnings, 7)
-	assert.Contains(t, p.Warnings[0], "--with-scales")
+	assert.Contains(t, p.Warnings[0], "(add Options.WithScales, or use Options.DType bf16)")
+	p, err = NewPlan(c, PlanOptions{Match: []string{"mtp.**.weight"}, Words: ckpt.Words{"WithScales": "--with-scales", "DType": "--dtype"}})
+	require.NoError(t, err)
+	assert.Contains(t, p.Warnings[0], "(add --with-scales, or use --dtype bf16)")
 }
 
 // TestSelectionErrors: no match, bad globs and bad dtypes are errors.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/ckpt/numfmt"
+	"github.com/ckpt-dev/ckpt/ckpt/quant"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,7 +43,7 @@ func TestScaleLUT(t *testing.T) {
 	c := openCkpt(t, src)
 	w, _ := c.Lookup("w")
 	s, _ := c.Lookup("s")
-	v, err := ckpt.NewValues(w, s, bm, bn)
+	v, err := ckpt.NewQuantValues(w, ckpt.Quant{Scheme: quant.BlockFP8, Scale: s, BM: bm, BN: bn})
 	require.NoError(t, err)
 	for _, out := range []numfmt.DType{numfmt.BF16, numfmt.F16, numfmt.F32} {
 		db := int64(out.Bits() / 8)

@@ -36,12 +36,12 @@ func TestExtractNonFinite(t *testing.T) {
 		require.NoError(t, err)
 		_, err = p.Write(context.Background(), out)
 		require.NoError(t, err)
-		require.Equal(t, []ckpt.NonFinite{{Tensor: bad, NaN: 17}}, p.NonFinite())
+		require.Equal(t, []ckpt.NonFinite{{Tensor: bad, NaN: 17}}, p.nonFinite())
 	}
 	// A selection without the tensor is clean.
 	p, err := NewPlan(c, PlanOptions{Match: []string{"mtp.**"}})
 	require.NoError(t, err)
 	_, err = p.Write(context.Background(), filepath.Join(t.TempDir(), "mtp.safetensors"))
 	require.NoError(t, err)
-	require.Empty(t, p.NonFinite())
+	require.Empty(t, p.nonFinite())
 }

@@ -152,7 +152,7 @@ func TestShardedRoundTrip(t *testing.T) {
 			require.Greater(t, n, 2)
 			require.Len(t, res.Files, n)
 			for i, f := range res.Files {
-				assert.Equal(t, filepath.Join(out, ShardName(i, n)), f.Path)
+				assert.Equal(t, filepath.Join(out, shardName(i, n)), f.Path)
 				assert.LessOrEqual(t, f.Bytes, int64(200_000), "shard %d payload", i)
 			}
 			oc := openCkpt(t, out)
@@ -219,7 +219,7 @@ func TestShardedRoundTrip(t *testing.T) {
 func shardNames(n int) []string {
 	var out []string
 	for i := range n {
-		out = append(out, ShardName(i, n))
+		out = append(out, shardName(i, n))
 	}
 	return out
 }

@@ -82,13 +82,13 @@ func TestParallelSameBytes(t *testing.T) {
 					var b bytes.Buffer
 					require.NoError(t, seq.WriteShard(context.Background(), i, &b))
 					m := &memAt{}
-					size, err := par.WriteShardAt(context.Background(), i, m)
+					size, err := par.writeShardAt(context.Background(), i, m)
 					require.NoError(t, err)
 					require.Equal(t, int64(b.Len()), size, "%s %s shard %d", name, mode, i)
 					require.True(t, bytes.Equal(b.Bytes(), m.b), "%s %s shard %d: the workers' bytes differ", name, mode, i)
 					want = append(want, b.Bytes())
 				}
-				assert.Equal(t, seq.NonFinite(), par.NonFinite(), "%s %s", name, mode)
+				assert.Equal(t, seq.nonFinite(), par.nonFinite(), "%s %s", name, mode)
 				out := filepath.Join(dir, "out-"+name+"-"+mode)
 				if !seq.Sharded {
 					out += ".safetensors"
@@ -150,7 +150,7 @@ func TestParallelErrorLeavesNothing(t *testing.T) {
 	p, err := NewPlan(c, PlanOptions{Match: []string{"**"}, DType: BF16, ChunkBytes: 1024, Workers: 4, AllowNonFinite: true})
 	require.NoError(t, err)
 	m := &memAt{failAt: 50_000}
-	_, err = p.WriteShardAt(context.Background(), 0, m)
+	_, err = p.writeShardAt(context.Background(), 0, m)
 	require.ErrorIs(t, err, errDiskFull)
 	assert.Contains(t, err.Error(), `writing tensor "b"`, "the first piece that reaches the failing offset")
 	assert.Less(t, m.after, 4, "no piece claimed after the failure is written")

@@ -20,8 +20,8 @@ const (
 	F32  = "f32"
 )
 
-// DefaultChunkBytes bounds each buffer used while streaming one tensor.
-const DefaultChunkBytes = 8 << 20
+// defaultChunkBytes bounds each buffer used while streaming one tensor.
+const defaultChunkBytes = 8 << 20
 
 // minChunkBytes keeps one element of the widest dtype (F64) in a chunk.
 const minChunkBytes = 16
@@ -90,18 +90,21 @@ type PlanOptions struct {
 	// output into shards of at most this many payload bytes (a weight and its
 	// scale stay together; a larger tensor gets a shard of its own).
 	MaxShardSize int64
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes;
+	// ChunkBytes bounds each streaming buffer (default 8 MiB;
 	// a piece converted and written at once holds at most 1 MiB).
 	ChunkBytes int64
 	// Workers is how many workers convert and write the pieces of a file
-	// at once (Plan.Write, WriteShardAt); 0 means GOMAXPROCS, at most 4.
+	// at once (Plan.Write); 0 means GOMAXPROCS, at most 4.
 	Workers int
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
-	// AllowNonFinite extracts tensors holding NaN or Inf (Plan.NonFinite
+	// AllowNonFinite extracts tensors holding NaN or Inf (Result.NonFinite
 	// counts them); by default the first one fails Write with
 	// *ckpt.NonFiniteError.
 	AllowNonFinite bool
+	// Words are the caller's words for these options (DType, WithScales)
+	// in the plan's warnings; nil spells them as Go does.
+	Words ckpt.Words
 }
 
 // Action says how a tensor is produced.
@@ -125,8 +128,8 @@ type Item struct {
 	Shard int
 }
 
-// NBytes is the size of the output tensor's data.
-func (it *Item) NBytes() int64 {
+// nBytes is the size of the output tensor's data.
+func (it *Item) nBytes() int64 {
 	return int64(it.Source.Numel()) * int64(it.DType.Bits()) / 8
 }
 
@@ -168,9 +171,9 @@ type Plan struct {
 	guard    *ckpt.FiniteGuard
 }
 
-// NonFinite lists the tensors written with NaN or Inf values (only with
+// nonFinite lists the tensors written with NaN or Inf values (only with
 // PlanOptions.AllowNonFinite), after Write.
-func (p *Plan) NonFinite() []ckpt.NonFinite { return p.guard.Counts() }
+func (p *Plan) nonFinite() []ckpt.NonFinite { return p.guard.Counts() }
 
 // Counts returns how many items are copied, converted and dequantised.
 func (p *Plan) Counts() (copied, converted, dequantized int) {
@@ -235,7 +238,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		p.DType = Keep
 	}
 	if p.chunk <= 0 {
-		p.chunk = DefaultChunkBytes
+		p.chunk = defaultChunkBytes
 	}
 	p.chunk = max(p.chunk, minChunkBytes)
 
@@ -298,7 +301,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 					it.Action = Convert
 				}
 			}
-		} else if w := keepWarning(c, t, selected); w != "" {
+		} else if w := keepWarning(c, t, selected, opt.Words); w != "" {
 			p.Warnings = append(p.Warnings, w)
 		}
 		p.Items = append(p.Items, it)
@@ -311,7 +314,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		if target != "" && ckpt.IsBookkeeping(it.Source.Name) {
 			// A scale is not a value: under a float dtype it is consumed by
 			// its weight's dequantisation or left out, never converted.
-			p.Warnings = append(p.Warnings, scaleLeftOut(c, it.Source, selected, p.DType))
+			p.Warnings = append(p.Warnings, scaleLeftOut(c, it.Source, selected, p.DType, opt.Words))
 			continue
 		}
 		kept = append(kept, it)
@@ -321,7 +324,7 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 		return nil, &NoMatchError{Match: match, Exclude: exclude, Source: c.Source, Tensors: len(c.Tensors), DType: p.DType}
 	}
 	for _, it := range p.Items {
-		p.TotalBytes += it.NBytes()
+		p.TotalBytes += it.nBytes()
 	}
 	p.DropQuantization = target != "" && c.Config.Quantization() != nil
 	if len(selected) < len(c.Tensors) {
@@ -341,8 +344,9 @@ func NewPlan(c *ckpt.Checkpoint, opt PlanOptions) (*Plan, error) {
 	return p, nil
 }
 
-// scaleLeftOut says why the scale s is not written under a float dtype.
-func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, dtype string) string {
+// scaleLeftOut says why the scale s is not written under a float dtype
+// (words: the caller's words for the options).
+func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, dtype string, words ckpt.Words) string {
 	i := strings.LastIndexByte(s.Name, '.')
 	name := s.Name[i+1:]
 	w, ok := strings.CutSuffix(s.Name, ckpt.ScaleSuffix) // block FP8: <weight>_scale_inv
@@ -358,31 +362,38 @@ func scaleLeftOut(c *ckpt.Checkpoint, s *ckpt.Tensor, selected map[string]bool, 
 			why = fmt.Sprintf("its weight %s is not extracted (select it to dequantise it with this scale)", ckpt.Quote(w))
 		}
 	}
-	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the --dtype %s output; %s", ckpt.Quote(s.Name), name, dtype, why)
+	return fmt.Sprintf("tensor %s (%s) is a quantisation scale, not a value: left out of the %s %s output; %s",
+		ckpt.Quote(s.Name), name, words.Of("DType"), dtype, why)
 }
 
 // keepWarning says what is wrong with extracting the quantised weight t
 // under keep without its scale: the scale is not selected, or the source
-// has none (or one ckpt cannot read). "" when nothing is.
-func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool) string {
+// has none (or one ckpt cannot read). "" when nothing is. w are the
+// caller's words for the options that would bring the scale along.
+func keepWarning(c *ckpt.Checkpoint, t *ckpt.Tensor, selected map[string]bool, w ckpt.Words) string {
+	withScales, bf16 := "add "+w.Of("WithScales"), "use "+w.Of("DType")+" "+BF16
 	q, err := c.QuantScheme(t)
 	var missing *ckpt.MissingScaleError
 	var unknown *ckpt.UnknownScaleError
 	switch {
 	case errors.As(err, &missing):
-		return fmt.Sprintf("tensor %s is %s without a scale (no %s in the source): the output holds its codes alone", ckpt.Quote(t.Name), t.DType, ckpt.Quote(missing.Want))
+		return fmt.Sprintf("tensor %s is %s without a scale (no %s in the source): the output holds its codes alone",
+			ckpt.Quote(t.Name), t.DType, ckpt.Quote(missing.Want))
 	case errors.As(err, &unknown):
 		for _, s := range unknown.Companions {
 			if !selected[s.Name] {
-				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales)", ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name))
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (%s)",
+					ckpt.Quote(t.Name), t.DType, ckpt.Quote(s.Name), withScales)
 			}
 		}
 	case err == nil && q.Scheme == quant.BlockFP8 && !selected[q.Scale.Name]:
-		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name))
+		return fmt.Sprintf("tensor %s is FP8 with block scale %s, which is not extracted: the output cannot be dequantised (%s, or %s)",
+			ckpt.Quote(t.Name), ckpt.Quote(q.Scale.Name), withScales, bf16)
 	case err == nil && q.Scale != nil:
 		for _, s := range []*ckpt.Tensor{q.Scale, q.Global} {
 			if s != nil && !selected[s.Name] {
-				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (add --with-scales, or use --dtype bf16)", ckpt.Quote(t.Name), quant.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name))
+				return fmt.Sprintf("tensor %s is %s with scale companion %s, which is not extracted: the output cannot be dequantised (%s, or %s)",
+					ckpt.Quote(t.Name), quant.SpecOf(q.Scheme).Title, ckpt.Quote(s.Name), withScales, bf16)
 			}
 		}
 	}
@@ -435,7 +446,7 @@ func (p *Plan) shard(maxSize int64, owner map[string]string) {
 	for _, k := range keys {
 		var b int64
 		for _, it := range units[k] {
-			b += it.NBytes()
+			b += it.nBytes()
 		}
 		cur := &p.Shards[len(p.Shards)-1]
 		if p.Sharded && len(cur.Items) > 0 && cur.Bytes+b > maxSize {
@@ -453,12 +464,12 @@ func (p *Plan) shard(maxSize int64, owner map[string]string) {
 			return ckpt.NaturalLess(p.Shards[i].Items[a].Name, p.Shards[i].Items[b].Name)
 		})
 		if p.Sharded {
-			p.Shards[i].Name = ShardName(i, len(p.Shards))
+			p.Shards[i].Name = shardName(i, len(p.Shards))
 		}
 	}
 }
 
-// ShardName is the conventional name of shard i (0-based) of n.
-func ShardName(i, n int) string {
+// shardName is the conventional name of shard i (0-based) of n.
+func shardName(i, n int) string {
 	return fmt.Sprintf("model-%05d-of-%05d.safetensors", i+1, n)
 }

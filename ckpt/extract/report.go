@@ -44,11 +44,11 @@ type Result struct {
 	Shown []string `json:"-"`
 }
 
-// Result describes what Write produced for the plan, as the extract JSON
+// result describes what Write produced for the plan, as the extract JSON
 // document.
-func (p *Plan) Result(r *Written) Result {
+func (p *Plan) result(r *Written) Result {
 	out := Result{Source: p.Source, Out: r.Out, DType: p.DType, Sharded: p.Sharded, Index: r.Index, Config: r.Config,
-		NonFinite: append([]ckpt.NonFinite{}, p.NonFinite()...),
+		NonFinite: append([]ckpt.NonFinite{}, p.nonFinite()...),
 		Files:     []OutputFile{}, Tensors: []ReportTensor{}, Warnings: p.Warnings}
 	out.Files = append(out.Files, r.Files...)
 	for _, it := range p.Items {
@@ -57,7 +57,7 @@ func (p *Plan) Result(r *Written) Result {
 			shape = []int64{}
 		}
 		out.Tensors = append(out.Tensors, ReportTensor{Name: it.Name, DType: string(it.DType), Shape: shape,
-			SourceDType: string(it.Source.DType), Action: string(it.Action), File: r.Files[it.Shard].Path, NBytes: it.NBytes()})
+			SourceDType: string(it.Source.DType), Action: string(it.Action), File: r.Files[it.Shard].Path, NBytes: it.nBytes()})
 	}
 	cp, cv, dq := p.Counts()
 	out.Summary = ReportCounts{Tensors: len(p.Items), Bytes: p.TotalBytes, Files: len(r.Files), Copied: cp, Converted: cv, Dequantized: dq}

@@ -1,9 +1,7 @@
 package extract
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -13,58 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestWriterRoundTripAllDTypes streams every standard dtype (sub-byte F4/F6,
-// rank 0, zero size) through ckpt.NewWriter in small pieces and reads the
-// file back with our reader: identical names, dtypes, shapes and bytes, in
-// the reference writer's order with no lints.
-func TestWriterRoundTripAllDTypes(t *testing.T) {
-	t.Parallel()
-	ts := allDTypeTensors()
-	specs := make([]ckpt.WriteSpec, len(ts))
-	byName := map[string][]byte{}
-	for i, x := range ts {
-		specs[i] = x.WriteSpec
-		byName[x.Name] = x.Data
-	}
-	var buf bytes.Buffer
-	w, err := ckpt.NewWriter(&buf, specs, map[string]string{"format": "pt", "k": "v\"q"})
-	require.NoError(t, err)
-	for _, ti := range w.Order() {
-		d := byName[ti.Name]
-		for len(d) > 0 { // three bytes at a time
-			n := min(3, len(d))
-			_, err := w.Write(d[:n])
-			require.NoError(t, err)
-			d = d[n:]
-		}
-	}
-	require.NoError(t, w.Finish())
-
-	h, err := ckpt.ParseHeader(buf.Bytes()[8:8+binary.LittleEndian.Uint64(buf.Bytes())], "mem")
-	require.NoError(t, err)
-	assert.Equal(t, map[string]string{"format": "pt", "k": "v\"q"}, h.Metadata)
-
-	p := filepath.Join(t.TempDir(), "all.safetensors")
-	require.NoError(t, ckpt.WriteFile(p, ts, map[string]string{"format": "pt"}))
-	for _, data := range [][]byte{buf.Bytes(), mustRead(t, p)} {
-		hdr, err := ckpt.ReadHeader(bytes.NewReader(data), int64(len(data)), "mem")
-		require.NoError(t, err)
-		require.Empty(t, hdr.Lints)
-		require.Len(t, hdr.Tensors, len(ts))
-		for _, x := range ts {
-			ti, ok := hdr.Lookup(x.Name)
-			require.True(t, ok, x.Name)
-			assert.Equal(t, x.DType, ti.DType, x.Name)
-			assert.Equal(t, len(x.Shape), len(ti.Shape), x.Name)
-			if len(x.Shape) > 0 {
-				assert.Equal(t, x.Shape, ti.Shape, x.Name)
-			}
-			got := data[hdr.DataStart()+int64(ti.Begin) : hdr.DataStart()+int64(ti.End)]
-			assert.Equal(t, x.Data, got, x.Name)
-		}
-	}
-}
 
 // TestExtractKeepAllDTypes extracts every tensor of every dtype under keep
 // (a raw streamed copy with a tiny chunk) and under bf16 (non-floats copied,

@@ -21,13 +21,16 @@ type Options struct {
 	WithScales     bool
 	AllowNonFinite bool
 	MaxShardSize   int64
-	// ChunkBytes bounds each streaming buffer (default DefaultChunkBytes):
+	// ChunkBytes bounds each streaming buffer (default 8 MiB):
 	// a tuning of memory against read sizes (PlanOptions.ChunkBytes).
 	ChunkBytes int64
 	// Progress, if set, counts output bytes and finished tensors.
 	Progress *ckpt.Progress
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for these options in the warnings
+	// (PlanOptions.Words).
+	Words ckpt.Words
 }
 
 // ShardedFileError is an output of Shards shards (at MaxShardSize) asked
@@ -78,11 +81,11 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		sel = ckpt.MatcherOf(nil, nil)
 	}
 	plan, err := NewPlan(c, PlanOptions{Select: sel, DType: dtype, WithScales: opt.WithScales,
-		MaxShardSize: opt.MaxShardSize, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite})
+		MaxShardSize: opt.MaxShardSize, ChunkBytes: opt.ChunkBytes, Progress: opt.Progress, AllowNonFinite: opt.AllowNonFinite, Words: opt.Words})
 	if err != nil {
 		return res, err
 	}
-	if plan.Sharded && !IsDirTarget(opt.Out) {
+	if plan.Sharded && !isDirTarget(opt.Out) {
 		return res, &ShardedFileError{Shards: len(plan.Shards), MaxShardSize: opt.MaxShardSize, Out: opt.Out}
 	}
 	res.Shown = append(res.Shown, plan.Warnings...)
@@ -90,7 +93,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	out := plan.Result(w)
+	out := plan.result(w)
 	out.Shown = res.Shown
 	return &out, nil
 }

@@ -151,40 +151,15 @@ func firstPiece(j *shardJob, k int) int {
 	return j.last[k-1] + 1
 }
 
-// WriteShard streams shard i of the plan to w: the 8-byte length, the
-// header, then every tensor's data in the reference writer's order, one
-// piece at a time on this goroutine. No buffer holds more than the plan's
-// chunk size of tensor data.
-func (p *Plan) WriteShard(ctx context.Context, i int, w io.Writer) error {
-	_, err := p.writeShard(ctx, i, &seqWriter{w: w}, 1, hooks{})
-	return err
-}
-
-// WriteShardAt writes shard i of the plan to w, which receives every byte
+// writeShardAt writes shard i of the plan to w, which receives every byte
 // range once, at its offset: the header, then the pieces of the tensors,
 // converted and written by up to PlanOptions.Workers workers at once (each
 // with buffers of at most the chunk size, or 1 MiB). It returns the file
-// size. The bytes are those WriteShard writes. On an error it returns the
-// one WriteShard would have (the error of the first failing piece in file
-// order); w then holds an incomplete file.
-func (p *Plan) WriteShardAt(ctx context.Context, i int, w io.WriterAt) (int64, error) {
+// size. The bytes are those one worker writes in order. On an error it
+// returns the one a single worker would have (the error of the first
+// failing piece in file order); w then holds an incomplete file.
+func (p *Plan) writeShardAt(ctx context.Context, i int, w io.WriterAt) (int64, error) {
 	return p.writeShard(ctx, i, w, p.workers(), hooks{})
-}
-
-// seqWriter is the io.WriterAt of WriteShard: one worker writes the
-// pieces in order, so each WriteAt continues where the last one ended.
-type seqWriter struct {
-	w   io.Writer
-	pos int64
-}
-
-func (s *seqWriter) WriteAt(b []byte, off int64) (int, error) {
-	if off != s.pos {
-		return 0, fmt.Errorf("internal error: sequential write at byte %d, expected %d", off, s.pos)
-	}
-	n, err := s.w.Write(b)
-	s.pos += int64(n)
-	return n, err
 }
 
 // hooks are what the tests observe of writeShard (export_test.go); the

@@ -45,9 +45,9 @@ type Written struct {
 	Config string
 }
 
-// IsDirTarget reports whether out is written as a directory: it exists as a
+// isDirTarget reports whether out is written as a directory: it exists as a
 // directory, or it does not end in ".safetensors".
-func IsDirTarget(out string) bool {
+func isDirTarget(out string) bool {
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
 		return true
 	}
@@ -65,9 +65,10 @@ func IsDirTarget(out string) bool {
 // ctx leaves no output behind.
 func (p *Plan) Write(ctx context.Context, out string) (*Written, error) {
 	p.progress.AddTotal(p.TotalBytes)
-	if !IsDirTarget(out) {
+	if !isDirTarget(out) {
 		if p.Sharded {
-			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but the output %s names a .safetensors file", ErrNeedsDirectory, len(p.Shards), out)
+			return nil, fmt.Errorf("%w: the output is %d shards of at most the max shard size but the output %s names a .safetensors file",
+				ErrNeedsDirectory, len(p.Shards), out)
 		}
 		// The output policy (atomicfile.Place): a regular file replaced
 		// atomically, a link's target, never a device or FIFO (the
@@ -105,7 +106,7 @@ func (p *Plan) writeOut(ctx context.Context, i int, af *atomicfile.File) (Output
 	}
 	// Converted and written by the plan's workers, each piece at its
 	// offset (pwrite), with no copy between the conversion and the write.
-	size, err := p.WriteShardAt(ctx, i, af)
+	size, err := p.writeShardAt(ctx, i, af)
 	if err != nil {
 		return OutputFile{}, fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -167,7 +168,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 		names = append(names, name)
 	}
 	if p.Config != nil {
-		data, err := p.ConfigJSON()
+		data, err := p.configJSON()
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +179,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 		names = append(names, "config.json")
 	}
 	if p.Sharded {
-		if err := writeSmall(filepath.Join(tmp, ckpt.IndexFile), p.IndexJSON()); err != nil {
+		if err := writeSmall(filepath.Join(tmp, ckpt.IndexFile), p.indexJSON()); err != nil {
 			return nil, err
 		}
 		res.Index = filepath.Join(out, ckpt.IndexFile)
@@ -235,10 +236,10 @@ func writeSmall(path string, data []byte) error {
 	return af.Commit()
 }
 
-// IndexJSON is model.safetensors.index.json for a sharded plan:
+// indexJSON is model.safetensors.index.json for a sharded plan:
 // metadata.total_size is the payload in bytes, weight_map lists tensors in
 // natural order.
-func (p *Plan) IndexJSON() []byte {
+func (p *Plan) indexJSON() []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "{\n  \"metadata\": {\n    \"total_size\": %d\n  },\n  \"weight_map\": {", p.TotalBytes)
 	for i, it := range p.Items {
@@ -253,11 +254,11 @@ func (p *Plan) IndexJSON() []byte {
 	return b.Bytes()
 }
 
-// ConfigJSON is the config.json written beside a directory output: the
+// configJSON is the config.json written beside a directory output: the
 // source config (re-encoded with sorted keys, numbers as written), without
 // its quantization_config when DropQuantization is set, with the
 // selection under ckpt.SubsetKey when Subset is set.
-func (p *Plan) ConfigJSON() ([]byte, error) {
+func (p *Plan) configJSON() ([]byte, error) {
 	if p.Config == nil {
 		return nil, errors.New("the source has no config.json")
 	}

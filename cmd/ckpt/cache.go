@@ -8,7 +8,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/cache/check"
-	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/spf13/cobra"
@@ -73,13 +72,7 @@ func (p *planFlags) planOptions(getenv func(string) string, v *planValues) mappi
 	set, _ := v.set.settings()
 	ignore, _ := ignores(&v.ignore)
 	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: mesh, Device: p.Device, Tag: p.Tag, Set: set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant,
-		Ignore: ignore, Words: planWords()}
-}
-
-// planWords are the plan flags' names of the options mapping names
-// (mapping.PlanOptions.Words): map's and cache build's.
-func planWords() ckpt.Words {
-	return ckpt.Words{"Ignore": "--ignore", "DeviceDRAM": "--device-dram"}
+		Ignore: ignore, Words: flagWords()}
 }
 
 // ---- build ----

@@ -50,7 +50,7 @@ func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions
 
 // request is the library request of the options.
 func (o *cacheCompareOptions) request() compare.Options {
-	return compare.Options{A: o.A, B: o.B, DirsOptions: compare.DirsOptions{Workers: o.Workers, Words: cacheBuildWords}}
+	return compare.Options{A: o.A, B: o.B, DirsOptions: compare.DirsOptions{Workers: o.Workers, Words: flagWords()}}
 }
 
 func (a *App) runCacheCompare(ctx context.Context, o *cacheCompareOptions) error {

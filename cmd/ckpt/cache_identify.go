@@ -84,7 +84,7 @@ func (o *cacheIdentifyOptions) options(a *App) (identify.Options, error) {
 	}
 	return identify.Options{Dir: o.Dir, Source: o.Source, Openers: a.Openers, Profiles: o.Profiles, Rules: o.Rules,
 		Select: o.Select, HeadersOnly: o.HeadersOnly, NaN: build.NaN(o.NaN), Workers: o.Workers, Variant: o.Variant,
-		Words: cacheBuildWords}, nil
+		Words: flagWords()}, nil
 }
 
 func (a *App) runCacheIdentify(ctx context.Context, o *cacheIdentifyOptions, opt identify.Options) error {

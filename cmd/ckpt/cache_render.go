@@ -121,10 +121,10 @@ func printFindings(w io.Writer, format string, r *check.DirResult) error {
 				why = "holds the vision part of " + r.VisionOwner + " and was not verified"
 			}
 			fmt.Fprintf(w, "ok (text folder only: the vision folder %s %s): %d files (%s) in %s match the plan of %s and their manifest; %s\n",
-				esc(r.VisionNotVerified), esc(why), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(cacheVerifyWords)))
+				esc(r.VisionNotVerified), esc(why), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(flagWords())))
 			return nil
 		}
-		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(cacheVerifyWords)))
+		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(flagWords())))
 		return nil
 	}
 	failed := 0

@@ -12,7 +12,6 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/check"
 	"github.com/ckpt-dev/ckpt/cache/list"
 	"github.com/ckpt-dev/ckpt/ckpt"
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 )
 
@@ -42,8 +41,8 @@ func (o *cacheBuildOptions) options(a *App, v *cacheBuildValues) (build.Options,
 	}
 	dram, _ := deviceDRAM(&v.deviceDRAM) // checked
 	return build.Options{Source: o.Source, Openers: a.Openers, Plan: o.planOptions(a.Getenv, &v.plan), Out: o.Out, DeviceDRAM: dram,
-		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force, AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN),
-			NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck}}, nil
+		WriteOptions: build.WriteOptions{Workers: o.Workers, Tool: "ckpt", ToolVersion: Version, Force: o.Force,
+			AllowNonFinite: o.AllowNonFinite, NaN: build.NaN(o.NaN), NoSync: !o.Fsync, NoSpaceCheck: o.NoSpaceCheck, Words: flagWords()}}, nil
 }
 
 // check holds cache verify's rules of the command line. The errors of
@@ -68,7 +67,7 @@ func (o *cacheVerifyOptions) options(a *App, v *cacheVerifyValues) (check.Option
 	set, setErr := v.set.settings()
 	return check.Options{Dir: o.Dir, Source: o.Source, Variant: o.Variant, Openers: a.Openers, Rules: o.Rules, Set: set, Ignore: ignore,
 		Select: o.Select, MinMem: minMem, MemInfo: o.MemInfo, ReadData: o.ReadData, Strict: o.Strict, StopAtPlan: ignoreErr != nil || setErr != nil,
-		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}, Words: cacheVerifyWords}, nil
+		FilesOptions: check.FilesOptions{Workers: o.Workers, Rehash: o.Rehash}, Words: flagWords()}, nil
 }
 
 // request is the library request of the options.
@@ -133,11 +132,8 @@ func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheB
 	if rep != nil {
 		a.warn(rep.Warnings...)
 	}
-	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == "" {
-		return reword(err, re, "--out "+re.Error())
-	}
 	if err != nil {
-		return planError(err)
+		return err
 	}
 	if pe := rep.Problems; pe != nil {
 		printProblems(a.Out, pe.Problems, output.EscapeTerm)
@@ -168,7 +164,7 @@ func (a *App) runCacheVerify(ctx context.Context, o *cacheVerifyOptions, v *cach
 		return reword(err, ps, planStopped(ps, v).Error())
 	}
 	if err != nil {
-		return planError(err)
+		return err
 	}
 	for _, f := range res.Folders {
 		if f.SourceFromManifest {

@@ -76,9 +76,12 @@ of selected quantised weights.`,
 	addOutFlag(f, &o.Out, "output: FILE.safetensors, or a directory (required)")
 	enumFlag(f, &o.DType, "dtype", extract.Keep, dtypeEnum, "output dtype: {} (float dtypes dequantise FP8 weights)")
 	f.BoolVar(&o.WithScales, "with-scales", false, "with --dtype keep, also extract the scales (weight_scale_inv, ...) of every selected quantised weight")
-	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
-	sizeFlag(f, &v.maxShardSize, &o.MaxShardSize, "max-shard-size", "split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
-	enumFlag(f, &o.Format, "format", output.Auto, extractFormats, "summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false,
+		"extract even tensors holding NaN or Inf (listed in the output); default: fail naming the tensor, exit 1")
+	sizeFlag(f, &v.maxShardSize, &o.MaxShardSize, "max-shard-size",
+		"split output larger than this into shards (e.g. 2G = 2·10⁹ bytes, 500Mi = 500·2²⁰ bytes); --out must then be a directory")
+	enumFlag(f, &o.Format, "format", output.Auto, extractFormats,
+		"summary format: {} (auto: table on a terminal, text otherwise; jsonl: one record per tensor written; csv: the file rows)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	addVariantFlag(f, &o.Variant)
 	return cmd
@@ -121,7 +124,7 @@ func (o *extractOptions) options(a *App, v *extractValues) (extract.Options, err
 	sel, _ := selection(&v.match, &v.exclude) // checked
 	maxShard, _ := v.maxShardSize.Size()      // checked
 	return extract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, Select: sel, DType: o.DType,
-		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: maxShard, Variant: o.Variant}, nil
+		WithScales: o.WithScales, AllowNonFinite: o.AllowNonFinite, MaxShardSize: maxShard, Variant: o.Variant, Words: flagWords()}, nil
 }
 
 // runExtract runs the extract workflow (extract.Run) and renders its
@@ -148,7 +151,7 @@ func (a *App) runExtract(ctx context.Context, o *extractOptions, req extract.Opt
 	if err != nil {
 		return err
 	}
-	if s := nonFiniteNote(out.NonFinite); s != "" {
+	if s := ckpt.NonFiniteNote(out.NonFinite, flagWords()); s != "" {
 		a.note(s)
 	}
 	return printExtract(a.Out, format, out)

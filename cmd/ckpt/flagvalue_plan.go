@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ckpt-dev/ckpt/ckpt"
@@ -125,15 +124,6 @@ func (v *planValues) err(po mapping.PlanOptions) error {
 		}
 	}
 	return nil
-}
-
-// planError is err, an error of making a plan (mapping.Resolve), in the
-// CLI's words: a setting the profile refuses is --set's.
-func planError(err error) error {
-	if se := (*mapping.SettingError)(nil); errors.As(err, &se) {
-		return reword(err, se, "--set: "+se.Error())
-	}
-	return err
 }
 
 // deviceDRAM is --device-dram in bytes (0 when not given), or its usage

@@ -152,7 +152,7 @@ func (a *App) runMap(ctx context.Context, o *mapOptions, opt mapping.Options) er
 		a.warn(res.Warnings...)
 	}
 	if err != nil {
-		return planError(err)
+		return err
 	}
 	switch {
 	case res.Profiles != nil:

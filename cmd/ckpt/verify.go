@@ -126,12 +126,8 @@ func (o *verifyOptions) options(a *App, v *verifyValues) (verify.Options, error)
 	allow, _ := v.allowFinding.values()       // checked
 	return verify.Options{Source: o.Source, Openers: a.Openers, Arch: verify.Arch(o.Arch), ReadData: o.ReadData, Workers: o.Workers,
 		Against: o.Against, Select: sel, AllowConfig: o.AllowConfig, Strict: o.Strict, Allowances: allow, Variant: o.Variant,
-		Words: verifyWords}, nil
+		Words: flagWords()}, nil
 }
-
-// verifyWords are verify's flags for the options its findings name.
-var verifyWords = ckpt.Words{"Arch": "--arch", "ReadData": "--read-data", "Match": "--match", "Exclude": "--exclude", "AllowConfig": "--allow-config",
-	"DType": "--dtype"}
 
 // runVerify runs the verify workflow (verify.Run) and renders its
 // report: exit 1 when it is not OK.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/ckpt-dev/ckpt/cache"
@@ -11,6 +10,7 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/contract"
 	"github.com/ckpt-dev/ckpt/ckpt/extract"
+	"github.com/ckpt-dev/ckpt/mapping"
 )
 
 // The library's errors that a user fixes with a flag are typed there, with
@@ -40,7 +40,7 @@ func words(err error, msg string) string {
 		reword(nf, nf.Refusal()+" (pass --allow-nonfinite to proceed anyway)")
 	}
 	if se := (*ckpt.EmptySelectionError)(nil); errors.As(err, &se) {
-		reword(se, se.With(func(field string) string { return "--" + strings.ToLower(field) }))
+		reword(se, se.With(flagWords().Of))
 	}
 	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == extract.OutOption {
 		named := *re
@@ -48,7 +48,7 @@ func words(err error, msg string) string {
 		reword(re, named.Error())
 	}
 	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
-		reword(ue, ue.With(verifyWords))
+		reword(ue, ue.With(flagWords()))
 	}
 	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
 		reword(ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
@@ -58,6 +58,9 @@ func words(err error, msg string) string {
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
+	}
+	if se := (*mapping.SettingError)(nil); errors.As(err, &se) {
+		reword(se, "--set: "+se.Error())
 	}
 	return msg
 }
@@ -74,22 +77,15 @@ func describeGlobs(match, exclude []string) string {
 	return s
 }
 
-// nonFiniteNote is the note of the tensors written with NaN/Inf values
-// kept (--allow-nonfinite), "" for none.
-func nonFiniteNote(nf []ckpt.NonFinite) string {
-	if len(nf) == 0 {
-		return ""
+// flagWords are the CLI's names of the library options that findings,
+// hints, warnings and refusals mention (ckpt.Words, given in each
+// workflow's Options): every command spells an option by its flag, and no
+// two commands spell one Options field differently.
+func flagWords() ckpt.Words {
+	return ckpt.Words{
+		"AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
+		"DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
+		"NaN": "--nan", "NoSpaceCheck": "--no-space-check", "Out": "--out", "ReadData": "--read-data", "Rehash": "--rehash",
+		"WithScales": "--with-scales",
 	}
-	return fmt.Sprintf("%d source tensor(s) hold NaN or Inf (or overflow when converted), kept as they are (--allow-nonfinite): %s",
-		len(nf), ckpt.NonFiniteKept(nf))
 }
-
-// cacheVerifyWords are cache verify's flags for the options its findings
-// and verdict name (check.Options.Words, check.DirResult.Verdict).
-var cacheVerifyWords = ckpt.Words{"MinMem": "--min-mem", "Ignore": "--ignore", "ReadData": "--read-data", "Rehash": "--rehash"}
-
-// cacheBuildWords are cache build's flags for the options cache identify's
-// rebuild line gives (identify.Options.Words, identify.Result.BuildFlags)
-// and the NaN style cache compare's differences name
-// (compare.DirsOptions.Words).
-var cacheBuildWords = ckpt.Words{"Ignore": "--ignore", "AllowNonFinite": "--allow-nonfinite", "NaN": "--nan"}
