@@ -26,8 +26,8 @@ func (a *App) newCacheCmd() *cobra.Command {
 			return usageError("cache needs a subcommand: build, verify, ls, pack, unpack, compare or identify (see %s --help)", cmd.CommandPath())
 		},
 	}
-	cmd.AddCommand(a.newCacheBuildCmd(nil), a.newCacheVerifyCmd(nil), a.newCacheLsCmd(nil), a.newCachePackCmd(nil), a.newCacheUnpackCmd(nil), a.newCacheCompareCmd(nil),
-		a.newCacheIdentifyCmd())
+	cmd.AddCommand(a.newCacheBuildCmd(nil), a.newCacheVerifyCmd(nil), a.newCacheLsCmd(nil), a.newCachePackCmd(nil), a.newCacheUnpackCmd(nil),
+		a.newCacheCompareCmd(nil), a.newCacheIdentifyCmd())
 	return cmd
 }
 
@@ -52,14 +52,17 @@ type planFlags struct {
 }
 
 // ignoreUsage is the help of --ignore GLOB for map and cache build.
-const ignoreUsage = "leave source tensors matching this glob out of the plan, listed as ignored with the reason \"--ignore GLOB\" (`*` within a dotted segment, `**` across; only tensors no rule maps: a mapped one stays mapped, with a warning); recorded in the cache manifest; repeatable"
+const ignoreUsage = "leave source tensors matching this glob out of the plan, listed as ignored with the reason \"--ignore GLOB\" " +
+	"(`*` within a dotted segment, `**` across; only tensors no rule maps: a mapped one stays mapped, with a warning); " +
+	"recorded in the cache manifest; repeatable"
 
 // add registers the plan flags of cache build, their values in v.
 func (p *planFlags) add(f *pflag.FlagSet, v *planValues) {
 	enumFlag(f, &p.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&p.Rules, "rules", "", "load the mapping profile from this JSON file (see ckpt map --dump)")
 	meshFlag(f, &v.mesh, &p.Mesh, "device mesh, 1xN")
-	f.StringVar(&p.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
+	f.StringVar(&p.Device, "device", "",
+		"device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&p.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
 	addSetFlag(f, &v.set, &p.Set)
 	globsFlag(f, &v.ignore, &p.Ignore, "ignore", ignoreUsage)
@@ -71,8 +74,8 @@ func (p *planFlags) planOptions(getenv func(string) string, v *planValues) mappi
 	mesh, _ := v.mesh.Mesh()
 	set, _ := v.set.settings()
 	ignore, _ := ignores(&v.ignore)
-	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: mesh, Device: p.Device, Tag: p.Tag, Set: set, MeshDevice: getenv("MESH_DEVICE"), Variant: p.Variant,
-		Ignore: ignore, Words: flagWords()}
+	return mapping.PlanOptions{Profile: p.Profile, Rules: p.Rules, Mesh: mesh, Device: p.Device, Tag: p.Tag, Set: set, MeshDevice: getenv("MESH_DEVICE"),
+		Variant: p.Variant, Ignore: ignore, Words: flagWords()}
 }
 
 // ---- build ----
@@ -132,18 +135,25 @@ func (a *App) newCacheBuildCmd(runF func(context.Context, *cacheBuildOptions) er
 		},
 	}
 	f := cmd.Flags()
-	addOutFlag(f, &o.Out, "cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
+	addOutFlag(f, &o.Out,
+		"cache root (default: $TT_CACHE_PATH): files and manifest go to <out>/<device>/tensor_cache_<tag>_mesh1xN/; other folders there are left alone")
 	o.planFlags.add(f, &v.plan)
 	addVariantFlag(f, &o.Variant)
 	f.IntVar(&o.Workers, "workers", 0, "conversion goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats, "output format: {} (auto: table on a terminal, text otherwise; the per-device block as map shows it)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheBuildFormats,
+		"output format: {} (auto: table on a terminal, text otherwise; the per-device block as map shows it)")
 	f.BoolVar(&o.Force, "force", false, "rebuild every file, even unchanged ones")
-	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; --fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache (page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
-	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write (default: refuse before writing anything, naming both sizes, exit 3)")
+	f.BoolVar(&o.Fsync, "fsync", true, "fsync every file before renaming it into place; "+
+		"--fsync=false leaves the bytes to the kernel's write-back, as the serving stack does with its own cache "+
+		"(page-cache speed; files written so are hashed again by a build after a reboot, and cache verify checks them)")
+	f.BoolVar(&o.NoSpaceCheck, "no-space-check", false, "build even when the file system of the cache folder has less free space than the files to write "+
+		"(default: refuse before writing anything, naming both sizes, exit 3)")
 	addDeviceDRAMFlag(f, &v.deviceDRAM, &o.DeviceDRAM)
-	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false, "build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
-	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces (float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
+	f.BoolVar(&o.AllowNonFinite, "allow-nonfinite", false,
+		"build even from source tensors holding NaN or Inf (recorded in the manifest); default: fail naming the tensor, exit 1")
+	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanBuildEnum, "with --allow-nonfinite, the bits of a NaN that the serving host's torch produces "+
+		"(float32 → bf16 cast, bf16 dequantisation, bf16 arithmetic): {}; a bf16 NaN no arithmetic touches keeps its bits either way")
 	return cmd
 }
 
@@ -203,14 +213,16 @@ func (a *App) newCacheVerifyCmd(runF func(context.Context, *cacheVerifyOptions) 
 	addVariantFlag(f, &o.Variant)
 	f.StringVar(&o.Rules, "rules", "", "mapping profile JSON the cache was built with (default: the built-in profile named in the manifest)")
 	settingsFlag(f, &v.set, &o.Set, "override a profile variable, NAME=true|false (repeatable; default: the settings recorded in the manifest)")
-	globsFlag(f, &v.ignore, &o.Ignore, "ignore", "the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
+	globsFlag(f, &v.ignore, &o.Ignore, "ignore",
+		"the --ignore globs the cache must have been built with (repeatable; default: those recorded in the manifest; a different set is a manifest finding)")
 	sizeFlag(f, &v.minMem, &o.MinMem, "min-mem", "also fail when MemAvailable is below this size (e.g. 4Gi = 4·2³⁰ bytes, 4G = 4·10⁹ bytes)")
 	f.StringVar(&o.MemInfo, "meminfo", check.DefaultMemInfo, "meminfo file to read MemAvailable from")
 	_ = f.MarkHidden("meminfo")
 	addSelectFlags(f, &o.Select, "verify only the cache folders of DIR (a cache root) for this mesh (default: every folder, one verdict each)",
 		"verify only the cache folders with this tag", "verify only the cache folders for this device")
 	f.BoolVar(&o.Rehash, "rehash", false, "re-read and hash every source tensor instead of trusting unchanged file size, mtime and offsets")
-	f.BoolVar(&o.ReadData, "read-data", false, "also compare every file's data with what SRC builds to (reads the whole source; without it the data is held against the manifest's hashes only)")
+	f.BoolVar(&o.ReadData, "read-data", false,
+		"also compare every file's data with what SRC builds to (reads the whole source; without it the data is held against the manifest's hashes only)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when a text folder checked alone names a vision folder that is not there")
 	f.IntVar(&o.Workers, "workers", 0, "hashing goroutines (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
@@ -301,7 +313,8 @@ func (a *App) newCachePackCmd(runF func(context.Context, *cachePackOptions) erro
 	f.IntVar(&o.Workers, "workers", 0, "zstd encoder concurrency (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
 	addSelectFlags(f, &o.Select, "when DIR is a cache root with several cache folders: pack the one for this mesh",
-		"when DIR is a cache root with several cache folders: pack the one with this tag", "when DIR is a cache root with several cache folders: pack the one for this device")
+		"when DIR is a cache root with several cache folders: pack the one with this tag",
+		"when DIR is a cache root with several cache folders: pack the one for this device")
 	return cmd
 }
 
@@ -316,8 +329,9 @@ func (a *App) newCacheUnpackCmd(runF func(context.Context, *cacheUnpackOptions) 
 	o := &cacheUnpackOptions{}
 	var req archive.UnpackOptions // built once, in PreRunE
 	cmd := &cobra.Command{
-		Use:   "unpack FILE.tar.zst -o DIR",
-		Short: "Extract a packed cache folder (or a vision model's two) into DIR (a cache root, or that folder), checking every entry against the manifest, and swap it in whole",
+		Use: "unpack FILE.tar.zst -o DIR",
+		Short: "Extract a packed cache folder (or a vision model's two) into DIR (a cache root, or that folder), " +
+			"checking every entry against the manifest, and swap it in whole",
 		Example: `  ckpt cache unpack cache.tar.zst -o /data/tt-cache
   ckpt cache unpack cache.tar.zst -o /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2`,
 		Args: exactArgs(1),

@@ -25,8 +25,9 @@ type cacheCompareOptions struct {
 func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions) error) *cobra.Command {
 	o := &cacheCompareOptions{}
 	cmd := &cobra.Command{
-		Use:   "compare A B",
-		Short: "Compare two cache directories (e.g. ours and the one the serving stack wrote): missing/extra files, every header field, shard bytes; exit 0 identical, 1 different, 2 unreadable",
+		Use: "compare A B",
+		Short: "Compare two cache directories (e.g. ours and the one the serving stack wrote): missing/extra files, every header field, shard bytes; " +
+			"exit 0 identical, 1 different, 2 unreadable",
 		Example: `  ckpt cache compare /data/tt-cache/P300/tensor_cache_bfp8_mesh1x2 $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2
   ckpt cache compare ours theirs --format json`,
 		Args: exactArgs(2),
@@ -44,7 +45,8 @@ func (a *App) newCacheCompareCmd(runF func(context.Context, *cacheCompareOptions
 	f := cmd.Flags()
 	f.IntVar(&o.Workers, "workers", 0, "files compared at once (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, cacheCompareFormats, "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, cacheCompareFormats,
+		"output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the difference rows)")
 	return cmd
 }
 

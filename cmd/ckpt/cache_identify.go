@@ -35,8 +35,9 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	o := &cacheIdentifyOptions{}
 	var opt identify.Options // built once, in PreRunE
 	cmd := &cobra.Command{
-		Use:   "identify DIR [--source SRC]",
-		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
+		Use: "identify DIR [--source SRC]",
+		Short: "Name the mapping profile and --set switches that reproduce a cache (e.g. one the serving stack wrote), " +
+			"from its file names and headers, and with --source its data; exit 0 exact, 1 closest only, 2 unreadable",
 		Example: `  ckpt cache identify $TT_CACHE_PATH
   ckpt cache identify $TT_CACHE_PATH --source ./Qwen3.5-27B-FP8
   ckpt cache identify $TT_CACHE_PATH/P300/tensor_cache_bfp8_mesh1x2 --source hf:Qwen/Qwen3.5-27B-FP8 --format json`,
@@ -52,7 +53,9 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared (default: the source a ckpt manifest in the folder names, names and headers only; with neither, the candidates are planned from the cache's file names and held against its headers, shapes and data not compared)")
+	f.StringVar(&o.Source, "source", "", "the checkpoint the cache was built from; every candidate plan is made of it, and the closest one's data is compared "+
+		"(default: the source a ckpt manifest in the folder names, names and headers only; "+
+		"with neither, the candidates are planned from the cache's file names and held against its headers, shapes and data not compared)")
 	addVariantFlag(f, &o.Variant)
 	f.StringArrayVar(&o.Profiles, "profile", nil, "try only this built-in profile (repeatable; default: every built-in profile)")
 	completeWith(f, "profile", mapping.BuiltinNames())
@@ -61,10 +64,12 @@ func (a *App) newCacheIdentifyCmd() *cobra.Command {
 	f.StringVar(&o.Select.Tag, "tag", "", "when DIR is a cache root with several cache folders: the one with this tag")
 	f.StringVar(&o.Select.Device, "device", "", "when DIR is a cache root with several cache folders: the one for this device")
 	f.BoolVar(&o.HeadersOnly, "headers-only", false, "with --source: compare names and headers only, not the closest candidate's data")
-	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanEnum, "with --source, for the data comparison: the NaN bits the cache's host wrote ({}, as cache build --nan)")
+	enumFlag(f, &o.NaN, "nan", string(build.NaNVector), nanEnum,
+		"with --source, for the data comparison: the NaN bits the cache's host wrote ({}, as cache build --nan)")
 	f.IntVar(&o.Workers, "workers", 0, "conversion and comparison goroutines of the data comparison (default: all cores)")
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr: {}")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.Markdown),
+		"output format: {} (auto: table on a terminal, text otherwise; jsonl: the candidate rows)")
 	return cmd
 }
 
@@ -134,7 +139,8 @@ func printIdentifyModel(w io.Writer, format string, r *identify.Result, rules, v
 	}
 	esc := output.EscapeFor(format)
 	if r.VisionMissing != "" {
-		_, err := fmt.Fprintf(w, "vision folder %s (named by the manifest of %s) is not there: not identified; the model is not complete\n", esc(r.VisionMissing), esc(r.Dir))
+		_, err := fmt.Fprintf(w, "vision folder %s (named by the manifest of %s) is not there: not identified; the model is not complete\n",
+			esc(r.VisionMissing), esc(r.Dir))
 		return err
 	}
 	if r.VisionEmpty != "" {
@@ -162,7 +168,8 @@ func printIdentifyModel(w io.Writer, format string, r *identify.Result, rules, v
 		return "exact"
 	}
 	if r.VisionOther != "" {
-		_, err := fmt.Fprintf(w, "the model's 2 cache folders: NOT both reproduced: text folder %s %s; vision folder %s is another model's (%s): the model is not complete\n",
+		_, err := fmt.Fprintf(w, "the model's 2 cache folders: NOT both reproduced: text folder %s %s; "+
+			"vision folder %s is another model's (%s): the model is not complete\n",
 			esc(r.Dir), word(r), esc(r.Vision.Dir), esc(r.VisionOther))
 		return err
 	}

@@ -124,7 +124,8 @@ func printFindings(w io.Writer, format string, r *check.DirResult) error {
 				esc(r.VisionNotVerified), esc(why), r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(flagWords())))
 			return nil
 		}
-		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n", r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(flagWords())))
+		fmt.Fprintf(w, "ok: %d files (%s) in %s match the plan of %s and their manifest; %s\n",
+			r.Files, output.Bytes(r.Bytes), esc(r.Dir), esc(r.Source), esc(r.Verdict(flagWords())))
 		return nil
 	}
 	failed := 0

@@ -260,7 +260,8 @@ func (a *App) runCachePack(ctx context.Context, o *cachePackOptions, req archive
 	if res.Companion != nil {
 		// A vision model: both folders, one archive.
 		fmt.Fprintf(a.Out, "packed %d files (%s) of %s and %d files (%s) of its vision folder %s into %s (%s): one model, one archive\n",
-			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Folder.Path()), len(res.Companion.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionFolder.Path()),
+			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Folder.Path()),
+			len(res.Companion.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionFolder.Path()),
 			esc(res.Out), output.Bytes(res.ArchiveBytes))
 		return nil
 	}
@@ -282,10 +283,13 @@ func (a *App) runCacheUnpack(ctx context.Context, o *cacheUnpackOptions, req arc
 	a.warn(res.Warnings...)
 	esc := output.EscapeTerm // the folders' paths: the user's and the archive's names
 	if res.Companion != nil {
-		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s and %d files (%s) into its vision folder %s: all match the archive's manifests; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
-			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Dir), len(res.Companion.Manifest.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionDir))
+		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s and %d files (%s) into its vision folder %s: all match the archive's manifests; "+
+			"their data was not compared with any source (cache verify --source SRC --read-data does)\n",
+			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Dir),
+			len(res.Companion.Manifest.Files), output.Bytes(res.CompanionBytes), esc(res.CompanionDir))
 	} else {
-		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; their data was not compared with any source (cache verify --source SRC --read-data does)\n",
+		fmt.Fprintf(a.Out, "unpacked %d files (%s) into %s: all match the archive's manifest; "+
+			"their data was not compared with any source (cache verify --source SRC --read-data does)\n",
 			len(res.Manifest.Files), output.Bytes(res.Bytes), esc(res.Dir))
 	}
 	if res.Replaced {

@@ -49,8 +49,9 @@ func (a *App) newMapCmd() *cobra.Command {
 	o, v := &mapOptions{}, &mapValues{}
 	var opt mapping.Options // built once, in PreRunE
 	cmd := &cobra.Command{
-		Use:   "map SRC",
-		Short: "Show the weight-mapping plan onto a 1xN Tenstorrent mesh: every source tensor → cache file, transform, placement, dtype; fails on tensors no rule covers",
+		Use: "map SRC",
+		Short: "Show the weight-mapping plan onto a 1xN Tenstorrent mesh: every source tensor → cache file, transform, placement, dtype; " +
+			"fails on tensors no rule covers",
 		Example: `  ckpt map ./Qwen3.5-27B-FP8 --mesh 1x2 --summary
   ckpt map ./Qwen3.5-27B-FP8 --set proj_1d_decode=false
   ckpt map ./Qwen3.5-27B-FP8 --match 'mtp.**'
@@ -80,19 +81,25 @@ func (a *App) newMapCmd() *cobra.Command {
 	enumFlag(f, &o.Profile, "profile", mapping.BuiltinName, profileEnum(), "built-in mapping profile ({})")
 	f.StringVar(&o.Rules, "rules", "", "load the mapping profile from this JSON file (the format --dump prints) instead of a built-in one")
 	meshFlag(f, &v.plan.mesh, &o.Mesh, "device mesh, 1xN")
-	f.StringVar(&o.Device, "device", "", "device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
+	f.StringVar(&o.Device, "device", "",
+		"device folder of the cache root (default: $MESH_DEVICE, else upstream's name for the mesh: P150, P300, P150x4, P150x8 on Blackhole)")
 	f.StringVar(&o.Tag, "tag", "", "cache tag of tensor_cache_<tag>_mesh1xN (default: the profile's, e.g. bfp8)")
-	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown), "output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
+	enumFlag(f, &o.Format, "format", output.Auto, formatEnum(output.Table, output.Text, output.JSON, output.JSONL, output.CSV, output.Markdown),
+		"output format: {} (auto: table on a terminal, text otherwise; jsonl and csv: the target rows)")
 	f.BoolVar(&o.Dump, "dump", false, "print the profile as JSON (a starting point for --rules) and exit; SRC is not needed")
-	f.BoolVar(&o.List, "list-profiles", false, "list the built-in profiles (one per upstream line of the serving stack) with their upstream pins and variables, and exit; SRC is not needed")
+	f.BoolVar(&o.List, "list-profiles", false,
+		"list the built-in profiles (one per upstream line of the serving stack) with their upstream pins and variables, and exit; SRC is not needed")
 	f.BoolVar(&o.Summary, "summary", false, "print only the summary, ignored tensors, warnings and problems (table/text/markdown)")
 	addSetFlag(f, &v.plan.set, &o.Set)
 	addVariantFlag(f, &o.Variant)
-	globsFlag(f, &v.match, &o.Match, "match", "list only the targets of source tensors matching this glob (`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
-	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "do not list the targets of source tensors matching this glob (the plan, its problems and the exit status stay the whole plan's: to leave a tensor out of the plan, --ignore); repeatable")
+	globsFlag(f, &v.match, &o.Match, "match", "list only the targets of source tensors matching this glob "+
+		"(`*` within a dotted segment, `**` across; problems and the exit status still concern the whole plan); repeatable")
+	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "do not list the targets of source tensors matching this glob "+
+		"(the plan, its problems and the exit status stay the whole plan's: to leave a tensor out of the plan, --ignore); repeatable")
 	globsFlag(f, &v.plan.ignore, &o.Ignore, "ignore", ignoreUsage)
 	addDeviceDRAMFlag(f, &v.deviceDRAM, &o.DeviceDRAM)
-	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
+	f.StringVar(&o.AgainstCache, "against-cache", "", "hold the plan against an existing cache (its root or its tensor_cache_* directory): "+
+		"planned files missing there, files there the plan does not produce, every differing header field; reads headers only; exit 1 on any difference")
 	return cmd
 }
 
@@ -257,7 +264,9 @@ func printTargets(w io.Writer, format, title string, entries []mapping.DocumentE
 			if e.MemoryConfig.Kind == mapping.DRAMWidthSharded {
 				mem = "dram width-sharded " + output.Shape(e.MemoryConfig.ShardShape)
 			}
-			g.Rows = append(g.Rows, []string{ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources)})
+			g.Rows = append(g.Rows, []string{
+				ckpt.EscapeName(e.Target), e.DType, e.Layout, pl, output.Shape(e.Shape), output.Shape(e.DeviceShape), mem, sourceList(e.Sources),
+			})
 		}
 		return g.Render(w, format)
 	}
@@ -315,7 +324,8 @@ func printMapTail(w io.Writer, format string, res *mapping.Document) error {
 	switch {
 	case s.Problems > 0 && res.Whole != nil:
 		// The selection narrows the listing, not the plan: say whose problems these are.
-		verdict = fmt.Sprintf("%d problem(s) in the whole plan (%d unmapped there; --match/--exclude narrow what map lists, not the plan: --ignore GLOB leaves a tensor out of it)",
+		verdict = fmt.Sprintf("%d problem(s) in the whole plan "+
+			"(%d unmapped there; --match/--exclude narrow what map lists, not the plan: --ignore GLOB leaves a tensor out of it)",
 			s.Problems, res.Whole.Unmapped)
 	case s.Problems > 0:
 		verdict = fmt.Sprintf("%d problem(s)", s.Problems)

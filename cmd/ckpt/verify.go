@@ -89,10 +89,14 @@ accepts an intended change at PATH or under it.`,
 	enumFlag(f, &o.Progress, "progress", output.ProgressAuto, progressEnum, "progress on stderr with --read-data: {}")
 	globsFlag(f, &v.match, &o.Match, "match", "with --against: compare only tensors matching this glob; repeatable")
 	globsFlag(f, &v.exclude, &o.Exclude, "exclude", "with --against: leave out tensors matching this glob; repeatable")
-	f.StringArrayVar(&o.AllowConfig, "allow-config", nil, "with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
+	f.StringArrayVar(&o.AllowConfig, "allow-config", nil,
+		"with --against: accept a config change at this dotted path or under it (text_config.rope_parameters.rope_theta); repeatable")
 	f.BoolVar(&o.OnlyFailed, "only-failed", false, "list only the findings that fail or warn (the summary line still counts all)")
 	f.BoolVar(&o.Strict, "strict", false, "warnings fail too: exit 1 when any finding warns")
-	allowancesFlag(f, &v.allowFinding, &o.AllowFinding, "allow-finding", "accept the failing or warning findings with this id (docs/cli.md \"Findings\"; go doc ./ckpt/verify), or with ID:GLOB those whose every tensor (else file) the glob matches: they keep their status but do not fail the run, --strict neither, and are named in the verdict and in JSON allowed; repeatable")
+	allowancesFlag(f, &v.allowFinding, &o.AllowFinding, "allow-finding",
+		"accept the failing or warning findings with this id (docs/cli.md \"Findings\"; go doc ./ckpt/verify), "+
+			"or with ID:GLOB those whose every tensor (else file) the glob matches: they keep their status but do not fail the run, "+
+			"--strict neither, and are named in the verdict and in JSON allowed; repeatable")
 	return cmd
 }
 
