@@ -141,6 +141,10 @@ type plan struct {
 	// fp4 is the packed side of a kindRequantFP4 plan.
 	fp4   *fp4Side
 	ready bool // sides and scales loaded
+	// local: both sides are read from local files, in pieces of
+	// engine.localPiece (not for kindRequant, whose reads follow its
+	// bands and tiles).
+	local bool
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).
