@@ -543,7 +543,12 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		if whole := (c1 - c) / bn; c == blk*bn && whole > 0 && bn <= e4m3RunMax {
 			k := blks[blk : blk+whole]
 			sc.e4m3 = grow(sc.e4m3, whole)
-			done := e4m3AddBlocks(b, f, int(bn), k, sc.e4m3, r)
+			var done int
+			if sameBytes(bseg, fseg) { // normChunk: the base on both sides
+				done = e4m3AddNorm(b, int(bn), k, sc.e4m3, r)
+			} else {
+				done = e4m3AddBlocks(b, f, int(bn), k, sc.e4m3, r)
+			}
 			c += int64(done) * bn
 			if int64(done) == whole {
 				continue
@@ -567,6 +572,12 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		c = end
 	}
 	return nil
+}
+
+// sameBytes reports whether a and b are the same memory (not only equal
+// bytes).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // e4m3Decoded adds the statistics of codes bseg, fseg from flat element g
