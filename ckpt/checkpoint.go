@@ -39,6 +39,15 @@ type Tensor struct {
 // Offset is the absolute byte offset of the tensor's data in its file.
 func (t *Tensor) Offset() int64 { return t.File.Header.DataStart() + int64(t.Begin) }
 
+// Local reports whether t's bytes are read from a local file (copied out
+// of the page cache, or read from the disk) rather than requested over a
+// network: a reader may then read in pieces small enough for the CPU's
+// cache, where each read of a remote source is a request.
+func (t *Tensor) Local() bool {
+	_, ok := t.File.blob.(*fileBlob)
+	return ok
+}
+
 // ReadAt reads raw tensor bytes at off (relative to the tensor's start).
 func (t *Tensor) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > int64(t.NBytes())-int64(len(p)) {

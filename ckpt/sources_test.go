@@ -99,3 +99,40 @@ func TestOpenSingleBesideIndex(t *testing.T) {
 	assert.True(t, c3.Sharded)
 	assert.Empty(t, c3.Issues)
 }
+
+// wrapped is a directory store whose blobs are not the local file blobs
+// (as an HTTP store's are not).
+type wrapped struct{ *ckpt.DirStore }
+
+type wrappedBlob struct{ ckpt.Blob }
+
+func (s wrapped) Open(ctx context.Context, name string) (ckpt.Blob, error) {
+	b, err := s.DirStore.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return wrappedBlob{b}, nil
+}
+
+// TestTensorLocal: the tensors of a local directory are Local, those of
+// another store are not.
+func TestTensorLocal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, synth.Write(dir, synth.Small()))
+	ctx := context.Background()
+	local, err := ckpt.Open(ctx, dir, ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { local.Close() })
+	ds, err := ckpt.NewDirStore(dir)
+	require.NoError(t, err)
+	other, err := ckpt.OpenStore(ctx, wrapped{ds}, "", ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	require.NotEmpty(t, local.Tensors)
+	require.Len(t, other.Tensors, len(local.Tensors))
+	for i := range local.Tensors {
+		assert.True(t, local.Tensors[i].Local(), local.Tensors[i].Name)
+		assert.False(t, other.Tensors[i].Local(), other.Tensors[i].Name)
+	}
+}

@@ -23,13 +23,18 @@ import (
 // run to run (requantBig; read twice when its stored scale is not the
 // recipe's).
 
-// pieceUnits is the number of units of a piece: about target bytes on the
-// wider side (at least one unit).
-func (e *engine) pieceUnits(g geom) int64 {
+// pieceUnits is the number of units of a piece of p: about target bytes
+// (localPiece for a pair of local files) on the wider side (at least one
+// unit).
+func (e *engine) pieceUnits(p *plan, g geom) int64 {
 	if e.unbounded {
 		return math.MaxInt64 / 16
 	}
-	return max(e.target/max(g.esizeB, g.esizeF, 1), 1)
+	t := e.target
+	if p.local && e.localPiece > 0 {
+		t = e.localPiece
+	}
+	return max(t/max(g.esizeB, g.esizeF, 1), 1)
 }
 
 // note records the size of a buffer a chunk reads into (read) or
@@ -97,7 +102,7 @@ func (e *engine) readRect(t src, cols, esize, r0, r1, c0, c1 int64, buf []byte) 
 func (e *engine) requantChunk(p *plan, e0, e1 int64, sc *scratch, r *partial) error {
 	q := p.q
 	cols := q.cols
-	n := e.pieceUnits(p.geom)
+	n := e.pieceUnits(p, p.geom) // p.local is never set for a requant plan
 	r0, r1 := e0/cols, e1/cols
 	for ra := r0; ra < r1; {
 		h := min(q.bm, r1-ra)

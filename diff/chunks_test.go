@@ -418,3 +418,54 @@ func TestRequantBandsWhole(t *testing.T) {
 	assert.Equal(t, int64(1024), tiles.reads, "2 bands × 2 tiles × 128 rows × 2 sides")
 	assert.LessOrEqual(t, whole.maxRead, int64(4<<20))
 }
+
+// TestLocalPieces: with the default ChunkBytes, a pair of local files is
+// read in pieces of engine.localPiece per side (here 8 KiB instead of
+// 256 KiB, so that these tensors take many; one segment at least), and
+// the result is the same,
+// bit for bit, as reading each chunk at once.
+func TestLocalPieces(t *testing.T) {
+	t.Parallel()
+	const R, C = 256, 1024
+	w := chunkValues(7, R, C, false)
+	w2 := chunkValues(7, R, C, true)
+	name := chunkWeight + ".weight"
+	shape := []int64{R, C}
+	q, q2 := fp8Side(t, w, R, C, 128, 128, ""), fp8Side(t, w2, R, C, 128, 128, "")
+	for _, c := range []struct {
+		name     string
+		base, ft chunkSide
+		rel      Relation
+	}{
+		{"block-fp8 changed", q, q2, Changed},
+		{"block-fp8 identical", q, q, Identical},
+		{"bf16 changed", bf16Side(t, name, shape, w, numfmt.BF16), bf16Side(t, name, shape, w2, numfmt.BF16), Changed},
+		{"f32 changed", bf16Side(t, name, shape, w, numfmt.F32), bf16Side(t, name, shape, w2, numfmt.F32), Changed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			bc := c.base.write(t, filepath.Join(dir, "base"))
+			fc := c.ft.write(t, filepath.Join(dir, "ft"))
+			const piece = 8 << 10
+			pieces, whole := chunkProbe{localPiece: piece}, chunkProbe{unbounded: true}
+			res, err := compareProbed(context.Background(), bc, fc, CompareOptions{Workers: 2}, &pieces)
+			require.NoError(t, err)
+			ref, err := compareProbed(context.Background(), bc, fc, CompareOptions{Workers: 2}, &whole)
+			require.NoError(t, err)
+			a, err := json.Marshal(ref.Tensors)
+			require.NoError(t, err)
+			b, err := json.Marshal(res.Tensors)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(a), string(b))
+			assert.Equal(t, ref.Tensors, res.Tensors)
+			assert.Equal(t, c.rel, res.Tensors[0].Relation)
+			// a piece is at least one segment (segMax elements; at most
+			// 4 bytes each here)
+			limit := max(int64(piece), segMax*4)
+			assert.LessOrEqual(t, pieces.maxRead, limit, "read buffer")
+			assert.Greater(t, whole.maxRead, limit, "the chunk at once")
+			assert.Greater(t, pieces.reads, whole.reads, "more, smaller reads")
+		})
+	}
+}

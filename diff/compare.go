@@ -77,6 +77,9 @@ type chunkProbe struct {
 	retained int64
 	reads    int64 // read calls on the sources
 	noBands  bool  // bandBytes off: the bound of an explicit ChunkBytes
+	// localPiece, when set, replaces localPieceBytes (the default
+	// ChunkBytes' pieces of local files).
+	localPiece int64
 }
 
 // notInSample is the note of a common tensor whose data CompareOptions.Sample
@@ -141,6 +144,10 @@ type plan struct {
 	// fp4 is the packed side of a kindRequantFP4 plan.
 	fp4   *fp4Side
 	ready bool // sides and scales loaded
+	// local: both sides are read from local files, in pieces of
+	// engine.localPiece (not for kindRequant, whose reads follow its
+	// bands and tiles).
+	local bool
 }
 
 // src is what tensor bytes are read from (offsets relative to the tensor).
@@ -320,6 +327,9 @@ func comparePlans(ctx context.Context, base, ft *ckpt.Checkpoint, plans []*plan,
 		e.unbounded = h.probe.unbounded
 		if h.probe.noBands {
 			e.bandBytes = 0
+		}
+		if h.probe.localPiece > 0 && e.localPiece > 0 {
+			e.localPiece = h.probe.localPiece
 		}
 	}
 	for _, p := range plans {

@@ -37,9 +37,13 @@
 // faults, costs about as much CPU per page as the copy unless the page
 // cache holds them in PMD-size folios (ckpt's BenchmarkCachedCopyVsMap;
 // 0.16-0.19 s against 0.14 s for the 2.8 GB of the bench's pair), so the
-// copy, about what cat of the same files costs, stays. Two block-FP8
-// weights go through e4m3AddBlocks: one kernel call per row of whole
-// scale blocks, which also adds each block into the chunk's statistics.
+// copy, about what cat of the same files costs, stays; with the default
+// ChunkBytes a pair of local files is read in pieces of 256 KiB per side
+// (localPieceBytes), which the comparison reads back from the L2 cache.
+// Two block-FP8 weights go through e4m3AddBlocks: one kernel call per row
+// of whole scale blocks, which also adds each block into the chunk's
+// statistics; a chunk of equal sides (normChunk) through e4m3AddNorm,
+// which on AVX2 computes only Σv² of one side.
 //
 // With CompareOptions.SampleBytes (or SampleBudget, a total spread over the
 // tensors) a comparison reads only a seeded sample of every tensor larger

@@ -116,6 +116,37 @@ func e4m3AddBlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out 
 	return done
 }
 
+// e4m3AddNorm is e4m3AddBlocks for a side compared with itself (f = b;
+// normChunk), with the same results bit for bit: where the best kernel
+// is the AVX2 one, e4m3NormAVX2 computes only Σv² of the blocks of one
+// scale and r.addE4M3 adds them (TestE4M3Norm); elsewhere, and from a
+// block of two scales on, e4m3AddBlocks.
+func e4m3AddNorm(b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	return e4m3AddNormWith(e4m3Best, b, bn, k, out, r)
+}
+
+// e4m3AddNormWith is e4m3AddNorm with kernel kern (one that this CPU
+// runs).
+func e4m3AddNormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	done := 0
+	if kern == e4m3KernelAVX2 && bn > 0 && bn%32 == 0 && len(k) > 0 {
+		n := len(k) * bn
+		b, out = b[:n], out[:len(k)]
+		done = e4m3NormAVX2(&b[0], bn, &k[0], len(k), &out[0])
+		r.addE4M3(out[:done], k)
+		if done == len(k) || k[done].class == e4m3Same {
+			return done // all, or a NaN code: the caller decodes the block
+		}
+	}
+	return done + e4m3AddBlocksWith(kern, b[done*bn:], b[done*bn:], bn, k[done:], out[done:], r)
+}
+
+// e4m3NormAVX2 is e4m3BlocksAVX2 for f = b on blocks of one scale: it
+// returns at the first block that is not e4m3Same or holds a NaN code.
+//
+//go:noescape
+func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+
 // e4m3BlocksAVX2 is e4m3BlocksGo on the nk blocks of bn pairs at b and f
 // (bn a positive multiple of 32 up to e4m3RunMax, nk > 0), descriptors at
 // k, sums to out: one call runs them all, the constants staying in

@@ -362,3 +362,92 @@ ret:
 	MOVQ R13, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+// Requires: AVX, AVX2, FMA3
+TEXT ·e4m3NormAVX2(SB), NOSPLIT, $0-48
+	// The go_asm.h values this function uses (TestGoAsmLayout checks them):
+	// go_asm.h: const_e4m3Same = 1
+	// go_asm.h: e4m3Block__size = 96
+	// go_asm.h: e4m3Block_class = 0
+	// go_asm.h: e4m3Sums__size = 48
+	// go_asm.h: e4m3Sums_bb = 0
+	// go_asm.h: e4m3Sums_bf = 16
+	// go_asm.h: e4m3Sums_changed = 32
+	// go_asm.h: e4m3Sums_ff = 8
+	// go_asm.h: e4m3Sums_mx = 24
+	// go_asm.h: e4m3Sums_zeroSign = 40
+	MOVQ    b+0(FP), SI
+	MOVQ    k+16(FP), R10
+	MOVQ    out+32(FP), R12
+	XORQ    R13, R13
+	VMOVDQU e4k<>+64(SB), Y14
+	VMOVDQU e4k<>+96(SB), Y15
+
+nblock:
+	CMPQ    R13, nk+24(FP)
+	JEQ     nret
+	MOVBLZX (R10), AX
+	CMPQ    AX, $0x01
+	JNE     nret
+	MOVQ    bn+8(FP), DX
+	ADDQ    DX, SI
+	NEGQ    DX
+	VPXOR   Y6, Y6, Y6
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y13, Y13, Y13
+
+nloop:
+	VMOVDQU      (SI)(DX*1), Y0
+	VPADDB       Y0, Y0, Y0
+	VPMAXUB      Y0, Y13, Y13
+	VPMINUB      e4k<>+0(SB), Y0, Y3
+	VPSHUFB      Y3, Y14, Y4
+	VPADDB       Y0, Y4, Y4
+	VPSHUFB      Y3, Y15, Y0
+	VPUNPCKLBW   Y0, Y4, Y3
+	VPUNPCKHBW   Y0, Y4, Y4
+	VPSHUFB      e4k<>+128(SB), Y3, Y1
+	VFMADD231PD  Y1, Y1, Y6
+	VPSHUFB      e4k<>+160(SB), Y3, Y1
+	VFMADD231PD  Y1, Y1, Y8
+	VPSHUFB      e4k<>+192(SB), Y3, Y1
+	VFMADD231PD  Y1, Y1, Y6
+	VPAND        e4k<>+224(SB), Y3, Y1
+	VFMADD231PD  Y1, Y1, Y8
+	VPSHUFB      e4k<>+128(SB), Y4, Y1
+	VFMADD231PD  Y1, Y1, Y6
+	VPSHUFB      e4k<>+160(SB), Y4, Y1
+	VFMADD231PD  Y1, Y1, Y8
+	VPSHUFB      e4k<>+192(SB), Y4, Y1
+	VFMADD231PD  Y1, Y1, Y6
+	VPAND        e4k<>+224(SB), Y4, Y1
+	VFMADD231PD  Y1, Y1, Y8
+	ADDQ         $0x20, DX
+	JNZ          nloop
+	VPCMPEQB     e4k<>+288(SB), Y13, Y13
+	VPMOVMSKB    Y13, AX
+	TESTL        AX, AX
+	JNZ          nret
+	VADDPD       Y8, Y6, Y6
+	VEXTRACTF128 $0x01, Y6, X0
+	VADDPD       X0, X6, X0
+	VPERMILPD    $0x01, X0, X1
+	VADDSD       X1, X0, X0
+	VMULSD       e4k<>+400(SB), X0, X0
+	VMOVSD       X0, (R12)
+	VMOVSD       X0, 8(R12)
+	VMOVSD       X0, 16(R12)
+	XORQ         AX, AX
+	MOVQ         AX, 24(R12)
+	MOVQ         AX, 32(R12)
+	MOVQ         AX, 40(R12)
+	ADDQ         $0x00000060, R10
+	ADDQ         $0x00000030, R12
+	INCQ         R13
+	JMP          nblock
+
+nret:
+	MOVQ R13, ret+40(FP)
+	VZEROUPPER
+	RET

@@ -4,6 +4,7 @@ package diff
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,5 +25,34 @@ func TestE4M3Tab(t *testing.T) {
 		}
 		require.Zero(t, math.Float64bits(e4m3Values[m])&(1<<48-1), "magnitude %#x: low bits", m)
 		assert.Equal(t, math.Float64bits(e4m3Values[m]), u, "magnitude %#x", m)
+	}
+}
+
+// TestRawSameAVX2 checks rawSameAVX2 against the Go loop for every element
+// width, whichever kernel countRawDiff picks on this CPU: random bytes
+// with single-bit changes, all equal, all different.
+func TestRawSameAVX2(t *testing.T) {
+	t.Parallel()
+	if !useFMA {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, es := range []int{1, 2, 4, 8} {
+		for _, n := range []int{32, 64, 96, 4096, 32 * 255, 32 * 1001} {
+			for _, change := range []int{0, 1, 3, 1000} { // one byte in change changes (0: none, 1: all)
+				a := make([]byte, n)
+				for i := range a {
+					a[i] = byte(r.IntN(256))
+				}
+				b := append([]byte(nil), a...)
+				for i := range b {
+					if change == 1 || change > 1 && r.IntN(change) == 0 {
+						b[i] ^= byte(1) << r.IntN(8)
+					}
+				}
+				want := int64(n/es) - countRawDiffGo(a, b, es)
+				assert.Equal(t, want, int64(rawSameAVX2(&a[0], &b[0], n, es)), "esize %d, n %d, change %d", es, n, change)
+			}
+		}
 	}
 }

@@ -32,3 +32,13 @@ func e4m3AddBlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 	r.addE4M3(out[:done], k)
 	return done
 }
+
+// e4m3AddNorm is e4m3AddBlocks for f = b here.
+func e4m3AddNorm(b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	return e4m3AddNormWith(e4m3KernelGo, b, bn, k, out, r)
+}
+
+// e4m3AddNormWith is e4m3AddNorm: kern is the Go loop here.
+func e4m3AddNormWith(_ e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+	return e4m3AddBlocksWith(e4m3KernelGo, b, b, bn, k, out, r)
+}

@@ -636,3 +636,93 @@ func BenchmarkE4M3AddBlocks(b *testing.B) {
 		})
 	}
 }
+
+// TestE4M3Norm holds e4m3AddNormWith, for every kernel of this CPU (on
+// amd64 with AVX2, e4m3NormAVX2), against e4m3AddBlocksWith of the Go loop
+// with the side compared with itself (f = b, as normChunk compares a
+// chunk of equal sides): the blocks done, their sums and the partial
+// they are added into, bit for bit. Codes: every finite code (±0, the
+// subnormals, ±448) at random, runs of the extremes, a NaN code in some
+// block; blocks of one scale, some of two scales or not exact.
+func TestE4M3Norm(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, bn := range []int{32, 64, 96, 128, 48, 1} {
+		for _, nk := range []int{1, 2, 5, 16} {
+			for iter := range 24 {
+				k := make([]e4m3Block, nk)
+				for j := range k {
+					s := e4m3AddScales[rng.IntN(len(e4m3AddScales))]
+					switch c := rng.IntN(10); {
+					case c == 0 && iter > 0:
+						k[j] = e4m3Block{} // e4m3Generic
+					case c == 1 && iter > 0:
+						k[j] = newE4M3Block(s, s*1.0078125) // two scales
+					default:
+						k[j] = newE4M3Block(s, s)
+					}
+				}
+				b := make([]byte, nk*bn)
+				for i := range b {
+					b[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+				}
+				if iter%4 == 2 { // the extremes: ±0, ±2^-9, ±448
+					ext := []byte{0x00, 0x80, 0x01, 0x81, 0x7e, 0xfe}
+					for i := range b {
+						b[i] = ext[rng.IntN(len(ext))]
+					}
+				}
+				if iter%3 == 1 { // a NaN code in a random block
+					b[rng.IntN(len(b))] = 0x7f | byte(rng.IntN(2))<<7
+				}
+				start := partial{normB: 1.5, normF: 2.25, dot: 0.75, sumSqDiff: 3, maxAbs: 0.5, changed: 7, zeroSign: 1}
+				want, wantOut := start, make([]e4m3Sums, nk)
+				nWant := e4m3AddBlocksWith(e4m3KernelGo, b, b, bn, k, wantOut, &want)
+				for _, kern := range e4m3Kernels() {
+					msg := fmt.Sprintf("kernel %d, bn %d, nk %d, iter %d", kern, bn, nk, iter)
+					got, gotOut := start, make([]e4m3Sums, nk)
+					for j := range gotOut {
+						gotOut[j] = e4m3Sums{bb: 1, ff: 2, bf: 3, mx: 4, changed: 5, zeroSign: 6} // stale
+					}
+					n := e4m3AddNormWith(kern, b, bn, k, gotOut, &got)
+					require.Equal(t, nWant, n, msg)
+					for j := range n {
+						require.Equal(t, e4m3SumsBits(wantOut[j]), e4m3SumsBits(gotOut[j]), "%s: block %d", msg, j)
+					}
+					require.Equal(t, partialBits(&want), partialBits(&got), msg)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkE4M3Norm measures e4m3AddNorm (a side compared with itself,
+// normChunk) against e4m3AddBlocks of the same bytes on both sides, per
+// code, on rows of 40 blocks of 128 codes of one scale.
+func BenchmarkE4M3Norm(b *testing.B) {
+	const nk, bn, rows = 40, 128, 64
+	rng := rand.New(rand.NewPCG(17, 18))
+	x := make([]byte, rows*nk*bn)
+	for i := range x {
+		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
+	}
+	k := mixedBlocks(rng, nk, "same")
+	out := make([]e4m3Sums, nk)
+	for _, impl := range []struct {
+		name string
+		add  func(x []byte, r *partial) int
+	}{{"norm", func(x []byte, r *partial) int { return e4m3AddNorm(x, bn, k, out, r) }},
+		{"blocks", func(x []byte, r *partial) int { return e4m3AddBlocks(x, x, bn, k, out, r) }}} {
+		b.Run(impl.name, func(b *testing.B) {
+			var r partial
+			for b.Loop() {
+				for g := 0; g < len(x); g += nk * bn {
+					if impl.add(x[g:g+nk*bn], &r) != nk {
+						b.Fatal("NaN")
+					}
+				}
+			}
+			perPair(b, len(x))
+		})
+	}
+}

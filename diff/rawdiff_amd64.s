@@ -65,3 +65,67 @@ ret:
 	MOVQ R8, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func rawSameAVX2(a *byte, b *byte, n int, esize int) int
+// Requires: AVX, AVX2, POPCNT
+TEXT ·rawSameAVX2(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), DX
+	MOVQ esize+24(FP), CX
+	ADDQ DX, SI
+	ADDQ DX, DI
+	NEGQ DX
+	XORQ R8, R8
+	CMPQ CX, $0x01
+	JEQ  bytes2
+	CMPQ CX, $0x02
+	JEQ  words2
+	CMPQ CX, $0x04
+	JEQ  dwords2
+
+qwords2:
+	VMOVDQU   (SI)(DX*1), Y0
+	VPCMPEQQ  (DI)(DX*1), Y0, Y0
+	VPMOVMSKB Y0, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, R8
+	ADDQ      $0x20, DX
+	JNZ       qwords2
+	JMP       ret2
+
+dwords2:
+	VMOVDQU   (SI)(DX*1), Y0
+	VPCMPEQD  (DI)(DX*1), Y0, Y0
+	VPMOVMSKB Y0, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, R8
+	ADDQ      $0x20, DX
+	JNZ       dwords2
+	JMP       ret2
+
+words2:
+	VMOVDQU   (SI)(DX*1), Y0
+	VPCMPEQW  (DI)(DX*1), Y0, Y0
+	VPMOVMSKB Y0, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, R8
+	ADDQ      $0x20, DX
+	JNZ       words2
+	JMP       ret2
+
+bytes2:
+	VMOVDQU   (SI)(DX*1), Y0
+	VPCMPEQB  (DI)(DX*1), Y0, Y0
+	VPMOVMSKB Y0, AX
+	POPCNTL   AX, AX
+	ADDQ      AX, R8
+	ADDQ      $0x20, DX
+	JNZ       bytes2
+
+ret2:
+	BSFQ CX, CX
+	SHRQ CL, R8
+	MOVQ R8, ret+32(FP)
+	VZEROUPPER
+	RET

@@ -209,6 +209,105 @@ func e4m3run(f *file) {
 	f.MOVQ(R13, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
+
+	e4m3norm(f, k, e4k)
+}
+
+// e4m3norm writes e4m3NormAVX2: e4m3BlocksAVX2 for a side compared with
+// itself (f = b, the statistics of a chunk whose two sides are the same
+// bytes), for blocks of one scale: the sums of block j are bb = ff = bf =
+// Σv², mx = 0, changed = zeroSign = 0, exactly what e4m3BlocksAVX2 gives
+// for the pairs (b[i], b[i]) (σ = 0, so B = F = |v|). Only Σv² is
+// computed: the decode of one side (without the sign, which a square
+// drops), its moves to qwords and one FMA per four codes, about 25
+// instructions per 32 codes where e4m3BlocksAVX2 takes 87 per 32 pairs.
+// It returns at the first block that is not e4m3Same or holds a NaN code
+// (the same running byte maximum of c2 as e4m3BlocksAVX2's), with the
+// number of blocks done.
+//
+// Registers: Y0-Y5 scratch, Y6 and Y8 the sums (two accumulators, the
+// four lanes of each; exact in any order), Y13 the byte maximum of c2,
+// Y14 T2, Y15 H; SI the end of the block's codes, DX minus the codes
+// left, R10 k[j], R12 out[j], R13 the blocks done.
+func e4m3norm(f *file, k e4m3Consts, e4k Mem) {
+	f.text("e4m3NormAVX2", "func(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int")
+	f.useGoAsm("const_e4m3Same", "e4m3Block__size", "e4m3Block_class", "e4m3Sums__size", "e4m3Sums_bb",
+		"e4m3Sums_ff", "e4m3Sums_bf", "e4m3Sums_mx", "e4m3Sums_changed", "e4m3Sums_zeroSign")
+	blk := func(field string) Mem { return Mem{Base: R10, Disp: f.layout("e4m3Block_" + field)} }
+	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Sums_" + field)} }
+	f.MOVQ(f.Arg("b"), RSI)
+	f.MOVQ(f.Arg("k"), R10)
+	f.MOVQ(f.Arg("out"), R12)
+	f.XORQ(R13, R13)
+	f.VMOVDQU(e4k.Offset(64), Y14)
+	f.VMOVDQU(e4k.Offset(96), Y15)
+
+	f.Label("nblock")
+	f.CMPQ(R13, f.Arg("nk"))
+	f.JEQ(LabelRef("nret"))
+	f.MOVBLZX(blk("class"), EAX)
+	f.CMPQ(RAX, U8(f.layout("const_e4m3Same")))
+	f.JNE(LabelRef("nret"))
+	f.MOVQ(f.Arg("bn"), RDX)
+	f.ADDQ(RDX, RSI)
+	f.NEGQ(RDX)
+	f.VPXOR(Y6, Y6, Y6)
+	f.VPXOR(Y8, Y8, Y8)
+	f.VPXOR(Y13, Y13, Y13)
+
+	f.Label("nloop")
+	f.VMOVDQU(Mem{Base: RSI, Index: RDX, Scale: 1}, Y0)
+	f.VPADDB(Y0, Y0, Y0)     // c2
+	f.VPMAXUB(Y0, Y13, Y13)  // NaN check
+	f.VPMINUB(k.k15, Y0, Y3) // idx
+	f.VPSHUFB(Y3, Y14, Y4)
+	f.VPADDB(Y0, Y4, Y4)   // lo
+	f.VPSHUFB(Y3, Y15, Y0) // |hi|
+	f.VPUNPCKLBW(Y0, Y4, Y3)
+	f.VPUNPCKHBW(Y0, Y4, Y4)
+	for _, wv := range []VecPhysical{Y3, Y4} {
+		for i, w := range k.w {
+			if i < 3 {
+				f.VPSHUFB(w, wv, Y1)
+			} else {
+				f.VPAND(w, wv, Y1)
+			}
+			acc := Y6
+			if i%2 == 1 {
+				acc = Y8
+			}
+			f.VFMADD231PD(Y1, Y1, acc)
+		}
+	}
+	f.ADDQ(U8(32), RDX)
+	f.JNZ(LabelRef("nloop"))
+	f.VPCMPEQB(k.nanC2, Y13, Y13)
+	f.VPMOVMSKB(Y13, EAX)
+	f.TESTL(EAX, EAX)
+	f.JNZ(LabelRef("nret")) // a NaN code
+
+	f.VADDPD(Y8, Y6, Y6)
+	f.VEXTRACTF128(U8(1), Y6, X0)
+	f.VADDPD(X0, X6, X0)
+	f.VPERMILPD(U8(1), X0, X1)
+	f.VADDSD(X1, X0, X0)
+	f.VMULSD(e4k.Offset(400), X0, X0) // ·2^-16 (exact)
+	f.VMOVSD(X0, sums("bb"))
+	f.VMOVSD(X0, sums("ff"))
+	f.VMOVSD(X0, sums("bf"))
+	f.XORQ(RAX, RAX)
+	f.MOVQ(RAX, sums("mx")) // +0
+	f.MOVQ(RAX, sums("changed"))
+	f.MOVQ(RAX, sums("zeroSign"))
+	f.ADDQ(U32(f.layout("e4m3Block__size")), R10)
+	f.ADDQ(U32(f.layout("e4m3Sums__size")), R12)
+	f.INCQ(R13)
+	f.JMP(LabelRef("nblock"))
+
+	f.Label("nret")
+	f.MOVQ(R13, f.Ret(0))
+	f.VZEROUPPER()
+	f.RET()
 }
 
 // e4m3Consts are the addresses of the constants in e4k<> that

@@ -5,7 +5,8 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// rawdiff writes rawdiff_amd64.s: rawSameAVX512, the number of elements
+// rawdiff writes rawdiff_amd64.s: rawSameAVX512 (and rawSameAVX2, see
+// rawdiff2), the number of elements
 // of esize bytes (1, 2, 4 or 8) that are equal in a and b, over n bytes
 // (a positive multiple of 64): a VPCMPEQ of the element width per 64
 // bytes into a mask register, POPCNT of the mask.
@@ -53,6 +54,58 @@ func rawdiff(f *file) {
 	loop("bytes", f.VPCMPEQB, f.KMOVQ, RAX, true)
 
 	f.Label("ret")
+	f.MOVQ(R8, f.Ret(0))
+	f.VZEROUPPER()
+	f.RET()
+
+	rawdiff2(f)
+}
+
+// rawdiff2 writes rawSameAVX2, rawSameAVX512 in 256-bit vectors for n a
+// positive multiple of 32: per 32 bytes a VPCMPEQ of the element width
+// and VPMOVMSKB, whose mask has esize bits set per equal element; the
+// POPCNT of the masks, added up, is divided by esize at the end (a shift:
+// esize is a power of two).
+func rawdiff2(f *file) {
+	f.text("rawSameAVX2", "func(a, b *byte, n int, esize int) int")
+	f.MOVQ(f.Arg("a"), RSI)
+	f.MOVQ(f.Arg("b"), RDI)
+	f.MOVQ(f.Arg("n"), RDX)
+	f.MOVQ(f.Arg("esize"), RCX)
+	f.ADDQ(RDX, RSI)
+	f.ADDQ(RDX, RDI)
+	f.NEGQ(RDX)
+	f.XORQ(R8, R8)
+	f.CMPQ(RCX, U8(1))
+	f.JEQ(LabelRef("bytes2"))
+	f.CMPQ(RCX, U8(2))
+	f.JEQ(LabelRef("words2"))
+	f.CMPQ(RCX, U8(4))
+	f.JEQ(LabelRef("dwords2"))
+
+	a := Mem{Base: RSI, Index: RDX, Scale: 1}
+	b := Mem{Base: RDI, Index: RDX, Scale: 1}
+	loop := func(label string, cmp func(ops ...Op), last bool) {
+		f.Label(label)
+		f.VMOVDQU(a, Y0)
+		cmp(b, Y0, Y0)
+		f.VPMOVMSKB(Y0, EAX)
+		f.POPCNTL(EAX, EAX)
+		f.ADDQ(RAX, R8)
+		f.ADDQ(U8(32), RDX)
+		f.JNZ(LabelRef(label))
+		if !last {
+			f.JMP(LabelRef("ret2"))
+		}
+	}
+	loop("qwords2", f.VPCMPEQQ, false)
+	loop("dwords2", f.VPCMPEQD, false)
+	loop("words2", f.VPCMPEQW, false)
+	loop("bytes2", f.VPCMPEQB, true)
+
+	f.Label("ret2")
+	f.BSFQ(RCX, RCX) // log2(esize)
+	f.SHRQ(CL, R8)
 	f.MOVQ(R8, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
