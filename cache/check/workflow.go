@@ -70,8 +70,8 @@ type DirOptions struct {
 	Strict bool
 	// Words are the caller's words for the options the findings mention:
 	// "MinMem" and "Ignore" (also the option of cache build that left
-	// tensors out); DirResult.Verdict takes them too ("ReadData",
-	// "Rehash").
+	// tensors out), "NaN" (of the data comparison, build.CompareOptions.Words);
+	// DirResult.Verdict takes them too ("ReadData", "Rehash").
 	Words ckpt.Words
 }
 
@@ -397,7 +397,8 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 			}
 		}
 	}
-	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
+	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress,
+		Words: opt.Words})
 	if err != nil {
 		return dataCheck{}, err
 	}

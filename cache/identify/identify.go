@@ -38,6 +38,9 @@ type DirOptions struct {
 	// Ignore are --ignore globs every candidate plans with (those the
 	// folder's ckpt manifest records).
 	Ignore []string
+	// Words are the caller's words for the options the data comparison's
+	// differences name ("NaN", build.CompareOptions.Words).
+	Words ckpt.Words
 	// prefer is the profile that wins a tie before the default one (the
 	// text folder's, for its vision folder: both profiles' vision parts
 	// plan the same files).
@@ -566,7 +569,7 @@ func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan,
 		}
 	}
 	got, nonFinite, err := build.Compare(ctx, c, plan, cdir, build.CompareOptions{Skip: skip, Scratch: opt.Scratch, ScratchBytes: opt.ScratchBytes,
-		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress})
+		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress, Words: opt.Words})
 	if err != nil {
 		return 0, nonFinite, err
 	}
