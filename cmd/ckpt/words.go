@@ -84,8 +84,8 @@ func describeGlobs(match, exclude []string) string {
 func flagWords() ckpt.Words {
 	return ckpt.Words{
 		"AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
-		"DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
+		"Device": "--device", "DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
 		"NaN": "--nan", "NoSpaceCheck": "--no-space-check", "Out": "--out", "ReadData": "--read-data", "Rehash": "--rehash",
-		"WithScales": "--with-scales",
+		"Rules": "--rules", "WithScales": "--with-scales",
 	}
 }
