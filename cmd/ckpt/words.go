@@ -56,6 +56,9 @@ func words(err error, msg string) string {
 	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
 		reword(nb, nb.Error()+": pass the profile with --rules")
 	}
+	if ge := (*ckpt.GlobError)(nil); errors.As(err, &ge) {
+		reword(ge, ge.With(flagWords()))
+	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
 	}
