@@ -139,7 +139,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err := prof.resolveAll(mesh, set); err != nil {
 		return nil, nil, &SettingError{Err: err}
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant, Words: o.Words}, openers...)
 	if err != nil {
 		return nil, nil, err
 	}

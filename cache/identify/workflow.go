@@ -189,7 +189,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		res.BuildFlags = buildFlagsOf(res, string(nan), req.Words)
 		return res, nil
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant}, req.Openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant, Words: req.Words}, req.Openers...)
 	if err != nil {
 		return nil, err
 	}

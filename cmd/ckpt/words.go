@@ -89,6 +89,6 @@ func flagWords() ckpt.Words {
 		"AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
 		"Device": "--device", "DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
 		"NaN": "--nan", "NoSpaceCheck": "--no-space-check", "Out": "--out", "ReadData": "--read-data", "Rehash": "--rehash",
-		"Rules": "--rules", "WithScales": "--with-scales",
+		"Rules": "--rules", "Variant": "--variant", "WithScales": "--with-scales",
 	}
 }
