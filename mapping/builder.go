@@ -36,7 +36,7 @@ func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings, w ckpt.Wo
 	if devErr != nil {
 		device = "NONE" // the plan is not executable: see the device problem
 	}
-	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.devices())}
+	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.devices()), words: w}
 	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: p.FolderFor(device, mesh, settings)}
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
@@ -63,6 +63,8 @@ type builder struct {
 	plan       *Plan
 	vars       exprVars
 	layerTypes []string
+	// words name the options the problems mention (PlanOptions.Words).
+	words ckpt.Words
 	// q is the config as the qwen3_5 architecture reads it (nil for
 	// another architecture): it says which layers are MoE (Rule.MLP).
 	q       *arch.Qwen35
