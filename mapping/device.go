@@ -42,7 +42,8 @@ func deviceName(arch string, n int, w ckpt.Words) (string, error) {
 		sizes = append(sizes, k)
 	}
 	sort.Ints(sizes)
-	return "", fmt.Errorf("no %s device folder for %d devices upstream (it names meshes of %s devices); choose one with %s", arch, n, joinInts(sizes), w.Of("Device"))
+	return "", fmt.Errorf("no %s device folder for %d devices upstream (it names meshes of %s devices); choose one with %s",
+		arch, n, joinInts(sizes), w.Of("Device"))
 }
 
 func joinInts(v []int) string {
