@@ -75,6 +75,9 @@ type Options struct {
 	// default checkpoint, or a directory's only variant when it has no
 	// default (with an IndexVariant warning).
 	Variant string
+	// Words are the caller's words for the option the IndexVariant warning
+	// names ("Variant": the caller's Variant).
+	Words Words
 }
 
 // Checkpoint is an opened checkpoint: headers, index and config. No tensor
@@ -194,7 +197,7 @@ func OpenStore(ctx context.Context, store Store, entry string, opt Options) (*Ch
 	if entry == "" {
 		var err error
 		var note *Finding
-		entry, listed, note, err = detectEntry(ctx, store, opt.Variant)
+		entry, listed, note, err = detectEntry(ctx, store, opt.Variant, opt.Words)
 		if err != nil {
 			return nil, withPartialDownloads(ctx, store, err)
 		}
@@ -351,8 +354,9 @@ func singleBesideIndex(c *Checkpoint, store Store, listed []string, variant stri
 // .safetensors file; with variant, that variant's index, else its single
 // file) and returns the store's file names too (nil for a store that
 // cannot list). A directory without a default checkpoint and with one
-// variant opens that variant, and the IndexVariant warning says so.
-func detectEntry(ctx context.Context, store Store, variant string) (string, []string, *Finding, error) {
+// variant opens that variant, and the IndexVariant warning says so (w
+// naming the option that selects it, Options.Variant).
+func detectEntry(ctx context.Context, store Store, variant string, w Words) (string, []string, *Finding, error) {
 	names, err := store.List(ctx)
 	if err != nil {
 		return "", nil, nil, err
@@ -399,8 +403,8 @@ func detectEntry(ctx context.Context, store Store, variant string) (string, []st
 		v := vd.names()[0]
 		f := &Finding{ID: IndexVariant, Status: Warn, Files: []string{vd.entry[v]},
 			Message: fmt.Sprintf("%s holds no %s and no %s, only the variant %s (%s): ckpt reads it, as transformers' from_pretrained(variant=%q) does (without "+
-				"variant= it finds no weights here); --variant %s says so and silences this warning",
-				store.Location(""), IndexFile, SingleFile, Quote(v), vd.entry[v], v, v)}
+				"variant= it finds no weights here); %s %s says so and silences this warning",
+				store.Location(""), IndexFile, SingleFile, Quote(v), vd.entry[v], v, w.Of("Variant"), v)}
 		return vd.entry[v], names, f, nil
 	case len(plain) == 0 && len(vd.entry) > 1:
 		return "", names, nil, &AmbiguousDirError{File: store.Location(""), Variants: len(vd.entry), Described: vd.describe()}

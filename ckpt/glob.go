@@ -34,20 +34,41 @@ type Matcher struct {
 	include, exclude []Glob
 }
 
-// NewMatcher compiles include and exclude globs.
+// GlobError is NewMatcher's refusal of a glob that does not compile (Err,
+// ParseGlob's error): Field names the option it was given in, "Match" for
+// the include globs, "Exclude" for the exclude ones.
+type GlobError struct {
+	Field, Glob string
+	Err         error
+}
+
+// Error is the message of the GlobError, the option named as the field of
+// Options ("Options.Match").
+func (e *GlobError) Error() string { return e.With(nil) }
+
+// With is the message of the GlobError, w naming the option (Words).
+func (e *GlobError) With(w Words) string {
+	return fmt.Sprintf("invalid %s glob %s: %v", w.Of(e.Field), Quote(e.Glob), e.Err)
+}
+
+// Unwrap is ParseGlob's error.
+func (e *GlobError) Unwrap() error { return e.Err }
+
+// NewMatcher compiles include and exclude globs; a glob that does not
+// compile is a *GlobError.
 func NewMatcher(include, exclude []string) (*Matcher, error) {
 	m := &Matcher{}
 	for _, p := range include {
 		g, err := ParseGlob(p)
 		if err != nil {
-			return nil, fmt.Errorf("invalid --match glob %s: %w", Quote(p), err)
+			return nil, &GlobError{Field: "Match", Glob: p, Err: err}
 		}
 		m.include = append(m.include, g)
 	}
 	for _, p := range exclude {
 		g, err := ParseGlob(p)
 		if err != nil {
-			return nil, fmt.Errorf("invalid --exclude glob %s: %w", Quote(p), err)
+			return nil, &GlobError{Field: "Exclude", Glob: p, Err: err}
 		}
 		m.exclude = append(m.exclude, g)
 	}

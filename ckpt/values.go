@@ -176,8 +176,9 @@ func IsBlockScaleDType(dt numfmt.DType) bool {
 // reading any data (for callers that fetch the scale bytes themselves). It
 // is QuantScheme for Plain and BlockFP8: it fails as QuantScheme does for
 // a quantised weight whose scale is missing or not understood, and with
-// *UnknownScaleError for a weight of another scheme.
-func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err error) {
+// *UnknownScaleError for a weight of another scheme, whose reason names
+// the option that reads it by w ("DType", of extract's PlanOptions).
+func (c *Checkpoint) BlockScale(t *Tensor, w Words) (scale *Tensor, bm, bn int64, err error) {
 	q, err := c.QuantScheme(t)
 	if err != nil {
 		return nil, 0, 0, err
@@ -191,7 +192,7 @@ func (c *Checkpoint) BlockScale(t *Tensor) (scale *Tensor, bm, bn int64, err err
 	// The other schemes are read by Values (extract, diff); the callers
 	// of BlockScale (map, cache build) lay out block FP8 only.
 	return nil, 0, 0, &UnknownScaleError{Tensor: t.Name, File: t.File.Location, DType: t.DType, Companions: q.Companions,
-		Reason: fmt.Sprintf("%s is read by extract --dtype and diff, not laid out by map and cache build", quant.SpecOf(q.Scheme).Title)}
+		Reason: fmt.Sprintf("%s is read by extract %s and diff, not laid out by map and cache build", quant.SpecOf(q.Scheme).Title, w.Of("DType"))}
 }
 
 // Values prepares to read t as float32 by QuantScheme: a block-FP8 weight

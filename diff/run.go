@@ -16,6 +16,9 @@ type Options struct {
 	Openers  []ckpt.SourceOpener
 	// Variant selects a variant of each directory side (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for the options its messages name
+	// (ckpt.Options.Words: "Variant").
+	Words ckpt.Words
 	// Out is the report's path (-o), "" for stdout: Run refuses one that
 	// is a file of either side (ckpt.CheckOutput).
 	Out string
@@ -46,7 +49,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	var warnings []string
 	var unknownErr error
 	for i, src := range []string{opts.Base, opts.FT} {
-		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: opts.Workers, Variant: opts.Variant}, opts.Openers...)
+		c, err := ckpt.OpenAllowingUnknown(ctx, src, ckpt.Options{Workers: opts.Workers, Variant: opts.Variant, Words: opts.Words}, opts.Openers...)
 		if c == nil {
 			return failedRun(warnings), err
 		}

@@ -54,7 +54,7 @@ func sideLayout(c *ckpt.Checkpoint, t *ckpt.Tensor) (*side, error) {
 	if st != nil {
 		// A 3-D stack of block-scaled matrices (fused experts [E, R, C],
 		// R whole blocks) is one block weight of E·R rows of C, as its
-		// scale's grid is (ckpt.NewValues).
+		// scale's grid is (ckpt.NewQuantValues).
 		s.rows, s.cols = ckpt.StackedMatrix(t.Shape)
 	}
 	switch q.Scheme {

@@ -11,8 +11,9 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/jsonval"
 )
 
-// buildOne plans one profile (not its vision part).
-func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, error) {
+// buildOne plans one profile (not its vision part); w names the options
+// its problems mention (PlanOptions.Words).
+func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings, w ckpt.Words) (*Plan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
@@ -26,21 +27,21 @@ func buildOne(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, e
 	if c.Config == nil {
 		return nil, fmt.Errorf("%s has no config.json: the %s profile derives shapes and layer types from it", c.Source, p.Name)
 	}
-	if err := servesModelType(p, c.Config); err != "" {
+	if err := servesModelType(p, c.Config, w); err != "" {
 		plan := &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: "NONE"}
 		plan.Problems = []ckpt.Finding{{ID: ProblemArchitecture, Status: ckpt.Fail, Tensors: []string{}, Message: err}}
 		return plan, &PlanError{Problems: plan.Problems}
 	}
-	device, devErr := p.deviceFor(mesh)
+	device, devErr := p.deviceFor(mesh, w)
 	if devErr != nil {
 		device = "NONE" // the plan is not executable: see the device problem
 	}
-	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.devices())}
+	b := &builder{c: c, p: p, mesh: mesh, n: int64(mesh.devices()), words: w}
 	b.plan = &Plan{Profile: p, Mesh: mesh, Source: c.Source, Settings: settings, Device: device, CacheDir: p.FolderFor(device, mesh, settings)}
 	if devErr != nil {
 		b.problem(ProblemDevice, "", "", devErr.Error())
 	}
-	for _, msg := range deviceProblems(p, device, mesh) {
+	for _, msg := range deviceProblems(p, device, mesh, w) {
 		b.problem(ProblemDevice, "", "", msg)
 	}
 	b.readConfig()
@@ -62,6 +63,8 @@ type builder struct {
 	plan       *Plan
 	vars       exprVars
 	layerTypes []string
+	// words name the options the problems mention (PlanOptions.Words).
+	words ckpt.Words
 	// q is the config as the qwen3_5 architecture reads it (nil for
 	// another architecture): it says which layers are MoE (Rule.MLP).
 	q       *arch.Qwen35

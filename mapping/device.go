@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/ckpt-dev/ckpt/ckpt"
 )
 
 // Architectures of Tenstorrent devices, as ttnn.get_arch_name names them.
@@ -27,7 +29,7 @@ var deviceNames = map[string]map[int]string{
 // deviceName is the device folder upstream uses for a mesh of n devices of
 // an architecture (see deviceNames). Meshes of other sizes have no name
 // upstream: the error says so and which sizes have one.
-func deviceName(arch string, n int) (string, error) {
+func deviceName(arch string, n int, w ckpt.Words) (string, error) {
 	names, ok := deviceNames[arch]
 	if !ok {
 		return "", fmt.Errorf("unknown device architecture %q (want %s or %s)", arch, ArchBlackhole, ArchWormhole)
@@ -40,7 +42,8 @@ func deviceName(arch string, n int) (string, error) {
 		sizes = append(sizes, k)
 	}
 	sort.Ints(sizes)
-	return "", fmt.Errorf("no %s device folder for %d devices upstream (it names meshes of %s devices); choose one with --device", arch, n, joinInts(sizes))
+	return "", fmt.Errorf("no %s device folder for %d devices upstream (it names meshes of %s devices); choose one with %s",
+		arch, n, joinInts(sizes), w.Of("Device"))
 }
 
 func joinInts(v []int) string {
@@ -80,7 +83,8 @@ func checkTag(tag string) error {
 // deviceFor is the device folder of the profile's cache on a mesh: the
 // profile's fixed Device when it has one, else upstream's name for the
 // number of devices of its architecture (Blackhole when unset).
-func (p *Profile) deviceFor(m Mesh) (string, error) {
+// w names the option of the device folder (PlanOptions.Device).
+func (p *Profile) deviceFor(m Mesh, w ckpt.Words) (string, error) {
 	if p.Device != "" {
 		return p.Device, nil
 	}
@@ -88,5 +92,5 @@ func (p *Profile) deviceFor(m Mesh) (string, error) {
 	if arch == "" {
 		arch = ArchBlackhole
 	}
-	return deviceName(arch, m.devices())
+	return deviceName(arch, m.devices(), w)
 }

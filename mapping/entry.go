@@ -136,7 +136,7 @@ func (x *entryBuild) sources() bool {
 		// A quantised weight is its codes plus its scale: one without a
 		// scale ckpt can apply is not mapped (ProblemScale); the layouts
 		// take block FP8 only (ckpt.BlockScale refuses other schemes).
-		scale, _, _, err := b.c.BlockScale(t)
+		scale, _, _, err := b.c.BlockScale(t, b.words)
 		if err != nil {
 			names := b.sourceNames([]*ckpt.Tensor{t})
 			for _, o := range b.sourceNames(srcs) {

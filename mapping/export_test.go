@@ -5,8 +5,8 @@ import "github.com/ckpt-dev/ckpt/ckpt"
 // The names only the tests of mapping use, and the unexported helpers its
 // (external) tests call by their former names.
 
-// DeviceName is deviceName, for the tests.
-var DeviceName = deviceName
+// DeviceName is deviceName with no words, for the tests.
+func DeviceName(arch string, n int) (string, error) { return deviceName(arch, n, nil) }
 
 // VisionPrefix is visionPrefix, for the tests.
 const VisionPrefix = visionPrefix
@@ -24,7 +24,7 @@ var ApplyValues = applyValues
 func (m Mesh) Devices() int { return m.devices() }
 
 // DeviceFor is deviceFor, for the tests.
-func (p *Profile) DeviceFor(m Mesh) (string, error) { return p.deviceFor(m) }
+func (p *Profile) DeviceFor(m Mesh) (string, error) { return p.deviceFor(m, nil) }
 
 // ResolveAll is resolveAll, for the tests.
 func (p *Profile) ResolveAll(m Mesh, set Settings) error { return p.resolveAll(m, set) }

@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 
+	"github.com/ckpt-dev/ckpt/ckpt"
 	"github.com/ckpt-dev/ckpt/mapping/tile"
 )
 
@@ -63,8 +64,9 @@ func archName(arch string) string {
 // (ttnn cannot open it there), or a board of another architecture than
 // the profile's (the serving stack runs another line there: its files
 // and memory configs are not the ones planned). None for a folder that
-// is no known board (--device, MESH_DEVICE such as P300x2).
-func deviceProblems(p *Profile, device string, mesh Mesh) []string {
+// is no known board (--device, MESH_DEVICE such as P300x2). w names the
+// option of the device folder (PlanOptions.Device).
+func deviceProblems(p *Profile, device string, mesh Mesh, w ckpt.Words) []string {
 	b, ok := boardOf(device)
 	if !ok {
 		return nil
@@ -72,8 +74,8 @@ func deviceProblems(p *Profile, device string, mesh Mesh) []string {
 	var out []string
 	if n := mesh.devices(); n > b.Chips {
 		out = append(out, fmt.Sprintf("device folder %s is a %s board with %d chip(s): a %s mesh of %d devices does not open on it (a mesh of at most %d "+
-			"devices, or the device folder of a larger system: --device or MESH_DEVICE)",
-			device, archName(b.Arch), b.Chips, mesh, n, b.Chips))
+			"devices, or the device folder of a larger system: %s or MESH_DEVICE)",
+			device, archName(b.Arch), b.Chips, mesh, n, b.Chips, w.Of("Device")))
 	}
 	arch := p.Arch
 	if arch == "" {
@@ -81,9 +83,9 @@ func deviceProblems(p *Profile, device string, mesh Mesh) []string {
 	}
 	if b.Arch != arch {
 		out = append(out, fmt.Sprintf("device folder %s is a %s board, and profile %s plans for %s: on %s the serving stack runs another line of the model "+
-			"(other file names and memory configs, not transcribed), so this would not be the cache it loads (a %s device folder: --device or MESH_DEVICE; or a "+
+			"(other file names and memory configs, not transcribed), so this would not be the cache it loads (a %s device folder: %s or MESH_DEVICE; or a "+
 			"profile whose arch is %s)",
-			device, archName(b.Arch), p.Name, archName(arch), archName(b.Arch), archName(arch), b.Arch))
+			device, archName(b.Arch), p.Name, archName(arch), archName(b.Arch), archName(arch), w.Of("Device"), b.Arch))
 	}
 	return out
 }

@@ -94,8 +94,9 @@ const (
 )
 
 // servesModelType says why p does not serve the config's architecture
-// ("" when it does: p lists no model types, or the config's).
-func servesModelType(p *Profile, cfg *ckpt.Config) string {
+// ("" when it does: p lists no model types, or the config's); w names
+// the option of a profile file (PlanOptions.Rules).
+func servesModelType(p *Profile, cfg *ckpt.Config, w ckpt.Words) string {
 	mt := cfg.ModelType()
 	if len(p.ModelTypes) == 0 || slices.Contains(p.ModelTypes, mt) || mt == "" && arch.Is(cfg) {
 		return ""
@@ -113,8 +114,8 @@ func servesModelType(p *Profile, cfg *ckpt.Config) string {
 	if as := cfg.Architectures(); len(as) > 0 {
 		what += fmt.Sprintf(" (architectures %s)", strings.Join(as, ", "))
 	}
-	return fmt.Sprintf("profile %s serves model_type %s, not %s: no mapping profile serves this architecture (built-in: %s; a profile of your own: --rules FILE)",
-		p.Name, strings.Join(p.ModelTypes, ", "), what, strings.Join(serve, "; "))
+	return fmt.Sprintf("profile %s serves model_type %s, not %s: no mapping profile serves this architecture (built-in: %s; a profile of your own: %s FILE)",
+		p.Name, strings.Join(p.ModelTypes, ", "), what, strings.Join(serve, "; "), w.Of("Rules"))
 }
 
 // PlanError is returned with a plan that has problems.
@@ -338,11 +339,18 @@ func (p *Profile) Resolve(m Mesh, set Settings) (Settings, error) {
 // mapped. Other errors (invalid profile or settings, no config, a mesh
 // that is not 1×N) come with a nil plan.
 func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, error) {
+	return BuildWithWords(c, p, mesh, set, nil)
+}
+
+// BuildWithWords is BuildWith with the caller's words for the options the
+// plan's problems mention (ckpt.Words: "Device" and "Rules" of
+// PlanOptions; BuildWith names them "Options.Device", "Options.Rules").
+func BuildWithWords(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings, w ckpt.Words) (*Plan, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no profile")
 	}
 	mainSet, visionSet := p.splitSettings(set)
-	plan, err := buildOne(c, p, mesh, mainSet)
+	plan, err := buildOne(c, p, mesh, mainSet, w)
 	if plan == nil || p.Vision == nil || c.Config == nil || c.Config.Raw[p.Vision.Config] == nil {
 		return plan, err
 	}
@@ -353,7 +361,7 @@ func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, 
 	// device and architecture.
 	vprof := *p.Vision
 	vprof.Arch, vprof.Device = p.Arch, p.Device
-	vp, verr := buildOne(c, &vprof, mesh, visionSet)
+	vp, verr := buildOne(c, &vprof, mesh, visionSet, w)
 	if vp == nil {
 		return nil, fmt.Errorf("vision part: %w", verr)
 	}

@@ -42,8 +42,8 @@ type PlanOptions struct {
 	// cache's manifest records, as it records them), without that check.
 	BaseIgnore []string
 	// Words are the caller's names of the options of the plan's workflow
-	// (ckpt.Words, keyed by field: "Ignore", "DeviceDRAM" of
-	// Options.DeviceDRAM), for the messages and the JSON that name one.
+	// (ckpt.Words, keyed by field: "Ignore", "Device", "Rules", "DeviceDRAM"
+	// of Options.DeviceDRAM), for the messages and the JSON that name one.
 	Words ckpt.Words
 }
 
@@ -139,7 +139,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 	if err := prof.resolveAll(mesh, set); err != nil {
 		return nil, nil, &SettingError{Err: err}
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant}, openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: o.Variant, Words: o.Words}, openers...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +153,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		}
 		return nil, nil, err
 	}
-	plan, err := BuildWith(c, prof, mesh, set)
+	plan, err := BuildWithWords(c, prof, mesh, set, o.Words)
 	if plan == nil {
 		c.Close()
 		return nil, nil, err

@@ -29,6 +29,9 @@ type CompareOptions struct {
 	NaN     NaN
 	// Progress counts shard bytes compared (nil-safe).
 	Progress *ckpt.Progress
+	// Words are the caller's words for the option a difference's message
+	// names ("NaN", compare.DirsOptions.Words).
+	Words ckpt.Words
 }
 
 // Compare builds the files of plan that the cache folder dir also holds
@@ -71,8 +74,9 @@ func Compare(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, dir st
 		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
+			dirs := compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress, Words: opt.Words}
 			diffs, tol, n, err := compare.FileData(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(dir, filepath.FromSlash(rel)), rel,
-				compare.FileDataOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress}})
+				compare.FileDataOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: dirs})
 			if err != nil {
 				return err
 			}

@@ -279,7 +279,7 @@ func (s *sink) extract(dst, src []float32, n, stride, col int, ops valueOps) err
 }
 
 // opsFor returns the value ops still to apply to values that are already
-// bf16-exact (rounded) or not (mapping.OpsAfterRead).
+// bf16-exact (rounded) or not (valueOps.afterRead).
 func (s *sink) opsFor(rounded bool) valueOps {
 	return s.vops.afterRead(rounded)
 }

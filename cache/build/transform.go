@@ -41,8 +41,8 @@ func compileOps(ops []mapping.ValueOp, nan uint16) (valueOps, error) {
 	return out, nil
 }
 
-// apply applies the ops to v as mapping.ApplyValues does, with the ops'
-// NaN pattern.
+// apply applies the ops to v as mapping's own value application does, with
+// the ops' NaN pattern.
 func (ops valueOps) apply(v []float32) {
 	for _, op := range ops {
 		op.Apply(v, numfmt.NaNPolicy(op.nan))
@@ -56,9 +56,9 @@ func (ops valueOps) roundOnly() bool {
 }
 
 // afterRead returns the ops still to apply to values read from a source:
-// without a leading rounding when the values are bf16 already (as
-// mapping.OpsAfterRead: torch's .to(bfloat16) leaves a bf16 tensor as it
-// is, NaN bits included).
+// without a leading rounding when the values are bf16 already (as mapping
+// drops it itself: torch's .to(bfloat16) leaves a bf16 tensor as it is, NaN
+// bits included).
 func (ops valueOps) afterRead(bf16Exact bool) valueOps {
 	if bf16Exact && len(ops) > 0 && ops[0].Kind == mapping.ElemRound {
 		return ops[1:]

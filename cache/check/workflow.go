@@ -70,8 +70,9 @@ type DirOptions struct {
 	Strict bool
 	// Words are the caller's words for the options the findings mention:
 	// "MinMem" and "Ignore" (also the option of cache build that left
-	// tensors out); DirResult.Verdict takes them too ("ReadData",
-	// "Rehash").
+	// tensors out), "NaN" (of the data comparison, build.CompareOptions.Words),
+	// those of the plan's problems (mapping.PlanOptions.Words: "Device",
+	// "Rules"); DirResult.Verdict takes them too ("ReadData", "Rehash").
 	Words ckpt.Words
 }
 
@@ -297,7 +298,7 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		mesh, meshErr = mapping.ParseMesh(m.Mesh)
 	}
 	po := mapping.PlanOptions{Profile: m.Profile, Rules: opt.Rules, Mesh: mesh, Device: m.Device, Tag: m.Tag, Set: opt.Set, Base: m.Settings, Variant: opt.Variant,
-		Ignore: opt.Ignore, BaseIgnore: built}
+		Ignore: opt.Ignore, BaseIgnore: built, Words: opt.Words}
 	if m.Part == mapping.PartVision {
 		po.Tag = "" // the vision folder's tag is its own; the main profile keeps its tag
 	}
@@ -397,7 +398,8 @@ func verifyData(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, fol
 			}
 		}
 	}
-	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress})
+	rep, _, err := build.Compare(ctx, c, plan, folder.Path(), build.CompareOptions{Skip: skip, Workers: opt.Workers, NaN: nan, Progress: opt.Progress,
+		Words: opt.Words})
 	if err != nil {
 		return dataCheck{}, err
 	}

@@ -38,6 +38,10 @@ type DirOptions struct {
 	// Ignore are --ignore globs every candidate plans with (those the
 	// folder's ckpt manifest records).
 	Ignore []string
+	// Words are the caller's words for the options the data comparison's
+	// differences name ("NaN", build.CompareOptions.Words) and the plan
+	// problems of a candidate ("Device", "Rules": mapping.PlanOptions.Words).
+	Words ckpt.Words
 	// prefer is the profile that wins a tie before the default one (the
 	// text folder's, for its vision folder: both profiles' vision parts
 	// plan the same files).
@@ -153,7 +157,7 @@ func (r *Result) ClosestReport() *compare.Report { return r.report }
 // one (opt.Select picks among several).
 func Dir(ctx context.Context, dir string, c *ckpt.Checkpoint, opt DirOptions) (*Result, error) {
 	try := func(p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, fdir string, _ []string, vision bool) (tried, error) {
-		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision)
+		cand, plan, rep, err := tryCandidate(c, p, mesh, set, fdir, vision, opt.Words)
 		return tried{cand: cand, plan: plan, rep: rep}, err
 	}
 	res, best, err := search(ctx, dir, opt, try)
@@ -435,8 +439,9 @@ func (c *Candidate) count(rep *compare.Report) {
 
 // tryCandidate holds the plan of c with profile p and the variables set
 // against the cache folder dir (compare.Headers). A checkpoint that does not map so
-// gives a candidate with Problem set (Differences -1) and no plan.
-func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool) (
+// gives a candidate with Problem set (Differences -1) and no plan; w names
+// the options the plan's problems mention (mapping.BuildWithWords).
+func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool, w ckpt.Words) (
 	Candidate, *mapping.Plan, *compare.Report, error) {
 	var cand Candidate
 	if !vision {
@@ -448,7 +453,7 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 	} else {
 		cand = visionCandidate(p, mesh, set)
 	}
-	plan, err := mapping.BuildWith(c, p, mesh, set)
+	plan, err := mapping.BuildWithWords(c, p, mesh, set, w)
 	var pe *mapping.PlanError
 	switch {
 	case errors.As(err, &pe):
@@ -566,7 +571,7 @@ func compareClosest(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan,
 		}
 	}
 	got, nonFinite, err := build.Compare(ctx, c, plan, cdir, build.CompareOptions{Skip: skip, Scratch: opt.Scratch, ScratchBytes: opt.ScratchBytes,
-		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress})
+		Workers: opt.Workers, NaN: opt.NaN, Progress: opt.Progress, Words: opt.Words})
 	if err != nil {
 		return 0, nonFinite, err
 	}

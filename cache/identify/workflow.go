@@ -37,7 +37,8 @@ type Options struct {
 	Variant string
 	// Words are the caller's words for the options of cache build that
 	// Result.BuildFlags gives: "Ignore" (build.PlanOptions.Ignore),
-	// "AllowNonFinite" and "NaN" (of build.WriteOptions).
+	// "AllowNonFinite" and "NaN" (of build.WriteOptions); the data
+	// comparison's differences name "NaN" too (DirOptions.Words).
 	Words ckpt.Words
 }
 
@@ -166,7 +167,8 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		nan = build.NaNVector
 	}
 	opt := DirOptions{Profiles: req.Profiles, Rules: req.Rules, Select: req.Select,
-		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer}
+		Data: req.Source != "" && !req.HeadersOnly, Workers: req.Workers, NaN: nan, Progress: req.Progress, prefer: prefer,
+		Words: req.Words}
 	src := req.Source
 	f, err := cache.ResolveFolder(req.Dir, req.Select)
 	if err != nil {
@@ -187,7 +189,7 @@ func run(ctx context.Context, req Options, prefer string) (*Result, error) {
 		res.BuildFlags = buildFlagsOf(res, string(nan), req.Words)
 		return res, nil
 	}
-	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant}, req.Openers...)
+	c, err := ckpt.Open(ctx, src, ckpt.Options{Variant: req.Variant, Words: req.Words}, req.Openers...)
 	if err != nil {
 		return nil, err
 	}

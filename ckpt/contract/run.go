@@ -21,6 +21,9 @@ type Options struct {
 	Progress *ckpt.Progress
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for the options its messages name
+	// (ckpt.Options.Words: "Variant").
+	Words ckpt.Words
 }
 
 // Result is the contract of a source and the warnings of opening it
@@ -38,7 +41,7 @@ type Result struct {
 // result is returned with the warnings of opening even when the contract
 // could not be computed.
 func Run(ctx context.Context, opt Options) (*Result, error) {
-	c, err := ckpt.Open(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Variant: opt.Variant}, opt.Openers...)
+	c, err := ckpt.Open(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Variant: opt.Variant, Words: opt.Words}, opt.Openers...)
 	if err != nil {
 		if c != nil {
 			c.Close()

@@ -264,7 +264,7 @@ func TestSelectionErrors(t *testing.T) {
 		{PlanOptions{Match: []string{"t.*"}, Exclude: []string{"**"}}, "no tensor matches"},
 		// an --exclude that matches no name would extract what it meant to leave out
 		{PlanOptions{Match: []string{"**"}, Exclude: []string{"F8_*"}}, `so it excludes nothing: did you mean 'scalar.F8_*' or 't.F8_*' or 'zero.F8_*'?`},
-		{PlanOptions{Match: []string{"["}}, "invalid --match glob"},
+		{PlanOptions{Match: []string{"["}}, "invalid Options.Match glob"},
 		{PlanOptions{Match: []string{"**"}, DType: "int4"}, "invalid dtype"},
 		{PlanOptions{Match: []string{"**"}, MaxShardSize: -1}, "invalid max shard size"},
 	} {

@@ -67,7 +67,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 	if opt.WithScales && dtype != Keep && dtype != "" {
 		return nil, &ckpt.OptionError{Field: "WithScales", Reason: "applies only to DType Keep"}
 	}
-	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Variant: opt.Variant}, opt.Openers...)
+	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Variant: opt.Variant, Words: opt.Words}, opt.Openers...)
 	if c == nil {
 		return nil, err
 	}

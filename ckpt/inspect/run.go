@@ -16,6 +16,9 @@ type Options struct {
 	Workers int
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
+	// Words are the caller's words for the options its messages name
+	// (ckpt.Options.Words: "Variant").
+	Words ckpt.Words
 }
 
 // Run is the inspect workflow: it opens the source, checks that every
@@ -23,7 +26,7 @@ type Options struct {
 // have unknown dtypes, the result of what could be read is returned
 // together with the *ckpt.UnknownDTypeError.
 func Run(ctx context.Context, opt Options) (*Result, error) {
-	c, openErr := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Variant: opt.Variant}, opt.Openers...)
+	c, openErr := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Variant: opt.Variant, Words: opt.Words}, opt.Openers...)
 	if c == nil {
 		return nil, openErr
 	}

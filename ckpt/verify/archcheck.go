@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -147,7 +148,11 @@ func expectedTensors(c *ckpt.Checkpoint, in *inventory, q *arch.Qwen35, f *fp8Fa
 	}
 	m, err := ckpt.NewMatcher(sub.Match, sub.Exclude)
 	if err != nil {
-		return nil, nil, "", failArch("not checked: "+err.Error(), fmt.Sprintf("config %s: %v", ckpt.SubsetKey, err))
+		msg := err.Error()
+		if ge := (*ckpt.GlobError)(nil); errors.As(err, &ge) {
+			msg = ge.With(in.words)
+		}
+		return nil, nil, "", failArch("not checked: "+msg, fmt.Sprintf("config %s: %s", ckpt.SubsetKey, msg))
 	}
 	kept := expected[:0]
 	for _, e := range expected {

@@ -101,7 +101,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Lenient: true, Variant: opt.Variant}, opt.Openers...)
+	c, err := ckpt.OpenAllowingUnknown(ctx, opt.Source, ckpt.Options{Workers: opt.Workers, Lenient: true, Variant: opt.Variant, Words: opt.Words}, opt.Openers...)
 	if c == nil {
 		return nil, err
 	}

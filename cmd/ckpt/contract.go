@@ -62,7 +62,8 @@ ckpt verify NEW --against FILE (contract_version 2; version-1 files still load).
 // options is the workflow's options (contract has no rules of its own
 // beyond those every command shares: --workers, the enum flags).
 func (o *contractOptions) options(a *App) contract.Options {
-	return contract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant}
+	return contract.Options{Source: o.Source, Openers: a.Openers, Out: o.Out, ReadData: o.ReadData, Workers: o.Workers, Variant: o.Variant,
+		Words: flagWords()}
 }
 
 // runContract runs the contract workflow (contract.Run) and

@@ -194,7 +194,7 @@ func (o *diffOptions) options(a *App, v *diffValues) (diff.Options, error) {
 	sel, _ := selection(&v.match, &v.exclude) // checked
 	sampleBytes, _ := v.sampleBytes.Size()    // checked
 	sampleBudget, _ := v.sampleBudget.Size()  // checked
-	return diff.Options{Base: o.Base, FT: o.FT, Openers: a.Openers, Variant: o.Variant, Out: o.Out,
+	return diff.Options{Base: o.Base, FT: o.FT, Openers: a.Openers, Variant: o.Variant, Out: o.Out, Words: flagWords(),
 		CompareOptions: diff.CompareOptions{Mode: diff.Mode(o.Mode), Match: sel, Sample: o.Sample, Seed: o.Seed, Workers: o.Workers,
 			SampleBytes: sampleBytes, SampleBudget: sampleBudget, SampleSeed: o.SampleSeed, ByLayer: o.By == byLayer}}, nil
 }

@@ -85,7 +85,7 @@ func (o *inspectOptions) options(a *App, v *inspectValues) (inspect.Options, err
 		return inspect.Options{}, err
 	}
 	sel, _ := selection(&v.match, &v.exclude) // checked
-	return inspect.Options{Source: o.Source, Openers: a.Openers, Select: sel, Workers: o.Workers, Variant: o.Variant}, nil
+	return inspect.Options{Source: o.Source, Openers: a.Openers, Select: sel, Workers: o.Workers, Variant: o.Variant, Words: flagWords()}, nil
 }
 
 // runInspect runs the inspect workflow (inspect.Run) and renders

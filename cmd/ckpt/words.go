@@ -56,6 +56,9 @@ func words(err error, msg string) string {
 	if nb := (*check.NotBuiltinError)(nil); errors.As(err, &nb) {
 		reword(nb, nb.Error()+": pass the profile with --rules")
 	}
+	if ge := (*ckpt.GlobError)(nil); errors.As(err, &ge) {
+		reword(ge, ge.With(flagWords()))
+	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))
 	}
@@ -84,8 +87,8 @@ func describeGlobs(match, exclude []string) string {
 func flagWords() ckpt.Words {
 	return ckpt.Words{
 		"AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
-		"DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
+		"Device": "--device", "DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
 		"NaN": "--nan", "NoSpaceCheck": "--no-space-check", "Out": "--out", "ReadData": "--read-data", "Rehash": "--rehash",
-		"WithScales": "--with-scales",
+		"Rules": "--rules", "Variant": "--variant", "WithScales": "--with-scales",
 	}
 }
