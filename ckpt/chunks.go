@@ -133,7 +133,7 @@ const (
 // (chunks that stay in the L2 cache while they are read, scanned and
 // hashed), else 4 MiB (remote reads keep large requests).
 func StreamChunk(c *Checkpoint) int64 {
-	if _, local := UnwrapStore(c.Store).(interface{ Dir() string }); local {
+	if _, local := UnwrapStore(c.Store).(LocalStore); local {
 		return localChunk
 	}
 	return remoteChunk

@@ -93,3 +93,25 @@ func TestStreamTensors(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
+
+// TestStreamChunk: a checkpoint in a local directory streams in the small
+// reads that stay in the CPU's cache, any other store in large requests;
+// the deletion of DirStore.Dir once made every local read a remote-sized
+// one (verify --read-data 1.4–1.7× the CPU), which this catches.
+func TestStreamChunk(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, synth.Write(dir, synth.Small()))
+	ctx := context.Background()
+	local, err := ckpt.Open(ctx, dir, ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { local.Close() })
+	ds, err := ckpt.NewDirStore(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { ds.Close() })
+	remote, err := ckpt.OpenStore(ctx, struct{ ckpt.Store }{ds}, "", ckpt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { remote.Close() })
+	assert.Equal(t, int64(256<<10), ckpt.StreamChunk(local))
+	assert.Equal(t, int64(4<<20), ckpt.StreamChunk(remote))
+}

@@ -67,6 +67,15 @@ func CheckName(name string) error {
 	return nil
 }
 
+// LocalStore is a Store whose files are local: a directory (DirStore) or
+// a Hugging Face cache snapshot. Readers size their reads for it
+// (StreamChunk), as they size requests for a remote store.
+type LocalStore interface {
+	Store
+	// Dir is the local directory the store's files are in.
+	Dir() string
+}
+
 // DirStore is a Store over a local directory. Files are opened through an
 // os.Root, so symlinks that lead out of the directory are refused.
 type DirStore struct {
@@ -83,6 +92,9 @@ func NewDirStore(dir string) (*DirStore, error) {
 	}
 	return &DirStore{dir: dir, root: root, pool: NewFilePool(0)}, nil
 }
+
+// Dir is the directory the store reads (LocalStore).
+func (s *DirStore) Dir() string { return s.dir }
 
 // Close releases the directory handle.
 func (s *DirStore) Close() error { return s.root.Close() }
@@ -436,3 +448,5 @@ func UnwrapStore(s Store) Store {
 type PartialStore interface {
 	Partial(ctx context.Context) ([]string, error)
 }
+
+var _ LocalStore = (*DirStore)(nil)

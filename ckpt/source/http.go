@@ -359,3 +359,5 @@ func redactURLError(err error) error {
 }
 
 var _ ckpt.Store = (*HTTPStore)(nil)
+
+var _ ckpt.LocalStore = (*cacheStore)(nil)
