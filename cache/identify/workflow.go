@@ -36,7 +36,7 @@ type Options struct {
 	// Variant selects a variant of a directory source (ckpt.Options.Variant).
 	Variant string
 	// Words are the caller's words for the options of cache build that
-	// Result.BuildFlags gives: "Ignore" (build.PlanOptions.Ignore),
+	// Result.BuildFlags gives: "Ignore" (mapping.PlanOptions.Ignore of build.Options.Plan),
 	// "AllowNonFinite" and "NaN" (of build.WriteOptions); the data
 	// comparison's differences name "NaN" too (DirOptions.Words).
 	Words ckpt.Words
