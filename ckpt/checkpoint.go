@@ -421,13 +421,13 @@ func detectEntry(ctx context.Context, store Store, variant string, w Words) (str
 	}
 }
 
-func (c *Checkpoint) openFile(ctx context.Context, name string, lenient bool) (*File, error) {
+func (c *Checkpoint) openFile(ctx context.Context, name string, opt Options) (*File, error) {
 	b, err := c.Store.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	f := &File{Name: name, Location: c.Store.Location(name), Size: b.Size(), RealSize: b.Size(), blob: b}
-	h, implied, err := readHeader(b, b.Size(), f.Location, lenient)
+	h, implied, err := readHeader(b, b.Size(), f.Location, opt.Lenient, opt.Words)
 	if h == nil {
 		b.Close()
 		return nil, err
@@ -441,7 +441,7 @@ func (c *Checkpoint) openFile(ctx context.Context, name string, lenient bool) (*
 }
 
 func (c *Checkpoint) openSingle(ctx context.Context, entry string, opt Options) error {
-	f, err := c.openFile(ctx, entry, opt.Lenient)
+	f, err := c.openFile(ctx, entry, opt)
 	if f == nil {
 		return err
 	}
@@ -459,7 +459,7 @@ func (c *Checkpoint) openSharded(ctx context.Context, entry string, opt Options)
 	if err != nil {
 		return err
 	}
-	if e := notAnIndex(data, c.Store.Location(entry)); e != nil {
+	if e := notAnIndex(data, c.Store.Location(entry), opt.Words); e != nil {
 		return e
 	}
 	idx, err := ParseIndex(data, c.Store.Location(entry))
@@ -542,7 +542,7 @@ func (c *Checkpoint) openShards(ctx context.Context, dirPrefix string, shards []
 			continue
 		}
 		g.Go(func() error {
-			f, err := c.openFile(gctx, dirPrefix+name, opt.Lenient)
+			f, err := c.openFile(gctx, dirPrefix+name, opt)
 			files[i], errs[i] = f, err
 			return nil
 		})

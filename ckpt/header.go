@@ -94,7 +94,7 @@ func (h *Header) Lookup(name string) (*TensorInfo, bool) {
 // If some dtypes are unknown, the header is returned together with an
 // *UnknownDTypeError; any other error returns a nil header.
 func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
-	h, _, err := readHeader(r, size, name, false)
+	h, _, err := readHeader(r, size, name, false, nil)
 	return h, err
 }
 
@@ -102,12 +102,13 @@ func ReadHeader(r io.ReaderAt, size int64, name string) (*Header, error) {
 // from the size its header implies (8 + header + the end of the last
 // tensor: a truncated download, trailing bytes) is not an error: the header
 // is validated against the implied size, which is returned (else size).
-func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, int64, error) {
+// w are the caller's words for the hint of a file that is not safetensors.
+func readHeader(r io.ReaderAt, size int64, name string, lenient bool, w Words) (*Header, int64, error) {
 	ferr := func(off int64, format string, args ...any) error {
 		return &FormatError{File: name, Offset: off, Reason: fmt.Sprintf(format, args...)}
 	}
 	if size < 8 {
-		if e := sniff(r, size, name); e != nil {
+		if e := sniff(r, size, name, w); e != nil {
 			return nil, 0, e
 		}
 		return nil, 0, ferr(0, "header too small: file has %d bytes, need at least 8 for the header length", size)
@@ -118,7 +119,7 @@ func readHeader(r io.ReaderAt, size int64, name string, lenient bool) (*Header, 
 	}
 	n := binary.LittleEndian.Uint64(lenBuf[:])
 	if n > maxHeaderSize || int64(n) > size-8 {
-		if e := sniff(r, size, name); e != nil { // what is it, then? (sniff.go)
+		if e := sniff(r, size, name, w); e != nil { // what is it, then? (sniff.go)
 			return nil, 0, e
 		}
 	}

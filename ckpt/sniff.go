@@ -37,17 +37,17 @@ const sniffBytes = 1024
 // sniff names what a file that failed to parse as safetensors is, from
 // its first bytes; nil when it does not look like anything known. It is
 // only called on the error path, so valid files cost no extra read.
-func sniff(r io.ReaderAt, size int64, name string) *NotSafetensorsError {
+func sniff(r io.ReaderAt, size int64, name string, w Words) *NotSafetensorsError {
 	buf := make([]byte, min(size, sniffBytes))
 	n, _ := r.ReadAt(buf, 0)
-	kind, hint := sniffKind(buf[:n])
+	kind, hint := sniffKind(buf[:n], w)
 	if kind == "" {
 		return nil
 	}
 	return &NotSafetensorsError{File: name, Kind: kind, Hint: hint}
 }
 
-func sniffKind(b []byte) (kind, hint string) {
+func sniffKind(b []byte, w Words) (kind, hint string) {
 	t := bytes.TrimLeft(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), " \t\r\n")
 	lower := bytes.ToLower(t[:min(len(t), 64)])
 	switch {
@@ -71,7 +71,7 @@ func sniffKind(b []byte) (kind, hint string) {
 	case bytes.HasPrefix(b, []byte("\x93NUMPY")):
 		return "numpy", "this is a NumPy .npy array, not safetensors"
 	case len(t) > 0 && (t[0] == '{' || t[0] == '['):
-		return "json", "this is JSON text" + jsonLooksLike(b) + ", not a safetensors file"
+		return "json", "this is JSON text" + jsonLooksLike(b, w) + ", not a safetensors file"
 	case len(b) > 0 && isText(b):
 		return "text", "this is a text file, not safetensors"
 	}
@@ -86,19 +86,19 @@ func sniffKind(b []byte) (kind, hint string) {
 // bytes under another name. It returns nil for what may be an index: an
 // object with weight_map, an *.index.json without one, and broken JSON,
 // whose faults ParseIndex reports.
-func notAnIndex(data []byte, name string) *NotSafetensorsError {
+func notAnIndex(data []byte, name string, w Words) *NotSafetensorsError {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(data, &top) == nil && top != nil {
 		if _, ok := top["weight_map"]; ok {
 			return nil
 		}
-		if jsonLooksLike(data) == "" && strings.HasSuffix(name, ".index.json") {
+		if jsonLooksLike(data, w) == "" && strings.HasSuffix(name, ".index.json") {
 			return nil
 		}
-		kind, hint := sniffKind(data)
+		kind, hint := sniffKind(data, w)
 		return &NotSafetensorsError{File: name, Kind: kind, Hint: hint}
 	}
-	kind, hint := sniffKind(data[:min(len(data), sniffBytes)])
+	kind, hint := sniffKind(data[:min(len(data), sniffBytes)], w)
 	if kind == "" || kind == "json" {
 		return nil
 	}
@@ -107,17 +107,18 @@ func notAnIndex(data []byte, name string) *NotSafetensorsError {
 
 // DescribeBytes names what the start of a file looks like when it is not
 // what was expected: "a Git LFS pointer", "an HTML page", "JSON text (it
-// looks like a config.json)"...; "" when nothing is recognised.
-func DescribeBytes(b []byte) string {
+// looks like a config.json)"...; "" when nothing is recognised. w are
+// the caller's words for the options a hint names (Against: a contract).
+func DescribeBytes(b []byte, w Words) string {
 	if len(b) > 9 && b[8] == '{' && binary.LittleEndian.Uint64(b) <= uint64(len(b)-8) {
 		return "it is a safetensors file"
 	}
-	kind, hint := sniffKind(b[:min(len(b), sniffBytes*64)])
+	kind, hint := sniffKind(b[:min(len(b), sniffBytes*64)], w)
 	switch kind {
 	case "":
 		return ""
 	case "json":
-		if l := jsonLooksLike(b); l != "" {
+		if l := jsonLooksLike(b, w); l != "" {
 			return l[2 : len(l)-1] // without " (" and ")"
 		}
 		return "JSON text"
@@ -127,7 +128,7 @@ func DescribeBytes(b []byte) string {
 
 // jsonLooksLike names common JSON files from their keys (the file may be
 // cut off: keys are scanned, not parsed).
-func jsonLooksLike(b []byte) string {
+func jsonLooksLike(b []byte, w Words) string {
 	var m map[string]json.RawMessage
 	full := json.Unmarshal(b, &m) == nil
 	has := func(k string) bool {
@@ -141,7 +142,7 @@ func jsonLooksLike(b []byte) string {
 	case has("weight_map"):
 		return " (it looks like a model.safetensors.index.json: pass the checkpoint directory or the index)"
 	case has("contract_version"):
-		return " (it looks like a ckpt contract: use it with verify --against)"
+		return " (it looks like a ckpt contract: use it with verify " + w.Of("Against") + ")"
 	case has("architectures") || has("model_type"):
 		return " (it looks like a config.json)"
 	case has("added_tokens") || has("model_max_length"):

@@ -114,6 +114,9 @@ type UnpackOptions struct {
 	File, Dir string
 	// Progress counts the archive bytes read (nil-safe).
 	Progress *ckpt.Progress
+	// Words are the caller's words for the options the refusal of a file
+	// that is not an archive may name (ckpt.DescribeBytes).
+	Words ckpt.Words
 }
 
 // UnpackResult is what Unpack placed: the manifest, the cache folder
@@ -144,7 +147,7 @@ func Unpack(ctx context.Context, req UnpackOptions) (*UnpackResult, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if err := recognise(f, req.File); err != nil {
+	if err := recognise(f, req.File, req.Words); err != nil {
 		return nil, err // before anything is created under req.Dir
 	}
 	if st, err := f.Stat(); err == nil {
@@ -185,7 +188,7 @@ func (e *NotArchiveError) Error() string {
 
 // recognise reads the first bytes of f (at offset 0, leaving f's offset
 // alone) and refuses a file that does not start with a zstd frame.
-func recognise(f *os.File, name string) error {
+func recognise(f *os.File, name string, w ckpt.Words) error {
 	buf := make([]byte, 64<<10)
 	n, err := f.ReadAt(buf, 0)
 	if err != nil && err != io.EOF {
@@ -195,7 +198,7 @@ func recognise(f *os.File, name string) error {
 	if len(buf) >= len(zstdMagic) && string(buf[:len(zstdMagic)]) == string(zstdMagic) {
 		return nil
 	}
-	looks := ckpt.DescribeBytes(buf)
+	looks := ckpt.DescribeBytes(buf, w)
 	if n == 0 {
 		looks = "it is empty"
 	}

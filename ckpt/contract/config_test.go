@@ -227,7 +227,7 @@ func TestVersion1(t *testing.T) {
 	  "config": [{"path": "model_type", "value": "qwen3_5"}, {"path": "text_config.hidden_size", "value": 128},
 	    {"path": "vision_config.depth", "value": 1}],
 	  "fp8": null, "tensors": []}`
-	want, err := contract.Read(strings.NewReader(v1), "old.json")
+	want, err := contract.Read(strings.NewReader(v1), "old.json", nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, want.Version)
 	assert.Equal(t, []string{"model_type", "text_config.hidden_size", "vision_config.depth"}, want.ConfigRecorded)
@@ -254,7 +254,7 @@ func TestVersion1(t *testing.T) {
 	assert.Equal(t, "config text_config.hidden_size: 128 in the contract, 256 now", configChecks(cmp)[0].Message)
 	assert.False(t, cmp.Same())
 
-	_, err = contract.Read(strings.NewReader(`{"contract_version": 3, "tensors": []}`), "new.json")
+	_, err = contract.Read(strings.NewReader(`{"contract_version": 3, "tensors": []}`), "new.json", nil)
 	require.ErrorContains(t, err, "contract_version is 3, this tool reads 1 to 2")
 }
 
@@ -266,7 +266,7 @@ func TestContractRoundTrip(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, contract.Write(&b, k))
 	assert.Contains(t, b.String(), `"rms_norm_eps": 1e-6`)
-	got, err := contract.Read(&b, "k.json")
+	got, err := contract.Read(&b, "k.json", nil)
 	require.NoError(t, err)
 	assert.Nil(t, got.ConfigRecorded)
 	assert.Equal(t, k.Config, got.Config)

@@ -26,9 +26,10 @@ type legacyConfigField struct {
 
 // Read reads a contract written by Write, of this version
 // or of version 1 (whose config is a list of {path, value}: it is read
-// into Config, and its paths into ConfigRecorded).
-func Read(r io.Reader, name string) (*Contract, error) {
-	b, err := readBytes(r, name)
+// into Config, and its paths into ConfigRecorded). w are the caller's
+// words for the options the refusal of another file names.
+func Read(r io.Reader, name string, w ckpt.Words) (*Contract, error) {
+	b, err := readBytes(r, name, w)
 	if err != nil {
 		return nil, err
 	}
@@ -111,21 +112,21 @@ func (e *notContractError) Error() string {
 // readBytes reads a contract document, naming what the file is
 // when it is not one: another JSON file (config.json, an index) or not
 // JSON at all (a safetensors file, an LFS pointer...).
-func readBytes(r io.Reader, name string) ([]byte, error) {
+func readBytes(r io.Reader, name string, w ckpt.Words) ([]byte, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("reading contract %s: %w", name, err)
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(b, &probe); err != nil {
-		what := ckpt.DescribeBytes(b)
+		what := ckpt.DescribeBytes(b, w)
 		if what == "" {
 			what = "it is not a JSON object: " + err.Error()
 		}
 		return nil, &notContractError{File: name, Reason: what}
 	}
 	if _, ok := probe["contract_version"]; !ok {
-		what := ckpt.DescribeBytes(bytes.TrimSpace(b))
+		what := ckpt.DescribeBytes(bytes.TrimSpace(b), w)
 		if what == "" || what == "JSON text" {
 			what = "a JSON object without contract_version"
 		}

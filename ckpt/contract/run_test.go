@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 
 	var b bytes.Buffer
 	require.NoError(t, contract.Write(&b, res.Contract))
-	k, err := contract.Read(&b, "k.json")
+	k, err := contract.Read(&b, "k.json", nil)
 	require.NoError(t, err)
 	cmp, err := contract.Compare(k, res.Contract, contract.CompareOptions{})
 	require.NoError(t, err)

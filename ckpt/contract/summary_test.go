@@ -81,7 +81,7 @@ func TestReadNotAContract(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(tc.data), 0o644))
 		f, err := os.Open(p)
 		require.NoError(t, err)
-		_, err = contract.Read(f, p)
+		_, err = contract.Read(f, p, nil)
 		f.Close()
 		var nc *contract.NotContractError
 		require.ErrorAs(t, err, &nc, tc.name)

@@ -95,7 +95,7 @@ func Run(ctx context.Context, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("opening contract: %w", err)
 		}
-		want, err = contract.Read(f, opt.Against)
+		want, err = contract.Read(f, opt.Against, opt.Words)
 		f.Close()
 		if err != nil {
 			return nil, err

@@ -104,7 +104,7 @@ func (o *cacheUnpackOptions) options() (archive.UnpackOptions, error) {
 	if err := o.check(); err != nil {
 		return archive.UnpackOptions{}, err
 	}
-	return archive.UnpackOptions{File: o.File, Dir: o.Dir}, nil
+	return archive.UnpackOptions{File: o.File, Dir: o.Dir, Words: flagWords()}, nil
 }
 
 func (a *App) runCacheBuild(ctx context.Context, o *cacheBuildOptions, v *cacheBuildValues, req build.Options) error {

@@ -86,7 +86,7 @@ func describeGlobs(match, exclude []string) string {
 // two commands spell one Options field differently.
 func flagWords() ckpt.Words {
 	return ckpt.Words{
-		"AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
+		"Against": "--against", "AllowConfig": "--allow-config", "AllowNonFinite": "--allow-nonfinite", "Arch": "--arch", "DType": "--dtype",
 		"Device": "--device", "DeviceDRAM": "--device-dram", "Exclude": "--exclude", "Ignore": "--ignore", "Match": "--match", "MinMem": "--min-mem",
 		"NaN": "--nan", "NoSpaceCheck": "--no-space-check", "Out": "--out", "ReadData": "--read-data", "Rehash": "--rehash",
 		"Rules": "--rules", "Variant": "--variant", "WithScales": "--with-scales",
