@@ -360,4 +360,10 @@ func redactURLError(err error) error {
 
 var _ ckpt.Store = (*HTTPStore)(nil)
 
-var _ ckpt.LocalStore = (*cacheStore)(nil)
+// The optional interfaces readers find with a type assertion, which the
+// compiler would not otherwise hold the stores to.
+var (
+	_ ckpt.LocalStore   = (*cacheStore)(nil)
+	_ ckpt.DigestStore  = (*cacheStore)(nil)
+	_ ckpt.PartialStore = (*cacheStore)(nil)
+)
