@@ -11,24 +11,7 @@ import (
 // (a positive multiple of 64): a VPCMPEQ of the element width per 64
 // bytes into a mask register, POPCNT of the mask.
 func rawdiff(f *file) {
-	f.text("rawSameAVX512", "func(a, b *byte, n int, esize int) int")
-	f.MOVQ(f.Arg("a"), RSI)
-	f.MOVQ(f.Arg("b"), RDI)
-	f.MOVQ(f.Arg("n"), RDX)
-	f.MOVQ(f.Arg("esize"), RCX)
-	f.ADDQ(RDX, RSI)
-	f.ADDQ(RDX, RDI)
-	f.NEGQ(RDX)
-	f.XORQ(R8, R8)
-	f.CMPQ(RCX, U8(1))
-	f.JEQ(LabelRef("bytes"))
-	f.CMPQ(RCX, U8(2))
-	f.JEQ(LabelRef("words"))
-	f.CMPQ(RCX, U8(4))
-	f.JEQ(LabelRef("dwords"))
-
-	a := Mem{Base: RSI, Index: RDX, Scale: 1}
-	b := Mem{Base: RDI, Index: RDX, Scale: 1}
+	a, b := rawSameHead(f, "rawSameAVX512", "")
 	// One loop per element width: the compare, the mask move of its
 	// width (KMOVB for 8 qwords ... KMOVQ for 64 bytes) and its count.
 	loop := func(label string, cmp func(ops ...Op), kmov func(k, r Op), count Register, last bool) {
@@ -67,24 +50,7 @@ func rawdiff(f *file) {
 // POPCNT of the masks, added up, is divided by esize at the end (a shift:
 // esize is a power of two).
 func rawdiff2(f *file) {
-	f.text("rawSameAVX2", "func(a, b *byte, n int, esize int) int")
-	f.MOVQ(f.Arg("a"), RSI)
-	f.MOVQ(f.Arg("b"), RDI)
-	f.MOVQ(f.Arg("n"), RDX)
-	f.MOVQ(f.Arg("esize"), RCX)
-	f.ADDQ(RDX, RSI)
-	f.ADDQ(RDX, RDI)
-	f.NEGQ(RDX)
-	f.XORQ(R8, R8)
-	f.CMPQ(RCX, U8(1))
-	f.JEQ(LabelRef("bytes2"))
-	f.CMPQ(RCX, U8(2))
-	f.JEQ(LabelRef("words2"))
-	f.CMPQ(RCX, U8(4))
-	f.JEQ(LabelRef("dwords2"))
-
-	a := Mem{Base: RSI, Index: RDX, Scale: 1}
-	b := Mem{Base: RDI, Index: RDX, Scale: 1}
+	a, b := rawSameHead(f, "rawSameAVX2", "2")
 	loop := func(label string, cmp func(ops ...Op), last bool) {
 		f.Label(label)
 		f.VMOVDQU(a, Y0)
@@ -109,4 +75,28 @@ func rawdiff2(f *file) {
 	f.MOVQ(R8, f.Ret(0))
 	f.VZEROUPPER()
 	f.RET()
+}
+
+// rawSameHead writes the head both kernels share: the arguments loaded,
+// a and b pointing past their ends with RDX counting up from -n, R8 the
+// count, and a jump to the loop of the element width (labels
+// "bytes"+suffix, "words"+suffix, "dwords"+suffix; qwords fall through).
+// It returns the operands of the loops' loads.
+func rawSameHead(f *file, name, suffix string) (a, b Mem) {
+	f.text(name, "func(a, b *byte, n int, esize int) int")
+	f.MOVQ(f.Arg("a"), RSI)
+	f.MOVQ(f.Arg("b"), RDI)
+	f.MOVQ(f.Arg("n"), RDX)
+	f.MOVQ(f.Arg("esize"), RCX)
+	f.ADDQ(RDX, RSI)
+	f.ADDQ(RDX, RDI)
+	f.NEGQ(RDX)
+	f.XORQ(R8, R8)
+	f.CMPQ(RCX, U8(1))
+	f.JEQ(LabelRef("bytes" + suffix))
+	f.CMPQ(RCX, U8(2))
+	f.JEQ(LabelRef("words" + suffix))
+	f.CMPQ(RCX, U8(4))
+	f.JEQ(LabelRef("dwords" + suffix))
+	return Mem{Base: RSI, Index: RDX, Scale: 1}, Mem{Base: RDI, Index: RDX, Scale: 1}
 }
