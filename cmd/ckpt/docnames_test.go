@@ -21,8 +21,7 @@ import (
 // spell in code spans as pkg.Name or pkg.Name.Member, where pkg is the
 // name of one of the module's packages, is declared there (a top-level
 // name, a method or a struct field), so that a rename cannot leave the
-// docs naming what no longer exists. docs/restructure-plan.md, which
-// lists old names on purpose, is left out.
+// docs naming what no longer exists.
 func TestDocsNameCode(t *testing.T) {
 	t.Parallel()
 	names := map[string]map[string]bool{} // package name → declared names
@@ -62,9 +61,6 @@ func TestDocsNameCode(t *testing.T) {
 	ref := regexp.MustCompile(`\b([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*)(?:\.([A-Z][A-Za-z0-9_]*))?`)
 	checked := 0
 	for _, doc := range docs {
-		if filepath.Base(doc) == "restructure-plan.md" {
-			continue
-		}
 		b, err := os.ReadFile(doc)
 		require.NoError(t, err)
 		var missing []string
