@@ -23,7 +23,7 @@
 // caches (cache verify, cache compare, cache identify, the plan check of
 // map --against-cache), cache/archive packs and unpacks one (cache pack,
 // cache unpack), cache/list lists one (cache ls). Cache file and directory names are mapping.FileName and
-// mapping.CacheDir; failures to write are *ckpt.WriteError.
+// mapping.CacheDir; failures to write are *atomicfile.WriteError.
 //
 // The package never prints.
 package cache

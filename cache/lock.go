@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // LockName is the lock file of a cache folder. A build or an unpack holds
@@ -86,12 +86,12 @@ func LockFolder(dir string) (*Lock, error) {
 		if err != nil {
 			// The lock file is our own output: permission denied, a
 			// read-only file system, ... are our side's (exit 3).
-			return nil, &ckpt.WriteError{Op: "locking", Path: dir, Err: err}
+			return nil, &atomicfile.WriteError{Op: "locking", Path: dir, Err: err}
 		}
 		ok, err := tryLock(f)
 		if err != nil {
 			f.Close()
-			return nil, &ckpt.WriteError{Op: "locking", Path: dir, Err: err}
+			return nil, &atomicfile.WriteError{Op: "locking", Path: dir, Err: err}
 		}
 		if !ok {
 			// The holder writes who it is right after taking the flock:
@@ -124,7 +124,7 @@ func LockFolder(dir string) (*Lock, error) {
 		}
 		if err != nil {
 			l.Release()
-			return nil, &ckpt.WriteError{Op: "writing lock", Path: p, Err: err}
+			return nil, &atomicfile.WriteError{Op: "writing lock", Path: p, Err: err}
 		}
 		return l, nil
 	}

@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache"
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/stretchr/testify/require"
 )
 
 // TestLockReportsHolderWriteFailure: a lock whose holder's info cannot be
-// written is an error (*ckpt.WriteError), not a lock held silently without
+// written is an error (*atomicfile.WriteError), not a lock held silently without
 // it. The lock file is a link to /dev/full, which opens and flocks but
 // cannot be truncated or written.
 func TestLockReportsHolderWriteFailure(t *testing.T) {
@@ -29,6 +29,6 @@ func TestLockReportsHolderWriteFailure(t *testing.T) {
 	if err == nil {
 		l.Release()
 	}
-	require.ErrorIs(t, err, ckpt.ErrWrite)
+	require.ErrorIs(t, err, atomicfile.ErrWrite)
 	require.ErrorContains(t, err, "writing lock "+filepath.Join(dir, cache.LockName))
 }

@@ -23,7 +23,7 @@
 // (F32ToBF16, EncodeE4M3, DecodeFloat32..., implemented in the leaf package
 // numfmt), the tensor groups (GroupOf), the size
 // parser (ParseSize), the shape and byte formatters and the typed errors:
-// ErrMalformed (*FormatError, *UnknownDTypeError) for bad input and ErrWrite (*WriteError) for failures
+// ErrMalformed (*FormatError, *UnknownDTypeError) for bad input and atomicfile.ErrWrite (*atomicfile.WriteError) for failures
 // to write our own output. Options.Lenient opens a damaged checkpoint as far
 // as it can and records the damage in Checkpoint.Issues.
 //

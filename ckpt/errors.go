@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
 // FormatError reports malformed input: a file that breaks a rule of the
@@ -65,17 +63,6 @@ func (e *UnknownDTypeError) Error() string {
 
 // Is makes errors.Is(err, ErrMalformed) true.
 func (e *UnknownDTypeError) Is(target error) bool { return target == ErrMalformed }
-
-// ErrWrite is matched (with errors.Is) by every *WriteError: the tool could
-// not write its own output (disk full, permission denied, read-only file
-// system, a missing output directory). It is the opposite of ErrMalformed,
-// which blames the input. It is atomicfile.ErrWrite: the package that
-// places output files defines it.
-var ErrWrite = atomicfile.ErrWrite
-
-// WriteError is a failure on the tool's own side while creating, writing,
-// syncing or renaming an output file or directory (atomicfile.WriteError).
-type WriteError = atomicfile.WriteError
 
 // ErrUsage is matched (with errors.Is) by every *UsageError: the request a
 // workflow was given is itself wrong (a flag value, a combination of options,

@@ -7,16 +7,9 @@ import (
 	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 )
 
-// ErrRefusedOutput is matched (with errors.Is) by every
-// *RefusedOutputError: an output path that names an input of the same
-// command, a directory, a block device or another thing an output is never
-// written onto (atomicfile.Place, the one output policy). The CLI maps it
-// to exit 2: the command line is wrong, nothing was written.
-var ErrRefusedOutput = atomicfile.ErrRefused
-
 // RefusedOutputError is an output path that CheckOutput refused before
 // anything was written: an *atomicfile.RefusedError (errors.As finds it,
-// errors.Is matches ErrRefusedOutput) that is also a request the workflow
+// errors.Is matches atomicfile.ErrRefused) that is also a request the workflow
 // refuses (errors.Is matches ErrUsage).
 type RefusedOutputError struct{ *atomicfile.RefusedError }
 

@@ -2,9 +2,6 @@ package diff
 
 import "github.com/ckpt-dev/ckpt/ckpt"
 
-// ConfigChange is one differing config.json path (ckpt.ConfigChange).
-type ConfigChange = ckpt.ConfigChange
-
 // diffConfig compares two config.json documents with
 // ckpt.CompareConfigNoted and returns the differing paths in sorted order:
 // objects are walked key by key ("text_config.vocab_size"), arrays of the
@@ -13,7 +10,7 @@ type ConfigChange = ckpt.ConfigChange
 // the same model (a default filled in, a key moved) or of a bookkeeping key
 // is marked as a note, and an integer key given as a float is a change. A
 // nil config counts as an empty object.
-func diffConfig(base, ft *ckpt.Config) []ConfigChange {
+func diffConfig(base, ft *ckpt.Config) []ckpt.ConfigChange {
 	var b, f map[string]any
 	if base != nil {
 		b = base.Raw

@@ -267,13 +267,13 @@ type Keys struct {
 // Result is the whole comparison. Tensors are in natural name order.
 type Result struct {
 	// Schema is the document's schema_version (ckpt.SchemaVersion).
-	Schema  ckpt.Schema    `json:"schema_version"`
-	Base    string         `json:"base"`
-	FT      string         `json:"ft"`
-	Mode    Mode           `json:"mode"`
-	Summary Summary        `json:"summary"`
-	Config  []ConfigChange `json:"config"`
-	Tensors []Tensor       `json:"tensors"`
+	Schema  ckpt.Schema         `json:"schema_version"`
+	Base    string              `json:"base"`
+	FT      string              `json:"ft"`
+	Mode    Mode                `json:"mode"`
+	Summary Summary             `json:"summary"`
+	Config  []ckpt.ConfigChange `json:"config"`
+	Tensors []Tensor            `json:"tensors"`
 	// Extras beyond the contract's fields.
 	Keys   Keys           `json:"keys"`
 	Groups []GroupSummary `json:"groups"`
@@ -341,7 +341,7 @@ func (r *Result) Differs() bool {
 }
 
 // ConfigDifferences counts the config changes that are differences: all
-// but the notes (ConfigChange.Bookkeeping, ConfigChange.BuildsSame).
+// but the notes (ckpt.ConfigChange.Bookkeeping, ckpt.ConfigChange.BuildsSame).
 func (r *Result) ConfigDifferences() int {
 	n := 0
 	for _, c := range r.Config {

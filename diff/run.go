@@ -105,7 +105,7 @@ func (r *Result) SummaryRecord() SummaryRecord {
 // (ok false for any other change): the elements of the fine-tune's array
 // the base's lacks (added) and those of the base's the fine-tune's lacks
 // (removed), elements being equal when their JSON is.
-func ArrayChange(c ConfigChange) (added, removed []any, ok bool) {
+func ArrayChange(c ckpt.ConfigChange) (added, removed []any, ok bool) {
 	if c.Change == string(OnlyInBase) || c.Change == string(OnlyInFT) {
 		return nil, nil, false
 	}

@@ -62,13 +62,13 @@ func TestRunPair(t *testing.T) {
 
 func TestArrayChange(t *testing.T) {
 	t.Parallel()
-	added, removed, ok := diff.ArrayChange(diff.ConfigChange{Path: "a", Change: "changed",
+	added, removed, ok := diff.ArrayChange(ckpt.ConfigChange{Path: "a", Change: "changed",
 		Base: []any{"x", 1.0, map[string]any{"k": true}}, FT: []any{1.0, "y", map[string]any{"k": true}, "z"}})
 	require.True(t, ok)
 	assert.Equal(t, []any{"y", "z"}, added)
 	assert.Equal(t, []any{"x"}, removed)
-	_, _, ok = diff.ArrayChange(diff.ConfigChange{Path: "a", Change: "changed", Base: 1.0, FT: 2.0})
+	_, _, ok = diff.ArrayChange(ckpt.ConfigChange{Path: "a", Change: "changed", Base: 1.0, FT: 2.0})
 	assert.False(t, ok)
-	_, _, ok = diff.ArrayChange(diff.ConfigChange{Path: "a", Change: string(diff.OnlyInFT), FT: []any{1.0}})
+	_, _, ok = diff.ArrayChange(ckpt.ConfigChange{Path: "a", Change: string(diff.OnlyInFT), FT: []any{1.0}})
 	assert.False(t, ok)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,7 +46,7 @@ func TestUnpackVisionPairAliasedFolders(t *testing.T) {
 			before := snap(t, root)
 			_, err := Extract(context.Background(), bytes.NewReader(arch), root, ExtractOptions{noSync: true})
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ckpt.ErrRefusedOutput)
+			assert.ErrorIs(t, err, atomicfile.ErrRefused)
 			assert.Contains(t, err.Error(), mainDir)
 			assert.Contains(t, err.Error(), visionDir)
 			assert.Contains(t, err.Error(), "must be two directories, neither inside the other")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/xxh3s"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/klauspost/compress/zstd"
@@ -319,13 +320,13 @@ func (r *regionHasher) sum() string { return cache.HexHash(r.h.Sum64()) }
 func (r *regionHasher) headerSum() string { return cache.HexHash(r.hh.Sum64()) }
 
 // outputWriter marks the errors of writing an extracted file as our own
-// side's (*ckpt.WriteError), not the archive's.
+// side's (*atomicfile.WriteError), not the archive's.
 type outputWriter struct{ w io.Writer }
 
 func (o outputWriter) Write(p []byte) (int, error) {
 	n, err := o.w.Write(p)
 	if err != nil {
-		err = &ckpt.WriteError{Err: err}
+		err = &atomicfile.WriteError{Err: err}
 	}
 	return n, err
 }

@@ -17,7 +17,7 @@
 // Unpack (Extract of a file) are the workflows of `ckpt cache pack` and
 // `ckpt cache unpack`; Write and Extract are their engines, on a stream.
 //
-// The package never prints; failures to write are *ckpt.WriteError, an
+// The package never prints; failures to write are *atomicfile.WriteError, an
 // archive at fault is *BadArchiveError (ckpt.ErrMalformed); warnings are
 // returned in the results (Packed.Warnings, Unpacked.Warnings).
 package archive

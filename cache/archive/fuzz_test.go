@@ -13,7 +13,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
-	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -139,7 +139,7 @@ func FuzzUnpack(f *testing.F) {
 			t.Fatal(serr)
 		}
 		if err != nil {
-			if errors.Is(err, ckpt.ErrWrite) && !strings.Contains(err.Error(), "is free beside the folder") {
+			if errors.Is(err, atomicfile.ErrWrite) && !strings.Contains(err.Error(), "is free beside the folder") {
 				t.Fatalf("a hostile archive is blamed on our side: %v", err)
 			}
 			if d := diffSnapshots(before, after); d != "" {

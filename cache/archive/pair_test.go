@@ -11,6 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -128,7 +129,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 		{"room for either, not both", es, func(root string, opt *ExtractOptions) {
 			opt.freeBytes = func(string) (int64, bool) { return mainBytes + visionBytes - 1, true }
 		}, false, func(t *testing.T, err error, root string) {
-			require.ErrorIs(t, err, ckpt.ErrWrite)
+			require.ErrorIs(t, err, atomicfile.ErrWrite)
 			mainDir := filepath.Join(root, filepath.FromSlash(cachetest.TinyFolderDir))
 			visionDir := filepath.Join(root, filepath.FromSlash(cachetest.TinyVisionDir))
 			assert.Contains(t, err.Error(), mainDir+": the archive's 5 files of the model's two folders (this one and "+visionDir+", on one file system) need ")
@@ -145,7 +146,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 				return exchange(stage, dir)
 			}
 		}, false, func(t *testing.T, err error, root string) {
-			require.ErrorIs(t, err, ckpt.ErrWrite)
+			require.ErrorIs(t, err, atomicfile.ErrWrite)
 			assert.Contains(t, err.Error(), "injected failure")
 		}},
 		{"main swap fails, two renames where the file system cannot exchange", es, func(root string, opt *ExtractOptions) {
@@ -157,7 +158,7 @@ func TestUnpackVisionPairAllOrNothing(t *testing.T) {
 				return swapRenames(stage, dir)
 			}
 		}, false, func(t *testing.T, err error, root string) {
-			require.ErrorIs(t, err, ckpt.ErrWrite)
+			require.ErrorIs(t, err, atomicfile.ErrWrite)
 			assert.Contains(t, err.Error(), "injected failure")
 		}},
 	}
@@ -287,7 +288,7 @@ func TestUnpackVisionPairSwapBackFails(t *testing.T) {
 		return exchange(stage, dir)
 	}}
 	_, err = Extract(context.Background(), bytes.NewReader(tarArchive(t, es)), root, opt)
-	require.ErrorIs(t, err, ckpt.ErrWrite)
+	require.ErrorIs(t, err, atomicfile.ErrWrite)
 	msg := err.Error()
 	assert.Contains(t, msg, "injected failure")
 	assert.Contains(t, msg, "moving the old folder back also failed (injected second failure): "+visionDir+" holds the archive's folder, the old one is at ")

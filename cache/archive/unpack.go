@@ -133,7 +133,7 @@ type Unpacked struct {
 // Any of these failing is a *BadArchiveError naming the entry. Before the
 // data of the first file is written, the free space beside the folders
 // must hold the files of all of them (counted together where they share a
-// file system), else a *ckpt.WriteError naming the folder and both sizes.
+// file system), else a *atomicfile.WriteError naming the folder and both sizes.
 //
 // Each folder is staged in a temporary folder beside it (same file system,
 // also when the device folder is a link to another one), under the

@@ -39,19 +39,19 @@ func (p *part) prepare(before []*part) error {
 		case err == nil:
 			p.created = append(p.created, p.path)
 		case !errors.Is(err, fs.ErrExist): // else made meanwhile: the lock decides
-			return &ckpt.WriteError{Op: "creating cache folder", Path: p.path, Err: err}
+			return &atomicfile.WriteError{Op: "creating cache folder", Path: p.path, Err: err}
 		}
 	case err != nil:
-		return &ckpt.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
+		return &atomicfile.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
 	case st.Mode()&fs.ModeSymlink == 0 && !st.IsDir():
-		return &ckpt.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("exists and is not a directory")}
+		return &atomicfile.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("exists and is not a directory")}
 	}
 	real, err := filepath.EvalSymlinks(p.path)
 	if err != nil {
-		return &ckpt.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
+		return &atomicfile.WriteError{Op: "opening cache folder", Path: p.path, Err: err}
 	}
 	if st, err := os.Stat(real); err != nil || !st.IsDir() {
-		return &ckpt.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("is a link to something that is not a directory")}
+		return &atomicfile.WriteError{Op: "unpacking", Path: p.path, Err: errors.New("is a link to something that is not a directory")}
 	}
 	p.real = real
 	for _, q := range before {
@@ -78,10 +78,10 @@ func (p *part) prepare(before []*part) error {
 		}
 	}
 	if p.stage, err = os.MkdirTemp(parent, prefix); err != nil {
-		return &ckpt.WriteError{Op: "creating staging folder", Path: parent, Err: err}
+		return &atomicfile.WriteError{Op: "creating staging folder", Path: parent, Err: err}
 	}
 	if p.root, err = os.OpenRoot(p.stage); err != nil {
-		return &ckpt.WriteError{Op: "opening staging folder", Path: p.stage, Err: err}
+		return &atomicfile.WriteError{Op: "opening staging folder", Path: p.stage, Err: err}
 	}
 	p.dirs = map[string]bool{".": true}
 	return nil
@@ -104,7 +104,7 @@ func (p *part) mkdirs(dir string) error {
 		case err == nil:
 			p.created = append(p.created, missing[i])
 		case !errors.Is(err, fs.ErrExist): // else made meanwhile, or a link: not ours to remove
-			return &ckpt.WriteError{Op: "creating", Path: missing[i], Err: err}
+			return &atomicfile.WriteError{Op: "creating", Path: missing[i], Err: err}
 		}
 	}
 	return nil
@@ -249,7 +249,7 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	rel := strings.TrimPrefix(name, p.m.CacheDir+"/")
 	if d := path.Dir(rel); !p.dirs[d] {
 		if err := p.root.MkdirAll(d, 0o755); err != nil {
-			return &ckpt.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(d)), Err: err}
+			return &atomicfile.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(d)), Err: err}
 		}
 		for ; d != "."; d = path.Dir(d) {
 			p.dirs[d] = true
@@ -257,7 +257,7 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	}
 	f, err := p.root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return &ckpt.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
+		return &atomicfile.WriteError{Op: "creating", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
 	}
 	rh := newRegionHasher()
 	w := io.MultiWriter(outputWriter{f}, rh, progressWriter{u.opt.Progress})
@@ -267,14 +267,14 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 	}
 	if err == nil && !u.opt.noSync {
 		if err = f.Sync(); err != nil {
-			err = &ckpt.WriteError{Op: "syncing", Err: err}
+			err = &atomicfile.WriteError{Op: "syncing", Err: err}
 		}
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
-		err = &ckpt.WriteError{Op: "closing", Err: cerr}
+		err = &atomicfile.WriteError{Op: "closing", Err: cerr}
 	}
 	if err != nil {
-		if errors.Is(err, ckpt.ErrWrite) {
+		if errors.Is(err, atomicfile.ErrWrite) {
 			return fmt.Errorf("extracting %s: %w", name, err)
 		}
 		return asBad(name, err)
@@ -292,7 +292,7 @@ func (u *unpacker) entry(h *tar.Header, tr *tar.Reader) error {
 		// rebuilds unpacked files: cache.Unpacked).
 		mt := time.Unix(0, rec.MTimeNS)
 		if err := p.root.Chtimes(rel, mt, mt); err != nil {
-			return &ckpt.WriteError{Op: "setting the mtime of", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
+			return &atomicfile.WriteError{Op: "setting the mtime of", Path: filepath.Join(p.stage, filepath.FromSlash(rel)), Err: err}
 		}
 	}
 	u.opt.Progress.ItemDone()
@@ -329,7 +329,7 @@ func readHead(r io.Reader, name string, size int64) ([]byte, *tensorbin.Header, 
 	return head, hdr, nil
 }
 
-// checkSpace refuses (our side: *ckpt.WriteError) an archive whose files
+// checkSpace refuses (our side: *atomicfile.WriteError) an archive whose files
 // do not fit in the free space beside their folders: the files of folders
 // on one file system (a vision model's two folders, side by side) are
 // counted together.
@@ -365,11 +365,11 @@ func (u *unpacker) checkSpace() error {
 		}
 		first := q.parts[0]
 		if len(q.parts) == 1 {
-			return &ckpt.WriteError{Op: "unpacking", Path: first.path,
+			return &atomicfile.WriteError{Op: "unpacking", Path: first.path,
 				Err: fmt.Errorf("the archive's %d files need %s; %s is free beside the folder (the old copy stays until the new one is complete)",
 					q.files, ckpt.FormatBytes(q.need), ckpt.FormatBytes(avail))}
 		}
-		return &ckpt.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files of the model's two folders "+
+		return &atomicfile.WriteError{Op: "unpacking", Path: first.path, Err: fmt.Errorf("the archive's %d files of the model's two folders "+
 			"(this one and %s, on one file system) need %s (%d bytes) together; %s (%d bytes) is free beside the folders "+
 			"(the old copies stay until the new ones are complete)",
 			q.files, q.parts[1].path, ckpt.FormatBytes(q.need), q.need, ckpt.FormatBytes(avail), avail)}

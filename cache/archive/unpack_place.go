@@ -112,7 +112,7 @@ func (u *unpacker) seal(p *part) error {
 func (u *unpacker) swapIn(p *part) error {
 	moved, err := u.opt.exchange(p.stage, p.real)
 	if err != nil {
-		return &ckpt.WriteError{Op: "moving the unpacked folder into place at", Path: p.real, Err: err}
+		return &atomicfile.WriteError{Op: "moving the unpacked folder into place at", Path: p.real, Err: err}
 	}
 	p.moved, p.placed = moved, true
 	p.lock.Moved(moved)

@@ -15,6 +15,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache/archive"
 	"github.com/ckpt-dev/ckpt/cache/cachetest"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -118,7 +119,7 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			_, err = archive.Extract(context.Background(), r, root, archive.ExtractOptions{})
 			require.Error(t, err)
 			t.Log(err)
-			assert.False(t, errors.Is(err, ckpt.ErrWrite), "the archive is at fault, not our side: %v", err)
+			assert.False(t, errors.Is(err, atomicfile.ErrWrite), "the archive is at fault, not our side: %v", err)
 			if tc.want != "" {
 				var ba *archive.BadArchiveError
 				require.ErrorAs(t, err, &ba)

@@ -56,7 +56,7 @@ type WriteOptions struct {
 	// NoSpaceCheck skips the check, before anything is written, that the
 	// file system of the cache folder has room for the files to build
 	// (their sizes are known from the plan); by default a build that does
-	// not fit fails at once with *NoSpaceError (a *ckpt.WriteError).
+	// not fit fails at once with *NoSpaceError (a *atomicfile.WriteError).
 	NoSpaceCheck bool
 	// FreeSpace is the bytes available to the build in a directory (nil:
 	// the file system's, by statfs; -1 when unknown, which skips the check).
@@ -234,7 +234,7 @@ func open(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, out strin
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, &ckpt.WriteError{Op: "creating cache folder", Err: err}
+		return nil, &atomicfile.WriteError{Op: "creating cache folder", Err: err}
 	}
 	lock, err := cache.LockFolder(dir)
 	if err != nil {
@@ -403,7 +403,7 @@ func checkSpace(opt WriteOptions, bs ...*builder) error {
 			continue // unknown: the writes say what fails
 		}
 		if avail < p.need {
-			return &ckpt.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: p.dirs[0], Also: p.dirs[1:], Files: p.files, Need: p.need, Avail: avail,
+			return &atomicfile.WriteError{Op: "checking free space", Err: &NoSpaceError{Dir: p.dirs[0], Also: p.dirs[1:], Files: p.files, Need: p.need, Avail: avail,
 				words: opt.Words}}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/cache/build"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/ckpt/synth"
 	"github.com/ckpt-dev/ckpt/mapping"
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,7 @@ func TestFreeSpaceChecked(t *testing.T) {
 		WriteOptions: build.WriteOptions{Workers: 2, Tool: "test", FreeSpace: tiny}}
 	_, err := build.Run(context.Background(), req)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ckpt.ErrWrite)
+	assert.ErrorIs(t, err, atomicfile.ErrWrite)
 	var ns *build.NoSpaceError
 	require.True(t, errors.As(err, &ns), "%v", err)
 	assert.Equal(t, int64(1000), ns.Avail)
@@ -110,7 +111,7 @@ func TestFreeSpaceCheckedBothFolders(t *testing.T) {
 	req := build.Options{Source: src, Plan: plan, Out: out, WriteOptions: build.WriteOptions{Workers: 2, Tool: "test", FreeSpace: free}}
 	_, err = build.Run(context.Background(), req)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ckpt.ErrWrite)
+	assert.ErrorIs(t, err, atomicfile.ErrWrite)
 	var ns *build.NoSpaceError
 	require.True(t, errors.As(err, &ns), "%v", err)
 	tdir := filepath.Join(out, filepath.FromSlash(rep.Plan.CacheDir))

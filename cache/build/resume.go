@@ -186,7 +186,7 @@ func (b *builder) keepUnsynced(rec *cache.FileRecord, old cache.FileRecord) erro
 		f.Close()
 	}
 	if err != nil {
-		return &ckpt.WriteError{Op: "syncing", Path: p, Err: err}
+		return &atomicfile.WriteError{Op: "syncing", Path: p, Err: err}
 	}
 	return nil
 }
@@ -241,11 +241,11 @@ func (b *builder) startJournal() error {
 	// link to a file elsewhere would be truncated by os.Create).
 	jp := filepath.Join(b.dir, cache.JournalName)
 	if err := os.Remove(jp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return &ckpt.WriteError{Op: "removing old build journal", Err: err}
+		return &atomicfile.WriteError{Op: "removing old build journal", Err: err}
 	}
 	f, err := os.OpenFile(jp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return &ckpt.WriteError{Op: "creating build journal", Err: err}
+		return &atomicfile.WriteError{Op: "creating build journal", Err: err}
 	}
 	b.journal = f
 	for _, p := range b.res.Skipped {
@@ -262,7 +262,7 @@ func (b *builder) appendJournal(r cache.FileRecord) error {
 		return err
 	}
 	if _, err := b.journal.Write(append(line, '\n')); err != nil {
-		return &ckpt.WriteError{Op: "writing build journal", Err: err}
+		return &atomicfile.WriteError{Op: "writing build journal", Err: err}
 	}
 	return nil
 }
@@ -274,7 +274,7 @@ func (b *builder) syncJournal() error {
 		return nil
 	}
 	if err := b.journal.Sync(); err != nil {
-		return &ckpt.WriteError{Op: "syncing build journal", Err: err}
+		return &atomicfile.WriteError{Op: "syncing build journal", Err: err}
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/ckpt-dev/ckpt/mapping"
 )
 
-// PlanAgainst holds a mapping plan against an existing cache directory —
+// planAgainst holds a mapping plan against an existing cache directory —
 // typically the one the serving stack wrote for the base checkpoint —
 // reading only file names and headers, never data: every planned file
 // missing there (compare.DiffMissing), every .tensorbin file there that the plan
@@ -24,11 +24,11 @@ import (
 // <device>/tensor_cache_<tag>_mesh<R>x<C> directory) or that cache
 // directory itself; the report's B names the directory used. Paths in the
 // report are relative to it.
-func PlanAgainst(plan *mapping.Plan, dir string) (*compare.Report, error) {
+func planAgainst(plan *mapping.Plan, dir string) (*compare.Report, error) {
 	return compare.Headers(plan, dir, compare.HeadersOptions{})
 }
 
-// PlanModel is PlanAgainst for every folder of a model: the plan's own folder
+// PlanModel is planAgainst for every folder of a model: the plan's own folder
 // and, for a plan with a vision part (mapping.Plan.Vision), its vision
 // folder, in that order. dir is the cache root (both folders are compared
 // there), the text folder (its vision folder is the one beside it, in the
@@ -39,13 +39,13 @@ func PlanModel(plan *mapping.Plan, dir string) ([]*compare.Report, error) {
 	vp := plan.Vision
 	clean := filepath.Clean(dir)
 	if vp != nil && filepath.Base(clean) == path.Base(vp.CacheDir) {
-		rep, err := PlanAgainst(vp, dir)
+		rep, err := planAgainst(vp, dir)
 		if err != nil {
 			return nil, err
 		}
 		return []*compare.Report{rep}, nil
 	}
-	rep, err := PlanAgainst(plan, dir)
+	rep, err := planAgainst(plan, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func PlanModel(plan *mapping.Plan, dir string) ([]*compare.Report, error) {
 		}
 		return []*compare.Report{rep, miss}, nil
 	}
-	vrep, err := PlanAgainst(vp, vdir)
+	vrep, err := planAgainst(vp, vdir)
 	if err != nil {
 		return nil, err
 	}

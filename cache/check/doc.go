@@ -7,7 +7,7 @@
 //     checks one cache folder (memory, manifest, plan, Files; its
 //     DirResult is the JSON document); Run, the workflow of `ckpt cache
 //     verify` (one Options), runs it on every folder of a root (Result).
-//   - PlanAgainst holds a mapping plan against an existing cache by names and
+//   - PlanModel holds a mapping plan against an existing cache by names and
 //     headers only (map --against-cache; package compare compares).
 //
 // Package identify, beside it, finds the profile and settings whose plan

@@ -6,3 +6,6 @@ var MemAvailable = memAvailable
 
 // OK reports whether the cache passed, for the tests.
 func (r *FilesReport) OK() bool { return len(r.Findings) == 0 }
+
+// PlanAgainst gives the tests planAgainst, PlanModel's check of one folder.
+var PlanAgainst = planAgainst

@@ -16,7 +16,7 @@
 // renamed into place, so an error or a cancelled context leaves nothing
 // behind. Plan.Write's result is the extract JSON document (Result, which Run, the
 // extract workflow, returns); failures to write the output are
-// *ckpt.WriteError (exit 3 in the CLI), never input errors.
+// *atomicfile.WriteError (exit 3 in the CLI), never input errors.
 //
 // The package never prints.
 package extract

@@ -26,12 +26,9 @@ const defaultChunkBytes = 8 << 20
 // minChunkBytes keeps one element of the widest dtype (F64) in a chunk.
 const minChunkBytes = 16
 
-// ErrNoMatch is returned by NewPlan when the globs select no tensor.
-var ErrNoMatch = ckpt.ErrEmptySelection
-
 // NoMatchError is the globs Match and Exclude selecting no tensor of Source
 // (Tensors tensors), or, when DType is set, only quantisation scales, which
-// are not values under that float dtype. It matches ErrNoMatch.
+// are not values under that float dtype. It matches ckpt.ErrEmptySelection.
 type NoMatchError struct {
 	Match, Exclude []string
 	Source         string
@@ -57,13 +54,13 @@ func (e *NoMatchError) Error() string {
 func (e *NoMatchError) With(globs, dtype string) string {
 	if e.DType != "" {
 		return fmt.Sprintf("%v %s in %s but quantisation scales, which are not values under %s %s (select their weights to dequantise them)",
-			ErrNoMatch, globs, e.Source, dtype, e.DType)
+			ckpt.ErrEmptySelection, globs, e.Source, dtype, e.DType)
 	}
-	return fmt.Sprintf("%v %s in %s (%d tensors)", ErrNoMatch, globs, e.Source, e.Tensors)
+	return fmt.Sprintf("%v %s in %s (%d tensors)", ckpt.ErrEmptySelection, globs, e.Source, e.Tensors)
 }
 
-// Is makes errors.Is(err, ErrNoMatch) true.
-func (e *NoMatchError) Is(target error) bool { return target == ErrNoMatch }
+// Is makes errors.Is(err, ckpt.ErrEmptySelection) true.
+func (e *NoMatchError) Is(target error) bool { return target == ckpt.ErrEmptySelection }
 
 // PlanOptions select and convert the tensors to extract.
 type PlanOptions struct {

@@ -140,7 +140,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 	}
 	tmp, err := os.MkdirTemp(where, "."+filepath.Base(filepath.Clean(out))+".tmp-*")
 	if err != nil {
-		return nil, &ckpt.WriteError{Op: op, Path: out, Err: err}
+		return nil, &atomicfile.WriteError{Op: op, Path: out, Err: err}
 	}
 	defer func() {
 		if err != nil {
@@ -150,7 +150,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 		}
 	}()
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it 0700
-		return nil, &ckpt.WriteError{Op: op, Path: out, Err: err}
+		return nil, &atomicfile.WriteError{Op: op, Path: out, Err: err}
 	}
 	res = &Written{Out: out, Dir: true}
 	var names []string // in the order they must appear in out
@@ -195,7 +195,7 @@ func (p *Plan) writeDir(ctx context.Context, out string) (res *Written, err erro
 		return res, moveInto(tmp, out, names)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return nil, &ckpt.WriteError{Op: "renaming output into", Path: out, Err: err}
+		return nil, &atomicfile.WriteError{Op: "renaming output into", Path: out, Err: err}
 	}
 	return res, atomicfile.SyncDir(parent)
 }
@@ -211,12 +211,12 @@ func moveInto(tmp, out string, names []string) error {
 				os.Remove(filepath.Join(out, m))
 			}
 			os.RemoveAll(tmp)
-			return &ckpt.WriteError{Op: "moving output into", Path: out, Err: err}
+			return &atomicfile.WriteError{Op: "moving output into", Path: out, Err: err}
 		}
 		moved = append(moved, n)
 	}
 	if err := os.Remove(tmp); err != nil {
-		return &ckpt.WriteError{Op: "removing temporary folder of", Path: out, Err: err}
+		return &atomicfile.WriteError{Op: "removing temporary folder of", Path: out, Err: err}
 	}
 	return atomicfile.SyncDir(out)
 }

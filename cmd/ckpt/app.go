@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckpt-dev/ckpt/cache"
 	"github.com/ckpt-dev/ckpt/ckpt"
+	"github.com/ckpt-dev/ckpt/ckpt/atomicfile"
 	"github.com/ckpt-dev/ckpt/cmd/ckpt/internal/output"
 	"github.com/spf13/cobra"
 )
@@ -39,7 +40,7 @@ const (
 	exitOK         = 0 // success, no differences, every check passed
 	exitFailed     = 1 // a check failed, differences found, the cache is stale
 	exitUnreadable = 2 // the input could not be read, or the command line is wrong
-	exitWrite      = 3 // the output could not be written (ckpt.ErrWrite: disk full, permission, ...)
+	exitWrite      = 3 // the output could not be written (atomicfile.ErrWrite: disk full, permission, ...)
 )
 
 // exitError carries an exit code chosen by the command itself: 1 for
@@ -69,7 +70,7 @@ func usageError(format string, args ...any) error {
 // message to print ("" for none), by its type: an *exitError carries its
 // code, a *ckpt.NonFiniteError (NaN/Inf refused) and ckpt.ErrScale (a
 // quantised weight without a scale ckpt can apply) are a failed check (1), a
-// ckpt.ErrWrite (a *ckpt.WriteError) is our side's failure (3), anything else means the input could not be read (2).
+// atomicfile.ErrWrite (a *atomicfile.WriteError) is our side's failure (3), anything else means the input could not be read (2).
 // The message says the library's typed errors in the CLI's words (words).
 func exitCode(err error) (int, string) {
 	code, msg := exitCodeOf(err)
@@ -98,8 +99,8 @@ func exitCodeOf(err error) (int, string) {
 		// A quantised weight whose scale is missing or of a scheme ckpt
 		// does not read, refused by extract --dtype or diff: a failed check.
 		return exitFailed, err.Error()
-	case errors.Is(err, ckpt.ErrWrite):
-		return exitWrite, fmt.Sprintf("%v: %v", ckpt.ErrWrite, err)
+	case errors.Is(err, atomicfile.ErrWrite):
+		return exitWrite, fmt.Sprintf("%v: %v", atomicfile.ErrWrite, err)
 	}
 	return exitUnreadable, err.Error()
 }
@@ -135,7 +136,7 @@ func (a *App) Run(ctx context.Context, args []string) (code int) {
 			err = ferr
 		}
 	}
-	if stdout.err != nil && !errors.Is(err, ckpt.ErrWrite) {
+	if stdout.err != nil && !errors.Is(err, atomicfile.ErrWrite) {
 		// The report was lost (stdout on a full disk or a closed pipe),
 		// whatever the command printed with: our side's failure (3).
 		err = stdout.err
@@ -282,7 +283,7 @@ func (a *App) stderrLines(kind string, msgs []string) {
 func markStdout(w io.Writer) *stdoutWriter { return &stdoutWriter{w: w} }
 
 // stdoutWriter marks a failure to write the report itself (stdout
-// redirected to a full disk) as our own side's (*ckpt.WriteError, exit 3),
+// redirected to a full disk) as our own side's (*atomicfile.WriteError, exit 3),
 // and keeps the first one: Run ends with it even when the command ignored
 // it (fmt.Fprintf's error is rarely checked).
 type stdoutWriter struct {
@@ -299,7 +300,7 @@ func (s *stdoutWriter) Write(p []byte) (int, error) {
 	}
 	n, err := s.w.Write(p)
 	if err != nil {
-		s.err = &ckpt.WriteError{Op: "writing to stdout", Err: err}
+		s.err = &atomicfile.WriteError{Op: "writing to stdout", Err: err}
 		return n, s.err
 	}
 	return n, nil

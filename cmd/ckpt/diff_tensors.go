@@ -173,7 +173,7 @@ func tensorNote(t diff.Tensor) string {
 }
 
 // describeConfigChange renders one config difference for text output.
-func describeConfigChange(c diff.ConfigChange) string {
+func describeConfigChange(c ckpt.ConfigChange) string {
 	switch c.Change {
 	case string(diff.OnlyInBase):
 		return compactJSON(c.Base) + " → (absent)"
