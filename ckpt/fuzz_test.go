@@ -55,6 +55,9 @@ func FuzzReadHeader(f *testing.F) {
 	f.Add(fileBytes(`{"__metadata__":{"format":"pt"},"w":{"dtype":"F8_E4M3","shape":[2,3],"data_offsets":[0,6]},"s":{"dtype":"BF16","shape":[],"data_offsets":[6,8]}}`, 0), uint32(8))
 	f.Add(fileBytes(`{"x":{"dtype":"F4","shape":[3],"data_offsets":[0,2]},"z":{"dtype":"BF16","shape":[2,0],"data_offsets":[2,2]}}`, 2), uint32(0))
 	f.Add(fileBytes(`{"x":{"dtype":"F7","shape":[3],"data_offsets":[0,3]}}`, 3), uint32(0))
+	// An empty tensor at the begin of another, listed after it (found by
+	// the fuzzer: the check sorted by begin alone).
+	f.Add(fileBytes(`{"":{"dtype":"","shape":[],"data_offsets":[0,7]},"0":{"dtype":"","shape":[],"data_offsets":[0,0]}}`, 7), uint32(0))
 	for _, v := range ckpttest.CorruptFiles() {
 		f.Add(v.Data, uint32(0))
 	}
@@ -113,8 +116,15 @@ func checkHeaderInvariants(t *testing.T, h *ckpt.Header, size int64, unknownOK b
 	if h.Size > ckpt.MaxHeaderSize || int64(h.Size)+8 > size || h.FileSize != size {
 		t.Fatalf("header size %d / file size %d inconsistent with %d", h.Size, h.FileSize, size)
 	}
+	// In the reference crate's order (by begin, then end): an empty tensor
+	// at the start of another is contiguous before it.
 	ts := append([]ckpt.TensorInfo(nil), h.Tensors...)
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Begin < ts[j].Begin })
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ts[i].Begin != ts[j].Begin {
+			return ts[i].Begin < ts[j].Begin
+		}
+		return ts[i].End < ts[j].End
+	})
 	seen := map[string]bool{}
 	var end uint64
 	for _, ti := range ts {
