@@ -36,16 +36,20 @@ type NonFiniteError struct {
 	ReadAs numfmt.DType
 }
 
-// Error is the message of the NonFiniteError: its Refusal and how to
-// proceed anyway (the workflow's Options.AllowNonFinite; a caller words
-// that itself, after Refusal).
-func (e *NonFiniteError) Error() string {
-	return e.Refusal() + " (pass " + Words(nil).Of("AllowNonFinite") + " to proceed anyway)"
+// Error is the message of the NonFiniteError: what was refused and how to
+// proceed anyway, the option named by its Go spelling
+// (Options.AllowNonFinite); With names it in a caller's words.
+func (e *NonFiniteError) Error() string { return e.With(nil) }
+
+// With is the message of the NonFiniteError, w naming the option that
+// proceeds anyway (AllowNonFinite).
+func (e *NonFiniteError) With(w Words) string {
+	return e.refusal() + " (pass " + w.Of("AllowNonFinite") + " to proceed anyway)"
 }
 
-// Refusal says which tensor holds what and what was refused, without how to
-// proceed anyway (the caller says that: the CLI names its flag).
-func (e *NonFiniteError) Refusal() string {
+// refusal says which tensor holds what and what was refused, without how to
+// proceed anyway.
+func (e *NonFiniteError) refusal() string {
 	if e.Output != "" {
 		return e.overflowMessage()
 	}

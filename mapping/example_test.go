@@ -24,7 +24,7 @@ func ExampleBuildWith() {
 	}
 	defer c.Close()
 	profile, _ := mapping.Builtin("qwen3_5-tt")
-	plan, err := mapping.BuildWith(c, profile, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	plan, err := mapping.BuildWith(c, profile, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -62,7 +62,7 @@ func TestGolden27BFP8Mesh1x2(t *testing.T) {
 	} {
 		prof, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)
-		pl, err := mapping.BuildWith(open(t, dir), prof, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+		pl, err := mapping.BuildWith(open(t, dir), prof, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 		require.NoError(t, err)
 		got := describePlan(pl)
 		path := filepath.Join("testdata", tc.golden)
@@ -102,7 +102,7 @@ func TestProfileLines27B(t *testing.T) {
 	for _, name := range []string{mapping.ProfileMain, mapping.ProfileMTP} {
 		prof, err := mapping.Builtin(name)
 		require.NoError(t, err)
-		pl, err := mapping.BuildWith(c, prof, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+		pl, err := mapping.BuildWith(c, prof, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 		require.NoError(t, err, name)
 		require.Empty(t, pl.Unmapped, name)
 		plans[name] = pl
@@ -149,7 +149,7 @@ func TestProfileLines27B(t *testing.T) {
 	assert.Empty(t, entryByTarget(main, "layers.0/tp/dt_bias_fp32").Values, "the source's values as they are")
 	prof0, err := mapping.Builtin(mapping.ProfileMain)
 	require.NoError(t, err)
-	off, err := mapping.BuildWith(c, prof0, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarGDNFusedDecode: false})
+	off, err := mapping.BuildWith(c, prof0, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarGDNFusedDecode: false}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, count(off, fp32), "QWEN36_GDN_FUSED_DECODE=0")
 	assert.Equal(t, len(main.Entries)-96, len(off.Entries))

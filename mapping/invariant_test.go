@@ -62,7 +62,7 @@ func TestPlanAccountsForEveryTensor(t *testing.T) {
 				p, err := mapping.Builtin(profile)
 				require.NoError(t, err)
 				for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 1}, {Rows: 1, Cols: 2}, {Rows: 1, Cols: 3}, {Rows: 1, Cols: 4}} {
-					pl, _ := mapping.BuildWith(c, p, mesh, nil)
+					pl, _ := mapping.BuildWith(c, p, mesh, nil, nil)
 					require.NotNil(t, pl, "%s %s", profile, mesh)
 					assert.Empty(t, pl.Unaccounted(c), "%s %s", profile, mesh)
 					for _, f := range pl.Problems {

@@ -52,7 +52,7 @@ func smallPlan(t *testing.T, mesh mapping.Mesh) (*ckpt.Checkpoint, *mapping.Plan
 	dir := t.TempDir()
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	c := open(t, dir)
-	pl, err := mapping.BuildWith(c, builtin(t), mesh, nil)
+	pl, err := mapping.BuildWith(c, builtin(t), mesh, nil, nil)
 	require.NoError(t, err)
 	return c, pl
 }

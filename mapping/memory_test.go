@@ -75,7 +75,7 @@ func TestPlanMemory27B(t *testing.T) {
 	c := open(t, dir)
 	var one int64
 	for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 1}, {Rows: 1, Cols: 2}} {
-		pl, err := mapping.BuildWith(c, builtin(t), mesh, nil)
+		pl, err := mapping.BuildWith(c, builtin(t), mesh, nil, nil)
 		require.NoError(t, err)
 		m, err := pl.Memory(32 << 30)
 		require.NoError(t, err)

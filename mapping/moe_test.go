@@ -27,7 +27,7 @@ func planOf(t *testing.T, o synth.Options, profile string, n int) (*mapping.Plan
 	t.Cleanup(func() { c.Close() })
 	p, err := mapping.Builtin(profile)
 	require.NoError(t, err)
-	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil)
+	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil, nil)
 	return pl, c, err
 }
 
@@ -145,7 +145,7 @@ func TestKVHeadsReplicated(t *testing.T) {
 				defer c.Close()
 				set, err := mapping.ParseSettings(sets)
 				require.NoError(t, err)
-				pl, err := mapping.BuildWith(c, builtinT(t), mapping.Mesh{Rows: 1, Cols: tc.n}, set)
+				pl, err := mapping.BuildWith(c, builtinT(t), mapping.Mesh{Rows: 1, Cols: tc.n}, set, nil)
 				require.NoError(t, err)
 				target := tc.target
 				if sets != nil {
@@ -233,7 +233,7 @@ func TestMoEPlanProblems(t *testing.T) {
 			c, err := ckpt.Open(context.Background(), dir, ckpt.Options{})
 			require.NoError(t, err)
 			defer c.Close()
-			pl, err := mapping.BuildWith(c, builtinT(t), mapping.Mesh{Rows: 1, Cols: 2}, nil)
+			pl, err := mapping.BuildWith(c, builtinT(t), mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 			var pe *mapping.PlanError
 			require.ErrorAs(t, err, &pe)
 			require.NotNil(t, pl)

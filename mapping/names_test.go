@@ -34,7 +34,7 @@ func TestPlanNamesReproducesPlan(t *testing.T) {
 			p, err := mapping.Builtin(name)
 			require.NoError(t, err)
 			for _, set := range []mapping.Settings{nil, {mapping.VarProj1DDecode: false}, {mapping.VarMLP1DDecode: false, mapping.VarProj1DDecode: false}} {
-				plan, err := mapping.BuildWith(c, p, mesh, set)
+				plan, err := mapping.BuildWith(c, p, mesh, set, nil)
 				require.NoError(t, err)
 				np, notes, err := mapping.PlanNames(p, mesh, set, plan.Device, relFiles(plan))
 				require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestPlanNamesInference(t *testing.T) {
 	mesh := mapping.Mesh{Rows: 1, Cols: 2}
 	p, err := mapping.Builtin(mapping.ProfileMTP)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mesh, nil)
+	plan, err := mapping.BuildWith(c, p, mesh, nil, nil)
 	require.NoError(t, err)
 	files := relFiles(plan)
 	var kept []string

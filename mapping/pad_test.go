@@ -50,7 +50,7 @@ func TestPaddingOps(t *testing.T) {
 	c := openSmall(t)
 	p := padProfile()
 	for _, n := range []int{2, 4} {
-		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil)
+		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil, nil)
 		var pe *mapping.PlanError
 		require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
 		for _, pr := range pl.Problems {
@@ -145,7 +145,7 @@ func TestPaddingPieces(t *testing.T) {
 	t.Parallel()
 	c := openSmall(t)
 	p := padProfile()
-	pl, _ := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 4}, nil)
+	pl, _ := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 4}, nil, nil)
 	fc1 := entryByTarget(pl, "fc1")
 	require.NotNil(t, fc1)
 	assert.Equal(t, [][]mapping.Piece{
@@ -195,7 +195,7 @@ func TestPaddingProblems(t *testing.T) {
 			p := padProfile()
 			p.Rules = p.Rules[1:2] // fc1
 			tc.edit(&p.Rules[0])
-			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 4}, nil)
+			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 4}, nil, nil)
 			require.Error(t, err)
 			var msgs []string
 			for _, pr := range pl.Problems {

@@ -337,15 +337,10 @@ func (p *Profile) Resolve(m Mesh, set Settings) (Settings, error) {
 // sharded dimensions that do not divide by the mesh...), a *PlanError
 // listing them together with the plan, so that callers can show what was
 // mapped. Other errors (invalid profile or settings, no config, a mesh
-// that is not 1×N) come with a nil plan.
-func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings) (*Plan, error) {
-	return BuildWithWords(c, p, mesh, set, nil)
-}
-
-// BuildWithWords is BuildWith with the caller's words for the options the
-// plan's problems mention (ckpt.Words: "Device" and "Rules" of
-// PlanOptions; BuildWith names them "Options.Device", "Options.Rules").
-func BuildWithWords(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings, w ckpt.Words) (*Plan, error) {
+// that is not 1×N) come with a nil plan. w are the caller's words for the
+// options the problems mention ("Device" and "Rules" of PlanOptions; nil
+// names them "Options.Device", "Options.Rules").
+func BuildWith(c *ckpt.Checkpoint, p *Profile, mesh Mesh, set Settings, w ckpt.Words) (*Plan, error) {
 	if p == nil {
 		return nil, fmt.Errorf("no profile")
 	}

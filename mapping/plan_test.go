@@ -79,7 +79,7 @@ func TestBuild27BMapsCompletely(t *testing.T) {
 			c := open(t, dir)
 			require.Len(t, c.Tensors, n)
 			for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 2}, {Rows: 1, Cols: 4}} {
-				pl, err := mapping.BuildWith(c, builtin(t), mesh, nil)
+				pl, err := mapping.BuildWith(c, builtin(t), mesh, nil, nil)
 				require.NoError(t, err, "mesh %s", mesh)
 				assert.Equal(t, targets27B, len(pl.Entries), "mesh %s", mesh)
 				assert.Equal(t, ignored27B, len(pl.Ignored))
@@ -231,7 +231,7 @@ func TestBuildFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir, _ := writeInventory(t, tc.variant, tc.edit)
-			pl, err := mapping.BuildWith(open(t, dir), builtin(t), tc.mesh, nil)
+			pl, err := mapping.BuildWith(open(t, dir), builtin(t), tc.mesh, nil, nil)
 			var pe *mapping.PlanError
 			require.ErrorAs(t, err, &pe)
 			require.NotNil(t, pl, "the plan comes with its problems")
@@ -254,12 +254,12 @@ func TestBuildRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	dir, _ := writeInventory(t, "bf16", nil)
 	c := open(t, dir)
-	_, err := mapping.BuildWith(c, builtin(t), mapping.Mesh{Rows: 2, Cols: 2}, nil)
+	_, err := mapping.BuildWith(c, builtin(t), mapping.Mesh{Rows: 2, Cols: 2}, nil, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "1xN")
 	var pe *mapping.PlanError
 	assert.False(t, errors.As(err, &pe))
-	_, err = mapping.BuildWith(c, nil, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	_, err = mapping.BuildWith(c, nil, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	require.Error(t, err)
 }
 
@@ -273,7 +273,7 @@ func BenchmarkBuild27B(b *testing.B) {
 	p, _ := mapping.Builtin(mapping.BuiltinName)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil); err != nil {
+		if _, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -288,7 +288,7 @@ func TestVariablesChangeExactlyTheirFiles(t *testing.T) {
 	mesh := mapping.Mesh{Rows: 1, Cols: 2}
 	plan := func(set mapping.Settings) map[string]*mapping.Entry {
 		t.Helper()
-		pl, err := mapping.BuildWith(c, builtin(t), mesh, set)
+		pl, err := mapping.BuildWith(c, builtin(t), mesh, set, nil)
 		require.NoError(t, err)
 		for k, v := range set {
 			assert.Equal(t, v, pl.Settings[k])
@@ -358,18 +358,18 @@ func TestSettingsErrors(t *testing.T) {
 	t.Parallel()
 	c := openSmall(t)
 	mesh := mapping.Mesh{Rows: 1, Cols: 2}
-	_, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"proj_1d": true})
+	_, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"proj_1d": true}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no variable "proj_1d"`)
 	assert.Contains(t, err.Error(), "proj_1d_decode")
-	_, err = mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": true})
+	_, err = mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": true}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not transcribed")
-	pl, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": false})
+	pl, err := mapping.BuildWith(c, builtin(t), mesh, mapping.Settings{"rope_permuted_enabled": false}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, mapping.Settings{"proj_1d_decode": true, "mlp_1d_decode": true, "mlp_gateup_agmm_enabled": true, "rope_permuted_enabled": false}, pl.Settings)
 	// On one device the multi-device switches are off (model_config sets them only for TP).
-	pl, err = mapping.BuildWith(c, builtin(t), mapping.Mesh{Rows: 1, Cols: 1}, nil)
+	pl, err = mapping.BuildWith(c, builtin(t), mapping.Mesh{Rows: 1, Cols: 1}, nil, nil)
 	require.NoError(t, err)
 	assert.False(t, pl.Settings["proj_1d_decode"])
 
@@ -389,13 +389,13 @@ func TestTargetExpressions(t *testing.T) {
 		Target:  "layer{first_full_attention_layer + 1}/fc.{num_hidden_layers}",
 		Sources: []string{"mtp.fc.weight"}, Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: mapping.Tile,
 		Memory: mapping.DRAMInterleaved}}}
-	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	var pe *mapping.PlanError
 	require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
 	e := entryByTarget(pl, "layer4/fc.4")
 	require.NotNil(t, e, "first_full_attention_layer is 3 in the small fixture")
 	p.Rules[0].Target = "layer{no_such_var}/fc"
-	pl, _ = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	pl, _ = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	var found bool
 	for _, pr := range pl.Problems {
 		found = found || pr.ID == "config" && strings.Contains(pr.Message, "no_such_var")
@@ -425,7 +425,7 @@ func TestDRAMWidthShardedTileHeight(t *testing.T) {
 				Sources:   []string{"mtp.fc.weight"},
 				Transform: []mapping.Step{{Op: "reshape", Shape: []string{tc.rows, "rows*cols/" + tc.rows}}},
 				Placement: mapping.Placement{Kind: "replicate"}, DType: mapping.BFloat16, Layout: tc.layout, Memory: mapping.DRAMWidthSharded}}}
-			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 			var pe *mapping.PlanError
 			require.ErrorAs(t, err, &pe, "the other tensors are unmapped")
 			var msgs []string

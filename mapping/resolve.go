@@ -153,7 +153,7 @@ func Resolve(ctx context.Context, src string, o PlanOptions, openers ...ckpt.Sou
 		}
 		return nil, nil, err
 	}
-	plan, err := BuildWithWords(c, prof, mesh, set, o.Words)
+	plan, err := BuildWith(c, prof, mesh, set, o.Words)
 	if plan == nil {
 		c.Close()
 		return nil, nil, err

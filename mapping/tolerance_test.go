@@ -44,7 +44,7 @@ func TestFileTolerance(t *testing.T) {
 	for _, name := range mapping.BuiltinNames() {
 		p, err := mapping.Builtin(name)
 		require.NoError(t, err)
-		plan, err := mapping.BuildWith(small, p, mesh, nil)
+		plan, err := mapping.BuildWith(small, p, mesh, nil, nil)
 		require.NoError(t, err)
 		inexact := 0
 		for _, e := range plan.Entries {

@@ -30,7 +30,7 @@ func TestVisionPlan27B(t *testing.T) {
 		for _, name := range mapping.BuiltinNames() {
 			p, err := mapping.Builtin(name)
 			require.NoError(t, err)
-			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: tc.n}, nil)
+			pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: tc.n}, nil, nil)
 			require.NoError(t, err)
 			vp := pl.Vision
 			require.NotNil(t, vp, name)
@@ -96,7 +96,7 @@ func TestVisionInstructFolder(t *testing.T) {
 	dir, _ := writeInventory(t, "bf16", nil)
 	c := open(t, dir)
 	p := builtin(t)
-	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarInstruct: true})
+	pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{mapping.VarInstruct: true}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "P300/tensor_cache_bfp8_mesh1x2", pl.CacheDir)
 	assert.Equal(t, "P300/tensor_cache_instruct_bfp8", pl.Vision.CacheDir)
@@ -133,7 +133,7 @@ func TestVisionHostEmbed(t *testing.T) {
 			t.Parallel()
 			mesh := mapping.Mesh{Rows: 1, Cols: tc.n}
 			targets := func(set mapping.Settings) (*mapping.Plan, map[string]*mapping.Entry) {
-				pl, err := mapping.BuildWith(tc.c, builtin(t), mesh, set)
+				pl, err := mapping.BuildWith(tc.c, builtin(t), mesh, set, nil)
 				require.NoError(t, err)
 				require.NotNil(t, pl.Vision)
 				require.Empty(t, pl.Vision.Problems)

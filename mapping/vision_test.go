@@ -32,7 +32,7 @@ func TestVisionTowerIgnoredWithItsFolder(t *testing.T) {
 	for _, name := range mapping.BuiltinNames() {
 		p, err := mapping.Builtin(name)
 		require.NoError(t, err)
-		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 		require.NoError(t, err)
 		n := 0
 		for _, ig := range pl.Ignored {

@@ -57,6 +57,7 @@ func Compare(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, dir st
 	var nonFinite []ckpt.NonFinite
 	var batch []*mapping.Entry
 	var size int64
+	dirs := compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress, Words: opt.Words}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -74,7 +75,6 @@ func Compare(ctx context.Context, c *ckpt.Checkpoint, plan *mapping.Plan, dir st
 		nonFinite = append(nonFinite, sum.NonFinite...)
 		for _, e := range batch {
 			rel := strings.TrimPrefix(e.File, plan.CacheDir+"/")
-			dirs := compare.DirsOptions{Workers: opt.Workers, Progress: opt.Progress, Words: opt.Words}
 			diffs, tol, n, err := compare.FileData(ctx, filepath.Join(root, filepath.FromSlash(e.File)), filepath.Join(dir, filepath.FromSlash(rel)), rel,
 				compare.FileDataOptions{Tolerance: e.Tolerance(), Target: e.Target, DirsOptions: dirs})
 			if err != nil {

@@ -69,7 +69,7 @@ func TestBuildFusedDecodeFP32(t *testing.T) {
 
 	p, err := mapping.Builtin(mapping.ProfileMain)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
 	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})

@@ -41,7 +41,7 @@ func TestBuildHashesAsWritten(t *testing.T) {
 			p, err := mapping.Builtin(name)
 			require.NoError(t, err)
 			for _, mesh := range []mapping.Mesh{{Rows: 1, Cols: 1}, {Rows: 1, Cols: 2}} {
-				plan, err := mapping.BuildWith(c, p, mesh, nil)
+				plan, err := mapping.BuildWith(c, p, mesh, nil, nil)
 				if err != nil {
 					t.Logf("%s %s %s: not planned: %v", fx, name, mesh, err)
 					continue

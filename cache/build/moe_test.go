@@ -28,7 +28,7 @@ func planMoE(t *testing.T, n int, edit func(o *synth.Options)) (*ckpt.Checkpoint
 	t.Cleanup(func() { c.Close() })
 	p, err := mapping.Builtin(mapping.BuiltinName)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil, nil)
 	require.NoError(t, err)
 	return c, plan
 }

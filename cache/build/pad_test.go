@@ -44,7 +44,7 @@ func TestBuildPaddedMatchesMaterialize(t *testing.T) {
 	require.NoError(t, synth.Write(dir, synth.Small()))
 	c, _ := openPlan(t, dir)
 	for _, n := range []int{2, 4} {
-		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil)
+		pl, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: n}, nil, nil)
 		require.Error(t, err, "the other tensors are unmapped")
 		for _, pr := range pl.Problems {
 			require.Equal(t, mapping.ProblemUnmapped, pr.ID, pr.Message)

@@ -24,7 +24,7 @@ func OpenPlan(tb testing.TB, dir string) (*ckpt.Checkpoint, *mapping.Plan) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	if err != nil {
 		tb.Fatalf("planning %s: %v", dir, err)
 	}

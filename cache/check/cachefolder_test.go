@@ -27,7 +27,7 @@ func planFor(t *testing.T, c *ckpt.Checkpoint, mesh mapping.Mesh, tag string) *m
 	if tag != "" {
 		prof.Tag = tag
 	}
-	plan, err := mapping.BuildWith(c, &prof, mesh, nil)
+	plan, err := mapping.BuildWith(c, &prof, mesh, nil, nil)
 	require.NoError(t, err)
 	return plan
 }

@@ -145,7 +145,7 @@ func TestCheckPlanAgainstCache(t *testing.T) {
 	c, _ := openPlan(t, filepath.Join(filepath.Dir(plan.Source), filepath.Base(plan.Source)))
 	p, err := mapping.Builtin(mapping.BuiltinName)
 	require.NoError(t, err)
-	other, err := mapping.BuildWith(c, p, plan.Mesh, mapping.Settings{"proj_1d_decode": false})
+	other, err := mapping.BuildWith(c, p, plan.Mesh, mapping.Settings{"proj_1d_decode": false}, nil)
 	require.NoError(t, err)
 	rep, err = check.PlanAgainst(other, cdir)
 	require.NoError(t, err)

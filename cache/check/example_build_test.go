@@ -34,7 +34,7 @@ func Example_buildAndVerify() {
 	}
 	defer c.Close()
 	prof, _ := mapping.Builtin(mapping.BuiltinName)
-	plan, err := mapping.BuildWith(c, prof, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	plan, err := mapping.BuildWith(c, prof, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -223,7 +223,7 @@ func TestVerifySettingsMismatch(t *testing.T) {
 	defer c.Close()
 	p, err := mapping.Builtin(mapping.BuiltinName)
 	require.NoError(t, err)
-	plan, err = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false})
+	plan, err = mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, mapping.Settings{"proj_1d_decode": false}, nil)
 	require.NoError(t, err)
 	rep, err := check.Files(context.Background(), out, m, c, plan, check.FilesOptions{})
 	require.NoError(t, err)

@@ -307,14 +307,14 @@ func Dir(ctx context.Context, dir string, opt DirOptions) (*DirResult, error) {
 		if _, err := po.LoadProfile(); err != nil {
 			return nil, err
 		}
-		var mesh error
+		var meshUsage error
 		if meshErr != nil {
-			mesh = &ckpt.UsageError{Reason: meshErr.Error()}
+			meshUsage = &ckpt.UsageError{Reason: meshErr.Error()}
 		}
 		if opt.StopAtPlan {
-			return nil, &PlanStopError{Folder: folder.Path(), Mesh: mesh}
+			return nil, &PlanStopError{Folder: folder.Path(), Mesh: meshUsage}
 		}
-		return nil, mesh
+		return nil, meshUsage
 	}
 	c, plan, err := mapping.Resolve(ctx, opt.Source, po, opt.Openers...)
 	if err == nil && m.Part == mapping.PartVision {

@@ -440,7 +440,7 @@ func (c *Candidate) count(rep *compare.Report) {
 // tryCandidate holds the plan of c with profile p and the variables set
 // against the cache folder dir (compare.Headers). A checkpoint that does not map so
 // gives a candidate with Problem set (Differences -1) and no plan; w names
-// the options the plan's problems mention (mapping.BuildWithWords).
+// the options the plan's problems mention (mapping.BuildWith).
 func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set mapping.Settings, dir string, vision bool, w ckpt.Words) (
 	Candidate, *mapping.Plan, *compare.Report, error) {
 	var cand Candidate
@@ -453,7 +453,7 @@ func tryCandidate(c *ckpt.Checkpoint, p *mapping.Profile, mesh mapping.Mesh, set
 	} else {
 		cand = visionCandidate(p, mesh, set)
 	}
-	plan, err := mapping.BuildWithWords(c, p, mesh, set, w)
+	plan, err := mapping.BuildWith(c, p, mesh, set, w)
 	var pe *mapping.PlanError
 	switch {
 	case errors.As(err, &pe):

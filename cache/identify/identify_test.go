@@ -23,7 +23,7 @@ func buildWith(t *testing.T, c *ckpt.Checkpoint, profile string, set mapping.Set
 	t.Helper()
 	p, err := mapping.Builtin(profile)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, set)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, set, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
 	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})

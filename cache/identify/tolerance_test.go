@@ -24,7 +24,7 @@ func builtMain(t *testing.T) (string, string, *mapping.Plan) {
 	src, c, _ := fixture(t, synth.Small())
 	p, err := mapping.Builtin(mapping.ProfileMain)
 	require.NoError(t, err)
-	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil)
+	plan, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: 2}, nil, nil)
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "cache")
 	_, err = build.Write(context.Background(), c, plan, out, build.WriteOptions{Workers: 2, NoSync: true})

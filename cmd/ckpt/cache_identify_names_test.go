@@ -270,7 +270,7 @@ func TestCacheIdentifyNamesOnly27B(t *testing.T) {
 		p, err := mapping.Builtin(tc.profile)
 		require.NoError(t, err)
 		mesh := mapping.Mesh{Rows: 1, Cols: tc.cols}
-		plan, err := mapping.BuildWith(c, p, mesh, tc.set)
+		plan, err := mapping.BuildWith(c, p, mesh, tc.set, nil)
 		require.NoError(t, err)
 		require.Len(t, plan.Entries, tc.files)
 		root := filepath.Join(dir, "cache", string(rune('a'+i)))

@@ -24,6 +24,7 @@ func words(err error, msg string) string {
 	if err == nil || msg == "" {
 		return msg
 	}
+	w := flagWords()
 	reword := func(lib error, cli string) {
 		msg = strings.Replace(msg, lib.Error(), cli, 1)
 	}
@@ -37,10 +38,10 @@ func words(err error, msg string) string {
 		reword(ae, ae.Listed()+": pass one of them, or choose with --mesh, --tag or --device")
 	}
 	if nf := (*ckpt.NonFiniteError)(nil); errors.As(err, &nf) {
-		reword(nf, nf.Refusal()+" (pass --allow-nonfinite to proceed anyway)")
+		reword(nf, nf.With(w))
 	}
 	if se := (*ckpt.EmptySelectionError)(nil); errors.As(err, &se) {
-		reword(se, se.With(flagWords().Of))
+		reword(se, se.With(w.Of))
 	}
 	if re := (*atomicfile.RefusedError)(nil); errors.As(err, &re) && re.Flag == extract.OutOption {
 		named := *re
@@ -48,7 +49,7 @@ func words(err error, msg string) string {
 		reword(re, named.Error())
 	}
 	if ue := (*contract.UnknownConfigPathError)(nil); errors.As(err, &ue) {
-		reword(ue, ue.With(flagWords()))
+		reword(ue, ue.With(w))
 	}
 	if ns := (*check.NoSourceError)(nil); errors.As(err, &ns) {
 		reword(ns, ns.Error()+": pass --source SRC (the checkpoint the cache is for)")
@@ -57,7 +58,7 @@ func words(err error, msg string) string {
 		reword(nb, nb.Error()+": pass the profile with --rules")
 	}
 	if ge := (*ckpt.GlobError)(nil); errors.As(err, &ge) {
-		reword(ge, ge.With(flagWords()))
+		reword(ge, ge.With(w))
 	}
 	if ne := (*extract.NoMatchError)(nil); errors.As(err, &ne) {
 		reword(ne, ne.With(describeGlobs(ne.Match, ne.Exclude), "--dtype"))

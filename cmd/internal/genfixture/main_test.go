@@ -25,7 +25,7 @@ func TestSmall4MapsOn1x4(t *testing.T) {
 			p, err := mapping.Builtin(profile)
 			require.NoError(t, err)
 			for _, cols := range []int{2, 4} {
-				_, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: cols}, nil)
+				_, err := mapping.BuildWith(c, p, mapping.Mesh{Rows: 1, Cols: cols}, nil, nil)
 				if name == "small" && cols == 4 {
 					require.Error(t, err, "%s %s 1x4", name, profile)
 					continue
