@@ -314,3 +314,15 @@ func (p *partial) addE4M3(o []e4m3Sums, k []e4m3Block) {
 	p.changed += changed
 	p.zeroSign += zeroSign
 }
+
+// add adds the sums t of more pairs of the run into o.
+func (o *e4m3Sums) add(t *e4m3Sums) {
+	o.bb += t.bb
+	o.ff += t.ff
+	o.bf += t.bf
+	if t.mx > o.mx {
+		o.mx = t.mx
+	}
+	o.changed += t.changed
+	o.zeroSign += t.zeroSign
+}

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -199,6 +200,7 @@ func TestE4M3SegmentMatchesDecoded(t *testing.T) {
 					require.NoError(t, decodeCount(p, seg(b), seg(f), g, sc, &want, true))
 					want.accumulate(sc.bF[:len(seg(b))], sc.fF[:len(seg(b))])
 				}
+				sc.fold.flush()
 				assert.Equal(t, want.changed, got.changed, "start %d", start)
 				assert.Equal(t, want.zeroSign, got.zeroSign)
 				assert.Equal(t, want.nan, got.nan)
@@ -271,14 +273,32 @@ func TestE4M3ExactScalesAreExact(t *testing.T) {
 	}
 }
 
-// e4m3SegmentPerBlock is e4m3Segment as it was before e4m3Blocks: one
-// e4m3Run and one addE4M3PerBlock per scale block (or part of one).
-// TestE4M3SegmentMatchesPerBlock holds e4m3Segment to its results bit for
-// bit.
-func e4m3SegmentPerBlock(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
+// bandRef is the reference of the folding of rows (e4m3fold.go) in
+// TestE4M3SegmentMatchesPerBlock: one e4m3RunGo per scale block (or part
+// of one) of a segment, its sums added exactly into those of its block
+// in the band (or, for blocks too wide to fold, into the partial at once,
+// by addE4M3PerBlock), the blocks of a band added into the partial by
+// addE4M3PerBlock in column order when the band ends; decoded blocks are
+// added at once.
+type bandRef struct {
+	band int64
+	sums map[int64]*e4m3Sums // by block column
+	blks []e4m3Block         // the band's row of blocks
+}
+
+func (br *bandRef) segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
 	bs := p.bs
 	row, c0 := g/bs.cols, g%bs.cols
 	blks := p.e4m3Blocks[(row/bs.bm)*bs.sCols:]
+	rows := bs.bm
+	if rows*bs.bn > e4m3RunMax {
+		rows = e4m3RunMax / bs.bn
+	}
+	if band := row/bs.bm*1000000 + row%bs.bm/max(rows, 1); rows > 0 && (br.sums == nil || band != br.band) {
+		br.flush(p, r)
+		br.band, br.sums = band, map[int64]*e4m3Sums{}
+		br.blks = blks
+	}
 	c1 := c0 + int64(len(bseg))
 	for c := c0; c < c1; {
 		blk := c / bs.bn
@@ -286,8 +306,14 @@ func e4m3SegmentPerBlock(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *pa
 		b, f := bseg[c-c0:end-c0], fseg[c-c0:end-c0]
 		k := &blks[blk]
 		var o e4m3Sums
-		if k.class != e4m3Generic && e4m3Run(b, f, k, &o) {
-			addE4M3PerBlock(r, &o, k)
+		if k.class != e4m3Generic && e4m3RunGo(b, f, k.class == e4m3Same, k.kb, k.kf, &o) {
+			if rows == 0 {
+				addE4M3PerBlock(r, &o, k)
+			} else if t := br.sums[blk]; t != nil {
+				t.add(&o)
+			} else {
+				br.sums[blk] = &o
+			}
 		} else {
 			if err := decodeCount(p, b, f, g+c-c0, sc, r, true); err != nil {
 				return err
@@ -299,18 +325,32 @@ func e4m3SegmentPerBlock(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *pa
 	return nil
 }
 
+func (br *bandRef) flush(p *plan, r *partial) {
+	cols := slices.Sorted(maps.Keys(br.sums))
+	for _, c := range cols {
+		addE4M3PerBlock(r, br.sums[c], &br.blks[c])
+	}
+	br.sums = nil
+}
+
 func isNaNCode(c byte) bool { return c&0x7f == 0x7f }
 
-// TestE4M3SegmentMatchesPerBlock checks e4m3Segment against the per-block
-// loop it replaced, bit for bit, on rows of blocks of every class (one
+// TestE4M3SegmentMatchesPerBlock checks e4m3Segment and the fold of its
+// bands against bandRef, a per-block loop, bit for bit, on rows of blocks
+// of every class (one
 // scale, two scales, scales left to the generic path, zero scales), NaN
 // codes in some blocks (of row 1: the sums of a row with one are NaN),
-// ragged last blocks, block widths that the kernel takes and others, and
-// segments that start and end inside a block.
+// ragged last blocks, block widths that the kernel takes and others,
+// segments that start and end inside a block, bands of a whole row of
+// blocks and shorter ones, and blocks too wide to fold.
 func TestE4M3SegmentMatchesPerBlock(t *testing.T) {
 	t.Parallel()
 	for _, g := range []struct{ rows, cols, bm, bn int64 }{
 		{4, 2048, 128, 128}, {5, 1000, 2, 128}, {6, 300, 2, 64}, {3, 700, 1, 96}, {4, 500, 3, 48}, {2, 64, 1, 128},
+		{9, 256, 4, 128}, {12, 128, 8, 64},
+		// bands shorter than a row of blocks (e4m3RunMax), and blocks too
+		// wide to fold
+		{600, 256, 300, 128}, {3, 40000, 2, 40000},
 	} {
 		t.Run(fmt.Sprintf("%dx%d/%dx%d", g.rows, g.cols, g.bm, g.bn), func(t *testing.T) {
 			t.Parallel()
@@ -349,18 +389,22 @@ func TestE4M3SegmentMatchesPerBlock(t *testing.T) {
 				if bounds[0] >= bounds[1] || bounds[1] > g.cols {
 					continue
 				}
-				sc := &scratch{}
+				sc, scRef := &scratch{}, &scratch{}
+				var got, want partial
+				var ref bandRef
+				hasNaN := false
 				for row := range g.rows {
-					var got, want partial
 					e0, e1 := row*g.cols+bounds[0], row*g.cols+bounds[1]
 					require.NoError(t, e4m3Segment(p, b[e0:e1], f[e0:e1], e0, sc, &got))
-					require.NoError(t, e4m3SegmentPerBlock(p, b[e0:e1], f[e0:e1], e0, sc, &want))
-					require.Equal(t, partialBits(&want), partialBits(&got), "row %d, columns %v", row, bounds)
-					require.Equal(t, want.zeroSign, got.zeroSign, "row %d, columns %v", row, bounds)
-					hasNaN := slices.ContainsFunc(b[e0:e1], isNaNCode) || slices.ContainsFunc(f[e0:e1], isNaNCode)
-					require.Equal(t, hasNaN, math.IsNaN(got.sumSqDiff), "row %d, columns %v", row, bounds)
-					require.True(t, hasNaN || row != 1 || bounds != [2]int64{0, g.cols}, "row 1 has NaN codes")
+					require.NoError(t, ref.segment(p, b[e0:e1], f[e0:e1], e0, scRef, &want))
+					hasNaN = hasNaN || slices.ContainsFunc(b[e0:e1], isNaNCode) || slices.ContainsFunc(f[e0:e1], isNaNCode)
 				}
+				sc.fold.flush()
+				ref.flush(p, &want)
+				require.Equal(t, partialBits(&want), partialBits(&got), "columns %v", bounds)
+				require.Equal(t, want.zeroSign, got.zeroSign, "columns %v", bounds)
+				require.Equal(t, hasNaN, math.IsNaN(got.sumSqDiff), "columns %v", bounds)
+				require.True(t, hasNaN || bounds != [2]int64{0, g.cols}, "row 1 has NaN codes")
 			}
 		})
 	}

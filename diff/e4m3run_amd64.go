@@ -95,50 +95,32 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 	return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
 }
 
-// e4m3AddBlocks is e4m3BlocksWith(e4m3Best, …) followed by r.addE4M3 of the blocks done,
-// with the same results bit for bit: the AVX-512 kernel adds each block
-// into r itself, as it finishes it, instead of the Go loop over out
-// afterwards (out, len(k) sums, is then only written). TestE4M3Blocks.
-func e4m3AddBlocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	return e4m3AddBlocksWith(e4m3Best, b, f, bn, k, out, r)
+// e4m3Blocks is e4m3BlocksWith with the fastest kernel of this CPU.
+func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	return e4m3BlocksWith(e4m3Best, b, f, bn, k, out)
 }
 
-// e4m3AddBlocksWith is e4m3AddBlocks with kernel kern (one that this CPU
-// runs).
-func e4m3AddBlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	if kern == e4m3KernelAVX512 && bn > 0 && bn%64 == 0 && len(k) > 0 {
-		n := len(k) * bn
-		b, f, out = b[:n], f[:n], out[:len(k)]
-		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab, r)
-	}
-	done := e4m3BlocksWith(kern, b, f, bn, k, out)
-	r.addE4M3(out[:done], k)
-	return done
+// e4m3Norm is e4m3Blocks for a side compared with itself (f = b;
+// normChunk), with the same sums bit for bit: where the best kernel is
+// the AVX2 one, e4m3NormAVX2 computes only Σv² of the blocks of one scale
+// (TestE4M3Norm); elsewhere, and from a block of two scales on,
+// e4m3BlocksWith.
+func e4m3Norm(b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	return e4m3NormWith(e4m3Best, b, bn, k, out)
 }
 
-// e4m3AddNorm is e4m3AddBlocks for a side compared with itself (f = b;
-// normChunk), with the same results bit for bit: where the best kernel
-// is the AVX2 one, e4m3NormAVX2 computes only Σv² of the blocks of one
-// scale and r.addE4M3 adds them (TestE4M3Norm); elsewhere, and from a
-// block of two scales on, e4m3AddBlocks.
-func e4m3AddNorm(b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	return e4m3AddNormWith(e4m3Best, b, bn, k, out, r)
-}
-
-// e4m3AddNormWith is e4m3AddNorm with kernel kern (one that this CPU
-// runs).
-func e4m3AddNormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
+// e4m3NormWith is e4m3Norm with kernel kern (one that this CPU runs).
+func e4m3NormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 	done := 0
 	if kern == e4m3KernelAVX2 && bn > 0 && bn%32 == 0 && len(k) > 0 {
 		n := len(k) * bn
 		b, out = b[:n], out[:len(k)]
 		done = e4m3NormAVX2(&b[0], bn, &k[0], len(k), &out[0])
-		r.addE4M3(out[:done], k)
 		if done == len(k) || k[done].class == e4m3Same {
 			return done // all, or a NaN code: the caller decodes the block
 		}
 	}
-	return done + e4m3AddBlocksWith(kern, b[done*bn:], b[done*bn:], bn, k[done:], out[done:], r)
+	return done + e4m3BlocksWith(kern, b[done*bn:], b[done*bn:], bn, k[done:], out[done:])
 }
 
 // e4m3NormAVX2 is e4m3BlocksAVX2 for f = b on blocks of one scale: it
@@ -178,15 +160,3 @@ var e4m3Tab = func() [256]byte {
 	}
 	return t
 }()
-
-// add adds the sums t of more pairs of the run into o.
-func (o *e4m3Sums) add(t *e4m3Sums) {
-	o.bb += t.bb
-	o.ff += t.ff
-	o.bf += t.bf
-	if t.mx > o.mx {
-		o.mx = t.mx
-	}
-	o.changed += t.changed
-	o.zeroSign += t.zeroSign
-}

@@ -21,24 +21,17 @@ func e4m3BlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3
 	return e4m3BlocksGo(b, f, bn, k, out)
 }
 
-// e4m3AddBlocks is e4m3BlocksGo followed by r.addE4M3 of the blocks done.
-func e4m3AddBlocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	return e4m3AddBlocksWith(e4m3KernelGo, b, f, bn, k, out, r)
+// e4m3Blocks is e4m3BlocksGo here.
+func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	return e4m3BlocksGo(b, f, bn, k, out)
 }
 
-// e4m3AddBlocksWith is e4m3AddBlocks: kern is the Go loop here.
-func e4m3AddBlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	done := e4m3BlocksGo(b, f, bn, k, out)
-	r.addE4M3(out[:done], k)
-	return done
+// e4m3Norm is e4m3Blocks for f = b here.
+func e4m3Norm(b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	return e4m3NormWith(e4m3KernelGo, b, bn, k, out)
 }
 
-// e4m3AddNorm is e4m3AddBlocks for f = b here.
-func e4m3AddNorm(b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	return e4m3AddNormWith(e4m3KernelGo, b, bn, k, out, r)
-}
-
-// e4m3AddNormWith is e4m3AddNorm: kern is the Go loop here.
-func e4m3AddNormWith(_ e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	return e4m3AddBlocksWith(e4m3KernelGo, b, b, bn, k, out, r)
+// e4m3NormWith is e4m3Norm: kern is the Go loop here.
+func e4m3NormWith(_ e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+	return e4m3BlocksGo(b, b, bn, k, out)
 }

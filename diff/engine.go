@@ -61,6 +61,7 @@ type scratch struct {
 	bF, fF     []float32
 	codes      []byte
 	e4m3       []e4m3Sums // the sums of the blocks of one e4m3Blocks call
+	fold       e4m3Fold   // the exact sums of the current band (e4m3fold.go)
 }
 
 func grow[T any](s []T, n int64) []T {
@@ -390,6 +391,7 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 	if p.kind == kindRequant && gm.ranges == nil {
 		return e.requantChunk(p, e0, e1, sc, &r.p)
 	}
+	sc.fold.drop() // what a chunk that failed left
 	n := e.pieceUnits(p, gm)
 	decoding := false // some piece was decoded (kindSame)
 	for a := e0; a < e1; {
@@ -452,6 +454,7 @@ func (e *engine) chunk(p *plan, k int, sc *scratch, r *chunkResult, stop *atomic
 		}
 		a = b
 	}
+	sc.fold.flush() // the chunk's last band
 	r.equal = p.kind == kindRaw && !r.rawDiff || p.kind == kindSame && !decoding
 	return nil
 }
@@ -528,15 +531,30 @@ func decodeCount(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial, s
 // F8_E4M3 sides (p.e4m3; codes bseg, fseg from flat element g, within one
 // row) into r, scale block by scale block: exactly (e4m3exact.go) where
 // e4m3Exact accepts the block's scales and no code is a NaN, else through
-// the decoded values like any other pair. The blocks the segment covers
-// whole go through e4m3Blocks, many to a call, a block it covers in part
-// through e4m3Run; either way the blocks are added into r in order.
+// the decoded values like any other pair, added into r at once. The
+// blocks the segment covers whole go through e4m3Blocks, many to a call, a
+// block it covers in part through e4m3Run; either way their exact sums go
+// into sc.fold, which adds them into r when their band of rows ends
+// (e4m3fold.go: the caller flushes it at the end of the chunk).
 func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) error {
 	bs := p.bs
 	row, c0 := g/bs.cols, g%bs.cols
 	blks := p.e4m3Blocks[(row/bs.bm)*bs.sCols:]
 	c1 := c0 + int64(len(bseg))
 	bn := bs.bn
+	fd := &sc.fold
+	rows := e4m3BandRows(bs)
+	if rows > 0 {
+		fd.start(p, row, rows, r)
+	}
+	// add takes the exact sums o of the blocks from column j.
+	add := func(j int64, o []e4m3Sums) {
+		if rows > 0 {
+			fd.add(int(j), o)
+		} else {
+			r.addE4M3(o, blks[j:j+int64(len(o))])
+		}
+	}
 	for c := c0; c < c1; {
 		blk := c / bn
 		b, f := bseg[c-c0:], fseg[c-c0:]
@@ -545,10 +563,11 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 			sc.e4m3 = grow(sc.e4m3, whole)
 			var done int
 			if sameBytes(bseg, fseg) { // normChunk: the base on both sides
-				done = e4m3AddNorm(b, int(bn), k, sc.e4m3, r)
+				done = e4m3Norm(b, int(bn), k, sc.e4m3)
 			} else {
-				done = e4m3AddBlocks(b, f, int(bn), k, sc.e4m3, r)
+				done = e4m3Blocks(b, f, int(bn), k, sc.e4m3)
 			}
+			add(blk, sc.e4m3[:done])
 			c += int64(done) * bn
 			if int64(done) == whole {
 				continue
@@ -562,10 +581,12 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		}
 		end := min((blk+1)*bn, c1, c+e4m3RunMax)
 		b, f = b[:end-c], f[:end-c]
-		k := blks[blk : blk+1]
-		o := []e4m3Sums{{}}
-		if k[0].class != e4m3Generic && e4m3Run(b, f, &k[0], &o[0]) {
-			r.addE4M3(o, k)
+		k := &blks[blk]
+		sc.e4m3 = grow(sc.e4m3, 1)
+		o := sc.e4m3[:1]
+		o[0] = e4m3Sums{}
+		if k.class != e4m3Generic && e4m3Run(b, f, k, &o[0]) {
+			add(blk, o)
 		} else if err := e4m3Decoded(p, b, f, g+c-c0, sc, r); err != nil {
 			return err
 		}
@@ -615,7 +636,12 @@ func bf16Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 // sides, so the sums come out exactly as for any other chunk.
 func (e *engine) normChunk(p *plan, k int, sc *scratch, r *partial) error {
 	e0, e1 := p.geom.bounds(k)
-	return e.normRange(p, e0, e1, sc, &sc.bRaw, r)
+	sc.fold.drop()
+	if err := e.normRange(p, e0, e1, sc, &sc.bRaw, r); err != nil {
+		return err
+	}
+	sc.fold.flush()
+	return nil
 }
 
 // normRange is normChunk for elements [e0, e1) of a chunk starting at e0,
