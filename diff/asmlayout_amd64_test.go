@@ -17,15 +17,16 @@ var goAsmLine = regexp.MustCompile(`(?m)^\s*// go_asm\.h: (\w+) = (-?\d+)$`)
 
 // TestGoAsmLayout checks the struct offsets, sizes and constants that the
 // generated kernels use (_asm/layout.go writes them into each .s file as
-// comments) against the package's types: a change of lanes, e4m3Block,
+// comments) against the package's types: a change of lanes, e4m3Block, e4m3Lanes,
 // e4m3Sums or partial, or of the e4m3Class values, fails here until
 // layout.go follows it and the files are regenerated.
 func TestGoAsmLayout(t *testing.T) {
 	var (
-		l lanes
-		k e4m3Block
-		s e4m3Sums
-		p partial
+		l  lanes
+		k  e4m3Block
+		ln e4m3Lanes
+		s  e4m3Sums
+		p  partial
 	)
 	want := map[string]uintptr{
 		"lanes_ss": unsafe.Offsetof(l.ss),
@@ -33,6 +34,14 @@ func TestGoAsmLayout(t *testing.T) {
 		"lanes_nf": unsafe.Offsetof(l.nf),
 		"lanes_d":  unsafe.Offsetof(l.d),
 		"lanes_mx": unsafe.Offsetof(l.mx),
+
+		"e4m3Lanes__size":    unsafe.Sizeof(ln),
+		"e4m3Lanes_bb":       unsafe.Offsetof(ln.bb),
+		"e4m3Lanes_ff":       unsafe.Offsetof(ln.ff),
+		"e4m3Lanes_bf":       unsafe.Offsetof(ln.bf),
+		"e4m3Lanes_mx":       unsafe.Offsetof(ln.mx),
+		"e4m3Lanes_changed":  unsafe.Offsetof(ln.changed),
+		"e4m3Lanes_zeroSign": unsafe.Offsetof(ln.zeroSign),
 
 		"const_e4m3Same": uintptr(e4m3Same),
 		"const_e4m3Diff": uintptr(e4m3Diff),

@@ -326,3 +326,42 @@ func (o *e4m3Sums) add(t *e4m3Sums) {
 	o.changed += t.changed
 	o.zeroSign += t.zeroSign
 }
+
+// e4m3Lanes are the exact sums of code pairs (those of e4m3Sums) in four
+// lanes, as e4m3BlocksAVX2 keeps them: it adds a block's four lanes of
+// each sum into these without reducing them, and the Go side adds an
+// e4m3Sums into lane 0 (add). All are exact (e4m3RunMax), so the lanes
+// added up (sum) are the same bits in any order; mx is the maximum of the
+// lanes'.
+type e4m3Lanes struct {
+	bb, ff, bf, mx    [4]float64
+	changed, zeroSign int64
+}
+
+// add adds the sums o into lane 0 of l.
+func (l *e4m3Lanes) add(o *e4m3Sums) {
+	l.bb[0] += o.bb
+	l.ff[0] += o.ff
+	l.bf[0] += o.bf
+	l.mx[0] = max(l.mx[0], o.mx)
+	l.changed += o.changed
+	l.zeroSign += o.zeroSign
+}
+
+// sum is the sums of the lanes.
+func (l *e4m3Lanes) sum() e4m3Sums {
+	return e4m3Sums{
+		bb: l.bb[0] + l.bb[1] + l.bb[2] + l.bb[3],
+		ff: l.ff[0] + l.ff[1] + l.ff[2] + l.ff[3],
+		bf: l.bf[0] + l.bf[1] + l.bf[2] + l.bf[3],
+		mx: max(l.mx[0], l.mx[1], l.mx[2], l.mx[3]), changed: l.changed, zeroSign: l.zeroSign,
+	}
+}
+
+// e4m3AddInto adds the sums o of consecutive blocks into the lanes out.
+func e4m3AddInto(out []e4m3Lanes, o []e4m3Sums) {
+	out = out[:len(o)]
+	for i := range o {
+		out[i].add(&o[i])
+	}
+}

@@ -28,7 +28,7 @@ type e4m3Fold struct {
 	p    *plan       // the tensor pair
 	band int64       // the band's number (e4m3Band)
 	blks []e4m3Block // the descriptors of the band's row of blocks
-	sums []e4m3Sums  // the band's sums, by block column
+	sums []e4m3Lanes // the band's sums, by block column
 	held []bool      // sums[j] holds a run
 	n    int         // the number of columns held
 	keep []e4m3Sums  // flush: the held sums in column order
@@ -62,22 +62,28 @@ func (fd *e4m3Fold) start(p *plan, row, rows int64, r *partial) {
 	fd.r, fd.p, fd.band = r, p, band
 	fd.blks = p.e4m3Blocks[(row/p.bs.bm)*p.bs.sCols:][:p.bs.sCols]
 	if int64(cap(fd.sums)) < p.bs.sCols {
-		fd.sums, fd.held = make([]e4m3Sums, p.bs.sCols), make([]bool, p.bs.sCols)
+		fd.sums, fd.held = make([]e4m3Lanes, p.bs.sCols), make([]bool, p.bs.sCols)
 	}
 	fd.sums, fd.held = fd.sums[:p.bs.sCols], fd.held[:p.bs.sCols]
 }
 
 // add adds the sums o of runs in consecutive blocks from column j.
 func (fd *e4m3Fold) add(j int, o []e4m3Sums) {
-	for i := range o {
-		c := j + i
+	e4m3AddInto(fd.sums[j:], o)
+	fd.mark(j, len(o))
+}
+
+// lanes are the lanes of the n blocks from column j, for a kernel to add
+// into (then mark them).
+func (fd *e4m3Fold) lanes(j, n int) []e4m3Lanes { return fd.sums[j : j+n] }
+
+// mark records that the n blocks from column j hold sums.
+func (fd *e4m3Fold) mark(j, n int) {
+	for c := j; c < j+n; c++ {
 		if !fd.held[c] {
 			fd.held[c] = true
-			fd.sums[c] = o[i]
 			fd.n++
-			continue
 		}
-		fd.sums[c].add(&o[i])
 	}
 }
 
@@ -91,7 +97,7 @@ func (fd *e4m3Fold) flush() {
 		fd.keep, fd.kblk = fd.keep[:0], fd.kblk[:0]
 		for c, h := range fd.held {
 			if h {
-				fd.keep = append(fd.keep, fd.sums[c])
+				fd.keep = append(fd.keep, fd.sums[c].sum())
 				fd.kblk = append(fd.kblk, fd.blks[c])
 			}
 		}
@@ -104,6 +110,11 @@ func (fd *e4m3Fold) flush() {
 // failed, or one about to start).
 func (fd *e4m3Fold) drop() {
 	if fd.n > 0 {
+		for c, h := range fd.held {
+			if h {
+				fd.sums[c] = e4m3Lanes{}
+			}
+		}
 		clear(fd.held)
 		fd.n = 0
 	}

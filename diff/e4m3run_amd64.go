@@ -66,10 +66,11 @@ func e4m3RunWith(kern e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 	}
 	if kern != e4m3KernelGo {
 		if n := len(b) &^ 31; n > 0 {
-			var t e4m3Sums
-			if e4m3BlocksAVX2(&b[0], &f[0], n, k, 1, &t) == 0 {
+			var l e4m3Lanes
+			if e4m3BlocksAVX2(&b[0], &f[0], n, k, 1, &l) == 0 {
 				return false
 			}
+			t := l.sum()
 			o.add(&t)
 			b, f = b[n:], f[n:]
 		}
@@ -81,7 +82,8 @@ func e4m3RunWith(kern e4m3Kernel, b, f []byte, k *e4m3Block, o *e4m3Sums) bool {
 }
 
 // e4m3BlocksWith is e4m3BlocksGo, bit for bit, with kernel kern (one
-// that this CPU runs; TestE4M3Blocks): e4m3BlocksAVX512 for bn a multiple of 64, e4m3BlocksAVX2 for bn a
+// that this CPU runs; TestE4M3Blocks): e4m3BlocksAVX512 for bn a multiple
+// of 64, e4m3BlocksAVX2 (into lanes of its own, added up) for bn a
 // multiple of 32, else the Go loop.
 func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
 	if kern == e4m3KernelGo || bn <= 0 || bn%32 != 0 || len(k) == 0 {
@@ -92,25 +94,50 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 	if kern == e4m3KernelAVX512 && bn%64 == 0 {
 		return e4m3BlocksAVX512(&b[0], &f[0], bn, &k[0], len(k), &out[0], &e4m3Tab, nil)
 	}
-	return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
+	l := make([]e4m3Lanes, len(k))
+	done := e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &l[0])
+	for j := range done {
+		out[j] = l[j].sum()
+	}
+	return done
 }
 
-// e4m3Blocks is e4m3BlocksWith with the fastest kernel of this CPU.
-func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3BlocksWith(e4m3Best, b, f, bn, k, out)
+// e4m3BlocksInto adds the sums of len(k) whole scale blocks of bn code
+// pairs each (e4m3BlocksGo) into the lanes out[j], with the fastest
+// kernel of this CPU: the AVX2 one adds its lanes into them itself, the
+// others' sums (through tmp, len(k) of them) go into lane 0. It stops,
+// like e4m3BlocksGo, at the first block that is e4m3Generic or holds a
+// NaN code, and returns the number of blocks done (out from there on
+// untouched).
+func e4m3BlocksInto(b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	return e4m3BlocksIntoWith(e4m3Best, b, f, bn, k, out, tmp)
 }
 
-// e4m3Norm is e4m3Blocks for a side compared with itself (f = b;
+// e4m3BlocksIntoWith is e4m3BlocksInto with kernel kern (one that this
+// CPU runs).
+func e4m3BlocksIntoWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	if kern == e4m3KernelAVX2 && bn > 0 && bn%32 == 0 && len(k) > 0 {
+		n := len(k) * bn
+		b, f, out = b[:n], f[:n], out[:len(k)]
+		return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])
+	}
+	done := e4m3BlocksWith(kern, b, f, bn, k, tmp)
+	e4m3AddInto(out, tmp[:done])
+	return done
+}
+
+// e4m3NormInto is e4m3BlocksInto for a side compared with itself (f = b;
 // normChunk), with the same sums bit for bit: where the best kernel is
 // the AVX2 one, e4m3NormAVX2 computes only Σv² of the blocks of one scale
 // (TestE4M3Norm); elsewhere, and from a block of two scales on,
-// e4m3BlocksWith.
-func e4m3Norm(b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3NormWith(e4m3Best, b, bn, k, out)
+// e4m3BlocksIntoWith.
+func e4m3NormInto(b []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	return e4m3NormIntoWith(e4m3Best, b, bn, k, out, tmp)
 }
 
-// e4m3NormWith is e4m3Norm with kernel kern (one that this CPU runs).
-func e4m3NormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
+// e4m3NormIntoWith is e4m3NormInto with kernel kern (one that this CPU
+// runs).
+func e4m3NormIntoWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
 	done := 0
 	if kern == e4m3KernelAVX2 && bn > 0 && bn%32 == 0 && len(k) > 0 {
 		n := len(k) * bn
@@ -120,22 +147,22 @@ func e4m3NormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Su
 			return done // all, or a NaN code: the caller decodes the block
 		}
 	}
-	return done + e4m3BlocksWith(kern, b[done*bn:], b[done*bn:], bn, k[done:], out[done:])
+	return done + e4m3BlocksIntoWith(kern, b[done*bn:], b[done*bn:], bn, k[done:], out[done:], tmp[done:])
 }
 
 // e4m3NormAVX2 is e4m3BlocksAVX2 for f = b on blocks of one scale: it
 // returns at the first block that is not e4m3Same or holds a NaN code.
 //
 //go:noescape
-func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 
 // e4m3BlocksAVX2 is e4m3BlocksGo on the nk blocks of bn pairs at b and f
 // (bn a positive multiple of 32 up to e4m3RunMax, nk > 0), descriptors at
-// k, sums to out: one call runs them all, the constants staying in
-// registers from block to block.
+// k, its sums added into the lanes out[j] (e4m3Lanes): one call runs
+// them all, the constants staying in registers from block to block.
 //
 //go:noescape
-func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 
 // e4m3BlocksAVX512 is e4m3BlocksAVX2 in 512-bit vectors for bn a positive
 // multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab); with

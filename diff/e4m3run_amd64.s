@@ -53,12 +53,20 @@ DATA e4k<>+360(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+368(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+376(SB)/8, $0x7fffffff7fffffff
 DATA e4k<>+384(SB)/8, $0x3ef0000000000000
-DATA e4k<>+392(SB)/8, $0x3f70000000000000
+DATA e4k<>+392(SB)/8, $0x3ef0000000000000
 DATA e4k<>+400(SB)/8, $0x3ef0000000000000
 DATA e4k<>+408(SB)/8, $0x3ef0000000000000
-GLOBL e4k<>(SB), RODATA|NOPTR, $416
+DATA e4k<>+416(SB)/8, $0x3f70000000000000
+DATA e4k<>+424(SB)/8, $0x3f70000000000000
+DATA e4k<>+432(SB)/8, $0x3f70000000000000
+DATA e4k<>+440(SB)/8, $0x3f70000000000000
+DATA e4k<>+448(SB)/8, $0xffffffff00000000
+DATA e4k<>+456(SB)/8, $0xffffffff00000000
+DATA e4k<>+464(SB)/8, $0xffffffff00000000
+DATA e4k<>+472(SB)/8, $0xffffffff00000000
+GLOBL e4k<>(SB), RODATA|NOPTR, $480
 
-// func e4m3BlocksAVX2(b *byte, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+// func e4m3BlocksAVX2(b *byte, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 // Requires: AVX, AVX2, FMA3, POPCNT
 TEXT ·e4m3BlocksAVX2(SB), NOSPLIT, $0-56
 	// The go_asm.h values this function uses (TestGoAsmLayout checks them):
@@ -68,13 +76,13 @@ TEXT ·e4m3BlocksAVX2(SB), NOSPLIT, $0-56
 	// go_asm.h: e4m3Block_class = 0
 	// go_asm.h: e4m3Block_kb = 8
 	// go_asm.h: e4m3Block_kf = 16
-	// go_asm.h: e4m3Sums__size = 48
-	// go_asm.h: e4m3Sums_bb = 0
-	// go_asm.h: e4m3Sums_bf = 16
-	// go_asm.h: e4m3Sums_changed = 32
-	// go_asm.h: e4m3Sums_ff = 8
-	// go_asm.h: e4m3Sums_mx = 24
-	// go_asm.h: e4m3Sums_zeroSign = 40
+	// go_asm.h: e4m3Lanes__size = 144
+	// go_asm.h: e4m3Lanes_bb = 0
+	// go_asm.h: e4m3Lanes_bf = 64
+	// go_asm.h: e4m3Lanes_changed = 128
+	// go_asm.h: e4m3Lanes_ff = 32
+	// go_asm.h: e4m3Lanes_mx = 96
+	// go_asm.h: e4m3Lanes_zeroSign = 136
 	MOVQ    b+0(FP), SI
 	MOVQ    f+8(FP), DI
 	MOVQ    k+24(FP), R10
@@ -108,275 +116,263 @@ block:
 	VMOVDQU      e4k<>+256(SB), Y7
 
 scaled:
-	VMOVDQU      (SI)(DX*1), Y0
-	VMOVDQU      (DI)(DX*1), Y1
-	VPCMPEQB     Y1, Y0, Y2
-	VPMOVMSKB    Y2, AX
-	VPXOR        Y1, Y0, Y2
-	VPAND        e4k<>+32(SB), Y2, Y2
-	VPADDB       Y0, Y0, Y0
-	VPADDB       Y1, Y1, Y1
-	VPMAXUB      Y1, Y0, Y3
-	VPMAXUB      Y3, Y13, Y13
-	VPCMPEQB     e4k<>+320(SB), Y3, Y3
-	VPMOVMSKB    Y3, BX
-	VPMINUB      e4k<>+0(SB), Y0, Y3
-	VPSHUFB      Y3, Y14, Y4
-	VPADDB       Y0, Y4, Y4
-	VPSHUFB      Y3, Y15, Y0
-	VPOR         Y2, Y0, Y0
-	VPMINUB      e4k<>+0(SB), Y1, Y3
-	VPSHUFB      Y3, Y14, Y2
-	VPADDB       Y1, Y2, Y2
-	VPSHUFB      Y3, Y15, Y1
-	VPUNPCKLBW   Y0, Y4, Y3
-	VPUNPCKHBW   Y0, Y4, Y4
-	VPUNPCKLBW   Y1, Y2, Y0
-	VPUNPCKHBW   Y1, Y2, Y2
-	POPCNTL      AX, CX
-	ADDQ         CX, R9
-	ORL          BX, AX
-	POPCNTL      AX, AX
-	ADDQ         AX, R8
-	POPCNTL      BX, BX
-	ADDQ         BX, R11
-	VPSHUFB      e4k<>+128(SB), Y3, Y1
-	VPSHUFB      e4k<>+128(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPSHUFB      e4k<>+160(SB), Y3, Y1
-	VPSHUFB      e4k<>+160(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPSHUFB      e4k<>+192(SB), Y3, Y1
-	VPSHUFB      e4k<>+192(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPAND        e4k<>+224(SB), Y3, Y1
-	VPAND        e4k<>+224(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPSHUFB      e4k<>+128(SB), Y4, Y1
-	VPSHUFB      e4k<>+128(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPSHUFB      e4k<>+160(SB), Y4, Y1
-	VPSHUFB      e4k<>+160(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPSHUFB      e4k<>+192(SB), Y4, Y1
-	VPSHUFB      e4k<>+192(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	VPAND        e4k<>+224(SB), Y4, Y1
-	VPAND        e4k<>+224(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VMULPD       Y9, Y1, Y1
-	VFMSUB231PD  Y11, Y5, Y1
-	VANDPD       Y7, Y1, Y1
-	VMAXPD       Y1, Y12, Y12
-	ADDQ         $0x20, DX
-	JNZ          scaled
-	VPCMPEQB     e4k<>+288(SB), Y13, Y13
-	VPMOVMSKB    Y13, AX
-	TESTL        AX, AX
-	JNZ          ret
-	VEXTRACTF128 $0x01, Y12, X4
-	VMAXPD       X4, X12, X4
-	VPERMILPD    $0x01, X4, X5
-	VMAXPD       X5, X4, X4
-	MOVQ         R11, CX
-	JMP          sums
+	VMOVDQU     (SI)(DX*1), Y0
+	VMOVDQU     (DI)(DX*1), Y1
+	VPCMPEQB    Y1, Y0, Y2
+	VPMOVMSKB   Y2, AX
+	VPXOR       Y1, Y0, Y2
+	VPAND       e4k<>+32(SB), Y2, Y2
+	VPADDB      Y0, Y0, Y0
+	VPADDB      Y1, Y1, Y1
+	VPMAXUB     Y1, Y0, Y3
+	VPMAXUB     Y3, Y13, Y13
+	VPCMPEQB    e4k<>+320(SB), Y3, Y3
+	VPMOVMSKB   Y3, BX
+	VPMINUB     e4k<>+0(SB), Y0, Y3
+	VPSHUFB     Y3, Y14, Y4
+	VPADDB      Y0, Y4, Y4
+	VPSHUFB     Y3, Y15, Y0
+	VPOR        Y2, Y0, Y0
+	VPMINUB     e4k<>+0(SB), Y1, Y3
+	VPSHUFB     Y3, Y14, Y2
+	VPADDB      Y1, Y2, Y2
+	VPSHUFB     Y3, Y15, Y1
+	VPUNPCKLBW  Y0, Y4, Y3
+	VPUNPCKHBW  Y0, Y4, Y4
+	VPUNPCKLBW  Y1, Y2, Y0
+	VPUNPCKHBW  Y1, Y2, Y2
+	POPCNTL     AX, CX
+	ADDQ        CX, R9
+	ORL         BX, AX
+	POPCNTL     AX, AX
+	ADDQ        AX, R8
+	POPCNTL     BX, BX
+	ADDQ        BX, R11
+	VPSHUFB     e4k<>+128(SB), Y3, Y1
+	VPSHUFB     e4k<>+128(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPSHUFB     e4k<>+160(SB), Y3, Y1
+	VPSHUFB     e4k<>+160(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPSHUFB     e4k<>+192(SB), Y3, Y1
+	VPSHUFB     e4k<>+192(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPAND       e4k<>+224(SB), Y3, Y1
+	VPAND       e4k<>+224(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPSHUFB     e4k<>+128(SB), Y4, Y1
+	VPSHUFB     e4k<>+128(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPSHUFB     e4k<>+160(SB), Y4, Y1
+	VPSHUFB     e4k<>+160(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPSHUFB     e4k<>+192(SB), Y4, Y1
+	VPSHUFB     e4k<>+192(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	VPAND       e4k<>+224(SB), Y4, Y1
+	VPAND       e4k<>+224(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VMULPD      Y9, Y1, Y1
+	VFMSUB231PD Y11, Y5, Y1
+	VANDPD      Y7, Y1, Y1
+	VMAXPD      Y1, Y12, Y12
+	ADDQ        $0x20, DX
+	JNZ         scaled
+	VPCMPEQB    e4k<>+288(SB), Y13, Y13
+	VPMOVMSKB   Y13, AX
+	TESTL       AX, AX
+	JNZ         ret
+	VMOVAPD     Y12, Y4
+	MOVQ        R11, CX
+	JMP         sums
 
 unit:
-	VMOVDQU      (SI)(DX*1), Y0
-	VMOVDQU      (DI)(DX*1), Y1
-	VPCMPEQB     Y1, Y0, Y2
-	VPMOVMSKB    Y2, AX
-	VPXOR        Y1, Y0, Y2
-	VPAND        e4k<>+32(SB), Y2, Y2
-	VPADDB       Y0, Y0, Y0
-	VPADDB       Y1, Y1, Y1
-	VPMAXUB      Y1, Y0, Y3
-	VPMAXUB      Y3, Y13, Y13
-	VPCMPEQB     e4k<>+320(SB), Y3, Y3
-	VPMOVMSKB    Y3, BX
-	VPMINUB      e4k<>+0(SB), Y0, Y3
-	VPSHUFB      Y3, Y14, Y4
-	VPADDB       Y0, Y4, Y4
-	VPSHUFB      Y3, Y15, Y0
-	VPOR         Y2, Y0, Y0
-	VPMINUB      e4k<>+0(SB), Y1, Y3
-	VPSHUFB      Y3, Y14, Y2
-	VPADDB       Y1, Y2, Y2
-	VPSHUFB      Y3, Y15, Y1
-	VPUNPCKLBW   Y0, Y4, Y3
-	VPUNPCKHBW   Y0, Y4, Y4
-	VPUNPCKLBW   Y1, Y2, Y0
-	VPUNPCKHBW   Y1, Y2, Y2
-	POPCNTL      AX, CX
-	ADDQ         CX, R9
-	ORL          BX, AX
-	POPCNTL      AX, AX
-	ADDQ         AX, R8
-	VPSHUFB      e4k<>+128(SB), Y3, Y1
-	VPSHUFB      e4k<>+128(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y7
-	VPSHUFB      e4k<>+160(SB), Y3, Y1
-	VPSHUFB      e4k<>+160(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y5
-	VSHUFPS      $0xdd, Y5, Y7, Y5
-	VPAND        e4k<>+352(SB), Y5, Y5
-	VPMAXUD      Y5, Y12, Y12
-	VPSHUFB      e4k<>+192(SB), Y3, Y1
-	VPSHUFB      e4k<>+192(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y7
-	VPAND        e4k<>+224(SB), Y3, Y1
-	VPAND        e4k<>+224(SB), Y0, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y5
-	VSHUFPS      $0xdd, Y5, Y7, Y5
-	VPAND        e4k<>+352(SB), Y5, Y5
-	VPMAXUD      Y5, Y12, Y12
-	VPSHUFB      e4k<>+128(SB), Y4, Y1
-	VPSHUFB      e4k<>+128(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y7
-	VPSHUFB      e4k<>+160(SB), Y4, Y1
-	VPSHUFB      e4k<>+160(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y5
-	VSHUFPS      $0xdd, Y5, Y7, Y5
-	VPAND        e4k<>+352(SB), Y5, Y5
-	VPMAXUD      Y5, Y12, Y12
-	VPSHUFB      e4k<>+192(SB), Y4, Y1
-	VPSHUFB      e4k<>+192(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y7
-	VPAND        e4k<>+224(SB), Y4, Y1
-	VPAND        e4k<>+224(SB), Y2, Y5
-	VFMADD231PD  Y1, Y1, Y6
-	VFMADD231PD  Y5, Y5, Y8
-	VFMADD231PD  Y5, Y1, Y10
-	VSUBPD       Y1, Y5, Y5
-	VSHUFPS      $0xdd, Y5, Y7, Y5
-	VPAND        e4k<>+352(SB), Y5, Y5
-	VPMAXUD      Y5, Y12, Y12
-	ADDQ         $0x20, DX
-	JNZ          unit
-	VPCMPEQB     e4k<>+288(SB), Y13, Y13
-	VPMOVMSKB    Y13, AX
-	TESTL        AX, AX
-	JNZ          ret
-	VEXTRACTI128 $0x01, Y12, X4
-	VPMAXUD      X4, X12, X4
-	VPSHUFD      $0x4e, X4, X5
-	VPMAXUD      X5, X4, X4
-	VPSHUFD      $0xb1, X4, X5
-	VPMAXUD      X5, X4, X4
-	VPSLLQ       $0x20, X4, X4
-	MOVQ         R8, CX
+	VMOVDQU     (SI)(DX*1), Y0
+	VMOVDQU     (DI)(DX*1), Y1
+	VPCMPEQB    Y1, Y0, Y2
+	VPMOVMSKB   Y2, AX
+	VPXOR       Y1, Y0, Y2
+	VPAND       e4k<>+32(SB), Y2, Y2
+	VPADDB      Y0, Y0, Y0
+	VPADDB      Y1, Y1, Y1
+	VPMAXUB     Y1, Y0, Y3
+	VPMAXUB     Y3, Y13, Y13
+	VPCMPEQB    e4k<>+320(SB), Y3, Y3
+	VPMOVMSKB   Y3, BX
+	VPMINUB     e4k<>+0(SB), Y0, Y3
+	VPSHUFB     Y3, Y14, Y4
+	VPADDB      Y0, Y4, Y4
+	VPSHUFB     Y3, Y15, Y0
+	VPOR        Y2, Y0, Y0
+	VPMINUB     e4k<>+0(SB), Y1, Y3
+	VPSHUFB     Y3, Y14, Y2
+	VPADDB      Y1, Y2, Y2
+	VPSHUFB     Y3, Y15, Y1
+	VPUNPCKLBW  Y0, Y4, Y3
+	VPUNPCKHBW  Y0, Y4, Y4
+	VPUNPCKLBW  Y1, Y2, Y0
+	VPUNPCKHBW  Y1, Y2, Y2
+	POPCNTL     AX, CX
+	ADDQ        CX, R9
+	ORL         BX, AX
+	POPCNTL     AX, AX
+	ADDQ        AX, R8
+	VPSHUFB     e4k<>+128(SB), Y3, Y1
+	VPSHUFB     e4k<>+128(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y7
+	VPSHUFB     e4k<>+160(SB), Y3, Y1
+	VPSHUFB     e4k<>+160(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y5
+	VSHUFPS     $0xdd, Y5, Y7, Y5
+	VPAND       e4k<>+352(SB), Y5, Y5
+	VPMAXUD     Y5, Y12, Y12
+	VPSHUFB     e4k<>+192(SB), Y3, Y1
+	VPSHUFB     e4k<>+192(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y7
+	VPAND       e4k<>+224(SB), Y3, Y1
+	VPAND       e4k<>+224(SB), Y0, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y5
+	VSHUFPS     $0xdd, Y5, Y7, Y5
+	VPAND       e4k<>+352(SB), Y5, Y5
+	VPMAXUD     Y5, Y12, Y12
+	VPSHUFB     e4k<>+128(SB), Y4, Y1
+	VPSHUFB     e4k<>+128(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y7
+	VPSHUFB     e4k<>+160(SB), Y4, Y1
+	VPSHUFB     e4k<>+160(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y5
+	VSHUFPS     $0xdd, Y5, Y7, Y5
+	VPAND       e4k<>+352(SB), Y5, Y5
+	VPMAXUD     Y5, Y12, Y12
+	VPSHUFB     e4k<>+192(SB), Y4, Y1
+	VPSHUFB     e4k<>+192(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y7
+	VPAND       e4k<>+224(SB), Y4, Y1
+	VPAND       e4k<>+224(SB), Y2, Y5
+	VFMADD231PD Y1, Y1, Y6
+	VFMADD231PD Y5, Y5, Y8
+	VFMADD231PD Y5, Y1, Y10
+	VSUBPD      Y1, Y5, Y5
+	VSHUFPS     $0xdd, Y5, Y7, Y5
+	VPAND       e4k<>+352(SB), Y5, Y5
+	VPMAXUD     Y5, Y12, Y12
+	ADDQ        $0x20, DX
+	JNZ         unit
+	VPCMPEQB    e4k<>+288(SB), Y13, Y13
+	VPMOVMSKB   Y13, AX
+	TESTL       AX, AX
+	JNZ         ret
+	VPSLLQ      $0x20, Y12, Y4
+	VPAND       e4k<>+448(SB), Y12, Y5
+	VMAXPD      Y5, Y4, Y4
+	MOVQ        R8, CX
 
 sums:
-	// X4 holds the maximum (·2^8 like the values), CX the pairs that
-	// did not change.
-	VHADDPD      Y8, Y6, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPD       X1, X0, X0
-	VEXTRACTF128 $0x01, Y10, X2
-	VADDPD       X2, X10, X2
-	VPERMILPD    $0x01, X2, X3
-	VADDSD       X3, X2, X2
-	VUNPCKLPD    X4, X2, X2
-	VMULPD       e4k<>+400(SB), X0, X0
-	VMULPD       e4k<>+384(SB), X2, X2
-	VMOVSD       X0, (R12)
-	VMOVHPD      X0, 8(R12)
-	VMOVSD       X2, 16(R12)
-	VMOVHPD      X2, 24(R12)
-	MOVQ         bn+16(FP), BX
-	SUBQ         CX, BX
-	MOVQ         BX, 32(R12)
-	SUBQ         R9, R8
-	MOVQ         R8, 40(R12)
-	ADDQ         $0x00000060, R10
-	ADDQ         $0x00000030, R12
-	INCQ         R13
-	JMP          block
+	// Y4 holds the maximum per lane (·2^8 like the values), CX the
+	// pairs that did not change.
+	VMULPD  e4k<>+416(SB), Y4, Y4
+	VMAXPD  96(R12), Y4, Y4
+	VMOVUPD Y4, 96(R12)
+	VMULPD  e4k<>+384(SB), Y6, Y6
+	VADDPD  (R12), Y6, Y6
+	VMOVUPD Y6, (R12)
+	VMULPD  e4k<>+384(SB), Y8, Y8
+	VADDPD  32(R12), Y8, Y8
+	VMOVUPD Y8, 32(R12)
+	VMULPD  e4k<>+384(SB), Y10, Y10
+	VADDPD  64(R12), Y10, Y10
+	VMOVUPD Y10, 64(R12)
+	MOVQ    bn+16(FP), BX
+	SUBQ    CX, BX
+	ADDQ    BX, 128(R12)
+	SUBQ    R9, R8
+	ADDQ    R8, 136(R12)
+	ADDQ    $0x00000060, R10
+	ADDQ    $0x00000090, R12
+	INCQ    R13
+	JMP     block
 
 ret:
 	MOVQ R13, ret+48(FP)
 	VZEROUPPER
 	RET
 
-// func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int
+// func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 // Requires: AVX, AVX2, FMA3
 TEXT ·e4m3NormAVX2(SB), NOSPLIT, $0-48
 	// The go_asm.h values this function uses (TestGoAsmLayout checks them):
 	// go_asm.h: const_e4m3Same = 1
 	// go_asm.h: e4m3Block__size = 96
 	// go_asm.h: e4m3Block_class = 0
-	// go_asm.h: e4m3Sums__size = 48
-	// go_asm.h: e4m3Sums_bb = 0
-	// go_asm.h: e4m3Sums_bf = 16
-	// go_asm.h: e4m3Sums_changed = 32
-	// go_asm.h: e4m3Sums_ff = 8
-	// go_asm.h: e4m3Sums_mx = 24
-	// go_asm.h: e4m3Sums_zeroSign = 40
+	// go_asm.h: e4m3Lanes__size = 144
+	// go_asm.h: e4m3Lanes_bb = 0
+	// go_asm.h: e4m3Lanes_bf = 64
+	// go_asm.h: e4m3Lanes_ff = 32
 	MOVQ    b+0(FP), SI
 	MOVQ    k+16(FP), R10
 	MOVQ    out+32(FP), R12
@@ -398,54 +394,49 @@ nblock:
 	VPXOR   Y13, Y13, Y13
 
 nloop:
-	VMOVDQU      (SI)(DX*1), Y0
-	VPADDB       Y0, Y0, Y0
-	VPMAXUB      Y0, Y13, Y13
-	VPMINUB      e4k<>+0(SB), Y0, Y3
-	VPSHUFB      Y3, Y14, Y4
-	VPADDB       Y0, Y4, Y4
-	VPSHUFB      Y3, Y15, Y0
-	VPUNPCKLBW   Y0, Y4, Y3
-	VPUNPCKHBW   Y0, Y4, Y4
-	VPSHUFB      e4k<>+128(SB), Y3, Y1
-	VFMADD231PD  Y1, Y1, Y6
-	VPSHUFB      e4k<>+160(SB), Y3, Y1
-	VFMADD231PD  Y1, Y1, Y8
-	VPSHUFB      e4k<>+192(SB), Y3, Y1
-	VFMADD231PD  Y1, Y1, Y6
-	VPAND        e4k<>+224(SB), Y3, Y1
-	VFMADD231PD  Y1, Y1, Y8
-	VPSHUFB      e4k<>+128(SB), Y4, Y1
-	VFMADD231PD  Y1, Y1, Y6
-	VPSHUFB      e4k<>+160(SB), Y4, Y1
-	VFMADD231PD  Y1, Y1, Y8
-	VPSHUFB      e4k<>+192(SB), Y4, Y1
-	VFMADD231PD  Y1, Y1, Y6
-	VPAND        e4k<>+224(SB), Y4, Y1
-	VFMADD231PD  Y1, Y1, Y8
-	ADDQ         $0x20, DX
-	JNZ          nloop
-	VPCMPEQB     e4k<>+288(SB), Y13, Y13
-	VPMOVMSKB    Y13, AX
-	TESTL        AX, AX
-	JNZ          nret
-	VADDPD       Y8, Y6, Y6
-	VEXTRACTF128 $0x01, Y6, X0
-	VADDPD       X0, X6, X0
-	VPERMILPD    $0x01, X0, X1
-	VADDSD       X1, X0, X0
-	VMULSD       e4k<>+400(SB), X0, X0
-	VMOVSD       X0, (R12)
-	VMOVSD       X0, 8(R12)
-	VMOVSD       X0, 16(R12)
-	XORQ         AX, AX
-	MOVQ         AX, 24(R12)
-	MOVQ         AX, 32(R12)
-	MOVQ         AX, 40(R12)
-	ADDQ         $0x00000060, R10
-	ADDQ         $0x00000030, R12
-	INCQ         R13
-	JMP          nblock
+	VMOVDQU     (SI)(DX*1), Y0
+	VPADDB      Y0, Y0, Y0
+	VPMAXUB     Y0, Y13, Y13
+	VPMINUB     e4k<>+0(SB), Y0, Y3
+	VPSHUFB     Y3, Y14, Y4
+	VPADDB      Y0, Y4, Y4
+	VPSHUFB     Y3, Y15, Y0
+	VPUNPCKLBW  Y0, Y4, Y3
+	VPUNPCKHBW  Y0, Y4, Y4
+	VPSHUFB     e4k<>+128(SB), Y3, Y1
+	VFMADD231PD Y1, Y1, Y6
+	VPSHUFB     e4k<>+160(SB), Y3, Y1
+	VFMADD231PD Y1, Y1, Y8
+	VPSHUFB     e4k<>+192(SB), Y3, Y1
+	VFMADD231PD Y1, Y1, Y6
+	VPAND       e4k<>+224(SB), Y3, Y1
+	VFMADD231PD Y1, Y1, Y8
+	VPSHUFB     e4k<>+128(SB), Y4, Y1
+	VFMADD231PD Y1, Y1, Y6
+	VPSHUFB     e4k<>+160(SB), Y4, Y1
+	VFMADD231PD Y1, Y1, Y8
+	VPSHUFB     e4k<>+192(SB), Y4, Y1
+	VFMADD231PD Y1, Y1, Y6
+	VPAND       e4k<>+224(SB), Y4, Y1
+	VFMADD231PD Y1, Y1, Y8
+	ADDQ        $0x20, DX
+	JNZ         nloop
+	VPCMPEQB    e4k<>+288(SB), Y13, Y13
+	VPMOVMSKB   Y13, AX
+	TESTL       AX, AX
+	JNZ         nret
+	VADDPD      Y8, Y6, Y6
+	VMULPD      e4k<>+384(SB), Y6, Y6
+	VADDPD      (R12), Y6, Y0
+	VMOVUPD     Y0, (R12)
+	VADDPD      32(R12), Y6, Y0
+	VMOVUPD     Y0, 32(R12)
+	VADDPD      64(R12), Y6, Y0
+	VMOVUPD     Y0, 64(R12)
+	ADDQ        $0x00000060, R10
+	ADDQ        $0x00000090, R12
+	INCQ        R13
+	JMP         nblock
 
 nret:
 	MOVQ R13, ret+40(FP)

@@ -21,17 +21,25 @@ func e4m3BlocksWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3
 	return e4m3BlocksGo(b, f, bn, k, out)
 }
 
-// e4m3Blocks is e4m3BlocksGo here.
-func e4m3Blocks(b, f []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3BlocksGo(b, f, bn, k, out)
+// e4m3BlocksInto adds the sums of e4m3BlocksGo into lane 0 of out (via
+// tmp) here.
+func e4m3BlocksInto(b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	return e4m3BlocksIntoWith(e4m3KernelGo, b, f, bn, k, out, tmp)
 }
 
-// e4m3Norm is e4m3Blocks for f = b here.
-func e4m3Norm(b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3NormWith(e4m3KernelGo, b, bn, k, out)
+// e4m3BlocksIntoWith is e4m3BlocksInto: kern is the Go loop here.
+func e4m3BlocksIntoWith(_ e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	done := e4m3BlocksGo(b, f, bn, k, tmp)
+	e4m3AddInto(out, tmp[:done])
+	return done
 }
 
-// e4m3NormWith is e4m3Norm: kern is the Go loop here.
-func e4m3NormWith(_ e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums) int {
-	return e4m3BlocksGo(b, b, bn, k, out)
+// e4m3NormInto is e4m3BlocksInto for f = b here.
+func e4m3NormInto(b []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	return e4m3NormIntoWith(e4m3KernelGo, b, bn, k, out, tmp)
+}
+
+// e4m3NormIntoWith is e4m3NormInto: kern is the Go loop here.
+func e4m3NormIntoWith(_ e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
+	return e4m3BlocksIntoWith(e4m3KernelGo, b, b, bn, k, out, tmp)
 }

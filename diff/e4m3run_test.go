@@ -701,8 +701,8 @@ func TestE4M3Norm(t *testing.T) {
 	}
 }
 
-// BenchmarkE4M3Norm measures e4m3AddNorm (a side compared with itself,
-// normChunk) against e4m3AddBlocks of the same bytes on both sides, per
+// BenchmarkE4M3Norm measures e4m3NormInto (a side compared with itself,
+// normChunk) against e4m3BlocksInto of the same bytes on both sides, per
 // code, on rows of 40 blocks of 128 codes of one scale.
 func BenchmarkE4M3Norm(b *testing.B) {
 	const nk, bn, rows = 40, 128, 64
@@ -712,17 +712,16 @@ func BenchmarkE4M3Norm(b *testing.B) {
 		x[i] = e4m3NumCodes[rng.IntN(len(e4m3NumCodes))]
 	}
 	k := mixedBlocks(rng, nk, "same")
-	out := make([]e4m3Sums, nk)
+	lanes, tmp := make([]e4m3Lanes, nk), make([]e4m3Sums, nk)
 	for _, impl := range []struct {
 		name string
-		add  func(x []byte, r *partial) int
-	}{{"norm", func(x []byte, r *partial) int { return e4m3AddNormWith(e4m3Fastest(), x, bn, k, out, r) }},
-		{"blocks", func(x []byte, r *partial) int { return e4m3AddBlocksWith(e4m3Fastest(), x, x, bn, k, out, r) }}} {
+		add  func(x []byte) int
+	}{{"norm", func(x []byte) int { return e4m3NormIntoWith(e4m3Fastest(), x, bn, k, lanes, tmp) }},
+		{"blocks", func(x []byte) int { return e4m3BlocksIntoWith(e4m3Fastest(), x, x, bn, k, lanes, tmp) }}} {
 		b.Run(impl.name, func(b *testing.B) {
-			var r partial
 			for b.Loop() {
 				for g := 0; g < len(x); g += nk * bn {
-					if impl.add(x[g:g+nk*bn], &r) != nk {
+					if impl.add(x[g:g+nk*bn]) != nk {
 						b.Fatal("NaN")
 					}
 				}
@@ -732,10 +731,14 @@ func BenchmarkE4M3Norm(b *testing.B) {
 	}
 }
 
-// e4m3AddNormWith is e4m3NormWith followed by r.addE4M3 of the blocks
-// done.
+// e4m3AddNormWith is e4m3NormIntoWith into zero lanes, added up into
+// out, followed by r.addE4M3 of the blocks done.
 func e4m3AddNormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m3Sums, r *partial) int {
-	done := e4m3NormWith(kern, b, bn, k, out)
+	l := make([]e4m3Lanes, len(k))
+	done := e4m3NormIntoWith(kern, b, bn, k, l, make([]e4m3Sums, len(k)))
+	for j := range done {
+		out[j] = l[j].sum()
+	}
 	r.addE4M3(out[:done], k)
 	return done
 }

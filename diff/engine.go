@@ -559,15 +559,17 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		blk := c / bn
 		b, f := bseg[c-c0:], fseg[c-c0:]
 		if whole := (c1 - c) / bn; c == blk*bn && whole > 0 && bn <= e4m3RunMax {
+			// rows > 0: bn <= e4m3RunMax
 			k := blks[blk : blk+whole]
 			sc.e4m3 = grow(sc.e4m3, whole)
+			out := fd.lanes(int(blk), int(whole))
 			var done int
 			if sameBytes(bseg, fseg) { // normChunk: the base on both sides
-				done = e4m3Norm(b, int(bn), k, sc.e4m3)
+				done = e4m3NormInto(b, int(bn), k, out, sc.e4m3)
 			} else {
-				done = e4m3Blocks(b, f, int(bn), k, sc.e4m3)
+				done = e4m3BlocksInto(b, f, int(bn), k, out, sc.e4m3)
 			}
-			add(blk, sc.e4m3[:done])
+			fd.mark(int(blk), done)
 			c += int64(done) * bn
 			if int64(done) == whole {
 				continue

@@ -35,10 +35,13 @@ import (
 //
 // Sums. bb, ff, bf go into one accumulator each (VFMADD231PD); every
 // partial sum is a multiple of 2^-2 (the values are multiples of
-// 2^-1) below 2^51, so any order gives the exact sum, scaled by 2^-16 at
-// the end. The maximum of |F − B| (scales 1; see e4m3Unit1) or
-// |F·s_f − B·s_b| (VMULPD, VFMSUB231PD: exact for the scales the caller
-// allows) is scaled by 2^-8.
+// 2^-1) below 2^51, so any order gives the exact sum. At the end of a
+// block the four lanes of each, scaled by 2^-16, are added into the four
+// lanes of out[j] (e4m3Lanes: the caller folds a band's rows into them,
+// e4m3fold.go, and adds the lanes up once; still exact), with no
+// horizontal reduction. The maximum of |F − B| (scales 1; see
+// e4m3Unit1) or |F·s_f − B·s_b| (VMULPD, VFMSUB231PD: exact for the
+// scales the caller allows) is scaled by 2^-8 and kept per lane too.
 //
 // Counts. Byte compares: eq = (c_b == c_f), z = (max(c2_b, c2_f) == 0),
 // i.e. both codes ±0; VPMOVMSKB and POPCNT count #(z or eq), #eq and
@@ -53,8 +56,10 @@ import (
 // the maximum), the scaled one 99 (32 for the maximum): about 0.82 and
 // 0.95 ns per pair at 2.4 GHz. Counting on the integer side (SWAR), two
 // accumulators per sum and software prefetch were tried: no faster. A
-// block adds about 55 instructions around its loop (setup, NaN check,
-// reductions, stores): a few ns in blocks of 128 pairs.
+// block adds about 40 instructions around its loop (setup, NaN check,
+// the adds into out[j]); with the horizontal reductions it had 55, and
+// blocks of 128 pairs of two scales took 0.71 ns a pair against 0.57 in
+// one long block.
 //
 // Registers: Y0-Y5 scratch; Y6 bb, Y8 ff, Y10 bf (one accumulator each:
 // two were not faster); Y7 scratch of the unit loop, the float64
@@ -92,28 +97,34 @@ func e4m3run(f *file) {
 		n2, n2, n2, n2, // 288: c2 of a NaN code
 		0, 0, 0, 0, // 320: zero
 		m2, m2, m2, m2, // 352: float32-style magnitude of dwords
-		0x3ef0000000000000, // 384: 2^-16
-		0x3f70000000000000, // 392: 2^-8
-		0x3ef0000000000000, // 400: 2^-16
-		0x3ef0000000000000, // 408: 2^-16
+		// 384: 2^-16 in each float64
+		0x3ef0000000000000, 0x3ef0000000000000, 0x3ef0000000000000, 0x3ef0000000000000,
+		// 416: 2^-8 in each float64
+		0x3f70000000000000, 0x3f70000000000000, 0x3f70000000000000, 0x3f70000000000000,
+		// 448: the high dword of each qword
+		0xffffffff00000000, 0xffffffff00000000, 0xffffffff00000000, 0xffffffff00000000,
 	)
 	k := e4m3Consts{
 		k15: e4k, sign: e4k.Offset(32),
 		w:   [4]Mem{e4k.Offset(128), e4k.Offset(160), e4k.Offset(192), e4k.Offset(224)},
 		abs: e4k.Offset(256), nanC2: e4k.Offset(288), zero: e4k.Offset(320), abs32: e4k.Offset(352),
+		unit16: e4k.Offset(384), unit8: e4k.Offset(416), hi32: e4k.Offset(448),
 	}
 
 	// Block j (of nk, bn pairs each, bn a positive multiple of 32) runs
 	// the unit loop when k[j] is e4m3Same, the scaled one with k[j].kb,
-	// kf when it is e4m3Diff, and overwrites out[j] with its sums like
-	// e4m3BlocksGo; the kernel returns at the first block that is
-	// e4m3Generic or holds a NaN code, with the number of blocks done.
-	f.text("e4m3BlocksAVX2", "func(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int")
+	// kf when it is e4m3Diff, and adds its sums into the lanes out[j]
+	// (e4m3Lanes: the four lanes of each accumulator into the four of
+	// the sum, no horizontal reduction; the counts into the counts);
+	// the kernel returns at the first block that is e4m3Generic or holds
+	// a NaN code, with the number of blocks done (out[j] untouched from
+	// there on).
+	f.text("e4m3BlocksAVX2", "func(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int")
 	f.useGoAsm("const_e4m3Same", "const_e4m3Diff", "e4m3Block__size", "e4m3Block_class",
-		"e4m3Block_kb", "e4m3Block_kf", "e4m3Sums__size", "e4m3Sums_bb", "e4m3Sums_ff",
-		"e4m3Sums_bf", "e4m3Sums_mx", "e4m3Sums_changed", "e4m3Sums_zeroSign")
+		"e4m3Block_kb", "e4m3Block_kf", "e4m3Lanes__size", "e4m3Lanes_bb", "e4m3Lanes_ff",
+		"e4m3Lanes_bf", "e4m3Lanes_mx", "e4m3Lanes_changed", "e4m3Lanes_zeroSign")
 	blk := func(field string) Mem { return Mem{Base: R10, Disp: f.layout("e4m3Block_" + field)} }
-	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Sums_" + field)} }
+	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Lanes_" + field)} }
 	f.MOVQ(f.Arg("b"), RSI)
 	f.MOVQ(f.Arg("f"), RDI)
 	f.MOVQ(f.Arg("k"), R10)
@@ -155,11 +166,8 @@ func e4m3run(f *file) {
 	f.ADDQ(U8(32), RDX)
 	f.JNZ(LabelRef("scaled"))
 	f.e4m3NaNCheck(k)
-	f.VEXTRACTF128(U8(1), Y12, X4) // max |F·s_f − B·s_b|
-	f.VMAXPD(X4, X12, X4)
-	f.VPERMILPD(U8(1), X4, X5)
-	f.VMAXPD(X5, X4, X4)
-	f.MOVQ(R11, RCX) // scales differ: every pair but two zeros changed
+	f.VMOVAPD(Y12, Y4) // max |F·s_f − B·s_b|, per lane
+	f.MOVQ(R11, RCX)   // scales differ: every pair but two zeros changed
 	f.JMP(LabelRef("sums"))
 
 	f.Label("unit")
@@ -170,38 +178,33 @@ func e4m3run(f *file) {
 	f.ADDQ(U8(32), RDX)
 	f.JNZ(LabelRef("unit"))
 	f.e4m3NaNCheck(k)
-	f.VEXTRACTI128(U8(1), Y12, X4) // high dwords of max |F − B|
-	f.VPMAXUD(X4, X12, X4)
-	f.VPSHUFD(U8(0x4e), X4, X5)
-	f.VPMAXUD(X5, X4, X4)
-	f.VPSHUFD(U8(0xb1), X4, X5)
-	f.VPMAXUD(X5, X4, X4)
-	f.VPSLLQ(U8(32), X4, X4) // as float64
-	f.MOVQ(R8, RCX)          // one scale: the pairs of different codes changed
+	// The packed high dwords of max |F − B| as float64: the even ones
+	// shifted to the top, the odd ones already there.
+	f.VPSLLQ(U8(32), Y12, Y4)
+	f.VPAND(k.hi32, Y12, Y5)
+	f.VMAXPD(Y5, Y4, Y4)
+	f.MOVQ(R8, RCX) // one scale: the pairs of different codes changed
 
 	f.Label("sums")
-	f.Comment("X4 holds the maximum (·2^8 like the values), CX the pairs that", "did not change.")
-	f.VHADDPD(Y8, Y6, Y0) // bb01 ff01 bb23 ff23
-	f.VEXTRACTF128(U8(1), Y0, X1)
-	f.VADDPD(X1, X0, X0) // bb ff
-	f.VEXTRACTF128(U8(1), Y10, X2)
-	f.VADDPD(X2, X10, X2)
-	f.VPERMILPD(U8(1), X2, X3)
-	f.VADDSD(X3, X2, X2)              // bf
-	f.VUNPCKLPD(X4, X2, X2)           // bf max
-	f.VMULPD(e4k.Offset(400), X0, X0) // ·2^-16 (exact)
-	f.VMULPD(e4k.Offset(384), X2, X2) // ·2^-16, ·2^-8
-	f.VMOVSD(X0, sums("bb"))
-	f.VMOVHPD(X0, sums("ff"))
-	f.VMOVSD(X2, sums("bf"))
-	f.VMOVHPD(X2, sums("mx"))
+	f.Comment("Y4 holds the maximum per lane (·2^8 like the values), CX the", "pairs that did not change.")
+	f.VMULPD(k.unit8, Y4, Y4) // exact
+	f.VMAXPD(sums("mx"), Y4, Y4)
+	f.VMOVUPD(Y4, sums("mx"))
+	for _, a := range []struct {
+		acc   VecPhysical
+		field string
+	}{{Y6, "bb"}, {Y8, "ff"}, {Y10, "bf"}} {
+		f.VMULPD(k.unit16, a.acc, a.acc) // exact
+		f.VADDPD(sums(a.field), a.acc, a.acc)
+		f.VMOVUPD(a.acc, sums(a.field))
+	}
 	f.MOVQ(f.Arg("bn"), RBX)
 	f.SUBQ(RCX, RBX)
-	f.MOVQ(RBX, sums("changed"))
+	f.ADDQ(RBX, sums("changed"))
 	f.SUBQ(R9, R8) // #(z and not eq)
-	f.MOVQ(R8, sums("zeroSign"))
+	f.ADDQ(R8, sums("zeroSign"))
 	f.ADDQ(U32(f.layout("e4m3Block__size")), R10)
-	f.ADDQ(U32(f.layout("e4m3Sums__size")), R12)
+	f.ADDQ(U32(f.layout("e4m3Lanes__size")), R12)
 	f.INCQ(R13)
 	f.JMP(LabelRef("block"))
 
@@ -215,9 +218,10 @@ func e4m3run(f *file) {
 
 // e4m3norm writes e4m3NormAVX2: e4m3BlocksAVX2 for a side compared with
 // itself (f = b, the statistics of a chunk whose two sides are the same
-// bytes), for blocks of one scale: the sums of block j are bb = ff = bf =
-// Σv², mx = 0, changed = zeroSign = 0, exactly what e4m3BlocksAVX2 gives
-// for the pairs (b[i], b[i]) (σ = 0, so B = F = |v|). Only Σv² is
+// bytes), for blocks of one scale: it adds Σv² into the lanes bb, ff, bf
+// of out[j] and leaves mx and the counts (their sums are 0), exactly what
+// e4m3BlocksAVX2 adds for the pairs (b[i], b[i]) (σ = 0, so B = F = |v|;
+// the lanes hold other partial sums, exact either way). Only Σv² is
 // computed: the decode of one side (without the sign, which a square
 // drops), its moves to qwords and one FMA per four codes, about 25
 // instructions per 32 codes where e4m3BlocksAVX2 takes 87 per 32 pairs.
@@ -230,11 +234,11 @@ func e4m3run(f *file) {
 // Y14 T2, Y15 H; SI the end of the block's codes, DX minus the codes
 // left, R10 k[j], R12 out[j], R13 the blocks done.
 func e4m3norm(f *file, k e4m3Consts, e4k Mem) {
-	f.text("e4m3NormAVX2", "func(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums) int")
-	f.useGoAsm("const_e4m3Same", "e4m3Block__size", "e4m3Block_class", "e4m3Sums__size", "e4m3Sums_bb",
-		"e4m3Sums_ff", "e4m3Sums_bf", "e4m3Sums_mx", "e4m3Sums_changed", "e4m3Sums_zeroSign")
+	f.text("e4m3NormAVX2", "func(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int")
+	f.useGoAsm("const_e4m3Same", "e4m3Block__size", "e4m3Block_class", "e4m3Lanes__size", "e4m3Lanes_bb",
+		"e4m3Lanes_ff", "e4m3Lanes_bf")
 	blk := func(field string) Mem { return Mem{Base: R10, Disp: f.layout("e4m3Block_" + field)} }
-	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Sums_" + field)} }
+	sums := func(field string) Mem { return Mem{Base: R12, Disp: f.layout("e4m3Lanes_" + field)} }
 	f.MOVQ(f.Arg("b"), RSI)
 	f.MOVQ(f.Arg("k"), R10)
 	f.MOVQ(f.Arg("out"), R12)
@@ -287,20 +291,13 @@ func e4m3norm(f *file, k e4m3Consts, e4k Mem) {
 	f.JNZ(LabelRef("nret")) // a NaN code
 
 	f.VADDPD(Y8, Y6, Y6)
-	f.VEXTRACTF128(U8(1), Y6, X0)
-	f.VADDPD(X0, X6, X0)
-	f.VPERMILPD(U8(1), X0, X1)
-	f.VADDSD(X1, X0, X0)
-	f.VMULSD(e4k.Offset(400), X0, X0) // ·2^-16 (exact)
-	f.VMOVSD(X0, sums("bb"))
-	f.VMOVSD(X0, sums("ff"))
-	f.VMOVSD(X0, sums("bf"))
-	f.XORQ(RAX, RAX)
-	f.MOVQ(RAX, sums("mx")) // +0
-	f.MOVQ(RAX, sums("changed"))
-	f.MOVQ(RAX, sums("zeroSign"))
+	f.VMULPD(k.unit16, Y6, Y6) // exact
+	for _, field := range []string{"bb", "ff", "bf"} {
+		f.VADDPD(sums(field), Y6, Y0)
+		f.VMOVUPD(Y0, sums(field))
+	}
 	f.ADDQ(U32(f.layout("e4m3Block__size")), R10)
-	f.ADDQ(U32(f.layout("e4m3Sums__size")), R12)
+	f.ADDQ(U32(f.layout("e4m3Lanes__size")), R12)
 	f.INCQ(R13)
 	f.JMP(LabelRef("nblock"))
 
@@ -315,6 +312,8 @@ func e4m3norm(f *file, k e4m3Consts, e4k Mem) {
 type e4m3Consts struct {
 	k15, sign, abs, nanC2, zero, abs32 Mem
 	w                                  [4]Mem // word i of each qword to its top
+	unit16, unit8                      Mem    // 2^-16, 2^-8 in each float64
+	hi32                               Mem    // the high dword of each qword
 }
 
 // e4m3Decode decodes the 32 pairs at SI, DI into the words Y3/Y0 (b/f,

@@ -39,6 +39,14 @@ func goAsm() map[string]int {
 		"e4m3Block_crossNeg": 80,
 		"e4m3Block_unit":     88,
 
+		"e4m3Lanes__size":    144,
+		"e4m3Lanes_bb":       0,
+		"e4m3Lanes_ff":       32,
+		"e4m3Lanes_bf":       64,
+		"e4m3Lanes_mx":       96,
+		"e4m3Lanes_changed":  128,
+		"e4m3Lanes_zeroSign": 136,
+
 		"e4m3Sums__size":    48,
 		"e4m3Sums_bb":       0,
 		"e4m3Sums_ff":       8,

@@ -61,7 +61,7 @@ func (f *file) text(name, sig string) {
 // opaque: the kernels reach their fields through layout.go.
 func declarations() *types.Package {
 	pkg := types.NewPackage("github.com/ckpt-dev/ckpt/diff", "diff")
-	for _, n := range []string{"lanes", "e4m3Block", "e4m3Sums", "partial"} {
+	for _, n := range []string{"lanes", "e4m3Block", "e4m3Lanes", "e4m3Sums", "partial"} {
 		obj := types.NewTypeName(token.NoPos, pkg, n, nil)
 		types.NewNamed(obj, types.NewStruct(nil, nil), nil)
 		pkg.Scope().Insert(obj)
