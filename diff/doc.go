@@ -40,9 +40,11 @@
 // copy, about what cat of the same files costs, stays; with the default
 // ChunkBytes a pair of local files is read in pieces of 256 KiB per side
 // (localPieceBytes), which the comparison reads back from the L2 cache.
-// Two block-FP8 weights go through e4m3AddBlocks: one kernel call per row
-// of whole scale blocks, which also adds each block into the chunk's
-// statistics; a chunk of equal sides (normChunk) through e4m3AddNorm,
+// Two block-FP8 weights go through e4m3BlocksInto: one kernel call per row
+// of whole scale blocks, which adds each block's exact sums into its slot
+// of the band's fold (e4m3fold.go: the rows of a row of scale blocks), each
+// block then scaled and added into the chunk's statistics once, when the
+// band ends; a chunk of equal sides (normChunk) through e4m3NormInto,
 // which on AVX2 computes only Σv² of one side.
 //
 // With CompareOptions.SampleBytes (or SampleBudget, a total spread over the
