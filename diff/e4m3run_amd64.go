@@ -104,8 +104,9 @@ func e4m3BlocksWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e
 
 // e4m3BlocksInto adds the sums of len(k) whole scale blocks of bn code
 // pairs each (e4m3BlocksGo) into the lanes out[j], with the fastest
-// kernel of this CPU: the AVX2 one adds its lanes into them itself, the
-// others' sums (through tmp, len(k) of them) go into lane 0. It stops,
+// kernel of this CPU (as e4m3BlocksWith chooses it): the AVX2 one adds its
+// lanes into them itself, the others' sums (through tmp, len(k) of them)
+// go into lane 0. It stops,
 // like e4m3BlocksGo, at the first block that is e4m3Generic or holds a
 // NaN code, and returns the number of blocks done (out from there on
 // untouched).
@@ -116,7 +117,7 @@ func e4m3BlocksInto(b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e
 // e4m3BlocksIntoWith is e4m3BlocksInto with kernel kern (one that this
 // CPU runs).
 func e4m3BlocksIntoWith(kern e4m3Kernel, b, f []byte, bn int, k []e4m3Block, out []e4m3Lanes, tmp []e4m3Sums) int {
-	if kern == e4m3KernelAVX2 && bn > 0 && bn%32 == 0 && len(k) > 0 {
+	if kern != e4m3KernelGo && bn > 0 && bn%32 == 0 && len(k) > 0 && (kern == e4m3KernelAVX2 || bn%64 != 0) {
 		n := len(k) * bn
 		b, f, out = b[:n], f[:n], out[:len(k)]
 		return e4m3BlocksAVX2(&b[0], &f[0], bn, &k[0], len(k), &out[0])

@@ -748,3 +748,70 @@ func e4m3Fastest() e4m3Kernel {
 	ks := e4m3Kernels()
 	return ks[len(ks)-1]
 }
+
+// TestE4M3BlocksInto holds e4m3BlocksIntoWith and e4m3NormIntoWith, for
+// every kernel of this CPU, to the Go loop's sums added into lanes that
+// already hold sums (a band's earlier rows): the lanes added up are the
+// same bits, the blocks after the one that stops a call (a NaN code, a
+// block left to the decoded path) are untouched. Block widths the AVX2
+// kernel takes (multiples of 32), the AVX-512 one (of 64) and neither.
+func TestE4M3BlocksInto(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, bn := range []int{32, 64, 96, 128, 48} {
+		for _, nk := range []int{1, 3, 8} {
+			for iter := range 16 {
+				k := make([]e4m3Block, nk)
+				for j := range k {
+					s := e4m3AddScales[rng.IntN(len(e4m3AddScales))]
+					switch c := rng.IntN(8); {
+					case c == 0 && iter > 0:
+						k[j] = e4m3Block{} // e4m3Generic
+					case c < 4:
+						k[j] = newE4M3Block(s, s*1.0078125) // two scales
+					default:
+						k[j] = newE4M3Block(s, s)
+					}
+				}
+				b := randCodes(rng, nk*bn, nil)
+				f := randCodes(rng, nk*bn, b)
+				if iter%3 == 1 { // a NaN code in a random block
+					f[rng.IntN(len(f))] = 0xff
+				}
+				// lanes of an earlier row: the Go loop's sums of other codes
+				held := make([]e4m3Sums, nk)
+				for j := range held {
+					held[j] = e4m3Sums{}
+					e4m3RunGo(randCodes(rng, bn, nil), randCodes(rng, bn, nil), true, 1, 1, &held[j])
+				}
+				for _, norm := range []bool{false, true} {
+					fs := f
+					if norm {
+						fs = b
+					}
+					want := make([]e4m3Sums, nk)
+					nWant := e4m3BlocksGo(b, fs, bn, k, want)
+					for _, kern := range e4m3Kernels() {
+						msg := fmt.Sprintf("kernel %d, bn %d, nk %d, iter %d, norm %v", kern, bn, nk, iter, norm)
+						lanes := make([]e4m3Lanes, nk)
+						e4m3AddInto(lanes, held)
+						var n int
+						if norm {
+							n = e4m3NormIntoWith(kern, b, bn, k, lanes, make([]e4m3Sums, nk))
+						} else {
+							n = e4m3BlocksIntoWith(kern, b, fs, bn, k, lanes, make([]e4m3Sums, nk))
+						}
+						require.Equal(t, nWant, n, msg)
+						for j := range nk {
+							w := held[j]
+							if j < n {
+								w.add(&want[j])
+							}
+							require.Equal(t, e4m3SumsBits(w), e4m3SumsBits(lanes[j].sum()), "%s: block %d", msg, j)
+						}
+					}
+				}
+			}
+		}
+	}
+}
