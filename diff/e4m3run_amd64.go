@@ -165,10 +165,11 @@ func e4m3NormAVX2(b *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 //go:noescape
 func e4m3BlocksAVX2(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Lanes) int
 
-// e4m3BlocksAVX512 is e4m3BlocksAVX2 in 512-bit vectors for bn a positive
-// multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab); with
-// p not nil it also adds each block done into *p as p.addE4M3 would
-// (e4m3AddBlocks).
+// e4m3BlocksAVX512 is e4m3BlocksGo in 512-bit vectors for bn a positive
+// multiple of 64 (up to e4m3RunMax), decoding through tab (e4m3Tab): it
+// overwrites out[j] with block j's sums (not lanes); with p not nil it
+// also adds each block done into *p as p.addE4M3 would, which only the
+// tests use since the fold (e4m3fold.go) adds blocks once per band.
 //
 //go:noescape
 func e4m3BlocksAVX512(b, f *byte, bn int, k *e4m3Block, nk int, out *e4m3Sums, tab *[256]byte, p *partial) int
