@@ -24,15 +24,15 @@ package diff
 // e4m3Fold holds the exact sums of the blocks of the current band of one
 // chunk (a scratch's: one chunk in flight).
 type e4m3Fold struct {
-	r    *partial    // the chunk's partial; nil: nothing held
-	p    *plan       // the tensor pair
-	band int64       // the band's number (e4m3Band)
-	blks []e4m3Block // the descriptors of the band's row of blocks
-	sums []e4m3Lanes // the band's sums, by block column
-	held []bool      // sums[j] holds a run
-	n    int         // the number of columns held
-	keep []e4m3Sums  // flush: the held sums in column order
-	kblk []e4m3Block // flush: their descriptors
+	r      *partial    // the chunk's partial; nil: nothing held
+	p      *plan       // the tensor pair
+	r0, r1 int64       // the band's rows
+	blks   []e4m3Block // the descriptors of the band's row of blocks
+	sums   []e4m3Lanes // the band's sums, by block column
+	held   []bool      // sums[j] holds a run
+	n      int         // the number of columns held
+	keep   []e4m3Sums  // flush: the held sums in column order
+	kblk   []e4m3Block // flush: their descriptors
 }
 
 // e4m3BandRows is the number of rows of a band of p (0: the blocks are
@@ -44,22 +44,23 @@ func e4m3BandRows(bs *side) int64 {
 	return max(min(bs.bm, e4m3RunMax/bs.bn), 1)
 }
 
-// e4m3Band is the number of the band of row; rows of one band share a
-// row of scale blocks.
-func e4m3Band(bs *side, row, rows int64) int64 {
-	per := (bs.bm + rows - 1) / rows // bands per row of blocks
-	return row/bs.bm*per + row%bs.bm/rows
+// e4m3Band is the rows [r0, r1) of the band of row: rows of one band
+// share a row of scale blocks.
+func e4m3Band(bs *side, row, rows int64) (r0, r1 int64) {
+	b0 := row / bs.bm * bs.bm // the row of blocks
+	r0 = b0 + (row-b0)/rows*rows
+	return r0, min(r0+rows, b0+bs.bm)
 }
 
 // start makes the fold hold the band of row for r, flushing what it held
 // before if that was another band.
 func (fd *e4m3Fold) start(p *plan, row, rows int64, r *partial) {
-	band := e4m3Band(p.bs, row, rows)
-	if fd.r == r && fd.p == p && fd.band == band {
+	if fd.r == r && fd.p == p && row >= fd.r0 && row < fd.r1 {
 		return
 	}
 	fd.flush()
-	fd.r, fd.p, fd.band = r, p, band
+	fd.r, fd.p = r, p
+	fd.r0, fd.r1 = e4m3Band(p.bs, row, rows)
 	fd.blks = p.e4m3Blocks[(row/p.bs.bm)*p.bs.sCols:][:p.bs.sCols]
 	if int64(cap(fd.sums)) < p.bs.sCols {
 		fd.sums, fd.held = make([]e4m3Lanes, p.bs.sCols), make([]bool, p.bs.sCols)
@@ -79,6 +80,9 @@ func (fd *e4m3Fold) lanes(j, n int) []e4m3Lanes { return fd.sums[j : j+n] }
 
 // mark records that the n blocks from column j hold sums.
 func (fd *e4m3Fold) mark(j, n int) {
+	if fd.n == len(fd.held) {
+		return // all held (the band's rows after its first)
+	}
 	for c := j; c < j+n; c++ {
 		if !fd.held[c] {
 			fd.held[c] = true
