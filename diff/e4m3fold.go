@@ -5,7 +5,7 @@ package diff
 // at most e4m3RunMax elements. So the sums of one block are not scaled
 // and added into the partial row by row: the rows of a band (the rows of
 // one row of scale blocks, or fewer when a block holds more than
-// e4m3RunMax elements) are added exactly into one e4m3Sums per block
+// e4m3RunMax elements) are added exactly into one e4m3Lanes per block
 // column, and each block is scaled, rounded and added into the partial
 // once, when the band ends, in the order of its columns. That is one
 // rounding per scale block instead of one per row of it, and the per-block

@@ -632,7 +632,7 @@ func BenchmarkE4M3AddBlocks(b *testing.B) {
 			var r partial
 			for b.Loop() {
 				for g := 0; g < len(x); g += nk * bn {
-					if e4m3AddBlocksWith(e4m3Fastest(), x[g:g+nk*bn], y[g:g+nk*bn], bn, k, out, &r) != nk {
+					if e4m3AddBlocksWith(e4m3Best, x[g:g+nk*bn], y[g:g+nk*bn], bn, k, out, &r) != nk {
 						b.Fatal("NaN")
 					}
 				}
@@ -716,8 +716,8 @@ func BenchmarkE4M3Norm(b *testing.B) {
 	for _, impl := range []struct {
 		name string
 		add  func(x []byte) int
-	}{{"norm", func(x []byte) int { return e4m3NormIntoWith(e4m3Fastest(), x, bn, k, lanes, tmp) }},
-		{"blocks", func(x []byte) int { return e4m3BlocksIntoWith(e4m3Fastest(), x, x, bn, k, lanes, tmp) }}} {
+	}{{"norm", func(x []byte) int { return e4m3NormIntoWith(e4m3Best, x, bn, k, lanes, tmp) }},
+		{"blocks", func(x []byte) int { return e4m3BlocksIntoWith(e4m3Best, x, x, bn, k, lanes, tmp) }}} {
 		b.Run(impl.name, func(b *testing.B) {
 			for b.Loop() {
 				for g := 0; g < len(x); g += nk * bn {
@@ -741,12 +741,6 @@ func e4m3AddNormWith(kern e4m3Kernel, b []byte, bn int, k []e4m3Block, out []e4m
 	}
 	r.addE4M3(out[:done], k)
 	return done
-}
-
-// e4m3Fastest is the last of e4m3Kernels, the fastest this CPU runs.
-func e4m3Fastest() e4m3Kernel {
-	ks := e4m3Kernels()
-	return ks[len(ks)-1]
 }
 
 // TestE4M3BlocksInto holds e4m3BlocksIntoWith and e4m3NormIntoWith, for

@@ -532,7 +532,7 @@ func decodeCount(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial, s
 // row) into r, scale block by scale block: exactly (e4m3exact.go) where
 // e4m3Exact accepts the block's scales and no code is a NaN, else through
 // the decoded values like any other pair, added into r at once. The
-// blocks the segment covers whole go through e4m3Blocks, many to a call, a
+// blocks the segment covers whole go through e4m3BlocksInto, many to a call, a
 // block it covers in part through e4m3Run; either way their exact sums go
 // into sc.fold, which adds them into r when their band of rows ends
 // (e4m3fold.go: the caller flushes it at the end of the chunk).
@@ -559,7 +559,7 @@ func e4m3Segment(p *plan, bseg, fseg []byte, g int64, sc *scratch, r *partial) e
 		blk := c / bn
 		b, f := bseg[c-c0:], fseg[c-c0:]
 		if whole := (c1 - c) / bn; c == blk*bn && whole > 0 && bn <= e4m3RunMax {
-			// rows > 0: bn <= e4m3RunMax
+			// bn <= e4m3RunMax, so rows > 0: the band's fold holds them
 			k := blks[blk : blk+whole]
 			sc.e4m3 = grow(sc.e4m3, whole)
 			out := fd.lanes(int(blk), int(whole))
